@@ -1,0 +1,140 @@
+# cubpf build.  `make` builds the shim, the cubpf command and the conformance plugin;
+# `make test` runs every CPU test (plain, then ASan+UBSan, then a short fuzz run);
+# `make demo` runs the main job; `make gpu-test` / `make bench` need the GPU machine.
+#
+# Each module describes itself in its own fragment (MODULE/module.mk) so that modules can
+# grow without touching this file.  A fragment adds to:
+#   LIBS       static libraries it builds           (built by `make`)
+#   BINS       executables / shared objects          (built by `make`)
+#   TEST_BINS  cmocka test programs                  (run by `make unit`)
+#   FUZZ_BINS  libFuzzer targets                      (built by `make fuzz`)
+#   BENCH_BINS benchmark programs                     (built by `make bench-build`)
+
+BUILD    ?= build
+SHARED   ?= ../shared
+PREFIX   ?= /usr/local
+SAN      ?= 0
+
+CC       ?= gcc
+CLANG    ?= clang
+NVCC     ?= $(shell command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)
+PTXAS    ?= $(shell command -v ptxas 2>/dev/null || echo /usr/local/cuda/bin/ptxas)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+
+# Fixtures built with nvcc do not depend on the sanitizer setting: keep one copy.
+FIXTURES ?= build/fixtures
+
+WARN     := -Wall -Wextra -Werror
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 $(WARN) -fPIC -fvisibility=hidden -I. -MMD -MP
+LDFLAGS  ?=
+LDLIBS   ?=
+
+ifeq ($(SAN),1)
+CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS  += -fsanitize=address,undefined
+endif
+
+# Static archives of the compression libraries, linked into everything we ship so that the
+# shim and the tool run on machines that lack them (see DESIGN.md: no shared deps but glibc).
+DEP_LIBS := -Wl,-Bstatic -lzstd -llz4 -lxxhash -Wl,-Bdynamic -lpthread -ldl -lm
+
+LIBS       :=
+BINS       :=
+TEST_BINS  :=
+FUZZ_BINS  :=
+BENCH_BINS :=
+
+.PHONY: all test unit test-asan fuzz fuzz-smoke demo gpu-test bench bench-build install clean deps
+
+all:
+
+# Dependencies: a missing header means a fresh machine; ci/deps.sh installs what is missing.
+DEPS_STAMP := $(BUILD)/.deps-ok
+$(DEPS_STAMP):
+	@ci/deps.sh
+	@mkdir -p $(@D) && touch $@
+deps: $(DEPS_STAMP)
+
+$(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/lib/%.a:
+	@mkdir -p $(@D)
+	@rm -f $@
+	ar rcs $@ $^
+
+# objs(SOURCES): the object files of a list of C sources.
+objs = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+include cubin/module.mk
+include vm/module.mk
+include ptx-rewriter/module.mk
+include store/module.mk
+include shim/module.mk
+include tools/module.mk
+include tests/module.mk
+
+all: $(LIBS) $(BINS)
+
+# ---- tests -----------------------------------------------------------------------------
+# unit: run the cmocka programs of this build (plain or sanitized) and write a summary.
+unit: $(TEST_BINS) $(BINS)
+	@CUBPF_BUILD=$(abspath $(BUILD)) CUBPF_FIXTURES=$(abspath $(FIXTURES)) \
+	  CUBPF_SHARED=$(abspath $(SHARED)) NVCC=$(NVCC) PTXAS=$(PTXAS) CLANG=$(CLANG) \
+	  tests/run-tests.sh $(BUILD)/test-summary.txt $(TEST_BINS)
+
+test-asan:
+	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 unit
+
+test:
+	@rm -f $(BUILD)/test-summary.txt build/asan/test-summary.txt $(BUILD)/fuzz-summary.txt
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -k unit || true
+	@echo "== sanitizer pass (ASan+UBSan) =="
+	@$(MAKE) --no-print-directory -k test-asan || true
+	@echo "== fuzz smoke run =="
+	@$(MAKE) --no-print-directory -k fuzz-smoke || true
+	@tests/summary.sh $(BUILD)/test-summary.txt build/asan/test-summary.txt $(BUILD)/fuzz-summary.txt
+
+# ---- fuzzing (libFuzzer, clang) ------------------------------------------------------------
+FUZZ_BUILD := $(BUILD)/fuzz
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
+fuzz: $(FUZZ_BINS)
+FUZZ_SECONDS ?= 20
+fuzz-smoke: $(FUZZ_BINS)
+	@tests/fuzz/smoke.sh $(BUILD)/fuzz-summary.txt $(FUZZ_SECONDS) $(FUZZ_BINS)
+
+# ---- demo, GPU tests, benchmarks ------------------------------------------------------------
+demo: all
+	@BUILD=$(BUILD) NVCC=$(NVCC) ci/demo.sh
+
+# On the GPU machine nothing is rebuilt (it has no clang and few headers): build here, carry
+# build/ and run `make gpu-test NOBUILD=1` (or tests/gpu/run.sh) there.
+ifeq ($(NOBUILD),1)
+gpu-test:
+	@BUILD=$(BUILD) NVCC=$(NVCC) tests/gpu/run.sh
+bench:
+	@BUILD=$(BUILD) NVCC=$(NVCC) tests/bench/run.sh
+else
+gpu-test: all $(TEST_BINS)
+	@BUILD=$(BUILD) NVCC=$(NVCC) tests/gpu/run.sh
+bench: all bench-build
+	@BUILD=$(BUILD) NVCC=$(NVCC) tests/bench/run.sh
+endif
+bench-build: $(BENCH_BINS)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/cubpf $(DESTDIR)$(PREFIX)/share/cubpf/include
+	install -m 0755 $(BUILD)/bin/cubpf $(BUILD)/bin/cubpf-bpf-plugin $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(BUILD)/lib/libcuda.so.1 $(DESTDIR)$(PREFIX)/lib/cubpf/
+	ln -sf libcuda.so.1 $(DESTDIR)$(PREFIX)/lib/cubpf/libcuda.so
+	cp -r tools/include/. $(DESTDIR)$(PREFIX)/share/cubpf/include/
+	if [ -d $(BUILD)/probes ]; then install -d $(DESTDIR)$(PREFIX)/share/cubpf/probes && \
+	  cp $(BUILD)/probes/*.bpf.o $(DESTDIR)$(PREFIX)/share/cubpf/probes/ 2>/dev/null || true; fi
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,1 @@
+# shim/: the drop-in libcuda.so.1.

@@ -1,0 +1,9 @@
+/* cubpf disasm: placeholder until issue 4 lands; says so plainly. */
+#include "tools/commands.h"
+
+int cmd_disasm(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	return cmd_not_available("disasm", "4");
+}
