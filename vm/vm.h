@@ -1,0 +1,242 @@
+/* vm: eBPF objects, the verifier, the host interpreter, host maps and helpers, the disassembler.
+ *
+ * Instruction format: `struct bpf_insn` and the opcode macros of <linux/bpf.h> (RFC 9669).
+ * A loaded object (struct vm_object) is what every engine consumes: the verifier, the host
+ * interpreter, and the PTX code generator (ptx-rewriter/).  After loading, each program is
+ * self-contained:
+ *   - bpf-to-bpf calls: the .text subprograms a program calls are appended after its own code
+ *     and every `call` with src_reg == BPF_PSEUDO_CALL has imm = (target - (pc + 1)), as the
+ *     kernel expects; prog->subprogs lists the start of each function (subprogs[0] == 0).
+ *   - maps: `lddw rX, map` has src_reg == BPF_PSEUDO_MAP_FD and imm == index in obj->maps;
+ *     `lddw rX, &global + off` (.rodata/.data/.bss and their .NAME variants) has
+ *     src_reg == BPF_PSEUDO_MAP_VALUE, insn[0].imm == map index, insn[1].imm == byte offset.
+ * Nothing here calls CUDA.  Every failing call returns an error with a message.
+ */
+#ifndef CUBPF_VM_H
+#define CUBPF_VM_H
+
+#include <linux/bpf.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tools/include/cubpf_abi.h"
+
+/* Opcode bits newer than some <linux/bpf.h> copies (RFC 9669). */
+#ifndef BPF_MEMSX
+#define BPF_MEMSX 0x80 /* sign-extending load: BPF_LDX | BPF_MEMSX | size */
+#endif
+#ifndef BPF_JCOND
+#define BPF_JCOND 0xe0
+#endif
+
+#define VM_ERRLEN 256
+#define VM_NAME_MAX 64
+#define VM_MAX_INSNS 1000000     /* hard cap on a program's size (verifier: see vm_verify_opts) */
+#define VM_STACK_SIZE 512        /* bytes of stack per frame */
+#define VM_MAX_CALL_DEPTH 8      /* frames, the main function included */
+
+/* ---- loaded objects ------------------------------------------------------------------------ */
+
+enum vm_prog_kind {
+	VM_PROG_KPROBE = 0,    /* SEC("kprobe/GLOB"):    GPU kernel entry, ctx cubpf_kernel_ctx */
+	VM_PROG_KRETPROBE,     /* SEC("kretprobe/GLOB"): GPU kernel exit,  ctx cubpf_kernel_ctx */
+	VM_PROG_MEMPROBE,      /* SEC("memprobe/GLOB"):  GPU memory access, ctx cubpf_mem_ctx */
+	VM_PROG_UPROBE,        /* SEC("uprobe/FUNC"):    host driver call,  ctx cubpf_api_ctx */
+	VM_PROG_URETPROBE,     /* SEC("uretprobe/FUNC"): host driver return, ctx cubpf_api_ctx */
+	VM_PROG_RAW,           /* raw programs (conformance vectors): r1 = memory, r2 = its length */
+	VM_PROG_KIND_COUNT
+};
+
+/* Bit of a kind in a mask (helper availability). */
+#define VM_KIND_BIT(k) (1u << (k))
+#define VM_KINDS_GPU (VM_KIND_BIT(VM_PROG_KPROBE) | VM_KIND_BIT(VM_PROG_KRETPROBE) | \
+		      VM_KIND_BIT(VM_PROG_MEMPROBE))
+#define VM_KINDS_HOST (VM_KIND_BIT(VM_PROG_UPROBE) | VM_KIND_BIT(VM_PROG_URETPROBE))
+#define VM_KINDS_ALL ((1u << VM_PROG_KIND_COUNT) - 1)
+
+static inline bool vm_kind_is_gpu(enum vm_prog_kind k)
+{
+	return (VM_KINDS_GPU >> k) & 1;
+}
+
+/* Where a map comes from. */
+enum vm_map_origin {
+	VM_MAP_USER = 0,   /* a map definition in .maps (BTF) or maps (legacy) */
+	VM_MAP_RODATA,     /* .rodata*: global constants; read-only for programs */
+	VM_MAP_DATA,       /* .data*:   initialised globals */
+	VM_MAP_BSS,        /* .bss*:    zero-initialised globals */
+};
+
+struct vm_map_def {
+	char name[VM_NAME_MAX];   /* symbol name, or the section name for globals (".rodata") */
+	uint32_t type;            /* enum cubpf_map_type (Linux numbers) */
+	uint32_t key_size;
+	uint32_t value_size;
+	uint32_t max_entries;
+	uint32_t flags;           /* map_flags: BPF_F_RDONLY_PROG, ... */
+	enum vm_map_origin origin;
+	/* Globals: the initial contents of the single value (key 0), value_size bytes; NULL for
+	 * .bss and user maps (zeroes). */
+	uint8_t *init;
+};
+
+/* Programs may write the map's values (false for .rodata and BPF_F_RDONLY_PROG). */
+static inline bool vm_map_prog_writable(const struct vm_map_def *m)
+{
+	return m->origin != VM_MAP_RODATA && !(m->flags & BPF_F_RDONLY_PROG);
+}
+
+struct vm_prog {
+	char name[VM_NAME_MAX];   /* the function's symbol name */
+	char section[128];        /* the ELF section name, e.g. "kprobe/vec_add*" */
+	enum vm_prog_kind kind;
+	char attach[128];         /* the part after the prefix: kernel glob or driver function */
+	struct bpf_insn *insns;   /* relocated code, subprograms appended (see top of file) */
+	uint32_t insn_cnt;        /* in 8-byte slots (lddw counts 2) */
+	uint32_t *subprogs;       /* start index of each function; subprogs[0] == 0 */
+	uint32_t subprog_cnt;
+};
+
+struct vm_object {
+	char name[VM_NAME_MAX];   /* file name without directories, or "memory" */
+	struct vm_prog *progs;
+	uint32_t prog_cnt;
+	struct vm_map_def *maps;
+	uint32_t map_cnt;
+	char license[64];
+};
+
+/* Loads an eBPF ELF object (clang -O2 -g -target bpf) from memory (copied; `data` may be freed
+ * afterwards) or from a file.  Returns 0 and *out, or -1 with a message in err. */
+int vm_object_load(const void *data, size_t size, const char *name, struct vm_object **out,
+		   char *err, size_t errlen);
+int vm_object_load_file(const char *path, struct vm_object **out, char *err, size_t errlen);
+void vm_object_free(struct vm_object *obj);
+
+/* A one-program object around raw instructions (no maps): conformance vectors, tests. */
+struct vm_object *vm_object_from_insns(const struct bpf_insn *insns, uint32_t cnt,
+				       enum vm_prog_kind kind, char *err, size_t errlen);
+
+/* Program kind from a section name ("kprobe/...", ...); -1 when the name is not a program. */
+int vm_prog_kind_from_section(const char *section, const char **attach);
+const char *vm_prog_kind_name(enum vm_prog_kind kind);
+
+/* ---- helpers ---------------------------------------------------------------------------------- */
+
+enum vm_arg_type {
+	VM_ARG_NONE = 0,          /* no more arguments */
+	VM_ARG_ANYTHING,          /* any initialised value */
+	VM_ARG_CONST_MAP_PTR,     /* lddw rX, map */
+	VM_ARG_PTR_TO_MAP_KEY,    /* readable key_size bytes of the map in the previous argument */
+	VM_ARG_PTR_TO_MAP_VALUE,  /* readable value_size bytes of that map */
+	VM_ARG_PTR_TO_MEM,        /* readable memory whose size is the next argument */
+	VM_ARG_PTR_TO_UNINIT_MEM, /* writable memory (need not be initialised), size next */
+	VM_ARG_CONST_SIZE,        /* a bounded size > 0 for the previous pointer argument */
+	VM_ARG_CONST_SIZE_OR_ZERO,/* same, 0 allowed */
+	VM_ARG_PTR_TO_CTX,        /* the program's context */
+	VM_ARG_PTR_TO_U64_OUT,    /* writable 8 bytes (GPU index helpers' x/y/z outputs) */
+};
+
+enum vm_ret_type {
+	VM_RET_INTEGER = 0,       /* r0 is a scalar */
+	VM_RET_VOID,              /* r0 is not to be read */
+	VM_RET_MAP_VALUE_OR_NULL, /* pointer into the map of argument 1, or NULL: check it */
+};
+
+struct vm_helper_proto {
+	uint32_t id;              /* enum cubpf_helper_id */
+	const char *name;         /* "bpf_map_lookup_elem" */
+	enum vm_ret_type ret;
+	enum vm_arg_type args[5];
+	uint32_t kinds;           /* VM_KIND_BIT mask of the program kinds allowed to call it */
+};
+
+/* The prototype of helper `id`, or NULL when there is no such helper. */
+const struct vm_helper_proto *vm_helper_proto(uint32_t id);
+/* All prototypes (for listings and code generators); *count receives their number. */
+const struct vm_helper_proto *vm_helper_protos(size_t *count);
+
+/* ---- verifier --------------------------------------------------------------------------------- */
+
+struct vm_verify_opts {
+	uint32_t max_insns;        /* program size limit; 0 = 1,000,000 (Linux's) */
+	uint32_t max_processed;    /* instructions the verifier may walk; 0 = 1,000,000 */
+	int log_level;             /* 0: only the rejection, 1: + summary, 2: + every state */
+};
+
+struct vm_verify_info {
+	uint32_t insns_processed;  /* instructions walked over all paths */
+	uint32_t states;           /* states kept for pruning */
+	uint32_t max_stack;        /* deepest stack use of the main function, bytes */
+	uint32_t max_call_depth;   /* frames */
+	int reject_insn;           /* index of the rejected instruction, or -1 */
+};
+
+/* Verifies program `prog` of `obj`.  Returns 0 when it is safe, -1 when rejected.  The log (if
+ * log != NULL) receives the reason: "N: (op) disassembly\n...reason"; it is always
+ * NUL-terminated and truncated to log_size.  opts and info may be NULL. */
+int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify_opts *opts,
+	      struct vm_verify_info *info, char *log, size_t log_size);
+
+/* ---- disassembler ----------------------------------------------------------------------------- */
+
+/* One instruction (two slots for lddw: `insns` must hold `avail` >= 2 then) in llvm-objdump-like
+ * syntax, e.g. "r0 = *(u32 *)(r1 + 48)".  `obj` (may be NULL) names maps.  Returns the number of
+ * slots consumed (1 or 2). */
+int vm_disasm_insn(const struct bpf_insn *insns, size_t avail, const struct vm_object *obj,
+		   char *buf, size_t len);
+
+/* ---- host maps and the interpreter ----------------------------------------------------------- */
+
+struct vm_runtime;  /* the maps of one loaded object, shared by its programs; thread-safe */
+struct vm_exec;     /* one program prepared for the interpreter (pre-decoded) */
+
+/* Output hooks: trace_printk lines and ring-buffer records.  Called from the probing thread. */
+struct vm_output {
+	void (*printk)(void *user, const char *line);          /* NULL: stderr */
+	void *user;
+};
+
+struct vm_runtime *vm_runtime_new(const struct vm_object *obj, char *err, size_t errlen);
+void vm_runtime_free(struct vm_runtime *rt);
+void vm_runtime_set_output(struct vm_runtime *rt, const struct vm_output *out);
+
+/* Map access from the host (tools, the shim).  Key and value sizes are those of the map's
+ * definition.  Return 0, or -1 (absent key, full map, bad index). */
+int vm_map_lookup(struct vm_runtime *rt, uint32_t map, const void *key, void *value);
+int vm_map_update(struct vm_runtime *rt, uint32_t map, const void *key, const void *value,
+		  uint64_t flags);
+int vm_map_delete(struct vm_runtime *rt, uint32_t map, const void *key);
+/* Iteration: key == NULL gives the first key.  Returns 0 and next, or -1 at the end. */
+int vm_map_next_key(struct vm_runtime *rt, uint32_t map, const void *key, void *next);
+/* Ring buffer maps: takes the oldest record (up to cap bytes) into buf.  Returns its length,
+ * 0 when empty. */
+size_t vm_ringbuf_consume(struct vm_runtime *rt, uint32_t map, void *buf, size_t cap);
+/* Per-CPU arrays: the host keeps vm_percpu_slots() copies of each value; lookups from the
+ * host return slot 0, vm_map_lookup_percpu gives all of them back to back. */
+uint32_t vm_percpu_slots(void);
+int vm_map_lookup_percpu(struct vm_runtime *rt, uint32_t map, const void *key, void *values);
+
+/* Host-side helper implementation, for engines that bring their own (conformance plugin). */
+typedef uint64_t (*vm_helper_fn)(void *env, uint64_t r1, uint64_t r2, uint64_t r3, uint64_t r4,
+				 uint64_t r5);
+
+/* Prepares program `prog` (which should have passed vm_verify) for the interpreter. */
+struct vm_exec *vm_exec_new(struct vm_runtime *rt, uint32_t prog, char *err, size_t errlen);
+void vm_exec_free(struct vm_exec *ex);
+/* Replaces helper `id` for this program (conformance: the suite's "unwind" helper 5).  A helper
+ * that sets *stop (through vm_exec_stop from inside the call) ends the program with r0 = 0. */
+int vm_exec_set_helper(struct vm_exec *ex, uint32_t id, vm_helper_fn fn);
+void vm_exec_stop(void *env);
+/* Checked mode: every load and store is bounds-checked against the stack, the context/input
+ * memory and the maps, and runtime faults end the run with an error instead of crashing.
+ * For programs that did not go through the verifier (the conformance plugin). */
+void vm_exec_set_checked(struct vm_exec *ex, bool checked);
+
+/* Runs the program: r1 = ctx, r2 = ctx_size (raw programs read their memory this way).
+ * Returns 0 and *ret = r0, or -1 with a message (checked mode faults, call depth). */
+int vm_exec_run(struct vm_exec *ex, void *ctx, size_t ctx_size, uint64_t *ret, char *err,
+		size_t errlen);
+
+#endif /* CUBPF_VM_H */
