@@ -6,3 +6,18 @@ $(BUILD)/bin/cubpf: $(call objs,$(TOOLS_SRCS)) $(CUBPF_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(call objs,$(TOOLS_SRCS)) $(CUBPF_LIBS) $(DEP_LIBS) $(LDLIBS)
 BINS += $(BUILD)/bin/cubpf
+
+# The conformance plugin (issue 4): cubpf's eBPF engines behind bpf_conformance's protocol.
+PLUGIN_SRCS := $(wildcard tools/plugin/*.c)
+$(BUILD)/bin/cubpf-bpf-plugin: $(call objs,$(PLUGIN_SRCS)) $(VM_LIB) $(CUBIN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(call objs,$(PLUGIN_SRCS)) $(VM_LIB) $(CUBIN_LIB) $(DEP_LIBS) $(LDLIBS)
+BINS += $(BUILD)/bin/cubpf-bpf-plugin
+
+# Bundled probe programs (issue 4): tools/probes/NAME.bpf.c -> $(BUILD)/probes/NAME.bpf.o.
+PROBE_SRCS := $(wildcard tools/probes/*.bpf.c)
+PROBE_OBJS := $(patsubst tools/probes/%.bpf.c,$(BUILD)/probes/%.bpf.o,$(PROBE_SRCS))
+$(BUILD)/probes/%.bpf.o: tools/probes/%.bpf.c tools/include/cubpf_helpers.h tools/include/cubpf_abi.h
+	@mkdir -p $(@D)
+	$(CLANG) -O2 -g -target bpf -I tools/include -I/usr/include/x86_64-linux-gnu -c $< -o $@
+BINS += $(PROBE_OBJS)

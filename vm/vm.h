@@ -136,6 +136,7 @@ enum vm_arg_type {
 	VM_ARG_CONST_SIZE_OR_ZERO,/* same, 0 allowed */
 	VM_ARG_PTR_TO_CTX,        /* the program's context */
 	VM_ARG_PTR_TO_U64_OUT,    /* writable 8 bytes (GPU index helpers' x/y/z outputs) */
+	VM_ARG_CONST_STR,         /* NUL-terminated string in a read-only map (.rodata) */
 };
 
 enum vm_ret_type {
@@ -238,5 +239,11 @@ void vm_exec_set_checked(struct vm_exec *ex, bool checked);
  * Returns 0 and *ret = r0, or -1 with a message (checked mode faults, call depth). */
 int vm_exec_run(struct vm_exec *ex, void *ctx, size_t ctx_size, uint64_t *ret, char *err,
 		size_t errlen);
+
+/* Runs raw program bytes (8 per slot) the way the conformance suite expects: checked mode, no
+ * verifier, r1 = mem, r2 = mem_len, helper 5 is the suite's "unwind" helper (returns its
+ * argument; 0 ends the program with r0 = 0).  Returns 0 and *r0, or -1 with a message. */
+int vm_run_raw(const void *code, size_t code_len, void *mem, size_t mem_len, uint64_t *r0,
+	       char *err, size_t errlen);
 
 #endif /* CUBPF_VM_H */
