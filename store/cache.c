@@ -1,0 +1,780 @@
+/* The module cache: one sqlite database shared by every cubpf process of a user.
+ *
+ * Why sqlite: many processes (one per GPU rank) read and add entries at once; WAL mode lets
+ * readers go on while one writes, and a busy timeout serialises writers without failing them.
+ * sqlite does not checksum pages, so each blob carries an XXH3-64 checked on every read.  A
+ * database that sqlite reports as corrupt (or not a database) is renamed aside and rebuilt:
+ * the cache only saves time, so losing it must never cost the application anything more. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+#include <xxhash.h>
+
+#include "store/store.h"
+
+#define CACHE_APP_ID 0x63425046 /* "cBPF" */
+#define CACHE_SCHEMA 1
+#define CACHE_DEFAULT_MAX (1ull << 30)
+#define CACHE_DEFAULT_BUSY_MS 10000
+
+enum { ST_GET, ST_HIT, ST_MISS, ST_PUT, ST_NSTMT };
+
+struct store_cache {
+	sqlite3 *db;
+	sqlite3_stmt *st[ST_NSTMT];
+	char *path;
+	struct store_cache_options opt;
+	char error[STORE_ERRLEN];
+};
+
+static const char *const stmt_sql[ST_NSTMT] = {
+	[ST_GET] = "SELECT name, sm, driver, ptx_size, ptx_sum, cubin_size, cubin_sum, rewrite_ns,"
+		   " jit_ns, hits, created, last_used, ptx, cubin FROM modules WHERE key = ?1",
+	[ST_HIT] = "UPDATE modules SET hits = hits + 1, last_used = ?2 WHERE key = ?1",
+	[ST_MISS] = "UPDATE counters SET lookups = lookups + 1, hits = hits + ?1,"
+		    " misses = misses + ?2, corrupt = corrupt + ?3, saved_ns = saved_ns + ?4",
+	[ST_PUT] = "INSERT OR REPLACE INTO modules (key, name, sm, driver, ptx_size, ptx_sum,"
+		   " cubin_size, cubin_sum, rewrite_ns, jit_ns, hits, created, last_used, ptx, cubin)"
+		   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11, ?11, ?12, ?13)",
+};
+
+/* Sizes and sums come before the blobs in each row so that listing and summing sizes never
+ * reads a blob's overflow pages. */
+static const char schema_sql[] =
+	"CREATE TABLE IF NOT EXISTS modules ("
+	" key BLOB PRIMARY KEY, name TEXT, sm INTEGER, driver INTEGER,"
+	" ptx_size INTEGER, ptx_sum INTEGER, cubin_size INTEGER, cubin_sum INTEGER,"
+	" rewrite_ns INTEGER, jit_ns INTEGER, hits INTEGER, created INTEGER, last_used INTEGER,"
+	" ptx BLOB, cubin BLOB);"
+	"CREATE INDEX IF NOT EXISTS modules_lru ON modules (last_used);"
+	"CREATE TABLE IF NOT EXISTS counters (lookups INTEGER, hits INTEGER, misses INTEGER,"
+	" puts INTEGER, evictions INTEGER, corrupt INTEGER, saved_ns INTEGER);"
+	"INSERT INTO counters SELECT 0,0,0,0,0,0,0 WHERE NOT EXISTS (SELECT 1 FROM counters);";
+
+static void set_err(struct store_cache *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void set_err(struct store_cache *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->error, sizeof(c->error), fmt, ap);
+	va_end(ap);
+}
+
+static void warn(struct store_cache *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(struct store_cache *c, const char *fmt, ...)
+{
+	char msg[STORE_ERRLEN + 128];
+	va_list ap;
+	if (!c->opt.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	c->opt.log(c->opt.log_ctx, msg);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- key -------------------------------------------------------------------------------- */
+
+static void key_field(XXH3_state_t *st, uint32_t tag, const void *data, size_t size)
+{
+	uint64_t len = size;
+	XXH3_128bits_update(st, &tag, sizeof(tag));
+	XXH3_128bits_update(st, &len, sizeof(len));
+	if (size)
+		XXH3_128bits_update(st, data, size);
+}
+
+static void key_str(XXH3_state_t *st, uint32_t tag, const char *s)
+{
+	key_field(st, tag, s ? s : "", s ? strlen(s) : 0);
+}
+
+void store_key_compute(const struct store_key_input *in, store_key *out)
+{
+	XXH3_state_t *st = XXH3_createState();
+	XXH128_canonical_t canon;
+	uint64_t n = in->nprograms;
+
+	if (!st) { /* out of memory: a one-shot hash of the image alone still differs per input */
+		memset(out, 0, sizeof(*out));
+		return;
+	}
+	XXH3_128bits_reset(st);
+	key_field(st, 1, in->image.data, in->image.size);
+	key_field(st, 2, &n, sizeof(n));
+	for (size_t i = 0; i < in->nprograms; i++)
+		key_field(st, 3, in->programs[i].data, in->programs[i].size);
+	key_str(st, 4, in->rewriter_version);
+	key_field(st, 5, &in->sm, sizeof(in->sm));
+	key_field(st, 6, &in->driver_version, sizeof(in->driver_version));
+	key_str(st, 7, in->jit_options);
+	XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(st));
+	XXH3_freeState(st);
+	memcpy(out->b, canon.digest, sizeof(out->b));
+}
+
+void store_key_hex(const store_key *key, char out[33])
+{
+	for (int i = 0; i < 16; i++)
+		snprintf(out + 2 * i, 3, "%02x", key->b[i]);
+}
+
+/* ---- paths ------------------------------------------------------------------------------ */
+
+int store_cache_default_path(char *buf, size_t size)
+{
+	const char *env = getenv("CUBPF_CACHE");
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	int n;
+
+	if (env && *env)
+		n = snprintf(buf, size, "%s", env);
+	else if (xdg && *xdg == '/')
+		n = snprintf(buf, size, "%s/cubpf/cache.db", xdg);
+	else if (home && *home)
+		n = snprintf(buf, size, "%s/.cache/cubpf/cache.db", home);
+	else
+		return -1;
+	return (n < 0 || (size_t)n >= size) ? -1 : 0;
+}
+
+/* mkdir -p of the folders above path, each new one 0700 (the cache holds other people's
+ * kernels: not for every user of the machine to read). */
+static int make_parents(struct store_cache *c, const char *path)
+{
+	char *dir = strdup(path);
+	if (!dir) {
+		set_err(c, "out of memory");
+		return -1;
+	}
+	for (char *p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0700) && errno != EEXIST) {
+			set_err(c, "cannot create folder %s: %s", dir, strerror(errno));
+			free(dir);
+			return -1;
+		}
+		*p = '/';
+	}
+	free(dir);
+	return 0;
+}
+
+static int create_file(struct store_cache *c)
+{
+	int fd = open(c->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		set_err(c, "cannot open %s: %s", c->path, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Renames a damaged database (and drops its -wal/-shm) so that a new one can take its place;
+ * the old file stays for anyone who wants to look at it. */
+static void move_aside(struct store_cache *c, const char *why)
+{
+	char aside[4096], side[4096];
+	snprintf(aside, sizeof(aside), "%s.broken-%lld", c->path, (long long)time(NULL));
+	if (rename(c->path, aside))
+		unlink(c->path);
+	snprintf(side, sizeof(side), "%s-wal", c->path);
+	unlink(side);
+	snprintf(side, sizeof(side), "%s-shm", c->path);
+	unlink(side);
+	warn(c, "cubpf cache: %s is damaged (%s); moved it to %s and started a new one", c->path, why,
+	     aside);
+}
+
+/* ---- opening ---------------------------------------------------------------------------- */
+
+static void db_close(struct store_cache *c)
+{
+	for (int i = 0; i < ST_NSTMT; i++) {
+		sqlite3_finalize(c->st[i]);
+		c->st[i] = NULL;
+	}
+	if (c->db)
+		sqlite3_close_v2(c->db);
+	c->db = NULL;
+}
+
+static int is_damage(int rc)
+{
+	rc &= 0xff;
+	return rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB || rc == SQLITE_FORMAT;
+}
+
+static int64_t pragma_int(struct store_cache *c, const char *sql, int *rc)
+{
+	sqlite3_stmt *s = NULL;
+	int64_t v = -1;
+	*rc = sqlite3_prepare_v2(c->db, sql, -1, &s, NULL);
+	if (*rc == SQLITE_OK) {
+		*rc = sqlite3_step(s);
+		if (*rc == SQLITE_ROW) {
+			v = sqlite3_column_int64(s, 0);
+			*rc = SQLITE_OK;
+		} else if (*rc == SQLITE_DONE) {
+			*rc = SQLITE_OK;
+		}
+	}
+	sqlite3_finalize(s);
+	return v;
+}
+
+static int exec(struct store_cache *c, const char *sql)
+{
+	char *msg = NULL;
+	int rc = sqlite3_exec(c->db, sql, NULL, NULL, &msg);
+	if (rc != SQLITE_OK)
+		set_err(c, "%s: %s", c->path, msg ? msg : sqlite3_errstr(rc));
+	sqlite3_free(msg);
+	return rc;
+}
+
+/* Makes the schema of a new database, or replaces an older schema (the cache is disposable).
+ * Returns an sqlite result code; SQLITE_MISMATCH for a database that belongs to something else. */
+static int ensure_schema(struct store_cache *c)
+{
+	int rc;
+	int64_t app = pragma_int(c, "PRAGMA application_id", &rc);
+	if (rc != SQLITE_OK)
+		return rc;
+	int64_t ver = pragma_int(c, "PRAGMA user_version", &rc);
+	if (rc != SQLITE_OK)
+		return rc;
+	int64_t tables = pragma_int(c, "SELECT count(*) FROM sqlite_schema", &rc);
+	if (rc != SQLITE_OK)
+		return rc;
+	if (app == CACHE_APP_ID && ver == CACHE_SCHEMA)
+		return SQLITE_OK;
+	if (app != CACHE_APP_ID && tables > 0) {
+		set_err(c, "%s is an sqlite database that is not a cubpf cache; not touching it",
+			c->path);
+		return SQLITE_MISMATCH;
+	}
+	if (tables == 0 && (rc = exec(c, "PRAGMA auto_vacuum = INCREMENTAL")) != SQLITE_OK)
+		return rc;
+	/* Another process may be making the schema at the same moment: look again under the
+	 * write lock before replacing anything. */
+	if ((rc = exec(c, "BEGIN IMMEDIATE")) != SQLITE_OK)
+		return rc;
+	app = pragma_int(c, "PRAGMA application_id", &rc);
+	if (rc == SQLITE_OK)
+		ver = pragma_int(c, "PRAGMA user_version", &rc);
+	if (rc == SQLITE_OK && app == CACHE_APP_ID && ver == CACHE_SCHEMA)
+		return exec(c, "COMMIT");
+	char sql[256 + sizeof(schema_sql)];
+	snprintf(sql, sizeof(sql),
+		 "DROP TABLE IF EXISTS modules; DROP TABLE IF EXISTS counters; %s"
+		 " PRAGMA application_id = %d; PRAGMA user_version = %d; COMMIT;",
+		 schema_sql, CACHE_APP_ID, CACHE_SCHEMA);
+	if (rc == SQLITE_OK)
+		rc = exec(c, sql);
+	if (rc != SQLITE_OK)
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+static int db_open_once(struct store_cache *c)
+{
+	int rc;
+	if (create_file(c))
+		return SQLITE_CANTOPEN;
+	rc = sqlite3_open_v2(c->path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		set_err(c, "%s: %s", c->path, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+		return rc;
+	}
+	sqlite3_extended_result_codes(c->db, 1);
+	sqlite3_busy_timeout(c->db, c->opt.busy_timeout_ms);
+	if ((rc = exec(c, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")) != SQLITE_OK)
+		return rc;
+	if ((rc = ensure_schema(c)) != SQLITE_OK && !c->error[0])
+		set_err(c, "%s: %s", c->path, sqlite3_errmsg(c->db));
+	return rc;
+}
+
+/* Opens the database; when sqlite calls it damaged, moves it aside and tries once more. */
+static int db_open(struct store_cache *c)
+{
+	int rc = db_open_once(c);
+	if (rc == SQLITE_OK)
+		return 0;
+	db_close(c);
+	if (!is_damage(rc))
+		return -1;
+	move_aside(c, c->error);
+	c->error[0] = '\0';
+	rc = db_open_once(c);
+	if (rc == SQLITE_OK)
+		return 0;
+	db_close(c);
+	return -1;
+}
+
+struct store_cache *store_cache_open(const char *path, const struct store_cache_options *opt,
+				     char *err, size_t errlen)
+{
+	char def[4096];
+	struct store_cache *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (opt)
+		c->opt = *opt;
+	if (!c->opt.max_bytes)
+		c->opt.max_bytes = CACHE_DEFAULT_MAX;
+	if (c->opt.busy_timeout_ms <= 0)
+		c->opt.busy_timeout_ms = CACHE_DEFAULT_BUSY_MS;
+	if (!path && store_cache_default_path(def, sizeof(def)) == 0)
+		path = def;
+	if (!path) {
+		snprintf(err, errlen, "no cache path: set CUBPF_CACHE, XDG_CACHE_HOME or HOME");
+		free(c);
+		return NULL;
+	}
+	c->path = strdup(path);
+	if (!c->path || make_parents(c, path) || db_open(c)) {
+		snprintf(err, errlen, "%s", c->path ? c->error : "out of memory");
+		store_cache_close(c);
+		return NULL;
+	}
+	return c;
+}
+
+void store_cache_close(struct store_cache *c)
+{
+	if (!c)
+		return;
+	db_close(c);
+	free(c->path);
+	free(c);
+}
+
+const char *store_cache_path(const struct store_cache *c)
+{
+	return c->path;
+}
+
+const char *store_cache_error(const struct store_cache *c)
+{
+	return c->error;
+}
+
+/* ---- statements and damage ---------------------------------------------------------------- */
+
+static sqlite3_stmt *stmt(struct store_cache *c, int which)
+{
+	if (!c->st[which] &&
+	    sqlite3_prepare_v3(c->db, stmt_sql[which], -1, SQLITE_PREPARE_PERSISTENT, &c->st[which],
+			       NULL) != SQLITE_OK) {
+		set_err(c, "%s: %s", c->path, sqlite3_errmsg(c->db));
+		return NULL;
+	}
+	return c->st[which];
+}
+
+/* After a failed call: records the message and, when sqlite says the file is damaged, replaces
+ * the database so that the next call works.  Always returns -1. */
+static int fail(struct store_cache *c, int rc, const char *what)
+{
+	set_err(c, "%s: %s: %s", c->path, what, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+	if (c->db)
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	if (is_damage(rc)) {
+		char why[STORE_ERRLEN];
+		snprintf(why, sizeof(why), "%s", c->error);
+		db_close(c);
+		move_aside(c, why);
+		if (db_open(c))
+			return -1;
+	}
+	return -1;
+}
+
+static int step_done(struct store_cache *c, sqlite3_stmt *s, const char *what)
+{
+	int rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	if (rc != SQLITE_DONE)
+		return fail(c, rc, what);
+	return 0;
+}
+
+/* ---- get ---------------------------------------------------------------------------------- */
+
+static void *copy_blob(sqlite3_stmt *s, int col, int64_t want, int64_t sum, int *bad)
+{
+	const void *p = sqlite3_column_blob(s, col);
+	int n = sqlite3_column_bytes(s, col);
+	void *out;
+
+	if (n != want || (n && (int64_t)XXH3_64bits(p, (size_t)n) != sum)) {
+		*bad = 1;
+		return NULL;
+	}
+	out = malloc(n ? (size_t)n : 1);
+	if (out && n)
+		memcpy(out, p, (size_t)n);
+	return out;
+}
+
+/* Reads the row under the statement into e; 1 = good, 0 = a blob failed its checksum,
+ * -1 = out of memory. */
+static int read_row(sqlite3_stmt *s, struct store_cache_entry *e)
+{
+	int bad = 0;
+	const unsigned char *name = sqlite3_column_text(s, 0);
+
+	memset(e, 0, sizeof(*e));
+	e->sm = (uint32_t)sqlite3_column_int64(s, 1);
+	e->driver_version = (uint32_t)sqlite3_column_int64(s, 2);
+	e->ptx_size = (size_t)sqlite3_column_int64(s, 3);
+	e->cubin_size = (size_t)sqlite3_column_int64(s, 5);
+	e->rewrite_ns = (uint64_t)sqlite3_column_int64(s, 7);
+	e->jit_ns = (uint64_t)sqlite3_column_int64(s, 8);
+	e->hits = (uint64_t)sqlite3_column_int64(s, 9) + 1;
+	e->created_ms = sqlite3_column_int64(s, 10);
+	e->last_used_ms = sqlite3_column_int64(s, 11);
+	e->ptx = copy_blob(s, 12, sqlite3_column_int64(s, 3), sqlite3_column_int64(s, 4), &bad);
+	if (!bad)
+		e->cubin = copy_blob(s, 13, sqlite3_column_int64(s, 5), sqlite3_column_int64(s, 6), &bad);
+	e->name = strdup(name ? (const char *)name : "");
+	if (bad) {
+		store_cache_entry_free(e);
+		return 0;
+	}
+	if (!e->ptx || !e->cubin || !e->name) {
+		store_cache_entry_free(e);
+		return -1;
+	}
+	return 1;
+}
+
+static int count_lookup(struct store_cache *c, int hit, int corrupt, uint64_t saved_ns)
+{
+	sqlite3_stmt *s = stmt(c, ST_MISS);
+	if (!s)
+		return -1;
+	sqlite3_bind_int(s, 1, hit);
+	sqlite3_bind_int(s, 2, !hit);
+	sqlite3_bind_int(s, 3, corrupt);
+	sqlite3_bind_int64(s, 4, (int64_t)saved_ns);
+	return step_done(c, s, "counting a lookup");
+}
+
+static int drop_entry(struct store_cache *c, const store_key *key)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = sqlite3_prepare_v2(c->db, "DELETE FROM modules WHERE key = ?1", -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return fail(c, rc, "deleting a damaged entry");
+	sqlite3_bind_blob(s, 1, key->b, sizeof(key->b), SQLITE_STATIC);
+	rc = step_done(c, s, "deleting a damaged entry");
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* The bookkeeping of a lookup, in one write transaction. */
+static int record_lookup(struct store_cache *c, const store_key *key, int found, int corrupt,
+			 uint64_t saved_ns)
+{
+	int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return fail(c, rc, "starting a transaction");
+	if (found) {
+		sqlite3_stmt *s = stmt(c, ST_HIT);
+		if (!s)
+			return fail(c, SQLITE_ERROR, "preparing");
+		sqlite3_bind_blob(s, 1, key->b, sizeof(key->b), SQLITE_STATIC);
+		sqlite3_bind_int64(s, 2, now_ms());
+		if (step_done(c, s, "updating use count"))
+			return -1;
+	}
+	if (corrupt && drop_entry(c, key))
+		return -1;
+	if (count_lookup(c, found, corrupt, saved_ns))
+		return -1;
+	rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+	return rc == SQLITE_OK ? 0 : fail(c, rc, "committing");
+}
+
+int store_cache_get(struct store_cache *c, const store_key *key, struct store_cache_entry *out)
+{
+	sqlite3_stmt *s;
+	int rc, got = 0, corrupt = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!c->db && db_open(c))
+		return -1;
+	if (!(s = stmt(c, ST_GET)))
+		return -1;
+	sqlite3_bind_blob(s, 1, key->b, sizeof(key->b), SQLITE_STATIC);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		got = read_row(s, out);
+		corrupt = got == 0;
+	} else if (rc != SQLITE_DONE) {
+		sqlite3_reset(s);
+		fail(c, rc, "looking up");
+		return is_damage(rc) ? 0 : -1; /* a rebuilt cache simply misses */
+	}
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	if (got < 0) {
+		set_err(c, "out of memory reading an entry");
+		return -1;
+	}
+	if (corrupt) {
+		char hex[33];
+		store_key_hex(key, hex);
+		warn(c, "cubpf cache: entry %s in %s failed its checksum; dropped it", hex, c->path);
+	}
+	if (record_lookup(c, key, got == 1, corrupt, got == 1 ? out->rewrite_ns + out->jit_ns : 0) &&
+	    got == 1)
+		warn(c, "cubpf cache: %s", c->error); /* the entry is good even if counting failed */
+	return got == 1;
+}
+
+void store_cache_entry_free(struct store_cache_entry *e)
+{
+	free(e->ptx);
+	free(e->cubin);
+	free(e->name);
+	e->ptx = e->cubin = NULL;
+	e->name = NULL;
+}
+
+/* ---- put and eviction ----------------------------------------------------------------------- */
+
+static int64_t total_bytes(struct store_cache *c)
+{
+	int rc;
+	int64_t v = pragma_int(c, "SELECT coalesce(sum(ptx_size + cubin_size), 0) FROM modules", &rc);
+	if (rc != SQLITE_OK)
+		fail(c, rc, "summing sizes");
+	return rc == SQLITE_OK ? v : -1;
+}
+
+/* Deletes least recently used entries until the total fits; returns how many, or -1. */
+static int64_t evict(struct store_cache *c, const store_key *keep)
+{
+	sqlite3_stmt *s = NULL;
+	int64_t total = total_bytes(c), n = 0;
+	int rc;
+
+	if (total < 0)
+		return -1;
+	if ((uint64_t)total <= c->opt.max_bytes)
+		return 0;
+	rc = sqlite3_prepare_v2(c->db,
+				"SELECT rowid, ptx_size + cubin_size FROM modules WHERE key != ?1"
+				" ORDER BY last_used, rowid",
+				-1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return fail(c, rc, "choosing entries to evict");
+	sqlite3_bind_blob(s, 1, keep->b, sizeof(keep->b), SQLITE_STATIC);
+	char sql[128];
+	while ((uint64_t)total > c->opt.max_bytes && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		snprintf(sql, sizeof(sql), "DELETE FROM modules WHERE rowid = %lld",
+			 (long long)sqlite3_column_int64(s, 0));
+		total -= sqlite3_column_int64(s, 1);
+		if ((rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL)) != SQLITE_OK)
+			break;
+		n++;
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return fail(c, rc, "evicting");
+	snprintf(sql, sizeof(sql), "UPDATE counters SET evictions = evictions + %lld", (long long)n);
+	if ((rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL)) != SQLITE_OK)
+		return fail(c, rc, "counting evictions");
+	return n;
+}
+
+static int bind_entry(sqlite3_stmt *s, const store_key *key, const struct store_cache_entry *e)
+{
+	sqlite3_bind_blob(s, 1, key->b, sizeof(key->b), SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, e->name ? e->name : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 3, e->sm);
+	sqlite3_bind_int64(s, 4, e->driver_version);
+	sqlite3_bind_int64(s, 5, (int64_t)e->ptx_size);
+	sqlite3_bind_int64(s, 6, (int64_t)XXH3_64bits(e->ptx, e->ptx_size));
+	sqlite3_bind_int64(s, 7, (int64_t)e->cubin_size);
+	sqlite3_bind_int64(s, 8, (int64_t)XXH3_64bits(e->cubin, e->cubin_size));
+	sqlite3_bind_int64(s, 9, (int64_t)e->rewrite_ns);
+	sqlite3_bind_int64(s, 10, (int64_t)e->jit_ns);
+	sqlite3_bind_int64(s, 11, now_ms());
+	sqlite3_bind_blob64(s, 12, e->ptx_size ? e->ptx : "", e->ptx_size, SQLITE_STATIC);
+	return sqlite3_bind_blob64(s, 13, e->cubin_size ? e->cubin : "", e->cubin_size, SQLITE_STATIC);
+}
+
+static int put_once(struct store_cache *c, const store_key *key, const struct store_cache_entry *e,
+		    int64_t *evicted)
+{
+	sqlite3_stmt *s;
+	int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+
+	if (rc != SQLITE_OK)
+		return fail(c, rc, "starting a transaction");
+	if (!(s = stmt(c, ST_PUT)))
+		return fail(c, SQLITE_ERROR, "preparing");
+	if ((rc = bind_entry(s, key, e)) != SQLITE_OK) {
+		sqlite3_reset(s);
+		return fail(c, rc, "binding");
+	}
+	if (step_done(c, s, "inserting"))
+		return -1;
+	if ((rc = sqlite3_exec(c->db, "UPDATE counters SET puts = puts + 1", NULL, NULL, NULL)))
+		return fail(c, rc, "counting");
+	if ((*evicted = evict(c, key)) < 0)
+		return -1;
+	rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+	return rc == SQLITE_OK ? 0 : fail(c, rc, "committing");
+}
+
+int store_cache_put(struct store_cache *c, const store_key *key, const struct store_cache_entry *e)
+{
+	int64_t evicted = 0;
+	uint64_t size = (uint64_t)e->ptx_size + e->cubin_size;
+
+	if (size > c->opt.max_bytes) {
+		set_err(c, "entry of %llu bytes is larger than the cache limit (%llu bytes)",
+			(unsigned long long)size, (unsigned long long)c->opt.max_bytes);
+		return -1;
+	}
+	if (!c->db && db_open(c))
+		return -1;
+	/* A damaged database is replaced by fail(); the entry then goes into the new one. */
+	if (put_once(c, key, e, &evicted) && (!c->db || put_once(c, key, e, &evicted)))
+		return -1;
+	if (evicted > 0)
+		sqlite3_exec(c->db, "PRAGMA incremental_vacuum", NULL, NULL, NULL);
+	return 0;
+}
+
+/* ---- stats, list, clear ------------------------------------------------------------------------ */
+
+static uint64_t file_size(const char *path, const char *suffix)
+{
+	char p[4096];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s%s", path, suffix);
+	return stat(p, &st) ? 0 : (uint64_t)st.st_size;
+}
+
+int store_cache_stats(struct store_cache *c, struct store_cache_stats *out)
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!c->db && db_open(c))
+		return -1;
+	rc = sqlite3_prepare_v2(c->db,
+				"SELECT (SELECT count(*) FROM modules),"
+				" (SELECT coalesce(sum(ptx_size + cubin_size), 0) FROM modules),"
+				" lookups, hits, misses, puts, evictions, corrupt, saved_ns FROM counters",
+				-1, &s, NULL);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		uint64_t *f[] = {&out->entries, &out->bytes, &out->lookups, &out->hits, &out->misses,
+				 &out->puts, &out->evictions, &out->corrupt_blobs, &out->saved_ns};
+		for (int i = 0; i < 9; i++)
+			*f[i] = (uint64_t)sqlite3_column_int64(s, i);
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_OK)
+		return fail(c, rc, "reading statistics");
+	out->max_bytes = c->opt.max_bytes;
+	out->file_bytes = file_size(c->path, "") + file_size(c->path, "-wal");
+	return 0;
+}
+
+int store_cache_list(struct store_cache *c,
+		     int (*fn)(void *ctx, const store_key *key, const struct store_cache_entry *e),
+		     void *ctx)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, n = 0;
+
+	if (!c->db && db_open(c))
+		return -1;
+	rc = sqlite3_prepare_v2(c->db,
+				"SELECT key, name, sm, driver, ptx_size, cubin_size, rewrite_ns, jit_ns,"
+				" hits, created, last_used FROM modules ORDER BY last_used DESC, rowid DESC",
+				-1, &s, NULL);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		store_key key = {{0}};
+		struct store_cache_entry e = {0};
+		const void *k = sqlite3_column_blob(s, 0);
+		if (k && sqlite3_column_bytes(s, 0) == (int)sizeof(key.b))
+			memcpy(key.b, k, sizeof(key.b));
+		e.name = (char *)sqlite3_column_text(s, 1);
+		e.sm = (uint32_t)sqlite3_column_int64(s, 2);
+		e.driver_version = (uint32_t)sqlite3_column_int64(s, 3);
+		e.ptx_size = (size_t)sqlite3_column_int64(s, 4);
+		e.cubin_size = (size_t)sqlite3_column_int64(s, 5);
+		e.rewrite_ns = (uint64_t)sqlite3_column_int64(s, 6);
+		e.jit_ns = (uint64_t)sqlite3_column_int64(s, 7);
+		e.hits = (uint64_t)sqlite3_column_int64(s, 8);
+		e.created_ms = sqlite3_column_int64(s, 9);
+		e.last_used_ms = sqlite3_column_int64(s, 10);
+		n++;
+		if (fn(ctx, &key, &e)) {
+			rc = SQLITE_DONE;
+			break;
+		}
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return fail(c, rc, "listing");
+	return n;
+}
+
+int64_t store_cache_clear(struct store_cache *c)
+{
+	int64_t n;
+	int rc;
+
+	if (!c->db && db_open(c))
+		return -1;
+	if ((rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE; DELETE FROM modules", NULL, NULL, NULL)))
+		return fail(c, rc, "clearing");
+	n = sqlite3_changes64(c->db);
+	rc = sqlite3_exec(c->db,
+			  "UPDATE counters SET lookups = 0, hits = 0, misses = 0, puts = 0,"
+			  " evictions = 0, corrupt = 0, saved_ns = 0; COMMIT",
+			  NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return fail(c, rc, "clearing");
+	sqlite3_exec(c->db, "PRAGMA incremental_vacuum; PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL,
+		     NULL);
+	return n;
+}

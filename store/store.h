@@ -1,0 +1,389 @@
+/* store: the persistent cache of instrumented modules (sqlite) and the trace files (zstd).
+ *
+ * Part 1, the module cache.  One sqlite database shared by every process of a user (one per GPU
+ * rank, say): WAL mode, a busy timeout, a checksum per blob, LRU eviction past a size limit.  A
+ * damaged database is moved aside and rebuilt with a warning (through the log callback), never a
+ * crash.  The key is an XXH3-128 over everything that decides the instrumented result; the value
+ * is the instrumented PTX and the cubin the driver compiled from it.
+ *
+ * Part 2, trace files: records (store_rec_*) in independent zstd frames; see store/FORMAT.md.
+ * The writer never blocks its callers on I/O: a background thread compresses and writes, at
+ * least every 100 ms, and whole batches are dropped (and counted) when it cannot keep up.
+ *
+ * Part 3, the trace reader: walks the records of a file frame by frame and stops cleanly at the
+ * last whole frame of a file that was cut short (a process killed with SIGKILL).
+ *
+ * Errors: functions that can fail return a negative number (or NULL) and leave a message in the
+ * caller's buffer (err, errlen) or in the object (store_*_error).  Nothing here prints or exits.
+ */
+#ifndef CUBPF_STORE_H
+#define CUBPF_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_ERRLEN 256
+
+/* Where log messages (warnings such as "database damaged, rebuilt") go; NULL = nowhere. */
+typedef void (*store_log_fn)(void *ctx, const char *msg);
+
+/* ==== Part 1: module cache ================================================================ */
+
+struct store_cache;
+
+typedef struct {
+	uint8_t b[16]; /* XXH3-128, big-endian canonical form (as xxhsum prints it) */
+} store_key;
+
+struct store_blob {
+	const void *data;
+	size_t size;
+};
+
+/* Everything that decides the instrumented module; each field goes into the key. */
+struct store_key_input {
+	struct store_blob image;            /* the original module image as the app passed it */
+	const struct store_blob *programs;  /* probe objects, in load order */
+	size_t nprograms;
+	const char *rewriter_version;       /* ptx-rewriter's version string (NULL = "") */
+	uint32_t sm;                        /* device compute capability, e.g. 90 */
+	uint32_t driver_version;            /* cuDriverGetVersion */
+	const char *jit_options;            /* canonical text of the JIT options (NULL = "") */
+};
+
+/* Computes the key; every field is length-prefixed so that no two inputs collide by framing. */
+void store_key_compute(const struct store_key_input *in, store_key *out);
+/* 32 hex digits and a NUL. */
+void store_key_hex(const store_key *key, char out[33]);
+
+struct store_cache_options {
+	uint64_t max_bytes;     /* size limit of PTX + cubin bytes; 0 = 1 GiB */
+	int busy_timeout_ms;    /* how long to wait for another process's lock; 0 = 10000 */
+	store_log_fn log;       /* warnings; may be NULL */
+	void *log_ctx;
+};
+
+/* What goes in (put) and comes out (get).  get's buffers are malloc'd: store_cache_entry_free. */
+struct store_cache_entry {
+	void *ptx;              /* instrumented PTX (not NUL-terminated necessarily) */
+	size_t ptx_size;
+	void *cubin;            /* cubin the driver compiled for this device (may be empty) */
+	size_t cubin_size;
+	char *name;             /* label for `cubpf cache ls`: module or first kernel name */
+	uint32_t sm;
+	uint32_t driver_version;
+	uint64_t rewrite_ns;    /* time the rewrite took when the entry was made */
+	uint64_t jit_ns;        /* time the driver JIT took */
+	uint64_t hits;          /* use count (get only) */
+	int64_t created_ms;     /* unix milliseconds (get and list only) */
+	int64_t last_used_ms;   /* unix milliseconds (get and list only) */
+};
+
+struct store_cache_stats {
+	uint64_t entries;
+	uint64_t bytes;         /* PTX + cubin bytes of all entries */
+	uint64_t file_bytes;    /* database file size (with -wal) */
+	uint64_t max_bytes;
+	uint64_t lookups, hits, misses, puts, evictions, corrupt_blobs; /* since the db was made */
+	uint64_t saved_ns;      /* rewrite + JIT time the hits avoided */
+};
+
+/* Default database path: $CUBPF_CACHE, else $XDG_CACHE_HOME/cubpf/cache.db, else
+ * $HOME/.cache/cubpf/cache.db.  Returns 0, or -1 when no path fits or none can be made. */
+int store_cache_default_path(char *buf, size_t size);
+
+/* Opens (creating with mode 0600, and missing folders 0700) the database at path (NULL = the
+ * default path).  A file that is not a usable cubpf cache is moved aside to PATH.broken-TIME
+ * and a new one made; the log callback says so.  Returns NULL with a message in err on failure
+ * (no folder can be made, say). */
+struct store_cache *store_cache_open(const char *path, const struct store_cache_options *opt,
+				     char *err, size_t errlen);
+void store_cache_close(struct store_cache *c);
+const char *store_cache_path(const struct store_cache *c);
+const char *store_cache_error(const struct store_cache *c);
+
+/* 1 = hit (entry filled, use count and last use updated), 0 = miss, -1 = error.  A blob whose
+ * checksum does not match counts as a miss: the entry is deleted and the log callback told. */
+int store_cache_get(struct store_cache *c, const store_key *key, struct store_cache_entry *out);
+/* Inserts or replaces; then evicts least recently used entries past max_bytes.  0 or -1. */
+int store_cache_put(struct store_cache *c, const store_key *key, const struct store_cache_entry *e);
+void store_cache_entry_free(struct store_cache_entry *e);
+
+int store_cache_stats(struct store_cache *c, struct store_cache_stats *out);
+/* Calls fn for each entry, most recently used first (blobs are NULL, sizes are set).  fn returns
+ * non-zero to stop.  Returns the number of entries visited or -1. */
+int store_cache_list(struct store_cache *c,
+		     int (*fn)(void *ctx, const store_key *key, const struct store_cache_entry *e),
+		     void *ctx);
+/* Deletes every entry and the counters; returns the number of entries deleted or -1. */
+int64_t store_cache_clear(struct store_cache *c);
+
+/* ==== Part 2: trace records (layout of store/FORMAT.md; little-endian, packed) ============ */
+
+#define STORE_TRACE_MAGIC "CUBPFTRC"
+#define STORE_TRACE_MAJOR 1
+#define STORE_TRACE_MINOR 0
+
+/* Every record: this header, then len payload bytes.  Readers skip types they do not know. */
+struct store_rec_hdr {
+	uint16_t type;
+	uint16_t flags;  /* 0 for now */
+	uint32_t len;    /* payload bytes after this header */
+} __attribute__((packed));
+
+enum store_rec_type {
+	STORE_REC_HEADER = 1,  /* store_rec_header + 3 strings: cubpf version, host name, cmdline */
+	STORE_REC_STRING = 2,  /* u32 id + bytes: entry of the string table */
+	STORE_REC_DEVICE = 3,  /* store_rec_device + string: device name */
+	STORE_REC_CLOCK = 4,   /* store_rec_clock */
+	STORE_REC_PROGRAM = 5, /* store_rec_program + 2 strings: name, path */
+	STORE_REC_API = 6,     /* store_rec_api */
+	STORE_REC_KERNEL = 7,  /* store_rec_kernel */
+	STORE_REC_COPY = 8,    /* store_rec_copy */
+	STORE_REC_PROBE = 9,   /* store_rec_probe + data */
+	STORE_REC_MAP = 10,    /* store_rec_map + count * (key_size + value_size) bytes */
+	STORE_REC_DROP = 11,   /* store_rec_drop */
+	STORE_REC_END = 12,    /* store_rec_end: the writer closed the file cleanly */
+	STORE_REC_MAX_KNOWN = 12
+};
+
+/* Strings inside records: u32 length, then the bytes (no NUL). */
+
+struct store_rec_header {
+	char magic[8];              /* "CUBPFTRC" */
+	uint16_t major, minor;      /* STORE_TRACE_MAJOR / MINOR */
+	uint32_t pid;
+	uint64_t start_realtime_ns; /* CLOCK_REALTIME when the trace began */
+	uint64_t start_monotonic_ns;/* CLOCK_MONOTONIC at the same instant */
+	uint32_t driver_version;    /* cuDriverGetVersion, 0 if not known yet */
+	uint32_t flags;
+} __attribute__((packed));
+
+struct store_rec_device {
+	uint32_t ordinal;
+	uint32_t sm;                /* 90 for sm_90 */
+	uint64_t memory_bytes;
+	uint8_t uuid[16];
+} __attribute__((packed));
+
+/* GPU clock calibration: host_ns (CLOCK_REALTIME) and gpu_ns (%globaltimer) read at the same
+ * moment, within uncertainty_ns.  A GPU time t is host time t + (host_ns - gpu_ns). */
+struct store_rec_clock {
+	uint64_t host_ns;
+	uint64_t gpu_ns;
+	uint64_t uncertainty_ns;
+	uint32_t device;
+	uint32_t pad;
+} __attribute__((packed));
+
+struct store_rec_program {
+	uint32_t index;             /* as probe records name it */
+	uint32_t nmaps;
+	uint8_t hash[16];           /* XXH3-128 of the object file */
+} __attribute__((packed));
+
+/* One host driver call, written when it returns. */
+struct store_rec_api {
+	uint64_t begin_ns, end_ns;  /* host CLOCK_REALTIME */
+	uint64_t stream;            /* CUstream handle value, 0 = legacy default stream */
+	uint64_t bytes;             /* size argument (copies, allocations), 0 if none */
+	uint64_t corr;              /* correlation id shared with the kernel/copy it started */
+	uint32_t name;              /* string id of the function name */
+	uint32_t tid;               /* host thread id */
+	int32_t result;             /* CUresult */
+	uint32_t device;
+} __attribute__((packed));
+
+struct store_rec_kernel {
+	uint64_t launch_ns;         /* host CLOCK_REALTIME at the launch call */
+	uint64_t gpu_start, gpu_end;/* %globaltimer at kernel start / end; 0 = not measured */
+	uint64_t stream;
+	uint64_t corr;
+	uint32_t name;              /* string id of the kernel name (mangled) */
+	uint32_t device;
+	uint32_t grid[3], block[3];
+	uint32_t shared_bytes;
+	uint32_t tid;
+} __attribute__((packed));
+
+enum store_copy_kind {
+	STORE_COPY_HTOD = 1, STORE_COPY_DTOH = 2, STORE_COPY_DTOD = 3, STORE_COPY_MEMSET = 4,
+	STORE_COPY_OTHER = 5
+};
+
+struct store_rec_copy {
+	uint64_t launch_ns;
+	uint64_t gpu_start, gpu_end;/* %globaltimer; 0 = not measured */
+	uint64_t stream;
+	uint64_t corr;
+	uint64_t bytes;
+	uint32_t kind;              /* enum store_copy_kind */
+	uint32_t device;
+	uint32_t tid;
+	uint32_t pad;
+} __attribute__((packed));
+
+#define STORE_PROBE_GPU_TIME 0x1u /* ts_ns is %globaltimer (else host CLOCK_REALTIME) */
+
+/* One sample a probe program wrote to a ring buffer (bpf_ringbuf_output). */
+struct store_rec_probe {
+	uint64_t ts_ns;
+	uint32_t prog;              /* program index (PROGRAM record) */
+	uint32_t map;               /* map index within the program */
+	uint32_t device;
+	uint32_t flags;             /* STORE_PROBE_* */
+} __attribute__((packed));
+
+/* A copy of a map's contents at ts_ns. */
+struct store_rec_map {
+	uint64_t ts_ns;
+	uint32_t prog, map;
+	uint32_t name;              /* string id of the map's name */
+	uint32_t map_type;          /* enum cubpf_map_type */
+	uint32_t key_size, value_size;
+	uint32_t count;             /* key/value pairs that follow */
+	uint32_t pad;
+} __attribute__((packed));
+
+enum store_drop_source {
+	STORE_DROP_WRITER = 1,      /* the trace writer's buffers were full: whole batches */
+	STORE_DROP_RINGBUF = 2,     /* a device ring buffer was full (map names which) */
+	STORE_DROP_OTHER = 3
+};
+
+struct store_rec_drop {
+	uint64_t ts_ns;
+	uint32_t source;            /* enum store_drop_source */
+	uint32_t prog, map;
+	uint32_t pad;
+	uint64_t records;           /* records (events) lost since the previous DROP of this source */
+	uint64_t batches;
+	uint64_t bytes;
+} __attribute__((packed));
+
+struct store_rec_end {
+	uint64_t end_realtime_ns;
+	uint64_t records;           /* records written in all */
+	uint64_t dropped_records;   /* records the writer dropped in all */
+	uint64_t dropped_batches;
+} __attribute__((packed));
+
+/* ==== Part 2: trace writer ================================================================ */
+
+struct store_trace_writer;
+
+struct store_trace_options {
+	size_t buffer_bytes;        /* bound on buffered, not yet written bytes; 0 = 64 MiB */
+	size_t batch_bytes;         /* a batch = one zstd frame's input; 0 = 1 MiB */
+	unsigned flush_ms;          /* longest time data stays in memory; 0 = 100 */
+	int level;                  /* zstd level; 0 = 1 (negative levels are faster) */
+	int workers;                /* zstd worker threads; 0 = none (compress on the writer thread) */
+};
+
+struct store_trace_process {
+	uint32_t pid;
+	uint32_t driver_version;
+	const char *cubpf_version;
+	const char *hostname;
+	const char *cmdline;        /* arguments joined by spaces */
+};
+
+/* Creates path (0600, truncating) and writes the header frame at once.  NULL + err on failure. */
+struct store_trace_writer *store_trace_create(const char *path, const struct store_trace_process *p,
+					      const struct store_trace_options *opt,
+					      char *err, size_t errlen);
+/* Flushes everything, writes the END record, joins the thread, closes.  0, or -1 when an I/O
+ * error happened at any time (the message in err). */
+int store_trace_close(struct store_trace_writer *w, char *err, size_t errlen);
+
+/* The string table: returns the id of s (the same id for the same bytes), defining it in the
+ * trace before any record appended after this call.  Never dropped.  0 is never an id. */
+uint32_t store_trace_intern(struct store_trace_writer *w, const char *s);
+
+/* Metadata that must not be lost (never dropped, written before later events). */
+int store_trace_device(struct store_trace_writer *w, const struct store_rec_device *d, const char *name);
+int store_trace_clock(struct store_trace_writer *w, const struct store_rec_clock *c);
+int store_trace_program(struct store_trace_writer *w, const struct store_rec_program *p,
+			const char *name, const char *path);
+/* Losses outside the writer (device ring buffers), as counted by the caller. */
+int store_trace_drop(struct store_trace_writer *w, const struct store_rec_drop *d);
+
+/* Events: copied into the current batch under a short lock; never block on I/O.  Return 0, or
+ * 1 when the buffers were full and a whole batch of events (the batch this event would have
+ * joined, or this event alone if it is larger than the budget) was dropped and counted. */
+int store_trace_api(struct store_trace_writer *w, const struct store_rec_api *e);
+int store_trace_kernel(struct store_trace_writer *w, const struct store_rec_kernel *e);
+int store_trace_copy(struct store_trace_writer *w, const struct store_rec_copy *e);
+int store_trace_probe(struct store_trace_writer *w, const struct store_rec_probe *e,
+		      const void *data, uint32_t size);
+int store_trace_map(struct store_trace_writer *w, const struct store_rec_map *m, const void *kv,
+		    size_t kv_size);
+/* Any record: type and payload as FORMAT.md lays it out. */
+int store_trace_append(struct store_trace_writer *w, uint16_t type, const void *a, size_t alen,
+		       const void *b, size_t blen);
+
+/* Asks the writer thread to write everything it holds now, without waiting for it to finish
+ * (the shim before fork or exec; tests). */
+void store_trace_flush(struct store_trace_writer *w);
+
+struct store_trace_counters {
+	uint64_t records, bytes;                   /* accepted by append */
+	uint64_t dropped_records, dropped_batches, dropped_bytes;
+	uint64_t frames, compressed_bytes;         /* written to the file */
+	int io_error;
+};
+void store_trace_counters(struct store_trace_writer *w, struct store_trace_counters *out);
+
+/* ==== Part 3: trace reader ================================================================ */
+
+struct store_trace_reader;
+
+/* One record as read.  payload points into the reader's buffer, valid until the next call. */
+struct store_trace_record {
+	uint16_t type;
+	uint32_t len;
+	const uint8_t *payload;
+	uint64_t frame;             /* index of the zstd frame it came from */
+};
+
+enum store_trace_state {
+	STORE_TRACE_OK = 0,         /* more may follow */
+	STORE_TRACE_COMPLETE = 1,   /* END record seen, file ended there */
+	STORE_TRACE_CUT = 2,        /* the file ends inside a frame (killed writer): ignored tail */
+	STORE_TRACE_NO_END = 3,     /* ends on a frame boundary but without END (killed writer) */
+	STORE_TRACE_DAMAGED = 4     /* a frame does not decode (checksum, garbage): reading stops */
+};
+
+/* Opens and checks the header record.  NULL + err when the file is not a cubpf trace. */
+struct store_trace_reader *store_trace_open(const char *path, char *err, size_t errlen);
+/* Same on a memory image (not copied: must outlive the reader). */
+struct store_trace_reader *store_trace_open_mem(const void *data, size_t size, char *err,
+						size_t errlen);
+void store_trace_close_reader(struct store_trace_reader *r);
+
+/* 1 = a record, 0 = no more (see store_trace_state), -1 = a damaged record (message in
+ * store_trace_reader_error; state DAMAGED).  STRING records are also added to the table. */
+int store_trace_next(struct store_trace_reader *r, struct store_trace_record *rec);
+enum store_trace_state store_trace_state(const struct store_trace_reader *r);
+const char *store_trace_reader_error(const struct store_trace_reader *r);
+/* The header record (valid for the reader's life) and its strings. */
+const struct store_rec_header *store_trace_header(const struct store_trace_reader *r);
+const char *store_trace_header_string(const struct store_trace_reader *r, int which); /* 0..2 */
+/* String id -> string, or NULL if the id is not (yet) defined. */
+const char *store_trace_string(const struct store_trace_reader *r, uint32_t id);
+/* Bytes of the file consumed so far (compressed), and decompressed bytes of whole frames. */
+void store_trace_reader_sizes(const struct store_trace_reader *r, uint64_t *file_bytes,
+			      uint64_t *raw_bytes, uint64_t *frames);
+
+/* Decoding helper: copies the fixed part of a record into *out and returns a pointer to the
+ * variable part (its length in *rest), or NULL when the record is shorter than its fixed part.
+ * A minor version never changes a record's layout; it only adds record types. */
+const uint8_t *store_rec_fixed(const struct store_trace_record *rec, void *out, size_t fixed,
+			       size_t *rest);
+/* Reads a length-prefixed string at *p (advancing *p, *n); returns a malloc'd C string or NULL. */
+char *store_rec_string(const uint8_t **p, size_t *n);
+
+/* Name of a record type ("api", "kernel", ...; "unknown" otherwise). */
+const char *store_rec_type_name(uint16_t type);
+
+#endif /* CUBPF_STORE_H */

@@ -1,0 +1,345 @@
+/* The trace reader: frame by frame over a mapped file (or a memory image).
+ *
+ * Each frame is decoded whole (the writer records its size, and zstd checks its checksum)
+ * before any of its records is handed out, so a file cut anywhere yields exactly the records
+ * of its whole frames.  Every length read from the file is checked before use: a damaged or
+ * hostile file gives an error, never a read out of bounds. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <zstd.h>
+
+#include "store/store.h"
+
+#define MAX_FRAME_RAW (1ull << 30) /* far above what the writer makes (a batch) */
+#define MAX_STRING_ID (1u << 22)
+#define ZSTD_MAGIC 0xFD2FB528u
+
+struct store_trace_reader {
+	const uint8_t *file;
+	size_t size, pos;          /* compressed input and how far frames were consumed */
+	void *map;                 /* munmap on close, when mapped */
+	ZSTD_DCtx *dctx;
+	uint8_t *raw;              /* the current frame, decoded */
+	size_t raw_len, raw_cap, raw_pos;
+	uint64_t frames, raw_total;
+	enum store_trace_state state;
+	int end_seen, done;
+	struct store_rec_header header;
+	char *hstr[3];
+	char **strings;            /* by id */
+	size_t nstrings;
+	char error[STORE_ERRLEN];
+};
+
+static const char *const type_names[] = {
+	[STORE_REC_HEADER] = "header", [STORE_REC_STRING] = "string", [STORE_REC_DEVICE] = "device",
+	[STORE_REC_CLOCK] = "clock",   [STORE_REC_PROGRAM] = "program", [STORE_REC_API] = "api",
+	[STORE_REC_KERNEL] = "kernel", [STORE_REC_COPY] = "copy",     [STORE_REC_PROBE] = "probe",
+	[STORE_REC_MAP] = "map",       [STORE_REC_DROP] = "drop",     [STORE_REC_END] = "end",
+};
+
+const char *store_rec_type_name(uint16_t type)
+{
+	if (type < sizeof(type_names) / sizeof(type_names[0]) && type_names[type])
+		return type_names[type];
+	return "unknown";
+}
+
+static int damaged(struct store_trace_reader *r, const char *msg, uint64_t detail)
+{
+	snprintf(r->error, sizeof(r->error), "frame %llu (file offset %zu): %s %llu",
+		 (unsigned long long)r->frames, r->pos, msg, (unsigned long long)detail);
+	r->state = STORE_TRACE_DAMAGED;
+	r->done = 1;
+	return -1;
+}
+
+/* ---- frames ------------------------------------------------------------------------------ */
+
+static int is_skippable(const uint8_t *p, size_t n)
+{
+	uint32_t m;
+	if (n < 4)
+		return 0;
+	memcpy(&m, p, 4);
+	return (m & 0xFFFFFFF0u) == 0x184D2A50u;
+}
+
+/* The end of the input: a clean end, or a frame cut short, or bytes that are no frame. */
+static int input_ends(struct store_trace_reader *r, size_t left)
+{
+	uint32_t m = 0;
+	r->done = 1;
+	if (left == 0) {
+		r->state = r->end_seen ? STORE_TRACE_COMPLETE : STORE_TRACE_NO_END;
+		return 0;
+	}
+	memcpy(&m, r->file + r->pos, left < 4 ? left : 4);
+	if (left < 4 || m == ZSTD_MAGIC || is_skippable(r->file + r->pos, left)) {
+		r->state = STORE_TRACE_CUT;
+		snprintf(r->error, sizeof(r->error), "the last %zu bytes are a frame cut short", left);
+		return 0;
+	}
+	return damaged(r, "bytes that are not a zstd frame; remaining bytes:", left);
+}
+
+/* Decodes the next frame into r->raw.  1 = a frame, 0 = no more, -1 = damaged. */
+static int next_frame(struct store_trace_reader *r)
+{
+	for (;;) {
+		size_t left = r->size - r->pos;
+		if (left == 0 || r->done)
+			return r->done ? 0 : input_ends(r, left);
+		size_t fsz = ZSTD_findFrameCompressedSize(r->file + r->pos, left);
+		if (ZSTD_isError(fsz))
+			return input_ends(r, left);
+		if (is_skippable(r->file + r->pos, left)) { /* room for a future index */
+			r->pos += fsz;
+			continue;
+		}
+		unsigned long long raw = ZSTD_getFrameContentSize(r->file + r->pos, fsz);
+		if (raw == ZSTD_CONTENTSIZE_ERROR || raw == ZSTD_CONTENTSIZE_UNKNOWN || raw > MAX_FRAME_RAW)
+			return damaged(r, "frame without a usable content size:", raw);
+		if (raw > r->raw_cap) {
+			uint8_t *p = realloc(r->raw, raw);
+			if (!p)
+				return damaged(r, "out of memory for a frame of", raw);
+			r->raw = p;
+			r->raw_cap = raw;
+		}
+		size_t got = ZSTD_decompressDCtx(r->dctx, r->raw, r->raw_cap, r->file + r->pos, fsz);
+		if (ZSTD_isError(got) || got != raw)
+			return damaged(r, "frame does not decode (checksum or data); its size:", fsz);
+		r->pos += fsz;
+		r->raw_len = got;
+		r->raw_pos = 0;
+		r->frames++;
+		r->raw_total += got;
+		return 1;
+	}
+}
+
+/* ---- records ------------------------------------------------------------------------------ */
+
+const uint8_t *store_rec_fixed(const struct store_trace_record *rec, void *out, size_t fixed,
+			       size_t *rest)
+{
+	if (rec->len < fixed)
+		return NULL;
+	memcpy(out, rec->payload, fixed);
+	if (rest)
+		*rest = rec->len - fixed;
+	return rec->payload + fixed;
+}
+
+char *store_rec_string(const uint8_t **p, size_t *n)
+{
+	uint32_t len;
+	char *s;
+	if (*n < sizeof(len))
+		return NULL;
+	memcpy(&len, *p, sizeof(len));
+	if (len > *n - sizeof(len))
+		return NULL;
+	s = malloc((size_t)len + 1);
+	if (!s)
+		return NULL;
+	memcpy(s, *p + sizeof(len), len);
+	s[len] = '\0';
+	*p += sizeof(len) + len;
+	*n -= sizeof(len) + len;
+	return s;
+}
+
+static int add_string(struct store_trace_reader *r, const struct store_trace_record *rec)
+{
+	uint32_t id;
+	if (rec->len < sizeof(id))
+		return damaged(r, "string record too short:", rec->len);
+	memcpy(&id, rec->payload, sizeof(id));
+	if (id == 0 || id >= MAX_STRING_ID)
+		return damaged(r, "string id out of range:", id);
+	if (id >= r->nstrings) {
+		size_t n = r->nstrings ? r->nstrings : 64;
+		while (n <= id)
+			n *= 2;
+		char **t = realloc(r->strings, n * sizeof(*t));
+		if (!t)
+			return damaged(r, "out of memory for string", id);
+		memset(t + r->nstrings, 0, (n - r->nstrings) * sizeof(*t));
+		r->strings = t;
+		r->nstrings = n;
+	}
+	char *s = strndup((const char *)rec->payload + sizeof(id), rec->len - sizeof(id));
+	if (!s)
+		return damaged(r, "out of memory for string", id);
+	free(r->strings[id]);
+	r->strings[id] = s;
+	return 0;
+}
+
+int store_trace_next(struct store_trace_reader *r, struct store_trace_record *rec)
+{
+	struct store_rec_hdr h;
+	int rc;
+
+	while (r->raw_pos >= r->raw_len)
+		if ((rc = next_frame(r)) <= 0)
+			return rc;
+	if (r->raw_len - r->raw_pos < sizeof(h))
+		return damaged(r, "record header cut at frame end; bytes:", r->raw_len - r->raw_pos);
+	memcpy(&h, r->raw + r->raw_pos, sizeof(h));
+	if (h.len > r->raw_len - r->raw_pos - sizeof(h))
+		return damaged(r, "record longer than its frame; length:", h.len);
+	rec->type = h.type;
+	rec->len = h.len;
+	rec->payload = r->raw + r->raw_pos + sizeof(h);
+	rec->frame = r->frames - 1;
+	r->raw_pos += sizeof(h) + h.len;
+	if (h.type == STORE_REC_STRING && add_string(r, rec))
+		return -1;
+	if (h.type == STORE_REC_END)
+		r->end_seen = 1;
+	return 1;
+}
+
+/* ---- opening -------------------------------------------------------------------------------- */
+
+static int read_header(struct store_trace_reader *r, char *err, size_t errlen)
+{
+	struct store_trace_record rec;
+	const uint8_t *p;
+	size_t n;
+
+	if (store_trace_next(r, &rec) != 1 || rec.type != STORE_REC_HEADER) {
+		snprintf(err, errlen, "not a cubpf trace (%s)",
+			 r->error[0] ? r->error : "no header record at the start");
+		return -1;
+	}
+	p = store_rec_fixed(&rec, &r->header, sizeof(r->header), &n);
+	if (!p || memcmp(r->header.magic, STORE_TRACE_MAGIC, 8)) {
+		snprintf(err, errlen, "not a cubpf trace (bad header magic)");
+		return -1;
+	}
+	if (r->header.major != STORE_TRACE_MAJOR) {
+		snprintf(err, errlen, "trace format version %u.%u; this cubpf reads %u.x",
+			 r->header.major, r->header.minor, STORE_TRACE_MAJOR);
+		return -1;
+	}
+	for (int i = 0; i < 3; i++)
+		if (!(r->hstr[i] = store_rec_string(&p, &n))) {
+			snprintf(err, errlen, "damaged trace header (strings)");
+			return -1;
+		}
+	return 0;
+}
+
+struct store_trace_reader *store_trace_open_mem(const void *data, size_t size, char *err,
+						size_t errlen)
+{
+	struct store_trace_reader *r = calloc(1, sizeof(*r));
+	if (!r || !(r->dctx = ZSTD_createDCtx())) {
+		snprintf(err, errlen, "out of memory");
+		free(r);
+		return NULL;
+	}
+	r->file = data;
+	r->size = size;
+	if (read_header(r, err, errlen)) {
+		store_trace_close_reader(r);
+		return NULL;
+	}
+	return r;
+}
+
+struct store_trace_reader *store_trace_open(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	void *map = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &st)) {
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size == 0) {
+		snprintf(err, errlen, "%s: %s", path, S_ISREG(st.st_mode) ? "empty file" : "not a file");
+		close(fd);
+		return NULL;
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED) {
+		snprintf(err, errlen, "cannot map %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	struct store_trace_reader *r = store_trace_open_mem(map, (size_t)st.st_size, err, errlen);
+	if (!r) {
+		munmap(map, (size_t)st.st_size);
+		return NULL;
+	}
+	r->map = map;
+	return r;
+}
+
+void store_trace_close_reader(struct store_trace_reader *r)
+{
+	if (!r)
+		return;
+	if (r->map)
+		munmap(r->map, r->size);
+	ZSTD_freeDCtx(r->dctx);
+	free(r->raw);
+	for (int i = 0; i < 3; i++)
+		free(r->hstr[i]);
+	for (size_t i = 0; i < r->nstrings; i++)
+		free(r->strings[i]);
+	free(r->strings);
+	free(r);
+}
+
+enum store_trace_state store_trace_state(const struct store_trace_reader *r)
+{
+	return r->state;
+}
+
+const char *store_trace_reader_error(const struct store_trace_reader *r)
+{
+	return r->error;
+}
+
+const struct store_rec_header *store_trace_header(const struct store_trace_reader *r)
+{
+	return &r->header;
+}
+
+const char *store_trace_header_string(const struct store_trace_reader *r, int which)
+{
+	return which >= 0 && which < 3 ? r->hstr[which] : NULL;
+}
+
+const char *store_trace_string(const struct store_trace_reader *r, uint32_t id)
+{
+	return id < r->nstrings ? r->strings[id] : NULL;
+}
+
+void store_trace_reader_sizes(const struct store_trace_reader *r, uint64_t *file_bytes,
+			      uint64_t *raw_bytes, uint64_t *frames)
+{
+	if (file_bytes)
+		*file_bytes = r->pos;
+	if (raw_bytes)
+		*raw_bytes = r->raw_total;
+	if (frames)
+		*frames = r->frames;
+}

@@ -1,0 +1,669 @@
+/* The trace writer.
+ *
+ * Callers (the application's threads, the shim's drain thread) copy each record into the current
+ * batch under a mutex held for one memcpy; a background thread turns each batch into one zstd
+ * frame and writes it.  Batches live in a fixed memory budget: when the thread cannot keep up
+ * and the budget is spent, the batch just filled is thrown away whole and counted, so a caller
+ * never waits for the disk or the compressor.  Records that later records depend on (the string
+ * table, devices, programs, clock calibrations, drop counts) go to a separate, never-dropped
+ * list that the thread writes before any batch it takes at the same time. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+#include <zstd.h>
+
+#include "store/store.h"
+
+#define DEFAULT_BUFFER (64u << 20)
+#define DEFAULT_BATCH (1u << 20)
+#define DEFAULT_FLUSH_MS 100
+
+struct batch {
+	struct batch *next;
+	size_t cap, len;
+	uint64_t records;
+	uint8_t data[];
+};
+
+struct growbuf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+struct strent {
+	struct strent *next;
+	uint64_t hash;
+	uint32_t id;
+	char s[];
+};
+
+struct store_trace_writer {
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	struct batch *cur;                   /* being filled by callers */
+	struct batch *full, **full_tail;     /* waiting for the thread, oldest first */
+	struct batch *spare;                 /* free batches of the standard size */
+	size_t allocated;                    /* bytes of every batch in existence */
+	struct growbuf meta;                 /* never-dropped records, not yet taken */
+	struct strent **strtab;
+	size_t strcap, nstr;
+	uint64_t pend_drop_records, pend_drop_batches, pend_drop_bytes; /* not yet reported */
+	struct store_trace_counters cnt;
+	int stop, flush_now;
+
+	/* Below: the thread's own (and create/close before/after it runs). */
+	pthread_t thread;
+	int fd;
+	ZSTD_CCtx *cctx;
+	uint8_t *zbuf;
+	size_t zcap;
+	struct store_trace_options opt;
+	char error[STORE_ERRLEN];
+};
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- buffers ---------------------------------------------------------------------------- */
+
+static int grow(struct growbuf *g, size_t more)
+{
+	if (g->len + more <= g->cap)
+		return 0;
+	size_t cap = g->cap ? g->cap : 4096;
+	while (cap < g->len + more)
+		cap *= 2;
+	uint8_t *p = realloc(g->p, cap);
+	if (!p)
+		return -1;
+	g->p = p;
+	g->cap = cap;
+	return 0;
+}
+
+/* Appends one record (header, then a and b) to g. */
+static int put_record(struct growbuf *g, uint16_t type, const void *a, size_t alen, const void *b,
+		      size_t blen)
+{
+	struct store_rec_hdr h = {type, 0, (uint32_t)(alen + blen)};
+	if (alen + blen > UINT32_MAX || grow(g, sizeof(h) + alen + blen))
+		return -1;
+	memcpy(g->p + g->len, &h, sizeof(h));
+	if (alen)
+		memcpy(g->p + g->len + sizeof(h), a, alen);
+	if (blen)
+		memcpy(g->p + g->len + sizeof(h) + alen, b, blen);
+	g->len += sizeof(h) + alen + blen;
+	return 0;
+}
+
+/* Appends a length-prefixed string to g (no record header). */
+static int put_string(struct growbuf *g, const char *s)
+{
+	uint32_t n = s ? (uint32_t)strlen(s) : 0;
+	if (grow(g, sizeof(n) + n))
+		return -1;
+	memcpy(g->p + g->len, &n, sizeof(n));
+	if (n)
+		memcpy(g->p + g->len + sizeof(n), s, n);
+	g->len += sizeof(n) + n;
+	return 0;
+}
+
+/* A batch for callers, or NULL when the budget is spent.  Called with the lock held. */
+static struct batch *get_batch(struct store_trace_writer *w, size_t need)
+{
+	struct batch *b = NULL;
+	size_t cap = need > w->opt.batch_bytes ? need : w->opt.batch_bytes;
+
+	if (cap == w->opt.batch_bytes && w->spare) {
+		b = w->spare;
+		w->spare = b->next;
+	} else if (w->allocated + cap <= w->opt.buffer_bytes) {
+		b = malloc(sizeof(*b) + cap);
+		if (!b)
+			return NULL;
+		b->cap = cap;
+		w->allocated += cap;
+	} else {
+		return NULL;
+	}
+	b->next = NULL;
+	b->len = 0;
+	b->records = 0;
+	return b;
+}
+
+static void release_batch(struct store_trace_writer *w, struct batch *b)
+{
+	if (b->cap == w->opt.batch_bytes) {
+		b->next = w->spare;
+		w->spare = b;
+	} else {
+		w->allocated -= b->cap;
+		free(b);
+	}
+}
+
+static void queue_batch(struct store_trace_writer *w, struct batch *b)
+{
+	b->next = NULL;
+	*w->full_tail = b;
+	w->full_tail = &b->next;
+	pthread_cond_signal(&w->wake);
+}
+
+static void count_drop(struct store_trace_writer *w, struct batch *b)
+{
+	w->pend_drop_records += b->records;
+	w->pend_drop_batches++;
+	w->pend_drop_bytes += b->len;
+	w->cnt.dropped_records += b->records;
+	w->cnt.dropped_batches++;
+	w->cnt.dropped_bytes += b->len;
+}
+
+/* Makes room for need bytes in the current batch.  Returns 1 when a batch had to be dropped,
+ * 0 otherwise, -1 when no room can be made at all (a record larger than the budget). */
+static int make_room(struct store_trace_writer *w, size_t need)
+{
+	struct batch *b;
+	if (w->cur && w->cur->cap - w->cur->len >= need)
+		return 0;
+	b = get_batch(w, need);
+	if (b) {
+		if (w->cur && w->cur->len)
+			queue_batch(w, w->cur);
+		else if (w->cur)
+			release_batch(w, w->cur);
+		w->cur = b;
+		return 0;
+	}
+	/* Out of budget: throw away the batch in hand and reuse it, if it is big enough. */
+	if (!w->cur || w->cur->cap < need)
+		return -1;
+	count_drop(w, w->cur);
+	w->cur->len = 0;
+	w->cur->records = 0;
+	return 1;
+}
+
+/* ---- appending ------------------------------------------------------------------------------ */
+
+int store_trace_append(struct store_trace_writer *w, uint16_t type, const void *a, size_t alen,
+		       const void *b, size_t blen)
+{
+	struct store_rec_hdr h = {type, 0, (uint32_t)(alen + blen)};
+	size_t need = sizeof(h) + alen + blen;
+	int dropped;
+
+	if (alen + blen > UINT32_MAX)
+		return -1;
+	pthread_mutex_lock(&w->lock);
+	dropped = make_room(w, need);
+	if (dropped < 0) {
+		w->cnt.dropped_records++;
+		w->pend_drop_records++;
+		w->pend_drop_bytes += need;
+		pthread_mutex_unlock(&w->lock);
+		return 1;
+	}
+	uint8_t *p = w->cur->data + w->cur->len;
+	memcpy(p, &h, sizeof(h));
+	if (alen)
+		memcpy(p + sizeof(h), a, alen);
+	if (blen)
+		memcpy(p + sizeof(h) + alen, b, blen);
+	w->cur->len += need;
+	w->cur->records++;
+	w->cnt.records++;
+	w->cnt.bytes += need;
+	pthread_mutex_unlock(&w->lock);
+	return dropped;
+}
+
+int store_trace_api(struct store_trace_writer *w, const struct store_rec_api *e)
+{
+	return store_trace_append(w, STORE_REC_API, e, sizeof(*e), NULL, 0);
+}
+
+int store_trace_kernel(struct store_trace_writer *w, const struct store_rec_kernel *e)
+{
+	return store_trace_append(w, STORE_REC_KERNEL, e, sizeof(*e), NULL, 0);
+}
+
+int store_trace_copy(struct store_trace_writer *w, const struct store_rec_copy *e)
+{
+	return store_trace_append(w, STORE_REC_COPY, e, sizeof(*e), NULL, 0);
+}
+
+int store_trace_probe(struct store_trace_writer *w, const struct store_rec_probe *e,
+		      const void *data, uint32_t size)
+{
+	return store_trace_append(w, STORE_REC_PROBE, e, sizeof(*e), data, size);
+}
+
+int store_trace_map(struct store_trace_writer *w, const struct store_rec_map *m, const void *kv,
+		    size_t kv_size)
+{
+	return store_trace_append(w, STORE_REC_MAP, m, sizeof(*m), kv, kv_size);
+}
+
+/* ---- never-dropped metadata ------------------------------------------------------------------- */
+
+static int meta_record(struct store_trace_writer *w, uint16_t type, const void *a, size_t alen,
+		       const struct growbuf *tail)
+{
+	int rc;
+	pthread_mutex_lock(&w->lock);
+	rc = put_record(&w->meta, type, a, alen, tail ? tail->p : NULL, tail ? tail->len : 0);
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+int store_trace_device(struct store_trace_writer *w, const struct store_rec_device *d, const char *name)
+{
+	struct growbuf s = {0};
+	int rc = put_string(&s, name) ? -1 : meta_record(w, STORE_REC_DEVICE, d, sizeof(*d), &s);
+	free(s.p);
+	return rc;
+}
+
+int store_trace_clock(struct store_trace_writer *w, const struct store_rec_clock *c)
+{
+	return meta_record(w, STORE_REC_CLOCK, c, sizeof(*c), NULL);
+}
+
+int store_trace_program(struct store_trace_writer *w, const struct store_rec_program *p,
+			const char *name, const char *path)
+{
+	struct growbuf s = {0};
+	int rc = (put_string(&s, name) || put_string(&s, path))
+			 ? -1
+			 : meta_record(w, STORE_REC_PROGRAM, p, sizeof(*p), &s);
+	free(s.p);
+	return rc;
+}
+
+int store_trace_drop(struct store_trace_writer *w, const struct store_rec_drop *d)
+{
+	return meta_record(w, STORE_REC_DROP, d, sizeof(*d), NULL);
+}
+
+static int strtab_grow(struct store_trace_writer *w)
+{
+	size_t cap = w->strcap ? w->strcap * 2 : 256;
+	struct strent **t = calloc(cap, sizeof(*t));
+	if (!t)
+		return -1;
+	for (size_t i = 0; i < w->strcap; i++)
+		for (struct strent *e = w->strtab[i], *n; e; e = n) {
+			n = e->next;
+			e->next = t[e->hash & (cap - 1)];
+			t[e->hash & (cap - 1)] = e;
+		}
+	free(w->strtab);
+	w->strtab = t;
+	w->strcap = cap;
+	return 0;
+}
+
+uint32_t store_trace_intern(struct store_trace_writer *w, const char *s)
+{
+	size_t n = strlen(s);
+	uint64_t h = XXH3_64bits(s, n);
+	uint32_t id = 0;
+
+	pthread_mutex_lock(&w->lock);
+	for (struct strent *e = w->strcap ? w->strtab[h & (w->strcap - 1)] : NULL; e; e = e->next)
+		if (e->hash == h && !strcmp(e->s, s)) {
+			id = e->id;
+			goto out;
+		}
+	if (w->nstr + 1 > w->strcap / 2 && strtab_grow(w))
+		goto out;
+	struct strent *e = malloc(sizeof(*e) + n + 1);
+	if (!e)
+		goto out;
+	e->hash = h;
+	e->id = (uint32_t)w->nstr + 1;
+	memcpy(e->s, s, n + 1);
+	if (put_record(&w->meta, STORE_REC_STRING, &e->id, sizeof(e->id), s, n)) {
+		free(e);
+		goto out;
+	}
+	e->next = w->strtab[h & (w->strcap - 1)];
+	w->strtab[h & (w->strcap - 1)] = e;
+	w->nstr++;
+	id = e->id;
+out:
+	pthread_mutex_unlock(&w->lock);
+	return id;
+}
+
+/* ---- the writer thread ------------------------------------------------------------------------- */
+
+static void io_fail(struct store_trace_writer *w, const char *what, int err)
+{
+	if (!w->error[0])
+		snprintf(w->error, sizeof(w->error), "%s: %s", what, strerror(err));
+	pthread_mutex_lock(&w->lock);
+	w->cnt.io_error = 1;
+	pthread_mutex_unlock(&w->lock);
+}
+
+static int write_all(struct store_trace_writer *w, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t k = write(w->fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			io_fail(w, "writing the trace", k < 0 ? errno : ENOSPC);
+			return -1;
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Compresses n bytes of whole records into one frame and writes it. */
+static int write_frame(struct store_trace_writer *w, const void *src, size_t n)
+{
+	size_t bound = ZSTD_compressBound(n), z;
+	if (bound > w->zcap) {
+		uint8_t *p = realloc(w->zbuf, bound);
+		if (!p) {
+			io_fail(w, "compressing the trace", ENOMEM);
+			return -1;
+		}
+		w->zbuf = p;
+		w->zcap = bound;
+	}
+	z = ZSTD_compress2(w->cctx, w->zbuf, w->zcap, src, n);
+	if (ZSTD_isError(z)) {
+		if (!w->error[0])
+			snprintf(w->error, sizeof(w->error), "zstd: %s", ZSTD_getErrorName(z));
+		return -1;
+	}
+	if (write_all(w, w->zbuf, z))
+		return -1;
+	pthread_mutex_lock(&w->lock);
+	w->cnt.frames++;
+	w->cnt.compressed_bytes += z;
+	pthread_mutex_unlock(&w->lock);
+	return 0;
+}
+
+struct taken {
+	struct growbuf meta;
+	struct batch *batches;
+};
+
+/* Takes, under the lock, what is ready: the metadata, a DROP record for the writer's own
+ * losses, the full batches, and the current batch too when it is time to flush. */
+static void take(struct store_trace_writer *w, struct taken *t, int flush)
+{
+	t->meta = w->meta;
+	memset(&w->meta, 0, sizeof(w->meta));
+	if (w->pend_drop_records || w->pend_drop_batches) {
+		struct store_rec_drop d = {.ts_ns = realtime_ns(), .source = STORE_DROP_WRITER,
+					   .records = w->pend_drop_records,
+					   .batches = w->pend_drop_batches,
+					   .bytes = w->pend_drop_bytes};
+		if (put_record(&t->meta, STORE_REC_DROP, &d, sizeof(d), NULL, 0) == 0)
+			w->pend_drop_records = w->pend_drop_batches = w->pend_drop_bytes = 0;
+	}
+	if (flush && w->cur && w->cur->len) {
+		queue_batch(w, w->cur);
+		w->cur = NULL; /* the next caller takes a spare */
+	}
+	t->batches = w->full;
+	w->full = NULL;
+	w->full_tail = &w->full;
+}
+
+static void write_taken(struct store_trace_writer *w, struct taken *t)
+{
+	if (t->meta.len)
+		write_frame(w, t->meta.p, t->meta.len);
+	free(t->meta.p);
+	for (struct batch *b = t->batches; b; b = b->next)
+		write_frame(w, b->data, b->len);
+	pthread_mutex_lock(&w->lock);
+	for (struct batch *b = t->batches, *n; b; b = n) {
+		n = b->next;
+		release_batch(w, b);
+	}
+	pthread_mutex_unlock(&w->lock);
+}
+
+static void deadline_after(struct timespec *ts, unsigned ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+static int past(const struct timespec *d)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > d->tv_sec || (now.tv_sec == d->tv_sec && now.tv_nsec >= d->tv_nsec);
+}
+
+static void *writer_main(void *arg)
+{
+	struct store_trace_writer *w = arg;
+	struct timespec next;
+	int stop = 0;
+
+	deadline_after(&next, w->opt.flush_ms);
+	while (!stop) {
+		struct taken t;
+		pthread_mutex_lock(&w->lock);
+		while (!w->stop && !w->full && !w->flush_now &&
+		       pthread_cond_timedwait(&w->wake, &w->lock, &next) == 0)
+			;
+		stop = w->stop;
+		int flush = stop || w->flush_now || past(&next);
+		w->flush_now = 0;
+		take(w, &t, flush);
+		pthread_mutex_unlock(&w->lock);
+		write_taken(w, &t);
+		if (flush)
+			deadline_after(&next, w->opt.flush_ms);
+	}
+	return NULL;
+}
+
+/* ---- create and close ------------------------------------------------------------------------- */
+
+static int header_frame(struct store_trace_writer *w, const struct store_trace_process *p)
+{
+	struct store_rec_header h = {.major = STORE_TRACE_MAJOR, .minor = STORE_TRACE_MINOR,
+				     .pid = p ? p->pid : (uint32_t)getpid(),
+				     .start_realtime_ns = realtime_ns(),
+				     .start_monotonic_ns = monotonic_ns(),
+				     .driver_version = p ? p->driver_version : 0};
+	struct growbuf s = {0}, rec = {0};
+	int rc = -1;
+
+	memcpy(h.magic, STORE_TRACE_MAGIC, sizeof(h.magic));
+	if (!put_string(&s, p ? p->cubpf_version : NULL) && !put_string(&s, p ? p->hostname : NULL) &&
+	    !put_string(&s, p ? p->cmdline : NULL) &&
+	    !put_record(&rec, STORE_REC_HEADER, &h, sizeof(h), s.p, s.len))
+		rc = write_frame(w, rec.p, rec.len);
+	free(s.p);
+	free(rec.p);
+	return rc;
+}
+
+static void writer_free(struct store_trace_writer *w)
+{
+	struct batch *lists[] = {w->cur, w->full, w->spare};
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
+		for (struct batch *b = lists[i], *n; b; b = n) {
+			n = b->next;
+			free(b);
+			if (i == 0)
+				break; /* cur is a single batch */
+		}
+	for (size_t i = 0; i < w->strcap; i++)
+		for (struct strent *e = w->strtab[i], *n; e; e = n) {
+			n = e->next;
+			free(e);
+		}
+	free(w->strtab);
+	free(w->meta.p);
+	free(w->zbuf);
+	ZSTD_freeCCtx(w->cctx);
+	if (w->fd >= 0)
+		close(w->fd);
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->wake);
+	free(w);
+}
+
+static void set_options(struct store_trace_writer *w, const struct store_trace_options *opt)
+{
+	if (opt)
+		w->opt = *opt;
+	if (!w->opt.buffer_bytes)
+		w->opt.buffer_bytes = DEFAULT_BUFFER;
+	if (!w->opt.batch_bytes)
+		w->opt.batch_bytes = DEFAULT_BATCH;
+	if (w->opt.batch_bytes > w->opt.buffer_bytes / 2)
+		w->opt.batch_bytes = w->opt.buffer_bytes / 2; /* at least two batches in flight */
+	if (w->opt.batch_bytes < 4096)
+		w->opt.batch_bytes = 4096;
+	if (!w->opt.flush_ms)
+		w->opt.flush_ms = DEFAULT_FLUSH_MS;
+	if (!w->opt.level)
+		w->opt.level = 1;
+}
+
+static int init_sync(struct store_trace_writer *w)
+{
+	pthread_condattr_t ca;
+	if (pthread_mutex_init(&w->lock, NULL))
+		return -1;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	int rc = pthread_cond_init(&w->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	return rc ? -1 : 0;
+}
+
+static int init_zstd(struct store_trace_writer *w)
+{
+	w->cctx = ZSTD_createCCtx();
+	if (!w->cctx)
+		return -1;
+	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, w->opt.level);
+	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
+	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
+	if (w->opt.workers > 0)
+		ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_nbWorkers, w->opt.workers);
+	return 0;
+}
+
+struct store_trace_writer *store_trace_create(const char *path, const struct store_trace_process *p,
+					      const struct store_trace_options *opt,
+					      char *err, size_t errlen)
+{
+	struct store_trace_writer *w = calloc(1, sizeof(*w));
+	if (!w || init_sync(w)) {
+		snprintf(err, errlen, "out of memory");
+		free(w);
+		return NULL;
+	}
+	w->full_tail = &w->full;
+	set_options(w, opt);
+	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (w->fd < 0) {
+		snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+		writer_free(w);
+		return NULL;
+	}
+	if (init_zstd(w) || header_frame(w, p)) {
+		snprintf(err, errlen, "%s: %s", path, w->error[0] ? w->error : "out of memory");
+		writer_free(w);
+		return NULL;
+	}
+	if (pthread_create(&w->thread, NULL, writer_main, w)) {
+		snprintf(err, errlen, "cannot start the trace writer thread");
+		writer_free(w);
+		return NULL;
+	}
+	return w;
+}
+
+int store_trace_close(struct store_trace_writer *w, char *err, size_t errlen)
+{
+	struct store_rec_end end;
+	struct growbuf rec = {0};
+	int rc;
+
+	if (!w)
+		return 0;
+	pthread_mutex_lock(&w->lock);
+	w->stop = 1;
+	pthread_cond_signal(&w->wake);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->thread, NULL);
+	end = (struct store_rec_end){.end_realtime_ns = realtime_ns(), .records = w->cnt.records,
+				     .dropped_records = w->cnt.dropped_records,
+				     .dropped_batches = w->cnt.dropped_batches};
+	if (put_record(&rec, STORE_REC_END, &end, sizeof(end), NULL, 0) == 0)
+		write_frame(w, rec.p, rec.len);
+	free(rec.p);
+	if (close(w->fd) && !w->cnt.io_error)
+		io_fail(w, "closing the trace", errno);
+	w->fd = -1;
+	rc = w->cnt.io_error || w->error[0] ? -1 : 0;
+	if (rc && err)
+		snprintf(err, errlen, "%s", w->error);
+	writer_free(w);
+	return rc;
+}
+
+void store_trace_counters(struct store_trace_writer *w, struct store_trace_counters *out)
+{
+	pthread_mutex_lock(&w->lock);
+	*out = w->cnt;
+	pthread_mutex_unlock(&w->lock);
+}
+
+void store_trace_flush(struct store_trace_writer *w)
+{
+	pthread_mutex_lock(&w->lock);
+	w->flush_now = 1;
+	pthread_cond_signal(&w->wake);
+	pthread_mutex_unlock(&w->lock);
+}
