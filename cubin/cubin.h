@@ -1,5 +1,10 @@
 /* cubin: reading CUDA containers without calling CUDA.
  *
+ * Contents: (1) a bounds-checked ELF64 reader; (2) images: fatbin wrappers, fatbins, their
+ * entries and payloads (raw, zstd, LZ4), host ELF files with .nv_fatbin sections, standalone
+ * cubins and PTX; (3) kernel lists of cubin ELF images and of PTX text; (4) choosing the PTX to
+ * instrument for a device.
+ *
  * Part 1, the ELF64 reader: a small bounds-checked reader of little-endian ELF64 images, used
  * for cubins, host executables and libraries (.nv_fatbin), and eBPF objects (vm/).  libelf's
  * static archive is not position-independent, so it cannot go into the shim; this one can.
@@ -105,5 +110,171 @@ int cubin_elf_reloc(struct cubin_elf *elf, const struct cubin_elf_section *rel, 
 /* A NUL-terminated string at `offset` of string-table section `strtab_index`, or NULL (with
  * elf->error set) when the offset or the terminator lies outside that section. */
 const char *cubin_elf_string(struct cubin_elf *elf, size_t strtab_index, uint64_t offset);
+
+/* ---- images: what an application hands the driver, or a file on disk ---------------------
+ *
+ * Ownership and lifetimes: cubin_image_open() never copies the caller's bytes: the image, its
+ * fatbins and every raw (uncompressed) payload point into them, so they must outlive the
+ * struct cubin_image.  Compressed payloads are decompressed on demand by cubin_entry_data(),
+ * once, into buffers the image owns; cubin_image_free() releases the image and all of them.
+ * An image is not thread-safe: use one per thread, or lock around cubin_entry_data().
+ */
+
+enum cubin_image_kind {
+	CUBIN_IMAGE_UNKNOWN = 0,
+	CUBIN_IMAGE_WRAPPER,    /* fatbin wrapper (0x466243B1): what cuModuleLoadFatBinary gets */
+	CUBIN_IMAGE_FATBIN,     /* one or more fatbins (0xBA55ED50) back to back */
+	CUBIN_IMAGE_CUBIN,      /* a CUDA ELF (e_machine EM_CUDA) */
+	CUBIN_IMAGE_PTX,        /* PTX text */
+	CUBIN_IMAGE_HOST_ELF,   /* an executable, shared library or object with .nv_fatbin */
+};
+
+/* Entry kinds, as stored in the fatbin entry header. */
+enum cubin_entry_kind { CUBIN_ENTRY_PTX = 1, CUBIN_ENTRY_ELF = 2, CUBIN_ENTRY_LTOIR = 8 };
+
+enum cubin_compression { CUBIN_RAW = 0, CUBIN_ZSTD, CUBIN_LZ4 };
+
+/* Entry header flags. */
+#define CUBIN_FLAG_64BIT 0x1ull
+#define CUBIN_FLAG_LINUX 0x10ull
+#define CUBIN_FLAG_LZ4 0x2000ull
+#define CUBIN_FLAG_ZSTD 0x8000ull
+#define CUBIN_FLAG_ARCH_A 0x100000ull   /* sm_90a-style architecture-specific target */
+#define CUBIN_FLAG_ARCH_F 0x200000ull   /* sm_100f-style family target */
+
+/* Size to pass when only a pointer is known (cuModuleLoadData, cuModuleLoadFatBinary): the
+ * extent is derived from the headers (fatbin size, ELF tables, PTX terminating NUL). */
+#define CUBIN_SIZE_UNKNOWN SIZE_MAX
+
+/* cubin_image_open flags. */
+#define CUBIN_OPEN_IN_MEMORY 0x1u  /* data is live in this process: follow a wrapper's pointer */
+
+struct cubin_fatbin {
+	const uint8_t *data;     /* the fatbin header (16 bytes), inside the caller's bytes */
+	uint64_t offset;         /* offset in the image (0 for a fatbin reached by pointer) */
+	uint64_t size;           /* header + entries */
+	const char *section;     /* host ELF: ".nv_fatbin" or "__nv_relfatbin"; else NULL */
+	size_t first_entry;      /* index of its first entry in cubin_image.entries */
+	size_t entry_count;
+};
+
+struct cubin_entry {
+	uint16_t kind;           /* enum cubin_entry_kind (other values are kept, not read) */
+	uint32_t header_size;    /* as stored: 64, 80, 96, 112 seen */
+	uint64_t payload_size;   /* bytes after the header, padding included */
+	uint64_t compressed_size; /* bytes of compressed data (payload_size when raw) */
+	uint64_t size;           /* uncompressed size (payload_size when raw) */
+	uint16_t major, minor;   /* PTX ISA version of a PTX entry; ELF ABI of a cubin */
+	uint32_t sm;             /* target SM: 90 = sm_90 / compute_90 */
+	uint64_t flags;          /* CUBIN_FLAG_* */
+	enum cubin_compression compression;
+	size_t fatbin;           /* index of its fatbin */
+	uint64_t offset;         /* offset of the entry header in the image */
+	const uint8_t *payload;  /* payload as stored, inside the caller's bytes */
+	const uint8_t *data;     /* uncompressed bytes once cubin_entry_data() ran (or raw) */
+	uint8_t *owned;          /* decompression buffer, freed with the image */
+};
+
+struct cubin_image {
+	enum cubin_image_kind kind;
+	const uint8_t *data;     /* the caller's bytes */
+	size_t size;             /* their extent (derived when opened with CUBIN_SIZE_UNKNOWN) */
+	uint32_t wrapper_version; /* wrapper: 1, or 2 (with a list of prelinked fatbins) */
+	uint64_t prelinked_list; /* wrapper version 2: the list pointer as stored (not followed) */
+	size_t wrapper_count;    /* host ELF: wrappers in .nvFatBinSegment */
+	uint16_t elf_machine;    /* host ELF / cubin: e_machine */
+	struct cubin_fatbin *fatbins;
+	size_t fatbin_count;
+	struct cubin_entry *entries; /* every entry of every fatbin; a cubin or PTX image has one */
+	size_t entry_count;
+	void *zstd;              /* decompression context, created on first use */
+	char error[CUBIN_ERRLEN];
+};
+
+/* Kind and extent of an image known by its address only.  `max` bounds the bytes that may be
+ * read (CUBIN_SIZE_UNKNOWN when nothing is known).  Returns 0, or -1 for unknown content. */
+int cubin_identify(const void *data, size_t max, enum cubin_image_kind *kind, size_t *extent);
+
+/* Opens an image: reads the container headers and every fatbin entry header (no payload is
+ * decompressed).  Returns 0 and *out, or -1 with a message in err (when err is not NULL); on
+ * failure *out is NULL and nothing needs freeing. */
+int cubin_image_open(struct cubin_image **out, const void *data, size_t size, unsigned flags,
+		     char *err, size_t errlen);
+
+/* Releases the image and every buffer it made.  NULL is accepted. */
+void cubin_image_free(struct cubin_image *image);
+
+/* The uncompressed bytes of entry `index`: the stored payload when raw, else decompressed on
+ * the first call (sizes checked against the header) and kept until cubin_image_free().
+ * Returns 0, or -1 with image->error set. */
+int cubin_entry_data(struct cubin_image *image, size_t index, const uint8_t **data, size_t *size);
+
+/* Architecture suffix of an entry: 'a', 'f' or 0. */
+char cubin_entry_arch_suffix(const struct cubin_entry *entry);
+
+/* Whether code built for `sm` with `suffix` ('a', 'f', 0) can run (SASS) or be JIT-compiled
+ * (PTX) on a device of compute capability `device_sm`.  PTX: any arch not above the device's;
+ * 'a': that exact arch; 'f': the same family (major) at or below.  SASS: same major, minor not
+ * above the device's, suffix rules as for PTX. */
+int cubin_ptx_usable(uint32_t sm, char suffix, uint32_t device_sm);
+int cubin_sass_usable(uint32_t sm, char suffix, uint32_t device_sm);
+
+/* The PTX entry to instrument for a device: the highest PTX arch usable on `device_sm`, taken
+ * from fatbin `fatbin` (or from any fatbin when fatbin == SIZE_MAX).  Returns the entry index,
+ * or -1 when no PTX entry is usable. */
+long cubin_choose_ptx(const struct cubin_image *image, size_t fatbin, uint32_t device_sm);
+
+/* Names for printing. */
+const char *cubin_image_kind_name(enum cubin_image_kind kind);
+const char *cubin_entry_kind_name(uint16_t kind);
+const char *cubin_compression_name(enum cubin_compression c);
+
+/* ---- kernels ------------------------------------------------------------------------------
+ * Kernel lists are allocated as one block each and released by cubin_kernels_free(); names
+ * point into the block (copied), so a list outlives the bytes it was read from. */
+
+struct cubin_param {
+	uint32_t offset;         /* byte offset in the parameter buffer (cubin) / computed (PTX) */
+	uint32_t size;           /* bytes */
+	uint32_t align;          /* PTX: .align or natural alignment; cubin: 0 when unknown */
+	int is_pointer;          /* PTX: .ptr attribute or .u64 unknown -> 0 */
+};
+
+struct cubin_kernel {
+	const char *name;        /* mangled name as in the image */
+	uint32_t param_count;
+	uint32_t param_bytes;    /* total size of the parameter buffer */
+	struct cubin_param *params;
+	int32_t registers;       /* cubin: registers per thread; -1 when not recorded */
+	int64_t shared_bytes;    /* cubin: static shared memory (.nv.shared.<kernel>); -1 unknown */
+	int64_t stack_bytes;     /* cubin: EIATTR_MAX_STACK_SIZE / frame size; -1 unknown */
+	int64_t max_threads;     /* PTX .maxntid product or cubin EIATTR_MAX_THREADS; -1 unknown */
+};
+
+struct cubin_kernels {
+	struct cubin_kernel *kernels;
+	size_t count;
+	uint32_t sm;             /* cubin: target SM from e_flags; PTX: from .target */
+	char suffix;             /* cubin/PTX: 'a' / 'f' target suffix where known, else 0 */
+	uint16_t ptx_major, ptx_minor; /* PTX: .version */
+	uint16_t address_size;   /* PTX: .address_size (64 when absent... as the spec says: 32) */
+	char target[64];         /* PTX: the .target line's operands, e.g. "sm_90a" */
+};
+
+/* SM of a CUDA ELF from its e_flags (the layout changed with ELF ABI version 8). */
+uint32_t cubin_elf_sm(const struct cubin_elf *elf);
+
+/* Kernels of a CUDA ELF image (entry functions: STT_FUNC with STO_CUDA_ENTRY, or with a
+ * .nv.info.<name> section): parameters from EIATTR_KPARAM_INFO, registers from
+ * EIATTR_REGCOUNT, shared memory from .nv.shared.<name>.  Returns 0, or -1 with err set. */
+int cubin_elf_kernels(const void *data, size_t size, struct cubin_kernels *out, char *err,
+		      size_t errlen);
+
+/* Header and .entry list of PTX text of `len` bytes (a NUL ends it early).  Returns 0, or -1
+ * with err set when the text is not PTX (no .version / .target) or an .entry is malformed. */
+int cubin_ptx_kernels(const char *text, size_t len, struct cubin_kernels *out, char *err,
+		      size_t errlen);
+
+void cubin_kernels_free(struct cubin_kernels *list);
 
 #endif
