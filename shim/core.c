@@ -1,0 +1,232 @@
+/* shim/core.c: one-time initialization, the slot table, logging, hooks.
+ *
+ * Initialization runs once, from our constructor or from the first driver call, whichever
+ * comes first (a library constructor of the application may call the driver before ours has
+ * run, and several threads may call at once).  Until then every slot holds a lazy stub that
+ * enters here.  A driver call made on the initializing thread while init is under way (the
+ * real driver's constructor calling an exported name, say) gets CUDA_ERROR_NOT_INITIALIZED
+ * rather than a deadlock.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim/internal.h"
+
+const char *const shim_names[SHIM_NSLOTS] = {
+#define SHIM_EXPORT(i, name, intercepted) [i] = #name,
+#include "exports.def"
+#undef SHIM_EXPORT
+};
+
+struct shim_state shim_state;
+int shim_log_level = SHIM_LOG_WARN;
+_Atomic(const struct shim_hooks *) shim_hooks_now;
+atomic_int shim_init_done;
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread int init_running;
+
+/* ---- what calls return when there is no driver to forward to ------------------------------ */
+
+/* The real driver says NO_DEVICE from cuInit when it has no GPU and NOT_INITIALIZED from every
+ * other call after that; without any driver we answer the same, so that applications take the
+ * path they already take on a machine without a GPU. */
+static CUresult nodrv_no_device(void) { return CUDA_ERROR_NO_DEVICE; }
+static CUresult nodrv_not_initialized(void) { return CUDA_ERROR_NOT_INITIALIZED; }
+/* The real driver lacks this name (an older driver, or the toolkit stub). */
+static CUresult nodrv_not_supported(void) { return CUDA_ERROR_NOT_SUPPORTED; }
+
+/* Applications print the string of an error without checking the call's result: give them one
+ * rather than leave their pointer unset. */
+static CUresult nodrv_error_text(CUresult error, const char **text)
+{
+	if (!text)
+		return CUDA_ERROR_INVALID_VALUE;
+	*text = error == CUDA_ERROR_NO_DEVICE ? "no CUDA driver found by cubpf (no device)"
+					      : "no CUDA driver found by cubpf";
+	return CUDA_SUCCESS;
+}
+
+static void *nodrv_target(unsigned idx)
+{
+	const char *name = shim_names[idx];
+	if (!strcmp(name, "cuGetErrorString") || !strcmp(name, "cuGetErrorName"))
+		return (void *)nodrv_error_text;
+	if (!strcmp(name, "cuInit") || !strcmp(name, "cuDriverGetVersion") ||
+	    !strcmp(name, "cuDeviceGetCount") || !strncmp(name, "cuGetProcAddress", 16))
+		return (void *)nodrv_no_device;
+	return (void *)nodrv_not_initialized;
+}
+
+/* ---- init ------------------------------------------------------------------------------- */
+
+static void read_log_level(void)
+{
+	static const char *const names[] = { "off", "error", "warn", "info", "debug" };
+	const char *v = getenv("CUBPF_LOG");
+	if (!v || !*v)
+		return;
+	for (int i = 0; i < 5; i++)
+		if (!strcasecmp(v, names[i])) {
+			shim_log_level = i;
+			return;
+		}
+	shim_log(SHIM_LOG_WARN, "CUBPF_LOG=%s is not one of off|error|warn|info|debug; using warn", v);
+}
+
+/* Fills every slot: the real driver's function, or the answer for a missing one. */
+static void fill_slots(void)
+{
+	unsigned missing = 0;
+	for (unsigned i = 0; i < SHIM_NSLOTS; i++) {
+		void *p = NULL;
+		if (shim_state.real_handle)
+			p = dlsym(shim_state.real_handle, shim_names[i]);
+		if (!p) {
+			p = shim_state.real_handle ? (void *)nodrv_not_supported : nodrv_target(i);
+			missing += shim_state.real_handle != NULL;
+		}
+		__atomic_store_n(&shim_slots[i], p, __ATOMIC_RELEASE);
+	}
+	if (missing)
+		shim_log(SHIM_LOG_DEBUG, "the real driver lacks %u of the %u driver functions; "
+			 "they return CUDA_ERROR_NOT_SUPPORTED", missing, (unsigned)SHIM_NSLOTS);
+}
+
+static void init_locked(void)
+{
+	char why[1024] = "";
+	read_log_level();
+	const char *d = getenv("CUBPF_DISABLE");
+	shim_state.disabled = d && *d && strcmp(d, "0") != 0;
+	shim_state.real_handle = shim_find_driver(shim_state.real_path,
+						  sizeof(shim_state.real_path), why, sizeof(why));
+	shim_state.have_driver = shim_state.real_handle != NULL;
+	if (!shim_state.have_driver) {
+		shim_state.real_path[0] = 0;
+		shim_log(SHIM_LOG_WARN, "no real CUDA driver found (%s); every CUDA call will fail "
+			 "with CUDA_ERROR_NO_DEVICE (set CUBPF_REAL_LIBCUDA to the driver's path)", why);
+	} else {
+		shim_log(SHIM_LOG_DEBUG, "real driver: %s%s", shim_state.real_path,
+			 shim_state.disabled ? " (CUBPF_DISABLE: pass-through)" : "");
+	}
+	fill_slots();
+	shim_procaddr_setup();
+}
+
+void shim_init(void)
+{
+	if (atomic_load_explicit(&shim_init_done, memory_order_acquire) || init_running)
+		return;
+	pthread_mutex_lock(&init_lock);
+	if (!atomic_load_explicit(&shim_init_done, memory_order_relaxed)) {
+		init_running = 1;
+		init_locked();
+		init_running = 0;
+		atomic_store_explicit(&shim_init_done, 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&init_lock);
+}
+
+void *shim_lazy_target(unsigned idx)
+{
+	shim_init();
+	if (!atomic_load_explicit(&shim_init_done, memory_order_acquire))
+		return (void *)nodrv_not_initialized; /* re-entered during init, on this thread */
+	return __atomic_load_n(&shim_slots[idx], __ATOMIC_ACQUIRE);
+}
+
+__attribute__((constructor)) static void shim_constructor(void)
+{
+	shim_init();
+}
+
+__attribute__((destructor)) static void shim_destructor(void)
+{
+	if (atomic_load(&shim_init_done) && !shim_state.disabled)
+		shim_report_exit();
+}
+
+/* ---- public helpers ----------------------------------------------------------------------- */
+
+int shim_set_hooks(const struct shim_hooks *hooks)
+{
+	static struct shim_hooks copies[2];
+	static int next;
+	shim_ensure_init();
+	if (shim_state.disabled)
+		return -1;
+	if (!hooks) {
+		atomic_store(&shim_hooks_now, NULL);
+		return 0;
+	}
+	/* Two buffers: a caller of the previous hooks may still be reading them. */
+	pthread_mutex_lock(&init_lock);
+	copies[next] = *hooks;
+	atomic_store(&shim_hooks_now, &copies[next]);
+	next ^= 1;
+	pthread_mutex_unlock(&init_lock);
+	return 0;
+}
+
+void *shim_real(const char *name)
+{
+	shim_ensure_init();
+	if (!shim_state.real_handle || !name)
+		return NULL;
+	return dlsym(shim_state.real_handle, name);
+}
+
+const char *shim_real_path(void)
+{
+	shim_ensure_init();
+	return shim_state.have_driver ? shim_state.real_path : NULL;
+}
+
+int shim_log_enabled(enum shim_log_level level)
+{
+	return level != SHIM_LOG_OFF && (int)level <= shim_log_level;
+}
+
+void shim_log(enum shim_log_level level, const char *fmt, ...)
+{
+	if (!shim_log_enabled(level))
+		return;
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	/* One write per line, so that lines of several threads do not interleave. */
+	fprintf(stderr, "cubpf: %s\n", line);
+}
+
+uint64_t shim_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint32_t shim_tid(void)
+{
+	static __thread uint32_t tid;
+	if (!tid)
+		tid = (uint32_t)syscall(SYS_gettid);
+	return tid;
+}
+
+/* Marks the file as a cubpf shim, so that neither the driver search (find.c) nor the export
+ * generator (gen.sh) mistakes an installed copy of the shim for the real driver. */
+__attribute__((section(".note.cubpf"), used, aligned(4)))
+static const struct { uint32_t namesz, descsz, type; char name[8]; } shim_note = {
+	6, 0, 1, "cubpf",
+};

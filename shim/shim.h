@@ -1,0 +1,173 @@
+/* shim: the drop-in libcuda.so.1 — its internal interface.
+ *
+ * libcuda.so.1 forwards every driver call to the real driver.  Most functions are one indirect
+ * jump (generated trampolines); the calls that matter to cubpf have hand-written wrappers that
+ * report what they see through the hooks below.  Later work (live probes, the trace writer, the
+ * ring-buffer drain) is compiled into the same library and plugs in with shim_set_hooks().
+ *
+ * Events, all delivered on the application's thread that made the call, while it is in it:
+ *   module load   before the real call (a hook may substitute the image) and after it;
+ *   kernel        when a CUfunction or CUkernel handle becomes known (name + module);
+ *   launch        before the real call (a hook may substitute function and parameters) and after;
+ *   api           after copies, memsets, synchronisations, context and stream creation, with
+ *                 begin/end timestamps (CLOCK_REALTIME ns, as struct cubpf_api_ctx) and thread id.
+ * Hooks must be thread-safe: applications call the driver from many threads at once.  With no
+ * hooks installed the wrappers do only their bookkeeping (a lock-free table look-up and a
+ * counter per launch); with CUBPF_DISABLE=1 they do nothing but forward.
+ *
+ * The real driver: shim_real(name) gives any of its functions without going through the
+ * wrappers, so that cubpf's own driver calls (allocating device maps, loading an instrumented
+ * module) neither recurse nor appear as application events.
+ */
+#ifndef CUBPF_SHIM_H
+#define CUBPF_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Driver handle types, as opaque pointers: this header does not need cuda.h. */
+typedef struct CUmod_st *shim_module_t;     /* CUmodule */
+typedef struct CUlib_st *shim_library_t;    /* CUlibrary */
+typedef struct CUstream_st *shim_stream_t;  /* CUstream */
+
+/* What a loaded image is, from its first bytes. */
+enum shim_image_kind {
+	SHIM_IMAGE_UNKNOWN = 0,
+	SHIM_IMAGE_CUBIN = 1,          /* ELF (sm_XX cubin) */
+	SHIM_IMAGE_PTX = 2,            /* PTX text */
+	SHIM_IMAGE_FATBIN = 3,         /* fatbin (magic 0xBA55ED50) */
+	SHIM_IMAGE_FATBIN_WRAPPER = 4, /* __fatBinC_Wrapper_t (magic 0x466243B1) */
+	SHIM_IMAGE_FILE = 5,           /* loaded by path (cuModuleLoad, cuLibraryLoadFromFile) */
+	SHIM_IMAGE_LINKED = 6,         /* output of cuLinkComplete */
+};
+
+/* Which entry point produced a module event. */
+enum shim_load_api {
+	SHIM_LOAD_MODULE_LOAD = 1,       /* cuModuleLoad */
+	SHIM_LOAD_MODULE_DATA = 2,       /* cuModuleLoadData */
+	SHIM_LOAD_MODULE_DATA_EX = 3,    /* cuModuleLoadDataEx */
+	SHIM_LOAD_MODULE_FATBINARY = 4,  /* cuModuleLoadFatBinary */
+	SHIM_LOAD_LIBRARY_DATA = 5,      /* cuLibraryLoadData */
+	SHIM_LOAD_LIBRARY_FILE = 6,      /* cuLibraryLoadFromFile */
+	SHIM_LOAD_LINK_DATA = 7,         /* cuLinkAddData / _v2: an input of a link */
+	SHIM_LOAD_LINK_FILE = 8,         /* cuLinkAddFile / _v2 */
+	SHIM_LOAD_LINK_COMPLETE = 9,     /* cuLinkComplete: the linked cubin */
+};
+
+/* Summary of an image's contents, filled by the shim where it can read it (cubin/ does the
+ * reading; the shim never parses formats itself). */
+struct shim_image_info {
+	enum shim_image_kind kind;
+	size_t size;          /* bytes, 0 when unknown (a PTX string's size is its strlen + 1) */
+	unsigned nkernels;    /* kernels (entry functions) found, across every entry */
+	unsigned ncubins;     /* cubin entries (SASS) */
+	unsigned nptx;        /* PTX entries: > 0 means the kernels can be instrumented */
+	int readable;         /* 1 when the contents were read, 0 when only the kind is known */
+};
+
+struct shim_module_event {
+	enum shim_load_api api;
+	const char *api_name;       /* "cuLibraryLoadData", ... */
+	const void *image;          /* the bytes the driver gets; NULL for file loads */
+	const char *path;           /* file loads: the path; otherwise NULL */
+	struct shim_image_info info;
+	shim_module_t module;       /* after: the resulting CUmodule (NULL for libraries) */
+	shim_library_t library;     /* after: the resulting CUlibrary */
+	void *link_state;           /* link events: the CUlinkState */
+	int result;                 /* after: the CUresult */
+	uint64_t ts_begin, ts_end;  /* CLOCK_REALTIME ns */
+	uint32_t tid;
+};
+
+/* A kernel as the shim knows it.  `handle` is a CUfunction or a CUkernel; both map to the same
+ * name and module.  Entries stay valid for the life of the process. */
+struct shim_kernel_info {
+	const void *handle;
+	shim_module_t module;       /* NULL for a CUkernel not yet resolved to a module */
+	shim_library_t library;     /* NULL for modules loaded with cuModuleLoad* */
+	const char *name;           /* mangled name, as the application asked for it */
+	uint32_t kernel_id;         /* sequential id the shim gives the kernel, from 1 */
+	uint64_t launches;          /* launches seen so far (relaxed counter) */
+};
+
+enum shim_launch_api {
+	SHIM_LAUNCH_KERNEL = 1,       /* cuLaunchKernel / _ptsz */
+	SHIM_LAUNCH_KERNEL_EX = 2,    /* cuLaunchKernelEx / _ptsz */
+	SHIM_LAUNCH_COOPERATIVE = 3,  /* cuLaunchCooperativeKernel / _ptsz */
+	SHIM_LAUNCH_GRAPH_NODE = 4,   /* a kernel node added to or set in a graph (not a launch) */
+};
+
+struct shim_launch_event {
+	enum shim_launch_api api;
+	const char *api_name;
+	const void *func;            /* CUfunction or CUkernel, as passed (a hook may replace it) */
+	const struct shim_kernel_info *kernel; /* NULL when the handle was never seen */
+	unsigned grid[3], block[3];
+	unsigned shared_bytes;
+	shim_stream_t stream;
+	void **params;               /* kernelParams (a hook may replace the array) */
+	void **extra;
+	const void *config;          /* cuLaunchKernelEx: the CUlaunchConfig; graph nodes: params */
+	int result;                  /* after: the CUresult */
+	uint64_t ts_begin, ts_end;   /* CLOCK_REALTIME ns; 0 unless a hook is installed */
+	uint32_t tid;
+};
+
+/* Host-timeline calls. */
+enum shim_api_kind {
+	SHIM_API_MEMCPY = 1,
+	SHIM_API_MEMSET = 2,
+	SHIM_API_SYNC = 3,
+	SHIM_API_CTX_CREATE = 4,
+	SHIM_API_STREAM_CREATE = 5,
+};
+
+struct shim_api_event {
+	enum shim_api_kind kind;
+	const char *name;           /* exact exported name, e.g. "cuMemcpyHtoDAsync_v2_ptsz" */
+	uint32_t func_id;           /* index of the name in the shim's export table */
+	shim_stream_t stream;       /* when the call has one */
+	uint64_t bytes;             /* copies and memsets: bytes moved or set, when known */
+	int result;
+	uint64_t ts_begin, ts_end;  /* CLOCK_REALTIME ns */
+	uint32_t tid;
+};
+
+/* Every member may be NULL.  The structure is copied by shim_set_hooks. */
+struct shim_hooks {
+	/* Before a module load.  May set ev->image (and ev->info) to a substitute image that must
+	 * live until the module or library is unloaded (the driver may keep reading it). */
+	void (*module_loading)(struct shim_module_event *ev, void *user);
+	void (*module_loaded)(const struct shim_module_event *ev, void *user);
+	void (*kernel_found)(const struct shim_kernel_info *k, void *user);
+	/* Before a launch.  May replace ev->func and ev->params. */
+	void (*launching)(struct shim_launch_event *ev, void *user);
+	void (*launched)(const struct shim_launch_event *ev, void *user);
+	void (*api_call)(const struct shim_api_event *ev, void *user);
+	void *user;
+};
+
+/* Installs (or, with NULL, removes) the hooks.  Returns 0, or -1 when CUBPF_DISABLE=1 is set
+ * (pass-through takes no hooks). */
+int shim_set_hooks(const struct shim_hooks *hooks);
+
+/* The real driver's function `name` (exact exported name), or NULL when there is no real
+ * driver or it lacks the name. */
+void *shim_real(const char *name);
+
+/* Path of the real driver in use, or NULL when none was found. */
+const char *shim_real_path(void);
+
+/* The kernel registered for a CUfunction or CUkernel handle, or NULL. */
+const struct shim_kernel_info *shim_kernel_lookup(const void *handle);
+
+/* Logging to stderr with the "cubpf:" prefix, filtered by CUBPF_LOG. */
+enum shim_log_level { SHIM_LOG_OFF, SHIM_LOG_ERROR, SHIM_LOG_WARN, SHIM_LOG_INFO, SHIM_LOG_DEBUG };
+int shim_log_enabled(enum shim_log_level level);
+void shim_log(enum shim_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* CLOCK_REALTIME in nanoseconds (the timestamps of every event). */
+uint64_t shim_now_ns(void);
+
+#endif
