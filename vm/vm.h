@@ -187,6 +187,10 @@ int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify
  * slots consumed (1 or 2). */
 int vm_disasm_insn(const struct bpf_insn *insns, size_t avail, const struct vm_object *obj,
 		   char *buf, size_t len);
+/* Same, for the instruction at index `pc` of its program: jump and call targets are shown as
+ * absolute indices too ("goto +3 <12>"). */
+int vm_disasm_insn_at(const struct bpf_insn *insns, size_t avail, size_t pc,
+		      const struct vm_object *obj, char *buf, size_t len);
 
 /* ---- host maps and the interpreter ----------------------------------------------------------- */
 
