@@ -1,0 +1,323 @@
+/* Abstract interpretation of an eBPF program before code generation: for every instruction,
+ * which registers hold the context pointer (which has no runtime value on the GPU: loads
+ * through it become special-register or parameter reads), a map, a constant, or a stack
+ * address (loads through it become static .local accesses).  Also finds jump targets,
+ * function boundaries, and the stack frame size. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx-rewriter/cgint.h"
+
+bool cg_is_gpu_kind(enum vm_prog_kind k)
+{
+	return k == VM_PROG_KPROBE || k == VM_PROG_KRETPROBE || k == VM_PROG_MEMPROBE;
+}
+
+static struct av av_join(struct av a, struct av b)
+{
+	if (a.kind == b.kind && a.map == b.map && a.v == b.v)
+		return a;
+	if (a.kind == AV_CTX || b.kind == AV_CTX || a.kind == AV_CONFLICT || b.kind == AV_CONFLICT)
+		return (struct av){.kind = AV_CONFLICT};
+	return (struct av){.kind = AV_UNKNOWN};
+}
+
+/* Merges `in` into state `pc`; true when it changed. */
+static bool merge(struct cg_prog *p, uint32_t pc, const struct av_state *in)
+{
+	struct av_state *s = &p->st[pc];
+	if (!s->reached) {
+		*s = *in;
+		s->reached = true;
+		return true;
+	}
+	bool changed = false;
+	for (int r = 0; r < 11; r++) {
+		struct av j = av_join(s->r[r], in->r[r]);
+		if (memcmp(&j, &s->r[r], sizeof(j))) {
+			s->r[r] = j;
+			changed = true;
+		}
+	}
+	return changed;
+}
+
+static struct av av_of(uint8_t kind, uint32_t map, int64_t v)
+{
+	return (struct av){.kind = kind, .map = map, .v = v};
+}
+
+static bool is_pointer(const struct av *a)
+{
+	return a->kind == AV_CTX || a->kind == AV_STACK || a->kind == AV_MAPVAL;
+}
+
+/* ALU effect on the destination's abstract value. */
+static void alu_effect(const struct bpf_insn *in, struct av_state *s)
+{
+	struct av *d = &s->r[in->dst_reg];
+	uint8_t op = BPF_OP(in->code);
+	bool is64 = BPF_CLASS(in->code) == BPF_ALU64;
+	bool k = BPF_SRC(in->code) == BPF_K;
+	int64_t imm = in->imm;
+	const struct av *src = k ? NULL : &s->r[in->src_reg];
+	if (op == BPF_MOV) {
+		if (k)
+			*d = av_of(AV_CONST, 0, is64 ? imm : (int64_t)(uint32_t)imm);
+		else if (is64 && in->off == 0)
+			*d = *src;
+		else if (src->kind == AV_CONST && in->off == 0)
+			*d = av_of(AV_CONST, 0, (int64_t)(uint32_t)src->v);
+		else
+			*d = av_of(AV_UNKNOWN, 0, 0);
+		return;
+	}
+	if (!k && src->kind == AV_CONST)
+		imm = src->v, k = true;
+	if (is64 && k && (op == BPF_ADD || op == BPF_SUB) && (is_pointer(d) || d->kind == AV_CONST)) {
+		d->v += op == BPF_ADD ? imm : -imm;
+		return;
+	}
+	if (d->kind == AV_CTX || d->kind == AV_CONFLICT)
+		*d = av_of(AV_CONFLICT, 0, 0); /* arithmetic on ctx: refused if ever read */
+	else
+		*d = av_of(AV_UNKNOWN, 0, 0);
+}
+
+static void clobber_call(struct av_state *s)
+{
+	for (int r = 0; r <= 5; r++)
+		s->r[r] = av_of(AV_UNKNOWN, 0, 0);
+}
+
+/* Successors of pc with the state after it; returns their number (0..2). */
+static int step(struct cg_prog *p, uint32_t pc, struct av_state *out, uint32_t succ[2],
+		struct av_state *callee, uint32_t *callee_pc)
+{
+	const struct bpf_insn *in = &p->prog.insns[pc];
+	uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+	*callee_pc = UINT32_MAX;
+	switch (cls) {
+	case BPF_ALU:
+	case BPF_ALU64:
+		if (op == BPF_END || op == BPF_NEG)
+			alu_effect(&(struct bpf_insn){.code = BPF_ALU64 | BPF_XOR | BPF_X,
+						      .dst_reg = in->dst_reg, .src_reg = in->dst_reg},
+				   out);
+		else
+			alu_effect(in, out);
+		break;
+	case BPF_LDX:
+		out->r[in->dst_reg] = av_of(AV_UNKNOWN, 0, 0);
+		break;
+	case BPF_ST:
+		break;
+	case BPF_STX:
+		if (BPF_MODE(in->code) == BPF_ATOMIC) {
+			if (in->imm == BPF_CMPXCHG)
+				out->r[0] = av_of(AV_UNKNOWN, 0, 0);
+			else if (in->imm & BPF_FETCH)
+				out->r[in->src_reg] = av_of(AV_UNKNOWN, 0, 0);
+		}
+		break;
+	case BPF_LD: {
+		uint64_t v = (uint32_t)in[0].imm | ((uint64_t)(uint32_t)in[1].imm << 32);
+		if (in->src_reg == BPF_PSEUDO_MAP_FD)
+			out->r[in->dst_reg] = av_of(AV_MAP, (uint32_t)in->imm, 0);
+		else if (in->src_reg == BPF_PSEUDO_MAP_VALUE)
+			out->r[in->dst_reg] = av_of(AV_MAPVAL, (uint32_t)in->imm, in[1].imm);
+		else
+			out->r[in->dst_reg] = av_of(AV_CONST, 0, (int64_t)v);
+		succ[0] = pc + 2;
+		return 1;
+	}
+	case BPF_JMP:
+	case BPF_JMP32:
+		if (op == BPF_EXIT)
+			return 0;
+		if (op == BPF_CALL) {
+			if (in->src_reg == BPF_PSEUDO_CALL && BPF_SRC(in->code) == BPF_K) {
+				*callee = *out;
+				for (int r = 1; r <= 5; r++)
+					if (callee->r[r].kind == AV_STACK)
+						callee->r[r] = av_of(AV_UNKNOWN, 0, 0);
+				callee->r[0] = av_of(AV_UNKNOWN, 0, 0);
+				for (int r = 6; r <= 9; r++)
+					callee->r[r] = av_of(AV_UNKNOWN, 0, 0);
+				callee->r[10] = av_of(AV_STACK, 0, 0);
+				*callee_pc = pc + 1 + (uint32_t)in->imm;
+			}
+			clobber_call(out);
+			break;
+		}
+		if (op == BPF_JA) {
+			int32_t o = cls == BPF_JMP32 ? in->imm : in->off;
+			succ[0] = pc + 1 + (uint32_t)o;
+			return 1;
+		}
+		succ[0] = pc + 1;
+		succ[1] = pc + 1 + (uint32_t)(int32_t)in->off;
+		return 2;
+	}
+	succ[0] = pc + 1;
+	return 1;
+}
+
+/* Records a static stack access [v, v+size) for the frame size. */
+static void note_stack(int64_t *lowest, int64_t v, uint32_t size)
+{
+	(void)size;
+	if (v < *lowest)
+		*lowest = v;
+}
+
+static void scan_stack(struct cg_prog *p, uint32_t pc, int64_t *lowest)
+{
+	const struct bpf_insn *in = &p->prog.insns[pc];
+	const struct av_state *s = &p->st[pc];
+	uint8_t cls = BPF_CLASS(in->code);
+	if (cls == BPF_LDX && s->r[in->src_reg].kind == AV_STACK)
+		note_stack(lowest, s->r[in->src_reg].v + in->off, 8);
+	if ((cls == BPF_ST || cls == BPF_STX) && s->r[in->dst_reg].kind == AV_STACK)
+		note_stack(lowest, s->r[in->dst_reg].v + in->off, 8);
+	if (cls == BPF_JMP && BPF_OP(in->code) == BPF_CALL && in->src_reg == 0)
+		for (int r = 1; r <= 5; r++)
+			if (s->r[r].kind == AV_STACK)
+				note_stack(lowest, s->r[r].v, 8); /* helpers read/write at most the frame */
+	/* Any other read of a stack address makes it a runtime value: generic accesses can
+	 * then reach anywhere in the frame. */
+	if (cls == BPF_STX && in->src_reg == 10)
+		p->escape = true;
+	if (cls == BPF_STX && s->r[in->src_reg].kind == AV_STACK)
+		p->escape = true;
+	if ((cls == BPF_ALU || cls == BPF_ALU64) && BPF_SRC(in->code) == BPF_X &&
+	    s->r[in->src_reg].kind == AV_STACK &&
+	    !(BPF_OP(in->code) == BPF_MOV && cls == BPF_ALU64 && in->off == 0))
+		p->escape = true;
+	if ((cls == BPF_ALU || cls == BPF_ALU64) && s->r[in->dst_reg].kind == AV_STACK &&
+	    BPF_OP(in->code) != BPF_MOV && p->st[pc].r[in->dst_reg].kind == AV_STACK) {
+		bool constadd = cls == BPF_ALU64 && (BPF_OP(in->code) == BPF_ADD ||
+						     BPF_OP(in->code) == BPF_SUB) &&
+				(BPF_SRC(in->code) == BPF_K || s->r[in->src_reg].kind == AV_CONST);
+		if (!constadd)
+			p->escape = true;
+	}
+	if (cls == BPF_JMP && BPF_OP(in->code) == BPF_CALL) {
+		bool pseudo = in->src_reg == BPF_PSEUDO_CALL;
+		bool printing = in->src_reg == 0 &&
+				(in->imm == CUBPF_FN_trace_printk || in->imm == CUBPF_FN_gpu_puts ||
+				 in->imm == CUBPF_FN_probe_read || in->imm == CUBPF_FN_probe_read_user);
+		for (int r = 1; r <= 5; r++)
+			if (s->r[r].kind == AV_STACK && (pseudo || printing || BPF_SRC(in->code) == BPF_X))
+				p->escape = true;
+	}
+	if ((cls == BPF_JMP || cls == BPF_JMP32) && BPF_OP(in->code) != BPF_CALL &&
+	    BPF_OP(in->code) != BPF_EXIT && BPF_OP(in->code) != BPF_JA &&
+	    (s->r[in->dst_reg].kind == AV_STACK ||
+	     (BPF_SRC(in->code) == BPF_X && s->r[in->src_reg].kind == AV_STACK)))
+		p->escape = true;
+}
+
+static int check_bounds(struct cg_prog *p, char *err, size_t errlen)
+{
+	uint32_t n = p->prog.insn_cnt;
+	for (uint32_t pc = 0; pc < n; pc += cg_slots(&p->prog.insns[pc])) {
+		const struct bpf_insn *in = &p->prog.insns[pc];
+		if (in->code == (BPF_LD | BPF_IMM | BPF_DW) && pc + 1 >= n) {
+			ptx_seterr(err, errlen, "insn %u: lddw without its second half", pc);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int walk(struct cg_prog *p, char *err, size_t errlen)
+{
+	uint32_t n = p->prog.insn_cnt;
+	uint32_t *work = malloc(sizeof(*work) * (n + 1) * 2);
+	bool *queued = calloc(n + 1, sizeof(*queued));
+	if (!work || !queued) {
+		free(work), free(queued);
+		ptx_seterr(err, errlen, "out of memory");
+		return -1;
+	}
+	size_t top = 0;
+	struct av_state init = {.reached = true};
+	if (cg_is_gpu_kind(p->prog.kind))
+		init.r[1] = av_of(AV_CTX, 0, 0);
+	init.r[10] = av_of(AV_STACK, 0, 0);
+	p->st[0] = init;
+	p->func_end[0] = 1;
+	work[top++] = 0;
+	queued[0] = true;
+	int rc = 0;
+	while (top && !rc) {
+		uint32_t pc = work[--top];
+		queued[pc] = false;
+		struct av_state out = p->st[pc], callee;
+		uint32_t succ[2], cpc;
+		int ns = step(p, pc, &out, succ, &callee, &cpc);
+		if (cpc != UINT32_MAX) {
+			if (cpc >= n) {
+				ptx_seterr(err, errlen, "insn %u: call target %u outside the program", pc, cpc);
+				rc = -1;
+				break;
+			}
+			p->func_end[cpc] = 1;
+			if (merge(p, cpc, &callee) && !queued[cpc])
+				work[top++] = cpc, queued[cpc] = true;
+		}
+		for (int i = 0; i < ns; i++) {
+			if (succ[i] >= n) {
+				ptx_seterr(err, errlen, "insn %u: jump or fall-through past the end", pc);
+				rc = -1;
+				break;
+			}
+			if ((ns == 2 && i == 1) || BPF_OP(p->prog.insns[pc].code) == BPF_JA)
+				p->target[succ[i]] = true;
+			if (merge(p, succ[i], &out) && !queued[succ[i]])
+				work[top++] = succ[i], queued[succ[i]] = true;
+		}
+	}
+	free(work);
+	free(queued);
+	return rc;
+}
+
+/* Turns the function-start marks into [start, end) ranges. */
+static void func_ranges(struct cg_prog *p)
+{
+	uint32_t n = p->prog.insn_cnt, start = 0;
+	for (uint32_t pc = 1; pc <= n; pc++) {
+		if (pc == n || p->func_end[pc]) {
+			p->func_end[start] = pc;
+			start = pc;
+		}
+	}
+}
+
+int cg_analyze(struct cg_prog *p, char *err, size_t errlen)
+{
+	uint32_t n = p->prog.insn_cnt;
+	p->st = calloc(n + 1, sizeof(*p->st));
+	p->target = calloc(n + 1, sizeof(*p->target));
+	p->func_end = calloc(n + 1, sizeof(*p->func_end));
+	if (!p->st || !p->target || !p->func_end) {
+		ptx_seterr(err, errlen, "out of memory");
+		return -1;
+	}
+	if (check_bounds(p, err, errlen) || walk(p, err, errlen))
+		return -1;
+	func_ranges(p);
+	int64_t lowest = 0;
+	for (uint32_t pc = 0; pc < n; pc += cg_slots(&p->prog.insns[pc]))
+		if (p->st[pc].reached)
+			scan_stack(p, pc, &lowest);
+	if (lowest < -VM_STACK_SIZE) {
+		ptx_seterr(err, errlen, "stack access at r10%lld is beyond the %d-byte stack",
+			   (long long)lowest, VM_STACK_SIZE);
+		return -1;
+	}
+	p->frame = p->escape ? VM_STACK_SIZE : (uint32_t)((-lowest + 15) & ~15);
+	return 0;
+}

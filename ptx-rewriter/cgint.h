@@ -1,0 +1,44 @@
+/* Code generator internals shared by analyze.c, codegen.c and helpers.c. */
+#ifndef CUBPF_PTX_CGINT_H
+#define CUBPF_PTX_CGINT_H
+
+#include "ptx-rewriter/internal.h"
+
+#define CG_FRAMES_MAX VM_MAX_CALL_DEPTH
+
+struct cg_prog {
+	struct ptx_prog prog;
+	const struct vm_map_def *maps;
+	uint32_t map_cnt;
+	struct av_state *st;    /* per instruction slot: state before it */
+	bool *target;           /* jump target (needs a label) */
+	uint32_t *func_end;     /* for a function start: one past its last slot; else 0 */
+	uint32_t frame;         /* bytes per stack frame (multiple of 16, <= 512) */
+	uint32_t depth;         /* frames the program uses, main included */
+	bool escape;            /* a stack address is used as a runtime value */
+};
+
+/* Per emission. */
+struct cg {
+	struct cg_prog *p;
+	const struct cg_ctxsrc *ctx;
+	const char *lbl;
+	struct ptx_buf *out;
+	struct cg_result *res;
+	uint32_t next_inst;
+	char *err;
+	size_t errlen;
+};
+
+int cg_analyze(struct cg_prog *p, char *err, size_t errlen);
+bool cg_is_gpu_kind(enum vm_prog_kind k);
+/* The slot count of the instruction at pc (2 for lddw). */
+static inline uint32_t cg_slots(const struct bpf_insn *in)
+{
+	return in->code == (BPF_LD | BPF_IMM | BPF_DW) ? 2 : 1;
+}
+/* Static byte offset in __cubpf_stack of r10 + v in frame `depth`, or -1 when out of range. */
+long cg_stack_off(const struct cg *g, uint32_t depth, int64_t v, uint32_t size);
+int cg_helper(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char *ip);
+
+#endif

@@ -1,0 +1,741 @@
+/* eBPF -> PTX: one PTX instruction sequence per eBPF instruction, with the semantics of RFC 9669
+ * (and of the host interpreter): division by zero gives 0, modulo by zero leaves dst, shift
+ * amounts are masked, signed INT_MIN / -1 wraps, 32-bit results are zero-extended.
+ *
+ * Registers: r0..r10 are %__cb_r0..10 (.b64); temporaries %__cb_t (.b64), %__cb_w (.b32),
+ * %__cb_p (.pred); %__cb_s saves r6..r10 around inlined bpf-to-bpf calls.  The stack is the
+ * .local array __cubpf_stack; accesses whose address is known statically (r10 + constant,
+ * the usual case) become ld.local/st.local at a fixed offset, so no stack pointer is needed.
+ * bpf-to-bpf calls are inlined at each call site (the verifier forbids recursion and bounds
+ * depth), which keeps probes straight-line code the JIT optimises as a whole. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx-rewriter/cgint.h"
+
+#define R "%%__cb_r"
+#define OUT(...) buf_printf(g->out, "\t" __VA_ARGS__)
+
+static int fail(struct cg *g, uint32_t pc, const char *what)
+{
+	ptx_seterr(g->err, g->errlen, "%s insn %u: %s", g->p->prog.name ? g->p->prog.name : "program",
+		   pc, what);
+	return -1;
+}
+
+long cg_stack_off(const struct cg *g, uint32_t depth, int64_t v, uint32_t size)
+{
+	int64_t top = (int64_t)(depth + 1) * g->p->frame;
+	int64_t o = top + v;
+	if (o < (int64_t)depth * g->p->frame || o + size > top)
+		return -1;
+	return (long)o;
+}
+
+/* A register operand that must hold a runtime value (not the context pointer). */
+static int val(struct cg *g, uint32_t pc, uint8_t r)
+{
+	uint8_t k = g->p->st[pc].r[r].kind;
+	if (k == AV_CTX || k == AV_CONFLICT)
+		return fail(g, pc, "the context pointer is used as a value (only loads through it, "
+				   "at constant offsets, compile to GPU code)");
+	return 0;
+}
+
+/* ---- ALU ---- */
+
+static const char *alu_name(uint8_t op, bool sgn)
+{
+	switch (op) {
+	case BPF_ADD: return "add.s";
+	case BPF_SUB: return "sub.s";
+	case BPF_MUL: return "mul.lo.s";
+	case BPF_OR: return "or.b";
+	case BPF_AND: return "and.b";
+	case BPF_XOR: return "xor.b";
+	case BPF_LSH: return "shl.b";
+	case BPF_RSH: return "shr.u";
+	case BPF_ARSH: return "shr.s";
+	case BPF_DIV: return sgn ? "div.s" : "div.u";
+	case BPF_MOD: return sgn ? "rem.s" : "rem.u";
+	}
+	return NULL;
+}
+
+/* dst = dst op src for DIV/MOD, with the zero and -1 rules.  D and S name registers of `bits`
+ * bits; when S is NULL the source is the constant k. */
+static void emit_divmod(struct cg *g, int bits, bool mod, bool sgn, const char *D, const char *S,
+			int64_t k)
+{
+	const char *name = alu_name(mod ? BPF_MOD : BPF_DIV, sgn);
+	if (!S) {
+		if (bits == 32)
+			k = sgn ? (int32_t)k : (int64_t)(uint32_t)k;
+		if (k == 0) {
+			if (!mod)
+				OUT("mov.b%d %s, 0;\n", bits, D);
+		} else if (sgn && k == -1) {
+			if (mod)
+				OUT("mov.b%d %s, 0;\n", bits, D);
+			else
+				OUT("neg.s%d %s, %s;\n", bits, D, D);
+		} else {
+			OUT("%s%d %s, %s, %lld;\n", name, bits, D, D, (long long)k);
+		}
+		return;
+	}
+	OUT("setp.eq.s%d %%__cb_p0, %s, 0;\n", bits, S);
+	if (sgn) {
+		OUT("setp.eq.s%d %%__cb_p1, %s, -1;\n", bits, S);
+		OUT("or.pred %%__cb_p2, %%__cb_p0, %%__cb_p1;\n");
+		OUT("@!%%__cb_p2 %s%d %s, %s, %s;\n", name, bits, D, D, S);
+		if (mod)
+			OUT("@%%__cb_p1 mov.b%d %s, 0;\n", bits, D);
+		else
+			OUT("@%%__cb_p1 neg.s%d %s, %s;\n", bits, D, D);
+	} else {
+		OUT("@!%%__cb_p0 %s%d %s, %s, %s;\n", name, bits, D, D, S);
+	}
+	if (!mod)
+		OUT("@%%__cb_p0 mov.b%d %s, 0;\n", bits, D);
+}
+
+static void emit_bswap(struct cg *g, const char *D, int width)
+{
+	if (width == 64) {
+		OUT("mov.b64 {%%__cb_w0, %%__cb_w1}, %s;\n", D);
+		OUT("prmt.b32 %%__cb_w2, %%__cb_w0, 0, 0x0123;\n");
+		OUT("prmt.b32 %%__cb_w3, %%__cb_w1, 0, 0x0123;\n");
+		OUT("mov.b64 %s, {%%__cb_w3, %%__cb_w2};\n", D);
+		return;
+	}
+	OUT("cvt.u32.u64 %%__cb_w0, %s;\n", D);
+	OUT("prmt.b32 %%__cb_w0, %%__cb_w0, 0, %s;\n", width == 16 ? "0x4401" : "0x0123");
+	OUT("cvt.u64.u32 %s, %%__cb_w0;\n", D);
+}
+
+static int emit_end(struct cg *g, uint32_t pc, const struct bpf_insn *in, const char *D)
+{
+	if (in->imm != 16 && in->imm != 32 && in->imm != 64)
+		return fail(g, pc, "byte swap width must be 16, 32 or 64");
+	bool swap = BPF_CLASS(in->code) == BPF_ALU64 || BPF_SRC(in->code) == BPF_TO_BE;
+	if (swap)
+		emit_bswap(g, D, in->imm);
+	else if (in->imm == 16)
+		OUT("and.b64 %s, %s, 0xFFFF;\n", D, D);
+	else if (in->imm == 32)
+		OUT("and.b64 %s, %s, 0xFFFFFFFF;\n", D, D);
+	return 0;
+}
+
+static int emit_alu64(struct cg *g, uint32_t pc, const struct bpf_insn *in, const char *D)
+{
+	uint8_t op = BPF_OP(in->code);
+	bool k = BPF_SRC(in->code) == BPF_K;
+	char S[24];
+	snprintf(S, sizeof(S), "%%__cb_r%u", in->src_reg);
+	char SK[24];
+	snprintf(SK, sizeof(SK), "%lld", (long long)in->imm);
+	const char *src = k ? SK : S;
+	switch (op) {
+	case BPF_MOV:
+		if (k || in->off == 0)
+			OUT("mov.b64 %s, %s;\n", D, src);
+		else if (in->off == 8 || in->off == 16 || in->off == 32)
+			OUT("bfe.s64 %s, %s, 0, %d;\n", D, S, in->off);
+		else
+			return fail(g, pc, "bad movsx width");
+		return 0;
+	case BPF_NEG:
+		OUT("neg.s64 %s, %s;\n", D, D);
+		return 0;
+	case BPF_LSH:
+	case BPF_RSH:
+	case BPF_ARSH:
+		if (k) {
+			OUT("%s64 %s, %s, %d;\n", alu_name(op, 0), D, D, in->imm & 63);
+		} else {
+			OUT("cvt.u32.u64 %%__cb_w4, %s;\n", S);
+			OUT("and.b32 %%__cb_w4, %%__cb_w4, 63;\n");
+			OUT("%s64 %s, %s, %%__cb_w4;\n", alu_name(op, 0), D, D);
+		}
+		return 0;
+	case BPF_DIV:
+	case BPF_MOD:
+		if (in->off != 0 && in->off != 1)
+			return fail(g, pc, "bad div/mod offset");
+		emit_divmod(g, 64, op == BPF_MOD, in->off == 1, D, k ? NULL : S, in->imm);
+		return 0;
+	case BPF_END:
+		return emit_end(g, pc, in, D);
+	}
+	const char *name = alu_name(op, 0);
+	if (!name)
+		return fail(g, pc, "unknown ALU64 operation");
+	OUT("%s64 %s, %s, %s;\n", name, D, D, src);
+	return 0;
+}
+
+static int emit_alu32(struct cg *g, uint32_t pc, const struct bpf_insn *in, const char *D)
+{
+	uint8_t op = BPF_OP(in->code);
+	bool k = BPF_SRC(in->code) == BPF_K;
+	if (op == BPF_END)
+		return emit_end(g, pc, in, D);
+	char SK[24];
+	snprintf(SK, sizeof(SK), "%d", in->imm);
+	const char *src = k ? SK : "%__cb_w1";
+	if (!k)
+		OUT("cvt.u32.u64 %%__cb_w1, %%__cb_r%u;\n", in->src_reg);
+	if (op == BPF_MOV) {
+		if (k)
+			OUT("mov.b64 %s, %u;\n", D, (uint32_t)in->imm);
+		else if (in->off == 0)
+			OUT("cvt.u64.u32 %s, %%__cb_w1;\n", D);
+		else if (in->off == 8 || in->off == 16) {
+			OUT("bfe.s32 %%__cb_w0, %%__cb_w1, 0, %d;\n", in->off);
+			OUT("cvt.u64.u32 %s, %%__cb_w0;\n", D);
+		} else
+			return fail(g, pc, "bad movsx width");
+		return 0;
+	}
+	OUT("cvt.u32.u64 %%__cb_w0, %s;\n", D);
+	switch (op) {
+	case BPF_NEG:
+		OUT("neg.s32 %%__cb_w0, %%__cb_w0;\n");
+		break;
+	case BPF_LSH:
+	case BPF_RSH:
+	case BPF_ARSH:
+		if (k) {
+			OUT("%s32 %%__cb_w0, %%__cb_w0, %d;\n", alu_name(op, 0), in->imm & 31);
+		} else {
+			OUT("and.b32 %%__cb_w1, %%__cb_w1, 31;\n");
+			OUT("%s32 %%__cb_w0, %%__cb_w0, %%__cb_w1;\n", alu_name(op, 0));
+		}
+		break;
+	case BPF_DIV:
+	case BPF_MOD:
+		if (in->off != 0 && in->off != 1)
+			return fail(g, pc, "bad div/mod offset");
+		emit_divmod(g, 32, op == BPF_MOD, in->off == 1, "%__cb_w0", k ? NULL : "%__cb_w1",
+			    in->imm);
+		break;
+	default: {
+		const char *name = alu_name(op, 0);
+		if (!name)
+			return fail(g, pc, "unknown ALU operation");
+		OUT("%s32 %%__cb_w0, %%__cb_w0, %s;\n", name, src);
+	}
+	}
+	OUT("cvt.u64.u32 %s, %%__cb_w0;\n", D);
+	return 0;
+}
+
+static int emit_alu(struct cg *g, uint32_t pc, const struct bpf_insn *in)
+{
+	if (in->dst_reg > 9)
+		return fail(g, pc, "r10 is read-only");
+	uint8_t op = BPF_OP(in->code);
+	if (op != BPF_MOV && val(g, pc, in->dst_reg))
+		return -1;
+	if (BPF_SRC(in->code) == BPF_X && op != BPF_END && op != BPF_NEG) {
+		const struct av *s = &g->p->st[pc].r[in->src_reg];
+		bool ctx_copy = op == BPF_MOV && BPF_CLASS(in->code) == BPF_ALU64 && in->off == 0;
+		if (!ctx_copy && val(g, pc, in->src_reg))
+			return -1;
+		if (ctx_copy && (s->kind == AV_CTX || s->kind == AV_CONFLICT))
+			return 0; /* a copy of the context pointer: nothing to compute */
+	}
+	const struct av *d = &g->p->st[pc].r[in->dst_reg];
+	if (BPF_CLASS(in->code) == BPF_ALU64 && (op == BPF_ADD || op == BPF_SUB) &&
+	    d->kind == AV_CTX)
+		return 0; /* ctx + constant: tracked statically */
+	char D[24];
+	snprintf(D, sizeof(D), "%%__cb_r%u", in->dst_reg);
+	return BPF_CLASS(in->code) == BPF_ALU64 ? emit_alu64(g, pc, in, D)
+						 : emit_alu32(g, pc, in, D);
+}
+
+/* ---- memory ---- */
+
+static const char *width_type(uint8_t size, bool sx)
+{
+	switch (size) {
+	case BPF_B: return sx ? "s8" : "u8";
+	case BPF_H: return sx ? "s16" : "u16";
+	case BPF_W: return sx ? "s32" : "u32";
+	default: return "u64";
+	}
+}
+
+static uint32_t width_bytes(uint8_t size)
+{
+	return size == BPF_B ? 1 : size == BPF_H ? 2 : size == BPF_W ? 4 : 8;
+}
+
+/* Formats the address of [r + off] into A and the space suffix (".local" or "") into SP. */
+static int address(struct cg *g, uint32_t pc, uint32_t depth, uint8_t r, int16_t off,
+		   uint32_t size, char *A, size_t alen, const char **SP)
+{
+	const struct av *a = &g->p->st[pc].r[r];
+	if (a->kind == AV_STACK) {
+		long o = cg_stack_off(g, depth, a->v + off, size);
+		if (o < 0)
+			return fail(g, pc, "stack access outside the frame");
+		snprintf(A, alen, "__cubpf_stack+%ld", o);
+		*SP = ".local";
+		if ((uint64_t)o + size > g->res->stack_bytes)
+			g->res->stack_bytes = (uint32_t)o + size;
+		return 0;
+	}
+	if (val(g, pc, r))
+		return -1;
+	snprintf(A, alen, "%%__cb_r%u+%d", r, off);
+	*SP = "";
+	return 0;
+}
+
+static int emit_ldx(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_insn *in)
+{
+	uint8_t mode = BPF_MODE(in->code), size = BPF_SIZE(in->code);
+	if (mode != BPF_MEM && mode != BPF_MEMSX)
+		return fail(g, pc, "unsupported load mode");
+	if (in->dst_reg > 9)
+		return fail(g, pc, "r10 is read-only");
+	const struct av *a = &g->p->st[pc].r[in->src_reg];
+	char D[24];
+	snprintf(D, sizeof(D), "%%__cb_r%u", in->dst_reg);
+	if (a->kind == AV_CTX) {
+		if (!g->ctx || mode == BPF_MEMSX)
+			return fail(g, pc, "context load not supported here");
+		int64_t off = a->v + in->off;
+		if (off < 0 || off > 0xffff)
+			return fail(g, pc, "context load out of range");
+		return g->ctx->load(g->ctx->user, g->out, D, (uint32_t)off, width_bytes(size), g->err,
+				    g->errlen);
+	}
+	char A[64];
+	const char *sp;
+	if (address(g, pc, depth, in->src_reg, in->off, width_bytes(size), A, sizeof(A), &sp))
+		return -1;
+	OUT("ld%s.%s %s, [%s];\n", sp, width_type(size, mode == BPF_MEMSX), D, A);
+	return 0;
+}
+
+static int emit_st(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_insn *in)
+{
+	uint8_t size = BPF_SIZE(in->code);
+	if (BPF_MODE(in->code) != BPF_MEM)
+		return fail(g, pc, "unsupported store mode");
+	char A[64];
+	const char *sp;
+	if (address(g, pc, depth, in->dst_reg, in->off, width_bytes(size), A, sizeof(A), &sp))
+		return -1;
+	if (BPF_CLASS(in->code) == BPF_ST) {
+		uint64_t v = (uint64_t)(int64_t)in->imm;
+		if (size != BPF_DW)
+			v &= (1ull << (8 * width_bytes(size))) - 1;
+		OUT("st%s.%s [%s], %llu;\n", sp, width_type(size, 0), A, (unsigned long long)v);
+		return 0;
+	}
+	if (val(g, pc, in->src_reg))
+		return -1;
+	OUT("st%s.%s [%s], %%__cb_r%u;\n", sp, width_type(size, 0), A, in->src_reg);
+	return 0;
+}
+
+static const char *atomic_op(int32_t imm, bool *fetch)
+{
+	*fetch = imm & BPF_FETCH;
+	switch (imm & ~BPF_FETCH) {
+	case BPF_ADD: return "add";
+	case BPF_OR: return "or";
+	case BPF_AND: return "and";
+	case BPF_XOR: return "xor";
+	case BPF_XCHG & ~BPF_FETCH: return *fetch ? "exch" : NULL;
+	case BPF_CMPXCHG & ~BPF_FETCH: return *fetch ? "cas" : NULL;
+	}
+	return NULL;
+}
+
+/* Atomics on the stack: the stack is private to the thread (and PTX has no atomics on .local),
+ * so a plain read-modify-write is exact. */
+static void emit_atomic_stack(struct cg *g, const char *A, int bits, const char *op, bool fetch,
+			      uint8_t src)
+{
+	const char *T = bits == 64 ? "%__cb_t0" : "%__cb_w0";
+	const char *N = bits == 64 ? "%__cb_t1" : "%__cb_w1";
+	const char *S = bits == 64 ? "%__cb_t2" : "%__cb_w2";
+	if (bits == 64)
+		OUT("mov.b64 %s, %%__cb_r%u;\n", S, src);
+	else
+		OUT("cvt.u32.u64 %s, %%__cb_r%u;\n", S, src);
+	OUT("ld.local.u%d %s, [%s];\n", bits, T, A);
+	if (!strcmp(op, "cas")) {
+		if (bits == 64)
+			OUT("setp.eq.u64 %%__cb_p0, %s, %%__cb_r0;\n", T);
+		else {
+			OUT("cvt.u32.u64 %%__cb_w3, %%__cb_r0;\n");
+			OUT("setp.eq.u32 %%__cb_p0, %s, %%__cb_w3;\n", T);
+		}
+		OUT("@%%__cb_p0 st.local.u%d [%s], %s;\n", bits, A, S);
+		OUT("%s %%__cb_r0, %s;\n", bits == 64 ? "mov.b64" : "cvt.u64.u32", T);
+		return;
+	}
+	if (!strcmp(op, "exch"))
+		OUT("mov.b%d %s, %s;\n", bits, N, S);
+	else
+		OUT("%s.%s%d %s, %s, %s;\n", op, strcmp(op, "add") ? "b" : "s", bits, N, T, S);
+	OUT("st.local.u%d [%s], %s;\n", bits, A, N);
+	if (fetch)
+		OUT("%s %%__cb_r%u, %s;\n", bits == 64 ? "mov.b64" : "cvt.u64.u32", src, T);
+}
+
+static void emit_atomic_mem(struct cg *g, const char *A, int bits, const char *op, bool fetch,
+			    uint8_t src)
+{
+	const char *ty = !strcmp(op, "add") ? "u" : "b";
+	if (bits == 64) {
+		if (!strcmp(op, "cas"))
+			OUT("atom.cas.b64 %%__cb_r0, [%s], %%__cb_r0, %%__cb_r%u;\n", A, src);
+		else if (fetch)
+			OUT("atom.%s.%s64 %%__cb_r%u, [%s], %%__cb_r%u;\n", op, ty, src, A, src);
+		else
+			OUT("red.%s.%s64 [%s], %%__cb_r%u;\n", op, ty, A, src);
+		return;
+	}
+	OUT("cvt.u32.u64 %%__cb_w1, %%__cb_r%u;\n", src);
+	if (!strcmp(op, "cas")) {
+		OUT("cvt.u32.u64 %%__cb_w2, %%__cb_r0;\n");
+		OUT("atom.cas.b32 %%__cb_w0, [%s], %%__cb_w2, %%__cb_w1;\n", A);
+		OUT("cvt.u64.u32 %%__cb_r0, %%__cb_w0;\n");
+	} else if (fetch) {
+		OUT("atom.%s.%s32 %%__cb_w0, [%s], %%__cb_w1;\n", op, ty, A);
+		OUT("cvt.u64.u32 %%__cb_r%u, %%__cb_w0;\n", src);
+	} else {
+		OUT("red.%s.%s32 [%s], %%__cb_w1;\n", op, ty, A);
+	}
+}
+
+static int emit_atomic(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_insn *in)
+{
+	uint8_t size = BPF_SIZE(in->code);
+	if (size != BPF_W && size != BPF_DW)
+		return fail(g, pc, "atomics are 32 or 64 bits wide");
+	bool fetch;
+	const char *op = atomic_op(in->imm, &fetch);
+	if (!op)
+		return fail(g, pc, "unknown atomic operation");
+	if (val(g, pc, in->src_reg) || (!strcmp(op, "cas") && val(g, pc, 0)))
+		return -1;
+	char A[64];
+	const char *sp;
+	if (address(g, pc, depth, in->dst_reg, in->off, width_bytes(size), A, sizeof(A), &sp))
+		return -1;
+	int bits = size == BPF_DW ? 64 : 32;
+	if (*sp)
+		emit_atomic_stack(g, A, bits, op, fetch, in->src_reg);
+	else
+		emit_atomic_mem(g, A, bits, op, fetch, in->src_reg);
+	return 0;
+}
+
+static int emit_lddw(struct cg *g, uint32_t pc, const struct bpf_insn *in)
+{
+	if (in->dst_reg > 9)
+		return fail(g, pc, "r10 is read-only");
+	uint64_t v = (uint32_t)in[0].imm | ((uint64_t)(uint32_t)in[1].imm << 32);
+	if (in->src_reg == 0) {
+		OUT("mov.b64 %%__cb_r%u, %lld;\n", in->dst_reg, (long long)v);
+		return 0;
+	}
+	uint32_t map = (uint32_t)in->imm;
+	if (map >= g->p->map_cnt || map >= 64)
+		return fail(g, pc, "lddw refers to a map that does not exist");
+	g->res->maps_used |= 1ull << map;
+	if (in->src_reg == BPF_PSEUDO_MAP_FD) {
+		OUT("mov.b64 %%__cb_r%u, %u;\n", in->dst_reg, map); /* map "pointer": its index */
+		return 0;
+	}
+	if (in->src_reg != BPF_PSEUDO_MAP_VALUE)
+		return fail(g, pc, "lddw pseudo source not supported on the GPU");
+	OUT("ld.global.u64 %%__cb_r%u, [" PTX_MAP_SYMBOL_FMT "];\n", in->dst_reg, map);
+	if (in[1].imm)
+		OUT("add.s64 %%__cb_r%u, %%__cb_r%u, %d;\n", in->dst_reg, in->dst_reg, in[1].imm);
+	return 0;
+}
+
+/* ---- control flow ---- */
+
+static const char *cmp_name(uint8_t op, bool *set)
+{
+	*set = false;
+	switch (op) {
+	case BPF_JEQ: return "eq.u";
+	case BPF_JNE: return "ne.u";
+	case BPF_JGT: return "gt.u";
+	case BPF_JGE: return "ge.u";
+	case BPF_JLT: return "lt.u";
+	case BPF_JLE: return "le.u";
+	case BPF_JSGT: return "gt.s";
+	case BPF_JSGE: return "ge.s";
+	case BPF_JSLT: return "lt.s";
+	case BPF_JSLE: return "le.s";
+	case BPF_JSET: *set = true; return "ne.u";
+	}
+	return NULL;
+}
+
+static int emit_cond(struct cg *g, uint32_t pc, const struct bpf_insn *in, const char *ip)
+{
+	bool set, k = BPF_SRC(in->code) == BPF_K;
+	const char *cmp = cmp_name(BPF_OP(in->code), &set);
+	if (!cmp)
+		return fail(g, pc, "unknown jump operation");
+	if (val(g, pc, in->dst_reg) || (!k && val(g, pc, in->src_reg)))
+		return -1;
+	bool is64 = BPF_CLASS(in->code) == BPF_JMP;
+	char A[24], B[24];
+	if (is64) {
+		snprintf(A, sizeof(A), "%%__cb_r%u", in->dst_reg);
+		if (k)
+			snprintf(B, sizeof(B), "%lld", (long long)in->imm);
+		else
+			snprintf(B, sizeof(B), "%%__cb_r%u", in->src_reg);
+	} else {
+		OUT("cvt.u32.u64 %%__cb_w0, %%__cb_r%u;\n", in->dst_reg);
+		snprintf(A, sizeof(A), "%%__cb_w0");
+		if (k)
+			snprintf(B, sizeof(B), "%d", in->imm);
+		else {
+			OUT("cvt.u32.u64 %%__cb_w1, %%__cb_r%u;\n", in->src_reg);
+			snprintf(B, sizeof(B), "%%__cb_w1");
+		}
+	}
+	int bits = is64 ? 64 : 32;
+	if (set) {
+		OUT("and.b%d %s, %s, %s;\n", bits, is64 ? "%__cb_t0" : "%__cb_w0", A, B);
+		OUT("setp.ne.u%d %%__cb_p0, %s, 0;\n", bits, is64 ? "%__cb_t0" : "%__cb_w0");
+	} else {
+		OUT("setp.%s%d %%__cb_p0, %s, %s;\n", cmp, bits, A, B);
+	}
+	OUT("@%%__cb_p0 bra %s%u;\n", ip, pc + 1 + (uint32_t)(int32_t)in->off);
+	return 0;
+}
+
+static int emit_func(struct cg *g, uint32_t start, uint32_t depth, const char *ip,
+		     const char *ret);
+
+/* bpf-to-bpf call: inlined, with r6..r10 saved and a fresh frame. */
+static int emit_call_local(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_insn *in)
+{
+	uint32_t target = pc + 1 + (uint32_t)in->imm;
+	if (depth + 1 >= CG_FRAMES_MAX)
+		return fail(g, pc, "bpf-to-bpf calls nested too deep");
+	uint32_t inst = g->next_inst++;
+	char ip[64], ret[80];
+	snprintf(ip, sizeof(ip), "%si%u_", g->lbl, inst);
+	snprintf(ret, sizeof(ret), "%sret", ip);
+	for (int r = 6; r <= 10; r++)
+		OUT("mov.b64 %%__cb_s%u, %%__cb_r%d;\n", depth * 5 + (r - 6), r);
+	OUT("add.s64 %%__cb_r10, %%__cb_r10, %u;\n", g->p->frame);
+	if (emit_func(g, target, depth + 1, ip, ret))
+		return -1;
+	buf_printf(g->out, "%s:\n", ret);
+	for (int r = 6; r <= 10; r++)
+		OUT("mov.b64 %%__cb_r%d, %%__cb_s%u;\n", r, depth * 5 + (r - 6));
+	return 0;
+}
+
+static int emit_jmp(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_insn *in,
+		    const char *ip, const char *ret)
+{
+	uint8_t op = BPF_OP(in->code);
+	switch (op) {
+	case BPF_EXIT:
+		OUT("bra %s;\n", ret);
+		return 0;
+	case BPF_JA: {
+		int32_t o = BPF_CLASS(in->code) == BPF_JMP32 ? in->imm : in->off;
+		OUT("bra %s%u;\n", ip, pc + 1 + (uint32_t)o);
+		return 0;
+	}
+	case BPF_CALL:
+		if (BPF_CLASS(in->code) != BPF_JMP)
+			return fail(g, pc, "bad call");
+		if (BPF_SRC(in->code) == BPF_X) {
+			const struct av *t = &g->p->st[pc].r[in->dst_reg];
+			if (t->kind != AV_CONST)
+				return fail(g, pc, "callx target is not a known helper number");
+			return cg_helper(g, pc, (uint32_t)t->v, depth, ip);
+		}
+		if (in->src_reg == BPF_PSEUDO_CALL)
+			return emit_call_local(g, pc, depth, in);
+		if (in->src_reg != 0)
+			return fail(g, pc, "kfunc calls are not supported on the GPU");
+		return cg_helper(g, pc, (uint32_t)in->imm, depth, ip);
+	}
+	return emit_cond(g, pc, in, ip);
+}
+
+static int emit_insn(struct cg *g, uint32_t pc, uint32_t depth, const char *ip, const char *ret)
+{
+	const struct bpf_insn *in = &g->p->prog.insns[pc];
+	if (in->dst_reg > 10 || in->src_reg > 10)
+		return fail(g, pc, "bad register");
+	switch (BPF_CLASS(in->code)) {
+	case BPF_ALU:
+	case BPF_ALU64:
+		return emit_alu(g, pc, in);
+	case BPF_LDX:
+		return emit_ldx(g, pc, depth, in);
+	case BPF_ST:
+		return emit_st(g, pc, depth, in);
+	case BPF_STX:
+		if (BPF_MODE(in->code) == BPF_ATOMIC)
+			return emit_atomic(g, pc, depth, in);
+		return emit_st(g, pc, depth, in);
+	case BPF_LD:
+		if (in->code != (BPF_LD | BPF_IMM | BPF_DW))
+			return fail(g, pc, "legacy packet loads are not supported");
+		return emit_lddw(g, pc, in);
+	default:
+		return emit_jmp(g, pc, depth, in, ip, ret);
+	}
+}
+
+/* Emits the function starting at `start`; its exits branch to `ret`. */
+static int emit_func(struct cg *g, uint32_t start, uint32_t depth, const char *ip,
+		     const char *ret)
+{
+	uint32_t end = g->p->func_end[start];
+	uint32_t need = (depth + 1) * g->p->frame;
+	if (need > g->res->stack_bytes)
+		g->res->stack_bytes = need;
+	if (depth + 1 > g->p->depth)
+		g->p->depth = depth + 1;
+	for (uint32_t pc = start; pc < end; pc += cg_slots(&g->p->prog.insns[pc])) {
+		if (!g->p->st[pc].reached)
+			continue;
+		if (g->p->target[pc])
+			buf_printf(g->out, "%s%u:\n", ip, pc);
+		if (emit_insn(g, pc, depth, ip, ret))
+			return -1;
+	}
+	OUT("bra %s;\n", ret);
+	return 0;
+}
+
+int cg_emit(struct cg_prog *p, const struct cg_ctxsrc *ctx, const char *lbl, struct ptx_buf *out,
+	    struct cg_result *res, char *err, size_t errlen)
+{
+	struct cg g = {.p = p, .ctx = ctx, .lbl = lbl, .out = out, .res = res, .err = err,
+		       .errlen = errlen};
+	char ip[64], ret[80];
+	snprintf(ip, sizeof(ip), "%si%u_", lbl, g.next_inst++);
+	snprintf(ret, sizeof(ret), "%send", lbl);
+	if (p->escape)
+		res->needs_r10 = true;
+	/* r10 as a generic pointer: computed always, removed by the JIT when unused. */
+	if (p->frame) {
+		buf_printf(out, "\tmov.u64 %%__cb_r10, __cubpf_stack;\n");
+		buf_printf(out, "\tcvta.local.u64 %%__cb_r10, %%__cb_r10;\n");
+		buf_printf(out, "\tadd.s64 %%__cb_r10, %%__cb_r10, %u;\n", p->frame);
+	}
+	if (emit_func(&g, 0, 0, ip, ret))
+		return -1;
+	buf_printf(out, "%s:\n", ret);
+	if (out->oom) {
+		ptx_seterr(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+void cg_emit_decls(const struct cg_result *res, struct ptx_buf *out)
+{
+	buf_puts(out, "\t.reg .b64 %__cb_r<11>;\n\t.reg .b64 %__cb_t<4>;\n"
+		      "\t.reg .b32 %__cb_w<6>;\n\t.reg .pred %__cb_p<3>;\n"
+		      "\t.reg .b64 %__cb_s<40>;\n");
+	if (res->stack_bytes)
+		buf_printf(out, "\t.local .align 16 .b8 __cubpf_stack[%u];\n",
+			   (res->stack_bytes + 15) & ~15u);
+	if (res->vprintf)
+		buf_puts(out, "\t.local .align 8 .b8 __cubpf_pbuf[32];\n");
+}
+
+struct cg_prog *cg_prepare(const struct ptx_prog *prog, const struct vm_map_def *maps,
+			   uint32_t map_cnt, char *err, size_t errlen)
+{
+	if (!prog || !prog->insns || !prog->insn_cnt) {
+		ptx_seterr(err, errlen, "empty program");
+		return NULL;
+	}
+	struct cg_prog *p = calloc(1, sizeof(*p));
+	if (!p) {
+		ptx_seterr(err, errlen, "out of memory");
+		return NULL;
+	}
+	p->prog = *prog;
+	p->maps = maps;
+	p->map_cnt = map_cnt;
+	if (cg_analyze(p, err, errlen)) {
+		cg_prog_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void cg_prog_free(struct cg_prog *p)
+{
+	if (!p)
+		return;
+	free(p->st);
+	free(p->target);
+	free(p->func_end);
+	free(p);
+}
+
+uint32_t ptx_map_value_stride(const struct vm_map_def *def)
+{
+	return (def->value_size + 7) & ~7u;
+}
+
+void ptx_gen_module_decls(uint32_t map_cnt, bool vprintf, struct ptx_buf *out)
+{
+	for (uint32_t i = 0; i < map_cnt; i++)
+		buf_printf(out, ".visible .global .align 8 .u64 " PTX_MAP_SYMBOL_FMT ";\n", i);
+	if (vprintf)
+		buf_puts(out, ".extern .func (.param .b32 func_retval0) vprintf\n(\n"
+			      "\t.param .b64 vprintf_param_0,\n\t.param .b64 vprintf_param_1\n);\n");
+}
+
+int ptx_gen_raw_func(const struct ptx_prog *prog, const struct vm_map_def *maps,
+		     uint32_t map_cnt, const char *fname, struct ptx_buf *out, char *err,
+		     size_t errlen)
+{
+	struct cg_prog *p = cg_prepare(prog, maps, map_cnt, err, errlen);
+	if (!p)
+		return -1;
+	struct ptx_buf body = {0};
+	struct cg_result res = {0};
+	int rc = cg_emit(p, NULL, "$__cb_", &body, &res, err, errlen);
+	if (!rc) {
+		buf_printf(out, ".func (.param .b64 __cb_ret) %s(.param .b64 __cb_mem, "
+				".param .b64 __cb_len)\n{\n", fname);
+		cg_emit_decls(&res, out);
+		buf_puts(out, "\tld.param.u64 %__cb_r1, [__cb_mem];\n"
+			      "\tld.param.u64 %__cb_r2, [__cb_len];\n");
+		buf_put(out, body.data, body.len);
+		buf_puts(out, "\tst.param.b64 [__cb_ret], %__cb_r0;\n\tret;\n}\n");
+		if (out->oom) {
+			ptx_seterr(err, errlen, "out of memory");
+			rc = -1;
+		}
+	}
+	ptx_buf_free(&body);
+	cg_prog_free(p);
+	return rc;
+}

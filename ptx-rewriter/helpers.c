@@ -1,0 +1,292 @@
+/* GPU helpers: each helper call becomes inline PTX.  Maps live in device memory and are reached
+ * through the module's __cubpf_map_<i> pointers: a lookup is an index check and an address
+ * computation, never a call to the host. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ptx-rewriter/cgint.h"
+
+#define OUT(...) buf_printf(g->out, "\t" __VA_ARGS__)
+
+static int hfail(struct cg *g, uint32_t pc, uint32_t id, const char *what)
+{
+	ptx_seterr(g->err, g->errlen, "%s insn %u: helper %u: %s",
+		   g->p->prog.name ? g->p->prog.name : "program", pc, id, what);
+	return -1;
+}
+
+static const struct av *arg(const struct cg *g, uint32_t pc, int r)
+{
+	return &g->p->st[pc].r[r];
+}
+
+/* The array map that argument r1 names, or NULL (message set). */
+static const struct vm_map_def *array_map(struct cg *g, uint32_t pc, uint32_t id, uint32_t *idx)
+{
+	const struct av *m = arg(g, pc, 1);
+	if (m->kind != AV_MAP || m->map >= g->p->map_cnt || m->map >= 64) {
+		hfail(g, pc, id, "r1 is not a map known at compile time");
+		return NULL;
+	}
+	const struct vm_map_def *d = &g->p->maps[m->map];
+	if (d->type != CUBPF_MAP_ARRAY && d->type != CUBPF_MAP_GPU_ARRAY) {
+		hfail(g, pc, id, "only array maps are on the GPU so far (map type not supported)");
+		return NULL;
+	}
+	*idx = m->map;
+	g->res->maps_used |= 1ull << m->map;
+	return d;
+}
+
+/* Formats a pointer argument: a static .local address when it is r10 + constant. */
+static int ptr_arg(struct cg *g, uint32_t pc, uint32_t depth, int r, uint32_t size, char *A,
+		   size_t alen, const char **sp)
+{
+	const struct av *a = arg(g, pc, r);
+	if (a->kind == AV_STACK) {
+		long o = cg_stack_off(g, depth, a->v, size);
+		if (o < 0)
+			return hfail(g, pc, 0, "stack pointer argument outside the frame");
+		snprintf(A, alen, "__cubpf_stack+%ld", o);
+		*sp = ".local";
+		return 0;
+	}
+	if (a->kind == AV_CTX || a->kind == AV_CONFLICT)
+		return hfail(g, pc, 0, "the context cannot be passed to helpers on the GPU");
+	snprintf(A, alen, "%%__cb_r%d", r);
+	*sp = "";
+	return 0;
+}
+
+/* %__cb_t0 = address of the slot of key [r2] in map `idx`; %__cb_p0 = key in range. */
+static int slot_address(struct cg *g, uint32_t pc, uint32_t depth, uint32_t idx,
+			const struct vm_map_def *d)
+{
+	char A[64];
+	const char *sp;
+	if (d->key_size != 4)
+		return hfail(g, pc, 0, "array map keys are 4 bytes");
+	if (ptr_arg(g, pc, depth, 2, 4, A, sizeof(A), &sp))
+		return -1;
+	OUT("ld%s.u32 %%__cb_w0, [%s];\n", sp, A);
+	OUT("setp.lt.u32 %%__cb_p0, %%__cb_w0, %u;\n", d->max_entries);
+	OUT("ld.global.u64 %%__cb_t0, [" PTX_MAP_SYMBOL_FMT "];\n", idx);
+	OUT("mad.wide.u32 %%__cb_t0, %%__cb_w0, %u, %%__cb_t0;\n", ptx_map_value_stride(d));
+	return 0;
+}
+
+static int h_lookup(struct cg *g, uint32_t pc, uint32_t depth)
+{
+	uint32_t idx;
+	const struct vm_map_def *d = array_map(g, pc, 1, &idx);
+	if (!d || slot_address(g, pc, depth, idx, d))
+		return -1;
+	OUT("selp.b64 %%__cb_r0, %%__cb_t0, 0, %%__cb_p0;\n");
+	return 0;
+}
+
+/* Copies value_size bytes from [r3] to [%__cb_t0] in the widest chunks alignment allows. */
+static int copy_value(struct cg *g, uint32_t pc, uint32_t depth, const struct vm_map_def *d)
+{
+	char A[64];
+	const char *sp;
+	if (ptr_arg(g, pc, depth, 3, d->value_size, A, sizeof(A), &sp))
+		return -1;
+	uint32_t chunk = 8;
+	const struct av *a = arg(g, pc, 3);
+	while (chunk > 1 && (d->value_size % chunk || (a->kind == AV_STACK && a->v % chunk)))
+		chunk /= 2;
+	for (uint32_t o = 0; o < d->value_size; o += chunk) {
+		OUT("ld%s.u%u %%__cb_t1, [%s+%u];\n", sp, chunk * 8, A, o);
+		OUT("st.global.u%u [%%__cb_t0+%u], %%__cb_t1;\n", chunk * 8, o);
+	}
+	return 0;
+}
+
+static int h_update(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
+{
+	uint32_t idx;
+	const struct vm_map_def *d = array_map(g, pc, 2, &idx);
+	if (!d || slot_address(g, pc, depth, idx, d))
+		return -1;
+	if (!vm_map_prog_writable(d))
+		return hfail(g, pc, 2, "the map is read-only for programs");
+	uint32_t inst = g->next_inst++;
+	OUT("mov.b64 %%__cb_r0, -7;\n"); /* -E2BIG, as Linux for an index past the end */
+	OUT("@!%%__cb_p0 bra %sh%u;\n", ip, inst);
+	OUT("mov.b64 %%__cb_r0, -17;\n"); /* -EEXIST: BPF_NOEXIST on an array */
+	OUT("setp.eq.u64 %%__cb_p1, %%__cb_r4, %d;\n", BPF_NOEXIST);
+	OUT("@%%__cb_p1 bra %sh%u;\n", ip, inst);
+	if (copy_value(g, pc, depth, d))
+		return -1;
+	OUT("mov.b64 %%__cb_r0, 0;\n");
+	buf_printf(g->out, "%sh%u:\n", ip, inst);
+	return 0;
+}
+
+static void sreg(struct cg *g, const char *dst, const char *sr)
+{
+	OUT("mov.u32 %%__cb_w0, %s;\n", sr);
+	OUT("cvt.u64.u32 %s, %%__cb_w0;\n", dst);
+}
+
+/* (u64 *x, u64 *y, u64 *z) helpers. */
+static int h_xyz(struct cg *g, uint32_t pc, uint32_t depth, const char *sr)
+{
+	static const char axis[3] = {'x', 'y', 'z'};
+	for (int i = 0; i < 3; i++) {
+		char A[64], S[16];
+		const char *sp;
+		if (ptr_arg(g, pc, depth, i + 1, 8, A, sizeof(A), &sp))
+			return -1;
+		snprintf(S, sizeof(S), "%s.%c", sr, axis[i]);
+		sreg(g, "%__cb_t1", S);
+		OUT("st%s.u64 [%s], %%__cb_t1;\n", sp, A);
+	}
+	OUT("mov.b64 %%__cb_r0, 0;\n");
+	return 0;
+}
+
+/* The byte size of each vprintf argument of a known format: C promotes to int or to 8 bytes. */
+static int fmt_sizes(const char *f, size_t n, uint32_t sizes[3])
+{
+	int cnt = 0;
+	for (size_t i = 0; i < n && f[i]; i++) {
+		if (f[i] != '%')
+			continue;
+		if (i + 1 < n && f[i + 1] == '%') {
+			i++;
+			continue;
+		}
+		uint32_t sz = 4;
+		for (i++; i < n && f[i] && strchr("-+ #0123456789.*", f[i]); i++)
+			;
+		for (; i < n && f[i] && strchr("hlLqjzt", f[i]); i++)
+			if (f[i] != 'h')
+				sz = 8;
+		if (i < n && f[i] && strchr("psfeEgGaA", f[i]))
+			sz = 8;
+		if (cnt < 3)
+			sizes[cnt] = sz;
+		cnt++;
+	}
+	return cnt;
+}
+
+static void vprintf_call(struct cg *g)
+{
+	g->res->vprintf = true;
+	OUT("{\n");
+	OUT(".param .b64 __cb_pa0;\n\t.param .b64 __cb_pa1;\n\t.param .b32 __cb_prv;\n");
+	OUT("st.param.b64 [__cb_pa0], %%__cb_r1;\n");
+	OUT("mov.u64 %%__cb_t0, __cubpf_pbuf;\n");
+	OUT("cvta.local.u64 %%__cb_t0, %%__cb_t0;\n");
+	OUT("st.param.b64 [__cb_pa1], %%__cb_t0;\n");
+	OUT("call (__cb_prv), vprintf, (__cb_pa0, __cb_pa1);\n");
+	OUT("ld.param.b32 %%__cb_w0, [__cb_prv];\n");
+	OUT("}\n");
+	OUT("cvt.s64.s32 %%__cb_r0, %%__cb_w0;\n");
+}
+
+/* bpf_trace_printk(fmt, fmt_size, a, b, c) -> vprintf.  When the format is a global constant
+ * (.rodata, known now) the arguments are packed as C varargs would be (%d takes 4 bytes, %ld 8);
+ * otherwise every argument takes 8 bytes (use %ld/%lx/%llu then). */
+static int h_printk(struct cg *g, uint32_t pc)
+{
+	const struct av *f = arg(g, pc, 1);
+	uint32_t sizes[3] = {8, 8, 8};
+	if (f->kind == AV_MAPVAL && f->map < g->p->map_cnt) {
+		const struct vm_map_def *d = &g->p->maps[f->map];
+		if (d->init && f->v >= 0 && (uint64_t)f->v < d->value_size)
+			fmt_sizes((const char *)d->init + f->v, d->value_size - (size_t)f->v, sizes);
+	}
+	if (f->kind == AV_CTX || f->kind == AV_CONFLICT)
+		return hfail(g, pc, CUBPF_FN_trace_printk, "bad format pointer");
+	uint32_t off = 0;
+	for (int i = 0; i < 3; i++) {
+		off = (off + sizes[i] - 1) & ~(sizes[i] - 1);
+		OUT("st.local.u%u [__cubpf_pbuf+%u], %%__cb_r%d;\n", sizes[i] * 8, off, i + 3);
+		off += sizes[i];
+	}
+	vprintf_call(g);
+	return 0;
+}
+
+static void probe_read(struct cg *g, const char *ip)
+{
+	uint32_t inst = g->next_inst++;
+	OUT("mov.b64 %%__cb_t0, 0;\n");
+	buf_printf(g->out, "%sl%u:\n", ip, inst);
+	OUT("setp.ge.u64 %%__cb_p0, %%__cb_t0, %%__cb_r2;\n");
+	OUT("@%%__cb_p0 bra %se%u;\n", ip, inst);
+	OUT("add.s64 %%__cb_t1, %%__cb_r3, %%__cb_t0;\n");
+	OUT("ld.u8 %%__cb_w0, [%%__cb_t1];\n");
+	OUT("add.s64 %%__cb_t1, %%__cb_r1, %%__cb_t0;\n");
+	OUT("st.u8 [%%__cb_t1], %%__cb_w0;\n");
+	OUT("add.s64 %%__cb_t0, %%__cb_t0, 1;\n");
+	OUT("bra %sl%u;\n", ip, inst);
+	buf_printf(g->out, "%se%u:\n", ip, inst);
+	OUT("mov.b64 %%__cb_r0, 0;\n");
+}
+
+int cg_helper(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char *ip)
+{
+	switch (id) {
+	case CUBPF_FN_map_lookup_elem:
+		return h_lookup(g, pc, depth);
+	case CUBPF_FN_map_update_elem:
+		return h_update(g, pc, depth, ip);
+	case CUBPF_FN_map_delete_elem: {
+		uint32_t idx;
+		if (!array_map(g, pc, id, &idx))
+			return -1;
+		OUT("mov.b64 %%__cb_r0, -22;\n"); /* -EINVAL: array elements cannot be deleted */
+		return 0;
+	}
+	case CUBPF_FN_probe_read:
+	case CUBPF_FN_probe_read_user:
+		probe_read(g, ip);
+		return 0;
+	case CUBPF_FN_ktime_get_ns:
+	case CUBPF_FN_get_globaltimer:
+		OUT("mov.u64 %%__cb_r0, %%globaltimer;\n");
+		return 0;
+	case CUBPF_FN_get_clock:
+		OUT("mov.u64 %%__cb_r0, %%clock64;\n");
+		return 0;
+	case CUBPF_FN_trace_printk:
+		return h_printk(g, pc);
+	case CUBPF_FN_gpu_puts:
+		if (arg(g, pc, 1)->kind == AV_CTX)
+			return hfail(g, pc, id, "bad string pointer");
+		vprintf_call(g);
+		return 0;
+	case CUBPF_FN_get_smp_processor_id:
+	case CUBPF_FN_get_sm_id:
+		sreg(g, "%__cb_r0", "%smid");
+		return 0;
+	case CUBPF_FN_get_warp_id:
+		sreg(g, "%__cb_r0", "%warpid");
+		return 0;
+	case CUBPF_FN_get_lane_id:
+		sreg(g, "%__cb_r0", "%laneid");
+		return 0;
+	case CUBPF_FN_get_block_idx:
+		return h_xyz(g, pc, depth, "%ctaid");
+	case CUBPF_FN_get_block_dim:
+		return h_xyz(g, pc, depth, "%ntid");
+	case CUBPF_FN_get_thread_idx:
+		return h_xyz(g, pc, depth, "%tid");
+	case CUBPF_FN_get_grid_dim:
+		return h_xyz(g, pc, depth, "%nctaid");
+	case CUBPF_FN_gpu_membar:
+		OUT("membar.gl;\n");
+		OUT("mov.b64 %%__cb_r0, 0;\n");
+		return 0;
+	case CUBPF_FN_get_active_mask:
+		OUT("activemask.b32 %%__cb_w0;\n");
+		OUT("cvt.u64.u32 %%__cb_r0, %%__cb_w0;\n");
+		return 0;
+	}
+	return hfail(g, pc, id, "not available on the GPU");
+}

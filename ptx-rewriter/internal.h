@@ -1,0 +1,70 @@
+/* ptx-rewriter internals: shared by the files of this folder only. */
+#ifndef CUBPF_PTX_INTERNAL_H
+#define CUBPF_PTX_INTERNAL_H
+
+#include <stdarg.h>
+
+#include "ptx-rewriter/ptx.h"
+
+/* ---- text buffer ---- */
+#define buf_put ptx_buf_append
+#define buf_printf ptx_buf_printf
+void buf_puts(struct ptx_buf *b, const char *s);
+
+void ptx_seterr(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- eBPF analysis: what each register holds at each instruction ---- */
+enum av_kind {
+	AV_UNKNOWN = 0, /* a runtime value (the generated code always computes it) */
+	AV_CTX,         /* context pointer + v: has no runtime value, only loads through it */
+	AV_CONFLICT,    /* context on some paths, something else on others */
+	AV_MAP,         /* map pointer of map `map` */
+	AV_MAPVAL,      /* pointer into map `map`'s first value + v */
+	AV_CONST,       /* the constant v */
+	AV_STACK,       /* r10 of the current frame + v */
+};
+
+struct av {
+	uint8_t kind;
+	uint32_t map;
+	int64_t v;
+};
+
+struct av_state {
+	struct av r[11];
+	bool reached;
+};
+
+/* Source of context fields for one probe site. */
+struct cg_ctxsrc {
+	/* Emits code that loads the field at (off, size) of the context into the 64-bit register
+	 * `dst`.  Returns 0, or -1 with a message. */
+	int (*load)(void *user, struct ptx_buf *out, const char *dst, uint32_t off, uint32_t size,
+		    char *err, size_t errlen);
+	void *user;
+};
+
+/* The result of compiling one program at one site. */
+struct cg_result {
+	uint32_t stack_bytes;   /* bytes of __cubpf_stack it needs (0: none) */
+	bool needs_r10;         /* reads r10 as a value (generic stack pointer) */
+	bool vprintf;           /* calls vprintf (needs the .extern declaration and __cubpf_pbuf) */
+	uint64_t maps_used;     /* bit i: map i (maps >= 64 are refused) */
+};
+
+/* A program prepared for code generation: analysed once, emitted at any number of sites. */
+struct cg_prog;
+struct cg_prog *cg_prepare(const struct ptx_prog *prog, const struct vm_map_def *maps,
+			   uint32_t map_cnt, char *err, size_t errlen);
+void cg_prog_free(struct cg_prog *p);
+/* Emits the program's code; r1.. are set up by the caller, except r10 which the code sets.
+ * `lbl` is a unique label prefix for this site ("$__cb7_").  The code ends at label
+ * `<lbl>end`; r0 holds the result there. */
+int cg_emit(struct cg_prog *p, const struct cg_ctxsrc *ctx, const char *lbl, struct ptx_buf *out,
+	    struct cg_result *res, char *err, size_t errlen);
+/* The declarations for code from cg_emit (registers, stack, print buffer). */
+void cg_emit_decls(const struct cg_result *res, struct ptx_buf *out);
+
+#define CG_REG "%%__cb_r"
+#endif

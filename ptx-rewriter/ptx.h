@@ -1,0 +1,197 @@
+/* ptx-rewriter: reading and editing PTX, compiling eBPF to PTX, injecting probes.
+ *
+ * A pure library: no CUDA calls, no LLVM.  The driver shim uses it at module load; a ptxas or
+ * NVRTC interceptor can use it the same way.
+ *
+ * Guarantees
+ *  - Instrumentation never changes what a kernel computes: probe code only reads the kernel's
+ *    registers, uses registers and a .local stack of its own (names starting with "%__cb_" and
+ *    "__cubpf_"), and every kernel that is not selected comes out byte for byte as it came in.
+ *  - Everything not edited is copied byte for byte (comments, .loc lines, inline asm).
+ *
+ * Device-side maps (the contract with whoever loads the instrumented module, i.e. the shim):
+ *  - An instrumented module that uses map i declares
+ *        .visible .global .align 8 .u64 __cubpf_map_<i>;
+ *    (PTX_MAP_SYMBOL_FMT).  After loading the module the host must store there the device
+ *    address of the map's storage (cuModuleGetGlobal + cuMemcpyHtoD), before the first launch.
+ *    Every module may point at the same allocation, so all kernels and the host share the map.
+ *  - Array maps (CUBPF_MAP_ARRAY, CUBPF_MAP_GPU_ARRAY) and globals (.bss/.data/.rodata, one
+ *    entry): max_entries values, value k at byte k * ptx_map_value_stride(def).  The host copies
+ *    vm_map_def.init there for .data/.rodata before launching.
+ *  - Lookups and updates are plain device-memory code: never a round trip to the host.
+ *
+ * Probe placement:
+ *  - kprobe: after the kernel's declarations, before its first instruction;
+ *  - kretprobe: every `ret`/`exit` of a selected .entry (predicated ones included) becomes a
+ *    branch to one exit block that runs the probes then returns;
+ *  - memprobe: just before every ld/st/atom/red (and ldu) of the global, shared, local and generic
+ *    spaces in the selected kernels' bodies, scalar and vector, under the access's own predicate.
+ *    Accesses inside .funcs are not probed (their kernel is not known there).
+ */
+#ifndef CUBPF_PTX_H
+#define CUBPF_PTX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vm/vm.h"
+
+#define PTX_ERRLEN 256
+#define PTX_MAP_SYMBOL_FMT "__cubpf_map_%u"
+
+/* ---- reader ------------------------------------------------------------------------------- */
+
+enum ptx_space {
+	PTX_SPACE_GENERIC = 0, /* values equal enum cubpf_mem_space */
+	PTX_SPACE_GLOBAL = 1,
+	PTX_SPACE_SHARED = 2,
+	PTX_SPACE_LOCAL = 3,
+	PTX_SPACE_CONST = 4,
+	PTX_SPACE_PARAM = 5,
+	PTX_SPACE_OTHER = 6,   /* .tex, .surf, ... */
+};
+
+/* A kernel or device-function parameter: `.param .align 8 .b8 name[16]`, `.param .u64 name`. */
+struct ptx_param {
+	char *name;
+	char type[16];         /* "u64", "b8", ... (without the dot) */
+	uint32_t size;         /* total bytes (element size times array count) */
+	uint32_t align;
+	bool is_ptr_attr;      /* had a .ptr attribute */
+};
+
+/* One instruction (a statement ending in ';' that is not a declaration or directive). */
+struct ptx_insn {
+	size_t off, len;       /* its bytes in the module text, predicate guard included */
+	size_t line_off;       /* start of its line (probes go there) */
+	char *pred;            /* guard register ("%p1"), NULL when none */
+	bool pred_neg;         /* @!%p */
+	char *opcode;          /* "ld.global.nc.v4.f32" */
+	char **ops;            /* operands as written, trimmed: "%r1", "[%rd2+8]", "{%f1,%f2}" */
+	uint32_t op_cnt;
+	uint32_t depth;        /* block nesting depth inside the body (0 = the body itself) */
+};
+
+/* A register declaration `.reg .b64 %rd<12>;` or `.reg .pred %p;`. */
+struct ptx_regdecl {
+	char *name;            /* "%rd" for the parametrized form, the full name otherwise */
+	char type[12];         /* "b64", "pred", ... */
+	uint32_t count;        /* N of <N>, 0 for a single register */
+};
+
+struct ptx_func {
+	char *name;
+	bool is_entry;         /* .entry (kernel) rather than .func */
+	bool has_body;         /* false for prototypes and .extern declarations */
+	size_t start;          /* first byte of the declaration (linkage directives included) */
+	size_t body_open;      /* the body's '{' */
+	size_t body_close;     /* the body's closing '}' */
+	size_t first_insn_line;/* where instructions start (after leading declarations) */
+	struct ptx_param *params;
+	uint32_t param_cnt;
+	struct ptx_insn *insns;
+	uint32_t insn_cnt;
+	struct ptx_regdecl *regs;
+	uint32_t reg_cnt;
+};
+
+struct ptx_module {
+	char *text;            /* a NUL-terminated copy of the input */
+	size_t len;
+	char version[16];      /* ".version 8.0" -> "8.0" */
+	char target[64];       /* ".target sm_90a" -> "sm_90a" */
+	uint32_t address_size; /* 64 (default) or 32 */
+	size_t header_end;     /* just after the last of .version/.target/.address_size */
+	struct ptx_func *funcs;
+	uint32_t func_cnt;
+};
+
+/* Parses PTX text (need not be NUL-terminated).  Returns 0 and *out, or -1 and a message
+ * ("line N: ...") in err.  Never reads past len. */
+int ptx_parse(const char *text, size_t len, struct ptx_module **out, char *err, size_t errlen);
+void ptx_module_free(struct ptx_module *m);
+const struct ptx_func *ptx_find_func(const struct ptx_module *m, const char *name);
+
+/* Memory access of an instruction, or false when it is not ld/ldu/st/atom/red. */
+struct ptx_mem_access {
+	enum ptx_space space;
+	uint32_t op;           /* enum cubpf_mem_op */
+	uint32_t size;         /* bytes, vector elements included */
+	const char *addr;      /* the address operand, without brackets, inside insn->ops */
+	size_t addr_len;
+};
+bool ptx_insn_mem_access(const struct ptx_insn *insn, struct ptx_mem_access *acc);
+
+/* Demangles an Itanium C++ name as nvcc emits kernel names ("_Z6vecaddPfS_S_i" ->
+ * "vecadd(float*, float*, float*, int)"): nested names, namespaces, templates with type and
+ * integer arguments, builtin, pointer, reference, const/volatile and substitutions.  Not
+ * covered: function types as parameters, lambdas' closure types, expressions in templates;
+ * these return -1 and callers use the mangled name.  Plain C names are copied. */
+int ptx_demangle(const char *mangled, char *out, size_t outlen);
+/* Glob (fnmatch) against the mangled name, the demangled one, or its part before '('. */
+bool ptx_kernel_matches(const char *glob, const char *mangled);
+
+/* ---- eBPF -> PTX ----------------------------------------------------------------------------- */
+
+/* One eBPF program to compile.  Layout as in vm/vm.h: subprograms appended, pseudo calls
+ * relative, map references as map indexes. */
+struct ptx_prog {
+	const char *name;
+	enum vm_prog_kind kind;
+	const char *attach;            /* kernel glob for GPU kinds ("*" when NULL) */
+	const struct bpf_insn *insns;
+	uint32_t insn_cnt;
+};
+
+uint32_t ptx_map_value_stride(const struct vm_map_def *def);
+
+/* A growing text buffer, used for all generated code. */
+struct ptx_buf {
+	char *data;
+	size_t len, cap;
+	bool oom;
+};
+void ptx_buf_append(struct ptx_buf *b, const char *s, size_t n);
+void ptx_buf_printf(struct ptx_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ptx_buf_free(struct ptx_buf *b);
+
+/* Compiles a VM_PROG_RAW program into a device function
+ *     .func (.param .b64 ret) NAME(.param .b64 mem, .param .b64 len)
+ * (r1 = mem, r2 = len, the result is r0), appended to out.  Map symbols are declared by the
+ * caller (ptx_gen_map_decls).  Returns 0, or -1 with a message. */
+int ptx_gen_raw_func(const struct ptx_prog *prog, const struct vm_map_def *maps,
+		     uint32_t map_cnt, const char *fname, struct ptx_buf *out, char *err,
+		     size_t errlen);
+/* Declarations every generated function may need: map pointers and vprintf. */
+void ptx_gen_module_decls(uint32_t map_cnt, bool vprintf, struct ptx_buf *out);
+
+/* ---- instrumentation ------------------------------------------------------------------------- */
+
+struct ptx_inject_opts {
+	const struct ptx_prog *progs;  /* GPU programs (other kinds are skipped) */
+	uint32_t prog_cnt;
+	const struct vm_map_def *maps;
+	uint32_t map_cnt;
+	const char *kernel_glob;       /* extra filter on kernels (cubpf -k); NULL: none */
+	/* ctx->kernel_id of a kernel; NULL: ptx_kernel_id (a hash of the mangled name). */
+	uint32_t (*kernel_id)(void *user, const char *mangled);
+	void *user;
+};
+
+struct ptx_inject_report {
+	uint32_t kernels;              /* .entry functions in the module */
+	uint32_t instrumented;         /* kernels that received at least one probe */
+	uint32_t entry_sites, exit_sites, mem_sites;
+};
+
+/* FNV-1a of the mangled name: the default kernel id. */
+uint32_t ptx_kernel_id(const char *mangled);
+
+/* Instruments a module.  On success returns 0 and a malloc'ed NUL-terminated text in *out
+ * (identical to the input when nothing matched).  On failure -1 and a message. */
+int ptx_instrument(const char *text, size_t len, const struct ptx_inject_opts *opts,
+		   char **out, size_t *out_len, struct ptx_inject_report *rep, char *err,
+		   size_t errlen);
+
+#endif /* CUBPF_PTX_H */
