@@ -1,0 +1,9 @@
+# tests/store: the store/ library (cache and traces) and the `cubpf trace`/`cubpf cache` commands.
+TEST_STORE_SRCS := $(wildcard tests/store/*.c)
+$(BUILD)/tests/test_store: $(call objs,$(TEST_STORE_SRCS)) $(STORE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) -lcmocka $(LDLIBS)
+TEST_BINS += $(BUILD)/tests/test_store
+# test_cache.c makes a foreign sqlite database with the bundled sqlite.
+$(call objs,$(TEST_STORE_SRCS)): CFLAGS += -I$(SQLITE_DIR)
+$(call objs,$(TEST_STORE_SRCS)): | $(SQLITE_DIR)/sqlite3.h

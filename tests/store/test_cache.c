@@ -1,0 +1,407 @@
+/* The module cache on real sqlite files: round trips, permissions, two writers at once,
+ * damaged files (truncated, a flipped byte in a blob, garbage, someone else's database),
+ * LRU eviction, default paths. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "store/store.h"
+#include "tests/store/tests.h"
+
+struct logbook {
+	int warnings;
+	char last[512];
+};
+
+static void log_cb(void *ctx, const char *msg)
+{
+	struct logbook *l = ctx;
+	l->warnings++;
+	snprintf(l->last, sizeof(l->last), "%s", msg);
+}
+
+static struct store_cache *open_at(const char *path, uint64_t max, struct logbook *l)
+{
+	char err[STORE_ERRLEN] = "";
+	struct store_cache_options o = {.max_bytes = max, .log = l ? log_cb : NULL, .log_ctx = l};
+	struct store_cache *c = store_cache_open(path, &o, err, sizeof(err));
+	if (!c)
+		fail_msg("store_cache_open(%s): %s", path, err);
+	return c;
+}
+
+static store_key key_of(unsigned i)
+{
+	char img[64];
+	struct store_key_input in = {0};
+	store_key k;
+	snprintf(img, sizeof(img), "module image %u", i);
+	in.image = (struct store_blob){img, strlen(img)};
+	in.rewriter_version = "test";
+	in.sm = 90;
+	store_key_compute(&in, &k);
+	return k;
+}
+
+/* Content derived from i so that any mix-up between entries shows. */
+static void fill(uint8_t *p, size_t n, unsigned i)
+{
+	for (size_t j = 0; j < n; j++)
+		p[j] = (uint8_t)(i * 131 + j * 7 + (j >> 8));
+}
+
+static int put_n(struct store_cache *c, unsigned i, size_t ptx_n, size_t cubin_n)
+{
+	uint8_t *ptx = malloc(ptx_n + 1), *cubin = malloc(cubin_n + 1);
+	char name[32];
+	store_key k = key_of(i);
+	snprintf(name, sizeof(name), "kernel_%u", i);
+	fill(ptx, ptx_n, i);
+	fill(cubin, cubin_n, i + 1000);
+	struct store_cache_entry e = {.ptx = ptx, .ptx_size = ptx_n, .cubin = cubin,
+				      .cubin_size = cubin_n, .name = name, .sm = 90,
+				      .driver_version = 13000, .rewrite_ns = 1000 + i, .jit_ns = 5000};
+	int rc = store_cache_put(c, &k, &e);
+	free(ptx);
+	free(cubin);
+	return rc;
+}
+
+/* 1 = hit with the right content, 0 = miss; fails the test on wrong content or an error. */
+static int check_get(struct store_cache *c, unsigned i, size_t ptx_n, size_t cubin_n)
+{
+	store_key k = key_of(i);
+	struct store_cache_entry e;
+	int rc = store_cache_get(c, &k, &e);
+	if (rc < 0)
+		fail_msg("get %u: %s", i, store_cache_error(c));
+	if (rc == 0)
+		return 0;
+	uint8_t *want = malloc(ptx_n > cubin_n ? ptx_n + 1 : cubin_n + 1);
+	assert_int_equal(e.ptx_size, ptx_n);
+	assert_int_equal(e.cubin_size, cubin_n);
+	fill(want, ptx_n, i);
+	assert_memory_equal(e.ptx, want, ptx_n);
+	fill(want, cubin_n, i + 1000);
+	assert_memory_equal(e.cubin, want, cubin_n);
+	char name[32];
+	snprintf(name, sizeof(name), "kernel_%u", i);
+	assert_string_equal(e.name, name);
+	assert_int_equal(e.rewrite_ns, 1000 + i);
+	free(want);
+	store_cache_entry_free(&e);
+	return 1;
+}
+
+static void test_roundtrip_and_modes(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/a/b/cache.db", dir);
+	struct store_cache *c = open_at(path, 0, NULL);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	snprintf(path, sizeof(path), "%s/a/b", dir);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+
+	assert_int_equal(check_get(c, 1, 10, 10), 0);
+	assert_int_equal(put_n(c, 1, 5000, 70000), 0);
+	assert_int_equal(put_n(c, 2, 0, 100), 0); /* empty PTX is allowed */
+	assert_int_equal(check_get(c, 1, 5000, 70000), 1);
+	assert_int_equal(check_get(c, 1, 5000, 70000), 1);
+	assert_int_equal(check_get(c, 2, 0, 100), 1);
+	struct store_cache_stats s;
+	assert_int_equal(store_cache_stats(c, &s), 0);
+	assert_int_equal(s.entries, 2);
+	assert_int_equal(s.bytes, 75100);
+	assert_int_equal(s.lookups, 4);
+	assert_int_equal(s.hits, 3);
+	assert_int_equal(s.misses, 1);
+	assert_int_equal(s.puts, 2);
+	assert_int_equal(s.saved_ns, 2 * (1001 + 5000) + (1002 + 5000));
+	store_cache_close(c);
+
+	/* A second open sees the same entries (the data is on disk, not in a cache). */
+	snprintf(path, sizeof(path), "%s/a/b/cache.db", dir);
+	c = open_at(path, 0, NULL);
+	assert_int_equal(check_get(c, 1, 5000, 70000), 1);
+	assert_int_equal(store_cache_clear(c), 2);
+	assert_int_equal(check_get(c, 1, 5000, 70000), 0);
+	store_cache_close(c);
+	rm_tree(dir);
+	free(dir);
+}
+
+static void test_key_inputs(void **state)
+{
+	(void)state;
+	struct store_blob p1[] = {{"ab", 2}, {"c", 1}}, p2[] = {{"a", 1}, {"bc", 2}};
+	struct store_key_input a = {.image = {"img", 3}, .programs = p1, .nprograms = 2,
+				    .rewriter_version = "1", .sm = 90, .driver_version = 13000,
+				    .jit_options = "-O3"};
+	struct store_key_input b = a;
+	store_key ka, kb;
+	store_key_compute(&a, &ka);
+	store_key_compute(&b, &kb);
+	assert_memory_equal(ka.b, kb.b, 16);
+	b.programs = p2; /* same bytes, framed differently */
+	store_key_compute(&b, &kb);
+	assert_memory_not_equal(ka.b, kb.b, 16);
+	b = a;
+	b.sm = 100;
+	store_key_compute(&b, &kb);
+	assert_memory_not_equal(ka.b, kb.b, 16);
+	b = a;
+	b.driver_version = 13001;
+	store_key_compute(&b, &kb);
+	assert_memory_not_equal(ka.b, kb.b, 16);
+	b = a;
+	b.jit_options = "-O2";
+	store_key_compute(&b, &kb);
+	assert_memory_not_equal(ka.b, kb.b, 16);
+	char hex[33];
+	store_key_hex(&ka, hex);
+	assert_int_equal(strlen(hex), 32);
+}
+
+static void writer_child(const char *path, unsigned base)
+{
+	char err[STORE_ERRLEN];
+	struct store_cache *c = store_cache_open(path, NULL, err, sizeof(err));
+	if (!c)
+		_exit(10);
+	for (unsigned i = 0; i < 150; i++) {
+		if (put_n(c, base + i, 3000, 20000))
+			_exit(11);
+		store_key k = key_of(base + i / 2);
+		struct store_cache_entry e;
+		if (store_cache_get(c, &k, &e) != 1)
+			_exit(12);
+		store_cache_entry_free(&e);
+	}
+	store_cache_close(c);
+	_exit(0);
+}
+
+static void test_two_processes(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200];
+	snprintf(path, sizeof(path), "%s/cache.db", dir);
+	pid_t pids[2];
+	for (int i = 0; i < 2; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0)
+			writer_child(path, 10000 * (unsigned)(i + 1));
+	}
+	for (int i = 0; i < 2; i++) {
+		int st;
+		assert_int_equal(waitpid(pids[i], &st, 0), pids[i]);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	struct store_cache *c = open_at(path, 0, NULL);
+	for (unsigned i = 0; i < 150; i++) {
+		assert_int_equal(check_get(c, 10000 + i, 3000, 20000), 1);
+		assert_int_equal(check_get(c, 20000 + i, 3000, 20000), 1);
+	}
+	struct store_cache_stats s;
+	assert_int_equal(store_cache_stats(c, &s), 0);
+	assert_int_equal(s.entries, 300);
+	assert_int_equal(s.puts, 300);
+	assert_int_equal(s.hits, 300 + 300);
+	store_cache_close(c);
+	rm_tree(dir);
+	free(dir);
+}
+
+static int count_broken(const char *dir)
+{
+	char pat[4200];
+	glob_t g;
+	snprintf(pat, sizeof(pat), "%s/cache.db.broken-*", dir);
+	int n = glob(pat, 0, NULL, &g) == 0 ? (int)g.gl_pathc : 0;
+	globfree(&g);
+	return n;
+}
+
+static void test_truncated(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200];
+	struct logbook l = {0};
+	snprintf(path, sizeof(path), "%s/cache.db", dir);
+	struct store_cache *c = open_at(path, 0, NULL);
+	for (unsigned i = 0; i < 40; i++)
+		assert_int_equal(put_n(c, i, 20000, 30000), 0);
+	store_cache_close(c);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(st.st_size > 40 * 50000);
+	assert_int_equal(truncate(path, st.st_size / 2), 0);
+
+	c = open_at(path, 0, &l);
+	int hits = 0;
+	for (unsigned i = 0; i < 40; i++)
+		hits += check_get(c, i, 20000, 30000); /* right content or a miss, never wrong */
+	assert_true(hits < 40);
+	assert_true(l.warnings >= 1);
+	assert_int_equal(count_broken(dir), 1);
+	/* The rebuilt cache works. */
+	assert_int_equal(put_n(c, 77, 100, 100), 0);
+	assert_int_equal(check_get(c, 77, 100, 100), 1);
+	store_cache_close(c);
+	rm_tree(dir);
+	free(dir);
+}
+
+/* Finds the first offset of needle in hay. */
+static long find(const uint8_t *hay, size_t n, const uint8_t *needle, size_t k)
+{
+	for (size_t i = 0; i + k <= n; i++)
+		if (!memcmp(hay + i, needle, k))
+			return (long)i;
+	return -1;
+}
+
+static void test_flipped_byte(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200];
+	struct logbook l = {0};
+	snprintf(path, sizeof(path), "%s/cache.db", dir);
+	struct store_cache *c = open_at(path, 0, NULL);
+	assert_int_equal(put_n(c, 5, 3000, 3000), 0);
+	assert_int_equal(put_n(c, 6, 3000, 3000), 0);
+	store_cache_close(c);
+
+	size_t n;
+	uint8_t *img = slurp(path, &n), want[3000];
+	fill(want, sizeof(want), 5); /* entry 5's PTX */
+	long at = find(img, n, want + 1000, 64);
+	assert_true(at > 0);
+	img[at + 10] ^= 0x40;
+	spit(path, img, n);
+	free(img);
+
+	c = open_at(path, 0, &l);
+	assert_int_equal(check_get(c, 5, 3000, 3000), 0); /* checksum caught it: a miss */
+	assert_int_equal(l.warnings, 1);
+	assert_non_null(strstr(l.last, "checksum"));
+	assert_int_equal(check_get(c, 6, 3000, 3000), 1); /* the other entry is untouched */
+	struct store_cache_stats s;
+	assert_int_equal(store_cache_stats(c, &s), 0);
+	assert_int_equal(s.corrupt_blobs, 1);
+	assert_int_equal(s.entries, 1);
+	assert_int_equal(put_n(c, 5, 3000, 3000), 0);
+	assert_int_equal(check_get(c, 5, 3000, 3000), 1);
+	store_cache_close(c);
+	rm_tree(dir);
+	free(dir);
+}
+
+static void test_garbage_and_foreign(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200], err[STORE_ERRLEN];
+	struct logbook l = {0};
+	snprintf(path, sizeof(path), "%s/cache.db", dir);
+	char junk[8192];
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (char)(i * 37 + 11);
+	spit(path, junk, sizeof(junk));
+	struct store_cache *c = open_at(path, 0, &l);
+	assert_int_equal(l.warnings, 1);
+	assert_int_equal(count_broken(dir), 1);
+	assert_int_equal(put_n(c, 1, 10, 10), 0);
+	assert_int_equal(check_get(c, 1, 10, 10), 1);
+	store_cache_close(c);
+
+	/* A valid sqlite database of something else is left alone and refused. */
+	snprintf(path, sizeof(path), "%s/other.db", dir);
+	c = open_at(path, 0, NULL);
+	store_cache_close(c);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA application_id=7; CREATE TABLE t(x);"
+				      " INSERT INTO t VALUES(1)", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	c = store_cache_open(path, NULL, err, sizeof(err));
+	assert_null(c);
+	assert_non_null(strstr(err, "not a cubpf cache"));
+	rm_tree(dir);
+	free(dir);
+}
+
+static void test_eviction(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200];
+	snprintf(path, sizeof(path), "%s/cache.db", dir);
+	struct store_cache *c = open_at(path, 100000, NULL);
+	for (unsigned i = 0; i < 10; i++) {
+		assert_int_equal(put_n(c, i, 10000, 20000), 0);
+		usleep(2000); /* distinct last-use times */
+		assert_int_equal(check_get(c, 0, 10000, 20000), 1); /* keep entry 0 in use */
+		usleep(2000);
+	}
+	struct store_cache_stats s;
+	assert_int_equal(store_cache_stats(c, &s), 0);
+	assert_true(s.bytes <= 100000);
+	assert_int_equal(s.entries, 3);
+	assert_int_equal(s.evictions, 7);
+	assert_int_equal(check_get(c, 0, 10000, 20000), 1);
+	assert_int_equal(check_get(c, 9, 10000, 20000), 1);
+	assert_int_equal(check_get(c, 8, 10000, 20000), 1);
+	assert_int_equal(check_get(c, 1, 10000, 20000), 0);
+	/* Larger than the whole limit: refused with a message. */
+	assert_int_equal(put_n(c, 50, 60000, 60000), -1);
+	assert_non_null(strstr(store_cache_error(c), "larger than the cache limit"));
+	store_cache_close(c);
+	rm_tree(dir);
+	free(dir);
+}
+
+static void test_default_path(void **state)
+{
+	(void)state;
+	char buf[4096], *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+	setenv("CUBPF_CACHE", "/x/y.db", 1);
+	assert_int_equal(store_cache_default_path(buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/x/y.db");
+	unsetenv("CUBPF_CACHE");
+	setenv("XDG_CACHE_HOME", "/xdg", 1);
+	assert_int_equal(store_cache_default_path(buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/xdg/cubpf/cache.db");
+	unsetenv("XDG_CACHE_HOME");
+	setenv("HOME", "/home/u", 1);
+	assert_int_equal(store_cache_default_path(buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/home/u/.cache/cubpf/cache.db");
+	assert_int_equal(store_cache_default_path(buf, 8), -1);
+	if (home)
+		setenv("HOME", home, 1);
+	free(home);
+}
+
+const struct CMUnitTest cache_tests[] = {
+	cmocka_unit_test(test_roundtrip_and_modes),
+	cmocka_unit_test(test_key_inputs),
+	cmocka_unit_test(test_two_processes),
+	cmocka_unit_test(test_truncated),
+	cmocka_unit_test(test_flipped_byte),
+	cmocka_unit_test(test_garbage_and_foreign),
+	cmocka_unit_test(test_eviction),
+	cmocka_unit_test(test_default_path),
+};
+const size_t n_cache_tests = sizeof(cache_tests) / sizeof(cache_tests[0]);

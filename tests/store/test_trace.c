@@ -1,0 +1,400 @@
+/* Trace files: write/read round trips, files cut at random bytes, a writer killed with SIGKILL,
+ * drops when the disk does not keep up, garbage input. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zstd.h>
+
+#include "store/store.h"
+#include "tests/store/tests.h"
+
+static struct store_trace_writer *create(const char *path, const struct store_trace_options *o)
+{
+	char err[STORE_ERRLEN];
+	struct store_trace_process p = {.pid = 4242, .driver_version = 13000,
+					.cubpf_version = "test", .hostname = "host",
+					.cmdline = "./app --flag"};
+	struct store_trace_writer *w = store_trace_create(path, &p, o, err, sizeof(err));
+	if (!w)
+		fail_msg("store_trace_create: %s", err);
+	return w;
+}
+
+static struct store_trace_reader *open_r(const char *path)
+{
+	char err[STORE_ERRLEN];
+	struct store_trace_reader *r = store_trace_open(path, err, sizeof(err));
+	if (!r)
+		fail_msg("store_trace_open(%s): %s", path, err);
+	return r;
+}
+
+static struct store_rec_api api_event(uint32_t name, uint64_t seq)
+{
+	return (struct store_rec_api){.begin_ns = 1000 + seq * 10, .end_ns = 1005 + seq * 10,
+				      .stream = seq % 3, .bytes = seq * 4, .corr = seq,
+				      .name = name, .tid = 77, .result = 0, .device = 0};
+}
+
+static void test_roundtrip(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200];
+	snprintf(path, sizeof(path), "%s/t.cubpf", dir);
+	struct store_trace_options o = {.batch_bytes = 8192};
+	struct store_trace_writer *w = create(path, &o);
+
+	struct store_rec_device dev = {.ordinal = 0, .sm = 90, .memory_bytes = 80ull << 30};
+	assert_int_equal(store_trace_device(w, &dev, "NVIDIA H100"), 0);
+	struct store_rec_clock clk = {.host_ns = 5000, .gpu_ns = 4000, .uncertainty_ns = 3};
+	assert_int_equal(store_trace_clock(w, &clk), 0);
+	struct store_rec_program prog = {.index = 0, .nmaps = 1};
+	assert_int_equal(store_trace_program(w, &prog, "kernelretsnoop", "/p/k.bpf.o"), 0);
+	uint32_t launch = store_trace_intern(w, "cuLaunchKernel");
+	uint32_t kname = store_trace_intern(w, "_Z6vecAddPfS_S_i");
+	assert_int_equal(store_trace_intern(w, "cuLaunchKernel"), launch);
+	assert_int_not_equal(launch, kname);
+	assert_true(launch > 0 && kname > 0);
+
+	const unsigned n = 3000;
+	for (unsigned i = 0; i < n; i++) {
+		struct store_rec_api a = api_event(launch, i);
+		assert_int_equal(store_trace_api(w, &a), 0);
+		struct store_rec_kernel k = {.launch_ns = 1000 + i * 10, .gpu_start = 2000 + i * 10,
+					     .gpu_end = 2008 + i * 10, .corr = i, .name = kname,
+					     .grid = {4, 1, 1}, .block = {256, 1, 1}};
+		assert_int_equal(store_trace_kernel(w, &k), 0);
+		struct store_rec_probe p = {.ts_ns = 2003 + i * 10, .prog = 0, .map = 0};
+		uint64_t payload[3] = {i, i * 2, i * 3};
+		assert_int_equal(store_trace_probe(w, &p, payload, sizeof(payload)), 0);
+	}
+	struct store_rec_map m = {.ts_ns = 9, .name = store_trace_intern(w, "hist"),
+				  .map_type = 2, .key_size = 4, .value_size = 8, .count = 2};
+	uint8_t kv[24] = {0};
+	kv[0] = 1, kv[4] = 10, kv[12] = 2, kv[16] = 20;
+	assert_int_equal(store_trace_map(w, &m, kv, sizeof(kv)), 0);
+	struct store_trace_counters cnt;
+	store_trace_counters(w, &cnt);
+	assert_int_equal(cnt.records, 3 * n + 1);
+	assert_int_equal(cnt.dropped_records, 0);
+	char err[STORE_ERRLEN] = "";
+	assert_int_equal(store_trace_close(w, err, sizeof(err)), 0);
+
+	struct store_trace_reader *r = open_r(path);
+	const struct store_rec_header *h = store_trace_header(r);
+	assert_int_equal(h->pid, 4242);
+	assert_int_equal(h->driver_version, 13000);
+	assert_string_equal(store_trace_header_string(r, 2), "./app --flag");
+	struct store_trace_record rec;
+	unsigned count[STORE_REC_MAX_KNOWN + 1] = {0}, next_api = 0;
+	int rc;
+	while ((rc = store_trace_next(r, &rec)) == 1) {
+		assert_true(rec.type <= STORE_REC_MAX_KNOWN);
+		count[rec.type]++;
+		if (rec.type == STORE_REC_API) {
+			struct store_rec_api a, want = api_event(launch, next_api++);
+			assert_non_null(store_rec_fixed(&rec, &a, sizeof(a), NULL));
+			assert_memory_equal(&a, &want, sizeof(a));
+			assert_string_equal(store_trace_string(r, a.name), "cuLaunchKernel");
+		} else if (rec.type == STORE_REC_PROBE) {
+			struct store_rec_probe p;
+			size_t rest;
+			const uint8_t *d = store_rec_fixed(&rec, &p, sizeof(p), &rest);
+			assert_int_equal(rest, 24);
+			uint64_t v[3];
+			memcpy(v, d, sizeof(v));
+			assert_int_equal(v[2], v[0] * 3);
+		} else if (rec.type == STORE_REC_KERNEL) {
+			struct store_rec_kernel k;
+			store_rec_fixed(&rec, &k, sizeof(k), NULL);
+			assert_string_equal(store_trace_string(r, k.name), "_Z6vecAddPfS_S_i");
+		} else if (rec.type == STORE_REC_PROGRAM) {
+			struct store_rec_program p;
+			size_t rest;
+			const uint8_t *s = store_rec_fixed(&rec, &p, sizeof(p), &rest);
+			char *name = store_rec_string(&s, &rest);
+			assert_string_equal(name, "kernelretsnoop");
+			free(name);
+		}
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(store_trace_state(r), STORE_TRACE_COMPLETE);
+	assert_int_equal(count[STORE_REC_API], n);
+	assert_int_equal(count[STORE_REC_KERNEL], n);
+	assert_int_equal(count[STORE_REC_PROBE], n);
+	assert_int_equal(count[STORE_REC_MAP], 1);
+	assert_int_equal(count[STORE_REC_DEVICE], 1);
+	assert_int_equal(count[STORE_REC_CLOCK], 1);
+	assert_int_equal(count[STORE_REC_STRING], 3);
+	assert_int_equal(count[STORE_REC_DROP], 0);
+	assert_int_equal(count[STORE_REC_END], 1);
+	uint64_t fb, raw, frames;
+	store_trace_reader_sizes(r, &fb, &raw, &frames);
+	assert_true(frames > 10); /* 8 KiB batches: many frames */
+	assert_true(raw > fb);    /* compressed */
+	store_trace_close_reader(r);
+	rm_tree(dir);
+	free(dir);
+}
+
+/* Frame end offsets of a whole file, from zstd itself. */
+static size_t frame_ends(const uint8_t *p, size_t n, size_t *ends, size_t max)
+{
+	size_t k = 0, pos = 0;
+	while (pos < n && k < max) {
+		size_t f = ZSTD_findFrameCompressedSize(p + pos, n - pos);
+		assert_false(ZSTD_isError(f));
+		pos += f;
+		ends[k++] = pos;
+	}
+	assert_int_equal(pos, n);
+	return k;
+}
+
+/* Records in a memory image: reading must never fail on a cut image. */
+static unsigned count_records(const uint8_t *p, size_t n, enum store_trace_state *st)
+{
+	char err[STORE_ERRLEN];
+	struct store_trace_reader *r = store_trace_open_mem(p, n, err, sizeof(err));
+	struct store_trace_record rec;
+	unsigned k = 0;
+	int rc;
+	if (!r)
+		return 0;
+	while ((rc = store_trace_next(r, &rec)) == 1)
+		k++;
+	assert_int_equal(rc, 0);
+	*st = store_trace_state(r);
+	store_trace_close_reader(r);
+	return k + 1; /* the header */
+}
+
+static void test_cut_anywhere(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200];
+	snprintf(path, sizeof(path), "%s/t.cubpf", dir);
+	struct store_trace_options o = {.batch_bytes = 4096};
+	struct store_trace_writer *w = create(path, &o);
+	uint32_t name = store_trace_intern(w, "cuMemcpyHtoD_v2");
+	for (unsigned i = 0; i < 5000; i++) {
+		struct store_rec_api a = api_event(name, i);
+		store_trace_api(w, &a);
+	}
+	assert_int_equal(store_trace_close(w, NULL, 0), 0);
+
+	size_t n, ends[4096], records_upto[4096];
+	uint8_t *img = slurp(path, &n);
+	size_t nf = frame_ends(img, n, ends, 4096);
+	assert_true(nf > 20);
+	enum store_trace_state st;
+	for (size_t f = 0; f < nf; f++) /* records in frames 0..f */
+		records_upto[f] = count_records(img, ends[f], &st);
+	assert_int_equal(records_upto[nf - 1], 5000 + 1 + 1 + 1); /* + header, string, end */
+	assert_int_equal(st, STORE_TRACE_COMPLETE);
+
+	unsigned seed = (unsigned)time(NULL);
+	srand(seed);
+	for (int t = 0; t < 200; t++) {
+		size_t cut = ends[0] + (size_t)rand() % (n - ends[0]);
+		size_t whole = 0;
+		while (whole + 1 < nf && ends[whole + 1] <= cut)
+			whole++;
+		unsigned got = count_records(img, cut, &st);
+		if (got != records_upto[whole])
+			fail_msg("seed %u: cut at %zu of %zu: %u records, want %zu", seed, cut, n, got,
+				 records_upto[whole]);
+		assert_int_equal(st, cut == ends[whole] ? STORE_TRACE_NO_END : STORE_TRACE_CUT);
+	}
+	/* A cut inside the header frame: not a trace, with a message, no crash. */
+	char err[STORE_ERRLEN];
+	assert_null(store_trace_open_mem(img, ends[0] / 2, err, sizeof(err)));
+	assert_non_null(strstr(err, "not a cubpf trace"));
+	free(img);
+	rm_tree(dir);
+	free(dir);
+}
+
+static void test_sigkill(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200];
+	int ready[2];
+	snprintf(path, sizeof(path), "%s/killed.cubpf", dir);
+	assert_int_equal(pipe(ready), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct store_trace_writer *w = create(path, NULL); /* default 100 ms flush */
+		uint32_t name = store_trace_intern(w, "cuStreamSynchronize");
+		for (uint64_t i = 0;; i++) {
+			struct store_rec_api a = api_event(name, i);
+			store_trace_api(w, &a);
+			if (i == 999 && write(ready[1], "x", 1) != 1)
+				_exit(3);
+			if (i >= 1000)
+				usleep(100);
+		}
+	}
+	char c;
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	usleep(400 * 1000); /* > 3 flush periods after the first 1000 events */
+	kill(pid, SIGKILL);
+	int st;
+	waitpid(pid, &st, 0);
+	assert_true(WIFSIGNALED(st));
+
+	struct store_trace_reader *r = open_r(path);
+	struct store_trace_record rec;
+	uint64_t next = 0;
+	int rc;
+	while ((rc = store_trace_next(r, &rec)) == 1) {
+		if (rec.type != STORE_REC_API)
+			continue;
+		struct store_rec_api a;
+		store_rec_fixed(&rec, &a, sizeof(a), NULL);
+		assert_int_equal(a.corr, next); /* in order, none missing */
+		next++;
+	}
+	assert_int_equal(rc, 0);
+	assert_true(next >= 1000);
+	assert_true(store_trace_state(r) == STORE_TRACE_CUT || store_trace_state(r) == STORE_TRACE_NO_END);
+	store_trace_close_reader(r);
+	close(ready[0]);
+	close(ready[1]);
+	rm_tree(dir);
+	free(dir);
+}
+
+struct drain {
+	int fd;
+	const char *out;
+};
+
+static void *drain_main(void *arg)
+{
+	struct drain *d = arg;
+	FILE *f = fopen(d->out, "wb");
+	char buf[65536];
+	ssize_t k;
+	int fl = fcntl(d->fd, F_GETFL);
+	fcntl(d->fd, F_SETFL, fl & ~O_NONBLOCK);
+	while ((k = read(d->fd, buf, sizeof(buf))) > 0)
+		fwrite(buf, 1, (size_t)k, f);
+	fclose(f);
+	return NULL;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A FIFO nobody reads stands for a disk that does not keep up: appends must not block, and the
+ * losses must be counted in the file. */
+static void test_drops_never_block(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), fifo[4200], out[4200];
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(out, sizeof(out), "%s/drained.cubpf", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	int rfd = open(fifo, O_RDONLY | O_NONBLOCK);
+	assert_true(rfd >= 0);
+	struct store_trace_options o = {.buffer_bytes = 64 << 10, .batch_bytes = 8 << 10, .level = 3};
+	struct store_trace_writer *w = create(fifo, &o);
+	uint32_t name = store_trace_intern(w, "cuLaunchKernel");
+	uint64_t worst = 0;
+	unsigned dropped_calls = 0;
+	for (uint64_t i = 0; i < 200000; i++) {
+		struct store_rec_probe p = {.ts_ns = i, .prog = 1};
+		uint64_t data[4];
+		for (int j = 0; j < 4; j++)
+			data[j] = i * 0x9E3779B97F4A7C15ull + (uint64_t)j; /* compresses poorly */
+		uint64_t t0 = now_ns();
+		dropped_calls += (unsigned)store_trace_probe(w, &p, data, sizeof(data));
+		uint64_t dt = now_ns() - t0;
+		worst = dt > worst ? dt : worst;
+	}
+	(void)name;
+	struct store_trace_counters cnt;
+	store_trace_counters(w, &cnt);
+	assert_true(dropped_calls > 0);
+	assert_true(cnt.dropped_batches > 0);
+	assert_true(cnt.dropped_records > 0);
+	assert_true(worst < 50 * 1000000ull); /* never waited for the blocked writer */
+	print_message("drops: %llu batches, %llu records; slowest append %llu ns\n",
+		      (unsigned long long)cnt.dropped_batches, (unsigned long long)cnt.dropped_records,
+		      (unsigned long long)worst);
+
+	pthread_t th;
+	struct drain d = {rfd, out};
+	assert_int_equal(pthread_create(&th, NULL, drain_main, &d), 0);
+	assert_int_equal(store_trace_close(w, NULL, 0), 0);
+	pthread_join(th, NULL);
+	close(rfd);
+
+	struct store_trace_reader *r = open_r(out);
+	struct store_trace_record rec;
+	uint64_t probes = 0, drop_records = 0, drop_batches = 0;
+	struct store_rec_end end = {0};
+	while (store_trace_next(r, &rec) == 1) {
+		if (rec.type == STORE_REC_PROBE)
+			probes++;
+		if (rec.type == STORE_REC_DROP) {
+			struct store_rec_drop dr;
+			store_rec_fixed(&rec, &dr, sizeof(dr), NULL);
+			assert_int_equal(dr.source, STORE_DROP_WRITER);
+			drop_records += dr.records;
+			drop_batches += dr.batches;
+		}
+		if (rec.type == STORE_REC_END)
+			store_rec_fixed(&rec, &end, sizeof(end), NULL);
+	}
+	assert_int_equal(store_trace_state(r), STORE_TRACE_COMPLETE);
+	assert_int_equal(drop_batches, cnt.dropped_batches);
+	assert_int_equal(drop_records, cnt.dropped_records);
+	assert_int_equal(probes + drop_records, 200000);
+	assert_int_equal(end.dropped_records, cnt.dropped_records);
+	store_trace_close_reader(r);
+	rm_tree(dir);
+	free(dir);
+}
+
+static void test_not_a_trace(void **state)
+{
+	(void)state;
+	char err[STORE_ERRLEN];
+	uint8_t junk[1000];
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)(i * 7);
+	assert_null(store_trace_open_mem(junk, sizeof(junk), err, sizeof(err)));
+	assert_non_null(strstr(err, "not a cubpf trace"));
+	/* A valid zstd frame that holds something else. */
+	uint8_t z[256];
+	size_t zn = ZSTD_compress(z, sizeof(z), "hello world, not records", 24, 1);
+	assert_false(ZSTD_isError(zn));
+	assert_null(store_trace_open_mem(z, zn, err, sizeof(err)));
+	assert_null(store_trace_open("/nonexistent/trace", err, sizeof(err)));
+	assert_non_null(strstr(err, "cannot open"));
+}
+
+const struct CMUnitTest trace_tests[] = {
+	cmocka_unit_test(test_roundtrip),
+	cmocka_unit_test(test_cut_anywhere),
+	cmocka_unit_test(test_sigkill),
+	cmocka_unit_test(test_drops_never_block),
+	cmocka_unit_test(test_not_a_trace),
+};
+const size_t n_trace_tests = sizeof(trace_tests) / sizeof(trace_tests[0]);
