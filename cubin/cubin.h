@@ -209,6 +209,11 @@ void cubin_image_free(struct cubin_image *image);
  * Returns 0, or -1 with image->error set. */
 int cubin_entry_data(struct cubin_image *image, size_t index, const uint8_t **data, size_t *size);
 
+/* Drops the decompressed buffer of entry `index`, if any (a later cubin_entry_data() makes it
+ * again).  Lets a caller walk huge images (libtorch_cuda.so: gigabytes uncompressed) in bounded
+ * memory.  Pointers obtained earlier for that entry become invalid. */
+void cubin_entry_release(struct cubin_image *image, size_t index);
+
 /* Architecture suffix of an entry: 'a', 'f' or 0. */
 char cubin_entry_arch_suffix(const struct cubin_entry *entry);
 
@@ -230,14 +235,14 @@ const char *cubin_entry_kind_name(uint16_t kind);
 const char *cubin_compression_name(enum cubin_compression c);
 
 /* ---- kernels ------------------------------------------------------------------------------
- * Kernel lists are allocated as one block each and released by cubin_kernels_free(); names
- * point into the block (copied), so a list outlives the bytes it was read from. */
+ * A kernel list owns copies of its names and parameter arrays, so it outlives the bytes it was
+ * read from; cubin_kernels_free() releases it. */
 
 struct cubin_param {
 	uint32_t offset;         /* byte offset in the parameter buffer (cubin) / computed (PTX) */
 	uint32_t size;           /* bytes */
 	uint32_t align;          /* PTX: .align or natural alignment; cubin: 0 when unknown */
-	int is_pointer;          /* PTX: .ptr attribute or .u64 unknown -> 0 */
+	int is_pointer;          /* PTX: 1 when declared .ptr (nvcc often omits it); cubin: 0 */
 };
 
 struct cubin_kernel {
@@ -257,7 +262,7 @@ struct cubin_kernels {
 	uint32_t sm;             /* cubin: target SM from e_flags; PTX: from .target */
 	char suffix;             /* cubin/PTX: 'a' / 'f' target suffix where known, else 0 */
 	uint16_t ptx_major, ptx_minor; /* PTX: .version */
-	uint16_t address_size;   /* PTX: .address_size (64 when absent... as the spec says: 32) */
+	uint16_t address_size;   /* PTX: .address_size (32, the ISA default, when absent) */
 	char target[64];         /* PTX: the .target line's operands, e.g. "sm_90a" */
 };
 

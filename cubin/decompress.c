@@ -135,6 +135,15 @@ int cubin_entry_data(struct cubin_image *img, size_t index, const uint8_t **data
 	return 0;
 }
 
+void cubin_entry_release(struct cubin_image *img, size_t index)
+{
+	if (index >= img->entry_count || !img->entries[index].owned)
+		return;
+	free(img->entries[index].owned);
+	img->entries[index].owned = NULL;
+	img->entries[index].data = NULL;
+}
+
 void cubin_image_free(struct cubin_image *img)
 {
 	if (!img)
