@@ -1,0 +1,24 @@
+/* Shared by the two halves of the fake driver. */
+#ifndef CUBPF_TESTS_SHIM_FAKE_H
+#define CUBPF_TESTS_SHIM_FAKE_H
+
+#define FAKE_EXPORT __attribute__((visibility("default")))
+#define FAKE_BASE 10000
+
+enum {
+#define SHIM_EXPORT(i, name, intercepted) FAKE_IDX_##name = i,
+#include "exports.def"
+#undef SHIM_EXPORT
+	FAKE_N
+};
+
+struct fake_fn {
+	const char *name;
+	void *fn;
+};
+extern const struct fake_fn fake_table[FAKE_N];
+extern unsigned fake_hit_counts[FAKE_N];
+int fake_index_of(const char *name);
+void fake_hit(const char *name);
+
+#endif

@@ -1,0 +1,17 @@
+# tests/shim: the drop-in libcuda.so.1 against a fake driver, the toolkit stub and no driver.
+SHIM_FAKE := $(BUILD)/tests/libcuda-fake.so
+SHIM_FAKE_SRCS := tests/shim/fake_weak.c tests/shim/fake_driver.c
+
+# The fake is built from the shim's own export table; -Bsymbolic keeps its references to its
+# own functions inside it (the shim exports the same names).
+$(SHIM_FAKE): $(SHIM_FAKE_SRCS) tests/shim/fake.h $(SHIM_GEN)/exports.def
+	@mkdir -p $(@D)
+	$(CC) $(filter-out -MMD -MP,$(CFLAGS)) -I$(SHIM_GEN) $(LDFLAGS) -shared -Wl,-Bsymbolic \
+	  -o $@ $(SHIM_FAKE_SRCS)
+
+$(call objs,tests/shim/test_shim.c): CFLAGS += -DSHIM_TEST_BUILD='"$(abspath $(BUILD))"' \
+  -DSHIM_TEST_CUDA_HOME='"$(CUDA_HOME)"'
+$(BUILD)/tests/test_shim: $(call objs,tests/shim/test_shim.c) | $(SHIM_LIB) $(BUILD)/lib/libcuda.so $(SHIM_FAKE)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/shim/test_shim.c) -lcmocka -ldl -lpthread
+TEST_BINS += $(BUILD)/tests/test_shim

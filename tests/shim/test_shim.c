@@ -1,0 +1,629 @@
+/* Tests of the drop-in libcuda.so.1 (shim/), on a machine without a GPU.
+ *
+ * The shim reads its environment once per process, so every scenario runs in a child process
+ * (fork) with its own CUBPF_* settings and its stderr captured.  The real driver is played by a
+ * fake built from the same export list (tests/shim/fake_*.c), by the toolkit's stub, or by
+ * nothing at all.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#ifndef SHIM_TEST_BUILD
+#define SHIM_TEST_BUILD "build"
+#endif
+#ifndef SHIM_TEST_CUDA_HOME
+#define SHIM_TEST_CUDA_HOME "/usr/local/cuda"
+#endif
+
+static char shim_path[4096], fake_path[4096], exports_path[4096], stub_path[4096];
+static char shared_list[4096];
+
+typedef long (*call12_t)(long, long, long, long, long, long, long, long, long, long, long, long);
+#define CALL0(fn) ((int)((call12_t)(fn))(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+
+/* ---- helpers ---------------------------------------------------------------------------- */
+
+static void set_paths(void)
+{
+	const char *b = getenv("CUBPF_BUILD");
+	char build[2048];
+	snprintf(build, sizeof(build), "%s", b && *b ? b : SHIM_TEST_BUILD);
+	snprintf(shim_path, sizeof(shim_path), "%s/lib/libcuda.so.1", build);
+	snprintf(fake_path, sizeof(fake_path), "%s/tests/libcuda-fake.so", build);
+	snprintf(exports_path, sizeof(exports_path), "%s/shim/exports.txt", build);
+	const char *nvcc = getenv("NVCC");
+	char home[2048];
+	snprintf(home, sizeof(home), "%s", SHIM_TEST_CUDA_HOME);
+	if (nvcc && strstr(nvcc, "/bin/nvcc"))
+		snprintf(home, sizeof(home), "%.*s", (int)(strstr(nvcc, "/bin/nvcc") - nvcc), nvcc);
+	snprintf(stub_path, sizeof(stub_path), "%s/lib64/stubs/libcuda.so", home);
+	const char *sh = getenv("CUBPF_SHARED");
+	snprintf(shared_list, sizeof(shared_list), "%s/cuda/libcuda-580.159.04-exports.txt",
+		 sh && *sh ? sh : "../shared");
+}
+
+/* Lines of a text file (names), NULL-terminated; skips '#' comments and blank lines. */
+static char **read_names(const char *path, size_t *count)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	size_t n = 0, cap = 1024;
+	char **v = calloc(cap + 1, sizeof(*v));
+	char line[512];
+	while (v && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\r\n")] = 0;
+		if (!line[0] || line[0] == '#')
+			continue;
+		if (n == cap) {
+			char **nv = realloc(v, (2 * cap + 1) * sizeof(*v));
+			if (!nv)
+				break;
+			v = nv;
+			cap *= 2;
+		}
+		v[n++] = strdup(line);
+		v[n] = NULL;
+	}
+	fclose(f);
+	*count = n;
+	return v;
+}
+
+static void free_names(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+static int has_name(char **v, const char *name)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		if (!strcmp(v[i], name))
+			return 1;
+	return 0;
+}
+
+/* Output of a command, NULL-terminated lines. */
+static char **command_lines(const char *cmd, size_t *count)
+{
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return NULL;
+	size_t n = 0, cap = 2048;
+	char **v = calloc(cap + 1, sizeof(*v));
+	char line[1024];
+	while (v && fgets(line, sizeof(line), p)) {
+		line[strcspn(line, "\r\n")] = 0;
+		if (n == cap)
+			break;
+		v[n++] = strdup(line);
+	}
+	pclose(p);
+	*count = n;
+	return v;
+}
+
+struct child_env {
+	const char *real;     /* CUBPF_REAL_LIBCUDA, NULL to unset */
+	const char *disable;  /* CUBPF_DISABLE */
+	const char *log;      /* CUBPF_LOG */
+};
+
+static char child_err[65536]; /* the last child's stderr */
+
+/* Runs fn in a child with the given environment; returns its exit status (128+signal when it
+ * died) and leaves its stderr in child_err. */
+static int run_child(const struct child_env *env, int (*fn)(void))
+{
+	char tmpl[] = "/tmp/cubpf-shim-test-XXXXXX";
+	int fd = mkstemp(tmpl);
+	assert_true(fd >= 0);
+	unlink(tmpl);
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* A crash must end the child, not land in cmocka's handler (which would go on
+		 * running the remaining tests in the child). */
+		static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+			signal(sigs[i], SIG_DFL);
+		dup2(fd, 2);
+		env->real ? setenv("CUBPF_REAL_LIBCUDA", env->real, 1) : unsetenv("CUBPF_REAL_LIBCUDA");
+		env->disable ? setenv("CUBPF_DISABLE", env->disable, 1) : unsetenv("CUBPF_DISABLE");
+		env->log ? setenv("CUBPF_LOG", env->log, 1) : unsetenv("CUBPF_LOG");
+		int rc = fn();
+		fflush(NULL);
+		exit(rc);
+	}
+	int status;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	ssize_t n = pread(fd, child_err, sizeof(child_err) - 1, 0);
+	child_err[n > 0 ? n : 0] = 0;
+	close(fd);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}
+
+static int child_fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	printf("child: ");
+	vprintf(fmt, ap);
+	printf("\n");
+	va_end(ap);
+	return 1;
+}
+
+static void *open_shim(void)
+{
+	void *h = dlopen(shim_path, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		printf("child: dlopen %s: %s\n", shim_path, dlerror());
+	return h;
+}
+
+/* The fake as the shim loaded it (same handle). */
+static void *open_fake(void)
+{
+	void *h = dlopen(fake_path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	if (!h)
+		printf("child: fake driver %s was not loaded by the shim\n", fake_path);
+	return h;
+}
+
+/* ---- the export surface ------------------------------------------------------------------- */
+
+static void test_exports_match_the_list(void **state)
+{
+	(void)state;
+	size_t nlist = 0, ndyn = 0;
+	char **list = read_names(exports_path, &nlist);
+	assert_non_null(list);
+	char cmd[8192];
+	snprintf(cmd, sizeof(cmd), "nm -D --defined-only '%s' | awk '{print $3}' | sort", shim_path);
+	char **dyn = command_lines(cmd, &ndyn);
+	assert_non_null(dyn);
+	for (size_t i = 0; i < ndyn; i++) {
+		if (!has_name(list, dyn[i]))
+			printf("exported but not a driver name: %s\n", dyn[i]);
+		assert_true(has_name(list, dyn[i]));
+		assert_true(!strncmp(dyn[i], "cu", 2));
+	}
+	for (size_t i = 0; i < nlist; i++) {
+		if (!has_name(dyn, list[i]))
+			printf("driver name not exported: %s\n", list[i]);
+		assert_true(has_name(dyn, list[i]));
+	}
+	assert_int_equal(ndyn, nlist);
+	free_names(list);
+	free_names(dyn);
+}
+
+/* Every name of the real driver's list (../shared) and of the toolkit stub is exported. */
+static void test_exports_cover_driver_and_stub(void **state)
+{
+	(void)state;
+	size_t nlist, nreal = 0, nstub = 0;
+	char **list = read_names(exports_path, &nlist);
+	char **real = read_names(shared_list, &nreal);
+	if (!real)
+		printf("the driver's export list %s is missing (CUBPF_SHARED)\n", shared_list);
+	assert_non_null(real);
+	assert_true(nreal >= 600);
+	char cmd[8192];
+	snprintf(cmd, sizeof(cmd), "nm -D --defined-only '%s' | awk '{print $3}'", stub_path);
+	char **stub = command_lines(cmd, &nstub);
+	if (nstub == 0)
+		printf("the toolkit stub %s is missing\n", stub_path);
+	assert_true(nstub >= 600);
+	for (size_t i = 0; i < nreal; i++)
+		assert_true(has_name(list, real[i]));
+	for (size_t i = 0; i < nstub; i++)
+		assert_true(has_name(list, stub[i]));
+	assert_true(nlist >= nreal && nlist >= nstub);
+	free_names(list);
+	free_names(real);
+	free_names(stub);
+}
+
+static int allowed_dependency(const char *line)
+{
+	static const char *const ok[] = { "linux-vdso.so", "libc.so.6", "libm.so.6", "libdl.so.2",
+					  "libpthread.so.0", "ld-linux-x86-64.so.2",
+#if defined(__SANITIZE_ADDRESS__)
+					  /* the sanitizer build of the shim links their runtimes */
+					  "libasan.so", "libubsan.so", "libstdc++.so", "libgcc_s.so",
+#endif
+					  NULL };
+	for (int i = 0; ok[i]; i++)
+		if (strstr(line, ok[i]))
+			return 1;
+	return 0;
+}
+
+static void test_needs_only_glibc(void **state)
+{
+	(void)state;
+	char cmd[8192];
+	size_t n = 0;
+	snprintf(cmd, sizeof(cmd), "ldd '%s' 2>&1", shim_path);
+	char **lines = command_lines(cmd, &n);
+	assert_non_null(lines);
+	assert_true(n >= 2);
+	int libc = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!allowed_dependency(lines[i]))
+			printf("unexpected dependency: %s\n", lines[i]);
+		assert_true(allowed_dependency(lines[i]));
+		libc |= strstr(lines[i], "libc.so.6") != NULL;
+	}
+	assert_true(libc);
+	free_names(lines);
+}
+
+/* ---- forwarding --------------------------------------------------------------------------- */
+
+/* Every exported name, called through the shim, reaches the fake's function of that name. */
+static int child_every_export(void)
+{
+	void *shim = open_shim(), *fake = shim ? open_fake() : NULL;
+	if (!fake)
+		return 1;
+	unsigned (*hits)(const char *) = (unsigned (*)(const char *))dlsym(fake, "fake_hits");
+	int (*result)(const char *) = (int (*)(const char *))dlsym(fake, "fake_result");
+	size_t n;
+	char **names = read_names(exports_path, &n);
+	int bad = 0;
+	for (size_t i = 0; names && i < n; i++) {
+		void *fn = dlsym(shim, names[i]);
+		if (!fn) {
+			bad += child_fail("%s: not exported", names[i]);
+			continue;
+		}
+		unsigned before = hits(names[i]);
+		int r = CALL0(fn);
+		if (hits(names[i]) != before + 1 || r != result(names[i]))
+			bad += child_fail("%s: returned %d (want %d), fake reached %u times (want 1)",
+				    names[i], r, result(names[i]), hits(names[i]) - before);
+	}
+	printf("child: %zu functions called through the shim, %d wrong\n", n, bad);
+	free_names(names);
+	return bad != 0 || n < 600;
+}
+
+static void test_every_export_reaches_the_driver(void **state)
+{
+	(void)state;
+	struct child_env env = { .real = fake_path, .log = "info" };
+	assert_int_equal(run_child(&env, child_every_export), 0);
+}
+
+static void test_every_export_reaches_the_driver_when_disabled(void **state)
+{
+	(void)state;
+	struct child_env env = { .real = fake_path, .disable = "1" };
+	assert_int_equal(run_child(&env, child_every_export), 0);
+}
+
+/* ---- cuGetProcAddress ----------------------------------------------------------------------- */
+
+typedef int (*gpa2_t)(const char *, void **, int, uint64_t, int *);
+typedef int (*gpa1_t)(const char *, void **, int, uint64_t);
+
+struct gpa_counts {
+	int wrapped, real, missing, bad;
+};
+
+/* Checks one lookup: the shim answers what the driver answers, with our wrapper in place of
+ * an intercepted function (the very variant the driver chose), and the result leads to it. */
+static void check_lookup(void *shim, void *fake, char **intercepted, const char *sym, int ver,
+			 uint64_t flags, int v1, struct gpa_counts *c)
+{
+	gpa2_t fake_gpa = (gpa2_t)dlsym(fake, "cuGetProcAddress_v2");
+	void *(*fn_of)(const char *) = (void *(*)(const char *))dlsym(fake, "fake_function");
+	unsigned (*hits)(const char *) = (unsigned (*)(const char *))dlsym(fake, "fake_hits");
+	void *q = NULL, *p = NULL, *dummy = NULL;
+	int st = -1;
+	int rq = fake_gpa(sym, &q, ver, flags, &st);
+	int rp = v1 ? ((gpa1_t)dlsym(shim, "cuGetProcAddress"))(sym, &p, ver, flags)
+		    : ((gpa2_t)dlsym(shim, "cuGetProcAddress_v2"))(sym, &p, ver, flags, &st);
+	if (rp != rq || (rq != 0) != (p == NULL)) {
+		c->bad += child_fail("%s v%d flags %llu: shim %d %p, driver %d %p", sym, ver,
+			       (unsigned long long)flags, rp, p, rq, q);
+		return;
+	}
+	if (rq != 0) {
+		c->missing++;
+		return;
+	}
+	const char *chosen = NULL;
+	size_t n;
+	char **names = read_names(exports_path, &n);
+	for (size_t i = 0; names && i < n && !chosen; i++)
+		if (fn_of(names[i]) == q)
+			chosen = names[i];
+	const char *d = getenv("CUBPF_DISABLE");
+	int disabled = d && !strcmp(d, "1");
+	void *want = chosen && has_name(intercepted, chosen) && !disabled ? dlsym(shim, chosen) : q;
+	if (!chosen || p != want) {
+		c->bad += child_fail("%s v%d flags %llu: got %p, want %p (%s)", sym, ver,
+			       (unsigned long long)flags, p, want, chosen ? chosen : "?");
+	} else {
+		/* Calling what we were given reaches exactly the chosen variant. */
+		unsigned before = hits(chosen);
+		if (strncmp(chosen, "cuGetProcAddress", 16) != 0)
+			(void)CALL0(p);
+		else
+			(void)((gpa2_t)p)("cuInit", &dummy, ver, 0, NULL); /* v1 ignores the 5th */
+		if (hits(chosen) != before + 1)
+			c->bad += child_fail("%s: calling the result did not reach %s", sym, chosen);
+		if (p != q)
+			c->wrapped++;
+		else
+			c->real++;
+	}
+	free_names(names);
+}
+
+static int child_procaddr(void)
+{
+	static const char *const syms[] = {
+		"cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel", "cuMemcpyHtoD",
+		"cuMemcpyHtoDAsync", "cuMemcpy2D", "cuMemsetD32", "cuStreamSynchronize",
+		"cuCtxCreate", "cuCtxSynchronize", "cuGraphAddNode", "cuGraphAddKernelNode",
+		"cuGetProcAddress", "cuModuleLoadData", "cuLibraryLoadData", "cuLinkAddData",
+		"cuModuleGetFunction", "cuMemAlloc", "cuDeviceGet", "cuGetExportTable",
+		"cuStreamQuery", "cuNoSuchFunction",
+	};
+	static const int versions[] = { 11030, 12000, 13000 };
+	static const uint64_t flags[] = { 0, 1, 2 };
+	void *shim = open_shim(), *fake = shim ? open_fake() : NULL;
+	size_t ni;
+	char **intercepted = read_names("shim/intercept.list", &ni);
+	if (!fake || !intercepted)
+		return child_fail("setup (fake %p, shim/intercept.list %p)", fake, (void *)intercepted);
+	struct gpa_counts c = { 0 };
+	for (size_t s = 0; s < sizeof(syms) / sizeof(syms[0]); s++)
+		for (int v = 0; v < 3; v++)
+			for (int f = 0; f < 3; f++)
+				for (int v1 = 0; v1 < 2; v1++)
+					check_lookup(shim, fake, intercepted, syms[s], versions[v],
+						     flags[f], v1, &c);
+	free_names(intercepted);
+	printf("child: lookups: %d wrapped, %d real, %d not found, %d wrong\n", c.wrapped, c.real,
+	       c.missing, c.bad);
+	const char *d = getenv("CUBPF_DISABLE");
+	int disabled = d && !strcmp(d, "1");
+	if (disabled)
+		return c.bad || c.wrapped || !c.real;
+	return c.bad || c.wrapped < 50 || c.real < 10 || c.missing < 3;
+}
+
+static void test_procaddr_gives_wrappers_for_each_variant(void **state)
+{
+	(void)state;
+	struct child_env env = { .real = fake_path };
+	assert_int_equal(run_child(&env, child_procaddr), 0);
+}
+
+static void test_procaddr_disabled_gives_real_pointers(void **state)
+{
+	(void)state;
+	struct child_env env = { .real = fake_path, .disable = "1" };
+	assert_int_equal(run_child(&env, child_procaddr), 0);
+}
+
+/* ---- the toolkit stub and no driver at all --------------------------------------------------- */
+
+static int child_stub(void)
+{
+	void *shim = open_shim();
+	void *stub = dlopen(stub_path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	if (!shim || !stub)
+		return child_fail("shim %p, stub %p (was the stub loaded by the shim?)", shim, stub);
+	int (*s_init)(unsigned) = (int (*)(unsigned))dlsym(shim, "cuInit");
+	int (*r_init)(unsigned) = (int (*)(unsigned))dlsym(stub, "cuInit");
+	int (*s_ver)(int *) = (int (*)(int *))dlsym(shim, "cuDriverGetVersion");
+	int (*r_ver)(int *) = (int (*)(int *))dlsym(stub, "cuDriverGetVersion");
+	int v = 0;
+	int a = s_init(0), b = r_init(0), c = s_ver(&v), d = r_ver(&v);
+	printf("child: cuInit via shim %d, stub %d; cuDriverGetVersion via shim %d, stub %d\n", a,
+	       b, c, d);
+	/* cudbg* are not in the stub: the shim answers CUDA_ERROR_NOT_SUPPORTED (801). */
+	int e = CALL0(dlsym(shim, "cudbgGetAPIVersion"));
+	return a != b || a == 0 || c != d || c == 0 || e != 801;
+}
+
+static void test_stub_error_comes_back(void **state)
+{
+	(void)state;
+	struct child_env env = { .real = stub_path };
+	assert_int_equal(run_child(&env, child_stub), 0);
+}
+
+static int child_no_driver(void)
+{
+	void *shim = open_shim();
+	if (!shim)
+		return 1;
+	int bad = 0;
+	int r = ((int (*)(unsigned))dlsym(shim, "cuInit"))(0);
+	bad += r != 100 ? child_fail("cuInit = %d, want 100", r) : 0;
+	int dev = -1;
+	r = ((int (*)(int *, int))dlsym(shim, "cuDeviceGet"))(&dev, 0);
+	bad += r != 3 ? child_fail("cuDeviceGet = %d, want 3", r) : 0;
+	const char *text = NULL;
+	r = ((int (*)(int, const char **))dlsym(shim, "cuGetErrorString"))(100, &text);
+	bad += r != 0 || !text ? child_fail("cuGetErrorString = %d, %p", r, (void *)text) : 0;
+	void *p = (void *)1;
+	r = ((gpa2_t)dlsym(shim, "cuGetProcAddress_v2"))("cuInit", &p, 12000, 0, NULL);
+	bad += r != 100 ? child_fail("cuGetProcAddress_v2 = %d, want 100", r) : 0;
+	r = CALL0(dlsym(shim, "cudbgGetAPI"));
+	bad += r == 0 ? child_fail("cudbgGetAPI succeeded without a driver") : 0;
+	r = CALL0(dlsym(shim, "cuLaunchKernel"));
+	bad += r != 3 ? child_fail("cuLaunchKernel = %d, want 3", r) : 0;
+	return bad;
+}
+
+static void test_no_driver_answers_no_device(void **state)
+{
+	(void)state;
+	struct child_env env = { .real = "/nonexistent/libcuda.so.1" };
+	assert_int_equal(run_child(&env, child_no_driver), 0);
+	assert_non_null(strstr(child_err, "cubpf: no real CUDA driver found"));
+	assert_non_null(strstr(child_err, "/nonexistent/libcuda.so.1"));
+	/* One message, not one per call. */
+	assert_null(strstr(strstr(child_err, "no real CUDA") + 1, "no real CUDA"));
+}
+
+/* CUBPF_REAL_LIBCUDA naming the shim itself must not make it forward to itself. */
+static void test_self_as_driver_is_refused(void **state)
+{
+	(void)state;
+	struct child_env env = { .real = shim_path };
+	assert_int_equal(run_child(&env, child_no_driver), 0);
+	assert_non_null(strstr(child_err, "no real CUDA driver found"));
+}
+
+/* ---- module loads, kernel handles, launches (seen through the log) --------------------------- */
+
+static const char ptx[] =
+	".version 8.0\n.target sm_90\n.address_size 64\n"
+	".visible .entry kern_a(.param .u64 p)\n{\n\tret;\n}\n"
+	".visible .entry kern_b()\n{\n\tret;\n}\n";
+
+typedef int (*launch_t)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			unsigned, void *, void **, void **);
+
+static void *launch_fn, *thread_func;
+
+static void *launch_many(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 2500; i++)
+		((launch_t)launch_fn)(thread_func, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+	return NULL;
+}
+
+static int child_launches(void)
+{
+	void *shim = open_shim();
+	if (!shim)
+		return 1;
+	int (*load)(void **, const void *) = (int (*)(void **, const void *))dlsym(shim, "cuModuleLoadData");
+	int (*getfn)(void **, void *, const char *) =
+		(int (*)(void **, void *, const char *))dlsym(shim, "cuModuleGetFunction");
+	int (*libload)(void **, const void *, void *, void *, unsigned, void *, void *, unsigned) =
+		(int (*)(void **, const void *, void *, void *, unsigned, void *, void *, unsigned))
+			dlsym(shim, "cuLibraryLoadData");
+	int (*getk)(void **, void *, const char *) =
+		(int (*)(void **, void *, const char *))dlsym(shim, "cuLibraryGetKernel");
+	int (*k2f)(void **, void *) = (int (*)(void **, void *))dlsym(shim, "cuKernelGetFunction");
+	launch_t launch = (launch_t)dlsym(shim, "cuLaunchKernel");
+	launch_t launch_ptsz = (launch_t)dlsym(shim, "cuLaunchKernel_ptsz");
+	void *mod = NULL, *f = NULL, *f_again = NULL, *lib = NULL, *k = NULL, *kf = NULL;
+	if (load(&mod, ptx) || getfn(&f, mod, "kern_a") || getfn(&f_again, mod, "kern_a") ||
+	    libload(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0) || getk(&k, lib, "kern_b") ||
+	    k2f(&kf, k))
+		return child_fail("a fake load or look-up failed");
+	for (int i = 0; i < 3; i++)
+		launch(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+	launch(k, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);      /* a CUkernel as CUfunction */
+	launch_ptsz(k, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+	launch(kf, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);     /* its CUfunction */
+	launch_ptsz(kf, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+	launch((void *)0x1234, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL); /* never registered */
+	launch_fn = (void *)launch;
+	thread_func = f;
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, launch_many, NULL);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	return 0;
+}
+
+static void test_loads_and_launches_are_reported(void **state)
+{
+	(void)state;
+	struct child_env env = { .real = fake_path, .log = "info" };
+	assert_int_equal(run_child(&env, child_launches), 0);
+	printf("%s", child_err);
+	assert_non_null(strstr(child_err, "cubpf: load cuModuleLoadData PTX"));
+	assert_non_null(strstr(child_err, "cubpf: load cuLibraryLoadData PTX"));
+	assert_non_null(strstr(child_err, "2 kernels, 0 cubins, PTX available"));
+	assert_non_null(strstr(child_err, "summary: 2 module loads (0 failed), 10008 launches of 2 kernels"));
+	assert_non_null(strstr(child_err, "1 launches of unregistered handles"));
+	assert_non_null(strstr(child_err, "     10003  kern_a\n"));
+	assert_non_null(strstr(child_err, "         4  kern_b\n"));
+}
+
+/* Default log level: nothing on stderr for a clean run. */
+static void test_quiet_by_default(void **state)
+{
+	(void)state;
+	struct child_env env = { .real = fake_path };
+	assert_int_equal(run_child(&env, child_launches), 0);
+	assert_string_equal(child_err, "");
+}
+
+/* Pass-through: loads and launches are forwarded but nothing is counted or printed. */
+static void test_disabled_counts_nothing(void **state)
+{
+	(void)state;
+	struct child_env env = { .real = fake_path, .disable = "1", .log = "info" };
+	assert_int_equal(run_child(&env, child_launches), 0);
+	assert_null(strstr(child_err, "summary"));
+	assert_null(strstr(child_err, "load cu"));
+}
+
+static void test_bad_log_level_is_reported(void **state)
+{
+	(void)state;
+	struct child_env env = { .real = fake_path, .log = "loud" };
+	assert_int_equal(run_child(&env, child_launches), 0);
+	assert_non_null(strstr(child_err, "CUBPF_LOG=loud is not one of"));
+}
+
+int main(void)
+{
+	set_paths();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exports_match_the_list),
+		cmocka_unit_test(test_exports_cover_driver_and_stub),
+		cmocka_unit_test(test_needs_only_glibc),
+		cmocka_unit_test(test_every_export_reaches_the_driver),
+		cmocka_unit_test(test_every_export_reaches_the_driver_when_disabled),
+		cmocka_unit_test(test_procaddr_gives_wrappers_for_each_variant),
+		cmocka_unit_test(test_procaddr_disabled_gives_real_pointers),
+		cmocka_unit_test(test_stub_error_comes_back),
+		cmocka_unit_test(test_no_driver_answers_no_device),
+		cmocka_unit_test(test_self_as_driver_is_refused),
+		cmocka_unit_test(test_loads_and_launches_are_reported),
+		cmocka_unit_test(test_quiet_by_default),
+		cmocka_unit_test(test_disabled_counts_nothing),
+		cmocka_unit_test(test_bad_log_level_is_reported),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
