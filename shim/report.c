@@ -105,11 +105,13 @@ void shim_report_load(const struct shim_module_event *ev)
 	else
 		snprintf(what, sizeof(what), "contents not read");
 	const void *handle = ev->module ? (const void *)ev->module : (const void *)ev->library;
-	shim_log(SHIM_LOG_INFO, "load %s %s%s%s %zu B: %s -> %s%p", ev->api_name,
-		 kind_name(in->kind), ev->path ? " " : "", ev->path ? ev->path : "", in->size, what,
-		 ev->result == CUDA_SUCCESS ? "" : "FAILED ", handle);
-	if (ev->result != CUDA_SUCCESS)
-		shim_log(SHIM_LOG_INFO, "  (%s returned %d)", ev->api_name, ev->result);
+	char outcome[64];
+	if (ev->result == CUDA_SUCCESS)
+		snprintf(outcome, sizeof(outcome), "-> %p", handle);
+	else
+		snprintf(outcome, sizeof(outcome), "-> FAILED (CUresult %d)", ev->result);
+	shim_log(SHIM_LOG_INFO, "load %s %s%s%s %zu B: %s %s", ev->api_name, kind_name(in->kind),
+		 ev->path ? " " : "", ev->path ? ev->path : "", in->size, what, outcome);
 }
 
 /* ---- exit summary ------------------------------------------------------------------------ */
@@ -155,6 +157,8 @@ static int by_launches(const void *a, const void *b)
 static size_t merge_names(struct tallies *t)
 {
 	size_t out = 0;
+	if (!t->n)
+		return 0;
 	qsort(t->v, t->n, sizeof(*t->v), by_name);
 	for (size_t i = 0; i < t->n; i++) {
 		if (out && !strcmp(t->v[out - 1].name, t->v[i].name))
@@ -177,7 +181,8 @@ void shim_report_exit(void)
 		total += t.v[i].launches;
 		launched += t.v[i].launches != 0;
 	}
-	qsort(t.v, n, sizeof(*t.v), by_launches);
+	if (n)
+		qsort(t.v, n, sizeof(*t.v), by_launches);
 	shim_log(SHIM_LOG_INFO, "summary: %u module loads (%u failed), %llu launches of %llu "
 		 "kernels (%zu kernels known, %llu launches of unregistered handles)",
 		 atomic_load(&loads_ok) + atomic_load(&loads_failed), atomic_load(&loads_failed),

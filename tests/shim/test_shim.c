@@ -159,6 +159,8 @@ static int run_child(const struct child_env *env, int (*fn)(void))
 	ssize_t n = pread(fd, child_err, sizeof(child_err) - 1, 0);
 	child_err[n > 0 ? n : 0] = 0;
 	close(fd);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		printf("child failed; its stderr:\n%s\n", child_err);
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return WEXITSTATUS(status);
