@@ -69,6 +69,11 @@ int cubin_elf_open(struct cubin_elf *elf, const void *data, size_t size)
 	elf->shentsize = cubin_rd16(p + 58);
 	if (elf->shoff && elf->shentsize < SHDR_SIZE)
 		return FAIL(elf, "ELF: section header size %u is below 64", elf->shentsize);
+	/* Program headers are not read here, but a table past the end means a truncated file. */
+	uint64_t phoff = cubin_rd64(p + 32), phbytes = (uint64_t)cubin_rd16(p + 54) * cubin_rd16(p + 56);
+	if (phoff && !cubin_in_bounds(phoff, phbytes, size))
+		return FAIL(elf, "ELF: program header table at %#llx runs past the end (%zu bytes)",
+			    (unsigned long long)phoff, size);
 	return read_section_counts(elf, cubin_rd16(p + 60), cubin_rd16(p + 62));
 }
 

@@ -54,17 +54,15 @@ int cubin_identify(const void *data, size_t max, enum cubin_image_kind *kind, si
 	if (magic == FATBIN_MAGIC && max >= FATBIN_HEADER_MIN) {
 		uint16_t hs = cubin_rd16(p + 6);
 		uint64_t size = cubin_rd64(p + 8);
+		*kind = CUBIN_IMAGE_FATBIN; /* even when damaged: lets the caller say why */
 		if (hs < FATBIN_HEADER_MIN || !cubin_in_bounds(hs, size, max))
 			return -1;
-		*kind = CUBIN_IMAGE_FATBIN;
 		*extent = hs + size;
 		return 0;
 	}
 	if (!memcmp(p, ELFMAG, SELFMAG)) {
-		if (cubin_elf_extent(p, max, extent))
-			return -1;
 		*kind = max >= 20 && cubin_rd16(p + 18) == EM_CUDA ? CUBIN_IMAGE_CUBIN : CUBIN_IMAGE_HOST_ELF;
-		return 0;
+		return cubin_elf_extent(p, max, extent);
 	}
 	if (looks_like_ptx(p, max)) {
 		const uint8_t *nul = memchr(p, 0, max);
@@ -375,8 +373,13 @@ int cubin_image_open(struct cubin_image **out, const void *data, size_t size, un
 	if (!img)
 		return err ? cubin_fail(err, errlen, "out of memory") : -1;
 	img->data = data;
-	size_t extent;
-	if (cubin_identify(data, size, &img->kind, &extent)) {
+	size_t extent = size;
+	/* A fatbin or ELF whose headers do not add up, in a buffer of known size, is read anyway:
+	 * the reader then says precisely what is wrong. */
+	if (cubin_identify(data, size, &img->kind, &extent) &&
+	    (size == CUBIN_SIZE_UNKNOWN ||
+	     (img->kind != CUBIN_IMAGE_FATBIN && img->kind != CUBIN_IMAGE_HOST_ELF &&
+	      img->kind != CUBIN_IMAGE_CUBIN))) {
 		if (err)
 			cubin_fail(err, errlen, "%s", unknown_reason(data, size));
 		free(img);

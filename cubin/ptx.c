@@ -85,6 +85,9 @@ static uint64_t tok_number(const struct token *t)
 	size_t n = t->len < sizeof(buf) - 1 ? t->len : sizeof(buf) - 1;
 	memcpy(buf, t->p, n);
 	buf[n] = 0;
+	char *dot = strchr(buf, '.');
+	if (dot)
+		*dot = 0; /* "9.0" -> 9 */
 	return strtoull(buf, NULL, 0);
 }
 
@@ -277,9 +280,11 @@ static int parse_top(struct ctx *c)
 		if (tok_is(&t, ".version")) {
 			if (!next(&c->lx, &t) || !isdigit((unsigned char)t.p[0]))
 				return PFAIL(c, "PTX line %d: .version without a number", line_of(c));
+			/* Digits of the token only: the text need not be NUL-terminated. */
 			const char *dot = memchr(t.p, '.', t.len);
-			c->out->ptx_major = (uint16_t)atoi(t.p);
-			c->out->ptx_minor = dot ? (uint16_t)atoi(dot + 1) : 0;
+			struct token minor = {dot ? dot + 1 : t.p + t.len, dot ? t.len - (size_t)(dot + 1 - t.p) : 0};
+			c->out->ptx_major = (uint16_t)tok_number(&t);
+			c->out->ptx_minor = (uint16_t)tok_number(&minor);
 			have_version = 1;
 		} else if (tok_is(&t, ".target")) {
 			parse_target(c);

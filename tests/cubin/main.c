@@ -24,5 +24,7 @@ int main(void)
 {
 	int failed = 0;
 	failed += run_elf_tests();
+	failed += run_fixture_tests();
+	failed += run_damaged_tests();
 	return failed;
 }

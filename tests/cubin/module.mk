@@ -1,6 +1,52 @@
 # tests/cubin: the cubin/ library tests (test_cubin) and the nvcc fixtures they read.
+#
+# Fixtures go to $(FIXTURES)/cubin.  Each is built from tests/cubin/*.cu with one -gencode /
+# --compress-mode mix; test_fixtures.c knows what each must contain.  A fixture that nvcc cannot
+# build is left missing (the rule does not stop make), and the tests that need it fail saying so.
+CUBIN_FIX := $(FIXTURES)/cubin
+CUBIN_KERNELS := tests/cubin/kernels.cu
+CUBIN_G_SM80 := -gencode arch=compute_80,code=sm_80
+CUBIN_G_SM90 := -gencode arch=compute_90,code=sm_90
+CUBIN_G_PTX80 := -gencode arch=compute_80,code=compute_80
+CUBIN_G_PTX90 := -gencode arch=compute_90,code=compute_90
+CUBIN_G_PTX86 := -gencode arch=compute_86,code=compute_86
+CUBIN_G_MULTI := -gencode arch=compute_75,code=sm_75 -gencode arch=compute_90a,code=sm_90a \
+	-gencode arch=compute_100f,code=sm_100f -gencode arch=compute_120,code=compute_120
+
+# fixture(NAME, NVCC ARGS, SOURCES)
+define cubin_fixture
+$(CUBIN_FIX)/$(1): $(3) tests/cubin/module.mk
+	@mkdir -p $$(@D)
+	@echo "NVCC $$@"
+	@$(NVCC) $(2) -o $$@ $(3) >$$@.log 2>&1 || { echo "fixture $$@ failed: see $$@.log"; rm -f $$@; }
+CUBIN_FIXTURES += $(CUBIN_FIX)/$(1)
+endef
+
+CUBIN_FIXTURES :=
+$(eval $(call cubin_fixture,sass_only.fatbin,-fatbin $(CUBIN_G_SM80) $(CUBIN_G_SM90),$(CUBIN_KERNELS)))
+$(eval $(call cubin_fixture,ptx_only.fatbin,-fatbin $(CUBIN_G_PTX80) $(CUBIN_G_PTX90),$(CUBIN_KERNELS)))
+$(eval $(call cubin_fixture,multi.fatbin,-fatbin $(CUBIN_G_MULTI),$(CUBIN_KERNELS)))
+$(eval $(call cubin_fixture,mode_default.fatbin,-fatbin $(CUBIN_G_SM90) $(CUBIN_G_PTX90),$(CUBIN_KERNELS)))
+$(eval $(call cubin_fixture,mode_speed.fatbin,-fatbin --compress-mode=speed $(CUBIN_G_SM90) $(CUBIN_G_PTX90),$(CUBIN_KERNELS)))
+$(eval $(call cubin_fixture,mode_size.fatbin,-fatbin --compress-mode=size $(CUBIN_G_SM90) $(CUBIN_G_PTX90),$(CUBIN_KERNELS)))
+$(eval $(call cubin_fixture,mode_none.fatbin,-fatbin --compress-mode=none $(CUBIN_G_SM90) $(CUBIN_G_PTX90),$(CUBIN_KERNELS)))
+$(eval $(call cubin_fixture,kernels.cubin,-cubin -arch=sm_90,$(CUBIN_KERNELS)))
+$(eval $(call cubin_fixture,kernels.ptx,-ptx -arch=compute_90,$(CUBIN_KERNELS)))
+$(eval $(call cubin_fixture,kernels.o,-c $(CUBIN_G_SM90) $(CUBIN_G_PTX90),$(CUBIN_KERNELS)))
+$(eval $(call cubin_fixture,app,$(CUBIN_G_SM80) $(CUBIN_G_SM90) $(CUBIN_G_PTX90),tests/cubin/host_main.cu $(CUBIN_KERNELS)))
+$(eval $(call cubin_fixture,rdc_app,-rdc=true $(CUBIN_G_SM90) $(CUBIN_G_PTX90),tests/cubin/rdc_part.cu tests/cubin/rdc_lib.cu tests/cubin/host_main.cu $(CUBIN_KERNELS)))
+$(eval $(call cubin_fixture,libkernels.so,-shared -Xcompiler -fPIC $(CUBIN_G_SM90) $(CUBIN_G_PTX86),$(CUBIN_KERNELS)))
+.PHONY: cubin-fixtures
+cubin-fixtures: $(CUBIN_FIXTURES)
+
 TEST_CUBIN_SRCS := $(wildcard tests/cubin/*.c)
-$(BUILD)/tests/test_cubin: $(call objs,$(TEST_CUBIN_SRCS)) $(CUBIN_LIB)
+$(BUILD)/tests/test_cubin: $(call objs,$(TEST_CUBIN_SRCS)) $(CUBIN_LIB) | $(CUBIN_FIXTURES)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) -lcmocka $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(call objs,$(TEST_CUBIN_SRCS)) $(CUBIN_LIB) $(DEP_LIBS) -lcmocka $(LDLIBS)
 TEST_BINS += $(BUILD)/tests/test_cubin
+
+# Benchmark: read and decompress every fatbin of a file, against a bare zstd loop.
+$(BUILD)/bench/cubin_bench: $(call objs,tests/bench/cubin_bench.c) $(CUBIN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(LDLIBS)
+BENCH_BINS += $(BUILD)/bench/cubin_bench
