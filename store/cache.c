@@ -310,25 +310,64 @@ static int db_open_once(struct store_cache *c)
 	}
 	sqlite3_extended_result_codes(c->db, 1);
 	sqlite3_busy_timeout(c->db, c->opt.busy_timeout_ms);
-	if ((rc = exec(c, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")) != SQLITE_OK)
+	/* WAL is a property of the file: set it only once, so that later opens need no lock. */
+	sqlite3_stmt *s = NULL;
+	int wal = 0;
+	rc = sqlite3_prepare_v2(c->db, "PRAGMA journal_mode", -1, &s, NULL);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		const unsigned char *mode = sqlite3_column_text(s, 0);
+		wal = mode && !strcmp((const char *)mode, "wal");
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_OK) {
+		set_err(c, "%s: %s", c->path, sqlite3_errmsg(c->db));
+		return rc;
+	}
+	if (!wal && (rc = exec(c, "PRAGMA journal_mode = WAL")) != SQLITE_OK)
+		return rc;
+	if ((rc = exec(c, "PRAGMA synchronous = NORMAL")) != SQLITE_OK)
 		return rc;
 	if ((rc = ensure_schema(c)) != SQLITE_OK && !c->error[0])
 		set_err(c, "%s: %s", c->path, sqlite3_errmsg(c->db));
 	return rc;
 }
 
+static int is_busy(int rc)
+{
+	rc &= 0xff;
+	return rc == SQLITE_BUSY || rc == SQLITE_LOCKED;
+}
+
+/* Opening a new database races with other processes opening it too: switching to WAL needs an
+ * exclusive lock, and sqlite answers BUSY at once (without its busy handler) when two readers
+ * both want to upgrade.  So retry the whole open until the busy timeout has passed. */
+static int db_open_retry(struct store_cache *c)
+{
+	int rc;
+	for (int waited = 0;; waited += 5) {
+		c->error[0] = '\0';
+		rc = db_open_once(c);
+		if (rc == SQLITE_OK || !is_busy(rc) || waited >= c->opt.busy_timeout_ms)
+			return rc;
+		db_close(c);
+		usleep(5000);
+	}
+}
+
 /* Opens the database; when sqlite calls it damaged, moves it aside and tries once more. */
 static int db_open(struct store_cache *c)
 {
-	int rc = db_open_once(c);
+	int rc = db_open_retry(c);
 	if (rc == SQLITE_OK)
 		return 0;
 	db_close(c);
 	if (!is_damage(rc))
 		return -1;
-	move_aside(c, c->error);
-	c->error[0] = '\0';
-	rc = db_open_once(c);
+	char why[STORE_ERRLEN];
+	snprintf(why, sizeof(why), "%s", c->error);
+	move_aside(c, why);
+	rc = db_open_retry(c);
 	if (rc == SQLITE_OK)
 		return 0;
 	db_close(c);
@@ -730,7 +769,9 @@ int store_cache_list(struct store_cache *c,
 				"SELECT key, name, sm, driver, ptx_size, cubin_size, rewrite_ns, jit_ns,"
 				" hits, created, last_used FROM modules ORDER BY last_used DESC, rowid DESC",
 				-1, &s, NULL);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+	if (rc != SQLITE_OK)
+		return fail(c, rc, "listing");
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		store_key key = {{0}};
 		struct store_cache_entry e = {0};
 		const void *k = sqlite3_column_blob(s, 0);

@@ -1,9 +1,882 @@
-/* cubpf trace: placeholder until issue 7 lands; says so plainly. */
+/* cubpf trace: read trace files (store/FORMAT.md).
+ *   info FILE                      what the file holds, and whether it ended cleanly
+ *   dump [--json] FILE             every record, as text or as JSON lines
+ *   stats FILE                     per kernel and per API call: count, total, percentiles
+ *   export --format chrome|csv [-o OUT] [--no-probes] FILE
+ *   replay -p PROG.bpf.o FILE      host eBPF programs over the recorded API calls */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store.h"
 #include "tools/commands.h"
+
+static const char usage_text[] =
+	"usage: cubpf trace info FILE\n"
+	"       cubpf trace dump [--json] FILE\n"
+	"       cubpf trace stats FILE\n"
+	"       cubpf trace export --format chrome|csv [-o OUT] [--no-probes] FILE\n"
+	"       cubpf trace replay -p PROG.bpf.o FILE\n"
+	"\n"
+	"  info    header, devices, probe programs, record counts, drops, size and ratio\n"
+	"  dump    every record; --json gives one JSON object per line\n"
+	"  stats   GPU kernel times and host API call times: count, total, mean, p50, p90, p99, max\n"
+	"  export  chrome: Trace Event JSON for Perfetto or chrome://tracing (host API calls,\n"
+	"          kernels and copies on their streams, probe events); csv: map snapshots\n"
+	"  replay  runs a host eBPF program over the recorded events\n";
+
+struct opts {
+	const char *file, *out, *format, *prog;
+	int json, no_probes;
+};
+
+/* ---- shared helpers ---------------------------------------------------------------------- */
+
+static struct store_trace_reader *open_trace(const char *path)
+{
+	char err[STORE_ERRLEN];
+	struct store_trace_reader *r = store_trace_open(path, err, sizeof(err));
+	if (!r)
+		fprintf(stderr, "cubpf trace: %s\n", err);
+	return r;
+}
+
+static const char *str_or(const struct store_trace_reader *r, uint32_t id, char *buf, size_t n)
+{
+	const char *s = store_trace_string(r, id);
+	if (s)
+		return s;
+	snprintf(buf, n, "#%u", id);
+	return buf;
+}
+
+static void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20 || *p >= 0x7f)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+static void hex(FILE *f, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%02x", p[i]);
+}
+
+static const char *copy_kind_name(uint32_t k)
+{
+	static const char *const names[] = {"?", "HtoD", "DtoH", "DtoD", "memset", "other"};
+	return k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
+}
+
+/* How reading ended, for the user: a cut or killed trace is normal, a damaged one is not. */
+static int report_end(const struct store_trace_reader *r, int rc, FILE *f)
+{
+	switch (store_trace_state(r)) {
+	case STORE_TRACE_COMPLETE:
+		return 0;
+	case STORE_TRACE_CUT:
+		fprintf(f, "note: the trace ends inside a frame (writer killed?): %s\n",
+			store_trace_reader_error(r));
+		return 0;
+	case STORE_TRACE_NO_END:
+		fprintf(f, "note: the trace has no end record (writer killed or still running)\n");
+		return 0;
+	default:
+		fprintf(stderr, "cubpf trace: damaged trace: %s\n", store_trace_reader_error(r));
+		return rc < 0 ? 1 : 1;
+	}
+}
+
+/* ---- dump ---------------------------------------------------------------------------------- */
+
+static void dump_api(const struct store_trace_reader *r, const struct store_rec_api *a, int json,
+		     FILE *f)
+{
+	char b[32];
+	const char *name = str_or(r, a->name, b, sizeof(b));
+	if (json) {
+		fprintf(f, "{\"type\":\"api\",\"name\":");
+		json_string(f, name);
+		fprintf(f, ",\"begin_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",\"tid\":%u,\"stream\":%" PRIu64
+			   ",\"bytes\":%" PRIu64 ",\"corr\":%" PRIu64 ",\"result\":%d,\"device\":%u}\n",
+			a->begin_ns, a->end_ns, a->tid, a->stream, a->bytes, a->corr, a->result, a->device);
+	} else {
+		fprintf(f, "api     %" PRIu64 " +%" PRIu64 "ns %s tid=%u stream=0x%" PRIx64 " bytes=%" PRIu64
+			   " corr=%" PRIu64 " result=%d\n",
+			a->begin_ns, a->end_ns - a->begin_ns, name, a->tid, a->stream, a->bytes, a->corr,
+			a->result);
+	}
+}
+
+static void dump_kernel(const struct store_trace_reader *r, const struct store_rec_kernel *k,
+			int json, FILE *f)
+{
+	char b[32];
+	const char *name = str_or(r, k->name, b, sizeof(b));
+	if (json) {
+		fprintf(f, "{\"type\":\"kernel\",\"name\":");
+		json_string(f, name);
+		fprintf(f, ",\"launch_ns\":%" PRIu64 ",\"gpu_start\":%" PRIu64 ",\"gpu_end\":%" PRIu64
+			   ",\"stream\":%" PRIu64 ",\"corr\":%" PRIu64 ",\"device\":%u,\"grid\":[%u,%u,%u]"
+			   ",\"block\":[%u,%u,%u],\"shared_bytes\":%u,\"tid\":%u}\n",
+			k->launch_ns, k->gpu_start, k->gpu_end, k->stream, k->corr, k->device, k->grid[0],
+			k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2], k->shared_bytes,
+			k->tid);
+	} else {
+		fprintf(f, "kernel  %" PRIu64 " %s grid=%ux%ux%u block=%ux%ux%u gpu=[%" PRIu64 ",%" PRIu64
+			   "] %" PRIu64 "ns stream=0x%" PRIx64 " dev=%u corr=%" PRIu64 "\n",
+			k->launch_ns, name, k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1],
+			k->block[2], k->gpu_start, k->gpu_end,
+			k->gpu_end > k->gpu_start ? k->gpu_end - k->gpu_start : 0, k->stream, k->device,
+			k->corr);
+	}
+}
+
+static void dump_copy(const struct store_rec_copy *c, int json, FILE *f)
+{
+	if (json)
+		fprintf(f, "{\"type\":\"copy\",\"kind\":\"%s\",\"bytes\":%" PRIu64 ",\"launch_ns\":%" PRIu64
+			   ",\"gpu_start\":%" PRIu64 ",\"gpu_end\":%" PRIu64 ",\"stream\":%" PRIu64
+			   ",\"corr\":%" PRIu64 ",\"device\":%u,\"tid\":%u}\n",
+			copy_kind_name(c->kind), c->bytes, c->launch_ns, c->gpu_start, c->gpu_end, c->stream,
+			c->corr, c->device, c->tid);
+	else
+		fprintf(f, "copy    %" PRIu64 " %s %" PRIu64 " bytes gpu=[%" PRIu64 ",%" PRIu64
+			   "] stream=0x%" PRIx64 " dev=%u corr=%" PRIu64 "\n",
+			c->launch_ns, copy_kind_name(c->kind), c->bytes, c->gpu_start, c->gpu_end, c->stream,
+			c->device, c->corr);
+}
+
+static void dump_probe(const struct store_rec_probe *p, const uint8_t *d, size_t n, int json, FILE *f)
+{
+	if (json)
+		fprintf(f, "{\"type\":\"probe\",\"ts_ns\":%" PRIu64 ",\"gpu_time\":%s,\"prog\":%u,\"map\":%u"
+			   ",\"device\":%u,\"data\":\"",
+			p->ts_ns, p->flags & STORE_PROBE_GPU_TIME ? "true" : "false", p->prog, p->map,
+			p->device);
+	else
+		fprintf(f, "probe   %" PRIu64 "%s prog=%u map=%u dev=%u data=", p->ts_ns,
+			p->flags & STORE_PROBE_GPU_TIME ? "(gpu)" : "", p->prog, p->map, p->device);
+	hex(f, d, n);
+	fputs(json ? "\"}\n" : "\n", f);
+}
+
+static void dump_map(const struct store_trace_reader *r, const struct store_rec_map *m, size_t rest,
+		     int json, FILE *f)
+{
+	char b[32];
+	const char *name = str_or(r, m->name, b, sizeof(b));
+	if (json) {
+		fprintf(f, "{\"type\":\"map\",\"ts_ns\":%" PRIu64 ",\"prog\":%u,\"map\":%u,\"name\":",
+			m->ts_ns, m->prog, m->map);
+		json_string(f, name);
+		fprintf(f, ",\"map_type\":%u,\"key_size\":%u,\"value_size\":%u,\"count\":%u}\n",
+			m->map_type, m->key_size, m->value_size, m->count);
+	} else {
+		fprintf(f, "map     %" PRIu64 " %s prog=%u map=%u type=%u %u entries of %u+%u bytes (%zu bytes)\n",
+			m->ts_ns, name, m->prog, m->map, m->map_type, m->count, m->key_size, m->value_size,
+			rest);
+	}
+}
+
+static void dump_meta(const struct store_trace_record *rec, int json, FILE *f)
+{
+	const uint8_t *p;
+	size_t n;
+	union {
+		struct store_rec_device d;
+		struct store_rec_clock c;
+		struct store_rec_program pr;
+		struct store_rec_drop dr;
+		struct store_rec_end e;
+	} u;
+	char *s1 = NULL, *s2 = NULL;
+	const char *t = store_rec_type_name(rec->type);
+
+	switch (rec->type) {
+	case STORE_REC_STRING: {
+		uint32_t id = 0;
+		memcpy(&id, rec->payload, rec->len >= 4 ? 4 : 0);
+		char *s = strndup((const char *)rec->payload + 4, rec->len >= 4 ? rec->len - 4 : 0);
+		if (json) {
+			fprintf(f, "{\"type\":\"string\",\"id\":%u,\"value\":", id);
+			json_string(f, s ? s : "");
+			fputs("}\n", f);
+		} else {
+			fprintf(f, "string  %u %s\n", id, s ? s : "");
+		}
+		free(s);
+		return;
+	}
+	case STORE_REC_DEVICE:
+		if (!(p = store_rec_fixed(rec, &u.d, sizeof(u.d), &n)))
+			break;
+		s1 = store_rec_string(&p, &n);
+		fprintf(f, json ? "{\"type\":\"device\",\"ordinal\":%u,\"sm\":%u,\"memory_bytes\":%" PRIu64
+				  ",\"name\":"
+				: "device  %u sm_%u %" PRIu64 " bytes ",
+			u.d.ordinal, u.d.sm, u.d.memory_bytes);
+		json ? json_string(f, s1 ? s1 : "") : (void)fputs(s1 ? s1 : "", f);
+		fputs(json ? "}\n" : "\n", f);
+		break;
+	case STORE_REC_CLOCK:
+		if (!store_rec_fixed(rec, &u.c, sizeof(u.c), NULL))
+			break;
+		fprintf(f, json ? "{\"type\":\"clock\",\"device\":%u,\"host_ns\":%" PRIu64 ",\"gpu_ns\":%" PRIu64
+				  ",\"uncertainty_ns\":%" PRIu64 "}\n"
+				: "clock   dev=%u host=%" PRIu64 " gpu=%" PRIu64 " +-%" PRIu64 "ns\n",
+			u.c.device, u.c.host_ns, u.c.gpu_ns, u.c.uncertainty_ns);
+		break;
+	case STORE_REC_PROGRAM:
+		if (!(p = store_rec_fixed(rec, &u.pr, sizeof(u.pr), &n)))
+			break;
+		s1 = store_rec_string(&p, &n);
+		s2 = store_rec_string(&p, &n);
+		if (json) {
+			fprintf(f, "{\"type\":\"program\",\"index\":%u,\"name\":", u.pr.index);
+			json_string(f, s1 ? s1 : "");
+			fputs(",\"path\":", f);
+			json_string(f, s2 ? s2 : "");
+			fputs("}\n", f);
+		} else {
+			fprintf(f, "program %u %s %s\n", u.pr.index, s1 ? s1 : "", s2 ? s2 : "");
+		}
+		break;
+	case STORE_REC_DROP:
+		if (!store_rec_fixed(rec, &u.dr, sizeof(u.dr), NULL))
+			break;
+		fprintf(f, json ? "{\"type\":\"drop\",\"ts_ns\":%" PRIu64 ",\"source\":%u,\"prog\":%u,\"map\":%u"
+				  ",\"records\":%" PRIu64 ",\"batches\":%" PRIu64 "}\n"
+				: "drop    %" PRIu64 " source=%u prog=%u map=%u records=%" PRIu64 " batches=%" PRIu64 "\n",
+			u.dr.ts_ns, u.dr.source, u.dr.prog, u.dr.map, u.dr.records, u.dr.batches);
+		break;
+	case STORE_REC_END:
+		if (!store_rec_fixed(rec, &u.e, sizeof(u.e), NULL))
+			break;
+		fprintf(f, json ? "{\"type\":\"end\",\"ts_ns\":%" PRIu64 ",\"records\":%" PRIu64
+				  ",\"dropped_records\":%" PRIu64 "}\n"
+				: "end     %" PRIu64 " records=%" PRIu64 " dropped=%" PRIu64 "\n",
+			u.e.end_realtime_ns, u.e.records, u.e.dropped_records);
+		break;
+	default:
+		fprintf(f, json ? "{\"type\":\"%s\",\"code\":%u,\"len\":%u}\n" : "%-7s type=%u len=%u\n", t,
+			rec->type, rec->len);
+	}
+	free(s1);
+	free(s2);
+}
+
+static void dump_record(const struct store_trace_reader *r, const struct store_trace_record *rec,
+			int json, FILE *f)
+{
+	union {
+		struct store_rec_api a;
+		struct store_rec_kernel k;
+		struct store_rec_copy c;
+		struct store_rec_probe p;
+		struct store_rec_map m;
+	} u;
+	const uint8_t *d;
+	size_t n;
+
+	switch (rec->type) {
+	case STORE_REC_API:
+		if (store_rec_fixed(rec, &u.a, sizeof(u.a), NULL))
+			return dump_api(r, &u.a, json, f);
+		break;
+	case STORE_REC_KERNEL:
+		if (store_rec_fixed(rec, &u.k, sizeof(u.k), NULL))
+			return dump_kernel(r, &u.k, json, f);
+		break;
+	case STORE_REC_COPY:
+		if (store_rec_fixed(rec, &u.c, sizeof(u.c), NULL))
+			return dump_copy(&u.c, json, f);
+		break;
+	case STORE_REC_PROBE:
+		if ((d = store_rec_fixed(rec, &u.p, sizeof(u.p), &n)))
+			return dump_probe(&u.p, d, n, json, f);
+		break;
+	case STORE_REC_MAP:
+		if (store_rec_fixed(rec, &u.m, sizeof(u.m), &n))
+			return dump_map(r, &u.m, n, json, f);
+		break;
+	default:
+		return dump_meta(rec, json, f);
+	}
+	fprintf(f, json ? "{\"type\":\"%s\",\"short\":true,\"len\":%u}\n" : "%s (short record, %u bytes)\n",
+		store_rec_type_name(rec->type), rec->len);
+}
+
+static int cmd_dump(const struct opts *o)
+{
+	struct store_trace_reader *r = open_trace(o->file);
+	struct store_trace_record rec;
+	int rc;
+	if (!r)
+		return 1;
+	const struct store_rec_header *h = store_trace_header(r);
+	if (o->json) {
+		printf("{\"type\":\"header\",\"version\":\"%u.%u\",\"pid\":%u,\"start_realtime_ns\":%" PRIu64
+		       ",\"driver_version\":%u,\"cmdline\":",
+		       h->major, h->minor, h->pid, h->start_realtime_ns, h->driver_version);
+		json_string(stdout, store_trace_header_string(r, 2));
+		printf("}\n");
+	} else {
+		printf("header  v%u.%u pid=%u start=%" PRIu64 " driver=%u cubpf=%s host=%s cmd=%s\n",
+		       h->major, h->minor, h->pid, h->start_realtime_ns, h->driver_version,
+		       store_trace_header_string(r, 0), store_trace_header_string(r, 1),
+		       store_trace_header_string(r, 2));
+	}
+	while ((rc = store_trace_next(r, &rec)) == 1)
+		dump_record(r, &rec, o->json, stdout);
+	rc = report_end(r, rc, stderr);
+	store_trace_close_reader(r);
+	return rc;
+}
+
+/* ---- info ------------------------------------------------------------------------------------ */
+
+static int cmd_info(const struct opts *o)
+{
+	struct store_trace_reader *r = open_trace(o->file);
+	struct store_trace_record rec;
+	uint64_t count[STORE_REC_MAX_KNOWN + 2] = {0}, drops = 0, dropped_batches = 0;
+	uint64_t first = UINT64_MAX, last = 0;
+	int rc;
+	if (!r)
+		return 1;
+	const struct store_rec_header *h = store_trace_header(r);
+	printf("trace     %s (format %u.%u)\n", o->file, h->major, h->minor);
+	printf("process   pid %u on %s: %s\n", h->pid, store_trace_header_string(r, 1),
+	       store_trace_header_string(r, 2));
+	printf("cubpf     %s, driver %u\n", store_trace_header_string(r, 0), h->driver_version);
+	while ((rc = store_trace_next(r, &rec)) == 1) {
+		count[rec.type <= STORE_REC_MAX_KNOWN ? rec.type : STORE_REC_MAX_KNOWN + 1]++;
+		if (rec.type == STORE_REC_DEVICE || rec.type == STORE_REC_PROGRAM ||
+		    rec.type == STORE_REC_CLOCK)
+			dump_meta(&rec, 0, stdout);
+		if (rec.type == STORE_REC_DROP) {
+			struct store_rec_drop d;
+			if (store_rec_fixed(&rec, &d, sizeof(d), NULL)) {
+				drops += d.records;
+				dropped_batches += d.batches;
+			}
+		}
+		if (rec.type == STORE_REC_API) {
+			struct store_rec_api a;
+			store_rec_fixed(&rec, &a, sizeof(a), NULL);
+			first = a.begin_ns < first ? a.begin_ns : first;
+			last = a.end_ns > last ? a.end_ns : last;
+		}
+	}
+	uint64_t fb, raw, frames;
+	store_trace_reader_sizes(r, &fb, &raw, &frames);
+	printf("records  ");
+	for (int t = 1; t <= STORE_REC_MAX_KNOWN; t++)
+		if (count[t])
+			printf(" %s=%" PRIu64, store_rec_type_name((uint16_t)t), count[t]);
+	if (count[STORE_REC_MAX_KNOWN + 1])
+		printf(" unknown=%" PRIu64, count[STORE_REC_MAX_KNOWN + 1]);
+	printf("\n");
+	if (last > first)
+		printf("span      %.6f s of host API calls\n", (double)(last - first) / 1e9);
+	printf("dropped   %" PRIu64 " records in %" PRIu64 " batches\n", drops, dropped_batches);
+	printf("size      %" PRIu64 " bytes in %" PRIu64 " frames, %" PRIu64 " bytes of records (ratio %.2f)\n",
+	       fb, frames, raw, fb ? (double)raw / (double)fb : 0.0);
+	static const char *const states[] = {"reading", "complete", "cut short (writer killed?)",
+					     "no end record (writer killed or still running)", "damaged"};
+	printf("state     %s\n", states[store_trace_state(r)]);
+	rc = store_trace_state(r) == STORE_TRACE_DAMAGED ? report_end(r, rc, stderr) : 0;
+	store_trace_close_reader(r);
+	return rc;
+}
+
+/* ---- stats ----------------------------------------------------------------------------------- */
+
+struct series {
+	uint64_t *v;
+	size_t n, cap;
+	uint64_t total;
+};
+
+struct table {
+	struct series *by_id; /* indexed by string id */
+	size_t n;
+};
+
+static int add_sample(struct table *t, uint32_t id, uint64_t v)
+{
+	if (id >= t->n) {
+		size_t n = t->n ? t->n : 64;
+		while (n <= id)
+			n *= 2;
+		struct series *s = realloc(t->by_id, n * sizeof(*s));
+		if (!s)
+			return -1;
+		memset(s + t->n, 0, (n - t->n) * sizeof(*s));
+		t->by_id = s;
+		t->n = n;
+	}
+	struct series *s = &t->by_id[id];
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+		uint64_t *p = realloc(s->v, cap * sizeof(*p));
+		if (!p)
+			return -1;
+		s->v = p;
+		s->cap = cap;
+	}
+	s->v[s->n++] = v;
+	s->total += v;
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of a sorted series. */
+static uint64_t pct(const struct series *s, unsigned p)
+{
+	size_t rank = (s->n * p + 99) / 100;
+	return s->v[rank ? rank - 1 : 0];
+}
+
+static void print_table(const char *title, const struct table *t, const struct store_trace_reader *r)
+{
+	char b[32];
+	int any = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		struct series *s = &t->by_id[i];
+		if (!s->n)
+			continue;
+		if (!any++)
+			printf("%s\n  %-10s %14s %12s %12s %12s %12s %12s  %s\n", title, "count", "total_us",
+			       "mean_us", "p50_us", "p90_us", "p99_us", "max_us", "name");
+		qsort(s->v, s->n, sizeof(*s->v), cmp_u64);
+		printf("  %-10zu %14.3f %12.3f %12.3f %12.3f %12.3f %12.3f  %s\n", s->n, s->total / 1e3,
+		       (double)s->total / (double)s->n / 1e3, pct(s, 50) / 1e3, pct(s, 90) / 1e3,
+		       pct(s, 99) / 1e3, s->v[s->n - 1] / 1e3, str_or(r, (uint32_t)i, b, sizeof(b)));
+	}
+	if (!any)
+		printf("%s\n  (none)\n", title);
+}
+
+static void free_table(struct table *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->by_id[i].v);
+	free(t->by_id);
+}
+
+static int cmd_stats(const struct opts *o)
+{
+	struct store_trace_reader *r = open_trace(o->file);
+	struct store_trace_record rec;
+	struct table kernels = {0}, apis = {0}, copies = {0};
+	uint64_t unmeasured = 0;
+	int rc, oom = 0;
+	if (!r)
+		return 1;
+	while ((rc = store_trace_next(r, &rec)) == 1 && !oom) {
+		union {
+			struct store_rec_api a;
+			struct store_rec_kernel k;
+			struct store_rec_copy c;
+		} u;
+		if (rec.type == STORE_REC_API && store_rec_fixed(&rec, &u.a, sizeof(u.a), NULL))
+			oom = add_sample(&apis, u.a.name, u.a.end_ns - u.a.begin_ns);
+		else if (rec.type == STORE_REC_KERNEL && store_rec_fixed(&rec, &u.k, sizeof(u.k), NULL)) {
+			if (u.k.gpu_start && u.k.gpu_end >= u.k.gpu_start)
+				oom = add_sample(&kernels, u.k.name, u.k.gpu_end - u.k.gpu_start);
+			else
+				unmeasured++;
+		} else if (rec.type == STORE_REC_COPY && store_rec_fixed(&rec, &u.c, sizeof(u.c), NULL) &&
+			   u.c.gpu_start && u.c.gpu_end >= u.c.gpu_start)
+			oom = add_sample(&copies, u.c.kind, u.c.gpu_end - u.c.gpu_start);
+	}
+	if (oom)
+		fprintf(stderr, "cubpf trace: out of memory\n");
+	print_table("GPU kernels (device time)", &kernels, r);
+	if (unmeasured)
+		printf("  (%" PRIu64 " launches without device times)\n", unmeasured);
+	printf("\n");
+	print_table("host API calls (wall time)", &apis, r);
+	for (size_t i = 0; i < copies.n; i++)
+		if (copies.by_id[i].n) {
+			struct series *s = &copies.by_id[i];
+			qsort(s->v, s->n, sizeof(*s->v), cmp_u64);
+			printf("\ncopies %-6s count %zu total %.3f us p50 %.3f us max %.3f us\n",
+			       copy_kind_name((uint32_t)i), s->n, s->total / 1e3, pct(s, 50) / 1e3,
+			       s->v[s->n - 1] / 1e3);
+		}
+	rc = report_end(r, rc, stderr) || oom;
+	free_table(&kernels);
+	free_table(&apis);
+	free_table(&copies);
+	store_trace_close_reader(r);
+	return rc;
+}
+
+/* ---- export ---------------------------------------------------------------------------------- */
+
+#define MAX_DEVICES 64
+#define MAX_STREAMS 4096
+
+struct chrome {
+	FILE *f;
+	const struct store_trace_reader *r;
+	uint64_t t0;                        /* host ns that becomes ts 0 */
+	int64_t offset[MAX_DEVICES];        /* host - gpu, from the latest clock record */
+	uint64_t streams[MAX_STREAMS];      /* stream handle -> track index (+1) */
+	uint32_t stream_dev[MAX_STREAMS];
+	size_t nstreams;
+	uint32_t pid;
+	int first, no_probes;
+};
+
+#define GPU_PID(c, dev) ((c)->pid * 100u + 1000000u + (dev))
+
+static void ev_begin(struct chrome *c)
+{
+	fputs(c->first ? "\n" : ",\n", c->f);
+	c->first = 0;
+}
+
+static double us(const struct chrome *c, uint64_t host_ns)
+{
+	return ((double)(int64_t)(host_ns - c->t0)) / 1e3;
+}
+
+static uint64_t gpu_to_host(const struct chrome *c, uint32_t dev, uint64_t gpu_ns)
+{
+	return gpu_ns + (uint64_t)c->offset[dev < MAX_DEVICES ? dev : 0];
+}
+
+static size_t stream_track(struct chrome *c, uint32_t dev, uint64_t stream)
+{
+	for (size_t i = 0; i < c->nstreams; i++)
+		if (c->streams[i] == stream && c->stream_dev[i] == dev)
+			return i + 1;
+	if (c->nstreams == MAX_STREAMS)
+		return 0; /* the overflow track */
+	c->streams[c->nstreams] = stream;
+	c->stream_dev[c->nstreams] = dev;
+	ev_begin(c);
+	fprintf(c->f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%zu,"
+		       "\"args\":{\"name\":\"stream 0x%" PRIx64 "\"}}",
+		GPU_PID(c, dev), c->nstreams + 1, stream);
+	return ++c->nstreams;
+}
+
+static void chrome_api(struct chrome *c, const struct store_rec_api *a)
+{
+	char b[32];
+	ev_begin(c);
+	fprintf(c->f, "{\"ph\":\"X\",\"cat\":\"api\",\"name\":");
+	json_string(c->f, str_or(c->r, a->name, b, sizeof(b)));
+	fprintf(c->f, ",\"pid\":%u,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"stream\":\"0x%" PRIx64
+		      "\",\"bytes\":%" PRIu64 ",\"result\":%d,\"corr\":%" PRIu64 "}}",
+		c->pid, a->tid, us(c, a->begin_ns), (double)(a->end_ns - a->begin_ns) / 1e3, a->stream,
+		a->bytes, a->result, a->corr);
+	if (a->corr) { /* flow arrow from the call to the work it queued */
+		ev_begin(c);
+		fprintf(c->f, "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":%" PRIu64
+			      ",\"pid\":%u,\"tid\":%u,\"ts\":%.3f}",
+			a->corr, c->pid, a->tid, us(c, a->begin_ns));
+	}
+}
+
+/* A span on the device's stream track; times in GPU clock when measured, else an instant at
+ * the host launch time. */
+static void chrome_gpu_span(struct chrome *c, const char *cat, const char *name, uint32_t dev,
+			    uint64_t stream, uint64_t launch_ns, uint64_t gs, uint64_t ge, uint64_t corr,
+			    const char *args)
+{
+	size_t tid = stream_track(c, dev, stream);
+	double ts = gs ? us(c, gpu_to_host(c, dev, gs)) : us(c, launch_ns);
+	ev_begin(c);
+	if (gs && ge >= gs)
+		fprintf(c->f, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":", cat);
+	else
+		fprintf(c->f, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"%s\",\"name\":", cat);
+	json_string(c->f, name);
+	fprintf(c->f, ",\"pid\":%u,\"tid\":%zu,\"ts\":%.3f", GPU_PID(c, dev), tid, ts);
+	if (gs && ge >= gs)
+		fprintf(c->f, ",\"dur\":%.3f", (double)(ge - gs) / 1e3);
+	fprintf(c->f, ",\"args\":{%s}}", args);
+	if (corr) {
+		ev_begin(c);
+		fprintf(c->f, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":%" PRIu64
+			      ",\"pid\":%u,\"tid\":%zu,\"ts\":%.3f}",
+			corr, GPU_PID(c, dev), tid, ts);
+	}
+}
+
+static void chrome_kernel(struct chrome *c, const struct store_rec_kernel *k)
+{
+	char b[32], args[256];
+	snprintf(args, sizeof(args), "\"grid\":\"%ux%ux%u\",\"block\":\"%ux%ux%u\",\"shared_bytes\":%u,"
+				     "\"corr\":%" PRIu64,
+		 k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2],
+		 k->shared_bytes, k->corr);
+	chrome_gpu_span(c, "kernel", str_or(c->r, k->name, b, sizeof(b)), k->device, k->stream,
+			k->launch_ns, k->gpu_start, k->gpu_end, k->corr, args);
+}
+
+static void chrome_copy(struct chrome *c, const struct store_rec_copy *k)
+{
+	char name[64], args[128];
+	snprintf(name, sizeof(name), "memcpy %s %" PRIu64 " B", copy_kind_name(k->kind), k->bytes);
+	if (k->kind == STORE_COPY_MEMSET)
+		snprintf(name, sizeof(name), "memset %" PRIu64 " B", k->bytes);
+	snprintf(args, sizeof(args), "\"bytes\":%" PRIu64 ",\"corr\":%" PRIu64, k->bytes, k->corr);
+	chrome_gpu_span(c, "copy", name, k->device, k->stream, k->launch_ns, k->gpu_start, k->gpu_end,
+			k->corr, args);
+}
+
+static void chrome_probe(struct chrome *c, const struct store_rec_probe *p, const uint8_t *d, size_t n)
+{
+	uint64_t t = p->flags & STORE_PROBE_GPU_TIME ? gpu_to_host(c, p->device, p->ts_ns) : p->ts_ns;
+	ev_begin(c);
+	fprintf(c->f, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"probe\",\"name\":\"probe %u/%u\",\"pid\":%u,"
+		      "\"tid\":0,\"ts\":%.3f,\"args\":{\"data\":\"",
+		p->prog, p->map, GPU_PID(c, p->device), us(c, t));
+	hex(c->f, d, n > 64 ? 64 : n);
+	fprintf(c->f, "%s\"}}", n > 64 ? "..." : "");
+}
+
+static void chrome_meta(struct chrome *c, const struct store_trace_record *rec)
+{
+	const uint8_t *p;
+	size_t n;
+	if (rec->type == STORE_REC_CLOCK) {
+		struct store_rec_clock k;
+		if (store_rec_fixed(rec, &k, sizeof(k), NULL) && k.device < MAX_DEVICES)
+			c->offset[k.device] = (int64_t)(k.host_ns - k.gpu_ns);
+	} else if (rec->type == STORE_REC_DEVICE) {
+		struct store_rec_device d;
+		if (!(p = store_rec_fixed(rec, &d, sizeof(d), &n)) || d.ordinal >= MAX_DEVICES)
+			return;
+		char *name = store_rec_string(&p, &n), label[300];
+		snprintf(label, sizeof(label), "GPU %u (%s, sm_%u)", d.ordinal, name ? name : "?", d.sm);
+		free(name);
+		ev_begin(c);
+		fprintf(c->f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"args\":{\"name\":",
+			GPU_PID(c, d.ordinal));
+		json_string(c->f, label);
+		fprintf(c->f, "}},\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":0,"
+			      "\"args\":{\"name\":\"probe events\"}}",
+			GPU_PID(c, d.ordinal));
+	} else if (rec->type == STORE_REC_DROP) {
+		struct store_rec_drop d;
+		if (!store_rec_fixed(rec, &d, sizeof(d), NULL))
+			return;
+		ev_begin(c);
+		fprintf(c->f, "{\"ph\":\"i\",\"s\":\"g\",\"cat\":\"drop\",\"name\":\"dropped %" PRIu64
+			      " records\",\"pid\":%u,\"tid\":0,\"ts\":%.3f}",
+			d.records, c->pid, us(c, d.ts_ns));
+	}
+}
+
+static void chrome_record(struct chrome *c, const struct store_trace_record *rec)
+{
+	union {
+		struct store_rec_api a;
+		struct store_rec_kernel k;
+		struct store_rec_copy cp;
+		struct store_rec_probe p;
+	} u;
+	const uint8_t *d;
+	size_t n;
+	if (rec->type == STORE_REC_API && store_rec_fixed(rec, &u.a, sizeof(u.a), NULL))
+		chrome_api(c, &u.a);
+	else if (rec->type == STORE_REC_KERNEL && store_rec_fixed(rec, &u.k, sizeof(u.k), NULL))
+		chrome_kernel(c, &u.k);
+	else if (rec->type == STORE_REC_COPY && store_rec_fixed(rec, &u.cp, sizeof(u.cp), NULL))
+		chrome_copy(c, &u.cp);
+	else if (rec->type == STORE_REC_PROBE && !c->no_probes &&
+		 (d = store_rec_fixed(rec, &u.p, sizeof(u.p), &n)))
+		chrome_probe(c, &u.p, d, n);
+	else
+		chrome_meta(c, rec);
+}
+
+static int export_chrome(struct store_trace_reader *r, FILE *f, int no_probes)
+{
+	struct chrome *c = calloc(1, sizeof(*c));
+	struct store_trace_record rec;
+	int rc;
+	if (!c)
+		return -1;
+	const struct store_rec_header *h = store_trace_header(r);
+	c->f = f;
+	c->r = r;
+	c->t0 = h->start_realtime_ns;
+	c->pid = h->pid;
+	c->first = 1;
+	c->no_probes = no_probes;
+	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"cubpf_version\":");
+	json_string(f, store_trace_header_string(r, 0));
+	fprintf(f, ",\"start_realtime_ns\":%" PRIu64 "},\"traceEvents\":[", c->t0);
+	ev_begin(c);
+	fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"args\":{\"name\":", c->pid);
+	json_string(f, store_trace_header_string(r, 2));
+	fprintf(f, "}}");
+	while ((rc = store_trace_next(r, &rec)) == 1)
+		chrome_record(c, &rec);
+	fprintf(f, "\n]}\n");
+	free(c);
+	return rc;
+}
+
+/* CSV of map snapshots: one line per key/value pair.  4- and 8-byte keys and values are
+ * printed as unsigned numbers (counters, histogram buckets), others in hex. */
+static void csv_value(FILE *f, const uint8_t *p, uint32_t n)
+{
+	if (n == 4 || n == 8) {
+		uint64_t v = 0;
+		memcpy(&v, p, n);
+		fprintf(f, "%" PRIu64, v);
+	} else {
+		hex(f, p, n);
+	}
+}
+
+static int export_csv(struct store_trace_reader *r, FILE *f)
+{
+	struct store_trace_record rec;
+	int rc;
+	char b[32];
+	fprintf(f, "ts_ns,prog,map,name,key,value\n");
+	while ((rc = store_trace_next(r, &rec)) == 1) {
+		struct store_rec_map m;
+		const uint8_t *p;
+		size_t n;
+		if (rec.type != STORE_REC_MAP || !(p = store_rec_fixed(&rec, &m, sizeof(m), &n)))
+			continue;
+		uint64_t pair = (uint64_t)m.key_size + m.value_size;
+		for (uint32_t i = 0; i < m.count && pair && n >= pair; i++, p += pair, n -= pair) {
+			fprintf(f, "%" PRIu64 ",%u,%u,%s,", m.ts_ns, m.prog, m.map,
+				str_or(r, m.name, b, sizeof(b)));
+			csv_value(f, p, m.key_size);
+			fputc(',', f);
+			csv_value(f, p + m.key_size, m.value_size);
+			fputc('\n', f);
+		}
+	}
+	return rc;
+}
+
+static int cmd_export(const struct opts *o)
+{
+	int chrome = o->format && !strcmp(o->format, "chrome");
+	if (!o->format || (!chrome && strcmp(o->format, "csv"))) {
+		fprintf(stderr, "cubpf trace export: --format chrome or --format csv is required\n");
+		return 2;
+	}
+	struct store_trace_reader *r = open_trace(o->file);
+	if (!r)
+		return 1;
+	FILE *f = o->out && strcmp(o->out, "-") ? fopen(o->out, "w") : stdout;
+	if (!f) {
+		perror(o->out);
+		store_trace_close_reader(r);
+		return 1;
+	}
+	int rc = chrome ? export_chrome(r, f, o->no_probes) : export_csv(r, f);
+	rc = report_end(r, rc, stderr);
+	if (f != stdout && fclose(f)) {
+		perror(o->out);
+		rc = 1;
+	}
+	store_trace_close_reader(r);
+	return rc;
+}
+
+/* ---- replay ------------------------------------------------------------------------------------ */
+
+static int cmd_replay(const struct opts *o)
+{
+	if (!o->prog) {
+		fprintf(stderr, "cubpf trace replay: -p PROG.bpf.o is required\n");
+		return 2;
+	}
+	/* The recorded API events do not carry the call arguments yet (the shim of issue 6 will
+	 * add them), so a uprobe program would see an incomplete context: refuse plainly. */
+	fprintf(stderr, "cubpf trace replay: not available yet: traces do not record API call "
+			"arguments until the live-probe shim (issue 6) writes them\n");
+	return 2;
+}
+
+/* ---- arguments ---------------------------------------------------------------------------------- */
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--json"))
+			o->json = 1;
+		else if (!strcmp(a, "--no-probes"))
+			o->no_probes = 1;
+		else if ((!strcmp(a, "--format") || !strcmp(a, "-f")) && i + 1 < argc)
+			o->format = argv[++i];
+		else if (!strncmp(a, "--format=", 9))
+			o->format = a + 9;
+		else if (!strcmp(a, "-o") && i + 1 < argc)
+			o->out = argv[++i];
+		else if (!strcmp(a, "-p") && i + 1 < argc)
+			o->prog = argv[++i];
+		else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, "cubpf trace: unknown or incomplete option '%s'\n", a);
+			return -1;
+		} else if (!o->file)
+			o->file = a;
+		else {
+			fprintf(stderr, "cubpf trace: one FILE only ('%s')\n", a);
+			return -1;
+		}
+	}
+	if (!o->file) {
+		fprintf(stderr, "cubpf trace %s: FILE is missing\n%s", argv[1], usage_text);
+		return -1;
+	}
+	return 0;
+}
 
 int cmd_trace(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return cmd_not_available("trace", "7");
+	struct opts o = {0};
+	static const struct {
+		const char *name;
+		int (*fn)(const struct opts *);
+	} subs[] = {{"info", cmd_info},     {"dump", cmd_dump},     {"stats", cmd_stats},
+		    {"export", cmd_export}, {"replay", cmd_replay}};
+
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fputs(usage_text, argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	for (int i = 2; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(usage_text, stdout);
+			return 0;
+		}
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+		if (!strcmp(argv[1], subs[i].name))
+			return parse(argc, argv, &o) ? 2 : subs[i].fn(&o);
+	fprintf(stderr, "cubpf trace: unknown subcommand '%s'\n%s", argv[1], usage_text);
+	return 2;
 }

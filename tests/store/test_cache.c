@@ -178,8 +178,10 @@ static void writer_child(const char *path, unsigned base)
 {
 	char err[STORE_ERRLEN];
 	struct store_cache *c = store_cache_open(path, NULL, err, sizeof(err));
-	if (!c)
+	if (!c) {
+		fprintf(stderr, "child: %s\n", err);
 		_exit(10);
+	}
 	for (unsigned i = 0; i < 150; i++) {
 		if (put_n(c, base + i, 3000, 20000))
 			_exit(11);

@@ -1,0 +1,284 @@
+/* The cubpf trace and cubpf cache commands, run as a user runs them ($CUBPF_BUILD/bin/cubpf),
+ * on files written by the library.  The Chrome export is parsed by Python's json module and its
+ * events checked against what was written. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store/store.h"
+#include "tests/store/tests.h"
+
+#define NKERN 50
+#define CLOCK_OFFSET 7000 /* host - gpu, ns */
+
+static char *cubpf_path(void)
+{
+	const char *b = getenv("CUBPF_BUILD");
+	char p[4096];
+	snprintf(p, sizeof(p), "%s/bin/cubpf", b && *b ? b : "build");
+	if (access(p, X_OK))
+		fail_msg("%s is missing: build it first (CUBPF_BUILD=%s)", p, b ? b : "unset");
+	return strdup(p);
+}
+
+/* Runs a shell command; returns its exit status and its output (stdout+stderr) in *out. */
+static int run(const char *cmd, char **out)
+{
+	char full[8192];
+	snprintf(full, sizeof(full), "%s 2>&1", cmd);
+	FILE *f = popen(full, "r");
+	assert_non_null(f);
+	size_t cap = 1 << 16, n = 0, k;
+	char *buf = malloc(cap);
+	while ((k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+		n += k;
+		if (cap - n < 4096)
+			buf = realloc(buf, cap *= 2);
+	}
+	buf[n] = '\0';
+	int st = pclose(f);
+	if (out)
+		*out = buf;
+	else
+		free(buf);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* A small but complete trace: a device with a clock calibration, a program, NKERN launches
+ * (API call + kernel with device times), copies, probe events, a histogram snapshot. */
+static void write_sample(const char *path)
+{
+	char err[STORE_ERRLEN];
+	struct store_trace_process p = {.pid = 321, .driver_version = 13000, .cubpf_version = "0.1.0",
+					.hostname = "box", .cmdline = "./vecadd 1024"};
+	struct store_trace_writer *w = store_trace_create(path, &p, NULL, err, sizeof(err));
+	if (!w)
+		fail_msg("%s", err);
+	struct store_rec_device d = {.ordinal = 0, .sm = 90, .memory_bytes = 1ull << 36};
+	store_trace_device(w, &d, "NVIDIA H100 80GB HBM3");
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now); /* near the header's start, as in a real trace */
+	uint64_t t0 = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	struct store_rec_clock c = {.host_ns = t0 + CLOCK_OFFSET, .gpu_ns = t0, .uncertainty_ns = 40};
+	store_trace_clock(w, &c);
+	struct store_rec_program pr = {.index = 0, .nmaps = 2};
+	store_trace_program(w, &pr, "kernelretsnoop", "probes/kernelretsnoop.bpf.o");
+	uint32_t launch = store_trace_intern(w, "cuLaunchKernel");
+	uint32_t copy = store_trace_intern(w, "cuMemcpyHtoDAsync_v2");
+	uint32_t kname = store_trace_intern(w, "_Z6vecAddPKfS0_Pfi");
+	for (unsigned i = 0; i < NKERN; i++) {
+		uint64_t base = t0 + 1000000ull * (i + 1);
+		struct store_rec_api a = {.begin_ns = base, .end_ns = base + 3000, .stream = 0x55,
+					  .corr = 2 * i + 1, .name = launch, .tid = 1234};
+		store_trace_api(w, &a);
+		struct store_rec_kernel k = {.launch_ns = base, .gpu_start = base + 10000 - CLOCK_OFFSET,
+					     .gpu_end = base + 10000 - CLOCK_OFFSET + 2000 + 100 * i,
+					     .stream = 0x55, .corr = 2 * i + 1, .name = kname,
+					     .grid = {4, 1, 1}, .block = {256, 1, 1}, .tid = 1234};
+		store_trace_kernel(w, &k);
+		struct store_rec_api ac = {.begin_ns = base + 20000, .end_ns = base + 21000,
+					   .stream = 0x55, .bytes = 4096, .corr = 2 * i + 2,
+					   .name = copy, .tid = 1234};
+		store_trace_api(w, &ac);
+		struct store_rec_copy cp = {.launch_ns = base + 20000, .gpu_start = base + 30000,
+					    .gpu_end = base + 31000, .stream = 0x55,
+					    .corr = 2 * i + 2, .bytes = 4096, .kind = STORE_COPY_HTOD};
+		store_trace_copy(w, &cp);
+		struct store_rec_probe pe = {.ts_ns = base + 11000 - CLOCK_OFFSET, .prog = 0, .map = 1,
+					     .flags = STORE_PROBE_GPU_TIME};
+		uint32_t payload[2] = {i, 7};
+		store_trace_probe(w, &pe, payload, sizeof(payload));
+	}
+	struct store_rec_map m = {.ts_ns = t0 + 999, .prog = 0, .map = 0,
+				  .name = store_trace_intern(w, "latency_hist"), .map_type = 2,
+				  .key_size = 4, .value_size = 8, .count = 3};
+	uint8_t kv[36];
+	for (uint32_t i = 0; i < 3; i++) {
+		uint64_t v = 100 * (i + 1);
+		memcpy(kv + 12 * i, &i, 4);
+		memcpy(kv + 12 * i + 4, &v, 8);
+	}
+	store_trace_map(w, &m, kv, sizeof(kv));
+	assert_int_equal(store_trace_close(w, err, sizeof(err)), 0);
+}
+
+static const char checker[] =
+	"import json,sys\n"
+	"d=json.load(open(sys.argv[1]))\n"
+	"ev=d['traceEvents']\n"
+	"k=[e for e in ev if e.get('cat')=='kernel' and e['ph']=='X']\n"
+	"a=[e for e in ev if e.get('cat')=='api' and e['ph']=='X']\n"
+	"c=[e for e in ev if e.get('cat')=='copy' and e['ph']=='X']\n"
+	"p=[e for e in ev if e.get('cat')=='probe']\n"
+	"assert len(k)==%d and len(a)==%d and len(c)==%d and len(p)==%d, (len(k),len(a),len(c),len(p))\n"
+	"assert all(e['name']=='_Z6vecAddPKfS0_Pfi' for e in k)\n"
+	"api={e['args']['corr']:e for e in a}\n"
+	"k.sort(key=lambda e:e['ts'])\n"
+	"for i,e in enumerate(k):\n"
+	"  assert abs(e['ts']-k[0]['ts']-1000*i)<2e-3, e\n"
+	"  assert abs(e['ts']-api[e['args']['corr']]['ts']-10)<2e-3, e\n"
+	"  assert abs(e['dur']-(2+0.1*i))<2e-3, e\n"
+	"assert {e['pid'] for e in k}!={e['pid'] for e in a}\n"
+	"names={e['args']['name'] for e in ev if e['ph']=='M'}\n"
+	"assert 'stream 0x55' in names and any('H100' in n for n in names), names\n"
+	"flows=[e for e in ev if e['ph'] in 's' or e['ph']=='f']\n"
+	"assert len(flows)==4*%d, len(flows)\n"
+	"print('chrome ok', len(ev))\n";
+
+static void test_trace_commands(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), *bin = cubpf_path(), trace[4200], cmd[32768], *out;
+	snprintf(trace, sizeof(trace), "%s/sample.cubpf", dir);
+	write_sample(trace);
+
+	snprintf(cmd, sizeof(cmd), "%s trace info %s", bin, trace);
+	assert_int_equal(run(cmd, &out), 0);
+	assert_non_null(strstr(out, "api=100 kernel=50 copy=50 probe=50 map=1"));
+	assert_non_null(strstr(out, "state     complete"));
+	assert_non_null(strstr(out, "NVIDIA H100"));
+	free(out);
+
+	snprintf(cmd, sizeof(cmd), "%s trace stats %s", bin, trace);
+	assert_int_equal(run(cmd, &out), 0);
+	/* 50 kernels of 2000 + 100 i ns: total 222.5 us, p50 = 4.4 us (25th), max 6.9 us. */
+	assert_non_null(strstr(out, "222.500"));
+	assert_non_null(strstr(out, "4.400"));
+	assert_non_null(strstr(out, "6.900  _Z6vecAddPKfS0_Pfi"));
+	assert_non_null(strstr(out, "cuMemcpyHtoDAsync_v2"));
+	free(out);
+
+	char json[4200], py[4200];
+	snprintf(json, sizeof(json), "%s/out.json", dir);
+	snprintf(py, sizeof(py), "%s/check.py", dir);
+	FILE *f = fopen(py, "w");
+	fprintf(f, checker, NKERN, 2 * NKERN, NKERN, NKERN, NKERN);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "%s trace export --format chrome -o %s %s && python3 %s %s", bin,
+		 json, trace, py, json);
+	int rc = run(cmd, &out);
+	if (rc)
+		fail_msg("export/check failed (%d): %s", rc, out);
+	assert_non_null(strstr(out, "chrome ok"));
+	free(out);
+
+	snprintf(cmd, sizeof(cmd), "%s trace export --format csv %s", bin, trace);
+	assert_int_equal(run(cmd, &out), 0);
+	assert_non_null(strstr(out, "ts_ns,prog,map,name,key,value\n"));
+	assert_non_null(strstr(out, ",0,0,latency_hist,2,300\n"));
+	free(out);
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s trace dump --json %s | python3 -c 'import json,sys; n=[json.loads(l) for l in sys.stdin];"
+		 " print(\"lines\", len(n), sum(1 for x in n if x[\"type\"]==\"kernel\"))'",
+		 bin, trace);
+	assert_int_equal(run(cmd, &out), 0);
+	assert_non_null(strstr(out, " 50\n"));
+	free(out);
+	free(bin);
+	rm_tree(dir);
+	free(dir);
+}
+
+static void test_trace_bad_input(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), *bin = cubpf_path(), path[4200], cmd[32768], *out;
+	snprintf(path, sizeof(path), "%s/sample.cubpf", dir);
+	write_sample(path);
+	size_t n;
+	uint8_t *img = slurp(path, &n);
+	spit(path, img, n - 10); /* the END frame is cut */
+	free(img);
+	snprintf(cmd, sizeof(cmd), "%s trace info %s", bin, path);
+	assert_int_equal(run(cmd, &out), 0);
+	assert_non_null(strstr(out, "cut short"));
+	assert_non_null(strstr(out, "kernel=50"));
+	free(out);
+
+	snprintf(path, sizeof(path), "%s/junk", dir);
+	spit(path, "not a trace at all", 18);
+	snprintf(cmd, sizeof(cmd), "%s trace dump %s", bin, path);
+	assert_int_equal(run(cmd, &out), 1);
+	assert_non_null(strstr(out, "not a cubpf trace"));
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s trace export %s", bin, path);
+	assert_int_equal(run(cmd, &out), 2);
+	assert_non_null(strstr(out, "--format"));
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s trace info", bin);
+	assert_int_equal(run(cmd, NULL), 2);
+	snprintf(cmd, sizeof(cmd), "%s trace --help", bin);
+	assert_int_equal(run(cmd, &out), 0);
+	assert_non_null(strstr(out, "export --format chrome|csv"));
+	free(out);
+	free(bin);
+	rm_tree(dir);
+	free(dir);
+}
+
+static void test_cache_commands(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), *bin = cubpf_path(), db[4200], cmd[32768], *out, err[STORE_ERRLEN];
+	snprintf(db, sizeof(db), "%s/c/cache.db", dir);
+	snprintf(cmd, sizeof(cmd), "%s cache stats --db %s", bin, db);
+	assert_int_equal(run(cmd, &out), 0);
+	assert_non_null(strstr(out, "no cache at"));
+	free(out);
+
+	struct store_cache *c = store_cache_open(db, NULL, err, sizeof(err));
+	assert_non_null(c);
+	store_key k[3];
+	for (int i = 0; i < 3; i++) {
+		char img[16], name[32];
+		snprintf(img, sizeof(img), "img%d", i);
+		snprintf(name, sizeof(name), "module_%d", i);
+		struct store_key_input in = {.image = {img, strlen(img)}, .sm = 90};
+		store_key_compute(&in, &k[i]);
+		struct store_cache_entry e = {.ptx = img, .ptx_size = 4, .cubin = name, .cubin_size = 8,
+					      .name = name, .sm = 90, .rewrite_ns = 2000000,
+					      .jit_ns = 30000000};
+		assert_int_equal(store_cache_put(c, &k[i], &e), 0);
+	}
+	struct store_cache_entry e;
+	assert_int_equal(store_cache_get(c, &k[1], &e), 1);
+	store_cache_entry_free(&e);
+	store_cache_close(c);
+
+	setenv("CUBPF_CACHE", db, 1); /* the default path, as the shim and users set it */
+	snprintf(cmd, sizeof(cmd), "%s cache ls", bin);
+	assert_int_equal(run(cmd, &out), 0);
+	char hex[33];
+	store_key_hex(&k[1], hex);
+	assert_non_null(strstr(out, hex));
+	assert_non_null(strstr(out, "3 entries"));
+	assert_true(strstr(out, "module_1") < strstr(out, "module_0")); /* most recent first */
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s cache stats", bin);
+	assert_int_equal(run(cmd, &out), 0);
+	assert_non_null(strstr(out, "lookups    1: 1 hits, 0 misses"));
+	assert_non_null(strstr(out, "saved      0.032 s"));
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s cache clear", bin);
+	assert_int_equal(run(cmd, &out), 0);
+	assert_non_null(strstr(out, "removed 3 entries"));
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s cache frobnicate", bin);
+	assert_int_equal(run(cmd, NULL), 2);
+	unsetenv("CUBPF_CACHE");
+	free(bin);
+	rm_tree(dir);
+	free(dir);
+}
+
+const struct CMUnitTest cli_tests[] = {
+	cmocka_unit_test(test_trace_commands),
+	cmocka_unit_test(test_trace_bad_input),
+	cmocka_unit_test(test_cache_commands),
+};
+const size_t n_cli_tests = sizeof(cli_tests) / sizeof(cli_tests[0]);
