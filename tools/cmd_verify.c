@@ -1,9 +1,108 @@
-/* cubpf verify: placeholder until issue 4 lands; says so plainly. */
+/* cubpf verify: loads probe objects and runs the verifier on each program. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "tools/commands.h"
+#include "vm/vm.h"
+
+#define VERIFY_LOG_SIZE (1 << 16)
+
+static void verify_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: cubpf verify [-v] [-p PROGRAM] PROG.bpf.o...\n"
+		"\n"
+		"Loads eBPF objects (clang -O2 -g -target bpf) and runs cubpf's verifier on every\n"
+		"program, as `cubpf run` would before injecting them.  A rejection prints the\n"
+		"instructions around the faulty one, the reason and the register state.\n"
+		"  -v, --verbose     also print statistics for accepted programs\n"
+		"  -p, --prog NAME   only the program with this function or section name\n"
+		"  -h, --help        this text\n"
+		"Exit status: 0 all verified, 1 a program was rejected or an object could not be\n"
+		"loaded, 2 usage error.\n");
+}
+
+static int verify_prog(const struct vm_object *obj, uint32_t i, int verbose, char *log)
+{
+	const struct vm_prog *p = &obj->progs[i];
+	struct vm_verify_opts opts = {.log_level = verbose};
+	struct vm_verify_info info;
+	int rc = vm_verify(obj, i, &opts, &info, log, VERIFY_LOG_SIZE);
+	if (rc == 0) {
+		printf("%s: %s (%s): OK, %u instructions", obj->name, p->name, p->section, p->insn_cnt);
+		if (verbose)
+			printf(", %u processed, %u states, stack %u bytes, %u frame%s",
+			       info.insns_processed, info.states, info.max_stack, info.max_call_depth,
+			       info.max_call_depth == 1 ? "" : "s");
+		printf("\n");
+		return 0;
+	}
+	printf("%s: %s (%s): REJECTED\n%s", obj->name, p->name, p->section, log);
+	return 1;
+}
+
+static int verify_file(const char *path, const char *only, int verbose, char *log)
+{
+	struct vm_object *obj;
+	char err[VM_ERRLEN];
+	if (vm_object_load_file(path, &obj, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cubpf verify: %s\n", err);
+		return 1;
+	}
+	int rc = 0, shown = 0;
+	for (uint32_t i = 0; i < obj->prog_cnt; i++) {
+		const struct vm_prog *p = &obj->progs[i];
+		if (only && strcmp(only, p->name) && strcmp(only, p->section))
+			continue;
+		shown++;
+		rc |= verify_prog(obj, i, verbose, log);
+	}
+	if (only && !shown) {
+		fprintf(stderr, "cubpf verify: %s has no program '%s'\n", path, only);
+		rc = 1;
+	}
+	vm_object_free(obj);
+	return rc;
+}
 
 int cmd_verify(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return cmd_not_available("verify", "4");
+	const char *only = NULL;
+	int verbose = 0, files = 0, rc = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			verify_usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose"))
+			verbose = 1;
+		else if ((!strcmp(argv[i], "-p") || !strcmp(argv[i], "--prog")) && i + 1 < argc)
+			only = argv[++i];
+		else if (argv[i][0] == '-') {
+			fprintf(stderr, "cubpf verify: unknown option '%s'\n", argv[i]);
+			verify_usage(stderr);
+			return 2;
+		}
+	}
+	char *log = malloc(VERIFY_LOG_SIZE);
+	if (!log) {
+		fprintf(stderr, "cubpf verify: out of memory\n");
+		return 1;
+	}
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-p") || !strcmp(argv[i], "--prog")) {
+			i++;
+			continue;
+		}
+		if (argv[i][0] == '-')
+			continue;
+		files++;
+		rc |= verify_file(argv[i], only, verbose, log);
+	}
+	free(log);
+	if (!files) {
+		verify_usage(stderr);
+		return 2;
+	}
+	return rc;
 }

@@ -1,0 +1,402 @@
+/* The verifier: a structural pass (encoding, jumps, functions, reachability) and then a walk of
+ * every path with abstract register and stack states, as the Linux verifier does.  Loops are
+ * unrolled by the walk; a state that repeats exactly on its own path is an infinite loop, and a
+ * bound on instructions walked rejects loops that never settle.  States kept at jump targets
+ * prune paths already proven safe by a more general, fully explored state. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "vm/verifier.h"
+
+#define MAX_STATES_PER_INSN 64
+#define MAX_STATES_TOTAL 200000
+
+/* ---- log ---------------------------------------------------------------------------------------- */
+
+static void log_vappend(struct verifier *v, const char *fmt, va_list ap)
+{
+	if (!v->log || v->log_len + 1 >= v->log_size)
+		return;
+	int n = vsnprintf(v->log + v->log_len, v->log_size - v->log_len, fmt, ap);
+	if (n > 0)
+		v->log_len += (size_t)n < v->log_size - v->log_len ? (size_t)n : v->log_size - v->log_len - 1;
+}
+
+void v_log(struct verifier *v, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	log_vappend(v, fmt, ap);
+	va_end(ap);
+}
+
+/* The first reason is kept aside so that the log can show the code before it. */
+int v_reject(struct verifier *v, uint32_t pc, const char *fmt, ...)
+{
+	if (v->reject_pc < 0) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(v->reason, sizeof(v->reason), fmt, ap);
+		va_end(ap);
+		v->reject_pc = (int)pc;
+	}
+	return STEP_ERROR;
+}
+
+static void log_window(struct verifier *v, int at)
+{
+	const struct vm_prog *p = v->prog;
+	int from = at - 4 < 0 ? 0 : at - 4;
+	for (uint32_t pc = 0; pc < p->insn_cnt && (int)pc <= at + 2;) {
+		char text[160];
+		int n = vm_disasm_insn_at(&p->insns[pc], p->insn_cnt - pc, pc, v->obj, text, sizeof(text));
+		if ((int)pc >= from)
+			v_log(v, "%s%5u: %s\n", (int)pc == at ? "  -> " : "     ", pc, text);
+		pc += (uint32_t)n;
+	}
+}
+
+/* ---- states ------------------------------------------------------------------------------------- */
+
+struct vframe *v_frame_new(void)
+{
+	return calloc(1, sizeof(struct vframe));
+}
+
+int v_state_copy(struct vstate *dst, const struct vstate *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	for (uint32_t i = 0; i <= src->cur; i++) {
+		dst->fr[i] = malloc(sizeof(struct vframe));
+		if (!dst->fr[i]) {
+			v_state_free(dst);
+			return -1;
+		}
+		memcpy(dst->fr[i], src->fr[i], sizeof(struct vframe));
+	}
+	dst->cur = src->cur;
+	return 0;
+}
+
+void v_state_free(struct vstate *st)
+{
+	for (uint32_t i = 0; i < VM_MAX_CALL_DEPTH; i++) {
+		free(st->fr[i]);
+		st->fr[i] = NULL;
+	}
+	st->cur = 0;
+}
+
+void v_state_free_frame(struct vstate *st)
+{
+	free(st->fr[st->cur]);
+	st->fr[st->cur] = NULL;
+	st->cur--;
+}
+
+/* Map-value-or-null ids of an old state and a new one must correspond one to one. */
+struct idmap {
+	uint32_t old[64], cur[64];
+	int n;
+};
+
+static bool id_match(struct idmap *m, uint32_t o, uint32_t c)
+{
+	for (int i = 0; i < m->n; i++)
+		if (m->old[i] == o || m->cur[i] == c)
+			return m->old[i] == o && m->cur[i] == c;
+	if (m->n == 64)
+		return false;
+	m->old[m->n] = o;
+	m->cur[m->n++] = c;
+	return true;
+}
+
+static bool reg_covers(const struct vreg *o, const struct vreg *c, struct idmap *ids)
+{
+	if (o->type == T_NOT_INIT)
+		return true; /* the old path never read it, or it would have been rejected */
+	if (o->type != c->type)
+		return false;
+	if (o->type == T_SCALAR)
+		return r_covers(o, c);
+	if (o->map != c->map || o->frameno != c->frameno || o->off != c->off)
+		return false;
+	if (o->type == T_MAP_VALUE_OR_NULL && !id_match(ids, o->id, c->id))
+		return false;
+	return r_covers(o, c);
+}
+
+static bool frame_covers(const struct vframe *o, const struct vframe *c, struct idmap *ids)
+{
+	if (o->callsite != c->callsite || c->depth > o->depth)
+		return false;
+	for (int r = 0; r < 11; r++)
+		if (!reg_covers(&o->regs[r], &c->regs[r], ids))
+			return false;
+	for (int i = 0; i < VM_STACK_SIZE; i++) {
+		uint8_t ot = o->stype[i], ct = c->stype[i];
+		if (ot == S_INVALID)
+			continue;
+		if (ct == S_INVALID)
+			return false;
+		if (ot == S_MISC && ct == S_SPILL && c->spill[i / 8].type != T_SCALAR)
+			return false;
+		if (ot == S_SPILL && (ct != S_SPILL || (i % 8 == 0 &&
+				       !reg_covers(&o->spill[i / 8], &c->spill[i / 8], ids))))
+			return false;
+	}
+	return true;
+}
+
+static bool state_covers(const struct vstate *o, const struct vstate *c)
+{
+	struct idmap ids = {.n = 0};
+	if (o->cur != c->cur)
+		return false;
+	for (uint32_t i = 0; i <= o->cur; i++)
+		if (!frame_covers(o->fr[i], c->fr[i], &ids))
+			return false;
+	return true;
+}
+
+/* ---- exploration ------------------------------------------------------------------------------ */
+
+struct ckpt {
+	struct vstate st;
+	struct ckpt *parent;      /* the checkpoint this one's path came through */
+	struct ckpt *next;        /* others at the same instruction */
+	uint32_t branches;        /* live paths and unfinished checkpoints below it */
+};
+
+struct path {
+	struct vstate st;
+	uint32_t pc;
+	struct ckpt *parent;
+};
+
+struct explorer {
+	struct verifier *v;
+	uint8_t *prune;           /* per instruction: keep states here */
+	struct ckpt **at;         /* per instruction: list of checkpoints */
+	uint16_t *nat;
+	struct ckpt **all;
+	uint32_t nall, capall;
+	struct path *stack;
+	uint32_t sp, cap;
+	uint32_t processed, max_processed;
+};
+
+static void path_done(struct ckpt *c)
+{
+	for (; c; c = c->parent)
+		if (--c->branches > 0)
+			break;
+}
+
+static bool is_ancestor(const struct ckpt *c, const struct ckpt *of)
+{
+	for (; of; of = of->parent)
+		if (of == c)
+			return true;
+	return false;
+}
+
+enum { VISIT_GO, VISIT_PRUNED, VISIT_ERROR };
+
+static int visit(struct explorer *e, struct path *p)
+{
+	for (struct ckpt *c = e->at[p->pc]; c; c = c->next) {
+		if (c->branches == 0) {
+			if (state_covers(&c->st, &p->st))
+				return VISIT_PRUNED;
+		} else if (is_ancestor(c, p->parent) && state_covers(&c->st, &p->st) &&
+			   state_covers(&p->st, &c->st)) {
+			v_reject(e->v, p->pc, "infinite loop detected: the state at instruction %u "
+				 "repeats on its own path", p->pc);
+			return VISIT_ERROR;
+		}
+	}
+	if (e->nat[p->pc] >= MAX_STATES_PER_INSN || e->nall >= MAX_STATES_TOTAL)
+		return VISIT_GO;
+	if (e->nall == e->capall) {
+		uint32_t cap = e->capall ? e->capall * 2 : 256;
+		struct ckpt **a = realloc(e->all, cap * sizeof(*a));
+		if (!a)
+			return VISIT_GO;
+		e->all = a, e->capall = cap;
+	}
+	struct ckpt *c = calloc(1, sizeof(*c));
+	if (!c || v_state_copy(&c->st, &p->st) < 0) {
+		free(c);
+		return VISIT_GO;
+	}
+	c->parent = p->parent;
+	c->branches = 1;
+	c->next = e->at[p->pc];
+	e->at[p->pc] = c;
+	e->nat[p->pc]++;
+	e->all[e->nall++] = c;
+	p->parent = c;
+	return VISIT_GO;
+}
+
+static int push(struct explorer *e, struct vstate *st, uint32_t pc, struct ckpt *parent)
+{
+	if (e->sp == e->cap) {
+		uint32_t cap = e->cap ? e->cap * 2 : 64;
+		struct path *s = realloc(e->stack, cap * sizeof(*s));
+		if (!s)
+			return -1;
+		e->stack = s, e->cap = cap;
+	}
+	e->stack[e->sp++] = (struct path){*st, pc, parent};
+	if (parent)
+		parent->branches++;
+	return 0;
+}
+
+/* Walks one path to its end.  Returns 0 when it ended safely, -1 when rejected. */
+static int walk(struct explorer *e, struct path *p)
+{
+	struct verifier *v = e->v;
+	for (;;) {
+		if (++e->processed > e->max_processed) {
+			v_reject(v, p->pc, "program is too complex or has an unbounded loop: more than "
+				 "%u instructions processed", e->max_processed);
+			return -1;
+		}
+		if (e->prune[p->pc]) {
+			int r = visit(e, p);
+			if (r == VISIT_ERROR)
+				return -1;
+			if (r == VISIT_PRUNED) {
+				path_done(p->parent);
+				return 0;
+			}
+		}
+		struct vstate other;
+		uint32_t other_pc = 0;
+		int rc = v_step(v, &p->st, &p->pc, &other, &other_pc);
+		if (rc == STEP_ERROR) {
+			v->fail_state = p->st;
+			memset(&p->st, 0, sizeof(p->st));
+			return -1;
+		}
+		if (rc == STEP_EXIT) {
+			path_done(p->parent);
+			return 0;
+		}
+		if (rc == STEP_BRANCH && push(e, &other, other_pc, p->parent) < 0) {
+			v_state_free(&other);
+			v_reject(v, p->pc, "out of memory");
+			return -1;
+		}
+	}
+}
+
+static int explore(struct explorer *e, struct vstate *init)
+{
+	int rc = 0;
+	if (push(e, init, 0, NULL) < 0)
+		return v_reject(e->v, 0, "out of memory"), -1;
+	while (e->sp > 0) {
+		struct path p = e->stack[--e->sp];
+		rc = walk(e, &p);
+		v_state_free(&p.st);
+		if (rc < 0)
+			break;
+	}
+	while (e->sp > 0)
+		v_state_free(&e->stack[--e->sp].st);
+	return rc;
+}
+
+static void explorer_free(struct explorer *e)
+{
+	for (uint32_t i = 0; i < e->nall; i++) {
+		v_state_free(&e->all[i]->st);
+		free(e->all[i]);
+	}
+	free(e->all);
+	free(e->stack);
+	free(e->prune);
+	free(e->at);
+	free(e->nat);
+}
+
+/* ---- the entry point --------------------------------------------------------------------------- */
+
+static int initial_state(struct verifier *v, struct vstate *st)
+{
+	(void)v; /* every kind starts alike: r1 = its context, r10 = the frame pointer */
+	memset(st, 0, sizeof(*st));
+	if (!(st->fr[0] = v_frame_new()))
+		return -1;
+	st->fr[0]->regs[1].type = T_CTX;
+	st->fr[0]->regs[10].type = T_STACK;
+	return 0;
+}
+
+static void log_result(struct verifier *v, int rc, const struct vm_verify_opts *o,
+		       const struct explorer *e)
+{
+	const struct vm_prog *p = v->prog;
+	if (rc < 0) {
+		v_log(v, "program '%s' (%s): rejected at instruction %d\n", p->name, p->section,
+		      v->reject_pc);
+		if (v->reject_pc >= 0 && (uint32_t)v->reject_pc < p->insn_cnt)
+			log_window(v, v->reject_pc);
+		v_log(v, "%d: %s\n", v->reject_pc, v->reason);
+		if (v->fail_state.fr[0])
+			v_print_state(v, &v->fail_state);
+	} else if (o->log_level >= 1)
+		v_log(v, "program '%s' (%s): verified, %u instructions\n", p->name, p->section,
+		      p->insn_cnt);
+	if (o->log_level >= 1 || rc < 0)
+		v_log(v, "processed %u instructions, %u states kept, stack %u bytes, %u frame%s\n",
+		      e->processed, e->nall, v->max_depth, v->max_frames,
+		      v->max_frames == 1 ? "" : "s");
+}
+
+int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify_opts *opts,
+	      struct vm_verify_info *info, char *log, size_t log_size)
+{
+	struct vm_verify_opts o = opts ? *opts : (struct vm_verify_opts){0};
+	struct verifier v = {.obj = obj, .log = log, .log_size = log_size, .reject_pc = -1,
+			     .max_frames = 1};
+	struct explorer e = {.v = &v};
+	if (log && log_size)
+		log[0] = 0;
+	if (!obj || prog >= obj->prog_cnt) {
+		v_log(&v, "no program %u in this object\n", prog);
+		return -1;
+	}
+	v.prog = &obj->progs[prog];
+	v.ctx = vm_ctx_layout(v.prog->kind);
+	v.max_insns = o.max_insns ? o.max_insns : VM_MAX_INSNS;
+	e.max_processed = o.max_processed ? o.max_processed : 1000000;
+	uint32_t n = v.prog->insn_cnt;
+	e.prune = calloc(n + 1, 1);
+	e.at = calloc(n + 1, sizeof(*e.at));
+	e.nat = calloc(n + 1, sizeof(*e.nat));
+	int rc = -1;
+	struct vstate init;
+	if (!e.prune || !e.at || !e.nat || initial_state(&v, &init) < 0)
+		v_reject(&v, 0, "out of memory");
+	else if (vm_cfg_check(&v, e.prune) == 0)
+		rc = explore(&e, &init);
+	else
+		v_state_free(&init);
+	log_result(&v, rc, &o, &e);
+	if (info) {
+		info->insns_processed = e.processed;
+		info->states = e.nall;
+		info->max_stack = v.max_depth;
+		info->max_call_depth = v.max_frames;
+		info->reject_insn = rc < 0 ? v.reject_pc : -1;
+	}
+	v_state_free(&v.fail_state);
+	explorer_free(&e);
+	return rc;
+}

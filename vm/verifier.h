@@ -1,0 +1,106 @@
+/* vm/: folder-private declarations of the verifier (verifier.c: CFG, exploration, pruning, log;
+ * verifier_ops.c: what each instruction does to the abstract state; verifier_range.c: scalars). */
+#ifndef CUBPF_VM_VERIFIER_H
+#define CUBPF_VM_VERIFIER_H
+
+#include "vm/internal.h"
+
+enum vtype {
+	T_NOT_INIT = 0,
+	T_SCALAR,
+	T_CTX,                 /* the program's context */
+	T_STACK,               /* a frame's stack: off from that frame's r10 */
+	T_MAP_VALUE,           /* a map value (map, off, variable part in the range) */
+	T_MAP_VALUE_OR_NULL,   /* lookup result before its null check */
+	T_MAP_PTR,             /* lddw rX, map */
+};
+
+/* A register's abstract value.  Scalars: the ranges and the tnum (value, mask: bits set in the
+ * mask are unknown).  Pointers: `off` is the fixed offset, the scalar part the variable one. */
+struct vreg {
+	uint8_t type;
+	uint8_t frameno;       /* T_STACK: whose stack */
+	uint32_t map;          /* T_MAP_*: map index */
+	uint32_t id;           /* T_MAP_VALUE_OR_NULL: copies share it, the null check converts all */
+	int32_t off;
+	int64_t smin, smax;
+	uint64_t umin, umax;
+	uint64_t tv, tm;
+};
+
+enum slot { S_INVALID = 0, S_MISC, S_SPILL };
+
+struct vframe {
+	struct vreg regs[11];
+	uint8_t stype[VM_STACK_SIZE];            /* per byte, index = 512 + offset */
+	struct vreg spill[VM_STACK_SIZE / 8];    /* per 8-byte slot when all its bytes are S_SPILL */
+	uint32_t callsite;                       /* the call instruction (frames > 0) */
+	uint32_t depth;                          /* deepest byte touched */
+};
+
+struct vstate {
+	struct vframe *fr[VM_MAX_CALL_DEPTH];
+	uint32_t cur;                            /* current frame */
+};
+
+struct verifier {
+	const struct vm_object *obj;
+	const struct vm_prog *prog;
+	const struct vm_ctx_layout *ctx;
+	uint32_t next_id;
+	char *log;
+	size_t log_size, log_len;
+	int reject_pc;
+	uint32_t max_depth;                      /* deepest combined stack seen */
+	uint32_t max_frames;
+	uint32_t max_insns;
+	char reason[512];                        /* why it was rejected */
+	struct vstate fail_state;                /* the state at the rejected instruction */
+};
+
+/* The structural pass (verifier_cfg.c): encodings, jumps, functions, reachability.  Marks the
+ * instructions where states are kept (jump targets, branch fall-throughs, call returns). */
+int vm_cfg_check(struct verifier *v, uint8_t *prune);
+
+/* Result of one instruction. */
+enum vstep { STEP_NEXT, STEP_JUMP, STEP_BRANCH, STEP_EXIT, STEP_ERROR };
+
+/* Rejects at `pc` with a reason (printf-style).  Always returns STEP_ERROR. */
+int v_reject(struct verifier *v, uint32_t pc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Logs without rejecting. */
+void v_log(struct verifier *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Scalars (verifier_range.c). */
+void r_unknown(struct vreg *r);
+void r_const(struct vreg *r, uint64_t v);
+void r_range(struct vreg *r, uint64_t umin, uint64_t umax);
+bool r_is_const(const struct vreg *r);
+void r_sync(struct vreg *r);
+/* dst = dst OP src on scalars; is64 false: 32-bit operation, zero-extended result. */
+void r_alu(struct vreg *dst, const struct vreg *src, uint8_t op, int16_t off, bool is64);
+/* Conditional jump: 1 always taken, 0 never, -1 unknown. */
+int r_branch_known(const struct vreg *a, const struct vreg *b, uint8_t op, bool is64);
+/* Narrows a (and b) for the branch outcome `taken`. */
+void r_refine(struct vreg *a, struct vreg *b, uint8_t op, bool is64, bool taken);
+/* Does `old` cover every value of `cur`? */
+bool r_covers(const struct vreg *old, const struct vreg *cur);
+/* Exact value of an ALU operation on constants (the interpreter's semantics). */
+uint64_t r_eval(uint8_t op, int16_t off, bool is64, uint64_t a, uint64_t b);
+
+/* Instruction semantics (verifier_ops.c).  `pc` may be advanced by the step (jumps, calls);
+ * STEP_BRANCH fills *other with the state and pc of the not-taken side. */
+int v_step(struct verifier *v, struct vstate *st, uint32_t *pc, struct vstate *other,
+	   uint32_t *other_pc);
+const char *v_type_name(uint8_t type);
+void v_print_reg(struct verifier *v, const struct vreg *r);
+void v_print_state(struct verifier *v, const struct vstate *st);
+
+/* States (verifier.c). */
+int v_state_copy(struct vstate *dst, const struct vstate *src);
+void v_state_free(struct vstate *st);
+/* Drops the current (callee) frame on return. */
+void v_state_free_frame(struct vstate *st);
+struct vframe *v_frame_new(void);
+
+#endif

@@ -1,0 +1,861 @@
+/* What each instruction does to the verifier's abstract state, and the checks it must pass:
+ * register initialisation, pointer arithmetic, memory bounds (stack, map values, context),
+ * helper arguments, bpf-to-bpf frames. */
+#include <string.h>
+
+#include "vm/verifier.h"
+
+#define REJ(...) v_reject(v, pc, __VA_ARGS__)
+
+const char *v_type_name(uint8_t type)
+{
+	static const char *const names[] = {"uninit", "scalar", "ctx", "fp", "map_value",
+					    "map_value_or_null", "map_ptr"};
+	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
+}
+
+static bool is_ptr(const struct vreg *r)
+{
+	return r->type != T_NOT_INIT && r->type != T_SCALAR;
+}
+
+static void mark_uninit(struct vreg *r)
+{
+	memset(r, 0, sizeof(*r));
+}
+
+static struct vframe *cur(struct vstate *st)
+{
+	return st->fr[st->cur];
+}
+
+static int need_init(struct verifier *v, uint32_t pc, const struct vreg *r, int regno)
+{
+	if (r->type == T_NOT_INIT)
+		return REJ("R%d !read_ok (register read before it was written)", regno);
+	return STEP_NEXT;
+}
+
+/* ---- ALU ------------------------------------------------------------------------------------- */
+
+static int ptr_alu(struct verifier *v, uint32_t pc, struct vreg *dst, const struct vreg *src,
+		   uint8_t op, int dreg)
+{
+	if (dst->type == T_MAP_VALUE_OR_NULL)
+		return REJ("R%d pointer arithmetic on map_value_or_null prohibited, null-check it first",
+			   dreg);
+	if (dst->type == T_MAP_PTR)
+		return REJ("R%d pointer arithmetic on map_ptr prohibited", dreg);
+	if (op != BPF_ADD && op != BPF_SUB)
+		return REJ("R%d pointer arithmetic with this operator is prohibited (only += and -=)",
+			   dreg);
+	if (src->type != T_SCALAR)
+		return REJ("R%d pointer arithmetic between two pointers is prohibited", dreg);
+	if (dst->type == T_CTX && !r_is_const(src))
+		return REJ("R%d variable ctx access prohibited (context offsets must be constant)",
+			   dreg);
+	if (r_is_const(src)) {
+		int64_t k = (int64_t)src->tv;
+		int64_t noff = op == BPF_ADD ? (int64_t)dst->off + k : (int64_t)dst->off - k;
+		if (noff < -(1ll << 29) || noff > (1ll << 29))
+			return REJ("R%d pointer offset %lld is out of range", dreg, (long long)noff);
+		dst->off = (int32_t)noff;
+		return STEP_NEXT;
+	}
+	/* the variable part lives in the scalar fields of the pointer register */
+	struct vreg var = *dst;
+	var.type = T_SCALAR;
+	r_alu(&var, src, op, 0, true);
+	if (var.smin < -(1ll << 29) || var.smax > (1ll << 29))
+		var.smin = INT64_MIN / 2, var.smax = INT64_MAX / 2; /* checked at the access */
+	uint8_t t = dst->type;
+	*dst = var;
+	dst->type = t;
+	return STEP_NEXT;
+}
+
+static int alu_pointer_sub(struct verifier *v, uint32_t pc, struct vreg *dst,
+			   const struct vreg *src, int dreg)
+{
+	if (dst->type != src->type || dst->map != src->map || dst->frameno != src->frameno ||
+	    (dst->type != T_STACK && dst->type != T_MAP_VALUE))
+		return REJ("R%d subtraction of unrelated pointers prohibited", dreg);
+	if (dst->tm == 0 && src->tm == 0 && dst->smin == dst->smax && src->smin == src->smax)
+		r_const(dst, (uint64_t)(((int64_t)dst->off + dst->smin) - ((int64_t)src->off + src->smin)));
+	else
+		r_unknown(dst);
+	return STEP_NEXT;
+}
+
+static int check_end(struct verifier *v, uint32_t pc, const struct bpf_insn *in, struct vreg *d)
+{
+	if (in->imm != 16 && in->imm != 32 && in->imm != 64)
+		return REJ("invalid byte swap width %d", in->imm);
+	if (r_is_const(d)) {
+		uint64_t x = d->tv;
+		bool swap = BPF_CLASS(in->code) == BPF_ALU64 || BPF_SRC(in->code) == BPF_X;
+		x = in->imm == 16 ? (swap ? __builtin_bswap16((uint16_t)x) : (uint16_t)x)
+		    : in->imm == 32 ? (swap ? __builtin_bswap32((uint32_t)x) : (uint32_t)x)
+				    : (swap ? __builtin_bswap64(x) : x);
+		r_const(d, x);
+	} else if (in->imm < 64)
+		r_range(d, 0, in->imm == 16 ? 0xffff : 0xffffffffull);
+	else
+		r_unknown(d);
+	return STEP_NEXT;
+}
+
+static int check_alu(struct verifier *v, uint32_t pc, const struct bpf_insn *in, struct vstate *st)
+{
+	struct vframe *f = cur(st);
+	bool is64 = BPF_CLASS(in->code) == BPF_ALU64;
+	uint8_t op = BPF_OP(in->code);
+	struct vreg *dst = &f->regs[in->dst_reg], src;
+	if (in->dst_reg == BPF_REG_10)
+		return REJ("frame pointer is read only");
+	if (BPF_SRC(in->code) == BPF_X && op != BPF_END && op != BPF_NEG) {
+		if (need_init(v, pc, &f->regs[in->src_reg], in->src_reg) == STEP_ERROR)
+			return STEP_ERROR;
+		src = f->regs[in->src_reg];
+	} else
+		r_const(&src, is64 ? (uint64_t)(int64_t)in->imm : (uint32_t)in->imm);
+	if (op == BPF_MOV && in->off == 0) {
+		if (is64) {
+			*dst = src;
+			return STEP_NEXT;
+		}
+		if (is_ptr(&src))
+			return REJ("R%d partial copy of pointer (32-bit move of R%d)", in->dst_reg,
+				   in->src_reg);
+		r_alu(dst, &src, BPF_MOV, 0, false);
+		return STEP_NEXT;
+	}
+	if (op != BPF_MOV && need_init(v, pc, dst, in->dst_reg) == STEP_ERROR)
+		return STEP_ERROR;
+	if (op == BPF_END)
+		return is_ptr(dst) ? REJ("R%d byte swap of a pointer prohibited", in->dst_reg)
+				   : check_end(v, pc, in, dst);
+	bool dptr = op != BPF_MOV && is_ptr(dst), sptr = is_ptr(&src);
+	if ((dptr || sptr) && !is64)
+		return REJ("R%d 32-bit pointer arithmetic prohibited", in->dst_reg);
+	if (op == BPF_MOV && sptr)
+		return REJ("R%d sign-extending move of a pointer prohibited", in->dst_reg);
+	if (dptr && sptr && op == BPF_SUB)
+		return alu_pointer_sub(v, pc, dst, &src, in->dst_reg);
+	if (dptr)
+		return ptr_alu(v, pc, dst, &src, op, in->dst_reg);
+	if (sptr) {
+		if (op != BPF_ADD)
+			return REJ("R%d pointer arithmetic with this operator is prohibited "
+				   "(scalar %s pointer)", in->dst_reg, op == BPF_SUB ? "-" : "op");
+		struct vreg scalar = *dst;
+		*dst = src;
+		return ptr_alu(v, pc, dst, &scalar, BPF_ADD, in->dst_reg);
+	}
+	r_alu(dst, &src, op == BPF_NEG ? BPF_NEG : op, in->off, is64);
+	return STEP_NEXT;
+}
+
+/* ---- memory ------------------------------------------------------------------------------------ */
+
+static int64_t slot_index(int64_t off)
+{
+	return VM_STACK_SIZE + off; /* byte index in stype, for -512 <= off < 0 */
+}
+
+/* A stack range of the frame `fr`: [lo, hi) relative to its r10. */
+static int stack_bounds(struct verifier *v, uint32_t pc, int64_t lo, int64_t hi, int regno)
+{
+	if (lo < -VM_STACK_SIZE || hi > 0 || lo >= hi)
+		return REJ("invalid stack access R%d off=%lld size=%lld (the stack is [-512, 0) from "
+			   "r10)", regno, (long long)lo, (long long)(hi - lo));
+	return STEP_NEXT;
+}
+
+/* Records stack use; all frames together share one 512-byte stack, as in Linux. */
+static int stack_touch(struct verifier *v, uint32_t pc, struct vstate *st, struct vframe *f,
+		       int64_t lo)
+{
+	if ((uint32_t)-lo > f->depth)
+		f->depth = (uint32_t)-lo;
+	uint32_t total = 0;
+	for (uint32_t i = 0; i <= st->cur; i++)
+		total += (st->fr[i]->depth + 7) & ~7u;
+	if (total > v->max_depth)
+		v->max_depth = total;
+	if (total > VM_STACK_SIZE)
+		return REJ("combined stack size of %u calls is %u bytes: too large (limit %d)",
+			   st->cur + 1, total, VM_STACK_SIZE);
+	return STEP_NEXT;
+}
+
+static void stack_write_misc(struct vframe *f, int64_t lo, int64_t hi)
+{
+	for (int64_t s = lo & ~7ll; s < hi; s += 8) {
+		int64_t i = slot_index(s);
+		if (f->stype[i] == S_SPILL) /* a partial overwrite turns the spill into plain data */
+			memset(&f->stype[i], S_MISC, 8);
+	}
+	memset(&f->stype[slot_index(lo)], S_MISC, (size_t)(hi - lo));
+}
+
+static int stack_read_ok(struct verifier *v, uint32_t pc, struct vframe *f, int64_t lo, int64_t hi,
+			 int regno, bool allow_ptr)
+{
+	for (int64_t o = lo; o < hi; o++) {
+		uint8_t t = f->stype[slot_index(o)];
+		if (t == S_INVALID)
+			return REJ("invalid read from stack R%d off %lld+%lld size %lld: fp%lld is not "
+				   "initialised", regno, (long long)lo, (long long)(o - lo),
+				   (long long)(hi - lo), (long long)o);
+		if (t == S_SPILL && !allow_ptr &&
+		    is_ptr(&f->spill[slot_index(o & ~7ll) / 8]))
+			return REJ("R%d leaks a pointer: stack slot fp%lld holds a pointer", regno,
+				   (long long)(o & ~7ll));
+	}
+	return STEP_NEXT;
+}
+
+static void load_result(struct vreg *dst, int size, bool sx)
+{
+	if (size == 8)
+		r_unknown(dst);
+	else if (!sx)
+		r_range(dst, 0, (1ull << (size * 8)) - 1);
+	else {
+		r_unknown(dst);
+		dst->smin = -(1ll << (size * 8 - 1));
+		dst->smax = (1ll << (size * 8 - 1)) - 1;
+		r_sync(dst);
+	}
+}
+
+struct access {
+	int regno;             /* the pointer register */
+	int64_t off;           /* the instruction's offset */
+	int size;
+	bool write, sx, atomic;
+	const struct vreg *val;/* stored value (stx register or st immediate), NULL for loads */
+	int valreg;            /* its register number (-1 for an immediate) */
+	struct vreg *dst;      /* load destination */
+};
+
+static int stack_access(struct verifier *v, uint32_t pc, struct vstate *st, const struct vreg *p,
+			const struct access *a)
+{
+	if (p->smin != p->smax)
+		return REJ("R%d variable stack access prohibited (use a constant offset from r10)",
+			   a->regno);
+	struct vframe *f = st->fr[p->frameno];
+	int64_t lo = p->off + p->smin + a->off, hi = lo + a->size;
+	if (stack_bounds(v, pc, lo, hi, a->regno) == STEP_ERROR)
+		return STEP_ERROR;
+	if (stack_touch(v, pc, st, f, lo) == STEP_ERROR)
+		return STEP_ERROR;
+	int64_t slot = slot_index(lo) / 8;
+	if (a->write && !a->atomic) {
+		if (a->val && is_ptr(a->val) && (a->size != 8 || lo % 8))
+			return REJ("invalid size of register spill: a pointer must be stored with 8 "
+				   "aligned bytes");
+		if (a->size == 8 && lo % 8 == 0) {
+			memset(&f->stype[slot_index(lo)], S_SPILL, 8);
+			f->spill[slot] = *a->val;
+			return STEP_NEXT;
+		}
+		stack_write_misc(f, lo, hi);
+		return STEP_NEXT;
+	}
+	if (stack_read_ok(v, pc, f, lo, hi, a->regno, !a->atomic) == STEP_ERROR)
+		return STEP_ERROR;
+	if (a->atomic) {
+		stack_write_misc(f, lo, hi);
+		return STEP_NEXT;
+	}
+	if (a->size == 8 && lo % 8 == 0 && f->stype[slot_index(lo)] == S_SPILL) {
+		*a->dst = f->spill[slot];
+		return STEP_NEXT;
+	}
+	for (int64_t s = lo & ~7ll; s < hi; s += 8)
+		if (f->stype[slot_index(s)] == S_SPILL && is_ptr(&f->spill[slot_index(s) / 8]))
+			return REJ("corrupted spill memory: partial read of a spilled pointer at fp%lld",
+				   (long long)s);
+	load_result(a->dst, a->size, a->sx);
+	return STEP_NEXT;
+}
+
+/* A map value read from .rodata at a constant offset is a known constant. */
+static bool rodata_value(struct verifier *v, const struct vreg *p, const struct access *a,
+			 uint64_t *out)
+{
+	const struct vm_map_def *m = &v->obj->maps[p->map];
+	if (m->origin != VM_MAP_RODATA || !m->init || p->smin != p->smax || a->sx)
+		return false;
+	int64_t o = p->off + p->smin + a->off;
+	uint64_t x = 0;
+	memcpy(&x, m->init + o, (size_t)a->size);
+	*out = x;
+	return true;
+}
+
+static int map_value_access(struct verifier *v, uint32_t pc, const struct vreg *p,
+			    const struct access *a)
+{
+	const struct vm_map_def *m = &v->obj->maps[p->map];
+	if (p->smin < 0)
+		return REJ("R%d min value is negative, either use unsigned index or do a "
+			   "if (index >= 0) check", a->regno);
+	if (p->umax > (1u << 29))
+		return REJ("R%d unbounded memory access, make sure to bounds check any such access "
+			   "(map '%s')", a->regno, m->name);
+	int64_t lo = p->off + p->smin + a->off, hi = p->off + p->smax + a->off + a->size;
+	if (lo < 0 || hi > (int64_t)m->value_size)
+		return REJ("invalid access to map value, value_size=%u off=%lld size=%d (map '%s')",
+			   m->value_size, (long long)(p->off + p->smin + a->off), a->size, m->name);
+	if (a->write && !vm_map_prog_writable(m))
+		return REJ("write into map '%s' which is read-only (%s)", m->name,
+			   m->origin == VM_MAP_RODATA ? ".rodata" : "BPF_F_RDONLY_PROG");
+	if (a->write && a->val && is_ptr(a->val))
+		return REJ("R%d leaks addr into map '%s' (a pointer may not be stored in a map)",
+			   a->valreg, m->name);
+	if (!a->write || a->atomic) {
+		uint64_t x;
+		if (!a->atomic && rodata_value(v, p, a, &x))
+			r_const(a->dst, x);
+		else if (a->dst)
+			load_result(a->dst, a->size, a->sx);
+	}
+	return STEP_NEXT;
+}
+
+static int ctx_access(struct verifier *v, uint32_t pc, const struct vreg *p, const struct access *a)
+{
+	if (a->write)
+		return REJ("cannot write into ctx: the context of %s programs is read-only",
+			   vm_prog_kind_name(v->prog->kind));
+	if (!v->ctx)
+		return REJ("R%d: %s programs have no context to read", a->regno,
+			   vm_prog_kind_name(v->prog->kind));
+	int64_t off = p->off + a->off;
+	if (off < 0 || off + a->size > v->ctx->size || !v->ctx->field_ok((uint32_t)off, (uint32_t)a->size))
+		return REJ("invalid bpf_context access off=%lld size=%d (fields are read whole, with "
+			   "loads of their own size)", (long long)off, a->size);
+	load_result(a->dst, a->size, a->sx);
+	return STEP_NEXT;
+}
+
+static int check_access(struct verifier *v, uint32_t pc, struct vstate *st, const struct access *a)
+{
+	const struct vreg *p = &cur(st)->regs[a->regno];
+	switch (p->type) {
+	case T_NOT_INIT:
+		return REJ("R%d !read_ok (register read before it was written)", a->regno);
+	case T_STACK:
+		return stack_access(v, pc, st, p, a);
+	case T_MAP_VALUE:
+		return map_value_access(v, pc, p, a);
+	case T_CTX:
+		if (a->atomic)
+			return REJ("atomic operation on ctx prohibited");
+		return ctx_access(v, pc, p, a);
+	default:
+		return REJ("R%d invalid mem access '%s'", a->regno, v_type_name(p->type));
+	}
+}
+
+static const int sizes[4] = {4, 2, 1, 8};
+
+static int check_ldx(struct verifier *v, uint32_t pc, const struct bpf_insn *in, struct vstate *st)
+{
+	if (in->dst_reg == BPF_REG_10)
+		return REJ("frame pointer is read only");
+	struct vreg val;
+	struct access a = {.regno = in->src_reg, .off = in->off, .size = sizes[BPF_SIZE(in->code) >> 3],
+			   .sx = BPF_MODE(in->code) == BPF_MEMSX, .dst = &val};
+	if (a.sx && a.size == 8)
+		return REJ("invalid sign-extending load of 8 bytes");
+	if (check_access(v, pc, st, &a) == STEP_ERROR)
+		return STEP_ERROR;
+	cur(st)->regs[in->dst_reg] = val;
+	return STEP_NEXT;
+}
+
+static int check_st(struct verifier *v, uint32_t pc, const struct bpf_insn *in, struct vstate *st)
+{
+	struct vframe *f = cur(st);
+	struct vreg imm;
+	r_const(&imm, (uint64_t)(int64_t)in->imm);
+	const struct vreg *val = &imm;
+	if (BPF_CLASS(in->code) == BPF_STX) {
+		if (need_init(v, pc, &f->regs[in->src_reg], in->src_reg) == STEP_ERROR)
+			return STEP_ERROR;
+		val = &f->regs[in->src_reg];
+	}
+	struct access a = {.regno = in->dst_reg, .off = in->off, .size = sizes[BPF_SIZE(in->code) >> 3],
+			   .write = true, .val = val,
+			   .valreg = BPF_CLASS(in->code) == BPF_STX ? in->src_reg : -1};
+	return check_access(v, pc, st, &a);
+}
+
+static int check_atomic(struct verifier *v, uint32_t pc, const struct bpf_insn *in,
+			struct vstate *st)
+{
+	struct vframe *f = cur(st);
+	int size = sizes[BPF_SIZE(in->code) >> 3];
+	int32_t op = in->imm;
+	int32_t base = op & ~BPF_FETCH;
+	if (size != 4 && size != 8)
+		return REJ("invalid atomic operand size %d", size);
+	if (op != BPF_XCHG && op != BPF_CMPXCHG && base != BPF_ADD && base != BPF_OR &&
+	    base != BPF_AND && base != BPF_XOR)
+		return REJ("invalid atomic operation 0x%x", op);
+	if (need_init(v, pc, &f->regs[in->src_reg], in->src_reg) == STEP_ERROR)
+		return STEP_ERROR;
+	if (is_ptr(&f->regs[in->src_reg]))
+		return REJ("R%d leaks addr into memory through an atomic operation", in->src_reg);
+	if (op == BPF_CMPXCHG && need_init(v, pc, &f->regs[0], 0) == STEP_ERROR)
+		return STEP_ERROR;
+	if (op == BPF_CMPXCHG && is_ptr(&f->regs[0]))
+		return REJ("R0 leaks addr into memory through cmpxchg");
+	struct vreg old;
+	struct access a = {.regno = in->dst_reg, .off = in->off, .size = size, .write = true,
+			   .atomic = true, .val = &f->regs[in->src_reg], .valreg = in->src_reg,
+			   .dst = &old};
+	if (f->regs[in->dst_reg].type == T_MAP_VALUE && in->off % size)
+		return REJ("misaligned atomic access off %d size %d", in->off, size);
+	if (check_access(v, pc, st, &a) == STEP_ERROR)
+		return STEP_ERROR;
+	load_result(&old, size, false);
+	if (op == BPF_CMPXCHG)
+		f->regs[0] = old;
+	else if (op & BPF_FETCH)
+		f->regs[in->src_reg] = old;
+	return STEP_NEXT;
+}
+
+/* ---- helper calls ----------------------------------------------------------------------------- */
+
+struct call_ctx {
+	const struct vm_map_def *map;
+	uint32_t map_idx;
+};
+
+/* Checks that R`regno` points to `size` bytes (size range [smin, umax]) readable or writable. */
+static int check_mem_arg(struct verifier *v, uint32_t pc, struct vstate *st, int regno,
+			 uint64_t size, bool write, bool zero_ok)
+{
+	struct vreg *p = &cur(st)->regs[regno];
+	if (size == 0) {
+		if (zero_ok)
+			return STEP_NEXT;
+		return REJ("R%d invalid zero-sized memory argument", regno);
+	}
+	if (size > (1u << 29))
+		return REJ("R%d unbounded memory access: bound the size argument with 'if (n > "
+			   "CONST)' or 'n &= CONST'", regno + 1);
+	if (p->type != T_STACK && p->type != T_MAP_VALUE)
+		return REJ("R%d type=%s expected=fp or map_value (pointer to memory)", regno,
+			   v_type_name(p->type));
+	if (p->type == T_STACK) {
+		struct vframe *f = st->fr[p->frameno];
+		if (p->smin != p->smax)
+			return REJ("R%d variable stack access prohibited", regno);
+		int64_t lo = p->off + p->smin, hi = lo + (int64_t)size;
+		if (stack_bounds(v, pc, lo, hi, regno) == STEP_ERROR)
+			return STEP_ERROR;
+		if (stack_touch(v, pc, st, f, lo) == STEP_ERROR)
+			return STEP_ERROR;
+		if (write) {
+			stack_write_misc(f, lo, hi);
+			return STEP_NEXT;
+		}
+		return stack_read_ok(v, pc, f, lo, hi, regno, false);
+	}
+	struct access a = {.regno = regno, .off = 0, .size = (int)size, .write = write};
+	struct vreg junk;
+	a.dst = &junk;
+	return map_value_access(v, pc, p, &a);
+}
+
+static int check_map_arg(struct verifier *v, uint32_t pc, const struct vm_helper_proto *h,
+			 const struct vreg *r, struct call_ctx *cc)
+{
+	if (r->type != T_MAP_PTR)
+		return REJ("R1 type=%s expected=map_ptr (%s needs a map)", v_type_name(r->type),
+			   h->name);
+	cc->map_idx = r->map;
+	cc->map = &v->obj->maps[r->map];
+	bool ring = cc->map->type == CUBPF_MAP_RINGBUF || cc->map->type == CUBPF_MAP_GPU_RINGBUF;
+	if (h->id == CUBPF_FN_ringbuf_output && !ring)
+		return REJ("map '%s' is not a ring buffer (bpf_ringbuf_output)", cc->map->name);
+	if (h->id != CUBPF_FN_ringbuf_output && ring)
+		return REJ("cannot use ring buffer map '%s' with %s", cc->map->name, h->name);
+	if ((h->id == CUBPF_FN_map_update_elem || h->id == CUBPF_FN_map_delete_elem) &&
+	    !vm_map_prog_writable(cc->map))
+		return REJ("map '%s' is read-only: %s is not allowed", cc->map->name, h->name);
+	return STEP_NEXT;
+}
+
+static int check_const_str(struct verifier *v, uint32_t pc, const struct vreg *r)
+{
+	if (r->type != T_MAP_VALUE || r->smin != r->smax)
+		return REJ("R1 type=%s expected a constant string in .rodata", v_type_name(r->type));
+	const struct vm_map_def *m = &v->obj->maps[r->map];
+	int64_t o = r->off + r->smin;
+	if (vm_map_prog_writable(m) || !m->init || o < 0 || o >= (int64_t)m->value_size ||
+	    !memchr(m->init + o, 0, m->value_size - (size_t)o))
+		return REJ("R1 does not point to a NUL-terminated string in read-only memory");
+	return STEP_NEXT;
+}
+
+static int check_arg(struct verifier *v, uint32_t pc, struct vstate *st,
+		     const struct vm_helper_proto *h, int i, struct call_ctx *cc)
+{
+	int regno = i + 1;
+	struct vreg *r = &cur(st)->regs[regno];
+	enum vm_arg_type t = h->args[i];
+	if (need_init(v, pc, r, regno) == STEP_ERROR)
+		return STEP_ERROR;
+	switch (t) {
+	case VM_ARG_CONST_MAP_PTR:
+		return check_map_arg(v, pc, h, r, cc);
+	case VM_ARG_PTR_TO_MAP_KEY:
+	case VM_ARG_PTR_TO_MAP_VALUE:
+		return check_mem_arg(v, pc, st, regno,
+				     t == VM_ARG_PTR_TO_MAP_KEY ? cc->map->key_size : cc->map->value_size,
+				     false, false);
+	case VM_ARG_PTR_TO_MEM:
+	case VM_ARG_PTR_TO_UNINIT_MEM: {
+		const struct vreg *sz = &cur(st)->regs[regno + 1];
+		if (need_init(v, pc, sz, regno + 1) == STEP_ERROR)
+			return STEP_ERROR;
+		if (sz->type != T_SCALAR)
+			return REJ("R%d type=%s expected=scalar (a size)", regno + 1, v_type_name(sz->type));
+		if (sz->smin < 0)
+			return REJ("R%d min value is negative: a size must be >= 0", regno + 1);
+		bool zero_ok = h->args[i + 1] == VM_ARG_CONST_SIZE_OR_ZERO;
+		if (sz->umin == 0 && !zero_ok)
+			return REJ("R%d invalid zero-sized read (the size may be 0)", regno + 1);
+		return check_mem_arg(v, pc, st, regno, sz->umax, t == VM_ARG_PTR_TO_UNINIT_MEM,
+				     zero_ok && sz->umax == 0);
+	}
+	case VM_ARG_PTR_TO_CTX:
+		if (r->type != T_CTX || r->off != 0)
+			return REJ("R%d type=%s expected=ctx", regno, v_type_name(r->type));
+		return STEP_NEXT;
+	case VM_ARG_PTR_TO_U64_OUT:
+		return check_mem_arg(v, pc, st, regno, 8, true, false);
+	case VM_ARG_CONST_STR:
+		return check_const_str(v, pc, r);
+	default:
+		return STEP_NEXT;
+	}
+}
+
+static int check_helper(struct verifier *v, uint32_t pc, const struct bpf_insn *in,
+			struct vstate *st)
+{
+	const struct vm_helper_proto *h = vm_helper_proto((uint32_t)in->imm);
+	if (!h)
+		return REJ("invalid func unknown#%d (no such helper)", in->imm);
+	if (!((h->kinds >> v->prog->kind) & 1))
+		return REJ("helper %s#%d is not available in %s programs (%s)", h->name, in->imm,
+			   vm_prog_kind_name(v->prog->kind),
+			   (h->kinds & VM_KINDS_GPU) ? "GPU-only: kprobe/kretprobe/memprobe"
+						     : "host-only: uprobe/uretprobe");
+	struct call_ctx cc = {0};
+	for (int i = 0; i < 5 && h->args[i] != VM_ARG_NONE; i++)
+		if (check_arg(v, pc, st, h, i, &cc) == STEP_ERROR)
+			return STEP_ERROR;
+	struct vframe *f = cur(st);
+	for (int r = 1; r <= 5; r++)
+		mark_uninit(&f->regs[r]);
+	if (h->ret == VM_RET_MAP_VALUE_OR_NULL) {
+		mark_uninit(&f->regs[0]);
+		f->regs[0].type = T_MAP_VALUE_OR_NULL;
+		f->regs[0].map = cc.map_idx;
+		f->regs[0].id = ++v->next_id;
+	} else if (h->ret == VM_RET_VOID)
+		mark_uninit(&f->regs[0]);
+	else
+		r_unknown(&f->regs[0]);
+	return STEP_NEXT;
+}
+
+/* ---- bpf-to-bpf calls and exit ----------------------------------------------------------------- */
+
+static int check_call_local(struct verifier *v, uint32_t *pc, struct vstate *st)
+{
+	uint32_t at = *pc, target = (uint32_t)((int64_t)at + 1 + v->prog->insns[at].imm);
+	if (st->cur + 1 >= VM_MAX_CALL_DEPTH)
+		return v_reject(v, at, "the call stack of %d frames is too deep (limit %d)",
+				st->cur + 2, VM_MAX_CALL_DEPTH);
+	struct vframe *nf = v_frame_new();
+	if (!nf)
+		return v_reject(v, at, "out of memory");
+	struct vframe *f = cur(st);
+	for (int r = 1; r <= 5; r++)
+		nf->regs[r] = f->regs[r];
+	nf->regs[10].type = T_STACK;
+	nf->regs[10].frameno = (uint8_t)(st->cur + 1);
+	nf->callsite = at;
+	st->fr[++st->cur] = nf;
+	if (st->cur + 1 > v->max_frames)
+		v->max_frames = st->cur + 1;
+	*pc = target;
+	return STEP_JUMP;
+}
+
+static int check_exit(struct verifier *v, uint32_t *pc, struct vstate *st)
+{
+	uint32_t at = *pc;
+	struct vframe *f = cur(st);
+	if (f->regs[0].type == T_NOT_INIT)
+		return v_reject(v, at, "R0 !read_ok: the program exits without setting R0");
+	if (st->cur == 0) {
+		if (f->regs[0].type != T_SCALAR)
+			return v_reject(v, at, "R0 is a %s at program exit: returning a pointer leaks "
+					"an address", v_type_name(f->regs[0].type));
+		return STEP_EXIT;
+	}
+	if (f->regs[0].type == T_STACK && f->regs[0].frameno == st->cur)
+		return v_reject(v, at, "cannot return a pointer to the callee's stack to the caller");
+	struct vframe *caller = st->fr[st->cur - 1];
+	caller->regs[0] = f->regs[0];
+	for (int r = 1; r <= 5; r++)
+		mark_uninit(&caller->regs[r]);
+	*pc = f->callsite + 1;
+	v_state_free_frame(st);
+	return STEP_JUMP;
+}
+
+/* ---- conditional jumps -------------------------------------------------------------------------- */
+
+static void mark_null_check(struct vstate *st, uint32_t id, bool is_null)
+{
+	for (uint32_t i = 0; i <= st->cur; i++) {
+		struct vframe *f = st->fr[i];
+		for (int r = 0; r < 11; r++) {
+			struct vreg *x = &f->regs[r];
+			if (x->type == T_MAP_VALUE_OR_NULL && x->id == id) {
+				if (is_null)
+					r_const(x, 0);
+				else {
+					x->type = T_MAP_VALUE;
+					x->id = 0;
+				}
+			}
+		}
+		for (int s = 0; s < VM_STACK_SIZE / 8; s++) {
+			struct vreg *x = &f->spill[s];
+			if (f->stype[s * 8] == S_SPILL && x->type == T_MAP_VALUE_OR_NULL && x->id == id) {
+				if (is_null)
+					r_const(x, 0);
+				else
+					x->type = T_MAP_VALUE, x->id = 0;
+			}
+		}
+	}
+}
+
+/* Pointer comparisons: a null check, or a comparison whose outcome is unknown. */
+static int jmp_pointer(struct verifier *v, uint32_t pc, const struct bpf_insn *in, struct vstate *st,
+		       const struct vreg *src, struct vstate *other, bool *both, int *known)
+{
+	struct vreg *dst = &cur(st)->regs[in->dst_reg];
+	uint8_t op = BPF_OP(in->code);
+	bool zero = r_is_const(src) && src->tv == 0;
+	*both = true;
+	*known = -1;
+	if (zero && (op == BPF_JEQ || op == BPF_JNE) && BPF_CLASS(in->code) == BPF_JMP) {
+		if (dst->type == T_MAP_VALUE_OR_NULL) {
+			uint32_t id = dst->id;
+			/* taken side (other) for JEQ is the null side */
+			mark_null_check(other, id, op == BPF_JEQ);
+			mark_null_check(st, id, op != BPF_JEQ);
+			return STEP_NEXT;
+		}
+		*known = op == BPF_JNE; /* a valid pointer is never NULL */
+		return STEP_NEXT;
+	}
+	if (dst->type == T_MAP_VALUE_OR_NULL)
+		return REJ("R%d comparison of map_value_or_null with something else than 0; "
+			   "null-check it first", in->dst_reg);
+	return STEP_NEXT;
+}
+
+static int check_cond_jmp(struct verifier *v, uint32_t *pc, const struct bpf_insn *in,
+			  struct vstate *st, struct vstate *other, uint32_t *other_pc)
+{
+	uint32_t at = *pc;
+	struct vframe *f = cur(st);
+	bool is64 = BPF_CLASS(in->code) == BPF_JMP;
+	uint8_t op = BPF_OP(in->code);
+	struct vreg src;
+	if (need_init(v, at, &f->regs[in->dst_reg], in->dst_reg) == STEP_ERROR)
+		return STEP_ERROR;
+	if (BPF_SRC(in->code) == BPF_X) {
+		if (need_init(v, at, &f->regs[in->src_reg], in->src_reg) == STEP_ERROR)
+			return STEP_ERROR;
+		src = f->regs[in->src_reg];
+	} else
+		r_const(&src, is64 ? (uint64_t)(int64_t)in->imm : (uint32_t)in->imm);
+	uint32_t target = (uint32_t)((int64_t)at + 1 + in->off);
+	int known;
+	if (is_ptr(&f->regs[in->dst_reg]) || is_ptr(&src)) {
+		bool both;
+		if (v_state_copy(other, st) < 0)
+			return v_reject(v, at, "out of memory");
+		if (is_ptr(&src) && !is_ptr(&f->regs[in->dst_reg]))
+			known = -1;
+		else if (jmp_pointer(v, at, in, st, &src, other, &both, &known) == STEP_ERROR) {
+			v_state_free(other);
+			return STEP_ERROR;
+		}
+		if (known >= 0) {
+			v_state_free(other);
+			*pc = known ? target : at + 1;
+			return STEP_JUMP;
+		}
+		*other_pc = target;
+		*pc = at + 1;
+		return STEP_BRANCH;
+	}
+	known = r_branch_known(&f->regs[in->dst_reg], &src, op, is64);
+	if (known >= 0) {
+		*pc = known ? target : at + 1;
+		return STEP_JUMP;
+	}
+	if (v_state_copy(other, st) < 0)
+		return v_reject(v, at, "out of memory");
+	struct vreg osrc = src;
+	struct vframe *of = cur(other);
+	r_refine(&of->regs[in->dst_reg], BPF_SRC(in->code) == BPF_X ? &of->regs[in->src_reg] : &osrc,
+		 op, is64, true);
+	r_refine(&f->regs[in->dst_reg], BPF_SRC(in->code) == BPF_X ? &f->regs[in->src_reg] : &src,
+		 op, is64, false);
+	*other_pc = target;
+	*pc = at + 1;
+	return STEP_BRANCH;
+}
+
+/* ---- dispatch ---------------------------------------------------------------------------------- */
+
+static int check_jmp(struct verifier *v, uint32_t *pc, const struct bpf_insn *in, struct vstate *st,
+		     struct vstate *other, uint32_t *other_pc)
+{
+	uint8_t op = BPF_OP(in->code);
+	if (op == BPF_JA) {
+		*pc = (uint32_t)((int64_t)*pc + 1 + (BPF_CLASS(in->code) == BPF_JMP ? in->off : in->imm));
+		return STEP_JUMP;
+	}
+	if (op == BPF_EXIT)
+		return check_exit(v, pc, st);
+	if (op == BPF_CALL) {
+		if (in->src_reg == BPF_PSEUDO_CALL)
+			return check_call_local(v, pc, st);
+		int rc = check_helper(v, *pc, in, st);
+		if (rc == STEP_NEXT)
+			(*pc)++;
+		return rc == STEP_ERROR ? rc : STEP_JUMP;
+	}
+	return check_cond_jmp(v, pc, in, st, other, other_pc);
+}
+
+static int check_lddw(struct verifier *v, uint32_t pc, const struct bpf_insn *in, struct vstate *st)
+{
+	struct vreg *d = &cur(st)->regs[in->dst_reg];
+	if (in->dst_reg == BPF_REG_10)
+		return REJ("frame pointer is read only");
+	if (in->src_reg == 0) {
+		r_const(d, (uint32_t)in->imm | ((uint64_t)(uint32_t)in[1].imm << 32));
+		return STEP_NEXT;
+	}
+	mark_uninit(d);
+	d->map = (uint32_t)in->imm;
+	if (in->src_reg == BPF_PSEUDO_MAP_FD)
+		d->type = T_MAP_PTR;
+	else {
+		d->type = T_MAP_VALUE;
+		d->off = in[1].imm;
+	}
+	return STEP_NEXT;
+}
+
+int v_step(struct verifier *v, struct vstate *st, uint32_t *pc, struct vstate *other,
+	   uint32_t *other_pc)
+{
+	const struct bpf_insn *in = &v->prog->insns[*pc];
+	int rc;
+	switch (BPF_CLASS(in->code)) {
+	case BPF_ALU:
+	case BPF_ALU64:
+		rc = check_alu(v, *pc, in, st);
+		break;
+	case BPF_JMP:
+	case BPF_JMP32:
+		return check_jmp(v, pc, in, st, other, other_pc);
+	case BPF_LD:
+		rc = check_lddw(v, *pc, in, st);
+		if (rc == STEP_NEXT)
+			*pc += 2;
+		return rc == STEP_ERROR ? rc : STEP_JUMP;
+	case BPF_LDX:
+		rc = check_ldx(v, *pc, in, st);
+		break;
+	case BPF_ST:
+		rc = check_st(v, *pc, in, st);
+		break;
+	default: /* BPF_STX */
+		rc = BPF_MODE(in->code) == BPF_ATOMIC ? check_atomic(v, *pc, in, st)
+						      : check_st(v, *pc, in, st);
+		break;
+	}
+	if (rc == STEP_NEXT)
+		(*pc)++;
+	return rc;
+}
+
+/* ---- printing ----------------------------------------------------------------------------------- */
+
+void v_print_reg(struct verifier *v, const struct vreg *r)
+{
+	switch (r->type) {
+	case T_SCALAR:
+		if (r_is_const(r))
+			v_log(v, "%lld", (long long)r->tv);
+		else
+			v_log(v, "scalar(umin=%llu,umax=%llu,smin=%lld,smax=%lld)",
+			      (unsigned long long)r->umin, (unsigned long long)r->umax,
+			      (long long)r->smin, (long long)r->smax);
+		break;
+	case T_STACK:
+		v_log(v, "fp%d%+d", r->frameno, r->off);
+		break;
+	case T_CTX:
+		v_log(v, "ctx%+d", r->off);
+		break;
+	case T_MAP_VALUE:
+	case T_MAP_VALUE_OR_NULL:
+	case T_MAP_PTR:
+		v_log(v, "%s(map=%s,off=%d", v_type_name(r->type), v->obj->maps[r->map].name, r->off);
+		if (r->type != T_MAP_PTR && !(r->smin == 0 && r->smax == 0))
+			v_log(v, ",var=[%lld,%lld]", (long long)r->smin, (long long)r->smax);
+		v_log(v, ")");
+		break;
+	default:
+		v_log(v, "?");
+	}
+}
+
+void v_print_state(struct verifier *v, const struct vstate *st)
+{
+	const struct vframe *f = st->fr[st->cur];
+	v_log(v, "  state (frame %u):", st->cur);
+	for (int r = 0; r < 11; r++) {
+		if (f->regs[r].type == T_NOT_INIT)
+			continue;
+		v_log(v, " R%d=", r);
+		v_print_reg(v, &f->regs[r]);
+	}
+	v_log(v, "\n");
+}
