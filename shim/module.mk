@@ -49,7 +49,7 @@ SHIM_NVCC_FLAGS := -O2 -arch=sm_90 -cudart static
 ifneq ($(wildcard $(NVCC)),)
 $(BUILD)/gpu/shim_app: tests/cuda/shim_app.cu
 	@mkdir -p $(@D)
-	$(NVCC) $(SHIM_NVCC_FLAGS) -o $@ $< -lcuda
+	$(NVCC) $(SHIM_NVCC_FLAGS) -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda
 $(BUILD)/gpu/shim_bench: tests/bench/shim_bench.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(SHIM_NVCC_FLAGS) -o $@ $< -ldl

@@ -1,0 +1,25 @@
+# Triton: a vector-add kernel (compiled by Triton, loaded with cuModuleLoadData).
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x + y, mask=mask)
+
+
+n = 98432
+x = torch.arange(n, dtype=torch.int32, device="cuda")
+y = (torch.arange(n, dtype=torch.int32, device="cuda") * 7) % 1000
+out = torch.empty_like(x)
+add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+torch.cuda.synchronize()
+ok = bool(torch.equal(out, x + y))
+print("triton add sum=%d matches_torch=%s" % (int(out.sum().item()), ok))
+print("triton_app: done" if ok else "triton_app: MISMATCH")
