@@ -74,6 +74,21 @@ static struct vm_map_def *add_map(struct loader *ld, const char *name, size_t sh
 	return m;
 }
 
+/* Offset of the symbol `name` defined in section `shndx`. */
+static int symbol_offset(struct loader *ld, size_t shndx, const char *name, uint64_t *off)
+{
+	for (size_t i = 0; i < ld->nsyms; i++) {
+		struct cubin_elf_symbol s;
+		if (cubin_elf_symbol(&ld->elf, &ld->symtab, i, &s) < 0)
+			return elf_fail(ld);
+		if (s.shndx == shndx && !strcmp(s.name, name)) {
+			*off = s.value;
+			return 0;
+		}
+	}
+	return FAIL(ld, "map '%s' is in .BTF but has no symbol in .maps", name);
+}
+
 static int btf_maps(struct loader *ld, const struct cubin_elf_section *sec)
 {
 	if (!ld->has_btf)
@@ -92,9 +107,13 @@ static int btf_maps(struct loader *ld, const struct cubin_elf_section *sec)
 		    BTF_INFO_KIND(var.info) != BTF_KIND_VAR)
 			return FAIL(ld, ".BTF: entry %u of .maps is not a variable", i);
 		const char *name = vm_btf_name(&ld->btf, var.name_off);
-		if (!name || (uint64_t)vs.offset + vs.size > sec->size)
-			return FAIL(ld, ".BTF: map entry %u is damaged", i);
-		struct vm_map_def *m = add_map(ld, name, sec->index, vs.offset, false);
+		uint64_t off;
+		if (!name)
+			return FAIL(ld, ".BTF: map entry %u has no name", i);
+		/* clang leaves DATASEC offsets at 0 in objects: the symbol table has them */
+		if (symbol_offset(ld, sec->index, name, &off) < 0)
+			return -1;
+		struct vm_map_def *m = add_map(ld, name, sec->index, off, false);
 		if (!m || vm_btf_map_def(&ld->btf, var.type, m, ld->err, ld->errlen) < 0)
 			return -1;
 		if (!m->type)
