@@ -1,9 +1,10 @@
 /* shim/core.c: one-time initialization, the slot table, logging, hooks.
  *
- * Initialization runs once, from our constructor or from the first driver call, whichever
- * comes first (a library constructor of the application may call the driver before ours has
- * run, and several threads may call at once).  Until then every slot holds a lazy stub that
- * enters here.  A driver call made on the initializing thread while init is under way (the
+ * Initialization runs once, on the first driver call, whichever thread makes it and whenever
+ * (from a library constructor of the application, say): until then every slot holds a lazy
+ * stub that enters here, and the wrappers call shim_ensure_init().  There is no constructor:
+ * loading the shim costs nothing until CUDA is used, and the first call of every process goes
+ * through the lazy path, so that path is exercised by every test rather than merely present.  A driver call made on the initializing thread while init is under way (the
  * real driver's constructor calling an exported name, say) gets CUDA_ERROR_NOT_INITIALIZED
  * rather than a deadlock.
  */
@@ -142,11 +143,6 @@ void *shim_lazy_target(unsigned idx)
 	if (!atomic_load_explicit(&shim_init_done, memory_order_acquire))
 		return (void *)nodrv_not_initialized; /* re-entered during init, on this thread */
 	return __atomic_load_n(&shim_slots[idx], __ATOMIC_ACQUIRE);
-}
-
-__attribute__((constructor)) static void shim_constructor(void)
-{
-	shim_init();
 }
 
 __attribute__((destructor)) static void shim_destructor(void)

@@ -174,3 +174,29 @@ FAKE_EXPORT int cuLaunchKernel_ptsz(void *f, unsigned gx, unsigned gy, unsigned 
 	fake_hit("cuLaunchKernel_ptsz");
 	return 0;
 }
+
+/* ---- argument passing through the lazy-init stub -------------------------------------------
+ * The shim forwards cuMemsetD2D16Async with a one-jump trampoline; here it takes eight integer
+ * and eight floating-point arguments (the two register files, plus two integers on the stack),
+ * so a test can check that the first call, which goes through the lazy-init stub, arrives
+ * intact. */
+static long args_seen[8];
+static double fargs_seen[8];
+
+FAKE_EXPORT int cuMemsetD2D16Async(long a, long b, long c, long d, long e, long f, long g, long h,
+				   double x0, double x1, double x2, double x3, double x4, double x5,
+				   double x6, double x7)
+{
+	long v[8] = { a, b, c, d, e, f, g, h };
+	double x[8] = { x0, x1, x2, x3, x4, x5, x6, x7 };
+	memcpy(args_seen, v, sizeof(v));
+	memcpy(fargs_seen, x, sizeof(x));
+	fake_hit("cuMemsetD2D16Async");
+	return FAKE_BASE + FAKE_IDX_cuMemsetD2D16Async;
+}
+
+FAKE_EXPORT void fake_args(long *ints, double *floats)
+{
+	memcpy(ints, args_seen, sizeof(args_seen));
+	memcpy(floats, fargs_seen, sizeof(fargs_seen));
+}

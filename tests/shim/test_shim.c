@@ -177,11 +177,22 @@ static int child_fail(const char *fmt, ...)
 	return 1;
 }
 
-static void *open_shim(void)
+/* Loads the shim without calling it: it initializes on the first driver call. */
+static void *open_shim_lazy(void)
 {
 	void *h = dlopen(shim_path, RTLD_NOW | RTLD_LOCAL);
 	if (!h)
 		printf("child: dlopen %s: %s\n", shim_path, dlerror());
+	return h;
+}
+
+/* Loads the shim and makes one call, so that it has found (and loaded) its driver. */
+static void *open_shim(void)
+{
+	void *h = open_shim_lazy();
+	int version = 0;
+	if (h)
+		((int (*)(int *))dlsym(h, "cuDriverGetVersion"))(&version);
 	return h;
 }
 
@@ -508,6 +519,101 @@ static void test_self_as_driver_is_refused(void **state)
 	assert_non_null(strstr(child_err, "no real CUDA driver found"));
 }
 
+/* ---- the first call: lazy initialization ------------------------------------------------------ */
+
+typedef int (*many_t)(long, long, long, long, long, long, long, long, double, double, double,
+		      double, double, double, double, double);
+
+/* The very first driver call of the process goes through the lazy-init stub of a trampoline:
+ * every argument register (integer and vector) and the stack arguments must arrive intact. */
+static int child_first_call_arguments(void)
+{
+	void *shim = open_shim_lazy();
+	if (!shim)
+		return 1;
+	many_t fn = (many_t)dlsym(shim, "cuMemsetD2D16Async");
+	int r = fn(-1, 2, 0x300000000l, 4, 5, 6, 7, 8, 0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, -7.25);
+	void *fake = open_fake();
+	if (!fake)
+		return 1;
+	long ints[8];
+	double floats[8];
+	((void (*)(long *, double *))dlsym(fake, "fake_args"))(ints, floats);
+	static const long want_i[8] = { -1, 2, 0x300000000l, 4, 5, 6, 7, 8 };
+	static const double want_f[8] = { 0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, -7.25 };
+	int bad = r != ((int (*)(const char *))dlsym(fake, "fake_result"))("cuMemsetD2D16Async");
+	for (int i = 0; i < 8; i++) {
+		if (ints[i] != want_i[i])
+			bad += child_fail("integer argument %d: %ld, want %ld", i, ints[i], want_i[i]);
+		if (floats[i] != want_f[i])
+			bad += child_fail("float argument %d: %g, want %g", i, floats[i], want_f[i]);
+	}
+	return bad;
+}
+
+static void test_first_call_keeps_arguments(void **state)
+{
+	(void)state;
+	struct child_env env = { .real = fake_path };
+	assert_int_equal(run_child(&env, child_first_call_arguments), 0);
+}
+
+/* Many threads make their first driver call at once (through lazy stubs and wrappers): one
+ * initialization, every call forwarded. */
+#define RACERS 16
+static pthread_barrier_t racers_start;
+static void *race_shim;
+static int race_results[RACERS];
+
+static void *racer(void *arg)
+{
+	long i = (long)arg;
+	pthread_barrier_wait(&racers_start);
+	const char *name = i % 2 ? "cuDeviceGetCount" : "cuInit";
+	race_results[i] = CALL0(dlsym(race_shim, name));
+	return NULL;
+}
+
+static int child_concurrent_first_calls(void)
+{
+	race_shim = open_shim_lazy();
+	if (!race_shim)
+		return 1;
+	pthread_t t[RACERS];
+	pthread_barrier_init(&racers_start, NULL, RACERS);
+	for (long i = 0; i < RACERS; i++)
+		pthread_create(&t[i], NULL, racer, (void *)i);
+	for (int i = 0; i < RACERS; i++)
+		pthread_join(t[i], NULL);
+	void *fake = open_fake();
+	if (!fake)
+		return 1;
+	unsigned (*hits)(const char *) = (unsigned (*)(const char *))dlsym(fake, "fake_hits");
+	int (*result)(const char *) = (int (*)(const char *))dlsym(fake, "fake_result");
+	int bad = 0;
+	for (int i = 0; i < RACERS; i++) {
+		const char *name = i % 2 ? "cuDeviceGetCount" : "cuInit";
+		if (race_results[i] != result(name))
+			bad += child_fail("thread %d: %s returned %d", i, name, race_results[i]);
+	}
+	if (hits("cuInit") != RACERS / 2 || hits("cuDeviceGetCount") != RACERS / 2)
+		bad += child_fail("calls reached: cuInit %u, cuDeviceGetCount %u (want %d each)",
+				  hits("cuInit"), hits("cuDeviceGetCount"), RACERS / 2);
+	return bad;
+}
+
+static void test_concurrent_first_calls(void **state)
+{
+	(void)state;
+	struct child_env env = { .real = fake_path, .log = "debug" };
+	for (int round = 0; round < 20; round++)
+		assert_int_equal(run_child(&env, child_concurrent_first_calls), 0);
+	/* One initialization: the driver is announced once. */
+	char *first = strstr(child_err, "cubpf: real driver: ");
+	assert_non_null(first);
+	assert_null(strstr(first + 1, "cubpf: real driver: "));
+}
+
 /* ---- module loads, kernel handles, launches (seen through the log) --------------------------- */
 
 static const char ptx[] =
@@ -622,6 +728,8 @@ int main(void)
 		cmocka_unit_test(test_stub_error_comes_back),
 		cmocka_unit_test(test_no_driver_answers_no_device),
 		cmocka_unit_test(test_self_as_driver_is_refused),
+		cmocka_unit_test(test_first_call_keeps_arguments),
+		cmocka_unit_test(test_concurrent_first_calls),
 		cmocka_unit_test(test_loads_and_launches_are_reported),
 		cmocka_unit_test(test_quiet_by_default),
 		cmocka_unit_test(test_disabled_counts_nothing),
