@@ -22,13 +22,26 @@
 #include "store/store.h"
 
 #define CACHE_APP_ID 0x63425046 /* "cBPF" */
-#define CACHE_SCHEMA 1
+#define CACHE_SCHEMA 2
 #define CACHE_DEFAULT_MAX (1ull << 30)
 #define CACHE_DEFAULT_BUSY_MS 10000
 
-enum { ST_GET, ST_HIT, ST_MISS, ST_PUT, ST_NSTMT };
+enum { ST_GET, ST_HIT, ST_MISS, ST_PUT, ST_PUT_BLOBS, ST_DEL, ST_NSTMT };
+
+#define PEND_MAX 64
+#define PEND_MS 2000
+
+struct pending {
+	store_key keys[PEND_MAX];
+	uint64_t uses[PEND_MAX];
+	int64_t last_ms[PEND_MAX];
+	size_t n;
+	uint64_t lookups, hits, corrupt, saved_ns;
+	int64_t since_ms;
+};
 
 struct store_cache {
+	struct pending pend;
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_NSTMT];
 	char *path;
@@ -37,24 +50,30 @@ struct store_cache {
 };
 
 static const char *const stmt_sql[ST_NSTMT] = {
-	[ST_GET] = "SELECT name, sm, driver, ptx_size, ptx_sum, cubin_size, cubin_sum, rewrite_ns,"
-		   " jit_ns, hits, created, last_used, ptx, cubin FROM modules WHERE key = ?1",
-	[ST_HIT] = "UPDATE modules SET hits = hits + 1, last_used = ?2 WHERE key = ?1",
-	[ST_MISS] = "UPDATE counters SET lookups = lookups + 1, hits = hits + ?1,"
-		    " misses = misses + ?2, corrupt = corrupt + ?3, saved_ns = saved_ns + ?4",
-	[ST_PUT] = "INSERT OR REPLACE INTO modules (key, name, sm, driver, ptx_size, ptx_sum,"
-		   " cubin_size, cubin_sum, rewrite_ns, jit_ns, hits, created, last_used, ptx, cubin)"
-		   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11, ?11, ?12, ?13)",
+	[ST_GET] = "SELECT m.name, m.sm, m.driver, m.ptx_size, m.ptx_sum, m.cubin_size, m.cubin_sum,"
+		   " m.rewrite_ns, m.jit_ns, m.hits, m.created, m.last_used, b.ptx, b.cubin"
+		   " FROM modules m JOIN blobs b ON b.id = m.id WHERE m.key = ?1",
+	[ST_HIT] = "UPDATE modules SET hits = hits + ?3, last_used = max(last_used, ?2) WHERE key = ?1",
+	[ST_MISS] = "UPDATE counters SET lookups = lookups + ?1, hits = hits + ?2,"
+		    " misses = misses + ?3, corrupt = corrupt + ?4, saved_ns = saved_ns + ?5",
+	[ST_PUT] = "INSERT INTO modules (key, name, sm, driver, ptx_size, ptx_sum, cubin_size,"
+		   " cubin_sum, rewrite_ns, jit_ns, hits, created, last_used)"
+		   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11, ?11)",
+	[ST_PUT_BLOBS] = "INSERT INTO blobs (id, ptx, cubin) VALUES (last_insert_rowid(), ?1, ?2)",
+	[ST_DEL] = "DELETE FROM modules WHERE key = ?1",
 };
 
-/* Sizes and sums come before the blobs in each row so that listing and summing sizes never
- * reads a blob's overflow pages. */
+/* The blobs live in their own table: sqlite rewrites a whole row on UPDATE, so counting a use
+ * in a row that held the blobs would rewrite hundreds of KiB per hit.  Deleting a module
+ * deletes its blobs (trigger). */
 static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS modules ("
-	" key BLOB PRIMARY KEY, name TEXT, sm INTEGER, driver INTEGER,"
+	" id INTEGER PRIMARY KEY, key BLOB UNIQUE NOT NULL, name TEXT, sm INTEGER, driver INTEGER,"
 	" ptx_size INTEGER, ptx_sum INTEGER, cubin_size INTEGER, cubin_sum INTEGER,"
-	" rewrite_ns INTEGER, jit_ns INTEGER, hits INTEGER, created INTEGER, last_used INTEGER,"
-	" ptx BLOB, cubin BLOB);"
+	" rewrite_ns INTEGER, jit_ns INTEGER, hits INTEGER, created INTEGER, last_used INTEGER);"
+	"CREATE TABLE IF NOT EXISTS blobs (id INTEGER PRIMARY KEY, ptx BLOB, cubin BLOB);"
+	"CREATE TRIGGER IF NOT EXISTS modules_blobs AFTER DELETE ON modules"
+	" BEGIN DELETE FROM blobs WHERE id = old.id; END;"
 	"CREATE INDEX IF NOT EXISTS modules_lru ON modules (last_used);"
 	"CREATE TABLE IF NOT EXISTS counters (lookups INTEGER, hits INTEGER, misses INTEGER,"
 	" puts INTEGER, evictions INTEGER, corrupt INTEGER, saved_ns INTEGER);"
@@ -270,13 +289,16 @@ static int ensure_schema(struct store_cache *c)
 		return rc;
 	if (app == CACHE_APP_ID && ver == CACHE_SCHEMA)
 		return SQLITE_OK;
+	if (app == CACHE_APP_ID && ver > CACHE_SCHEMA) {
+		set_err(c, "%s was made by a newer cubpf (cache schema %lld; this one knows %d)",
+			c->path, (long long)ver, CACHE_SCHEMA);
+		return SQLITE_MISMATCH;
+	}
 	if (app != CACHE_APP_ID && tables > 0) {
 		set_err(c, "%s is an sqlite database that is not a cubpf cache; not touching it",
 			c->path);
 		return SQLITE_MISMATCH;
 	}
-	if (tables == 0 && (rc = exec(c, "PRAGMA auto_vacuum = INCREMENTAL")) != SQLITE_OK)
-		return rc;
 	/* Another process may be making the schema at the same moment: look again under the
 	 * write lock before replacing anything. */
 	if ((rc = exec(c, "BEGIN IMMEDIATE")) != SQLITE_OK)
@@ -288,7 +310,7 @@ static int ensure_schema(struct store_cache *c)
 		return exec(c, "COMMIT");
 	char sql[256 + sizeof(schema_sql)];
 	snprintf(sql, sizeof(sql),
-		 "DROP TABLE IF EXISTS modules; DROP TABLE IF EXISTS counters; %s"
+		 "DROP TABLE IF EXISTS modules; DROP TABLE IF EXISTS blobs; DROP TABLE IF EXISTS counters; %s"
 		 " PRAGMA application_id = %d; PRAGMA user_version = %d; COMMIT;",
 		 schema_sql, CACHE_APP_ID, CACHE_SCHEMA);
 	if (rc == SQLITE_OK)
@@ -310,6 +332,16 @@ static int db_open_once(struct store_cache *c)
 	}
 	sqlite3_extended_result_codes(c->db, 1);
 	sqlite3_busy_timeout(c->db, c->opt.busy_timeout_ms);
+	/* A new file: large pages (a module is hundreds of KiB; 4 KiB pages make a blob a long
+	 * chain of page reads) and incremental vacuum (eviction gives space back).  Both must be
+	 * set before WAL and before the first table. */
+	if (pragma_int(c, "PRAGMA page_count", &rc) == 0 && rc == SQLITE_OK &&
+	    (rc = exec(c, "PRAGMA page_size = 65536; PRAGMA auto_vacuum = INCREMENTAL")) != SQLITE_OK)
+		return rc;
+	if (rc != SQLITE_OK) {
+		set_err(c, "%s: %s", c->path, sqlite3_errmsg(c->db));
+		return rc;
+	}
 	/* WAL is a property of the file: set it only once, so that later opens need no lock. */
 	sqlite3_stmt *s = NULL;
 	int wal = 0;
@@ -406,10 +438,14 @@ struct store_cache *store_cache_open(const char *path, const struct store_cache_
 	return c;
 }
 
+static void flush(struct store_cache *c);
+
 void store_cache_close(struct store_cache *c)
 {
 	if (!c)
 		return;
+	if (c->db)
+		flush(c);
 	db_close(c);
 	free(c->path);
 	free(c);
@@ -516,52 +552,86 @@ static int read_row(sqlite3_stmt *s, struct store_cache_entry *e)
 	return 1;
 }
 
-static int count_lookup(struct store_cache *c, int hit, int corrupt, uint64_t saved_ns)
-{
-	sqlite3_stmt *s = stmt(c, ST_MISS);
-	if (!s)
-		return -1;
-	sqlite3_bind_int(s, 1, hit);
-	sqlite3_bind_int(s, 2, !hit);
-	sqlite3_bind_int(s, 3, corrupt);
-	sqlite3_bind_int64(s, 4, (int64_t)saved_ns);
-	return step_done(c, s, "counting a lookup");
-}
-
 static int drop_entry(struct store_cache *c, const store_key *key)
 {
-	sqlite3_stmt *s = NULL;
-	int rc = sqlite3_prepare_v2(c->db, "DELETE FROM modules WHERE key = ?1", -1, &s, NULL);
-	if (rc != SQLITE_OK)
-		return fail(c, rc, "deleting a damaged entry");
+	sqlite3_stmt *s = stmt(c, ST_DEL);
+	if (!s)
+		return -1;
 	sqlite3_bind_blob(s, 1, key->b, sizeof(key->b), SQLITE_STATIC);
-	rc = step_done(c, s, "deleting a damaged entry");
-	sqlite3_finalize(s);
-	return rc;
+	return step_done(c, s, "deleting an entry");
 }
 
-/* The bookkeeping of a lookup, in one write transaction. */
-static int record_lookup(struct store_cache *c, const store_key *key, int found, int corrupt,
-			 uint64_t saved_ns)
+/* Lookups are counted in memory and written in one transaction now and then (every
+ * PEND_MAX distinct hits, every PEND_MS, and at stats, list, put and close): a hit then costs
+ * one read, not a write transaction.  A process killed before a flush loses only counts. */
+static int flush_pending(struct store_cache *c)
 {
-	int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-	if (rc != SQLITE_OK)
+	struct pending *p = &c->pend;
+	sqlite3_stmt *s;
+	int rc;
+
+	if (!p->lookups && !p->corrupt)
+		return 0;
+	if ((rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL)) != SQLITE_OK)
 		return fail(c, rc, "starting a transaction");
-	if (found) {
-		sqlite3_stmt *s = stmt(c, ST_HIT);
-		if (!s)
+	for (size_t i = 0; i < p->n; i++) {
+		if (!(s = stmt(c, ST_HIT)))
 			return fail(c, SQLITE_ERROR, "preparing");
-		sqlite3_bind_blob(s, 1, key->b, sizeof(key->b), SQLITE_STATIC);
-		sqlite3_bind_int64(s, 2, now_ms());
-		if (step_done(c, s, "updating use count"))
+		sqlite3_bind_blob(s, 1, p->keys[i].b, sizeof(p->keys[i].b), SQLITE_STATIC);
+		sqlite3_bind_int64(s, 2, p->last_ms[i]);
+		sqlite3_bind_int64(s, 3, (int64_t)p->uses[i]);
+		if (step_done(c, s, "updating use counts"))
 			return -1;
 	}
-	if (corrupt && drop_entry(c, key))
+	if (!(s = stmt(c, ST_MISS)))
+		return fail(c, SQLITE_ERROR, "preparing");
+	sqlite3_bind_int64(s, 1, (int64_t)p->lookups);
+	sqlite3_bind_int64(s, 2, (int64_t)p->hits);
+	sqlite3_bind_int64(s, 3, (int64_t)(p->lookups - p->hits));
+	sqlite3_bind_int64(s, 4, (int64_t)p->corrupt);
+	sqlite3_bind_int64(s, 5, (int64_t)p->saved_ns);
+	if (step_done(c, s, "counting lookups"))
 		return -1;
-	if (count_lookup(c, found, corrupt, saved_ns))
-		return -1;
-	rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
-	return rc == SQLITE_OK ? 0 : fail(c, rc, "committing");
+	if ((rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL)) != SQLITE_OK)
+		return fail(c, rc, "committing");
+	memset(p, 0, sizeof(*p));
+	p->since_ms = now_ms();
+	return 0;
+}
+
+/* Counts are statistics: when they cannot be written (a lock held past the busy timeout),
+ * say so and let them go rather than fail the caller's real work. */
+static void flush(struct store_cache *c)
+{
+	if (flush_pending(c)) {
+		warn(c, "cubpf cache: use counts not saved: %s", c->error);
+		memset(&c->pend, 0, sizeof(c->pend));
+	}
+}
+
+static void note_lookup(struct store_cache *c, const store_key *key, uint64_t saved_ns)
+{
+	struct pending *p = &c->pend;
+	size_t i = 0;
+	int64_t t = now_ms();
+
+	if (!p->lookups)
+		p->since_ms = t;
+	p->lookups++;
+	if (key) {
+		p->hits++;
+		p->saved_ns += saved_ns;
+		while (i < p->n && memcmp(p->keys[i].b, key->b, sizeof(key->b)))
+			i++;
+		if (i == p->n) {
+			p->keys[p->n] = *key;
+			p->uses[p->n++] = 0;
+		}
+		p->uses[i]++;
+		p->last_ms[i] = t;
+	}
+	if (p->n == PEND_MAX || t - p->since_ms >= PEND_MS)
+		flush(c);
 }
 
 int store_cache_get(struct store_cache *c, const store_key *key, struct store_cache_entry *out)
@@ -594,10 +664,11 @@ int store_cache_get(struct store_cache *c, const store_key *key, struct store_ca
 		char hex[33];
 		store_key_hex(key, hex);
 		warn(c, "cubpf cache: entry %s in %s failed its checksum; dropped it", hex, c->path);
+		c->pend.corrupt++;
+		if (drop_entry(c, key))
+			return -1;
 	}
-	if (record_lookup(c, key, got == 1, corrupt, got == 1 ? out->rewrite_ns + out->jit_ns : 0) &&
-	    got == 1)
-		warn(c, "cubpf cache: %s", c->error); /* the entry is good even if counting failed */
+	note_lookup(c, got == 1 ? key : NULL, got == 1 ? out->rewrite_ns + out->jit_ns : 0);
 	return got == 1;
 }
 
@@ -633,15 +704,15 @@ static int64_t evict(struct store_cache *c, const store_key *keep)
 	if ((uint64_t)total <= c->opt.max_bytes)
 		return 0;
 	rc = sqlite3_prepare_v2(c->db,
-				"SELECT rowid, ptx_size + cubin_size FROM modules WHERE key != ?1"
-				" ORDER BY last_used, rowid",
+				"SELECT id, ptx_size + cubin_size FROM modules WHERE key != ?1"
+				" ORDER BY last_used, id",
 				-1, &s, NULL);
 	if (rc != SQLITE_OK)
 		return fail(c, rc, "choosing entries to evict");
 	sqlite3_bind_blob(s, 1, keep->b, sizeof(keep->b), SQLITE_STATIC);
 	char sql[128];
 	while ((uint64_t)total > c->opt.max_bytes && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		snprintf(sql, sizeof(sql), "DELETE FROM modules WHERE rowid = %lld",
+		snprintf(sql, sizeof(sql), "DELETE FROM modules WHERE id = %lld",
 			 (long long)sqlite3_column_int64(s, 0));
 		total -= sqlite3_column_int64(s, 1);
 		if ((rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL)) != SQLITE_OK)
@@ -669,9 +740,13 @@ static int bind_entry(sqlite3_stmt *s, const store_key *key, const struct store_
 	sqlite3_bind_int64(s, 8, (int64_t)XXH3_64bits(e->cubin, e->cubin_size));
 	sqlite3_bind_int64(s, 9, (int64_t)e->rewrite_ns);
 	sqlite3_bind_int64(s, 10, (int64_t)e->jit_ns);
-	sqlite3_bind_int64(s, 11, now_ms());
-	sqlite3_bind_blob64(s, 12, e->ptx_size ? e->ptx : "", e->ptx_size, SQLITE_STATIC);
-	return sqlite3_bind_blob64(s, 13, e->cubin_size ? e->cubin : "", e->cubin_size, SQLITE_STATIC);
+	return sqlite3_bind_int64(s, 11, now_ms());
+}
+
+static int bind_blobs(sqlite3_stmt *s, const struct store_cache_entry *e)
+{
+	sqlite3_bind_blob64(s, 1, e->ptx_size ? e->ptx : "", e->ptx_size, SQLITE_STATIC);
+	return sqlite3_bind_blob64(s, 2, e->cubin_size ? e->cubin : "", e->cubin_size, SQLITE_STATIC);
 }
 
 static int put_once(struct store_cache *c, const store_key *key, const struct store_cache_entry *e,
@@ -682,6 +757,8 @@ static int put_once(struct store_cache *c, const store_key *key, const struct st
 
 	if (rc != SQLITE_OK)
 		return fail(c, rc, "starting a transaction");
+	if (drop_entry(c, key)) /* replacing: the old blobs go with it */
+		return -1;
 	if (!(s = stmt(c, ST_PUT)))
 		return fail(c, SQLITE_ERROR, "preparing");
 	if ((rc = bind_entry(s, key, e)) != SQLITE_OK) {
@@ -689,6 +766,14 @@ static int put_once(struct store_cache *c, const store_key *key, const struct st
 		return fail(c, rc, "binding");
 	}
 	if (step_done(c, s, "inserting"))
+		return -1;
+	if (!(s = stmt(c, ST_PUT_BLOBS)))
+		return fail(c, SQLITE_ERROR, "preparing");
+	if ((rc = bind_blobs(s, e)) != SQLITE_OK) {
+		sqlite3_reset(s);
+		return fail(c, rc, "binding");
+	}
+	if (step_done(c, s, "inserting blobs"))
 		return -1;
 	if ((rc = sqlite3_exec(c->db, "UPDATE counters SET puts = puts + 1", NULL, NULL, NULL)))
 		return fail(c, rc, "counting");
@@ -710,6 +795,7 @@ int store_cache_put(struct store_cache *c, const store_key *key, const struct st
 	}
 	if (!c->db && db_open(c))
 		return -1;
+	flush(c);
 	/* A damaged database is replaced by fail(); the entry then goes into the new one. */
 	if (put_once(c, key, e, &evicted) && (!c->db || put_once(c, key, e, &evicted)))
 		return -1;
@@ -736,6 +822,7 @@ int store_cache_stats(struct store_cache *c, struct store_cache_stats *out)
 	memset(out, 0, sizeof(*out));
 	if (!c->db && db_open(c))
 		return -1;
+	flush(c);
 	rc = sqlite3_prepare_v2(c->db,
 				"SELECT (SELECT count(*) FROM modules),"
 				" (SELECT coalesce(sum(ptx_size + cubin_size), 0) FROM modules),"
@@ -765,9 +852,10 @@ int store_cache_list(struct store_cache *c,
 
 	if (!c->db && db_open(c))
 		return -1;
+	flush(c);
 	rc = sqlite3_prepare_v2(c->db,
 				"SELECT key, name, sm, driver, ptx_size, cubin_size, rewrite_ns, jit_ns,"
-				" hits, created, last_used FROM modules ORDER BY last_used DESC, rowid DESC",
+				" hits, created, last_used FROM modules ORDER BY last_used DESC, id DESC",
 				-1, &s, NULL);
 	if (rc != SQLITE_OK)
 		return fail(c, rc, "listing");
@@ -806,6 +894,7 @@ int64_t store_cache_clear(struct store_cache *c)
 
 	if (!c->db && db_open(c))
 		return -1;
+	flush(c);
 	if ((rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE; DELETE FROM modules", NULL, NULL, NULL)))
 		return fail(c, rc, "clearing");
 	n = sqlite3_changes64(c->db);

@@ -7,3 +7,9 @@ TEST_BINS += $(BUILD)/tests/test_store
 # test_cache.c makes a foreign sqlite database with the bundled sqlite.
 $(call objs,$(TEST_STORE_SRCS)): CFLAGS += -I$(SQLITE_DIR)
 $(call objs,$(TEST_STORE_SRCS)): | $(SQLITE_DIR)/sqlite3.h
+
+# Benchmark (CPU): tests/bench/store_bench.c, run by tests/bench/b_store.sh.
+$(BUILD)/bench/store_bench: $(call objs,tests/bench/store_bench.c) $(STORE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(LDLIBS)
+BENCH_BINS += $(BUILD)/bench/store_bench
