@@ -163,31 +163,99 @@ static int step(struct cg_prog *p, uint32_t pc, struct av_state *out, uint32_t s
 	return 1;
 }
 
-/* Records a static stack access [v, v+size) for the frame size. */
-static void note_stack(int64_t *lowest, int64_t v, uint32_t size)
+uint32_t cg_value_chunk(uint32_t value_size, int64_t v)
 {
-	(void)size;
+	uint32_t chunk = 8;
+	while (chunk > 1 && (value_size % chunk || v % chunk))
+		chunk /= 2;
+	return chunk;
+}
+
+/* Records a static stack access [v, v+size). */
+static void note_stack(struct cg_prog *p, int64_t *lowest, int64_t v, uint32_t size)
+{
 	if (v < *lowest)
 		*lowest = v;
+	if (p->nacc >= CG_MAX_SLOTS * 4) {
+		p->escape = true; /* too many to promote: keep them in .local */
+		return;
+	}
+	p->acc[p->nacc++] = (struct cg_slot){.off = v, .size = size};
+}
+
+static bool static_stack_helper(int32_t id)
+{
+	return id == CUBPF_FN_map_lookup_elem || id == CUBPF_FN_map_update_elem ||
+	       id == CUBPF_FN_map_delete_elem || id == CUBPF_FN_get_block_idx ||
+	       id == CUBPF_FN_get_block_dim || id == CUBPF_FN_get_thread_idx ||
+	       id == CUBPF_FN_get_grid_dim;
+}
+
+static void scan_helper(struct cg_prog *p, const struct bpf_insn *in, const struct av_state *s,
+			int64_t *lowest)
+{
+	bool any = false;
+	for (int r = 1; r <= 5; r++)
+		any |= s->r[r].kind == AV_STACK;
+	if (!any)
+		return;
+	if (BPF_SRC(in->code) == BPF_X || !static_stack_helper(in->imm)) {
+		p->escape = true;
+		return;
+	}
+	const struct av *a = s->r;
+	switch (in->imm) {
+	case CUBPF_FN_map_update_elem:
+		if (a[3].kind == AV_STACK) {
+			if (a[1].kind != AV_MAP || a[1].map >= p->map_cnt) {
+				p->escape = true;
+				break;
+			}
+			uint32_t vs = p->maps[a[1].map].value_size;
+			uint32_t ch = cg_value_chunk(vs, a[3].v);
+			for (uint32_t o = 0; o < vs; o += ch)
+				note_stack(p, lowest, a[3].v + o, ch);
+		}
+		__attribute__((fallthrough)); /* the key */
+	case CUBPF_FN_map_lookup_elem:
+	case CUBPF_FN_map_delete_elem:
+		if (a[2].kind == AV_STACK)
+			note_stack(p, lowest, a[2].v, 4);
+		for (int r = 4; r <= 5; r++)
+			if (a[r].kind == AV_STACK)
+				p->escape = true;
+		if (a[1].kind == AV_STACK || (in->imm != CUBPF_FN_map_update_elem && a[3].kind == AV_STACK))
+			p->escape = true;
+		break;
+	default: /* x, y, z outputs */
+		for (int r = 1; r <= 3; r++)
+			if (a[r].kind == AV_STACK)
+				note_stack(p, lowest, a[r].v, 8);
+		if (a[4].kind == AV_STACK || a[5].kind == AV_STACK)
+			p->escape = true;
+	}
 }
 
 static void scan_stack(struct cg_prog *p, uint32_t pc, int64_t *lowest)
 {
 	const struct bpf_insn *in = &p->prog.insns[pc];
 	const struct av_state *s = &p->st[pc];
-	uint8_t cls = BPF_CLASS(in->code);
+	uint8_t cls = BPF_CLASS(in->code), sz = BPF_SIZE(in->code);
+	uint32_t w = sz == BPF_B ? 1 : sz == BPF_H ? 2 : sz == BPF_W ? 4 : 8;
 	if (cls == BPF_LDX && s->r[in->src_reg].kind == AV_STACK)
-		note_stack(lowest, s->r[in->src_reg].v + in->off, 8);
+		note_stack(p, lowest, s->r[in->src_reg].v + in->off, w);
 	if ((cls == BPF_ST || cls == BPF_STX) && s->r[in->dst_reg].kind == AV_STACK)
-		note_stack(lowest, s->r[in->dst_reg].v + in->off, 8);
+		note_stack(p, lowest, s->r[in->dst_reg].v + in->off, w);
 	if (cls == BPF_JMP && BPF_OP(in->code) == BPF_CALL && in->src_reg == 0)
+		scan_helper(p, in, s, lowest);
+	if (cls == BPF_JMP && BPF_OP(in->code) == BPF_CALL && in->src_reg == BPF_PSEUDO_CALL) {
+		p->has_calls = true;
 		for (int r = 1; r <= 5; r++)
 			if (s->r[r].kind == AV_STACK)
-				note_stack(lowest, s->r[r].v, 8); /* helpers read/write at most the frame */
+				p->escape = true;
+	}
 	/* Any other read of a stack address makes it a runtime value: generic accesses can
 	 * then reach anywhere in the frame. */
-	if (cls == BPF_STX && in->src_reg == 10)
-		p->escape = true;
 	if (cls == BPF_STX && s->r[in->src_reg].kind == AV_STACK)
 		p->escape = true;
 	if ((cls == BPF_ALU || cls == BPF_ALU64) && BPF_SRC(in->code) == BPF_X &&
@@ -195,27 +263,49 @@ static void scan_stack(struct cg_prog *p, uint32_t pc, int64_t *lowest)
 	    !(BPF_OP(in->code) == BPF_MOV && cls == BPF_ALU64 && in->off == 0))
 		p->escape = true;
 	if ((cls == BPF_ALU || cls == BPF_ALU64) && s->r[in->dst_reg].kind == AV_STACK &&
-	    BPF_OP(in->code) != BPF_MOV && p->st[pc].r[in->dst_reg].kind == AV_STACK) {
+	    BPF_OP(in->code) != BPF_MOV) {
 		bool constadd = cls == BPF_ALU64 && (BPF_OP(in->code) == BPF_ADD ||
 						     BPF_OP(in->code) == BPF_SUB) &&
 				(BPF_SRC(in->code) == BPF_K || s->r[in->src_reg].kind == AV_CONST);
 		if (!constadd)
 			p->escape = true;
 	}
-	if (cls == BPF_JMP && BPF_OP(in->code) == BPF_CALL) {
-		bool pseudo = in->src_reg == BPF_PSEUDO_CALL;
-		bool printing = in->src_reg == 0 &&
-				(in->imm == CUBPF_FN_trace_printk || in->imm == CUBPF_FN_gpu_puts ||
-				 in->imm == CUBPF_FN_probe_read || in->imm == CUBPF_FN_probe_read_user);
-		for (int r = 1; r <= 5; r++)
-			if (s->r[r].kind == AV_STACK && (pseudo || printing || BPF_SRC(in->code) == BPF_X))
-				p->escape = true;
-	}
 	if ((cls == BPF_JMP || cls == BPF_JMP32) && BPF_OP(in->code) != BPF_CALL &&
 	    BPF_OP(in->code) != BPF_EXIT && BPF_OP(in->code) != BPF_JA &&
 	    (s->r[in->dst_reg].kind == AV_STACK ||
 	     (BPF_SRC(in->code) == BPF_X && s->r[in->src_reg].kind == AV_STACK)))
 		p->escape = true;
+	if (cls == BPF_JMP && BPF_OP(in->code) == BPF_EXIT && s->r[0].kind == AV_STACK)
+		p->escape = true;
+}
+
+static int slot_cmp(const void *a, const void *b)
+{
+	const struct cg_slot *x = a, *y = b;
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return x->size < y->size ? -1 : x->size > y->size;
+}
+
+/* Stack slots become registers when every access is static and accesses never partly
+ * overlap: then the program's stack is a set of variables, as the JIT would want it. */
+static void choose_slots(struct cg_prog *p)
+{
+	if (p->escape || p->has_calls || !p->nacc)
+		return;
+	qsort(p->acc, p->nacc, sizeof(*p->acc), slot_cmp);
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < p->nacc; i++) {
+		if (n && p->acc[i].off == p->slots[n - 1].off && p->acc[i].size == p->slots[n - 1].size)
+			continue;
+		if (n && p->acc[i].off < p->slots[n - 1].off + (int64_t)p->slots[n - 1].size)
+			return; /* partial overlap: keep the stack in memory */
+		if (n == CG_MAX_SLOTS)
+			return;
+		p->slots[n++] = p->acc[i];
+	}
+	p->nslots = n;
+	p->promoted = true;
 }
 
 static int check_bounds(struct cg_prog *p, char *err, size_t errlen)
@@ -313,6 +403,7 @@ int cg_analyze(struct cg_prog *p, char *err, size_t errlen)
 	for (uint32_t pc = 0; pc < n; pc += cg_slots(&p->prog.insns[pc]))
 		if (p->st[pc].reached)
 			scan_stack(p, pc, &lowest);
+	choose_slots(p);
 	if (lowest < -VM_STACK_SIZE) {
 		ptx_seterr(err, errlen, "stack access at r10%lld is beyond the %d-byte stack",
 			   (long long)lowest, VM_STACK_SIZE);

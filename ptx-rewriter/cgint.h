@@ -6,6 +6,13 @@
 
 #define CG_FRAMES_MAX VM_MAX_CALL_DEPTH
 
+#define CG_MAX_SLOTS 32
+
+struct cg_slot {
+	int64_t off;            /* frame-relative (r10 + off) */
+	uint32_t size;
+};
+
 struct cg_prog {
 	struct ptx_prog prog;
 	const struct vm_map_def *maps;
@@ -16,6 +23,19 @@ struct cg_prog {
 	uint32_t frame;         /* bytes per stack frame (multiple of 16, <= 512) */
 	uint32_t depth;         /* frames the program uses, main included */
 	bool escape;            /* a stack address is used as a runtime value */
+	bool has_calls;         /* bpf-to-bpf calls */
+	struct cg_slot acc[CG_MAX_SLOTS * 4]; /* static stack accesses seen */
+	uint32_t nacc;
+	bool promoted;          /* stack slots live in registers %__cb_k<i> */
+	struct cg_slot slots[CG_MAX_SLOTS];
+	uint32_t nslots;
+};
+
+/* A static stack location: a promoted register or a .local address. */
+struct sloc {
+	bool reg;
+	uint32_t size;
+	char ref[48];
 };
 
 /* Per emission. */
@@ -39,6 +59,14 @@ static inline uint32_t cg_slots(const struct bpf_insn *in)
 }
 /* Static byte offset in __cubpf_stack of r10 + v in frame `depth`, or -1 when out of range. */
 long cg_stack_off(const struct cg *g, uint32_t depth, int64_t v, uint32_t size);
+uint32_t cg_value_chunk(uint32_t value_size, int64_t v);
+/* The location of r10 + v (size bytes) in frame `depth`; -1 when outside the frame. */
+int cg_sloc(struct cg *g, uint32_t depth, int64_t v, uint32_t size, struct sloc *l);
+/* T (a register of `bits` = 32 or 64) = the location, sign-extended when sx. */
+void cg_sload(struct cg *g, const struct sloc *l, const char *T, int bits, bool sx);
+/* location = S (a register of `bits`, or an already truncated literal when bits == 0),
+ * under the guard prefix ("" or "@%__cb_p0 "). */
+void cg_sstore(struct cg *g, const struct sloc *l, const char *S, int bits, const char *guard);
 int cg_helper(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char *ip);
 
 #endif

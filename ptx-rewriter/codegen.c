@@ -33,6 +33,62 @@ long cg_stack_off(const struct cg *g, uint32_t depth, int64_t v, uint32_t size)
 	return (long)o;
 }
 
+int cg_sloc(struct cg *g, uint32_t depth, int64_t v, uint32_t size, struct sloc *l)
+{
+	l->size = size;
+	if (g->p->promoted) {
+		for (uint32_t i = 0; i < g->p->nslots; i++)
+			if (g->p->slots[i].off == v && g->p->slots[i].size == size) {
+				l->reg = true;
+				snprintf(l->ref, sizeof(l->ref), "%%__cb_k%u", i);
+				return 0;
+			}
+		return -1; /* cannot happen: every static access was recorded */
+	}
+	long o = cg_stack_off(g, depth, v, size);
+	if (o < 0)
+		return -1;
+	l->reg = false;
+	snprintf(l->ref, sizeof(l->ref), "__cubpf_stack+%ld", o);
+	if ((uint64_t)o + size > g->res->stack_bytes)
+		g->res->stack_bytes = (uint32_t)o + size;
+	return 0;
+}
+
+void cg_sload(struct cg *g, const struct sloc *l, const char *T, int bits, bool sx)
+{
+	if (!l->reg) {
+		OUT("ld.local.%c%u %s, [%s];\n", sx ? 's' : 'u', l->size * 8, T, l->ref);
+		return;
+	}
+	if (sx && l->size < 8)
+		OUT("bfe.s%d %s, %s, 0, %u;\n", bits, T, bits == 64 ? l->ref : "%__cb_w5", l->size * 8);
+	if (sx && l->size < 8 && bits == 32)
+		return; /* (not reached: 32-bit loads are never sign-extending) */
+	if (!(sx && l->size < 8))
+		OUT("%s %s, %s;\n", bits == 64 ? "mov.b64" : "cvt.u32.u64", T, l->ref);
+}
+
+void cg_sstore(struct cg *g, const struct sloc *l, const char *S, int bits, const char *guard)
+{
+	if (!l->reg) {
+		OUT("%sst.local.u%u [%s], %s;\n", guard, l->size * 8, l->ref, S);
+		return;
+	}
+	uint64_t mask = l->size == 8 ? ~0ull : (1ull << (8 * l->size)) - 1;
+	if (bits == 0) /* literal, already truncated */
+		OUT("%smov.b64 %s, %s;\n", guard, l->ref, S);
+	else if (bits == 32 && l->size == 4)
+		OUT("%scvt.u64.u32 %s, %s;\n", guard, l->ref, S);
+	else if (bits == 32) {
+		OUT("cvt.u64.u32 %%__cb_t3, %s;\n", S);
+		OUT("%sand.b64 %s, %%__cb_t3, %llu;\n", guard, l->ref, (unsigned long long)mask);
+	} else if (l->size == 8)
+		OUT("%smov.b64 %s, %s;\n", guard, l->ref, S);
+	else
+		OUT("%sand.b64 %s, %s, %llu;\n", guard, l->ref, S, (unsigned long long)mask);
+}
+
 /* A register operand that must hold a runtime value (not the context pointer). */
 static int val(struct cg *g, uint32_t pc, uint8_t r)
 {
@@ -249,9 +305,17 @@ static int emit_alu(struct cg *g, uint32_t pc, const struct bpf_insn *in)
 			return 0; /* a copy of the context pointer: nothing to compute */
 	}
 	const struct av *d = &g->p->st[pc].r[in->dst_reg];
-	if (BPF_CLASS(in->code) == BPF_ALU64 && (op == BPF_ADD || op == BPF_SUB) &&
-	    d->kind == AV_CTX)
+	bool addk = BPF_CLASS(in->code) == BPF_ALU64 && (op == BPF_ADD || op == BPF_SUB) &&
+		    (BPF_SRC(in->code) == BPF_K || g->p->st[pc].r[in->src_reg].kind == AV_CONST);
+	if (addk && d->kind == AV_CTX)
 		return 0; /* ctx + constant: tracked statically */
+	/* Stack addresses that never escape are only used statically: computing them would
+	 * take the address of the stack array and keep the JIT from putting it in registers. */
+	bool stack_copy = op == BPF_MOV && BPF_CLASS(in->code) == BPF_ALU64 &&
+			  BPF_SRC(in->code) == BPF_X && in->off == 0 &&
+			  g->p->st[pc].r[in->src_reg].kind == AV_STACK;
+	if (!g->p->escape && (stack_copy || (addk && d->kind == AV_STACK)))
+		return 0;
 	char D[24];
 	snprintf(D, sizeof(D), "%%__cb_r%u", in->dst_reg);
 	return BPF_CLASS(in->code) == BPF_ALU64 ? emit_alu64(g, pc, in, D)
@@ -275,25 +339,20 @@ static uint32_t width_bytes(uint8_t size)
 	return size == BPF_B ? 1 : size == BPF_H ? 2 : size == BPF_W ? 4 : 8;
 }
 
-/* Formats the address of [r + off] into A and the space suffix (".local" or "") into SP. */
+/* The address of [r + off]: a static stack location (*stack set) or a generic address. */
 static int address(struct cg *g, uint32_t pc, uint32_t depth, uint8_t r, int16_t off,
-		   uint32_t size, char *A, size_t alen, const char **SP)
+		   uint32_t size, char *A, size_t alen, struct sloc *stack, bool *is_stack)
 {
 	const struct av *a = &g->p->st[pc].r[r];
-	if (a->kind == AV_STACK) {
-		long o = cg_stack_off(g, depth, a->v + off, size);
-		if (o < 0)
+	*is_stack = a->kind == AV_STACK;
+	if (*is_stack) {
+		if (cg_sloc(g, depth, a->v + off, size, stack))
 			return fail(g, pc, "stack access outside the frame");
-		snprintf(A, alen, "__cubpf_stack+%ld", o);
-		*SP = ".local";
-		if ((uint64_t)o + size > g->res->stack_bytes)
-			g->res->stack_bytes = (uint32_t)o + size;
 		return 0;
 	}
 	if (val(g, pc, r))
 		return -1;
 	snprintf(A, alen, "%%__cb_r%u+%d", r, off);
-	*SP = "";
 	return 0;
 }
 
@@ -317,10 +376,14 @@ static int emit_ldx(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_
 				    g->errlen);
 	}
 	char A[64];
-	const char *sp;
-	if (address(g, pc, depth, in->src_reg, in->off, width_bytes(size), A, sizeof(A), &sp))
+	struct sloc l;
+	bool st;
+	if (address(g, pc, depth, in->src_reg, in->off, width_bytes(size), A, sizeof(A), &l, &st))
 		return -1;
-	OUT("ld%s.%s %s, [%s];\n", sp, width_type(size, mode == BPF_MEMSX), D, A);
+	if (st)
+		cg_sload(g, &l, D, 64, mode == BPF_MEMSX);
+	else
+		OUT("ld.%s %s, [%s];\n", width_type(size, mode == BPF_MEMSX), D, A);
 	return 0;
 }
 
@@ -329,20 +392,27 @@ static int emit_st(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_i
 	uint8_t size = BPF_SIZE(in->code);
 	if (BPF_MODE(in->code) != BPF_MEM)
 		return fail(g, pc, "unsupported store mode");
-	char A[64];
-	const char *sp;
-	if (address(g, pc, depth, in->dst_reg, in->off, width_bytes(size), A, sizeof(A), &sp))
+	char A[64], S[32];
+	struct sloc l;
+	bool st;
+	if (address(g, pc, depth, in->dst_reg, in->off, width_bytes(size), A, sizeof(A), &l, &st))
 		return -1;
+	int bits = 64;
 	if (BPF_CLASS(in->code) == BPF_ST) {
 		uint64_t v = (uint64_t)(int64_t)in->imm;
 		if (size != BPF_DW)
 			v &= (1ull << (8 * width_bytes(size))) - 1;
-		OUT("st%s.%s [%s], %llu;\n", sp, width_type(size, 0), A, (unsigned long long)v);
-		return 0;
+		snprintf(S, sizeof(S), "%llu", (unsigned long long)v);
+		bits = 0;
+	} else {
+		if (val(g, pc, in->src_reg))
+			return -1;
+		snprintf(S, sizeof(S), "%%__cb_r%u", in->src_reg);
 	}
-	if (val(g, pc, in->src_reg))
-		return -1;
-	OUT("st%s.%s [%s], %%__cb_r%u;\n", sp, width_type(size, 0), A, in->src_reg);
+	if (st)
+		cg_sstore(g, &l, S, bits, "");
+	else
+		OUT("st.%s [%s], %s;\n", width_type(size, 0), A, S);
 	return 0;
 }
 
@@ -362,8 +432,8 @@ static const char *atomic_op(int32_t imm, bool *fetch)
 
 /* Atomics on the stack: the stack is private to the thread (and PTX has no atomics on .local),
  * so a plain read-modify-write is exact. */
-static void emit_atomic_stack(struct cg *g, const char *A, int bits, const char *op, bool fetch,
-			      uint8_t src)
+static void emit_atomic_stack(struct cg *g, const struct sloc *l, int bits, const char *op,
+			      bool fetch, uint8_t src)
 {
 	const char *T = bits == 64 ? "%__cb_t0" : "%__cb_w0";
 	const char *N = bits == 64 ? "%__cb_t1" : "%__cb_w1";
@@ -372,7 +442,7 @@ static void emit_atomic_stack(struct cg *g, const char *A, int bits, const char 
 		OUT("mov.b64 %s, %%__cb_r%u;\n", S, src);
 	else
 		OUT("cvt.u32.u64 %s, %%__cb_r%u;\n", S, src);
-	OUT("ld.local.u%d %s, [%s];\n", bits, T, A);
+	cg_sload(g, l, T, bits, false);
 	if (!strcmp(op, "cas")) {
 		if (bits == 64)
 			OUT("setp.eq.u64 %%__cb_p0, %s, %%__cb_r0;\n", T);
@@ -380,7 +450,7 @@ static void emit_atomic_stack(struct cg *g, const char *A, int bits, const char 
 			OUT("cvt.u32.u64 %%__cb_w3, %%__cb_r0;\n");
 			OUT("setp.eq.u32 %%__cb_p0, %s, %%__cb_w3;\n", T);
 		}
-		OUT("@%%__cb_p0 st.local.u%d [%s], %s;\n", bits, A, S);
+		cg_sstore(g, l, S, bits, "@%__cb_p0 ");
 		OUT("%s %%__cb_r0, %s;\n", bits == 64 ? "mov.b64" : "cvt.u64.u32", T);
 		return;
 	}
@@ -388,7 +458,7 @@ static void emit_atomic_stack(struct cg *g, const char *A, int bits, const char 
 		OUT("mov.b%d %s, %s;\n", bits, N, S);
 	else
 		OUT("%s.%s%d %s, %s, %s;\n", op, strcmp(op, "add") ? "b" : "s", bits, N, T, S);
-	OUT("st.local.u%d [%s], %s;\n", bits, A, N);
+	cg_sstore(g, l, N, bits, "");
 	if (fetch)
 		OUT("%s %%__cb_r%u, %s;\n", bits == 64 ? "mov.b64" : "cvt.u64.u32", src, T);
 }
@@ -431,12 +501,13 @@ static int emit_atomic(struct cg *g, uint32_t pc, uint32_t depth, const struct b
 	if (val(g, pc, in->src_reg) || (!strcmp(op, "cas") && val(g, pc, 0)))
 		return -1;
 	char A[64];
-	const char *sp;
-	if (address(g, pc, depth, in->dst_reg, in->off, width_bytes(size), A, sizeof(A), &sp))
+	struct sloc l;
+	bool st;
+	if (address(g, pc, depth, in->dst_reg, in->off, width_bytes(size), A, sizeof(A), &l, &st))
 		return -1;
 	int bits = size == BPF_DW ? 64 : 32;
-	if (*sp)
-		emit_atomic_stack(g, A, bits, op, fetch, in->src_reg);
+	if (st)
+		emit_atomic_stack(g, &l, bits, op, fetch, in->src_reg);
 	else
 		emit_atomic_mem(g, A, bits, op, fetch, in->src_reg);
 	return 0;
@@ -611,7 +682,7 @@ static int emit_func(struct cg *g, uint32_t start, uint32_t depth, const char *i
 		     const char *ret)
 {
 	uint32_t end = g->p->func_end[start];
-	uint32_t need = (depth + 1) * g->p->frame;
+	uint32_t need = g->p->escape ? (depth + 1) * g->p->frame : 0;
 	if (need > g->res->stack_bytes)
 		g->res->stack_bytes = need;
 	if (depth + 1 > g->p->depth)
@@ -639,7 +710,7 @@ int cg_emit(struct cg_prog *p, const struct cg_ctxsrc *ctx, const char *lbl, str
 	if (p->escape)
 		res->needs_r10 = true;
 	/* r10 as a generic pointer: computed always, removed by the JIT when unused. */
-	if (p->frame) {
+	if (p->frame && p->escape) {
 		buf_printf(out, "\tmov.u64 %%__cb_r10, __cubpf_stack;\n");
 		buf_printf(out, "\tcvta.local.u64 %%__cb_r10, %%__cb_r10;\n");
 		buf_printf(out, "\tadd.s64 %%__cb_r10, %%__cb_r10, %u;\n", p->frame);
@@ -658,7 +729,7 @@ void cg_emit_decls(const struct cg_result *res, struct ptx_buf *out)
 {
 	buf_puts(out, "\t.reg .b64 %__cb_r<11>;\n\t.reg .b64 %__cb_t<4>;\n"
 		      "\t.reg .b32 %__cb_w<6>;\n\t.reg .pred %__cb_p<3>;\n"
-		      "\t.reg .b64 %__cb_s<40>;\n");
+		      "\t.reg .b64 %__cb_s<40>;\n\t.reg .b64 %__cb_k<32>;\n");
 	if (res->stack_bytes)
 		buf_printf(out, "\t.local .align 16 .b8 __cubpf_stack[%u];\n",
 			   (res->stack_bytes + 15) & ~15u);

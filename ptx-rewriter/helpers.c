@@ -38,23 +38,21 @@ static const struct vm_map_def *array_map(struct cg *g, uint32_t pc, uint32_t id
 	return d;
 }
 
-/* Formats a pointer argument: a static .local address when it is r10 + constant. */
-static int ptr_arg(struct cg *g, uint32_t pc, uint32_t depth, int r, uint32_t size, char *A,
-		   size_t alen, const char **sp)
+/* A pointer argument: a static stack location (*st) when it is r10 + constant, else its
+ * register as a generic address. */
+static int ptr_arg(struct cg *g, uint32_t pc, uint32_t depth, int r, int64_t add, uint32_t size,
+		   char *A, size_t alen, struct sloc *l, bool *st)
 {
 	const struct av *a = arg(g, pc, r);
-	if (a->kind == AV_STACK) {
-		long o = cg_stack_off(g, depth, a->v, size);
-		if (o < 0)
+	*st = a->kind == AV_STACK;
+	if (*st) {
+		if (cg_sloc(g, depth, a->v + add, size, l))
 			return hfail(g, pc, 0, "stack pointer argument outside the frame");
-		snprintf(A, alen, "__cubpf_stack+%ld", o);
-		*sp = ".local";
 		return 0;
 	}
 	if (a->kind == AV_CTX || a->kind == AV_CONFLICT)
 		return hfail(g, pc, 0, "the context cannot be passed to helpers on the GPU");
-	snprintf(A, alen, "%%__cb_r%d", r);
-	*sp = "";
+	snprintf(A, alen, "%%__cb_r%d+%lld", r, (long long)add);
 	return 0;
 }
 
@@ -63,12 +61,16 @@ static int slot_address(struct cg *g, uint32_t pc, uint32_t depth, uint32_t idx,
 			const struct vm_map_def *d)
 {
 	char A[64];
-	const char *sp;
+	struct sloc l;
+	bool st;
 	if (d->key_size != 4)
 		return hfail(g, pc, 0, "array map keys are 4 bytes");
-	if (ptr_arg(g, pc, depth, 2, 4, A, sizeof(A), &sp))
+	if (ptr_arg(g, pc, depth, 2, 0, 4, A, sizeof(A), &l, &st))
 		return -1;
-	OUT("ld%s.u32 %%__cb_w0, [%s];\n", sp, A);
+	if (st)
+		cg_sload(g, &l, "%__cb_w0", 32, false);
+	else
+		OUT("ld.u32 %%__cb_w0, [%s];\n", A);
 	OUT("setp.lt.u32 %%__cb_p0, %%__cb_w0, %u;\n", d->max_entries);
 	OUT("ld.global.u64 %%__cb_t0, [" PTX_MAP_SYMBOL_FMT "];\n", idx);
 	OUT("mad.wide.u32 %%__cb_t0, %%__cb_w0, %u, %%__cb_t0;\n", ptx_map_value_stride(d));
@@ -88,16 +90,18 @@ static int h_lookup(struct cg *g, uint32_t pc, uint32_t depth)
 /* Copies value_size bytes from [r3] to [%__cb_t0] in the widest chunks alignment allows. */
 static int copy_value(struct cg *g, uint32_t pc, uint32_t depth, const struct vm_map_def *d)
 {
-	char A[64];
-	const char *sp;
-	if (ptr_arg(g, pc, depth, 3, d->value_size, A, sizeof(A), &sp))
-		return -1;
-	uint32_t chunk = 8;
 	const struct av *a = arg(g, pc, 3);
-	while (chunk > 1 && (d->value_size % chunk || (a->kind == AV_STACK && a->v % chunk)))
-		chunk /= 2;
+	uint32_t chunk = cg_value_chunk(d->value_size, a->kind == AV_STACK ? a->v : 0);
 	for (uint32_t o = 0; o < d->value_size; o += chunk) {
-		OUT("ld%s.u%u %%__cb_t1, [%s+%u];\n", sp, chunk * 8, A, o);
+		char A[64];
+		struct sloc l;
+		bool st;
+		if (ptr_arg(g, pc, depth, 3, o, chunk, A, sizeof(A), &l, &st))
+			return -1;
+		if (st)
+			cg_sload(g, &l, "%__cb_t1", 64, false);
+		else
+			OUT("ld.u%u %%__cb_t1, [%s];\n", chunk * 8, A);
 		OUT("st.global.u%u [%%__cb_t0+%u], %%__cb_t1;\n", chunk * 8, o);
 	}
 	return 0;
@@ -136,12 +140,16 @@ static int h_xyz(struct cg *g, uint32_t pc, uint32_t depth, const char *sr)
 	static const char axis[3] = {'x', 'y', 'z'};
 	for (int i = 0; i < 3; i++) {
 		char A[64], S[16];
-		const char *sp;
-		if (ptr_arg(g, pc, depth, i + 1, 8, A, sizeof(A), &sp))
+		struct sloc l;
+		bool st;
+		if (ptr_arg(g, pc, depth, i + 1, 0, 8, A, sizeof(A), &l, &st))
 			return -1;
 		snprintf(S, sizeof(S), "%s.%c", sr, axis[i]);
 		sreg(g, "%__cb_t1", S);
-		OUT("st%s.u64 [%s], %%__cb_t1;\n", sp, A);
+		if (st)
+			cg_sstore(g, &l, "%__cb_t1", 64, "");
+		else
+			OUT("st.u64 [%s], %%__cb_t1;\n", A);
 	}
 	OUT("mov.b64 %%__cb_r0, 0;\n");
 	return 0;

@@ -1,0 +1,596 @@
+/* Probe injection: compiles the GPU programs once, then edits the selected kernels.  Edits are
+ * (offset, bytes removed, text inserted) triples applied in one pass that copies everything
+ * else byte for byte. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx-rewriter/cgint.h"
+
+struct edit {
+	size_t off, del;
+	char *text;
+	uint32_t seq; /* keeps insertion order for equal offsets */
+};
+
+struct edits {
+	struct edit *v;
+	size_t n;
+};
+
+static int edit_add(struct edits *e, size_t off, size_t del, struct ptx_buf *b)
+{
+	struct edit *nv = realloc(e->v, (e->n + 1) * sizeof(*nv));
+	if (!nv || b->oom)
+		return -1;
+	e->v = nv;
+	e->v[e->n] = (struct edit){.off = off, .del = del, .text = b->data, .seq = (uint32_t)e->n};
+	e->n++;
+	memset(b, 0, sizeof(*b));
+	return 0;
+}
+
+static int edit_cmp(const void *a, const void *b)
+{
+	const struct edit *x = a, *y = b;
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return x->seq < y->seq ? -1 : 1;
+}
+
+static uint32_t type_bits_of(const char *t)
+{
+	if (!strcmp(t, "pred"))
+		return 1;
+	while (*t && (*t < '0' || *t > '9'))
+		t++;
+	return (uint32_t)strtoul(t, NULL, 10);
+}
+
+static const char *kind_name(enum vm_prog_kind k)
+{
+	return k == VM_PROG_KPROBE ? "kprobe" : k == VM_PROG_KRETPROBE ? "kretprobe" : "memprobe";
+}
+
+/* ---- kernel selection ---- */
+
+uint32_t ptx_kernel_id(const char *mangled)
+{
+	uint32_t h = 2166136261u;
+	for (const unsigned char *p = (const unsigned char *)mangled; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	return h;
+}
+
+/* ---- memory accesses ---- */
+
+static enum ptx_space space_of(const char *part)
+{
+	if (!strcmp(part, "global"))
+		return PTX_SPACE_GLOBAL;
+	if (!strncmp(part, "shared", 6))
+		return PTX_SPACE_SHARED;
+	if (!strcmp(part, "local"))
+		return PTX_SPACE_LOCAL;
+	if (!strcmp(part, "const"))
+		return PTX_SPACE_CONST;
+	if (!strncmp(part, "param", 5))
+		return PTX_SPACE_PARAM;
+	if (!strcmp(part, "tex") || !strcmp(part, "surf"))
+		return PTX_SPACE_OTHER;
+	return PTX_SPACE_GENERIC;
+}
+
+/* Element bytes of a type suffix, 0 if the part is not a type. */
+static uint32_t elem_bytes(const char *p)
+{
+	static const struct { const char *n; uint32_t b; } types[] = {
+		{"b8", 1}, {"u8", 1}, {"s8", 1}, {"b16", 2}, {"u16", 2}, {"s16", 2}, {"f16", 2},
+		{"bf16", 2}, {"b32", 4}, {"u32", 4}, {"s32", 4}, {"f32", 4}, {"f16x2", 4},
+		{"bf16x2", 4}, {"b64", 8}, {"u64", 8}, {"s64", 8}, {"f64", 8}, {"b128", 16},
+		{"e4m3x2", 2}, {"e5m2x2", 2}, {"tf32", 4},
+	};
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (!strcmp(p, types[i].n))
+			return types[i].b;
+	return 0;
+}
+
+bool ptx_insn_mem_access(const struct ptx_insn *insn, struct ptx_mem_access *acc)
+{
+	char op[128];
+	snprintf(op, sizeof(op), "%s", insn->opcode);
+	char *save = NULL, *root = strtok_r(op, ".", &save);
+	if (!root)
+		return false;
+	uint32_t kind;
+	if (!strcmp(root, "ld") || !strcmp(root, "ldu"))
+		kind = CUBPF_MEM_LOAD;
+	else if (!strcmp(root, "st"))
+		kind = CUBPF_MEM_STORE;
+	else if (!strcmp(root, "atom"))
+		kind = CUBPF_MEM_ATOMIC;
+	else if (!strcmp(root, "red"))
+		kind = CUBPF_MEM_REDUCE;
+	else
+		return false;
+	enum ptx_space space = PTX_SPACE_GENERIC;
+	uint32_t vec = 1, elem = 0;
+	for (char *p = strtok_r(NULL, ".", &save); p; p = strtok_r(NULL, ".", &save)) {
+		enum ptx_space sp = space_of(p);
+		if (sp != PTX_SPACE_GENERIC)
+			space = sp;
+		else if (p[0] == 'v' && (p[1] == '2' || p[1] == '4' || p[1] == '8') && !p[2])
+			vec = (uint32_t)(p[1] - '0');
+		else if (elem_bytes(p))
+			elem = elem_bytes(p);
+	}
+	const char *addr = NULL;
+	for (uint32_t i = 0; i < insn->op_cnt && !addr; i++)
+		if (insn->ops[i][0] == '[')
+			addr = insn->ops[i];
+	if (!addr || !elem)
+		return false;
+	const char *close = strchr(addr, ']');
+	if (!close)
+		return false;
+	acc->space = space;
+	acc->op = kind;
+	acc->size = elem * vec;
+	acc->addr = addr + 1;
+	acc->addr_len = (size_t)(close - addr - 1);
+	return true;
+}
+
+/* ---- context sources ---- */
+
+struct site {
+	const struct ptx_module *m;
+	const struct ptx_func *f;
+	uint32_t kernel_id;
+	const struct ptx_insn *insn;   /* memprobe only */
+	struct ptx_mem_access acc;
+	uint32_t insn_index;
+};
+
+static const char *const sreg_names[12] = {
+	"%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z",
+	"%ctaid.x", "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z",
+};
+
+static void load_sreg(struct ptx_buf *out, const char *dst, const char *sr)
+{
+	buf_printf(out, "\tmov.u32 %%__cb_w5, %s;\n\tcvt.u64.u32 %s, %%__cb_w5;\n", sr, dst);
+}
+
+/* params[i]: the first 8 bytes, zero-extended. */
+static void load_param(struct ptx_buf *out, const char *dst, const struct ptx_param *p)
+{
+	if (p->size >= 8 && p->align >= 8) {
+		buf_printf(out, "\tld.param.u64 %s, [%s];\n", dst, p->name);
+		return;
+	}
+	if ((p->size == 4 || p->size == 2 || p->size == 1) && p->align >= p->size) {
+		buf_printf(out, "\tld.param.u%u %s, [%s];\n", p->size * 8, dst, p->name);
+		return;
+	}
+	uint32_t n = p->size < 8 ? p->size : 8;
+	buf_printf(out, "\tmov.b64 %s, 0;\n", dst);
+	for (uint32_t k = 0; k < n; k++) {
+		buf_printf(out, "\tld.param.u8 %%__cb_t3, [%s+%u];\n", p->name, k);
+		buf_printf(out, "\tshl.b64 %%__cb_t3, %%__cb_t3, %u;\n", 8 * k);
+		buf_printf(out, "\tor.b64 %s, %s, %%__cb_t3;\n", dst, dst);
+	}
+}
+
+static int kernel_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_t off,
+			   uint32_t size, char *err, size_t errlen)
+{
+	const struct site *s = user;
+	if (off < offsetof(struct cubpf_kernel_ctx, kernel_id) && size == 4 && off % 4 == 0) {
+		load_sreg(out, dst, sreg_names[off / 4]);
+		return 0;
+	}
+	if (off == offsetof(struct cubpf_kernel_ctx, kernel_id) && size == 4) {
+		buf_printf(out, "\tmov.b64 %s, %u;\n", dst, s->kernel_id);
+		return 0;
+	}
+	if (off == offsetof(struct cubpf_kernel_ctx, nparams) && size == 4) {
+		buf_printf(out, "\tmov.b64 %s, %u;\n", dst, s->f->param_cnt);
+		return 0;
+	}
+	uint32_t p0 = offsetof(struct cubpf_kernel_ctx, params);
+	if (off >= p0 && off < sizeof(struct cubpf_kernel_ctx) && (off - p0) % 8 == 0 &&
+	    (size == 8 || size == 4)) {
+		uint32_t i = (off - p0) / 8;
+		if (i >= s->f->param_cnt)
+			buf_printf(out, "\tmov.b64 %s, 0;\n", dst);
+		else
+			load_param(out, dst, &s->f->params[i]);
+		if (size == 4)
+			buf_printf(out, "\tand.b64 %s, %s, 0xFFFFFFFF;\n", dst, dst);
+		return 0;
+	}
+	ptx_seterr(err, errlen, "kernel context has no %u-byte field at offset %u", size, off);
+	return -1;
+}
+
+/* The register's declared width in bits (64 when unknown but named like nvcc's %rd). */
+static int reg_bits(const struct ptx_func *f, const char *name, size_t len)
+{
+	for (uint32_t i = 0; i < f->reg_cnt; i++) {
+		const struct ptx_regdecl *d = &f->regs[i];
+		size_t l = strlen(d->name);
+		if (d->count == 0 && l == len && !strncmp(d->name, name, len))
+			return (int)type_bits_of(d->type);
+		if (d->count && len > l && !strncmp(d->name, name, l)) {
+			size_t k = l;
+			while (k < len && name[k] >= '0' && name[k] <= '9')
+				k++;
+			if (k == len && (uint32_t)strtoul(name + l, NULL, 10) < d->count)
+				return (int)type_bits_of(d->type);
+		}
+	}
+	return -1;
+}
+
+/* Emits dst = the access's address (as the instruction uses it). */
+static int mem_addr(const struct site *s, struct ptx_buf *out, const char *dst, char *err,
+		    size_t errlen)
+{
+	char a[256];
+	if (s->acc.addr_len >= sizeof(a)) {
+		ptx_seterr(err, errlen, "address operand too long");
+		return -1;
+	}
+	memcpy(a, s->acc.addr, s->acc.addr_len);
+	a[s->acc.addr_len] = 0;
+	char *plus = strchr(a + 1, '+');
+	long long off = 0;
+	if (plus) {
+		off = strtoll(plus + 1, NULL, 0);
+		*plus = 0;
+	}
+	char *base = a;
+	while (*base == ' ')
+		base++;
+	for (char *e = base + strlen(base); e > base && e[-1] == ' ';)
+		*--e = 0;
+	if (base[0] == '%') {
+		int bits = reg_bits(s->f, base, strlen(base));
+		if (bits == 64)
+			buf_printf(out, "\tadd.s64 %s, %s, %lld;\n", dst, base, off);
+		else if (bits == 32) {
+			buf_printf(out, "\tcvt.u64.u32 %s, %s;\n", dst, base);
+			buf_printf(out, "\tadd.s64 %s, %s, %lld;\n", dst, dst, off);
+		} else {
+			ptx_seterr(err, errlen, "address register %s has no known width", base);
+			return -1;
+		}
+	} else if ((base[0] >= '0' && base[0] <= '9') || base[0] == '-') {
+		buf_printf(out, "\tmov.b64 %s, %lld;\n", dst, strtoll(base, NULL, 0) + off);
+	} else {
+		buf_printf(out, "\tmov.u64 %s, %s;\n", dst, base);
+		buf_printf(out, "\tadd.s64 %s, %s, %lld;\n", dst, dst, off);
+	}
+	return 0;
+}
+
+static int mem_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_t off,
+			uint32_t size, char *err, size_t errlen)
+{
+	const struct site *s = user;
+	typedef struct cubpf_mem_ctx M;
+	if (off == offsetof(M, addr) && size == 8)
+		return mem_addr(s, out, dst, err, errlen);
+	uint32_t value;
+	bool known = true;
+	if (off == offsetof(M, size))
+		value = s->acc.size;
+	else if (off == offsetof(M, space))
+		value = (uint32_t)s->acc.space;
+	else if (off == offsetof(M, op))
+		value = s->acc.op;
+	else if (off == offsetof(M, insn_index))
+		value = s->insn_index;
+	else if (off == offsetof(M, kernel_id))
+		value = s->kernel_id;
+	else
+		known = false;
+	if (known && size == 4) {
+		buf_printf(out, "\tmov.b64 %s, %u;\n", dst, value);
+		return 0;
+	}
+	static const uint32_t sr_off[6] = {offsetof(M, tid_x), offsetof(M, tid_y), offsetof(M, tid_z),
+					   offsetof(M, ctaid_x), offsetof(M, ctaid_y),
+					   offsetof(M, ctaid_z)};
+	for (int i = 0; i < 6 && size == 4; i++)
+		if (off == sr_off[i]) {
+			load_sreg(out, dst, sreg_names[i < 3 ? i : i + 3]);
+			return 0;
+		}
+	ptx_seterr(err, errlen, "memory context has no %u-byte field at offset %u", size, off);
+	return -1;
+}
+
+/* ---- per kernel ---- */
+
+struct inj {
+	const struct ptx_inject_opts *o;
+	struct cg_prog **cp;          /* compiled programs, NULL for non-GPU ones */
+	const struct ptx_module *m;
+	struct edits ed;
+	struct cg_result need;        /* union of the needs of all sites in this module */
+	uint32_t site;
+	char *err;
+	size_t errlen;
+	struct ptx_inject_report *rep;
+};
+
+static void need_merge(struct cg_result *a, const struct cg_result *b)
+{
+	if (b->stack_bytes > a->stack_bytes)
+		a->stack_bytes = b->stack_bytes;
+	a->needs_r10 |= b->needs_r10;
+	a->vprintf |= b->vprintf;
+	a->maps_used |= b->maps_used;
+}
+
+/* Emits every program of `kind` that applies to this kernel; returns how many did. */
+static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, struct site *s,
+		     struct ptx_buf *out, struct cg_result *fneed)
+{
+	int cnt = 0;
+	for (uint32_t p = 0; p < j->o->prog_cnt; p++) {
+		if (!sel[p] || j->o->progs[p].kind != kind)
+			continue;
+		char lbl[48];
+		snprintf(lbl, sizeof(lbl), "$__cb%u_", j->site++);
+		buf_printf(out, "\t// cubpf: %s %s\n", kind_name(kind),
+			   j->o->progs[p].name ? j->o->progs[p].name : "");
+		struct cg_ctxsrc src = {.load = kind == VM_PROG_MEMPROBE ? mem_ctx_load : kernel_ctx_load,
+					.user = s};
+		struct cg_result res = {0};
+		if (cg_emit(j->cp[p], &src, lbl, out, &res, j->err, j->errlen))
+			return -1;
+		need_merge(fneed, &res);
+		cnt++;
+	}
+	return cnt;
+}
+
+static bool is_exit(const struct ptx_insn *in)
+{
+	return !strcmp(in->opcode, "ret") || !strcmp(in->opcode, "ret.uni") ||
+	       !strcmp(in->opcode, "exit");
+}
+
+static int do_entry_exit(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
+			 struct cg_result *fneed, bool *touched)
+{
+	struct ptx_buf b = {0};
+	int n = emit_kind(j, sel, VM_PROG_KPROBE, s, &b, fneed);
+	if (n < 0 || (n > 0 && edit_add(&j->ed, f->first_insn_line, 0, &b)))
+		goto fail;
+	if (n > 0)
+		j->rep->entry_sites++, *touched = true;
+	ptx_buf_free(&b);
+	buf_puts(&b, "$__cubpf_exit:\n");
+	n = emit_kind(j, sel, VM_PROG_KRETPROBE, s, &b, fneed);
+	if (n < 0)
+		goto fail;
+	if (n == 0) {
+		ptx_buf_free(&b);
+		return 0;
+	}
+	buf_puts(&b, "\tret;\n");
+	if (edit_add(&j->ed, f->body_close, 0, &b))
+		goto fail;
+	*touched = true;
+	for (uint32_t i = 0; i < f->insn_cnt; i++) {
+		const struct ptx_insn *in = &f->insns[i];
+		if (!is_exit(in))
+			continue;
+		if (in->pred)
+			buf_printf(&b, "@%s%s bra $__cubpf_exit;", in->pred_neg ? "!" : "", in->pred);
+		else
+			buf_puts(&b, "bra $__cubpf_exit;");
+		if (edit_add(&j->ed, in->off, in->len, &b))
+			goto fail;
+		j->rep->exit_sites++;
+	}
+	return 0;
+fail:
+	ptx_buf_free(&b);
+	if (!j->err[0])
+		ptx_seterr(j->err, j->errlen, "out of memory");
+	return -1;
+}
+
+static bool probed_space(enum ptx_space sp)
+{
+	return sp == PTX_SPACE_GENERIC || sp == PTX_SPACE_GLOBAL || sp == PTX_SPACE_SHARED ||
+	       sp == PTX_SPACE_LOCAL;
+}
+
+static int do_mem(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
+		  struct cg_result *fneed, bool *touched)
+{
+	bool any = false;
+	for (uint32_t p = 0; p < j->o->prog_cnt; p++)
+		any |= sel[p] && j->o->progs[p].kind == VM_PROG_MEMPROBE;
+	if (!any)
+		return 0;
+	for (uint32_t i = 0; i < f->insn_cnt; i++) {
+		const struct ptx_insn *in = &f->insns[i];
+		if (!ptx_insn_mem_access(in, &s->acc) || !probed_space(s->acc.space))
+			continue;
+		s->insn = in;
+		s->insn_index = i;
+		struct ptx_buf b = {0};
+		uint32_t skip = j->site;
+		if (in->pred)
+			buf_printf(&b, "\t@%s%s bra $__cb%u_skip;\n", in->pred_neg ? "" : "!", in->pred,
+				   skip);
+		if (emit_kind(j, sel, VM_PROG_MEMPROBE, s, &b, fneed) < 0) {
+			ptx_buf_free(&b);
+			return -1;
+		}
+		if (in->pred)
+			buf_printf(&b, "$__cb%u_skip:\n", skip);
+		buf_puts(&b, "\t");
+		if (edit_add(&j->ed, in->off, 0, &b)) {
+			ptx_buf_free(&b);
+			ptx_seterr(j->err, j->errlen, "out of memory");
+			return -1;
+		}
+		j->rep->mem_sites++;
+		*touched = true;
+	}
+	return 0;
+}
+
+static bool kernel_selected(const struct ptx_inject_opts *o, const struct ptx_func *f)
+{
+	return !o->kernel_glob || ptx_kernel_matches(o->kernel_glob, f->name);
+}
+
+static int do_kernel(struct inj *j, const struct ptx_func *f)
+{
+	bool *sel = calloc(j->o->prog_cnt + 1, sizeof(*sel));
+	if (!sel)
+		return -1;
+	for (uint32_t p = 0; p < j->o->prog_cnt; p++) {
+		const char *g = j->o->progs[p].attach;
+		sel[p] = j->cp[p] && ptx_kernel_matches(g && *g ? g : "*", f->name);
+	}
+	struct site s = {.m = j->m, .f = f};
+	s.kernel_id = j->o->kernel_id ? j->o->kernel_id(j->o->user, f->name) : ptx_kernel_id(f->name);
+	struct cg_result fneed = {0};
+	bool touched = false;
+	int rc = do_entry_exit(j, f, sel, &s, &fneed, &touched);
+	if (!rc)
+		rc = do_mem(j, f, sel, &s, &fneed, &touched);
+	free(sel);
+	if (rc || !touched)
+		return rc;
+	struct ptx_buf b = {0};
+	buf_puts(&b, "\n\t// cubpf: probe registers and stack\n");
+	cg_emit_decls(&fneed, &b);
+	if (edit_add(&j->ed, f->body_open + 1, 0, &b))
+		return -1;
+	need_merge(&j->need, &fneed);
+	j->rep->instrumented++;
+	return 0;
+}
+
+/* ---- module ---- */
+
+static bool has_vprintf_decl(const struct ptx_module *m)
+{
+	for (uint32_t i = 0; i < m->func_cnt; i++)
+		if (!strcmp(m->funcs[i].name, "vprintf"))
+			return true;
+	return false;
+}
+
+static int module_decls(struct inj *j)
+{
+	struct ptx_buf b = {0};
+	buf_puts(&b, "\n// cubpf: device maps (filled by the host after loading) and helpers\n");
+	for (uint32_t i = 0; i < 64 && i < j->o->map_cnt; i++)
+		if (j->need.maps_used & (1ull << i))
+			buf_printf(&b, ".visible .global .align 8 .u64 " PTX_MAP_SYMBOL_FMT ";\n", i);
+	if (j->need.vprintf && !has_vprintf_decl(j->m))
+		ptx_gen_module_decls(0, true, &b);
+	buf_puts(&b, "\n");
+	size_t at = j->m->header_end;
+	return edit_add(&j->ed, at, 0, &b);
+}
+
+static char *apply(const char *text, size_t len, struct edits *e, size_t *out_len)
+{
+	qsort(e->v, e->n, sizeof(*e->v), edit_cmp);
+	struct ptx_buf b = {0};
+	size_t pos = 0;
+	for (size_t i = 0; i < e->n; i++) {
+		if (e->v[i].off < pos)
+			continue; /* overlapping edits cannot happen; be safe anyway */
+		buf_put(&b, text + pos, e->v[i].off - pos);
+		if (e->v[i].text)
+			buf_puts(&b, e->v[i].text);
+		pos = e->v[i].off + e->v[i].del;
+	}
+	buf_put(&b, text + pos, len - pos);
+	if (!b.data && !b.oom)
+		buf_put(&b, "", 0);
+	if (b.oom) {
+		ptx_buf_free(&b);
+		return NULL;
+	}
+	*out_len = b.len;
+	return b.data;
+}
+
+static int prepare(struct inj *j)
+{
+	j->cp = calloc(j->o->prog_cnt + 1, sizeof(*j->cp));
+	if (!j->cp)
+		return -1;
+	for (uint32_t p = 0; p < j->o->prog_cnt; p++) {
+		if (!cg_is_gpu_kind(j->o->progs[p].kind))
+			continue;
+		j->cp[p] = cg_prepare(&j->o->progs[p], j->o->maps, j->o->map_cnt, j->err, j->errlen);
+		if (!j->cp[p])
+			return -1;
+	}
+	return 0;
+}
+
+static void cleanup(struct inj *j)
+{
+	for (uint32_t p = 0; j->cp && p < j->o->prog_cnt; p++)
+		cg_prog_free(j->cp[p]);
+	free(j->cp);
+	for (size_t i = 0; i < j->ed.n; i++)
+		free(j->ed.v[i].text);
+	free(j->ed.v);
+}
+
+int ptx_instrument(const char *text, size_t len, const struct ptx_inject_opts *opts, char **out,
+		   size_t *out_len, struct ptx_inject_report *rep, char *err, size_t errlen)
+{
+	struct ptx_inject_report dummy;
+	if (!rep)
+		rep = &dummy;
+	memset(rep, 0, sizeof(*rep));
+	char ebuf[PTX_ERRLEN] = "";
+	if (!err)
+		err = ebuf, errlen = sizeof(ebuf);
+	err[0] = 0;
+	struct ptx_module *m;
+	if (ptx_parse(text, len, &m, err, errlen))
+		return -1;
+	struct inj j = {.o = opts, .m = m, .err = err, .errlen = errlen, .rep = rep};
+	int rc = prepare(&j);
+	for (uint32_t i = 0; !rc && i < m->func_cnt; i++) {
+		const struct ptx_func *f = &m->funcs[i];
+		if (!f->is_entry || !f->has_body)
+			continue;
+		rep->kernels++;
+		if (kernel_selected(opts, f))
+			rc = do_kernel(&j, f);
+	}
+	if (!rc && j.ed.n)
+		rc = module_decls(&j);
+	if (!rc) {
+		*out = apply(m->text, m->len, &j.ed, out_len);
+		rc = *out ? 0 : -1;
+	}
+	if (rc && !err[0])
+		ptx_seterr(err, errlen, "out of memory");
+	cleanup(&j);
+	ptx_module_free(m);
+	return rc;
+}
