@@ -128,6 +128,16 @@ static int add_param(struct cubin_kernel *k, const struct attr *a, char *err, si
 	return 0;
 }
 
+/* x*y*z saturated at INT32_MAX: a damaged record must not overflow. */
+static int64_t product3(uint32_t x, uint32_t y, uint32_t z)
+{
+	uint64_t p = (uint64_t)x * y;
+	if (p > INT32_MAX)
+		return INT32_MAX;
+	p *= z;
+	return p > INT32_MAX ? INT32_MAX : (int64_t)p;
+}
+
 static int read_kernel_info(struct cubin_elf *elf, size_t info, struct cubin_kernel *k,
 			    char *err, size_t errlen)
 {
@@ -143,8 +153,8 @@ static int read_kernel_info(struct cubin_elf *elf, size_t info, struct cubin_ker
 		if (a.id == EIATTR_CBANK_PARAM_SIZE && a.fmt == EIFMT_HVAL)
 			k->param_bytes = a.value;
 		if (a.id == EIATTR_MAX_THREADS && a.fmt == EIFMT_SVAL && a.value >= 12)
-			k->max_threads = (int64_t)cubin_rd32(a.data) * cubin_rd32(a.data + 4) *
-					 cubin_rd32(a.data + 8);
+			k->max_threads = product3(cubin_rd32(a.data), cubin_rd32(a.data + 4),
+						  cubin_rd32(a.data + 8));
 	}
 	if (rc < 0)
 		return cubin_fail(err, errlen, "kernel %s: damaged section %s", k->name, sec.name);

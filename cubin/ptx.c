@@ -194,7 +194,10 @@ static void parse_tuning(struct ctx *c, struct cubin_kernel *k)
 		if (tok_is(&t, ".maxntid") || tok_is(&t, ".reqntid")) {
 			int64_t prod = 1;
 			while (next(&c->lx, &t) && isdigit((unsigned char)t.p[0])) {
-				prod *= (int64_t)tok_number(&t);
+				uint64_t v = tok_number(&t);
+				/* Saturate: a damaged file must not overflow (the real limit is 1024). */
+				prod = v > INT32_MAX || prod * (int64_t)v > INT32_MAX ? INT32_MAX
+										  : prod * (int64_t)v;
 				save = c->lx;
 				if (!next(&c->lx, &t) || !tok_is(&t, ","))
 					break;
