@@ -74,10 +74,13 @@ static int try_path(struct search *s, const char *path)
 	struct stat st;
 	if (s->handle || stat(path, &st) != 0)
 		return s->handle != NULL;
-	if (st.st_dev == s->self_dev && st.st_ino == s->self_ino)
+	if (st.st_dev == s->self_dev && st.st_ino == s->self_ino) {
+		shim_log(SHIM_LOG_DEBUG, "%s is this shim, skipped", path);
 		return 0;
+	}
 	if (is_cubpf_shim(path)) {
 		note(s, "%s is a cubpf shim, skipped", path);
+		shim_log(SHIM_LOG_DEBUG, "%s is a cubpf shim, skipped", path);
 		return 0;
 	}
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);

@@ -100,11 +100,18 @@ static void *new_handle(void)
 	return (void *)__atomic_add_fetch(&next_handle, 0x10, __ATOMIC_RELAXED);
 }
 
+static char last_image[256];
+static void *last_launch;
+
+FAKE_EXPORT const char *fake_last_image(void) { return last_image; }
+FAKE_EXPORT void *fake_last_launch(void) { return last_launch; }
+
 FAKE_EXPORT int cuModuleLoadData(void **module, const void *image)
 {
 	fake_hit("cuModuleLoadData");
 	if (!module || !image)
 		return 1;
+	snprintf(last_image, sizeof(last_image), "%s", (const char *)image);
 	*module = new_handle();
 	return 0;
 }
@@ -126,7 +133,7 @@ static void *handle_for(const void *container, const char *name, uintptr_t tag)
 	uintptr_t h = (uintptr_t)container * 31 + tag;
 	for (const char *p = name; *p; p++)
 		h = h * 131 + (unsigned char)*p;
-	return (void *)((h & 0xffffffffff0ull) | 0x100000000000ull);
+	return (void *)(((h << 4) & 0xffffffffff0ull) | 0x100000000000ull);
 }
 
 FAKE_EXPORT int cuModuleGetFunction(void **f, void *module, const char *name)
@@ -161,6 +168,7 @@ FAKE_EXPORT int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
 {
 	(void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shmem, (void)s;
 	(void)p, (void)e;
+	last_launch = f;
 	fake_hit("cuLaunchKernel");
 	return 0;
 }

@@ -15,3 +15,14 @@ $(BUILD)/tests/test_shim: $(call objs,tests/shim/test_shim.c) | $(SHIM_LIB) $(BU
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/shim/test_shim.c) -lcmocka -ldl -lpthread
 TEST_BINS += $(BUILD)/tests/test_shim
+
+# A test copy of the shim with a hooks plug-in linked in (tests/shim/hooks_plugin.c): the way
+# later work plugs into shim/shim.h.
+SHIM_HOOKS_LIB := $(BUILD)/tests/shim-hooks/libcuda.so.1
+SHIM_HOOKS_OBJS := $(SHIM_OBJS) $(SHIM_GEN)/trampolines.o $(call objs,tests/shim/hooks_plugin.c)
+$(SHIM_HOOKS_LIB): $(SHIM_HOOKS_OBJS) $(CUBIN_LIB) $(SHIM_GEN)/libcuda.map
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -shared -o $@ -Wl,-soname,libcuda.so.1 \
+	  -Wl,--version-script=$(SHIM_GEN)/libcuda.map -Wl,-z,defs -Wl,-Bsymbolic \
+	  $(SHIM_HOOKS_OBJS) $(CUBIN_LIB) $(DEP_LIBS)
+$(BUILD)/tests/test_shim: | $(SHIM_HOOKS_LIB)

@@ -31,6 +31,8 @@
 #endif
 
 static char shim_path[4096], fake_path[4096], exports_path[4096], stub_path[4096];
+static char hooks_shim_path[4096];
+static const char *open_path = shim_path; /* which shim a child opens */
 static char shared_list[4096];
 
 typedef long (*call12_t)(long, long, long, long, long, long, long, long, long, long, long, long);
@@ -45,6 +47,7 @@ static void set_paths(void)
 	snprintf(build, sizeof(build), "%s", b && *b ? b : SHIM_TEST_BUILD);
 	snprintf(shim_path, sizeof(shim_path), "%s/lib/libcuda.so.1", build);
 	snprintf(fake_path, sizeof(fake_path), "%s/tests/libcuda-fake.so", build);
+	snprintf(hooks_shim_path, sizeof(hooks_shim_path), "%s/tests/shim-hooks/libcuda.so.1", build);
 	snprintf(exports_path, sizeof(exports_path), "%s/shim/exports.txt", build);
 	const char *nvcc = getenv("NVCC");
 	char home[2048];
@@ -124,6 +127,8 @@ struct child_env {
 	const char *real;     /* CUBPF_REAL_LIBCUDA, NULL to unset */
 	const char *disable;  /* CUBPF_DISABLE */
 	const char *log;      /* CUBPF_LOG */
+	const char *name;     /* one more variable (NULL: none) */
+	const char *value;
 };
 
 static char child_err[65536]; /* the last child's stderr */
@@ -149,6 +154,8 @@ static int run_child(const struct child_env *env, int (*fn)(void))
 		env->real ? setenv("CUBPF_REAL_LIBCUDA", env->real, 1) : unsetenv("CUBPF_REAL_LIBCUDA");
 		env->disable ? setenv("CUBPF_DISABLE", env->disable, 1) : unsetenv("CUBPF_DISABLE");
 		env->log ? setenv("CUBPF_LOG", env->log, 1) : unsetenv("CUBPF_LOG");
+		if (env->name)
+			setenv(env->name, env->value, 1);
 		int rc = fn();
 		fflush(NULL);
 		exit(rc);
@@ -180,9 +187,9 @@ static int child_fail(const char *fmt, ...)
 /* Loads the shim without calling it: it initializes on the first driver call. */
 static void *open_shim_lazy(void)
 {
-	void *h = dlopen(shim_path, RTLD_NOW | RTLD_LOCAL);
+	void *h = dlopen(open_path, RTLD_NOW | RTLD_LOCAL);
 	if (!h)
-		printf("child: dlopen %s: %s\n", shim_path, dlerror());
+		printf("child: dlopen %s: %s\n", open_path, dlerror());
 	return h;
 }
 
@@ -519,6 +526,46 @@ static void test_self_as_driver_is_refused(void **state)
 	assert_non_null(strstr(child_err, "no real CUDA driver found"));
 }
 
+/* The search without CUBPF_REAL_LIBCUDA: LD_LIBRARY_PATH lists the shim's own folder (skipped:
+ * same file), a folder holding a copy of the shim (skipped: it carries .note.cubpf), then the
+ * toolkit's stub folder, which must be chosen. */
+static int child_search(void)
+{
+	void *shim = open_shim();
+	if (!shim)
+		return 1;
+	int r = ((int (*)(unsigned))dlsym(shim, "cuInit"))(0);
+	return r != 34 ? child_fail("cuInit = %d, want the stub's 34", r) : 0;
+}
+
+static void test_search_skips_shims_and_finds_the_driver(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/cubpf-shim-copy-XXXXXX", copy[4200], cmd[8400], ldpath[16384];
+	assert_non_null(mkdtemp(dir));
+	snprintf(copy, sizeof(copy), "%s/libcuda.so.1", dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", shim_path, copy);
+	assert_int_equal(system(cmd), 0);
+	char stubdir[4096];
+	snprintf(stubdir, sizeof(stubdir), "%s", stub_path);
+	*strrchr(stubdir, '/') = 0;
+	char selfdir[4096];
+	snprintf(selfdir, sizeof(selfdir), "%s", shim_path);
+	*strrchr(selfdir, '/') = 0;
+	snprintf(ldpath, sizeof(ldpath), "%s:%s:%s", selfdir, dir, stubdir);
+	struct child_env env = { .log = "debug", .name = "LD_LIBRARY_PATH", .value = ldpath };
+	int rc = run_child(&env, child_search);
+	unlink(copy);
+	rmdir(dir);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(child_err, "is a cubpf shim, skipped") ? child_err : NULL);
+	char want[4200];
+	snprintf(want, sizeof(want), "cubpf: real driver: %s/libcuda.so\n", stubdir);
+	if (!strstr(child_err, want))
+		printf("stderr:\n%s\nwanted: %s", child_err, want);
+	assert_non_null(strstr(child_err, want));
+}
+
 /* ---- the first call: lazy initialization ------------------------------------------------------ */
 
 typedef int (*many_t)(long, long, long, long, long, long, long, long, double, double, double,
@@ -614,8 +661,6 @@ static void test_concurrent_first_calls(void **state)
 	assert_null(strstr(first + 1, "cubpf: real driver: "));
 }
 
-/* ---- module loads, kernel handles, launches (seen through the log) --------------------------- */
-
 static const char ptx[] =
 	".version 8.0\n.target sm_90\n.address_size 64\n"
 	".visible .entry kern_a(.param .u64 p)\n{\n\tret;\n}\n"
@@ -623,6 +668,90 @@ static const char ptx[] =
 
 typedef int (*launch_t)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 			unsigned, void *, void **, void **);
+
+/* ---- hooks (shim/shim.h), through a test plug-in linked into a copy of the shim ---------------- */
+
+static const char hooks_log[] = "/tmp/cubpf-shim-hooks-test.log";
+
+static int child_hooks(void)
+{
+	open_path = hooks_shim_path;
+	void *shim = open_shim(), *fake = shim ? open_fake() : NULL;
+	if (!fake)
+		return 1;
+	int (*load)(void **, const void *) = (int (*)(void **, const void *))dlsym(shim, "cuModuleLoadData");
+	int (*getfn)(void **, void *, const char *) =
+		(int (*)(void **, void *, const char *))dlsym(shim, "cuModuleGetFunction");
+	launch_t launch = (launch_t)dlsym(shim, "cuLaunchKernel");
+	int (*htod)(unsigned long long, const void *, size_t) =
+		(int (*)(unsigned long long, const void *, size_t))dlsym(shim, "cuMemcpyHtoD_v2");
+	int (*memset_async)(unsigned long long, unsigned, size_t, void *) =
+		(int (*)(unsigned long long, unsigned, size_t, void *))dlsym(shim, "cuMemsetD32Async_ptsz");
+	void *mod = NULL, *fa = NULL, *fb = NULL;
+	if (load(&mod, ptx) || getfn(&fa, mod, "kern_a") || getfn(&fb, mod, "kern_b"))
+		return child_fail("a fake load or look-up failed");
+	const char *(*last_image)(void) = (const char *(*)(void))dlsym(fake, "fake_last_image");
+	void *(*last_launch)(void) = (void *(*)(void))dlsym(fake, "fake_last_launch");
+	int bad = 0;
+	if (!strstr(last_image(), "kern_subst"))
+		bad += child_fail("the driver did not get the substituted image: %s", last_image());
+	if (launch(fa, 2, 3, 4, 32, 2, 1, 128, NULL, NULL, NULL) != 0 || last_launch() != fb)
+		bad += child_fail("launch of kern_a reached the driver as %p, want kern_b %p",
+				  last_launch(), fb);
+	if (launch(fb, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0 || last_launch() != fb)
+		bad += child_fail("launch of kern_b was changed");
+	char buf[4096] = { 0 };
+	htod(0x1000, buf, sizeof(buf));
+	memset_async(0x2000, 7, 100, (void *)0x77);
+	return bad;
+}
+
+static char *slurp(const char *path)
+{
+	static char text[65536];
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+	text[n] = 0;
+	if (f)
+		fclose(f);
+	return text;
+}
+
+static void test_hooks_see_and_substitute(void **state)
+{
+	(void)state;
+	unlink(hooks_log);
+	struct child_env env = { .real = fake_path, .name = "CUBPF_TEST_HOOKS", .value = hooks_log };
+	assert_int_equal(run_child(&env, child_hooks), 0);
+	char *log = slurp(hooks_log);
+	printf("%s", log);
+	assert_non_null(strstr(log, "loading cuModuleLoadData kind=2 kernels=2 ptx=1 tid=set\n"));
+	assert_non_null(strstr(log, "loaded cuModuleLoadData result=0 handle=set substituted=yes time=ok\n"));
+	assert_non_null(strstr(log, "kernel kern_a id=1 module=set library=none\n"));
+	assert_non_null(strstr(log, "kernel kern_b id=2 module=set library=none\n"));
+	assert_non_null(strstr(log, "launching cuLaunchKernel kern_a grid=2,3,4 block=32,2,1 shared=128\n"));
+	assert_non_null(strstr(log, "launched cuLaunchKernel kern_b result=0\n"));
+	assert_non_null(strstr(log, "api cuMemcpyHtoD_v2 kind=1 bytes=4096 result="));
+	assert_non_null(strstr(log, "api cuMemsetD32Async_ptsz kind=2 bytes=400 result="));
+	assert_non_null(strstr(log, "stream=0x77 time=ok\n"));
+	unlink(hooks_log);
+}
+
+/* CUBPF_DISABLE=1: the plug-in is refused, nothing is observed, calls still arrive. */
+static void test_hooks_refused_when_disabled(void **state)
+{
+	(void)state;
+	unlink(hooks_log);
+	struct child_env env = { .real = fake_path, .disable = "1", .name = "CUBPF_TEST_HOOKS",
+				 .value = hooks_log };
+	assert_int_not_equal(run_child(&env, child_hooks), 0); /* no substitution happened */
+	char *log = slurp(hooks_log);
+	assert_non_null(strstr(log, "set_hooks refused"));
+	assert_null(strstr(log, "loading"));
+	unlink(hooks_log);
+}
+
+/* ---- module loads, kernel handles, launches (seen through the log) --------------------------- */
 
 static void *launch_fn, *thread_func;
 
@@ -728,8 +857,11 @@ int main(void)
 		cmocka_unit_test(test_stub_error_comes_back),
 		cmocka_unit_test(test_no_driver_answers_no_device),
 		cmocka_unit_test(test_self_as_driver_is_refused),
+		cmocka_unit_test(test_search_skips_shims_and_finds_the_driver),
 		cmocka_unit_test(test_first_call_keeps_arguments),
 		cmocka_unit_test(test_concurrent_first_calls),
+		cmocka_unit_test(test_hooks_see_and_substitute),
+		cmocka_unit_test(test_hooks_refused_when_disabled),
 		cmocka_unit_test(test_loads_and_launches_are_reported),
 		cmocka_unit_test(test_quiet_by_default),
 		cmocka_unit_test(test_disabled_counts_nothing),
