@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cubin/cubin.h"
+#include "ptx-rewriter/ptx.h"
 #include "tools/commands.h"
 
 struct options {
@@ -50,11 +51,13 @@ struct model {
 	size_t kernels, kernels_ptx, ptx_usable_entries;
 };
 
-/* ---- demangling: libstdc++'s __cxa_demangle when the process can load it ------------------ */
+/* ---- demangling --------------------------------------------------------------------------
+ * cubpf's own demangler first (the one `-k GLOB` matches against), then libstdc++'s
+ * __cxa_demangle when the process can load it, for the forms ours leaves out (lambdas...). */
 
 typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
 
-static demangle_fn demangler(void)
+static demangle_fn cxa_demangler(void)
 {
 	static int tried;
 	static demangle_fn fn;
@@ -67,10 +70,15 @@ static demangle_fn demangler(void)
 	return fn;
 }
 
-/* The demangled name (caller frees) or NULL when not a C++ name or no demangler. */
+/* The demangled name (caller frees) or NULL when not a C++ name or not demanglable. */
 static char *demangle(const char *name)
 {
-	demangle_fn fn = strncmp(name, "_Z", 2) ? NULL : demangler();
+	if (strncmp(name, "_Z", 2))
+		return NULL;
+	char buf[1024];
+	if (ptx_demangle(name, buf, sizeof(buf)) == 0)
+		return strdup(buf);
+	demangle_fn fn = cxa_demangler();
 	int status = -1;
 	char *out = fn ? fn(name, NULL, NULL, &status) : NULL;
 	if (status != 0) {
@@ -354,26 +362,38 @@ static void param_text(const struct cubin_kernel *k, char *buf, size_t len)
 		memcpy(buf + len - 4, "...", 4);
 }
 
+/* The SASS and PTX cells of a kernel row. */
+static void arch_cells(const struct model *m, const struct kern *k, char *sass, char *ptx,
+		       size_t len)
+{
+	arch_list(m, k, CUBIN_ENTRY_ELF, sass, len);
+	arch_list(m, k, CUBIN_ENTRY_PTX, ptx, len);
+	if (!k->ptx_usable)
+		snprintf(ptx, len, "%s", strcmp(ptx, "-") ? "no (too new)" : "no");
+}
+
 static void print_kernels(const struct model *m, const struct group *g, const struct options *o)
 {
-	char ptxcol[16];
-	snprintf(ptxcol, sizeof(ptxcol), "PTX@sm_%u", o->sm);
-	printf("    %-4s %6s %-20s %-18s %-14s %s\n", "regs", "shared", "params (bytes)", "SASS",
-	       ptxcol, "kernel");
+	char ptxcol[16], sass[96], ptx[96];
+	int ws = 4, wp = (int)snprintf(ptxcol, sizeof(ptxcol), "PTX@sm_%u", o->sm);
+	for (size_t i = 0; i < g->n_kerns; i++) { /* column widths: arch lists vary a lot */
+		arch_cells(m, &g->kerns[i], sass, ptx, sizeof(sass));
+		ws = (int)strlen(sass) > ws ? (int)strlen(sass) : ws;
+		wp = (int)strlen(ptx) > wp ? (int)strlen(ptx) : wp;
+	}
+	printf("    %-4s %6s %-20s %-*s %-*s %s\n", "regs", "shared", "params (bytes)", ws, "SASS",
+	       wp, ptxcol, "kernel");
 	for (size_t i = 0; i < g->n_kerns; i++) {
 		const struct kern *k = &g->kerns[i];
-		char regs[16] = "-", shared[24] = "-", params[21], sass[64], ptx[64];
+		char regs[16] = "-", shared[24] = "-", params[21];
 		if (k->info->registers >= 0)
 			snprintf(regs, sizeof(regs), "%d", k->info->registers);
 		if (k->info->shared_bytes >= 0)
 			snprintf(shared, sizeof(shared), "%lld", (long long)k->info->shared_bytes);
 		param_text(k->info, params, sizeof(params));
-		arch_list(m, k, CUBIN_ENTRY_ELF, sass, sizeof(sass));
-		arch_list(m, k, CUBIN_ENTRY_PTX, ptx, sizeof(ptx));
-		if (!k->ptx_usable)
-			snprintf(ptx, sizeof(ptx), "%s", strcmp(ptx, "-") ? "no (too new)" : "no");
+		arch_cells(m, k, sass, ptx, sizeof(sass));
 		char *dm = o->mangled ? NULL : demangle(k->name);
-		printf("    %-4s %6s %-20s %-18s %-14s %s\n", regs, shared, params, sass, ptx,
+		printf("    %-4s %6s %-20s %-*s %-*s %s\n", regs, shared, params, ws, sass, wp, ptx,
 		       dm ? dm : k->name);
 		free(dm);
 	}

@@ -26,5 +26,6 @@ int main(void)
 	failed += run_elf_tests();
 	failed += run_fixture_tests();
 	failed += run_damaged_tests();
+	failed += run_inspect_tests();
 	return failed;
 }

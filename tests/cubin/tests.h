@@ -11,6 +11,7 @@
 int run_elf_tests(void);
 int run_fixture_tests(void);
 int run_damaged_tests(void);
+int run_inspect_tests(void);
 
 /* Reads a whole file; fails the current test when it cannot. Caller frees. */
 uint8_t *read_file_or_fail(const char *path, size_t *size);
