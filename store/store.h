@@ -277,7 +277,7 @@ struct store_trace_options {
 	size_t batch_bytes;         /* a batch = one zstd frame's input; 0 = 1 MiB */
 	unsigned flush_ms;          /* longest time data stays in memory; 0 = 100 */
 	int level;                  /* zstd level; 0 = 1 (negative levels are faster) */
-	int workers;                /* zstd worker threads; 0 = none (compress on the writer thread) */
+	int workers;                /* compressing threads; 0 = 2 (each takes whole batches) */
 };
 
 struct store_trace_process {

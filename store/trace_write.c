@@ -26,6 +26,10 @@
 #define DEFAULT_BUFFER (64u << 20)
 #define DEFAULT_BATCH (1u << 20)
 #define DEFAULT_FLUSH_MS 100
+#define DEFAULT_WORKERS 2
+#define MAX_WORKERS 16
+
+struct worker;
 
 struct batch {
 	struct batch *next;
@@ -60,12 +64,12 @@ struct store_trace_writer {
 	struct store_trace_counters cnt;
 	int stop, flush_now;
 
-	/* Below: the thread's own (and create/close before/after it runs). */
-	pthread_t thread;
+	uint64_t next_seq, write_seq;        /* jobs taken / written, in order */
+	pthread_cond_t turn;                 /* a job's turn to write came */
+	struct timespec deadline;            /* next periodic flush (CLOCK_MONOTONIC) */
+	struct worker *workers;
+	int nworkers;
 	int fd;
-	ZSTD_CCtx *cctx;
-	uint8_t *zbuf;
-	size_t zcap;
 	struct store_trace_options opt;
 	char error[STORE_ERRLEN];
 };
@@ -361,13 +365,29 @@ out:
 	return id;
 }
 
-/* ---- the writer thread ------------------------------------------------------------------------- */
+/* ---- the compressing threads --------------------------------------------------------------------
+ * Each thread takes a job (the metadata pending at that moment, and one batch), compresses it
+ * outside the lock, then waits for its turn to write: jobs are numbered when taken and written
+ * in that order, so frames keep the order of the batches and the metadata always precedes the
+ * first record that uses it.  Several threads make the compressor, not the disk, scale. */
+
+struct compressor {
+	ZSTD_CCtx *cctx;
+	uint8_t *buf;
+	size_t cap, len;
+};
+
+struct worker {
+	struct store_trace_writer *w;
+	pthread_t thread;
+	struct compressor meta, data;
+};
 
 static void io_fail(struct store_trace_writer *w, const char *what, int err)
 {
+	pthread_mutex_lock(&w->lock);
 	if (!w->error[0])
 		snprintf(w->error, sizeof(w->error), "%s: %s", what, strerror(err));
-	pthread_mutex_lock(&w->lock);
 	w->cnt.io_error = 1;
 	pthread_mutex_unlock(&w->lock);
 }
@@ -388,76 +408,64 @@ static int write_all(struct store_trace_writer *w, const uint8_t *p, size_t n)
 	return 0;
 }
 
-/* Compresses n bytes of whole records into one frame and writes it. */
-static int write_frame(struct store_trace_writer *w, const void *src, size_t n)
+static int compressor_init(struct compressor *z, int level)
 {
-	size_t bound = ZSTD_compressBound(n), z;
-	if (bound > w->zcap) {
-		uint8_t *p = realloc(w->zbuf, bound);
+	z->cctx = ZSTD_createCCtx();
+	if (!z->cctx)
+		return -1;
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, level);
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_checksumFlag, 1);
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_contentSizeFlag, 1);
+	return 0;
+}
+
+static void compressor_free(struct compressor *z)
+{
+	ZSTD_freeCCtx(z->cctx);
+	free(z->buf);
+}
+
+/* Compresses n bytes of whole records into one frame in z->buf (z->len = 0 when n is 0). */
+static int compress_frame(struct store_trace_writer *w, struct compressor *z, const void *src, size_t n)
+{
+	size_t bound = ZSTD_compressBound(n);
+	z->len = 0;
+	if (!n)
+		return 0;
+	if (bound > z->cap) {
+		uint8_t *p = realloc(z->buf, bound);
 		if (!p) {
 			io_fail(w, "compressing the trace", ENOMEM);
 			return -1;
 		}
-		w->zbuf = p;
-		w->zcap = bound;
+		z->buf = p;
+		z->cap = bound;
 	}
-	z = ZSTD_compress2(w->cctx, w->zbuf, w->zcap, src, n);
-	if (ZSTD_isError(z)) {
-		if (!w->error[0])
-			snprintf(w->error, sizeof(w->error), "zstd: %s", ZSTD_getErrorName(z));
+	size_t r = ZSTD_compress2(z->cctx, z->buf, z->cap, src, n);
+	if (ZSTD_isError(r)) {
+		io_fail(w, "compressing the trace", EINVAL);
 		return -1;
 	}
-	if (write_all(w, w->zbuf, z))
-		return -1;
-	pthread_mutex_lock(&w->lock);
-	w->cnt.frames++;
-	w->cnt.compressed_bytes += z;
-	pthread_mutex_unlock(&w->lock);
+	z->len = r;
 	return 0;
 }
 
-struct taken {
-	struct growbuf meta;
-	struct batch *batches;
-};
-
-/* Takes, under the lock, what is ready: the metadata, a DROP record for the writer's own
- * losses, the full batches, and the current batch too when it is time to flush. */
-static void take(struct store_trace_writer *w, struct taken *t, int flush)
+/* Writes a compressed frame and counts it; the caller holds the write turn. */
+static void emit(struct store_trace_writer *w, const struct compressor *z)
 {
-	t->meta = w->meta;
-	memset(&w->meta, 0, sizeof(w->meta));
-	if (w->pend_drop_records || w->pend_drop_batches) {
-		struct store_rec_drop d = {.ts_ns = realtime_ns(), .source = STORE_DROP_WRITER,
-					   .records = w->pend_drop_records,
-					   .batches = w->pend_drop_batches,
-					   .bytes = w->pend_drop_bytes};
-		if (put_record(&t->meta, STORE_REC_DROP, &d, sizeof(d), NULL, 0) == 0)
-			w->pend_drop_records = w->pend_drop_batches = w->pend_drop_bytes = 0;
-	}
-	if (flush && w->cur && w->cur->len) {
-		queue_batch(w, w->cur);
-		w->cur = NULL; /* the next caller takes a spare */
-	}
-	t->batches = w->full;
-	w->full = NULL;
-	w->full_tail = &w->full;
-}
-
-static void write_taken(struct store_trace_writer *w, struct taken *t)
-{
-	if (t->meta.len)
-		write_frame(w, t->meta.p, t->meta.len);
-	free(t->meta.p);
-	for (struct batch *b = t->batches; b; b = b->next)
-		write_frame(w, b->data, b->len);
+	if (!z->len || write_all(w, z->buf, z->len))
+		return;
 	pthread_mutex_lock(&w->lock);
-	for (struct batch *b = t->batches, *n; b; b = n) {
-		n = b->next;
-		release_batch(w, b);
-	}
+	w->cnt.frames++;
+	w->cnt.compressed_bytes += z->len;
 	pthread_mutex_unlock(&w->lock);
 }
+
+struct job {
+	uint64_t seq;
+	struct growbuf meta;
+	struct batch *batch;
+};
 
 static void deadline_after(struct timespec *ts, unsigned ms)
 {
@@ -477,28 +485,88 @@ static int past(const struct timespec *d)
 	return now.tv_sec > d->tv_sec || (now.tv_sec == d->tv_sec && now.tv_nsec >= d->tv_nsec);
 }
 
-static void *writer_main(void *arg)
+/* Takes a job under the lock: pending metadata (with a DROP record for the writer's own
+ * losses), and the oldest full batch; at flush time the current batch joins the queue first.
+ * Returns 0 when there is nothing to do. */
+static int take_job(struct store_trace_writer *w, struct job *j)
 {
-	struct store_trace_writer *w = arg;
-	struct timespec next;
-	int stop = 0;
-
-	deadline_after(&next, w->opt.flush_ms);
-	while (!stop) {
-		struct taken t;
-		pthread_mutex_lock(&w->lock);
-		while (!w->stop && !w->full && !w->flush_now &&
-		       pthread_cond_timedwait(&w->wake, &w->lock, &next) == 0)
-			;
-		stop = w->stop;
-		int flush = stop || w->flush_now || past(&next);
+	int flush = w->stop || w->flush_now || past(&w->deadline);
+	if (flush) {
 		w->flush_now = 0;
-		take(w, &t, flush);
-		pthread_mutex_unlock(&w->lock);
-		write_taken(w, &t);
-		if (flush)
-			deadline_after(&next, w->opt.flush_ms);
+		deadline_after(&w->deadline, w->opt.flush_ms);
+		if (w->cur && w->cur->len) {
+			queue_batch(w, w->cur);
+			w->cur = NULL; /* the next caller takes a spare */
+		}
 	}
+	j->meta = w->meta;
+	memset(&w->meta, 0, sizeof(w->meta));
+	if (w->pend_drop_records || w->pend_drop_batches) {
+		struct store_rec_drop d = {.ts_ns = realtime_ns(), .source = STORE_DROP_WRITER,
+					   .records = w->pend_drop_records,
+					   .batches = w->pend_drop_batches,
+					   .bytes = w->pend_drop_bytes};
+		if (put_record(&j->meta, STORE_REC_DROP, &d, sizeof(d), NULL, 0) == 0)
+			w->pend_drop_records = w->pend_drop_batches = w->pend_drop_bytes = 0;
+	}
+	j->batch = w->full;
+	if (j->batch) {
+		w->full = j->batch->next;
+		if (!w->full)
+			w->full_tail = &w->full;
+	}
+	if (!j->meta.len && !j->batch) {
+		free(j->meta.p);
+		return 0;
+	}
+	j->seq = w->next_seq++;
+	return 1;
+}
+
+static void run_job(struct worker *k, struct job *j)
+{
+	struct store_trace_writer *w = k->w;
+	int ok = compress_frame(w, &k->meta, j->meta.p, j->meta.len) == 0;
+	if (ok && j->batch)
+		ok = compress_frame(w, &k->data, j->batch->data, j->batch->len) == 0;
+	free(j->meta.p);
+
+	pthread_mutex_lock(&w->lock);
+	while (w->write_seq != j->seq)
+		pthread_cond_wait(&w->turn, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+	if (ok) {
+		emit(w, &k->meta);
+		if (j->batch)
+			emit(w, &k->data);
+	}
+	pthread_mutex_lock(&w->lock);
+	w->write_seq++;
+	pthread_cond_broadcast(&w->turn);
+	if (j->batch)
+		release_batch(w, j->batch);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *k = arg;
+	struct store_trace_writer *w = k->w;
+	struct job j;
+
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		if (take_job(w, &j)) {
+			pthread_mutex_unlock(&w->lock);
+			run_job(k, &j);
+			pthread_mutex_lock(&w->lock);
+			continue;
+		}
+		if (w->stop)
+			break;
+		pthread_cond_timedwait(&w->wake, &w->lock, &w->deadline);
+	}
+	pthread_mutex_unlock(&w->lock);
 	return NULL;
 }
 
@@ -512,28 +580,37 @@ static int header_frame(struct store_trace_writer *w, const struct store_trace_p
 				     .start_monotonic_ns = monotonic_ns(),
 				     .driver_version = p ? p->driver_version : 0};
 	struct growbuf s = {0}, rec = {0};
+	struct compressor z = {0};
 	int rc = -1;
 
 	memcpy(h.magic, STORE_TRACE_MAGIC, sizeof(h.magic));
 	if (!put_string(&s, p ? p->cubpf_version : NULL) && !put_string(&s, p ? p->hostname : NULL) &&
 	    !put_string(&s, p ? p->cmdline : NULL) &&
-	    !put_record(&rec, STORE_REC_HEADER, &h, sizeof(h), s.p, s.len))
-		rc = write_frame(w, rec.p, rec.len);
+	    !put_record(&rec, STORE_REC_HEADER, &h, sizeof(h), s.p, s.len) &&
+	    !compressor_init(&z, w->opt.level) && !compress_frame(w, &z, rec.p, rec.len) &&
+	    !write_all(w, z.buf, z.len))
+		rc = 0;
+	compressor_free(&z);
 	free(s.p);
 	free(rec.p);
 	return rc;
 }
 
+static void free_batches(struct batch *b, int single)
+{
+	for (struct batch *n; b; b = n) {
+		n = b->next;
+		free(b);
+		if (single)
+			break;
+	}
+}
+
 static void writer_free(struct store_trace_writer *w)
 {
-	struct batch *lists[] = {w->cur, w->full, w->spare};
-	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
-		for (struct batch *b = lists[i], *n; b; b = n) {
-			n = b->next;
-			free(b);
-			if (i == 0)
-				break; /* cur is a single batch */
-		}
+	free_batches(w->cur, 1);
+	free_batches(w->full, 0);
+	free_batches(w->spare, 0);
 	for (size_t i = 0; i < w->strcap; i++)
 		for (struct strent *e = w->strtab[i], *n; e; e = n) {
 			n = e->next;
@@ -541,12 +618,16 @@ static void writer_free(struct store_trace_writer *w)
 		}
 	free(w->strtab);
 	free(w->meta.p);
-	free(w->zbuf);
-	ZSTD_freeCCtx(w->cctx);
+	for (int i = 0; i < w->nworkers; i++) {
+		compressor_free(&w->workers[i].meta);
+		compressor_free(&w->workers[i].data);
+	}
+	free(w->workers);
 	if (w->fd >= 0)
 		close(w->fd);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->wake);
+	pthread_cond_destroy(&w->turn);
 	free(w);
 }
 
@@ -566,12 +647,16 @@ static void set_options(struct store_trace_writer *w, const struct store_trace_o
 		w->opt.flush_ms = DEFAULT_FLUSH_MS;
 	if (!w->opt.level)
 		w->opt.level = 1;
+	if (w->opt.workers <= 0)
+		w->opt.workers = DEFAULT_WORKERS;
+	if (w->opt.workers > MAX_WORKERS)
+		w->opt.workers = MAX_WORKERS;
 }
 
 static int init_sync(struct store_trace_writer *w)
 {
 	pthread_condattr_t ca;
-	if (pthread_mutex_init(&w->lock, NULL))
+	if (pthread_mutex_init(&w->lock, NULL) || pthread_cond_init(&w->turn, NULL))
 		return -1;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -580,17 +665,32 @@ static int init_sync(struct store_trace_writer *w)
 	return rc ? -1 : 0;
 }
 
-static int init_zstd(struct store_trace_writer *w)
+static int start_workers(struct store_trace_writer *w)
 {
-	w->cctx = ZSTD_createCCtx();
-	if (!w->cctx)
+	w->workers = calloc((size_t)w->opt.workers, sizeof(*w->workers));
+	if (!w->workers)
 		return -1;
-	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, w->opt.level);
-	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
-	ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
-	if (w->opt.workers > 0)
-		ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_nbWorkers, w->opt.workers);
+	deadline_after(&w->deadline, w->opt.flush_ms);
+	for (int i = 0; i < w->opt.workers; i++) {
+		struct worker *k = &w->workers[i];
+		k->w = w;
+		if (compressor_init(&k->meta, w->opt.level) || compressor_init(&k->data, w->opt.level))
+			return -1;
+		if (pthread_create(&k->thread, NULL, worker_main, k))
+			return -1;
+		w->nworkers++;
+	}
 	return 0;
+}
+
+static void stop_workers(struct store_trace_writer *w)
+{
+	pthread_mutex_lock(&w->lock);
+	w->stop = 1;
+	pthread_cond_broadcast(&w->wake);
+	pthread_mutex_unlock(&w->lock);
+	for (int i = 0; i < w->nworkers; i++)
+		pthread_join(w->workers[i].thread, NULL);
 }
 
 struct store_trace_writer *store_trace_create(const char *path, const struct store_trace_process *p,
@@ -611,13 +711,14 @@ struct store_trace_writer *store_trace_create(const char *path, const struct sto
 		writer_free(w);
 		return NULL;
 	}
-	if (init_zstd(w) || header_frame(w, p)) {
+	if (header_frame(w, p)) {
 		snprintf(err, errlen, "%s: %s", path, w->error[0] ? w->error : "out of memory");
 		writer_free(w);
 		return NULL;
 	}
-	if (pthread_create(&w->thread, NULL, writer_main, w)) {
-		snprintf(err, errlen, "cannot start the trace writer thread");
+	if (start_workers(w)) {
+		snprintf(err, errlen, "cannot start the trace writer threads");
+		stop_workers(w);
 		writer_free(w);
 		return NULL;
 	}
@@ -628,20 +729,19 @@ int store_trace_close(struct store_trace_writer *w, char *err, size_t errlen)
 {
 	struct store_rec_end end;
 	struct growbuf rec = {0};
+	struct compressor z = {0};
 	int rc;
 
 	if (!w)
 		return 0;
-	pthread_mutex_lock(&w->lock);
-	w->stop = 1;
-	pthread_cond_signal(&w->wake);
-	pthread_mutex_unlock(&w->lock);
-	pthread_join(w->thread, NULL);
+	stop_workers(w); /* they write everything that is left before they return */
 	end = (struct store_rec_end){.end_realtime_ns = realtime_ns(), .records = w->cnt.records,
 				     .dropped_records = w->cnt.dropped_records,
 				     .dropped_batches = w->cnt.dropped_batches};
-	if (put_record(&rec, STORE_REC_END, &end, sizeof(end), NULL, 0) == 0)
-		write_frame(w, rec.p, rec.len);
+	if (put_record(&rec, STORE_REC_END, &end, sizeof(end), NULL, 0) == 0 &&
+	    compressor_init(&z, w->opt.level) == 0 && compress_frame(w, &z, rec.p, rec.len) == 0)
+		emit(w, &z);
+	compressor_free(&z);
 	free(rec.p);
 	if (close(w->fd) && !w->cnt.io_error)
 		io_fail(w, "closing the trace", errno);
@@ -664,6 +764,6 @@ void store_trace_flush(struct store_trace_writer *w)
 {
 	pthread_mutex_lock(&w->lock);
 	w->flush_now = 1;
-	pthread_cond_signal(&w->wake);
+	pthread_cond_broadcast(&w->wake);
 	pthread_mutex_unlock(&w->lock);
 }
