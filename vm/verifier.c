@@ -127,12 +127,14 @@ static bool reg_covers(const struct vreg *o, const struct vreg *c, struct idmap 
 	return r_covers(o, c);
 }
 
-static bool frame_covers(const struct vframe *o, const struct vframe *c, struct idmap *ids)
+/* `live`: registers that matter (all of them in caller frames). */
+static bool frame_covers(const struct vframe *o, const struct vframe *c, struct idmap *ids,
+			 uint16_t live)
 {
 	if (o->callsite != c->callsite || c->depth > o->depth)
 		return false;
 	for (int r = 0; r < 11; r++)
-		if (!reg_covers(&o->regs[r], &c->regs[r], ids))
+		if (((live >> r) & 1) && !reg_covers(&o->regs[r], &c->regs[r], ids))
 			return false;
 	for (int i = 0; i < VM_STACK_SIZE; i++) {
 		uint8_t ot = o->stype[i], ct = c->stype[i];
@@ -149,13 +151,13 @@ static bool frame_covers(const struct vframe *o, const struct vframe *c, struct 
 	return true;
 }
 
-static bool state_covers(const struct vstate *o, const struct vstate *c)
+static bool state_covers(const struct vstate *o, const struct vstate *c, uint16_t live)
 {
 	struct idmap ids = {.n = 0};
 	if (o->cur != c->cur)
 		return false;
 	for (uint32_t i = 0; i <= o->cur; i++)
-		if (!frame_covers(o->fr[i], c->fr[i], &ids))
+		if (!frame_covers(o->fr[i], c->fr[i], &ids, i == o->cur ? live : 0xffff))
 			return false;
 	return true;
 }
@@ -206,12 +208,13 @@ enum { VISIT_GO, VISIT_PRUNED, VISIT_ERROR };
 
 static int visit(struct explorer *e, struct path *p)
 {
+	uint16_t live = e->v->live[p->pc];
 	for (struct ckpt *c = e->at[p->pc]; c; c = c->next) {
 		if (c->branches == 0) {
-			if (state_covers(&c->st, &p->st))
+			if (state_covers(&c->st, &p->st, live))
 				return VISIT_PRUNED;
-		} else if (is_ancestor(c, p->parent) && state_covers(&c->st, &p->st) &&
-			   state_covers(&p->st, &c->st)) {
+		} else if (is_ancestor(c, p->parent) && state_covers(&c->st, &p->st, live) &&
+			   state_covers(&p->st, &c->st, live)) {
 			v_reject(e->v, p->pc, "infinite loop detected: the state at instruction %u "
 				 "repeats on its own path", p->pc);
 			return VISIT_ERROR;
@@ -384,7 +387,7 @@ int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify
 	struct vstate init;
 	if (!e.prune || !e.at || !e.nat || initial_state(&v, &init) < 0)
 		v_reject(&v, 0, "out of memory");
-	else if (vm_cfg_check(&v, e.prune) == 0)
+	else if (vm_cfg_check(&v, e.prune) == 0 && vm_liveness(&v) == 0)
 		rc = explore(&e, &init);
 	else
 		v_state_free(&init);
@@ -397,6 +400,7 @@ int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify
 		info->reject_insn = rc < 0 ? v.reject_pc : -1;
 	}
 	v_state_free(&v.fail_state);
+	free(v.live);
 	explorer_free(&e);
 	return rc;
 }

@@ -54,6 +54,7 @@ struct verifier {
 	uint32_t max_depth;                      /* deepest combined stack seen */
 	uint32_t max_frames;
 	uint32_t max_insns;
+	uint16_t *live;                          /* per instruction: registers read later */
 	char reason[512];                        /* why it was rejected */
 	struct vstate fail_state;                /* the state at the rejected instruction */
 };
@@ -61,6 +62,9 @@ struct verifier {
 /* The structural pass (verifier_cfg.c): encodings, jumps, functions, reachability.  Marks the
  * instructions where states are kept (jump targets, branch fall-throughs, call returns). */
 int vm_cfg_check(struct verifier *v, uint8_t *prune);
+/* Register liveness (verifier_cfg.c): bit r of v->live[pc] is set when some path from pc may
+ * read r before writing it.  States compared at pc ignore the other registers. */
+int vm_liveness(struct verifier *v);
 
 /* Result of one instruction. */
 enum vstep { STEP_NEXT, STEP_JUMP, STEP_BRANCH, STEP_EXIT, STEP_ERROR };

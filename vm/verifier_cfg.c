@@ -293,3 +293,93 @@ int vm_cfg_check(struct verifier *v, uint8_t *prune)
 	free(half);
 	return rc;
 }
+
+/* ---- liveness ---------------------------------------------------------------------------------- */
+
+#define R(n) (1u << (n))
+#define ARGS (R(1) | R(2) | R(3) | R(4) | R(5))
+
+static void use_def(const struct bpf_insn *in, uint16_t *use, uint16_t *def)
+{
+	uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+	bool x = BPF_SRC(in->code) == BPF_X;
+	*use = *def = 0;
+	switch (cls) {
+	case BPF_ALU:
+	case BPF_ALU64:
+		*def = R(in->dst_reg);
+		*use = (op == BPF_MOV ? 0 : R(in->dst_reg)) |
+		       (x && op != BPF_END && op != BPF_NEG ? R(in->src_reg) : 0);
+		break;
+	case BPF_LD:
+		*def = R(in->dst_reg);
+		break;
+	case BPF_LDX:
+		*use = R(in->src_reg);
+		*def = R(in->dst_reg);
+		break;
+	case BPF_ST:
+		*use = R(in->dst_reg);
+		break;
+	case BPF_STX:
+		*use = R(in->dst_reg) | R(in->src_reg);
+		if (BPF_MODE(in->code) == BPF_ATOMIC && in->imm == BPF_CMPXCHG)
+			*use |= R(0), *def = R(0);
+		else if (BPF_MODE(in->code) == BPF_ATOMIC && (in->imm & BPF_FETCH))
+			*def = R(in->src_reg);
+		break;
+	default: /* jumps */
+		if (op == BPF_CALL)
+			*use = ARGS, *def = R(0) | ARGS;
+		else if (op == BPF_EXIT)
+			*use = R(0);
+		else if (op != BPF_JA)
+			*use = R(in->dst_reg) | (x ? R(in->src_reg) : 0);
+	}
+}
+
+static uint32_t successors(const struct bpf_insn *in, uint32_t pc, uint32_t *next)
+{
+	uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+	if (cls == BPF_LD)
+		return next[0] = pc + 2, 1;
+	if (cls != BPF_JMP && cls != BPF_JMP32)
+		return next[0] = pc + 1, 1;
+	if (op == BPF_EXIT)
+		return 0;
+	if (op == BPF_CALL)
+		return next[0] = pc + 1, 1;
+	if (op == BPF_JA)
+		return next[0] = (uint32_t)((int64_t)pc + 1 + (cls == BPF_JMP ? in->off : in->imm)), 1;
+	next[0] = pc + 1;
+	next[1] = (uint32_t)((int64_t)pc + 1 + in->off);
+	return 2;
+}
+
+int vm_liveness(struct verifier *v)
+{
+	const struct vm_prog *p = v->prog;
+	uint32_t n = p->insn_cnt;
+	v->live = calloc(n + 2, sizeof(uint16_t));
+	if (!v->live)
+		return -1;
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (uint32_t i = n; i-- > 0;) {
+			const struct bpf_insn *in = &p->insns[i];
+			if (i > 0 && p->insns[i - 1].code == (BPF_LD | BPF_IMM | BPF_DW) &&
+			    (i < 2 || p->insns[i - 2].code != (BPF_LD | BPF_IMM | BPF_DW)))
+				continue; /* second half of an lddw */
+			uint32_t next[2], nn = successors(in, i, next);
+			uint16_t out = 0, use, def;
+			for (uint32_t k = 0; k < nn; k++)
+				if (next[k] < n)
+					out |= v->live[next[k]];
+			use_def(in, &use, &def);
+			uint16_t live = (uint16_t)(use | (out & ~def) | R(10));
+			if (live != v->live[i])
+				v->live[i] = live, changed = true;
+		}
+	}
+	return 0;
+}
