@@ -20,8 +20,7 @@ static enum shim_image_kind kind_of(enum cubin_image_kind k)
 	}
 }
 
-/* Kernels of one entry: cubins are read in place; PTX only when no cubin says it (it is
- * usually compressed, and decompressing costs more than the answer is worth). */
+/* Kernels of one entry (a compressed entry is decompressed first). */
 static unsigned entry_kernels(struct cubin_image *img, size_t i)
 {
 	const uint8_t *data;
@@ -42,26 +41,22 @@ static unsigned entry_kernels(struct cubin_image *img, size_t i)
 	return n;
 }
 
-/* Counts entries by kind and the kernels of the image (the most any one entry has: entries
- * are the same kernels for different targets). */
+/* Counts entries by kind and the kernels of the image, read from its first cubin (entries are
+ * the same kernels built for different targets; reading one keeps large fatbins cheap), or
+ * from its first PTX entry when it has no cubin. */
 static void describe_entries(struct cubin_image *img, struct shim_image_info *info)
 {
-	unsigned most_elf = 0, most_ptx = 0;
-	long first_ptx = -1;
+	long first_elf = -1, first_ptx = -1;
 	for (size_t i = 0; i < img->entry_count; i++) {
-		if (img->entries[i].kind == CUBIN_ENTRY_ELF) {
-			info->ncubins++;
-			unsigned n = entry_kernels(img, i);
-			most_elf = n > most_elf ? n : most_elf;
-		} else if (img->entries[i].kind == CUBIN_ENTRY_PTX) {
-			info->nptx++;
-			if (first_ptx < 0)
-				first_ptx = (long)i;
-		}
+		if (img->entries[i].kind == CUBIN_ENTRY_ELF && info->ncubins++ == 0)
+			first_elf = (long)i;
+		else if (img->entries[i].kind == CUBIN_ENTRY_PTX && info->nptx++ == 0)
+			first_ptx = (long)i;
 	}
-	if (!info->ncubins && first_ptx >= 0)
-		most_ptx = entry_kernels(img, (size_t)first_ptx);
-	info->nkernels = most_elf ? most_elf : most_ptx;
+	if (first_elf >= 0)
+		info->nkernels = entry_kernels(img, (size_t)first_elf);
+	else if (first_ptx >= 0)
+		info->nkernels = entry_kernels(img, (size_t)first_ptx);
 }
 
 void shim_image_describe(const void *image, size_t size_hint, struct shim_image_info *info)

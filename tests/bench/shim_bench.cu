@@ -123,7 +123,7 @@ static int time_mode(const char *real_path, const char *shim_path)
 	open_driver(shim_path, &shim);
 	// The kernel is loaded through the shim so that the shim knows it (the usual case).
 	CUfunction f = setup(&shim);
-	const int rounds = 15, nlaunch = 20000, ncalls = 2000000;
+	const int rounds = 25, nlaunch = 20000, ncalls = 2000000;
 	launches(&real, f, nlaunch); // warm-up
 	launches(&shim, f, nlaunch);
 	std::vector<double> lr, ls, cr, cs;

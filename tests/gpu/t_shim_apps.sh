@@ -68,9 +68,9 @@ for app in torch cupy triton jax; do
   fi
 done
 expect torch '^cubpf: load cuLibraryLoadData ' "PyTorch's fatbins are seen"
-expect cupy '^cubpf: load cuModuleLoad(Data|DataEx) cubin ' "CuPy's RawKernel cubin is seen"
-expect triton '^cubpf: load cuModuleLoad(Data|DataEx) cubin ' "Triton's cubin is seen"
-expect jax '^cubpf: load cuModuleLoad(Data|DataEx) ' "XLA's modules are seen"
+expect cupy '^cubpf: load cu(ModuleLoadData|ModuleLoadDataEx|LibraryLoadData) (cubin|PTX|fatbin)' "CuPy's RawKernel module is seen"
+expect triton '^cubpf: load cu(ModuleLoadData|ModuleLoadDataEx|LibraryLoadData) (cubin|PTX|fatbin)' "Triton's module is seen"
+expect jax '^cubpf: load cu(ModuleLoad|LibraryLoad)' "XLA's modules are seen"
 
 echo "RESULT shim_apps failures=$failed"
 [ "$failed" -eq 0 ]

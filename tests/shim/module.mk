@@ -26,3 +26,14 @@ $(SHIM_HOOKS_LIB): $(SHIM_HOOKS_OBJS) $(CUBIN_LIB) $(SHIM_GEN)/libcuda.map
 	  -Wl,--version-script=$(SHIM_GEN)/libcuda.map -Wl,-z,defs -Wl,-Bsymbolic \
 	  $(SHIM_HOOKS_OBJS) $(CUBIN_LIB) $(DEP_LIBS)
 $(BUILD)/tests/test_shim: | $(SHIM_HOOKS_LIB)
+
+# Real images for the load-description test, built with nvcc at test time.
+SHIM_FIX := $(FIXTURES)/shim
+$(SHIM_FIX)/app.fatbin: tests/cuda/shim_app.cu
+	@mkdir -p $(@D)
+	$(NVCC) -fatbin -arch=sm_90 -o $@ $<
+$(SHIM_FIX)/app.cubin: tests/cuda/shim_app.cu
+	@mkdir -p $(@D)
+	$(NVCC) -cubin -arch=sm_90 -o $@ $<
+$(BUILD)/tests/test_shim: | $(SHIM_FIX)/app.fatbin $(SHIM_FIX)/app.cubin
+$(call objs,tests/shim/test_shim.c): CFLAGS += -DSHIM_TEST_FIXTURES='"$(abspath $(FIXTURES))"'

@@ -31,7 +31,7 @@
 #endif
 
 static char shim_path[4096], fake_path[4096], exports_path[4096], stub_path[4096];
-static char hooks_shim_path[4096];
+static char hooks_shim_path[4096], fixtures[2048];
 static const char *open_path = shim_path; /* which shim a child opens */
 static char shared_list[4096];
 
@@ -55,6 +55,11 @@ static void set_paths(void)
 	if (nvcc && strstr(nvcc, "/bin/nvcc"))
 		snprintf(home, sizeof(home), "%.*s", (int)(strstr(nvcc, "/bin/nvcc") - nvcc), nvcc);
 	snprintf(stub_path, sizeof(stub_path), "%s/lib64/stubs/libcuda.so", home);
+	const char *fx = getenv("CUBPF_FIXTURES");
+#ifndef SHIM_TEST_FIXTURES
+#define SHIM_TEST_FIXTURES "build/fixtures"
+#endif
+	snprintf(fixtures, sizeof(fixtures), "%s", fx && *fx ? fx : SHIM_TEST_FIXTURES);
 	const char *sh = getenv("CUBPF_SHARED");
 	snprintf(shared_list, sizeof(shared_list), "%s/cuda/libcuda-580.159.04-exports.txt",
 		 sh && *sh ? sh : "../shared");
@@ -816,6 +821,59 @@ static void test_loads_and_launches_are_reported(void **state)
 	assert_non_null(strstr(child_err, "         4  kern_b\n"));
 }
 
+/* Real nvcc output (a fatbin with an sm_90 cubin and compressed PTX, and a bare cubin) loaded
+ * through the shim: the log line says what it holds. */
+static const char *image_file;
+
+static int child_load_file(void)
+{
+	void *shim = open_shim();
+	FILE *f = fopen(image_file, "rb");
+	if (!shim || !f)
+		return child_fail("cannot open %s", image_file);
+	char *buf = malloc(1 << 24);
+	size_t image_size = buf ? fread(buf, 1, 1 << 24, f) : 0;
+	(void)image_size;
+	fclose(f);
+	void *mod = NULL;
+	int r = ((int (*)(void **, const void *))dlsym(shim, "cuModuleLoadData"))(&mod, buf);
+	free(buf);
+	return r != 0 ? child_fail("load returned %d", r) : 0;
+}
+
+/* Loads fixture `file` through the shim (fake driver, CUBPF_LOG=info); returns its size. */
+static long load_fixture(const char *file)
+{
+	static char path[4200];
+	snprintf(path, sizeof(path), "%s/shim/%s", fixtures, file);
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		printf("fixture %s is missing (built with nvcc by tests/shim/module.mk)\n", path);
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	long size = ftell(f);
+	fclose(f);
+	image_file = path;
+	struct child_env env = { .real = fake_path, .log = "info" };
+	assert_int_equal(run_child(&env, child_load_file), 0);
+	printf("%s", child_err);
+	return size;
+}
+
+static void test_real_fatbin_and_cubin_are_described(void **state)
+{
+	(void)state;
+	char want[256];
+	long size = load_fixture("app.fatbin");
+	snprintf(want, sizeof(want), "cubpf: load cuModuleLoadData fatbin %ld B: 2 kernels, 1 cubin, "
+		 "PTX available -> 0x", size);
+	assert_non_null(strstr(child_err, want));
+	size = load_fixture("app.cubin");
+	snprintf(want, sizeof(want), "cubpf: load cuModuleLoadData cubin %ld B: 2 kernels, 1 cubin, "
+		 "PTX not available (cannot instrument) -> 0x", size);
+	assert_non_null(strstr(child_err, want));
+}
+
 /* Default log level: nothing on stderr for a clean run. */
 static void test_quiet_by_default(void **state)
 {
@@ -863,6 +921,7 @@ int main(void)
 		cmocka_unit_test(test_hooks_see_and_substitute),
 		cmocka_unit_test(test_hooks_refused_when_disabled),
 		cmocka_unit_test(test_loads_and_launches_are_reported),
+		cmocka_unit_test(test_real_fatbin_and_cubin_are_described),
 		cmocka_unit_test(test_quiet_by_default),
 		cmocka_unit_test(test_disabled_counts_nothing),
 		cmocka_unit_test(test_bad_log_level_is_reported),
