@@ -18,6 +18,20 @@
 
 #include "store/store.h"
 
+/* The sizes FORMAT.md promises: a layout change must be a new record type or a new major. */
+_Static_assert(sizeof(struct store_rec_hdr) == 8, "record header");
+_Static_assert(sizeof(struct store_rec_header) == 40, "HEADER");
+_Static_assert(sizeof(struct store_rec_device) == 32, "DEVICE");
+_Static_assert(sizeof(struct store_rec_clock) == 32, "CLOCK");
+_Static_assert(sizeof(struct store_rec_program) == 24, "PROGRAM");
+_Static_assert(sizeof(struct store_rec_api) == 56, "API");
+_Static_assert(sizeof(struct store_rec_kernel) == 80, "KERNEL");
+_Static_assert(sizeof(struct store_rec_copy) == 64, "COPY");
+_Static_assert(sizeof(struct store_rec_probe) == 24, "PROBE");
+_Static_assert(sizeof(struct store_rec_map) == 40, "MAP");
+_Static_assert(sizeof(struct store_rec_drop) == 48, "DROP");
+_Static_assert(sizeof(struct store_rec_end) == 32, "END");
+
 #define MAX_FRAME_RAW (1ull << 30) /* far above what the writer makes (a batch) */
 #define MAX_STRING_ID (1u << 22)
 #define ZSTD_MAGIC 0xFD2FB528u

@@ -16,3 +16,4 @@ FUZZ_BUILD ?= $(BUILD)/fuzz
 FUZZ_CFLAGS ?= -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
 $(eval $(call fuzz_rule,fuzz_cubin_fatbin,$(CUBIN_SRCS)))
 $(eval $(call fuzz_rule,fuzz_cubin_ptx,$(CUBIN_SRCS)))
+$(eval $(call fuzz_rule,fuzz_store_trace,store/trace_read.c))
