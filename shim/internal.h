@@ -73,6 +73,8 @@ uint64_t shim_unknown_launches(void);
 /* Module-load statistics and log line (report.c). */
 void shim_image_describe(const void *image, size_t size_hint, struct shim_image_info *info);
 void shim_report_load(const struct shim_module_event *ev);
+void shim_report_unload(CUresult r);
+void shim_report_graph_launch(void);
 void shim_report_exit(void);
 
 /* Per-thread id (cached gettid). */

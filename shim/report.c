@@ -7,7 +7,19 @@
 #include "cubin/cubin.h"
 #include "shim/internal.h"
 
-static atomic_uint loads_ok, loads_failed;
+static atomic_uint loads_ok, loads_failed, unloads;
+static atomic_uint_fast64_t graph_launches;
+
+void shim_report_unload(CUresult r)
+{
+	if (r == CUDA_SUCCESS)
+		atomic_fetch_add(&unloads, 1);
+}
+
+void shim_report_graph_launch(void)
+{
+	atomic_fetch_add_explicit(&graph_launches, 1, memory_order_relaxed);
+}
 
 static enum shim_image_kind kind_of(enum cubin_image_kind k)
 {
@@ -88,7 +100,9 @@ static const char *kind_name(enum shim_image_kind k)
 
 void shim_report_load(const struct shim_module_event *ev)
 {
-	atomic_fetch_add(ev->result == CUDA_SUCCESS ? &loads_ok : &loads_failed, 1);
+	/* Linker inputs and outputs are logged but are not loads. */
+	if (ev->api <= SHIM_LOAD_LIBRARY_FILE)
+		atomic_fetch_add(ev->result == CUDA_SUCCESS ? &loads_ok : &loads_failed, 1);
 	if (!shim_log_enabled(SHIM_LOG_INFO))
 		return;
 	const struct shim_image_info *in = &ev->info;
@@ -178,11 +192,13 @@ void shim_report_exit(void)
 	}
 	if (n)
 		qsort(t.v, n, sizeof(*t.v), by_launches);
-	shim_log(SHIM_LOG_INFO, "summary: %u module loads (%u failed), %llu launches of %llu "
-		 "kernels (%zu kernels known, %llu launches of unregistered handles)",
+	shim_log(SHIM_LOG_INFO, "summary: %u module loads (%u failed, %u unloaded), %llu launches "
+		 "of %llu kernels (%zu kernels known, %llu launches of unregistered handles), "
+		 "%llu graph launches",
 		 atomic_load(&loads_ok) + atomic_load(&loads_failed), atomic_load(&loads_failed),
-		 (unsigned long long)total, (unsigned long long)launched, n,
-		 (unsigned long long)shim_unknown_launches());
+		 atomic_load(&unloads), (unsigned long long)total, (unsigned long long)launched, n,
+		 (unsigned long long)shim_unknown_launches(),
+		 (unsigned long long)atomic_load(&graph_launches));
 	size_t shown = n < 20 ? n : 20;
 	for (size_t i = 0; i < shown && t.v[i].launches; i++)
 		shim_log(SHIM_LOG_INFO, "  %10llu  %s", (unsigned long long)t.v[i].launches, t.v[i].name);

@@ -9,7 +9,9 @@
  *   module load   before the real call (a hook may substitute the image) and after it;
  *   kernel        when a CUfunction or CUkernel handle becomes known (name + module);
  *   launch        before the real call (a hook may substitute function and parameters) and after;
- *   api           after copies, memsets, synchronisations, context and stream creation, with
+ *   unload        after cuModuleUnload / cuLibraryUnload;
+ *   api           after copies, memsets, synchronisations, context and stream creation and graph
+ *                 launches, with
  *                 begin/end timestamps (CLOCK_REALTIME ns, as struct cubpf_api_ctx) and thread id.
  * Hooks must be thread-safe: applications call the driver from many threads at once.  With no
  * hooks installed the wrappers do only their bookkeeping (a lock-free table look-up and a
@@ -95,6 +97,11 @@ enum shim_launch_api {
 	SHIM_LAUNCH_KERNEL_EX = 2,    /* cuLaunchKernelEx / _ptsz */
 	SHIM_LAUNCH_COOPERATIVE = 3,  /* cuLaunchCooperativeKernel / _ptsz */
 	SHIM_LAUNCH_GRAPH_NODE = 4,   /* a kernel node added to or set in a graph (not a launch) */
+	SHIM_LAUNCH_LEGACY = 5,       /* cuLaunch / cuLaunchGrid / cuLaunchGridAsync (deprecated):
+				       * block shape and parameters were set by earlier calls, so
+				       * block[] is 0 and a hook cannot substitute the function */
+	SHIM_LAUNCH_MULTI_DEVICE = 6, /* cuLaunchCooperativeKernelMultiDevice (deprecated): one event
+				       * per device; a hook cannot substitute the function */
 };
 
 struct shim_launch_event {
@@ -120,6 +127,7 @@ enum shim_api_kind {
 	SHIM_API_SYNC = 3,
 	SHIM_API_CTX_CREATE = 4,
 	SHIM_API_STREAM_CREATE = 5,
+	SHIM_API_GRAPH_LAUNCH = 6,    /* cuGraphLaunch / _ptsz: `stream` is the stream */
 };
 
 struct shim_api_event {
@@ -139,6 +147,9 @@ struct shim_hooks {
 	 * live until the module or library is unloaded (the driver may keep reading it). */
 	void (*module_loading)(struct shim_module_event *ev, void *user);
 	void (*module_loaded)(const struct shim_module_event *ev, void *user);
+	/* After cuModuleUnload / cuLibraryUnload (one of the handles is NULL): a substituted image
+	 * of that module may be released now. */
+	void (*module_unloaded)(shim_module_t module, shim_library_t library, int result, void *user);
 	void (*kernel_found)(const struct shim_kernel_info *k, void *user);
 	/* Before a launch.  May replace ev->func and ev->params. */
 	void (*launching)(struct shim_launch_event *ev, void *user);

@@ -174,3 +174,20 @@ API(SHIM_API_CTX_CREATE, cuDevicePrimaryCtxRetain, MADE(pc), 0, (CUcontext *pc, 
 API(SHIM_API_STREAM_CREATE, cuStreamCreate, MADE(ps), 0, (CUstream *ps, unsigned int f), (ps, f))
 API(SHIM_API_STREAM_CREATE, cuStreamCreateWithPriority, MADE(ps), 0,
     (CUstream *ps, unsigned int f, int prio), (ps, f, prio))
+
+/* Graph launches: counted for the summary (the kernels inside a graph are not launch calls). */
+#define GRAPH_LAUNCH(name)                                                                        \
+	SHIM_API_EXPORT CUresult name(CUgraphExec g, CUstream st)                                 \
+	{                                                                                         \
+		const struct shim_hooks *h = api_hooks();                                         \
+		if (!shim_state.disabled)                                                         \
+			shim_report_graph_launch();                                               \
+		if (__builtin_expect(!h, 1))                                                      \
+			return SHIM_REAL(name)(g, st);                                            \
+		uint64_t t0 = shim_now_ns();                                                      \
+		CUresult r = SHIM_REAL(name)(g, st);                                              \
+		api_report(h, SHIM_API_GRAPH_LAUNCH, SHIM_IDX_##name, st, 0, r, t0);              \
+		return r;                                                                         \
+	}
+GRAPH_LAUNCH(cuGraphLaunch)
+GRAPH_LAUNCH(cuGraphLaunch_ptsz)

@@ -155,6 +155,73 @@ static CUresult launch_ex_hooked(const struct shim_hooks *h, struct shim_kernel_
 LAUNCH_KERNEL_EX(cuLaunchKernelEx)
 LAUNCH_KERNEL_EX(cuLaunchKernelEx_ptsz)
 
+/* ---- deprecated launch forms: counted and reported, never substituted ----------------------- */
+
+/* Reports a launch whose function cannot be substituted (the hooks see it, nothing more). */
+static void launch_report_only(const struct shim_hooks *h, struct shim_kernel_info *k,
+			       unsigned idx, enum shim_launch_api api, CUfunction f, unsigned gx,
+			       unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+			       unsigned shmem, CUstream s, void **params)
+{
+	struct shim_launch_event ev;
+	event_init(&ev, api, shim_names[idx], f, k);
+	set_dims(&ev, gx, gy, gz, bx, by, bz, shmem);
+	ev.stream = (shim_stream_t)s;
+	ev.params = params;
+	if (h->launching)
+		h->launching(&ev, h->user);
+	ev.func = f;
+	ev.kernel = k;
+	ev.ts_begin = shim_now_ns();
+}
+
+SHIM_API_EXPORT CUresult cuLaunch(CUfunction f)
+{
+	struct shim_kernel_info *k;
+	const struct shim_hooks *h = launch_count(f, &k);
+	if (h)
+		launch_report_only(h, k, SHIM_IDX_cuLaunch, SHIM_LAUNCH_LEGACY, f, 1, 1, 1, 0, 0, 0, 0,
+				   NULL, NULL);
+	return SHIM_REAL(cuLaunch)(f);
+}
+
+SHIM_API_EXPORT CUresult cuLaunchGrid(CUfunction f, int w, int hgt)
+{
+	struct shim_kernel_info *k;
+	const struct shim_hooks *h = launch_count(f, &k);
+	if (h)
+		launch_report_only(h, k, SHIM_IDX_cuLaunchGrid, SHIM_LAUNCH_LEGACY, f, (unsigned)w,
+				   (unsigned)hgt, 1, 0, 0, 0, 0, NULL, NULL);
+	return SHIM_REAL(cuLaunchGrid)(f, w, hgt);
+}
+
+SHIM_API_EXPORT CUresult cuLaunchGridAsync(CUfunction f, int w, int hgt, CUstream s)
+{
+	struct shim_kernel_info *k;
+	const struct shim_hooks *h = launch_count(f, &k);
+	if (h)
+		launch_report_only(h, k, SHIM_IDX_cuLaunchGridAsync, SHIM_LAUNCH_LEGACY, f,
+				   (unsigned)w, (unsigned)hgt, 1, 0, 0, 0, 0, s, NULL);
+	return SHIM_REAL(cuLaunchGridAsync)(f, w, hgt, s);
+}
+
+SHIM_API_EXPORT CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *list,
+							      unsigned int n, unsigned int flags)
+{
+	for (unsigned i = 0; list && i < n; i++) {
+		const CUDA_LAUNCH_PARAMS *p = &list[i];
+		struct shim_kernel_info *k;
+		const struct shim_hooks *h = launch_count(p->function, &k);
+		if (h)
+			launch_report_only(h, k, SHIM_IDX_cuLaunchCooperativeKernelMultiDevice,
+					   SHIM_LAUNCH_MULTI_DEVICE, p->function, p->gridDimX,
+					   p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
+					   p->blockDimZ, p->sharedMemBytes, p->hStream,
+					   p->kernelParams);
+	}
+	return SHIM_REAL(cuLaunchCooperativeKernelMultiDevice)(list, n, flags);
+}
+
 /* ---- graph kernel nodes --------------------------------------------------------------------
  * A node is not a launch (a graph may run many times, or never): it is reported as a
  * SHIM_LAUNCH_GRAPH_NODE event so that a hook can substitute the function in the node, and it

@@ -141,6 +141,29 @@ SHIM_API_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *f
 	return load_end(&ev, h, r);
 }
 
+/* ---- unloads ------------------------------------------------------------------------------ */
+
+static CUresult unloaded(shim_module_t module, shim_library_t library, CUresult r)
+{
+	const struct shim_hooks *h = hooks();
+	shim_report_unload(r);
+	if (h && h->module_unloaded)
+		h->module_unloaded(module, library, r, h->user);
+	return r;
+}
+
+SHIM_API_EXPORT CUresult cuModuleUnload(CUmodule hmod)
+{
+	PASS_THROUGH_IF_DISABLED(cuModuleUnload, (hmod));
+	return unloaded((shim_module_t)hmod, NULL, SHIM_REAL(cuModuleUnload)(hmod));
+}
+
+SHIM_API_EXPORT CUresult cuLibraryUnload(CUlibrary library)
+{
+	PASS_THROUGH_IF_DISABLED(cuLibraryUnload, (library));
+	return unloaded(NULL, (shim_library_t)library, SHIM_REAL(cuLibraryUnload)(library));
+}
+
 /* ---- linker inputs and output ------------------------------------------------------------ */
 
 /* cuLinkAddData and its _v2 share a prototype; `idx` says which real one to call. */

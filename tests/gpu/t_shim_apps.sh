@@ -22,7 +22,7 @@ run_pair() {
     "$@" >"$base.shim.out" 2>"$base.shim.err"; local rc2=$?
   local loads launches same=no
   loads=$(grep -c '^cubpf: load ' "$base.shim.err")
-  launches=$(sed -n 's/^cubpf: summary: .*, \([0-9]*\) launches of.*/\1/p' "$base.shim.err" | tail -1)
+  launches=$(sed -n 's/^cubpf: summary: [^)]*), \([0-9]*\) launches of.*/\1/p' "$base.shim.err" | tail -1)
   cmp -s "$base.native.out" "$base.shim.out" && same=yes
   echo "RESULT shim_apps $name: native_rc=$rc1 shim_rc=$rc2 identical_stdout=$same module_loads=$loads launches=${launches:-none}"
   if [ "$rc1" -ne 0 ] || [ "$rc2" -ne 0 ] || [ "$same" != yes ]; then
@@ -52,6 +52,7 @@ if [ -x "$APP" ]; then
     expect shim_app '^cubpf: +4  _Z3mixPKjPjji$' "4 runtime launches of mix (streams)"
     expect shim_app '^cubpf: +3  _Z9incrementPji$' "3 captured launches of increment"
     expect shim_app '^cubpf: +3  add_index$' "3 driver launches of add_index (CUfunction, CUkernel, Ex)"
+    expect shim_app ', 7 graph launches$' "7 graph launches (5 runtime, 2 driver)"
   fi
   run_pair shim_app_disabled "CUBPF_DISABLE=1" "$APP"
   if grep -q '^cubpf:' "$OUT/shim_shim_app_disabled.shim.err"; then

@@ -37,6 +37,13 @@ static void module_loaded(const struct shim_module_event *ev, void *user)
 		ev->ts_end >= ev->ts_begin && ev->ts_begin ? "ok" : "bad");
 }
 
+static void module_unloaded(shim_module_t module, shim_library_t library, int result, void *user)
+{
+	(void)user;
+	fprintf(out, "unloaded module=%s library=%s result=%d\n", module ? "set" : "none",
+		library ? "set" : "none", result);
+}
+
 static void kernel_found(const struct shim_kernel_info *k, void *user)
 {
 	(void)user;
@@ -80,6 +87,7 @@ __attribute__((constructor)) static void plugin_start(void)
 	struct shim_hooks h = {
 		.module_loading = module_loading,
 		.module_loaded = module_loaded,
+		.module_unloaded = module_unloaded,
 		.kernel_found = kernel_found,
 		.launching = launching,
 		.launched = launched,

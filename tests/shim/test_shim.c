@@ -708,6 +708,7 @@ static int child_hooks(void)
 	char buf[4096] = { 0 };
 	htod(0x1000, buf, sizeof(buf));
 	memset_async(0x2000, 7, 100, (void *)0x77);
+	((int (*)(void *))dlsym(shim, "cuModuleUnload"))(mod);
 	return bad;
 }
 
@@ -739,6 +740,7 @@ static void test_hooks_see_and_substitute(void **state)
 	assert_non_null(strstr(log, "api cuMemcpyHtoD_v2 kind=1 bytes=4096 result="));
 	assert_non_null(strstr(log, "api cuMemsetD32Async_ptsz kind=2 bytes=400 result="));
 	assert_non_null(strstr(log, "stream=0x77 time=ok\n"));
+	assert_non_null(strstr(log, "unloaded module=set library=none result="));
 	unlink(hooks_log);
 }
 
@@ -796,6 +798,9 @@ static int child_launches(void)
 	launch(kf, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);     /* its CUfunction */
 	launch_ptsz(kf, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
 	launch((void *)0x1234, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL); /* never registered */
+	((int (*)(void *, int, int))dlsym(shim, "cuLaunchGrid"))(f, 4, 4); /* deprecated form */
+	for (int i = 0; i < 2; i++)
+		((int (*)(void *, void *))dlsym(shim, "cuGraphLaunch_ptsz"))((void *)0x99, NULL);
 	launch_fn = (void *)launch;
 	thread_func = f;
 	pthread_t t[4];
@@ -815,9 +820,10 @@ static void test_loads_and_launches_are_reported(void **state)
 	assert_non_null(strstr(child_err, "cubpf: load cuModuleLoadData PTX"));
 	assert_non_null(strstr(child_err, "cubpf: load cuLibraryLoadData PTX"));
 	assert_non_null(strstr(child_err, "2 kernels, 0 cubins, PTX available"));
-	assert_non_null(strstr(child_err, "summary: 2 module loads (0 failed), 10008 launches of 2 kernels"));
-	assert_non_null(strstr(child_err, "1 launches of unregistered handles"));
-	assert_non_null(strstr(child_err, "     10003  kern_a\n"));
+	assert_non_null(strstr(child_err, "summary: 2 module loads (0 failed, 0 unloaded), 10009 "
+				      "launches of 2 kernels"));
+	assert_non_null(strstr(child_err, "1 launches of unregistered handles), 2 graph launches\n"));
+	assert_non_null(strstr(child_err, "     10004  kern_a\n"));
 	assert_non_null(strstr(child_err, "         4  kern_b\n"));
 }
 
