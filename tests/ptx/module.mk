@@ -1,0 +1,84 @@
+# tests/ptx: the PTX reader, probe injection and eBPF->PTX code generator (CPU), plus the
+# prebuilt inputs of the GPU scripts tests/gpu/t_ptx_*.sh and tests/bench/b_ptx.sh.
+
+PTX_FIXDIR  := $(FIXTURES)/ptx
+PTX_FIX_CU  := vecadd reduce early_ret calls asmvec
+PTX_FIXES   := $(patsubst %,$(PTX_FIXDIR)/%.ptx,$(PTX_FIX_CU)) $(PTX_FIXDIR)/vecadd_g.ptx
+PTX_PROBEDIR := $(BUILD)/ptx-probes
+PTX_PROBES  := $(patsubst tests/ptx/probes/%.bpf.c,$(PTX_PROBEDIR)/%.bpf.o,$(wildcard tests/ptx/probes/*.bpf.c))
+
+# Fixture kernels: nvcc -ptx, .target sm_80 so that they assemble for sm_80 and sm_90.
+$(PTX_FIXDIR)/%.ptx: tests/ptx/kernels/%.cu
+	@mkdir -p $(@D)
+	$(NVCC) -arch=sm_80 -ptx -O3 $< -o $@
+$(PTX_FIXDIR)/vecadd_g.ptx: tests/ptx/kernels/vecadd.cu
+	@mkdir -p $(@D)
+	$(NVCC) -arch=sm_80 -ptx -G $< -o $@
+
+$(PTX_PROBEDIR)/%.bpf.o: tests/ptx/probes/%.bpf.c tests/ptx/probes/probe.h tools/include/cubpf_abi.h
+	@mkdir -p $(@D)
+	$(CLANG) -O2 -g -target bpf -I tools/include -I/usr/include/x86_64-linux-gnu -c $< -o $@
+
+TEST_PTX_SRCS := tests/ptx/test_ptx.c tests/ptx/conf.c
+$(BUILD)/tests/test_ptx: $(call objs,$(TEST_PTX_SRCS)) $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB) \
+		| $(PTX_FIXES) $(PTX_PROBES)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(call objs,$(TEST_PTX_SRCS)) $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB) \
+		$(DEP_LIBS) -lcmocka $(LDLIBS)
+TEST_BINS += $(BUILD)/tests/test_ptx
+
+# ---- GPU inputs, built here (the GPU machine has no clang): $(BUILD)/gpu/ ------------------
+# Harnesses use the driver API only: plain C against cuda.h, linked with the toolkit's stub
+# libcuda.so (the real driver is found at run time by its soname).
+ifneq ($(SAN),1)
+PTX_GPU      := $(BUILD)/gpu
+PTX_GPU_CC   := $(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror -I. -I$(CUDA_HOME)/include
+PTX_GPU_LINK := -L$(CUDA_HOME)/lib64/stubs -lcuda
+PTX_CUBPF    := $(BUILD)/bin/cubpf
+
+$(PTX_GPU)/ptx_conf_gen: tests/ptx/gpu/conf_gen.c tests/ptx/conf.c tests/ptx/conf.h $(PTX_LIB)
+	@mkdir -p $(@D)
+	$(PTX_GPU_CC) -o $@ tests/ptx/gpu/conf_gen.c tests/ptx/conf.c $(PTX_LIB)
+$(PTX_GPU)/conformance.ptx: $(PTX_GPU)/ptx_conf_gen
+	$(PTX_GPU)/ptx_conf_gen $(SHARED)/bpf_conformance $(PTX_GPU)
+$(PTX_GPU)/ptx_conf_run: tests/ptx/gpu/conf_run.c tests/ptx/gpu/common.h
+	@mkdir -p $(@D)
+	$(PTX_GPU_CC) -o $@ $< $(PTX_GPU_LINK)
+$(PTX_GPU)/ptx_fixtures: tests/ptx/gpu/fixtures.c tests/ptx/gpu/common.h $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB)
+	@mkdir -p $(@D)
+	$(PTX_GPU_CC) -o $@ $< $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB) $(DEP_LIBS) $(PTX_GPU_LINK)
+$(PTX_GPU)/ptx_bench: tests/ptx/gpu/bench.c tests/ptx/gpu/common.h
+	@mkdir -p $(@D)
+	$(PTX_GPU_CC) -o $@ $< $(PTX_GPU_LINK)
+
+# Native and instrumented PTX of the fixtures (count probes; params probes on vec_add).
+PTX_GPU_FIX := $(PTX_FIX_CU) vecadd_g pred_ret
+$(PTX_GPU)/ptx_fix_%.ptx: $(PTX_FIXDIR)/%.ptx
+	@mkdir -p $(@D)
+	cp $< $@
+$(PTX_GPU)/ptx_fix_pred_ret.ptx: tests/ptx/kernels/pred_ret.ptx
+	@mkdir -p $(@D)
+	cp $< $@
+$(PTX_GPU)/ptx_fix_%.count.ptx: $(PTX_GPU)/ptx_fix_%.ptx $(PTX_PROBEDIR)/count.bpf.o $(PTX_CUBPF)
+	$(PTX_CUBPF) ptx -p $(PTX_PROBEDIR)/count.bpf.o $< -o $@
+$(PTX_GPU)/ptx_fix_vecadd.params.ptx: $(PTX_GPU)/ptx_fix_vecadd.ptx $(PTX_PROBEDIR)/params.bpf.o $(PTX_CUBPF)
+	$(PTX_CUBPF) ptx -p $(PTX_PROBEDIR)/params.bpf.o $< -o $@
+
+# Benchmark kernels: native, empty probes, working probes.
+$(PTX_GPU)/ptx_bench.ptx: tests/ptx/gpu/bench_kernels.cu
+	@mkdir -p $(@D)
+	$(NVCC) -arch=sm_80 -ptx -O3 $< -o $@
+$(PTX_GPU)/ptx_bench.%.ptx: $(PTX_GPU)/ptx_bench.ptx $(PTX_PROBEDIR)/%.bpf.o $(PTX_CUBPF)
+	$(PTX_CUBPF) ptx -p $(PTX_PROBEDIR)/$*.bpf.o $< -o $@
+
+PTX_GPU_ALL := $(PTX_GPU)/ptx_conf_run $(PTX_GPU)/conformance.ptx $(PTX_GPU)/ptx_fixtures \
+	$(patsubst %,$(PTX_GPU)/ptx_fix_%.ptx,$(PTX_GPU_FIX)) \
+	$(patsubst %,$(PTX_GPU)/ptx_fix_%.count.ptx,$(PTX_GPU_FIX)) \
+	$(PTX_GPU)/ptx_fix_vecadd.params.ptx $(PTX_PROBES)
+PTX_BENCH_ALL := $(PTX_GPU)/ptx_bench $(PTX_GPU)/ptx_bench.ptx $(PTX_GPU)/ptx_bench.empty.ptx \
+	$(PTX_GPU)/ptx_bench.work.ptx
+.PHONY: ptx-gpu
+ptx-gpu: $(PTX_GPU_ALL) $(PTX_BENCH_ALL)
+BINS += $(PTX_GPU_ALL) $(PTX_BENCH_ALL)
+BENCH_BINS += $(PTX_BENCH_ALL)
+endif

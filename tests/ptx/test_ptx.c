@@ -1,0 +1,539 @@
+/* ptx-rewriter tests: the PTX reader on nvcc output and hand-written PTX, probe injection
+ * (assembled with ptxas for sm_90 and sm_80), untouched kernels byte-identical, the 313
+ * conformance programs compiled to PTX and assembled, the demangler, bad input.
+ *
+ * Inputs (built by tests/ptx/module.mk): $CUBPF_FIXTURES/ptx/NAME.ptx (nvcc -ptx of
+ * tests/ptx/kernels/NAME.cu), $CUBPF_BUILD/ptx-probes/NAME.bpf.o (clang -target bpf). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ptx-rewriter/ptx.h"
+#include "tests/ptx/conf.h"
+#include "vm/vm.h"
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		fail_msg("environment variable %s is not set (run through make test)", name);
+	return v;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		fail_msg("cannot open %s (fixture not built?)", path);
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *d = malloc((size_t)n + 1);
+	assert_non_null(d);
+	assert_int_equal(fread(d, 1, (size_t)n, f), (size_t)n);
+	d[n] = 0;
+	fclose(f);
+	if (len)
+		*len = (size_t)n;
+	return d;
+}
+
+static void fixture_path(char *out, size_t n, const char *name)
+{
+	if (strchr(name, '/'))
+		snprintf(out, n, "%s", name);
+	else
+		snprintf(out, n, "%s/ptx/%s", env("CUBPF_FIXTURES"), name);
+}
+
+static char *fixture(const char *name, size_t *len)
+{
+	char p[1024];
+	fixture_path(p, sizeof(p), name);
+	return slurp(p, len);
+}
+
+/* Assembles text with ptxas for arch; returns ptxas's exit status, its messages in log. */
+static int ptxas(const char *text, size_t len, const char *arch, char *log, size_t loglen)
+{
+	char in[] = "/tmp/cubpf-ptx-XXXXXX";
+	int fd = mkstemp(in);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	char cmd[2048];
+	snprintf(cmd, sizeof(cmd), "%s -arch=%s %s -o /dev/null 2>&1", env("PTXAS"), arch, in);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	size_t n = fread(log, 1, loglen - 1, p);
+	log[n] = 0;
+	int st = pclose(p);
+	unlink(in);
+	return st;
+}
+
+static void assert_assembles(const char *text, size_t len, const char *what)
+{
+	static const char *const arch[] = {"sm_90", "sm_80"};
+	for (int a = 0; a < 2; a++) {
+		char log[4096];
+		int st = ptxas(text, len, arch[a], log, sizeof(log));
+		if (st != 0)
+			fail_msg("%s does not assemble for %s:\n%s", what, arch[a], log);
+	}
+}
+
+/* ---- probe objects ---- */
+
+struct probes {
+	struct vm_object *obj;
+	struct ptx_prog progs[16];
+	uint32_t cnt;
+};
+
+static void load_probes(const char *name, struct probes *p)
+{
+	char path[1024], err[256];
+	snprintf(path, sizeof(path), "%s/ptx-probes/%s", env("CUBPF_BUILD"), name);
+	if (vm_object_load_file(path, &p->obj, err, sizeof(err)))
+		fail_msg("%s: %s", path, err);
+	p->cnt = 0;
+	for (uint32_t i = 0; i < p->obj->prog_cnt && p->cnt < 16; i++) {
+		const struct vm_prog *g = &p->obj->progs[i];
+		char log[1024];
+		if (vm_verify(p->obj, i, NULL, NULL, log, sizeof(log)))
+			fail_msg("%s: %s rejected: %s", name, g->name, log);
+		p->progs[p->cnt++] = (struct ptx_prog){g->name, g->kind, g->attach, g->insns,
+						       g->insn_cnt};
+	}
+}
+
+static int instrument(const char *text, size_t len, const struct probes *p, const char *glob,
+		      char **out, size_t *out_len, struct ptx_inject_report *rep, char *err)
+{
+	struct ptx_inject_opts o = {.progs = p->progs, .prog_cnt = p->cnt, .maps = p->obj->maps,
+				    .map_cnt = p->obj->map_cnt, .kernel_glob = glob};
+	return ptx_instrument(text, len, &o, out, out_len, rep, err, PTX_ERRLEN);
+}
+
+/* ---- reader ---- */
+
+static const char *const cu_fixtures[] = {"vecadd.ptx", "reduce.ptx", "early_ret.ptx",
+					  "calls.ptx", "asmvec.ptx", "vecadd_g.ptx"};
+static const char *const hand_fixtures[] = {"tests/ptx/kernels/pred_ret.ptx",
+					    "tests/ptx/kernels/features.ptx"};
+
+static void test_parse_vecadd(void **state)
+{
+	(void)state;
+	size_t len;
+	char *t = fixture("vecadd.ptx", &len), err[PTX_ERRLEN];
+	struct ptx_module *m;
+	assert_int_equal(ptx_parse(t, len, &m, err, sizeof(err)), 0);
+	assert_string_equal(m->target, "sm_80");
+	const struct ptx_func *f = ptx_find_func(m, "_Z7vec_addPKfS0_Pfi");
+	assert_non_null(f);
+	assert_true(f->is_entry && f->has_body);
+	assert_int_equal(f->param_cnt, 4);
+	assert_int_equal(f->params[0].size, 8);
+	assert_int_equal(f->params[3].size, 4);
+	assert_string_equal(f->params[3].type, "u32");
+	int loads = 0, stores = 0;
+	for (uint32_t i = 0; i < f->insn_cnt; i++) {
+		struct ptx_mem_access a;
+		if (!ptx_insn_mem_access(&f->insns[i], &a) || a.space == PTX_SPACE_PARAM)
+			continue;
+		assert_int_equal(a.space, PTX_SPACE_GLOBAL);
+		assert_int_equal(a.size, 4);
+		loads += a.op == CUBPF_MEM_LOAD;
+		stores += a.op == CUBPF_MEM_STORE;
+	}
+	assert_int_equal(loads, 2);
+	assert_int_equal(stores, 1);
+	ptx_module_free(m);
+	free(t);
+}
+
+static void test_parse_features(void **state)
+{
+	(void)state;
+	size_t len;
+	char *t = fixture(hand_fixtures[1], &len), err[PTX_ERRLEN];
+	struct ptx_module *m;
+	if (ptx_parse(t, len, &m, err, sizeof(err)))
+		fail_msg("features.ptx: %s", err);
+	assert_int_equal(m->func_cnt, 2);
+	const struct ptx_func *f = ptx_find_func(m, "features");
+	assert_non_null(f);
+	assert_int_equal(f->param_cnt, 3);
+	assert_int_equal(f->params[2].size, 16);
+	assert_int_equal(f->params[2].align, 8);
+	assert_true(f->params[0].is_ptr_attr);
+	bool vec_ld = false, neg_bra = false, call_ret = false, tex = false;
+	for (uint32_t i = 0; i < f->insn_cnt; i++) {
+		const struct ptx_insn *in = &f->insns[i];
+		struct ptx_mem_access a;
+		if (ptx_insn_mem_access(in, &a) && a.space == PTX_SPACE_SHARED && a.size == 8 &&
+		    !strcmp(in->ops[0], "{%r7, %r8}"))
+			vec_ld = true;
+		if (!strcmp(in->opcode, "bra") && in->pred && in->pred_neg)
+			neg_bra = true;
+		if (!strncmp(in->opcode, "call", 4) && in->op_cnt == 3 && !strcmp(in->ops[0], "(retval0)"))
+			call_ret = true;
+		if (!strncmp(in->opcode, "tex.", 4)) {
+			tex = true;
+			assert_false(ptx_insn_mem_access(in, &a) && a.space != PTX_SPACE_OTHER);
+		}
+	}
+	assert_true(vec_ld);
+	assert_true(neg_bra);
+	assert_true(call_ret);
+	assert_true(tex);
+	ptx_module_free(m);
+	free(t);
+}
+
+static void test_parse_all_fixtures(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(cu_fixtures) / sizeof(cu_fixtures[0]); i++) {
+		size_t len;
+		char *t = fixture(cu_fixtures[i], &len), err[PTX_ERRLEN];
+		struct ptx_module *m;
+		if (ptx_parse(t, len, &m, err, sizeof(err)))
+			fail_msg("%s: %s", cu_fixtures[i], err);
+		uint32_t entries = 0;
+		for (uint32_t k = 0; k < m->func_cnt; k++)
+			entries += m->funcs[k].is_entry && m->funcs[k].insn_cnt > 0;
+		assert_true(entries >= 1);
+		ptx_module_free(m);
+		free(t);
+	}
+}
+
+static void test_mem_access_forms(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *op, *ops;
+		int space, kind, size;
+	} cases[] = {
+		{"ld.global.nc.v4.f32", "{%f1,%f2,%f3,%f4}|[%rd1+16]", PTX_SPACE_GLOBAL, CUBPF_MEM_LOAD, 16},
+		{"st.shared.v2.u64", "[%r1]|{%rd1,%rd2}", PTX_SPACE_SHARED, CUBPF_MEM_STORE, 16},
+		{"atom.global.cas.b32", "%r1|[%rd1]|%r2|%r3", PTX_SPACE_GLOBAL, CUBPF_MEM_ATOMIC, 4},
+		{"red.shared::cta.add.u64", "[%r1]|%rd1", PTX_SPACE_SHARED, CUBPF_MEM_REDUCE, 8},
+		{"ld.u8", "%rs1|[%rd1]", PTX_SPACE_GENERIC, CUBPF_MEM_LOAD, 1},
+		{"ld.local.b128", "%rq1|[%rd1]", PTX_SPACE_LOCAL, CUBPF_MEM_LOAD, 16},
+		{"ld.param.u64", "%rd1|[p0]", PTX_SPACE_PARAM, CUBPF_MEM_LOAD, 8},
+		{"ld.relaxed.gpu.global.L1::no_allocate.f16x2", "%r1|[%rd2]", PTX_SPACE_GLOBAL,
+		 CUBPF_MEM_LOAD, 4},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[128], *ops[4], *save = NULL;
+		snprintf(buf, sizeof(buf), "%s", cases[i].ops);
+		uint32_t n = 0;
+		for (char *o = strtok_r(buf, "|", &save); o; o = strtok_r(NULL, "|", &save))
+			ops[n++] = o;
+		struct ptx_insn in = {.opcode = (char *)cases[i].op, .ops = ops, .op_cnt = n};
+		struct ptx_mem_access a;
+		assert_true(ptx_insn_mem_access(&in, &a));
+		assert_int_equal(a.space, cases[i].space);
+		assert_int_equal(a.op, cases[i].kind);
+		assert_int_equal(a.size, cases[i].size);
+	}
+	char *ops[2] = {"%r1", "%r2"};
+	struct ptx_insn add = {.opcode = "add.s32", .ops = ops, .op_cnt = 2};
+	struct ptx_mem_access a;
+	assert_false(ptx_insn_mem_access(&add, &a));
+}
+
+static void test_bad_input(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+		"",
+		"hello world",
+		".version 8.0\n.target sm_80\n.visible .entry k(\n.param .u64 p\n)\n{\n\tret;\n",
+		".version 8.0\n.target sm_80\n.visible .entry k()\n{\n\tmov.u32 %r1, 1\n}\n",
+		".version 8.0\n.target sm_80\n.entry (\n",
+		".version 8.0\n.target sm_80\n.global .u32 x",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct ptx_module *m = NULL;
+		char err[PTX_ERRLEN] = "";
+		assert_int_equal(ptx_parse(bad[i], strlen(bad[i]), &m, err, sizeof(err)), -1);
+		assert_null(m);
+		assert_true(strlen(err) > 0);
+	}
+	/* every prefix of a real module: an error or a module, never a crash */
+	size_t len;
+	char *t = fixture(hand_fixtures[1], &len);
+	for (size_t cut = 0; cut < len; cut += 7) {
+		struct ptx_module *m = NULL;
+		char err[PTX_ERRLEN];
+		if (!ptx_parse(t, cut, &m, err, sizeof(err)))
+			ptx_module_free(m);
+	}
+	free(t);
+}
+
+/* ---- instrumentation ---- */
+
+static void test_instrument_assembles(void **state)
+{
+	(void)state;
+	static const char *const probes[] = {"count.bpf.o", "empty.bpf.o", "work.bpf.o", "params.bpf.o"};
+	const size_t nfix = sizeof(cu_fixtures) / sizeof(cu_fixtures[0]);
+	for (size_t pi = 0; pi < sizeof(probes) / sizeof(probes[0]); pi++) {
+		struct probes p;
+		load_probes(probes[pi], &p);
+		for (size_t fi = 0; fi < nfix + 2; fi++) {
+			const char *name = fi < nfix ? cu_fixtures[fi] : hand_fixtures[fi - nfix];
+			size_t len, olen;
+			char *t = fixture(name, &len), *out, err[PTX_ERRLEN], what[256];
+			struct ptx_inject_report rep;
+			if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+				fail_msg("%s with %s: %s", name, probes[pi], err);
+			assert_true(rep.instrumented >= 1);
+			assert_true(rep.entry_sites >= 1);
+			snprintf(what, sizeof(what), "%s instrumented with %s", name, probes[pi]);
+			assert_assembles(out, olen, what);
+			free(out);
+			free(t);
+		}
+		vm_object_free(p.obj);
+	}
+}
+
+static void test_sites_counted(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("count.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture(hand_fixtures[0], &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_int_equal(rep.kernels, 1);
+	assert_int_equal(rep.entry_sites, 1);
+	assert_int_equal(rep.exit_sites, 5);  /* @%p1 ret, @!%p2 ret, @%p3 exit, ret.uni, ret */
+	assert_int_equal(rep.mem_sites, 4);   /* four st.global (three predicated) */
+	assert_non_null(strstr(out, "@!%p2 bra $__cubpf_exit;"));
+	assert_non_null(strstr(out, "@%p3 bra $__cubpf_exit;"));
+	assert_null(strstr(out, "\tret.uni;"));
+	/* a predicated access runs its probe only when its own predicate holds */
+	assert_non_null(strstr(out, "@%p2 bra $__cb"));
+	free(out);
+	free(t);
+	t = fixture(hand_fixtures[1], &len);
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	/* ld.global.nc, ld.global table, st.shared, ld.shared.v2, st.local, ld.local,
+	 * atom.shared, red.global, atom.global.cas, st.global x2, ld.shared dyn_smem */
+	assert_int_equal(rep.mem_sites, 12);
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
+/* Kernels no program applies to come out byte for byte; so does the whole module when the
+ * glob matches nothing. */
+static void test_untouched_identical(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("count.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("vecadd.ptx", &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, "no_such_kernel*", &out, &olen, &rep, err), 0);
+	assert_int_equal(rep.instrumented, 0);
+	assert_int_equal(olen, len);
+	assert_memory_equal(out, t, len);
+	free(out);
+	/* two kernels, one selected by its demangled name: the other is copied exactly */
+	assert_int_equal(instrument(t, len, &p, "vec_add", &out, &olen, &rep, err), 0);
+	assert_int_equal(rep.kernels, 2);
+	assert_int_equal(rep.instrumented, 1);
+	struct ptx_module *a, *b;
+	assert_int_equal(ptx_parse(t, len, &a, err, sizeof(err)), 0);
+	assert_int_equal(ptx_parse(out, olen, &b, err, sizeof(err)), 0);
+	const struct ptx_func *fa = ptx_find_func(a, "_Z9vec_scalePffi");
+	const struct ptx_func *fb = ptx_find_func(b, "_Z9vec_scalePffi");
+	assert_non_null(fa);
+	assert_non_null(fb);
+	size_t na = fa->body_close + 1 - fa->start, nb = fb->body_close + 1 - fb->start;
+	assert_int_equal(na, nb);
+	assert_memory_equal(a->text + fa->start, b->text + fb->start, na);
+	/* the selected one changed */
+	fa = ptx_find_func(a, "_Z7vec_addPKfS0_Pfi");
+	fb = ptx_find_func(b, "_Z7vec_addPKfS0_Pfi");
+	assert_true(fb->body_close - fb->start > fa->body_close - fa->start);
+	ptx_module_free(a);
+	ptx_module_free(b);
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
+/* ---- code generator ---- */
+
+#define INSN(c, d, s, o, i) ((struct bpf_insn){.code = (c), .dst_reg = (d), .src_reg = (s), \
+					       .off = (o), .imm = (i)})
+
+static int gen(const struct bpf_insn *insns, uint32_t n, enum vm_prog_kind kind, char *err,
+	       struct ptx_buf *out)
+{
+	struct ptx_prog p = {.name = "t", .kind = kind, .insns = insns, .insn_cnt = n};
+	return ptx_gen_raw_func(&p, NULL, 0, "f", out, err, PTX_ERRLEN);
+}
+
+static void test_codegen_errors(void **state)
+{
+	(void)state;
+	char err[PTX_ERRLEN];
+	struct ptx_buf b = {0};
+	/* unknown helper */
+	struct bpf_insn h[] = {INSN(BPF_JMP | BPF_CALL, 0, 0, 0, 9999), INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0)};
+	assert_int_equal(gen(h, 2, VM_PROG_RAW, err, &b), -1);
+	assert_non_null(strstr(err, "helper 9999"));
+	/* jump out of the program */
+	struct bpf_insn j[] = {INSN(BPF_JMP | BPF_JA, 0, 0, 5, 0), INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0)};
+	assert_int_equal(gen(j, 2, VM_PROG_RAW, err, &b), -1);
+	/* a truncated lddw */
+	struct bpf_insn l[] = {INSN(BPF_LD | BPF_IMM | BPF_DW, 0, 0, 0, 1)};
+	assert_int_equal(gen(l, 1, VM_PROG_RAW, err, &b), -1);
+	/* writing r10 */
+	struct bpf_insn w[] = {INSN(BPF_ALU64 | BPF_MOV | BPF_K, 10, 0, 0, 1), INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0)};
+	assert_int_equal(gen(w, 2, VM_PROG_RAW, err, &b), -1);
+	ptx_buf_free(&b);
+	/* a kprobe that does arithmetic on its context pointer then dereferences it */
+	struct probes p = {0};
+	struct bpf_insn c[] = {
+		INSN(BPF_ALU64 | BPF_ADD | BPF_X, 1, 1, 0, 0),
+		INSN(BPF_LDX | BPF_MEM | BPF_W, 0, 1, 0, 0),
+		INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+	};
+	p.progs[0] = (struct ptx_prog){"bad", VM_PROG_KPROBE, "*", c, 3};
+	p.cnt = 1;
+	static struct vm_object none;
+	p.obj = &none;
+	size_t len, olen;
+	char *t = fixture("vecadd.ptx", &len), *out = NULL;
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, NULL, err), -1);
+	assert_non_null(strstr(err, "context"));
+	free(t);
+}
+
+/* Constant stack slots become registers: no .local stack in the output. */
+static void test_stack_promoted(void **state)
+{
+	(void)state;
+	char err[PTX_ERRLEN];
+	struct ptx_buf b = {0};
+	struct bpf_insn s[] = {
+		INSN(BPF_ST | BPF_MEM | BPF_W, 10, 0, -4, 7),
+		INSN(BPF_LDX | BPF_MEM | BPF_W, 0, 10, -4, 0),
+		INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+	};
+	assert_int_equal(gen(s, 3, VM_PROG_RAW, err, &b), 0);
+	assert_null(strstr(b.data, "__cubpf_stack"));
+	ptx_buf_free(&b);
+	/* a stack address that escapes keeps the stack in memory */
+	struct bpf_insn e[] = {
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 1, 10, 0, 0),
+		INSN(BPF_STX | BPF_MEM | BPF_DW, 10, 1, -8, 0),
+		INSN(BPF_LDX | BPF_MEM | BPF_DW, 0, 10, -8, 0),
+		INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+	};
+	assert_int_equal(gen(e, 4, VM_PROG_RAW, err, &b), 0);
+	assert_non_null(strstr(b.data, "__cubpf_stack"));
+	ptx_buf_free(&b);
+}
+
+static void test_conformance_assembles(void **state)
+{
+	(void)state;
+	char dir[1024], err[256];
+	snprintf(dir, sizeof(dir), "%s/bpf_conformance", env("CUBPF_SHARED"));
+	struct conf_test *t;
+	long n = conf_load(dir, &t, err, sizeof(err));
+	if (n < 0)
+		fail_msg("%s", err);
+	assert_int_equal(n, 313);
+	/* two modules (about 160 programs each) so each ptxas run stays short */
+	long ok = 0;
+	for (long first = 0; first < n; first += 160) {
+		long cnt = n - first < 160 ? n - first : 160;
+		struct ptx_buf m = {0};
+		ok += conf_module(t, (size_t)first, (size_t)cnt, &m);
+		assert_false(m.oom);
+		assert_assembles(m.data, m.len, "conformance module");
+		ptx_buf_free(&m);
+	}
+	for (long i = 0; i < n; i++)
+		if (!t[i].compiled)
+			print_message("not compiled: %s: %s\n", t[i].name, t[i].error);
+	assert_int_equal(ok, 313);
+	conf_free(t, (size_t)n);
+}
+
+/* ---- names ---- */
+
+static void test_demangle(void **state)
+{
+	(void)state;
+	static const char *const cases[][2] = {
+		{"_Z6vecaddPfS_S_i", "vecadd(float*, float*, float*, int)"},
+		{"_Z6kernelPKfPfi", "kernel(float const*, float*, int)"},
+		{"_ZN2ns3fooIfLi4EEEvPT_i", "ns::foo<float, 4>(float*, int)"},
+		{"_Z10reduce_sumILj256EEvPKfPfj",
+		 "reduce_sum<256u>(float const*, float*, unsigned int)"},
+		{"_ZN4vllm15rms_norm_kernelIN3c104HalfELi8EEEvPT_PKS3_S6_fii",
+		 "vllm::rms_norm_kernel<c10::Half, 8>(c10::Half*, c10::Half const*, c10::Half const*, "
+		 "float, int, int)"},
+		{"_ZN12_GLOBAL__N_16kernelEPf", "(anonymous namespace)::kernel(float*)"},
+		{"_Z5saxpyifPKfPf", "saxpy(int, float, float const*, float*)"},
+		{"early_ret", "early_ret"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char out[512];
+		assert_int_equal(ptx_demangle(cases[i][0], out, sizeof(out)), 0);
+		assert_string_equal(out, cases[i][1]);
+	}
+	char out[512];
+	assert_int_equal(ptx_demangle("_Z3fooPFviE", out, sizeof(out)), -1); /* function types */
+	assert_int_equal(ptx_demangle("_Z3fo", out, sizeof(out)), -1);
+	assert_true(ptx_kernel_matches("vec*", "_Z7vec_addPKfS0_Pfi"));
+	assert_true(ptx_kernel_matches("vec_add(float const*, float const*, float*, int)",
+				       "_Z7vec_addPKfS0_Pfi"));
+	assert_true(ptx_kernel_matches("_Z7vec*", "_Z7vec_addPKfS0_Pfi"));
+	assert_true(ptx_kernel_matches("reduce_sum<*>", "_Z10reduce_sumILj256EEvPKfPfj"));
+	assert_false(ptx_kernel_matches("reduce", "_Z10reduce_sumILj256EEvPKfPfj"));
+	assert_true(ptx_kernel_matches("*", "anything"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_vecadd),
+		cmocka_unit_test(test_parse_features),
+		cmocka_unit_test(test_parse_all_fixtures),
+		cmocka_unit_test(test_mem_access_forms),
+		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_instrument_assembles),
+		cmocka_unit_test(test_sites_counted),
+		cmocka_unit_test(test_untouched_identical),
+		cmocka_unit_test(test_codegen_errors),
+		cmocka_unit_test(test_stack_promoted),
+		cmocka_unit_test(test_conformance_assembles),
+		cmocka_unit_test(test_demangle),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
