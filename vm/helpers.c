@@ -29,7 +29,7 @@ static const struct vm_helper_proto protos[] = {
 	{CUBPF_FN_ktime_get_ns, "bpf_ktime_get_ns", VM_RET_INTEGER, A(0),
 	 VM_KINDS_HOST | VM_KIND_BIT(VM_PROG_RAW)},
 	{CUBPF_FN_trace_printk, "bpf_trace_printk", VM_RET_INTEGER,
-	 A(VM_ARG_PTR_TO_MEM, VM_ARG_CONST_SIZE, VM_ARG_ANYTHING, VM_ARG_ANYTHING, VM_ARG_ANYTHING),
+	 A(VM_ARG_PTR_TO_MEM, VM_ARG_CONST_SIZE), /* r3-r5: the format's arguments, if any */
 	 VM_KINDS_ALL},
 	{CUBPF_FN_get_smp_processor_id, "bpf_get_smp_processor_id", VM_RET_INTEGER, A(0),
 	 VM_KINDS_HOST | VM_KIND_BIT(VM_PROG_RAW)},
@@ -101,7 +101,7 @@ static bool mem_field_ok(uint32_t off, uint32_t size)
 {
 	static const struct field_run runs[] = {
 		{0, 1, 8},
-		{8, (sizeof(struct cubpf_mem_ctx) - 8) / 4, 4},
+		{8, (offsetof(struct cubpf_mem_ctx, ctaid_z) + 4 - 8) / 4, 4}, /* not the tail padding */
 	};
 	return fields_ok(runs, 2, off, size);
 }

@@ -65,12 +65,11 @@ static int ptr_alu(struct verifier *v, uint32_t pc, struct vreg *dst, const stru
 	/* the variable part lives in the scalar fields of the pointer register */
 	struct vreg var = *dst;
 	var.type = T_SCALAR;
-	r_alu(&var, src, op, 0, true);
-	if (var.smin < -(1ll << 29) || var.smax > (1ll << 29))
-		var.smin = INT64_MIN / 2, var.smax = INT64_MAX / 2; /* checked at the access */
-	uint8_t t = dst->type;
-	*dst = var;
-	dst->type = t;
+	r_alu(&var, src, op, 0, true); /* any range: accesses check it before using it */
+	/* keep what makes it a pointer (type, map, frame, fixed offset), take the new range */
+	dst->smin = var.smin, dst->smax = var.smax;
+	dst->umin = var.umin, dst->umax = var.umax;
+	dst->tv = var.tv, dst->tm = var.tm;
 	return STEP_NEXT;
 }
 
@@ -246,6 +245,8 @@ static int stack_access(struct verifier *v, uint32_t pc, struct vstate *st, cons
 	if (p->smin != p->smax)
 		return REJ("R%d variable stack access prohibited (use a constant offset from r10)",
 			   a->regno);
+	if (p->smin < -(1ll << 29) || p->smin > (1ll << 29))
+		return REJ("invalid stack access R%d: offset %lld", a->regno, (long long)p->smin);
 	struct vframe *f = st->fr[p->frameno];
 	int64_t lo = p->off + p->smin + a->off, hi = lo + a->size;
 	if (stack_bounds(v, pc, lo, hi, a->regno) == STEP_ERROR)
@@ -304,7 +305,7 @@ static int map_value_access(struct verifier *v, uint32_t pc, const struct vreg *
 	if (p->smin < 0)
 		return REJ("R%d min value is negative, either use unsigned index or do a "
 			   "if (index >= 0) check", a->regno);
-	if (p->umax > (1u << 29))
+	if (p->umax > (1u << 29) || p->smax > (1 << 29))
 		return REJ("R%d unbounded memory access, make sure to bounds check any such access "
 			   "(map '%s')", a->regno, m->name);
 	int64_t lo = p->off + p->smin + a->off, hi = p->off + p->smax + a->off + a->size;
@@ -317,9 +318,9 @@ static int map_value_access(struct verifier *v, uint32_t pc, const struct vreg *
 	if (a->write && a->val && is_ptr(a->val))
 		return REJ("R%d leaks addr into map '%s' (a pointer may not be stored in a map)",
 			   a->valreg, m->name);
-	if (!a->write || a->atomic) {
+	if ((!a->write || a->atomic) && a->dst) {
 		uint64_t x;
-		if (!a->atomic && rodata_value(v, p, a, &x))
+		if (!a->atomic && a->size <= 8 && rodata_value(v, p, a, &x))
 			r_const(a->dst, x);
 		else if (a->dst)
 			load_result(a->dst, a->size, a->sx);
@@ -457,7 +458,7 @@ static int check_mem_arg(struct verifier *v, uint32_t pc, struct vstate *st, int
 			   v_type_name(p->type));
 	if (p->type == T_STACK) {
 		struct vframe *f = st->fr[p->frameno];
-		if (p->smin != p->smax)
+		if (p->smin != p->smax || p->smin < -(1ll << 29) || p->smin > (1ll << 29))
 			return REJ("R%d variable stack access prohibited", regno);
 		int64_t lo = p->off + p->smin, hi = lo + (int64_t)size;
 		if (stack_bounds(v, pc, lo, hi, regno) == STEP_ERROR)
@@ -471,9 +472,7 @@ static int check_mem_arg(struct verifier *v, uint32_t pc, struct vstate *st, int
 		return stack_read_ok(v, pc, f, lo, hi, regno, false);
 	}
 	struct access a = {.regno = regno, .off = 0, .size = (int)size, .write = write};
-	struct vreg junk;
-	a.dst = &junk;
-	return map_value_access(v, pc, p, &a);
+	return map_value_access(v, pc, p, &a); /* no destination: nothing is loaded */
 }
 
 static int check_map_arg(struct verifier *v, uint32_t pc, const struct vm_helper_proto *h,

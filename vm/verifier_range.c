@@ -277,7 +277,7 @@ void r_alu(struct vreg *dst, const struct vreg *src, uint8_t op, int16_t off, bo
 		r_const(dst, r_eval(op, off, is64, dst->tv, src->tv));
 		return;
 	}
-	struct vreg a = *dst, b = *src, d;
+	struct vreg a = *dst, b = *src, d = {0};
 	if (!is64) {
 		trunc32(&a);
 		trunc32(&b);
