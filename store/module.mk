@@ -28,9 +28,46 @@ $(SQLITE_OBJ): $(SQLITE_DIR)/sqlite3.c
 	@mkdir -p $(@D)
 	$(CC) $(SQLITE_CFLAGS) -c $< -o $@
 
-# store's own objects find sqlite3.h in the build folder, before the system's.
-$(call objs,$(STORE_SRCS)): CFLAGS += -I$(SQLITE_DIR)
-$(call objs,$(STORE_SRCS)): | $(SQLITE_DIR)/sqlite3.h
+# zstd, built here too: Debian's libzstd.a is not position-independent either (zstd_compress.o
+# has R_X86_64_PC32 relocations), and the shim compresses traces.  The sources (zstd 1.5.7's
+# lib/, unmodified) come from npm through store/fetch-zstd.sh, pinned by hash.  Symbols hidden.
+# ZSTD_PIC_LIB replaces -lzstd wherever a shared object is linked.
+ZSTD_DIR     := $(BUILD)/zstd
+ZSTD_PIC_LIB := $(BUILD)/lib/libcubpf-zstd.a
+ZSTD_NAMES   := common/debug common/entropy_common common/error_private common/fse_decompress \
+  common/pool common/threading common/xxhash common/zstd_common compress/fse_compress \
+  compress/hist compress/huf_compress compress/zstd_compress compress/zstd_compress_literals \
+  compress/zstd_compress_sequences compress/zstd_compress_superblock compress/zstd_double_fast \
+  compress/zstd_fast compress/zstd_lazy compress/zstd_ldm compress/zstd_opt \
+  compress/zstd_preSplit compress/zstdmt_compress decompress/huf_decompress \
+  decompress/zstd_ddict decompress/zstd_decompress_block decompress/zstd_decompress
+ZSTD_OBJS    := $(patsubst %,$(BUILD)/obj/zstd/%.o,$(ZSTD_NAMES)) \
+  $(BUILD)/obj/zstd/decompress/huf_decompress_amd64.o
+ZSTD_CFLAGS  := -O3 -fPIC -fvisibility=hidden -DXXH_NAMESPACE=ZSTD_ -DZSTD_NO_TRACE \
+  -DZSTDLIB_VISIBLE= -DZSTDERRORLIB_VISIBLE= -DZDICTLIB_VISIBLE= -I$(ZSTD_DIR)/lib
+
+$(ZSTD_DIR)/lib/zstd.h: store/fetch-zstd.sh
+	@store/fetch-zstd.sh $(ZSTD_DIR)
+	@touch $@
+$(ZSTD_DIR)/lib/%.c: $(ZSTD_DIR)/lib/zstd.h
+	@test -f $@
+$(ZSTD_DIR)/lib/%.S: $(ZSTD_DIR)/lib/zstd.h
+	@test -f $@
+$(BUILD)/obj/zstd/%.o: $(ZSTD_DIR)/lib/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ZSTD_CFLAGS) -c $< -o $@
+$(BUILD)/obj/zstd/%.o: $(ZSTD_DIR)/lib/%.S
+	@mkdir -p $(@D)
+	$(CC) $(ZSTD_CFLAGS) -c $< -o $@
+# The fetched sources are not intermediate files: make must not delete them.
+.SECONDARY: $(patsubst %,$(ZSTD_DIR)/lib/%.c,$(ZSTD_NAMES)) \
+  $(ZSTD_DIR)/lib/decompress/huf_decompress_amd64.S
+$(ZSTD_PIC_LIB): $(ZSTD_OBJS)
+LIBS += $(ZSTD_PIC_LIB)
+
+# store's own objects find sqlite3.h and zstd.h in the build folder, before the system's.
+$(call objs,$(STORE_SRCS)): CFLAGS += -I$(SQLITE_DIR) -I$(ZSTD_DIR)/lib
+$(call objs,$(STORE_SRCS)): | $(SQLITE_DIR)/sqlite3.h $(ZSTD_DIR)/lib/zstd.h
 
 $(STORE_LIB): $(call objs,$(STORE_SRCS)) $(SQLITE_OBJ)
 LIBS += $(STORE_LIB)
