@@ -532,7 +532,7 @@ static int emit_lddw(struct cg *g, uint32_t pc, const struct bpf_insn *in)
 	}
 	if (in->src_reg != BPF_PSEUDO_MAP_VALUE)
 		return fail(g, pc, "lddw pseudo source not supported on the GPU");
-	OUT("ld.global.u64 %%__cb_r%u, [" PTX_MAP_SYMBOL_FMT "];\n", in->dst_reg, map);
+	OUT("ld.const.u64 %%__cb_r%u, [" PTX_MAP_SYMBOL_FMT "];\n", in->dst_reg, map);
 	if (in[1].imm)
 		OUT("add.s64 %%__cb_r%u, %%__cb_r%u, %d;\n", in->dst_reg, in->dst_reg, in[1].imm);
 	return 0;
@@ -777,7 +777,7 @@ uint32_t ptx_map_value_stride(const struct vm_map_def *def)
 void ptx_gen_module_decls(uint32_t map_cnt, bool vprintf, struct ptx_buf *out)
 {
 	for (uint32_t i = 0; i < map_cnt; i++)
-		buf_printf(out, ".visible .global .align 8 .u64 " PTX_MAP_SYMBOL_FMT ";\n", i);
+		buf_printf(out, ".visible .const .align 8 .u64 " PTX_MAP_SYMBOL_FMT ";\n", i);
 	if (vprintf)
 		buf_puts(out, ".extern .func (.param .b32 func_retval0) vprintf\n(\n"
 			      "\t.param .b64 vprintf_param_0,\n\t.param .b64 vprintf_param_1\n);\n");

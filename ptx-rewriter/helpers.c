@@ -72,7 +72,7 @@ static int slot_address(struct cg *g, uint32_t pc, uint32_t depth, uint32_t idx,
 	else
 		OUT("ld.u32 %%__cb_w0, [%s];\n", A);
 	OUT("setp.lt.u32 %%__cb_p0, %%__cb_w0, %u;\n", d->max_entries);
-	OUT("ld.global.u64 %%__cb_t0, [" PTX_MAP_SYMBOL_FMT "];\n", idx);
+	OUT("ld.const.u64 %%__cb_t0, [" PTX_MAP_SYMBOL_FMT "];\n", idx);
 	OUT("mad.wide.u32 %%__cb_t0, %%__cb_w0, %u, %%__cb_t0;\n", ptx_map_value_stride(d));
 	return 0;
 }

@@ -360,6 +360,17 @@ static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, str
 	return cnt;
 }
 
+/* Where to insert code before the statement at off: the start of its line when only blanks
+ * precede it there (keeps the layout), else off itself. */
+static size_t insert_at(const char *text, size_t off, bool *line_start)
+{
+	size_t i = off;
+	while (i > 0 && (text[i - 1] == ' ' || text[i - 1] == '\t'))
+		i--;
+	*line_start = i == 0 || text[i - 1] == '\n';
+	return *line_start ? i : off;
+}
+
 static bool is_exit(const struct ptx_insn *in)
 {
 	return !strcmp(in->opcode, "ret") || !strcmp(in->opcode, "ret.uni") ||
@@ -370,8 +381,12 @@ static int do_entry_exit(struct inj *j, const struct ptx_func *f, const bool *se
 			 struct cg_result *fneed, bool *touched)
 {
 	struct ptx_buf b = {0};
+	bool ls;
+	size_t at = insert_at(j->m->text, f->first_insn_line, &ls);
 	int n = emit_kind(j, sel, VM_PROG_KPROBE, s, &b, fneed);
-	if (n < 0 || (n > 0 && edit_add(&j->ed, f->first_insn_line, 0, &b)))
+	if (n > 0 && !ls)
+		buf_puts(&b, "\t");
+	if (n < 0 || (n > 0 && edit_add(&j->ed, at, 0, &b)))
 		goto fail;
 	if (n > 0)
 		j->rep->entry_sites++, *touched = true;
@@ -439,8 +454,11 @@ static int do_mem(struct inj *j, const struct ptx_func *f, const bool *sel, stru
 		}
 		if (in->pred)
 			buf_printf(&b, "$__cb%u_skip:\n", skip);
-		buf_puts(&b, "\t");
-		if (edit_add(&j->ed, in->off, 0, &b)) {
+		bool ls;
+		size_t at = insert_at(j->m->text, in->off, &ls);
+		if (!ls)
+			buf_puts(&b, "\t");
+		if (edit_add(&j->ed, at, 0, &b)) {
 			ptx_buf_free(&b);
 			ptx_seterr(j->err, j->errlen, "out of memory");
 			return -1;
@@ -501,7 +519,7 @@ static int module_decls(struct inj *j)
 	buf_puts(&b, "\n// cubpf: device maps (filled by the host after loading) and helpers\n");
 	for (uint32_t i = 0; i < 64 && i < j->o->map_cnt; i++)
 		if (j->need.maps_used & (1ull << i))
-			buf_printf(&b, ".visible .global .align 8 .u64 " PTX_MAP_SYMBOL_FMT ";\n", i);
+			buf_printf(&b, ".visible .const .align 8 .u64 " PTX_MAP_SYMBOL_FMT ";\n", i);
 	if (j->need.vprintf && !has_vprintf_decl(j->m))
 		ptx_gen_module_decls(0, true, &b);
 	buf_puts(&b, "\n");

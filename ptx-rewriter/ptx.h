@@ -10,11 +10,13 @@
  *  - Everything not edited is copied byte for byte (comments, .loc lines, inline asm).
  *
  * Device-side maps (the contract with whoever loads the instrumented module, i.e. the shim):
- *  - An instrumented module that uses map i declares
- *        .visible .global .align 8 .u64 __cubpf_map_<i>;
+ *  - An instrumented module that uses map i declares, in constant memory,
+ *        .visible .const .align 8 .u64 __cubpf_map_<i>;
  *    (PTX_MAP_SYMBOL_FMT).  After loading the module the host must store there the device
  *    address of the map's storage (cuModuleGetGlobal + cuMemcpyHtoD), before the first launch.
  *    Every module may point at the same allocation, so all kernels and the host share the map.
+ *    Constant memory because the kernel never writes it: the JIT keeps the pointer in the
+ *    constant bank (an operand of the instruction that uses it) and needs no register or load.
  *  - Array maps (CUBPF_MAP_ARRAY, CUBPF_MAP_GPU_ARRAY) and globals (.bss/.data/.rodata, one
  *    entry): max_entries values, value k at byte k * ptx_map_value_stride(def).  The host copies
  *    vm_map_def.init there for .data/.rodata before launching.

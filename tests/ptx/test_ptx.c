@@ -81,8 +81,10 @@ static int ptxas(const char *text, size_t len, const char *arch, char *log, size
 
 static void assert_assembles(const char *text, size_t len, const char *what)
 {
-	static const char *const arch[] = {"sm_90", "sm_80"};
-	for (int a = 0; a < 2; a++) {
+	static const char *const arch[] = {"sm_90", "sm_80", "sm_90a"};
+	/* modules written for sm_90a (Triton's) assemble only for it */
+	bool a_only = strstr(text, ".target sm_90a") != NULL;
+	for (int a = a_only ? 2 : 0; a < (a_only ? 3 : 2); a++) {
 		char log[4096];
 		int st = ptxas(text, len, arch[a], log, sizeof(log));
 		if (st != 0)
@@ -128,7 +130,9 @@ static int instrument(const char *text, size_t len, const struct probes *p, cons
 static const char *const cu_fixtures[] = {"vecadd.ptx", "reduce.ptx", "early_ret.ptx",
 					  "calls.ptx", "asmvec.ptx", "vecadd_g.ptx"};
 static const char *const hand_fixtures[] = {"tests/ptx/kernels/pred_ret.ptx",
-					    "tests/ptx/kernels/features.ptx"};
+					    "tests/ptx/kernels/features.ptx",
+					    "tests/ptx/kernels/triton_style.ptx"};
+#define NHAND (sizeof(hand_fixtures) / sizeof(hand_fixtures[0]))
 
 static void test_parse_vecadd(void **state)
 {
@@ -294,7 +298,7 @@ static void test_instrument_assembles(void **state)
 	for (size_t pi = 0; pi < sizeof(probes) / sizeof(probes[0]); pi++) {
 		struct probes p;
 		load_probes(probes[pi], &p);
-		for (size_t fi = 0; fi < nfix + 2; fi++) {
+		for (size_t fi = 0; fi < nfix + NHAND; fi++) {
 			const char *name = fi < nfix ? cu_fixtures[fi] : hand_fixtures[fi - nfix];
 			size_t len, olen;
 			char *t = fixture(name, &len), *out, err[PTX_ERRLEN], what[256];
@@ -337,6 +341,13 @@ static void test_sites_counted(void **state)
 	/* ld.global.nc, ld.global table, st.shared, ld.shared.v2, st.local, ld.local,
 	 * atom.shared, red.global, atom.global.cas, st.global x2, ld.shared dyn_smem */
 	assert_int_equal(rep.mem_sites, 12);
+	free(out);
+	free(t);
+	/* Triton style: two predicated v4 loads in inline asm, a v4 store, a scoped atomic */
+	t = fixture(hand_fixtures[2], &len);
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_int_equal(rep.mem_sites, 4);
+	assert_int_equal(rep.exit_sites, 1);
 	free(out);
 	free(t);
 	vm_object_free(p.obj);
