@@ -188,6 +188,9 @@ static void errors(void **s)
 	free(out);
 	free(err);
 	assert_int_equal(run_cubpf("inspect --bogus app", &out, &err), 2);
+	assert_non_null(strstr(err, "unknown option '--bogus'"));
+	free(out);
+	free(err);
 	assert_int_equal(run_cubpf("inspect --help", &out, &err), 0);
 	assert_non_null(strstr(out, "--json"));
 	free(out);
