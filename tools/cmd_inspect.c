@@ -328,7 +328,7 @@ static void print_summary(const struct model *m, const struct options *o)
 	       m->n_comp[CUBIN_ZSTD], m->n_comp[CUBIN_LZ4]);
 	printf("  payloads:     %s stored, %s uncompressed\n", human(m->stored, a, sizeof(a)),
 	       human(m->uncompressed, b, sizeof(b)));
-	printf("  kernels:      %zu; PTX usable on sm_%u for %zu of them (%zu PTX entries usable)\n",
+	printf("  kernels:      %zu; PTX usable on sm_%u for %zu of them (usable PTX entries: %zu)\n",
 	       m->kernels, o->sm, m->kernels_ptx, m->ptx_usable_entries);
 	if (m->kernels && !m->kernels_ptx)
 		printf("  note:         no PTX for sm_%u: these kernels cannot be instrumented at PTX "
@@ -467,7 +467,7 @@ static void json_arch_array(const struct model *m, const struct kern *k, uint16_
 	putchar(']');
 }
 
-static void json_kernel(const struct model *m, const struct kern *k, const struct options *o)
+static void json_kernel(const struct model *m, const struct kern *k)
 {
 	const struct cubin_kernel *ki = k->info;
 	char *dm = demangle(k->name);
@@ -487,7 +487,7 @@ static void json_kernel(const struct model *m, const struct kern *k, const struc
 	json_arch_array(m, k, CUBIN_ENTRY_ELF);
 	printf(",\"ptx\":");
 	json_arch_array(m, k, CUBIN_ENTRY_PTX);
-	printf(",\"ptx_usable_sm%u\":%s}", o->sm, k->ptx_usable ? "true" : "false");
+	printf(",\"ptx_usable\":%s}", k->ptx_usable ? "true" : "false"); /* on device_sm */
 }
 
 static void json_group(const struct model *m, const struct group *g, const struct options *o)
@@ -511,7 +511,7 @@ static void json_group(const struct model *m, const struct group *g, const struc
 	printf("],\"kernels\":[");
 	for (size_t i = 0; !o->no_kernels && i < g->n_kerns; i++) {
 		printf("%s", i ? "," : "");
-		json_kernel(m, &g->kerns[i], o);
+		json_kernel(m, &g->kerns[i]);
 	}
 	printf("]}");
 }

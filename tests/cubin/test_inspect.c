@@ -140,7 +140,8 @@ static void json(void **s)
 	assert_non_null(strstr(out, "\"arch\":\"sm_90a\""));
 	assert_non_null(strstr(out, "\"arch\":\"sm_100f\""));
 	assert_non_null(strstr(out, "\"demangled\":\"cubin_fill<double>(double*, double, unsigned int)\""));
-	assert_non_null(strstr(out, "\"ptx_usable_sm90\":true"));
+	assert_non_null(strstr(out, "\"ptx_usable\":true"));
+	assert_non_null(strstr(out, "\"device_sm\":90"));
 	free(out);
 	free(err);
 	assert_int_equal(run_cubpf("inspect --json --summary sass_only.fatbin", &out, &err), 0);
