@@ -137,7 +137,7 @@ enum store_rec_type {
 	STORE_REC_DEVICE = 3,  /* store_rec_device + string: device name */
 	STORE_REC_CLOCK = 4,   /* store_rec_clock */
 	STORE_REC_PROGRAM = 5, /* store_rec_program + 2 strings: name, path */
-	STORE_REC_API = 6,     /* store_rec_api */
+	STORE_REC_API = 6,     /* store_rec_api [+ u32 func_id, u32 nargs, nargs x u64] */
 	STORE_REC_KERNEL = 7,  /* store_rec_kernel */
 	STORE_REC_COPY = 8,    /* store_rec_copy */
 	STORE_REC_PROBE = 9,   /* store_rec_probe + data */
@@ -312,6 +312,11 @@ int store_trace_drop(struct store_trace_writer *w, const struct store_rec_drop *
  * 1 when the buffers were full and a whole batch of events (the batch this event would have
  * joined, or this event alone if it is larger than the budget) was dropped and counted. */
 int store_trace_api(struct store_trace_writer *w, const struct store_rec_api *e);
+/* The same with the call's arguments (what a uprobe program saw), so that `cubpf trace replay`
+ * can give host programs the same context: func_id is the shim's id of the function
+ * (cubpf_api_ctx.func_id); at most CUBPF_MAX_API_ARGS (16) arguments are kept. */
+int store_trace_api_args(struct store_trace_writer *w, const struct store_rec_api *e,
+			 uint32_t func_id, const uint64_t *args, uint32_t nargs);
 int store_trace_kernel(struct store_trace_writer *w, const struct store_rec_kernel *e);
 int store_trace_copy(struct store_trace_writer *w, const struct store_rec_copy *e);
 int store_trace_probe(struct store_trace_writer *w, const struct store_rec_probe *e,
@@ -380,6 +385,9 @@ void store_trace_reader_sizes(const struct store_trace_reader *r, uint64_t *file
  * A minor version never changes a record's layout; it only adds record types. */
 const uint8_t *store_rec_fixed(const struct store_trace_record *rec, void *out, size_t fixed,
 			       size_t *rest);
+/* The arguments of an API record written by store_trace_api_args: returns the number of
+ * arguments copied into args (room for 16), -1 when the record carries none. */
+int store_rec_api_args(const struct store_trace_record *rec, uint32_t *func_id, uint64_t args[16]);
 /* Reads a length-prefixed string at *p (advancing *p, *n); returns a malloc'd C string or NULL. */
 char *store_rec_string(const uint8_t **p, size_t *n);
 

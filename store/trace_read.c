@@ -154,6 +154,21 @@ const uint8_t *store_rec_fixed(const struct store_trace_record *rec, void *out, 
 	return rec->payload + fixed;
 }
 
+int store_rec_api_args(const struct store_trace_record *rec, uint32_t *func_id, uint64_t args[16])
+{
+	uint32_t hdr[2];
+	size_t fixed = sizeof(struct store_rec_api);
+	if (rec->type != STORE_REC_API || rec->len < fixed + sizeof(hdr))
+		return -1;
+	memcpy(hdr, rec->payload + fixed, sizeof(hdr));
+	uint32_t n = hdr[1] > 16 ? 16 : hdr[1];
+	if ((size_t)n * 8 > rec->len - fixed - sizeof(hdr))
+		return -1;
+	*func_id = hdr[0];
+	memcpy(args, rec->payload + fixed + sizeof(hdr), (size_t)n * 8);
+	return (int)n;
+}
+
 char *store_rec_string(const uint8_t **p, size_t *n)
 {
 	uint32_t len;

@@ -251,6 +251,17 @@ int store_trace_api(struct store_trace_writer *w, const struct store_rec_api *e)
 	return store_trace_append(w, STORE_REC_API, e, sizeof(*e), NULL, 0);
 }
 
+int store_trace_api_args(struct store_trace_writer *w, const struct store_rec_api *e,
+			 uint32_t func_id, const uint64_t *args, uint32_t nargs)
+{
+	struct {
+		uint32_t func_id, nargs;
+		uint64_t args[16];
+	} __attribute__((packed)) tail = {func_id, nargs > 16 ? 16 : nargs, {0}};
+	memcpy(tail.args, args, tail.nargs * sizeof(uint64_t));
+	return store_trace_append(w, STORE_REC_API, e, sizeof(*e), &tail, 8 + 8 * (size_t)tail.nargs);
+}
+
 int store_trace_kernel(struct store_trace_writer *w, const struct store_rec_kernel *e)
 {
 	return store_trace_append(w, STORE_REC_KERNEL, e, sizeof(*e), NULL, 0);

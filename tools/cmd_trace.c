@@ -5,6 +5,7 @@
  *   export --format chrome|csv [-o OUT] [--no-probes] FILE
  *   replay -p PROG.bpf.o FILE      host eBPF programs over the recorded API calls */
 #define _GNU_SOURCE
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,8 @@
 
 #include "store/store.h"
 #include "tools/commands.h"
+#include "tools/include/cubpf_abi.h"
+#include "vm/vm.h"
 
 static const char usage_text[] =
 	"usage: cubpf trace info FILE\n"
@@ -25,7 +28,8 @@ static const char usage_text[] =
 	"  stats   GPU kernel times and host API call times: count, total, mean, p50, p90, p99, max\n"
 	"  export  chrome: Trace Event JSON for Perfetto or chrome://tracing (host API calls,\n"
 	"          kernels and copies on their streams, probe events); csv: map snapshots\n"
-	"  replay  runs a host eBPF program over the recorded events\n";
+	"  replay  runs the host programs (uprobe/, uretprobe/) of PROG.bpf.o over the recorded\n"
+	"          API calls on the interpreter, and prints their maps and output\n";
 
 struct opts {
 	const char *file, *out, *format, *prog;
@@ -806,19 +810,201 @@ static int cmd_export(const struct opts *o)
 	return rc;
 }
 
-/* ---- replay ------------------------------------------------------------------------------------ */
+/* ---- replay ------------------------------------------------------------------------------------
+ * Host programs (uprobe/uretprobe) of an object run on vm/'s interpreter over the recorded API
+ * calls, in file order, with the context the shim gave them live: arguments (when the trace
+ * has them), result, time, thread.  Their maps, ring buffers and trace_printk lines are printed
+ * as `cubpf run` prints them.  GPU programs (kprobe, kretprobe, memprobe) ran on the device and
+ * are not replayed; helpers that read the clock give the replay's time, not the recorded one. */
+
+struct replay {
+	struct vm_object *obj;
+	struct vm_runtime *rt;
+	struct vm_exec **ex;         /* by program index; NULL for programs not replayed */
+	uint64_t calls, runs, faults;
+};
+
+static void replay_printk(void *user, const char *line)
+{
+	(void)user;
+	printf("printk: %s\n", line);
+}
+
+static void print_bytes(const uint8_t *p, uint32_t n)
+{
+	if (n == 4 || n == 8) {
+		uint64_t v = 0;
+		memcpy(&v, p, n);
+		printf("%" PRIu64, v);
+	} else {
+		hex(stdout, p, n);
+	}
+}
+
+static void drain_ringbufs(struct replay *rp)
+{
+	uint8_t buf[65536];
+	for (uint32_t m = 0; m < rp->obj->map_cnt; m++) {
+		if (rp->obj->maps[m].type != CUBPF_MAP_RINGBUF && rp->obj->maps[m].type != CUBPF_MAP_GPU_RINGBUF)
+			continue;
+		size_t n;
+		while ((n = vm_ringbuf_consume(rp->rt, m, buf, sizeof(buf))) > 0) {
+			printf("ringbuf %s: ", rp->obj->maps[m].name);
+			hex(stdout, buf, n);
+			printf("\n");
+		}
+	}
+}
+
+static void print_maps(struct replay *rp)
+{
+	for (uint32_t m = 0; m < rp->obj->map_cnt; m++) {
+		const struct vm_map_def *d = &rp->obj->maps[m];
+		if (d->origin != VM_MAP_USER || d->type == CUBPF_MAP_RINGBUF || d->type == CUBPF_MAP_GPU_RINGBUF)
+			continue;
+		uint8_t key[512], next[512], val[4096];
+		if (d->key_size > sizeof(key) || d->value_size > sizeof(val))
+			continue;
+		printf("map %s:\n", d->name);
+		const void *k = NULL;
+		while (vm_map_next_key(rp->rt, m, k, next) == 0) {
+			memcpy(key, next, d->key_size);
+			k = key;
+			if (vm_map_lookup(rp->rt, m, key, val) != 0)
+				continue;
+			int zero = 1;
+			for (uint32_t i = 0; i < d->value_size; i++)
+				zero &= val[i] == 0;
+			if (zero && d->type != CUBPF_MAP_HASH)
+				continue; /* arrays: only the slots a program wrote */
+			printf("  ");
+			print_bytes(key, d->key_size);
+			printf(": ");
+			print_bytes(val, d->value_size);
+			printf("\n");
+		}
+	}
+}
+
+static void replay_call(struct replay *rp, const struct store_trace_reader *r,
+			const struct store_trace_record *rec, const struct store_rec_api *a)
+{
+	const char *name = store_trace_string(r, a->name);
+	struct cubpf_api_ctx ctx;
+	uint64_t args[16];
+	uint32_t func_id = 0;
+	int n = store_rec_api_args(rec, &func_id, args);
+
+	if (!name)
+		return;
+	rp->calls++;
+	for (int pass = 0; pass < 2; pass++) {
+		enum vm_prog_kind want = pass ? VM_PROG_URETPROBE : VM_PROG_UPROBE;
+		for (uint32_t i = 0; i < rp->obj->prog_cnt; i++) {
+			const struct vm_prog *pr = &rp->obj->progs[i];
+			if (!rp->ex[i] || pr->kind != want || fnmatch(pr->attach, name, 0))
+				continue;
+			memset(&ctx, 0, sizeof(ctx));
+			if (n > 0)
+				memcpy(ctx.args, args, (size_t)n * 8);
+			ctx.nargs = n > 0 ? (uint32_t)n : 0;
+			ctx.ret = pass ? (uint64_t)(int64_t)a->result : 0;
+			ctx.ts_ns = pass ? a->end_ns : a->begin_ns;
+			ctx.func_id = func_id;
+			ctx.tid = a->tid;
+			uint64_t ret;
+			char err[256];
+			if (vm_exec_run(rp->ex[i], &ctx, sizeof(ctx), &ret, err, sizeof(err))) {
+				if (rp->faults++ < 5)
+					fprintf(stderr, "cubpf trace replay: %s: %s\n", pr->name, err);
+			}
+			rp->runs++;
+		}
+	}
+	drain_ringbufs(rp);
+}
+
+/* Loads, verifies and prepares the host programs; returns how many, or -1. */
+static int replay_prepare(struct replay *rp, const char *path)
+{
+	char err[STORE_ERRLEN], log[4096];
+	int host = 0;
+	if (vm_object_load_file(path, &rp->obj, err, sizeof(err))) {
+		fprintf(stderr, "cubpf trace replay: %s\n", err);
+		return -1;
+	}
+	if (!(rp->rt = vm_runtime_new(rp->obj, err, sizeof(err)))) {
+		fprintf(stderr, "cubpf trace replay: %s\n", err);
+		return -1;
+	}
+	struct vm_output out = {.printk = replay_printk};
+	vm_runtime_set_output(rp->rt, &out);
+	rp->ex = calloc(rp->obj->prog_cnt ? rp->obj->prog_cnt : 1, sizeof(*rp->ex));
+	if (!rp->ex)
+		return -1;
+	for (uint32_t i = 0; i < rp->obj->prog_cnt; i++) {
+		const struct vm_prog *pr = &rp->obj->progs[i];
+		if (pr->kind != VM_PROG_UPROBE && pr->kind != VM_PROG_URETPROBE) {
+			fprintf(stderr, "cubpf trace replay: %s (%s) runs on the GPU: not replayed\n",
+				pr->name, pr->section);
+			continue;
+		}
+		if (vm_verify(rp->obj, i, NULL, NULL, log, sizeof(log))) {
+			fprintf(stderr, "cubpf trace replay: %s rejected by the verifier:\n%s\n", pr->name, log);
+			return -1;
+		}
+		if (!(rp->ex[i] = vm_exec_new(rp->rt, i, err, sizeof(err)))) {
+			fprintf(stderr, "cubpf trace replay: %s: %s\n", pr->name, err);
+			return -1;
+		}
+		host++;
+	}
+	return host;
+}
+
+static void replay_free(struct replay *rp)
+{
+	for (uint32_t i = 0; rp->ex && rp->obj && i < rp->obj->prog_cnt; i++)
+		vm_exec_free(rp->ex[i]);
+	free(rp->ex);
+	if (rp->rt)
+		vm_runtime_free(rp->rt);
+	if (rp->obj)
+		vm_object_free(rp->obj);
+}
 
 static int cmd_replay(const struct opts *o)
 {
+	struct replay rp = {0};
+	struct store_trace_record rec;
+	int rc = 1, n;
+
 	if (!o->prog) {
 		fprintf(stderr, "cubpf trace replay: -p PROG.bpf.o is required\n");
 		return 2;
 	}
-	/* The recorded API events do not carry the call arguments yet (the shim of issue 6 will
-	 * add them), so a uprobe program would see an incomplete context: refuse plainly. */
-	fprintf(stderr, "cubpf trace replay: not available yet: traces do not record API call "
-			"arguments until the live-probe shim (issue 6) writes them\n");
-	return 2;
+	struct store_trace_reader *r = open_trace(o->file);
+	if (!r)
+		return 1;
+	if ((n = replay_prepare(&rp, o->prog)) < 0)
+		goto out;
+	if (n == 0) {
+		fprintf(stderr, "cubpf trace replay: %s has no host programs (uprobe/, uretprobe/)\n", o->prog);
+		goto out;
+	}
+	while ((rc = store_trace_next(r, &rec)) == 1) {
+		struct store_rec_api a;
+		if (rec.type == STORE_REC_API && store_rec_fixed(&rec, &a, sizeof(a), NULL))
+			replay_call(&rp, r, &rec, &a);
+	}
+	rc = report_end(r, rc, stderr);
+	print_maps(&rp);
+	printf("replayed %" PRIu64 " API calls: %" PRIu64 " program runs, %" PRIu64 " faults\n", rp.calls,
+	       rp.runs, rp.faults);
+out:
+	replay_free(&rp);
+	store_trace_close_reader(r);
+	return rc;
 }
 
 /* ---- arguments ---------------------------------------------------------------------------------- */

@@ -1,5 +1,6 @@
 # tests/store: the store/ library (cache and traces) and the `cubpf trace`/`cubpf cache` commands.
-TEST_STORE_SRCS := $(wildcard tests/store/*.c)
+# replay.bpf.c is an eBPF fixture the test builds with clang at run time.
+TEST_STORE_SRCS := $(filter-out %.bpf.c,$(wildcard tests/store/*.c))
 # Linked with the position-independent zstd the shim will use (ZSTD_PIC_LIB), not -lzstd.
 $(BUILD)/tests/test_store: $(call objs,$(TEST_STORE_SRCS)) $(STORE_LIB) $(ZSTD_PIC_LIB)
 	@mkdir -p $(@D)

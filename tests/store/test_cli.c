@@ -276,7 +276,67 @@ static void test_cache_commands(void **state)
 	free(dir);
 }
 
+/* Replay: the fixture's host programs over recorded calls (some with arguments). */
+static void test_replay(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), *bin = cubpf_path(), trace[4200], obj[4200], cmd[32768], *out;
+	const char *clang = getenv("CLANG");
+	snprintf(trace, sizeof(trace), "%s/calls.cubpf", dir);
+	snprintf(obj, sizeof(obj), "%s/replay.bpf.o", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "%s -O2 -g -target bpf -I tools/include -I/usr/include/x86_64-linux-gnu"
+		 " -c tests/store/replay.bpf.c -o %s",
+		 clang && *clang ? clang : "clang", obj);
+	if (run(cmd, &out) != 0)
+		fail_msg("cannot build the replay fixture with clang (set CLANG): %s", out);
+	free(out);
+
+	char err[STORE_ERRLEN];
+	struct store_trace_writer *w = store_trace_create(trace, NULL, NULL, err, sizeof(err));
+	assert_non_null(w);
+	uint32_t launch = store_trace_intern(w, "cuLaunchKernel_ptsz");
+	uint32_t sync = store_trace_intern(w, "cuStreamSynchronize");
+	uint64_t want_sum = 0;
+	for (unsigned i = 0; i < 25; i++) {
+		struct store_rec_api a = {.begin_ns = 100 * i, .end_ns = 100 * i + 5, .name = launch,
+					  .tid = 9};
+		uint64_t args[11] = {1000 + i, 2, 1, 1, 128, 1, 1, 0, 0, 0, 0};
+		want_sum += args[0];
+		assert_int_equal(store_trace_api_args(w, &a, 42, args, 11), 0);
+		struct store_rec_api b = {.begin_ns = 100 * i + 6, .end_ns = 100 * i + 9, .name = sync,
+					  .tid = 9, .result = i == 7 ? 719 : 0};
+		assert_int_equal(store_trace_api(w, &b), 0);
+	}
+	assert_int_equal(store_trace_close(w, err, sizeof(err)), 0);
+
+	snprintf(cmd, sizeof(cmd), "%s trace replay -p %s %s", bin, obj, trace);
+	int rc = run(cmd, &out);
+	if (rc)
+		fail_msg("replay failed (%d): %s", rc, out);
+	char line[128];
+	snprintf(line, sizeof(line), "  0: 25\n  1: %llu\n  2: 719\n", (unsigned long long)want_sum);
+	if (!strstr(out, line))
+		fail_msg("replay output lacks the expected map values:\n%s", out);
+	/* 719 = 0x2cf, tid 9: one ring-buffer record for the failing call. */
+	assert_non_null(strstr(out, "ringbuf failures: cf020000000000000900000000000000\n"));
+	assert_non_null(strstr(out, "replayed 50 API calls: 75 program runs, 0 faults"));
+	free(out);
+
+	snprintf(cmd, sizeof(cmd), "%s trace replay %s", bin, trace);
+	assert_int_equal(run(cmd, &out), 2);
+	assert_non_null(strstr(out, "-p PROG.bpf.o is required"));
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s trace replay -p %s %s", bin, trace, trace);
+	assert_int_equal(run(cmd, &out), 1); /* a trace is not an eBPF object */
+	free(out);
+	free(bin);
+	rm_tree(dir);
+	free(dir);
+}
+
 const struct CMUnitTest cli_tests[] = {
+	cmocka_unit_test(test_replay),
 	cmocka_unit_test(test_trace_commands),
 	cmocka_unit_test(test_trace_bad_input),
 	cmocka_unit_test(test_cache_commands),
