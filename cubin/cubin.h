@@ -162,13 +162,14 @@ struct cubin_entry {
 	uint16_t kind;           /* enum cubin_entry_kind (other values are kept, not read) */
 	uint32_t header_size;    /* as stored: 64, 80, 96, 112 seen */
 	uint64_t payload_size;   /* bytes after the header, padding included */
-	uint64_t compressed_size; /* bytes of compressed data (payload_size when raw) */
+	uint64_t compressed_size; /* bytes of compressed data (payload_size when raw; for zstd,
+				   * trimmed to the frame by the first cubin_entry_data()) */
 	uint64_t size;           /* uncompressed size (payload_size when raw) */
 	uint16_t major, minor;   /* PTX ISA version of a PTX entry; ELF ABI of a cubin */
 	uint32_t sm;             /* target SM: 90 = sm_90 / compute_90 */
 	uint64_t flags;          /* CUBIN_FLAG_* */
 	enum cubin_compression compression;
-	size_t fatbin;           /* index of its fatbin */
+	size_t fatbin;           /* index of its fatbin; SIZE_MAX in a standalone cubin / PTX */
 	uint64_t offset;         /* offset of the entry header in the image */
 	const uint8_t *payload;  /* payload as stored, inside the caller's bytes */
 	const uint8_t *data;     /* uncompressed bytes once cubin_entry_data() ran (or raw) */
@@ -180,7 +181,9 @@ struct cubin_image {
 	const uint8_t *data;     /* the caller's bytes */
 	size_t size;             /* their extent (derived when opened with CUBIN_SIZE_UNKNOWN) */
 	uint32_t wrapper_version; /* wrapper: 1, or 2 (with a list of prelinked fatbins) */
-	uint64_t prelinked_list; /* wrapper version 2: the list pointer as stored (not followed) */
+	uint64_t prelinked_list; /* wrapper version 2: the list pointer as stored.  Not followed:
+				  * in -rdc programs it points into .bss, filled at registration,
+				  * and the same fatbins are reachable through their own wrappers */
 	size_t wrapper_count;    /* host ELF: wrappers in .nvFatBinSegment */
 	uint16_t elf_machine;    /* host ELF / cubin: e_machine */
 	struct cubin_fatbin *fatbins;
@@ -192,7 +195,9 @@ struct cubin_image {
 };
 
 /* Kind and extent of an image known by its address only.  `max` bounds the bytes that may be
- * read (CUBIN_SIZE_UNKNOWN when nothing is known).  Returns 0, or -1 for unknown content. */
+ * read (CUBIN_SIZE_UNKNOWN when nothing is known).  Returns 0, or -1 for unknown content or
+ * headers that do not add up (then *kind still names what the magic number said).  Cost: a
+ * few header reads (ELF: one pass over the section headers); PTX: strlen. */
 int cubin_identify(const void *data, size_t max, enum cubin_image_kind *kind, size_t *extent);
 
 /* Opens an image: reads the container headers and every fatbin entry header (no payload is
