@@ -18,6 +18,9 @@ missing=()
 for f in "${!need[@]}"; do
   [ -e "$f" ] || missing+=("${need[$f]}")
 done
+# store/ builds SQLite and zstd from sources it fetches, hash-pinned, through npm
+# (store/fetch-sqlite.sh, store/fetch-zstd.sh): Debian's static archives are not PIC.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 # libFuzzer's runtime (make fuzz) comes with clang's compiler-rt
 if command -v clang >/dev/null 2>&1; then
   rt=$(clang -print-resource-dir 2>/dev/null)/lib/linux/libclang_rt.fuzzer-x86_64.a
