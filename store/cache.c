@@ -7,6 +7,7 @@
  * the cache only saves time, so losing it must never cost the application anything more. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,6 +42,7 @@ struct pending {
 };
 
 struct store_cache {
+	pthread_mutex_t lock;   /* one caller at a time: the shim loads modules from many threads */
 	struct pending pend;
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_NSTMT];
@@ -416,6 +418,7 @@ struct store_cache *store_cache_open(const char *path, const struct store_cache_
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	pthread_mutex_init(&c->lock, NULL);
 	if (opt)
 		c->opt = *opt;
 	if (!c->opt.max_bytes)
@@ -447,6 +450,7 @@ void store_cache_close(struct store_cache *c)
 	if (c->db)
 		flush(c);
 	db_close(c);
+	pthread_mutex_destroy(&c->lock);
 	free(c->path);
 	free(c);
 }
@@ -634,7 +638,7 @@ static void note_lookup(struct store_cache *c, const store_key *key, uint64_t sa
 		flush(c);
 }
 
-int store_cache_get(struct store_cache *c, const store_key *key, struct store_cache_entry *out)
+static int get_locked(struct store_cache *c, const store_key *key, struct store_cache_entry *out)
 {
 	sqlite3_stmt *s;
 	int rc, got = 0, corrupt = 0;
@@ -783,7 +787,7 @@ static int put_once(struct store_cache *c, const store_key *key, const struct st
 	return rc == SQLITE_OK ? 0 : fail(c, rc, "committing");
 }
 
-int store_cache_put(struct store_cache *c, const store_key *key, const struct store_cache_entry *e)
+static int put_locked(struct store_cache *c, const store_key *key, const struct store_cache_entry *e)
 {
 	int64_t evicted = 0;
 	uint64_t size = (uint64_t)e->ptx_size + e->cubin_size;
@@ -814,7 +818,7 @@ static uint64_t file_size(const char *path, const char *suffix)
 	return stat(p, &st) ? 0 : (uint64_t)st.st_size;
 }
 
-int store_cache_stats(struct store_cache *c, struct store_cache_stats *out)
+static int stats_locked(struct store_cache *c, struct store_cache_stats *out)
 {
 	sqlite3_stmt *s = NULL;
 	int rc;
@@ -843,9 +847,9 @@ int store_cache_stats(struct store_cache *c, struct store_cache_stats *out)
 	return 0;
 }
 
-int store_cache_list(struct store_cache *c,
-		     int (*fn)(void *ctx, const store_key *key, const struct store_cache_entry *e),
-		     void *ctx)
+static int list_locked(struct store_cache *c,
+		       int (*fn)(void *ctx, const store_key *key, const struct store_cache_entry *e),
+		       void *ctx)
 {
 	sqlite3_stmt *s = NULL;
 	int rc, n = 0;
@@ -887,7 +891,7 @@ int store_cache_list(struct store_cache *c,
 	return n;
 }
 
-int64_t store_cache_clear(struct store_cache *c)
+static int64_t clear_locked(struct store_cache *c)
 {
 	int64_t n;
 	int rc;
@@ -907,4 +911,48 @@ int64_t store_cache_clear(struct store_cache *c)
 	sqlite3_exec(c->db, "PRAGMA incremental_vacuum; PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL,
 		     NULL);
 	return n;
+}
+
+/* ---- the public calls, one at a time ------------------------------------------------------------ */
+
+int store_cache_get(struct store_cache *c, const store_key *key, struct store_cache_entry *out)
+{
+	pthread_mutex_lock(&c->lock);
+	int rc = get_locked(c, key, out);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int store_cache_put(struct store_cache *c, const store_key *key, const struct store_cache_entry *e)
+{
+	pthread_mutex_lock(&c->lock);
+	int rc = put_locked(c, key, e);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int store_cache_stats(struct store_cache *c, struct store_cache_stats *out)
+{
+	pthread_mutex_lock(&c->lock);
+	int rc = stats_locked(c, out);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int64_t store_cache_clear(struct store_cache *c)
+{
+	pthread_mutex_lock(&c->lock);
+	int64_t rc = clear_locked(c);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int store_cache_list(struct store_cache *c,
+		     int (*fn)(void *ctx, const store_key *key, const struct store_cache_entry *e),
+		     void *ctx)
+{
+	pthread_mutex_lock(&c->lock);
+	int rc = list_locked(c, fn, ctx);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <glob.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,6 +229,57 @@ static void test_two_processes(void **state)
 	free(dir);
 }
 
+struct thread_arg {
+	struct store_cache *c;
+	unsigned base;
+	int failures;
+};
+
+static void *thread_main(void *p)
+{
+	struct thread_arg *a = p;
+	for (unsigned i = 0; i < 60; i++) {
+		if (put_n(a->c, a->base + i, 2000, 3000))
+			a->failures++;
+		store_key k = key_of(a->base + i / 2);
+		struct store_cache_entry e;
+		if (store_cache_get(a->c, &k, &e) != 1)
+			a->failures++;
+		else
+			store_cache_entry_free(&e);
+	}
+	return NULL;
+}
+
+/* One cache shared by threads of a process (the shim loads modules from many threads). */
+static void test_threads_share_one_cache(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200];
+	snprintf(path, sizeof(path), "%s/cache.db", dir);
+	struct store_cache *c = open_at(path, 0, NULL);
+	pthread_t th[4];
+	struct thread_arg args[4];
+	for (unsigned i = 0; i < 4; i++) {
+		args[i] = (struct thread_arg){c, 1000 * (i + 1), 0};
+		assert_int_equal(pthread_create(&th[i], NULL, thread_main, &args[i]), 0);
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(args[i].failures, 0);
+	}
+	for (unsigned i = 0; i < 4; i++)
+		for (unsigned j = 0; j < 60; j++)
+			assert_int_equal(check_get(c, 1000 * (i + 1) + j, 2000, 3000), 1);
+	struct store_cache_stats st;
+	assert_int_equal(store_cache_stats(c, &st), 0);
+	assert_int_equal(st.entries, 240);
+	assert_int_equal(st.hits, 240 + 240);
+	store_cache_close(c);
+	rm_tree(dir);
+	free(dir);
+}
+
 static int count_broken(const char *dir)
 {
 	char pat[4200];
@@ -400,6 +452,7 @@ const struct CMUnitTest cache_tests[] = {
 	cmocka_unit_test(test_roundtrip_and_modes),
 	cmocka_unit_test(test_key_inputs),
 	cmocka_unit_test(test_two_processes),
+	cmocka_unit_test(test_threads_share_one_cache),
 	cmocka_unit_test(test_truncated),
 	cmocka_unit_test(test_flipped_byte),
 	cmocka_unit_test(test_garbage_and_foreign),
