@@ -529,7 +529,8 @@ static int module_decls(struct inj *j)
 
 static char *apply(const char *text, size_t len, struct edits *e, size_t *out_len)
 {
-	qsort(e->v, e->n, sizeof(*e->v), edit_cmp);
+	if (e->n)
+		qsort(e->v, e->n, sizeof(*e->v), edit_cmp);
 	struct ptx_buf b = {0};
 	size_t pos = 0;
 	for (size_t i = 0; i < e->n; i++) {
@@ -590,6 +591,11 @@ int ptx_instrument(const char *text, size_t len, const struct ptx_inject_opts *o
 	struct ptx_module *m;
 	if (ptx_parse(text, len, &m, err, errlen))
 		return -1;
+	if (strstr(m->text, "%__cb_r") || strstr(m->text, "$__cubpf_exit")) {
+		ptx_seterr(err, errlen, "the module is already instrumented by cubpf");
+		ptx_module_free(m);
+		return -1;
+	}
 	struct inj j = {.o = opts, .m = m, .err = err, .errlen = errlen, .rep = rep};
 	int rc = prepare(&j);
 	for (uint32_t i = 0; !rc && i < m->func_cnt; i++) {

@@ -305,9 +305,20 @@ static int parse_header(struct rd *r, size_t start, size_t end, const char *kw, 
 
 /* ---- bodies ---- */
 
+/* Grows an array geometrically when count reaches a power of two (amortised O(1)). */
+static void *grow(void *arr, uint32_t count, size_t elem)
+{
+	if (count & (count - 1) || count == 0) {
+		if (count == 0)
+			return realloc(arr, elem);
+		return arr;
+	}
+	return realloc(arr, (size_t)count * 2 * elem);
+}
+
 static int add_insn(struct ptx_func *f, struct ptx_insn *in)
 {
-	struct ptx_insn *ni = realloc(f->insns, (f->insn_cnt + 1) * sizeof(*ni));
+	struct ptx_insn *ni = grow(f->insns, f->insn_cnt, sizeof(*ni));
 	if (!ni)
 		return -1;
 	f->insns = ni;

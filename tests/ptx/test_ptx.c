@@ -290,6 +290,47 @@ static void test_bad_input(void **state)
 
 /* ---- instrumentation ---- */
 
+/* Damaged modules (bytes replaced by PTX punctuation) go through the whole instrumenter:
+ * an error or a module, never a crash (the sanitizer build checks the memory side). */
+static void test_mutations(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("count.bpf.o", &p);
+	static const char punct[] = "{}();,[]@!%.:\n\" +-<>/*0";
+	const char *names[] = {hand_fixtures[0], hand_fixtures[1], hand_fixtures[2], "asmvec.ptx"};
+	unsigned seed = 12345;
+	int ok = 0, rejected = 0;
+	for (size_t fi = 0; fi < 4; fi++) {
+		size_t len, olen;
+		char *orig = fixture(names[fi], &len);
+		char *t = malloc(len + 1);
+		for (int it = 0; it < 150; it++) {
+			memcpy(t, orig, len + 1);
+			for (int k = 0; k < 1 + it % 4; k++) {
+				seed = seed * 1103515245u + 12345u;
+				size_t at = (seed >> 8) % len;
+				seed = seed * 1103515245u + 12345u;
+				t[at] = punct[(seed >> 8) % (sizeof(punct) - 1)];
+			}
+			char *out = NULL, err[PTX_ERRLEN];
+			if (instrument(t, len, &p, NULL, &out, &olen, NULL, err) == 0) {
+				assert_non_null(out);
+				ok++;
+			} else {
+				assert_true(strlen(err) > 0);
+				rejected++;
+			}
+			free(out);
+		}
+		free(t);
+		free(orig);
+	}
+	print_message("mutated modules: %d instrumented, %d rejected with a message\n", ok, rejected);
+	assert_int_equal(ok + rejected, 600);
+	vm_object_free(p.obj);
+}
+
 static void test_instrument_assembles(void **state)
 {
 	(void)state;
@@ -538,6 +579,7 @@ int main(void)
 		cmocka_unit_test(test_parse_all_fixtures),
 		cmocka_unit_test(test_mem_access_forms),
 		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_mutations),
 		cmocka_unit_test(test_instrument_assembles),
 		cmocka_unit_test(test_sites_counted),
 		cmocka_unit_test(test_untouched_identical),
