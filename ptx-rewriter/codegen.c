@@ -399,10 +399,14 @@ static int emit_st(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_i
 		return -1;
 	int bits = 64;
 	if (BPF_CLASS(in->code) == BPF_ST) {
+		/* 64-bit: the sign-extended immediate, written signed (a decimal literal above
+		 * INT64_MAX would be out of range); narrower: the truncated value */
 		uint64_t v = (uint64_t)(int64_t)in->imm;
 		if (size != BPF_DW)
-			v &= (1ull << (8 * width_bytes(size))) - 1;
-		snprintf(S, sizeof(S), "%llu", (unsigned long long)v);
+			snprintf(S, sizeof(S), "%llu",
+				 (unsigned long long)(v & ((1ull << (8 * width_bytes(size))) - 1)));
+		else
+			snprintf(S, sizeof(S), "%lld", (long long)in->imm);
 		bits = 0;
 	} else {
 		if (val(g, pc, in->src_reg))

@@ -206,3 +206,17 @@ int conf_module(struct conf_test *t, size_t first, size_t count, struct ptx_buf 
 	dispatcher(t, first, count, out);
 	return ok;
 }
+
+void conf_manifest(const struct conf_test *t, size_t n, FILE *f)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!t[i].compiled) {
+			fprintf(f, "X %s %s\n", t[i].name, t[i].error);
+			continue;
+		}
+		fprintf(f, "T %zu %s %llx ", i, t[i].name, (unsigned long long)t[i].expect);
+		for (size_t k = 0; k < t[i].mem_len; k++)
+			fprintf(f, "%02x", t[i].mem[k]);
+		fprintf(f, "%s\n", t[i].mem_len ? "" : "-");
+	}
+}

@@ -3,6 +3,8 @@
 #ifndef CUBPF_TESTS_PTX_CONF_H
 #define CUBPF_TESTS_PTX_CONF_H
 
+#include <stdio.h>
+
 #include "ptx-rewriter/ptx.h"
 
 struct conf_test {
@@ -25,5 +27,8 @@ void conf_free(struct conf_test *t, size_t n);
  * where thread i runs test first+i with r1 = mems[i], r2 = lens[i] and writes r0 to results[i].
  * Tests the generator refuses are marked (compiled = false) and left out. */
 int conf_module(struct conf_test *t, size_t first, size_t count, struct ptx_buf *out);
+/* The manifest of a module built from tests [0, n): "T index name expected_hex mem_hex|-" per
+ * compiled program, "X name reason" per refused one. */
+void conf_manifest(const struct conf_test *t, size_t n, FILE *f);
 
 #endif

@@ -536,6 +536,53 @@ static void test_conformance_assembles(void **state)
 	conf_free(t, (size_t)n);
 }
 
+/* The conformance module run by tests/ptx/ptxsim.py, a model of the PTX integer semantics the
+ * generator relies on: checks every program's r0 on this machine (the GPU run is the
+ * reference). */
+static void test_conformance_semantics(void **state)
+{
+	(void)state;
+	char dir[1024], err[256];
+	snprintf(dir, sizeof(dir), "%s/bpf_conformance", env("CUBPF_SHARED"));
+	struct conf_test *t;
+	long n = conf_load(dir, &t, err, sizeof(err));
+	if (n < 0)
+		fail_msg("%s", err);
+	struct ptx_buf m = {0};
+	assert_int_equal(conf_module(t, 0, (size_t)n, &m), n);
+	char tmp[] = "/tmp/cubpf-ptxsim-XXXXXX", ptx[1100], txt[1100], cmd[4096];
+	assert_non_null(mkdtemp(tmp));
+	snprintf(ptx, sizeof(ptx), "%s/conformance.ptx", tmp);
+	snprintf(txt, sizeof(txt), "%s/conformance.txt", tmp);
+	FILE *f = fopen(ptx, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(m.data, 1, m.len, f), m.len);
+	fclose(f);
+	f = fopen(txt, "w");
+	assert_non_null(f);
+	conf_manifest(t, (size_t)n, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim.py %s %s 2>&1", ptx, txt);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	char line[512], last[512] = "";
+	while (fgets(line, sizeof(line), p)) {
+		if (strncmp(line, "FAIL", 4) == 0 || strncmp(line, "ERROR", 5) == 0)
+			print_message("%s", line);
+		snprintf(last, sizeof(last), "%s", line);
+	}
+	int st = pclose(p);
+	unlink(ptx);
+	unlink(txt);
+	rmdir(tmp);
+	ptx_buf_free(&m);
+	conf_free(t, (size_t)n);
+	char want[64];
+	snprintf(want, sizeof(want), "%ld passed, 0 failed\n", n);
+	if (st != 0 || strcmp(last, want))
+		fail_msg("ptxsim (needs python3): %s", last[0] ? last : "no output");
+}
+
 /* ---- names ---- */
 
 static void test_demangle(void **state)
@@ -586,6 +633,7 @@ int main(void)
 		cmocka_unit_test(test_codegen_errors),
 		cmocka_unit_test(test_stack_promoted),
 		cmocka_unit_test(test_conformance_assembles),
+		cmocka_unit_test(test_conformance_semantics),
 		cmocka_unit_test(test_demangle),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -37,16 +37,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "conf_gen: cannot write %s\n", path);
 		return 1;
 	}
-	for (long i = 0; i < n; i++) {
-		if (!t[i].compiled) {
-			fprintf(f, "X %s %s\n", t[i].name, t[i].error);
-			continue;
-		}
-		fprintf(f, "T %ld %s %llx ", i, t[i].name, (unsigned long long)t[i].expect);
-		for (size_t k = 0; k < t[i].mem_len; k++)
-			fprintf(f, "%02x", t[i].mem[k]);
-		fprintf(f, "%s\n", t[i].mem_len ? "" : "-");
-	}
+	conf_manifest(t, (size_t)n, f);
 	fclose(f);
 	printf("conf_gen: %d/%ld programs compiled to PTX\n", ok, n);
 	ptx_buf_free(&m);
