@@ -474,15 +474,27 @@ static bool kernel_selected(const struct ptx_inject_opts *o, const struct ptx_fu
 	return !o->kernel_glob || ptx_kernel_matches(o->kernel_glob, f->name);
 }
 
-static int do_kernel(struct inj *j, const struct ptx_func *f)
+static void select_progs(const struct inj *j, const struct ptx_func *f, bool *sel)
 {
-	bool *sel = calloc(j->o->prog_cnt + 1, sizeof(*sel));
-	if (!sel)
-		return -1;
 	for (uint32_t p = 0; p < j->o->prog_cnt; p++) {
 		const char *g = j->o->progs[p].attach;
 		sel[p] = j->cp[p] && ptx_kernel_matches(g && *g ? g : "*", f->name);
 	}
+}
+
+static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_result *fneed)
+{
+	struct ptx_buf b = {0};
+	buf_puts(&b, "\n\t// cubpf: probe registers and stack\n");
+	cg_emit_decls(fneed, &b);
+	if (edit_add(&j->ed, f->body_open + 1, 0, &b))
+		return -1;
+	need_merge(&j->need, fneed);
+	return 0;
+}
+
+static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
+{
 	struct site s = {.m = j->m, .f = f};
 	s.kernel_id = j->o->kernel_id ? j->o->kernel_id(j->o->user, f->name) : ptx_kernel_id(f->name);
 	struct cg_result fneed = {0};
@@ -490,17 +502,111 @@ static int do_kernel(struct inj *j, const struct ptx_func *f)
 	int rc = do_entry_exit(j, f, sel, &s, &fneed, &touched);
 	if (!rc)
 		rc = do_mem(j, f, sel, &s, &fneed, &touched);
-	free(sel);
 	if (rc || !touched)
 		return rc;
-	struct ptx_buf b = {0};
-	buf_puts(&b, "\n\t// cubpf: probe registers and stack\n");
-	cg_emit_decls(&fneed, &b);
-	if (edit_add(&j->ed, f->body_open + 1, 0, &b))
-		return -1;
-	need_merge(&j->need, &fneed);
 	j->rep->instrumented++;
+	return add_decls(j, f, &fneed);
+}
+
+/* ---- device functions: memory probes in .funcs the selected kernels call ---- */
+
+/* The function a call instruction names directly (NULL for indirect calls). */
+static const char *callee_name(const struct ptx_insn *in)
+{
+	if (strncmp(in->opcode, "call", 4) || (in->opcode[4] && in->opcode[4] != '.'))
+		return NULL;
+	for (uint32_t k = 0; k < in->op_cnt; k++)
+		if (in->ops[k][0] != '(' && in->ops[k][0] != '%')
+			return in->ops[k];
+	return NULL;
+}
+
+static int func_index(const struct ptx_module *m, const char *name)
+{
+	for (uint32_t i = 0; i < m->func_cnt; i++)
+		if (m->funcs[i].has_body && !strcmp(m->funcs[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+/* Marks every .func reachable from function `from` with the kernel's programs. */
+static void reach(const struct inj *j, uint32_t from, uint32_t kernel, const bool *ksel,
+		  bool *fsel, uint32_t *reached_by, bool *visited)
+{
+	if (visited[from])
+		return;
+	visited[from] = true;
+	const struct ptx_func *f = &j->m->funcs[from];
+	for (uint32_t i = 0; i < f->insn_cnt; i++) {
+		const char *name = callee_name(&f->insns[i]);
+		int t = name ? func_index(j->m, name) : -1;
+		if (t < 0 || j->m->funcs[t].is_entry)
+			continue;
+		for (uint32_t p = 0; p < j->o->prog_cnt; p++)
+			fsel[(size_t)t * j->o->prog_cnt + p] |= ksel[p];
+		reached_by[t] = reached_by[t] == UINT32_MAX || reached_by[t] == kernel ? kernel
+											  : UINT32_MAX - 1;
+		reach(j, (uint32_t)t, kernel, ksel, fsel, reached_by, visited);
+	}
+}
+
+static int do_funcs(struct inj *j, const bool *fsel, const uint32_t *reached_by)
+{
+	for (uint32_t i = 0; i < j->m->func_cnt; i++) {
+		const struct ptx_func *f = &j->m->funcs[i];
+		if (f->is_entry || !f->has_body || reached_by[i] == UINT32_MAX)
+			continue;
+		struct site s = {.m = j->m, .f = f, .kernel_id = CUBPF_KERNEL_ID_SHARED};
+		if (reached_by[i] != UINT32_MAX - 1) {
+			const char *k = j->m->funcs[reached_by[i]].name;
+			s.kernel_id = j->o->kernel_id ? j->o->kernel_id(j->o->user, k) : ptx_kernel_id(k);
+		}
+		struct cg_result fneed = {0};
+		bool touched = false;
+		if (do_mem(j, f, fsel + (size_t)i * j->o->prog_cnt, &s, &fneed, &touched))
+			return -1;
+		if (touched) {
+			j->rep->funcs++;
+			if (add_decls(j, f, &fneed))
+				return -1;
+		}
+	}
 	return 0;
+}
+
+/* Kernels first (entry, exit and memory probes), then the .funcs they call (memory probes). */
+static int do_module(struct inj *j)
+{
+	const struct ptx_module *m = j->m;
+	size_t np = j->o->prog_cnt + 1;
+	bool *ksel = calloc(np, sizeof(*ksel));
+	bool *fsel = calloc((size_t)m->func_cnt * np + 1, sizeof(*fsel));
+	bool *visited = calloc(m->func_cnt + 1, sizeof(*visited));
+	uint32_t *reached_by = malloc(((size_t)m->func_cnt + 1) * sizeof(*reached_by));
+	int rc = ksel && fsel && visited && reached_by ? 0 : -1;
+	for (uint32_t i = 0; reached_by && i < m->func_cnt; i++)
+		reached_by[i] = UINT32_MAX;
+	for (uint32_t i = 0; !rc && i < m->func_cnt; i++) {
+		const struct ptx_func *f = &m->funcs[i];
+		if (!f->is_entry || !f->has_body)
+			continue;
+		j->rep->kernels++;
+		if (!kernel_selected(j->o, f))
+			continue;
+		select_progs(j, f, ksel);
+		rc = do_kernel(j, f, ksel);
+		memset(visited, 0, m->func_cnt * sizeof(*visited));
+		for (uint32_t p = 0; p < j->o->prog_cnt; p++)
+			ksel[p] &= j->o->progs[p].kind == VM_PROG_MEMPROBE;
+		reach(j, i, i, ksel, fsel, reached_by, visited);
+	}
+	if (!rc)
+		rc = do_funcs(j, fsel, reached_by);
+	free(ksel);
+	free(fsel);
+	free(visited);
+	free(reached_by);
+	return rc;
 }
 
 /* ---- module ---- */
@@ -598,14 +704,8 @@ int ptx_instrument(const char *text, size_t len, const struct ptx_inject_opts *o
 	}
 	struct inj j = {.o = opts, .m = m, .err = err, .errlen = errlen, .rep = rep};
 	int rc = prepare(&j);
-	for (uint32_t i = 0; !rc && i < m->func_cnt; i++) {
-		const struct ptx_func *f = &m->funcs[i];
-		if (!f->is_entry || !f->has_body)
-			continue;
-		rep->kernels++;
-		if (kernel_selected(opts, f))
-			rc = do_kernel(&j, f);
-	}
+	if (!rc)
+		rc = do_module(&j);
 	if (!rc && j.ed.n)
 		rc = module_decls(&j);
 	if (!rc) {

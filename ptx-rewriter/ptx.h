@@ -27,9 +27,14 @@
  *  - kretprobe: every `ret`/`exit` of a selected .entry (predicated ones included) becomes a
  *    branch to one exit block that runs the probes then returns;
  *  - memprobe: just before every ld/st/atom/red (and ldu) of the global, shared, local and generic
- *    spaces in the selected kernels' bodies, scalar and vector, under the access's own predicate.
- *    Accesses inside .funcs are not probed (their kernel is not known there).
+ *    spaces, scalar and vector, under the access's own predicate: in the selected kernels' bodies
+ *    and in the .funcs they call directly or transitively (direct calls; an indirect call's
+ *    target is not known).  In a .func, ctx->kernel_id is the calling kernel's id when one
+ *    selected kernel calls it, CUBPF_KERNEL_ID_SHARED when several do.
  */
+
+/* ctx->kernel_id of memory probes in a device function called by several kernels. */
+#define CUBPF_KERNEL_ID_SHARED 0xffffffffu
 #ifndef CUBPF_PTX_H
 #define CUBPF_PTX_H
 
@@ -184,6 +189,7 @@ struct ptx_inject_opts {
 struct ptx_inject_report {
 	uint32_t kernels;              /* .entry functions in the module */
 	uint32_t instrumented;         /* kernels that received at least one probe */
+	uint32_t funcs;                /* .funcs that received memory probes */
 	uint32_t entry_sites, exit_sites, mem_sites;
 };
 

@@ -26,7 +26,7 @@ static void ptx_usage(FILE *out)
 		"  -o, --output OUT.ptx    output file\n"
 		"  -h, --help              this text\n"
 		"\n"
-		"Device maps: the output declares '.global .u64 __cubpf_map_<i>' for each map i the\n"
+		"Device maps: the output declares '.const .u64 __cubpf_map_<i>' for each map i the\n"
 		"probes use; whoever loads it must store the device address of map i's storage there.\n");
 }
 
@@ -125,9 +125,9 @@ static int instrument(const char *prog_path, const char *in_path, const char *ou
 		} else {
 			rc = write_out(out_path, out, out_len) ? 1 : 0;
 			fprintf(stderr,
-				"cubpf ptx: %u of %u kernels instrumented: %u entry, %u exit, %u memory "
-				"probe sites (%u programs, %u maps)\n",
-				rep.instrumented, rep.kernels, rep.entry_sites, rep.exit_sites,
+				"cubpf ptx: %u of %u kernels instrumented (+%u device functions): %u entry, "
+				"%u exit, %u memory probe sites (%u programs, %u maps)\n",
+				rep.instrumented, rep.kernels, rep.funcs, rep.entry_sites, rep.exit_sites,
 				rep.mem_sites, cnt, obj->map_cnt);
 			free(out);
 		}

@@ -384,6 +384,13 @@ static void test_sites_counted(void **state)
 	assert_int_equal(rep.mem_sites, 12);
 	free(out);
 	free(t);
+	/* memory accesses in a .func the kernel calls are probed too */
+	t = fixture("calls.ptx", &len);
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_int_equal(rep.funcs, 1);      /* store_pair; scale has no memory access */
+	assert_int_equal(rep.mem_sites, 3);  /* ld.global in the kernel, two st.global in store_pair */
+	free(out);
+	free(t);
 	/* Triton style: two predicated v4 loads in inline asm, a v4 store, a scoped atomic */
 	t = fixture(hand_fixtures[2], &len);
 	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);

@@ -234,9 +234,9 @@ int main(int argc, char **argv)
 		{"early_ret", "early_ret", "early_ret", (ne + 127) / 128, 128,
 		 {{4ull * ne, IRAMP}, {4ull * ne, ZERO}}, 2, 1, 1, ne, ne, 4ll * ne,
 		 early_ret_stores(ne), 4 * early_ret_stores(ne)},
-		/* the stores happen in a .func (not probed): only loads are checked */
+		/* the two stores happen in a .func the kernel calls */
 		{"calls", "calls", "calls", (nc + 255) / 256, 256,
-		 {{4ull * nc, FRAMP}, {8ull * nc, ZERO}}, 2, 1, 2, nc, nc, 4ll * nc, -1, -1},
+		 {{4ull * nc, FRAMP}, {8ull * nc, ZERO}}, 2, 1, 2, nc, nc, 4ll * nc, 2ll * nc, 8ll * nc},
 		{"asm_vec", "asmvec", "asm_vec", (na + 255) / 256, 256,
 		 {{16ull * na, F4RAMP}, {16ull * na, ZERO}}, 2, 1, 1, na, 2ll * na, 32ll * na, na,
 		 16ll * na},
