@@ -1,8 +1,8 @@
 /* cubin: reading CUDA containers without calling CUDA.
  *
  * Contents: (1) a bounds-checked ELF64 reader; (2) images: fatbin wrappers, fatbins, their
- * entries and payloads (raw, zstd, LZ4), host ELF files with .nv_fatbin sections, standalone
- * cubins and PTX; (3) kernel lists of cubin ELF images and of PTX text; (4) choosing the PTX to
+ * entries and payloads (raw, zstd, LZ4), host ELF files with .nv_fatbin sections, static
+ * libraries of them, standalone cubins and PTX; (3) kernel lists of cubin ELF images and of PTX text; (4) choosing the PTX to
  * instrument for a device.
  *
  * Part 1, the ELF64 reader: a small bounds-checked reader of little-endian ELF64 images, used
@@ -127,6 +127,7 @@ enum cubin_image_kind {
 	CUBIN_IMAGE_CUBIN,      /* a CUDA ELF (e_machine EM_CUDA) */
 	CUBIN_IMAGE_PTX,        /* PTX text */
 	CUBIN_IMAGE_HOST_ELF,   /* an executable, shared library or object with .nv_fatbin */
+	CUBIN_IMAGE_ARCHIVE,    /* a static library (ar archive) of such objects; size needed */
 };
 
 /* Entry kinds, as stored in the fatbin entry header. */

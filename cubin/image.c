@@ -12,6 +12,9 @@
 #define WRAPPER_SIZE 24u
 #define FATBIN_HEADER_MIN 16u
 #define ENTRY_HEADER_MIN 64u
+#define AR_MAGIC "!<arch>\n"
+#define AR_MAGIC_LEN 8u
+#define AR_HEADER 60u
 
 #define FAIL(img, ...) cubin_fail((img)->error, sizeof((img)->error), __VA_ARGS__)
 
@@ -63,6 +66,11 @@ int cubin_identify(const void *data, size_t max, enum cubin_image_kind *kind, si
 	if (!memcmp(p, ELFMAG, SELFMAG)) {
 		*kind = max >= 20 && cubin_rd16(p + 18) == EM_CUDA ? CUBIN_IMAGE_CUBIN : CUBIN_IMAGE_HOST_ELF;
 		return cubin_elf_extent(p, max, extent);
+	}
+	if (max >= AR_MAGIC_LEN && !memcmp(p, AR_MAGIC, AR_MAGIC_LEN)) {
+		*kind = CUBIN_IMAGE_ARCHIVE;
+		*extent = max; /* members carry sizes, the archive does not: its size must be known */
+		return max == CUBIN_SIZE_UNKNOWN ? -1 : 0;
 	}
 	if (looks_like_ptx(p, max)) {
 		const uint8_t *nul = memchr(p, 0, max);
@@ -246,12 +254,13 @@ static int read_fatbins(struct builder *b, const uint8_t *p, uint64_t size, uint
 
 /* ---- host ELF, cubin, PTX, wrapper ----------------------------------------------------------- */
 
-static int read_host_elf(struct builder *b)
+/* The fatbins of one ELF file at `base` in the image (the whole image, or an archive member). */
+static int read_elf_fatbins(struct builder *b, const uint8_t *p, size_t size, uint64_t base)
 {
 	struct cubin_image *img = b->img;
 	struct cubin_elf elf;
 	struct cubin_elf_section s;
-	if (cubin_elf_open(&elf, img->data, img->size))
+	if (cubin_elf_open(&elf, p, size))
 		return FAIL(img, "%s", elf.error);
 	img->elf_machine = elf.machine;
 	for (size_t i = 1; i < elf.shnum; i++) {
@@ -259,11 +268,54 @@ static int read_host_elf(struct builder *b)
 			return FAIL(img, "%s", elf.error);
 		const char *which = !strcmp(s.name, ".nv_fatbin") ? ".nv_fatbin"
 				  : !strcmp(s.name, "__nv_relfatbin") ? "__nv_relfatbin" : NULL;
-		if (which && s.data && read_fatbins(b, s.data, s.size, s.offset, which))
+		if (which && s.data && read_fatbins(b, s.data, s.size, base + s.offset, which))
 			return -1;
 		if (!strcmp(s.name, ".nvFatBinSegment") && s.data)
 			for (uint64_t at = 0; at + WRAPPER_SIZE <= s.size; at += WRAPPER_SIZE)
 				img->wrapper_count += cubin_rd32(s.data + at) == WRAPPER_MAGIC;
+	}
+	return 0;
+}
+
+static int read_host_elf(struct builder *b)
+{
+	return read_elf_fatbins(b, b->img->data, b->img->size, 0);
+}
+
+/* Decimal field of an ar member header (space-padded); -1 when it is not a number. */
+static int64_t ar_number(const uint8_t *p, size_t len)
+{
+	int64_t v = 0;
+	size_t i = 0;
+	while (i < len && p[i] >= '0' && p[i] <= '9' && v < ((int64_t)1 << 55))
+		v = v * 10 + (p[i++] - '0');
+	if (i == 0)
+		return -1;
+	while (i < len && p[i] == ' ')
+		i++;
+	return i == len ? v : -1;
+}
+
+/* A static library (ar archive): the fatbins of every ELF member, at their offsets in it. */
+static int read_archive(struct builder *b)
+{
+	struct cubin_image *img = b->img;
+	uint64_t at = AR_MAGIC_LEN;
+	while (at < img->size) {
+		if (img->size - at < AR_HEADER)
+			return FAIL(img, "archive: truncated member header at %#llx", (unsigned long long)at);
+		const uint8_t *h = img->data + at;
+		int64_t size = ar_number(h + 48, 10);
+		if (h[58] != '`' || h[59] != '\n' || size < 0)
+			return FAIL(img, "archive: damaged member header at %#llx", (unsigned long long)at);
+		if ((uint64_t)size > img->size - at - AR_HEADER)
+			return FAIL(img, "archive: member at %#llx of %lld bytes runs past the end",
+				    (unsigned long long)at, (long long)size);
+		const uint8_t *m = h + AR_HEADER;
+		if (size >= SELFMAG && !memcmp(m, ELFMAG, SELFMAG) &&
+		    read_elf_fatbins(b, m, (size_t)size, at + AR_HEADER))
+			return -1;
+		at += AR_HEADER + (uint64_t)size + ((uint64_t)size & 1); /* members are 2-aligned */
 	}
 	return 0;
 }
@@ -346,6 +398,8 @@ static int read_image(struct builder *b, unsigned flags)
 		return read_ptx(b);
 	case CUBIN_IMAGE_HOST_ELF:
 		return read_host_elf(b);
+	case CUBIN_IMAGE_ARCHIVE:
+		return read_archive(b);
 	default:
 		return FAIL(img, "unknown image kind");
 	}
@@ -361,7 +415,9 @@ static const char *unknown_reason(const uint8_t *p, size_t size)
 		return "damaged ELF: truncated or with tables past the end of the file";
 	if (size >= 4 && cubin_rd32(p) == WRAPPER_MAGIC)
 		return "truncated fatbin wrapper";
-	return "not a fatbin, fatbin wrapper, ELF file or PTX text";
+	if (size >= 8 && !memcmp(p, "!<thin>\n", 8))
+		return "thin archive: its members are separate files, inspect those";
+	return "not a fatbin, fatbin wrapper, ELF file, static library or PTX text";
 }
 
 int cubin_image_open(struct cubin_image **out, const void *data, size_t size, unsigned flags,
@@ -449,7 +505,7 @@ long cubin_choose_ptx(const struct cubin_image *img, size_t fatbin, uint32_t dev
 const char *cubin_image_kind_name(enum cubin_image_kind kind)
 {
 	static const char *const names[] = {"unknown", "fatbin wrapper", "fatbin", "cubin", "PTX",
-					    "host ELF"};
+					    "host ELF", "static library"};
 	return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "unknown";
 }
 

@@ -317,7 +317,7 @@ static void print_summary(const struct model *m, const struct options *o)
 	if (img->kind == CUBIN_IMAGE_HOST_ELF)
 		printf("  fatbins:      %zu (%zu wrappers in .nvFatBinSegment)\n", img->fatbin_count,
 		       img->wrapper_count);
-	else if (img->kind == CUBIN_IMAGE_FATBIN)
+	else if (img->kind == CUBIN_IMAGE_FATBIN || img->kind == CUBIN_IMAGE_ARCHIVE)
 		printf("  fatbins:      %zu\n", img->fatbin_count);
 	printf("  entries:      %zu SASS", m->n_kind[0]);
 	print_arch_counts(m, CUBIN_ENTRY_ELF);

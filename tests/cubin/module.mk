@@ -36,6 +36,7 @@ $(eval $(call cubin_fixture,kernels.o,-c $(CUBIN_G_SM90) $(CUBIN_G_PTX90),$(CUBI
 $(eval $(call cubin_fixture,app,$(CUBIN_G_SM80) $(CUBIN_G_SM90) $(CUBIN_G_PTX90),tests/cubin/host_main.cu $(CUBIN_KERNELS)))
 $(eval $(call cubin_fixture,rdc_app,-rdc=true $(CUBIN_G_SM90) $(CUBIN_G_PTX90),tests/cubin/rdc_part.cu tests/cubin/rdc_lib.cu tests/cubin/host_main.cu $(CUBIN_KERNELS)))
 $(eval $(call cubin_fixture,libkernels.so,-shared -Xcompiler -fPIC $(CUBIN_G_SM90) $(CUBIN_G_PTX86),$(CUBIN_KERNELS)))
+$(eval $(call cubin_fixture,libkernels.a,-lib $(CUBIN_G_SM90) $(CUBIN_G_PTX90),$(CUBIN_KERNELS) tests/cubin/rdc_lib.cu))
 .PHONY: cubin-fixtures
 cubin-fixtures: $(CUBIN_FIXTURES)
 

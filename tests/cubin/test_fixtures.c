@@ -434,6 +434,36 @@ static void back_to_back(void **s)
 	free(fb);
 }
 
+/* A static library: the fatbins of each object member, at their offsets in the archive. */
+static void static_library(void **s)
+{
+	(void)s;
+	uint8_t *buf;
+	size_t size;
+	struct cubin_image *img = open_fixture("libkernels.a", &buf, &size);
+	assert_int_equal(img->kind, CUBIN_IMAGE_ARCHIVE);
+	assert_int_equal(img->fatbin_count, 2); /* kernels.cu, rdc_lib.cu */
+	assert_int_equal(img->wrapper_count, 2);
+	for (size_t f = 0; f < img->fatbin_count; f++) {
+		uint32_t magic;
+		memcpy(&magic, buf + img->fatbins[f].offset, 4);
+		assert_int_equal(magic, 0xBA55ED50u);
+		assert_ptr_equal(img->fatbins[f].data, buf + img->fatbins[f].offset);
+	}
+	size_t f = fatbin_with(img, "cubin_axpy");
+	check_entries(img, img->fatbins[f].first_entry, img->fatbins[f].entry_count,
+		      ENTRIES(ELF_(90, 0, CUBIN_RAW), PTX_(90, 0, CUBIN_ZSTD)));
+	assert_true(fatbin_with(img, "cubin_rdc_lib_kernel") != f);
+	cubin_image_free(img);
+	/* Cut inside the last member: refused, saying where. */
+	char err[256];
+	assert_int_equal(cubin_image_open(&img, buf, size - 100, 0, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "archive: member"));
+	/* Without a size an archive cannot be delimited. */
+	assert_int_equal(cubin_image_open(&img, buf, CUBIN_SIZE_UNKNOWN, 0, err, sizeof(err)), -1);
+	free(buf);
+}
+
 static void choose_ptx(void **s)
 {
 	(void)s;
@@ -477,6 +507,7 @@ size_t fixture_tests(struct CMUnitTest *out)
 		cmocka_unit_test(wrapper_in_memory),
 		cmocka_unit_test(lazy_decompression),
 		cmocka_unit_test(back_to_back),
+		cmocka_unit_test(static_library),
 		cmocka_unit_test(choose_ptx),
 	};
 	memcpy(out, tests, sizeof(tests));

@@ -183,7 +183,7 @@ static void errors(void **s)
 	assert_int_equal(run_cubpf("inspect /tmp/cubpf-text.txt no-such-file kernels.cubin", &out, &err), 1);
 	remove("/tmp/cubpf-text.txt");
 	assert_int_equal(lines(err), 2);
-	assert_non_null(strstr(err, "not a fatbin, fatbin wrapper, ELF file or PTX text"));
+	assert_non_null(strstr(err, "not a fatbin, fatbin wrapper, ELF file, static library or PTX text"));
 	assert_non_null(strstr(err, "No such file"));
 	assert_non_null(strstr(out, "kernels.cubin: cubin"));
 	free(out);
