@@ -554,7 +554,10 @@ static int do_funcs(struct inj *j, const bool *fsel, const uint32_t *reached_by)
 {
 	for (uint32_t i = 0; i < j->m->func_cnt; i++) {
 		const struct ptx_func *f = &j->m->funcs[i];
-		if (f->is_entry || !f->has_body || reached_by[i] == UINT32_MAX)
+		bool any = false;
+		for (uint32_t p = 0; p < j->o->prog_cnt; p++)
+			any |= fsel[(size_t)i * j->o->prog_cnt + p];
+		if (f->is_entry || !f->has_body || reached_by[i] == UINT32_MAX || !any)
 			continue;
 		struct site s = {.m = j->m, .f = f, .kernel_id = CUBPF_KERNEL_ID_SHARED};
 		if (reached_by[i] != UINT32_MAX - 1) {
@@ -591,10 +594,12 @@ static int do_module(struct inj *j)
 		if (!f->is_entry || !f->has_body)
 			continue;
 		j->rep->kernels++;
-		if (!kernel_selected(j->o, f))
-			continue;
-		select_progs(j, f, ksel);
-		rc = do_kernel(j, f, ksel);
+		/* unselected kernels still count as callers (for the kernel id of shared .funcs) */
+		memset(ksel, 0, np * sizeof(*ksel));
+		if (kernel_selected(j->o, f)) {
+			select_progs(j, f, ksel);
+			rc = do_kernel(j, f, ksel);
+		}
 		memset(visited, 0, m->func_cnt * sizeof(*visited));
 		for (uint32_t p = 0; p < j->o->prog_cnt; p++)
 			ksel[p] &= j->o->progs[p].kind == VM_PROG_MEMPROBE;
