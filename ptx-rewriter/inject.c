@@ -713,7 +713,15 @@ int ptx_instrument(const char *text, size_t len, const struct ptx_inject_opts *o
 		rc = do_module(&j);
 	if (!rc && j.ed.n)
 		rc = module_decls(&j);
-	if (!rc) {
+	if (!rc && !j.ed.n) { /* nothing selected: the input exactly, padding included */
+		*out = malloc(len + 1);
+		if (*out) {
+			memcpy(*out, text, len);
+			(*out)[len] = 0;
+			*out_len = len;
+		}
+		rc = *out ? 0 : -1;
+	} else if (!rc) {
 		*out = apply(m->text, m->len, &j.ed, out_len);
 		rc = *out ? 0 : -1;
 	}

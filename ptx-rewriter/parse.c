@@ -606,6 +606,8 @@ static int module_stmt(struct rd *r, struct ptx_module *m)
 
 int ptx_parse(const char *text, size_t len, struct ptx_module **out, char *err, size_t errlen)
 {
+	/* PTX taken from fatbins is often followed by NUL padding: the text ends at the first NUL */
+	len = strnlen(text, len);
 	struct ptx_module *m = calloc(1, sizeof(*m));
 	if (!m || !(m->text = malloc(len + 1))) {
 		free(m);
@@ -614,6 +616,11 @@ int ptx_parse(const char *text, size_t len, struct ptx_module **out, char *err, 
 	}
 	memcpy(m->text, text, len);
 	m->text[len] = 0;
+	if (!strstr(m->text, ".version") || !strstr(m->text, ".target")) {
+		ptx_module_free(m);
+		ptx_seterr(err, errlen, "not PTX: no .version or .target directive");
+		return -1;
+	}
 	m->len = len;
 	m->address_size = 64;
 	struct rd r = {.s = m->text, .n = len, .err = err, .errlen = errlen};

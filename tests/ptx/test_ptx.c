@@ -416,6 +416,17 @@ static void test_untouched_identical(void **state)
 	assert_int_equal(olen, len);
 	assert_memory_equal(out, t, len);
 	free(out);
+	/* PTX from a fatbin, NUL padding included: parsed up to the NUL, returned as it was */
+	char *padded = calloc(1, len + 64);
+	memcpy(padded, t, len);
+	assert_int_equal(instrument(padded, len + 64, &p, "no_such_kernel*", &out, &olen, &rep, err), 0);
+	assert_int_equal(olen, len + 64);
+	assert_memory_equal(out, padded, len + 64);
+	free(out);
+	assert_int_equal(instrument(padded, len + 64, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_int_equal(rep.instrumented, 2);
+	free(out);
+	free(padded);
 	/* two kernels, one selected by its demangled name: the other is copied exactly */
 	assert_int_equal(instrument(t, len, &p, "vec_add", &out, &olen, &rep, err), 0);
 	assert_int_equal(rep.kernels, 2);
