@@ -56,3 +56,9 @@ $(BUILD)/gpu/shim_bench: tests/bench/shim_bench.cu
 BINS += $(BUILD)/gpu/shim_app
 BENCH_BINS += $(BUILD)/gpu/shim_bench
 endif
+
+# CPU benchmark of the shim's own per-call cost, against the fake driver of tests/shim.
+$(BUILD)/bench/shim_cpubench: tests/bench/shim_cpubench.c | $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -ldl
+BENCH_BINS += $(BUILD)/bench/shim_cpubench

@@ -20,5 +20,7 @@ extern const struct fake_fn fake_table[FAKE_N];
 extern unsigned fake_hit_counts[FAKE_N];
 int fake_index_of(const char *name);
 void fake_hit(const char *name);
+/* Counts a call of `name` (an exported name, checked at compile time) without a look-up. */
+#define FAKE_HIT(name) __atomic_fetch_add(&fake_hit_counts[FAKE_IDX_##name], 1, __ATOMIC_RELAXED)
 
 #endif

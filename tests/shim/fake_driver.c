@@ -80,14 +80,14 @@ static int lookup(const char *symbol, void **pfn, int version, uint64_t flags, i
 
 FAKE_EXPORT int cuGetProcAddress(const char *symbol, void **pfn, int version, uint64_t flags)
 {
-	fake_hit("cuGetProcAddress");
+	FAKE_HIT(cuGetProcAddress);
 	return lookup(symbol, pfn, version, flags, NULL);
 }
 
 FAKE_EXPORT int cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64_t flags,
 				    int *status)
 {
-	fake_hit("cuGetProcAddress_v2");
+	FAKE_HIT(cuGetProcAddress_v2);
 	return lookup(symbol, pfn, version, flags, status);
 }
 
@@ -108,7 +108,7 @@ FAKE_EXPORT void *fake_last_launch(void) { return last_launch; }
 
 FAKE_EXPORT int cuModuleLoadData(void **module, const void *image)
 {
-	fake_hit("cuModuleLoadData");
+	FAKE_HIT(cuModuleLoadData);
 	if (!module || !image)
 		return 1;
 	snprintf(last_image, sizeof(last_image), "%s", (const char *)image);
@@ -120,7 +120,7 @@ FAKE_EXPORT int cuLibraryLoadData(void **library, const void *code, void *o, voi
 				  void *lo, void *lv, unsigned ln)
 {
 	(void)o, (void)v, (void)n, (void)lo, (void)lv, (void)ln;
-	fake_hit("cuLibraryLoadData");
+	FAKE_HIT(cuLibraryLoadData);
 	if (!library || !code)
 		return 1;
 	*library = new_handle();
@@ -138,7 +138,7 @@ static void *handle_for(const void *container, const char *name, uintptr_t tag)
 
 FAKE_EXPORT int cuModuleGetFunction(void **f, void *module, const char *name)
 {
-	fake_hit("cuModuleGetFunction");
+	FAKE_HIT(cuModuleGetFunction);
 	if (!f || !module || !name)
 		return 1;
 	*f = handle_for(module, name, 1);
@@ -147,7 +147,7 @@ FAKE_EXPORT int cuModuleGetFunction(void **f, void *module, const char *name)
 
 FAKE_EXPORT int cuLibraryGetKernel(void **k, void *library, const char *name)
 {
-	fake_hit("cuLibraryGetKernel");
+	FAKE_HIT(cuLibraryGetKernel);
 	if (!k || !library || !name)
 		return 1;
 	*k = handle_for(library, name, 2);
@@ -156,7 +156,7 @@ FAKE_EXPORT int cuLibraryGetKernel(void **k, void *library, const char *name)
 
 FAKE_EXPORT int cuKernelGetFunction(void **f, void *kernel)
 {
-	fake_hit("cuKernelGetFunction");
+	FAKE_HIT(cuKernelGetFunction);
 	if (!f || !kernel)
 		return 1;
 	*f = (void *)((uintptr_t)kernel ^ 0x8);
@@ -169,7 +169,7 @@ FAKE_EXPORT int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
 	(void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shmem, (void)s;
 	(void)p, (void)e;
 	last_launch = f;
-	fake_hit("cuLaunchKernel");
+	FAKE_HIT(cuLaunchKernel);
 	return 0;
 }
 
@@ -179,7 +179,7 @@ FAKE_EXPORT int cuLaunchKernel_ptsz(void *f, unsigned gx, unsigned gy, unsigned 
 {
 	(void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shmem, (void)s;
 	(void)p, (void)e;
-	fake_hit("cuLaunchKernel_ptsz");
+	FAKE_HIT(cuLaunchKernel_ptsz);
 	return 0;
 }
 
@@ -199,7 +199,7 @@ FAKE_EXPORT int cuMemsetD2D16Async(long a, long b, long c, long d, long e, long 
 	double x[8] = { x0, x1, x2, x3, x4, x5, x6, x7 };
 	memcpy(args_seen, v, sizeof(v));
 	memcpy(fargs_seen, x, sizeof(x));
-	fake_hit("cuMemsetD2D16Async");
+	FAKE_HIT(cuMemsetD2D16Async);
 	return FAKE_BASE + FAKE_IDX_cuMemsetD2D16Async;
 }
 
