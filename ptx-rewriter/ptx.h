@@ -151,6 +151,20 @@ struct ptx_prog {
 	uint32_t insn_cnt;
 };
 
+/* The GPU programs (kprobe, kretprobe, memprobe) of a loaded object, as ptx_progs pointing into
+ * it; returns how many were written (at most max).  Verify them (vm_verify) before compiling. */
+static inline uint32_t ptx_progs_from_object(const struct vm_object *obj, struct ptx_prog *out,
+					     uint32_t max)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < obj->prog_cnt && n < max; i++) {
+		const struct vm_prog *p = &obj->progs[i];
+		if (vm_kind_is_gpu(p->kind))
+			out[n++] = (struct ptx_prog){p->name, p->kind, p->attach, p->insns, p->insn_cnt};
+	}
+	return n;
+}
+
 uint32_t ptx_map_value_stride(const struct vm_map_def *def);
 
 /* A growing text buffer, used for all generated code. */
