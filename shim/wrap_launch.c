@@ -50,8 +50,10 @@ static void before(const struct shim_hooks *h, struct shim_launch_event *ev)
 	if (h->launching)
 		h->launching(ev, h->user);
 	/* A substituted function may be another registered kernel (the instrumented copy). */
-	if (ev->func && (!ev->kernel || ev->kernel->handle != ev->func))
-		ev->kernel = shim_kernel_find(ev->func) ? shim_kernel_find(ev->func) : ev->kernel;
+	if (ev->func && (!ev->kernel || ev->kernel->handle != ev->func)) {
+		const struct shim_kernel_info *k = shim_kernel_find(ev->func);
+		ev->kernel = k ? k : ev->kernel;
+	}
 	ev->ts_begin = shim_now_ns();
 }
 
