@@ -24,6 +24,7 @@ struct cg_prog {
 	uint32_t depth;         /* frames the program uses, main included */
 	bool escape;            /* a stack address is used as a runtime value */
 	bool has_calls;         /* bpf-to-bpf calls */
+	bool warp_aggregate;    /* counters may use match.any.sync (probes on sm_70 and later) */
 	struct cg_slot acc[CG_MAX_SLOTS * 4]; /* static stack accesses seen */
 	uint32_t nacc;
 	bool promoted;          /* stack slots live in registers %__cb_k<i> */

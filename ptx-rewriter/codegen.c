@@ -493,6 +493,35 @@ static void emit_atomic_mem(struct cg *g, const char *A, int bits, const char *o
 	}
 }
 
+/* A counter update (atomic add of a constant without fetch) from many threads of a warp to one
+ * address is the common probe pattern, and the contended case for the memory system: the lanes
+ * that target the same address elect one that adds constant * their count. */
+static bool aggregate(const struct cg *g, uint32_t pc, const struct bpf_insn *in, bool fetch,
+		      const char *op)
+{
+	return g->p->warp_aggregate && !fetch && !strcmp(op, "add") &&
+	       g->p->st[pc].r[in->src_reg].kind == AV_CONST;
+}
+
+static void emit_red_aggregated(struct cg *g, const struct bpf_insn *in, int bits, int64_t k)
+{
+	OUT("add.s64 %%__cb_t2, %%__cb_r%u, %d;\n", in->dst_reg, in->off);
+	OUT("activemask.b32 %%__cb_w0;\n");
+	OUT("match.any.sync.b64 %%__cb_w1, %%__cb_t2, %%__cb_w0;\n");
+	OUT("mov.u32 %%__cb_w2, %%lanemask_lt;\n");
+	OUT("and.b32 %%__cb_w2, %%__cb_w2, %%__cb_w1;\n");
+	OUT("setp.eq.u32 %%__cb_p1, %%__cb_w2, 0;\n");
+	OUT("popc.b32 %%__cb_w3, %%__cb_w1;\n");
+	if (bits == 64) {
+		OUT("cvt.u64.u32 %%__cb_t1, %%__cb_w3;\n");
+		OUT("mul.lo.s64 %%__cb_t1, %%__cb_t1, %lld;\n", (long long)k);
+		OUT("@%%__cb_p1 red.add.u64 [%%__cb_t2], %%__cb_t1;\n");
+	} else {
+		OUT("mul.lo.s32 %%__cb_w3, %%__cb_w3, %d;\n", (int32_t)k);
+		OUT("@%%__cb_p1 red.add.u32 [%%__cb_t2], %%__cb_w3;\n");
+	}
+}
+
 static int emit_atomic(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_insn *in)
 {
 	uint8_t size = BPF_SIZE(in->code);
@@ -512,6 +541,8 @@ static int emit_atomic(struct cg *g, uint32_t pc, uint32_t depth, const struct b
 	int bits = size == BPF_DW ? 64 : 32;
 	if (st)
 		emit_atomic_stack(g, &l, bits, op, fetch, in->src_reg);
+	else if (aggregate(g, pc, in, fetch, op))
+		emit_red_aggregated(g, in, bits, g->p->st[pc].r[in->src_reg].v);
 	else
 		emit_atomic_mem(g, A, bits, op, fetch, in->src_reg);
 	return 0;

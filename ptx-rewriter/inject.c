@@ -663,6 +663,13 @@ static char *apply(const char *text, size_t len, struct edits *e, size_t *out_le
 	return b.data;
 }
 
+/* The SM number of ".target sm_90a, debug" (0 when unknown). */
+static int target_sm(const char *target)
+{
+	const char *s = strstr(target, "sm_");
+	return s ? atoi(s + 3) : 0;
+}
+
 static int prepare(struct inj *j)
 {
 	j->cp = calloc(j->o->prog_cnt + 1, sizeof(*j->cp));
@@ -674,6 +681,7 @@ static int prepare(struct inj *j)
 		j->cp[p] = cg_prepare(&j->o->progs[p], j->o->maps, j->o->map_cnt, j->err, j->errlen);
 		if (!j->cp[p])
 			return -1;
+		j->cp[p]->warp_aggregate = target_sm(j->m->target) >= 70 && atof(j->m->version) >= 6.0;
 	}
 	return 0;
 }
