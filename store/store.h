@@ -331,6 +331,14 @@ int store_trace_append(struct store_trace_writer *w, uint16_t type, const void *
  * (the shim before fork or exec; tests). */
 void store_trace_flush(struct store_trace_writer *w);
 
+/* fork(): call prepare before, parent and child after (pthread_atfork).  The writer threads
+ * do not exist in the child, and the file belongs to the parent: in the child the writer
+ * keeps accepting calls but drops (and counts) everything, and store_trace_close only frees.
+ * A child that wants a trace creates its own. */
+void store_trace_fork_prepare(struct store_trace_writer *w);
+void store_trace_fork_parent(struct store_trace_writer *w);
+void store_trace_fork_child(struct store_trace_writer *w);
+
 struct store_trace_counters {
 	uint64_t records, bytes;                   /* accepted by append */
 	uint64_t dropped_records, dropped_batches, dropped_bytes;

@@ -63,6 +63,7 @@ struct store_trace_writer {
 	uint64_t pend_drop_records, pend_drop_batches, pend_drop_bytes; /* not yet reported */
 	struct store_trace_counters cnt;
 	int stop, flush_now;
+	int forked;                          /* in a child after fork: no threads, not our file */
 
 	uint64_t next_seq, write_seq;        /* jobs taken / written, in order */
 	pthread_cond_t turn;                 /* a job's turn to write came */
@@ -224,7 +225,7 @@ int store_trace_append(struct store_trace_writer *w, uint16_t type, const void *
 	if (alen + blen > UINT32_MAX)
 		return -1;
 	pthread_mutex_lock(&w->lock);
-	dropped = make_room(w, need);
+	dropped = w->forked ? -1 : make_room(w, need);
 	if (dropped < 0) {
 		w->cnt.dropped_records++;
 		w->pend_drop_records++;
@@ -745,6 +746,11 @@ int store_trace_close(struct store_trace_writer *w, char *err, size_t errlen)
 
 	if (!w)
 		return 0;
+	if (w->forked) { /* a child after fork: the file and the threads are the parent's */
+		w->fd = -1;
+		writer_free(w);
+		return 0;
+	}
 	stop_workers(w); /* they write everything that is left before they return */
 	end = (struct store_rec_end){.end_realtime_ns = realtime_ns(), .records = w->cnt.records,
 				     .dropped_records = w->cnt.dropped_records,
@@ -776,5 +782,32 @@ void store_trace_flush(struct store_trace_writer *w)
 	pthread_mutex_lock(&w->lock);
 	w->flush_now = 1;
 	pthread_cond_broadcast(&w->wake);
+	pthread_mutex_unlock(&w->lock);
+}
+
+void store_trace_fork_prepare(struct store_trace_writer *w)
+{
+	pthread_mutex_lock(&w->lock);
+}
+
+void store_trace_fork_parent(struct store_trace_writer *w)
+{
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* The lock was taken by prepare in the forking thread, which is the child's only thread: it
+ * can be released.  The workers are gone; nothing buffered is written twice. */
+void store_trace_fork_child(struct store_trace_writer *w)
+{
+	pthread_condattr_t ca;
+	w->forked = 1;
+	w->nworkers = 0;
+	/* The parent's threads were waiting on these: in the child they would wait forever
+	 * (pthread_cond_destroy blocks on waiters that no longer exist).  Start them afresh. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&w->turn, NULL);
 	pthread_mutex_unlock(&w->lock);
 }

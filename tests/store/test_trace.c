@@ -372,6 +372,65 @@ static void test_drops_never_block(void **state)
 	free(dir);
 }
 
+/* fork() while other threads append: the child must neither block nor write into the parent's
+ * file; the parent's trace stays whole. */
+static void *busy_appender(void *p)
+{
+	struct store_trace_writer *w = p;
+	for (uint64_t i = 0; i < 20000; i++) {
+		struct store_rec_api a = api_event(1, i);
+		store_trace_api(w, &a);
+	}
+	return NULL;
+}
+
+static void test_fork(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200];
+	snprintf(path, sizeof(path), "%s/parent.cubpf", dir);
+	struct store_trace_writer *w = create(path, NULL);
+	uint32_t name = store_trace_intern(w, "cuMemAlloc_v2");
+	assert_int_equal(name, 1);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, busy_appender, w), 0);
+	store_trace_fork_prepare(w);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		store_trace_fork_child(w);
+		for (uint64_t i = 0; i < 1000; i++) {
+			struct store_rec_api a = api_event(name, 1u << 30);
+			if (store_trace_api(w, &a) != 1)
+				_exit(4); /* must be counted as dropped */
+		}
+		_exit(store_trace_close(w, NULL, 0) == 0 ? 0 : 5);
+	}
+	store_trace_fork_parent(w);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(store_trace_close(w, NULL, 0), 0);
+
+	struct store_trace_reader *r = open_r(path);
+	struct store_trace_record rec;
+	uint64_t apis = 0;
+	while (store_trace_next(r, &rec) == 1)
+		if (rec.type == STORE_REC_API) {
+			struct store_rec_api a;
+			store_rec_fixed(&rec, &a, sizeof(a), NULL);
+			assert_true(a.corr < 20000); /* nothing from the child */
+			apis++;
+		}
+	assert_int_equal(apis, 20000);
+	assert_int_equal(store_trace_state(r), STORE_TRACE_COMPLETE);
+	store_trace_close_reader(r);
+	rm_tree(dir);
+	free(dir);
+}
+
 static void test_not_a_trace(void **state)
 {
 	(void)state;
@@ -395,6 +454,7 @@ const struct CMUnitTest trace_tests[] = {
 	cmocka_unit_test(test_cut_anywhere),
 	cmocka_unit_test(test_sigkill),
 	cmocka_unit_test(test_drops_never_block),
+	cmocka_unit_test(test_fork),
 	cmocka_unit_test(test_not_a_trace),
 };
 const size_t n_trace_tests = sizeof(trace_tests) / sizeof(trace_tests[0]);
