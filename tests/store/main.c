@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tests/store/tests.h"
 
@@ -59,6 +60,7 @@ static void add(struct CMUnitTest *all, size_t *n, const struct CMUnitTest *t, s
 int main(void)
 {
 	size_t n = 0;
+	alarm(600); /* a hang (a lock bug) fails the run instead of stalling everyone's make test */
 	struct CMUnitTest *all = calloc(n_cache_tests + n_trace_tests + n_cli_tests, sizeof(*all));
 	if (!all)
 		return 1;

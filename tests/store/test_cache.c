@@ -178,6 +178,7 @@ static void test_key_inputs(void **state)
 static void writer_child(const char *path, unsigned base)
 {
 	char err[STORE_ERRLEN];
+	alarm(120);
 	struct store_cache *c = store_cache_open(path, NULL, err, sizeof(err));
 	if (!c) {
 		fprintf(stderr, "child: %s\n", err);

@@ -234,6 +234,7 @@ static void test_sigkill(void **state)
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
+		alarm(60);
 		struct store_trace_writer *w = create(path, NULL); /* default 100 ms flush */
 		uint32_t name = store_trace_intern(w, "cuStreamSynchronize");
 		for (uint64_t i = 0;; i++) {
@@ -398,6 +399,7 @@ static void test_fork(void **state)
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
+		alarm(20); /* alarms do not survive fork: the child needs its own */
 		store_trace_fork_child(w);
 		for (uint64_t i = 0; i < 1000; i++) {
 			struct store_rec_api a = api_event(name, 1u << 30);
