@@ -4,7 +4,11 @@
  * the image) and one after it (with the resulting handle).  Handle look-ups register which
  * CUfunction / CUkernel is which kernel of which module, so that launches can name them.
  */
+#include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "shim/internal.h"
 
@@ -17,6 +21,26 @@ static const struct shim_hooks *hooks(void)
 static int describing(const struct shim_hooks *h)
 {
 	return h || shim_log_enabled(SHIM_LOG_INFO);
+}
+
+/* A file load (cuModuleLoad, cuLibraryLoadFromFile, cuLinkAddFile): what the file holds. */
+static void describe_file(const char *path, struct shim_image_info *info)
+{
+	info->kind = SHIM_IMAGE_FILE;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+		void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (map != MAP_FAILED) {
+			shim_image_describe(map, (size_t)st.st_size, info);
+			munmap(map, (size_t)st.st_size);
+			if (!info->readable)
+				info->kind = SHIM_IMAGE_FILE;
+		}
+	}
+	close(fd);
 }
 
 static void load_begin(struct shim_module_event *ev, const struct shim_hooks *h,
@@ -32,8 +56,8 @@ static void load_begin(struct shim_module_event *ev, const struct shim_hooks *h,
 	if (describing(h)) {
 		if (image)
 			shim_image_describe(image, size, &ev->info);
-		else if (path)
-			ev->info.kind = SHIM_IMAGE_FILE;
+		else if (path && api != SHIM_LOAD_LINK_DATA) /* (a link input's name is a label) */
+			describe_file(path, &ev->info);
 	}
 	ev->ts_begin = shim_now_ns();
 	if (h && h->module_loading)

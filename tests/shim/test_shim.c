@@ -844,6 +844,8 @@ static int child_load_file(void)
 	void *mod = NULL;
 	int r = ((int (*)(void **, const void *))dlsym(shim, "cuModuleLoadData"))(&mod, buf);
 	free(buf);
+	/* The same file by path (the fake's cuModuleLoad fails: only the description matters). */
+	((int (*)(void **, const char *))dlsym(shim, "cuModuleLoad"))(&mod, image_file);
 	return r != 0 ? child_fail("load returned %d", r) : 0;
 }
 
@@ -869,10 +871,13 @@ static long load_fixture(const char *file)
 static void test_real_fatbin_and_cubin_are_described(void **state)
 {
 	(void)state;
-	char want[256];
+	char want[4600];
 	long size = load_fixture("app.fatbin");
 	snprintf(want, sizeof(want), "cubpf: load cuModuleLoadData fatbin %ld B: 2 kernels, 1 cubin, "
 		 "PTX available -> 0x", size);
+	assert_non_null(strstr(child_err, want));
+	snprintf(want, sizeof(want), "cubpf: load cuModuleLoad fatbin %s %ld B: 2 kernels, 1 cubin, "
+		 "PTX available -> FAILED (CUresult ", image_file, size);
 	assert_non_null(strstr(child_err, want));
 	size = load_fixture("app.cubin");
 	snprintf(want, sizeof(want), "cubpf: load cuModuleLoadData cubin %ld B: 2 kernels, 1 cubin, "
