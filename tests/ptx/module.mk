@@ -39,7 +39,7 @@ PTX_CUBPF    := $(BUILD)/bin/cubpf
 $(PTX_GPU)/ptx_conf_gen: tests/ptx/gpu/conf_gen.c tests/ptx/conf.c tests/ptx/conf.h $(PTX_LIB)
 	@mkdir -p $(@D)
 	$(PTX_GPU_CC) -o $@ tests/ptx/gpu/conf_gen.c tests/ptx/conf.c $(PTX_LIB)
-$(PTX_GPU)/conformance.ptx: $(PTX_GPU)/ptx_conf_gen
+$(PTX_GPU)/ptx_conformance.ptx: $(PTX_GPU)/ptx_conf_gen
 	$(PTX_GPU)/ptx_conf_gen $(SHARED)/bpf_conformance $(PTX_GPU)
 $(PTX_GPU)/ptx_conf_run: tests/ptx/gpu/conf_run.c tests/ptx/gpu/common.h
 	@mkdir -p $(@D)
@@ -71,7 +71,7 @@ $(PTX_GPU)/ptx_bench.ptx: tests/ptx/gpu/bench_kernels.cu
 $(PTX_GPU)/ptx_bench.%.ptx: $(PTX_GPU)/ptx_bench.ptx $(PTX_PROBEDIR)/%.bpf.o $(PTX_CUBPF)
 	$(PTX_CUBPF) ptx -p $(PTX_PROBEDIR)/$*.bpf.o $< -o $@
 
-PTX_GPU_ALL := $(PTX_GPU)/ptx_conf_run $(PTX_GPU)/conformance.ptx $(PTX_GPU)/ptx_fixtures \
+PTX_GPU_ALL := $(PTX_GPU)/ptx_conf_run $(PTX_GPU)/ptx_conformance.ptx $(PTX_GPU)/ptx_fixtures \
 	$(patsubst %,$(PTX_GPU)/ptx_fix_%.ptx,$(PTX_GPU_FIX)) \
 	$(patsubst %,$(PTX_GPU)/ptx_fix_%.count.ptx,$(PTX_GPU_FIX)) \
 	$(PTX_GPU)/ptx_fix_vecadd.params.ptx $(PTX_PROBES)

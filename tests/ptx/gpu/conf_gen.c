@@ -1,5 +1,5 @@
 /* Build-time generator for the GPU conformance run: compiles the 313 vectors into one PTX
- * module (conformance.ptx) and writes the manifest the GPU harness reads (conformance.txt):
+ * module (ptx_conformance.ptx) and writes the manifest the GPU harness reads (ptx_conformance.txt):
  *   "T index name expected_hex mem_hex|-"   one line per compiled program
  *   "X name reason"                           programs the generator refused (count as failed)
  * Usage: conf_gen CONFORMANCE_DIR OUT_DIR */
@@ -24,14 +24,14 @@ int main(int argc, char **argv)
 	struct ptx_buf m = {0};
 	int ok = conf_module(t, 0, (size_t)n, &m);
 	char path[1024];
-	snprintf(path, sizeof(path), "%s/conformance.ptx", argv[2]);
+	snprintf(path, sizeof(path), "%s/ptx_conformance.ptx", argv[2]);
 	FILE *f = fopen(path, "w");
 	if (!f || m.oom || fwrite(m.data, 1, m.len, f) != m.len) {
 		fprintf(stderr, "conf_gen: cannot write %s\n", path);
 		return 1;
 	}
 	fclose(f);
-	snprintf(path, sizeof(path), "%s/conformance.txt", argv[2]);
+	snprintf(path, sizeof(path), "%s/ptx_conformance.txt", argv[2]);
 	f = fopen(path, "w");
 	if (!f) {
 		fprintf(stderr, "conf_gen: cannot write %s\n", path);

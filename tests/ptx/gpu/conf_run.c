@@ -1,6 +1,6 @@
 /* Runs the 313 conformance programs compiled to PTX on the GPU (tests/gpu/t_ptx_conformance.sh):
  * one thread per program, all in one launch, r0 compared with the expected value.
- * usage: ptx_conf_run DIR   (DIR holds conformance.ptx and conformance.txt from conf_gen) */
+ * usage: ptx_conf_run DIR   (DIR holds ptx_conformance.ptx and ptx_conformance.txt from conf_gen) */
 #include <stdint.h>
 
 #include "tests/ptx/gpu/common.h"
@@ -27,7 +27,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	char path[1024];
-	snprintf(path, sizeof(path), "%s/conformance.txt", argv[1]);
+	snprintf(path, sizeof(path), "%s/ptx_conformance.txt", argv[1]);
 	FILE *f = fopen(path, "r");
 	if (!f) {
 		fprintf(stderr, "cannot open %s\n", path);
@@ -57,7 +57,7 @@ int main(int argc, char **argv)
 	gpu_init();
 	/* bpf-to-bpf calls and 512-byte frames: give each thread a generous stack */
 	CK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 32768));
-	snprintf(path, sizeof(path), "%s/conformance.ptx", argv[1]);
+	snprintf(path, sizeof(path), "%s/ptx_conformance.ptx", argv[1]);
 	CUmodule m = gpu_load_ptx(path);
 	CUfunction fn;
 	CK(cuModuleGetFunction(&fn, m, "cubpf_conformance"));
