@@ -327,13 +327,18 @@ int vm_map_lookup(struct vm_runtime *rt, uint32_t map, const void *key, void *va
 		memcpy(value, m->data + (size_t)idx * m->stride, m->def.value_size);
 		return 0;
 	}
-	if (m->hash)
+	if (m->hash) { /* copy under the lock: a delete may recycle the element right after */
+		uint32_t b;
 		pthread_mutex_lock(&m->hash->lock);
+		int32_t e = hash_find(m, key, &b);
+		if (e >= 0)
+			memcpy(value, m->data + (size_t)e * m->stride, m->def.value_size);
+		pthread_mutex_unlock(&m->hash->lock);
+		return e >= 0 ? 0 : -1;
+	}
 	void *v = vm_map_prog_lookup(m, key);
 	if (v)
 		memcpy(value, v, m->def.value_size);
-	if (m->hash)
-		pthread_mutex_unlock(&m->hash->lock);
 	return v ? 0 : -1;
 }
 

@@ -82,12 +82,12 @@ static int check_lddw_enc(struct verifier *v, uint32_t pc, const struct bpf_insn
 	if ((uint32_t)in->imm >= obj->map_cnt)
 		return REJ("lddw refers to map %d but the object has %u maps", in->imm, obj->map_cnt);
 	const struct vm_map_def *m = &obj->maps[in->imm];
-	if (in->src_reg == BPF_PSEUDO_MAP_VALUE && (uint32_t)in[1].imm >= m->value_size)
-		return REJ("lddw offset %d is past the end of map '%s' (value size %u)", in[1].imm,
-			   m->name, m->value_size);
 	bool ring = m->type == CUBPF_MAP_RINGBUF || m->type == CUBPF_MAP_GPU_RINGBUF;
 	if (in->src_reg == BPF_PSEUDO_MAP_VALUE && ring)
 		return REJ("direct value access to ring buffer '%s' is not allowed", m->name);
+	if (in->src_reg == BPF_PSEUDO_MAP_VALUE && (uint32_t)in[1].imm >= m->value_size)
+		return REJ("lddw offset %d is past the end of map '%s' (value size %u)", in[1].imm,
+			   m->name, m->value_size);
 	return 0;
 }
 

@@ -531,6 +531,9 @@ static int check_arg(struct verifier *v, uint32_t pc, struct vstate *st,
 			return REJ("R%d type=%s expected=scalar (a size)", regno + 1, v_type_name(sz->type));
 		if (sz->smin < 0)
 			return REJ("R%d min value is negative: a size must be >= 0", regno + 1);
+		if (sz->umax > (1u << 29))
+			return REJ("R%d unbounded memory access: bound the size argument with 'if (n > "
+				   "CONST)' or 'n &= CONST'", regno + 1);
 		bool zero_ok = h->args[i + 1] == VM_ARG_CONST_SIZE_OR_ZERO;
 		if (sz->umin == 0 && !zero_ok)
 			return REJ("R%d invalid zero-sized read (the size may be 0)", regno + 1);

@@ -71,7 +71,7 @@ static char *to_hex(const uint8_t *b, size_t n)
 
 static struct vector *load_vector(const char *dir, const char *name)
 {
-	char path[1024];
+	char path[4096];
 	size_t size;
 	struct vector *v = calloc(1, sizeof(*v));
 	snprintf(v->name, sizeof(v->name), "conformance/%.*s", (int)(strlen(name) - 5), name);

@@ -10,8 +10,8 @@
 
 #include "vm/vm.h"
 
-/* Instruction constructors ({code, dst, src, off, imm}). */
-#define I(code, d, s, o, i) ((struct bpf_insn){(code), (d), (s), (o), (i)})
+/* Instruction initializers ({code, dst, src, off, imm}) for arrays; (struct bpf_insn)X for one. */
+#define I(code, d, s, o, i) {(code), (d), (s), (o), (i)} /* an initializer, not an expression */
 #define MOV64_IMM(d, i) I(BPF_ALU64 | BPF_MOV | BPF_K, d, 0, 0, i)
 #define MOV64_REG(d, s) I(BPF_ALU64 | BPF_MOV | BPF_X, d, s, 0, 0)
 #define MOV32_REG(d, s) I(BPF_ALU | BPF_MOV | BPF_X, d, s, 0, 0)
