@@ -60,7 +60,8 @@ struct vm_object *vm_object_from_insns(const struct bpf_insn *insns, uint32_t cn
 			free(p);
 		return NULL;
 	}
-	memcpy(p->insns, insns, sizeof(*insns) * cnt);
+	if (cnt)
+		memcpy(p->insns, insns, sizeof(*insns) * cnt);
 	p->insn_cnt = cnt;
 	p->subprog_cnt = 1;
 	p->kind = kind;
