@@ -40,10 +40,10 @@ if [ ! -x "$CUOBJDUMP" ]; then
 fi
 "$CUOBJDUMP" --list-elf "$lib" >"$OUT/cuobjdump_list_elf.txt" 2>&1
 "$CUOBJDUMP" --list-ptx "$lib" >"$OUT/cuobjdump_list_ptx.txt" 2>&1
-c_elf=$(grep -c 'ELF file' "$OUT/cuobjdump_list_elf.txt")
-c_ptx=$(grep -c 'PTX file' "$OUT/cuobjdump_list_ptx.txt")
+c_elf=$(grep -c '^ELF file' "$OUT/cuobjdump_list_elf.txt")
+c_ptx=$(grep -c '^PTX file' "$OUT/cuobjdump_list_ptx.txt")
 # PTX for an arch <= 90 (the file names end in .sm_NN.ptx / .sm_NNa.ptx)
-c_ptx90=$(grep 'PTX file' "$OUT/cuobjdump_list_ptx.txt" | grep -o 'sm_[0-9]*' | tr -d 'sm_' | awk '$1 <= 90' | wc -l)
+c_ptx90=$(grep '^PTX file' "$OUT/cuobjdump_list_ptx.txt" | grep -o 'sm_[0-9]*' | tr -d 'sm_' | awk '$1 <= 90' | wc -l)
 echo "cuobjdump: cubins $c_elf, PTX $c_ptx, PTX for sm_<=90 $c_ptx90"
 
 [ "$sass" -eq "$c_elf" ] || { echo "FAIL: cubin count $sass != cuobjdump's $c_elf"; fail=1; }
