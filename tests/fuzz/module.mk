@@ -17,3 +17,5 @@ FUZZ_CFLAGS ?= -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined -fno-om
 $(eval $(call fuzz_rule,fuzz_cubin_fatbin,$(CUBIN_SRCS)))
 $(eval $(call fuzz_rule,fuzz_cubin_ptx,$(CUBIN_SRCS)))
 $(eval $(call fuzz_rule,fuzz_store_trace,store/trace_read.c))
+$(eval $(call fuzz_rule,fuzz_vm_object,$(VM_SRCS) $(CUBIN_SRCS)))
+$(eval $(call fuzz_rule,fuzz_vm_verify,$(VM_SRCS) $(CUBIN_SRCS)))
