@@ -16,7 +16,7 @@ tmp=$(mktemp); trap 'rm -f "$tmp"' EXIT
 found=0
 for src in "$@"; do
   if [ ! -e "$src" ]; then
-    echo "shim/gen.sh: note: export source $src is absent, skipped" >&2; continue
+    echo "shim/gen.sh: warning: export source $src is absent, skipped (the shim exports only what the other sources list)" >&2; continue
   fi
   if head -c4 "$src" | grep -q 'ELF'; then
     # An installed copy of cubpf's own shim is not a driver: it carries a .note.cubpf section.

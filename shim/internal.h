@@ -66,6 +66,11 @@ struct shim_kernel_info *shim_kernel_register(const void *handle, shim_module_t 
 void shim_kernel_alias(const void *func, const void *kern, shim_module_t module);
 struct shim_kernel_info *shim_kernel_find(const void *handle);
 void shim_count_unknown_launch(void);
+/* A handle seen first at launch (obtained through a path we do not see): named by the real
+ * driver (cuFuncGetName) and registered, or marked unknown so it is asked about once. */
+struct shim_kernel_info *shim_kernel_discover(const void *handle);
+struct shim_kernel_info *shim_kernel_mark_unknown(const void *handle);
+int shim_kernel_is_unknown(const struct shim_kernel_info *k);
 /* Iterates over the registered kernels (distinct names), for the exit summary. */
 void shim_kernel_each(void (*fn)(const struct shim_kernel_info *k, void *arg), void *arg);
 uint64_t shim_unknown_launches(void);

@@ -32,11 +32,15 @@ static struct kernel_rec *all_kernels;
 static uint32_t next_id = 1;
 static unsigned used;
 static atomic_uint_fast64_t unknown_launches;
+/* Handles the driver could not name: they map here, so that they are asked about once. */
+static struct shim_kernel_info unknown_kernel = { .name = "(unregistered)" };
 
 static size_t slot_of(const void *handle)
 {
 	return (size_t)(((uintptr_t)handle * 0x9E3779B97F4A7C15ull) >> (64 - TABLE_BITS));
 }
+
+static int put_locked(const void *handle, struct shim_kernel_info *k);
 
 struct shim_kernel_info *shim_kernel_find(const void *handle)
 {
@@ -55,7 +59,21 @@ struct shim_kernel_info *shim_kernel_find(const void *handle)
 
 const struct shim_kernel_info *shim_kernel_lookup(const void *handle)
 {
-	return shim_kernel_find(handle);
+	const struct shim_kernel_info *k = shim_kernel_find(handle);
+	return k == &unknown_kernel ? NULL : k;
+}
+
+int shim_kernel_is_unknown(const struct shim_kernel_info *k)
+{
+	return k == &unknown_kernel;
+}
+
+struct shim_kernel_info *shim_kernel_mark_unknown(const void *handle)
+{
+	pthread_mutex_lock(&lock);
+	int rc = put_locked(handle, &unknown_kernel);
+	pthread_mutex_unlock(&lock);
+	return rc == 0 ? &unknown_kernel : NULL;
 }
 
 /* Points `handle` at `k` (lock held).  Returns 0, or -1 when the table is full. */
@@ -152,7 +170,8 @@ void shim_count_unknown_launch(void)
 
 uint64_t shim_unknown_launches(void)
 {
-	return atomic_load(&unknown_launches);
+	return atomic_load(&unknown_launches) +
+	       __atomic_load_n(&unknown_kernel.launches, __ATOMIC_RELAXED);
 }
 
 void shim_kernel_each(void (*fn)(const struct shim_kernel_info *k, void *arg), void *arg)

@@ -17,11 +17,13 @@ static inline const struct shim_hooks *launch_count(const void *func,
 	if (__builtin_expect(shim_state.disabled, 0))
 		return NULL;
 	struct shim_kernel_info *k = shim_kernel_find(func);
+	if (__builtin_expect(k == NULL, 0))
+		k = shim_kernel_discover(func);
 	if (__builtin_expect(k != NULL, 1))
 		__atomic_fetch_add(&k->launches, 1, __ATOMIC_RELAXED);
 	else
 		shim_count_unknown_launch();
-	*kernel = k;
+	*kernel = shim_kernel_is_unknown(k) ? NULL : k;
 	const struct shim_hooks *h = atomic_load_explicit(&shim_hooks_now, memory_order_acquire);
 	return h && (h->launching || h->launched) ? h : NULL;
 }

@@ -308,3 +308,18 @@ SHIM_API_EXPORT CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
 		shim_log(SHIM_LOG_DEBUG, "library %p is module %p", (void *)library, (void *)*pMod);
 	return r;
 }
+
+struct shim_kernel_info *shim_kernel_discover(const void *handle)
+{
+	const char *name = NULL;
+	CUmodule mod = NULL;
+	if (!handle)
+		return NULL;
+	if (SHIM_REAL(cuFuncGetName)(&name, (CUfunction)handle) != CUDA_SUCCESS || !name)
+		return shim_kernel_mark_unknown(handle);
+	if (SHIM_REAL(cuFuncGetModule)(&mod, (CUfunction)handle) != CUDA_SUCCESS)
+		mod = NULL;
+	struct shim_kernel_info *k = shim_kernel_register(handle, (shim_module_t)mod, NULL, name);
+	found(k);
+	return k ? k : shim_kernel_mark_unknown(handle);
+}
