@@ -9,7 +9,7 @@
 #include "vm/verifier.h"
 
 #define MAX_STATES_PER_INSN 64
-#define MAX_STATES_TOTAL 200000
+#define MAX_STATES_TOTAL 20000 /* about 100 MB of states at most */
 
 /* ---- log ---------------------------------------------------------------------------------------- */
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "tests/vm/tests.h"
 
@@ -323,6 +324,53 @@ static void test_memtrace_on_interpreter(void **state)
 	vm_object_free(obj);
 }
 
+/* ---- the cubpf command ------------------------------------------------------------------------- */
+
+static int sh(const char *cmd, char *out, size_t cap)
+{
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	size_t n = fread(out, 1, cap - 1, p);
+	out[n] = 0;
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void test_cli_verify_disasm(void **state)
+{
+	(void)state;
+	char cmd[8192], *out = malloc(1 << 16);
+	const char *b = test_build_dir();
+	const char *good = test_compile("tools/probes/kcount.bpf.c");
+	char goodp[1024];
+	snprintf(goodp, sizeof(goodp), "%s", good);
+	const char *bad = test_compile("rejects");
+	snprintf(cmd, sizeof(cmd), "%s/bin/cubpf verify -v %s 2>&1", b, goodp);
+	assert_int_equal(sh(cmd, out, 1 << 16), 0);
+	assert_non_null(strstr(out, "kcount_entry (kprobe/*): OK"));
+	assert_non_null(strstr(out, "processed"));
+	snprintf(cmd, sizeof(cmd), "%s/bin/cubpf verify -p rej_ctx_write %s 2>&1", b, bad);
+	assert_int_equal(sh(cmd, out, 1 << 16), 1);
+	assert_non_null(strstr(out, "REJECTED"));
+	assert_non_null(strstr(out, "cannot write into ctx"));
+	assert_non_null(strstr(out, "  ->"));
+	snprintf(cmd, sizeof(cmd), "%s/bin/cubpf disasm %s 2>&1", b, goodp);
+	assert_int_equal(sh(cmd, out, 1 << 16), 0);
+	assert_non_null(strstr(out, "kstats"));
+	assert_non_null(strstr(out, "call bpf_get_globaltimer#502"));
+	assert_non_null(strstr(out, "r1 = map[kstats] ll"));
+	snprintf(cmd, sizeof(cmd), "head -c 200 %s > %s.cut; %s/bin/cubpf verify %s.cut 2>&1", goodp,
+		 goodp, b, goodp);
+	assert_int_equal(sh(cmd, out, 1 << 16), 1);
+	assert_non_null(strstr(out, "not a valid ELF64 object"));
+	snprintf(cmd, sizeof(cmd), "%s/bin/cubpf verify 2>&1", b);
+	assert_int_equal(sh(cmd, out, 1 << 16), 2);
+	snprintf(cmd, sizeof(cmd), "%s/bin/cubpf disasm --help 2>&1", b);
+	assert_int_equal(sh(cmd, out, 1 << 16), 0);
+	assert_non_null(strstr(out, "usage: cubpf disasm"));
+	free(out);
+}
+
 size_t cprog_tests(struct CMUnitTest *out, size_t cap)
 {
 	static const struct CMUnitTest t[] = {
@@ -334,6 +382,7 @@ size_t cprog_tests(struct CMUnitTest *out, size_t cap)
 		cmocka_unit_test(test_bundled_probes_verify),
 		cmocka_unit_test(test_kcount_on_interpreter),
 		cmocka_unit_test(test_memtrace_on_interpreter),
+		cmocka_unit_test(test_cli_verify_disasm),
 	};
 	size_t n = sizeof(t) / sizeof(t[0]);
 	if (n > cap)
