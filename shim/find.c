@@ -94,15 +94,13 @@ static int try_path(struct search *s, const char *path)
 	return 1;
 }
 
+/* Only libcuda.so.1, the name the dynamic linker looks for: a folder holding just libcuda.so
+ * is the toolkit's link-time stub folder, which the application would not have loaded. */
 static void try_dir(struct search *s, const char *dir, size_t len)
 {
-	static const char *const names[] = { "libcuda.so.1", "libcuda.so" };
 	char path[4096];
-	for (int i = 0; i < 2 && !s->handle; i++) {
-		if (snprintf(path, sizeof(path), "%.*s/%s", (int)len, dir, names[i]) <
-		    (int)sizeof(path))
-			try_path(s, path);
-	}
+	if (snprintf(path, sizeof(path), "%.*s/libcuda.so.1", (int)len, dir) < (int)sizeof(path))
+		try_path(s, path);
 }
 
 static void try_path_list(struct search *s, const char *list)

@@ -532,8 +532,9 @@ static void test_self_as_driver_is_refused(void **state)
 }
 
 /* The search without CUBPF_REAL_LIBCUDA: LD_LIBRARY_PATH lists the shim's own folder (skipped:
- * same file), a folder holding a copy of the shim (skipped: it carries .note.cubpf), then the
- * toolkit's stub folder, which must be chosen. */
+ * same file), a folder holding a copy of the shim (skipped: it carries .note.cubpf), the
+ * toolkit's stub folder (skipped: it has no libcuda.so.1), then a folder whose libcuda.so.1 is
+ * a link to the stub, which must be chosen. */
 static int child_search(void)
 {
 	void *shim = open_shim();
@@ -546,26 +547,32 @@ static int child_search(void)
 static void test_search_skips_shims_and_finds_the_driver(void **state)
 {
 	(void)state;
-	char dir[] = "/tmp/cubpf-shim-copy-XXXXXX", copy[4200], cmd[8400], ldpath[16384];
-	assert_non_null(mkdtemp(dir));
-	snprintf(copy, sizeof(copy), "%s/libcuda.so.1", dir);
+	char copydir[] = "/tmp/cubpf-shim-copy-XXXXXX", drvdir[] = "/tmp/cubpf-shim-drv-XXXXXX";
+	char copy[4200], link[4200], cmd[8400], ldpath[16384];
+	assert_non_null(mkdtemp(copydir));
+	assert_non_null(mkdtemp(drvdir));
+	snprintf(copy, sizeof(copy), "%s/libcuda.so.1", copydir);
 	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", shim_path, copy);
 	assert_int_equal(system(cmd), 0);
-	char stubdir[4096];
+	snprintf(link, sizeof(link), "%s/libcuda.so.1", drvdir);
+	assert_int_equal(symlink(stub_path, link), 0);
+	char stubdir[4096], selfdir[4096];
 	snprintf(stubdir, sizeof(stubdir), "%s", stub_path);
 	*strrchr(stubdir, '/') = 0;
-	char selfdir[4096];
 	snprintf(selfdir, sizeof(selfdir), "%s", shim_path);
 	*strrchr(selfdir, '/') = 0;
-	snprintf(ldpath, sizeof(ldpath), "%s:%s:%s", selfdir, dir, stubdir);
+	snprintf(ldpath, sizeof(ldpath), "%s:%s:%s:%s", selfdir, copydir, stubdir, drvdir);
 	struct child_env env = { .log = "debug", .name = "LD_LIBRARY_PATH", .value = ldpath };
 	int rc = run_child(&env, child_search);
 	unlink(copy);
-	rmdir(dir);
+	unlink(link);
+	rmdir(copydir);
+	rmdir(drvdir);
 	assert_int_equal(rc, 0);
-	assert_non_null(strstr(child_err, "is a cubpf shim, skipped") ? child_err : NULL);
-	char want[4200];
-	snprintf(want, sizeof(want), "cubpf: real driver: %s/libcuda.so\n", stubdir);
+	assert_non_null(strstr(child_err, "is this shim, skipped"));
+	assert_non_null(strstr(child_err, "is a cubpf shim, skipped"));
+	char want[4300];
+	snprintf(want, sizeof(want), "cubpf: real driver: %s\n", link);
 	if (!strstr(child_err, want))
 		printf("stderr:\n%s\nwanted: %s", child_err, want);
 	assert_non_null(strstr(child_err, want));
