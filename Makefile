@@ -85,18 +85,19 @@ unit: $(TEST_BINS) $(BINS)
 	  CUBPF_SHARED=$(abspath $(SHARED)) NVCC=$(NVCC) PTXAS=$(PTXAS) CLANG=$(CLANG) \
 	  tests/run-tests.sh $(BUILD)/test-summary.txt $(TEST_BINS)
 
+# The sanitized build lives inside the plain one, so that parallel BUILD folders stay apart.
 test-asan:
-	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 unit
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 unit
 
 test:
-	@rm -f $(BUILD)/test-summary.txt build/asan/test-summary.txt $(BUILD)/fuzz-summary.txt
+	@rm -f $(BUILD)/test-summary.txt $(BUILD)/asan/test-summary.txt $(BUILD)/fuzz-summary.txt
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory -k unit || true
 	@echo "== sanitizer pass (ASan+UBSan) =="
 	@$(MAKE) --no-print-directory -k test-asan || true
 	@echo "== fuzz smoke run =="
 	@$(MAKE) --no-print-directory -k fuzz-smoke || true
-	@tests/summary.sh $(BUILD)/test-summary.txt build/asan/test-summary.txt $(BUILD)/fuzz-summary.txt
+	@tests/summary.sh $(BUILD)/test-summary.txt $(BUILD)/asan/test-summary.txt $(BUILD)/fuzz-summary.txt
 
 # ---- fuzzing (libFuzzer, clang) ------------------------------------------------------------
 FUZZ_BUILD := $(BUILD)/fuzz
