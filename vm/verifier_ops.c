@@ -559,11 +559,17 @@ static int check_helper(struct verifier *v, uint32_t pc, const struct bpf_insn *
 	const struct vm_helper_proto *h = vm_helper_proto((uint32_t)in->imm);
 	if (!h)
 		return REJ("invalid func unknown#%d (no such helper)", in->imm);
-	if (!((h->kinds >> v->prog->kind) & 1))
-		return REJ("helper %s#%d is not available in %s programs (%s)", h->name, in->imm,
+	if (!((h->kinds >> v->prog->kind) & 1)) {
+		/* GPU programs porting host habits get the GPU counterpart named */
+		const char *hint = h->id == CUBPF_FN_ktime_get_ns ? "; use bpf_get_globaltimer"
+				   : h->id == CUBPF_FN_get_smp_processor_id ? "; use bpf_get_sm_id"
+				   : h->id == CUBPF_FN_get_current_pid_tgid ? "; use bpf_get_thread_idx"
+									    : "";
+		return REJ("helper %s#%d is not available in %s programs (%s)%s", h->name, in->imm,
 			   vm_prog_kind_name(v->prog->kind),
 			   (h->kinds & VM_KINDS_GPU) ? "GPU-only: kprobe/kretprobe/memprobe"
-						     : "host-only: uprobe/uretprobe");
+						     : "host-only: uprobe/uretprobe", hint);
+	}
 	struct call_ctx cc = {0};
 	for (int i = 0; i < 5 && h->args[i] != VM_ARG_NONE; i++)
 		if (check_arg(v, pc, st, h, i, &cc) == STEP_ERROR)
