@@ -121,6 +121,8 @@ static int step(struct cg_prog *p, uint32_t pc, struct av_state *out, uint32_t s
 		}
 		break;
 	case BPF_LD: {
+		if (in->code != (BPF_LD | BPF_IMM | BPF_DW))
+			break; /* legacy packet loads: refused when emitted */
 		uint64_t v = (uint32_t)in[0].imm | ((uint64_t)(uint32_t)in[1].imm << 32);
 		if (in->src_reg == BPF_PSEUDO_MAP_FD)
 			out->r[in->dst_reg] = av_of(AV_MAP, (uint32_t)in->imm, 0);
@@ -311,7 +313,16 @@ static void choose_slots(struct cg_prog *p)
 static int check_bounds(struct cg_prog *p, char *err, size_t errlen)
 {
 	uint32_t n = p->prog.insn_cnt;
-	for (uint32_t pc = 0; pc < n; pc += cg_slots(&p->prog.insns[pc])) {
+	for (uint32_t pc = 0; pc < n; pc++) {
+		const struct bpf_insn *in = &p->prog.insns[pc];
+		if (in->dst_reg > 10 || in->src_reg > 10) {
+			ptx_seterr(err, errlen, "insn %u: register r%u does not exist", pc,
+				   in->dst_reg > 10 ? in->dst_reg : in->src_reg);
+			return -1;
+		}
+	}
+	/* every slot, not only instruction starts: a jump may land anywhere */
+	for (uint32_t pc = 0; pc < n; pc++) {
 		const struct bpf_insn *in = &p->prog.insns[pc];
 		if (in->code == (BPF_LD | BPF_IMM | BPF_DW) && pc + 1 >= n) {
 			ptx_seterr(err, errlen, "insn %u: lddw without its second half", pc);

@@ -7,6 +7,7 @@
 #define CG_FRAMES_MAX VM_MAX_CALL_DEPTH
 
 #define CG_MAX_SLOTS 32
+#define CG_MAX_TEXT (64u << 20) /* bytes of PTX one program may expand to */
 
 struct cg_slot {
 	int64_t off;            /* frame-relative (r10 + off) */

@@ -725,6 +725,9 @@ static int emit_func(struct cg *g, uint32_t start, uint32_t depth, const char *i
 	for (uint32_t pc = start; pc < end; pc += cg_slots(&g->p->prog.insns[pc])) {
 		if (!g->p->st[pc].reached)
 			continue;
+		if (g->out->len > CG_MAX_TEXT)
+			return fail(g, pc, "generated code too large (bpf-to-bpf calls inline at every "
+					   "call site)");
 		if (g->p->target[pc])
 			buf_printf(g->out, "%s%u:\n", ip, pc);
 		if (emit_insn(g, pc, depth, ip, ret))

@@ -262,7 +262,7 @@ static int parse_params(const char *s, size_t n, struct ptx_func *f)
 	return 0;
 }
 
-/* Offset just past the ')' matching the '(' at i. */
+/* Offset just past the ')' matching the '(' at i, or 0 when there is none before n. */
 static size_t match_paren(const char *s, size_t n, size_t i)
 {
 	int depth = 0;
@@ -272,7 +272,7 @@ static size_t match_paren(const char *s, size_t n, size_t i)
 		else if (s[i] == ')' && --depth == 0)
 			return i + 1;
 	}
-	return n;
+	return 0;
 }
 
 /* Reads "... .entry NAME (params) ..." or "... .func (ret) NAME (params) ...". */
@@ -284,6 +284,8 @@ static int parse_header(struct rd *r, size_t start, size_t end, const char *kw, 
 		i++;
 	if (i < end && s[i] == '(') {
 		i = match_paren(s, end, i);
+		if (!i)
+			return rd_fail(r, start, "unbalanced parentheses in a function header");
 		while (i < end && isspace((unsigned char)s[i]))
 			i++;
 	}
@@ -297,6 +299,8 @@ static int parse_header(struct rd *r, size_t start, size_t end, const char *kw, 
 		i++;
 	if (i < end && s[i] == '(') {
 		size_t close = match_paren(s, end, i);
+		if (!close)
+			return rd_fail(r, i, "unbalanced parentheses in a parameter list");
 		if (parse_params(s + i + 1, close - i - 2, f))
 			return rd_fail(r, i, "cannot read the parameter list");
 	}

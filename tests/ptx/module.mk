@@ -82,3 +82,9 @@ ptx-gpu: $(PTX_GPU_ALL) $(PTX_BENCH_ALL)
 BINS += $(PTX_GPU_ALL) $(PTX_BENCH_ALL)
 BENCH_BINS += $(PTX_BENCH_ALL)
 endif
+
+# libFuzzer target (clang): the reader, the instrumenter and the code generator on damaged input.
+$(FUZZ_BUILD)/fuzz_ptx: tests/ptx/fuzz_ptx.c $(PTX_SRCS) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) -o $@ $^ $(DEP_LIBS)
+FUZZ_BINS += $(FUZZ_BUILD)/fuzz_ptx

@@ -1,0 +1,87 @@
+/* libFuzzer target for ptx-rewriter: the input is (1) the body of a kernel inside a valid
+ * module, or the whole module, instrumented with entry, exit and memory probes; and (2) an
+ * unverified eBPF program compiled to PTX.  Everything must end in a result or a message. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx-rewriter/ptx.h"
+
+#define I(c, d, s, o, i) {.code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i)}
+
+/* counts[op] += size; as clang emits it for a memprobe */
+static const struct bpf_insn mem_prog[] = {
+	I(BPF_LDX | BPF_MEM | BPF_W, 2, 1, 16, 0),
+	I(BPF_STX | BPF_MEM | BPF_W, 10, 2, -4, 0),
+	I(BPF_LDX | BPF_MEM | BPF_W, 6, 1, 8, 0),
+	I(BPF_ALU64 | BPF_MOV | BPF_X, 2, 10, 0, 0),
+	I(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, -4),
+	I(BPF_LD | BPF_IMM | BPF_DW, 1, BPF_PSEUDO_MAP_FD, 0, 0),
+	I(0, 0, 0, 0, 0),
+	I(BPF_JMP | BPF_CALL, 0, 0, 0, CUBPF_FN_map_lookup_elem),
+	I(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1, 0),
+	I(BPF_STX | BPF_ATOMIC | BPF_DW, 0, 6, 0, BPF_ADD),
+	I(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0),
+	I(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+};
+static const struct bpf_insn entry_prog[] = {
+	I(BPF_LDX | BPF_MEM | BPF_W, 0, 1, 0, 0),
+	I(BPF_LDX | BPF_MEM | BPF_DW, 3, 1, 56, 0),
+	I(BPF_ALU64 | BPF_ADD | BPF_X, 0, 3, 0, 0),
+	I(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+};
+
+static const char head[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
+			   ".visible .entry k(.param .u64 p0, .param .u32 p1)\n{\n"
+			   "\t.reg .b64 %rd<8>;\n\t.reg .b32 %r<8>;\n\t.reg .pred %p<4>;\n";
+
+static void instrument(const char *text, size_t len)
+{
+	static const struct vm_map_def maps[] = {{.name = "m", .type = CUBPF_MAP_ARRAY,
+						  .key_size = 4, .value_size = 8, .max_entries = 8}};
+	const struct ptx_prog progs[] = {
+		{"e", VM_PROG_KPROBE, "*", entry_prog, sizeof(entry_prog) / sizeof(entry_prog[0])},
+		{"x", VM_PROG_KRETPROBE, "k*", entry_prog, sizeof(entry_prog) / sizeof(entry_prog[0])},
+		{"m", VM_PROG_MEMPROBE, "*", mem_prog, sizeof(mem_prog) / sizeof(mem_prog[0])},
+	};
+	struct ptx_inject_opts o = {.progs = progs, .prog_cnt = 3, .maps = maps, .map_cnt = 1};
+	char *out = NULL, err[PTX_ERRLEN];
+	size_t olen;
+	if (ptx_instrument(text, len, &o, &out, &olen, NULL, err, sizeof(err)) == 0)
+		free(out);
+	else if (!err[0])
+		abort(); /* failures must say why */
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (!size)
+		return 0;
+	if (data[0] & 1) { /* a kernel body */
+		size_t hl = sizeof(head) - 1;
+		char *t = malloc(hl + size + 4);
+		memcpy(t, head, hl);
+		memcpy(t + hl, data + 1, size - 1);
+		memcpy(t + hl + size - 1, "\n}\n", 4);
+		instrument(t, hl + size + 2);
+		free(t);
+	} else {
+		instrument((const char *)data + 1, size - 1);
+	}
+	/* the same bytes as eBPF */
+	if (size >= 9) {
+		struct ptx_prog p = {"f", (data[0] >> 1) % 2 ? VM_PROG_KPROBE : VM_PROG_RAW, "*",
+				     (const struct bpf_insn *)(data + 1), (uint32_t)((size - 1) / 8)};
+		struct bpf_insn *copy = malloc((size - 1) / 8 * sizeof(*copy));
+		memcpy(copy, data + 1, (size - 1) / 8 * sizeof(*copy));
+		p.insns = copy;
+		struct ptx_buf b = {0};
+		char err[PTX_ERRLEN] = "";
+		if (ptx_gen_raw_func(&p, NULL, 0, "f", &b, err, sizeof(err)) &&
+		    !err[0])
+			abort();
+		ptx_buf_free(&b);
+		free(copy);
+	}
+	return 0;
+}
