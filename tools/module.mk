@@ -9,9 +9,9 @@ BINS += $(BUILD)/bin/cubpf
 
 # The conformance plugin (issue 4): cubpf's eBPF engines behind bpf_conformance's protocol.
 PLUGIN_SRCS := $(wildcard tools/plugin/*.c)
-$(BUILD)/bin/cubpf-bpf-plugin: $(call objs,$(PLUGIN_SRCS)) $(VM_LIB) $(CUBIN_LIB)
+$(BUILD)/bin/cubpf-bpf-plugin: $(call objs,$(PLUGIN_SRCS)) $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(call objs,$(PLUGIN_SRCS)) $(VM_LIB) $(CUBIN_LIB) $(DEP_LIBS) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(call objs,$(PLUGIN_SRCS)) $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB) $(DEP_LIBS) $(LDLIBS)
 BINS += $(BUILD)/bin/cubpf-bpf-plugin
 
 # Bundled probe programs (issue 4): tools/probes/NAME.bpf.c -> $(BUILD)/probes/NAME.bpf.o.

@@ -27,7 +27,7 @@ if [ -d "$shared/bpf_conformance/raw" ]; then
     mem=$(awk '/^-- mem/{m=1;next} /^--/{m=0} m' "$f" | sed 's/#.*//' | tr -d ' \n')
     exp=$(awk '/^-- result/{m=1;next} /^--/{m=0} m' "$f" | sed 's/#.*//' | tr -d ' \n')
     got=$("$BUILD/bin/cubpf-bpf-plugin" $mem < "$shared/bpf_conformance/raw/$n.hex" 2>&1)
-    if [ -n "$got" ] && [ "$((exp))" = "$((0x$got))" ] 2>/dev/null; then pass=$((pass + 1))
+    if [[ "$got" =~ ^[0-9a-f]+$ ]] && [ "$((exp))" = "$((0x$got))" ]; then pass=$((pass + 1))
     else bad=$((bad + 1)); echo "FAIL conformance $n: expected $exp, got '$got'"; fi
   done
   echo "conformance through the plugin: $pass passed, $bad failed"

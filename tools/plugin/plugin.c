@@ -6,12 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/plugin/plugin.h"
 #include "vm/vm.h"
 
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: cubpf-bpf-plugin [--engine interp|gpu] [MEMORY_HEX] < PROGRAM_HEX\n"
+		"usage: cubpf-bpf-plugin [--engine interp|gpu] [--ptx-out FILE] [MEMORY_HEX] < PROGRAM_HEX\n"
 		"\n"
 		"Runs one eBPF program the way the bpf_conformance runner expects:\n"
 		"  stdin       the program, base16 (8 bytes per instruction, 16 for lddw)\n"
@@ -19,7 +20,8 @@ static void usage(FILE *out)
 		"  stdout      r0 at exit, in hex\n"
 		"\n"
 		"  --engine interp   cubpf's host interpreter, bounds-checked (default)\n"
-		"  --engine gpu      the eBPF->PTX engine on a CUDA device\n"
+		"  --engine gpu      the eBPF->PTX engine on CUDA device 0 (needs libcuda.so.1)\n"
+		"  --ptx-out FILE    gpu engine: also write the generated PTX module to FILE\n"
 		"  -h, --help        this text\n");
 }
 
@@ -78,6 +80,8 @@ static char *read_all(FILE *f)
 	return buf;
 }
 
+static const char *ptx_out;
+
 static int parse_args(int argc, char **argv, const char **engine, const char **memhex)
 {
 	for (int i = 1; i < argc; i++) {
@@ -89,6 +93,8 @@ static int parse_args(int argc, char **argv, const char **engine, const char **m
 			*engine = argv[++i];
 		else if (!strncmp(a, "--engine=", 9))
 			*engine = a + 9;
+		else if (!strcmp(a, "--ptx-out") && i + 1 < argc)
+			ptx_out = argv[++i];
 		else if (a[0] == '-' && a[1] == '-') {
 			fprintf(stderr, "cubpf-bpf-plugin: unknown option '%s'\n", a);
 			usage(stderr);
@@ -99,17 +105,27 @@ static int parse_args(int argc, char **argv, const char **engine, const char **m
 	return 0;
 }
 
+static void write_ptx(const void *code, size_t len)
+{
+	struct ptx_buf b = {0};
+	char err[VM_ERRLEN];
+	FILE *f = NULL;
+	if (plugin_gpu_ptx(code, len, &b, err, sizeof(err)) == 0 && (f = fopen(ptx_out, "w")))
+		fwrite(b.data, 1, b.len, f);
+	else
+		fprintf(stderr, "cubpf-bpf-plugin: cannot write %s\n", ptx_out);
+	if (f)
+		fclose(f);
+	ptx_buf_free(&b);
+}
+
 int main(int argc, char **argv)
 {
 	const char *engine = "interp", *memhex = NULL;
 	if (parse_args(argc, argv, &engine, &memhex) < 0)
 		return 2;
-	if (!strcmp(engine, "gpu")) {
-		fprintf(stderr, "cubpf-bpf-plugin: the gpu engine (eBPF->PTX) is not available yet in "
-				"this build; use --engine interp\n");
-		return 1;
-	}
-	if (strcmp(engine, "interp")) {
+	bool gpu = !strcmp(engine, "gpu");
+	if (!gpu && strcmp(engine, "interp")) {
 		fprintf(stderr, "cubpf-bpf-plugin: unknown engine '%s' (interp or gpu)\n", engine);
 		return 2;
 	}
@@ -127,7 +143,11 @@ int main(int argc, char **argv)
 	}
 	char err[VM_ERRLEN];
 	uint64_t r0;
-	int rc = vm_run_raw(code, (size_t)code_len, mem, (size_t)mem_len, &r0, err, sizeof(err));
+	int rc = gpu ? plugin_gpu_run(code, (size_t)code_len, mem, (size_t)mem_len, &r0, err,
+				      sizeof(err))
+		     : vm_run_raw(code, (size_t)code_len, mem, (size_t)mem_len, &r0, err, sizeof(err));
+	if (gpu && ptx_out)
+		write_ptx(code, (size_t)code_len);
 	if (rc == 0)
 		printf("%llx\n", (unsigned long long)r0);
 	else
