@@ -33,6 +33,26 @@
  *    selected kernel calls it, CUBPF_KERNEL_ID_SHARED when several do.
  */
 
+/* Code generation (see codegen.c and helpers.c):
+ *  - every RFC 9669 instruction, with the interpreter's semantics; bpf-to-bpf calls are inlined
+ *    at each call site; the 512-byte stack is a .local array, and when every stack access is at
+ *    a constant offset (the usual case) its slots become registers: no local memory at all;
+ *  - context fields compile to what they name: %tid/%ntid/%ctaid/%nctaid, the kernel's .param
+ *    (first 8 bytes, zero-extended), or a constant (kernel_id, nparams, and for memprobes size,
+ *    space, op, insn_index); ctx->addr is the access's own address expression;
+ *  - helpers: map_lookup/update/delete_elem on array maps and globals (device memory, through
+ *    __cubpf_map_<i>), ktime_get_ns and get_globaltimer (%globaltimer), get_clock (%clock64),
+ *    get_smp_processor_id and get_sm_id (%smid), get_warp_id, get_lane_id, get_block_idx,
+ *    get_block_dim, get_thread_idx, get_grid_dim, gpu_membar (membar.gl), get_active_mask,
+ *    probe_read(_user) (byte copy), trace_printk and gpu_puts (vprintf; with a constant format
+ *    the arguments are packed as C varargs, else 8 bytes each);
+ *  - counters (atomic add of a constant without fetch) are warp-aggregated on sm_70+.
+ * Not (yet) supported, each refused with a message: hash/per-CPU/ring-buffer maps and
+ * ringbuf_output (issue 6), kfuncs, legacy packet loads, context reads at a runtime offset
+ * (ctx->params[i] with i not constant), the context pointer passed to helpers or stored.
+ * Not probed: accesses through cp.async/ldmatrix/tex/suld, .param and .const spaces, exits
+ * inside .funcs. */
+
 /* ctx->kernel_id of memory probes in a device function called by several kernels. */
 #define CUBPF_KERNEL_ID_SHARED 0xffffffffu
 #ifndef CUBPF_PTX_H
