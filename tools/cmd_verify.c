@@ -6,7 +6,7 @@
 #include "tools/commands.h"
 #include "vm/vm.h"
 
-#define VERIFY_LOG_SIZE (1 << 16)
+#define VERIFY_LOG_SIZE (1 << 22) /* -vv traces can be long */
 
 static void verify_usage(FILE *out)
 {
@@ -17,6 +17,7 @@ static void verify_usage(FILE *out)
 		"program, as `cubpf run` would before injecting them.  A rejection prints the\n"
 		"instructions around the faulty one, the reason and the register state.\n"
 		"  -v, --verbose     also print statistics for accepted programs\n"
+		"  -vv, --trace      print every instruction the verifier walks, with its state\n"
 		"  -p, --prog NAME   only the program with this function or section name\n"
 		"  -h, --help        this text\n"
 		"Exit status: 0 all verified, 1 a program was rejected or an object could not be\n"
@@ -29,6 +30,8 @@ static int verify_prog(const struct vm_object *obj, uint32_t i, int verbose, cha
 	struct vm_verify_opts opts = {.log_level = verbose};
 	struct vm_verify_info info;
 	int rc = vm_verify(obj, i, &opts, &info, log, VERIFY_LOG_SIZE);
+	if (verbose >= 2)
+		fputs(log, stdout);
 	if (rc == 0) {
 		printf("%s: %s (%s): OK, %u instructions", obj->name, p->name, p->section, p->insn_cnt);
 		if (verbose)
@@ -38,7 +41,7 @@ static int verify_prog(const struct vm_object *obj, uint32_t i, int verbose, cha
 		printf("\n");
 		return 0;
 	}
-	printf("%s: %s (%s): REJECTED\n%s", obj->name, p->name, p->section, log);
+	printf("%s: %s (%s): REJECTED\n%s", obj->name, p->name, p->section, verbose >= 2 ? "" : log);
 	return 1;
 }
 
@@ -75,7 +78,9 @@ int cmd_verify(int argc, char **argv)
 			verify_usage(stdout);
 			return 0;
 		} else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose"))
-			verbose = 1;
+			verbose = verbose < 1 ? 1 : verbose;
+		else if (!strcmp(argv[i], "-vv") || !strcmp(argv[i], "--trace"))
+			verbose = 2;
 		else if ((!strcmp(argv[i], "-p") || !strcmp(argv[i], "--prog")) && i + 1 < argc)
 			only = argv[++i];
 		else if (argv[i][0] == '-') {

@@ -259,6 +259,17 @@ static int push(struct explorer *e, struct vstate *st, uint32_t pc, struct ckpt 
 	return 0;
 }
 
+/* Log level 2: each instruction walked, with the registers it starts from. */
+static void trace_insn(struct verifier *v, const struct path *p)
+{
+	char text[160];
+	const struct vm_prog *pr = v->prog;
+	vm_disasm_insn_at(&pr->insns[p->pc], pr->insn_cnt - p->pc, p->pc, v->obj, text, sizeof(text));
+	v_log(v, "%u: %s\n", p->pc, text);
+	if (v->log_len + 512 < v->log_size)
+		v_print_state(v, &p->st);
+}
+
 /* Walks one path to its end.  Returns 0 when it ended safely, -1 when rejected. */
 static int walk(struct explorer *e, struct path *p)
 {
@@ -274,13 +285,19 @@ static int walk(struct explorer *e, struct path *p)
 			if (r == VISIT_ERROR)
 				return -1;
 			if (r == VISIT_PRUNED) {
+				if (v->log_level >= 2)
+					v_log(v, "%u: safe (a verified state covers this one)\n", p->pc);
 				path_done(p->parent);
 				return 0;
 			}
 		}
+		if (v->log_level >= 2)
+			trace_insn(v, p);
 		struct vstate other;
 		uint32_t other_pc = 0;
 		int rc = v_step(v, &p->st, &p->pc, &other, &other_pc);
+		if (rc == STEP_BRANCH && v->log_level >= 2)
+			v_log(v, "  branch: insn %u queued\n", other_pc);
 		if (rc == STEP_ERROR) {
 			v->fail_state = p->st;
 			memset(&p->st, 0, sizeof(p->st));
@@ -378,6 +395,7 @@ int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify
 	v.prog = &obj->progs[prog];
 	v.ctx = vm_ctx_layout(v.prog->kind);
 	v.max_insns = o.max_insns ? o.max_insns : VM_MAX_INSNS;
+	v.log_level = o.log_level;
 	e.max_processed = o.max_processed ? o.max_processed : 1000000;
 	uint32_t n = v.prog->insn_cnt;
 	e.prune = calloc(n + 1, 1);

@@ -54,6 +54,7 @@ struct verifier {
 	uint32_t max_depth;                      /* deepest combined stack seen */
 	uint32_t max_frames;
 	uint32_t max_insns;
+	int log_level;                           /* 2: trace every instruction walked */
 	uint16_t *live;                          /* per instruction: registers read later */
 	char reason[512];                        /* why it was rejected */
 	struct vstate fail_state;                /* the state at the rejected instruction */

@@ -831,6 +831,9 @@ void v_print_reg(struct verifier *v, const struct vreg *r)
 	case T_SCALAR:
 		if (r_is_const(r))
 			v_log(v, "%lld", (long long)r->tv);
+		else if (r->umin == 0 && r->umax == UINT64_MAX && r->smin == INT64_MIN &&
+			 r->smax == INT64_MAX)
+			v_log(v, "scalar");
 		else
 			v_log(v, "scalar(umin=%llu,umax=%llu,smin=%lld,smax=%lld)",
 			      (unsigned long long)r->umin, (unsigned long long)r->umax,
