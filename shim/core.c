@@ -121,6 +121,13 @@ static void init_locked(void)
 	}
 	fill_slots();
 	shim_procaddr_setup();
+	/* Live probes (shim/live*.c) install their hooks before any load can happen.  Weak: the
+	 * test copy of the shim with a hooks plug-in (tests/shim) is built without them. */
+	if (!shim_state.disabled && shim_live_init) {
+		const struct shim_hooks *live = shim_live_init();
+		if (live)
+			atomic_store(&shim_hooks_now, live);
+	}
 }
 
 void shim_init(void)

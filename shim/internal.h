@@ -82,6 +82,10 @@ void shim_report_unload(CUresult r);
 void shim_report_graph_launch(void);
 void shim_report_exit(void);
 
+/* Live probes (live.c): reads CUBPF_PROGRAMS and returns the hooks to install, or NULL.  Called
+ * once from init; weak so that a copy of the shim without live/ still links. */
+const struct shim_hooks *shim_live_init(void) __attribute__((weak));
+
 /* Per-thread id (cached gettid). */
 uint32_t shim_tid(void);
 

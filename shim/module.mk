@@ -4,8 +4,15 @@
 # driver's exports (if any), the toolkit stub's and the list measured on the GPU machine; the
 # names of shim/intercept.list get hand-written wrappers, the others one-jump trampolines.
 SHIM_GEN     := $(BUILD)/shim
-SHIM_SRCS    := $(wildcard shim/*.c)
+# Live probes (shim/live*.c) are kept apart from the forwarding core, so that the test copy of
+# the shim with a hooks plug-in (tests/shim) links without them (core.c refers to them weakly).
+LIVE_SRCS    := $(wildcard shim/live*.c)
+SHIM_SRCS    := $(filter-out $(LIVE_SRCS),$(wildcard shim/*.c))
 SHIM_OBJS    := $(call objs,$(SHIM_SRCS))
+LIVE_OBJS    := $(call objs,$(LIVE_SRCS))
+# What the shim links, users first.  zstd comes from store's PIC build (Debian's libzstd.a is
+# not position-independent); it is listed before DEP_LIBS so that its symbols are the ones used.
+SHIM_LINK_LIBS := $(STORE_LIB) $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB) $(ZSTD_PIC_LIB)
 SHIM_LIB     := $(BUILD)/lib/libcuda.so.1
 CUDA_INCLUDE ?= $(CUDA_HOME)/include
 SHIM_STUB    ?= $(CUDA_HOME)/lib64/stubs/libcuda.so
@@ -26,19 +33,20 @@ $(SHIM_GEN)/exports.def: shim/gen.sh shim/intercept.list $(wildcard $(SHIM_SOURC
 	shim/gen.sh $(SHIM_GEN) shim/intercept.list $(SHIM_SOURCES)
 $(SHIM_GEN)/trampolines.S $(SHIM_GEN)/libcuda.map $(SHIM_GEN)/exports.txt: $(SHIM_GEN)/exports.def
 
-$(SHIM_OBJS): CFLAGS += -I$(SHIM_GEN) -I$(CUDA_INCLUDE)
-$(SHIM_OBJS): $(SHIM_GEN)/exports.def
+$(SHIM_OBJS) $(LIVE_OBJS): CFLAGS += -I$(SHIM_GEN) -I$(CUDA_INCLUDE)
+$(SHIM_OBJS) $(LIVE_OBJS): $(SHIM_GEN)/exports.def
+$(LIVE_OBJS): | $(ZSTD_DIR)/lib/zstd.h
 
 $(SHIM_GEN)/trampolines.o: $(SHIM_GEN)/trampolines.S
 	$(CC) -c $< -o $@
 
 # -z defs: a name of intercept.list without its wrapper fails here, not at run time.
 # -Bsymbolic: our own references (the cuGetProcAddress wrapper table) bind to our functions.
-$(SHIM_LIB): $(SHIM_OBJS) $(SHIM_GEN)/trampolines.o $(CUBIN_LIB) $(SHIM_GEN)/libcuda.map
+$(SHIM_LIB): $(SHIM_OBJS) $(LIVE_OBJS) $(SHIM_GEN)/trampolines.o $(SHIM_LINK_LIBS) $(SHIM_GEN)/libcuda.map
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -shared -o $@ -Wl,-soname,libcuda.so.1 \
 	  -Wl,--version-script=$(SHIM_GEN)/libcuda.map -Wl,-z,defs -Wl,-Bsymbolic \
-	  $(SHIM_OBJS) $(SHIM_GEN)/trampolines.o $(CUBIN_LIB) $(DEP_LIBS)
+	  $(SHIM_OBJS) $(LIVE_OBJS) $(SHIM_GEN)/trampolines.o $(SHIM_LINK_LIBS) $(DEP_LIBS)
 $(BUILD)/lib/libcuda.so: $(SHIM_LIB)
 	ln -sf libcuda.so.1 $@
 BINS += $(SHIM_LIB) $(BUILD)/lib/libcuda.so

@@ -74,6 +74,24 @@ static CUresult load_end(struct shim_module_event *ev, const struct shim_hooks *
 	return r;
 }
 
+/* The driver refused a substituted image (instrumented code it cannot load): the hooks hear of
+ * the failure, then the caller loads the original, so that the application never sees cubpf's
+ * failure.  Returns 1 when the caller must retry with ev->image (now the original). */
+static int substitute_refused(struct shim_module_event *ev, const struct shim_hooks *h,
+			      const void *original, CUresult r)
+{
+	if (r == CUDA_SUCCESS || ev->image == original)
+		return 0;
+	ev->ts_end = shim_now_ns();
+	ev->result = r;
+	if (h && h->module_loaded)
+		h->module_loaded(ev, h->user);
+	ev->image = original;
+	if (describing(h))
+		shim_image_describe(original, 0, &ev->info);
+	return 1;
+}
+
 #define PASS_THROUGH_IF_DISABLED(name, args)                                                      \
 	do {                                                                                      \
 		shim_ensure_init();                                                               \
@@ -99,6 +117,8 @@ SHIM_API_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 	struct shim_module_event ev;
 	load_begin(&ev, h, SHIM_LOAD_MODULE_DATA, "cuModuleLoadData", image, NULL, 0);
 	CUresult r = SHIM_REAL(cuModuleLoadData)(module, ev.image);
+	if (substitute_refused(&ev, h, image, r))
+		r = SHIM_REAL(cuModuleLoadData)(module, ev.image);
 	ev.module = r == CUDA_SUCCESS && module ? (shim_module_t)*module : NULL;
 	return load_end(&ev, h, r);
 }
@@ -111,6 +131,8 @@ SHIM_API_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
 	struct shim_module_event ev;
 	load_begin(&ev, h, SHIM_LOAD_MODULE_DATA_EX, "cuModuleLoadDataEx", image, NULL, 0);
 	CUresult r = SHIM_REAL(cuModuleLoadDataEx)(module, ev.image, n, options, values);
+	if (substitute_refused(&ev, h, image, r))
+		r = SHIM_REAL(cuModuleLoadDataEx)(module, ev.image, n, options, values);
 	ev.module = r == CUDA_SUCCESS && module ? (shim_module_t)*module : NULL;
 	return load_end(&ev, h, r);
 }
@@ -122,6 +144,8 @@ SHIM_API_EXPORT CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fat
 	struct shim_module_event ev;
 	load_begin(&ev, h, SHIM_LOAD_MODULE_FATBINARY, "cuModuleLoadFatBinary", fatCubin, NULL, 0);
 	CUresult r = SHIM_REAL(cuModuleLoadFatBinary)(module, ev.image);
+	if (substitute_refused(&ev, h, fatCubin, r))
+		r = SHIM_REAL(cuModuleLoadFatBinary)(module, ev.image);
 	ev.module = r == CUDA_SUCCESS && module ? (shim_module_t)*module : NULL;
 	return load_end(&ev, h, r);
 }
@@ -140,6 +164,10 @@ SHIM_API_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 	CUresult r = SHIM_REAL(cuLibraryLoadData)(library, ev.image, jitOptions, jitOptionsValues,
 						  numJitOptions, libraryOptions,
 						  libraryOptionValues, numLibraryOptions);
+	if (substitute_refused(&ev, h, code, r))
+		r = SHIM_REAL(cuLibraryLoadData)(library, ev.image, jitOptions, jitOptionsValues,
+						 numJitOptions, libraryOptions, libraryOptionValues,
+						 numLibraryOptions);
 	ev.library = r == CUDA_SUCCESS && library ? (shim_library_t)*library : NULL;
 	return load_end(&ev, h, r);
 }

@@ -9,6 +9,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/shim/fake.h"
@@ -22,6 +23,22 @@ FAKE_EXPORT int fake_result(const char *name)
 		return 1; /* CUDA_ERROR_INVALID_VALUE */
 	if (!strcmp(name, "cuLaunchKernel") || !strcmp(name, "cuLaunchKernel_ptsz"))
 		return 0;
+	/* The functions of the live-probe section below: invalid with zero arguments, except
+	 * those that have none to check. */
+	static const char *const live_ok[] = { "cuCtxSynchronize", "cuCtxPushCurrent_v2",
+					       "cuStreamSynchronize", NULL };
+	static const char *const live_invalid[] = {
+		"cuCtxGetCurrent", "cuCtxGetDevice", "cuCtxPopCurrent_v2", "cuDeviceGetAttribute",
+		"cuMemAlloc_v2", "cuMemFree_v2", "cuMemGetInfo_v2", "cuMemsetD8Async",
+		"cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuStreamCreate",
+		"cuModuleGetGlobal_v2", "cuLibraryGetGlobal", "cuLinkCreate_v2", "cuLinkAddData_v2",
+		"cuLinkComplete", "cuLinkDestroy", "cuGetErrorName", NULL };
+	for (int i = 0; live_ok[i]; i++)
+		if (!strcmp(name, live_ok[i]))
+			return 0;
+	for (int i = 0; live_invalid[i]; i++)
+		if (!strcmp(name, live_invalid[i]))
+			return 1;
 	int i = fake_index_of(name);
 	return i < 0 ? -1 : FAKE_BASE + i;
 }
@@ -106,13 +123,19 @@ static void *last_launch;
 FAKE_EXPORT const char *fake_last_image(void) { return last_image; }
 FAKE_EXPORT void *fake_last_launch(void) { return last_launch; }
 
+static void remember_text(void *handle, const void *image);
+static int refuse_cubin(const void *image);
+
 FAKE_EXPORT int cuModuleLoadData(void **module, const void *image)
 {
 	FAKE_HIT(cuModuleLoadData);
 	if (!module || !image)
 		return 1;
+	if (refuse_cubin(image))
+		return 200; /* CUDA_ERROR_INVALID_IMAGE */
 	snprintf(last_image, sizeof(last_image), "%s", (const char *)image);
 	*module = new_handle();
+	remember_text(*module, image);
 	return 0;
 }
 
@@ -123,7 +146,10 @@ FAKE_EXPORT int cuLibraryLoadData(void **library, const void *code, void *o, voi
 	FAKE_HIT(cuLibraryLoadData);
 	if (!library || !code)
 		return 1;
+	if (refuse_cubin(code))
+		return 200;
 	*library = new_handle();
+	remember_text(*library, code);
 	return 0;
 }
 
@@ -218,4 +244,308 @@ FAKE_EXPORT int cuFuncGetName(const char **name, void *f)
 		return 0;
 	}
 	return FAKE_BASE + FAKE_IDX_cuFuncGetName;
+}
+
+/* ---- what live probes (shim/live*.c) need: a context, device memory, globals, the JIT ----------
+ * Device memory is host memory (calloc), so a test can play the kernel: it finds a map through
+ * the `__cubpf_map_<i>` global of the loaded module and writes counts there.  The "JIT" turns
+ * PTX into "FAKECUBIN\n" + the PTX; PTX containing "fake_jit_error" fails with a log. */
+
+static void *fake_ctx = (void *)0xC7C000;
+FAKE_EXPORT void fake_set_ctx(void *ctx) { fake_ctx = ctx; }
+
+/* Loaded modules' text (PTX or fake cubins only: binary images are not kept). */
+#define FAKE_MODS 64
+static struct { void *handle; char *text; } mods[FAKE_MODS];
+static struct { void *handle; char name[32]; uint64_t *storage; } globals[256];
+
+static int text_image(const void *image)
+{
+	const char *s = image;
+	return !strncmp(s, "FAKECUBIN", 9) || s[0] == '.' || s[0] == '/';
+}
+
+/* FAKE_REFUSE_CUBIN=1: loads of fake cubins fail, as the driver would refuse a bad image. */
+static int refuse_cubin(const void *image)
+{
+	const char *e = getenv("FAKE_REFUSE_CUBIN");
+	return e && *e == '1' && !strncmp(image, "FAKECUBIN", 9);
+}
+
+static void remember_text(void *handle, const void *image)
+{
+	if (!text_image(image))
+		return;
+	for (int i = 0; i < FAKE_MODS; i++)
+		if (!mods[i].handle) {
+			mods[i].handle = handle;
+			mods[i].text = strdup(image);
+			return;
+		}
+}
+
+FAKE_EXPORT const char *fake_module_text(void *handle)
+{
+	for (int i = 0; i < FAKE_MODS; i++)
+		if (mods[i].handle == handle)
+			return mods[i].text;
+	return NULL;
+}
+
+/* The 8-byte storage of global `name` of a module or library, made on first use when the
+ * module's text declares it. */
+static int get_global(uint64_t *dptr, size_t *bytes, void *h, const char *name)
+{
+	const char *text = fake_module_text(h);
+	char decl[64];
+	if (!dptr || !h || !name)
+		return 1;
+	snprintf(decl, sizeof(decl), ".u64 %s;", name);
+	if (!text || !strstr(text, decl))
+		return 500; /* CUDA_ERROR_NOT_FOUND */
+	for (int i = 0; i < 256; i++) {
+		if (globals[i].handle == h && !strcmp(globals[i].name, name)) {
+			*dptr = (uintptr_t)globals[i].storage;
+			if (bytes)
+				*bytes = 8;
+			return 0;
+		}
+		if (!globals[i].handle) {
+			globals[i].handle = h;
+			snprintf(globals[i].name, sizeof(globals[i].name), "%s", name);
+			globals[i].storage = calloc(1, 8);
+			*dptr = (uintptr_t)globals[i].storage;
+			if (bytes)
+				*bytes = 8;
+			return 0;
+		}
+	}
+	return 2;
+}
+
+/* The value stored in a global (0 when it does not exist). */
+FAKE_EXPORT uint64_t fake_global(void *h, const char *name)
+{
+	uint64_t p = 0;
+	return get_global(&p, NULL, h, name) == 0 ? *(uint64_t *)(uintptr_t)p : 0;
+}
+
+FAKE_EXPORT int cuModuleGetGlobal_v2(uint64_t *dptr, size_t *bytes, void *mod, const char *name)
+{
+	FAKE_HIT(cuModuleGetGlobal_v2);
+	return get_global(dptr, bytes, mod, name);
+}
+
+FAKE_EXPORT int cuLibraryGetGlobal(uint64_t *dptr, size_t *bytes, void *lib, const char *name)
+{
+	FAKE_HIT(cuLibraryGetGlobal);
+	return get_global(dptr, bytes, lib, name);
+}
+
+FAKE_EXPORT int cuCtxGetCurrent(void **ctx)
+{
+	FAKE_HIT(cuCtxGetCurrent);
+	if (!ctx)
+		return 1;
+	*ctx = fake_ctx;
+	return 0;
+}
+
+FAKE_EXPORT int cuCtxGetDevice(int *dev)
+{
+	FAKE_HIT(cuCtxGetDevice);
+	if (!dev)
+		return 1;
+	*dev = 0;
+	return 0;
+}
+
+FAKE_EXPORT int cuCtxSynchronize(void)
+{
+	FAKE_HIT(cuCtxSynchronize);
+	return 0;
+}
+
+FAKE_EXPORT int cuCtxPushCurrent_v2(void *ctx)
+{
+	(void)ctx;
+	FAKE_HIT(cuCtxPushCurrent_v2);
+	return 0;
+}
+
+FAKE_EXPORT int cuCtxPopCurrent_v2(void **ctx)
+{
+	FAKE_HIT(cuCtxPopCurrent_v2);
+	if (!ctx)
+		return 1;
+	*ctx = fake_ctx;
+	return 0;
+}
+
+FAKE_EXPORT int cuDeviceGetAttribute(int *v, int attr, int dev)
+{
+	(void)dev;
+	FAKE_HIT(cuDeviceGetAttribute);
+	if (!v)
+		return 1;
+	*v = attr == 75 ? 9 : 0; /* compute capability 9.0 */
+	return 0;
+}
+
+FAKE_EXPORT int cuMemAlloc_v2(uint64_t *p, size_t n)
+{
+	FAKE_HIT(cuMemAlloc_v2);
+	if (!p || !n)
+		return 1;
+	void *m = calloc(1, n);
+	if (!m)
+		return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+	*p = (uintptr_t)m;
+	return 0;
+}
+
+FAKE_EXPORT int cuMemFree_v2(uint64_t p)
+{
+	FAKE_HIT(cuMemFree_v2);
+	if (!p)
+		return 1;
+	free((void *)(uintptr_t)p);
+	return 0;
+}
+
+FAKE_EXPORT int cuMemGetInfo_v2(size_t *free_b, size_t *total_b)
+{
+	FAKE_HIT(cuMemGetInfo_v2);
+	if (!free_b || !total_b)
+		return 1;
+	*free_b = (size_t)1 << 32;
+	*total_b = (size_t)1 << 33;
+	return 0;
+}
+
+FAKE_EXPORT int cuMemsetD8Async(uint64_t d, unsigned char v, size_t n, void *s)
+{
+	(void)s;
+	FAKE_HIT(cuMemsetD8Async);
+	if (!d)
+		return 1;
+	memset((void *)(uintptr_t)d, v, n);
+	return 0;
+}
+
+FAKE_EXPORT int cuMemcpyHtoDAsync_v2(uint64_t d, const void *src, size_t n, void *s)
+{
+	(void)s;
+	FAKE_HIT(cuMemcpyHtoDAsync_v2);
+	if (!d || !src)
+		return 1;
+	memcpy((void *)(uintptr_t)d, src, n);
+	return 0;
+}
+
+FAKE_EXPORT int cuMemcpyDtoHAsync_v2(void *dst, uint64_t d, size_t n, void *s)
+{
+	(void)s;
+	FAKE_HIT(cuMemcpyDtoHAsync_v2);
+	if (!d || !dst)
+		return 1;
+	memcpy(dst, (void *)(uintptr_t)d, n);
+	return 0;
+}
+
+FAKE_EXPORT int cuStreamCreate(void **s, unsigned flags)
+{
+	(void)flags;
+	FAKE_HIT(cuStreamCreate);
+	if (!s)
+		return 1;
+	*s = new_handle();
+	return 0;
+}
+
+FAKE_EXPORT int cuStreamSynchronize(void *s)
+{
+	(void)s;
+	FAKE_HIT(cuStreamSynchronize);
+	return 0;
+}
+
+struct fake_link {
+	char *ptx;
+	char *cubin;
+	char *log;
+	size_t log_size;
+};
+
+FAKE_EXPORT int cuLinkCreate_v2(unsigned n, int *opts, void **vals, void **state)
+{
+	FAKE_HIT(cuLinkCreate_v2);
+	if (!state)
+		return 1;
+	struct fake_link *l = calloc(1, sizeof(*l));
+	for (unsigned i = 0; l && opts && vals && i < n; i++) {
+		if (opts[i] == 5) /* CU_JIT_ERROR_LOG_BUFFER */
+			l->log = vals[i];
+		else if (opts[i] == 6) /* CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES */
+			l->log_size = (size_t)(uintptr_t)vals[i];
+	}
+	*state = l;
+	return l ? 0 : 2;
+}
+
+FAKE_EXPORT int cuLinkAddData_v2(void *state, int type, void *data, size_t size,
+				 const char *name, unsigned n, void *o, void *v)
+{
+	(void)type, (void)size, (void)name, (void)n, (void)o, (void)v;
+	FAKE_HIT(cuLinkAddData_v2);
+	struct fake_link *l = state;
+	if (!l || !data)
+		return 1;
+	free(l->ptx);
+	l->ptx = strdup(data);
+	return 0;
+}
+
+FAKE_EXPORT int cuLinkComplete(void *state, void **cubin, size_t *size)
+{
+	FAKE_HIT(cuLinkComplete);
+	struct fake_link *l = state;
+	if (!l || !cubin || !size || !l->ptx)
+		return 1;
+	if (strstr(l->ptx, "fake_jit_error")) {
+		if (l->log && l->log_size)
+			snprintf(l->log, l->log_size, "ptxas fatal   : fake error in line 1\n");
+		return 218; /* CUDA_ERROR_INVALID_PTX */
+	}
+	size_t n = strlen(l->ptx) + 11;
+	free(l->cubin);
+	l->cubin = malloc(n);
+	if (!l->cubin)
+		return 2;
+	snprintf(l->cubin, n, "FAKECUBIN\n%s", l->ptx);
+	*cubin = l->cubin;
+	*size = n;
+	return 0;
+}
+
+FAKE_EXPORT int cuLinkDestroy(void *state)
+{
+	FAKE_HIT(cuLinkDestroy);
+	struct fake_link *l = state;
+	if (!l)
+		return 1;
+	free(l->ptx);
+	free(l->cubin);
+	free(l);
+	return 0;
+}
+
+FAKE_EXPORT int cuGetErrorName(int e, const char **s)
+{
+	FAKE_HIT(cuGetErrorName);
+	if (!s)
+		return 1;
+	*s = e == 0 ? "CUDA_SUCCESS" : e == 218 ? "CUDA_ERROR_INVALID_PTX"
+	   : e == 200 ? "CUDA_ERROR_INVALID_IMAGE" : "CUDA_ERROR_FAKE";
+	return 0;
 }

@@ -1,0 +1,345 @@
+/* shim/live.c: live probes — set-up from the environment, the programs, kernel ids, the report
+ * at exit.
+ *
+ * Started by shim_init (core.c) when CUBPF_PROGRAMS is set and CUBPF_DISABLE is not: it loads
+ * and verifies the probe objects and returns the hooks to install.  It makes no driver call at
+ * that point (the application's first driver call is still in progress); device work waits for
+ * the first module load.
+ *
+ * Environment: CUBPF_PROGRAMS (probe objects, ':'-separated), CUBPF_KERNELS (kernel glob),
+ * CUBPF_TRACE (trace file), CUBPF_DUMP_MAPS=1 (print every map at exit), CUBPF_MAP_MAX_MB
+ * (cap on the device maps of one context, default 4096).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shim/live.h"
+
+struct live_state live;
+struct live_driver live_cu;
+
+/* ---- the real driver ----------------------------------------------------------------------- */
+
+#define LOAD(name)                                                                                \
+	do {                                                                                      \
+		live_cu.name = (__typeof__(live_cu.name))shim_real(#name);                        \
+		if (!live_cu.name) {                                                              \
+			snprintf(err, errlen, "the real driver lacks %s", #name);                 \
+			return -1;                                                                \
+		}                                                                                 \
+	} while (0)
+
+static int live_driver_load(char *err, size_t errlen)
+{
+	LOAD(cuCtxGetCurrent);
+	LOAD(cuCtxGetDevice);
+	LOAD(cuCtxSynchronize);
+	LOAD(cuCtxPushCurrent_v2);
+	LOAD(cuCtxPopCurrent_v2);
+	LOAD(cuDeviceGetAttribute);
+	LOAD(cuMemAlloc_v2);
+	LOAD(cuMemFree_v2);
+	LOAD(cuMemGetInfo_v2);
+	LOAD(cuMemsetD8Async);
+	LOAD(cuMemcpyHtoDAsync_v2);
+	LOAD(cuMemcpyDtoHAsync_v2);
+	LOAD(cuStreamCreate);
+	LOAD(cuStreamSynchronize);
+	LOAD(cuModuleGetGlobal_v2);
+	LOAD(cuLibraryGetGlobal);
+	LOAD(cuLinkCreate_v2);
+	LOAD(cuLinkAddData_v2);
+	LOAD(cuLinkComplete);
+	LOAD(cuLinkDestroy);
+	LOAD(cuGetErrorName);
+	return 0;
+}
+#undef LOAD
+
+const char *live_cu_error(CUresult r)
+{
+	const char *s = NULL;
+	if (live_cu.cuGetErrorName && live_cu.cuGetErrorName(r, &s) == CUDA_SUCCESS && s)
+		return s;
+	return "unknown CUresult";
+}
+
+/* ---- kernel ids ------------------------------------------------------------------------------
+ * Programs index maps by ctx->kernel_id (kcount: 4096 entries), so ids are small and sequential
+ * rather than the rewriter's default hash; the same name keeps its id in every module. */
+
+struct kid {
+	char *name;
+	uint32_t id;
+	struct kid *next;
+};
+static struct kid *kids;
+static uint32_t next_kid = 1;
+static pthread_mutex_t kid_lock = PTHREAD_MUTEX_INITIALIZER;
+
+uint32_t live_kernel_id(void *user, const char *mangled)
+{
+	(void)user;
+	uint32_t id = 0;
+	pthread_mutex_lock(&kid_lock);
+	for (struct kid *k = kids; k; k = k->next)
+		if (!strcmp(k->name, mangled)) {
+			id = k->id;
+			break;
+		}
+	struct kid *k = id ? NULL : malloc(sizeof(*k));
+	if (k && (k->name = strdup(mangled))) {
+		k->id = id = next_kid++;
+		k->next = kids;
+		kids = k;
+		if (live.trace) /* the trace names kernel ids through its string table */
+			store_trace_intern(live.trace, mangled);
+	} else if (k) {
+		free(k);
+	}
+	pthread_mutex_unlock(&kid_lock);
+	return id ? id : ptx_kernel_id(mangled);
+}
+
+/* ---- programs ------------------------------------------------------------------------------ */
+
+/* A copy of a program's code with its map references moved by `base` (the index of its
+ * object's first map in the merged table). */
+static struct bpf_insn *renumber(const struct vm_prog *p, uint32_t base)
+{
+	struct bpf_insn *in = malloc(sizeof(*in) * (p->insn_cnt ? p->insn_cnt : 1));
+	if (!in)
+		return NULL;
+	memcpy(in, p->insns, sizeof(*in) * p->insn_cnt);
+	for (uint32_t i = 0; i + 1 < p->insn_cnt; i++)
+		if (in[i].code == (BPF_LD | BPF_DW | BPF_IMM)) {
+			if (in[i].src_reg == BPF_PSEUDO_MAP_FD || in[i].src_reg == BPF_PSEUDO_MAP_VALUE)
+				in[i].imm += (int32_t)base;
+			i++; /* lddw takes two slots */
+		}
+	return in;
+}
+
+/* Device storage of a map: the kinds the device code knows (array kinds and globals). */
+static uint64_t map_bytes(const struct vm_map_def *d)
+{
+	bool array = d->type == CUBPF_MAP_ARRAY || d->type == CUBPF_MAP_GPU_ARRAY ||
+		     d->origin != VM_MAP_USER;
+	return array ? (uint64_t)d->max_entries * ptx_map_value_stride(d) : 0;
+}
+
+static int add_maps(const struct vm_object *o, uint32_t obj)
+{
+	struct live_map *m = realloc(live.maps, sizeof(*m) * (live.nmaps + o->map_cnt + 1));
+	if (!m)
+		return -1;
+	live.maps = m;
+	for (uint32_t i = 0; i < o->map_cnt; i++) {
+		struct live_map *lm = &live.maps[live.nmaps++];
+		lm->def = o->maps[i];
+		lm->obj = obj;
+		lm->bytes = map_bytes(&o->maps[i]);
+	}
+	return 0;
+}
+
+/* Verifies the GPU programs of an object and adds those accepted; a rejected program is skipped
+ * with one warning carrying the verifier's reason. */
+static int add_progs(const struct vm_object *o, uint32_t map_base)
+{
+	struct ptx_prog *p = realloc(live.progs, sizeof(*p) * (live.nprogs + o->prog_cnt + 1));
+	if (!p)
+		return -1;
+	live.progs = p;
+	for (uint32_t i = 0; i < o->prog_cnt; i++) {
+		const struct vm_prog *vp = &o->progs[i];
+		if (!vm_kind_is_gpu(vp->kind)) {
+			shim_log(SHIM_LOG_WARN, "live: %s: program %s (%s) runs on the host: host "
+				 "probes are not supported yet, skipped", o->name, vp->name, vp->section);
+			continue;
+		}
+		char log[1024];
+		if (vm_verify(o, i, NULL, NULL, log, sizeof(log)) != 0) {
+			char *nl = strrchr(log, '\n');
+			shim_log(SHIM_LOG_WARN, "live: %s: program %s rejected by the verifier: %s",
+				 o->name, vp->name, nl ? nl + 1 : log);
+			continue;
+		}
+		struct bpf_insn *in = renumber(vp, map_base);
+		if (!in)
+			return -1;
+		live.progs[live.nprogs++] = (struct ptx_prog){ vp->name, vp->kind, vp->attach, in,
+							       vp->insn_cnt };
+	}
+	return 0;
+}
+
+static int add_object(const char *path)
+{
+	char err[VM_ERRLEN];
+	struct vm_object *o;
+	if (vm_object_load_file(path, &o, err, sizeof(err)) != 0) {
+		shim_log(SHIM_LOG_WARN, "live: %s: cannot load the probe object: %s", path, err);
+		return 0;
+	}
+	struct vm_object **objs = realloc(live.objs, sizeof(*objs) * (live.nobjs + 1));
+	char **paths = realloc(live.paths, sizeof(*paths) * (live.nobjs + 1));
+	if (objs)
+		live.objs = objs;
+	if (paths)
+		live.paths = paths;
+	uint32_t base = live.nmaps;
+	if (!objs || !paths || add_maps(o, live.nobjs) != 0 || add_progs(o, base) != 0) {
+		vm_object_free(o);
+		return -1;
+	}
+	live.objs[live.nobjs] = o;
+	live.paths[live.nobjs] = strdup(path);
+	live.nobjs++;
+	return 0;
+}
+
+static int load_programs(const char *list)
+{
+	char *copy = strdup(list), *save = NULL;
+	if (!copy)
+		return -1;
+	for (char *p = strtok_r(copy, ":", &save); p; p = strtok_r(NULL, ":", &save))
+		if (add_object(p) != 0) {
+			free(copy);
+			return -1;
+		}
+	free(copy);
+	return 0;
+}
+
+/* ---- the trace ---------------------------------------------------------------------------- */
+
+static void trace_open(const char *path)
+{
+	char err[STORE_ERRLEN], host[256] = "", cmd[4096] = "";
+	gethostname(host, sizeof(host) - 1);
+	FILE *f = fopen("/proc/self/cmdline", "r");
+	if (f) {
+		size_t n = fread(cmd, 1, sizeof(cmd) - 1, f);
+		fclose(f);
+		for (size_t i = 0; i + 1 < n; i++)
+			cmd[i] = cmd[i] ? cmd[i] : ' ';
+		cmd[n] = 0;
+	}
+	struct store_trace_process p = { .pid = (uint32_t)getpid(), .cubpf_version = "cubpf 0.1",
+					 .hostname = host, .cmdline = cmd };
+	live.trace = store_trace_create(path, &p, NULL, err, sizeof(err));
+	if (!live.trace) {
+		shim_log(SHIM_LOG_WARN, "live: CUBPF_TRACE=%s: %s; no trace is written", path, err);
+		return;
+	}
+	for (uint32_t i = 0; i < live.nobjs; i++) {
+		struct store_rec_program rp = { .index = i, .nmaps = live.objs[i]->map_cnt };
+		store_trace_program(live.trace, &rp, live.objs[i]->name, live.paths[i]);
+	}
+	for (uint32_t i = 0; i < live.nmaps; i++)
+		store_trace_intern(live.trace, live.maps[i].def.name);
+}
+
+/* ---- exit ---------------------------------------------------------------------------------- */
+
+static void report_counters(void)
+{
+	uint64_t dev = 0;
+	uint32_t nctx = 0;
+	live_maps_memory(&dev, &nctx);
+	shim_log(SHIM_LOG_INFO, "live: %u modules instrumented (%u kernels), %u fell back to the "
+		 "original, %u without PTX for the device (%u kernels not instrumentable), %u with no "
+		 "matching kernel, %u loads not handled; maps: %llu device bytes in %u contexts, 0 "
+		 "pinned bytes",
+		 atomic_load(&live.n.modules_instrumented), atomic_load(&live.n.kernels_instrumented),
+		 atomic_load(&live.n.modules_fallback), atomic_load(&live.n.modules_no_ptx),
+		 atomic_load(&live.n.kernels_no_ptx), atomic_load(&live.n.modules_untouched),
+		 atomic_load(&live.n.modules_skipped), (unsigned long long)dev, nctx);
+	if (atomic_load(&live.n.modules_fallback) || atomic_load(&live.n.fill_failures))
+		shim_log(SHIM_LOG_WARN, "live: %u modules ran uninstrumented after a failure, %u map "
+			 "pointers could not be stored (see the warnings above)",
+			 atomic_load(&live.n.modules_fallback), atomic_load(&live.n.fill_failures));
+}
+
+/* The kernel ids given out, so that a reader of the maps can name them. */
+static void report_kernel_ids(void)
+{
+	pthread_mutex_lock(&kid_lock);
+	for (struct kid *k = kids; k; k = k->next)
+		shim_log(SHIM_LOG_INFO, "live: kernel id %u = %s", k->id, k->name);
+	pthread_mutex_unlock(&kid_lock);
+}
+
+/* Registered with atexit at start, i.e. after the CUDA runtime's own exit handlers (which are
+ * registered when it is loaded, before its first driver call) and so run before them: the
+ * contexts are still alive and the last kernels' counts can be read. */
+static void live_exit(void)
+{
+	static atomic_int done;
+	if (atomic_exchange(&done, 1))
+		return;
+	live_snapshot_all(true);
+	report_kernel_ids();
+	live_maps_report(stderr, live.dump_maps || shim_log_enabled(SHIM_LOG_DEBUG));
+	report_counters();
+	if (live.trace) {
+		char err[STORE_ERRLEN];
+		struct store_trace_writer *w = live.trace;
+		live.trace = NULL;
+		if (store_trace_close(w, err, sizeof(err)) != 0)
+			shim_log(SHIM_LOG_WARN, "live: trace: %s", err);
+	}
+}
+
+/* ---- start --------------------------------------------------------------------------------- */
+
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+	const char *v = getenv(name);
+	char *end;
+	if (!v || !*v)
+		return dflt;
+	unsigned long long x = strtoull(v, &end, 10);
+	return *end ? dflt : x;
+}
+
+static const struct shim_hooks live_hooks = {
+	.module_loading = live_module_loading,
+	.module_loaded = live_module_loaded,
+	.module_unloaded = live_module_unloaded,
+	.launching = live_launching,
+};
+
+const struct shim_hooks *shim_live_init(void)
+{
+	const char *programs = getenv("CUBPF_PROGRAMS");
+	char err[LIVE_ERRLEN];
+	if (!programs || !*programs)
+		return NULL;
+	if (live_driver_load(err, sizeof(err)) != 0) {
+		shim_log(SHIM_LOG_WARN, "live: %s; probes disabled", err);
+		return NULL;
+	}
+	if (load_programs(programs) != 0) {
+		shim_log(SHIM_LOG_WARN, "live: out of memory loading %s; probes disabled", programs);
+		return NULL;
+	}
+	const char *glob = getenv("CUBPF_KERNELS");
+	live.kernel_glob = glob && *glob ? glob : NULL;
+	live.map_cap_bytes = env_u64("CUBPF_MAP_MAX_MB", 4096) << 20;
+	const char *dump = getenv("CUBPF_DUMP_MAPS");
+	live.dump_maps = dump && *dump && strcmp(dump, "0") != 0;
+	const char *trace = getenv("CUBPF_TRACE");
+	if (trace && *trace)
+		trace_open(trace);
+	shim_log(SHIM_LOG_INFO, "live: %u probe objects, %u GPU programs, %u maps%s%s%s",
+		 live.nobjs, live.nprogs, live.nmaps, live.kernel_glob ? ", kernels " : "",
+		 live.kernel_glob ? live.kernel_glob : "", live.trace ? ", tracing" : "");
+	atexit(live_exit);
+	return live.nprogs ? &live_hooks : NULL;
+}

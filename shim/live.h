@@ -1,0 +1,127 @@
+/* shim/live*: live probes inside the shim — the folder-private interface of live.c (set-up,
+ * programs, exit report), live_module.c (module substitution) and live_maps.c (device maps).
+ *
+ * Design as built: shim/LIVE.md.  Everything here runs on the application's threads, inside
+ * its driver calls, so every failure is a fallback (the original module, a warning, a count),
+ * never an error the application sees.
+ */
+#ifndef CUBPF_SHIM_LIVE_H
+#define CUBPF_SHIM_LIVE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "ptx-rewriter/ptx.h"
+#include "shim/internal.h"
+#include "store/store.h"
+#include "vm/vm.h"
+
+#define LIVE_ERRLEN 512
+
+/* The real driver's functions cubpf calls for itself (never the shim's wrappers, so that they
+ * neither recurse nor show up as application events).  Filled once by live_driver_load. */
+#define LIVE_FN(name) __typeof__(&name) name
+struct live_driver {
+	LIVE_FN(cuCtxGetCurrent);
+	LIVE_FN(cuCtxGetDevice);
+	LIVE_FN(cuCtxSynchronize);
+	LIVE_FN(cuCtxPushCurrent_v2);
+	LIVE_FN(cuCtxPopCurrent_v2);
+	LIVE_FN(cuDeviceGetAttribute);
+	LIVE_FN(cuMemAlloc_v2);
+	LIVE_FN(cuMemFree_v2);
+	LIVE_FN(cuMemGetInfo_v2);
+	LIVE_FN(cuMemsetD8Async);
+	LIVE_FN(cuMemcpyHtoDAsync_v2);
+	LIVE_FN(cuMemcpyDtoHAsync_v2);
+	LIVE_FN(cuStreamCreate);
+	LIVE_FN(cuStreamSynchronize);
+	LIVE_FN(cuModuleGetGlobal_v2);
+	LIVE_FN(cuLibraryGetGlobal);
+	LIVE_FN(cuLinkCreate_v2);
+	LIVE_FN(cuLinkAddData_v2);
+	LIVE_FN(cuLinkComplete);
+	LIVE_FN(cuLinkDestroy);
+	LIVE_FN(cuGetErrorName);
+};
+#undef LIVE_FN
+extern struct live_driver live_cu;
+
+/* The name of a CUresult, for messages. */
+const char *live_cu_error(CUresult r);
+
+/* One map as every module sees it: the maps of all loaded objects, concatenated (programs'
+ * map references are renumbered to this table, see live.c). */
+struct live_map {
+	struct vm_map_def def;     /* copy; def.init points into the object */
+	uint32_t obj;              /* index of the object that defined it */
+	uint64_t bytes;            /* device storage; 0 when the kind has no device layout yet */
+};
+
+struct live_counters {
+	atomic_uint modules_instrumented, kernels_instrumented;
+	atomic_uint modules_fallback;       /* instrumentation failed: original loaded */
+	atomic_uint modules_no_ptx, kernels_no_ptx;
+	atomic_uint modules_untouched;      /* PTX, but no kernel matched a program */
+	atomic_uint modules_skipped;        /* loads live does not handle (files, link inputs) */
+	atomic_uint fill_failures;          /* map pointers that could not be stored */
+};
+
+struct live_state {
+	struct vm_object **objs;
+	char **paths;
+	uint32_t nobjs;
+	struct ptx_prog *progs;    /* GPU programs, map references renumbered */
+	uint32_t nprogs;
+	struct live_map *maps;
+	uint32_t nmaps;
+	const char *kernel_glob;   /* CUBPF_KERNELS, or NULL */
+	uint64_t map_cap_bytes;    /* largest total of device maps per context (CUBPF_MAP_MAX_MB) */
+	bool dump_maps;            /* CUBPF_DUMP_MAPS=1: every map printed at exit */
+	struct store_trace_writer *trace; /* CUBPF_TRACE, or NULL */
+	struct live_counters n;
+};
+extern struct live_state live;
+
+/* live.c: cubpf's id of a kernel (small, sequential from 1, the same for the same name). */
+uint32_t live_kernel_id(void *user, const char *mangled);
+
+/* ---- device maps (live_maps.c) ----------------------------------------------------------- */
+
+/* The maps of one context: one allocation per map, shared by every module of the context. */
+struct live_ctx {
+	CUcontext ctx;
+	CUdevice dev;
+	uint32_t sm;                /* compute capability, 90 for sm_90 */
+	CUstream stream;            /* cubpf's own non-blocking stream */
+	CUdeviceptr *base;          /* per map; 0 when the map has no device storage */
+	uint64_t device_bytes;
+	uint8_t **snap;             /* per map: the last copy read back (NULL before) */
+	uint64_t snap_ns;           /* when it was read (CLOCK_REALTIME), 0 = never */
+	struct live_ctx *next;
+};
+
+/* The context's maps, allocated (and initialised) on first use.  NULL with a message when they
+ * cannot be had (no memory, over the cap). */
+struct live_ctx *live_ctx_get(CUcontext ctx, char *err, size_t errlen);
+/* Compute capability of the device of `ctx` (or of device 0 when ctx is NULL); 0 if unknown. */
+uint32_t live_ctx_sm(CUcontext ctx);
+/* Stores the maps' addresses in the `__cubpf_map_<i>` globals of a module or library (one of the
+ * two is NULL) in context c (current).  Returns 0, or -1 with a message. */
+int live_fill(struct live_ctx *c, CUmodule mod, CUlibrary lib, char *err, size_t errlen);
+/* Copies every context's maps back into its snapshot buffers.  sync: wait for the context's
+ * work first (exit only: never while the application runs). */
+void live_snapshot_all(bool sync);
+/* Prints the maps (bpftool-like) to `out`, and writes them into the trace when there is one. */
+void live_maps_report(FILE *out, bool print);
+/* Writes the latest snapshots into the trace. */
+void live_maps_trace(void);
+void live_maps_memory(uint64_t *device_bytes, uint32_t *contexts);
+
+/* ---- module substitution (live_module.c) --------------------------------------------------- */
+void live_module_loading(struct shim_module_event *ev, void *user);
+void live_module_loaded(const struct shim_module_event *ev, void *user);
+void live_module_unloaded(shim_module_t module, shim_library_t library, int result, void *user);
+void live_launching(struct shim_launch_event *ev, void *user);
+
+#endif

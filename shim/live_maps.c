@@ -1,0 +1,334 @@
+/* shim/live_maps.c: device maps — one allocation per map per context, the pointers stored in
+ * the instrumented modules, the copies read back at exit, the bpftool-like report.
+ *
+ * Per context rather than per device: an allocation belongs to a context and the kernels of
+ * another context cannot reach it.  The CUDA runtime (and PyTorch, JAX, CuPy) use one primary
+ * context per device, so this is one copy per device for them.
+ *
+ * cubpf's copies run on a non-blocking stream of its own and wait for that stream only: the
+ * application's streams are never synchronised while it runs (at exit, see live_snapshot_all).
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim/live.h"
+
+static struct live_ctx *ctxs;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+uint32_t live_ctx_sm(CUcontext ctx)
+{
+	CUdevice dev = 0;
+	int major = 0, minor = 0;
+	if (ctx && live_cu.cuCtxGetDevice(&dev) != CUDA_SUCCESS)
+		return 0;
+	if (live_cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+					 dev) != CUDA_SUCCESS ||
+	    live_cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+					 dev) != CUDA_SUCCESS)
+		return 0;
+	return (uint32_t)(major * 10 + minor);
+}
+
+static void ctx_free(struct live_ctx *c)
+{
+	for (uint32_t i = 0; c->base && i < live.nmaps; i++)
+		if (c->base[i])
+			live_cu.cuMemFree_v2(c->base[i]);
+	free(c->base);
+	free(c->snap);
+	free(c);
+}
+
+/* Zeroes a map, then copies a global's initial value (.data/.rodata) into it. */
+static CUresult map_init(struct live_ctx *c, uint32_t i)
+{
+	const struct live_map *m = &live.maps[i];
+	CUresult r = live_cu.cuMemsetD8Async(c->base[i], 0, m->bytes, c->stream);
+	if (r == CUDA_SUCCESS && m->def.init && m->def.value_size)
+		r = live_cu.cuMemcpyHtoDAsync_v2(c->base[i], m->def.init, m->def.value_size,
+						 c->stream);
+	return r;
+}
+
+/* Allocates every map of the current context `c->ctx`.  The caller holds the lock. */
+static int ctx_alloc(struct live_ctx *c, char *err, size_t errlen)
+{
+	uint64_t total = 0;
+	size_t free_b = 0, total_b = 0;
+	for (uint32_t i = 0; i < live.nmaps; i++)
+		total += live.maps[i].bytes;
+	if (total > live.map_cap_bytes) {
+		snprintf(err, errlen, "the maps need %" PRIu64 " bytes of device memory, more than "
+			 "the cap of %" PRIu64 " (CUBPF_MAP_MAX_MB)", total, live.map_cap_bytes);
+		return -1;
+	}
+	if (live_cu.cuMemGetInfo_v2(&free_b, &total_b) == CUDA_SUCCESS && total > free_b) {
+		snprintf(err, errlen, "the maps need %" PRIu64 " bytes of device memory, the device "
+			 "has %zu free", total, free_b);
+		return -1;
+	}
+	CUresult r = live_cu.cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING);
+	for (uint32_t i = 0; r == CUDA_SUCCESS && i < live.nmaps; i++) {
+		if (!live.maps[i].bytes)
+			continue;
+		r = live_cu.cuMemAlloc_v2(&c->base[i], live.maps[i].bytes);
+		if (r == CUDA_SUCCESS)
+			r = map_init(c, i);
+	}
+	if (r == CUDA_SUCCESS)
+		r = live_cu.cuStreamSynchronize(c->stream);
+	if (r != CUDA_SUCCESS) {
+		snprintf(err, errlen, "allocating %" PRIu64 " bytes of maps: %s", total,
+			 live_cu_error(r));
+		return -1;
+	}
+	c->device_bytes = total;
+	return 0;
+}
+
+struct live_ctx *live_ctx_get(CUcontext ctx, char *err, size_t errlen)
+{
+	pthread_mutex_lock(&lock);
+	struct live_ctx *c = ctxs;
+	while (c && c->ctx != ctx)
+		c = c->next;
+	if (c) {
+		pthread_mutex_unlock(&lock);
+		return c;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c) {
+		c->base = calloc(live.nmaps + 1, sizeof(*c->base));
+		c->snap = calloc(live.nmaps + 1, sizeof(*c->snap));
+	}
+	if (!c || !c->base || !c->snap) {
+		snprintf(err, errlen, "out of memory");
+		if (c)
+			ctx_free(c);
+		pthread_mutex_unlock(&lock);
+		return NULL;
+	}
+	c->ctx = ctx;
+	if (live_cu.cuCtxGetDevice(&c->dev) != CUDA_SUCCESS || ctx_alloc(c, err, errlen) != 0) {
+		if (!*err)
+			snprintf(err, errlen, "no device for the current context");
+		ctx_free(c);
+		pthread_mutex_unlock(&lock);
+		return NULL;
+	}
+	c->sm = live_ctx_sm(ctx);
+	c->next = ctxs;
+	ctxs = c;
+	pthread_mutex_unlock(&lock);
+	shim_log(SHIM_LOG_INFO, "live: maps on device %d (context %p): %" PRIu64 " device bytes, "
+		 "0 pinned bytes, %u maps", (int)c->dev, (void *)ctx, c->device_bytes, live.nmaps);
+	return c;
+}
+
+int live_fill(struct live_ctx *c, CUmodule mod, CUlibrary lib, char *err, size_t errlen)
+{
+	CUresult r = CUDA_SUCCESS;
+	unsigned filled = 0;
+	for (uint32_t i = 0; i < live.nmaps; i++) {
+		char name[32];
+		CUdeviceptr sym = 0;
+		size_t size = 0;
+		snprintf(name, sizeof(name), PTX_MAP_SYMBOL_FMT, i);
+		r = mod ? live_cu.cuModuleGetGlobal_v2(&sym, &size, mod, name)
+			: live_cu.cuLibraryGetGlobal(&sym, &size, lib, name);
+		if (r == CUDA_ERROR_NOT_FOUND) /* this module does not use map i */
+			continue;
+		if (r != CUDA_SUCCESS || size != sizeof(CUdeviceptr) || !c->base[i]) {
+			snprintf(err, errlen, "%s: %s", name,
+				 r != CUDA_SUCCESS ? live_cu_error(r)
+				 : size != sizeof(CUdeviceptr) ? "not an 8-byte global"
+							       : "the map has no device storage");
+			return -1;
+		}
+		/* The source is c->base[i], which lives as long as the context's record. */
+		r = live_cu.cuMemcpyHtoDAsync_v2(sym, &c->base[i], sizeof(c->base[i]), c->stream);
+		if (r != CUDA_SUCCESS)
+			break;
+		filled++;
+	}
+	if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_FOUND)
+		r = live_cu.cuStreamSynchronize(c->stream);
+	if (r != CUDA_SUCCESS) {
+		snprintf(err, errlen, "storing map pointers: %s", live_cu_error(r));
+		return -1;
+	}
+	shim_log(SHIM_LOG_DEBUG, "live: %u map pointers stored in %s %p (context %p)", filled,
+		 mod ? "module" : "library", mod ? (void *)mod : (void *)lib, (void *)c->ctx);
+	return 0;
+}
+
+/* ---- reading back ------------------------------------------------------------------------ */
+
+static void snapshot(struct live_ctx *c, bool sync)
+{
+	CUcontext popped;
+	if (live_cu.cuCtxPushCurrent_v2(c->ctx) != CUDA_SUCCESS)
+		return; /* the context is gone: the last snapshot stands */
+	CUresult r = sync ? live_cu.cuCtxSynchronize() : CUDA_SUCCESS;
+	uint8_t **tmp = calloc(live.nmaps + 1, sizeof(*tmp));
+	for (uint32_t i = 0; tmp && r == CUDA_SUCCESS && i < live.nmaps; i++) {
+		if (!c->base[i])
+			continue;
+		tmp[i] = malloc(live.maps[i].bytes);
+		r = tmp[i] ? live_cu.cuMemcpyDtoHAsync_v2(tmp[i], c->base[i], live.maps[i].bytes,
+							  c->stream)
+			   : CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (r == CUDA_SUCCESS)
+		r = live_cu.cuStreamSynchronize(c->stream);
+	live_cu.cuCtxPopCurrent_v2(&popped);
+	for (uint32_t i = 0; tmp && i < live.nmaps; i++) {
+		if (r == CUDA_SUCCESS) {
+			free(c->snap[i]);
+			c->snap[i] = tmp[i];
+		} else {
+			free(tmp[i]);
+		}
+	}
+	free(tmp);
+	if (r == CUDA_SUCCESS)
+		c->snap_ns = shim_now_ns();
+	else
+		shim_log(SHIM_LOG_WARN, "live: reading the maps of context %p: %s", (void *)c->ctx,
+			 live_cu_error(r));
+}
+
+void live_snapshot_all(bool sync)
+{
+	pthread_mutex_lock(&lock);
+	for (struct live_ctx *c = ctxs; c; c = c->next)
+		snapshot(c, sync);
+	pthread_mutex_unlock(&lock);
+}
+
+void live_maps_memory(uint64_t *device_bytes, uint32_t *contexts)
+{
+	pthread_mutex_lock(&lock);
+	for (struct live_ctx *c = ctxs; c; c = c->next) {
+		*device_bytes += c->device_bytes;
+		++*contexts;
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+/* ---- report -------------------------------------------------------------------------------- */
+
+static const char *map_kind(const struct vm_map_def *d)
+{
+	switch (d->origin) {
+	case VM_MAP_RODATA: return "rodata";
+	case VM_MAP_DATA: return "data";
+	case VM_MAP_BSS: return "bss";
+	default: break;
+	}
+	return d->type == CUBPF_MAP_GPU_ARRAY ? "gpu_array" : "array";
+}
+
+static bool all_zero(const uint8_t *v, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (v[i])
+			return false;
+	return true;
+}
+
+static void format_value(const uint8_t *v, uint32_t size, char *out, size_t len)
+{
+	if (size == 8 || size == 4) {
+		uint64_t x = 0;
+		memcpy(&x, v, size);
+		snprintf(out, len, "%" PRIu64, x);
+		return;
+	}
+	size_t o = 0;
+	for (uint32_t i = 0; i < size && o + 4 < len; i++)
+		o += (size_t)snprintf(out + o, len - o, "%s%02x", i ? " " : "", v[i]);
+}
+
+/* Entries shown at info level without CUBPF_DUMP_MAPS: enough to see that counts arrived. */
+#define REPORT_FIRST 8
+
+static void report_map(FILE *out, bool print, const struct live_ctx *c, uint32_t i)
+{
+	const struct live_map *m = &live.maps[i];
+	uint32_t stride = ptx_map_value_stride(&m->def), nonzero = 0;
+	const uint8_t *snap = c->snap[i];
+	for (uint32_t k = 0; k < m->def.max_entries; k++)
+		nonzero += !all_zero(snap + (uint64_t)k * stride, m->def.value_size);
+	if (shim_log_enabled(SHIM_LOG_INFO) || print)
+		fprintf(out, "cubpf: map %s: %s, key 4 B, value %u B, %u entries, %u non-zero, "
+			"device %d\n", m->def.name, map_kind(&m->def), m->def.value_size,
+			m->def.max_entries, nonzero, (int)c->dev);
+	uint32_t shown = 0;
+	for (uint32_t k = 0; k < m->def.max_entries; k++) {
+		const uint8_t *v = snap + (uint64_t)k * stride;
+		if (all_zero(v, m->def.value_size))
+			continue;
+		if (!print && (!shim_log_enabled(SHIM_LOG_INFO) || shown >= REPORT_FIRST))
+			break;
+		char text[160];
+		format_value(v, m->def.value_size, text, sizeof(text));
+		fprintf(out, "cubpf: map %s[%u] = %s (device %d)\n", m->def.name, k, text,
+			(int)c->dev);
+		shown++;
+	}
+	if (!print && shown < nonzero && shim_log_enabled(SHIM_LOG_INFO))
+		fprintf(out, "cubpf: map %s: %u more non-zero entries (CUBPF_DUMP_MAPS=1 shows "
+			"them)\n", m->def.name, nonzero - shown);
+}
+
+/* One MAP record per map and context: the non-zero entries as (u32 key, value) pairs. */
+static void trace_map(const struct live_ctx *c, uint32_t i)
+{
+	const struct live_map *m = &live.maps[i];
+	uint32_t stride = ptx_map_value_stride(&m->def), vs = m->def.value_size, count = 0;
+	size_t pair = 4 + (size_t)vs;
+	uint8_t *kv = malloc(pair * (m->def.max_entries + 1ull));
+	if (!kv)
+		return;
+	for (uint32_t k = 0; k < m->def.max_entries; k++) {
+		const uint8_t *v = c->snap[i] + (uint64_t)k * stride;
+		if (all_zero(v, vs))
+			continue;
+		memcpy(kv + count * pair, &k, 4);
+		memcpy(kv + count * pair + 4, v, vs);
+		count++;
+	}
+	struct store_rec_map rec = {
+		.ts_ns = c->snap_ns, .prog = m->obj, .map = i,
+		.name = store_trace_intern(live.trace, m->def.name), .map_type = m->def.type,
+		.key_size = 4, .value_size = vs, .count = count,
+	};
+	store_trace_map(live.trace, &rec, kv, count * pair);
+	free(kv);
+}
+
+void live_maps_trace(void)
+{
+	pthread_mutex_lock(&lock);
+	for (struct live_ctx *c = ctxs; live.trace && c; c = c->next)
+		for (uint32_t i = 0; c->snap_ns && i < live.nmaps; i++)
+			if (c->snap[i])
+				trace_map(c, i);
+	pthread_mutex_unlock(&lock);
+}
+
+void live_maps_report(FILE *out, bool print)
+{
+	live_maps_trace();
+	pthread_mutex_lock(&lock);
+	for (struct live_ctx *c = ctxs; c; c = c->next)
+		for (uint32_t i = 0; c->snap_ns && i < live.nmaps; i++)
+			if (c->snap[i])
+				report_map(out, print, c, i);
+	pthread_mutex_unlock(&lock);
+}

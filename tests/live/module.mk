@@ -1,0 +1,29 @@
+# tests/live: live probes in the shim (shim/live*.c) against the fake driver of tests/shim, and
+# the GPU programs and probe objects of tests/gpu/t_live*.sh and tests/bench/b_live.sh.
+
+# Probe objects (clang -target bpf; the GPU machine has no clang: they travel in $(BUILD)).
+LIVE_PROBEDIR := $(BUILD)/live-probes
+LIVE_PROBES   := $(patsubst tests/live/probes/%.bpf.c,$(LIVE_PROBEDIR)/%.bpf.o,$(wildcard tests/live/probes/*.bpf.c))
+$(LIVE_PROBEDIR)/%.bpf.o: tests/live/probes/%.bpf.c tools/include/cubpf_abi.h tools/include/cubpf_helpers.h
+	@mkdir -p $(@D)
+	$(CLANG) -O2 -g -target bpf -I tools/include -I/usr/include/x86_64-linux-gnu -c $< -o $@
+
+$(call objs,tests/live/test_live.c): CFLAGS += -DLIVE_TEST_BUILD='"$(abspath $(BUILD))"' \
+  -DLIVE_TEST_FIXTURES='"$(abspath $(FIXTURES))"' -I$(ZSTD_DIR)/lib
+$(BUILD)/tests/test_live: $(call objs,tests/live/test_live.c) $(STORE_LIB) \
+		| $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so $(LIVE_PROBES) $(FIXTURES)/shim/app.cubin
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/live/test_live.c) $(STORE_LIB) $(ZSTD_PIC_LIB) \
+	  $(DEP_LIBS) -lcmocka -ldl -lpthread
+TEST_BINS += $(BUILD)/tests/test_live
+
+# GPU programs (tests/cuda/live_*.cu), built here with nvcc, the runtime linked statically.
+ifneq ($(SAN),1)
+ifneq ($(wildcard $(NVCC)),)
+LIVE_GPU := $(patsubst tests/cuda/%.cu,$(BUILD)/gpu/%,$(wildcard tests/cuda/live_*.cu))
+$(BUILD)/gpu/live_%: tests/cuda/live_%.cu
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -arch=sm_90 -cudart static -o $@ $<
+BINS += $(LIVE_GPU) $(LIVE_PROBES)
+endif
+endif

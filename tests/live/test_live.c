@@ -1,0 +1,362 @@
+/* tests/live: live probes in the shim (shim/live*.c) against the fake driver of tests/shim.
+ *
+ * Each case runs in a child process that loads the shim (with CUBPF_PROGRAMS set) over the fake
+ * driver, loads modules through it and plays the kernel by writing counts into the device maps
+ * (the fake's device memory is host memory).  The parent checks what the fake driver was given
+ * (the substituted or the original image, the map pointers) and the shim's report at exit.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "store/store.h"
+
+static char shim_path[4096], fake_path[4096], probe_path[4096], cubin_path[4096];
+static char child_err[1 << 16];
+static const char trace_path[] = "/tmp/cubpf-live-test.trace";
+
+static const char live_ptx[] =
+	".version 8.0\n.target sm_90\n.address_size 64\n\n"
+	".visible .entry live_k(\n\t.param .u64 live_k_param_0\n)\n{\n\tret;\n}\n";
+static const char jit_error_ptx[] =
+	".version 8.0\n.target sm_90\n.address_size 64\n// fake_jit_error\n"
+	".visible .entry live_bad()\n{\n\tret;\n}\n";
+
+struct child_env {
+	const char *names[4];
+	const char *values[4];
+};
+
+/* Runs fn in a child with the shim over the fake driver, CUBPF_PROGRAMS=count.bpf.o,
+ * CUBPF_LOG=info and the extra variables; returns its exit status, stderr in child_err. */
+static int run_child(const struct child_env *env, int (*fn)(void))
+{
+	char tmpl[] = "/tmp/cubpf-live-test-XXXXXX";
+	int fd = mkstemp(tmpl);
+	assert_true(fd >= 0);
+	unlink(tmpl);
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		signal(SIGSEGV, SIG_DFL);
+		signal(SIGABRT, SIG_DFL);
+		dup2(fd, 2);
+		setenv("CUBPF_REAL_LIBCUDA", fake_path, 1);
+		setenv("CUBPF_PROGRAMS", probe_path, 1);
+		setenv("CUBPF_LOG", "info", 1);
+		unsetenv("CUBPF_DISABLE");
+		unsetenv("CUBPF_TRACE");
+		for (int i = 0; env && i < 4 && env->names[i]; i++)
+			setenv(env->names[i], env->values[i], 1);
+		int rc = fn();
+		fflush(NULL);
+		exit(rc); /* runs the shim's exit report */
+	}
+	int status;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	ssize_t n = pread(fd, child_err, sizeof(child_err) - 1, 0);
+	child_err[n > 0 ? n : 0] = 0;
+	close(fd);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		printf("child failed; its stderr:\n%s\n", child_err);
+	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+static int child_fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	printf("child: ");
+	vprintf(fmt, ap);
+	printf("\n");
+	va_end(ap);
+	return 1;
+}
+
+/* ---- the child's view: the shim's driver functions and the fake's test interface ---------- */
+
+static void *shim, *fake;
+typedef int (*load_fn)(void **, const void *);
+typedef int (*libload_fn)(void **, const void *, void *, void *, unsigned, void *, void *, unsigned);
+typedef int (*getkernel_fn)(void **, void *, const char *);
+typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			 unsigned, void *, void **, void **);
+static const char *(*module_text)(void *);
+static uint64_t (*global)(void *, const char *);
+static void (*set_ctx)(void *);
+
+static int open_both(void)
+{
+	int version = 0;
+	shim = dlopen(shim_path, RTLD_NOW | RTLD_LOCAL);
+	if (!shim)
+		return child_fail("dlopen %s: %s", shim_path, dlerror());
+	((int (*)(int *))dlsym(shim, "cuDriverGetVersion"))(&version); /* the shim starts */
+	fake = dlopen(fake_path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+	if (!fake)
+		return child_fail("the fake driver was not loaded by the shim");
+	module_text = (const char *(*)(void *))dlsym(fake, "fake_module_text");
+	global = (uint64_t(*)(void *, const char *))dlsym(fake, "fake_global");
+	set_ctx = (void (*)(void *))dlsym(fake, "fake_set_ctx");
+	return !module_text || !global || !set_ctx;
+}
+
+static int load(void **mod, const void *image)
+{
+	return ((load_fn)dlsym(shim, "cuModuleLoadData"))(mod, image);
+}
+
+/* The module got the instrumented code (a fake cubin, or PTX) and not the original. */
+static int instrumented(void *h, const char *prefix)
+{
+	const char *t = module_text(h);
+	if (!t)
+		return child_fail("the fake driver has no text for %p", h);
+	if (strncmp(t, prefix, strlen(prefix)) || !strstr(t, "__cubpf_map_0"))
+		return child_fail("not instrumented as expected (%s...): %.80s", prefix, t);
+	return 0;
+}
+
+static int original(void *h, const char *ptx)
+{
+	const char *t = module_text(h);
+	if (!t || strcmp(t, ptx))
+		return child_fail("the module is not the original: %.80s", t ? t : "(none)");
+	return 0;
+}
+
+/* ---- cases ---------------------------------------------------------------------------------- */
+
+/* A PTX module in a context: JIT-compiled, substituted, map pointers stored; the counts the
+ * "kernel" writes are reported at exit. */
+static int child_module(void)
+{
+	void *mod = NULL;
+	if (open_both() || load(&mod, live_ptx) != 0 || instrumented(mod, "FAKECUBIN"))
+		return 1;
+	uint64_t *entries = (uint64_t *)(uintptr_t)global(mod, "__cubpf_map_0");
+	uint64_t *exits = (uint64_t *)(uintptr_t)global(mod, "__cubpf_map_1");
+	if (!entries || !exits || entries == exits)
+		return child_fail("map pointers not stored: %p %p", (void *)entries, (void *)exits);
+	entries[1] = 7; /* kernel id 1 (live_k) entered 7 times */
+	exits[1] = 6;
+	return 0;
+}
+
+static void test_module_is_instrumented_and_maps_reported(void **state)
+{
+	(void)state;
+	struct child_env env = { { "CUBPF_DUMP_MAPS" }, { "1" } };
+	assert_int_equal(run_child(&env, child_module), 0);
+	assert_non_null(strstr(child_err, "live: cuModuleLoadData: instrumented 1 of 1 kernels"));
+	assert_non_null(strstr(child_err, "maps on device 0"));
+	assert_non_null(strstr(child_err, "live: kernel id 1 = live_k"));
+	assert_non_null(strstr(child_err, "cubpf: map entries[1] = 7 (device 0)"));
+	assert_non_null(strstr(child_err, "cubpf: map exits[1] = 6 (device 0)"));
+	assert_non_null(strstr(child_err, "live: 1 modules instrumented (1 kernels), 0 fell back"));
+	/* 64 + 64 + 2^20 entries of 8 bytes */
+	assert_non_null(strstr(child_err, "maps: 8389632 device bytes in 1 contexts"));
+}
+
+/* A library loaded with no current context: the PTX is substituted, and the pointers are
+ * stored at the first launch in a context. */
+static int child_library_lazy(void)
+{
+	void *lib = NULL, *kern = NULL;
+	if (open_both())
+		return 1;
+	set_ctx(NULL);
+	if (((libload_fn)dlsym(shim, "cuLibraryLoadData"))(&lib, live_ptx, NULL, NULL, 0, NULL,
+							   NULL, 0) != 0)
+		return child_fail("cuLibraryLoadData failed");
+	if (instrumented(lib, ".version"))
+		return 1;
+	if (global(lib, "__cubpf_map_0") != 0)
+		return child_fail("pointer stored before any context existed");
+	set_ctx((void *)0xC7C000);
+	if (((getkernel_fn)dlsym(shim, "cuLibraryGetKernel"))(&kern, lib, "live_k") != 0)
+		return child_fail("cuLibraryGetKernel failed");
+	if (((launch_fn)dlsym(shim, "cuLaunchKernel"))(kern, 1, 1, 1, 32, 1, 1, 0, NULL, NULL,
+							NULL) != 0)
+		return child_fail("launch failed");
+	if (global(lib, "__cubpf_map_0") == 0)
+		return child_fail("pointer not stored at the first launch");
+	return 0;
+}
+
+static void test_library_without_context_is_filled_at_launch(void **state)
+{
+	(void)state;
+	assert_int_equal(run_child(NULL, child_library_lazy), 0);
+	assert_non_null(strstr(child_err, "of 1 kernels (live_k; 1 entry, 1 exit, 0 memory sites), "
+				       "PTX of"));
+}
+
+/* The JIT refuses the instrumented code: the original module is loaded, one warning. */
+static int child_jit_error(void)
+{
+	void *mod = NULL;
+	if (open_both() || load(&mod, jit_error_ptx) != 0)
+		return child_fail("load failed");
+	return original(mod, jit_error_ptx);
+}
+
+static void test_jit_error_falls_back(void **state)
+{
+	(void)state;
+	assert_int_equal(run_child(NULL, child_jit_error), 0);
+	assert_non_null(strstr(child_err, "live_bad not instrumented, the original module runs: the "
+				       "driver's JIT refused the instrumented PTX "
+				       "(CUDA_ERROR_INVALID_PTX): ptxas fatal"));
+	assert_non_null(strstr(child_err, "0 modules instrumented (0 kernels), 1 fell back"));
+}
+
+/* The driver refuses the substituted image at load: the original is loaded in its place. */
+static int child_refused(void)
+{
+	void *mod = NULL;
+	if (open_both() || load(&mod, live_ptx) != 0)
+		return child_fail("the application saw the failure");
+	return original(mod, live_ptx);
+}
+
+static void test_refused_substitute_loads_the_original(void **state)
+{
+	(void)state;
+	struct child_env env = { { "FAKE_REFUSE_CUBIN" }, { "1" } };
+	assert_int_equal(run_child(&env, child_refused), 0);
+	assert_non_null(strstr(child_err, "not instrumented, the original module runs: "
+				       "CUDA_ERROR_INVALID_IMAGE"));
+	assert_non_null(strstr(child_err, "load cuModuleLoadData PTX"));
+}
+
+static int child_untouched(void)
+{
+	void *mod = NULL;
+	if (open_both() || load(&mod, live_ptx) != 0)
+		return 1;
+	return original(mod, live_ptx);
+}
+
+static void test_unmatched_kernels_stay_untouched(void **state)
+{
+	(void)state;
+	struct child_env env = { { "CUBPF_KERNELS" }, { "nothing_matches*" } };
+	assert_int_equal(run_child(&env, child_untouched), 0);
+	assert_non_null(strstr(child_err, "1 with no matching kernel"));
+	assert_null(strstr(child_err, "fell back to the original, 1"));
+}
+
+static void test_map_over_the_cap_is_refused(void **state)
+{
+	(void)state;
+	struct child_env env = { { "CUBPF_MAP_MAX_MB" }, { "1" } };
+	assert_int_equal(run_child(&env, child_untouched), 0);
+	assert_non_null(strstr(child_err, "the maps need 8389632 bytes of device memory, more than "
+				       "the cap of 1048576 (CUBPF_MAP_MAX_MB)"));
+}
+
+static void test_disabled_substitutes_nothing(void **state)
+{
+	(void)state;
+	struct child_env env = { { "CUBPF_DISABLE" }, { "1" } };
+	assert_int_equal(run_child(&env, child_untouched), 0);
+	assert_null(strstr(child_err, "live:"));
+}
+
+/* A cubin has no PTX: its kernels are listed as not instrumentable. */
+static int child_cubin(void)
+{
+	FILE *f = fopen(cubin_path, "rb");
+	static char buf[1 << 20];
+	void *mod = NULL;
+	if (!f)
+		return child_fail("no fixture %s", cubin_path);
+	size_t n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	if (!n || open_both() || load(&mod, buf) != 0)
+		return 1;
+	return 0;
+}
+
+static void test_cubin_kernels_are_listed_as_not_instrumentable(void **state)
+{
+	(void)state;
+	assert_int_equal(run_child(NULL, child_cubin), 0);
+	assert_non_null(strstr(child_err, "not instrumentable: no PTX for sm_90 in the image"));
+	assert_non_null(strstr(child_err, "1 without PTX for the device"));
+}
+
+/* The maps at exit go into the trace, readable with store/'s reader. */
+static void test_maps_are_written_to_the_trace(void **state)
+{
+	(void)state;
+	unlink(trace_path);
+	struct child_env env = { { "CUBPF_TRACE" }, { trace_path } };
+	assert_int_equal(run_child(&env, child_module), 0);
+	char err[STORE_ERRLEN];
+	struct store_trace_reader *r = store_trace_open(trace_path, err, sizeof(err));
+	assert_non_null(r);
+	struct store_trace_record rec;
+	int found = 0, programs = 0;
+	while (store_trace_next(r, &rec) == 1) {
+		programs += rec.type == STORE_REC_PROGRAM;
+		if (rec.type != STORE_REC_MAP)
+			continue;
+		struct store_rec_map m;
+		size_t rest;
+		const uint8_t *kv = store_rec_fixed(&rec, &m, sizeof(m), &rest);
+		assert_non_null(kv);
+		const char *name = store_trace_string(r, m.name);
+		if (name && !strcmp(name, "entries")) {
+			uint32_t key;
+			uint64_t value;
+			assert_int_equal(m.count, 1);
+			assert_int_equal(rest, 12);
+			memcpy(&key, kv, 4);
+			memcpy(&value, kv + 4, 8);
+			assert_int_equal(key, 1);
+			assert_int_equal(value, 7);
+			found++;
+		}
+	}
+	assert_int_equal(store_trace_state(r), STORE_TRACE_COMPLETE);
+	assert_int_equal(programs, 1);
+	assert_int_equal(found, 1);
+	store_trace_close_reader(r);
+	unlink(trace_path);
+}
+
+int main(void)
+{
+	const char *build = getenv("CUBPF_BUILD") ? getenv("CUBPF_BUILD") : LIVE_TEST_BUILD;
+	const char *fix = getenv("CUBPF_FIXTURES") ? getenv("CUBPF_FIXTURES") : LIVE_TEST_FIXTURES;
+	snprintf(shim_path, sizeof(shim_path), "%s/lib/libcuda.so.1", build);
+	snprintf(fake_path, sizeof(fake_path), "%s/tests/libcuda-fake.so", build);
+	snprintf(probe_path, sizeof(probe_path), "%s/live-probes/count.bpf.o", build);
+	snprintf(cubin_path, sizeof(cubin_path), "%s/shim/app.cubin", fix);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_module_is_instrumented_and_maps_reported),
+		cmocka_unit_test(test_library_without_context_is_filled_at_launch),
+		cmocka_unit_test(test_jit_error_falls_back),
+		cmocka_unit_test(test_refused_substitute_loads_the_original),
+		cmocka_unit_test(test_unmatched_kernels_stay_untouched),
+		cmocka_unit_test(test_map_over_the_cap_is_refused),
+		cmocka_unit_test(test_disabled_substitutes_nothing),
+		cmocka_unit_test(test_cubin_kernels_are_listed_as_not_instrumentable),
+		cmocka_unit_test(test_maps_are_written_to_the_trace),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
