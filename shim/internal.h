@@ -85,6 +85,9 @@ void shim_report_exit(void);
 /* Live probes (live.c): reads CUBPF_PROGRAMS and returns the hooks to install, or NULL.  Called
  * once from init; weak so that a copy of the shim without live/ still links. */
 const struct shim_hooks *shim_live_init(void) __attribute__((weak));
+/* Live probes: a context is about to be destroyed (ctx), or a device's primary context released
+ * or reset (primary: dev); its maps are read back first.  Weak, as above. */
+void shim_live_teardown(CUcontext ctx, CUdevice dev, int primary) __attribute__((weak));
 
 /* Per-thread id (cached gettid). */
 uint32_t shim_tid(void);

@@ -141,6 +141,7 @@ static int add_maps(const struct vm_object *o, uint32_t obj)
 		struct live_map *lm = &live.maps[live.nmaps++];
 		lm->def = o->maps[i];
 		lm->obj = obj;
+		lm->index = i;
 		lm->bytes = map_bytes(&o->maps[i]);
 	}
 	return 0;

@@ -55,6 +55,7 @@ const char *live_cu_error(CUresult r);
 struct live_map {
 	struct vm_map_def def;     /* copy; def.init points into the object */
 	uint32_t obj;              /* index of the object that defined it */
+	uint32_t index;            /* index of the map in that object */
 	uint64_t bytes;            /* device storage; 0 when the kind has no device layout yet */
 };
 

@@ -197,9 +197,10 @@ static void snapshot(struct live_ctx *c, bool sync)
 	free(tmp);
 	if (r == CUDA_SUCCESS)
 		c->snap_ns = shim_now_ns();
-	else
-		shim_log(SHIM_LOG_WARN, "live: reading the maps of context %p: %s", (void *)c->ctx,
-			 live_cu_error(r));
+	else /* a context already gone at exit is expected once its teardown was seen */
+		shim_log(c->snap_ns ? SHIM_LOG_DEBUG : SHIM_LOG_WARN, "live: reading the maps of "
+			 "context %p: %s%s", (void *)c->ctx, live_cu_error(r),
+			 c->snap_ns ? "; the copy read at its teardown stands" : "");
 }
 
 void live_snapshot_all(bool sync)
@@ -207,6 +208,22 @@ void live_snapshot_all(bool sync)
 	pthread_mutex_lock(&lock);
 	for (struct live_ctx *c = ctxs; c; c = c->next)
 		snapshot(c, sync);
+	pthread_mutex_unlock(&lock);
+}
+
+/* Called by the teardown wrappers (wrap_ctx.c) before the real call: the maps of the contexts
+ * about to go are read back, waiting for their work (the application is done with them). */
+void shim_live_teardown(CUcontext ctx, CUdevice dev, int primary)
+{
+	if (!live.nprogs || !live_cu.cuCtxPushCurrent_v2)
+		return;
+	pthread_mutex_lock(&lock);
+	for (struct live_ctx *c = ctxs; c; c = c->next)
+		if (primary ? c->dev == dev : c->ctx == ctx) {
+			snapshot(c, true);
+			shim_log(SHIM_LOG_DEBUG, "live: maps of context %p read before its teardown",
+				 (void *)c->ctx);
+		}
 	pthread_mutex_unlock(&lock);
 }
 
@@ -262,12 +279,23 @@ static void report_map(FILE *out, bool print, const struct live_ctx *c, uint32_t
 	const struct live_map *m = &live.maps[i];
 	uint32_t stride = ptx_map_value_stride(&m->def), nonzero = 0;
 	const uint8_t *snap = c->snap[i];
-	for (uint32_t k = 0; k < m->def.max_entries; k++)
-		nonzero += !all_zero(snap + (uint64_t)k * stride, m->def.value_size);
+	uint64_t sum = 0;
+	for (uint32_t k = 0; k < m->def.max_entries; k++) {
+		const uint8_t *v = snap + (uint64_t)k * stride;
+		uint64_t x = 0;
+		nonzero += !all_zero(v, m->def.value_size);
+		if (m->def.value_size == 4 || m->def.value_size == 8)
+			memcpy(&x, v, m->def.value_size);
+		sum += x;
+	}
+	/* The sum of integer values says at a glance whether counts add up. */
+	char sumtxt[40] = "";
+	if (m->def.value_size == 4 || m->def.value_size == 8)
+		snprintf(sumtxt, sizeof(sumtxt), ", sum %" PRIu64, sum);
 	if (shim_log_enabled(SHIM_LOG_INFO) || print)
-		fprintf(out, "cubpf: map %s: %s, key 4 B, value %u B, %u entries, %u non-zero, "
+		fprintf(out, "cubpf: map %s: %s, key 4 B, value %u B, %u entries, %u non-zero%s, "
 			"device %d\n", m->def.name, map_kind(&m->def), m->def.value_size,
-			m->def.max_entries, nonzero, (int)c->dev);
+			m->def.max_entries, nonzero, sumtxt, (int)c->dev);
 	uint32_t shown = 0;
 	for (uint32_t k = 0; k < m->def.max_entries; k++) {
 		const uint8_t *v = snap + (uint64_t)k * stride;
@@ -304,7 +332,7 @@ static void trace_map(const struct live_ctx *c, uint32_t i)
 		count++;
 	}
 	struct store_rec_map rec = {
-		.ts_ns = c->snap_ns, .prog = m->obj, .map = i,
+		.ts_ns = c->snap_ns, .prog = m->obj, .map = m->index,
 		.name = store_trace_intern(live.trace, m->def.name), .map_type = m->def.type,
 		.key_size = 4, .value_size = vs, .count = count,
 	};

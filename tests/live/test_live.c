@@ -170,6 +170,32 @@ static void test_module_is_instrumented_and_maps_reported(void **state)
 	assert_non_null(strstr(child_err, "maps: 8389632 device bytes in 1 contexts"));
 }
 
+/* The maps are read before the context is torn down (the runtime resets primary contexts at
+ * exit): what the kernel wrote before the reset is reported, later writes are not. */
+static int child_teardown(void)
+{
+	void *mod = NULL;
+	if (open_both() || load(&mod, live_ptx) != 0)
+		return 1;
+	uint64_t *entries = (uint64_t *)(uintptr_t)global(mod, "__cubpf_map_0");
+	if (!entries)
+		return child_fail("no map pointer");
+	entries[1] = 5;
+	if (((int (*)(int))dlsym(shim, "cuDevicePrimaryCtxReset_v2"))(0) != 0)
+		return child_fail("reset failed");
+	entries[1] = 99; /* after the context is gone: never read */
+	return 0;
+}
+
+static void test_maps_are_read_before_context_teardown(void **state)
+{
+	(void)state;
+	assert_int_equal(run_child(NULL, child_teardown), 0);
+	assert_non_null(strstr(child_err, "cubpf: map entries[1] = 5 (device 0)"));
+	assert_null(strstr(child_err, "= 99"));
+	assert_null(strstr(child_err, "reading the maps of context"));
+}
+
 /* A library loaded with no current context: the PTX is substituted, and the pointers are
  * stored at the first launch in a context. */
 static int child_library_lazy(void)
@@ -349,6 +375,7 @@ int main(void)
 	snprintf(cubin_path, sizeof(cubin_path), "%s/shim/app.cubin", fix);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_module_is_instrumented_and_maps_reported),
+		cmocka_unit_test(test_maps_are_read_before_context_teardown),
 		cmocka_unit_test(test_library_without_context_is_filled_at_launch),
 		cmocka_unit_test(test_jit_error_falls_back),
 		cmocka_unit_test(test_refused_substitute_loads_the_original),

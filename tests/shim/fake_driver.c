@@ -26,7 +26,8 @@ FAKE_EXPORT int fake_result(const char *name)
 	/* The functions of the live-probe section below: invalid with zero arguments, except
 	 * those that have none to check. */
 	static const char *const live_ok[] = { "cuCtxSynchronize", "cuCtxPushCurrent_v2",
-					       "cuStreamSynchronize", NULL };
+					       "cuStreamSynchronize", "cuDevicePrimaryCtxReset_v2",
+					       NULL };
 	static const char *const live_invalid[] = {
 		"cuCtxGetCurrent", "cuCtxGetDevice", "cuCtxPopCurrent_v2", "cuDeviceGetAttribute",
 		"cuMemAlloc_v2", "cuMemFree_v2", "cuMemGetInfo_v2", "cuMemsetD8Async",
@@ -366,11 +367,21 @@ FAKE_EXPORT int cuCtxSynchronize(void)
 	return 0;
 }
 
+/* After a primary context reset the context is gone: pushing it fails. */
+static int ctx_dead;
+
+FAKE_EXPORT int cuDevicePrimaryCtxReset_v2(int dev)
+{
+	(void)dev;
+	FAKE_HIT(cuDevicePrimaryCtxReset_v2);
+	ctx_dead = 1;
+	return 0;
+}
+
 FAKE_EXPORT int cuCtxPushCurrent_v2(void *ctx)
 {
-	(void)ctx;
 	FAKE_HIT(cuCtxPushCurrent_v2);
-	return 0;
+	return ctx && ctx_dead ? 201 : 0; /* CUDA_ERROR_INVALID_CONTEXT */
 }
 
 FAKE_EXPORT int cuCtxPopCurrent_v2(void **ctx)
