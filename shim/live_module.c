@@ -258,6 +258,8 @@ void live_module_loading(struct shim_module_event *ev, void *user)
 	ev->image = s->image;
 	ev->info.kind = w.ctx ? SHIM_IMAGE_CUBIN : SHIM_IMAGE_PTX;
 	ev->info.size = size;
+	ev->info.ncubins = w.ctx ? 1 : 0; /* what the driver gets now (the load's log line) */
+	ev->info.nptx = w.ctx ? 0 : 1;
 	shim_log(SHIM_LOG_INFO, "live: %s: instrumented %u of %u kernels (%s; %u entry, %u exit, "
 		 "%u memory sites), %s of %zu B for sm_%u in %llu ms", ev->api_name,
 		 w.rep.instrumented, w.rep.kernels, w.label, w.rep.entry_sites, w.rep.exit_sites,
