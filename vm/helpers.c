@@ -38,6 +38,13 @@ static const struct vm_helper_proto protos[] = {
 	{CUBPF_FN_ringbuf_output, "bpf_ringbuf_output", VM_RET_INTEGER,
 	 A(VM_ARG_CONST_MAP_PTR, VM_ARG_PTR_TO_MEM, VM_ARG_CONST_SIZE, VM_ARG_ANYTHING),
 	 VM_KINDS_ALL},
+	{CUBPF_FN_ringbuf_reserve, "bpf_ringbuf_reserve", VM_RET_ALLOC_MEM_OR_NULL,
+	 A(VM_ARG_CONST_MAP_PTR, VM_ARG_CONST_ALLOC_SIZE, VM_ARG_ANYTHING),
+	 VM_KINDS_HOST | VM_KIND_BIT(VM_PROG_RAW)},
+	{CUBPF_FN_ringbuf_submit, "bpf_ringbuf_submit", VM_RET_VOID,
+	 A(VM_ARG_PTR_TO_ALLOC_MEM, VM_ARG_ANYTHING), VM_KINDS_HOST | VM_KIND_BIT(VM_PROG_RAW)},
+	{CUBPF_FN_ringbuf_discard, "bpf_ringbuf_discard", VM_RET_VOID,
+	 A(VM_ARG_PTR_TO_ALLOC_MEM, VM_ARG_ANYTHING), VM_KINDS_HOST | VM_KIND_BIT(VM_PROG_RAW)},
 	{CUBPF_FN_gpu_puts, "bpf_gpu_puts", VM_RET_INTEGER, A(VM_ARG_CONST_STR), VM_KINDS_GPU},
 	{CUBPF_FN_get_globaltimer, "bpf_get_globaltimer", VM_RET_INTEGER, A(0), VM_KINDS_GPU},
 	{CUBPF_FN_get_block_idx, "bpf_get_block_idx", VM_RET_INTEGER,
@@ -215,6 +222,26 @@ HELPER(h_ringbuf_output)
 	return (uint64_t)(int64_t)vm_ringbuf_output(map_of(r1), (const void *)(uintptr_t)r2, r3);
 }
 
+HELPER(h_ringbuf_reserve)
+{
+	UNUSED_ARGS;
+	return (uintptr_t)vm_ringbuf_reserve(map_of(r1), r2);
+}
+
+HELPER(h_ringbuf_submit)
+{
+	UNUSED_ARGS;
+	vm_ringbuf_commit((void *)(uintptr_t)r1, false);
+	return 0;
+}
+
+HELPER(h_ringbuf_discard)
+{
+	UNUSED_ARGS;
+	vm_ringbuf_commit((void *)(uintptr_t)r1, true);
+	return 0;
+}
+
 /* bpf_trace_printk: the format's %d %i %u %x %X %ld %lld %lu %llu %lx %llx %p %s %c %% with at
  * most three arguments, as Linux accepts them. */
 static void printk_format(char *out, size_t cap, const char *fmt, size_t fmt_len,
@@ -375,6 +402,9 @@ vm_helper_fn vm_host_helper(uint32_t id)
 	case CUBPF_FN_get_smp_processor_id: return h_cpu;
 	case CUBPF_FN_get_current_pid_tgid: return h_pid_tgid;
 	case CUBPF_FN_ringbuf_output: return h_ringbuf_output;
+	case CUBPF_FN_ringbuf_reserve: return h_ringbuf_reserve;
+	case CUBPF_FN_ringbuf_submit: return h_ringbuf_submit;
+	case CUBPF_FN_ringbuf_discard: return h_ringbuf_discard;
 	case CUBPF_FN_gpu_puts: return h_puts;
 	case CUBPF_FN_get_globaltimer: return h_globaltimer;
 	case CUBPF_FN_get_block_idx: return h_block_idx;

@@ -51,6 +51,10 @@ void *vm_map_prog_lookup(struct vm_map *m, const void *key);
 int vm_map_prog_update(struct vm_map *m, const void *key, const void *value, uint64_t flags);
 int vm_map_prog_delete(struct vm_map *m, const void *key);
 int vm_ringbuf_output(struct vm_map *m, const void *data, uint64_t size);
+/* Reserves a contiguous record of `size` bytes (NULL when full); commit publishes it or, with
+ * discard, drops it.  The consumer stops at the oldest record not committed yet. */
+void *vm_ringbuf_reserve(struct vm_map *m, uint64_t size);
+void vm_ringbuf_commit(void *record, bool discard);
 /* Does [addr, addr+size) lie inside one map's storage? */
 bool vm_maps_contain(const struct vm_runtime *rt, uintptr_t addr, size_t size);
 

@@ -60,6 +60,8 @@ static int ring_create(struct vm_map *m, char *err, size_t errlen)
 		return -1;
 	pthread_mutex_init(&m->ring->lock, NULL);
 	m->ring->mask = n - 1;
+	m->data = m->ring->buf; /* records handed to programs lie here (checked runs bound them) */
+	m->data_size = n;
 	return 0;
 }
 
@@ -154,7 +156,8 @@ void vm_maps_destroy(struct vm_runtime *rt)
 {
 	for (uint32_t i = 0; rt->maps && i < rt->map_cnt; i++) {
 		struct vm_map *m = &rt->maps[i];
-		free(m->data);
+		if (!m->ring)
+			free(m->data); /* a ring's data is its buffer, freed below */
 		if (m->hash) {
 			free(m->hash->buckets);
 			free(m->hash->next);
@@ -283,28 +286,62 @@ int vm_map_prog_delete(struct vm_map *m, const void *key)
 	return rc;
 }
 
-/* Records are [u32 length][data][pad to 8]; a full buffer drops the record and counts it. */
-int vm_ringbuf_output(struct vm_map *m, const void *data, uint64_t size)
+/* Records are [u32 length][u32 flags][data, padded to 8], contiguous in the buffer: a record
+ * that would wrap is preceded by a padding record up to the end.  A full buffer drops the
+ * record and counts it.  Reserved records are BUSY until committed; the consumer stops there. */
+#define REC_BUSY 1u
+#define REC_DISCARD 2u
+#define REC_PAD 4u
+
+struct rec_hdr {
+	uint32_t len, flags;
+};
+
+void *vm_ringbuf_reserve(struct vm_map *m, uint64_t size)
 {
 	struct vm_ringbuf *r = m->ring;
-	if (!r)
-		return -EINVAL;
-	uint64_t need = (4 + size + 7) & ~7ull;
-	int rc = 0;
+	uint64_t cap = r ? r->mask + 1 : 0;
+	if (!r || size == 0 || size > cap / 2)
+		return NULL;
+	uint64_t need = (sizeof(struct rec_hdr) + size + 7) & ~7ull;
+	void *rec = NULL;
 	pthread_mutex_lock(&r->lock);
-	if (need > r->mask + 1 - (r->tail - r->head)) {
+	uint64_t pos = r->tail & r->mask, to_end = cap - pos;
+	uint64_t pad = to_end < need ? to_end : 0;
+	if (pad + need > cap - (r->tail - r->head)) {
 		r->dropped++;
-		rc = -ENOSPC;
 	} else {
-		uint32_t len = (uint32_t)size;
-		for (uint64_t i = 0; i < 4; i++)
-			r->buf[(r->tail + i) & r->mask] = ((const uint8_t *)&len)[i];
-		for (uint64_t i = 0; i < size; i++)
-			r->buf[(r->tail + 4 + i) & r->mask] = ((const uint8_t *)data)[i];
+		if (pad) {
+			struct rec_hdr h = {(uint32_t)(pad - sizeof(h)), REC_PAD};
+			memcpy(r->buf + pos, &h, sizeof(h));
+			r->tail += pad;
+			pos = 0;
+		}
+		struct rec_hdr h = {(uint32_t)size, REC_BUSY};
+		memcpy(r->buf + pos, &h, sizeof(h));
 		r->tail += need;
+		rec = r->buf + pos + sizeof(h);
 	}
 	pthread_mutex_unlock(&r->lock);
-	return rc;
+	return rec;
+}
+
+void vm_ringbuf_commit(void *record, bool discard)
+{
+	struct rec_hdr *h = (struct rec_hdr *)((uint8_t *)record - sizeof(*h));
+	__atomic_store_n(&h->flags, discard ? REC_DISCARD : 0, __ATOMIC_RELEASE);
+}
+
+int vm_ringbuf_output(struct vm_map *m, const void *data, uint64_t size)
+{
+	if (!m->ring)
+		return -EINVAL;
+	void *rec = vm_ringbuf_reserve(m, size);
+	if (!rec)
+		return -ENOSPC;
+	memcpy(rec, data, size);
+	vm_ringbuf_commit(rec, false);
+	return 0;
 }
 
 /* ---- host-side API ---------------------------------------------------------------------------- */
@@ -421,14 +458,18 @@ size_t vm_ringbuf_consume(struct vm_runtime *rt, uint32_t map, void *buf, size_t
 	struct vm_ringbuf *r = m->ring;
 	size_t n = 0;
 	pthread_mutex_lock(&r->lock);
-	if (r->head != r->tail) {
-		uint32_t len;
-		for (uint64_t i = 0; i < 4; i++)
-			((uint8_t *)&len)[i] = r->buf[(r->head + i) & r->mask];
+	while (r->head != r->tail) {
+		struct rec_hdr *h = (struct rec_hdr *)(r->buf + (r->head & r->mask));
+		uint32_t flags = __atomic_load_n(&h->flags, __ATOMIC_ACQUIRE);
+		if (flags & REC_BUSY)
+			break; /* reserved, not committed yet: records stay in order */
+		uint64_t len = h->len;
+		r->head += (sizeof(*h) + len + 7) & ~7ull;
+		if (flags & (REC_PAD | REC_DISCARD))
+			continue;
 		n = len < cap ? len : cap;
-		for (size_t i = 0; i < n; i++)
-			((uint8_t *)buf)[i] = r->buf[(r->head + 4 + i) & r->mask];
-		r->head += (4 + (uint64_t)len + 7) & ~7ull;
+		memcpy(buf, h + 1, n);
+		break;
 	}
 	pthread_mutex_unlock(&r->lock);
 	return n;

@@ -75,6 +75,8 @@ int v_state_copy(struct vstate *dst, const struct vstate *src)
 		memcpy(dst->fr[i], src->fr[i], sizeof(struct vframe));
 	}
 	dst->cur = src->cur;
+	dst->nrefs = src->nrefs;
+	memcpy(dst->refs, src->refs, sizeof(dst->refs));
 	return 0;
 }
 
@@ -122,7 +124,11 @@ static bool reg_covers(const struct vreg *o, const struct vreg *c, struct idmap 
 		return r_covers(o, c);
 	if (o->map != c->map || o->frameno != c->frameno || o->off != c->off)
 		return false;
-	if (o->type == T_MAP_VALUE_OR_NULL && !id_match(ids, o->id, c->id))
+	if ((o->type == T_MAP_VALUE_OR_NULL || o->type == T_MEM_OR_NULL) &&
+	    !id_match(ids, o->id, c->id))
+		return false;
+	if ((o->type == T_MEM || o->type == T_MEM_OR_NULL) &&
+	    (o->mem_size != c->mem_size || !id_match(ids, o->ref, c->ref)))
 		return false;
 	return r_covers(o, c);
 }
@@ -154,8 +160,11 @@ static bool frame_covers(const struct vframe *o, const struct vframe *c, struct 
 static bool state_covers(const struct vstate *o, const struct vstate *c, uint16_t live)
 {
 	struct idmap ids = {.n = 0};
-	if (o->cur != c->cur)
+	if (o->cur != c->cur || o->nrefs != c->nrefs)
 		return false;
+	for (uint32_t i = 0; i < o->nrefs; i++)
+		if (!id_match(&ids, o->refs[i], c->refs[i]))
+			return false;
 	for (uint32_t i = 0; i <= o->cur; i++)
 		if (!frame_covers(o->fr[i], c->fr[i], &ids, i == o->cur ? live : 0xffff))
 			return false;

@@ -13,6 +13,8 @@ enum vtype {
 	T_MAP_VALUE,           /* a map value (map, off, variable part in the range) */
 	T_MAP_VALUE_OR_NULL,   /* lookup result before its null check */
 	T_MAP_PTR,             /* lddw rX, map */
+	T_MEM,                 /* a reserved ring buffer record: mem_size bytes, must be released */
+	T_MEM_OR_NULL,         /* bpf_ringbuf_reserve's result before its null check */
 };
 
 /* A register's abstract value.  Scalars: the ranges and the tnum (value, mask: bits set in the
@@ -21,7 +23,9 @@ struct vreg {
 	uint8_t type;
 	uint8_t frameno;       /* T_STACK: whose stack */
 	uint32_t map;          /* T_MAP_*: map index */
-	uint32_t id;           /* T_MAP_VALUE_OR_NULL: copies share it, the null check converts all */
+	uint32_t id;           /* *_OR_NULL: copies share it, the null check converts all */
+	uint32_t ref;          /* T_MEM*: the reservation it belongs to */
+	uint32_t mem_size;     /* T_MEM*: record size */
 	int32_t off;
 	int64_t smin, smax;
 	uint64_t umin, umax;
@@ -38,9 +42,13 @@ struct vframe {
 	uint32_t depth;                          /* deepest byte touched */
 };
 
+#define VM_MAX_REFS 8
+
 struct vstate {
 	struct vframe *fr[VM_MAX_CALL_DEPTH];
 	uint32_t cur;                            /* current frame */
+	uint32_t refs[VM_MAX_REFS];              /* reservations not yet submitted or discarded */
+	uint32_t nrefs;
 };
 
 struct verifier {

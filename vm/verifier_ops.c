@@ -10,7 +10,8 @@
 const char *v_type_name(uint8_t type)
 {
 	static const char *const names[] = {"uninit", "scalar", "ctx", "fp", "map_value",
-					    "map_value_or_null", "map_ptr"};
+					    "map_value_or_null", "map_ptr", "ringbuf_mem",
+					    "ringbuf_mem_or_null"};
 	return type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
 }
 
@@ -38,12 +39,17 @@ static int need_init(struct verifier *v, uint32_t pc, const struct vreg *r, int 
 
 /* ---- ALU ------------------------------------------------------------------------------------- */
 
+static bool or_null(uint8_t type)
+{
+	return type == T_MAP_VALUE_OR_NULL || type == T_MEM_OR_NULL;
+}
+
 static int ptr_alu(struct verifier *v, uint32_t pc, struct vreg *dst, const struct vreg *src,
 		   uint8_t op, int dreg)
 {
-	if (dst->type == T_MAP_VALUE_OR_NULL)
-		return REJ("R%d pointer arithmetic on map_value_or_null prohibited, null-check it first",
-			   dreg);
+	if (or_null(dst->type))
+		return REJ("R%d pointer arithmetic on %s prohibited, null-check it first", dreg,
+			   v_type_name(dst->type));
 	if (dst->type == T_MAP_PTR)
 		return REJ("R%d pointer arithmetic on map_ptr prohibited", dreg);
 	if (op != BPF_ADD && op != BPF_SUB)
@@ -328,6 +334,25 @@ static int map_value_access(struct verifier *v, uint32_t pc, const struct vreg *
 	return STEP_NEXT;
 }
 
+/* A reserved ring buffer record: writable, bounded by its size, never holds pointers. */
+static int mem_access(struct verifier *v, uint32_t pc, const struct vreg *p, const struct access *a)
+{
+	if (p->smin < 0)
+		return REJ("R%d min value is negative, either use unsigned index or do a "
+			   "if (index >= 0) check", a->regno);
+	if (p->umax > (1u << 29) || p->smax > (1 << 29))
+		return REJ("R%d unbounded memory access into a ring buffer record", a->regno);
+	int64_t lo = p->off + p->smin + a->off, hi = p->off + p->smax + a->off + a->size;
+	if (lo < 0 || hi > (int64_t)p->mem_size)
+		return REJ("invalid access to ring buffer record, size=%u off=%lld size=%d",
+			   p->mem_size, (long long)lo, a->size);
+	if (a->write && a->val && is_ptr(a->val))
+		return REJ("R%d leaks addr into a ring buffer record", a->valreg);
+	if ((!a->write || a->atomic) && a->dst)
+		load_result(a->dst, a->size, a->sx);
+	return STEP_NEXT;
+}
+
 static int ctx_access(struct verifier *v, uint32_t pc, const struct vreg *p, const struct access *a)
 {
 	if (a->write)
@@ -354,6 +379,8 @@ static int check_access(struct verifier *v, uint32_t pc, struct vstate *st, cons
 		return stack_access(v, pc, st, p, a);
 	case T_MAP_VALUE:
 		return map_value_access(v, pc, p, a);
+	case T_MEM:
+		return mem_access(v, pc, p, a);
 	case T_CTX:
 		if (a->atomic)
 			return REJ("atomic operation on ctx prohibited");
@@ -438,6 +465,8 @@ static int check_atomic(struct verifier *v, uint32_t pc, const struct bpf_insn *
 struct call_ctx {
 	const struct vm_map_def *map;
 	uint32_t map_idx;
+	uint32_t alloc_size;   /* bpf_ringbuf_reserve's size */
+	uint32_t release;      /* the reservation a submit/discard releases (0: none) */
 };
 
 /* Checks that R`regno` points to `size` bytes (size range [smin, umax]) readable or writable. */
@@ -453,7 +482,7 @@ static int check_mem_arg(struct verifier *v, uint32_t pc, struct vstate *st, int
 	if (size > (1u << 29))
 		return REJ("R%d unbounded memory access: bound the size argument with 'if (n > "
 			   "CONST)' or 'n &= CONST'", regno + 1);
-	if (p->type != T_STACK && p->type != T_MAP_VALUE)
+	if (p->type != T_STACK && p->type != T_MAP_VALUE && p->type != T_MEM)
 		return REJ("R%d type=%s expected=fp or map_value (pointer to memory)", regno,
 			   v_type_name(p->type));
 	if (p->type == T_STACK) {
@@ -472,7 +501,8 @@ static int check_mem_arg(struct verifier *v, uint32_t pc, struct vstate *st, int
 		return stack_read_ok(v, pc, f, lo, hi, regno, false);
 	}
 	struct access a = {.regno = regno, .off = 0, .size = (int)size, .write = write};
-	return map_value_access(v, pc, p, &a); /* no destination: nothing is loaded */
+	/* no destination: nothing is loaded */
+	return p->type == T_MEM ? mem_access(v, pc, p, &a) : map_value_access(v, pc, p, &a);
 }
 
 static int check_map_arg(struct verifier *v, uint32_t pc, const struct vm_helper_proto *h,
@@ -484,9 +514,10 @@ static int check_map_arg(struct verifier *v, uint32_t pc, const struct vm_helper
 	cc->map_idx = r->map;
 	cc->map = &v->obj->maps[r->map];
 	bool ring = cc->map->type == CUBPF_MAP_RINGBUF || cc->map->type == CUBPF_MAP_GPU_RINGBUF;
-	if (h->id == CUBPF_FN_ringbuf_output && !ring)
-		return REJ("map '%s' is not a ring buffer (bpf_ringbuf_output)", cc->map->name);
-	if (h->id != CUBPF_FN_ringbuf_output && ring)
+	bool wants_ring = h->id == CUBPF_FN_ringbuf_output || h->id == CUBPF_FN_ringbuf_reserve;
+	if (wants_ring && !ring)
+		return REJ("map '%s' is not a ring buffer (%s)", cc->map->name, h->name);
+	if (!wants_ring && ring)
 		return REJ("cannot use ring buffer map '%s' with %s", cc->map->name, h->name);
 	if ((h->id == CUBPF_FN_map_update_elem || h->id == CUBPF_FN_map_delete_elem) &&
 	    !vm_map_prog_writable(cc->map))
@@ -548,9 +579,62 @@ static int check_arg(struct verifier *v, uint32_t pc, struct vstate *st,
 		return check_mem_arg(v, pc, st, regno, 8, true, false);
 	case VM_ARG_CONST_STR:
 		return check_const_str(v, pc, r);
+	case VM_ARG_CONST_ALLOC_SIZE:
+		if (!r_is_const(r) || r->tv == 0 || !cc->map || r->tv > cc->map->max_entries / 2)
+			return REJ("R%d must be a constant record size between 1 and %u", regno,
+				   cc->map ? cc->map->max_entries / 2 : 0);
+		cc->alloc_size = (uint32_t)r->tv;
+		return STEP_NEXT;
+	case VM_ARG_PTR_TO_ALLOC_MEM:
+		if (r->type == T_MEM_OR_NULL)
+			return REJ("R%d may be NULL: check the reservation before %s", regno, h->name);
+		if (r->type != T_MEM)
+			return REJ("R%d type=%s expected=ringbuf_mem (a record from bpf_ringbuf_reserve)",
+				   regno, v_type_name(r->type));
+		if (r->off != 0 || r->smin != 0 || r->smax != 0)
+			return REJ("R%d must point to the start of the reserved record", regno);
+		cc->release = r->ref;
+		return STEP_NEXT;
 	default:
 		return STEP_NEXT;
 	}
+}
+
+/* Ends reservation `ref`: every copy of the record pointer becomes unusable. */
+static void release_ref(struct vstate *st, uint32_t ref)
+{
+	for (uint32_t i = 0; i < st->nrefs; i++)
+		if (st->refs[i] == ref) {
+			memmove(&st->refs[i], &st->refs[i + 1], (st->nrefs - i - 1) * sizeof(uint32_t));
+			st->nrefs--;
+			break;
+		}
+	for (uint32_t i = 0; i <= st->cur; i++) {
+		struct vframe *f = st->fr[i];
+		for (int r = 0; r < 11; r++)
+			if ((f->regs[r].type == T_MEM || f->regs[r].type == T_MEM_OR_NULL) &&
+			    f->regs[r].ref == ref)
+				mark_uninit(&f->regs[r]);
+		for (int s = 0; s < VM_STACK_SIZE / 8; s++)
+			if (f->stype[s * 8] == S_SPILL && f->spill[s].ref == ref &&
+			    (f->spill[s].type == T_MEM || f->spill[s].type == T_MEM_OR_NULL))
+				memset(&f->stype[s * 8], S_MISC, 8);
+	}
+}
+
+static int acquire_result(struct verifier *v, uint32_t pc, struct vstate *st,
+			  const struct call_ctx *cc)
+{
+	struct vreg *r0 = &cur(st)->regs[0];
+	if (st->nrefs == VM_MAX_REFS)
+		return REJ("more than %d ring buffer records reserved at once", VM_MAX_REFS);
+	mark_uninit(r0);
+	r0->type = T_MEM_OR_NULL;
+	r0->map = cc->map_idx;
+	r0->id = r0->ref = ++v->next_id;
+	r0->mem_size = cc->alloc_size;
+	st->refs[st->nrefs++] = r0->ref;
+	return STEP_NEXT;
 }
 
 static int check_helper(struct verifier *v, uint32_t pc, const struct bpf_insn *in,
@@ -575,8 +659,12 @@ static int check_helper(struct verifier *v, uint32_t pc, const struct bpf_insn *
 		if (check_arg(v, pc, st, h, i, &cc) == STEP_ERROR)
 			return STEP_ERROR;
 	struct vframe *f = cur(st);
+	if (cc.release)
+		release_ref(st, cc.release);
 	for (int r = 1; r <= 5; r++)
 		mark_uninit(&f->regs[r]);
+	if (h->ret == VM_RET_ALLOC_MEM_OR_NULL)
+		return acquire_result(v, pc, st, &cc);
 	if (h->ret == VM_RET_MAP_VALUE_OR_NULL) {
 		mark_uninit(&f->regs[0]);
 		f->regs[0].type = T_MAP_VALUE_OR_NULL;
@@ -620,6 +708,10 @@ static int check_exit(struct verifier *v, uint32_t *pc, struct vstate *st)
 	if (f->regs[0].type == T_NOT_INIT)
 		return v_reject(v, at, "R0 !read_ok: the program exits without setting R0");
 	if (st->cur == 0) {
+		if (st->nrefs)
+			return v_reject(v, at, "unreleased reference id=%u: a ring buffer record is "
+					"reserved but neither submitted nor discarded on this path",
+					st->refs[0]);
 		if (f->regs[0].type != T_SCALAR)
 			return v_reject(v, at, "R0 is a %s at program exit: returning a pointer leaks "
 					"an address", v_type_name(f->regs[0].type));
@@ -638,31 +730,31 @@ static int check_exit(struct verifier *v, uint32_t *pc, struct vstate *st)
 
 /* ---- conditional jumps -------------------------------------------------------------------------- */
 
-static void mark_null_check(struct vstate *st, uint32_t id, bool is_null)
+/* One register or spill after the null check of `id`. */
+static void null_checked(struct vreg *x, uint32_t id, bool is_null)
+{
+	if (!or_null(x->type) || x->id != id)
+		return;
+	if (is_null)
+		r_const(x, 0);
+	else {
+		x->type = x->type == T_MEM_OR_NULL ? T_MEM : T_MAP_VALUE;
+		x->id = 0;
+	}
+}
+
+static void mark_null_check(struct vstate *st, uint32_t id, bool is_null, uint32_t ref)
 {
 	for (uint32_t i = 0; i <= st->cur; i++) {
 		struct vframe *f = st->fr[i];
-		for (int r = 0; r < 11; r++) {
-			struct vreg *x = &f->regs[r];
-			if (x->type == T_MAP_VALUE_OR_NULL && x->id == id) {
-				if (is_null)
-					r_const(x, 0);
-				else {
-					x->type = T_MAP_VALUE;
-					x->id = 0;
-				}
-			}
-		}
-		for (int s = 0; s < VM_STACK_SIZE / 8; s++) {
-			struct vreg *x = &f->spill[s];
-			if (f->stype[s * 8] == S_SPILL && x->type == T_MAP_VALUE_OR_NULL && x->id == id) {
-				if (is_null)
-					r_const(x, 0);
-				else
-					x->type = T_MAP_VALUE, x->id = 0;
-			}
-		}
+		for (int r = 0; r < 11; r++)
+			null_checked(&f->regs[r], id, is_null);
+		for (int s = 0; s < VM_STACK_SIZE / 8; s++)
+			if (f->stype[s * 8] == S_SPILL)
+				null_checked(&f->spill[s], id, is_null);
 	}
+	if (is_null && ref)
+		release_ref(st, ref); /* a failed reservation has nothing to release */
 }
 
 /* Pointer comparisons: a null check, or a comparison whose outcome is unknown. */
@@ -675,19 +767,19 @@ static int jmp_pointer(struct verifier *v, uint32_t pc, const struct bpf_insn *i
 	*both = true;
 	*known = -1;
 	if (zero && (op == BPF_JEQ || op == BPF_JNE) && BPF_CLASS(in->code) == BPF_JMP) {
-		if (dst->type == T_MAP_VALUE_OR_NULL) {
-			uint32_t id = dst->id;
+		if (or_null(dst->type)) {
+			uint32_t id = dst->id, ref = dst->type == T_MEM_OR_NULL ? dst->ref : 0;
 			/* taken side (other) for JEQ is the null side */
-			mark_null_check(other, id, op == BPF_JEQ);
-			mark_null_check(st, id, op != BPF_JEQ);
+			mark_null_check(other, id, op == BPF_JEQ, ref);
+			mark_null_check(st, id, op != BPF_JEQ, ref);
 			return STEP_NEXT;
 		}
 		*known = op == BPF_JNE; /* a valid pointer is never NULL */
 		return STEP_NEXT;
 	}
-	if (dst->type == T_MAP_VALUE_OR_NULL)
-		return REJ("R%d comparison of map_value_or_null with something else than 0; "
-			   "null-check it first", in->dst_reg);
+	if (or_null(dst->type))
+		return REJ("R%d comparison of %s with something else than 0; null-check it first",
+			   in->dst_reg, v_type_name(dst->type));
 	return STEP_NEXT;
 }
 
@@ -844,6 +936,11 @@ void v_print_reg(struct verifier *v, const struct vreg *r)
 		break;
 	case T_CTX:
 		v_log(v, "ctx%+d", r->off);
+		break;
+	case T_MEM:
+	case T_MEM_OR_NULL:
+		v_log(v, "%s(map=%s,size=%u,off=%d)", v_type_name(r->type),
+		      v->obj->maps[r->map].name, r->mem_size, r->off);
 		break;
 	case T_MAP_VALUE:
 	case T_MAP_VALUE_OR_NULL:

@@ -137,12 +137,16 @@ enum vm_arg_type {
 	VM_ARG_PTR_TO_CTX,        /* the program's context */
 	VM_ARG_PTR_TO_U64_OUT,    /* writable 8 bytes (GPU index helpers' x/y/z outputs) */
 	VM_ARG_CONST_STR,         /* NUL-terminated string in a read-only map (.rodata) */
+	VM_ARG_CONST_ALLOC_SIZE,  /* a known constant > 0: the size of a ring buffer record */
+	VM_ARG_PTR_TO_ALLOC_MEM,  /* the start of a reserved record; the call releases it */
 };
 
 enum vm_ret_type {
 	VM_RET_INTEGER = 0,       /* r0 is a scalar */
 	VM_RET_VOID,              /* r0 is not to be read */
 	VM_RET_MAP_VALUE_OR_NULL, /* pointer into the map of argument 1, or NULL: check it */
+	VM_RET_ALLOC_MEM_OR_NULL, /* a reserved record of argument 2's size, or NULL; must be
+				   * released (submit/discard) on every path */
 };
 
 struct vm_helper_proto {

@@ -112,7 +112,7 @@ static void test_ringbuf_full(void **state)
 	struct cubpf_kernel_ctx ctx = {0};
 	assert_int_equal(vm_exec_run(ex, &ctx, sizeof(ctx), &r0, err, sizeof(err)), 0);
 	assert_int_equal(r0, 50);
-	/* 104 bytes each (4-byte header, padded to 8): 39 fit in 4096 */
+	/* 112 bytes each (8-byte header, padded to 8): 36 fit in 4096 */
 	uint8_t rec[128];
 	size_t n = 0;
 	for (uint64_t i = 0; vm_ringbuf_consume(prt, M_RING, rec, sizeof(rec)) == 100; i++, n++) {
@@ -120,10 +120,52 @@ static void test_ringbuf_full(void **state)
 		memcpy(&seq, rec, 8);
 		assert_int_equal(seq, i);
 	}
-	assert_int_equal(n, 4096 / 104);
+	assert_int_equal(n, 4096 / 112);
 	vm_exec_free(ex);
 	vm_runtime_free(prt);
 	vm_object_free(p);
+	vm_runtime_free(rt);
+	vm_object_free(obj);
+}
+
+/* Reserved records: submitted ones reach the consumer in order, discarded ones never do. */
+static void test_ringbuf_reserve(void **state)
+{
+	(void)state;
+	const struct bpf_insn prog[] = {
+		LD_MAP(1, M_RING), MOV64_IMM(2, 16), MOV64_IMM(3, 0), CALL(CUBPF_FN_ringbuf_reserve),
+		JMP_IMM(BPF_JEQ, 0, 0, 5), ST(BPF_DW, 0, 0, 7), ST(BPF_DW, 0, 8, 8), MOV64_REG(1, 0),
+		MOV64_IMM(2, 0), CALL(CUBPF_FN_ringbuf_submit),
+		LD_MAP(1, M_RING), MOV64_IMM(2, 8), MOV64_IMM(3, 0), CALL(CUBPF_FN_ringbuf_reserve),
+		JMP_IMM(BPF_JEQ, 0, 0, 4), ST(BPF_DW, 0, 0, 99), MOV64_REG(1, 0), MOV64_IMM(2, 0),
+		CALL(CUBPF_FN_ringbuf_discard),
+		MOV64_IMM(0, 0), EXIT(),
+	};
+	char err[VM_ERRLEN], log[4096];
+	struct vm_object *obj = test_object(prog, sizeof(prog) / sizeof(prog[0]), VM_PROG_UPROBE,
+					    NULL, 0);
+	if (vm_verify(obj, 0, NULL, NULL, log, sizeof(log)))
+		fail_msg("%s", log);
+	struct vm_runtime *rt = vm_runtime_new(obj, err, sizeof(err));
+	struct vm_exec *ex = vm_exec_new(rt, 0, err, sizeof(err));
+	assert_non_null(ex);
+	struct cubpf_api_ctx ctx = {0};
+	uint64_t r0, rec[4];
+	/* 40 bytes a run (a 24-byte record kept, a 16-byte one discarded): 200 runs overflow */
+	for (int i = 0; i < 200; i++)
+		assert_int_equal(vm_exec_run(ex, &ctx, sizeof(ctx), &r0, err, sizeof(err)), 0);
+	size_t got = 0;
+	for (size_t n; (n = vm_ringbuf_consume(rt, M_RING, rec, sizeof(rec))) != 0; got++) {
+		assert_int_equal(n, 16);
+		assert_int_equal(rec[0], 7);
+		assert_int_equal(rec[1], 8);
+	}
+	assert_true(got >= 4096 / 40 - 1 && got < 200); /* the rest was dropped: the ring was full */
+	for (int i = 0; i < 300; i++) { /* drained: it keeps working across wrap-arounds */
+		assert_int_equal(vm_exec_run(ex, &ctx, sizeof(ctx), &r0, err, sizeof(err)), 0);
+		assert_int_equal(vm_ringbuf_consume(rt, M_RING, rec, sizeof(rec)), 16);
+	}
+	vm_exec_free(ex);
 	vm_runtime_free(rt);
 	vm_object_free(obj);
 }
@@ -288,6 +330,7 @@ size_t runtime_tests(struct CMUnitTest *out, size_t cap)
 		cmocka_unit_test(test_hash_map),
 		cmocka_unit_test(test_array_maps),
 		cmocka_unit_test(test_ringbuf_full),
+		cmocka_unit_test(test_ringbuf_reserve),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_checked_mode),
 		cmocka_unit_test(test_disasm),

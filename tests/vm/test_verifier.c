@@ -35,6 +35,8 @@ struct vcase {
 #define LOOKUP(m) ST(BPF_W, 10, -4, 0), MOV64_REG(2, 10), ALU64_IMM(BPF_ADD, 2, -4), LD_MAP(1, m), \
 		  CALL(CUBPF_FN_map_lookup_elem)
 #define RET0 MOV64_IMM(0, 0), EXIT()
+/* r0 = bpf_ringbuf_reserve(&rb, 16, 0): 5 slots */
+#define RESERVE LD_MAP(1, M_RING), MOV64_IMM(2, 16), MOV64_IMM(3, 0), CALL(CUBPF_FN_ringbuf_reserve)
 
 static const struct vcase cases[] = {
 	/* ---- structure ---- */
@@ -224,6 +226,36 @@ static const struct vcase cases[] = {
 	{"callee_reads_caller_r6", KP, "R6 !read_ok",
 	 INSNS(MOV64_IMM(6, 1), CALL_LOCAL(2), MOV64_IMM(0, 0), EXIT(), MOV64_REG(0, 6), EXIT()),
 	 SUBS(0, 4), 0, 0, 0, 0},
+
+	/* ---- ring buffer reservations (references) ---- */
+	REJECT("ringbuf_reserve_leak", UP, "unreleased reference", RESERVE, JMP_IMM(BPF_JEQ, 0, 0, 1),
+	       ST(BPF_DW, 0, 0, 1), RET0),
+	REJECT("ringbuf_submit_unchecked", UP, "may be NULL", RESERVE, MOV64_REG(1, 0),
+	       MOV64_IMM(2, 0), CALL(CUBPF_FN_ringbuf_submit), RET0),
+	REJECT("ringbuf_record_overflow", UP, "invalid access to ring buffer record", RESERVE,
+	       JMP_IMM(BPF_JEQ, 0, 0, 4), ST(BPF_DW, 0, 16, 1), MOV64_REG(1, 0), MOV64_IMM(2, 0),
+	       CALL(CUBPF_FN_ringbuf_submit), RET0),
+	REJECT("ringbuf_use_after_submit", UP, "R6 !read_ok", RESERVE, JMP_IMM(BPF_JEQ, 0, 0, 5),
+	       MOV64_REG(6, 0), MOV64_REG(1, 0), MOV64_IMM(2, 0), CALL(CUBPF_FN_ringbuf_submit),
+	       ST(BPF_DW, 6, 0, 1), RET0),
+	REJECT("ringbuf_variable_size", UP, "constant record size", MOV64_REG(6, 1), LD_MAP(1, M_RING),
+	       LDX(BPF_DW, 2, 6, 0), MOV64_IMM(3, 0), CALL(CUBPF_FN_ringbuf_reserve), RET0),
+	REJECT("ringbuf_reserve_on_gpu", KP, "host-only", RESERVE, RET0),
+	REJECT("ringbuf_submit_interior", UP, "start of the reserved record", RESERVE,
+	       JMP_IMM(BPF_JEQ, 0, 0, 4), MOV64_REG(1, 0), ALU64_IMM(BPF_ADD, 1, 8), MOV64_IMM(2, 0),
+	       CALL(CUBPF_FN_ringbuf_submit), RET0),
+	REJECT("ringbuf_pointer_into_record", UP, "leaks addr into a ring buffer record", RESERVE,
+	       JMP_IMM(BPF_JEQ, 0, 0, 4), STX(BPF_DW, 0, 10, 0), MOV64_REG(1, 0), MOV64_IMM(2, 0),
+	       CALL(CUBPF_FN_ringbuf_discard), RET0),
+	REJECT("ringbuf_submit_stack", UP, "expected=ringbuf_mem", MOV64_REG(1, 10),
+	       ALU64_IMM(BPF_ADD, 1, -8), MOV64_IMM(2, 0), CALL(CUBPF_FN_ringbuf_submit), RET0),
+	REJECT("ringbuf_reserve_hash_map", UP, "not a ring buffer", LD_MAP(1, M_HASH), MOV64_IMM(2, 8),
+	       MOV64_IMM(3, 0), CALL(CUBPF_FN_ringbuf_reserve), RET0),
+	PASS("ringbuf_reserve_submit", UP, RESERVE, JMP_IMM(BPF_JEQ, 0, 0, 5), ST(BPF_DW, 0, 0, 1),
+	     ST(BPF_DW, 0, 8, 2), MOV64_REG(1, 0), MOV64_IMM(2, 0), CALL(CUBPF_FN_ringbuf_submit), RET0),
+	PASS("ringbuf_reserve_spill_discard", UP, RESERVE, JMP_IMM(BPF_JNE, 0, 0, 1), EXIT(),
+	     STX(BPF_DW, 10, 0, -8), CALL(CUBPF_FN_get_current_pid_tgid), LDX(BPF_DW, 1, 10, -8),
+	     STX(BPF_W, 1, 0, 4), MOV64_IMM(2, 0), CALL(CUBPF_FN_ringbuf_discard), RET0),
 
 	/* ---- must pass ---- */
 	PASS("lookup_checked_increment", KP, LOOKUP(M_HASH), JMP_IMM(BPF_JEQ, 0, 0, 3),

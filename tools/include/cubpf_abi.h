@@ -92,6 +92,9 @@ enum cubpf_helper_id {
 	CUBPF_FN_get_current_pid_tgid = 14,
 	CUBPF_FN_probe_read_user = 112,
 	CUBPF_FN_ringbuf_output = 130,
+	CUBPF_FN_ringbuf_reserve = 131,      /* (ringbuf, size, flags) -> record or NULL; host only */
+	CUBPF_FN_ringbuf_submit = 132,       /* (record, flags): publish a reserved record */
+	CUBPF_FN_ringbuf_discard = 133,      /* (record, flags): drop a reserved record */
 
 	CUBPF_FN_gpu_puts = 501,             /* (const char *) */
 	CUBPF_FN_get_globaltimer = 502,      /* () -> %globaltimer, ns */

@@ -54,6 +54,12 @@ static long (*bpf_ringbuf_output)(void *ringbuf, void *data, __u64 size,
 	})
 
 /* ---- host helpers (uprobe / uretprobe) ----------------------------------------------------- */
+/* Ring buffer records written in place: reserve a constant size, check for NULL, fill, then
+ * submit or discard on every path (the verifier tracks the reservation). */
+static void *(*bpf_ringbuf_reserve)(void *ringbuf, __u64 size,
+				    __u64 flags) = (void *)CUBPF_FN_ringbuf_reserve;
+static void (*bpf_ringbuf_submit)(void *data, __u64 flags) = (void *)CUBPF_FN_ringbuf_submit;
+static void (*bpf_ringbuf_discard)(void *data, __u64 flags) = (void *)CUBPF_FN_ringbuf_discard;
 static __u64 (*bpf_ktime_get_ns)(void) = (void *)CUBPF_FN_ktime_get_ns;
 static __u32 (*bpf_get_smp_processor_id)(void) = (void *)CUBPF_FN_get_smp_processor_id;
 static __u64 (*bpf_get_current_pid_tgid)(void) = (void *)CUBPF_FN_get_current_pid_tgid;
