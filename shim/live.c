@@ -157,16 +157,18 @@ static int add_progs(const struct vm_object *o, uint32_t map_base)
 	live.progs = p;
 	for (uint32_t i = 0; i < o->prog_cnt; i++) {
 		const struct vm_prog *vp = &o->progs[i];
-		if (!vm_kind_is_gpu(vp->kind)) {
-			shim_log(SHIM_LOG_WARN, "live: %s: program %s (%s) runs on the host: host "
-				 "probes are not supported yet, skipped", o->name, vp->name, vp->section);
+		bool host = vp->kind == VM_PROG_UPROBE || vp->kind == VM_PROG_URETPROBE;
+		if (!vm_kind_is_gpu(vp->kind) && !host)
 			continue;
-		}
 		char log[1024];
 		if (vm_verify(o, i, NULL, NULL, log, sizeof(log)) != 0) {
 			char *nl = strrchr(log, '\n');
 			shim_log(SHIM_LOG_WARN, "live: %s: program %s rejected by the verifier: %s",
 				 o->name, vp->name, nl ? nl + 1 : log);
+			continue;
+		}
+		if (host) {
+			live_host_add(o, live.nobjs, i);
 			continue;
 		}
 		struct bpf_insn *in = renumber(vp, map_base);
@@ -287,6 +289,7 @@ static void live_exit(void)
 	live_snapshot_all(true);
 	report_kernel_ids();
 	live_maps_report(stderr, live.dump_maps || shim_log_enabled(SHIM_LOG_DEBUG));
+	live_host_report(stderr);
 	report_counters();
 	if (live.trace) {
 		char err[STORE_ERRLEN];
@@ -309,11 +312,26 @@ static uint64_t env_u64(const char *name, uint64_t dflt)
 	return *end ? dflt : x;
 }
 
-static const struct shim_hooks live_hooks = {
+static void launched(const struct shim_launch_event *ev, void *user)
+{
+	(void)user;
+	live_host_launch(ev, true);
+	live_trace_launch(ev);
+}
+
+static void api_call(const struct shim_api_event *ev, void *user)
+{
+	(void)user;
+	live_host_api(ev);
+	live_trace_api(ev);
+}
+
+static struct shim_hooks live_hooks = {
 	.module_loading = live_module_loading,
 	.module_loaded = live_module_loaded,
 	.module_unloaded = live_module_unloaded,
 	.launching = live_launching,
+	.launched = launched,
 };
 
 const struct shim_hooks *shim_live_init(void)
@@ -338,9 +356,13 @@ const struct shim_hooks *shim_live_init(void)
 	const char *trace = getenv("CUBPF_TRACE");
 	if (trace && *trace)
 		trace_open(trace);
-	shim_log(SHIM_LOG_INFO, "live: %u probe objects, %u GPU programs, %u maps%s%s%s",
-		 live.nobjs, live.nprogs, live.nmaps, live.kernel_glob ? ", kernels " : "",
-		 live.kernel_glob ? live.kernel_glob : "", live.trace ? ", tracing" : "");
+	shim_log(SHIM_LOG_INFO, "live: %u probe objects, %u GPU programs, %s host programs, %u "
+		 "maps%s%s%s", live.nobjs, live.nprogs, live_host_any() ? "some" : "no", live.nmaps,
+		 live.kernel_glob ? ", kernels " : "", live.kernel_glob ? live.kernel_glob : "",
+		 live.trace ? ", tracing" : "");
 	atexit(live_exit);
-	return live.nprogs ? &live_hooks : NULL;
+	/* Copies and synchronisations are timed only when someone reads them. */
+	if (live_host_any() || live.trace)
+		live_hooks.api_call = api_call;
+	return live.nprogs || live_host_any() || live.trace ? &live_hooks : NULL;
 }

@@ -125,4 +125,14 @@ void live_module_loaded(const struct shim_module_event *ev, void *user);
 void live_module_unloaded(shim_module_t module, shim_library_t library, int result, void *user);
 void live_launching(struct shim_launch_event *ev, void *user);
 
+/* ---- host probes and host events (live_host.c) ---------------------------------------------- */
+/* Adds host program `prog` of object number `obj` (verified).  0, or -1 after a warning. */
+int live_host_add(const struct vm_object *o, uint32_t obj, uint32_t prog);
+bool live_host_any(void);
+void live_host_launch(const struct shim_launch_event *ev, bool after);
+void live_host_api(const struct shim_api_event *ev);
+void live_host_report(FILE *out);
+void live_trace_launch(const struct shim_launch_event *ev);
+void live_trace_api(const struct shim_api_event *ev);
+
 #endif

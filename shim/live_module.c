@@ -225,6 +225,8 @@ void live_module_loading(struct shim_module_event *ev, void *user)
 {
 	(void)user;
 	pending = NULL;
+	if (!live.nprogs) /* host programs only */
+		return;
 	if (!handled(ev)) {
 		if (ev->api <= SHIM_LOAD_LIBRARY_FILE)
 			atomic_fetch_add(&live.n.modules_skipped, 1);
@@ -345,6 +347,7 @@ void live_launching(struct shim_launch_event *ev, void *user)
 	static __thread CUcontext last_ctx;
 	const struct shim_kernel_info *k = ev->kernel;
 	CUcontext ctx = NULL;
+	live_host_launch(ev, false);
 	if (!atomic_load_explicit(&nsubs, memory_order_relaxed) || !k || !k->library)
 		return;
 	if (live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)

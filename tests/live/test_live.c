@@ -22,6 +22,7 @@
 #include "store/store.h"
 
 static char shim_path[4096], fake_path[4096], probe_path[4096], cubin_path[4096];
+static char host_probes[8192];
 static char child_err[1 << 16];
 static const char trace_path[] = "/tmp/cubpf-live-test.trace";
 
@@ -194,6 +195,37 @@ static void test_maps_are_read_before_context_teardown(void **state)
 	assert_non_null(strstr(child_err, "cubpf: map entries[1] = 5 (device 0)"));
 	assert_null(strstr(child_err, "= 99"));
 	assert_null(strstr(child_err, "reading the maps of context"));
+}
+
+/* Host probes: uprobe/uretprobe on launches (arguments, result) and on a copy (bytes). */
+static int child_host(void)
+{
+	void *mod = NULL, *f = NULL;
+	static char buf[100];
+	if (open_both() || load(&mod, live_ptx) != 0)
+		return 1;
+	if (((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0)
+		return child_fail("cuModuleGetFunction");
+	for (int i = 0; i < 3; i++)
+		if (((launch_fn)dlsym(shim, "cuLaunchKernel"))(f, 5, 1, 1, 32, 1, 1, 0, NULL, NULL,
+								NULL) != 0)
+			return child_fail("launch");
+	((int (*)(uint64_t, const void *, size_t))dlsym(shim, "cuMemcpyHtoD_v2"))(1, buf, 100);
+	return 0;
+}
+
+static void test_host_probes_run_on_driver_calls(void **state)
+{
+	(void)state;
+	struct child_env env = { { "CUBPF_PROGRAMS" }, { host_probes } };
+	assert_int_equal(run_child(&env, child_host), 0);
+	assert_non_null(strstr(child_err, "live: 3 host programs ran 7 times (0 faults)"));
+	assert_non_null(strstr(child_err, "cubpf: map calls[0] = 3 (host)"));  /* launches */
+	assert_non_null(strstr(child_err, "cubpf: map calls[1] = 15 (host)")); /* grid x summed */
+	assert_non_null(strstr(child_err, "cubpf: map calls[2] = 3 (host)"));  /* returned 0 */
+	assert_non_null(strstr(child_err, "cubpf: map calls[3] = 100 (host)")); /* bytes */
+	/* the GPU programs of the other object still instrument the module */
+	assert_non_null(strstr(child_err, "live: cuModuleLoadData: instrumented 1 of 1 kernels"));
 }
 
 /* A library loaded with no current context: the PTX is substituted, and the pointers are
@@ -373,10 +405,12 @@ int main(void)
 	snprintf(fake_path, sizeof(fake_path), "%s/tests/libcuda-fake.so", build);
 	snprintf(probe_path, sizeof(probe_path), "%s/live-probes/count.bpf.o", build);
 	snprintf(cubin_path, sizeof(cubin_path), "%s/shim/app.cubin", fix);
+	snprintf(host_probes, sizeof(host_probes), "%s:%s/live-probes/host.bpf.o", probe_path, build);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_module_is_instrumented_and_maps_reported),
 		cmocka_unit_test(test_maps_are_read_before_context_teardown),
 		cmocka_unit_test(test_library_without_context_is_filled_at_launch),
+		cmocka_unit_test(test_host_probes_run_on_driver_calls),
 		cmocka_unit_test(test_jit_error_falls_back),
 		cmocka_unit_test(test_refused_substitute_loads_the_original),
 		cmocka_unit_test(test_unmatched_kernels_stay_untouched),

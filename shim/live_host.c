@@ -1,0 +1,245 @@
+/* shim/live_host.c: host probes (uprobe/uretprobe on intercepted driver calls) on vm/'s
+ * interpreter, and the host events written into the trace.
+ *
+ * A program attached to FUNC runs on the application's thread, in the call:
+ *   launches (cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel and their _ptsz
+ *   forms): uprobe before the real call, uretprobe after it, args = the call's arguments in its
+ *   prototype order;
+ *   copies, memsets, synchronisations, context/stream creation, graph launches (the shim's api
+ *   events): both kinds after the call, args[0] = stream, args[1] = bytes (the api events carry
+ *   no more of the arguments).
+ * FUNC matches the exported name exactly, as a glob, or without a variant suffix
+ * (uprobe/cuLaunchKernel also sees cuLaunchKernel_ptsz).  Host programs have maps of their own
+ * in host memory (vm_runtime): a map is not shared with the object's GPU programs yet.
+ */
+#define _GNU_SOURCE
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim/live.h"
+
+struct hprog {
+	struct vm_exec *ex;
+	uint32_t obj;
+	enum vm_prog_kind kind;
+	const char *attach;
+	const char *name;
+};
+
+static struct hprog *hprogs;
+static uint32_t nhprogs;
+static struct vm_runtime **rts;     /* per object, made when it has host programs */
+static uint32_t nrts;
+static atomic_uint_fast64_t runs, faults;
+
+bool live_host_any(void)
+{
+	return nhprogs != 0;
+}
+
+/* ---- set-up (from live.c, before any driver call) -------------------------------------------- */
+
+static struct vm_runtime *runtime_of(const struct vm_object *o, uint32_t obj, char *err,
+				     size_t errlen)
+{
+	if (obj >= nrts) {
+		struct vm_runtime **r = realloc(rts, sizeof(*r) * (obj + 1));
+		if (!r)
+			return NULL;
+		memset(r + nrts, 0, sizeof(*r) * (obj + 1 - nrts));
+		rts = r;
+		nrts = obj + 1;
+	}
+	if (!rts[obj])
+		rts[obj] = vm_runtime_new(o, err, errlen);
+	return rts[obj];
+}
+
+int live_host_add(const struct vm_object *o, uint32_t obj, uint32_t prog)
+{
+	char err[VM_ERRLEN] = "";
+	struct vm_runtime *rt = runtime_of(o, obj, err, sizeof(err));
+	struct vm_exec *ex = rt ? vm_exec_new(rt, prog, err, sizeof(err)) : NULL;
+	struct hprog *h = ex ? realloc(hprogs, sizeof(*h) * (nhprogs + 1)) : NULL;
+	if (!h) {
+		shim_log(SHIM_LOG_WARN, "live: %s: host program %s not started: %s", o->name,
+			 o->progs[prog].name, err[0] ? err : "out of memory");
+		if (ex)
+			vm_exec_free(ex);
+		return -1;
+	}
+	hprogs = h;
+	hprogs[nhprogs++] = (struct hprog){ ex, obj, o->progs[prog].kind, o->progs[prog].attach,
+					    o->progs[prog].name };
+	return 0;
+}
+
+/* ---- matching and running ---------------------------------------------------------------- */
+
+static bool variant_suffix(const char *s)
+{
+	static const char *const ok[] = { "_ptsz", "_ptds", "_v2", "_v2_ptsz", "_v2_ptds", "_v3",
+					  NULL };
+	for (int i = 0; ok[i]; i++)
+		if (!strcmp(s, ok[i]))
+			return true;
+	return false;
+}
+
+static bool attached(const char *attach, const char *name)
+{
+	size_t n = strlen(attach);
+	if (!strcmp(attach, name) || fnmatch(attach, name, 0) == 0)
+		return true;
+	return !strncmp(attach, name, n) && variant_suffix(name + n);
+}
+
+/* The shim's index of an exported name (cubpf_api_ctx.func_id); names come from shim_names. */
+static uint32_t func_id(const char *name)
+{
+	static __thread const char *last;
+	static __thread uint32_t last_id;
+	if (name == last)
+		return last_id;
+	for (uint32_t i = 0; i < SHIM_NSLOTS; i++)
+		if (shim_names[i] == name || !strcmp(shim_names[i], name)) {
+			last = name, last_id = i;
+			return i;
+		}
+	return UINT32_MAX;
+}
+
+static void run_matching(enum vm_prog_kind kind, const char *name, struct cubpf_api_ctx *ctx)
+{
+	for (uint32_t i = 0; i < nhprogs; i++) {
+		struct hprog *h = &hprogs[i];
+		if (h->kind != kind || !attached(h->attach, name))
+			continue;
+		uint64_t r0;
+		char err[128];
+		atomic_fetch_add_explicit(&runs, 1, memory_order_relaxed);
+		if (vm_exec_run(h->ex, ctx, sizeof(*ctx), &r0, err, sizeof(err)) != 0 &&
+		    atomic_fetch_add(&faults, 1) == 0)
+			shim_log(SHIM_LOG_WARN, "live: host program %s on %s: %s (reported once)",
+				 h->name, name, err);
+	}
+}
+
+static void launch_args(const struct shim_launch_event *ev, struct cubpf_api_ctx *c)
+{
+	if (ev->api == SHIM_LAUNCH_KERNEL_EX) {
+		uint64_t a[] = { (uintptr_t)ev->config, (uintptr_t)ev->func, (uintptr_t)ev->params,
+				 (uintptr_t)ev->extra };
+		memcpy(c->args, a, sizeof(a));
+		c->nargs = 4;
+		return;
+	}
+	uint64_t a[] = { (uintptr_t)ev->func, ev->grid[0], ev->grid[1], ev->grid[2], ev->block[0],
+			 ev->block[1], ev->block[2], ev->shared_bytes, (uintptr_t)ev->stream,
+			 (uintptr_t)ev->params, (uintptr_t)ev->extra };
+	memcpy(c->args, a, sizeof(a));
+	c->nargs = ev->api == SHIM_LAUNCH_KERNEL ? 11 : 10;
+}
+
+void live_host_launch(const struct shim_launch_event *ev, bool after)
+{
+	if (!nhprogs || ev->api == SHIM_LAUNCH_GRAPH_NODE)
+		return;
+	struct cubpf_api_ctx c = { .ts_ns = shim_now_ns(), .tid = ev->tid,
+				   .func_id = func_id(ev->api_name) };
+	launch_args(ev, &c);
+	c.ret = after ? (uint64_t)(int64_t)ev->result : 0;
+	run_matching(after ? VM_PROG_URETPROBE : VM_PROG_UPROBE, ev->api_name, &c);
+}
+
+void live_host_api(const struct shim_api_event *ev)
+{
+	if (!nhprogs)
+		return;
+	struct cubpf_api_ctx c = { .args = { (uintptr_t)ev->stream, ev->bytes }, .nargs = 2,
+				   .ts_ns = ev->ts_begin, .func_id = ev->func_id, .tid = ev->tid };
+	run_matching(VM_PROG_UPROBE, ev->name, &c);
+	c.ret = (uint64_t)(int64_t)ev->result;
+	c.ts_ns = ev->ts_end;
+	run_matching(VM_PROG_URETPROBE, ev->name, &c);
+}
+
+/* ---- trace events -------------------------------------------------------------------------- */
+
+void live_trace_launch(const struct shim_launch_event *ev)
+{
+	if (!live.trace || ev->api == SHIM_LAUNCH_GRAPH_NODE || !ev->kernel)
+		return;
+	struct store_rec_kernel k = {
+		.launch_ns = ev->ts_begin, .stream = (uintptr_t)ev->stream,
+		.name = store_trace_intern(live.trace, ev->kernel->name),
+		.grid = { ev->grid[0], ev->grid[1], ev->grid[2] },
+		.block = { ev->block[0], ev->block[1], ev->block[2] },
+		.shared_bytes = ev->shared_bytes, .tid = ev->tid,
+	};
+	store_trace_kernel(live.trace, &k);
+}
+
+void live_trace_api(const struct shim_api_event *ev)
+{
+	if (!live.trace)
+		return;
+	struct store_rec_api a = { .begin_ns = ev->ts_begin, .end_ns = ev->ts_end,
+				   .stream = (uintptr_t)ev->stream, .bytes = ev->bytes,
+				   .name = store_trace_intern(live.trace, ev->name),
+				   .tid = ev->tid, .result = ev->result };
+	store_trace_api(live.trace, &a);
+}
+
+/* ---- report ---------------------------------------------------------------------------------- */
+
+static void format_bytes(const uint8_t *v, uint32_t size, char *out, size_t len)
+{
+	if (size == 4 || size == 8) {
+		uint64_t x = 0;
+		memcpy(&x, v, size);
+		snprintf(out, len, "%" PRIu64, x);
+		return;
+	}
+	size_t o = 0;
+	for (uint32_t i = 0; i < size && o + 4 < len; i++)
+		o += (size_t)snprintf(out + o, len - o, "%s%02x", i ? " " : "", v[i]);
+}
+
+/* Host maps of the objects with host programs: every entry, bpftool-like. */
+static void report_runtime(FILE *out, const struct vm_object *o, struct vm_runtime *rt)
+{
+	for (uint32_t m = 0; m < o->map_cnt; m++) {
+		const struct vm_map_def *d = &o->maps[m];
+		if (d->type == CUBPF_MAP_RINGBUF || d->type == CUBPF_MAP_GPU_RINGBUF ||
+		    d->key_size > 64 || d->value_size > 4096)
+			continue;
+		uint8_t key[64], next[64], value[4096];
+		const void *k = NULL;
+		uint32_t n = 0;
+		while (vm_map_next_key(rt, m, k, next) == 0 && n < 100000) {
+			memcpy(key, next, d->key_size);
+			k = key;
+			n++;
+			if (vm_map_lookup(rt, m, key, value) != 0)
+				continue;
+			char kt[200], vt[200];
+			format_bytes(key, d->key_size, kt, sizeof(kt));
+			format_bytes(value, d->value_size, vt, sizeof(vt));
+			fprintf(out, "cubpf: map %s[%s] = %s (host)\n", d->name, kt, vt);
+		}
+	}
+}
+
+void live_host_report(FILE *out)
+{
+	if (!nhprogs)
+		return;
+	shim_log(SHIM_LOG_INFO, "live: %u host programs ran %llu times (%llu faults)", nhprogs,
+		 (unsigned long long)atomic_load(&runs), (unsigned long long)atomic_load(&faults));
+	for (uint32_t i = 0; i < nrts; i++)
+		if (rts[i] && shim_log_enabled(SHIM_LOG_INFO))
+			report_runtime(out, live.objs[i], rts[i]);
+}
