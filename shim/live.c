@@ -8,7 +8,8 @@
  *
  * Environment: CUBPF_PROGRAMS (probe objects, ':'-separated), CUBPF_KERNELS (kernel glob),
  * CUBPF_TRACE (trace file), CUBPF_DUMP_MAPS=1 (print every map at exit), CUBPF_MAP_MAX_MB
- * (cap on the device maps of one context, default 4096).
+ * (cap on the device maps of one context, default 4096), CUBPF_INTERVAL_MS (how often the maps
+ * and the clock calibration go into the trace while the application runs, default 1000).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -55,6 +56,9 @@ static int live_driver_load(char *err, size_t errlen)
 	LOAD(cuLinkComplete);
 	LOAD(cuLinkDestroy);
 	LOAD(cuGetErrorName);
+	LOAD(cuModuleLoadData);
+	LOAD(cuModuleGetFunction);
+	LOAD(cuLaunchKernel);
 	return 0;
 }
 #undef LOAD
@@ -286,6 +290,13 @@ static void live_exit(void)
 	static atomic_int done;
 	if (atomic_exchange(&done, 1))
 		return;
+	if (live.forked) { /* the contexts and the trace file are the parent's */
+		if (live.trace)
+			store_trace_close(live.trace, NULL, 0);
+		live.trace = NULL;
+		return;
+	}
+	live_maps_stop_thread();
 	live_snapshot_all(true);
 	report_kernel_ids();
 	live_maps_report(stderr, live.dump_maps || shim_log_enabled(SHIM_LOG_DEBUG));
@@ -298,6 +309,28 @@ static void live_exit(void)
 		if (store_trace_close(w, err, sizeof(err)) != 0)
 			shim_log(SHIM_LOG_WARN, "live: trace: %s", err);
 	}
+}
+
+/* ---- fork ------------------------------------------------------------------------------------ */
+
+static void fork_prepare(void)
+{
+	if (live.trace)
+		store_trace_fork_prepare(live.trace);
+}
+
+static void fork_parent(void)
+{
+	if (live.trace)
+		store_trace_fork_parent(live.trace);
+}
+
+static void fork_child(void)
+{
+	if (live.trace)
+		store_trace_fork_child(live.trace);
+	live.forked = true;
+	live_maps_forget_thread();
 }
 
 /* ---- start --------------------------------------------------------------------------------- */
@@ -351,6 +384,8 @@ const struct shim_hooks *shim_live_init(void)
 	const char *glob = getenv("CUBPF_KERNELS");
 	live.kernel_glob = glob && *glob ? glob : NULL;
 	live.map_cap_bytes = env_u64("CUBPF_MAP_MAX_MB", 4096) << 20;
+	live.interval_ms = env_u64("CUBPF_INTERVAL_MS", 1000);
+	live.interval_ms = live.interval_ms ? live.interval_ms : 1000;
 	const char *dump = getenv("CUBPF_DUMP_MAPS");
 	live.dump_maps = dump && *dump && strcmp(dump, "0") != 0;
 	const char *trace = getenv("CUBPF_TRACE");
@@ -361,6 +396,7 @@ const struct shim_hooks *shim_live_init(void)
 		 live.kernel_glob ? ", kernels " : "", live.kernel_glob ? live.kernel_glob : "",
 		 live.trace ? ", tracing" : "");
 	atexit(live_exit);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	/* Copies and synchronisations are timed only when someone reads them. */
 	if (live_host_any() || live.trace)
 		live_hooks.api_call = api_call;

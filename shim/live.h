@@ -43,6 +43,9 @@ struct live_driver {
 	LIVE_FN(cuLinkComplete);
 	LIVE_FN(cuLinkDestroy);
 	LIVE_FN(cuGetErrorName);
+	LIVE_FN(cuModuleLoadData);
+	LIVE_FN(cuModuleGetFunction);
+	LIVE_FN(cuLaunchKernel);
 };
 #undef LIVE_FN
 extern struct live_driver live_cu;
@@ -79,7 +82,9 @@ struct live_state {
 	const char *kernel_glob;   /* CUBPF_KERNELS, or NULL */
 	uint64_t map_cap_bytes;    /* largest total of device maps per context (CUBPF_MAP_MAX_MB) */
 	bool dump_maps;            /* CUBPF_DUMP_MAPS=1: every map printed at exit */
+	uint64_t interval_ms;      /* CUBPF_INTERVAL_MS: map snapshots into the trace (1000) */
 	struct store_trace_writer *trace; /* CUBPF_TRACE, or NULL */
+	bool forked;               /* this is a fork()ed child: its parent's GPU state is not its own */
 	struct live_counters n;
 };
 extern struct live_state live;
@@ -99,6 +104,9 @@ struct live_ctx {
 	uint64_t device_bytes;
 	uint8_t **snap;             /* per map: the last copy read back (NULL before) */
 	uint64_t snap_ns;           /* when it was read (CLOCK_REALTIME), 0 = never */
+	CUmodule clock_mod;         /* cubpf's %globaltimer kernel (live_clock.c), or NULL */
+	CUfunction clock_fn;
+	CUdeviceptr clock_buf;
 	struct live_ctx *next;
 };
 
@@ -118,6 +126,19 @@ void live_maps_report(FILE *out, bool print);
 /* Writes the latest snapshots into the trace. */
 void live_maps_trace(void);
 void live_maps_memory(uint64_t *device_bytes, uint32_t *contexts);
+
+/* Starts the thread that reads the maps every CUBPF_INTERVAL_MS into the trace (once, with
+ * the first context), and stops it (exit). */
+void live_maps_start_thread(void);
+void live_maps_stop_thread(void);
+/* fork() child: the thread does not exist there. */
+void live_maps_forget_thread(void);
+
+/* ---- clock calibration (live_clock.c) ------------------------------------------------------- */
+/* Measures host CLOCK_REALTIME against the device's %globaltimer in context c (current), best
+ * of a few round trips on cubpf's stream; writes a CLOCK record and logs the offset.  Returns
+ * 0, or -1 (the calibration kernel cannot run: the trace simply has no CLOCK record). */
+int live_clock_calibrate(struct live_ctx *c);
 
 /* ---- module substitution (live_module.c) --------------------------------------------------- */
 void live_module_loading(struct shim_module_event *ev, void *user);

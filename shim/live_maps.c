@@ -11,8 +11,10 @@
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "shim/live.h"
 
@@ -126,6 +128,8 @@ struct live_ctx *live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 	pthread_mutex_unlock(&lock);
 	shim_log(SHIM_LOG_INFO, "live: maps on device %d (context %p): %" PRIu64 " device bytes, "
 		 "0 pinned bytes, %u maps", (int)c->dev, (void *)ctx, c->device_bytes, live.nmaps);
+	live_clock_calibrate(c); /* the context is current: this is the application's thread */
+	live_maps_start_thread();
 	return c;
 }
 
@@ -235,6 +239,81 @@ void live_maps_memory(uint64_t *device_bytes, uint32_t *contexts)
 		++*contexts;
 	}
 	pthread_mutex_unlock(&lock);
+}
+
+/* ---- the snapshot thread ---------------------------------------------------------------------
+ * With a trace, the maps (read without waiting for the application's kernels: a live view) and
+ * a fresh clock calibration go into it every interval, so that `cubpf run` can show them while
+ * the application runs and a killed process leaves its last state behind. */
+
+#define CLOCK_EVERY_MS 5000
+
+static pthread_t thread;
+static atomic_int thread_state; /* 0 none, 1 running, 2 stopping */
+
+static void nap_ms(uint64_t ms)
+{
+	for (uint64_t t = 0; t < ms && atomic_load(&thread_state) == 1; t += 10)
+		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+}
+
+static void refresh_clocks(void)
+{
+	for (struct live_ctx *c = ctxs; c; c = c->next) {
+		CUcontext popped;
+		if (live_cu.cuCtxPushCurrent_v2(c->ctx) != CUDA_SUCCESS)
+			continue;
+		live_clock_calibrate(c);
+		live_cu.cuCtxPopCurrent_v2(&popped);
+	}
+}
+
+static void *snapshot_main(void *arg)
+{
+	(void)arg;
+	uint64_t since_clock = 0;
+	while (atomic_load(&thread_state) == 1) {
+		nap_ms(live.interval_ms);
+		if (atomic_load(&thread_state) != 1)
+			break;
+		pthread_mutex_lock(&lock);
+		for (struct live_ctx *c = ctxs; c; c = c->next)
+			snapshot(c, false);
+		since_clock += live.interval_ms;
+		if (since_clock >= CLOCK_EVERY_MS) {
+			refresh_clocks();
+			since_clock = 0;
+		}
+		pthread_mutex_unlock(&lock);
+		live_maps_trace();
+	}
+	return NULL;
+}
+
+void live_maps_start_thread(void)
+{
+	int expect = 0;
+	if (!live.trace || !atomic_compare_exchange_strong(&thread_state, &expect, 1))
+		return;
+	/* The application's signals stay with the application's threads. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&thread, NULL, snapshot_main, NULL) != 0)
+		atomic_store(&thread_state, 0);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void live_maps_forget_thread(void)
+{
+	atomic_store(&thread_state, 0);
+}
+
+void live_maps_stop_thread(void)
+{
+	int expect = 1;
+	if (atomic_compare_exchange_strong(&thread_state, &expect, 2))
+		pthread_join(thread, NULL);
 }
 
 /* ---- report -------------------------------------------------------------------------------- */

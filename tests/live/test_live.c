@@ -357,6 +357,75 @@ static void test_cubin_kernels_are_listed_as_not_instrumentable(void **state)
 	assert_non_null(strstr(child_err, "1 without PTX for the device"));
 }
 
+/* While the application runs, the maps go into the trace every CUBPF_INTERVAL_MS. */
+static int child_periodic(void)
+{
+	if (child_module())
+		return 1;
+	usleep(300 * 1000);
+	return 0;
+}
+
+static void test_maps_are_traced_while_running(void **state)
+{
+	(void)state;
+	unlink(trace_path);
+	struct child_env env = { { "CUBPF_TRACE", "CUBPF_INTERVAL_MS" }, { trace_path, "50" } };
+	assert_int_equal(run_child(&env, child_periodic), 0);
+	char err[STORE_ERRLEN];
+	struct store_trace_reader *r = store_trace_open(trace_path, err, sizeof(err));
+	assert_non_null(r);
+	struct store_trace_record rec;
+	int maps = 0;
+	while (store_trace_next(r, &rec) == 1)
+		if (rec.type == STORE_REC_MAP) {
+			struct store_rec_map m;
+			size_t rest;
+			assert_non_null(store_rec_fixed(&rec, &m, sizeof(m), &rest));
+			const char *name = store_trace_string(r, m.name);
+			maps += name && !strcmp(name, "entries") && m.count == 1;
+		}
+	/* 300 ms at 50 ms: several periodic copies, and the one at exit */
+	assert_true(maps >= 3);
+	assert_int_equal(store_trace_state(r), STORE_TRACE_COMPLETE);
+	store_trace_close_reader(r);
+	unlink(trace_path);
+}
+
+/* A fork()ed child neither reads its parent's maps nor writes the parent's trace. */
+static int child_fork(void)
+{
+	if (child_module())
+		return 1;
+	pid_t pid = fork();
+	if (pid == 0)
+		exit(0); /* runs the shim's exit handler in the child */
+	int status;
+	waitpid(pid, &status, 0);
+	return !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+}
+
+static void test_fork_child_stays_quiet(void **state)
+{
+	(void)state;
+	unlink(trace_path);
+	struct child_env env = { { "CUBPF_TRACE", "CUBPF_INTERVAL_MS" }, { trace_path, "50" } };
+	assert_int_equal(run_child(&env, child_fork), 0);
+	/* one report (the parent's), and a complete trace */
+	const char *first = strstr(child_err, "cubpf: map entries[1] = 7");
+	assert_non_null(first);
+	assert_null(strstr(first + 1, "cubpf: map entries[1] = 7"));
+	char err[STORE_ERRLEN];
+	struct store_trace_reader *r = store_trace_open(trace_path, err, sizeof(err));
+	assert_non_null(r);
+	struct store_trace_record rec;
+	while (store_trace_next(r, &rec) == 1)
+		;
+	assert_int_equal(store_trace_state(r), STORE_TRACE_COMPLETE);
+	store_trace_close_reader(r);
+	unlink(trace_path);
+}
+
 /* The maps at exit go into the trace, readable with store/'s reader. */
 static void test_maps_are_written_to_the_trace(void **state)
 {
@@ -418,6 +487,8 @@ int main(void)
 		cmocka_unit_test(test_disabled_substitutes_nothing),
 		cmocka_unit_test(test_cubin_kernels_are_listed_as_not_instrumentable),
 		cmocka_unit_test(test_maps_are_written_to_the_trace),
+		cmocka_unit_test(test_maps_are_traced_while_running),
+		cmocka_unit_test(test_fork_child_stays_quiet),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

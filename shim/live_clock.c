@@ -1,0 +1,78 @@
+/* shim/live_clock.c: clock calibration between the host's CLOCK_REALTIME and the device's
+ * %globaltimer, so that host and device timestamps can be subtracted.
+ *
+ * A kernel of cubpf's own (one thread: store %globaltimer) runs on cubpf's stream between two
+ * host clock reads; the GPU's reading lies between them, so offset = midpoint - gpu with an
+ * uncertainty of half the round trip.  The best of several round trips is kept.  It never
+ * touches the application's streams.
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+
+#include "shim/live.h"
+
+static const char clock_ptx[] =
+	".version 7.0\n.target sm_70\n.address_size 64\n"
+	".visible .entry cubpf_clock(.param .u64 out)\n{\n"
+	"\t.reg .b64 %rd<3>;\n"
+	"\tld.param.u64 %rd1, [out];\n"
+	"\tcvta.to.global.u64 %rd1, %rd1;\n"
+	"\tmov.u64 %rd2, %globaltimer;\n"
+	"\tst.global.u64 [%rd1], %rd2;\n"
+	"\tret;\n}\n";
+
+#define ROUNDS 7
+
+static int clock_load(struct live_ctx *c)
+{
+	if (c->clock_fn)
+		return 0;
+	if (live_cu.cuModuleLoadData(&c->clock_mod, clock_ptx) != CUDA_SUCCESS ||
+	    live_cu.cuModuleGetFunction(&c->clock_fn, c->clock_mod, "cubpf_clock") != CUDA_SUCCESS ||
+	    live_cu.cuMemAlloc_v2(&c->clock_buf, sizeof(uint64_t)) != CUDA_SUCCESS) {
+		c->clock_fn = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* One round trip: host before, device, host after.  Returns 0 and the three readings. */
+static int round_trip(struct live_ctx *c, uint64_t *t0, uint64_t *gpu, uint64_t *t1)
+{
+	void *args[] = { &c->clock_buf };
+	*gpu = 0;
+	*t0 = shim_now_ns();
+	CUresult r = live_cu.cuLaunchKernel(c->clock_fn, 1, 1, 1, 1, 1, 1, 0, c->stream, args, NULL);
+	if (r == CUDA_SUCCESS)
+		r = live_cu.cuStreamSynchronize(c->stream);
+	*t1 = shim_now_ns();
+	if (r == CUDA_SUCCESS)
+		r = live_cu.cuMemcpyDtoHAsync_v2(gpu, c->clock_buf, sizeof(*gpu), c->stream);
+	if (r == CUDA_SUCCESS)
+		r = live_cu.cuStreamSynchronize(c->stream);
+	return r == CUDA_SUCCESS && *gpu ? 0 : -1;
+}
+
+int live_clock_calibrate(struct live_ctx *c)
+{
+	uint64_t best = UINT64_MAX, host = 0, gpu_best = 0;
+	if (clock_load(c) != 0)
+		return -1;
+	for (int i = 0; i < ROUNDS; i++) {
+		uint64_t t0, gpu, t1;
+		if (round_trip(c, &t0, &gpu, &t1) != 0)
+			return -1;
+		if (t1 - t0 < best) {
+			best = t1 - t0;
+			host = t0 + (t1 - t0) / 2;
+			gpu_best = gpu;
+		}
+	}
+	struct store_rec_clock rec = { .host_ns = host, .gpu_ns = gpu_best,
+				       .uncertainty_ns = best / 2, .device = (uint32_t)c->dev };
+	if (live.trace)
+		store_trace_clock(live.trace, &rec);
+	shim_log(SHIM_LOG_INFO, "live: clock device %d: host - gpu = %" PRId64 " ns (+/- %" PRIu64
+		 " ns)", (int)c->dev, (int64_t)(host - gpu_best), best / 2);
+	return 0;
+}
