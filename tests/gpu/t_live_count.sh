@@ -68,13 +68,18 @@ if grep -q 'fell back\|not instrumented, the original module runs' "$err" && ! g
   fail "a module fell back to the original: $(grep -m1 'original module runs' "$err")"; fi
 mem=$(sed -n 's/^cubpf: live: maps on device \([0-9]*\) (context [^)]*): \([0-9]*\) device bytes.*/device \1: \2 bytes/p' "$err" | head -1)
 echo "RESULT live_count memory: ${mem:-none shown}"
+clk=$(grep -m1 '^cubpf: live: clock device' "$err")
+unc=$(echo "$clk" | sed -n 's/.*(+\/- \([0-9]*\) ns).*/\1/p')
+echo "RESULT live_count clock: ${clk#cubpf: live: }"
+if [ -n "$unc" ] && [ "$unc" -lt 1000000 ]; then ok "clock calibrated within ${unc} ns"; else fail "no clock calibration (or worse than 1 ms)"; fi
 
 # The trace holds the maps.
 if [ -x "$BUILD/bin/cubpf" ] && [ -s "$OUT/live_count.trace" ]; then
   "$BUILD/bin/cubpf" trace dump "$OUT/live_count.trace" >"$OUT/live_count.trace.txt" 2>&1; trc=$?
-  maps=$(grep -ci 'map' "$OUT/live_count.trace.txt")
-  echo "RESULT live_count trace: dump_rc=$trc lines_naming_maps=$maps bytes=$(stat -c %s "$OUT/live_count.trace")"
-  grep -i 'map' "$OUT/live_count.trace.txt" | head -5
+  maps=$(grep -ci 'map' "$OUT/live_count.trace.txt"); clocks=$(grep -ci 'clock' "$OUT/live_count.trace.txt")
+  kernels=$(grep -ci 'kernel' "$OUT/live_count.trace.txt")
+  echo "RESULT live_count trace: dump_rc=$trc lines_naming_maps=$maps clock_lines=$clocks kernel_lines=$kernels bytes=$(stat -c %s "$OUT/live_count.trace")"
+  grep -i 'map\|clock' "$OUT/live_count.trace.txt" | head -6
   [ "$trc" -eq 0 ] && [ "$maps" -gt 0 ] && ok "trace: maps readable with cubpf trace dump" || fail "trace dump"
 else fail "no trace written ($OUT/live_count.trace)"; fi
 
