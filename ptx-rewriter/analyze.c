@@ -13,6 +13,138 @@ bool cg_is_gpu_kind(enum vm_prog_kind k)
 	return k == VM_PROG_KPROBE || k == VM_PROG_KRETPROBE || k == VM_PROG_MEMPROBE;
 }
 
+static uint64_t bswap(uint64_t v, int width)
+{
+	uint64_t r = 0;
+	for (int i = 0; i < width / 8; i++)
+		r = (r << 8) | ((v >> (8 * i)) & 0xff);
+	return r;
+}
+
+static int64_t sext(uint64_t v, int bits)
+{
+	return bits >= 64 ? (int64_t)v : (int64_t)(v << (64 - bits)) >> (64 - bits);
+}
+
+bool cg_alu_eval(const struct bpf_insn *in, uint64_t d, uint64_t s, uint64_t *out)
+{
+	bool is64 = BPF_CLASS(in->code) == BPF_ALU64;
+	int bits = is64 ? 64 : 32;
+	uint64_t m = is64 ? ~0ull : 0xffffffffull;
+	uint8_t op = BPF_OP(in->code);
+	if (op == BPF_END) { /* reads the whole 64-bit register, whatever the class */
+		if (in->imm != 16 && in->imm != 32 && in->imm != 64)
+			return false;
+		if (is64 || BPF_SRC(in->code) == BPF_TO_BE)
+			*out = bswap(d, in->imm);
+		else
+			*out = in->imm == 64 ? d : d & ((1ull << in->imm) - 1);
+		return true;
+	}
+	if (BPF_SRC(in->code) == BPF_K)
+		s = is64 ? (uint64_t)(int64_t)in->imm : (uint32_t)in->imm;
+	d &= m;
+	s &= m;
+	uint64_t r;
+	switch (op) {
+	case BPF_ADD: r = d + s; break;
+	case BPF_SUB: r = d - s; break;
+	case BPF_MUL: r = d * s; break;
+	case BPF_OR: r = d | s; break;
+	case BPF_AND: r = d & s; break;
+	case BPF_XOR: r = d ^ s; break;
+	case BPF_LSH: r = d << (s & (bits - 1)); break;
+	case BPF_RSH: r = d >> (s & (bits - 1)); break;
+	case BPF_ARSH: r = (uint64_t)(sext(d, bits) >> (s & (bits - 1))); break;
+	case BPF_NEG: r = -d; break;
+	case BPF_MOV:
+		if (in->off == 0)
+			r = s;
+		else if (in->off == 8 || in->off == 16 || (in->off == 32 && is64))
+			r = (uint64_t)sext(s, in->off);
+		else
+			return false;
+		break;
+	case BPF_DIV:
+		if (in->off == 0)
+			r = s ? d / s : 0;
+		else if (in->off == 1)
+			r = !s ? 0 : sext(s, bits) == -1 ? -d : (uint64_t)(sext(d, bits) / sext(s, bits));
+		else
+			return false;
+		break;
+	case BPF_MOD:
+		if (in->off == 0)
+			r = s ? d % s : d;
+		else if (in->off == 1)
+			r = !s ? d : sext(s, bits) == -1 ? 0 : (uint64_t)(sext(d, bits) % sext(s, bits));
+		else
+			return false;
+		break;
+	default:
+		return false;
+	}
+	*out = r & m;
+	return true;
+}
+
+bool cg_jmp_eval(const struct bpf_insn *in, uint64_t a, uint64_t b)
+{
+	bool is64 = BPF_CLASS(in->code) == BPF_JMP;
+	int bits = is64 ? 64 : 32;
+	if (BPF_SRC(in->code) == BPF_K)
+		b = (uint64_t)(int64_t)in->imm;
+	if (!is64)
+		a = (uint32_t)a, b = (uint32_t)b;
+	int64_t sa = sext(a, bits), sb = sext(b, bits);
+	switch (BPF_OP(in->code)) {
+	case BPF_JEQ: return a == b;
+	case BPF_JNE: return a != b;
+	case BPF_JGT: return a > b;
+	case BPF_JGE: return a >= b;
+	case BPF_JLT: return a < b;
+	case BPF_JLE: return a <= b;
+	case BPF_JSGT: return sa > sb;
+	case BPF_JSGE: return sa >= sb;
+	case BPF_JSLT: return sa < sb;
+	case BPF_JSLE: return sa <= sb;
+	case BPF_JSET: return (a & b) != 0;
+	}
+	return false;
+}
+
+/* ---- constants in stack slots ---- */
+
+static void slot_kill(struct av_state *s, int64_t off, uint32_t size)
+{
+	uint8_t k = 0;
+	for (uint8_t i = 0; i < s->nsl; i++)
+		if (s->sl[i].off + (int64_t)s->sl[i].size <= off || off + (int64_t)size <= s->sl[i].off)
+			s->sl[k++] = s->sl[i];
+	s->nsl = k;
+}
+
+static void slot_set(struct av_state *s, int64_t off, uint32_t size, uint64_t val)
+{
+	slot_kill(s, off, size);
+	if (s->nsl < AV_SLOTS)
+		s->sl[s->nsl++] = (struct av_slot){off, size,
+						   size == 8 ? val : val & ((1ull << (8 * size)) - 1)};
+}
+
+static const struct av_slot *slot_get(const struct av_state *s, int64_t off, uint32_t size)
+{
+	for (uint8_t i = 0; i < s->nsl; i++)
+		if (s->sl[i].off == off && s->sl[i].size == size)
+			return &s->sl[i];
+	return NULL;
+}
+
+static bool av_eq(const struct av *a, const struct av *b)
+{
+	return a->kind == b->kind && a->map == b->map && a->v == b->v;
+}
+
 static struct av av_join(struct av a, struct av b)
 {
 	if (a.kind == b.kind && a.map == b.map && a.v == b.v)
@@ -34,11 +166,19 @@ static bool merge(struct cg_prog *p, uint32_t pc, const struct av_state *in)
 	bool changed = false;
 	for (int r = 0; r < 11; r++) {
 		struct av j = av_join(s->r[r], in->r[r]);
-		if (memcmp(&j, &s->r[r], sizeof(j))) {
+		if (!av_eq(&j, &s->r[r])) {
 			s->r[r] = j;
 			changed = true;
 		}
 	}
+	uint8_t k = 0; /* slots: the constants both paths agree on */
+	for (uint8_t i = 0; i < s->nsl; i++) {
+		const struct av_slot *o = slot_get(in, s->sl[i].off, s->sl[i].size);
+		if (o && o->val == s->sl[i].val)
+			s->sl[k++] = s->sl[i];
+	}
+	changed |= k != s->nsl;
+	s->nsl = k;
 	return changed;
 }
 
@@ -91,6 +231,122 @@ static void clobber_call(struct av_state *s)
 }
 
 /* Successors of pc with the state after it; returns their number (0..2). */
+/* -1: unknown; 0: the jump at pc is not taken; 1: it is. */
+int cg_cond_known(const struct cg_prog *p, uint32_t pc)
+{
+	const struct bpf_insn *in = &p->prog.insns[pc];
+	const struct av_state *s = &p->st[pc];
+	uint8_t op = BPF_OP(in->code);
+	if (!p->fold || op == BPF_JA || op == BPF_CALL || op == BPF_EXIT || op > BPF_JSLE)
+		return -1;
+	const struct av *a = &s->r[in->dst_reg];
+	bool k = BPF_SRC(in->code) == BPF_K;
+	const struct av *b = k ? NULL : &s->r[in->src_reg];
+	if (a->kind == AV_CONST && (k || b->kind == AV_CONST))
+		return cg_jmp_eval(in, (uint64_t)a->v, k ? 0 : (uint64_t)b->v);
+	/* map values are never NULL */
+	if (BPF_CLASS(in->code) == BPF_JMP && k && in->imm == 0 && a->kind == AV_MAPVAL &&
+	    (op == BPF_JEQ || op == BPF_JNE))
+		return op == BPF_JNE;
+	return -1;
+}
+
+static bool lookup_fold_state(const struct cg_prog *p, const struct av_state *s, uint32_t *map,
+			      uint64_t *off)
+{
+	const struct av *m = &s->r[1], *k = &s->r[2];
+	if (!p->fold || !p->track_slots || m->kind != AV_MAP || m->map >= p->map_cnt ||
+	    m->map >= 64 || k->kind != AV_STACK)
+		return false;
+	const struct vm_map_def *d = &p->maps[m->map];
+	const struct av_slot *key = slot_get(s, k->v, 4);
+	if ((d->type != CUBPF_MAP_ARRAY && d->type != CUBPF_MAP_GPU_ARRAY) || d->key_size != 4 ||
+	    !key || key->val >= d->max_entries)
+		return false;
+	*map = m->map;
+	*off = key->val * ((d->value_size + 7) & ~7u);
+	return true;
+}
+
+bool cg_lookup_fold(const struct cg_prog *p, uint32_t pc, uint32_t *map, uint64_t *off)
+{
+	const struct bpf_insn *in = &p->prog.insns[pc];
+	return in->code == (BPF_JMP | BPF_CALL) && in->src_reg == 0 &&
+	       in->imm == CUBPF_FN_map_lookup_elem && lookup_fold_state(p, &p->st[pc], map, off);
+}
+
+/* The constant an ALU instruction at pc produces, when its inputs are known. */
+bool cg_alu_known(const struct cg_prog *p, uint32_t pc, uint64_t *v)
+{
+	const struct bpf_insn *in = &p->prog.insns[pc];
+	const struct av_state *s = &p->st[pc];
+	uint8_t op = BPF_OP(in->code);
+	if (!p->fold)
+		return false;
+	const struct av *d = &s->r[in->dst_reg];
+	bool unary = op == BPF_NEG || op == BPF_END;
+	bool k = BPF_SRC(in->code) == BPF_K || unary;
+	const struct av *src = k ? NULL : &s->r[in->src_reg];
+	if ((op != BPF_MOV && d->kind != AV_CONST) || (!k && src->kind != AV_CONST))
+		return false;
+	return cg_alu_eval(in, (uint64_t)d->v, k ? 0 : (uint64_t)src->v, v);
+}
+
+static void step_ldx(struct cg_prog *p, const struct bpf_insn *in, struct av_state *out)
+{
+	const struct av *b = &out->r[in->src_reg];
+	uint8_t sz = BPF_SIZE(in->code);
+	uint32_t w = sz == BPF_B ? 1 : sz == BPF_H ? 2 : sz == BPF_W ? 4 : 8;
+	bool sx = BPF_MODE(in->code) == BPF_MEMSX;
+	struct av res = av_of(AV_UNKNOWN, 0, 0);
+	uint64_t v;
+	if (p->fold && b->kind == AV_CTX && !sx && p->ctx && p->ctx->constant &&
+	    b->v + in->off >= 0 &&
+	    p->ctx->constant(p->ctx->user, (uint32_t)(b->v + in->off), w, &v))
+		res = av_of(AV_CONST, 0, (int64_t)v);
+	const struct av_slot *sl;
+	if (p->track_slots && b->kind == AV_STACK && (sl = slot_get(out, b->v + in->off, w)))
+		res = av_of(AV_CONST, 0, sx ? sext(sl->val, 8 * (int)w) : (int64_t)sl->val);
+	out->r[in->dst_reg] = res;
+}
+
+static void step_store(struct cg_prog *p, const struct bpf_insn *in, struct av_state *out)
+{
+	const struct av *b = &out->r[in->dst_reg];
+	if (!p->track_slots || b->kind != AV_STACK)
+		return;
+	uint8_t sz = BPF_SIZE(in->code);
+	uint32_t w = sz == BPF_B ? 1 : sz == BPF_H ? 2 : sz == BPF_W ? 4 : 8;
+	int64_t off = b->v + in->off;
+	if (BPF_CLASS(in->code) == BPF_ST && BPF_MODE(in->code) == BPF_MEM)
+		slot_set(out, off, w, (uint64_t)(int64_t)in->imm);
+	else if (BPF_CLASS(in->code) == BPF_STX && BPF_MODE(in->code) == BPF_MEM &&
+		 out->r[in->src_reg].kind == AV_CONST)
+		slot_set(out, off, w, (uint64_t)out->r[in->src_reg].v);
+	else
+		slot_kill(out, off, w);
+}
+
+/* What a helper call does to the stack slots and r0. */
+static void step_helper(struct cg_prog *p, const struct bpf_insn *in, struct av_state *out)
+{
+	uint32_t map;
+	uint64_t off;
+	bool folded = BPF_SRC(in->code) == BPF_K && in->imm == CUBPF_FN_map_lookup_elem &&
+		      lookup_fold_state(p, out, &map, &off);
+	if (p->track_slots) {
+		if (in->imm == CUBPF_FN_probe_read || in->imm == CUBPF_FN_probe_read_user ||
+		    BPF_SRC(in->code) == BPF_X)
+			out->nsl = 0;
+		for (int r = 1; r <= 3; r++)
+			if (out->r[r].kind == AV_STACK)
+				slot_kill(out, out->r[r].v, 8);
+	}
+	clobber_call(out);
+	if (folded)
+		out->r[0] = av_of(AV_MAPVAL, map, (int64_t)off);
+}
+
 static int step(struct cg_prog *p, uint32_t pc, struct av_state *out, uint32_t succ[2],
 		struct av_state *callee, uint32_t *callee_pc)
 {
@@ -99,7 +355,12 @@ static int step(struct cg_prog *p, uint32_t pc, struct av_state *out, uint32_t s
 	*callee_pc = UINT32_MAX;
 	switch (cls) {
 	case BPF_ALU:
-	case BPF_ALU64:
+	case BPF_ALU64: {
+		uint64_t v;
+		if (cg_alu_known(p, pc, &v)) {
+			out->r[in->dst_reg] = av_of(AV_CONST, 0, (int64_t)v);
+			break;
+		}
 		if (op == BPF_END || op == BPF_NEG)
 			alu_effect(&(struct bpf_insn){.code = BPF_ALU64 | BPF_XOR | BPF_X,
 						      .dst_reg = in->dst_reg, .src_reg = in->dst_reg},
@@ -107,12 +368,19 @@ static int step(struct cg_prog *p, uint32_t pc, struct av_state *out, uint32_t s
 		else
 			alu_effect(in, out);
 		break;
+	}
 	case BPF_LDX:
-		out->r[in->dst_reg] = av_of(AV_UNKNOWN, 0, 0);
+		step_ldx(p, in, out);
 		break;
 	case BPF_ST:
+		step_store(p, in, out);
 		break;
 	case BPF_STX:
+		if (BPF_MODE(in->code) == BPF_ATOMIC && p->track_slots &&
+		    out->r[in->dst_reg].kind == AV_STACK)
+			slot_kill(out, out->r[in->dst_reg].v + in->off, 8);
+		else
+			step_store(p, in, out);
 		if (BPF_MODE(in->code) == BPF_ATOMIC) {
 			if (in->imm == BPF_CMPXCHG)
 				out->r[0] = av_of(AV_UNKNOWN, 0, 0);
@@ -147,14 +415,22 @@ static int step(struct cg_prog *p, uint32_t pc, struct av_state *out, uint32_t s
 				for (int r = 6; r <= 9; r++)
 					callee->r[r] = av_of(AV_UNKNOWN, 0, 0);
 				callee->r[10] = av_of(AV_STACK, 0, 0);
+				callee->nsl = 0; /* a new frame */
 				*callee_pc = pc + 1 + (uint32_t)in->imm;
+				clobber_call(out);
+				break;
 			}
-			clobber_call(out);
+			step_helper(p, in, out);
 			break;
 		}
 		if (op == BPF_JA) {
 			int32_t o = cls == BPF_JMP32 ? in->imm : in->off;
 			succ[0] = pc + 1 + (uint32_t)o;
+			return 1;
+		}
+		int known = cg_cond_known(p, pc);
+		if (known >= 0) {
+			succ[0] = known ? pc + 1 + (uint32_t)(int32_t)in->off : pc + 1;
 			return 1;
 		}
 		succ[0] = pc + 1;
@@ -374,10 +650,19 @@ static int walk(struct cg_prog *p, char *err, size_t errlen)
 				rc = -1;
 				break;
 			}
-			if ((ns == 2 && i == 1) || BPF_OP(p->prog.insns[pc].code) == BPF_JA)
+			if (succ[i] != pc + cg_slots(&p->prog.insns[pc]))
 				p->target[succ[i]] = true;
 			if (merge(p, succ[i], &out) && !queued[succ[i]])
 				work[top++] = succ[i], queued[succ[i]] = true;
+		}
+		/* the target of any jump gets a label, even when the branch is folded */
+		const struct bpf_insn *ji = &p->prog.insns[pc];
+		uint8_t jc = BPF_CLASS(ji->code), jo = BPF_OP(ji->code);
+		if ((jc == BPF_JMP || jc == BPF_JMP32) && jo != BPF_CALL && jo != BPF_EXIT) {
+			int32_t o = jc == BPF_JMP32 && jo == BPF_JA ? ji->imm : ji->off;
+			uint32_t t = pc + 1 + (uint32_t)o;
+			if (t < n)
+				p->target[t] = true;
 		}
 	}
 	free(work);
@@ -397,9 +682,19 @@ static void func_ranges(struct cg_prog *p)
 	}
 }
 
+static void scan_all(struct cg_prog *p, int64_t *lowest)
+{
+	*lowest = 0;
+	p->nacc = 0;
+	for (uint32_t pc = 0; pc < p->prog.insn_cnt; pc += cg_slots(&p->prog.insns[pc]))
+		if (p->st[pc].reached)
+			scan_stack(p, pc, lowest);
+}
+
 int cg_analyze(struct cg_prog *p, char *err, size_t errlen)
 {
 	uint32_t n = p->prog.insn_cnt;
+	free(p->st), free(p->target), free(p->func_end);
 	p->st = calloc(n + 1, sizeof(*p->st));
 	p->target = calloc(n + 1, sizeof(*p->target));
 	p->func_end = calloc(n + 1, sizeof(*p->func_end));
@@ -407,13 +702,23 @@ int cg_analyze(struct cg_prog *p, char *err, size_t errlen)
 		ptx_seterr(err, errlen, "out of memory");
 		return -1;
 	}
+	p->escape = p->has_calls = p->promoted = p->track_slots = false;
+	p->nslots = 0;
 	if (check_bounds(p, err, errlen) || walk(p, err, errlen))
 		return -1;
+	int64_t lowest;
+	scan_all(p, &lowest);
+	if (p->fold && !p->escape) {
+		/* again, now following constants through the stack (no pointer to it escapes) */
+		memset(p->st, 0, (n + 1) * sizeof(*p->st));
+		memset(p->target, 0, (n + 1) * sizeof(*p->target));
+		memset(p->func_end, 0, (n + 1) * sizeof(*p->func_end));
+		p->track_slots = true;
+		if (walk(p, err, errlen))
+			return -1;
+		scan_all(p, &lowest);
+	}
 	func_ranges(p);
-	int64_t lowest = 0;
-	for (uint32_t pc = 0; pc < n; pc += cg_slots(&p->prog.insns[pc]))
-		if (p->st[pc].reached)
-			scan_stack(p, pc, &lowest);
 	choose_slots(p);
 	if (lowest < -VM_STACK_SIZE) {
 		ptx_seterr(err, errlen, "stack access at r10%lld is beyond the %d-byte stack",

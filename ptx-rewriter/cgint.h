@@ -26,6 +26,9 @@ struct cg_prog {
 	bool escape;            /* a stack address is used as a runtime value */
 	bool has_calls;         /* bpf-to-bpf calls */
 	bool warp_aggregate;    /* counters may use match.any.sync (probes on sm_70 and later) */
+	bool fold;              /* fold constants, branches and lookups (probes; not raw programs) */
+	bool track_slots;       /* (during analysis) follow constants through stack slots */
+	const struct cg_ctxsrc *ctx; /* (during analysis) constant context fields */
 	struct cg_slot acc[CG_MAX_SLOTS * 4]; /* static stack accesses seen */
 	uint32_t nacc;
 	bool promoted;          /* stack slots live in registers %__cb_k<i> */
@@ -53,6 +56,13 @@ struct cg {
 };
 
 int cg_analyze(struct cg_prog *p, char *err, size_t errlen);
+/* Constant evaluation with the interpreter's semantics (analysis and emission agree). */
+bool cg_alu_eval(const struct bpf_insn *in, uint64_t d, uint64_t s, uint64_t *out);
+bool cg_jmp_eval(const struct bpf_insn *in, uint64_t a, uint64_t b);
+/* The known value of a constant-key array lookup at pc: map index and byte offset. */
+bool cg_lookup_fold(const struct cg_prog *p, uint32_t pc, uint32_t *map, uint64_t *off);
+int cg_cond_known(const struct cg_prog *p, uint32_t pc);
+bool cg_alu_known(const struct cg_prog *p, uint32_t pc, uint64_t *v);
 bool cg_is_gpu_kind(enum vm_prog_kind k);
 /* The slot count of the instruction at pc (2 for lddw). */
 static inline uint32_t cg_slots(const struct bpf_insn *in)

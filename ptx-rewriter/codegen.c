@@ -318,6 +318,11 @@ static int emit_alu(struct cg *g, uint32_t pc, const struct bpf_insn *in)
 		return 0;
 	char D[24];
 	snprintf(D, sizeof(D), "%%__cb_r%u", in->dst_reg);
+	uint64_t v;
+	if (cg_alu_known(g->p, pc, &v)) { /* folded: inputs known at this site */
+		OUT("mov.b64 %s, %lld;\n", D, (long long)v);
+		return 0;
+	}
 	return BPF_CLASS(in->code) == BPF_ALU64 ? emit_alu64(g, pc, in, D)
 						 : emit_alu32(g, pc, in, D);
 }
@@ -596,6 +601,11 @@ static const char *cmp_name(uint8_t op, bool *set)
 
 static int emit_cond(struct cg *g, uint32_t pc, const struct bpf_insn *in, const char *ip)
 {
+	int known = cg_cond_known(g->p, pc);
+	if (known == 1)
+		OUT("bra %s%u;\n", ip, pc + 1 + (uint32_t)(int32_t)in->off);
+	if (known >= 0)
+		return 0;
 	bool set, k = BPF_SRC(in->code) == BPF_K;
 	const char *cmp = cmp_name(BPF_OP(in->code), &set);
 	if (!cmp)
@@ -742,6 +752,13 @@ int cg_emit(struct cg_prog *p, const struct cg_ctxsrc *ctx, const char *lbl, str
 {
 	struct cg g = {.p = p, .ctx = ctx, .lbl = lbl, .out = out, .res = res, .err = err,
 		       .errlen = errlen};
+	if (p->fold) { /* specialise the program to this site's constant context fields */
+		p->ctx = ctx;
+		int rc = cg_analyze(p, err, errlen);
+		p->ctx = NULL;
+		if (rc)
+			return -1;
+	}
 	char ip[64], ret[80];
 	snprintf(ip, sizeof(ip), "%si%u_", lbl, g.next_inst++);
 	snprintf(ret, sizeof(ret), "%send", lbl);
@@ -825,9 +842,17 @@ int ptx_gen_raw_func(const struct ptx_prog *prog, const struct vm_map_def *maps,
 		     uint32_t map_cnt, const char *fname, struct ptx_buf *out, char *err,
 		     size_t errlen)
 {
+	return ptx_gen_raw_func_opt(prog, maps, map_cnt, fname, false, out, err, errlen);
+}
+
+int ptx_gen_raw_func_opt(const struct ptx_prog *prog, const struct vm_map_def *maps,
+			 uint32_t map_cnt, const char *fname, bool fold, struct ptx_buf *out,
+			 char *err, size_t errlen)
+{
 	struct cg_prog *p = cg_prepare(prog, maps, map_cnt, err, errlen);
 	if (!p)
 		return -1;
+	p->fold = fold;
 	struct ptx_buf body = {0};
 	struct cg_result res = {0};
 	int rc = cg_emit(p, NULL, "$__cb_", &body, &res, err, errlen);

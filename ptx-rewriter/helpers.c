@@ -80,6 +80,13 @@ static int slot_address(struct cg *g, uint32_t pc, uint32_t depth, uint32_t idx,
 static int h_lookup(struct cg *g, uint32_t pc, uint32_t depth)
 {
 	uint32_t idx;
+	uint64_t off;
+	if (cg_lookup_fold(g->p, pc, &idx, &off)) { /* constant key in range: never NULL */
+		g->res->maps_used |= 1ull << idx;
+		OUT("ld.const.u64 %%__cb_t0, [" PTX_MAP_SYMBOL_FMT "];\n", idx);
+		OUT("add.s64 %%__cb_r0, %%__cb_t0, %llu;\n", (unsigned long long)off);
+		return 0;
+	}
 	const struct vm_map_def *d = array_map(g, pc, 1, &idx);
 	if (!d || slot_address(g, pc, depth, idx, d))
 		return -1;

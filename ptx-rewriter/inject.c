@@ -277,6 +277,41 @@ static int mem_addr(const struct site *s, struct ptx_buf *out, const char *dst, 
 	return 0;
 }
 
+static bool kernel_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *val)
+{
+	const struct site *s = user;
+	if (size != 4)
+		return false;
+	if (off == offsetof(struct cubpf_kernel_ctx, kernel_id))
+		*val = s->kernel_id;
+	else if (off == offsetof(struct cubpf_kernel_ctx, nparams))
+		*val = s->f->param_cnt;
+	else
+		return false;
+	return true;
+}
+
+static bool mem_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *val)
+{
+	const struct site *s = user;
+	typedef struct cubpf_mem_ctx M;
+	if (size != 4)
+		return false;
+	if (off == offsetof(M, size))
+		*val = s->acc.size;
+	else if (off == offsetof(M, space))
+		*val = (uint32_t)s->acc.space;
+	else if (off == offsetof(M, op))
+		*val = s->acc.op;
+	else if (off == offsetof(M, insn_index))
+		*val = s->insn_index;
+	else if (off == offsetof(M, kernel_id))
+		*val = s->kernel_id;
+	else
+		return false;
+	return true;
+}
+
 static int mem_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_t off,
 			uint32_t size, char *err, size_t errlen)
 {
@@ -349,8 +384,9 @@ static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, str
 		snprintf(lbl, sizeof(lbl), "$__cb%u_", j->site++);
 		buf_printf(out, "\t// cubpf: %s %s\n", kind_name(kind),
 			   j->o->progs[p].name ? j->o->progs[p].name : "");
-		struct cg_ctxsrc src = {.load = kind == VM_PROG_MEMPROBE ? mem_ctx_load : kernel_ctx_load,
-					.user = s};
+		bool mem = kind == VM_PROG_MEMPROBE;
+		struct cg_ctxsrc src = {.load = mem ? mem_ctx_load : kernel_ctx_load,
+					.constant = mem ? mem_ctx_const : kernel_ctx_const, .user = s};
 		struct cg_result res = {0};
 		if (cg_emit(j->cp[p], &src, lbl, out, &res, j->err, j->errlen))
 			return -1;
@@ -682,6 +718,7 @@ static int prepare(struct inj *j)
 		if (!j->cp[p])
 			return -1;
 		j->cp[p]->warp_aggregate = target_sm(j->m->target) >= 70 && atof(j->m->version) >= 6.0;
+		j->cp[p]->fold = true;
 	}
 	return 0;
 }

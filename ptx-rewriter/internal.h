@@ -31,8 +31,18 @@ struct av {
 	int64_t v;
 };
 
+/* Stack slots holding known constants (tracked while no stack address escapes). */
+#define AV_SLOTS 8
+struct av_slot {
+	int64_t off;
+	uint32_t size;
+	uint64_t val;
+};
+
 struct av_state {
 	struct av r[11];
+	struct av_slot sl[AV_SLOTS];
+	uint8_t nsl;
 	bool reached;
 };
 
@@ -42,6 +52,9 @@ struct cg_ctxsrc {
 	 * `dst`.  Returns 0, or -1 with a message. */
 	int (*load)(void *user, struct ptx_buf *out, const char *dst, uint32_t off, uint32_t size,
 		    char *err, size_t errlen);
+	/* True (and *val) when the field is a constant at this site: lets the generator fold the
+	 * program's computations and branches on it. */
+	bool (*constant)(void *user, uint32_t off, uint32_t size, uint64_t *val);
 	void *user;
 };
 

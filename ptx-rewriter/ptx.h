@@ -204,6 +204,12 @@ void ptx_buf_free(struct ptx_buf *b);
 int ptx_gen_raw_func(const struct ptx_prog *prog, const struct vm_map_def *maps,
 		     uint32_t map_cnt, const char *fname, struct ptx_buf *out, char *err,
 		     size_t errlen);
+/* The same; with fold, constants, branches and constant-key lookups are evaluated at compile
+ * time (what instrumentation does for probes).  Tests compile the conformance vectors both
+ * ways. */
+int ptx_gen_raw_func_opt(const struct ptx_prog *prog, const struct vm_map_def *maps,
+			 uint32_t map_cnt, const char *fname, bool fold, struct ptx_buf *out,
+			 char *err, size_t errlen);
 /* Declarations every generated function may need: map pointers and vprintf. */
 void ptx_gen_module_decls(uint32_t map_cnt, bool vprintf, struct ptx_buf *out);
 

@@ -183,7 +183,7 @@ static void dispatcher(struct conf_test *t, size_t first, size_t count, struct p
 	ptx_buf_printf(out, "STORE:\n\tst.global.u64 [%%a2], %%a6;\nDONE:\n\tret;\n}\n");
 }
 
-int conf_module(struct conf_test *t, size_t first, size_t count, struct ptx_buf *out)
+int conf_module(struct conf_test *t, size_t first, size_t count, bool fold, struct ptx_buf *out)
 {
 	ptx_buf_printf(out, ".version 8.0\n.target sm_80\n.address_size 64\n\n");
 	ptx_gen_module_decls(0, true, out);
@@ -195,7 +195,8 @@ int conf_module(struct conf_test *t, size_t first, size_t count, struct ptx_buf 
 		char fname[32];
 		snprintf(fname, sizeof(fname), "conf_%zu", i);
 		struct ptx_buf f = {0};
-		c->compiled = ptx_gen_raw_func(&p, NULL, 0, fname, &f, c->error, sizeof(c->error)) == 0;
+		c->compiled = ptx_gen_raw_func_opt(&p, NULL, 0, fname, fold, &f, c->error,
+						   sizeof(c->error)) == 0;
 		if (c->compiled) {
 			ptx_buf_printf(out, "// %s\n", c->name);
 			ptx_buf_append(out, f.data, f.len);

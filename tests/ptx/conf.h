@@ -25,8 +25,9 @@ void conf_free(struct conf_test *t, size_t n);
  *   .entry cubpf_conformance(.param .u64 mems, .param .u64 lens, .param .u64 results,
  *                            .param .u32 n)
  * where thread i runs test first+i with r1 = mems[i], r2 = lens[i] and writes r0 to results[i].
- * Tests the generator refuses are marked (compiled = false) and left out. */
-int conf_module(struct conf_test *t, size_t first, size_t count, struct ptx_buf *out);
+ * Tests the generator refuses are marked (compiled = false) and left out.  fold: compile with
+ * constant folding (as probes are), else every instruction is lowered as written. */
+int conf_module(struct conf_test *t, size_t first, size_t count, bool fold, struct ptx_buf *out);
 /* The manifest of a module built from tests [0, n): "T index name expected_hex mem_hex|-" per
  * compiled program, "X name reason" per refused one. */
 void conf_manifest(const struct conf_test *t, size_t n, FILE *f);

@@ -542,7 +542,7 @@ static void test_conformance_assembles(void **state)
 	for (long first = 0; first < n; first += 160) {
 		long cnt = n - first < 160 ? n - first : 160;
 		struct ptx_buf m = {0};
-		ok += conf_module(t, (size_t)first, (size_t)cnt, &m);
+		ok += conf_module(t, (size_t)first, (size_t)cnt, false, &m);
 		assert_false(m.oom);
 		assert_assembles(m.data, m.len, "conformance module");
 		ptx_buf_free(&m);
@@ -557,9 +557,8 @@ static void test_conformance_assembles(void **state)
 /* The conformance module run by tests/ptx/ptxsim.py, a model of the PTX integer semantics the
  * generator relies on: checks every program's r0 on this machine (the GPU run is the
  * reference). */
-static void test_conformance_semantics(void **state)
+static void conformance_semantics(bool fold)
 {
-	(void)state;
 	char dir[1024], err[256];
 	snprintf(dir, sizeof(dir), "%s/bpf_conformance", env("CUBPF_SHARED"));
 	struct conf_test *t;
@@ -567,7 +566,7 @@ static void test_conformance_semantics(void **state)
 	if (n < 0)
 		fail_msg("%s", err);
 	struct ptx_buf m = {0};
-	assert_int_equal(conf_module(t, 0, (size_t)n, &m), n);
+	assert_int_equal(conf_module(t, 0, (size_t)n, fold, &m), n);
 	char tmp[] = "/tmp/cubpf-ptxsim-XXXXXX", ptx[1100], txt[1100], cmd[4096];
 	assert_non_null(mkdtemp(tmp));
 	snprintf(ptx, sizeof(ptx), "%s/conformance.ptx", tmp);
@@ -598,7 +597,22 @@ static void test_conformance_semantics(void **state)
 	char want[64];
 	snprintf(want, sizeof(want), "%ld passed, 0 failed\n", n);
 	if (st != 0 || strcmp(last, want))
-		fail_msg("ptxsim (needs python3): %s", last[0] ? last : "no output");
+		fail_msg("ptxsim (needs python3), %s: %s", fold ? "folded" : "as written",
+			 last[0] ? last : "no output");
+}
+
+static void test_conformance_semantics(void **state)
+{
+	(void)state;
+	conformance_semantics(false);
+}
+
+/* The same programs with constant folding (as probes are compiled): folding must not change
+ * any result. */
+static void test_conformance_folded(void **state)
+{
+	(void)state;
+	conformance_semantics(true);
 }
 
 /* ---- names ---- */
@@ -652,6 +666,7 @@ int main(void)
 		cmocka_unit_test(test_stack_promoted),
 		cmocka_unit_test(test_conformance_assembles),
 		cmocka_unit_test(test_conformance_semantics),
+		cmocka_unit_test(test_conformance_folded),
 		cmocka_unit_test(test_demangle),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

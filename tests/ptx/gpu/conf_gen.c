@@ -22,7 +22,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct ptx_buf m = {0};
-	int ok = conf_module(t, 0, (size_t)n, &m);
+	int ok = conf_module(t, 0, (size_t)n, false, &m);
 	char path[1024];
 	snprintf(path, sizeof(path), "%s/ptx_conformance.ptx", argv[2]);
 	FILE *f = fopen(path, "w");
