@@ -290,12 +290,11 @@ static void live_exit(void)
 	static atomic_int done;
 	if (atomic_exchange(&done, 1))
 		return;
-	if (live.forked) { /* the contexts and the trace file are the parent's */
-		if (live.trace)
-			store_trace_close(live.trace, NULL, 0);
-		live.trace = NULL;
+	/* The contexts and the trace file are the parent's.  The writer is left alone, not
+	 * closed: in a child its workers' buffers belong to threads that do not exist there, and
+	 * store_trace_close frees the writer without them (a leak report under ASan). */
+	if (live.forked)
 		return;
-	}
 	live_maps_stop_thread();
 	live_snapshot_all(true);
 	report_kernel_ids();
