@@ -176,6 +176,7 @@ struct vm_verify_info {
 	uint32_t max_stack;        /* deepest stack use of the main function, bytes */
 	uint32_t max_call_depth;   /* frames */
 	int reject_insn;           /* index of the rejected instruction, or -1 */
+	char reason[256];          /* one line: "insn N: why" ("" when verified), for warnings */
 };
 
 /* Verifies program `prog` of `obj`.  Returns 0 when it is safe, -1 when rejected.  The log (if

@@ -397,6 +397,7 @@ static void test_log_format(void **state)
 	struct vm_verify_info info;
 	assert_int_equal(vm_verify(obj, 0, NULL, &info, log, sizeof(log)), -1);
 	assert_int_equal(info.reject_insn, 6);
+	assert_string_equal(info.reason, "insn 6: R0 invalid mem access 'map_value_or_null'");
 	assert_non_null(strstr(log, "rejected at instruction 6"));
 	assert_non_null(strstr(log, "->     6: r0 = *(u64 *)(r0 + 0)"));
 	assert_non_null(strstr(log, "call bpf_map_lookup_elem#1"));
