@@ -427,7 +427,7 @@ int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify
 		info->reject_insn = rc < 0 ? v.reject_pc : -1;
 		info->reason[0] = 0;
 		if (rc < 0)
-			snprintf(info->reason, sizeof(info->reason), "insn %d: %s", v.reject_pc,
+			snprintf(info->reason, sizeof(info->reason), "insn %d: %.230s", v.reject_pc,
 				 v.reason);
 	}
 	v_state_free(&v.fail_state);
