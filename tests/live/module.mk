@@ -17,6 +17,12 @@ $(BUILD)/tests/test_live: $(call objs,tests/live/test_live.c) $(STORE_LIB) \
 	  $(DEP_LIBS) -lcmocka -ldl -lpthread
 TEST_BINS += $(BUILD)/tests/test_live
 
+# Ring buffers: the drain against the CPU model of the producer (no driver needed).
+$(BUILD)/tests/test_live_rb: $(call objs,tests/live/test_rb.c shim/live_rb.c)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka -lpthread
+TEST_BINS += $(BUILD)/tests/test_live_rb
+
 # GPU programs (tests/cuda/live_*.cu), built here with nvcc, the runtime linked statically.
 ifneq ($(SAN),1)
 ifneq ($(wildcard $(NVCC)),)

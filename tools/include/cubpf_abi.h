@@ -123,4 +123,44 @@ enum cubpf_map_type {
 	CUBPF_MAP_GPU_RINGBUF = 1527,     /* bpftime's GPU_RINGBUF_MAP */
 };
 
+/* ---- GPU ring buffers: memory layout shared by the device code and the shim's drain ---------
+ * A ring buffer map used by GPU programs lives in pinned host memory mapped into the device
+ * (cubpf's drain thread reads it without any copy or synchronisation).  It is an array of lanes
+ * after one header; a producer writes to lane (%smid % lanes), so that producers on different
+ * SMs never contend.  Each lane is a byte ring of `lane_bytes` (a power of two) after its own
+ * 64-byte header.  Positions are byte counts since the start, never wrapped: the offset in the
+ * ring is position & (lane_bytes - 1).
+ *
+ * Producer (device; never waits): rec = 8 + round_up(len, 8) bytes;
+ *   1. loop: h = head (volatile); t = tail (volatile); if h + rec - t > lane_bytes: atomically
+ *      add 1 to drops and give up (the record is lost, counted); if CAS(head, h, h + rec) wins,
+ *      the bytes [h, h + rec) are this producer's;
+ *   2. write the record header {len | CUBPF_RB_BUSY, 0} at h, then the payload at h + 8
+ *      (modulo lane_bytes: a record may wrap around the end);
+ *   3. fence (membar.sys), then write the header's first word again as len (busy bit clear).
+ * Consumer (host): at tail, a header word of 0 or with CUBPF_RB_BUSY means "not yet"; otherwise
+ * the record is complete: copy it, zero its bytes (so that a later header never reads stale
+ * data), then publish tail += rec.  Records are consumed in reservation order. */
+#define CUBPF_RB_BUSY 0x80000000u
+#define CUBPF_RB_HDR_BYTES 8u
+
+struct cubpf_rb_header {
+	__u32 lanes;        /* number of lanes */
+	__u32 pad;
+	__u64 lane_bytes;   /* data bytes per lane, a power of two */
+	__u64 reserved[6];  /* 64 bytes in all */
+};
+
+struct cubpf_rb_lane {
+	__u64 head;         /* bytes reserved by producers (CAS, system scope) */
+	__u64 tail;         /* bytes consumed by the host (written by the host only) */
+	__u64 drops;        /* records that did not fit (atomic add, system scope) */
+	__u64 reserved[5];  /* 64 bytes in all; lane_bytes of data follow */
+};
+
+/* Byte offset of lane i from the start of the map, and the map's total size. */
+#define CUBPF_RB_LANE_OFFSET(i, lane_bytes) \
+	(sizeof(struct cubpf_rb_header) + (__u64)(i) * (sizeof(struct cubpf_rb_lane) + (lane_bytes)))
+#define CUBPF_RB_MAP_BYTES(lanes, lane_bytes) CUBPF_RB_LANE_OFFSET(lanes, lane_bytes)
+
 #endif /* CUBPF_ABI_H */
