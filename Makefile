@@ -68,6 +68,10 @@ $(BUILD)/lib/%.a:
 # objs(SOURCES): the object files of a list of C sources.
 objs = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
+# libFuzzer targets (tests/fuzz/module.mk); defined before the fragments, which use them.
+FUZZ_BUILD := $(BUILD)/fuzz
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
+
 include cubin/module.mk
 include vm/module.mk
 include ptx-rewriter/module.mk
@@ -100,8 +104,6 @@ test:
 	@tests/summary.sh $(BUILD)/test-summary.txt $(BUILD)/asan/test-summary.txt $(BUILD)/fuzz-summary.txt
 
 # ---- fuzzing (libFuzzer, clang) ------------------------------------------------------------
-FUZZ_BUILD := $(BUILD)/fuzz
-FUZZ_CFLAGS := -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
 fuzz: $(FUZZ_BINS)
 FUZZ_SECONDS ?= 20
 fuzz-smoke: $(FUZZ_BINS)

@@ -10,10 +10,6 @@ FUZZ_BINS += $(FUZZ_BUILD)/$(1)
 endef
 
 # Targets, one line each: $(eval $(call fuzz_rule,fuzz_NAME,$(MODULE_SRCS)))
-# cubin: the top Makefile sets FUZZ_BUILD and FUZZ_CFLAGS after it includes this file, but
-# fuzz_rule expands them when it is called: the same values here until the Makefile moves them.
-FUZZ_BUILD ?= $(BUILD)/fuzz
-FUZZ_CFLAGS ?= -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
 $(eval $(call fuzz_rule,fuzz_cubin_fatbin,$(CUBIN_SRCS)))
 $(eval $(call fuzz_rule,fuzz_cubin_ptx,$(CUBIN_SRCS)))
 $(eval $(call fuzz_rule,fuzz_store_trace,store/trace_read.c))
