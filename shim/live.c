@@ -8,7 +8,8 @@
  *
  * Environment: CUBPF_PROGRAMS (probe objects, ':'-separated), CUBPF_KERNELS (kernel glob),
  * CUBPF_TRACE (trace file), CUBPF_DUMP_MAPS=1 (print every map at exit), CUBPF_MAP_MAX_MB
- * (cap on the device maps of one context, default 4096), CUBPF_INTERVAL_MS (how often the maps
+ * (cap on the device maps of one context, default 4096), CUBPF_RINGBUF_MB (pinned memory for
+ * ring buffers per context, default 64), CUBPF_INTERVAL_MS (how often the maps
  * and the clock calibration go into the trace while the application runs, default 1000).
  */
 #define _GNU_SOURCE
@@ -59,6 +60,9 @@ static int live_driver_load(char *err, size_t errlen)
 	LOAD(cuModuleLoadData);
 	LOAD(cuModuleGetFunction);
 	LOAD(cuLaunchKernel);
+	LOAD(cuMemHostAlloc);
+	LOAD(cuMemFreeHost);
+	LOAD(cuMemHostGetDevicePointer_v2);
 	return 0;
 }
 #undef LOAD
@@ -147,6 +151,9 @@ static int add_maps(const struct vm_object *o, uint32_t obj)
 		lm->obj = obj;
 		lm->index = i;
 		lm->bytes = map_bytes(&o->maps[i]);
+		lm->ringbuf = o->maps[i].type == CUBPF_MAP_RINGBUF ||
+			      o->maps[i].type == CUBPF_MAP_GPU_RINGBUF;
+		atomic_init(&lm->records, 0);
 	}
 	return 0;
 }
@@ -256,17 +263,18 @@ static void trace_open(const char *path)
 
 static void report_counters(void)
 {
-	uint64_t dev = 0;
+	uint64_t dev = 0, pinned = 0;
 	uint32_t nctx = 0;
-	live_maps_memory(&dev, &nctx);
+	live_maps_memory(&dev, &pinned, &nctx);
 	shim_log(SHIM_LOG_INFO, "live: %u modules instrumented (%u kernels), %u fell back to the "
 		 "original, %u without PTX for the device (%u kernels not instrumentable), %u with no "
-		 "matching kernel, %u loads not handled; maps: %llu device bytes in %u contexts, 0 "
+		 "matching kernel, %u loads not handled; maps: %llu device bytes in %u contexts, %llu "
 		 "pinned bytes",
 		 atomic_load(&live.n.modules_instrumented), atomic_load(&live.n.kernels_instrumented),
 		 atomic_load(&live.n.modules_fallback), atomic_load(&live.n.modules_no_ptx),
 		 atomic_load(&live.n.kernels_no_ptx), atomic_load(&live.n.modules_untouched),
-		 atomic_load(&live.n.modules_skipped), (unsigned long long)dev, nctx);
+		 atomic_load(&live.n.modules_skipped), (unsigned long long)dev, nctx,
+		 (unsigned long long)pinned);
 	if (atomic_load(&live.n.modules_fallback) || atomic_load(&live.n.fill_failures))
 		shim_log(SHIM_LOG_WARN, "live: %u modules ran uninstrumented after a failure, %u map "
 			 "pointers could not be stored (see the warnings above)",
@@ -297,6 +305,7 @@ static void live_exit(void)
 		return;
 	live_maps_stop_thread();
 	live_snapshot_all(true);
+	live_ringbuf_finish();
 	report_kernel_ids();
 	live_maps_report(stderr, live.dump_maps || shim_log_enabled(SHIM_LOG_DEBUG));
 	live_host_report(stderr);
@@ -383,6 +392,7 @@ const struct shim_hooks *shim_live_init(void)
 	const char *glob = getenv("CUBPF_KERNELS");
 	live.kernel_glob = glob && *glob ? glob : NULL;
 	live.map_cap_bytes = env_u64("CUBPF_MAP_MAX_MB", 4096) << 20;
+	live.ringbuf_bytes = env_u64("CUBPF_RINGBUF_MB", 64) << 20;
 	live.interval_ms = env_u64("CUBPF_INTERVAL_MS", 1000);
 	live.interval_ms = live.interval_ms ? live.interval_ms : 1000;
 	const char *dump = getenv("CUBPF_DUMP_MAPS");

@@ -46,6 +46,9 @@ struct live_driver {
 	LIVE_FN(cuModuleLoadData);
 	LIVE_FN(cuModuleGetFunction);
 	LIVE_FN(cuLaunchKernel);
+	LIVE_FN(cuMemHostAlloc);
+	LIVE_FN(cuMemFreeHost);
+	LIVE_FN(cuMemHostGetDevicePointer_v2);
 };
 #undef LIVE_FN
 extern struct live_driver live_cu;
@@ -60,6 +63,8 @@ struct live_map {
 	uint32_t obj;              /* index of the object that defined it */
 	uint32_t index;            /* index of the map in that object */
 	uint64_t bytes;            /* device storage; 0 when the kind has no device layout yet */
+	bool ringbuf;              /* a ring buffer: pinned mapped lanes (live_rb.h), drained */
+	atomic_uint_fast64_t records; /* ring buffer records drained (all contexts) */
 };
 
 struct live_counters {
@@ -81,6 +86,7 @@ struct live_state {
 	uint32_t nmaps;
 	const char *kernel_glob;   /* CUBPF_KERNELS, or NULL */
 	uint64_t map_cap_bytes;    /* largest total of device maps per context (CUBPF_MAP_MAX_MB) */
+	uint64_t ringbuf_bytes;    /* pinned ring buffer budget per context (CUBPF_RINGBUF_MB) */
 	bool dump_maps;            /* CUBPF_DUMP_MAPS=1: every map printed at exit */
 	uint64_t interval_ms;      /* CUBPF_INTERVAL_MS: map snapshots into the trace (1000) */
 	struct store_trace_writer *trace; /* CUBPF_TRACE, or NULL */
@@ -102,6 +108,9 @@ struct live_ctx {
 	CUstream stream;            /* cubpf's own non-blocking stream */
 	CUdeviceptr *base;          /* per map; 0 when the map has no device storage */
 	uint64_t device_bytes;
+	uint64_t pinned_bytes;
+	void **host;                /* per ring buffer map: its pinned host memory, else NULL */
+	uint64_t *drops_seen;       /* per ring buffer map: drops already written to the trace */
 	uint8_t **snap;             /* per map: the last copy read back (NULL before) */
 	uint64_t snap_ns;           /* when it was read (CLOCK_REALTIME), 0 = never */
 	CUmodule clock_mod;         /* cubpf's %globaltimer kernel (live_clock.c), or NULL */
@@ -125,7 +134,11 @@ void live_snapshot_all(bool sync);
 void live_maps_report(FILE *out, bool print);
 /* Writes the latest snapshots into the trace. */
 void live_maps_trace(void);
-void live_maps_memory(uint64_t *device_bytes, uint32_t *contexts);
+void live_maps_memory(uint64_t *device_bytes, uint64_t *pinned_bytes, uint32_t *contexts);
+/* Ring buffers: stops the drain thread, takes what is left, reports records and drops (stderr
+ * and the trace). */
+void live_ringbuf_finish(void);
+void live_ringbuf_start(void);
 
 /* Starts the thread that reads the maps every CUBPF_INTERVAL_MS into the trace (once, with
  * the first context), and stops it (exit). */

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "shim/live.h"
+#include "shim/live_rb.h"
 
 static struct live_ctx *ctxs;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -37,12 +38,73 @@ uint32_t live_ctx_sm(CUcontext ctx)
 
 static void ctx_free(struct live_ctx *c)
 {
-	for (uint32_t i = 0; c->base && i < live.nmaps; i++)
-		if (c->base[i])
+	for (uint32_t i = 0; c->base && i < live.nmaps; i++) {
+		if (c->host && c->host[i])
+			live_cu.cuMemFreeHost(c->host[i]);
+		else if (c->base[i])
 			live_cu.cuMemFree_v2(c->base[i]);
+	}
 	free(c->base);
+	free(c->host);
+	free(c->drops_seen);
 	free(c->snap);
 	free(c);
+}
+
+/* ---- ring buffers: pinned host memory mapped into the device ---------------------------------
+ * One lane per SM, each a power of two of at least 4 KiB; the map's max_entries (bytes, as in
+ * Linux) is spread over the lanes, and all ring buffers of a context share CUBPF_RINGBUF_MB. */
+
+static uint64_t pow2_floor(uint64_t x)
+{
+	uint64_t p = 1;
+	while (p * 2 <= x)
+		p *= 2;
+	return p;
+}
+
+static int ringbuf_alloc(struct live_ctx *c, uint32_t i, uint32_t lanes, uint64_t budget,
+			 char *err, size_t errlen)
+{
+	const struct live_map *m = &live.maps[i];
+	uint64_t lane = pow2_floor(m->def.max_entries / lanes);
+	lane = lane < 4096 ? 4096 : lane;
+	while (lane > 4096 && live_rb_bytes(lanes, lane) > budget)
+		lane /= 2;
+	uint64_t bytes = live_rb_bytes(lanes, lane);
+	if (bytes > budget) {
+		snprintf(err, errlen, "ring buffer %s needs %" PRIu64 " bytes of pinned memory "
+			 "(%u lanes), more than the budget left of %" PRIu64 " (CUBPF_RINGBUF_MB)",
+			 m->def.name, bytes, lanes, budget);
+		return -1;
+	}
+	CUresult r = live_cu.cuMemHostAlloc(&c->host[i], bytes, CU_MEMHOSTALLOC_DEVICEMAP |
+					    CU_MEMHOSTALLOC_PORTABLE);
+	if (r == CUDA_SUCCESS) {
+		live_rb_init(c->host[i], lanes, lane);
+		r = live_cu.cuMemHostGetDevicePointer_v2(&c->base[i], c->host[i], 0);
+	}
+	if (r != CUDA_SUCCESS) {
+		snprintf(err, errlen, "ring buffer %s: %" PRIu64 " bytes of pinned memory: %s",
+			 m->def.name, bytes, live_cu_error(r));
+		return -1;
+	}
+	c->pinned_bytes += bytes;
+	return 0;
+}
+
+static int ringbufs_alloc(struct live_ctx *c, char *err, size_t errlen)
+{
+	int sms = 0;
+	if (live_cu.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+					 c->dev) != CUDA_SUCCESS || sms <= 0)
+		sms = 1;
+	for (uint32_t i = 0; i < live.nmaps; i++)
+		if (live.maps[i].ringbuf &&
+		    ringbuf_alloc(c, i, (uint32_t)sms, live.ringbuf_bytes - c->pinned_bytes, err,
+				  errlen) != 0)
+			return -1;
+	return 0;
 }
 
 /* Zeroes a map, then copies a global's initial value (.data/.rodata) into it. */
@@ -89,7 +151,7 @@ static int ctx_alloc(struct live_ctx *c, char *err, size_t errlen)
 		return -1;
 	}
 	c->device_bytes = total;
-	return 0;
+	return ringbufs_alloc(c, err, errlen);
 }
 
 struct live_ctx *live_ctx_get(CUcontext ctx, char *err, size_t errlen)
@@ -105,9 +167,11 @@ struct live_ctx *live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 	c = calloc(1, sizeof(*c));
 	if (c) {
 		c->base = calloc(live.nmaps + 1, sizeof(*c->base));
+		c->host = calloc(live.nmaps + 1, sizeof(*c->host));
+		c->drops_seen = calloc(live.nmaps + 1, sizeof(*c->drops_seen));
 		c->snap = calloc(live.nmaps + 1, sizeof(*c->snap));
 	}
-	if (!c || !c->base || !c->snap) {
+	if (!c || !c->base || !c->host || !c->drops_seen || !c->snap) {
 		snprintf(err, errlen, "out of memory");
 		if (c)
 			ctx_free(c);
@@ -127,9 +191,12 @@ struct live_ctx *live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 	ctxs = c;
 	pthread_mutex_unlock(&lock);
 	shim_log(SHIM_LOG_INFO, "live: maps on device %d (context %p): %" PRIu64 " device bytes, "
-		 "0 pinned bytes, %u maps", (int)c->dev, (void *)ctx, c->device_bytes, live.nmaps);
+		 "%" PRIu64 " pinned bytes, %u maps", (int)c->dev, (void *)ctx, c->device_bytes,
+		 c->pinned_bytes, live.nmaps);
 	live_clock_calibrate(c); /* the context is current: this is the application's thread */
 	live_maps_start_thread();
+	if (c->pinned_bytes)
+		live_ringbuf_start();
 	return c;
 }
 
@@ -180,7 +247,7 @@ static void snapshot(struct live_ctx *c, bool sync)
 	CUresult r = sync ? live_cu.cuCtxSynchronize() : CUDA_SUCCESS;
 	uint8_t **tmp = calloc(live.nmaps + 1, sizeof(*tmp));
 	for (uint32_t i = 0; tmp && r == CUDA_SUCCESS && i < live.nmaps; i++) {
-		if (!c->base[i])
+		if (!c->base[i] || !live.maps[i].bytes) /* ring buffers are drained, not copied */
 			continue;
 		tmp[i] = malloc(live.maps[i].bytes);
 		r = tmp[i] ? live_cu.cuMemcpyDtoHAsync_v2(tmp[i], c->base[i], live.maps[i].bytes,
@@ -231,11 +298,12 @@ void shim_live_teardown(CUcontext ctx, CUdevice dev, int primary)
 	pthread_mutex_unlock(&lock);
 }
 
-void live_maps_memory(uint64_t *device_bytes, uint32_t *contexts)
+void live_maps_memory(uint64_t *device_bytes, uint64_t *pinned_bytes, uint32_t *contexts)
 {
 	pthread_mutex_lock(&lock);
 	for (struct live_ctx *c = ctxs; c; c = c->next) {
 		*device_bytes += c->device_bytes;
+		*pinned_bytes += c->pinned_bytes;
 		++*contexts;
 	}
 	pthread_mutex_unlock(&lock);
@@ -314,6 +382,104 @@ void live_maps_stop_thread(void)
 	int expect = 1;
 	if (atomic_compare_exchange_strong(&thread_state, &expect, 2))
 		pthread_join(thread, NULL);
+}
+
+/* ---- the ring buffer drain ------------------------------------------------------------------
+ * One thread for the process polls every lane of every ring buffer about every millisecond and
+ * writes each record into the trace (PROBE records); without a trace records are only counted.
+ * The GPU never waits for it: a full lane drops and counts (cubpf_abi.h). */
+
+static pthread_t rb_thread;
+static atomic_int rb_state; /* 0 none, 1 running, 2 stopping */
+static uint8_t *rb_scratch;
+
+struct rb_sink {
+	const struct live_ctx *c;
+	uint32_t map;
+};
+
+static void rb_record(void *user, uint32_t lane, const void *data, uint32_t len)
+{
+	const struct rb_sink *k = user;
+	struct live_map *m = &live.maps[k->map];
+	(void)lane;
+	atomic_fetch_add_explicit(&m->records, 1, memory_order_relaxed);
+	if (live.trace) {
+		struct store_rec_probe p = { .ts_ns = shim_now_ns(), .prog = m->obj,
+					     .map = m->index, .device = (uint32_t)k->c->dev };
+		store_trace_probe(live.trace, &p, data, len);
+	}
+}
+
+/* Drains every ring buffer once; writes a DROP record where drops grew.  Lock held. */
+static void rb_drain_all(void)
+{
+	for (struct live_ctx *c = ctxs; c; c = c->next)
+		for (uint32_t i = 0; i < live.nmaps; i++) {
+			if (!c->host[i])
+				continue;
+			struct rb_sink k = { c, i };
+			uint64_t damaged = 0;
+			live_rb_drain(c->host[i], rb_scratch, rb_record, &k, &damaged);
+			if (damaged)
+				shim_log(SHIM_LOG_DEBUG, "live: ring buffer %s: a damaged record "
+					 "header stopped a lane", live.maps[i].def.name);
+			uint64_t drops = live_rb_drops(c->host[i]);
+			if (drops > c->drops_seen[i] && live.trace) {
+				struct store_rec_drop d = {
+					.ts_ns = shim_now_ns(), .source = STORE_DROP_RINGBUF,
+					.prog = live.maps[i].obj, .map = live.maps[i].index,
+					.records = drops - c->drops_seen[i] };
+				store_trace_drop(live.trace, &d);
+			}
+			c->drops_seen[i] = drops;
+		}
+}
+
+static void *rb_main(void *arg)
+{
+	(void)arg;
+	while (atomic_load(&rb_state) == 1) {
+		nanosleep(&(struct timespec){ 0, 1000 * 1000 }, NULL);
+		pthread_mutex_lock(&lock);
+		rb_drain_all();
+		pthread_mutex_unlock(&lock);
+	}
+	return NULL;
+}
+
+void live_ringbuf_start(void)
+{
+	int expect = 0;
+	uint64_t lane_max = live.ringbuf_bytes;
+	if (!rb_scratch && !(rb_scratch = malloc(lane_max ? lane_max : 1)))
+		return;
+	if (!atomic_compare_exchange_strong(&rb_state, &expect, 1))
+		return;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&rb_thread, NULL, rb_main, NULL) != 0)
+		atomic_store(&rb_state, 0);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void live_ringbuf_finish(void)
+{
+	int expect = 1;
+	if (atomic_compare_exchange_strong(&rb_state, &expect, 2))
+		pthread_join(rb_thread, NULL);
+	pthread_mutex_lock(&lock);
+	if (rb_scratch)
+		rb_drain_all();
+	for (struct live_ctx *c = ctxs; c; c = c->next)
+		for (uint32_t i = 0; i < live.nmaps; i++)
+			if (c->host[i])
+				shim_log(SHIM_LOG_INFO, "live: ring buffer %s: %llu records taken, %llu "
+					 "dropped on device %d (lanes full)", live.maps[i].def.name,
+					 (unsigned long long)atomic_load(&live.maps[i].records),
+					 (unsigned long long)c->drops_seen[i], (int)c->dev);
+	pthread_mutex_unlock(&lock);
 }
 
 /* ---- report -------------------------------------------------------------------------------- */

@@ -19,10 +19,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "shim/live_rb.h"
 #include "store/store.h"
 
 static char shim_path[4096], fake_path[4096], probe_path[4096], cubin_path[4096];
-static char host_probes[8192];
+static char host_probes[8192], ring_probe[4096];
 static char child_err[1 << 16];
 static const char trace_path[] = "/tmp/cubpf-live-test.trace";
 
@@ -226,6 +227,71 @@ static void test_host_probes_run_on_driver_calls(void **state)
 	assert_non_null(strstr(child_err, "cubpf: map calls[3] = 100 (host)")); /* bytes */
 	/* the GPU programs of the other object still instrument the module */
 	assert_non_null(strstr(child_err, "live: cuModuleLoadData: instrumented 1 of 1 kernels"));
+}
+
+/* Ring buffers: pinned lanes (one per SM: the fake has 4), drained into the trace; records that
+ * do not fit are dropped by the producer and reported. */
+static int child_ring(void)
+{
+	void *mod = NULL;
+	if (open_both() || load(&mod, live_ptx) != 0)
+		return 1;
+	void *rb = ((void *(*)(void))dlsym(fake, "fake_last_host_alloc"))();
+	const struct cubpf_rb_header *h = rb;
+	if (!rb || h->lanes != 4 || h->lane_bytes != 16384)
+		return child_fail("ring buffer layout: %p %u lanes of %llu", rb, h ? h->lanes : 0,
+				  h ? (unsigned long long)h->lane_bytes : 0ull);
+	for (uint64_t i = 0; i < 3; i++) {
+		uint64_t rec[2] = { 0xabc0 + i, i };
+		if (live_rb_produce(rb, (uint32_t)i, rec, sizeof(rec)) != 0)
+			return child_fail("produce");
+	}
+	usleep(50 * 1000); /* the drain thread takes them */
+	static uint8_t big[8192];
+	int dropped = 0;
+	for (int i = 0; i < 4; i++) /* 2 fit in a 16 KiB lane, 2 are dropped */
+		dropped += live_rb_produce(rb, 3, big, sizeof(big) - 8) != 0;
+	return dropped != 2;
+}
+
+static void test_ring_buffers_are_drained_into_the_trace(void **state)
+{
+	(void)state;
+	unlink(trace_path);
+	struct child_env env = { { "CUBPF_PROGRAMS", "CUBPF_TRACE" }, { ring_probe, trace_path } };
+	assert_int_equal(run_child(&env, child_ring), 0);
+	/* 64 + 4 x (64 + 16384) */
+	assert_non_null(strstr(child_err, ", 65856 pinned bytes"));
+	assert_non_null(strstr(child_err, "live: ring buffer events: 5 records taken, 2 dropped on "
+				       "device 0"));
+	char err[STORE_ERRLEN];
+	struct store_trace_reader *r = store_trace_open(trace_path, err, sizeof(err));
+	assert_non_null(r);
+	struct store_trace_record rec;
+	int probes = 0, first = 0;
+	uint64_t drops = 0;
+	while (store_trace_next(r, &rec) == 1) {
+		size_t rest;
+		if (rec.type == STORE_REC_PROBE) {
+			struct store_rec_probe p;
+			const uint8_t *d = store_rec_fixed(&rec, &p, sizeof(p), &rest);
+			assert_non_null(d);
+			uint64_t v;
+			memcpy(&v, d, 8);
+			first += rest == 16 && v >= 0xabc0 && v <= 0xabc2;
+			probes++;
+		} else if (rec.type == STORE_REC_DROP) {
+			struct store_rec_drop dr;
+			assert_non_null(store_rec_fixed(&rec, &dr, sizeof(dr), &rest));
+			if (dr.source == STORE_DROP_RINGBUF)
+				drops += dr.records;
+		}
+	}
+	assert_int_equal(probes, 5);
+	assert_int_equal(first, 3);
+	assert_int_equal(drops, 2);
+	store_trace_close_reader(r);
+	unlink(trace_path);
 }
 
 /* A library loaded with no current context: the PTX is substituted, and the pointers are
@@ -474,12 +540,14 @@ int main(void)
 	snprintf(fake_path, sizeof(fake_path), "%s/tests/libcuda-fake.so", build);
 	snprintf(probe_path, sizeof(probe_path), "%s/live-probes/count.bpf.o", build);
 	snprintf(cubin_path, sizeof(cubin_path), "%s/shim/app.cubin", fix);
+	snprintf(ring_probe, sizeof(ring_probe), "%s/live-probes/ring.bpf.o", build);
 	snprintf(host_probes, sizeof(host_probes), "%s:%s/live-probes/host.bpf.o", probe_path, build);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_module_is_instrumented_and_maps_reported),
 		cmocka_unit_test(test_maps_are_read_before_context_teardown),
 		cmocka_unit_test(test_library_without_context_is_filled_at_launch),
 		cmocka_unit_test(test_host_probes_run_on_driver_calls),
+		cmocka_unit_test(test_ring_buffers_are_drained_into_the_trace),
 		cmocka_unit_test(test_jit_error_falls_back),
 		cmocka_unit_test(test_refused_substitute_loads_the_original),
 		cmocka_unit_test(test_unmatched_kernels_stay_untouched),

@@ -33,7 +33,8 @@ FAKE_EXPORT int fake_result(const char *name)
 		"cuMemAlloc_v2", "cuMemFree_v2", "cuMemGetInfo_v2", "cuMemsetD8Async",
 		"cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuStreamCreate",
 		"cuModuleGetGlobal_v2", "cuLibraryGetGlobal", "cuLinkCreate_v2", "cuLinkAddData_v2",
-		"cuLinkComplete", "cuLinkDestroy", "cuGetErrorName", NULL };
+		"cuLinkComplete", "cuLinkDestroy", "cuGetErrorName", "cuMemHostAlloc",
+		"cuMemHostGetDevicePointer_v2", "cuMemFreeHost", NULL };
 	for (int i = 0; live_ok[i]; i++)
 		if (!strcmp(name, live_ok[i]))
 			return 0;
@@ -399,7 +400,7 @@ FAKE_EXPORT int cuDeviceGetAttribute(int *v, int attr, int dev)
 	FAKE_HIT(cuDeviceGetAttribute);
 	if (!v)
 		return 1;
-	*v = attr == 75 ? 9 : 0; /* compute capability 9.0 */
+	*v = attr == 75 ? 9 : attr == 16 ? 4 : 0; /* compute capability 9.0, 4 SMs */
 	return 0;
 }
 
@@ -558,5 +559,41 @@ FAKE_EXPORT int cuGetErrorName(int e, const char **s)
 		return 1;
 	*s = e == 0 ? "CUDA_SUCCESS" : e == 218 ? "CUDA_ERROR_INVALID_PTX"
 	   : e == 200 ? "CUDA_ERROR_INVALID_IMAGE" : "CUDA_ERROR_FAKE";
+	return 0;
+}
+
+/* Pinned mapped host memory: host memory whose "device pointer" is the same address. */
+static void *last_host_alloc;
+FAKE_EXPORT void *fake_last_host_alloc(void) { return last_host_alloc; }
+
+FAKE_EXPORT int cuMemHostAlloc(void **p, size_t n, unsigned flags)
+{
+	(void)flags;
+	FAKE_HIT(cuMemHostAlloc);
+	if (!p || !n)
+		return 1;
+	*p = aligned_alloc(64, (n + 63) & ~(size_t)63);
+	if (!*p)
+		return 2;
+	last_host_alloc = *p;
+	return 0;
+}
+
+FAKE_EXPORT int cuMemHostGetDevicePointer_v2(uint64_t *d, void *p, unsigned flags)
+{
+	(void)flags;
+	FAKE_HIT(cuMemHostGetDevicePointer_v2);
+	if (!d || !p)
+		return 1;
+	*d = (uintptr_t)p;
+	return 0;
+}
+
+FAKE_EXPORT int cuMemFreeHost(void *p)
+{
+	FAKE_HIT(cuMemFreeHost);
+	if (!p)
+		return 1;
+	free(p);
 	return 0;
 }
