@@ -9,7 +9,8 @@
  * Environment: CUBPF_PROGRAMS (probe objects, ':'-separated), CUBPF_KERNELS (kernel glob),
  * CUBPF_TRACE (trace file), CUBPF_DUMP_MAPS=1 (print every map at exit), CUBPF_MAP_MAX_MB
  * (cap on the device maps of one context, default 4096), CUBPF_RINGBUF_MB (pinned memory for
- * ring buffers per context, default 64), CUBPF_INTERVAL_MS (how often the maps
+ * ring buffers per context, default 64), CUBPF_SAMPLE (probes on every Nth launch of a kernel,
+ * through the enable words), CUBPF_INTERVAL_MS (how often the maps
  * and the clock calibration go into the trace while the application runs, default 1000).
  */
 #define _GNU_SOURCE
@@ -63,6 +64,8 @@ static int live_driver_load(char *err, size_t errlen)
 	LOAD(cuMemHostAlloc);
 	LOAD(cuMemFreeHost);
 	LOAD(cuMemHostGetDevicePointer_v2);
+	LOAD(cuMemsetD32Async);
+	LOAD(cuMemsetD32Async_ptsz);
 	return 0;
 }
 #undef LOAD
@@ -82,6 +85,7 @@ const char *live_cu_error(CUresult r)
 struct kid {
 	char *name;
 	uint32_t id;
+	uint64_t launches;          /* counted for sampling */
 	struct kid *next;
 };
 static struct kid *kids;
@@ -101,6 +105,7 @@ uint32_t live_kernel_id(void *user, const char *mangled)
 	struct kid *k = id ? NULL : malloc(sizeof(*k));
 	if (k && (k->name = strdup(mangled))) {
 		k->id = id = next_kid++;
+		k->launches = 0;
 		k->next = kids;
 		kids = k;
 		if (live.trace) /* the trace names kernel ids through its string table */
@@ -110,6 +115,20 @@ uint32_t live_kernel_id(void *user, const char *mangled)
 	}
 	pthread_mutex_unlock(&kid_lock);
 	return id ? id : ptx_kernel_id(mangled);
+}
+
+uint32_t live_kernel_launch(const char *mangled, uint64_t *launch)
+{
+	uint32_t id = 0;
+	pthread_mutex_lock(&kid_lock);
+	for (struct kid *k = kids; k; k = k->next)
+		if (!strcmp(k->name, mangled)) {
+			id = k->id;
+			*launch = k->launches++;
+			break;
+		}
+	pthread_mutex_unlock(&kid_lock);
+	return id;
 }
 
 /* ---- programs ------------------------------------------------------------------------------ */
@@ -393,6 +412,7 @@ const struct shim_hooks *shim_live_init(void)
 	live.kernel_glob = glob && *glob ? glob : NULL;
 	live.map_cap_bytes = env_u64("CUBPF_MAP_MAX_MB", 4096) << 20;
 	live.ringbuf_bytes = env_u64("CUBPF_RINGBUF_MB", 64) << 20;
+	live.sample = (uint32_t)env_u64("CUBPF_SAMPLE", 1);
 	live.interval_ms = env_u64("CUBPF_INTERVAL_MS", 1000);
 	live.interval_ms = live.interval_ms ? live.interval_ms : 1000;
 	const char *dump = getenv("CUBPF_DUMP_MAPS");

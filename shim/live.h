@@ -49,6 +49,8 @@ struct live_driver {
 	LIVE_FN(cuMemHostAlloc);
 	LIVE_FN(cuMemFreeHost);
 	LIVE_FN(cuMemHostGetDevicePointer_v2);
+	LIVE_FN(cuMemsetD32Async);
+	LIVE_FN(cuMemsetD32Async_ptsz);
 };
 #undef LIVE_FN
 extern struct live_driver live_cu;
@@ -89,6 +91,7 @@ struct live_state {
 	uint64_t ringbuf_bytes;    /* pinned ring buffer budget per context (CUBPF_RINGBUF_MB) */
 	bool dump_maps;            /* CUBPF_DUMP_MAPS=1: every map printed at exit */
 	uint64_t interval_ms;      /* CUBPF_INTERVAL_MS: map snapshots into the trace (1000) */
+	uint32_t sample;           /* CUBPF_SAMPLE=N: probes run on every Nth launch of a kernel */
 	struct store_trace_writer *trace; /* CUBPF_TRACE, or NULL */
 	bool forked;               /* this is a fork()ed child: its parent's GPU state is not its own */
 	struct live_counters n;
@@ -97,6 +100,9 @@ extern struct live_state live;
 
 /* live.c: cubpf's id of a kernel (small, sequential from 1, the same for the same name). */
 uint32_t live_kernel_id(void *user, const char *mangled);
+/* The id given to `mangled` (0 if none) and, in *launch, how many launches of it were counted
+ * before this one (the counter is incremented). */
+uint32_t live_kernel_launch(const char *mangled, uint64_t *launch);
 
 /* ---- device maps (live_maps.c) ----------------------------------------------------------- */
 
@@ -113,6 +119,8 @@ struct live_ctx {
 	uint64_t *drops_seen;       /* per ring buffer map: drops already written to the trace */
 	uint8_t **snap;             /* per map: the last copy read back (NULL before) */
 	uint64_t snap_ns;           /* when it was read (CLOCK_REALTIME), 0 = never */
+	CUdeviceptr enable;         /* CUBPF_ENABLE_WORDS enable words (cubpf_abi.h) */
+	uint32_t *enable_set;       /* the value each word was last set to, host copy */
 	CUmodule clock_mod;         /* cubpf's %globaltimer kernel (live_clock.c), or NULL */
 	CUfunction clock_fn;
 	CUdeviceptr clock_buf;
@@ -124,6 +132,8 @@ struct live_ctx {
 struct live_ctx *live_ctx_get(CUcontext ctx, char *err, size_t errlen);
 /* Compute capability of the device of `ctx` (or of device 0 when ctx is NULL); 0 if unknown. */
 uint32_t live_ctx_sm(CUcontext ctx);
+/* The context's maps if they exist (never allocates). */
+struct live_ctx *live_ctx_find(CUcontext ctx);
 /* Stores the maps' addresses in the `__cubpf_map_<i>` globals of a module or library (one of the
  * two is NULL) in context c (current).  Returns 0, or -1 with a message. */
 int live_fill(struct live_ctx *c, CUmodule mod, CUlibrary lib, char *err, size_t errlen);

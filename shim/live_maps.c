@@ -44,6 +44,9 @@ static void ctx_free(struct live_ctx *c)
 		else if (c->base[i])
 			live_cu.cuMemFree_v2(c->base[i]);
 	}
+	if (c->enable)
+		live_cu.cuMemFree_v2(c->enable);
+	free(c->enable_set);
 	free(c->base);
 	free(c->host);
 	free(c->drops_seen);
@@ -136,6 +139,15 @@ static int ctx_alloc(struct live_ctx *c, char *err, size_t errlen)
 		return -1;
 	}
 	CUresult r = live_cu.cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING);
+	/* Enable words: every program on in every kernel until sampling says otherwise. */
+	if (r == CUDA_SUCCESS)
+		r = live_cu.cuMemAlloc_v2(&c->enable, CUBPF_ENABLE_WORDS * sizeof(uint32_t));
+	if (r == CUDA_SUCCESS)
+		r = live_cu.cuMemsetD32Async(c->enable, ~0u, CUBPF_ENABLE_WORDS, c->stream);
+	if (r == CUDA_SUCCESS && !(c->enable_set = malloc(CUBPF_ENABLE_WORDS * sizeof(uint32_t))))
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (r == CUDA_SUCCESS)
+		memset(c->enable_set, 0xff, CUBPF_ENABLE_WORDS * sizeof(uint32_t));
 	for (uint32_t i = 0; r == CUDA_SUCCESS && i < live.nmaps; i++) {
 		if (!live.maps[i].bytes)
 			continue;
@@ -152,6 +164,16 @@ static int ctx_alloc(struct live_ctx *c, char *err, size_t errlen)
 	}
 	c->device_bytes = total;
 	return ringbufs_alloc(c, err, errlen);
+}
+
+struct live_ctx *live_ctx_find(CUcontext ctx)
+{
+	pthread_mutex_lock(&lock);
+	struct live_ctx *c = ctxs;
+	while (c && c->ctx != ctx)
+		c = c->next;
+	pthread_mutex_unlock(&lock);
+	return c;
 }
 
 struct live_ctx *live_ctx_get(CUcontext ctx, char *err, size_t errlen)
@@ -225,6 +247,15 @@ int live_fill(struct live_ctx *c, CUmodule mod, CUlibrary lib, char *err, size_t
 		if (r != CUDA_SUCCESS)
 			break;
 		filled++;
+	}
+	if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_FOUND) {
+		CUdeviceptr sym = 0;
+		size_t size = 0;
+		r = mod ? live_cu.cuModuleGetGlobal_v2(&sym, &size, mod, CUBPF_ENABLE_SYMBOL)
+			: live_cu.cuLibraryGetGlobal(&sym, &size, lib, CUBPF_ENABLE_SYMBOL);
+		if (r == CUDA_SUCCESS && size == sizeof(c->enable))
+			r = live_cu.cuMemcpyHtoDAsync_v2(sym, &c->enable, sizeof(c->enable),
+							 c->stream);
 	}
 	if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_FOUND)
 		r = live_cu.cuStreamSynchronize(c->stream);

@@ -340,6 +340,32 @@ void live_module_unloaded(shim_module_t module, shim_library_t library, int resu
 
 /* ---- launches: a library's first launch in a context --------------------------------------- */
 
+/* Launch sampling: the kernel's enable word is set on the launch's own stream, before the launch,
+ * to all-on for every Nth launch and all-off for the others (only when it changes). */
+static void sample(const struct shim_launch_event *ev, const struct shim_kernel_info *k)
+{
+	CUcontext ctx = NULL;
+	uint64_t n = 0;
+	struct live_ctx *c;
+	if (ev->api == SHIM_LAUNCH_GRAPH_NODE || ev->api == SHIM_LAUNCH_LEGACY ||
+	    ev->api == SHIM_LAUNCH_MULTI_DEVICE)
+		return; /* not a launch on a stream we can order against */
+	if (live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx || !(c = live_ctx_find(ctx)))
+		return;
+	uint32_t id = live_kernel_launch(k->name, &n);
+	if (!id || id >= CUBPF_ENABLE_WORDS)
+		return;
+	uint32_t word = n % live.sample == 0 ? ~0u : 0;
+	if (__atomic_exchange_n(&c->enable_set[id], word, __ATOMIC_RELAXED) == word)
+		return;
+	size_t len = strlen(ev->api_name);
+	bool ptsz = len > 5 && !strcmp(ev->api_name + len - 5, "_ptsz");
+	CUresult r = (ptsz ? live_cu.cuMemsetD32Async_ptsz : live_cu.cuMemsetD32Async)(
+		c->enable + id * sizeof(uint32_t), word, 1, (CUstream)ev->stream);
+	if (r != CUDA_SUCCESS)
+		shim_log(SHIM_LOG_DEBUG, "live: sampling %s: %s", k->name, live_cu_error(r));
+}
+
 void live_launching(struct shim_launch_event *ev, void *user)
 {
 	(void)user;
@@ -348,6 +374,8 @@ void live_launching(struct shim_launch_event *ev, void *user)
 	const struct shim_kernel_info *k = ev->kernel;
 	CUcontext ctx = NULL;
 	live_host_launch(ev, false);
+	if (live.sample > 1 && k)
+		sample(ev, k);
 	if (!atomic_load_explicit(&nsubs, memory_order_relaxed) || !k || !k->library)
 		return;
 	if (live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)

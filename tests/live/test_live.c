@@ -294,6 +294,41 @@ static void test_ring_buffers_are_drained_into_the_trace(void **state)
 	unlink(trace_path);
 }
 
+/* Sampling: with CUBPF_SAMPLE=3 the kernel's enable word is on for launches 1, 4, 7... and off
+ * for the others (a module that declares __cubpf_enable, as instrumented code will). */
+static const char enable_ptx[] =
+	".version 8.0\n.target sm_90\n.address_size 64\n"
+	".visible .const .align 8 .u64 __cubpf_enable;\n"
+	".visible .entry live_k(\n\t.param .u64 live_k_param_0\n)\n{\n\tret;\n}\n";
+
+static int child_sample(void)
+{
+	void *mod = NULL, *f = NULL;
+	const uint32_t want[] = { ~0u, 0, 0, ~0u, 0, 0, ~0u };
+	if (open_both() || load(&mod, enable_ptx) != 0)
+		return 1;
+	uint32_t *words = (uint32_t *)(uintptr_t)global(mod, "__cubpf_enable");
+	if (!words || words[1] != ~0u || words[0] != ~0u)
+		return child_fail("enable words not stored or not all on");
+	if (((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0)
+		return child_fail("cuModuleGetFunction");
+	for (int i = 0; i < 7; i++) {
+		const char *api = i % 2 ? "cuLaunchKernel_ptsz" : "cuLaunchKernel";
+		if (((launch_fn)dlsym(shim, api))(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL) != 0)
+			return child_fail("launch");
+		if (words[1] != want[i])
+			return child_fail("launch %d: enable word %x, want %x", i + 1, words[1], want[i]);
+	}
+	return 0;
+}
+
+static void test_sampling_flips_enable_words(void **state)
+{
+	(void)state;
+	struct child_env env = { { "CUBPF_SAMPLE" }, { "3" } };
+	assert_int_equal(run_child(&env, child_sample), 0);
+}
+
 /* A library loaded with no current context: the PTX is substituted, and the pointers are
  * stored at the first launch in a context. */
 static int child_library_lazy(void)
@@ -547,6 +582,7 @@ int main(void)
 		cmocka_unit_test(test_maps_are_read_before_context_teardown),
 		cmocka_unit_test(test_library_without_context_is_filled_at_launch),
 		cmocka_unit_test(test_host_probes_run_on_driver_calls),
+		cmocka_unit_test(test_sampling_flips_enable_words),
 		cmocka_unit_test(test_ring_buffers_are_drained_into_the_trace),
 		cmocka_unit_test(test_jit_error_falls_back),
 		cmocka_unit_test(test_refused_substitute_loads_the_original),

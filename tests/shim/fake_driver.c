@@ -34,7 +34,8 @@ FAKE_EXPORT int fake_result(const char *name)
 		"cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuStreamCreate",
 		"cuModuleGetGlobal_v2", "cuLibraryGetGlobal", "cuLinkCreate_v2", "cuLinkAddData_v2",
 		"cuLinkComplete", "cuLinkDestroy", "cuGetErrorName", "cuMemHostAlloc",
-		"cuMemHostGetDevicePointer_v2", "cuMemFreeHost", NULL };
+		"cuMemHostGetDevicePointer_v2", "cuMemFreeHost", "cuMemsetD32Async",
+		"cuMemsetD32Async_ptsz", NULL };
 	for (int i = 0; live_ok[i]; i++)
 		if (!strcmp(name, live_ok[i]))
 			return 0;
@@ -254,6 +255,35 @@ FAKE_EXPORT int cuFuncGetName(const char **name, void *f)
  * PTX into "FAKECUBIN\n" + the PTX; PTX containing "fake_jit_error" fails with a log. */
 
 static void *fake_ctx = (void *)0xC7C000;
+
+/* Memory the fake handed out: copies and memsets touch only these (other tests pass made-up
+ * addresses, which get the generic answer). */
+static struct { uintptr_t p; size_t n; } owned_mem[1024];
+
+static void own(void *p, size_t n)
+{
+	for (int i = 0; i < 1024; i++)
+		if (!owned_mem[i].p) {
+			owned_mem[i].p = (uintptr_t)p;
+			owned_mem[i].n = n;
+			return;
+		}
+}
+
+static void disown(void *p)
+{
+	for (int i = 0; i < 1024; i++)
+		if (owned_mem[i].p == (uintptr_t)p)
+			owned_mem[i].p = 0;
+}
+
+static int owned(uint64_t d, size_t n)
+{
+	for (int i = 0; i < 1024; i++)
+		if (owned_mem[i].p && d >= owned_mem[i].p && d + n <= owned_mem[i].p + owned_mem[i].n)
+			return 1;
+	return 0;
+}
 FAKE_EXPORT void fake_set_ctx(void *ctx) { fake_ctx = ctx; }
 
 /* Loaded modules' text (PTX or fake cubins only: binary images are not kept). */
@@ -316,6 +346,7 @@ static int get_global(uint64_t *dptr, size_t *bytes, void *h, const char *name)
 			globals[i].handle = h;
 			snprintf(globals[i].name, sizeof(globals[i].name), "%s", name);
 			globals[i].storage = calloc(1, 8);
+			own(globals[i].storage, 8);
 			*dptr = (uintptr_t)globals[i].storage;
 			if (bytes)
 				*bytes = 8;
@@ -412,6 +443,7 @@ FAKE_EXPORT int cuMemAlloc_v2(uint64_t *p, size_t n)
 	void *m = calloc(1, n);
 	if (!m)
 		return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+	own(m, n);
 	*p = (uintptr_t)m;
 	return 0;
 }
@@ -421,6 +453,7 @@ FAKE_EXPORT int cuMemFree_v2(uint64_t p)
 	FAKE_HIT(cuMemFree_v2);
 	if (!p)
 		return 1;
+	disown((void *)(uintptr_t)p);
 	free((void *)(uintptr_t)p);
 	return 0;
 }
@@ -441,6 +474,8 @@ FAKE_EXPORT int cuMemsetD8Async(uint64_t d, unsigned char v, size_t n, void *s)
 	FAKE_HIT(cuMemsetD8Async);
 	if (!d)
 		return 1;
+	if (!owned(d, n))
+		return FAKE_BASE + FAKE_IDX_cuMemsetD8Async;
 	memset((void *)(uintptr_t)d, v, n);
 	return 0;
 }
@@ -451,6 +486,8 @@ FAKE_EXPORT int cuMemcpyHtoDAsync_v2(uint64_t d, const void *src, size_t n, void
 	FAKE_HIT(cuMemcpyHtoDAsync_v2);
 	if (!d || !src)
 		return 1;
+	if (!owned(d, n))
+		return FAKE_BASE + FAKE_IDX_cuMemcpyHtoDAsync_v2;
 	memcpy((void *)(uintptr_t)d, src, n);
 	return 0;
 }
@@ -461,6 +498,8 @@ FAKE_EXPORT int cuMemcpyDtoHAsync_v2(void *dst, uint64_t d, size_t n, void *s)
 	FAKE_HIT(cuMemcpyDtoHAsync_v2);
 	if (!d || !dst)
 		return 1;
+	if (!owned(d, n))
+		return FAKE_BASE + FAKE_IDX_cuMemcpyDtoHAsync_v2;
 	memcpy(dst, (void *)(uintptr_t)d, n);
 	return 0;
 }
@@ -575,6 +614,7 @@ FAKE_EXPORT int cuMemHostAlloc(void **p, size_t n, unsigned flags)
 	*p = aligned_alloc(64, (n + 63) & ~(size_t)63);
 	if (!*p)
 		return 2;
+	own(*p, n);
 	last_host_alloc = *p;
 	return 0;
 }
@@ -594,6 +634,32 @@ FAKE_EXPORT int cuMemFreeHost(void *p)
 	FAKE_HIT(cuMemFreeHost);
 	if (!p)
 		return 1;
+	disown(p);
 	free(p);
 	return 0;
+}
+
+static int memset32(uint64_t d, unsigned v, size_t n, int idx)
+{
+	if (!d)
+		return 1;
+	if (!owned(d, n * 4))
+		return FAKE_BASE + idx;
+	for (size_t i = 0; i < n; i++)
+		((uint32_t *)(uintptr_t)d)[i] = v;
+	return 0;
+}
+
+FAKE_EXPORT int cuMemsetD32Async(uint64_t d, unsigned v, size_t n, void *s)
+{
+	(void)s;
+	FAKE_HIT(cuMemsetD32Async);
+	return memset32(d, v, n, FAKE_IDX_cuMemsetD32Async);
+}
+
+FAKE_EXPORT int cuMemsetD32Async_ptsz(uint64_t d, unsigned v, size_t n, void *s)
+{
+	(void)s;
+	FAKE_HIT(cuMemsetD32Async_ptsz);
+	return memset32(d, v, n, FAKE_IDX_cuMemsetD32Async_ptsz);
 }

@@ -163,4 +163,18 @@ struct cubpf_rb_lane {
 	(sizeof(struct cubpf_rb_header) + (__u64)(i) * (sizeof(struct cubpf_rb_lane) + (lane_bytes)))
 #define CUBPF_RB_MAP_BYTES(lanes, lane_bytes) CUBPF_RB_LANE_OFFSET(lanes, lane_bytes)
 
+/* ---- enable words: switching probes on and off without reloading modules -------------------
+ * An instrumented module that honours them declares
+ *     .visible .const .align 8 .u64 __cubpf_enable;
+ * and the host stores there the device address of CUBPF_ENABLE_WORDS u32 words (per context).
+ * Word k belongs to the kernel whose ctx->kernel_id is k (word 0: device functions shared by
+ * several kernels, CUBPF_KERNEL_ID_SHARED); bit p enables GPU program p (its index among the
+ * programs given to the rewriter; programs from 32 on use bit 31).  The injected code reads the
+ * word when the probe starts and skips the program when its bit is 0.  All bits start at 1.
+ * The host changes a word with a memset on the launch's own stream, before the launch (stream
+ * order: no synchronisation), for launch sampling (CUBPF_SAMPLE=N: every Nth launch of a kernel
+ * runs its probes). */
+#define CUBPF_ENABLE_SYMBOL "__cubpf_enable"
+#define CUBPF_ENABLE_WORDS 4096u
+
 #endif /* CUBPF_ABI_H */
