@@ -140,18 +140,46 @@ static const struct av_slot *slot_get(const struct av_state *s, int64_t off, uin
 	return NULL;
 }
 
+static uint32_t lowbit(int64_t v, uint32_t cap)
+{
+	uint64_t b = (uint64_t)v & (~(uint64_t)v + 1);
+	return b == 0 || b > cap ? cap : (uint32_t)b;
+}
+
+uint32_t av_align(const struct av *a, int64_t off)
+{
+	switch (a->kind) {
+	case AV_MAPVAL:
+		return lowbit(a->v + off, 8);
+	case AV_STACK:
+		return lowbit(a->v + off, 16);
+	case AV_CONST:
+		return lowbit(a->v + off, 16);
+	case AV_UNKNOWN: {
+		uint32_t al = a->al ? a->al : 1;
+		uint32_t o = lowbit(off, 16);
+		return o < al ? o : al;
+	}
+	}
+	return 1;
+}
+
 static bool av_eq(const struct av *a, const struct av *b)
 {
-	return a->kind == b->kind && a->map == b->map && a->v == b->v;
+	return a->kind == b->kind && a->map == b->map && a->v == b->v && a->al == b->al;
 }
 
 static struct av av_join(struct av a, struct av b)
 {
-	if (a.kind == b.kind && a.map == b.map && a.v == b.v)
+	uint32_t aa = av_align(&a, 0), ba = av_align(&b, 0);
+	uint8_t al = (uint8_t)(aa < ba ? aa : ba);
+	if (a.kind == b.kind && a.map == b.map && a.v == b.v) {
+		a.al = a.kind == AV_UNKNOWN ? al : 0;
 		return a;
+	}
 	if (a.kind == AV_CTX || b.kind == AV_CTX || a.kind == AV_CONFLICT || b.kind == AV_CONFLICT)
 		return (struct av){.kind = AV_CONFLICT};
-	return (struct av){.kind = AV_UNKNOWN};
+	return (struct av){.kind = AV_UNKNOWN, .al = al};
 }
 
 /* Merges `in` into state `pc`; true when it changed. */
@@ -216,6 +244,10 @@ static void alu_effect(const struct bpf_insn *in, struct av_state *s)
 		imm = src->v, k = true;
 	if (is64 && k && (op == BPF_ADD || op == BPF_SUB) && (is_pointer(d) || d->kind == AV_CONST)) {
 		d->v += op == BPF_ADD ? imm : -imm;
+		return;
+	}
+	if (is64 && k && (op == BPF_ADD || op == BPF_SUB) && d->kind == AV_UNKNOWN) {
+		d->al = (uint8_t)av_align(d, imm); /* an aligned pointer moved by a constant */
 		return;
 	}
 	if (d->kind == AV_CTX || d->kind == AV_CONFLICT)
@@ -345,6 +377,8 @@ static void step_helper(struct cg_prog *p, const struct bpf_insn *in, struct av_
 	clobber_call(out);
 	if (folded)
 		out->r[0] = av_of(AV_MAPVAL, map, (int64_t)off);
+	else if (BPF_SRC(in->code) == BPF_K && in->imm == CUBPF_FN_map_lookup_elem)
+		out->r[0].al = 8; /* a map value (or NULL): 8-aligned in every GPU map layout */
 }
 
 static int step(struct cg_prog *p, uint32_t pc, struct av_state *out, uint32_t succ[2],

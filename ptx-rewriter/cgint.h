@@ -40,6 +40,7 @@ struct cg_prog {
 struct sloc {
 	bool reg;
 	uint32_t size;
+	long off;               /* .local: byte offset in __cubpf_stack (16-aligned) */
 	char ref[48];
 };
 
@@ -79,6 +80,16 @@ void cg_sload(struct cg *g, const struct sloc *l, const char *T, int bits, bool 
 /* location = S (a register of `bits`, or an already truncated literal when bits == 0),
  * under the guard prefix ("" or "@%__cb_p0 "). */
 void cg_sstore(struct cg *g, const struct sloc *l, const char *S, int bits, const char *guard);
+/* T (a register of `bits` = 32 or 64) = the `size` bytes at [B+off] of state space sp ("" for
+ * generic, ".local", ".global"), sign-extended when sx.  `align` is what is proven about the
+ * address (av_align): below size, the access is split into naturally aligned pieces assembled
+ * little-endian with shifts, since the GPU faults where eBPF allows any alignment. */
+void cg_ld(struct cg *g, const char *sp, const char *T, int bits, const char *B, int64_t off,
+	   uint32_t size, uint32_t align, bool sx);
+/* [B+off] = S (a register of `bits`, or a literal when bits == 0), split as cg_ld; each store
+ * under the guard prefix ("" or "@%__cb_p0 "). */
+void cg_st(struct cg *g, const char *sp, const char *B, int64_t off, const char *S, int bits,
+	   uint32_t size, uint32_t align, const char *guard);
 int cg_helper(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char *ip);
 
 #endif

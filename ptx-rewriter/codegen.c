@@ -49,16 +49,78 @@ int cg_sloc(struct cg *g, uint32_t depth, int64_t v, uint32_t size, struct sloc 
 	if (o < 0)
 		return -1;
 	l->reg = false;
+	l->off = o;
 	snprintf(l->ref, sizeof(l->ref), "__cubpf_stack+%ld", o);
 	if ((uint64_t)o + size > g->res->stack_bytes)
 		g->res->stack_bytes = (uint32_t)o + size;
 	return 0;
 }
 
+static uint32_t piece_of(uint32_t size, uint32_t align)
+{
+	return align >= size ? size : align ? align : 1;
+}
+
+void cg_ld(struct cg *g, const char *sp, const char *T, int bits, const char *B, int64_t off,
+	   uint32_t size, uint32_t align, bool sx)
+{
+	uint32_t pc = piece_of(size, align);
+	if (pc == size) {
+		OUT("ld%s.%c%u %s, [%s+%lld];\n", sp, sx ? 's' : 'u', size * 8, T, B, (long long)off);
+		return;
+	}
+	/* %__cb_u0 accumulates, so that T may also be the base register */
+	for (uint32_t i = 0; i < size; i += pc) {
+		const char *D = i ? "%__cb_u1" : "%__cb_u0";
+		OUT("ld%s.u%u %s, [%s+%lld];\n", sp, pc * 8, D, B, (long long)(off + i));
+		if (!i)
+			continue;
+		OUT("shl.b64 %%__cb_u1, %%__cb_u1, %u;\n", i * 8);
+		OUT("or.b64 %%__cb_u0, %%__cb_u0, %%__cb_u1;\n");
+	}
+	if (sx && size < 8)
+		OUT("bfe.s64 %%__cb_u0, %%__cb_u0, 0, %u;\n", size * 8);
+	if (bits == 32)
+		OUT("cvt.u32.u64 %s, %%__cb_u0;\n", T);
+	else
+		OUT("mov.b64 %s, %%__cb_u0;\n", T);
+}
+
+void cg_st(struct cg *g, const char *sp, const char *B, int64_t off, const char *S, int bits,
+	   uint32_t size, uint32_t align, const char *guard)
+{
+	uint32_t pc = piece_of(size, align);
+	if (pc == size) {
+		OUT("%sst%s.u%u [%s+%lld], %s;\n", guard, sp, size * 8, B, (long long)off, S);
+		return;
+	}
+	if (bits == 0) { /* a literal: its pieces are literals too */
+		uint64_t v = S[0] == '-' ? (uint64_t)strtoll(S, NULL, 0) : strtoull(S, NULL, 0);
+		uint64_t m = pc == 8 ? ~0ull : (1ull << (8 * pc)) - 1;
+		for (uint32_t i = 0; i < size; i += pc)
+			OUT("%sst%s.u%u [%s+%lld], %llu;\n", guard, sp, pc * 8, B,
+			    (long long)(off + i), (unsigned long long)((v >> (8 * i)) & m));
+		return;
+	}
+	OUT("%s %%__cb_u0, %s;\n", bits == 32 ? "cvt.u64.u32" : "mov.b64", S);
+	for (uint32_t i = 0; i < size; i += pc) {
+		OUT("shr.u64 %%__cb_u1, %%__cb_u0, %u;\n", i * 8);
+		OUT("%sst%s.u%u [%s+%lld], %%__cb_u1;\n", guard, sp, pc * 8, B, (long long)(off + i));
+	}
+}
+
+static uint32_t sloc_align(const struct sloc *l)
+{
+	uint32_t a = 16;
+	while (a > 1 && l->off % a)
+		a /= 2;
+	return a;
+}
+
 void cg_sload(struct cg *g, const struct sloc *l, const char *T, int bits, bool sx)
 {
 	if (!l->reg) {
-		OUT("ld.local.%c%u %s, [%s];\n", sx ? 's' : 'u', l->size * 8, T, l->ref);
+		cg_ld(g, ".local", T, bits, "__cubpf_stack", l->off, l->size, sloc_align(l), sx);
 		return;
 	}
 	if (sx && l->size < 8)
@@ -72,7 +134,7 @@ void cg_sload(struct cg *g, const struct sloc *l, const char *T, int bits, bool 
 void cg_sstore(struct cg *g, const struct sloc *l, const char *S, int bits, const char *guard)
 {
 	if (!l->reg) {
-		OUT("%sst.local.u%u [%s], %s;\n", guard, l->size * 8, l->ref, S);
+		cg_st(g, ".local", "__cubpf_stack", l->off, S, bits, l->size, sloc_align(l), guard);
 		return;
 	}
 	uint64_t mask = l->size == 8 ? ~0ull : (1ull << (8 * l->size)) - 1;
@@ -329,16 +391,6 @@ static int emit_alu(struct cg *g, uint32_t pc, const struct bpf_insn *in)
 
 /* ---- memory ---- */
 
-static const char *width_type(uint8_t size, bool sx)
-{
-	switch (size) {
-	case BPF_B: return sx ? "s8" : "u8";
-	case BPF_H: return sx ? "s16" : "u16";
-	case BPF_W: return sx ? "s32" : "u32";
-	default: return "u64";
-	}
-}
-
 static uint32_t width_bytes(uint8_t size)
 {
 	return size == BPF_B ? 1 : size == BPF_H ? 2 : size == BPF_W ? 4 : 8;
@@ -346,8 +398,10 @@ static uint32_t width_bytes(uint8_t size)
 
 /* The address of [r + off]: a static stack location (*stack set) or a generic address. */
 static int address(struct cg *g, uint32_t pc, uint32_t depth, uint8_t r, int16_t off,
-		   uint32_t size, char *A, size_t alen, struct sloc *stack, bool *is_stack)
+		   uint32_t size, char *A, size_t alen, struct sloc *stack, bool *is_stack,
+		   uint32_t *align)
 {
+	*align = av_align(&g->p->st[pc].r[r], off);
 	const struct av *a = &g->p->st[pc].r[r];
 	*is_stack = a->kind == AV_STACK;
 	if (*is_stack) {
@@ -357,7 +411,7 @@ static int address(struct cg *g, uint32_t pc, uint32_t depth, uint8_t r, int16_t
 	}
 	if (val(g, pc, r))
 		return -1;
-	snprintf(A, alen, "%%__cb_r%u+%d", r, off);
+	snprintf(A, alen, "%%__cb_r%u", r);
 	return 0;
 }
 
@@ -383,12 +437,14 @@ static int emit_ldx(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_
 	char A[64];
 	struct sloc l;
 	bool st;
-	if (address(g, pc, depth, in->src_reg, in->off, width_bytes(size), A, sizeof(A), &l, &st))
+	uint32_t al;
+	if (address(g, pc, depth, in->src_reg, in->off, width_bytes(size), A, sizeof(A), &l, &st,
+		    &al))
 		return -1;
 	if (st)
 		cg_sload(g, &l, D, 64, mode == BPF_MEMSX);
 	else
-		OUT("ld.%s %s, [%s];\n", width_type(size, mode == BPF_MEMSX), D, A);
+		cg_ld(g, "", D, 64, A, in->off, width_bytes(size), al, mode == BPF_MEMSX);
 	return 0;
 }
 
@@ -400,7 +456,9 @@ static int emit_st(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_i
 	char A[64], S[32];
 	struct sloc l;
 	bool st;
-	if (address(g, pc, depth, in->dst_reg, in->off, width_bytes(size), A, sizeof(A), &l, &st))
+	uint32_t al;
+	if (address(g, pc, depth, in->dst_reg, in->off, width_bytes(size), A, sizeof(A), &l, &st,
+		    &al))
 		return -1;
 	int bits = 64;
 	if (BPF_CLASS(in->code) == BPF_ST) {
@@ -421,7 +479,7 @@ static int emit_st(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_i
 	if (st)
 		cg_sstore(g, &l, S, bits, "");
 	else
-		OUT("st.%s [%s], %s;\n", width_type(size, 0), A, S);
+		cg_st(g, "", A, in->off, S, bits, width_bytes(size), al, "");
 	return 0;
 }
 
@@ -538,11 +596,16 @@ static int emit_atomic(struct cg *g, uint32_t pc, uint32_t depth, const struct b
 		return fail(g, pc, "unknown atomic operation");
 	if (val(g, pc, in->src_reg) || (!strcmp(op, "cas") && val(g, pc, 0)))
 		return -1;
-	char A[64];
+	char A[80];
 	struct sloc l;
 	bool st;
-	if (address(g, pc, depth, in->dst_reg, in->off, width_bytes(size), A, sizeof(A), &l, &st))
+	uint32_t al;
+	if (address(g, pc, depth, in->dst_reg, in->off, width_bytes(size), A, sizeof(A), &l, &st,
+		    &al))
 		return -1;
+	/* atomics cannot be split: like Linux, they require the natural alignment (a misaligned
+	 * one faults on the GPU, never corrupts memory silently) */
+	snprintf(A + strlen(A), sizeof(A) - strlen(A), "+%d", in->off);
 	int bits = size == BPF_DW ? 64 : 32;
 	if (st)
 		emit_atomic_stack(g, &l, bits, op, fetch, in->src_reg);
@@ -782,7 +845,7 @@ int cg_emit(struct cg_prog *p, const struct cg_ctxsrc *ctx, const char *lbl, str
 
 void cg_emit_decls(const struct cg_result *res, struct ptx_buf *out)
 {
-	buf_puts(out, "\t.reg .b64 %__cb_r<11>;\n\t.reg .b64 %__cb_t<4>;\n"
+	buf_puts(out, "\t.reg .b64 %__cb_r<11>;\n\t.reg .b64 %__cb_t<4>;\n\t.reg .b64 %__cb_u<2>;\n"
 		      "\t.reg .b32 %__cb_w<6>;\n\t.reg .pred %__cb_p<3>;\n"
 		      "\t.reg .b64 %__cb_s<40>;\n\t.reg .b64 %__cb_k<32>;\n");
 	if (res->stack_bytes)

@@ -39,11 +39,12 @@ static const struct vm_map_def *array_map(struct cg *g, uint32_t pc, uint32_t id
 }
 
 /* A pointer argument: a static stack location (*st) when it is r10 + constant, else its
- * register as a generic address. */
+ * register as a generic address A (+ add), of alignment *al. */
 static int ptr_arg(struct cg *g, uint32_t pc, uint32_t depth, int r, int64_t add, uint32_t size,
-		   char *A, size_t alen, struct sloc *l, bool *st)
+		   char *A, size_t alen, struct sloc *l, bool *st, uint32_t *al)
 {
 	const struct av *a = arg(g, pc, r);
+	*al = av_align(a, add);
 	*st = a->kind == AV_STACK;
 	if (*st) {
 		if (cg_sloc(g, depth, a->v + add, size, l))
@@ -52,7 +53,7 @@ static int ptr_arg(struct cg *g, uint32_t pc, uint32_t depth, int r, int64_t add
 	}
 	if (a->kind == AV_CTX || a->kind == AV_CONFLICT)
 		return hfail(g, pc, 0, "the context cannot be passed to helpers on the GPU");
-	snprintf(A, alen, "%%__cb_r%d+%lld", r, (long long)add);
+	snprintf(A, alen, "%%__cb_r%d", r);
 	return 0;
 }
 
@@ -63,14 +64,15 @@ static int slot_address(struct cg *g, uint32_t pc, uint32_t depth, uint32_t idx,
 	char A[64];
 	struct sloc l;
 	bool st;
+	uint32_t al;
 	if (d->key_size != 4)
 		return hfail(g, pc, 0, "array map keys are 4 bytes");
-	if (ptr_arg(g, pc, depth, 2, 0, 4, A, sizeof(A), &l, &st))
+	if (ptr_arg(g, pc, depth, 2, 0, 4, A, sizeof(A), &l, &st, &al))
 		return -1;
 	if (st)
 		cg_sload(g, &l, "%__cb_w0", 32, false);
 	else
-		OUT("ld.u32 %%__cb_w0, [%s];\n", A);
+		cg_ld(g, "", "%__cb_w0", 32, A, 0, 4, al, false);
 	OUT("setp.lt.u32 %%__cb_p0, %%__cb_w0, %u;\n", d->max_entries);
 	OUT("ld.const.u64 %%__cb_t0, [" PTX_MAP_SYMBOL_FMT "];\n", idx);
 	OUT("mad.wide.u32 %%__cb_t0, %%__cb_w0, %u, %%__cb_t0;\n", ptx_map_value_stride(d));
@@ -103,12 +105,13 @@ static int copy_value(struct cg *g, uint32_t pc, uint32_t depth, const struct vm
 		char A[64];
 		struct sloc l;
 		bool st;
-		if (ptr_arg(g, pc, depth, 3, o, chunk, A, sizeof(A), &l, &st))
+		uint32_t al;
+		if (ptr_arg(g, pc, depth, 3, o, chunk, A, sizeof(A), &l, &st, &al))
 			return -1;
 		if (st)
 			cg_sload(g, &l, "%__cb_t1", 64, false);
 		else
-			OUT("ld.u%u %%__cb_t1, [%s];\n", chunk * 8, A);
+			cg_ld(g, "", "%__cb_t1", 64, A, o, chunk, al, false);
 		OUT("st.global.u%u [%%__cb_t0+%u], %%__cb_t1;\n", chunk * 8, o);
 	}
 	return 0;
@@ -149,14 +152,15 @@ static int h_xyz(struct cg *g, uint32_t pc, uint32_t depth, const char *sr)
 		char A[64], S[16];
 		struct sloc l;
 		bool st;
-		if (ptr_arg(g, pc, depth, i + 1, 0, 8, A, sizeof(A), &l, &st))
+		uint32_t al;
+		if (ptr_arg(g, pc, depth, i + 1, 0, 8, A, sizeof(A), &l, &st, &al))
 			return -1;
 		snprintf(S, sizeof(S), "%s.%c", sr, axis[i]);
 		sreg(g, "%__cb_t1", S);
 		if (st)
 			cg_sstore(g, &l, "%__cb_t1", 64, "");
 		else
-			OUT("st.u64 [%s], %%__cb_t1;\n", A);
+			cg_st(g, "", A, 0, "%__cb_t1", 64, 8, al, "");
 	}
 	OUT("mov.b64 %%__cb_r0, 0;\n");
 	return 0;

@@ -27,9 +27,16 @@ enum av_kind {
 
 struct av {
 	uint8_t kind;
+	uint8_t al;     /* AV_UNKNOWN: the value is a multiple of al (a power of two; 0 = 1) */
 	uint32_t map;
 	int64_t v;
 };
+
+/* Known alignment (bytes, at most 16) of the runtime value of `a` plus `off`: the GPU faults on
+ * an access not aligned to its size, so the generator splits accesses it cannot prove aligned.
+ * Map values start 8-aligned (device allocations are, and value strides are multiples of 8),
+ * stack frames 16-aligned; anything else is only as aligned as what was added to it. */
+uint32_t av_align(const struct av *a, int64_t off);
 
 /* Stack slots holding known constants (tracked while no stack address escapes). */
 #define AV_SLOTS 8

@@ -27,6 +27,12 @@ $(BUILD)/tests/test_ptx: $(call objs,$(TEST_PTX_SRCS)) $(PTX_LIB) $(VM_LIB) $(CU
 		$(DEP_LIBS) -lcmocka $(LDLIBS)
 TEST_BINS += $(BUILD)/tests/test_ptx
 
+$(BUILD)/tests/test_ptx_gen: $(call objs,tests/ptx/test_ptx_gen.c) $(PTX_LIB) $(VM_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/ptx/test_ptx_gen.c) $(PTX_LIB) $(VM_LIB) \
+		$(DEP_LIBS) -lcmocka $(LDLIBS)
+TEST_BINS += $(BUILD)/tests/test_ptx_gen
+
 # ---- GPU inputs, built here (the GPU machine has no clang): $(BUILD)/gpu/ ------------------
 # Harnesses use the driver API only: plain C against cuda.h, linked with the toolkit's stub
 # libcuda.so (the real driver is found at run time by its soname).

@@ -2,7 +2,8 @@
 """A small interpreter for the PTX subset that ptx-rewriter's code generator emits, so that the
 conformance module (tests/ptx/gpu/conf_gen) can be checked on a machine without a GPU.
 
-It models the PTX ISA's integer semantics (two's complement, truncation and sign/zero extension
+It models the PTX ISA's integer semantics and its alignment rule (an access not aligned to its
+size faults, as on the GPU) (two's complement, truncation and sign/zero extension
 of ld/st/cvt, C-like div/rem, predicates, prmt, bfe, atomics) for the instructions the generator
 uses; anything else raises an error.  It is a model: the GPU run (tests/gpu/t_ptx_conformance.sh)
 remains the reference.  usage: ptxsim.py conformance.ptx conformance.txt
@@ -66,6 +67,12 @@ class VM:
         if re.match(r'^-?(0x[0-9a-fA-F]+|\d+)U?$', op): return mask(int(op.rstrip('U'), 0), 64)
         raise Exception('operand ' + op)
 
+    def aligned(self, a, n, ins):
+        # The GPU faults ("misaligned address") on an access not aligned to its own size,
+        # where eBPF allows any alignment: the generator must never emit one.
+        if not isinstance(a, tuple) and a % n:
+            raise Exception('misaligned %d-byte access at %#x: %s' % (n, a, ins))
+
     def addr(self, op):
         inner = op.strip()[1:-1]
         m = re.match(r'^([%\w]+)(?:\+(-?\d+))?$', inner)
@@ -110,6 +117,7 @@ class VM:
             if root == 'ld' or root == 'st':
                 ty = parts[-1]; n = tybits(ty) // 8
                 a = self.addr(ops[1] if root == 'ld' else ops[0])
+                self.aligned(a, n, ins)
                 if root == 'ld':
                     if isinstance(a, tuple): v = self.params[a[1]]
                     else: v = self.mem.rd(a, n)
@@ -123,7 +131,8 @@ class VM:
             if root in ('atom', 'red'):
                 ty = parts[-1]; bits = tybits(ty); n = bits // 8; op = parts[-2]
                 i = 1 if root == 'atom' else 0
-                a = self.addr(ops[i]); old = self.mem.rd(a, n); b = self.val(ops[i + 1])
+                a = self.addr(ops[i]); self.aligned(a, n, ins)
+                old = self.mem.rd(a, n); b = self.val(ops[i + 1])
                 if op == 'cas':
                     new = self.val(ops[i + 2]) if mask(old, bits) == mask(b, bits) else old
                 else:
