@@ -151,13 +151,15 @@ void conf_free(struct conf_test *t, size_t n)
 
 static void dispatcher(struct conf_test *t, size_t first, size_t count, struct ptx_buf *out)
 {
+	/* thread t runs program first + t, for t < n: a harness can run any range alone */
 	ptx_buf_printf(out, ".visible .entry cubpf_conformance(.param .u64 mems, .param .u64 lens,\n"
-			    "\t.param .u64 results, .param .u32 n)\n{\n"
+			    "\t.param .u64 results, .param .u32 n, .param .u32 first)\n{\n"
 			    "\t.reg .b32 %%i<4>;\n\t.reg .b64 %%a<8>;\n\t.reg .pred %%q;\n"
 			    "\tmov.u32 %%i0, %%ctaid.x;\n\tmov.u32 %%i1, %%ntid.x;\n"
 			    "\tmov.u32 %%i2, %%tid.x;\n\tmad.lo.u32 %%i0, %%i0, %%i1, %%i2;\n"
 			    "\tld.param.u32 %%i3, [n];\n\tsetp.ge.u32 %%q, %%i0, %%i3;\n"
-			    "\t@%%q bra DONE;\n"
+			    "\t@%%q bra DONE;\n\tld.param.u32 %%i3, [first];\n"
+			    "\tadd.u32 %%i0, %%i0, %%i3;\n"
 			    "\tld.param.u64 %%a0, [mems];\n\tld.param.u64 %%a1, [lens];\n"
 			    "\tld.param.u64 %%a2, [results];\n\tmul.wide.u32 %%a3, %%i0, 8;\n"
 			    "\tadd.s64 %%a0, %%a0, %%a3;\n\tadd.s64 %%a1, %%a1, %%a3;\n"
