@@ -66,6 +66,11 @@ static int live_driver_load(char *err, size_t errlen)
 	LOAD(cuMemHostGetDevicePointer_v2);
 	LOAD(cuMemsetD32Async);
 	LOAD(cuMemsetD32Async_ptsz);
+	live_cu.cuDeviceGetName = (__typeof__(live_cu.cuDeviceGetName))shim_real("cuDeviceGetName");
+	live_cu.cuDeviceTotalMem_v2 =
+		(__typeof__(live_cu.cuDeviceTotalMem_v2))shim_real("cuDeviceTotalMem_v2");
+	live_cu.cuDeviceGetUuid_v2 =
+		(__typeof__(live_cu.cuDeviceGetUuid_v2))shim_real("cuDeviceGetUuid_v2");
 	return 0;
 }
 #undef LOAD

@@ -51,6 +51,10 @@ struct live_driver {
 	LIVE_FN(cuMemHostGetDevicePointer_v2);
 	LIVE_FN(cuMemsetD32Async);
 	LIVE_FN(cuMemsetD32Async_ptsz);
+	/* Optional (DEVICE records of the trace): NULL when the driver lacks them. */
+	LIVE_FN(cuDeviceGetName);
+	CUresult (*cuDeviceTotalMem_v2)(size_t *bytes, CUdevice dev);
+	CUresult (*cuDeviceGetUuid_v2)(CUuuid *uuid, CUdevice dev);
 };
 #undef LIVE_FN
 extern struct live_driver live_cu;

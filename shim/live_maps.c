@@ -166,6 +166,26 @@ static int ctx_alloc(struct live_ctx *c, char *err, size_t errlen)
 	return ringbufs_alloc(c, err, errlen);
 }
 
+/* A DEVICE record, once per device, so that readers can name the device of maps and clocks. */
+static void trace_device(const struct live_ctx *c)
+{
+	static uint64_t written; /* bit per device ordinal below 64 */
+	if (!live.trace || c->dev < 0 || c->dev >= 64 || (written & (1ull << c->dev)))
+		return;
+	written |= 1ull << c->dev;
+	struct store_rec_device d = { .ordinal = (uint32_t)c->dev, .sm = c->sm };
+	char name[256] = "";
+	size_t mem = 0;
+	CUuuid uuid;
+	if (live_cu.cuDeviceGetName)
+		live_cu.cuDeviceGetName(name, sizeof(name) - 1, c->dev);
+	if (live_cu.cuDeviceTotalMem_v2 && live_cu.cuDeviceTotalMem_v2(&mem, c->dev) == CUDA_SUCCESS)
+		d.memory_bytes = mem;
+	if (live_cu.cuDeviceGetUuid_v2 && live_cu.cuDeviceGetUuid_v2(&uuid, c->dev) == CUDA_SUCCESS)
+		memcpy(d.uuid, uuid.bytes, sizeof(d.uuid));
+	store_trace_device(live.trace, &d, name);
+}
+
 struct live_ctx *live_ctx_find(CUcontext ctx)
 {
 	pthread_mutex_lock(&lock);
@@ -209,6 +229,7 @@ struct live_ctx *live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 		return NULL;
 	}
 	c->sm = live_ctx_sm(ctx);
+	trace_device(c);
 	c->next = ctxs;
 	ctxs = c;
 	pthread_mutex_unlock(&lock);

@@ -538,9 +538,10 @@ static void test_maps_are_written_to_the_trace(void **state)
 	struct store_trace_reader *r = store_trace_open(trace_path, err, sizeof(err));
 	assert_non_null(r);
 	struct store_trace_record rec;
-	int found = 0, programs = 0;
+	int found = 0, programs = 0, devices = 0;
 	while (store_trace_next(r, &rec) == 1) {
 		programs += rec.type == STORE_REC_PROGRAM;
+		devices += rec.type == STORE_REC_DEVICE;
 		if (rec.type != STORE_REC_MAP)
 			continue;
 		struct store_rec_map m;
@@ -562,6 +563,7 @@ static void test_maps_are_written_to_the_trace(void **state)
 	}
 	assert_int_equal(store_trace_state(r), STORE_TRACE_COMPLETE);
 	assert_int_equal(programs, 1);
+	assert_int_equal(devices, 1);
 	assert_int_equal(found, 1);
 	store_trace_close_reader(r);
 	unlink(trace_path);
