@@ -195,11 +195,10 @@ static int add_progs(const struct vm_object *o, uint32_t map_base)
 		bool host = vp->kind == VM_PROG_UPROBE || vp->kind == VM_PROG_URETPROBE;
 		if (!vm_kind_is_gpu(vp->kind) && !host)
 			continue;
-		char log[1024];
-		if (vm_verify(o, i, NULL, NULL, log, sizeof(log)) != 0) {
-			char *nl = strrchr(log, '\n');
-			shim_log(SHIM_LOG_WARN, "live: %s: program %s rejected by the verifier: %s",
-				 o->name, vp->name, nl ? nl + 1 : log);
+		struct vm_verify_info info;
+		if (vm_verify(o, i, NULL, &info, NULL, 0) != 0) {
+			shim_log(SHIM_LOG_WARN, "live: %s: program %s rejected by the verifier, "
+				 "skipped: %s", o->name, vp->name, info.reason);
 			continue;
 		}
 		if (host) {

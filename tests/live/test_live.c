@@ -23,7 +23,7 @@
 #include "store/store.h"
 
 static char shim_path[4096], fake_path[4096], probe_path[4096], cubin_path[4096];
-static char host_probes[8192], ring_probe[4096];
+static char host_probes[8192], ring_probe[4096], bad_probe[4096];
 static char child_err[1 << 16];
 static const char trace_path[] = "/tmp/cubpf-live-test.trace";
 
@@ -427,6 +427,26 @@ static void test_map_over_the_cap_is_refused(void **state)
 				       "the cap of 1048576 (CUBPF_MAP_MAX_MB)"));
 }
 
+/* A program the verifier rejects is skipped with the reason; the others run. */
+static int child_rejected(void)
+{
+	void *mod = NULL;
+	if (open_both() || load(&mod, live_ptx) != 0)
+		return 1;
+	return instrumented(mod, "FAKECUBIN");
+}
+
+static void test_rejected_program_is_skipped_with_the_reason(void **state)
+{
+	(void)state;
+	struct child_env env = { { "CUBPF_PROGRAMS" }, { bad_probe } };
+	assert_int_equal(run_child(&env, child_rejected), 0);
+	assert_non_null(strstr(child_err, "live: bad.bpf.o: program unchecked rejected by the "
+				       "verifier, skipped: "));
+	assert_null(strstr(child_err, "program checked rejected"));
+	assert_non_null(strstr(child_err, "instrumented 1 of 1 kernels (live_k; 0 entry, 1 exit"));
+}
+
 static void test_disabled_substitutes_nothing(void **state)
 {
 	(void)state;
@@ -578,6 +598,7 @@ int main(void)
 	snprintf(probe_path, sizeof(probe_path), "%s/live-probes/count.bpf.o", build);
 	snprintf(cubin_path, sizeof(cubin_path), "%s/shim/app.cubin", fix);
 	snprintf(ring_probe, sizeof(ring_probe), "%s/live-probes/ring.bpf.o", build);
+	snprintf(bad_probe, sizeof(bad_probe), "%s/live-probes/bad.bpf.o", build);
 	snprintf(host_probes, sizeof(host_probes), "%s:%s/live-probes/host.bpf.o", probe_path, build);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_module_is_instrumented_and_maps_reported),
@@ -591,6 +612,7 @@ int main(void)
 		cmocka_unit_test(test_unmatched_kernels_stay_untouched),
 		cmocka_unit_test(test_map_over_the_cap_is_refused),
 		cmocka_unit_test(test_disabled_substitutes_nothing),
+		cmocka_unit_test(test_rejected_program_is_skipped_with_the_reason),
 		cmocka_unit_test(test_cubin_kernels_are_listed_as_not_instrumentable),
 		cmocka_unit_test(test_maps_are_written_to_the_trace),
 		cmocka_unit_test(test_maps_are_traced_while_running),
