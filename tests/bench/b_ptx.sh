@@ -7,7 +7,7 @@
 set -u
 BUILD=${BUILD:-build}
 [ -d /usr/local/nvidia/lib64 ] && export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
-for f in "$BUILD/gpu/ptx_bench" "$BUILD/gpu/ptx_bench.ptx" "$BUILD/gpu/ptx_bench.empty.ptx" "$BUILD/gpu/ptx_bench.work.ptx"; do
+for f in "$BUILD/gpu/ptx_bench" "$BUILD/gpu/ptx_bench.ptx" "$BUILD/gpu/ptx_bench.empty.ptx" "$BUILD/gpu/ptx_bench.work.ptx" "$BUILD/gpu/ptx_bench.work_timer.ptx"; do
   if [ ! -e "$f" ]; then echo "missing $f (run 'make bench-build' on the build machine)"; exit 1; fi
 done
 "$BUILD/gpu/ptx_bench" "$BUILD/gpu" 31

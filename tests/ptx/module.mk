@@ -82,7 +82,8 @@ PTX_GPU_ALL := $(PTX_GPU)/ptx_conf_run $(PTX_GPU)/ptx_conformance.ptx $(PTX_GPU)
 	$(patsubst %,$(PTX_GPU)/ptx_fix_%.count.ptx,$(PTX_GPU_FIX)) \
 	$(PTX_GPU)/ptx_fix_vecadd.params.ptx $(PTX_PROBES)
 PTX_BENCH_ALL := $(PTX_GPU)/ptx_bench $(PTX_GPU)/ptx_bench.ptx $(PTX_GPU)/ptx_bench.empty.ptx \
-	$(PTX_GPU)/ptx_bench.work.ptx
+	$(PTX_GPU)/ptx_bench.work.ptx $(PTX_GPU)/ptx_bench.work_notimer.ptx \
+	$(PTX_GPU)/ptx_bench.work_timer.ptx
 .PHONY: ptx-gpu
 ptx-gpu: $(PTX_GPU_ALL) $(PTX_BENCH_ALL)
 BINS += $(PTX_GPU_ALL) $(PTX_BENCH_ALL)
