@@ -498,6 +498,7 @@ static void note_stack(struct cg_prog *p, int64_t *lowest, int64_t v, uint32_t s
 static bool static_stack_helper(int32_t id)
 {
 	return id == CUBPF_FN_map_lookup_elem || id == CUBPF_FN_map_update_elem ||
+	       id == CUBPF_FN_ringbuf_output ||
 	       id == CUBPF_FN_map_delete_elem || id == CUBPF_FN_get_block_idx ||
 	       id == CUBPF_FN_get_block_dim || id == CUBPF_FN_get_thread_idx ||
 	       id == CUBPF_FN_get_grid_dim;
@@ -531,13 +532,33 @@ static void scan_helper(struct cg_prog *p, const struct bpf_insn *in, const stru
 		__attribute__((fallthrough)); /* the key */
 	case CUBPF_FN_map_lookup_elem:
 	case CUBPF_FN_map_delete_elem:
-		if (a[2].kind == AV_STACK)
+		if (a[2].kind == AV_STACK && a[1].kind == AV_MAP && a[1].map < p->map_cnt &&
+		    p->maps[a[1].map].type == CUBPF_MAP_HASH) {
+			/* hash keys are read in chunks as maps.c reads them */
+			uint32_t ks = p->maps[a[1].map].key_size;
+			uint32_t ch = cg_value_chunk(ks, a[2].v);
+			for (uint32_t o = 0; o < ks; o += ch)
+				note_stack(p, lowest, a[2].v + o, ch);
+		} else if (a[2].kind == AV_STACK) {
 			note_stack(p, lowest, a[2].v, 4);
+		}
 		for (int r = 4; r <= 5; r++)
 			if (a[r].kind == AV_STACK)
 				p->escape = true;
 		if (a[1].kind == AV_STACK || (in->imm != CUBPF_FN_map_update_elem && a[3].kind == AV_STACK))
 			p->escape = true;
+		break;
+	case CUBPF_FN_ringbuf_output: /* the record: r2, r3 bytes (a constant) */
+		if (a[2].kind == AV_STACK && a[3].kind == AV_CONST && a[3].v > 0 && a[3].v <= 4096) {
+			uint32_t n = (uint32_t)a[3].v, ch = cg_value_chunk(n, a[2].v);
+			for (uint32_t o = 0; o < n; o += ch)
+				note_stack(p, lowest, a[2].v + o, ch);
+		} else if (a[2].kind == AV_STACK) {
+			p->escape = true;
+		}
+		for (int r = 3; r <= 5; r++)
+			if (a[r].kind == AV_STACK)
+				p->escape = true;
 		break;
 	default: /* x, y, z outputs */
 		for (int r = 1; r <= 3; r++)

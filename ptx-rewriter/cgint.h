@@ -90,6 +90,18 @@ void cg_ld(struct cg *g, const char *sp, const char *T, int bits, const char *B,
  * under the guard prefix ("" or "@%__cb_p0 "). */
 void cg_st(struct cg *g, const char *sp, const char *B, int64_t off, const char *S, int bits,
 	   uint32_t size, uint32_t align, const char *guard);
+/* T (.b64) = the `size` bytes at argument register r + off: a static stack location when r is
+ * r10 + constant, else through the pointer (split when its alignment is not proven). */
+int cg_arg_load(struct cg *g, uint32_t pc, uint32_t depth, int r, int64_t off, uint32_t size,
+		const char *T);
+/* Copies the map's value_size bytes from [r3] to [dst + 0 ...] (dst 8-aligned global). */
+int cg_copy_value(struct cg *g, uint32_t pc, uint32_t depth, const struct vm_map_def *d,
+		  const char *dst);
+/* maps.c: map kinds beyond plain arrays, and ring buffer output. */
+bool cg_map_kind_supported(uint32_t type);
+int cg_map_op(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char *ip,
+	      uint32_t idx, const struct vm_map_def *d);
+int cg_ringbuf_output(struct cg *g, uint32_t pc, uint32_t depth, const char *ip);
 int cg_helper(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char *ip);
 
 #endif

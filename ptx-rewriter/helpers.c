@@ -29,8 +29,9 @@ static const struct vm_map_def *array_map(struct cg *g, uint32_t pc, uint32_t id
 		return NULL;
 	}
 	const struct vm_map_def *d = &g->p->maps[m->map];
-	if (d->type != CUBPF_MAP_ARRAY && d->type != CUBPF_MAP_GPU_ARRAY) {
-		hfail(g, pc, id, "only array maps are on the GPU so far (map type not supported)");
+	if (!cg_map_kind_supported(d->type)) {
+		hfail(g, pc, id, "map type not supported on the GPU (array, per-SM array, per-thread "
+				 "array and hash are)");
 		return NULL;
 	}
 	*idx = m->map;
@@ -57,6 +58,22 @@ static int ptr_arg(struct cg *g, uint32_t pc, uint32_t depth, int r, int64_t add
 	return 0;
 }
 
+int cg_arg_load(struct cg *g, uint32_t pc, uint32_t depth, int r, int64_t off, uint32_t size,
+		const char *T)
+{
+	char A[64];
+	struct sloc l;
+	bool st;
+	uint32_t al;
+	if (ptr_arg(g, pc, depth, r, off, size, A, sizeof(A), &l, &st, &al))
+		return -1;
+	if (st)
+		cg_sload(g, &l, T, 64, false);
+	else
+		cg_ld(g, "", T, 64, A, off, size, al, false);
+	return 0;
+}
+
 /* %__cb_t0 = address of the slot of key [r2] in map `idx`; %__cb_p0 = key in range. */
 static int slot_address(struct cg *g, uint32_t pc, uint32_t depth, uint32_t idx,
 			const struct vm_map_def *d)
@@ -79,7 +96,12 @@ static int slot_address(struct cg *g, uint32_t pc, uint32_t depth, uint32_t idx,
 	return 0;
 }
 
-static int h_lookup(struct cg *g, uint32_t pc, uint32_t depth)
+static bool plain_array(const struct vm_map_def *d)
+{
+	return d->type == CUBPF_MAP_ARRAY || d->type == CUBPF_MAP_GPU_ARRAY;
+}
+
+static int h_lookup(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
 {
 	uint32_t idx;
 	uint64_t off;
@@ -90,14 +112,18 @@ static int h_lookup(struct cg *g, uint32_t pc, uint32_t depth)
 		return 0;
 	}
 	const struct vm_map_def *d = array_map(g, pc, 1, &idx);
-	if (!d || slot_address(g, pc, depth, idx, d))
+	if (!d)
+		return -1;
+	if (!plain_array(d))
+		return cg_map_op(g, pc, CUBPF_FN_map_lookup_elem, depth, ip, idx, d);
+	if (slot_address(g, pc, depth, idx, d))
 		return -1;
 	OUT("selp.b64 %%__cb_r0, %%__cb_t0, 0, %%__cb_p0;\n");
 	return 0;
 }
 
-/* Copies value_size bytes from [r3] to [%__cb_t0] in the widest chunks alignment allows. */
-static int copy_value(struct cg *g, uint32_t pc, uint32_t depth, const struct vm_map_def *d)
+int cg_copy_value(struct cg *g, uint32_t pc, uint32_t depth, const struct vm_map_def *d,
+		  const char *dst)
 {
 	const struct av *a = arg(g, pc, 3);
 	uint32_t chunk = cg_value_chunk(d->value_size, a->kind == AV_STACK ? a->v : 0);
@@ -112,7 +138,7 @@ static int copy_value(struct cg *g, uint32_t pc, uint32_t depth, const struct vm
 			cg_sload(g, &l, "%__cb_t1", 64, false);
 		else
 			cg_ld(g, "", "%__cb_t1", 64, A, o, chunk, al, false);
-		OUT("st.global.u%u [%%__cb_t0+%u], %%__cb_t1;\n", chunk * 8, o);
+		OUT("st.global.u%u [%s+%u], %%__cb_t1;\n", chunk * 8, dst, o);
 	}
 	return 0;
 }
@@ -121,7 +147,11 @@ static int h_update(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
 {
 	uint32_t idx;
 	const struct vm_map_def *d = array_map(g, pc, 2, &idx);
-	if (!d || slot_address(g, pc, depth, idx, d))
+	if (!d)
+		return -1;
+	if (!plain_array(d))
+		return cg_map_op(g, pc, CUBPF_FN_map_update_elem, depth, ip, idx, d);
+	if (slot_address(g, pc, depth, idx, d))
 		return -1;
 	if (!vm_map_prog_writable(d))
 		return hfail(g, pc, 2, "the map is read-only for programs");
@@ -131,7 +161,7 @@ static int h_update(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
 	OUT("mov.b64 %%__cb_r0, -17;\n"); /* -EEXIST: BPF_NOEXIST on an array */
 	OUT("setp.eq.u64 %%__cb_p1, %%__cb_r4, %d;\n", BPF_NOEXIST);
 	OUT("@%%__cb_p1 bra %sh%u;\n", ip, inst);
-	if (copy_value(g, pc, depth, d))
+	if (cg_copy_value(g, pc, depth, d, "%__cb_t0"))
 		return -1;
 	OUT("mov.b64 %%__cb_r0, 0;\n");
 	buf_printf(g->out, "%sh%u:\n", ip, inst);
@@ -252,16 +282,21 @@ int cg_helper(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char
 {
 	switch (id) {
 	case CUBPF_FN_map_lookup_elem:
-		return h_lookup(g, pc, depth);
+		return h_lookup(g, pc, depth, ip);
 	case CUBPF_FN_map_update_elem:
 		return h_update(g, pc, depth, ip);
 	case CUBPF_FN_map_delete_elem: {
 		uint32_t idx;
-		if (!array_map(g, pc, id, &idx))
+		const struct vm_map_def *d = array_map(g, pc, id, &idx);
+		if (!d)
 			return -1;
+		if (!plain_array(d))
+			return cg_map_op(g, pc, id, depth, ip, idx, d);
 		OUT("mov.b64 %%__cb_r0, -22;\n"); /* -EINVAL: array elements cannot be deleted */
 		return 0;
 	}
+	case CUBPF_FN_ringbuf_output:
+		return cg_ringbuf_output(g, pc, depth, ip);
 	case CUBPF_FN_probe_read:
 	case CUBPF_FN_probe_read_user:
 		probe_read(g, ip);

@@ -144,12 +144,205 @@ static void test_mapval_aligned(void **state)
 	free(t);
 }
 
+/* ---- map kinds (issue 6) ---- */
+
+#define ST_W(d, o, k) INSN(BPF_ST | BPF_MEM | BPF_W, d, 0, o, k)
+#define ST_DW(d, o, k) INSN(BPF_ST | BPF_MEM | BPF_DW, d, 0, o, k)
+#define STX_DW(d, s, o) INSN(BPF_STX | BPF_MEM | BPF_DW, d, s, o, 0)
+#define XADD_DW(d, s) INSN(BPF_STX | BPF_ATOMIC | BPF_DW, d, s, 0, BPF_ADD)
+#define JEQ_K(d, k, o) INSN(BPF_JMP | BPF_JEQ | BPF_K, d, 0, o, k)
+
+/* lookup(map 0, key = r1's first u32 at fp-4), atomic add 1 to the value. */
+static const struct bpf_insn count_prog[] = {
+	INSN(BPF_LDX | BPF_MEM | BPF_W, 3, 1, 0, 0),
+	INSN(BPF_STX | BPF_MEM | BPF_W, 10, 3, -4, 0),
+	LDDW_MAP(1, 0),
+	MOV64X(2, 10),
+	ADD64K(2, -4),
+	CALL(CUBPF_FN_map_lookup_elem),
+	JEQ_K(0, 0, 2),
+	MOV64K(1, 1),
+	XADD_DW(0, 1),
+	MOV64K(0, 0),
+	EXIT,
+};
+#define COUNT_N (sizeof(count_prog) / sizeof(count_prog[0]))
+
+static void test_percpu_lookup(void **state)
+{
+	(void)state;
+	struct vm_map_def m = {.name = "pc", .type = CUBPF_MAP_PERCPU_ARRAY, .key_size = 4,
+			       .value_size = 8, .max_entries = 3};
+	char *t = gen_module(count_prog, COUNT_N, &m, 1, true);
+	assert_true(has(t, "%smid"));
+	assert_true(has(t, "and.b32 %__cb_x1, %__cb_x1, 255;"));
+	assert_true(has(t, "mul.wide.u32 %__cb_m1, %__cb_x0, 256;"));
+	assert_true(has(t, "setp.lt.u32 %__cb_q0, %__cb_x0, 3;"));
+	/* the value is 8-aligned: the counter stays one atomic */
+	assert_true(has(t, "red.add.u64 [%__cb_r0+0], %__cb_r1;"));
+	free(t);
+	assert_int_equal(CUBPF_PERCPU_OFFSET(2, 5, 12), (2 * 256 + 5) * 16);
+	assert_int_equal(CUBPF_PERCPU_MAP_BYTES(3, 8), 3 * 256 * 8);
+}
+
+static void test_perthread_lookup(void **state)
+{
+	(void)state;
+	struct vm_map_def m = {.name = "pt", .type = CUBPF_MAP_PERTHREAD_ARRAY, .key_size = 4,
+			       .value_size = 8, .max_entries = 2};
+	char *t = gen_module(count_prog, COUNT_N, &m, 1, true);
+	assert_true(has(t, "%nctaid.y"));
+	assert_true(has(t, "ld.global.u64 %__cb_m2, [%__cb_m0];")); /* header: threads */
+	assert_true(has(t, "and.pred %__cb_q0, %__cb_q0, %__cb_q1;"));
+	assert_true(has(t, "add.s64 %__cb_m0, %__cb_m0, 64;"));
+	free(t);
+	assert_int_equal(CUBPF_PERTHREAD_OFFSET(1, 7, 100, 4), 64 + (100 + 7) * 8);
+	assert_int_equal(CUBPF_PERTHREAD_MAP_BYTES(2, 100, 8), 64 + 200 * 8);
+}
+
+/* key: a u64 at fp-8 (from r1), value u64: lookup; if absent insert 0 with BPF_NOEXIST and
+ * look up again; add 1; then delete a key that is not there. */
+static const struct bpf_insn hash_prog[] = {
+	INSN(BPF_LDX | BPF_MEM | BPF_DW, 6, 1, 0, 0),
+	STX_DW(10, 6, -8),
+	ST_DW(10, -16, 0),
+	LDDW_MAP(1, 0),
+	MOV64X(2, 10),
+	ADD64K(2, -8),
+	CALL(CUBPF_FN_map_lookup_elem),
+	JEQ_K(0, 0, 1),
+	INSN(BPF_JMP | BPF_JA, 0, 0, 14, 0), /* found: to the add */
+	LDDW_MAP(1, 0),
+	MOV64X(2, 10),
+	ADD64K(2, -8),
+	MOV64X(3, 10),
+	ADD64K(3, -16),
+	MOV64K(4, BPF_NOEXIST),
+	CALL(CUBPF_FN_map_update_elem),
+	LDDW_MAP(1, 0),
+	MOV64X(2, 10),
+	ADD64K(2, -8),
+	CALL(CUBPF_FN_map_lookup_elem),
+	JEQ_K(0, 0, 2),
+	MOV64K(1, 1),
+	XADD_DW(0, 1),
+	LDDW_MAP(1, 0),
+	ST_DW(10, -8, 12345),
+	MOV64X(2, 10),
+	ADD64K(2, -8),
+	CALL(CUBPF_FN_map_delete_elem),
+	EXIT,
+};
+#define HASH_N (sizeof(hash_prog) / sizeof(hash_prog[0]))
+
+static void test_hash_ops(void **state)
+{
+	(void)state;
+	struct vm_map_def m = {.name = "h", .type = CUBPF_MAP_HASH, .key_size = 8,
+			       .value_size = 8, .max_entries = 100};
+	char *t = gen_module(hash_prog, HASH_N, &m, 1, true);
+	/* capacity 128, slots of 8 + 8 + 8 bytes */
+	assert_true(has(t, "and.b32 %__cb_x1, %__cb_x1, 127;"));
+	assert_true(has(t, "mad.wide.u32 %__cb_m0, %__cb_x1, 24, %__cb_m1;"));
+	assert_true(has(t, "atom.global.cas.b32 %__cb_x3, [%__cb_m0], 0, 1;"));
+	assert_true(has(t, "atom.global.cas.b32 %__cb_x3, [%__cb_m0], 2, 3;"));
+	assert_true(has(t, "st.volatile.global.u32 [%__cb_m0+-16], 2;"));
+	assert_true(has(t, "red.add.u64 [%__cb_r0+0], %__cb_r1;"));
+	free(t);
+	assert_int_equal(cubpf_hash_capacity(100), 128);
+	assert_int_equal(cubpf_hash_capacity(1), 1);
+	assert_int_equal(CUBPF_HASH_SLOT_BYTES(12, 4), 8 + 16 + 8);
+}
+
+/* A 12-byte key written as three u32: read back in 4-byte chunks into two words. */
+static void test_hash_key_chunks(void **state)
+{
+	(void)state;
+	struct vm_map_def m = {.name = "h", .type = CUBPF_MAP_HASH, .key_size = 12,
+			       .value_size = 4, .max_entries = 8};
+	const struct bpf_insn p[] = {
+		ST_W(10, -12, 1), ST_W(10, -8, 2), ST_W(10, -4, 3),
+		LDDW_MAP(1, 0),
+		MOV64X(2, 10),
+		ADD64K(2, -12),
+		CALL(CUBPF_FN_map_lookup_elem),
+		JEQ_K(0, 0, 1),
+		INSN(BPF_LDX | BPF_MEM | BPF_W, 0, 0, 0, 0),
+		EXIT,
+	};
+	char *t = gen_module(p, sizeof(p) / sizeof(p[0]), &m, 1, true);
+	assert_true(has(t, "shl.b64 %__cb_t3, %__cb_t3, 32;"));
+	assert_true(has(t, "setp.ne.u64 %__cb_q1, %__cb_m2, %__cb_h1;"));
+	assert_false(has(t, "__cubpf_stack")); /* the key stays in registers */
+	free(t);
+}
+
+static void test_ringbuf_output(void **state)
+{
+	(void)state;
+	struct vm_map_def m = {.name = "rb", .type = CUBPF_MAP_RINGBUF, .max_entries = 1 << 16};
+	const struct bpf_insn p[] = {
+		ST_DW(10, -16, 7), ST_W(10, -8, 9),
+		LDDW_MAP(1, 0),
+		MOV64X(2, 10),
+		ADD64K(2, -16),
+		MOV64K(3, 12),
+		MOV64K(4, 0),
+		CALL(CUBPF_FN_ringbuf_output),
+		EXIT,
+	};
+	char *t = gen_module(p, sizeof(p) / sizeof(p[0]), &m, 1, true);
+	assert_true(has(t, "rem.u32 %__cb_x1, %__cb_x1, %__cb_x0;"));
+	assert_true(has(t, "atom.sys.global.cas.b64"));
+	/* record: 8-byte header + 16 bytes of payload */
+	assert_true(has(t, "add.s64 %__cb_m3, %__cb_m3, 24;"));
+	assert_true(has(t, "st.volatile.global.v2.u32 [%__cb_m4], {2147483660, 0};"));
+	assert_true(has(t, "membar.sys;"));
+	assert_true(has(t, "st.volatile.global.u32 [%__cb_m4], 12;"));
+	assert_true(has(t, "red.sys.global.add.u64 [%__cb_m0+16], 1;"));
+	free(t);
+}
+
+static void test_map_refusals(void **state)
+{
+	(void)state;
+	struct vm_map_def rb = {.name = "rb", .type = CUBPF_MAP_RINGBUF, .max_entries = 4096};
+	const struct bpf_insn p[] = {
+		INSN(BPF_LDX | BPF_MEM | BPF_DW, 3, 1, 0, 0), /* runtime size */
+		ST_DW(10, -8, 7),
+		LDDW_MAP(1, 0),
+		MOV64X(2, 10),
+		ADD64K(2, -8),
+		MOV64K(4, 0),
+		CALL(CUBPF_FN_ringbuf_output),
+		EXIT,
+	};
+	struct ptx_prog pp = {.name = "t", .kind = VM_PROG_RAW, .insns = p, .insn_cnt = 9};
+	struct ptx_buf b = {0};
+	char err[PTX_ERRLEN];
+	assert_int_equal(ptx_gen_raw_func(&pp, &rb, 1, "f", &b, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "record size must be a constant"));
+	ptx_buf_free(&b);
+	struct vm_map_def h = {.name = "h", .type = CUBPF_MAP_HASH, .key_size = 72,
+			       .value_size = 8, .max_entries = 4};
+	pp.insns = count_prog, pp.insn_cnt = COUNT_N;
+	assert_int_equal(ptx_gen_raw_func(&pp, &h, 1, "f", &b, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "1 to 64 bytes"));
+	ptx_buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_unaligned_split),
 		cmocka_unit_test(test_stack_unaligned),
 		cmocka_unit_test(test_mapval_aligned),
+		cmocka_unit_test(test_percpu_lookup),
+		cmocka_unit_test(test_perthread_lookup),
+		cmocka_unit_test(test_hash_ops),
+		cmocka_unit_test(test_hash_key_chunks),
+		cmocka_unit_test(test_ringbuf_output),
+		cmocka_unit_test(test_map_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

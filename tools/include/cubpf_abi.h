@@ -177,4 +177,84 @@ struct cubpf_rb_lane {
 #define CUBPF_ENABLE_SYMBOL "__cubpf_enable"
 #define CUBPF_ENABLE_WORDS 4096u
 
+/* ---- GPU map layouts: device memory shared by the PTX code generator and the shim ----------
+ * Every map used by GPU programs is one device allocation whose address the host stores in the
+ * module's __cubpf_map_<i> (see ptx-rewriter/ptx.h); the host zeroes it before the first launch.
+ * Values are at 8-aligned offsets (value strides are CUBPF_VALUE_STRIDE bytes), so programs'
+ * aligned accesses to them compile to single instructions. */
+#define CUBPF_VALUE_STRIDE(value_size) (((__u64)(value_size) + 7) & ~(__u64)7)
+
+/* CUBPF_MAP_PERCPU_ARRAY on the GPU: one copy of each value per SM slot, slot = %smid %
+ * CUBPF_PERCPU_SLOTS; key-major: the copy of key k for slot s is at byte
+ * CUBPF_PERCPU_OFFSET(k, s, value_size).  A lookup returns the copy of the SM running the
+ * thread; the reader (host) sums or merges the CUBPF_PERCPU_SLOTS copies of a key.  Threads of
+ * one SM still run concurrently: programs update with atomics (__sync_fetch_and_add), which
+ * never contend across SMs.  An update from a program writes only its SM's copy. */
+#define CUBPF_PERCPU_SLOTS 256u
+#define CUBPF_PERCPU_OFFSET(key, slot, value_size) \
+	(((__u64)(key) * CUBPF_PERCPU_SLOTS + (slot)) * CUBPF_VALUE_STRIDE(value_size))
+#define CUBPF_PERCPU_MAP_BYTES(max_entries, value_size) \
+	CUBPF_PERCPU_OFFSET(max_entries, 0, value_size)
+
+/* CUBPF_MAP_PERTHREAD_ARRAY (bpftime's PERGPUTD array): each GPU thread has its own copy of
+ * each value.  The map starts with a 64-byte header whose first u64 is `threads`, the number of
+ * thread copies the host sized it for (its choice, e.g. the largest launch it expects); values
+ * follow, key-major as in bpftime: the copy of key k for thread t is at byte
+ * CUBPF_PERTHREAD_OFFSET(k, t, threads, value_size), t the global linear thread id
+ *   t = ((ctaid.z * nctaid.y + ctaid.y) * nctaid.x + ctaid.x) * (ntid.x * ntid.y * ntid.z)
+ *       + (tid.z * ntid.y + tid.y) * ntid.x + tid.x.
+ * A thread whose t >= threads has no copy: its lookups return NULL and its updates -E2BIG.
+ * Only the thread itself touches its copies: no atomics needed. */
+struct cubpf_perthread_header {
+	__u64 threads;      /* thread copies per key (set by the host) */
+	__u64 reserved[7];  /* 64 bytes in all */
+};
+#define CUBPF_PERTHREAD_OFFSET(key, thread, threads, value_size)                 \
+	(sizeof(struct cubpf_perthread_header) +                                 \
+	 ((__u64)(key) * (threads) + (thread)) * CUBPF_VALUE_STRIDE(value_size))
+#define CUBPF_PERTHREAD_MAP_BYTES(max_entries, threads, value_size) \
+	CUBPF_PERTHREAD_OFFSET(max_entries, 0, threads, value_size)
+
+/* CUBPF_MAP_HASH on the GPU: lock-free open addressing with linear probing over
+ * CUBPF_HASH_CAPACITY(max_entries) slots (max_entries rounded up to a power of two).  Slot i is
+ * at byte i * CUBPF_HASH_SLOT_BYTES(key_size, value_size): a u32 state word, a u32 of padding,
+ * the key as CUBPF_HASH_KEY_WORDS(key_size) little-endian u64 words (the last zero-padded), then
+ * the value (8-aligned).  A key starts probing at cubpf_hash_key(words) & (capacity - 1).
+ *   insert: CAS state EMPTY -> BUSY, write key and value, fence, state = FULL;
+ *   lookup: stop at EMPTY (absent); FULL with equal key words: found; BUSY and TOMB: go on;
+ *   update of a present key: the value is overwritten in place (not atomically: a concurrent
+ *     reader may see a mix of old and new bytes, as with Linux's in-place array updates);
+ *   delete: CAS FULL -> TOMB.  Tombstones are never reused (no resize either): a table with
+ *     many deletions fills up and updates then fail with -E2BIG until the host clears it.
+ * An insert that meets a BUSY slot waits for it to become FULL (a few stores of another
+ * thread's insert; needs sm_70's independent thread scheduling), so that two threads inserting
+ * the same key never make two entries.  Lookups never wait (a key being inserted is absent). */
+#define CUBPF_HASH_EMPTY 0u
+#define CUBPF_HASH_BUSY 1u
+#define CUBPF_HASH_FULL 2u
+#define CUBPF_HASH_TOMB 3u
+#define CUBPF_HASH_KEY_WORDS(key_size) (((__u32)(key_size) + 7) / 8)
+#define CUBPF_HASH_SLOT_BYTES(key_size, value_size) \
+	(8 + 8 * (__u64)CUBPF_HASH_KEY_WORDS(key_size) + CUBPF_VALUE_STRIDE(value_size))
+#define CUBPF_HASH_MAX_KEY 64u /* key sizes above are refused by the code generator */
+
+static inline __u32 cubpf_hash_capacity(__u32 max_entries)
+{
+	__u32 c = 1;
+	while (c < max_entries && c < 0x80000000u)
+		c <<= 1;
+	return c;
+}
+
+/* The probe start of a key given as its words (FNV-1a-like over 64-bit words, then folded). */
+static inline __u64 cubpf_hash_key(const __u64 *words, __u32 nwords)
+{
+	__u64 h = 0xcbf29ce484222325ull;
+	for (__u32 i = 0; i < nwords; i++)
+		h = (h ^ words[i]) * 0x100000001b3ull;
+	return h ^ (h >> 32);
+}
+#define CUBPF_HASH_MAP_BYTES(max_entries, key_size, value_size) \
+	((__u64)cubpf_hash_capacity(max_entries) * CUBPF_HASH_SLOT_BYTES(key_size, value_size))
+
 #endif /* CUBPF_ABI_H */

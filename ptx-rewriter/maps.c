@@ -1,0 +1,371 @@
+/* Device code of the map kinds beyond plain arrays (issue 6): per-SM arrays, per-thread arrays,
+ * lock-free hash maps, and ring buffer output.  The memory layouts are the contract of
+ * tools/include/cubpf_abi.h ("GPU map layouts", "GPU ring buffers"); the shim allocates and
+ * reads the maps with the same macros.
+ *
+ * Registers: %__cb_m0..7 (.b64), %__cb_x0..3 (.b32), %__cb_q0..1 (.pred) belong to this file,
+ * so that the shared temporaries (%__cb_t*, %__cb_u*, used by cg_ld and the argument loads)
+ * may be clobbered while a map operation keeps its addresses; %__cb_h0..7 hold key words. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ptx-rewriter/cgint.h"
+
+#define OUT(...) buf_printf(g->out, "\t" __VA_ARGS__)
+
+#define E2BIG 7
+#define ENOENT 2
+#define EEXIST 17
+#define EINVAL 22
+#define EAGAIN 11
+#define RB_MAX_RECORD 4096 /* bytes of one bpf_ringbuf_output record (payload) */
+
+static int mfail(struct cg *g, uint32_t pc, uint32_t id, const char *what)
+{
+	ptx_seterr(g->err, g->errlen, "%s insn %u: helper %u: %s",
+		   g->p->prog.name ? g->p->prog.name : "program", pc, id, what);
+	return -1;
+}
+
+bool cg_map_kind_supported(uint32_t type)
+{
+	return type == CUBPF_MAP_ARRAY || type == CUBPF_MAP_GPU_ARRAY ||
+	       type == CUBPF_MAP_PERCPU_ARRAY || type == CUBPF_MAP_PERTHREAD_ARRAY ||
+	       type == CUBPF_MAP_HASH;
+}
+
+/* T (.b64) = 8-byte word i of the `size` bytes argument r points to, zero-padded past size:
+ * read in the chunks the analysis recorded (cg_value_chunk), which never straddle a word. */
+static int arg_word(struct cg *g, uint32_t pc, uint32_t depth, int r, uint32_t size, uint32_t i,
+		    const char *T)
+{
+	const struct av *a = &g->p->st[pc].r[r];
+	uint32_t chunk = cg_value_chunk(size, a->kind == AV_STACK ? a->v : 0);
+	uint32_t end = 8 * i + 8 < size ? 8 * i + 8 : size;
+	OUT("mov.b64 %s, 0;\n", T);
+	for (uint32_t o = 8 * i; o < end; o += chunk) {
+		if (cg_arg_load(g, pc, depth, r, o, chunk, "%__cb_t3"))
+			return -1;
+		if (o % 8)
+			OUT("shl.b64 %%__cb_t3, %%__cb_t3, %u;\n", (o % 8) * 8);
+		OUT("or.b64 %s, %s, %%__cb_t3;\n", T, T);
+	}
+	return 0;
+}
+
+/* %__cb_x0 = the u32 key [r2]; %__cb_q0 = key < max_entries; %__cb_m0 = the map's storage. */
+static int array_key(struct cg *g, uint32_t pc, uint32_t depth, uint32_t idx,
+		     const struct vm_map_def *d)
+{
+	if (d->key_size != 4)
+		return mfail(g, pc, 0, "array map keys are 4 bytes");
+	if (cg_arg_load(g, pc, depth, 2, 0, 4, "%__cb_m1"))
+		return -1;
+	OUT("cvt.u32.u64 %%__cb_x0, %%__cb_m1;\n");
+	OUT("setp.lt.u32 %%__cb_q0, %%__cb_x0, %u;\n", d->max_entries);
+	OUT("ld.const.u64 %%__cb_m0, [" PTX_MAP_SYMBOL_FMT "];\n", idx);
+	return 0;
+}
+
+/* %__cb_m0 = this SM's copy of key %__cb_x0 (CUBPF_PERCPU_OFFSET). */
+static void percpu_address(struct cg *g, const struct vm_map_def *d)
+{
+	uint64_t stride = CUBPF_VALUE_STRIDE(d->value_size);
+	OUT("mov.u32 %%__cb_x1, %%smid;\n");
+	OUT("and.b32 %%__cb_x1, %%__cb_x1, %u;\n", CUBPF_PERCPU_SLOTS - 1);
+	OUT("mul.wide.u32 %%__cb_m1, %%__cb_x0, %u;\n", CUBPF_PERCPU_SLOTS);
+	OUT("cvt.u64.u32 %%__cb_m2, %%__cb_x1;\n");
+	OUT("add.s64 %%__cb_m1, %%__cb_m1, %%__cb_m2;\n");
+	OUT("mad.lo.u64 %%__cb_m0, %%__cb_m1, %llu, %%__cb_m0;\n", (unsigned long long)stride);
+}
+
+/* %__cb_m0 = the calling thread's copy of key %__cb_x0 (CUBPF_PERTHREAD_OFFSET); %__cb_q0 is
+ * cleared when the thread has no copy (its linear id is past the header's `threads`). */
+static void perthread_address(struct cg *g, const struct vm_map_def *d)
+{
+	uint64_t stride = CUBPF_VALUE_STRIDE(d->value_size);
+	/* block linear id, then threads per block: 64-bit, grids exceed 2^32 threads */
+	OUT("mov.u32 %%__cb_x1, %%ctaid.z;\n");
+	OUT("mov.u32 %%__cb_x2, %%nctaid.y;\n");
+	OUT("mov.u32 %%__cb_x3, %%ctaid.y;\n");
+	OUT("mad.lo.u32 %%__cb_x1, %%__cb_x1, %%__cb_x2, %%__cb_x3;\n");
+	OUT("mov.u32 %%__cb_x2, %%nctaid.x;\n");
+	OUT("mov.u32 %%__cb_x3, %%ctaid.x;\n");
+	OUT("mul.wide.u32 %%__cb_m1, %%__cb_x1, %%__cb_x2;\n");
+	OUT("cvt.u64.u32 %%__cb_m2, %%__cb_x3;\n");
+	OUT("add.s64 %%__cb_m1, %%__cb_m1, %%__cb_m2;\n");
+	OUT("mov.u32 %%__cb_x1, %%ntid.x;\n");
+	OUT("mov.u32 %%__cb_x2, %%ntid.y;\n");
+	OUT("mul.lo.u32 %%__cb_x2, %%__cb_x1, %%__cb_x2;\n");
+	OUT("mov.u32 %%__cb_x3, %%ntid.z;\n");
+	OUT("mul.lo.u32 %%__cb_x2, %%__cb_x2, %%__cb_x3;\n");
+	OUT("cvt.u64.u32 %%__cb_m2, %%__cb_x2;\n");
+	OUT("mul.lo.u64 %%__cb_m1, %%__cb_m1, %%__cb_m2;\n");
+	/* + (tid.z * ntid.y + tid.y) * ntid.x + tid.x (< 1024: 32 bits suffice) */
+	OUT("mov.u32 %%__cb_x2, %%tid.z;\n");
+	OUT("mov.u32 %%__cb_x3, %%ntid.y;\n");
+	OUT("mov.u32 %%__cb_x1, %%tid.y;\n");
+	OUT("mad.lo.u32 %%__cb_x2, %%__cb_x2, %%__cb_x3, %%__cb_x1;\n");
+	OUT("mov.u32 %%__cb_x3, %%ntid.x;\n");
+	OUT("mov.u32 %%__cb_x1, %%tid.x;\n");
+	OUT("mad.lo.u32 %%__cb_x2, %%__cb_x2, %%__cb_x3, %%__cb_x1;\n");
+	OUT("cvt.u64.u32 %%__cb_m2, %%__cb_x2;\n");
+	OUT("add.s64 %%__cb_m1, %%__cb_m1, %%__cb_m2;\n");
+	OUT("ld.global.u64 %%__cb_m2, [%%__cb_m0];\n"); /* header: threads */
+	OUT("setp.lt.u64 %%__cb_q1, %%__cb_m1, %%__cb_m2;\n");
+	OUT("and.pred %%__cb_q0, %%__cb_q0, %%__cb_q1;\n");
+	OUT("cvt.u64.u32 %%__cb_m3, %%__cb_x0;\n");
+	OUT("mad.lo.u64 %%__cb_m1, %%__cb_m3, %%__cb_m2, %%__cb_m1;\n");
+	OUT("mad.lo.u64 %%__cb_m0, %%__cb_m1, %llu, %%__cb_m0;\n", (unsigned long long)stride);
+	OUT("add.s64 %%__cb_m0, %%__cb_m0, %u;\n", (unsigned)sizeof(struct cubpf_perthread_header));
+}
+
+/* Array-like kinds: lookup, update, delete. */
+static int slotted(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char *ip,
+		   uint32_t idx, const struct vm_map_def *d)
+{
+	if (id == CUBPF_FN_map_delete_elem) {
+		OUT("mov.b64 %%__cb_r0, -%d;\n", EINVAL); /* array elements cannot be deleted */
+		return 0;
+	}
+	if (array_key(g, pc, depth, idx, d))
+		return -1;
+	if (d->type == CUBPF_MAP_PERCPU_ARRAY)
+		percpu_address(g, d);
+	else
+		perthread_address(g, d);
+	if (id == CUBPF_FN_map_lookup_elem) {
+		OUT("selp.b64 %%__cb_r0, %%__cb_m0, 0, %%__cb_q0;\n");
+		return 0;
+	}
+	if (!vm_map_prog_writable(d))
+		return mfail(g, pc, id, "the map is read-only for programs");
+	uint32_t inst = g->next_inst++;
+	OUT("mov.b64 %%__cb_r0, -%d;\n", E2BIG);
+	OUT("@!%%__cb_q0 bra %sm%u;\n", ip, inst);
+	OUT("mov.b64 %%__cb_r0, -%d;\n", EEXIST); /* BPF_NOEXIST: array elements always exist */
+	OUT("setp.eq.u64 %%__cb_q1, %%__cb_r4, %d;\n", BPF_NOEXIST);
+	OUT("@%%__cb_q1 bra %sm%u;\n", ip, inst);
+	if (cg_copy_value(g, pc, depth, d, "%__cb_m0"))
+		return -1;
+	OUT("mov.b64 %%__cb_r0, 0;\n");
+	buf_printf(g->out, "%sm%u:\n", ip, inst);
+	return 0;
+}
+
+/* ---- hash ---- */
+
+/* %__cb_h<i> = the key words of [r2]; %__cb_x1 = the first slot to probe; %__cb_m1 = map. */
+static int hash_start(struct cg *g, uint32_t pc, uint32_t depth, uint32_t idx,
+		      const struct vm_map_def *d)
+{
+	uint32_t nw = CUBPF_HASH_KEY_WORDS(d->key_size), cap = cubpf_hash_capacity(d->max_entries);
+	if (d->key_size == 0 || d->key_size > CUBPF_HASH_MAX_KEY)
+		return mfail(g, pc, 0, "hash map keys must be 1 to 64 bytes on the GPU");
+	OUT("mov.b64 %%__cb_m2, %llu;\n", 0xcbf29ce484222325ull);
+	for (uint32_t i = 0; i < nw; i++) {
+		char H[16];
+		snprintf(H, sizeof(H), "%%__cb_h%u", i);
+		if (arg_word(g, pc, depth, 2, d->key_size, i, H))
+			return -1;
+		OUT("xor.b64 %%__cb_m2, %%__cb_m2, %s;\n", H);
+		OUT("mul.lo.u64 %%__cb_m2, %%__cb_m2, %llu;\n", 0x100000001b3ull);
+	}
+	OUT("shr.u64 %%__cb_m3, %%__cb_m2, 32;\n");
+	OUT("xor.b64 %%__cb_m2, %%__cb_m2, %%__cb_m3;\n");
+	OUT("cvt.u32.u64 %%__cb_x1, %%__cb_m2;\n");
+	OUT("and.b32 %%__cb_x1, %%__cb_x1, %u;\n", cap - 1);
+	OUT("mov.u32 %%__cb_x2, 0;\n");
+	OUT("ld.const.u64 %%__cb_m1, [" PTX_MAP_SYMBOL_FMT "];\n", idx);
+	return 0;
+}
+
+/* The probe loop's head at label L: %__cb_m0 = slot %__cb_x1, %__cb_x3 = its state. */
+static void hash_slot(struct cg *g, const struct vm_map_def *d, const char *L)
+{
+	buf_printf(g->out, "%s:\n", L);
+	OUT("mad.wide.u32 %%__cb_m0, %%__cb_x1, %llu, %%__cb_m1;\n",
+	    (unsigned long long)CUBPF_HASH_SLOT_BYTES(d->key_size, d->value_size));
+	OUT("ld.volatile.global.u32 %%__cb_x3, [%%__cb_m0];\n");
+}
+
+/* Branches to `ne` unless the key words of slot %__cb_m0 equal %__cb_h<i>; the fence orders
+ * the reads after the state word that said FULL (the inserter fenced before publishing). */
+static void hash_cmp(struct cg *g, const struct vm_map_def *d, const char *ne)
+{
+	OUT("membar.gl;\n");
+	for (uint32_t i = 0; i < CUBPF_HASH_KEY_WORDS(d->key_size); i++) {
+		OUT("ld.volatile.global.u64 %%__cb_m2, [%%__cb_m0+%u];\n", 8 + 8 * i);
+		OUT("setp.ne.u64 %%__cb_q1, %%__cb_m2, %%__cb_h%u;\n", i);
+		OUT("@%%__cb_q1 bra %s;\n", ne);
+	}
+}
+
+/* The loop's tail at label N: next slot, or fall through when all were probed. */
+static void hash_next(struct cg *g, const struct vm_map_def *d, const char *N, const char *L)
+{
+	uint32_t cap = cubpf_hash_capacity(d->max_entries);
+	buf_printf(g->out, "%s:\n", N);
+	OUT("add.u32 %%__cb_x1, %%__cb_x1, 1;\n");
+	OUT("and.b32 %%__cb_x1, %%__cb_x1, %u;\n", cap - 1);
+	OUT("add.u32 %%__cb_x2, %%__cb_x2, 1;\n");
+	OUT("setp.lt.u32 %%__cb_q1, %%__cb_x2, %u;\n", cap);
+	OUT("@%%__cb_q1 bra %s;\n", L);
+}
+
+static int hash_op(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char *ip,
+		   uint32_t idx, const struct vm_map_def *d)
+{
+	uint32_t inst = g->next_inst++;
+	uint64_t voff = 8 + 8ull * CUBPF_HASH_KEY_WORDS(d->key_size);
+	char L[96], N[96], D[96], C[96];
+	snprintf(L, sizeof(L), "%sm%u_l", ip, inst);
+	snprintf(N, sizeof(N), "%sm%u_n", ip, inst);
+	snprintf(D, sizeof(D), "%sm%u_d", ip, inst);
+	snprintf(C, sizeof(C), "%sm%u_c", ip, inst);
+	bool upd = id == CUBPF_FN_map_update_elem;
+	if (upd && !vm_map_prog_writable(d))
+		return mfail(g, pc, id, "the map is read-only for programs");
+	if (hash_start(g, pc, depth, idx, d))
+		return -1;
+	hash_slot(g, d, L);
+	OUT("setp.eq.u32 %%__cb_q0, %%__cb_x3, %u;\n", CUBPF_HASH_EMPTY);
+	OUT("@%%__cb_q0 bra %s;\n", C); /* absent (update: claim this slot) */
+	if (upd) { /* an insert in progress may be this key: wait for it */
+		OUT("setp.eq.u32 %%__cb_q0, %%__cb_x3, %u;\n", CUBPF_HASH_BUSY);
+		OUT("@%%__cb_q0 bra %s;\n", L);
+	}
+	OUT("setp.ne.u32 %%__cb_q0, %%__cb_x3, %u;\n", CUBPF_HASH_FULL);
+	OUT("@%%__cb_q0 bra %s;\n", N);
+	hash_cmp(g, d, N);
+	/* found at %__cb_m0 */
+	if (id == CUBPF_FN_map_lookup_elem) {
+		OUT("add.s64 %%__cb_r0, %%__cb_m0, %llu;\n", (unsigned long long)voff);
+	} else if (id == CUBPF_FN_map_delete_elem) {
+		OUT("atom.global.cas.b32 %%__cb_x3, [%%__cb_m0], %u, %u;\n", CUBPF_HASH_FULL,
+		    CUBPF_HASH_TOMB);
+		OUT("setp.eq.u32 %%__cb_q0, %%__cb_x3, %u;\n", CUBPF_HASH_FULL);
+		OUT("selp.b64 %%__cb_r0, 0, -%d, %%__cb_q0;\n", ENOENT);
+	} else {
+		OUT("mov.b64 %%__cb_r0, -%d;\n", EEXIST);
+		OUT("setp.eq.u64 %%__cb_q0, %%__cb_r4, %d;\n", BPF_NOEXIST);
+		OUT("@%%__cb_q0 bra %s;\n", D);
+		OUT("add.s64 %%__cb_m0, %%__cb_m0, %llu;\n", (unsigned long long)voff);
+		if (cg_copy_value(g, pc, depth, d, "%__cb_m0"))
+			return -1;
+		OUT("mov.b64 %%__cb_r0, 0;\n");
+	}
+	OUT("bra %s;\n", D);
+	hash_next(g, d, N, L);
+	/* every slot probed: absent, or no room */
+	OUT("mov.b64 %%__cb_r0, %d;\n", upd ? -E2BIG : id == CUBPF_FN_map_delete_elem ? -ENOENT : 0);
+	OUT("bra %s;\n", D);
+	buf_printf(g->out, "%s:\n", C);
+	if (!upd) {
+		OUT("mov.b64 %%__cb_r0, %d;\n", id == CUBPF_FN_map_delete_elem ? -ENOENT : 0);
+		buf_printf(g->out, "%s:\n", D);
+		return 0;
+	}
+	OUT("mov.b64 %%__cb_r0, -%d;\n", ENOENT); /* BPF_EXIST on an absent key */
+	OUT("setp.eq.u64 %%__cb_q0, %%__cb_r4, %d;\n", BPF_EXIST);
+	OUT("@%%__cb_q0 bra %s;\n", D);
+	OUT("atom.global.cas.b32 %%__cb_x3, [%%__cb_m0], %u, %u;\n", CUBPF_HASH_EMPTY,
+	    CUBPF_HASH_BUSY);
+	OUT("setp.ne.u32 %%__cb_q0, %%__cb_x3, %u;\n", CUBPF_HASH_EMPTY);
+	OUT("@%%__cb_q0 bra %s;\n", L); /* taken meanwhile: look at this slot again */
+	for (uint32_t i = 0; i < CUBPF_HASH_KEY_WORDS(d->key_size); i++)
+		OUT("st.global.u64 [%%__cb_m0+%u], %%__cb_h%u;\n", 8 + 8 * i, i);
+	OUT("add.s64 %%__cb_m0, %%__cb_m0, %llu;\n", (unsigned long long)voff);
+	if (cg_copy_value(g, pc, depth, d, "%__cb_m0"))
+		return -1;
+	OUT("membar.gl;\n"); /* key and value before the state that publishes them */
+	OUT("st.volatile.global.u32 [%%__cb_m0+-%llu], %u;\n", (unsigned long long)voff,
+	    CUBPF_HASH_FULL);
+	OUT("mov.b64 %%__cb_r0, 0;\n");
+	buf_printf(g->out, "%s:\n", D);
+	return 0;
+}
+
+int cg_map_op(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char *ip,
+	      uint32_t idx, const struct vm_map_def *d)
+{
+	if (d->type == CUBPF_MAP_HASH)
+		return hash_op(g, pc, id, depth, ip, idx, d);
+	return slotted(g, pc, id, depth, ip, idx, d);
+}
+
+/* ---- ring buffers ---- */
+
+/* bpf_ringbuf_output(map, data, size, flags): one record in the lane of this SM, following the
+ * producer protocol of cubpf_abi.h; a record that does not fit is counted in the lane's drops
+ * and the helper returns -EAGAIN, as Linux does when a ring buffer is full. */
+int cg_ringbuf_output(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
+{
+	const uint32_t id = CUBPF_FN_ringbuf_output;
+	const struct av *m = &g->p->st[pc].r[1], *sz = &g->p->st[pc].r[3];
+	if (m->kind != AV_MAP || m->map >= g->p->map_cnt || m->map >= 64)
+		return mfail(g, pc, id, "r1 is not a map known at compile time");
+	const struct vm_map_def *d = &g->p->maps[m->map];
+	if (d->type != CUBPF_MAP_RINGBUF && d->type != CUBPF_MAP_GPU_RINGBUF)
+		return mfail(g, pc, id, "the map is not a ring buffer");
+	if (sz->kind != AV_CONST || sz->v <= 0 || sz->v > RB_MAX_RECORD)
+		return mfail(g, pc, id, "the record size must be a constant of 1 to 4096 bytes");
+	if (g->p->st[pc].r[2].kind == AV_CTX || g->p->st[pc].r[2].kind == AV_CONFLICT)
+		return mfail(g, pc, id, "the context cannot be passed to helpers on the GPU");
+	g->res->maps_used |= 1ull << m->map;
+	uint32_t size = (uint32_t)sz->v, rec = CUBPF_RB_HDR_BYTES + ((size + 7) & ~7u);
+	uint32_t inst = g->next_inst++;
+	char L[96], X[96], D[96];
+	snprintf(L, sizeof(L), "%sm%u_l", ip, inst);
+	snprintf(X, sizeof(X), "%sm%u_x", ip, inst);
+	snprintf(D, sizeof(D), "%sm%u_d", ip, inst);
+	const unsigned H = (unsigned)sizeof(struct cubpf_rb_header);
+	const unsigned LH = (unsigned)sizeof(struct cubpf_rb_lane);
+	/* lane = %smid % lanes: %__cb_m0 = its header, %__cb_m1 = lane_bytes */
+	OUT("ld.const.u64 %%__cb_m2, [" PTX_MAP_SYMBOL_FMT "];\n", m->map);
+	/* the host fills the map header before launching: cacheable */
+	OUT("ld.global.nc.u32 %%__cb_x0, [%%__cb_m2];\n");
+	OUT("ld.global.nc.u64 %%__cb_m1, [%%__cb_m2+8];\n");
+	OUT("mov.u32 %%__cb_x1, %%smid;\n");
+	OUT("rem.u32 %%__cb_x1, %%__cb_x1, %%__cb_x0;\n");
+	OUT("add.s64 %%__cb_m3, %%__cb_m1, %u;\n", LH);
+	OUT("cvt.u64.u32 %%__cb_m0, %%__cb_x1;\n");
+	OUT("mad.lo.u64 %%__cb_m0, %%__cb_m0, %%__cb_m3, %%__cb_m2;\n");
+	OUT("add.s64 %%__cb_m0, %%__cb_m0, %u;\n", H);
+	/* reserve [head, head + rec) unless the host has not consumed enough: never wait */
+	buf_printf(g->out, "%s:\n", L);
+	OUT("ld.volatile.global.u64 %%__cb_m2, [%%__cb_m0];\n");
+	OUT("ld.volatile.global.u64 %%__cb_m3, [%%__cb_m0+8];\n");
+	OUT("sub.s64 %%__cb_m3, %%__cb_m2, %%__cb_m3;\n");
+	OUT("add.s64 %%__cb_m3, %%__cb_m3, %u;\n", rec);
+	OUT("setp.gt.u64 %%__cb_q0, %%__cb_m3, %%__cb_m1;\n");
+	OUT("@%%__cb_q0 bra %s;\n", X);
+	OUT("add.s64 %%__cb_m3, %%__cb_m2, %u;\n", rec);
+	OUT("atom.sys.global.cas.b64 %%__cb_m3, [%%__cb_m0], %%__cb_m2, %%__cb_m3;\n");
+	OUT("setp.ne.u64 %%__cb_q0, %%__cb_m3, %%__cb_m2;\n");
+	OUT("@%%__cb_q0 bra %s;\n", L);
+	/* bytes [head, head + rec) are ours; %__cb_m1 = lane_bytes - 1, %__cb_m0 = lane data */
+	OUT("sub.s64 %%__cb_m1, %%__cb_m1, 1;\n");
+	OUT("add.s64 %%__cb_m0, %%__cb_m0, %u;\n", LH);
+	OUT("and.b64 %%__cb_m3, %%__cb_m2, %%__cb_m1;\n");
+	OUT("add.s64 %%__cb_m4, %%__cb_m0, %%__cb_m3;\n"); /* the record header */
+	OUT("st.volatile.global.v2.u32 [%%__cb_m4], {%u, 0};\n", size | CUBPF_RB_BUSY);
+	for (uint32_t i = 0; i < (size + 7) / 8; i++) {
+		if (arg_word(g, pc, depth, 2, size, i, "%__cb_m5"))
+			return -1;
+		/* each 8-byte word wraps on its own: positions and lane sizes are multiples of 8 */
+		OUT("add.s64 %%__cb_m3, %%__cb_m2, %u;\n", CUBPF_RB_HDR_BYTES + 8 * i);
+		OUT("and.b64 %%__cb_m3, %%__cb_m3, %%__cb_m1;\n");
+		OUT("add.s64 %%__cb_m3, %%__cb_m0, %%__cb_m3;\n");
+		OUT("st.global.u64 [%%__cb_m3], %%__cb_m5;\n");
+	}
+	OUT("membar.sys;\n"); /* the payload before the header that says it is complete */
+	OUT("st.volatile.global.u32 [%%__cb_m4], %u;\n", size);
+	OUT("mov.b64 %%__cb_r0, 0;\n");
+	OUT("bra %s;\n", D);
+	buf_printf(g->out, "%s:\n", X);
+	OUT("red.sys.global.add.u64 [%%__cb_m0+16], 1;\n");
+	OUT("mov.b64 %%__cb_r0, -%d;\n", EAGAIN);
+	buf_printf(g->out, "%s:\n", D);
+	return 0;
+}
