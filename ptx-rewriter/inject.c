@@ -358,6 +358,7 @@ struct inj {
 	struct edits ed;
 	struct cg_result need;        /* union of the needs of all sites in this module */
 	uint32_t site;
+	bool enable_used;             /* some site reads __cubpf_enable */
 	char *err;
 	size_t errlen;
 	struct ptx_inject_report *rep;
@@ -372,6 +373,25 @@ static void need_merge(struct cg_result *a, const struct cg_result *b)
 	a->maps_used |= b->maps_used;
 }
 
+/* The enable word of the site's kernel (word 0 for device functions shared by several
+ * kernels; ids past CUBPF_ENABLE_WORDS wrap), loaded once per site into %__cb_en, then a skip
+ * of program p when its bit is clear (cubpf_abi.h, "enable words"). */
+static void enable_check(struct inj *j, const struct site *s, uint32_t p, bool first,
+			 const char *lbl, struct ptx_buf *out)
+{
+	uint32_t word = s->kernel_id == CUBPF_KERNEL_ID_SHARED ? 0
+							       : s->kernel_id % CUBPF_ENABLE_WORDS;
+	uint32_t bit = p < 31 ? 1u << p : 1u << 31;
+	if (first) {
+		buf_printf(out, "\tld.const.u64 %%__cb_t0, [" CUBPF_ENABLE_SYMBOL "];\n");
+		buf_printf(out, "\tld.global.u32 %%__cb_en, [%%__cb_t0+%u];\n", 4 * word);
+	}
+	buf_printf(out, "\tand.b32 %%__cb_w0, %%__cb_en, %u;\n", bit);
+	buf_printf(out, "\tsetp.eq.u32 %%__cb_p0, %%__cb_w0, 0;\n");
+	buf_printf(out, "\t@%%__cb_p0 bra %send;\n", lbl);
+	j->enable_used = true;
+}
+
 /* Emits every program of `kind` that applies to this kernel; returns how many did. */
 static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, struct site *s,
 		     struct ptx_buf *out, struct cg_result *fneed)
@@ -384,6 +404,8 @@ static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, str
 		snprintf(lbl, sizeof(lbl), "$__cb%u_", j->site++);
 		buf_printf(out, "\t// cubpf: %s %s\n", kind_name(kind),
 			   j->o->progs[p].name ? j->o->progs[p].name : "");
+		if (j->o->enable_words)
+			enable_check(j, s, p, cnt == 0, lbl, out);
 		bool mem = kind == VM_PROG_MEMPROBE;
 		struct cg_ctxsrc src = {.load = mem ? mem_ctx_load : kernel_ctx_load,
 					.constant = mem ? mem_ctx_const : kernel_ctx_const, .user = s};
@@ -667,6 +689,8 @@ static int module_decls(struct inj *j)
 	for (uint32_t i = 0; i < 64 && i < j->o->map_cnt; i++)
 		if (j->need.maps_used & (1ull << i))
 			buf_printf(&b, ".visible .const .align 8 .u64 " PTX_MAP_SYMBOL_FMT ";\n", i);
+	if (j->enable_used)
+		buf_puts(&b, ".visible .const .align 8 .u64 " CUBPF_ENABLE_SYMBOL ";\n");
 	if (j->need.vprintf && !has_vprintf_decl(j->m))
 		ptx_gen_module_decls(0, true, &b);
 	buf_puts(&b, "\n");

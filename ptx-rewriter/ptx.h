@@ -224,6 +224,10 @@ struct ptx_inject_opts {
 	/* ctx->kernel_id of a kernel; NULL: ptx_kernel_id (a hash of the mangled name). */
 	uint32_t (*kernel_id)(void *user, const char *mangled);
 	void *user;
+	/* Honour the enable words (cubpf_abi.h): declare __cubpf_enable and, at each probe site,
+	 * load the kernel's word once and skip program p (its index in progs) when its bit is 0.
+	 * The host must then store the words' address in __cubpf_enable before any launch. */
+	bool enable_words;
 };
 
 struct ptx_inject_report {

@@ -13,7 +13,7 @@
 static void ptx_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: cubpf ptx -p PROG.bpf.o [-k KERNEL_GLOB] [-o OUT.ptx] IN.ptx\n"
+		"usage: cubpf ptx -p PROG.bpf.o [-k KERNEL_GLOB] [-e] [-o OUT.ptx] IN.ptx\n"
 		"\n"
 		"Injects the kprobe/, kretprobe/ and memprobe/ programs of PROG.bpf.o into the kernels\n"
 		"of IN.ptx and writes the result to OUT.ptx (standard output when -o is absent or '-').\n"
@@ -23,6 +23,8 @@ static void ptx_usage(FILE *out)
 		"\n"
 		"  -p, --prog PROG.bpf.o   probe object (clang -O2 -g -target bpf)\n"
 		"  -k, --kernel GLOB       only kernels matching GLOB (fnmatch; e.g. 'vec_add*')\n"
+		"  -e, --enable-words      probes read their enable word (__cubpf_enable, see\n"
+		"                          cubpf_abi.h) and skip when their bit is 0\n"
 		"  -o, --output OUT.ptx    output file\n"
 		"  -h, --help              this text\n"
 		"\n"
@@ -96,7 +98,7 @@ static int write_out(const char *path, const char *text, size_t len)
 }
 
 static int instrument(const char *prog_path, const char *in_path, const char *out_path,
-		      const char *glob)
+		      const char *glob, bool enable_words)
 {
 	char err[PTX_ERRLEN];
 	struct vm_object *obj;
@@ -116,7 +118,8 @@ static int instrument(const char *prog_path, const char *in_path, const char *ou
 			fprintf(stderr, "cubpf ptx: warning: %s has no kprobe/kretprobe/memprobe program\n",
 				prog_path);
 		struct ptx_inject_opts o = {.progs = progs, .prog_cnt = cnt, .maps = obj->maps,
-					    .map_cnt = obj->map_cnt, .kernel_glob = glob};
+					    .map_cnt = obj->map_cnt, .kernel_glob = glob,
+					    .enable_words = enable_words};
 		struct ptx_inject_report rep;
 		char *out;
 		size_t out_len;
@@ -143,16 +146,19 @@ int cmd_ptx(int argc, char **argv)
 	static const struct option opts[] = {
 		{"prog", required_argument, NULL, 'p'}, {"kernel", required_argument, NULL, 'k'},
 		{"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
+		{"enable-words", no_argument, NULL, 'e'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *prog = NULL, *out = NULL, *glob = NULL;
+	bool enable = false;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:k:o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:k:o:he", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': prog = optarg; break;
 		case 'k': glob = optarg; break;
 		case 'o': out = optarg; break;
+		case 'e': enable = true; break;
 		case 'h': ptx_usage(stdout); return 0;
 		default: ptx_usage(stderr); return 2;
 		}
@@ -163,5 +169,5 @@ int cmd_ptx(int argc, char **argv)
 		ptx_usage(stderr);
 		return 2;
 	}
-	return instrument(prog, argv[optind], out, glob);
+	return instrument(prog, argv[optind], out, glob, enable);
 }

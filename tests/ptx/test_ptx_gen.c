@@ -331,6 +331,79 @@ static void test_map_refusals(void **state)
 	ptx_buf_free(&b);
 }
 
+/* ---- enable words ---- */
+
+static const char kernel_ptx[] =
+	".version 8.0\n.target sm_80\n.address_size 64\n\n"
+	".visible .entry k(.param .u64 out)\n{\n\t.reg .b64 %rd<3>;\n\t.reg .b32 %r<2>;\n"
+	"\tld.param.u64 %rd1, [out];\n\tcvta.to.global.u64 %rd2, %rd1;\n"
+	"\tmov.u32 %r1, %tid.x;\n\tst.global.u32 [%rd2], %r1;\n\tret;\n}\n";
+
+static uint32_t fixed_id(void *user, const char *mangled)
+{
+	(void)user, (void)mangled;
+	return 5;
+}
+
+static void assemble(const char *text, size_t len)
+{
+	const char *ptxas = getenv("PTXAS");
+	if (!ptxas || !*ptxas)
+		return;
+	char in[] = "/tmp/cubpf-ptxgen-XXXXXX", cmd[1024], log[4096];
+	int fd = mkstemp(in);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "%s -arch=sm_90 %s -o /dev/null 2>&1", ptxas, in);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	size_t k = fread(log, 1, sizeof(log) - 1, p);
+	log[k] = 0;
+	int st = pclose(p);
+	unlink(in);
+	if (st)
+		fail_msg("does not assemble:\n%s\n%s", log, text);
+}
+
+/* Two entry probes and one exit probe: one load of the kernel's word per site, one bit test per
+ * program (bit = the program's index), the symbol declared once. */
+static void test_enable_words(void **state)
+{
+	(void)state;
+	const struct bpf_insn ret0[] = {MOV64K(0, 0), EXIT};
+	struct ptx_prog progs[3] = {
+		{.name = "a", .kind = VM_PROG_KPROBE, .attach = "*", .insns = ret0, .insn_cnt = 2},
+		{.name = "b", .kind = VM_PROG_KPROBE, .attach = "*", .insns = ret0, .insn_cnt = 2},
+		{.name = "c", .kind = VM_PROG_KRETPROBE, .attach = "*", .insns = ret0, .insn_cnt = 2},
+	};
+	struct ptx_inject_opts o = {.progs = progs, .prog_cnt = 3, .kernel_id = fixed_id,
+				    .enable_words = true};
+	char *out, err[PTX_ERRLEN];
+	size_t n;
+	struct ptx_inject_report rep;
+	if (ptx_instrument(kernel_ptx, sizeof(kernel_ptx) - 1, &o, &out, &n, &rep, err, sizeof(err)))
+		fail_msg("%s", err);
+	const char *decl = ".visible .const .align 8 .u64 __cubpf_enable;";
+	assert_non_null(strstr(out, decl));
+	assert_null(strstr(strstr(out, decl) + 1, decl));
+	int loads = 0;
+	for (const char *q = out; (q = strstr(q, "ld.global.u32 %__cb_en, [%__cb_t0+20];")); q++)
+		loads++;
+	assert_int_equal(loads, 2); /* entry site, exit site */
+	assert_true(has(out, "and.b32 %__cb_w0, %__cb_en, 1;"));
+	assert_true(has(out, "and.b32 %__cb_w0, %__cb_en, 2;"));
+	assert_true(has(out, "and.b32 %__cb_w0, %__cb_en, 4;"));
+	assemble(out, n);
+	free(out);
+	/* off by default: nothing reads the words */
+	o.enable_words = false;
+	if (ptx_instrument(kernel_ptx, sizeof(kernel_ptx) - 1, &o, &out, &n, &rep, err, sizeof(err)))
+		fail_msg("%s", err);
+	assert_null(strstr(out, "__cubpf_enable"));
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -343,6 +416,7 @@ int main(void)
 		cmocka_unit_test(test_hash_key_chunks),
 		cmocka_unit_test(test_ringbuf_output),
 		cmocka_unit_test(test_map_refusals),
+		cmocka_unit_test(test_enable_words),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
