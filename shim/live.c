@@ -313,9 +313,12 @@ static void report_kernel_ids(void)
 	pthread_mutex_unlock(&kid_lock);
 }
 
-/* Registered with atexit at start, i.e. after the CUDA runtime's own exit handlers (which are
- * registered when it is loaded, before its first driver call) and so run before them: the
- * contexts are still alive and the last kernels' counts can be read. */
+/* Exit handlers run in the reverse order of their registration, and the real driver registers
+ * its own (which shuts it down) inside the first cuInit, after cubpf's start.  So live_exit is
+ * registered twice: at start (covers processes that never make a context) and again by
+ * live_exit_arm() once the first context exists, which puts it ahead of the driver's and the
+ * CUDA runtime's handlers: the contexts are still alive and the last kernels' counts can be
+ * read.  The first call does the work; the later one finds it done. */
 static void live_exit(void)
 {
 	static atomic_int done;
@@ -340,6 +343,17 @@ static void live_exit(void)
 		if (store_trace_close(w, err, sizeof(err)) != 0)
 			shim_log(SHIM_LOG_WARN, "live: trace: %s", err);
 	}
+}
+
+static void arm_exit(void)
+{
+	atexit(live_exit);
+}
+
+void live_exit_arm(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, arm_exit);
 }
 
 /* ---- fork ------------------------------------------------------------------------------------ */

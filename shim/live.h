@@ -173,6 +173,9 @@ void live_module_loaded(const struct shim_module_event *ev, void *user);
 void live_module_unloaded(shim_module_t module, shim_library_t library, int result, void *user);
 void live_launching(struct shim_launch_event *ev, void *user);
 
+/* Registers the exit report again once the driver is initialised (live.c). */
+void live_exit_arm(void);
+
 /* ---- host probes and host events (live_host.c) ---------------------------------------------- */
 /* Adds host program `prog` of object number `obj` (verified).  0, or -1 after a warning. */
 int live_host_add(const struct vm_object *o, uint32_t obj, uint32_t prog);

@@ -236,6 +236,7 @@ struct live_ctx *live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 	shim_log(SHIM_LOG_INFO, "live: maps on device %d (context %p): %" PRIu64 " device bytes, "
 		 "%" PRIu64 " pinned bytes, %u maps", (int)c->dev, (void *)ctx, c->device_bytes,
 		 c->pinned_bytes, live.nmaps);
+	live_exit_arm(); /* the driver is initialised by now: see live_exit */
 	live_clock_calibrate(c); /* the context is current: this is the application's thread */
 	live_maps_start_thread();
 	if (c->pinned_bytes)
@@ -294,8 +295,13 @@ int live_fill(struct live_ctx *c, CUmodule mod, CUlibrary lib, char *err, size_t
 static void snapshot(struct live_ctx *c, bool sync)
 {
 	CUcontext popped;
-	if (live_cu.cuCtxPushCurrent_v2(c->ctx) != CUDA_SUCCESS)
-		return; /* the context is gone: the last snapshot stands */
+	CUresult pr = live_cu.cuCtxPushCurrent_v2(c->ctx);
+	if (pr != CUDA_SUCCESS) { /* the context is gone: the last snapshot stands */
+		shim_log(c->snap_ns ? SHIM_LOG_DEBUG : SHIM_LOG_WARN, "live: reading the maps of "
+			 "context %p: %s%s", (void *)c->ctx, live_cu_error(pr),
+			 c->snap_ns ? "; the copy read earlier stands" : "; no copy of them was read");
+		return;
+	}
 	CUresult r = sync ? live_cu.cuCtxSynchronize() : CUDA_SUCCESS;
 	uint8_t **tmp = calloc(live.nmaps + 1, sizeof(*tmp));
 	for (uint32_t i = 0; tmp && r == CUDA_SUCCESS && i < live.nmaps; i++) {
