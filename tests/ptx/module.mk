@@ -53,6 +53,9 @@ $(PTX_GPU)/ptx_conf_run: tests/ptx/gpu/conf_run.c tests/ptx/gpu/common.h
 $(PTX_GPU)/ptx_fixtures: tests/ptx/gpu/fixtures.c tests/ptx/gpu/common.h $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB)
 	@mkdir -p $(@D)
 	$(PTX_GPU_CC) -o $@ $< $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB) $(DEP_LIBS) $(PTX_GPU_LINK)
+$(PTX_GPU)/ptx_maps: tests/ptx/gpu/maps.c tests/ptx/gpu/common.h tools/include/cubpf_abi.h $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB)
+	@mkdir -p $(@D)
+	$(PTX_GPU_CC) -o $@ $< $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB) $(DEP_LIBS) $(PTX_GPU_LINK)
 $(PTX_GPU)/ptx_bench: tests/ptx/gpu/bench.c tests/ptx/gpu/common.h
 	@mkdir -p $(@D)
 	$(PTX_GPU_CC) -o $@ $< $(PTX_GPU_LINK)
@@ -78,6 +81,7 @@ $(PTX_GPU)/ptx_bench.%.ptx: $(PTX_GPU)/ptx_bench.ptx $(PTX_PROBEDIR)/%.bpf.o $(P
 	$(PTX_CUBPF) ptx -p $(PTX_PROBEDIR)/$*.bpf.o $< -o $@
 
 PTX_GPU_ALL := $(PTX_GPU)/ptx_conf_run $(PTX_GPU)/ptx_conformance.ptx $(PTX_GPU)/ptx_fixtures \
+	$(PTX_GPU)/ptx_maps \
 	$(patsubst %,$(PTX_GPU)/ptx_fix_%.ptx,$(PTX_GPU_FIX)) \
 	$(patsubst %,$(PTX_GPU)/ptx_fix_%.count.ptx,$(PTX_GPU_FIX)) \
 	$(PTX_GPU)/ptx_fix_vecadd.params.ptx $(PTX_PROBES)

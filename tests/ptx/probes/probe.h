@@ -13,6 +13,9 @@ static long (*bpf_map_update_elem)(void *map, const void *key, const void *value
 				   __u64 flags) = (void *)CUBPF_FN_map_update_elem;
 static __u64 (*bpf_get_globaltimer)(void) = (void *)CUBPF_FN_get_globaltimer;
 static long (*bpf_get_thread_idx)(__u64 *x, __u64 *y, __u64 *z) = (void *)CUBPF_FN_get_thread_idx;
+static long (*bpf_map_delete_elem)(void *map, const void *key) = (void *)CUBPF_FN_map_delete_elem;
+static long (*bpf_ringbuf_output)(void *rb, void *data, __u64 size, __u64 flags) =
+	(void *)CUBPF_FN_ringbuf_output;
 static long (*bpf_trace_printk)(const char *fmt, __u32 size, ...) = (void *)CUBPF_FN_trace_printk;
 
 char LICENSE[] SEC("license") = "GPL";
