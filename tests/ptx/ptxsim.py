@@ -43,9 +43,11 @@ def split_ops(s):
     return ops
 
 class VM:
-    def __init__(self, body, mem, r1, r2):
+    # syms: module-scope symbols (map pointers) -> their address in mem; sregs: special
+    # registers of the simulated thread ('%tid.x', '%smid', ...).
+    def __init__(self, body, mem, r1, r2, syms=None, sregs=None):
         self.reg = {}; self.mem = mem; self.params = {'__cb_mem': r1, '__cb_len': r2}
-        self.local = {}
+        self.local = {}; self.syms = syms or {}; self.sregs = sregs or {}
         self.code = []; self.labels = {}
         for line in body.split('\n'):
             line = line.strip()
@@ -62,6 +64,7 @@ class VM:
         op = op.strip()
         if op.startswith('%'):
             if op == '%globaltimer': return 123456789
+            if op in self.sregs: return self.sregs[op]
             return self.reg.get(op, 0)
         if op in self.local: return self.local[op]
         if re.match(r'^-?(0x[0-9a-fA-F]+|\d+)U?$', op): return mask(int(op.rstrip('U'), 0), 64)
@@ -79,6 +82,7 @@ class VM:
         base, off = m.group(1), int(m.group(2) or 0)
         if base in self.params: return ('param', base)
         if base in self.local: return self.local[base] + off
+        if base in self.syms: return self.syms[base] + off
         if base == '__cb_ret': return ('param', base)
         return mask(self.val(base) + off, 64)
 
@@ -123,6 +127,10 @@ class VM:
                     else: v = self.mem.rd(a, n)
                     if ty[0] == 's': v = mask(sx(v, 8 * n), 64)
                     self.reg[ops[0]] = v
+                elif 'v2' in parts or 'v4' in parts:
+                    els = [x.strip() for x in ops[1].strip('{}').split(',')]
+                    self.aligned(a, n * len(els), ins)
+                    for i, e in enumerate(els): self.mem.wr(a + i * n, n, self.val(e))
                 else:
                     v = self.val(ops[1])
                     if isinstance(a, tuple): self.params[a[1]] = v
@@ -149,6 +157,9 @@ class VM:
                 continue
             if root == 'or' and parts[1] == 'pred':
                 self.reg[ops[0]] = self.reg.get(ops[1], 0) or self.reg.get(ops[2], 0); continue
+            if root == 'and' and parts[1] == 'pred':
+                self.reg[ops[0]] = self.reg.get(ops[1], 0) and self.reg.get(ops[2], 0); continue
+            if root == 'membar': continue
             if root == 'selp':
                 self.reg[ops[0]] = self.val(ops[1]) if self.reg.get(ops[3], 0) else self.val(ops[2]); continue
             if root == 'cvt':
@@ -166,8 +177,12 @@ class VM:
                 bs = (a | (b << 32)).to_bytes(8, 'little'); r = 0
                 for i in range(4): r |= bs[(sel >> (4 * i)) & 7] << (8 * i)
                 self.reg[ops[0]] = r; continue
-            if root == 'mad':
+            if root == 'mad' and 'wide' in parts:
                 self.reg[ops[0]] = mask(mask(self.val(ops[1]), 32) * mask(self.val(ops[2]), 32) + self.val(ops[3]), 64); continue
+            if root == 'mad':
+                self.reg[ops[0]] = mask(self.val(ops[1]) * self.val(ops[2]) + self.val(ops[3]), bits); continue
+            if root == 'mul' and 'wide' in parts:
+                self.reg[ops[0]] = mask(self.val(ops[1]), 32) * mask(self.val(ops[2]), 32); continue
             a, b = self.val(ops[1]), self.val(ops[2])
             sgn = ty[0] == 's'
             if root in ('div', 'rem'):
@@ -209,4 +224,5 @@ def main():
     print('%d passed, %d failed' % (ok, bad))
     return 1 if bad or not ok else 0
 
-sys.exit(main())
+if __name__ == '__main__':
+    sys.exit(main())

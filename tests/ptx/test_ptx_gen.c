@@ -404,6 +404,63 @@ static void test_enable_words(void **state)
 	free(out);
 }
 
+/* ---- the map programs on tests/ptx/ptxsim_maps.py (semantics, one thread at a time) ---- */
+
+static void add_func(struct ptx_buf *b, const char *name, const struct bpf_insn *insns,
+		     uint32_t n, const struct vm_map_def *m)
+{
+	struct ptx_prog p = {.name = name, .kind = VM_PROG_RAW, .insns = insns, .insn_cnt = n};
+	char err[PTX_ERRLEN];
+	if (ptx_gen_raw_func_opt(&p, m, 1, name, true, b, err, sizeof(err)))
+		fail_msg("%s: %s", name, err);
+}
+
+static void test_ptxsim_maps(void **state)
+{
+	(void)state;
+	struct vm_map_def pc = {.name = "pc", .type = CUBPF_MAP_PERCPU_ARRAY, .key_size = 4,
+				.value_size = 8, .max_entries = 3};
+	struct vm_map_def pt = {.name = "pt", .type = CUBPF_MAP_PERTHREAD_ARRAY, .key_size = 4,
+				.value_size = 8, .max_entries = 2};
+	struct vm_map_def h = {.name = "h", .type = CUBPF_MAP_HASH, .key_size = 8,
+			       .value_size = 8, .max_entries = 100};
+	struct vm_map_def hs = h;
+	hs.max_entries = 2;
+	struct vm_map_def rb = {.name = "rb", .type = CUBPF_MAP_RINGBUF, .max_entries = 4096};
+	const struct bpf_insn rbp[] = {
+		ST_DW(10, -16, 7), ST_W(10, -8, 9),
+		LDDW_MAP(1, 0), MOV64X(2, 10), ADD64K(2, -16), MOV64K(3, 12), MOV64K(4, 0),
+		CALL(CUBPF_FN_ringbuf_output),
+		EXIT,
+	};
+	struct ptx_buf b = {0};
+	ptx_buf_printf(&b, ".version 8.0\n.target sm_80\n.address_size 64\n");
+	ptx_gen_module_decls(1, false, &b);
+	add_func(&b, "percpu", count_prog, COUNT_N, &pc);
+	add_func(&b, "perthread", count_prog, COUNT_N, &pt);
+	add_func(&b, "hash", hash_prog, HASH_N, &h);
+	add_func(&b, "hash_small", hash_prog, HASH_N, &hs);
+	add_func(&b, "ringbuf", rbp, sizeof(rbp) / sizeof(rbp[0]), &rb);
+	assert_false(b.oom);
+	char tmp[] = "/tmp/cubpf-ptxsim-maps-XXXXXX", cmd[256], line[512], last[512] = "";
+	int fd = mkstemp(tmp);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, b.data, b.len), (ssize_t)b.len);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_maps.py %s 2>&1", tmp);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		print_message("%s", line);
+		snprintf(last, sizeof(last), "%s", line);
+	}
+	int st = pclose(p);
+	unlink(tmp);
+	ptx_buf_free(&b);
+	if (st != 0 || !strstr(last, " passed, 0 failed"))
+		fail_msg("ptxsim_maps (needs python3): %s", last[0] ? last : "no output");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -417,6 +474,7 @@ int main(void)
 		cmocka_unit_test(test_ringbuf_output),
 		cmocka_unit_test(test_map_refusals),
 		cmocka_unit_test(test_enable_words),
+		cmocka_unit_test(test_ptxsim_maps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Runs the map programs of tests/ptx/test_ptx_gen.c (module written by its test_ptxsim_maps)
+on ptxsim.py's model, one simulated thread after another, and checks the maps' memory against
+the layouts of tools/include/cubpf_abi.h, re-derived here independently of the C macros:
+per-SM copies, per-thread copies and capacity, hash probing/insert/delete/tombstones/full table,
+ring buffer records, wrap-around and drops.  Concurrency is not modelled (the GPU run is the
+reference for it).  usage: ptxsim_maps.py MODULE.ptx   prints "N passed, M failed"."""
+import os, re, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ptxsim import VM, Mem, mask
+
+M64 = (1 << 64) - 1
+MAPS = 0x1000           # __cubpf_map_<i> pointers live here
+BASE = 0x10000000       # map storage
+INPUT = 0x100000        # r1: the program's input memory
+
+def funcs(text):
+    return {m.group(1): m.group(2) for m in re.finditer(
+        r'\.func \(\.param \.b64 __cb_ret\) (\w+)\(.*?\)\n\{\n(.*?)\n\}\n', text, re.S)}
+
+class Run:
+    def __init__(self, body):
+        self.body = body; self.mem = Mem()
+        self.mem.wr(MAPS, 8, BASE)
+    def call(self, inp=b'', **sregs):
+        for i, b in enumerate(inp): self.mem.m[INPUT + i] = b
+        regs = {'%ntid.x': 1, '%ntid.y': 1, '%ntid.z': 1, '%nctaid.x': 1, '%nctaid.y': 1,
+                '%nctaid.z': 1}
+        regs.update({'%' + k.replace('_', '.'): v for k, v in sregs.items()})
+        vm = VM(self.body, self.mem, INPUT, len(inp), {'__cubpf_map_0': MAPS}, regs)
+        return vm.run()
+    def u(self, addr, n=8): return self.mem.rd(addr, n)
+    def put(self, addr, n, v): self.mem.wr(addr, n, v)
+
+results = []
+def check(cond, what):
+    results.append(cond)
+    print(('ok    ' if cond else 'FAIL  ') + what)
+
+def le(v, n): return (v & ((1 << 8 * n) - 1)).to_bytes(n, 'little')
+
+def percpu(body):
+    r = Run(body)
+    for smid, key in [(0, 0), (0, 0), (1, 0), (5, 2), (300, 0), (1, 3)]:
+        r.call(le(key, 4), smid=smid)
+    off = lambda k, s: BASE + (k * 256 + s) * 8
+    check(r.u(off(0, 0)) == 2 and r.u(off(0, 1)) == 1 and r.u(off(0, 300 % 256)) == 1 and
+          r.u(off(2, 5)) == 1, 'per-SM: each SM its own copy (slot = smid & 255), key-major')
+    check(sum(r.u(off(k, s)) for k in range(3) for s in range(256)) == 5,
+          'per-SM: nothing else written; key 3 (past max_entries) ignored')
+
+def perthread(body):
+    r = Run(body)
+    r.put(BASE, 8, 10)                                 # header: 10 thread copies
+    off = lambda k, t: BASE + 64 + (k * 10 + t) * 8
+    r.call(le(0, 4), ntid_x=4, ctaid_x=2, tid_x=1)     # t = 9
+    r.call(le(0, 4), ntid_x=4, ctaid_x=3, tid_x=0)     # t = 12: past the capacity
+    # 3D: ntid (2,2,1), nctaid (2,1,1), ctaid (1,0,0), tid (1,1,0): t = 1*4 + (0*2+1)*2 + 1 = 7
+    r.call(le(1, 4), ntid_x=2, ntid_y=2, nctaid_x=2, ctaid_x=1, tid_x=1, tid_y=1)
+    check(r.u(off(0, 9)) == 1 and r.u(off(1, 7)) == 1,
+          'per-thread: copy at 64 + (key * threads + global linear id) * stride')
+    check(sum(r.u(BASE + 64 + 8 * i) for i in range(20)) == 2,
+          'per-thread: a thread past the capacity has no copy')
+
+def fnv(words):
+    h = 0xcbf29ce484222325
+    for w in words: h = ((h ^ w) * 0x100000001b3) & M64
+    return h ^ (h >> 32)
+
+def slots(r, cap, sb):
+    return [(r.u(BASE + i * sb, 4), r.u(BASE + i * sb + 8), r.u(BASE + i * sb + 16))
+            for i in range(cap)]
+
+def hashmap(body, small):
+    cap, sb = (128, 24) if not small else (2, 24)
+    r = Run(body)
+    if small:
+        for k in (1, 2, 3): r.call(le(k, 8))
+        s = slots(r, cap, sb)
+        check(sorted((k, v) for st, k, v in s if st == 2) == [(1, 1), (2, 1)],
+              'hash: a full table refuses the third key, keeps the two it has')
+        return
+    for k in (5, 5, 7, 5, 1 << 40): rv = r.call(le(k, 8))
+    check(rv == mask(-2, 64), 'hash: deleting an absent key returns -ENOENT')
+    s = slots(r, cap, sb)
+    full = {k: (i, v) for i, (st, k, v) in enumerate(s) if st == 2}
+    check({k: v for k, (i, v) in full.items()} == {5: 3, 7: 1, 1 << 40: 1},
+          'hash: one entry per key, updated in place (5: 3, 7: 1, 2^40: 1)')
+    ok = all(i == fnv([k]) & (cap - 1) or s[fnv([k]) & (cap - 1)][0] != 0
+             for k, (i, v) in full.items())
+    check(ok, 'hash: entries start probing at the host hash (cubpf_hash_key) of their key')
+    r.call(le(12345, 8)); r.call(le(12345, 8))      # inserted then deleted, twice
+    s = slots(r, cap, sb)
+    tombs = [k for st, k, v in s if st == 3]
+    check(tombs == [12345, 12345] or sorted(tombs) == [12345, 12345],
+          'hash: delete leaves a tombstone, never reused (two tombstones for 12345)')
+
+def ringbuf(body):
+    r = Run(body)
+    lanes, lb = 2, 64
+    r.put(BASE, 4, lanes); r.put(BASE + 8, 8, lb)
+    lane = BASE + 64 + 1 * (64 + lb)                    # smid 3 -> lane 1
+    data = lane + 64
+    rv = [r.call(smid=3) for _ in range(3)]
+    check(rv == [0, 0, mask(-11, 64)] and r.u(lane) == 48 and r.u(lane + 16) == 1,
+          'ring buffer: two 24-byte records fit a 64-byte lane, the third is dropped and counted')
+    rec = lambda p: (r.u(data + (p % lb), 4), r.u(data + (p % lb) + 4, 4),
+                     r.u(data + ((p + 8) % lb)), r.u(data + ((p + 16) % lb), 4))
+    check(rec(0) == (12, 0, 7, 9) and rec(24) == (12, 0, 7, 9),
+          'ring buffer: records {len 12, 0} + payload, busy bit cleared at commit')
+    r.put(lane + 8, 8, 48)                              # the host consumed both
+    rv = r.call(smid=3)
+    check(rv == 0 and r.u(lane) == 72 and rec(48) == (12, 0, 7, 9),
+          'ring buffer: a record wraps around the lane end word by word')
+    check(r.u(BASE + 64) == 0 and r.u(BASE + 64 + 16) == 0, 'ring buffer: lane 0 untouched')
+
+def main():
+    text = open(sys.argv[1]).read()
+    f = funcs(text)
+    tests = [('percpu', percpu), ('perthread', perthread), ('hash', lambda b: hashmap(b, False)),
+             ('hash_small', lambda b: hashmap(b, True)), ('ringbuf', ringbuf)]
+    for name, fn in tests:
+        if name not in f:
+            check(False, 'function %s missing from the module' % name); continue
+        try: fn(f[name])
+        except Exception as e: check(False, '%s: %s' % (name, e))
+    ok = sum(results)
+    print('%d passed, %d failed' % (ok, len(results) - ok))
+    return 0 if ok == len(results) else 1
+
+if __name__ == '__main__':
+    sys.exit(main())
