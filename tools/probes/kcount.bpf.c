@@ -1,12 +1,15 @@
-/* kcount: per kernel, how many launches and threads ran, and when the first thread entered and
- * the last one left (%globaltimer, ns).  Indexed by cubpf's kernel id. */
+/* kcount: per kernel, when the first launch's first thread entered and the last block left
+ * (%globaltimer, ns), and how many launches the GPU ran.  Indexed by cubpf's kernel id.
+ * Launch and thread counts also come from the trace's KERNEL records (host side, exact); the
+ * device side only keeps what the host cannot see.  Only thread 0 of each block touches the
+ * map, so the kernel pays one atomic per block, not per thread. */
 #include "cubpf_helpers.h"
 
 struct kstat {
 	__u64 launches;    /* thread (0,0,0) of block (0,0,0) entered */
-	__u64 threads;     /* thread entries */
-	__u64 first_entry; /* earliest entry seen */
-	__u64 last_exit;   /* latest exit seen */
+	__u64 blocks;      /* blocks that left (thread 0's exit) */
+	__u64 first_entry; /* earliest launch start seen */
+	__u64 last_exit;   /* latest block exit seen */
 };
 
 struct {
@@ -19,15 +22,15 @@ struct {
 SEC("kprobe/*")
 int kcount_entry(struct cubpf_kernel_ctx *ctx)
 {
+	if (cubpf_thread_linear(ctx) != 0 || cubpf_block_linear(ctx) != 0)
+		return 0;
 	__u32 id = ctx->kernel_id;
 	struct kstat *s = bpf_map_lookup_elem(&kstats, &id);
 	if (!s)
 		return 0;
 	__u64 now = bpf_get_globaltimer();
-	__sync_fetch_and_add(&s->threads, 1);
-	if (cubpf_thread_linear(ctx) == 0 && cubpf_block_linear(ctx) == 0)
-		__sync_fetch_and_add(&s->launches, 1);
-	/* keep the minimum: a few compare-and-swap rounds are enough under contention */
+	__sync_fetch_and_add(&s->launches, 1);
+	/* keep the minimum: a few compare-and-swap rounds are enough (one thread per launch) */
 	for (int i = 0; i < 4; i++) {
 		__u64 old = s->first_entry;
 		if (old != 0 && old <= now)
@@ -41,11 +44,14 @@ int kcount_entry(struct cubpf_kernel_ctx *ctx)
 SEC("kretprobe/*")
 int kcount_exit(struct cubpf_kernel_ctx *ctx)
 {
+	if (cubpf_thread_linear(ctx) != 0)
+		return 0;
 	__u32 id = ctx->kernel_id;
 	struct kstat *s = bpf_map_lookup_elem(&kstats, &id);
 	if (!s)
 		return 0;
 	__u64 now = bpf_get_globaltimer();
+	__sync_fetch_and_add(&s->blocks, 1);
 	for (int i = 0; i < 4; i++) {
 		__u64 old = s->last_exit;
 		if (old >= now)

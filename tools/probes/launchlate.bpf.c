@@ -1,47 +1,53 @@
-/* launchlate: launch latency, from the host's cuLaunchKernel call to the first GPU thread
- * entering the kernel, as a log2 histogram of nanoseconds.  The host side records the call's
- * time; the device side (thread 0 of block 0) subtracts it from %globaltimer.  Both clocks read
- * epoch nanoseconds; the shim's clock calibration corrects their offset. */
+/* launchlate: the GPU start of every launch (thread 0 of block 0 entering, %globaltimer), kept
+ * per kernel id in launch order.  cubpf run joins them with the host launch times of the trace's
+ * KERNEL records (the shim's clock at the cuLaunchKernel call) by launch order per kernel, and
+ * converts GPU time to host time with the CLOCK records.  No map is shared with a host program,
+ * so this works with today's device arrays. */
 #include "cubpf_helpers.h"
+
+#define LL_KERNELS 256  /* kernel ids kept (ids past it: counted in `lost`) */
+#define LL_LAUNCHES 1024 /* launches kept per kernel id */
+
+struct {
+	__uint(type, CUBPF_MAP_GPU_ARRAY);
+	__uint(max_entries, LL_KERNELS);
+	__type(key, __u32);
+	__type(value, __u64);
+} launches SEC(".maps");
+
+struct {
+	__uint(type, CUBPF_MAP_GPU_ARRAY);
+	__uint(max_entries, LL_KERNELS * LL_LAUNCHES);
+	__type(key, __u32);
+	__type(value, __u64);
+} starts SEC(".maps");
 
 struct {
 	__uint(type, CUBPF_MAP_GPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u64);
-} launch_ts SEC(".maps");
-
-struct {
-	__uint(type, CUBPF_MAP_GPU_ARRAY);
-	__uint(max_entries, 64);
-	__type(key, __u32);
-	__type(value, __u64);
-} latency_log2 SEC(".maps");
-
-SEC("uprobe/cuLaunchKernel")
-int launch_call(struct cubpf_api_ctx *ctx)
-{
-	__u32 zero = 0;
-	__u64 ts = ctx->ts_ns;
-	bpf_map_update_elem(&launch_ts, &zero, &ts, BPF_ANY);
-	return 0;
-}
+} lost SEC(".maps");
 
 SEC("kprobe/*")
-int first_entry(struct cubpf_kernel_ctx *ctx)
+int launchlate_start(struct cubpf_kernel_ctx *ctx)
 {
 	if (cubpf_thread_linear(ctx) != 0 || cubpf_block_linear(ctx) != 0)
 		return 0;
-	__u32 zero = 0;
-	__u64 *start = bpf_map_lookup_elem(&launch_ts, &zero);
-	if (!start || *start == 0)
-		return 0;
 	__u64 now = bpf_get_globaltimer();
-	__u64 delta = now > *start ? now - *start : 0;
-	__u32 slot = cubpf_log2(delta);
-	__u64 *count = bpf_map_lookup_elem(&latency_log2, &slot);
-	if (count)
-		__sync_fetch_and_add(count, 1);
+	__u32 id = ctx->kernel_id, zero = 0;
+	__u64 *n = id < LL_KERNELS ? bpf_map_lookup_elem(&launches, &id) : 0;
+	__u64 i = n ? __sync_fetch_and_add(n, 1) : LL_LAUNCHES;
+	if (i >= LL_LAUNCHES) {
+		__u64 *l = bpf_map_lookup_elem(&lost, &zero);
+		if (l)
+			__sync_fetch_and_add(l, 1);
+		return 0;
+	}
+	__u32 slot = id * LL_LAUNCHES + (__u32)i;
+	__u64 *s = bpf_map_lookup_elem(&starts, &slot);
+	if (s)
+		*s = now;
 	return 0;
 }
 
