@@ -44,7 +44,8 @@ static void instrument(const char *text, size_t len)
 		{"x", VM_PROG_KRETPROBE, "k*", entry_prog, sizeof(entry_prog) / sizeof(entry_prog[0])},
 		{"m", VM_PROG_MEMPROBE, "*", mem_prog, sizeof(mem_prog) / sizeof(mem_prog[0])},
 	};
-	struct ptx_inject_opts o = {.progs = progs, .prog_cnt = 3, .maps = maps, .map_cnt = 1};
+	struct ptx_inject_opts o = {.progs = progs, .prog_cnt = 3, .maps = maps, .map_cnt = 1,
+				    .enable_words = len % 2};
 	char *out = NULL, err[PTX_ERRLEN];
 	size_t olen;
 	if (ptx_instrument(text, len, &o, &out, &olen, NULL, err, sizeof(err)) == 0)
@@ -75,9 +76,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct bpf_insn *copy = malloc((size - 1) / 8 * sizeof(*copy));
 		memcpy(copy, data + 1, (size - 1) / 8 * sizeof(*copy));
 		p.insns = copy;
+		/* map references (lddw src 1, imm = index) reach every GPU map kind */
+		static const struct vm_map_def fmaps[] = {
+			{.name = "a", .type = CUBPF_MAP_ARRAY, .key_size = 4, .value_size = 8,
+			 .max_entries = 8},
+			{.name = "c", .type = CUBPF_MAP_PERCPU_ARRAY, .key_size = 4, .value_size = 12,
+			 .max_entries = 4},
+			{.name = "t", .type = CUBPF_MAP_PERTHREAD_ARRAY, .key_size = 4,
+			 .value_size = 8, .max_entries = 2},
+			{.name = "h", .type = CUBPF_MAP_HASH, .key_size = 12, .value_size = 16,
+			 .max_entries = 100},
+			{.name = "r", .type = CUBPF_MAP_RINGBUF, .max_entries = 1 << 16},
+		};
 		struct ptx_buf b = {0};
 		char err[PTX_ERRLEN] = "";
-		if (ptx_gen_raw_func(&p, NULL, 0, "f", &b, err, sizeof(err)) &&
+		if (ptx_gen_raw_func_opt(&p, fmaps, 5, "f", (data[0] >> 2) & 1, &b, err, sizeof(err)) &&
 		    !err[0])
 			abort();
 		ptx_buf_free(&b);
