@@ -20,7 +20,13 @@
  *  - Array maps (CUBPF_MAP_ARRAY, CUBPF_MAP_GPU_ARRAY) and globals (.bss/.data/.rodata, one
  *    entry): max_entries values, value k at byte k * ptx_map_value_stride(def).  The host copies
  *    vm_map_def.init there for .data/.rodata before launching.
+ *  - Per-SM arrays (CUBPF_MAP_PERCPU_ARRAY), per-thread arrays (CUBPF_MAP_PERTHREAD_ARRAY),
+ *    hash maps (CUBPF_MAP_HASH) and ring buffers (CUBPF_MAP_RINGBUF, CUBPF_MAP_GPU_RINGBUF):
+ *    the layouts of tools/include/cubpf_abi.h ("GPU map layouts", "GPU ring buffers"), zeroed
+ *    by the host, which also fills the per-thread header and the ring buffer header.
  *  - Lookups and updates are plain device-memory code: never a round trip to the host.
+ *  - Enable words (ptx_inject_opts.enable_words): the module also declares
+ *    `.visible .const .align 8 .u64 __cubpf_enable;` (cubpf_abi.h, "enable words").
  *
  * Probe placement:
  *  - kprobe: after the kernel's declarations, before its first instruction;
@@ -40,15 +46,21 @@
  *  - context fields compile to what they name: %tid/%ntid/%ctaid/%nctaid, the kernel's .param
  *    (first 8 bytes, zero-extended), or a constant (kernel_id, nparams, and for memprobes size,
  *    space, op, insn_index); ctx->addr is the access's own address expression;
- *  - helpers: map_lookup/update/delete_elem on array maps and globals (device memory, through
- *    __cubpf_map_<i>), ktime_get_ns and get_globaltimer (%globaltimer), get_clock (%clock64),
+ *  - memory accesses whose alignment is not proven (pointer provenance and constant offsets:
+ *    map values are 8-aligned, the stack 16-aligned, other pointers unknown) are split into
+ *    naturally aligned pieces, since the GPU faults where eBPF allows any alignment; atomics
+ *    are never split and must be naturally aligned (as in Linux);
+ *  - helpers: map_lookup/update/delete_elem on array, per-SM, per-thread and hash maps and
+ *    globals (device memory, through __cubpf_map_<i>), ringbuf_output (constant sizes up to
+ *    4096 bytes), ktime_get_ns and get_globaltimer (%globaltimer), get_clock (%clock64),
  *    get_smp_processor_id and get_sm_id (%smid), get_warp_id, get_lane_id, get_block_idx,
  *    get_block_dim, get_thread_idx, get_grid_dim, gpu_membar (membar.gl), get_active_mask,
  *    probe_read(_user) (byte copy), trace_printk and gpu_puts (vprintf; with a constant format
  *    the arguments are packed as C varargs, else 8 bytes each);
  *  - counters (atomic add of a constant without fetch) are warp-aggregated on sm_70+.
- * Not (yet) supported, each refused with a message: hash/per-CPU/ring-buffer maps and
- * ringbuf_output (issue 6), kfuncs, legacy packet loads, context reads at a runtime offset
+ * Not (yet) supported, each refused with a message: ringbuf_reserve/submit/discard (host
+ * kinds only), ringbuf_output of a runtime size, hash keys over 64 bytes, kfuncs, legacy packet
+ * loads, context reads at a runtime offset
  * (ctx->params[i] with i not constant), the context pointer passed to helpers or stored.
  * Not probed: accesses through cp.async/ldmatrix/tex/suld, .param and .const spaces, exits
  * inside .funcs. */
