@@ -483,6 +483,24 @@ uint32_t cg_value_chunk(uint32_t value_size, int64_t v)
 	return chunk;
 }
 
+uint32_t cg_chunk_at(const struct cg_prog *p, int64_t v, int64_t o, int64_t end)
+{
+	int64_t in_word = (o - v) % 8;
+	uint32_t best = 0;
+	for (uint32_t i = 0; i < p->nacc; i++) {
+		const struct cg_slot *a = &p->acc[i];
+		if (a->off == o && a->size > best && a->size <= 8 && o + a->size <= end &&
+		    in_word + a->size <= 8)
+			best = a->size;
+	}
+	if (best)
+		return best;
+	uint32_t c = 8;
+	while (c > 1 && ((o - v) % c || o % c || end - o < c || in_word + c > 8))
+		c /= 2;
+	return c;
+}
+
 /* Records a static stack access [v, v+size). */
 static void note_stack(struct cg_prog *p, int64_t *lowest, int64_t v, uint32_t size)
 {
@@ -535,10 +553,9 @@ static void scan_helper(struct cg_prog *p, const struct bpf_insn *in, const stru
 		if (a[2].kind == AV_STACK && a[1].kind == AV_MAP && a[1].map < p->map_cnt &&
 		    p->maps[a[1].map].type == CUBPF_MAP_HASH) {
 			/* hash keys are read in chunks as maps.c reads them */
-			uint32_t ks = p->maps[a[1].map].key_size;
-			uint32_t ch = cg_value_chunk(ks, a[2].v);
-			for (uint32_t o = 0; o < ks; o += ch)
-				note_stack(p, lowest, a[2].v + o, ch);
+			int64_t v = a[2].v, end = v + p->maps[a[1].map].key_size;
+			for (int64_t o = v, ch; o < end; o += ch)
+				note_stack(p, lowest, o, (uint32_t)(ch = cg_chunk_at(p, v, o, end)));
 		} else if (a[2].kind == AV_STACK) {
 			note_stack(p, lowest, a[2].v, 4);
 		}
@@ -550,9 +567,9 @@ static void scan_helper(struct cg_prog *p, const struct bpf_insn *in, const stru
 		break;
 	case CUBPF_FN_ringbuf_output: /* the record: r2, r3 bytes (a constant) */
 		if (a[2].kind == AV_STACK && a[3].kind == AV_CONST && a[3].v > 0 && a[3].v <= 4096) {
-			uint32_t n = (uint32_t)a[3].v, ch = cg_value_chunk(n, a[2].v);
-			for (uint32_t o = 0; o < n; o += ch)
-				note_stack(p, lowest, a[2].v + o, ch);
+			int64_t v = a[2].v, end = v + a[3].v;
+			for (int64_t o = v, ch; o < end; o += ch)
+				note_stack(p, lowest, o, (uint32_t)(ch = cg_chunk_at(p, v, o, end)));
 		} else if (a[2].kind == AV_STACK) {
 			p->escape = true;
 		}

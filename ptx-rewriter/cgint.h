@@ -73,6 +73,10 @@ static inline uint32_t cg_slots(const struct bpf_insn *in)
 /* Static byte offset in __cubpf_stack of r10 + v in frame `depth`, or -1 when out of range. */
 long cg_stack_off(const struct cg *g, uint32_t depth, int64_t v, uint32_t size);
 uint32_t cg_value_chunk(uint32_t value_size, int64_t v);
+/* The bytes a helper reads at stack offset o of the record [v, end): the size of the program's
+ * own access at o when it has one (so that stack slots stay registers), else the widest piece
+ * aligned there; never across an 8-byte word of the record. */
+uint32_t cg_chunk_at(const struct cg_prog *p, int64_t v, int64_t o, int64_t end);
 /* The location of r10 + v (size bytes) in frame `depth`; -1 when outside the frame. */
 int cg_sloc(struct cg *g, uint32_t depth, int64_t v, uint32_t size, struct sloc *l);
 /* T (a register of `bits` = 32 or 64) = the location, sign-extended when sx. */

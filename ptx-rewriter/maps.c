@@ -35,15 +35,18 @@ bool cg_map_kind_supported(uint32_t type)
 }
 
 /* T (.b64) = 8-byte word i of the `size` bytes argument r points to, zero-padded past size:
- * read in the chunks the analysis recorded (cg_value_chunk), which never straddle a word. */
+ * read in the chunks the analysis recorded (cg_chunk_at), which never straddle a word. */
 static int arg_word(struct cg *g, uint32_t pc, uint32_t depth, int r, uint32_t size, uint32_t i,
 		    const char *T)
 {
 	const struct av *a = &g->p->st[pc].r[r];
-	uint32_t chunk = cg_value_chunk(size, a->kind == AV_STACK ? a->v : 0);
+	bool st = a->kind == AV_STACK;
+	uint32_t chunk = cg_value_chunk(size, 0);
 	uint32_t end = 8 * i + 8 < size ? 8 * i + 8 : size;
 	OUT("mov.b64 %s, 0;\n", T);
 	for (uint32_t o = 8 * i; o < end; o += chunk) {
+		if (st) /* as the analysis recorded the reads */
+			chunk = cg_chunk_at(g->p, a->v, a->v + o, a->v + size);
 		if (cg_arg_load(g, pc, depth, r, o, chunk, "%__cb_t3"))
 			return -1;
 		if (o % 8)
