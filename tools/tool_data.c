@@ -1,0 +1,420 @@
+/* tools/tool_data.c: what a `cubpf run` recorded, gathered for the tools' formatters: the
+ * trace's records and the shim's log lines. */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store.h"
+#include "tools/tools.h"
+
+static void *grow(void *p, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return p;
+	size_t n = *cap ? *cap * 2 : 16;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(p, n * size);
+	if (q)
+		*cap = n;
+	return q;
+}
+
+static struct tool_kernel *kernel_get(struct tool_data *d, const char *name)
+{
+	for (size_t i = 0; i < d->nkernels; i++)
+		if (!strcmp(d->kernels[i].name, name))
+			return &d->kernels[i];
+	struct tool_kernel *k = realloc(d->kernels, (d->nkernels + 1) * sizeof(*k));
+	if (!k)
+		return NULL;
+	d->kernels = k;
+	k = &d->kernels[d->nkernels];
+	memset(k, 0, sizeof(*k));
+	if (!(k->name = strdup(name)))
+		return NULL;
+	d->nkernels++;
+	return k;
+}
+
+static int add_string(char ***v, size_t *n, const char *s)
+{
+	char **q = realloc(*v, (*n + 1) * sizeof(*q));
+	if (!q)
+		return -1;
+	*v = q;
+	if (!(q[*n] = strdup(s)))
+		return -1;
+	(*n)++;
+	return 0;
+}
+
+/* The shim's log lines that say what the trace cannot (yet): kernel ids, the memory the maps
+ * take, kernels not instrumented and why, host maps. */
+int tool_data_log_line(struct tool_data *d, const char *line)
+{
+	unsigned id, nmaps;
+	int dev, off = 0;
+	uint64_t devb, pinb;
+	d->have_log = 1;
+	if (sscanf(line, "live: kernel id %u = %n", &id, &off) == 1 && off > 0) {
+		struct tool_kernel *k = kernel_get(d, line + off);
+		if (k)
+			k->id = id;
+		return 1;
+	}
+	if (sscanf(line, "live: maps on device %d (context %*[^)]): %" SCNu64 " device bytes, %"
+		   SCNu64 " pinned bytes, %u maps", &dev, &devb, &pinb, &nmaps) == 4) {
+		d->device_bytes += devb;
+		d->pinned_bytes += pinb;
+		return 1;
+	}
+	if (strstr(line, "not instrumentable") || strstr(line, "not instrumented") ||
+	    strstr(line, "rejected by the verifier") || strstr(line, "probes disabled") ||
+	    strstr(line, "not reachable") || strstr(line, "cannot load the probe object") ||
+	    strstr(line, "dropped on device"))
+		return add_string(&d->notes, &d->nnotes, line) == 0;
+	if (!strncmp(line, "map ", 4) && strstr(line, "(host)"))
+		return add_string(&d->maplines, &d->nmaplines, line) == 0;
+	return 0;
+}
+
+static int on_kernel(struct tool_data *d, const struct store_trace_reader *r,
+		     const struct store_trace_record *rec)
+{
+	struct store_rec_kernel k;
+	if (!store_rec_fixed(rec, &k, sizeof(k), NULL))
+		return 0;
+	const char *name = store_trace_string(r, k.name);
+	struct tool_kernel *t = kernel_get(d, name ? name : "?");
+	if (!t)
+		return -1;
+	t->launches++;
+	t->threads += (uint64_t)k.grid[0] * k.grid[1] * k.grid[2] * k.block[0] * k.block[1] *
+		      k.block[2];
+	t->device = k.device;
+	if (!(t->launch_ns = grow(t->launch_ns, &t->cap, t->nlaunch + 1, sizeof(uint64_t))))
+		return -1;
+	t->launch_ns[t->nlaunch++] = k.launch_ns;
+	return 0;
+}
+
+static struct tool_map *map_slot(struct tool_data *d, uint32_t prog, uint32_t map)
+{
+	for (size_t i = 0; i < d->nmaps; i++)
+		if (d->maps[i].prog == prog && d->maps[i].map == map)
+			return &d->maps[i];
+	struct tool_map *m = realloc(d->maps, (d->nmaps + 1) * sizeof(*m));
+	if (!m)
+		return NULL;
+	d->maps = m;
+	m = &d->maps[d->nmaps++];
+	memset(m, 0, sizeof(*m));
+	m->prog = prog;
+	m->map = map;
+	return m;
+}
+
+/* Adds pairs into m: values of a key already present are summed word by word (u64 values of
+ * several contexts), new keys appended. */
+static int map_merge(struct tool_map *m, const uint8_t *kv, size_t count)
+{
+	size_t pair = (size_t)m->key_size + m->value_size;
+	for (size_t i = 0; i < count; i++) {
+		const uint8_t *p = kv + i * pair;
+		size_t j;
+		for (j = 0; j < m->count; j++)
+			if (!memcmp(m->kv + j * pair, p, m->key_size))
+				break;
+		if (j == m->count) {
+			uint8_t *q = realloc(m->kv, (m->count + 1) * pair);
+			if (!q)
+				return -1;
+			m->kv = q;
+			memcpy(q + j * pair, p, pair);
+			m->count++;
+			continue;
+		}
+		for (size_t w = 0; w + 8 <= m->value_size; w += 8) {
+			uint64_t a, b;
+			memcpy(&a, m->kv + j * pair + m->key_size + w, 8);
+			memcpy(&b, p + m->key_size + w, 8);
+			a += b;
+			memcpy(m->kv + j * pair + m->key_size + w, &a, 8);
+		}
+	}
+	return 0;
+}
+
+/* The latest snapshot wins; snapshots taken in the same round (one per context) are summed.
+ * A round is the MAP records of one map whose times are within 50 ms of the round's first. */
+static int on_map(struct tool_data *d, const struct store_trace_reader *r,
+		  const struct store_trace_record *rec)
+{
+	struct store_rec_map h;
+	size_t rest;
+	const uint8_t *kv = store_rec_fixed(rec, &h, sizeof(h), &rest);
+	size_t pair = (size_t)h.key_size + h.value_size;
+	if (!kv || pair == 0 || (uint64_t)h.count * pair > rest)
+		return 0;
+	struct tool_map *m = map_slot(d, h.prog, h.map);
+	if (!m)
+		return -1;
+	if (!m->name || h.ts_ns > m->ts + 50000000ull || m->key_size != h.key_size ||
+	    m->value_size != h.value_size) {
+		const char *name = store_trace_string(r, h.name);
+		free(m->name);
+		free(m->kv);
+		m->name = strdup(name ? name : "?");
+		m->kv = NULL;
+		m->count = 0;
+		m->ts = h.ts_ns;
+		m->type = h.map_type;
+		m->key_size = h.key_size;
+		m->value_size = h.value_size;
+		if (!m->name)
+			return -1;
+	}
+	if (h.key_size != 4) { /* only the latest context's copy for odd keys */
+		free(m->kv);
+		m->kv = NULL;
+		m->count = 0;
+	}
+	return map_merge(m, kv, h.count);
+}
+
+static uint64_t warp_hash(const struct tool_warp *w)
+{
+	uint64_t h = w->kernel_id * 0x9E3779B97F4A7C15ull;
+	h ^= (w->ctaid[0] + 0x10000ull * w->ctaid[1] + 0x100000000ull * w->ctaid[2]) * 0xC2B2AE3D27D4EB4Full;
+	h ^= w->warp * 0x165667B19E3779F9ull;
+	return h ^ (h >> 29);
+}
+
+static int warp_rehash(struct tool_data *d)
+{
+	size_t cap = d->nwarps_cap ? d->nwarps_cap * 2 : 1024;
+	struct tool_warp *n = calloc(cap, sizeof(*n));
+	if (!n)
+		return -1;
+	for (size_t i = 0; i < d->nwarps_cap; i++) {
+		if (!d->warps[i].used)
+			continue;
+		size_t j = warp_hash(&d->warps[i]) & (cap - 1);
+		while (n[j].used)
+			j = (j + 1) & (cap - 1);
+		n[j] = d->warps[i];
+	}
+	free(d->warps);
+	d->warps = n;
+	d->nwarps_cap = cap;
+	return 0;
+}
+
+/* kernelretsnoop's samples, folded per warp as they come (a run may send millions). */
+static int on_exit_event(struct tool_data *d, const struct tool_exit_event *e)
+{
+	if ((d->nwarps + 1) * 2 > d->nwarps_cap && warp_rehash(d) != 0)
+		return -1;
+	struct tool_warp key = {.kernel_id = e->kernel_id,
+				.ctaid = {e->ctaid_x, e->ctaid_y, e->ctaid_z},
+				.warp = (e->tid_x + e->ntid_x * (e->tid_y + e->ntid_y * e->tid_z)) / 32};
+	size_t j = warp_hash(&key) & (d->nwarps_cap - 1);
+	struct tool_warp *w;
+	for (;; j = (j + 1) & (d->nwarps_cap - 1)) {
+		w = &d->warps[j];
+		if (!w->used || (w->kernel_id == key.kernel_id && w->warp == key.warp &&
+				 !memcmp(w->ctaid, key.ctaid, sizeof(key.ctaid))))
+			break;
+	}
+	if (!w->used) {
+		*w = key;
+		w->used = 1;
+		w->first = w->last = e->ts;
+		d->nwarps++;
+	}
+	if (e->ts < w->first)
+		w->first = e->ts;
+	if (e->ts >= w->last) {
+		w->last = e->ts;
+		w->slow_tid[0] = e->tid_x;
+		w->slow_tid[1] = e->tid_y;
+		w->slow_tid[2] = e->tid_z;
+	}
+	w->exits++;
+	return 0;
+}
+
+static int on_probe(struct tool_data *d, const struct store_trace_record *rec)
+{
+	struct store_rec_probe p;
+	size_t rest;
+	const uint8_t *data = store_rec_fixed(rec, &p, sizeof(p), &rest);
+	d->probes++;
+	if (data && rest == sizeof(struct tool_exit_event)) {
+		struct tool_exit_event e;
+		memcpy(&e, data, sizeof(e));
+		return on_exit_event(d, &e);
+	}
+	return 0;
+}
+
+static int on_meta(struct tool_data *d, const struct store_trace_record *rec)
+{
+	if (rec->type == STORE_REC_CLOCK) {
+		struct store_rec_clock c;
+		struct tool_clock *q = realloc(d->clocks, (d->nclocks + 1) * sizeof(*q));
+		if (!q)
+			return -1;
+		d->clocks = q;
+		if (store_rec_fixed(rec, &c, sizeof(c), NULL))
+			d->clocks[d->nclocks++] = (struct tool_clock){c.device, c.host_ns, c.gpu_ns,
+								      c.uncertainty_ns};
+	} else if (rec->type == STORE_REC_DROP) {
+		struct store_rec_drop dr;
+		if (store_rec_fixed(rec, &dr, sizeof(dr), NULL)) {
+			if (dr.source == STORE_DROP_RINGBUF)
+				d->rb_drops += dr.records;
+			else
+				d->writer_drops += dr.records;
+		}
+	} else if (rec->type == STORE_REC_DEVICE) {
+		struct store_rec_device dv;
+		size_t n;
+		const uint8_t *p = store_rec_fixed(rec, &dv, sizeof(dv), &n);
+		char *name = p ? store_rec_string(&p, &n) : NULL;
+		char line[256];
+		snprintf(line, sizeof(line), "device %u: %s (sm_%u, %.0f GiB)", dv.ordinal,
+			 name ? name : "?", dv.sm, (double)dv.memory_bytes / (1u << 30));
+		free(name);
+		if (p)
+			return add_string(&d->devices, &d->ndevices, line);
+	}
+	return 0;
+}
+
+static int on_record(struct tool_data *d, const struct store_trace_reader *r,
+		     const struct store_trace_record *rec)
+{
+	switch (rec->type) {
+	case STORE_REC_KERNEL: return on_kernel(d, r, rec);
+	case STORE_REC_MAP: return on_map(d, r, rec);
+	case STORE_REC_PROBE: return on_probe(d, rec);
+	default: return on_meta(d, rec);
+	}
+}
+
+int tool_data_load(struct tool_data *d, const char *trace, char *err, size_t errlen)
+{
+	struct store_trace_reader *r = store_trace_open(trace, err, errlen);
+	if (!r)
+		return -1;
+	struct store_trace_record rec;
+	int rc;
+	while ((rc = store_trace_next(r, &rec)) == 1)
+		if (on_record(d, r, &rec) != 0) {
+			snprintf(err, errlen, "out of memory reading %s", trace);
+			store_trace_close_reader(r);
+			return -1;
+		}
+	static const char *const states[] = {"running", "complete", "cut short (process killed?)",
+					     "no end record (process killed?)", "damaged"};
+	d->state = states[store_trace_state(r)];
+	if (rc < 0)
+		snprintf(err, errlen, "%s: %s (records before it are kept)", trace,
+			 store_trace_reader_error(r));
+	store_trace_close_reader(r);
+	return 0;
+}
+
+const struct tool_kernel *tool_kernel_by_id(const struct tool_data *d, uint32_t id)
+{
+	for (size_t i = 0; i < d->nkernels; i++)
+		if (d->kernels[i].id == id)
+			return &d->kernels[i];
+	return NULL;
+}
+
+const struct tool_map *tool_map_by_name(const struct tool_data *d, const char *name)
+{
+	for (size_t i = 0; i < d->nmaps; i++)
+		if (!strcmp(d->maps[i].name, name))
+			return &d->maps[i];
+	return NULL;
+}
+
+uint64_t tool_map_u64(const struct tool_map *m, uint32_t key, uint32_t word)
+{
+	if (!m || m->key_size != 4 || (word + 1) * 8u > m->value_size)
+		return 0;
+	size_t pair = (size_t)m->key_size + m->value_size;
+	for (size_t i = 0; i < m->count; i++) {
+		uint32_t k;
+		memcpy(&k, m->kv + i * pair, 4);
+		if (k == key) {
+			uint64_t v;
+			memcpy(&v, m->kv + i * pair + 4 + word * 8u, 8);
+			return v;
+		}
+	}
+	return 0;
+}
+
+uint64_t tool_gpu_to_host(const struct tool_data *d, uint32_t device, uint64_t t)
+{
+	const struct tool_clock *best = NULL;
+	for (size_t i = 0; i < d->nclocks; i++) {
+		const struct tool_clock *c = &d->clocks[i];
+		if (c->device != device)
+			continue;
+		if (!best || (c->gpu_ns <= t && (best->gpu_ns > t || c->gpu_ns > best->gpu_ns)))
+			best = c;
+	}
+	return best ? t + (best->host_ns - best->gpu_ns) : t;
+}
+
+void tool_data_reset_trace(struct tool_data *d)
+{
+	for (size_t i = 0; i < d->nkernels; i++) {
+		struct tool_kernel *k = &d->kernels[i];
+		free(k->launch_ns);
+		k->launch_ns = NULL;
+		k->nlaunch = k->cap = 0;
+		k->launches = k->threads = 0;
+	}
+	for (size_t i = 0; i < d->nmaps; i++) {
+		free(d->maps[i].name);
+		free(d->maps[i].kv);
+	}
+	free(d->maps);
+	d->maps = NULL;
+	d->nmaps = 0;
+	free(d->clocks);
+	d->clocks = NULL;
+	d->nclocks = 0;
+	for (size_t i = 0; i < d->ndevices; i++)
+		free(d->devices[i]);
+	free(d->devices);
+	d->devices = NULL;
+	d->ndevices = 0;
+	free(d->warps);
+	d->warps = NULL;
+	d->nwarps = d->nwarps_cap = 0;
+	d->probes = d->rb_drops = d->writer_drops = 0;
+}
+
+void tool_data_free(struct tool_data *d)
+{
+	tool_data_reset_trace(d);
+	for (size_t i = 0; i < d->nkernels; i++)
+		free(d->kernels[i].name);
+	free(d->kernels);
+	for (size_t i = 0; i < d->nnotes; i++)
+		free(d->notes[i]);
+	free(d->notes);
+	for (size_t i = 0; i < d->nmaplines; i++)
+		free(d->maplines[i]);
+	free(d->maplines);
+	memset(d, 0, sizeof(*d));
+}

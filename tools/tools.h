@@ -1,0 +1,120 @@
+/* tools/tools.h: the bundled tools of `cubpf run -t TOOL` (private to tools/).
+ *
+ * A tool is a probe object (tools/probes/NAME.bpf.c, built into PREFIX/probes) plus a formatter
+ * that reads what the run recorded: the trace (MAP snapshots, KERNEL records, PROBE samples,
+ * CLOCK, DEVICE, DROP) and the shim's log lines (kernel ids, memory, what was not instrumented;
+ * the trace has no record for those yet).  The formatters only read a struct tool_data, so the
+ * tests feed them traces written with store/'s writer. */
+#ifndef CUBPF_TOOLS_TOOLS_H
+#define CUBPF_TOOLS_TOOLS_H
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* The kernelretsnoop probe's ring-buffer record (tools/probes/kernelretsnoop.bpf.c). */
+struct tool_exit_event {
+	uint64_t ts;
+	uint32_t kernel_id;
+	uint32_t tid_x, tid_y, tid_z;
+	uint32_t ctaid_x, ctaid_y, ctaid_z;
+	uint32_t ntid_x, ntid_y;
+	uint32_t pad;
+} __attribute__((packed));
+
+struct tool_kernel {
+	char *name;                 /* mangled, as the trace and the shim name it */
+	uint32_t id;                /* cubpf's kernel id from the shim's log; 0 = not instrumented */
+	uint32_t device;
+	uint64_t launches, threads; /* from KERNEL records */
+	uint64_t *launch_ns;        /* host time of each launch call, in record order */
+	size_t nlaunch, cap;
+};
+
+struct tool_map {                   /* the latest snapshot of one map (contexts summed) */
+	uint32_t prog, map, type, key_size, value_size;
+	char *name;
+	uint64_t ts;
+	uint8_t *kv;                /* count * (key_size + value_size) bytes */
+	size_t count;
+};
+
+struct tool_clock {
+	uint32_t device;
+	uint64_t host_ns, gpu_ns, uncertainty_ns;
+};
+
+/* One warp seen by kernelretsnoop. */
+struct tool_warp {
+	uint32_t kernel_id, used;
+	uint32_t ctaid[3];
+	uint32_t warp;              /* linear thread id / 32 within the block */
+	uint64_t first, last;       /* earliest and latest exit */
+	uint32_t slow_tid[3];       /* the lane that left last */
+	uint32_t exits;
+};
+
+struct tool_data {
+	struct tool_kernel *kernels;
+	size_t nkernels;
+	struct tool_map *maps;
+	size_t nmaps;
+	struct tool_clock *clocks;
+	size_t nclocks;
+	char **devices;             /* "device 0: NVIDIA H200 (sm_90, 139 GiB)" */
+	size_t ndevices;
+	uint64_t probes;            /* PROBE records */
+	uint64_t rb_drops, writer_drops;
+	struct tool_warp *warps;    /* open-addressing table, nwarps_cap slots */
+	size_t nwarps, nwarps_cap;
+	const char *state;          /* "complete", "no end (process killed?)", ... */
+	/* from the shim's log */
+	char **notes;               /* not instrumentable / fallback / rejected lines, as logged */
+	size_t nnotes;
+	char **maplines;            /* "map NAME[KEY] = VALUE (host)" lines, for -p */
+	size_t nmaplines;
+	uint64_t device_bytes, pinned_bytes;
+	int have_log;
+};
+
+/* Reads a trace (a running one too: whole frames so far).  0, or -1 with a message in err. */
+int tool_data_load(struct tool_data *d, const char *trace, char *err, size_t errlen);
+/* Feeds one line of the shim's log (without "cubpf: "); returns 1 when the line was used. */
+int tool_data_log_line(struct tool_data *d, const char *line);
+/* Names kernel ids from the log after a load (ids before load, or after: either order). */
+void tool_data_free(struct tool_data *d);
+/* Drops what the trace gave (kernels keep their ids), for a reload while following. */
+void tool_data_reset_trace(struct tool_data *d);
+
+const struct tool_kernel *tool_kernel_by_id(const struct tool_data *d, uint32_t id);
+const struct tool_map *tool_map_by_name(const struct tool_data *d, const char *name);
+/* A map's u64 value at key (0 when absent); value_size must be >= 8. */
+uint64_t tool_map_u64(const struct tool_map *m, uint32_t key, uint32_t word);
+/* GPU time -> host time with the CLOCK record of the device nearest before t (the first if
+ * none is before it).  Returns t unchanged when the trace has no CLOCK for the device. */
+uint64_t tool_gpu_to_host(const struct tool_data *d, uint32_t device, uint64_t t);
+
+/* ---- the tools ---------------------------------------------------------------------------- */
+struct tool_opts {
+	int json;
+	int top;                    /* rows in "top N" lists (default 10) */
+};
+
+struct tool {
+	const char *name;
+	const char *probe;          /* probe object file name; NULL = user programs (-p) */
+	const char *summary;
+	const char *help;           /* what it prints, for `cubpf run -t NAME --help` */
+	void (*report)(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+};
+
+const struct tool *tool_find(const char *name);
+const struct tool *tool_list(size_t *n);
+/* The common footer: memory the maps take, kernels not instrumented (with reasons), drops. */
+void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+
+/* Small helpers shared by the formatters. */
+void tool_json_string(FILE *f, const char *s);
+const char *tool_short_name(const char *mangled, char *buf, size_t len);
+void tool_log2_hist(FILE *f, const char *unit, const uint64_t *slots, int nslots);
+
+#endif
