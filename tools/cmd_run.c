@@ -1,6 +1,13 @@
 /* cubpf run: starts a program with the shim first on LD_LIBRARY_PATH and the probe settings in
- * the environment (the contract of DESIGN.md), waits for it and returns its exit status. */
+ * the environment (the contract of DESIGN.md), follows what it records, and returns its exit
+ * status.  With -t TOOL (a bundled probe + formatter) or -p PROG.bpf.o it reads the trace and
+ * the shim's log lines (the child's stderr passes through cubpf run) and prints a report every
+ * -i seconds and at exit, also when the program fails. */
 #include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <time.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -12,6 +19,7 @@
 #include <unistd.h>
 
 #include "tools/commands.h"
+#include "tools/tools.h"
 
 struct run_opts {
 	const char *tool;
@@ -22,6 +30,9 @@ struct run_opts {
 	const char *real_libcuda;
 	const char *cache;
 	int disable;
+	int json, help, list_tools;
+	double interval_s, duration_s; /* 0 = none */
+	int have_prog;
 };
 
 static void run_usage(FILE *out)
@@ -33,18 +44,28 @@ static void run_usage(FILE *out)
 		"of the program goes through cubpf, which forwards it to the real driver.\n"
 		"\n"
 		"options:\n"
-		"  -t, --tool TOOL         a bundled tool: kcount, threadhist, launchlate, memtrace,\n"
-		"                          kernelretsnoop\n"
-		"  -p, --prog PROG.bpf.o   a probe object (repeatable)\n"
+		"  -t, --tool TOOL         a bundled tool (--list-tools; -t TOOL --help for its output)\n"
+		"  -p, --prog PROG.bpf.o   a probe object (repeatable); its maps are printed at exit\n"
+		"                          as `bpftool map dump` does\n"
 		"  -k, --kernel GLOB       probe only kernels whose name matches GLOB\n"
-		"  -o, --output TRACE      record a trace file (CUBPF_TRACE)\n"
+		"  -i, --interval SECONDS  print the tool's view every SECONDS while CMD runs\n"
+		"  -d, --duration SECONDS  stop CMD after SECONDS (SIGINT, then SIGTERM 5 s later)\n"
+		"      --json              the report as one JSON object per view\n"
+		"      --list-tools        the bundled tools\n"
+		"  -o, --output TRACE      keep the trace file (default: a temporary one, removed)\n"
 		"  -l, --log LEVEL         off, error, warn (default), info, debug (CUBPF_LOG)\n"
 		"      --real-libcuda PATH the real driver, when cubpf cannot find it\n"
 		"      --cache PATH        module cache database (CUBPF_CACHE)\n"
 		"      --disable           pure pass-through, nothing intercepted (CUBPF_DISABLE=1)\n"
 		"  -h, --help              this text\n"
 		"\n"
-		"example: cubpf run -l info -- ./my_cuda_app --size 1024\n");
+		"The report (stdout) ends with the devices, the memory the maps take, the kernels that\n"
+		"could not be instrumented and why, and the events lost.  Exit status: CMD's.\n"
+		"\n"
+		"examples:\n"
+		"  cubpf run -t kcount -- ./my_cuda_app --size 1024\n"
+		"  cubpf run -t threadhist -k 'vecadd*' -i 1 -d 10 -- python train.py\n"
+		"  cubpf run -p myprobe.bpf.o -o run.trace -- ./my_cuda_app\n");
 }
 
 /* The shim's folder: next to the binary in the build tree (build/bin -> build/lib), or the
@@ -90,37 +111,110 @@ static int add_program(struct run_opts *o, const char *path)
 	return 0;
 }
 
+/* Seconds as a positive decimal ("0.5", "10"); -1 on anything else. */
+static double parse_seconds(const char *opt, const char *v)
+{
+	char *end;
+	errno = 0;
+	double d = strtod(v, &end);
+	if (errno || end == v || *end || !isfinite(d) || d <= 0 || d > 1e7) {
+		fprintf(stderr, "cubpf run: %s '%s': expected a positive number of seconds\n", opt, v);
+		return -1;
+	}
+	return d;
+}
+
 static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 {
-	enum { OPT_REAL = 256, OPT_CACHE, OPT_DISABLE };
+	enum { OPT_REAL = 256, OPT_CACHE, OPT_DISABLE, OPT_JSON, OPT_LIST };
 	static const struct option longopts[] = {
 		{"tool", required_argument, 0, 't'},     {"prog", required_argument, 0, 'p'},
 		{"kernel", required_argument, 0, 'k'},   {"output", required_argument, 0, 'o'},
 		{"log", required_argument, 0, 'l'},      {"real-libcuda", required_argument, 0, OPT_REAL},
 		{"cache", required_argument, 0, OPT_CACHE}, {"disable", no_argument, 0, OPT_DISABLE},
+		{"interval", required_argument, 0, 'i'}, {"duration", required_argument, 0, 'd'},
+		{"json", no_argument, 0, OPT_JSON},      {"list-tools", no_argument, 0, OPT_LIST},
 		{"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
 	};
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+t:p:k:o:l:h", longopts, NULL)) != -1) {
+	opterr = 1;
+	while ((c = getopt_long(argc, argv, "+t:p:k:o:l:i:d:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't': o->tool = optarg; break;
-		case 'p': if (add_program(o, optarg)) return -1; break;
+		case 'p': if (add_program(o, optarg)) return -1; o->have_prog = 1; break;
 		case 'k': o->kernel_glob = optarg; break;
 		case 'o': o->trace = optarg; break;
 		case 'l': o->log_level = optarg; break;
+		case 'i': if ((o->interval_s = parse_seconds("-i", optarg)) < 0) return -1; break;
+		case 'd': if ((o->duration_s = parse_seconds("-d", optarg)) < 0) return -1; break;
 		case OPT_REAL: o->real_libcuda = optarg; break;
 		case OPT_CACHE: o->cache = optarg; break;
 		case OPT_DISABLE: o->disable = 1; break;
-		case 'h': run_usage(stdout); exit(0);
+		case OPT_JSON: o->json = 1; break;
+		case OPT_LIST: o->list_tools = 1; break;
+		case 'h': o->help = 1; break;
 		default: run_usage(stderr); return -1;
 		}
 	}
+	if (o->help || o->list_tools)
+		return optind;
 	if (optind >= argc) {
 		fprintf(stderr, "cubpf run: no command given (cubpf run [OPTIONS] -- CMD ARGS...)\n");
 		return -1;
 	}
 	return optind;
+}
+
+static void list_tools(FILE *f)
+{
+	size_t n;
+	const struct tool *t = tool_list(&n);
+	fprintf(f, "bundled tools (cubpf run -t TOOL --help for details):\n");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "  %-16s %s\n", t[i].name, t[i].summary);
+}
+
+static void tool_help(const struct tool *t, FILE *f)
+{
+	fprintf(f, "usage: cubpf run -t %s [-k GLOB] [-i SECONDS] [-d SECONDS] [--json] [-o TRACE] "
+		"-- CMD [ARGS...]\n\n%s: %s\n\n%s\nprobe program: %s (tools/probes/ in the sources)\n",
+		t->name, t->name, t->summary, t->help, t->probe);
+}
+
+/* The folder next to the binary holding `sub` (build/bin -> build/SUB, PREFIX/bin ->
+ * PREFIX/lib/cubpf/SUB). */
+static int find_beside(const char *sub, char *out, size_t len)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -1;
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	static const char *const candidates[] = {"%s/../%s", "%s/../lib/cubpf/%s"};
+	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
+		char dir[PATH_MAX + 64];
+		snprintf(dir, sizeof(dir), candidates[i], exe, sub);
+		if (access(dir, R_OK) == 0 && realpath(dir, out) && strlen(out) < len)
+			return 0;
+	}
+	return -1;
+}
+
+static int add_tool_probe(struct run_opts *o, const struct tool *t)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 64];
+	if (find_beside("probes", dir, sizeof(dir)) != 0) {
+		fprintf(stderr, "cubpf run: tool '%s': cannot find the probes folder next to cubpf "
+				"(../probes or ../lib/cubpf/probes): run 'make'\n", t->name);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, t->probe);
+	return add_program(o, path);
 }
 
 static int set_environment(const struct run_opts *o, const char *shim_dir)
@@ -139,8 +233,17 @@ static int set_environment(const struct run_opts *o, const char *shim_dir)
 		rc |= setenv("CUBPF_KERNELS", o->kernel_glob, 1);
 	if (o->trace)
 		rc |= setenv("CUBPF_TRACE", o->trace, 1);
+	/* the report needs the shim's info lines (kernel ids, memory, what was not instrumented) */
 	if (o->log_level)
 		rc |= setenv("CUBPF_LOG", o->log_level, 1);
+	else if (o->programs[0])
+		rc |= setenv("CUBPF_LOG", "info", 1);
+	if (o->interval_s > 0) {
+		char ms[32];
+		snprintf(ms, sizeof(ms), "%ld", lround(o->interval_s * 1000 < 100 ? 100 :
+						       o->interval_s * 1000));
+		rc |= setenv("CUBPF_INTERVAL_MS", ms, 1);
+	}
 	if (o->real_libcuda)
 		rc |= setenv("CUBPF_REAL_LIBCUDA", o->real_libcuda, 1);
 	if (o->cache)
@@ -150,22 +253,104 @@ static int set_environment(const struct run_opts *o, const char *shim_dir)
 	return rc;
 }
 
-/* Runs the child and returns its status the way a shell would (128+signal when killed).
- * SIGINT/SIGTERM reach the child through the process group; we only wait. */
-static int run_child(char **cmd)
+/* ---- following the child ------------------------------------------------------------------- */
+struct follow {
+	const struct run_opts *o;
+	const struct tool *tool;
+	struct tool_data data;
+	char line[4096];
+	size_t used;
+	int echo_cubpf;             /* pass the shim's lines through (-l given, or no tool) */
+};
+
+static double now_s(void)
 {
-	pid_t pid = fork();
-	if (pid < 0) {
-		fprintf(stderr, "cubpf run: fork: %s\n", strerror(errno));
-		return 1;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* One line of the child's stderr: the shim's lines feed the report; the program's own lines
+ * (and the shim's when asked) go to our stderr unchanged. */
+static void child_line(struct follow *fw, const char *line, size_t n)
+{
+	int shim = n >= 7 && !strncmp(line, "cubpf: ", 7);
+	if (shim) {
+		char buf[sizeof(fw->line) + 1];
+		snprintf(buf, sizeof(buf), "%.*s", (int)(n - 7 - (line[n - 1] == '\n')), line + 7);
+		tool_data_log_line(&fw->data, buf);
 	}
-	if (pid == 0) {
-		execvp(cmd[0], cmd);
-		fprintf(stderr, "cubpf run: cannot run '%s': %s\n", cmd[0], strerror(errno));
-		_exit(127);
+	if (!shim || fw->echo_cubpf)
+		fwrite(line, 1, n, stderr);
+}
+
+static void child_output(struct follow *fw, const char *buf, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		fw->line[fw->used++] = buf[i];
+		if (buf[i] == '\n' || fw->used == sizeof(fw->line)) {
+			child_line(fw, fw->line, fw->used);
+			fw->used = 0;
+		}
 	}
-	signal(SIGINT, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
+}
+
+static void print_report(struct follow *fw, int final)
+{
+	const struct run_opts *o = fw->o;
+	if (!o->trace)
+		return;
+	char err[512] = "";
+	tool_data_reset_trace(&fw->data);
+	if (tool_data_load(&fw->data, o->trace, err, sizeof(err)) != 0) {
+		if (final)
+			fprintf(stderr, "cubpf run: no report: %s\n", err);
+		return;
+	}
+	if (err[0])
+		fprintf(stderr, "cubpf run: %s\n", err);
+	struct tool_opts to = {.json = o->json, .top = 10};
+	if (!o->json) {
+		time_t t = time(NULL);
+		struct tm tm;
+		char stamp[16];
+		strftime(stamp, sizeof(stamp), "%H:%M:%S", localtime_r(&t, &tm));
+		printf("%s%s %s\n", final ? "\n" : "", stamp, final ? "--- at exit ---" : "---");
+	} else {
+		printf("{\"final\":%s,", final ? "true" : "false");
+	}
+	if (fw->tool) {
+		fw->tool->report(&fw->data, &to, stdout);
+		if (o->json)
+			printf("\"view\":\"%s\",", fw->tool->name);
+	}
+	if (o->have_prog)
+		tool_report_maps(&fw->data, &to, stdout);
+	if (final || o->json)
+		tool_report_common(&fw->data, &to, stdout);
+	if (o->json)
+		printf("}\n");
+	else if (!final)
+		printf("\n");
+	fflush(stdout);
+}
+
+/* -d: SIGINT first (the program may report and clean up), SIGTERM after a grace period, SIGKILL
+ * after another. */
+static void stop_child(pid_t pid, double since, double *next)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGKILL};
+	static int step;
+	if (step >= 3)
+		return;
+	fprintf(stderr, "cubpf run: duration over after %.1f s: sending %s\n", since,
+		strsignal(sigs[step]));
+	kill(pid, sigs[step++]);
+	*next += 5;
+}
+
+static int wait_status(pid_t pid)
+{
 	int status;
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
@@ -175,26 +360,147 @@ static int run_child(char **cmd)
 	return WEXITSTATUS(status);
 }
 
+static void follow_child(struct follow *fw, pid_t pid, int fd)
+{
+	const struct run_opts *o = fw->o;
+	double start = now_s();
+	double next_view = o->interval_s > 0 ? start + o->interval_s : INFINITY;
+	double stop_at = o->duration_s > 0 ? start + o->duration_s : INFINITY;
+	for (;;) {
+		double now = now_s(), wake = next_view < stop_at ? next_view : stop_at;
+		int ms = isinf(wake) ? -1 : (int)(wake > now ? (wake - now) * 1000 + 1 : 0);
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int r = poll(&p, 1, ms);
+		if (r < 0 && errno != EINTR)
+			break;
+		if (r > 0) {
+			char buf[65536];
+			ssize_t n = read(fd, buf, sizeof(buf));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break; /* the child (and whatever inherited its stderr) is done */
+			child_output(fw, buf, (size_t)n);
+		}
+		now = now_s();
+		if (now >= next_view) {
+			print_report(fw, 0);
+			next_view += o->interval_s;
+		}
+		if (now >= stop_at)
+			stop_child(pid, now - start, &stop_at);
+	}
+	if (fw->used)
+		child_line(fw, fw->line, fw->used);
+}
+
+static int run_child(char **cmd, struct follow *fw)
+{
+	int pipefd[2];
+	if (pipe(pipefd) != 0) {
+		fprintf(stderr, "cubpf run: pipe: %s\n", strerror(errno));
+		return 1;
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "cubpf run: fork: %s\n", strerror(errno));
+		return 1;
+	}
+	if (pid == 0) {
+		dup2(pipefd[1], 2);
+		close(pipefd[0]);
+		close(pipefd[1]);
+		execvp(cmd[0], cmd);
+		fprintf(stderr, "cubpf run: cannot run '%s': %s\n", cmd[0], strerror(errno));
+		_exit(127);
+	}
+	close(pipefd[1]);
+	/* Ctrl-C reaches the child through the process group; we stay to print the report. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	follow_child(fw, pid, pipefd[0]);
+	close(pipefd[0]);
+	return wait_status(pid);
+}
+
+/* A temporary trace when -o is not given (the report reads it; removed at the end). */
+static int temp_trace(char *path, size_t len)
+{
+	const char *dir = getenv("TMPDIR");
+	snprintf(path, len, "%s/cubpf-run-XXXXXX", dir && *dir ? dir : "/tmp");
+	int fd = mkstemp(path);
+	if (fd < 0) {
+		fprintf(stderr, "cubpf run: cannot make a temporary trace in %s: %s (use -o TRACE)\n",
+			dir && *dir ? dir : "/tmp", strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Checks what can be checked before the program starts; 0, 1 (done: help/list), -1 (error). */
+static int prepare(struct run_opts *o, const struct tool **tool)
+{
+	if (o->list_tools) {
+		list_tools(stdout);
+		return 1;
+	}
+	if (o->tool && !(*tool = tool_find(o->tool))) {
+		fprintf(stderr, "cubpf run: unknown tool '%s'\n", o->tool);
+		list_tools(stderr);
+		return -1;
+	}
+	if (o->help) {
+		if (*tool)
+			tool_help(*tool, stdout);
+		else
+			run_usage(stdout);
+		return 1;
+	}
+	if (*tool && add_tool_probe(o, *tool) != 0)
+		return -1;
+	if ((o->interval_s > 0 || o->json) && !*tool && !o->have_prog) {
+		fprintf(stderr, "cubpf run: -i and --json need a tool (-t) or a program (-p)\n");
+		return -1;
+	}
+	return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct run_opts o = {0};
+	const struct tool *tool = NULL;
 	int first = parse_run_opts(argc, argv, &o);
 	if (first < 0)
 		return 2;
-	if (o.tool) {
-		fprintf(stderr, "cubpf run: tool '%s': the bundled tools need live probes, which this "
-				"build does not have yet (issue 6)\n", o.tool);
-		return 2;
-	}
-	char shim_dir[PATH_MAX];
+	int p = prepare(&o, &tool);
+	if (p != 0)
+		return p > 0 ? 0 : 2;
+	char shim_dir[PATH_MAX], tmp[PATH_MAX];
 	if (find_shim_dir(shim_dir, sizeof(shim_dir)) != 0) {
 		fprintf(stderr, "cubpf run: cannot find cubpf's libcuda.so.1 next to this program "
 				"(looked in ../lib and ../lib/cubpf): reinstall cubpf or run 'make'\n");
 		return 2;
 	}
+	int own_trace = (tool || o.have_prog) && !o.trace;
+	if (own_trace) {
+		if (temp_trace(tmp, sizeof(tmp)) != 0)
+			return 2;
+		o.trace = tmp;
+	}
 	if (set_environment(&o, shim_dir) != 0) {
 		fprintf(stderr, "cubpf run: cannot set the environment: %s\n", strerror(errno));
 		return 2;
 	}
-	return run_child(argv + first);
+	struct follow fw = {.o = &o, .tool = tool, .echo_cubpf = o.log_level || !(tool || o.have_prog)};
+	int rc = run_child(argv + first, &fw);
+	if (tool || o.have_prog)
+		print_report(&fw, 1);
+	if (rc != 0)
+		fprintf(stderr, "cubpf run: %s exited with status %d\n", argv[first], rc);
+	tool_data_free(&fw.data);
+	if (own_trace)
+		unlink(tmp);
+	return rc;
 }

@@ -111,6 +111,8 @@ const struct tool *tool_find(const char *name);
 const struct tool *tool_list(size_t *n);
 /* The common footer: memory the maps take, kernels not instrumented (with reasons), drops. */
 void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+/* -p: every map of the latest snapshots, as `bpftool map dump` prints them. */
+void tool_report_maps(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 
 /* Small helpers shared by the formatters. */
 void tool_json_string(FILE *f, const char *s);
