@@ -100,10 +100,13 @@ static int on_kernel(struct tool_data *d, const struct store_trace_reader *r,
 	return 0;
 }
 
-static struct tool_map *map_slot(struct tool_data *d, uint32_t prog, uint32_t map)
+/* A map is (program, map index, name): the name too, so that a writer numbering maps of
+ * several objects alike cannot mix two maps up. */
+static struct tool_map *map_slot(struct tool_data *d, uint32_t prog, uint32_t map, const char *name)
 {
 	for (size_t i = 0; i < d->nmaps; i++)
-		if (d->maps[i].prog == prog && d->maps[i].map == map)
+		if (d->maps[i].prog == prog && d->maps[i].map == map && d->maps[i].name &&
+		    !strcmp(d->maps[i].name, name))
 			return &d->maps[i];
 	struct tool_map *m = realloc(d->maps, (d->nmaps + 1) * sizeof(*m));
 	if (!m)
@@ -158,15 +161,16 @@ static int on_map(struct tool_data *d, const struct store_trace_reader *r,
 	size_t pair = (size_t)h.key_size + h.value_size;
 	if (!kv || pair == 0 || (uint64_t)h.count * pair > rest)
 		return 0;
-	struct tool_map *m = map_slot(d, h.prog, h.map);
+	const char *name = store_trace_string(r, h.name);
+	name = name ? name : "?";
+	struct tool_map *m = map_slot(d, h.prog, h.map, name);
 	if (!m)
 		return -1;
 	if (!m->name || h.ts_ns > m->ts + 50000000ull || m->key_size != h.key_size ||
 	    m->value_size != h.value_size) {
-		const char *name = store_trace_string(r, h.name);
 		free(m->name);
 		free(m->kv);
-		m->name = strdup(name ? name : "?");
+		m->name = strdup(name);
 		m->kv = NULL;
 		m->count = 0;
 		m->ts = h.ts_ns;

@@ -1,0 +1,21 @@
+# tests/tools: the formatters of `cubpf run -t TOOL` (traces written with store/'s writer) and
+# cubpf run's option errors (on the built binary); the GPU programs of tests/gpu/t_tools.sh and
+# tests/bench/b_tools.sh.
+TOOLS_TEST_OBJS := $(call objs,tests/tools/test_tools.c tools/tool_data.c tools/tool_common.c \
+  tools/tool_reports.c)
+$(call objs,tests/tools/test_tools.c): CFLAGS += -DTOOLS_TEST_BUILD='"$(abspath $(BUILD))"'
+$(BUILD)/tests/test_tools: $(TOOLS_TEST_OBJS) $(STORE_LIB) $(ZSTD_PIC_LIB) | $(BUILD)/bin/cubpf
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(TOOLS_TEST_OBJS) $(STORE_LIB) $(ZSTD_PIC_LIB) $(DEP_LIBS) -lcmocka $(LDLIBS)
+TEST_BINS += $(BUILD)/tests/test_tools
+
+# GPU programs with known answers (tests/cuda/tools_*.cu), built here with nvcc.
+ifneq ($(SAN),1)
+ifneq ($(wildcard $(NVCC)),)
+TOOLS_GPU := $(patsubst tests/cuda/%.cu,$(BUILD)/gpu/%,$(wildcard tests/cuda/tools_*.cu))
+$(BUILD)/gpu/tools_%: tests/cuda/tools_%.cu
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -arch=sm_90 -cudart static -o $@ $<
+BINS += $(TOOLS_GPU)
+endif
+endif

@@ -1,0 +1,326 @@
+/* tests/tools: the formatters of `cubpf run -t TOOL`, fed with traces written through store/'s
+ * writer and the shim's log lines, and cubpf run's option errors (the built binary). */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "store/store.h"
+#include "tools/tools.h"
+
+static char trace_path[] = "/tmp/cubpf-test-tools-XXXXXX";
+
+static struct store_trace_writer *create(void)
+{
+	char err[STORE_ERRLEN];
+	struct store_trace_process p = {.pid = 1, .cubpf_version = "test", .hostname = "h",
+					.cmdline = "./app"};
+	int fd = mkstemp(trace_path);
+	assert_true(fd >= 0);
+	close(fd);
+	struct store_trace_writer *w = store_trace_create(trace_path, &p, NULL, err, sizeof(err));
+	if (!w)
+		fail_msg("store_trace_create: %s", err);
+	return w;
+}
+
+static void kernel(struct store_trace_writer *w, const char *name, uint64_t launch_ns,
+		   uint32_t grid, uint32_t block)
+{
+	struct store_rec_kernel k = {.launch_ns = launch_ns, .name = store_trace_intern(w, name),
+				     .grid = {grid, 1, 1}, .block = {block, 1, 1}};
+	assert_int_equal(store_trace_kernel(w, &k), 0);
+}
+
+/* A MAP record of u32 keys and u64 values (nwords per value). */
+static void map_u64(struct store_trace_writer *w, const char *name, uint64_t ts, const uint32_t *keys,
+		    const uint64_t *vals, uint32_t n, uint32_t nwords)
+{
+	size_t pair = 4 + 8 * (size_t)nwords;
+	uint8_t *kv = calloc(n ? n : 1, pair);
+	assert_non_null(kv);
+	for (uint32_t i = 0; i < n; i++) {
+		memcpy(kv + i * pair, &keys[i], 4);
+		memcpy(kv + i * pair + 4, &vals[i * nwords], 8 * (size_t)nwords);
+	}
+	struct store_rec_map m = {.ts_ns = ts, .name = store_trace_intern(w, name),
+				  .map_type = 1503, .key_size = 4, .value_size = 8 * nwords, .count = n};
+	assert_int_equal(store_trace_map(w, &m, kv, n * pair), 0);
+	free(kv);
+}
+
+static void finish(struct store_trace_writer *w, struct tool_data *d, const char *const *log)
+{
+	char err[STORE_ERRLEN];
+	assert_int_equal(store_trace_close(w, err, sizeof(err)), 0);
+	memset(d, 0, sizeof(*d));
+	for (; log && *log; log++)
+		tool_data_log_line(d, *log);
+	err[0] = '\0';
+	assert_int_equal(tool_data_load(d, trace_path, err, sizeof(err)), 0);
+	assert_string_equal(err, "");
+	unlink(trace_path);
+	strcpy(trace_path, "/tmp/cubpf-test-tools-XXXXXX");
+}
+
+/* The report of one tool as a string (caller frees). */
+static char *report(const char *tool, const struct tool_data *d, int json)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct tool_opts o = {.json = json, .top = 10};
+	assert_non_null(f);
+	if (!strcmp(tool, "maps"))
+		tool_report_maps(d, &o, f);
+	else
+		tool_find(tool)->report(d, &o, f);
+	tool_report_common(d, &o, f);
+	fclose(f);
+	return buf;
+}
+
+static void assert_contains(const char *hay, const char *needle)
+{
+	if (!strstr(hay, needle))
+		fail_msg("expected \"%s\" in:\n%s", needle, hay);
+}
+
+static const char *const log_a[] = {
+	"live: kernel id 1 = _Z6vecaddPfS_i",
+	"live: maps on device 0 (context 0x1234): 131072 device bytes, 0 pinned bytes, 1 maps",
+	"live: cuModuleLoadData: 3 kernels not instrumentable: no PTX for sm_90 in the image "
+	"(1 cubins, SASS only)",
+	"live: something else entirely",
+	NULL};
+
+static void test_kcount(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
+	kernel(w, "_Z6vecaddPfS_i", 200, 2, 128);
+	kernel(w, "sass_only_kernel", 300, 1, 32);
+	uint32_t keys[] = {1};
+	uint64_t vals[] = {2, 6, 1000000, 1250000}; /* launches, blocks, first entry, last exit */
+	map_u64(w, "kstats", 10, keys, vals, 1, 4);
+	struct tool_data d;
+	finish(w, &d, log_a);
+	char *out = report("kcount", &d, 0);
+	assert_contains(out, "vecadd");
+	assert_contains(out, "        2         1280         2          250.0");
+	assert_contains(out, "maps and buffers: 131072 device bytes, 0 pinned host bytes");
+	assert_contains(out, "kernels instrumented: 1");
+	assert_contains(out, "  sass_only_kernel (1 launches)");
+	assert_contains(out, "why: live: cuModuleLoadData: 3 kernels not instrumentable: no PTX");
+	assert_contains(out, "trace: complete");
+	free(out);
+	out = report("kcount", &d, 1);
+	assert_contains(out, "\"name\":\"_Z6vecaddPfS_i\",\"instrumented\":true,\"launches\":2,"
+			     "\"threads\":1280,\"gpu_runs\":2,\"gpu_span_ns\":250000");
+	assert_contains(out, "\"not_instrumented\":[\"sass_only_kernel\"]");
+	free(out);
+	tool_data_free(&d);
+}
+
+/* Two contexts' snapshots of the same round are summed; a later round replaces them. */
+static void test_threadhist(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	uint32_t keys[10];
+	uint64_t old[10], a[10], b[10];
+	for (uint32_t i = 0; i < 10; i++) {
+		keys[i] = i;
+		old[i] = 100;
+		a[i] = i < 5 ? 2 : 1;
+		b[i] = i < 5 ? 1 : 0;
+	}
+	map_u64(w, "executions", 1000, keys, old, 10, 1);
+	map_u64(w, "executions", 1000 + 2000000000ull, keys, a, 10, 1);
+	map_u64(w, "executions", 1000 + 2000000000ull + 1000, keys, b, 5, 1);
+	struct tool_data d;
+	finish(w, &d, log_a);
+	char *out = report("threadhist", &d, 0);
+	assert_contains(out, "           3             5\n");
+	assert_contains(out, "           1             5\n");
+	assert_contains(out, "threads 10 (ids 0..9)  min 1  max 3  mean 2.000  stddev 1.000");
+	assert_contains(out, "most loaded: 0=3 1=3 2=3 3=3 4=3 5=1");
+	assert_contains(out, "least loaded: 9=1 8=1");
+	free(out);
+	out = report("threadhist", &d, 1);
+	assert_contains(out, "\"distribution\":[{\"executions\":1,\"threads\":5},"
+			     "{\"executions\":3,\"threads\":5}]");
+	free(out);
+	tool_data_free(&d);
+}
+
+static void test_launchlate(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	struct store_rec_clock c = {.host_ns = 1000000, .gpu_ns = 999000, .device = 0};
+	assert_int_equal(store_trace_clock(w, &c), 0);
+	kernel(w, "_Z6vecaddPfS_i", 2000000, 1, 32);
+	kernel(w, "_Z6vecaddPfS_i", 3000000, 1, 32);
+	/* GPU starts (gpu clock): host = gpu + 1000 -> latencies 5000 and 6000 ns */
+	uint32_t keys[] = {1024 + 1, 1024 + 0};
+	uint64_t vals[] = {3000000 - 1000 + 6000, 2000000 - 1000 + 5000};
+	map_u64(w, "starts", 5, keys, vals, 2, 1);
+	struct tool_data d;
+	finish(w, &d, log_a);
+	char *out = report("launchlate", &d, 0);
+	assert_contains(out, "kernel = vecadd  (2 samples of 2 launches, mean 5.5 us)");
+	assert_contains(out, "     4096 -> 8191     : 2          |****************************************|");
+	free(out);
+	tool_data_free(&d);
+}
+
+static void test_memtrace(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	/* kernel id 1: global loads 4096 B in 1024 accesses, global stores 2048 B in 512 */
+	uint32_t keys[] = {64 + 9, 64 + 10};
+	uint64_t bytes[] = {4096, 2048}, acc[] = {1024, 512};
+	map_u64(w, "bytes", 5, keys, bytes, 2, 1);
+	map_u64(w, "accesses", 5, keys, acc, 2, 1);
+	uint32_t sk[] = {16 + 2};
+	uint64_t sv[] = {1536};
+	map_u64(w, "size_log2", 5, sk, sv, 1, 1);
+	struct tool_data d;
+	finish(w, &d, log_a);
+	char *out = report("memtrace", &d, 0);
+	assert_contains(out, "    global     load             4096           1024        4.0");
+	assert_contains(out, "    global    store             2048            512        4.0");
+	assert_contains(out, "        4 -> 7        : 1536");
+	assert_contains(out, "6144 bytes in 1536 thread accesses; ideal 32-byte sectors 192");
+	free(out);
+	tool_data_free(&d);
+}
+
+static void exit_event(struct store_trace_writer *w, uint64_t ts, uint32_t lane, uint32_t block)
+{
+	struct tool_exit_event e = {.ts = ts, .kernel_id = 1, .tid_x = lane, .ctaid_x = block,
+				    .ntid_x = 64, .ntid_y = 1};
+	struct store_rec_probe p = {.ts_ns = ts, .flags = STORE_PROBE_GPU_TIME};
+	assert_int_equal(store_trace_probe(w, &p, &e, sizeof(e)), 0);
+}
+
+static void test_kernelretsnoop(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	for (uint32_t b = 0; b < 3; b++)
+		for (uint32_t lane = 0; lane < 64; lane++)
+			exit_event(w, 1000 + lane, lane, b);
+	exit_event(w, 500000, 45, 2); /* block 2's lane 45 leaves again, late (a second exit) */
+	struct tool_data d;
+	finish(w, &d, log_a);
+	char *out = report("kernelretsnoop", &d, 0);
+	assert_contains(out, "193 thread exits in 6 warps");
+	/* the first row is the slow lane, 500000 - 1032 behind its warp's first exit */
+	const char *row = strstr(out, "LAG_ns\n");
+	assert_non_null(row);
+	assert_contains(row, "LAG_ns\nvecadd                       (2,0,0)          (45,0,0)       "
+			     "      498968\n");
+	free(out);
+	out = report("kernelretsnoop", &d, 1);
+	assert_contains(out, "\"slowest\":[{\"kernel\":\"_Z6vecaddPfS_i\",\"block\":[2,0,0],"
+			     "\"thread\":[45,0,0],\"lag_ns\":498968}");
+	free(out);
+	tool_data_free(&d);
+}
+
+static void test_maps_dump(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	uint32_t keys[] = {1, 258};
+	uint64_t vals[] = {5, 0x0102030405060708ull};
+	map_u64(w, "counts", 5, keys, vals, 2, 1);
+	struct tool_data d;
+	static const char *const log[] = {"map hits[0] = 7 (host)", NULL};
+	finish(w, &d, log);
+	char *out = report("maps", &d, 0);
+	assert_contains(out, "map counts (program 0, map 0, type 1503, key 4 B, value 8 B;");
+	assert_contains(out, "key: 01 00 00 00  value: 05 00 00 00 00 00 00 00\n");
+	assert_contains(out, "key: 02 01 00 00  value: 08 07 06 05 04 03 02 01\n");
+	assert_contains(out, "Found 2 elements\n");
+	assert_contains(out, "map hits[0] = 7 (host)");
+	free(out);
+	out = report("maps", &d, 1);
+	assert_contains(out, "{\"key\":[\"0x01\",\"0x00\",\"0x00\",\"0x00\"],\"value\":[\"0x05\"");
+	free(out);
+	tool_data_free(&d);
+}
+
+static void test_bad_trace(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/cubpf-test-tools-bad-XXXXXX", err[256] = "";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "not a trace", 11), 11);
+	close(fd);
+	struct tool_data d = {0};
+	assert_int_equal(tool_data_load(&d, path, err, sizeof(err)), -1);
+	assert_true(err[0] != '\0');
+	unlink(path);
+	tool_data_free(&d);
+}
+
+/* cubpf run's own errors, on the built binary: status and message. */
+static int run_cubpf(const char *args, char *out, size_t len)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "%s/bin/cubpf run %s 2>&1", TOOLS_TEST_BUILD, args);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	size_t n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_run_options(void **state)
+{
+	(void)state;
+	char out[8192];
+	assert_int_equal(run_cubpf("-t nope -- true", out, sizeof(out)), 2);
+	assert_contains(out, "unknown tool 'nope'");
+	assert_contains(out, "kernelretsnoop");
+	assert_int_equal(run_cubpf("-t kcount -i 0 -- true", out, sizeof(out)), 2);
+	assert_contains(out, "-i '0': expected a positive number of seconds");
+	assert_int_equal(run_cubpf("-t kcount -d abc -- true", out, sizeof(out)), 2);
+	assert_contains(out, "-d 'abc'");
+	assert_int_equal(run_cubpf("-t kcount", out, sizeof(out)), 2);
+	assert_contains(out, "no command given");
+	assert_int_equal(run_cubpf("--json -- true", out, sizeof(out)), 2);
+	assert_contains(out, "need a tool");
+	assert_int_equal(run_cubpf("-p /nonexistent.bpf.o -- true", out, sizeof(out)), 2);
+	assert_contains(out, "cannot read probe object '/nonexistent.bpf.o'");
+	assert_int_equal(run_cubpf("--list-tools", out, sizeof(out)), 0);
+	assert_contains(out, "threadhist");
+	assert_int_equal(run_cubpf("-t launchlate --help", out, sizeof(out)), 0);
+	assert_contains(out, "usage: cubpf run -t launchlate");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_kcount),        cmocka_unit_test(test_threadhist),
+		cmocka_unit_test(test_launchlate),    cmocka_unit_test(test_memtrace),
+		cmocka_unit_test(test_kernelretsnoop), cmocka_unit_test(test_maps_dump),
+		cmocka_unit_test(test_bad_trace),     cmocka_unit_test(test_run_options),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
