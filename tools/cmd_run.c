@@ -301,6 +301,13 @@ static void print_report(struct follow *fw, int final)
 	if (!o->trace)
 		return;
 	char err[512] = "";
+	struct stat st;
+	if (stat(o->trace, &st) == 0 && st.st_size == 0) {
+		if (final)
+			fprintf(stderr, "cubpf run: no report: the program made no CUDA driver call "
+					"through cubpf (nothing was recorded in %s)\n", o->trace);
+		return;
+	}
 	tool_data_reset_trace(&fw->data);
 	if (tool_data_load(&fw->data, o->trace, err, sizeof(err)) != 0) {
 		if (final)
@@ -319,11 +326,8 @@ static void print_report(struct follow *fw, int final)
 	} else {
 		printf("{\"final\":%s,", final ? "true" : "false");
 	}
-	if (fw->tool) {
+	if (fw->tool) /* JSON: each part prints its members with a trailing comma */
 		fw->tool->report(&fw->data, &to, stdout);
-		if (o->json)
-			printf("\"view\":\"%s\",", fw->tool->name);
-	}
 	if (o->have_prog)
 		tool_report_maps(&fw->data, &to, stdout);
 	if (final || o->json)

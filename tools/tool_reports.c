@@ -47,7 +47,7 @@ void tool_report_kcount(const struct tool_data *d, const struct tool_opts *o, FI
 		m = NULL;
 	char sn[48];
 	if (o->json)
-		fputs("{\"tool\":\"kcount\",\"kernels\":[", f);
+		fputs("\"tool\":\"kcount\",\"kernels\":[", f);
 	else
 		fprintf(f, "%-40s %9s %12s %9s %14s\n", "KERNEL", "LAUNCHES", "THREADS", "GPU_RUNS",
 			"GPU_SPAN_us");
@@ -141,7 +141,7 @@ void tool_report_threadhist(const struct tool_data *d, const struct tool_opts *o
 	size_t n = 0;
 	struct tcount *t = map_ok(m, 8) && m->count ? thread_counts(m, &n) : NULL;
 	if (o->json)
-		fputs("{\"tool\":\"threadhist\",", f);
+		fputs("\"tool\":\"threadhist\",", f);
 	if (!t) {
 		fputs(o->json ? "\"threads\":0," : "no thread executions recorded\n", f);
 		return;
@@ -248,7 +248,7 @@ void tool_report_launchlate(const struct tool_data *d, const struct tool_opts *o
 	const struct tool_map *lost = tool_map_by_name(d, "lost");
 	int first = 1;
 	if (o->json)
-		fputs("{\"tool\":\"launchlate\",\"kernels\":[", f);
+		fputs("\"tool\":\"launchlate\",\"kernels\":[", f);
 	else
 		fprintf(f, "launch call -> GPU start latency, per kernel%s\n",
 			d->nclocks ? "" : " (no CLOCK record: GPU times taken as host times)");
@@ -332,7 +332,7 @@ void tool_report_memtrace(const struct tool_data *d, const struct tool_opts *o, 
 {
 	int first = 1;
 	if (o->json)
-		fputs("{\"tool\":\"memtrace\",\"kernels\":[", f);
+		fputs("\"tool\":\"memtrace\",\"kernels\":[", f);
 	else
 		fprintf(f, "memory traffic per kernel (thread accesses, before caches)\n");
 	for (size_t i = 0; i < d->nkernels; i++)
@@ -369,7 +369,7 @@ void tool_report_kernelretsnoop(const struct tool_data *d, const struct tool_opt
 	size_t top = (size_t)o->top < n ? (size_t)o->top : n;
 	char sn[40];
 	if (o->json) {
-		fprintf(f, "{\"tool\":\"kernelretsnoop\",\"exits\":%" PRIu64 ",\"warps\":%zu,"
+		fprintf(f, "\"tool\":\"kernelretsnoop\",\"exits\":%" PRIu64 ",\"warps\":%zu,"
 			"\"spread_log2_ns\":[", d->probes, n);
 		for (int i = 0; i < 64; i++)
 			fprintf(f, "%s%" PRIu64, i ? "," : "", slots[i]);
@@ -414,7 +414,7 @@ static void hex_bytes(FILE *f, const uint8_t *p, size_t n, int json)
 void tool_report_maps(const struct tool_data *d, const struct tool_opts *o, FILE *f)
 {
 	if (o->json)
-		fputs("{\"tool\":\"maps\",\"maps\":[", f);
+		fputs("\"maps\":[", f);
 	for (size_t i = 0; i < d->nmaps; i++) {
 		const struct tool_map *m = &d->maps[i];
 		size_t pair = (size_t)m->key_size + m->value_size;
