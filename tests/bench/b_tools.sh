@@ -34,7 +34,10 @@ run() {
   bc[$mode]=$(awk -v a="${bc[$mode]:-1e9}" -v b="$c" 'BEGIN { print (b < a) ? b : a }')
 }
 
-for round in 1 2 3; do for mode in $MODES; do run "$mode" "$round"; done; done
+# kernelretsnoop writes a record per thread exit (GBs of trace): one round only.
+for round in 1 2 3; do for mode in $MODES; do
+  [ "$mode" = kernelretsnoop ] && [ "$round" -gt 1 ] && continue
+  run "$mode" "$round"; done; done
 grep -m2 -E 'instrumented|kernel' "$OUT/tools_bench.kcount.3.report" 2>/dev/null
 declare -A target=([kcount]=1.05 [threadhist]=1.05 [launchlate]=1.02 [memtrace]=2.0 [kernelretsnoop]=0)
 for mode in $MODES; do
@@ -50,5 +53,5 @@ for mode in $MODES; do
   [ "$same" = yes ] || { echo "FAIL $mode changed the result"; failed=$((failed + 1)); }
 done
 d=$(grep -h -m1 'ring-buffer records' "$OUT"/tools_bench.kernelretsnoop.*.report 2>/dev/null | head -1)
-echo "RESULT b_tools kernelretsnoop records: $(grep -h -m1 'thread exits' "$OUT/tools_bench.kernelretsnoop.3.report" 2>/dev/null) ${d:-no drops reported}"
+echo "RESULT b_tools kernelretsnoop records: $(grep -h -m1 'thread exits' "$OUT/tools_bench.kernelretsnoop.1.report" 2>/dev/null) ${d:-no drops reported}"
 [ "$failed" -eq 0 ]
