@@ -70,6 +70,8 @@ int tool_data_log_line(struct tool_data *d, const char *line)
 		d->pinned_bytes += pinb;
 		return 1;
 	}
+	if (strstr(line, " modules instrumented (")) /* the exit counters: not a reason */
+		return 0;
 	if (strstr(line, "not instrumentable") || strstr(line, "not instrumented") ||
 	    strstr(line, "rejected by the verifier") || strstr(line, "probes disabled") ||
 	    strstr(line, "not reachable") || strstr(line, "cannot load the probe object") ||

@@ -9,6 +9,13 @@ $(BUILD)/tests/test_tools: $(TOOLS_TEST_OBJS) $(STORE_LIB) $(ZSTD_PIC_LIB) | $(B
 	$(CC) $(LDFLAGS) -o $@ $(TOOLS_TEST_OBJS) $(STORE_LIB) $(ZSTD_PIC_LIB) $(DEP_LIBS) -lcmocka $(LDLIBS)
 TEST_BINS += $(BUILD)/tests/test_tools
 
+# cubpf run end to end on the CPU: a small app over the shim and the fake driver of tests/shim.
+$(BUILD)/tests/tools_fake_app: $(call objs,tests/tools/fake_app.c)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -ldl
+$(BUILD)/tests/test_tools: | $(BUILD)/tests/tools_fake_app $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so \
+  $(PROBE_OBJS)
+
 # GPU programs with known answers (tests/cuda/tools_*.cu), built here with nvcc.
 ifneq ($(SAN),1)
 ifneq ($(wildcard $(NVCC)),)

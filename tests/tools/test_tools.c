@@ -337,6 +337,34 @@ static void test_run_options(void **state)
 	assert_contains(out, "usage: cubpf run -t launchlate");
 }
 
+/* End to end on the CPU: cubpf run over the shim and the fake driver.  The fake runs no kernel
+ * (the maps stay zero), but the launches, the kernel ids and the memory come through, and a
+ * failing app's status is returned with the report printed. */
+static void test_run_fake(void **state)
+{
+	(void)state;
+	static char out[1 << 16];
+	char args[1024];
+	snprintf(args, sizeof(args), "-t kcount --real-libcuda %s/tests/libcuda-fake.so -- "
+		 "%s/tests/tools_fake_app 3", TOOLS_TEST_BUILD, TOOLS_TEST_BUILD);
+	assert_int_equal(run_cubpf(args, out, sizeof(out)), 3);
+	assert_contains(out, "fake_app: done");
+	assert_contains(out, "fake_app: a line of the app's own stderr");
+	assert_contains(out, "--- at exit ---");
+	assert_contains(out, "tools_k                                          3          480");
+	assert_contains(out, "kernels instrumented: 1");
+	assert_contains(out, "maps and buffers: ");
+	assert_contains(out, "trace: complete");
+	assert_contains(out, "exited with status 3");
+	assert_null(strstr(out, "cubpf: live: kernel id")); /* the shim's lines are not echoed */
+	assert_null(strstr(out, "why: live: 1 modules instrumented")); /* counters are no reason */
+	snprintf(args, sizeof(args), "--json -p %s/probes/kcount.bpf.o --real-libcuda "
+		 "%s/tests/libcuda-fake.so -- %s/tests/tools_fake_app", TOOLS_TEST_BUILD,
+		 TOOLS_TEST_BUILD, TOOLS_TEST_BUILD);
+	assert_int_equal(run_cubpf(args, out, sizeof(out)), 0);
+	assert_contains(out, "{\"final\":true,\"maps\":[{\"name\":\"kstats\"");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -344,6 +372,7 @@ int main(void)
 		cmocka_unit_test(test_launchlate),    cmocka_unit_test(test_memtrace),
 		cmocka_unit_test(test_kernelretsnoop), cmocka_unit_test(test_maps_dump),
 		cmocka_unit_test(test_bad_trace),     cmocka_unit_test(test_run_options),
+		cmocka_unit_test(test_run_fake),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
