@@ -121,39 +121,11 @@ static struct tool_map *map_slot(struct tool_data *d, uint32_t prog, uint32_t ma
 	return m;
 }
 
-/* Adds pairs into m: values of a key already present are summed word by word (u64 values of
- * several contexts), new keys appended. */
-static int map_merge(struct tool_map *m, const uint8_t *kv, size_t count)
-{
-	size_t pair = (size_t)m->key_size + m->value_size;
-	for (size_t i = 0; i < count; i++) {
-		const uint8_t *p = kv + i * pair;
-		size_t j;
-		for (j = 0; j < m->count; j++)
-			if (!memcmp(m->kv + j * pair, p, m->key_size))
-				break;
-		if (j == m->count) {
-			uint8_t *q = realloc(m->kv, (m->count + 1) * pair);
-			if (!q)
-				return -1;
-			m->kv = q;
-			memcpy(q + j * pair, p, pair);
-			m->count++;
-			continue;
-		}
-		for (size_t w = 0; w + 8 <= m->value_size; w += 8) {
-			uint64_t a, b;
-			memcpy(&a, m->kv + j * pair + m->key_size + w, 8);
-			memcpy(&b, p + m->key_size + w, 8);
-			a += b;
-			memcpy(m->kv + j * pair + m->key_size + w, &a, 8);
-		}
-	}
-	return 0;
-}
-
-/* The latest snapshot wins; snapshots taken in the same round (one per context) are summed.
- * A round is the MAP records of one map whose times are within 50 ms of the round's first. */
+/* The latest snapshot wins.  The shim writes a context's snapshot again (same ts_ns) when it
+ * has no newer one (the periodic trace, the exit report after the teardown read): a record
+ * whose time is not newer is a copy or stale and is skipped.  MAP records do not say which
+ * context they come from, so with several contexts (GPUs) only the latest one is shown: summing
+ * by time would count one context's snapshots twice. */
 static int on_map(struct tool_data *d, const struct store_trace_reader *r,
 		  const struct store_trace_record *rec)
 {
@@ -168,26 +140,25 @@ static int on_map(struct tool_data *d, const struct store_trace_reader *r,
 	struct tool_map *m = map_slot(d, h.prog, h.map, name);
 	if (!m)
 		return -1;
-	if (!m->name || h.ts_ns > m->ts + 50000000ull || m->key_size != h.key_size ||
-	    m->value_size != h.value_size) {
-		free(m->name);
-		free(m->kv);
-		m->name = strdup(name);
-		m->kv = NULL;
-		m->count = 0;
-		m->ts = h.ts_ns;
-		m->type = h.map_type;
-		m->key_size = h.key_size;
-		m->value_size = h.value_size;
-		if (!m->name)
-			return -1;
-	}
-	if (h.key_size != 4) { /* only the latest context's copy for odd keys */
-		free(m->kv);
-		m->kv = NULL;
-		m->count = 0;
-	}
-	return map_merge(m, kv, h.count);
+	if (m->name && h.ts_ns <= m->ts)
+		return 0;
+	free(m->name);
+	free(m->kv);
+	m->kv = NULL;
+	m->count = 0;
+	m->ts = h.ts_ns;
+	m->type = h.map_type;
+	m->key_size = h.key_size;
+	m->value_size = h.value_size;
+	if (!(m->name = strdup(name)))
+		return -1;
+	/* one record's keys are unique: a plain copy (threadhist sends up to 2^20 pairs) */
+	if (h.count && !(m->kv = malloc((size_t)h.count * pair)))
+		return -1;
+	if (h.count)
+		memcpy(m->kv, kv, (size_t)h.count * pair);
+	m->count = h.count;
+	return 0;
 }
 
 static uint64_t warp_hash(const struct tool_warp *w)

@@ -30,7 +30,7 @@ struct tool_kernel {
 	size_t nlaunch, cap;
 };
 
-struct tool_map {                   /* the latest snapshot of one map (contexts summed) */
+struct tool_map {                   /* the latest snapshot of one map */
 	uint32_t prog, map, type, key_size, value_size;
 	char *name;
 	uint64_t ts;
