@@ -400,8 +400,10 @@ static void follow_child(struct follow *fw, pid_t pid, int fd)
 
 static int run_child(char **cmd, struct follow *fw)
 {
-	int pipefd[2];
-	if (pipe(pipefd) != 0) {
+	/* Without a report to make nor a duration to keep, the program keeps its own stderr. */
+	int capture = fw->tool || fw->o->have_prog || fw->o->duration_s > 0;
+	int pipefd[2] = {-1, -1};
+	if (capture && pipe(pipefd) != 0) {
 		fprintf(stderr, "cubpf run: pipe: %s\n", strerror(errno));
 		return 1;
 	}
@@ -412,19 +414,23 @@ static int run_child(char **cmd, struct follow *fw)
 		return 1;
 	}
 	if (pid == 0) {
-		dup2(pipefd[1], 2);
-		close(pipefd[0]);
-		close(pipefd[1]);
+		if (capture) {
+			dup2(pipefd[1], 2);
+			close(pipefd[0]);
+			close(pipefd[1]);
+		}
 		execvp(cmd[0], cmd);
 		fprintf(stderr, "cubpf run: cannot run '%s': %s\n", cmd[0], strerror(errno));
 		_exit(127);
 	}
-	close(pipefd[1]);
 	/* Ctrl-C reaches the child through the process group; we stay to print the report. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
-	follow_child(fw, pid, pipefd[0]);
-	close(pipefd[0]);
+	if (capture) {
+		close(pipefd[1]);
+		follow_child(fw, pid, pipefd[0]);
+		close(pipefd[0]);
+	}
 	return wait_status(pid);
 }
 
