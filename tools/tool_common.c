@@ -168,15 +168,19 @@ void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FI
 		fprintf(f, "maps and buffers: %" PRIu64 " device bytes, %" PRIu64 " pinned host bytes\n",
 			d->device_bytes, d->pinned_bytes);
 	if (d->have_log) {
-		size_t instrumented = 0;
-		for (size_t i = 0; i < d->nkernels; i++)
+		size_t instrumented = 0, missing = 0;
+		for (size_t i = 0; i < d->nkernels; i++) {
 			instrumented += d->kernels[i].id != 0;
+			missing += !d->kernels[i].id && d->kernels[i].launches;
+		}
 		fprintf(f, "kernels instrumented: %zu\n", instrumented);
-		fprintf(f, "kernels launched but not instrumented:\n");
-		if (!not_instrumented(d, f, 0))
-			fprintf(f, "  (none)\n");
-		for (size_t i = 0; i < d->nnotes; i++)
-			fprintf(f, "  why: %s\n", d->notes[i]);
+		fprintf(f, "kernels launched but not instrumented: %zu\n", missing);
+		not_instrumented(d, f, 0);
+		if (d->nnotes)
+			fprintf(f, "reasons (cubpf's log):\n");
+		for (size_t i = 0; i < d->nnotes; i++) /* "live: " says nothing to a reader here */
+			fprintf(f, "  - %s\n", strncmp(d->notes[i], "live: ", 6) ? d->notes[i]
+									   : d->notes[i] + 6);
 	}
 	if (d->rb_drops || d->writer_drops)
 		fprintf(f, "lost: %" PRIu64 " ring-buffer records (device buffers full), %" PRIu64

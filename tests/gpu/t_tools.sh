@@ -118,9 +118,9 @@ for app in torch cupy; do
       >"$OUT/tools_${app}_$t.out" 2>"$OUT/tools_${app}_$t.err"; rc=$?
     same=no; cmp -s "$OUT/tools_${app}.native" "$OUT/tools_${app}_$t.app" && same=yes
     inst=$(sed -n 's/^kernels instrumented: //p' "$OUT/tools_${app}_$t.out")
-    notinst=$(sed -n '/^kernels launched but not instrumented:/,/^trace:/p' "$OUT/tools_${app}_$t.out" | grep -c '^  [^(w]')
-    why=$(grep -m1 '^  why: ' "$OUT/tools_${app}_$t.out" | cut -c1-120)
-    echo "RESULT tools $app $t: rc=$rc identical_stdout=$same instrumented=${inst:-?} not_instrumented=$notinst ${why}"
+    notinst=$(sed -n 's/^kernels launched but not instrumented: //p' "$OUT/tools_${app}_$t.out")
+    why=$(grep -m1 '^  - ' "$OUT/tools_${app}_$t.out" | cut -c1-120)
+    echo "RESULT tools $app $t: rc=$rc identical_stdout=$same instrumented=${inst:-?} not_instrumented=${notinst:-?} ${why}"
     { [ "$rc" -eq 0 ] && [ "$same" = yes ] && [ -n "$inst" ]; } || {
       fail "$app under $t"; tail -15 "$OUT/tools_${app}_$t.err"; }
   done
