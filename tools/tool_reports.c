@@ -56,9 +56,10 @@ void tool_report_kcount(const struct tool_data *d, const struct tool_opts *o, FI
 		const struct tool_kernel *k = &d->kernels[i];
 		if (!k->launches && !k->id)
 			continue;
-		uint64_t runs = 0, t0 = 0, t1 = 0;
+		uint64_t runs = 0, gthreads = 0, t0 = 0, t1 = 0;
 		if (m && k->id) {
 			runs = tool_map_u64(m, k->id, 0);
+			gthreads = tool_map_u64(m, k->id, 1);
 			t0 = tool_map_u64(m, k->id, 2);
 			t1 = tool_map_u64(m, k->id, 3);
 		}
@@ -67,8 +68,8 @@ void tool_report_kcount(const struct tool_data *d, const struct tool_opts *o, FI
 			fprintf(f, "%s{\"name\":", first ? "" : ",");
 			tool_json_string(f, k->name);
 			fprintf(f, ",\"instrumented\":%s,\"launches\":%" PRIu64 ",\"threads\":%" PRIu64
-				",\"gpu_runs\":%" PRIu64 ",\"gpu_span_ns\":%" PRIu64 "}",
-				k->id ? "true" : "false", k->launches, k->threads, runs,
+				",\"gpu_runs\":%" PRIu64 ",\"gpu_threads\":%" PRIu64 ",\"gpu_span_ns\":%"
+				PRIu64 "}", k->id ? "true" : "false", k->launches, k->threads, runs, gthreads,
 				t0 && t1 > t0 ? t1 - t0 : 0);
 		} else if (k->id) {
 			fprintf(f, "%-40s %9" PRIu64 " %12" PRIu64 " %9" PRIu64 " %14.1f\n",

@@ -123,7 +123,7 @@ static void test_kcount(void **state)
 	kernel(w, "_Z6vecaddPfS_i", 200, 2, 128);
 	kernel(w, "sass_only_kernel", 300, 1, 32);
 	uint32_t keys[] = {1};
-	uint64_t vals[] = {2, 6, 1000000, 1250000}; /* launches, blocks, first entry, last exit */
+	uint64_t vals[] = {2, 1280, 1000000, 1250000}; /* launches, threads, first entry, last exit */
 	map_u64(w, "kstats", 10, keys, vals, 1, 4);
 	struct tool_data d;
 	finish(w, &d, log_a);
@@ -140,7 +140,7 @@ static void test_kcount(void **state)
 	out = report("kcount", &d, 1);
 	assert_json(out);
 	assert_contains(out, "\"name\":\"_Z6vecaddPfS_i\",\"instrumented\":true,\"launches\":2,"
-			     "\"threads\":1280,\"gpu_runs\":2,\"gpu_span_ns\":250000");
+			     "\"threads\":1280,\"gpu_runs\":2,\"gpu_threads\":1280,\"gpu_span_ns\":250000");
 	assert_contains(out, "\"not_instrumented\":[\"sass_only_kernel\"]");
 	free(out);
 	tool_data_free(&d);

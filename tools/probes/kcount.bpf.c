@@ -7,7 +7,7 @@
 
 struct kstat {
 	__u64 launches;    /* thread (0,0,0) of block (0,0,0) entered */
-	__u64 blocks;      /* blocks that left (thread 0's exit) */
+	__u64 threads;     /* threads of the blocks that left (added by thread 0's exit) */
 	__u64 first_entry; /* earliest launch start seen */
 	__u64 last_exit;   /* latest block exit seen */
 };
@@ -51,7 +51,7 @@ int kcount_exit(struct cubpf_kernel_ctx *ctx)
 	if (!s)
 		return 0;
 	__u64 now = bpf_get_globaltimer();
-	__sync_fetch_and_add(&s->blocks, 1);
+	__sync_fetch_and_add(&s->threads, ctx->ntid_x * ctx->ntid_y * ctx->ntid_z);
 	for (int i = 0; i < 4; i++) {
 		__u64 old = s->last_exit;
 		if (old >= now)
