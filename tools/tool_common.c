@@ -178,9 +178,12 @@ void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FI
 		not_instrumented(d, f, 0);
 		if (d->nnotes)
 			fprintf(f, "reasons (cubpf's log):\n");
-		for (size_t i = 0; i < d->nnotes; i++) /* "live: " says nothing to a reader here */
+		size_t shown = d->nnotes < 12 ? d->nnotes : 12;
+		for (size_t i = 0; i < shown; i++) /* "live: " says nothing to a reader here */
 			fprintf(f, "  - %s\n", strncmp(d->notes[i], "live: ", 6) ? d->notes[i]
 									   : d->notes[i] + 6);
+		if (shown < d->nnotes)
+			fprintf(f, "  ... %zu more (all of them in --json)\n", d->nnotes - shown);
 	}
 	if (d->rb_drops || d->writer_drops)
 		fprintf(f, "lost: %" PRIu64 " ring-buffer records (device buffers full), %" PRIu64

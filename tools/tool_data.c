@@ -75,8 +75,12 @@ int tool_data_log_line(struct tool_data *d, const char *line)
 	if (strstr(line, "not instrumentable") || strstr(line, "not instrumented") ||
 	    strstr(line, "rejected by the verifier") || strstr(line, "probes disabled") ||
 	    strstr(line, "not reachable") || strstr(line, "cannot load the probe object") ||
-	    strstr(line, "dropped on device"))
+	    strstr(line, "dropped on device")) {
+		for (size_t i = 0; i < d->nnotes; i++) /* PyTorch logs the same reason per module */
+			if (!strcmp(d->notes[i], line))
+				return 1;
 		return add_string(&d->notes, &d->nnotes, line) == 0;
+	}
 	if (!strncmp(line, "map ", 4) && strstr(line, "(host)"))
 		return add_string(&d->maplines, &d->nmaplines, line) == 0;
 	return 0;
