@@ -126,8 +126,10 @@ static size_t not_instrumented(const struct tool_data *d, FILE *f, int json)
 		if (json) {
 			fputs(n ? "," : "", f);
 			tool_json_string(f, k->name);
-		} else {
+		} else if (n < 20) {
 			fprintf(f, "  %s (%" PRIu64 " launches)\n", k->name, k->launches);
+		} else if (n == 20) {
+			fprintf(f, "  ... (all of them in --json)\n");
 		}
 		n++;
 	}
