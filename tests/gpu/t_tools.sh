@@ -23,7 +23,7 @@ tool() {
   "$CUBPF" run "$@" -o "$OUT/tools_$name.trace" -- sh -c "exec '$APP' $part > '$OUT/tools_$name.app'" \
     >"$OUT/tools_$name.out" 2>"$OUT/tools_$name.err"
   local rc=$?
-  "$APP" "$part" >"$OUT/tools_$name.native" 2>&1
+  "$APP" "$part" >"$OUT/tools_$name.native" 2>/dev/null
   local same=no; cmp -s "$OUT/tools_$name.native" "$OUT/tools_$name.app" && same=yes
   echo "RESULT tools $name: rc=$rc identical_stdout=$same"
   if [ "$rc" -ne 0 ] || [ "$same" != yes ]; then
