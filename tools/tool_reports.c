@@ -351,6 +351,77 @@ static int cmp_warp_lag(const void *a, const void *b)
 	return lx > ly ? -1 : lx < ly;
 }
 
+static int cmp_warp_block(const void *a, const void *b)
+{
+	const struct tool_warp *x = *(struct tool_warp *const *)a, *y = *(struct tool_warp *const *)b;
+	if (x->kernel_id != y->kernel_id)
+		return x->kernel_id < y->kernel_id ? -1 : 1;
+	for (int i = 2; i >= 0; i--)
+		if (x->ctaid[i] != y->ctaid[i])
+			return x->ctaid[i] < y->ctaid[i] ? -1 : 1;
+	return 0;
+}
+
+struct warp_lag {
+	const struct tool_warp *w;
+	uint64_t lag; /* last exit of the warp minus the first exit of its block */
+};
+
+static int cmp_lag(const void *a, const void *b)
+{
+	uint64_t x = ((const struct warp_lag *)a)->lag, y = ((const struct warp_lag *)b)->lag;
+	return x > y ? -1 : x < y;
+}
+
+/* Lanes of a warp usually leave together (the compiler reconverges them before the exit), so a
+ * slow lane shows as a slow warp: warps ranked by how far their last exit trails the first exit
+ * of their block.  The records do not tell launches of a kernel apart, so the figure is
+ * meaningful for kernels launched once in the traced interval. */
+static void report_slow_warps(struct tool_warp **w, size_t n, const struct tool_data *d,
+			      const struct tool_opts *o, FILE *f)
+{
+	struct warp_lag *l = calloc(n + 1, sizeof(*l));
+	if (!l)
+		return;
+	qsort(w, n, sizeof(*w), cmp_warp_block);
+	for (size_t i = 0, j; i < n; i = j) {
+		uint64_t first = w[i]->first;
+		for (j = i; j < n && cmp_warp_block(&w[i], &w[j]) == 0; j++)
+			first = w[j]->first < first ? w[j]->first : first;
+		for (size_t k = i; k < j; k++)
+			l[k] = (struct warp_lag){w[k], w[k]->last - first};
+	}
+	qsort(l, n, sizeof(*l), cmp_lag);
+	size_t top = (size_t)o->top < n ? (size_t)o->top : n;
+	char sn[40];
+	if (o->json)
+		fputs("\"slowest_in_block\":[", f);
+	else
+		fprintf(f, "\nslowest warps (last exit behind the first exit of their block):\n"
+			"%-28s %-16s %-8s %-14s %12s\n", "KERNEL", "BLOCK", "WARP", "LAST_LANE", "LAG_ns");
+	for (size_t i = 0; i < top; i++) {
+		const struct tool_warp *x = l[i].w;
+		const struct tool_kernel *k = tool_kernel_by_id(d, x->kernel_id);
+		const char *name = k ? k->name : "?";
+		if (o->json) {
+			fprintf(f, "%s{\"kernel\":", i ? "," : "");
+			tool_json_string(f, name);
+			fprintf(f, ",\"block\":[%u,%u,%u],\"warp\":%u,\"lag_ns\":%" PRIu64 "}",
+				x->ctaid[0], x->ctaid[1], x->ctaid[2], x->warp, l[i].lag);
+		} else {
+			char blk[48], thr[48];
+			snprintf(blk, sizeof(blk), "(%u,%u,%u)", x->ctaid[0], x->ctaid[1], x->ctaid[2]);
+			snprintf(thr, sizeof(thr), "(%u,%u,%u)", x->slow_tid[0], x->slow_tid[1],
+				 x->slow_tid[2]);
+			fprintf(f, "%-28s %-16s %-8u %-14s %12" PRIu64 "\n",
+				tool_short_name(name, sn, sizeof(sn)), blk, x->warp, thr, l[i].lag);
+		}
+	}
+	if (o->json)
+		fputs("],", f);
+	free(l);
+}
+
 void tool_report_kernelretsnoop(const struct tool_data *d, const struct tool_opts *o, FILE *f)
 {
 	uint64_t slots[64] = {0};
@@ -402,6 +473,8 @@ void tool_report_kernelretsnoop(const struct tool_data *d, const struct tool_opt
 	}
 	if (o->json)
 		fputs("],", f);
+	if (w)
+		report_slow_warps(w, n, d, o, f);
 	free(w);
 }
 
