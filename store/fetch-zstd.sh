@@ -18,27 +18,8 @@ dest=${1:?usage: store/fetch-zstd.sh DEST_DIR}
 cache=${CUBPF_DEPS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cubpf-deps}
 mkdir -p "$cache" "$dest"
 
-check() { echo "$2  $1" | sha256sum -c --quiet - >/dev/null 2>&1; }
-
-if ! [ -f "$cache/$NPM_TGZ" ] || ! check "$cache/$NPM_TGZ" "$NPM_SHA256"; then
-  if ! command -v npm >/dev/null 2>&1; then
-    echo "store/fetch-zstd.sh: npm is needed once to fetch $NPM_PKG (apt-get install npm)" >&2
-    exit 1
-  fi
-  echo "store/fetch-zstd.sh: fetching $NPM_PKG (zstd sources) into $cache"
-  tmp=$(mktemp -d "$cache/tmp.XXXXXX")
-  trap 'rm -rf "$tmp"' EXIT
-  (cd "$tmp" && npm pack --silent "$NPM_PKG" >/dev/null 2>"$tmp/npm.log") || {
-    cat "$tmp/npm.log" >&2
-    echo "store/fetch-zstd.sh: 'npm pack $NPM_PKG' failed" >&2
-    exit 1
-  }
-  mv "$tmp/$NPM_TGZ" "$cache/$NPM_TGZ"
-fi
-if ! check "$cache/$NPM_TGZ" "$NPM_SHA256"; then
-  echo "store/fetch-zstd.sh: $cache/$NPM_TGZ does not have the pinned SHA-256 $NPM_SHA256" >&2
-  exit 1
-fi
+. "$(dirname "$0")/npm-fetch.sh"
+npm_fetch_pinned store/fetch-zstd.sh "$NPM_PKG" "$NPM_TGZ" "$NPM_SHA256" "$cache"
 
 work=$(mktemp -d "$cache/x.XXXXXX")
 tar --no-same-owner -xzf "$cache/$NPM_TGZ" -C "$work" package/deps/zstd/lib package/deps/zstd/LICENSE
