@@ -19,7 +19,14 @@ CC       ?= gcc
 CLANG    ?= clang
 NVCC     ?= $(shell command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)
 PTXAS    ?= $(shell command -v ptxas 2>/dev/null || echo /usr/local/cuda/bin/ptxas)
-CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+# The toolkit's home: nvcc may be a link or a wrapper script (/usr/local/bin/nvcc running
+# /usr/local/cuda-13.0/bin/nvcc), so take the first candidate that really holds cuda.h.
+CUDA_HOME ?= $(firstword $(foreach h,$(patsubst %/bin/nvcc,%,$(realpath $(NVCC)) $(NVCC)) \
+               /usr/local/cuda,$(if $(wildcard $(h)/include/cuda.h),$(h))) /usr/local/cuda)
+# The toolkit's driver stub (for linking GPU programs here and for the shim's tests).
+CUDA_STUB ?= $(firstword $(wildcard $(CUDA_HOME)/lib64/stubs/libcuda.so \
+               $(CUDA_HOME)/targets/*/lib/stubs/libcuda.so /usr/local/cuda/lib64/stubs/libcuda.so) \
+               $(CUDA_HOME)/lib64/stubs/libcuda.so)
 
 # Fixtures built with nvcc do not depend on the sanitizer setting: keep one copy.
 FIXTURES ?= build/fixtures

@@ -15,7 +15,7 @@ LIVE_OBJS    := $(call objs,$(LIVE_SRCS))
 SHIM_LINK_LIBS := $(STORE_LIB) $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB) $(ZSTD_PIC_LIB)
 SHIM_LIB     := $(BUILD)/lib/libcuda.so.1
 CUDA_INCLUDE ?= $(CUDA_HOME)/include
-SHIM_STUB    ?= $(CUDA_HOME)/lib64/stubs/libcuda.so
+SHIM_STUB    ?= $(CUDA_STUB)
 SHIM_LIST    ?= $(SHARED)/cuda/libcuda-580.159.04-exports.txt
 # An installed driver (never on the build machine, but on a developer's GPU box).
 SHIM_SYSTEM_DRIVER := $(shell ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 .*x86-64/ {print $$NF; exit}')
@@ -57,7 +57,7 @@ SHIM_NVCC_FLAGS := -O2 -arch=sm_90 -cudart static
 ifneq ($(wildcard $(NVCC)),)
 $(BUILD)/gpu/shim_app: tests/cuda/shim_app.cu
 	@mkdir -p $(@D)
-	$(NVCC) $(SHIM_NVCC_FLAGS) -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda
+	$(NVCC) $(SHIM_NVCC_FLAGS) -o $@ $< -L$(dir $(CUDA_STUB)) -lcuda
 $(BUILD)/gpu/shim_bench: tests/bench/shim_bench.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(SHIM_NVCC_FLAGS) -o $@ $< -ldl

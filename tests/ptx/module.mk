@@ -39,7 +39,7 @@ TEST_BINS += $(BUILD)/tests/test_ptx_gen
 ifneq ($(SAN),1)
 PTX_GPU      := $(BUILD)/gpu
 PTX_GPU_CC   := $(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror -I. -I$(CUDA_HOME)/include
-PTX_GPU_LINK := -L$(CUDA_HOME)/lib64/stubs -lcuda
+PTX_GPU_LINK := -L$(dir $(CUDA_STUB)) -lcuda
 PTX_CUBPF    := $(BUILD)/bin/cubpf
 
 $(PTX_GPU)/ptx_conf_gen: tests/ptx/gpu/conf_gen.c tests/ptx/conf.c tests/ptx/conf.h $(PTX_LIB)

@@ -10,7 +10,7 @@ $(SHIM_FAKE): $(SHIM_FAKE_SRCS) tests/shim/fake.h $(SHIM_GEN)/exports.def
 	  -o $@ $(SHIM_FAKE_SRCS)
 
 $(call objs,tests/shim/test_shim.c): CFLAGS += -DSHIM_TEST_BUILD='"$(abspath $(BUILD))"' \
-  -DSHIM_TEST_CUDA_HOME='"$(CUDA_HOME)"'
+  -DSHIM_TEST_STUB='"$(CUDA_STUB)"'
 $(BUILD)/tests/test_shim: $(call objs,tests/shim/test_shim.c) | $(SHIM_LIB) $(BUILD)/lib/libcuda.so $(SHIM_FAKE)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/shim/test_shim.c) -lcmocka -ldl -lpthread

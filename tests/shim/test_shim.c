@@ -26,8 +26,8 @@
 #ifndef SHIM_TEST_BUILD
 #define SHIM_TEST_BUILD "build"
 #endif
-#ifndef SHIM_TEST_CUDA_HOME
-#define SHIM_TEST_CUDA_HOME "/usr/local/cuda"
+#ifndef SHIM_TEST_STUB
+#define SHIM_TEST_STUB "/usr/local/cuda/lib64/stubs/libcuda.so"
 #endif
 
 static char shim_path[4096], fake_path[4096], exports_path[4096], stub_path[4096];
@@ -49,12 +49,7 @@ static void set_paths(void)
 	snprintf(fake_path, sizeof(fake_path), "%s/tests/libcuda-fake.so", build);
 	snprintf(hooks_shim_path, sizeof(hooks_shim_path), "%s/tests/shim-hooks/libcuda.so.1", build);
 	snprintf(exports_path, sizeof(exports_path), "%s/shim/exports.txt", build);
-	const char *nvcc = getenv("NVCC");
-	char home[2048];
-	snprintf(home, sizeof(home), "%s", SHIM_TEST_CUDA_HOME);
-	if (nvcc && strstr(nvcc, "/bin/nvcc"))
-		snprintf(home, sizeof(home), "%.*s", (int)(strstr(nvcc, "/bin/nvcc") - nvcc), nvcc);
-	snprintf(stub_path, sizeof(stub_path), "%s/lib64/stubs/libcuda.so", home);
+	snprintf(stub_path, sizeof(stub_path), "%s", SHIM_TEST_STUB);
 	const char *fx = getenv("CUBPF_FIXTURES");
 #ifndef SHIM_TEST_FIXTURES
 #define SHIM_TEST_FIXTURES "build/fixtures"
