@@ -10,8 +10,11 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +86,52 @@ static void read_log_level(void)
 	shim_log(SHIM_LOG_WARN, "CUBPF_LOG=%s is not one of off|error|warn|info|debug; using warn", v);
 }
 
+/* Where log lines go: stderr unless CUBPF_LOG_FD names an open descriptor (cubpf run passes a
+ * pipe, so that the application's own stderr is left alone) or CUBPF_LOG_FILE a file to append
+ * to ("%p" in it becomes the process id, so that the ranks of a job keep their own files). */
+static int log_fd = 2;
+
+void shim_expand_pid(const char *in, char *out, size_t size)
+{
+	size_t o = 0;
+	for (; *in && o + 1 < size; in++) {
+		if (in[0] == '%' && in[1] == 'p') {
+			o += (size_t)snprintf(out + o, size - o, "%d", (int)getpid());
+			in++;
+		} else {
+			out[o++] = *in;
+		}
+		if (o >= size)
+			o = size - 1;
+	}
+	out[o] = 0;
+}
+
+static void read_log_destination(void)
+{
+	const char *fd = getenv("CUBPF_LOG_FD"), *file = getenv("CUBPF_LOG_FILE");
+	if (fd && *fd) {
+		char *end;
+		long n = strtol(fd, &end, 10);
+		if (*end || n < 0 || n > INT32_MAX || fcntl((int)n, F_GETFD) < 0)
+			shim_log(SHIM_LOG_WARN, "CUBPF_LOG_FD=%s is not an open descriptor; logging "
+				 "to stderr", fd);
+		else
+			log_fd = (int)n;
+		return;
+	}
+	if (file && *file) {
+		char path[4096];
+		shim_expand_pid(file, path, sizeof(path));
+		int f = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		if (f < 0)
+			shim_log(SHIM_LOG_WARN, "CUBPF_LOG_FILE=%s: %s; logging to stderr", path,
+				 strerror(errno));
+		else
+			log_fd = f;
+	}
+}
+
 /* Fills every slot: the real driver's function, or the answer for a missing one. */
 static void fill_slots(void)
 {
@@ -106,6 +155,7 @@ static void init_locked(void)
 {
 	char why[1024] = "";
 	read_log_level();
+	read_log_destination();
 	const char *d = getenv("CUBPF_DISABLE");
 	shim_state.disabled = d && *d && strcmp(d, "0") != 0;
 	shim_state.real_handle = shim_find_driver(shim_state.real_path,
@@ -203,13 +253,24 @@ void shim_log(enum shim_log_level level, const char *fmt, ...)
 {
 	if (!shim_log_enabled(level))
 		return;
-	char line[1024];
+	char line[1040];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	int n = vsnprintf(line + 7, 1024, fmt, ap);
 	va_end(ap);
+	memcpy(line, "cubpf: ", 7);
+	n = 7 + (n < 0 ? 0 : n > 1023 ? 1023 : n);
+	line[n++] = '\n';
 	/* One write per line, so that lines of several threads do not interleave. */
-	fprintf(stderr, "cubpf: %s\n", line);
+	int saved = errno; /* logging inside a driver call must not change the caller's errno */
+	ssize_t w;
+	while ((w = write(log_fd, line, (size_t)n)) < 0 && errno == EINTR)
+		;
+	if (w < 0 && errno == EBADF && log_fd != 2) { /* the application closed it */
+		log_fd = 2;
+		w = write(log_fd, line, (size_t)n);
+	}
+	errno = saved;
 }
 
 uint64_t shim_now_ns(void)

@@ -269,9 +269,11 @@ static void trace_open(const char *path)
 	}
 	struct store_trace_process p = { .pid = (uint32_t)getpid(), .cubpf_version = "cubpf 0.1",
 					 .hostname = host, .cmdline = cmd };
-	live.trace = store_trace_create(path, &p, NULL, err, sizeof(err));
+	char file[4096];
+	shim_expand_pid(path, file, sizeof(file)); /* "%p": one trace per process of a job */
+	live.trace = store_trace_create(file, &p, NULL, err, sizeof(err));
 	if (!live.trace) {
-		shim_log(SHIM_LOG_WARN, "live: CUBPF_TRACE=%s: %s; no trace is written", path, err);
+		shim_log(SHIM_LOG_WARN, "live: CUBPF_TRACE=%s: %s; no trace is written", file, err);
 		return;
 	}
 	for (uint32_t i = 0; i < live.nobjs; i++) {

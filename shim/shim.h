@@ -172,7 +172,8 @@ const char *shim_real_path(void);
 /* The kernel registered for a CUfunction or CUkernel handle, or NULL. */
 const struct shim_kernel_info *shim_kernel_lookup(const void *handle);
 
-/* Logging to stderr with the "cubpf:" prefix, filtered by CUBPF_LOG. */
+/* Logging with the "cubpf:" prefix, filtered by CUBPF_LOG, to stderr or to CUBPF_LOG_FD /
+ * CUBPF_LOG_FILE (core.c). */
 enum shim_log_level { SHIM_LOG_OFF, SHIM_LOG_ERROR, SHIM_LOG_WARN, SHIM_LOG_INFO, SHIM_LOG_DEBUG };
 int shim_log_enabled(enum shim_log_level level);
 void shim_log(enum shim_log_level level, const char *fmt, ...)
@@ -180,5 +181,7 @@ void shim_log(enum shim_log_level level, const char *fmt, ...)
 
 /* CLOCK_REALTIME in nanoseconds (the timestamps of every event). */
 uint64_t shim_now_ns(void);
+/* Copies a path given in the environment with each "%p" replaced by the process id. */
+void shim_expand_pid(const char *in, char *out, size_t size);
 
 #endif

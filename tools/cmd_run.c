@@ -1,8 +1,8 @@
 /* cubpf run: starts a program with the shim first on LD_LIBRARY_PATH and the probe settings in
  * the environment (the contract of DESIGN.md), follows what it records, and returns its exit
  * status.  With -t TOOL (a bundled probe + formatter) or -p PROG.bpf.o it reads the trace and
- * the shim's log lines (the child's stderr passes through cubpf run) and prints a report every
- * -i seconds and at exit, also when the program fails. */
+ * the shim's log lines (through a pipe named by CUBPF_LOG_FD: the program keeps its own
+ * stderr) and prints a report every -i seconds and at exit, also when the program fails. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -270,8 +270,8 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* One line of the child's stderr: the shim's lines feed the report; the program's own lines
- * (and the shim's when asked) go to our stderr unchanged. */
+/* One line of the shim's log (CUBPF_LOG_FD): it feeds the report, and goes to our stderr
+ * when asked (-l) or when no report is made. */
 static void child_line(struct follow *fw, const char *line, size_t n)
 {
 	int shim = n >= 7 && !strncmp(line, "cubpf: ", 7);
@@ -383,7 +383,7 @@ static void follow_child(struct follow *fw, pid_t pid, int fd)
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n <= 0)
-				break; /* the child (and whatever inherited its stderr) is done */
+				break; /* the child (and whatever inherited the log pipe) is done */
 			child_output(fw, buf, (size_t)n);
 		}
 		now = now_s();
@@ -400,7 +400,7 @@ static void follow_child(struct follow *fw, pid_t pid, int fd)
 
 static int run_child(char **cmd, struct follow *fw)
 {
-	/* Without a report to make nor a duration to keep, the program keeps its own stderr. */
+	/* Without a report to make nor a duration to keep, the shim logs to the program's stderr. */
 	int capture = fw->tool || fw->o->have_prog || fw->o->duration_s > 0;
 	int pipefd[2] = {-1, -1};
 	if (capture && pipe(pipefd) != 0) {
@@ -415,9 +415,12 @@ static int run_child(char **cmd, struct follow *fw)
 	}
 	if (pid == 0) {
 		if (capture) {
-			dup2(pipefd[1], 2);
+			/* the shim writes its lines to the pipe; the program keeps its stderr */
+			char fd[16];
+			snprintf(fd, sizeof(fd), "%d", pipefd[1]);
 			close(pipefd[0]);
-			close(pipefd[1]);
+			if (setenv("CUBPF_LOG_FD", fd, 1) != 0)
+				_exit(127);
 		}
 		execvp(cmd[0], cmd);
 		fprintf(stderr, "cubpf run: cannot run '%s': %s\n", cmd[0], strerror(errno));

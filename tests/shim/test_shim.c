@@ -454,6 +454,80 @@ static void test_procaddr_disabled_gives_real_pointers(void **state)
 	assert_int_equal(run_child(&env, child_procaddr), 0);
 }
 
+/* ---- where the log goes ----------------------------------------------------------------------- */
+
+static int child_init_logs(void)
+{
+	void *shim = open_shim();
+	if (!shim)
+		return 1;
+	int (*s_init)(unsigned) = (int (*)(unsigned))dlsym(shim, "cuInit");
+	s_init(0); /* whatever the fake answers: the shim has started and logged */
+	return 0;
+}
+
+static size_t read_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* CUBPF_LOG_FILE with %p: the lines land in a file named after the process, not on stderr. */
+static void test_log_file_per_process(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/cubpf-shim-log-XXXXXX", pattern[64], path[96], text[8192];
+	assert_non_null(mkdtemp(dir));
+	snprintf(pattern, sizeof(pattern), "%s/log-%%p.txt", dir);
+	struct child_env env = { .real = fake_path, .log = "debug", .name = "CUBPF_LOG_FILE",
+				 .value = pattern };
+	fflush(NULL);
+	pid_t before = getpid();
+	assert_int_equal(run_child(&env, child_init_logs), 0);
+	assert_null(strstr(child_err, "cubpf: "));
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "ls %s", dir);
+	size_t n = 0;
+	char **names = command_lines(cmd, &n);
+	assert_int_equal(n, 1);
+	int pid = 0;
+	assert_int_equal(sscanf(names[0], "log-%d.txt", &pid), 1);
+	assert_true(pid > 0 && pid != before);
+	snprintf(path, sizeof(path), "%s/%s", dir, names[0]);
+	assert_true(read_file(path, text, sizeof(text)) > 0);
+	assert_non_null(strstr(text, "cubpf: real driver: "));
+	unlink(path);
+	rmdir(dir);
+	free_names(names);
+}
+
+/* CUBPF_LOG_FD: the lines go to the inherited descriptor (cubpf run's pipe); a bad number is
+ * said once on stderr and the lines stay there. */
+static void test_log_fd(void **state)
+{
+	(void)state;
+	char tmpl[] = "/tmp/cubpf-shim-logfd-XXXXXX", num[16], text[8192];
+	int fd = mkstemp(tmpl);
+	assert_true(fd >= 0);
+	snprintf(num, sizeof(num), "%d", fd);
+	struct child_env env = { .real = fake_path, .log = "debug", .name = "CUBPF_LOG_FD",
+				 .value = num };
+	assert_int_equal(run_child(&env, child_init_logs), 0);
+	assert_null(strstr(child_err, "cubpf: "));
+	assert_true(read_file(tmpl, text, sizeof(text)) > 0);
+	assert_non_null(strstr(text, "cubpf: real driver: "));
+	close(fd);
+	unlink(tmpl);
+	env.value = "999";
+	assert_int_equal(run_child(&env, child_init_logs), 0);
+	assert_non_null(strstr(child_err, "CUBPF_LOG_FD=999 is not an open descriptor"));
+	assert_non_null(strstr(child_err, "cubpf: real driver: "));
+}
+
 /* ---- the toolkit stub and no driver at all --------------------------------------------------- */
 
 static int child_stub(void)
@@ -937,6 +1011,8 @@ int main(void)
 		cmocka_unit_test(test_procaddr_gives_wrappers_for_each_variant),
 		cmocka_unit_test(test_procaddr_disabled_gives_real_pointers),
 		cmocka_unit_test(test_stub_error_comes_back),
+		cmocka_unit_test(test_log_file_per_process),
+		cmocka_unit_test(test_log_fd),
 		cmocka_unit_test(test_no_driver_answers_no_device),
 		cmocka_unit_test(test_self_as_driver_is_refused),
 		cmocka_unit_test(test_search_skips_shims_and_finds_the_driver),
