@@ -3,7 +3,7 @@
  * tools/include/cubpf_abi.h ("GPU map layouts", "GPU ring buffers"); the shim allocates and
  * reads the maps with the same macros.
  *
- * Registers: %__cb_m0..7 (.b64), %__cb_x0..3 (.b32), %__cb_q0..1 (.pred) belong to this file,
+ * Registers: %__cb_m0..5 (.b64), %__cb_x0..7 (.b32), %__cb_q0..1 (.pred) belong to this file,
  * so that the shared temporaries (%__cb_t*, %__cb_u*, used by cg_ld and the argument loads)
  * may be clobbered while a map operation keeps its addresses; %__cb_h0..7 hold key words. */
 #include <stdio.h>
@@ -299,9 +299,78 @@ int cg_map_op(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char
 
 /* ---- ring buffers ---- */
 
+/* Lane of this SM for the ring buffer map at m2: %__cb_m0 = the lane header, %__cb_m1 =
+ * lane_bytes.  The host fills the map header before launching: cacheable loads. */
+static void rb_lane(struct cg *g, uint32_t map)
+{
+	const unsigned H = (unsigned)sizeof(struct cubpf_rb_header);
+	const unsigned LH = (unsigned)sizeof(struct cubpf_rb_lane);
+	OUT("ld.const.u64 %%__cb_m2, [" PTX_MAP_SYMBOL_FMT "];\n", map);
+	OUT("ld.global.nc.u32 %%__cb_x0, [%%__cb_m2];\n");
+	OUT("ld.global.nc.u64 %%__cb_m1, [%%__cb_m2+8];\n");
+	OUT("mov.u32 %%__cb_x1, %%smid;\n");
+	OUT("rem.u32 %%__cb_x1, %%__cb_x1, %%__cb_x0;\n");
+	OUT("add.s64 %%__cb_m3, %%__cb_m1, %u;\n", LH);
+	OUT("cvt.u64.u32 %%__cb_m0, %%__cb_x1;\n");
+	OUT("mad.lo.u64 %%__cb_m0, %%__cb_m0, %%__cb_m3, %%__cb_m2;\n");
+	OUT("add.s64 %%__cb_m0, %%__cb_m0, %u;\n", H);
+}
+
+/* One reservation for all the lanes of the warp that reach this call together (the warp's
+ * active mask): the lowest lane reserves as many records as fit, k of the warp's count (the
+ * host has not consumed enough: never wait), with a compare-and-swap on the lane's head, and
+ * hands the start and k to the others with shuffles; lanes ranked k and above drop theirs,
+ * counted once by the lowest lane.  One round trip to host memory per warp instead of one per
+ * thread.  Leaves %__cb_m2 = this thread's record position; branches to DROP when dropped. */
+static void rb_reserve(struct cg *g, uint32_t rec, const char *L, const char *J, const char *DROP)
+{
+	OUT("activemask.b32 %%__cb_x2;\n");
+	OUT("mov.u32 %%__cb_x3, %%lanemask_lt;\n");
+	OUT("and.b32 %%__cb_x3, %%__cb_x3, %%__cb_x2;\n");
+	OUT("popc.b32 %%__cb_x3, %%__cb_x3;\n"); /* rank among the warp's callers */
+	OUT("popc.b32 %%__cb_x4, %%__cb_x2;\n"); /* callers */
+	OUT("brev.b32 %%__cb_x5, %%__cb_x2;\n");
+	OUT("clz.b32 %%__cb_x5, %%__cb_x5;\n"); /* the lowest calling lane */
+	OUT("mov.u32 %%__cb_x7, 0;\n");
+	OUT("setp.ne.u32 %%__cb_q1, %%__cb_x3, 0;\n");
+	OUT("@%%__cb_q1 bra %s;\n", J);
+	buf_printf(g->out, "%s:\n", L);
+	OUT("ld.volatile.global.u64 %%__cb_m2, [%%__cb_m0];\n");
+	OUT("ld.volatile.global.u64 %%__cb_m3, [%%__cb_m0+8];\n");
+	OUT("sub.s64 %%__cb_m3, %%__cb_m2, %%__cb_m3;\n");
+	OUT("sub.s64 %%__cb_m4, %%__cb_m1, %%__cb_m3;\n"); /* free bytes */
+	OUT("div.u64 %%__cb_m4, %%__cb_m4, %u;\n", rec);
+	OUT("cvt.u64.u32 %%__cb_m3, %%__cb_x4;\n");
+	OUT("min.u64 %%__cb_m4, %%__cb_m4, %%__cb_m3;\n");
+	OUT("cvt.u32.u64 %%__cb_x7, %%__cb_m4;\n");
+	OUT("setp.eq.u32 %%__cb_q0, %%__cb_x7, 0;\n");
+	OUT("@%%__cb_q0 bra %s;\n", J);
+	OUT("mad.lo.u64 %%__cb_m3, %%__cb_m4, %u, %%__cb_m2;\n", rec);
+	OUT("atom.sys.global.cas.b64 %%__cb_m3, [%%__cb_m0], %%__cb_m2, %%__cb_m3;\n");
+	OUT("setp.ne.u64 %%__cb_q0, %%__cb_m3, %%__cb_m2;\n");
+	OUT("@%%__cb_q0 bra %s;\n", L);
+	buf_printf(g->out, "%s:\n", J);
+	OUT("mov.b64 {%%__cb_x0, %%__cb_x1}, %%__cb_m2;\n");
+	OUT("shfl.sync.idx.b32 %%__cb_x0, %%__cb_x0, %%__cb_x5, 31, %%__cb_x2;\n");
+	OUT("shfl.sync.idx.b32 %%__cb_x1, %%__cb_x1, %%__cb_x5, 31, %%__cb_x2;\n");
+	OUT("shfl.sync.idx.b32 %%__cb_x7, %%__cb_x7, %%__cb_x5, 31, %%__cb_x2;\n");
+	OUT("mov.b64 %%__cb_m2, {%%__cb_x0, %%__cb_x1};\n");
+	OUT("sub.u32 %%__cb_x6, %%__cb_x4, %%__cb_x7;\n"); /* dropped in this batch */
+	OUT("setp.ne.u32 %%__cb_q0, %%__cb_x6, 0;\n");
+	OUT("setp.eq.u32 %%__cb_q1, %%__cb_x3, 0;\n");
+	OUT("and.pred %%__cb_q0, %%__cb_q0, %%__cb_q1;\n");
+	OUT("cvt.u64.u32 %%__cb_m3, %%__cb_x6;\n");
+	OUT("@%%__cb_q0 red.sys.global.add.u64 [%%__cb_m0+16], %%__cb_m3;\n");
+	OUT("setp.ge.u32 %%__cb_q0, %%__cb_x3, %%__cb_x7;\n");
+	OUT("@%%__cb_q0 bra %s;\n", DROP);
+	OUT("mul.wide.u32 %%__cb_m3, %%__cb_x3, %u;\n", rec);
+	OUT("add.s64 %%__cb_m2, %%__cb_m2, %%__cb_m3;\n");
+}
+
 /* bpf_ringbuf_output(map, data, size, flags): one record in the lane of this SM, following the
- * producer protocol of cubpf_abi.h; a record that does not fit is counted in the lane's drops
- * and the helper returns -EAGAIN, as Linux does when a ring buffer is full. */
+ * producer protocol of cubpf_abi.h (reservations batched per warp: rb_reserve); a record that
+ * does not fit is counted in the lane's drops and the helper returns -EAGAIN, as Linux does
+ * when a ring buffer is full. */
 int cg_ringbuf_output(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
 {
 	const uint32_t id = CUBPF_FN_ringbuf_output;
@@ -318,36 +387,15 @@ int cg_ringbuf_output(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
 	g->res->maps_used |= 1ull << m->map;
 	uint32_t size = (uint32_t)sz->v, rec = CUBPF_RB_HDR_BYTES + ((size + 7) & ~7u);
 	uint32_t inst = g->next_inst++;
-	char L[96], X[96], D[96];
+	char L[96], J[96], X[96], D[96];
 	snprintf(L, sizeof(L), "%sm%u_l", ip, inst);
+	snprintf(J, sizeof(J), "%sm%u_j", ip, inst);
 	snprintf(X, sizeof(X), "%sm%u_x", ip, inst);
 	snprintf(D, sizeof(D), "%sm%u_d", ip, inst);
-	const unsigned H = (unsigned)sizeof(struct cubpf_rb_header);
 	const unsigned LH = (unsigned)sizeof(struct cubpf_rb_lane);
-	/* lane = %smid % lanes: %__cb_m0 = its header, %__cb_m1 = lane_bytes */
-	OUT("ld.const.u64 %%__cb_m2, [" PTX_MAP_SYMBOL_FMT "];\n", m->map);
-	/* the host fills the map header before launching: cacheable */
-	OUT("ld.global.nc.u32 %%__cb_x0, [%%__cb_m2];\n");
-	OUT("ld.global.nc.u64 %%__cb_m1, [%%__cb_m2+8];\n");
-	OUT("mov.u32 %%__cb_x1, %%smid;\n");
-	OUT("rem.u32 %%__cb_x1, %%__cb_x1, %%__cb_x0;\n");
-	OUT("add.s64 %%__cb_m3, %%__cb_m1, %u;\n", LH);
-	OUT("cvt.u64.u32 %%__cb_m0, %%__cb_x1;\n");
-	OUT("mad.lo.u64 %%__cb_m0, %%__cb_m0, %%__cb_m3, %%__cb_m2;\n");
-	OUT("add.s64 %%__cb_m0, %%__cb_m0, %u;\n", H);
-	/* reserve [head, head + rec) unless the host has not consumed enough: never wait */
-	buf_printf(g->out, "%s:\n", L);
-	OUT("ld.volatile.global.u64 %%__cb_m2, [%%__cb_m0];\n");
-	OUT("ld.volatile.global.u64 %%__cb_m3, [%%__cb_m0+8];\n");
-	OUT("sub.s64 %%__cb_m3, %%__cb_m2, %%__cb_m3;\n");
-	OUT("add.s64 %%__cb_m3, %%__cb_m3, %u;\n", rec);
-	OUT("setp.gt.u64 %%__cb_q0, %%__cb_m3, %%__cb_m1;\n");
-	OUT("@%%__cb_q0 bra %s;\n", X);
-	OUT("add.s64 %%__cb_m3, %%__cb_m2, %u;\n", rec);
-	OUT("atom.sys.global.cas.b64 %%__cb_m3, [%%__cb_m0], %%__cb_m2, %%__cb_m3;\n");
-	OUT("setp.ne.u64 %%__cb_q0, %%__cb_m3, %%__cb_m2;\n");
-	OUT("@%%__cb_q0 bra %s;\n", L);
-	/* bytes [head, head + rec) are ours; %__cb_m1 = lane_bytes - 1, %__cb_m0 = lane data */
+	rb_lane(g, m->map);
+	rb_reserve(g, rec, L, J, X);
+	/* bytes [pos, pos + rec) are ours; %__cb_m1 = lane_bytes - 1, %__cb_m0 = lane data */
 	OUT("sub.s64 %%__cb_m1, %%__cb_m1, 1;\n");
 	OUT("add.s64 %%__cb_m0, %%__cb_m0, %u;\n", LH);
 	OUT("and.b64 %%__cb_m3, %%__cb_m2, %%__cb_m1;\n");
@@ -366,8 +414,7 @@ int cg_ringbuf_output(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
 	OUT("st.volatile.global.u32 [%%__cb_m4], %u;\n", size);
 	OUT("mov.b64 %%__cb_r0, 0;\n");
 	OUT("bra %s;\n", D);
-	buf_printf(g->out, "%s:\n", X);
-	OUT("red.sys.global.add.u64 [%%__cb_m0+16], 1;\n");
+	buf_printf(g->out, "%s:\n", X); /* dropped (counted in rb_reserve) */
 	OUT("mov.b64 %%__cb_r0, -%d;\n", EAGAIN);
 	buf_printf(g->out, "%s:\n", D);
 	return 0;

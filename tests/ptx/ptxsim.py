@@ -160,6 +160,18 @@ class VM:
             if root == 'and' and parts[1] == 'pred':
                 self.reg[ops[0]] = self.reg.get(ops[1], 0) and self.reg.get(ops[2], 0); continue
             if root == 'membar': continue
+            # one simulated thread is a warp whose only active lane is lane 0
+            if root == 'activemask': self.reg[ops[0]] = 1; continue
+            if root == 'shfl':
+                if self.val(ops[2]) != 0: raise Exception('shuffle from an inactive lane: ' + ins)
+                self.reg[ops[0]] = mask(self.val(ops[1]), 32); continue
+            if root == 'popc': self.reg[ops[0]] = bin(mask(self.val(ops[1]), tybits(parts[-1]))).count('1'); continue
+            if root == 'brev':
+                bits = tybits(parts[-1]); v = mask(self.val(ops[1]), bits)
+                self.reg[ops[0]] = int(format(v, '0%db' % bits)[::-1], 2); continue
+            if root == 'clz':
+                bits = tybits(parts[-1]); v = mask(self.val(ops[1]), bits)
+                self.reg[ops[0]] = bits - v.bit_length(); continue
             if root == 'selp':
                 self.reg[ops[0]] = self.val(ops[1]) if self.reg.get(ops[3], 0) else self.val(ops[2]); continue
             if root == 'cvt':
@@ -197,6 +209,9 @@ class VM:
                 if sgn: self.reg[ops[0]] = mask(sx(a, bits) >> min(b, bits - 1), bits)
                 else: self.reg[ops[0]] = mask(a, bits) >> b if b < bits else 0
                 continue
+            if root in ('min', 'max'):
+                a, b = (sx(a, bits), sx(b, bits)) if sgn else (mask(a, bits), mask(b, bits))
+                self.reg[ops[0]] = mask(min(a, b) if root == 'min' else max(a, b), bits); continue
             f = {'add': lambda: a + b, 'sub': lambda: a - b, 'mul': lambda: a * b, 'and': lambda: a & b,
                  'or': lambda: a | b, 'xor': lambda: a ^ b}[root]
             self.reg[ops[0]] = mask(f(), bits)

@@ -294,12 +294,17 @@ static void test_ringbuf_output(void **state)
 	char *t = gen_module(p, sizeof(p) / sizeof(p[0]), &m, 1, true);
 	assert_true(has(t, "rem.u32 %__cb_x1, %__cb_x1, %__cb_x0;"));
 	assert_true(has(t, "atom.sys.global.cas.b64"));
-	/* record: 8-byte header + 16 bytes of payload */
-	assert_true(has(t, "add.s64 %__cb_m3, %__cb_m3, 24;"));
+	/* one reservation per warp: the lowest active lane reserves, the others get it by shuffle */
+	assert_true(has(t, "activemask.b32 %__cb_x2;"));
+	assert_true(has(t, "shfl.sync.idx.b32 %__cb_x7, %__cb_x7, %__cb_x5, 31, %__cb_x2;"));
+	/* record: 8-byte header + 16 bytes of payload; as many as fit, and this lane's place */
+	assert_true(has(t, "div.u64 %__cb_m4, %__cb_m4, 24;"));
+	assert_true(has(t, "mul.wide.u32 %__cb_m3, %__cb_x3, 24;"));
 	assert_true(has(t, "st.volatile.global.v2.u32 [%__cb_m4], {2147483660, 0};"));
 	assert_true(has(t, "membar.sys;"));
 	assert_true(has(t, "st.volatile.global.u32 [%__cb_m4], 12;"));
-	assert_true(has(t, "red.sys.global.add.u64 [%__cb_m0+16], 1;"));
+	/* the batch's drops, counted once */
+	assert_true(has(t, "@%__cb_q0 red.sys.global.add.u64 [%__cb_m0+16], %__cb_m3;"));
 	free(t);
 }
 
