@@ -469,16 +469,18 @@ static void rb_record(void *user, uint32_t lane, const void *data, uint32_t len)
 	}
 }
 
-/* Drains every ring buffer once; writes a DROP record where drops grew.  Lock held. */
-static void rb_drain_all(void)
+/* Drains every ring buffer once; writes a DROP record where drops grew.  Lock held.  Returns
+ * the number of records taken. */
+static uint64_t rb_drain_all(void)
 {
+	uint64_t taken = 0;
 	for (struct live_ctx *c = ctxs; c; c = c->next)
 		for (uint32_t i = 0; i < live.nmaps; i++) {
 			if (!c->host[i])
 				continue;
 			struct rb_sink k = { c, i };
 			uint64_t damaged = 0;
-			live_rb_drain(c->host[i], rb_scratch, rb_record, &k, &damaged);
+			taken += live_rb_drain(c->host[i], rb_scratch, rb_record, &k, &damaged);
 			if (damaged)
 				shim_log(SHIM_LOG_DEBUG, "live: ring buffer %s: a damaged record "
 					 "header stopped a lane", live.maps[i].def.name);
@@ -492,15 +494,20 @@ static void rb_drain_all(void)
 			}
 			c->drops_seen[i] = drops;
 		}
+	return taken;
 }
 
 static void *rb_main(void *arg)
 {
 	(void)arg;
+	uint64_t taken = 0;
 	while (atomic_load(&rb_state) == 1) {
-		nanosleep(&(struct timespec){ 0, 1000 * 1000 }, NULL);
+		/* while records keep coming, go round again at once: the lanes refill faster
+		 * than a millisecond's sleep at streaming rates; idle, one look per millisecond */
+		if (taken == 0)
+			nanosleep(&(struct timespec){ 0, 1000 * 1000 }, NULL);
 		pthread_mutex_lock(&lock);
-		rb_drain_all();
+		taken = rb_drain_all();
 		pthread_mutex_unlock(&lock);
 	}
 	return NULL;
