@@ -186,13 +186,15 @@ static void label_of(const char *ptx, size_t len, char *label, size_t n)
 static bool handled(const struct shim_module_event *ev)
 {
 	switch (ev->api) {
+	case SHIM_LOAD_MODULE_LOAD: /* file loads: the wrapper hands us the file's bytes */
 	case SHIM_LOAD_MODULE_DATA:
 	case SHIM_LOAD_MODULE_DATA_EX:
 	case SHIM_LOAD_MODULE_FATBINARY:
 	case SHIM_LOAD_LIBRARY_DATA:
+	case SHIM_LOAD_LIBRARY_FILE:
 		break;
 	default:
-		return false; /* file loads and link steps: not instrumented yet (LIVE.md) */
+		return false; /* link steps: not instrumented yet (LIVE.md) */
 	}
 	return ev->image && (ev->info.kind == SHIM_IMAGE_PTX || ev->info.kind == SHIM_IMAGE_FATBIN ||
 			     ev->info.kind == SHIM_IMAGE_FATBIN_WRAPPER ||
@@ -206,7 +208,7 @@ static struct sub *make_sub(struct work *w, size_t *size)
 	if (!s)
 		return NULL;
 	snprintf(s->label, sizeof(s->label), "%s", w->label);
-	s->library = w->ev->api == SHIM_LOAD_LIBRARY_DATA;
+	s->library = w->ev->api == SHIM_LOAD_LIBRARY_DATA || w->ev->api == SHIM_LOAD_LIBRARY_FILE;
 	if (!w->ctx) {
 		s->image = w->out;
 		*size = w->out_len + 1;

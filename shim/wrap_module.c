@@ -4,7 +4,10 @@
  * the image) and one after it (with the resulting handle).  Handle look-ups register which
  * CUfunction / CUkernel is which kernel of which module, so that launches can name them.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -41,6 +44,42 @@ static void describe_file(const char *path, struct shim_image_info *info)
 		}
 	}
 	close(fd);
+}
+
+/* A file load under hooks that may substitute modules: the file's bytes (NUL-terminated, for
+ * PTX), so that the hooks can look at them like a data load's; NULL when the file cannot be
+ * read, and the driver then reads it itself as always. */
+static void *read_image_file(const struct shim_hooks *h, const char *path, size_t *size)
+{
+	*size = 0;
+	if (!h || !h->module_loading || !path)
+		return NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	char *buf = NULL;
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (uint64_t)st.st_size < (1ull << 32) && (buf = malloc((size_t)st.st_size + 1))) {
+		size_t got = 0;
+		while (got < (size_t)st.st_size) {
+			ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			got += (size_t)n;
+		}
+		if (got == (size_t)st.st_size) {
+			buf[got] = 0;
+			*size = got;
+		} else {
+			free(buf);
+			buf = NULL;
+		}
+	}
+	close(fd);
+	return buf;
 }
 
 static void load_begin(struct shim_module_event *ev, const struct shim_hooks *h,
@@ -104,10 +143,21 @@ SHIM_API_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
 	PASS_THROUGH_IF_DISABLED(cuModuleLoad, (module, fname));
 	const struct shim_hooks *h = hooks();
 	struct shim_module_event ev;
-	load_begin(&ev, h, SHIM_LOAD_MODULE_LOAD, "cuModuleLoad", NULL, fname, 0);
-	CUresult r = SHIM_REAL(cuModuleLoad)(module, ev.path);
+	size_t size;
+	void *file = read_image_file(h, fname, &size);
+	load_begin(&ev, h, SHIM_LOAD_MODULE_LOAD, "cuModuleLoad", file, fname, size);
+	CUresult r;
+	if (ev.image != file) { /* substituted: the driver gets the instrumented image */
+		r = SHIM_REAL(cuModuleLoadData)(module, ev.image);
+		if (substitute_refused(&ev, h, file, r))
+			r = SHIM_REAL(cuModuleLoad)(module, ev.path);
+	} else {
+		r = SHIM_REAL(cuModuleLoad)(module, ev.path);
+	}
 	ev.module = r == CUDA_SUCCESS && module ? (shim_module_t)*module : NULL;
-	return load_end(&ev, h, r);
+	r = load_end(&ev, h, r);
+	free(file);
+	return r;
 }
 
 SHIM_API_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
@@ -184,13 +234,23 @@ SHIM_API_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *f
 				  libraryOptions, libraryOptionValues, numLibraryOptions));
 	const struct shim_hooks *h = hooks();
 	struct shim_module_event ev;
-	load_begin(&ev, h, SHIM_LOAD_LIBRARY_FILE, "cuLibraryLoadFromFile", NULL, fileName, 0);
-	CUresult r = SHIM_REAL(cuLibraryLoadFromFile)(library, ev.path, jitOptions,
-						      jitOptionsValues, numJitOptions,
-						      libraryOptions, libraryOptionValues,
-						      numLibraryOptions);
+	size_t size;
+	void *file = read_image_file(h, fileName, &size);
+	load_begin(&ev, h, SHIM_LOAD_LIBRARY_FILE, "cuLibraryLoadFromFile", file, fileName, size);
+	CUresult r = CUDA_ERROR_UNKNOWN;
+	if (ev.image != file) /* substituted: the driver gets the instrumented image */
+		r = SHIM_REAL(cuLibraryLoadData)(library, ev.image, jitOptions, jitOptionsValues,
+						 numJitOptions, libraryOptions,
+						 libraryOptionValues, numLibraryOptions);
+	if (ev.image == file || substitute_refused(&ev, h, file, r))
+		r = SHIM_REAL(cuLibraryLoadFromFile)(library, ev.path, jitOptions,
+						     jitOptionsValues, numJitOptions,
+						     libraryOptions, libraryOptionValues,
+						     numLibraryOptions);
 	ev.library = r == CUDA_SUCCESS && library ? (shim_library_t)*library : NULL;
-	return load_end(&ev, h, r);
+	r = load_end(&ev, h, r);
+	free(file);
+	return r;
 }
 
 /* ---- unloads ------------------------------------------------------------------------------ */

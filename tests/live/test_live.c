@@ -478,6 +478,48 @@ static void test_cubin_kernels_are_listed_as_not_instrumentable(void **state)
 	assert_non_null(strstr(child_err, "1 without PTX for the device"));
 }
 
+/* File loads (cuModuleLoad): the shim reads the file, and an instrumented image goes to the
+ * driver as data; a file with nothing to instrument is loaded from its path as before. */
+static char ptx_file[] = "/tmp/cubpf-live-file-XXXXXX";
+
+static int child_file(void)
+{
+	void *mod = NULL;
+	int (*load_file)(void **, const char *) =
+		(int (*)(void **, const char *))dlsym(shim, "cuModuleLoad");
+	unsigned (*hits)(const char *) = (unsigned (*)(const char *))dlsym(fake, "fake_hits");
+	if (!load_file || !hits || load_file(&mod, ptx_file) != 0)
+		return child_fail("cuModuleLoad failed");
+	const char *glob = getenv("CUBPF_KERNELS");
+	if (glob) /* nothing matches: the original file, through cuModuleLoad */
+		return original(mod, live_ptx) || hits("cuModuleLoad") != 1;
+	/* (cuModuleLoadData is also how cubpf loads its own clock kernel: not counted here) */
+	if (instrumented(mod, "FAKECUBIN") || hits("cuModuleLoad") != 0)
+		return child_fail("the instrumented image did not replace the file");
+	return global(mod, "__cubpf_map_0") ? 0 : child_fail("map pointer not stored");
+}
+
+static int child_file_open(void)
+{
+	return open_both() || child_file();
+}
+
+static void test_file_loads_are_instrumented(void **state)
+{
+	(void)state;
+	int fd = mkstemp(ptx_file);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, live_ptx, strlen(live_ptx)), (ssize_t)strlen(live_ptx));
+	close(fd);
+	struct child_env files = { { "FAKE_FILE_LOADS" }, { "1" } };
+	assert_int_equal(run_child(&files, child_file_open), 0);
+	assert_non_null(strstr(child_err, "live: cuModuleLoad: instrumented 1 of 1 kernels"));
+	struct child_env env = { { "FAKE_FILE_LOADS", "CUBPF_KERNELS" }, { "1", "no_such_kernel*" } };
+	assert_int_equal(run_child(&env, child_file_open), 0);
+	assert_null(strstr(child_err, "instrumented 1 of 1"));
+	unlink(ptx_file);
+}
+
 /* While the application runs, the maps go into the trace every CUBPF_INTERVAL_MS. */
 static int child_periodic(void)
 {
@@ -614,6 +656,7 @@ int main(void)
 		cmocka_unit_test(test_disabled_substitutes_nothing),
 		cmocka_unit_test(test_rejected_program_is_skipped_with_the_reason),
 		cmocka_unit_test(test_cubin_kernels_are_listed_as_not_instrumentable),
+		cmocka_unit_test(test_file_loads_are_instrumented),
 		cmocka_unit_test(test_maps_are_written_to_the_trace),
 		cmocka_unit_test(test_maps_are_traced_while_running),
 		cmocka_unit_test(test_fork_child_stays_quiet),

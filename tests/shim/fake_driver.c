@@ -142,6 +142,25 @@ FAKE_EXPORT int cuModuleLoadData(void **module, const void *image)
 	return 0;
 }
 
+/* A file load: with FAKE_FILE_LOADS=1 the file's text is remembered like a data load's (PTX
+ * files); otherwise the function answers its own code like the generated ones. */
+FAKE_EXPORT int cuModuleLoad(void **module, const char *path)
+{
+	FAKE_HIT(cuModuleLoad);
+	if (!getenv("FAKE_FILE_LOADS"))
+		return FAKE_BASE + FAKE_IDX_cuModuleLoad;
+	FILE *f = module && path ? fopen(path, "rb") : NULL;
+	if (!f)
+		return 301; /* CUDA_ERROR_FILE_NOT_FOUND */
+	char buf[4096];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	*module = new_handle();
+	remember_text(*module, buf);
+	return 0;
+}
+
 FAKE_EXPORT int cuLibraryLoadData(void **library, const void *code, void *o, void *v, unsigned n,
 				  void *lo, void *lv, unsigned ln)
 {
