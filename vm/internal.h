@@ -27,6 +27,7 @@ struct vm_map {
 	size_t stride;             /* value_size rounded up to 8 */
 	struct vm_hash *hash;      /* BPF_MAP_TYPE_HASH only */
 	struct vm_ringbuf *ring;   /* ring buffers only */
+	bool external;             /* data is the caller's (vm_runtime_share_array): not freed */
 };
 
 struct vm_runtime {

@@ -156,7 +156,7 @@ void vm_maps_destroy(struct vm_runtime *rt)
 {
 	for (uint32_t i = 0; rt->maps && i < rt->map_cnt; i++) {
 		struct vm_map *m = &rt->maps[i];
-		if (!m->ring)
+		if (!m->ring && !m->external)
 			free(m->data); /* a ring's data is its buffer, freed below */
 		if (m->hash) {
 			free(m->hash->buckets);
@@ -170,6 +170,38 @@ void vm_maps_destroy(struct vm_runtime *rt)
 		}
 	}
 	free(rt->maps);
+}
+
+static bool is_array(uint32_t type)
+{
+	return type == CUBPF_MAP_ARRAY || type == CUBPF_MAP_GPU_ARRAY;
+}
+
+size_t vm_map_array_bytes(const struct vm_map_def *def)
+{
+	return is_array(def->type) ? (((size_t)def->value_size + 7) & ~(size_t)7) * def->max_entries
+				   : 0;
+}
+
+int vm_runtime_share_array(struct vm_runtime *rt, uint32_t map, void *storage, size_t bytes,
+			   char *err, size_t errlen)
+{
+	if (map >= rt->map_cnt || !is_array(rt->maps[map].def.type)) {
+		vm_errf(err, errlen, "map %u is not an array map", map);
+		return -1;
+	}
+	struct vm_map *m = &rt->maps[map];
+	if (!storage || (uintptr_t)storage % 8 || bytes < m->data_size) {
+		vm_errf(err, errlen, "map '%s' needs %zu bytes of 8-byte aligned storage",
+			m->def.name, m->data_size);
+		return -1;
+	}
+	memcpy(storage, m->data, m->data_size);
+	if (!m->external)
+		free(m->data);
+	m->data = storage;
+	m->external = true;
+	return 0;
 }
 
 bool vm_maps_contain(const struct vm_runtime *rt, uintptr_t addr, size_t size)

@@ -228,6 +228,16 @@ size_t vm_ringbuf_consume(struct vm_runtime *rt, uint32_t map, void *buf, size_t
 uint32_t vm_percpu_slots(void);
 int vm_map_lookup_percpu(struct vm_runtime *rt, uint32_t map, const void *key, void *values);
 
+/* Array maps whose values live in the caller's memory (the shim shares a map with the GPU
+ * programs through memory both sides reach): `storage` (8-byte aligned, at least max_entries x
+ * the value size rounded up to 8 bytes, the GPU layout) receives the map's current values and
+ * serves every later access; the caller keeps it alive for the runtime's life.  Returns 0, or
+ * -1 with err (not an array map, storage too small). */
+int vm_runtime_share_array(struct vm_runtime *rt, uint32_t map, void *storage, size_t bytes,
+			   char *err, size_t errlen);
+/* Bytes an array map needs for vm_runtime_share_array (0 for other kinds). */
+size_t vm_map_array_bytes(const struct vm_map_def *def);
+
 /* Host-side helper implementation, for engines that bring their own (conformance plugin). */
 typedef uint64_t (*vm_helper_fn)(void *env, uint64_t r1, uint64_t r2, uint64_t r3, uint64_t r4,
 				 uint64_t r5);

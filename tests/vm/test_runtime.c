@@ -84,6 +84,35 @@ static void test_array_maps(void **state)
 	vm_object_free(obj);
 }
 
+/* An array map moved into the caller's memory: values carried over, later updates from the
+ * host API land there, and what the other side writes there is what lookups see. */
+static void test_shared_array(void **state)
+{
+	(void)state;
+	struct vm_object *obj;
+	struct vm_runtime *rt = runtime(&obj);
+	char err[VM_ERRLEN];
+	uint32_t k = 1;
+	uint64_t v[2] = {33, 0}, storage[64] = {0}; /* map "a": 4 entries of 16 bytes */
+	size_t need = vm_map_array_bytes(&obj->maps[M_ARRAY]);
+	assert_int_equal(need, 64);
+	assert_int_equal(vm_map_update(rt, M_ARRAY, &k, v, BPF_ANY), 0);
+	assert_int_equal(vm_runtime_share_array(rt, M_ARRAY, storage, need - 8, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "bytes of 8-byte aligned storage"));
+	assert_int_equal(vm_runtime_share_array(rt, M_HASH, storage, need, err, sizeof(err)), -1);
+	assert_int_equal(vm_runtime_share_array(rt, M_ARRAY, storage, need, err, sizeof(err)), 0);
+	assert_int_equal(storage[2], 33); /* carried over: key 1 at byte 16 */
+	k = 2, v[0] = 44;
+	assert_int_equal(vm_map_update(rt, M_ARRAY, &k, v, BPF_ANY), 0);
+	assert_int_equal(storage[4], 44);
+	storage[6] = 55; /* the GPU side writes key 3 */
+	k = 3;
+	assert_int_equal(vm_map_lookup(rt, M_ARRAY, &k, v), 0);
+	assert_int_equal(v[0], 55);
+	vm_runtime_free(rt); /* does not free the caller's storage (ASan would say) */
+	vm_object_free(obj);
+}
+
 static void test_ringbuf_full(void **state)
 {
 	(void)state;
@@ -329,6 +358,7 @@ size_t runtime_tests(struct CMUnitTest *out, size_t cap)
 	static const struct CMUnitTest t[] = {
 		cmocka_unit_test(test_hash_map),
 		cmocka_unit_test(test_array_maps),
+		cmocka_unit_test(test_shared_array),
 		cmocka_unit_test(test_ringbuf_full),
 		cmocka_unit_test(test_ringbuf_reserve),
 		cmocka_unit_test(test_threads),
