@@ -219,6 +219,7 @@ static struct span_ctx *sctx_new(CUcontext ctx)
 		sctx_free(sc);
 		return NULL;
 	}
+	live_exit_arm(); /* spans are collected at exit before the runtime's handlers run */
 	shim_log(SHIM_LOG_INFO, "live: kernel spans in context %p (device %d): reference event "
 		 "+/- %u ns, %u event pairs at most", (void *)ctx, (int)sc->dev, sc->ref_unc_ns,
 		 SPAN_SLOTS);
