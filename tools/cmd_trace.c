@@ -380,7 +380,7 @@ static int cmd_info(const struct opts *o)
 {
 	struct store_trace_reader *r = open_trace(o->file);
 	struct store_trace_record rec;
-	uint64_t count[STORE_REC_MAX_KNOWN + 2] = {0}, drops = 0, dropped_batches = 0;
+	uint64_t count[STORE_REC_MAX_KNOWN + 2] = {0}, drops = 0, dropped_batches = 0, span_drops = 0;
 	uint64_t first = UINT64_MAX, last = 0;
 	int rc;
 	if (!r)
@@ -397,7 +397,9 @@ static int cmd_info(const struct opts *o)
 			dump_meta(&rec, 0, stdout);
 		if (rec.type == STORE_REC_DROP) {
 			struct store_rec_drop d;
-			if (store_rec_fixed(&rec, &d, sizeof(d), NULL)) {
+			if (store_rec_fixed(&rec, &d, sizeof(d), NULL) && d.source == STORE_DROP_SPANS) {
+				span_drops += d.records;
+			} else if (store_rec_fixed(&rec, &d, sizeof(d), NULL)) {
 				drops += d.records;
 				dropped_batches += d.batches;
 			}
@@ -421,6 +423,9 @@ static int cmd_info(const struct opts *o)
 	if (last > first)
 		printf("span      %.6f s of host API calls\n", (double)(last - first) / 1e9);
 	printf("dropped   %" PRIu64 " records in %" PRIu64 " batches\n", drops, dropped_batches);
+	if (count[STORE_REC_KSPAN] || span_drops)
+		printf("spans     %" PRIu64 " kernel spans, %" PRIu64 " launches without one (event pool "
+		       "full)\n", count[STORE_REC_KSPAN], span_drops);
 	printf("size      %" PRIu64 " bytes in %" PRIu64 " frames, %" PRIu64 " bytes of records (ratio %.2f)\n",
 	       fb, frames, raw, fb ? (double)raw / (double)fb : 0.0);
 	static const char *const states[] = {"reading", "complete", "cut short (writer killed?)",

@@ -271,6 +271,7 @@ static void test_trace_spans(void **state)
 	assert_int_equal(run(cmd, &out), 0);
 	assert_non_null(strstr(out, "(format 1.1)"));
 	assert_non_null(strstr(out, "kernel=20 end=1 kspan=20"));
+	assert_non_null(strstr(out, "spans     20 kernel spans, 0 launches without one"));
 	free(out);
 
 	/* 19 spans of _Z4spinm: 1..20 us without 6: total 204, p50 (10th) 11, max 20 */
