@@ -95,6 +95,7 @@ struct span_ctx {
 };
 
 static bool spans_on;
+static bool finished;           /* exit report done: teardowns after it only free */
 static struct span_ctx *sctxs;
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER; /* sctxs, the poller's work */
 static atomic_uint gen;         /* bumped when a span_ctx goes: the threads' caches are stale */
@@ -500,6 +501,7 @@ void live_spans_finish(void)
 	pthread_mutex_lock(&list_lock);
 	for (struct span_ctx *sc = sctxs; sc; sc = sc->next)
 		report(sc);
+	finished = true;
 	pthread_mutex_unlock(&list_lock);
 }
 
@@ -519,7 +521,8 @@ void live_spans_teardown(CUcontext ctx, CUdevice dev, int primary)
 		CUcontext popped;
 		if (live_cu.cuCtxPushCurrent_v2(sc->ctx) == CUDA_SUCCESS) {
 			poll_ctx(sc, true);
-			report(sc);
+			if (!finished)
+				report(sc);
 			*p = sc->next;
 			atomic_fetch_add(&gen, 1);
 			sctx_free(sc);

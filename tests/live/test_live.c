@@ -701,6 +701,32 @@ static void test_kernel_spans_are_traced(void **state)
 	unlink(trace_path);
 }
 
+/* Before a context goes (here the runtime's exit path, a primary context reset) its spans are
+ * collected, waiting for them, and every event of the pool is destroyed. */
+static int child_spans_teardown(void)
+{
+	if (child_spans())
+		return 1;
+	if (((int (*)(int))dlsym(shim, "cuDevicePrimaryCtxReset_v2"))(0) != 0)
+		return child_fail("cuDevicePrimaryCtxReset_v2");
+	unsigned live_events = ((unsigned (*)(void))dlsym(fake, "fake_events_live"))();
+	return live_events ? child_fail("%u events left after the teardown", live_events) : 0;
+}
+
+static void test_kernel_spans_are_collected_at_teardown(void **state)
+{
+	(void)state;
+	struct span_count n;
+	unlink(trace_path);
+	span_delay_ns = 20000000;
+	struct child_env env = { { "CUBPF_TRACE" }, { trace_path } };
+	assert_int_equal(run_child(&env, child_spans_teardown), 0);
+	read_spans(&n);
+	assert_int_equal(n.spans, SPAN_LAUNCHES);
+	assert_non_null(strstr(child_err, "40 written, 0 dropped"));
+	unlink(trace_path);
+}
+
 static void test_kernel_spans_can_be_switched_off(void **state)
 {
 	(void)state;
@@ -765,6 +791,7 @@ int main(void)
 		cmocka_unit_test(test_maps_are_traced_while_running),
 		cmocka_unit_test(test_fork_child_stays_quiet),
 		cmocka_unit_test(test_kernel_spans_are_traced),
+		cmocka_unit_test(test_kernel_spans_are_collected_at_teardown),
 		cmocka_unit_test(test_kernel_spans_can_be_switched_off),
 		cmocka_unit_test(test_kernel_span_pool_is_bounded),
 	};
