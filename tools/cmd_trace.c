@@ -720,7 +720,8 @@ static int load_spans(const char *path, struct chrome *c)
 		c->spans[c->nspans++] = (struct span){k.corr, k.begin_ns, k.end_ns, k, 0};
 	}
 	store_trace_close_reader(r);
-	qsort(c->spans, c->nspans, sizeof(*c->spans), span_cmp);
+	if (c->nspans)
+		qsort(c->spans, c->nspans, sizeof(*c->spans), span_cmp);
 	return 0;
 }
 
