@@ -9,6 +9,7 @@
 #   krs        kernelretsnoop without a trace (CUBPF_PROGRAMS directly: records drained, not kept)
 #   krs_trace  cubpf run -t kernelretsnoop -o TRACE, CUBPF_SPANS=0 (the trace, no spans)
 #   krs_spans  cubpf run -t kernelretsnoop -o TRACE (the trace with kernel spans: the default)
+# Process wall times are shown too (for the cubpf run modes they include the tool's report).
 # RESULT lines: median phase times and ratios (krs_spans / native is the issue's figure, target
 # <= 1.02 on the compute phase; krs_spans / krs_trace is the cost of the spans alone).
 set -u
@@ -24,13 +25,15 @@ if [ ! -x "$APP" ] || [ ! -x "$CUBPF" ] || [ ! -e "$PROBE" ] || [ ! -e "$LIB/lib
   echo "b_trace_app: missing $APP, $CUBPF, $PROBE or $LIB/libcuda.so.1"; exit 1; fi
 echo "b_trace_app: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
 MODES="native krs krs_trace krs_spans"
-declare -A comp short sum
+declare -A comp short sum walls
 failed=0
 start=$(date +%s)
 
 run() {
   local mode=$1 r=$2 f=$OUT/trace_app.$1.$2 rc
   rm -f "$f".*
+  local w0 w1
+  w0=$(date +%s%N)
   case $mode in
     native) "$APP" bench >"$f.out" 2>"$f.err" ;;
     krs) LD_LIBRARY_PATH="$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CUBPF_PROGRAMS="$PROBE" \
@@ -41,13 +44,16 @@ run() {
                  sh -c "exec '$APP' bench > '$f.out'" >"$f.report" 2>"$f.err" ;;
   esac
   rc=$?
+  w1=$(date +%s%N)
   local c s k
   c=$(awk '/^compute_ms/ {print $2}' "$f.out"); s=$(awk '/^short_ms/ {print $2}' "$f.out")
   k=$(awk '/^checksum/ {print $2}' "$f.out")
   if [ "$rc" -ne 0 ] || [ -z "$c" ] || [ -z "$s" ]; then
     echo "FAIL $mode round $r (rc=$rc)"; cat "$f.out"; tail -5 "$f.err"; failed=$((failed + 1)); return; fi
-  echo "round $r $mode: compute $c ms, short $s ms (checksum $k)"
+  local wall=$(( (w1 - w0) / 1000000 ))
+  echo "round $r $mode: compute $c ms, short $s ms, process wall $wall ms (checksum $k)"
   comp[$mode]="${comp[$mode]:-} $c"; short[$mode]="${short[$mode]:-} $s"; sum[$mode]=$k
+  walls[$mode]="${walls[$mode]:-} $wall"
   # the traces are large (one record per thread exit): keep the last round's only
   [ "$r" -lt "$ROUNDS" ] && rm -f "$f.trace"
 }
@@ -62,7 +68,7 @@ declare -A mc ms
 for mode in $MODES; do
   [ -n "${comp[$mode]:-}" ] || continue
   mc[$mode]=$(echo "${comp[$mode]}" | median); ms[$mode]=$(echo "${short[$mode]}" | median)
-  echo "RESULT b_trace_app $mode: compute ${mc[$mode]} ms (runs:${comp[$mode]}), short ${ms[$mode]} ms (runs:${short[$mode]})"
+  echo "RESULT b_trace_app $mode: compute ${mc[$mode]} ms (runs:${comp[$mode]}), short ${ms[$mode]} ms (runs:${short[$mode]}), process wall median $(echo "${walls[$mode]}" | median) ms"
 done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 if [ -n "${mc[native]:-}" ] && [ -n "${mc[krs_spans]:-}" ]; then
