@@ -25,6 +25,9 @@
  * by some ppm, so the distance to the reference is kept short.
  *
  * Not timed: kernels captured into a graph (cuStreamIsCapturing; the launch is not a launch),
+ * launches on a stream that has carried a programmatic dependent launch (cuLaunchKernelEx with
+ * PROGRAMMATIC_STREAM_SERIALIZATION or PROGRAMMATIC_EVENT: an event between two such kernels
+ * would stop them overlapping, so from the first one on that stream gets no more events),
  * graph launches (cuGraphLaunch: an API record only), the deprecated cuLaunch/cuLaunchGrid and
  * multi-device forms.  Per-thread-default-stream launches (_ptsz with stream 0) record on
  * CU_STREAM_PER_THREAD, never on the legacy stream (which would synchronise with every
@@ -45,6 +48,7 @@
 #define POLL_US 1000
 #define REF_ROUNDS 3
 #define REF_WAIT_NS 100000000ull /* give up a reference measurement after 100 ms */
+#define MAX_PDL_STREAMS 64
 
 typedef CUresult (*event_create_fn)(CUevent *, unsigned);
 typedef CUresult (*event_fn)(CUevent);
@@ -90,7 +94,9 @@ struct span_ctx {
 	pthread_mutex_t lock;       /* free_list, pending, made */
 	uint64_t dropped;           /* launches without a span (pool empty) */
 	uint64_t dropped_written;
-	uint64_t written, failed, captured;
+	uint64_t written, failed, captured, pdl;
+	uint64_t pdl_streams[MAX_PDL_STREAMS]; /* streams that carried a programmatic launch */
+	uint32_t npdl;              /* (under lock) */
 	struct span_ctx *next;
 };
 
@@ -294,6 +300,37 @@ static void slot_give(struct span_ctx *sc, uint32_t i)
 	pthread_mutex_unlock(&sc->lock);
 }
 
+/* A launch that may overlap the previous kernel of its stream (programmatic dependent launch). */
+static bool programmatic(const struct shim_launch_event *ev)
+{
+	const CUlaunchConfig *c = ev->config;
+	if (ev->api != SHIM_LAUNCH_KERNEL_EX || !c || !c->attrs)
+		return false;
+	for (unsigned i = 0; i < c->numAttrs; i++)
+		if ((c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
+		     c->attrs[i].value.programmaticStreamSerializationAllowed) ||
+		    c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT)
+			return true;
+	return false;
+}
+
+/* Remembers (pdl) or looks up a stream that carried a programmatic launch; true = no events. */
+static bool pdl_stream(struct span_ctx *sc, uint64_t stream, bool pdl)
+{
+	bool found = false;
+	if (!pdl && !__atomic_load_n(&sc->npdl, __ATOMIC_RELAXED))
+		return false; /* the common case: no such stream, no lock */
+	pthread_mutex_lock(&sc->lock);
+	for (uint32_t i = 0; i < sc->npdl && !found; i++)
+		found = sc->pdl_streams[i] == stream;
+	if (pdl && !found && sc->npdl < MAX_PDL_STREAMS)
+		sc->pdl_streams[sc->npdl] = stream,
+		__atomic_store_n(&sc->npdl, sc->npdl + 1, __ATOMIC_RELAXED);
+	sc->pdl += pdl || found;
+	pthread_mutex_unlock(&sc->lock);
+	return pdl || found;
+}
+
 void live_spans_launching(const struct shim_launch_event *ev)
 {
 	cur.armed = false;
@@ -310,6 +347,8 @@ void live_spans_launching(const struct shim_launch_event *ev)
 	CUstream s = (CUstream)ev->stream;
 	if (!s && ends_with_ptsz(ev->api_name))
 		s = CU_STREAM_PER_THREAD; /* never the legacy stream for a per-thread launch */
+	if (pdl_stream(sc, (uintptr_t)s, programmatic(ev)))
+		return;
 	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
 	if (ev_cu.capturing(s, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE) {
 		__atomic_fetch_add(&sc->captured, 1, __ATOMIC_RELAXED);
@@ -483,9 +522,10 @@ static void report(const struct span_ctx *sc)
 {
 	shim_log(sc->dropped || sc->failed ? SHIM_LOG_WARN : SHIM_LOG_INFO,
 		 "live: kernel spans of context %p: %llu written, %llu dropped (event pool full), "
-		 "%llu not measured, %llu captured launches skipped", (void *)sc->ctx,
-		 (unsigned long long)sc->written, (unsigned long long)sc->dropped,
-		 (unsigned long long)sc->failed, (unsigned long long)sc->captured);
+		 "%llu not measured, %llu captured launches and %llu on streams with programmatic "
+		 "launches skipped", (void *)sc->ctx, (unsigned long long)sc->written,
+		 (unsigned long long)sc->dropped, (unsigned long long)sc->failed,
+		 (unsigned long long)sc->captured, (unsigned long long)sc->pdl);
 }
 
 /* Exit (before the trace is closed): stops the poller and collects every pending span, waiting

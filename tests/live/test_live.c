@@ -727,6 +727,73 @@ static void test_kernel_spans_are_collected_at_teardown(void **state)
 	unlink(trace_path);
 }
 
+/* A programmatic dependent launch (cuLaunchKernelEx with PROGRAMMATIC_STREAM_SERIALIZATION): an
+ * event between it and its predecessor would stop them overlapping, so its stream gets no more
+ * events; other streams keep theirs.  (Layouts of CUlaunchConfig / CUlaunchAttribute.) */
+struct fake_attr {
+	int id;
+	char pad[4];
+	union {
+		char bytes[64];
+		int allowed;
+	} value;
+};
+struct fake_config {
+	unsigned grid[3], block[3], shared;
+	void *stream;
+	struct fake_attr *attrs;
+	unsigned nattrs;
+};
+
+static int child_spans_pdl(void)
+{
+	void *mod = NULL, *f = NULL;
+	if (open_both() || load(&mod, live_ptx) != 0)
+		return 1;
+	if (((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0)
+		return child_fail("cuModuleGetFunction");
+	struct fake_attr a = { .id = 6 /* PROGRAMMATIC_STREAM_SERIALIZATION */, .value.allowed = 1 };
+	struct fake_config c = { { 1, 1, 1 }, { 32, 1, 1 }, 0, (void *)0x5500, &a, 1 };
+	void *(*last_stream)(void) = (void *(*)(void))dlsym(fake, "fake_event_last_stream");
+	((int (*)(const void *, void *, void **, void **))dlsym(shim, "cuLaunchKernelEx"))(&c, f, NULL,
+											    NULL);
+	if (last_stream() == (void *)0x5500) /* cubpf's own reference events only */
+		return child_fail("an event was recorded around a programmatic launch");
+	for (int i = 0; i < 20; i++) {
+		const char *api = i % 2 ? "cuLaunchKernel_ptsz" : "cuLaunchKernel";
+		void *s = i % 2 ? NULL : (void *)0x5500;
+		if (((launch_fn)dlsym(shim, api))(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL) != 0)
+			return child_fail("launch");
+	}
+	return 0;
+}
+
+static void test_kernel_spans_skip_programmatic_streams(void **state)
+{
+	(void)state;
+	unlink(trace_path);
+	span_delay_ns = 0;
+	struct child_env env = { { "CUBPF_TRACE" }, { trace_path } };
+	assert_int_equal(run_child(&env, child_spans_pdl), 0);
+	char err[STORE_ERRLEN];
+	struct store_trace_reader *r = store_trace_open(trace_path, err, sizeof(err));
+	assert_non_null(r);
+	struct store_trace_record rec;
+	unsigned spans = 0, per_thread = 0;
+	while (store_trace_next(r, &rec) == 1)
+		if (rec.type == STORE_REC_KSPAN) {
+			struct store_rec_kspan sp;
+			assert_non_null(store_rec_fixed(&rec, &sp, sizeof(sp), NULL));
+			spans++;
+			per_thread += sp.stream == 2;
+		}
+	store_trace_close_reader(r);
+	assert_int_equal(spans, 10);
+	assert_int_equal(per_thread, 10);
+	assert_non_null(strstr(child_err, "and 11 on streams with programmatic launches skipped"));
+	unlink(trace_path);
+}
+
 static void test_kernel_spans_can_be_switched_off(void **state)
 {
 	(void)state;
@@ -793,6 +860,7 @@ int main(void)
 		cmocka_unit_test(test_kernel_spans_are_traced),
 		cmocka_unit_test(test_kernel_spans_are_collected_at_teardown),
 		cmocka_unit_test(test_kernel_spans_can_be_switched_off),
+		cmocka_unit_test(test_kernel_spans_skip_programmatic_streams),
 		cmocka_unit_test(test_kernel_span_pool_is_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
