@@ -47,6 +47,7 @@
 #define REBASE_MS 1000        /* a fresh reference event this often */
 #define POLL_US 1000
 #define REF_ROUNDS 3
+#define REF_EVENTS (REF_ROUNDS + 2) /* the rounds' events, and the two references kept */
 #define REF_WAIT_NS 100000000ull /* give up a reference measurement after 100 ms */
 #define MAX_PDL_STREAMS 64
 
@@ -75,16 +76,19 @@ struct slot {
 	uint64_t corr;
 	uint64_t stream;            /* as written in the trace */
 	uint32_t name;
+	uint32_t ref_gen;           /* the reference in use when the launch was made */
 };
 
 struct span_ctx {
 	CUcontext ctx;
 	CUdevice dev;
 	CUstream stream;            /* cubpf's own, for the reference event */
-	CUevent refs[REF_ROUNDS];   /* reference candidates: the best round's is `ref` */
-	CUevent ref;
+	CUevent refs[REF_EVENTS];   /* reference candidates: the best round's becomes `ref` */
+	CUevent ref, prev;          /* the reference in use and the one before it */
 	uint64_t ref_host_ns;       /* host time of ref; 0 = not measured (no spans written) */
-	uint32_t ref_unc_ns;
+	uint64_t prev_host_ns;
+	uint32_t ref_unc_ns, prev_unc_ns;
+	atomic_uint ref_gen;        /* bumped with each new reference; launches note it */
 	uint64_t ref_taken_ns;      /* when it was measured */
 	struct slot *slots;
 	uint32_t made;              /* slots whose events exist */
@@ -160,24 +164,29 @@ static int ref_round(struct span_ctx *sc, CUevent e, uint64_t *host, uint64_t *r
 }
 
 /* A fresh reference: best of REF_ROUNDS rounds, each on its own event so that the best one's
- * event is the one kept.  The previous reference stands when this fails. */
+ * event is the one kept.  The previous reference stands when this fails.  The reference in use
+ * and the one before it are kept (not re-recorded): a launch made under reference generation g
+ * is converted against the reference of generation g, which was complete (so recorded earlier on
+ * the GPU) before the launch's begin event: the elapsed time is never negative. */
 static void rebase(struct span_ctx *sc)
 {
 	uint64_t best = UINT64_MAX, host = 0;
 	CUevent keep = NULL;
-	for (int i = 0; i < REF_ROUNDS; i++) {
+	for (int i = 0; i < REF_EVENTS; i++) {
 		uint64_t h, rtt;
-		if (sc->refs[i] == sc->ref && sc->ref_host_ns)
-			continue; /* still in use until a better one is measured */
+		if (sc->refs[i] == sc->ref || sc->refs[i] == sc->prev)
+			continue; /* in use */
 		if (ref_round(sc, sc->refs[i], &h, &rtt) == 0 && rtt < best)
 			best = rtt, host = h, keep = sc->refs[i];
 	}
 	sc->ref_taken_ns = shim_now_ns();
 	if (!keep)
 		return;
+	sc->prev = sc->ref, sc->prev_host_ns = sc->ref_host_ns, sc->prev_unc_ns = sc->ref_unc_ns;
 	sc->ref = keep;
 	sc->ref_host_ns = host;
 	sc->ref_unc_ns = (uint32_t)(best / 2 > UINT32_MAX ? UINT32_MAX : best / 2);
+	atomic_fetch_add_explicit(&sc->ref_gen, 1, memory_order_release);
 }
 
 /* ---- contexts -------------------------------------------------------------------------------- */
@@ -188,7 +197,7 @@ static void sctx_free(struct span_ctx *sc)
 		ev_cu.destroy(sc->slots[i].ev[0]);
 		ev_cu.destroy(sc->slots[i].ev[1]);
 	}
-	for (int i = 0; i < REF_ROUNDS; i++)
+	for (int i = 0; i < REF_EVENTS; i++)
 		if (sc->refs[i])
 			ev_cu.destroy(sc->refs[i]);
 	if (sc->stream)
@@ -216,7 +225,7 @@ static struct span_ctx *sctx_new(CUcontext ctx)
 	bool ok = sc->slots && sc->free_list && sc->pending && sc->work &&
 		  live_cu.cuCtxGetDevice(&sc->dev) == CUDA_SUCCESS &&
 		  ev_cu.stream_create(&sc->stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS;
-	for (int i = 0; ok && i < REF_ROUNDS; i++)
+	for (int i = 0; ok && i < REF_EVENTS; i++)
 		ok = ev_cu.create(&sc->refs[i], CU_EVENT_DEFAULT) == CUDA_SUCCESS;
 	if (ok)
 		rebase(sc);
@@ -357,6 +366,7 @@ void live_spans_launching(const struct shim_launch_event *ev)
 	uint32_t i = slot_take(sc);
 	if (i == UINT32_MAX)
 		return;
+	sc->slots[i].ref_gen = atomic_load_explicit(&sc->ref_gen, memory_order_acquire);
 	if (ev_cu.record(sc->slots[i].ev[0], s) != CUDA_SUCCESS) {
 		slot_give(sc, i);
 		return;
@@ -393,16 +403,25 @@ void live_spans_launched(const struct shim_launch_event *ev, uint64_t corr, uint
 
 /* ---- the poller --------------------------------------------------------------------------- */
 
-/* Host time of event e, from the reference; false when the driver cannot say. */
-static bool host_time(struct span_ctx *sc, CUevent e, uint64_t *out)
+/* Host time of a span's begin event, from the reference of the launch's generation (or the one
+ * before: never a later one, which the GPU may have reached after the event); false when the
+ * driver cannot say. */
+static bool host_time(struct span_ctx *sc, const struct slot *s, CUevent e, uint64_t *out,
+		      uint32_t *unc)
 {
+	uint32_t g = atomic_load_explicit(&sc->ref_gen, memory_order_relaxed);
+	CUevent ref = sc->ref;
+	uint64_t host = sc->ref_host_ns;
+	*unc = sc->ref_unc_ns;
+	if (s->ref_gen + 1 == g && sc->prev)
+		ref = sc->prev, host = sc->prev_host_ns, *unc = sc->prev_unc_ns;
 	float ms;
-	if (ev_cu.elapsed(&ms, sc->ref, e) == CUDA_SUCCESS) {
-		*out = sc->ref_host_ns + (uint64_t)(int64_t)((double)ms * 1e6);
+	if (ev_cu.elapsed(&ms, ref, e) == CUDA_SUCCESS) {
+		*out = host + (uint64_t)(int64_t)((double)ms * 1e6);
 		return true;
 	}
-	if (ev_cu.elapsed(&ms, e, sc->ref) == CUDA_SUCCESS) { /* recorded before the reference */
-		*out = sc->ref_host_ns - (uint64_t)(int64_t)((double)ms * 1e6);
+	if (ev_cu.elapsed(&ms, e, ref) == CUDA_SUCCESS) { /* older launch: before the reference */
+		*out = host - (uint64_t)(int64_t)((double)ms * 1e6);
 		return true;
 	}
 	return false;
@@ -416,15 +435,16 @@ static int collect(struct span_ctx *sc, struct slot *s, bool wait)
 		return 0;
 	float ms = 0;
 	uint64_t begin;
+	uint32_t unc;
 	if (r != CUDA_SUCCESS || ev_cu.elapsed(&ms, s->ev[0], s->ev[1]) != CUDA_SUCCESS ||
-	    !host_time(sc, s->ev[0], &begin)) {
+	    !host_time(sc, s, s->ev[0], &begin, &unc)) {
 		__atomic_fetch_add(&sc->failed, 1, __ATOMIC_RELAXED);
 		return 1;
 	}
 	uint64_t dur = ms > 0 ? (uint64_t)((double)ms * 1e6 + 0.5) : 0;
 	struct store_rec_kspan k = { .corr = s->corr, .begin_ns = begin, .end_ns = begin + dur,
 				     .stream = s->stream, .name = s->name, .device = (uint32_t)sc->dev,
-				     .ref_uncertainty_ns = sc->ref_unc_ns };
+				     .ref_uncertainty_ns = unc };
 	if (live.trace)
 		store_trace_kspan(live.trace, &k);
 	sc->written++;
