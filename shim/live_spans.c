@@ -92,6 +92,7 @@ struct span_ctx {
 	uint64_t ref_taken_ns;      /* when it was measured */
 	struct slot *slots;
 	uint32_t made;              /* slots whose events exist */
+	uint32_t cap;               /* SPAN_SLOTS, or fewer once the driver refused an event */
 	uint32_t *free_list, nfree; /* slot indices ready to use */
 	uint32_t *pending, npending;/* submitted by launches, not yet seen by the poller */
 	uint32_t *work, nwork;      /* the poller's: submitted, not completed, in launch order */
@@ -217,6 +218,7 @@ static struct span_ctx *sctx_new(CUcontext ctx)
 	if (!sc)
 		return NULL;
 	sc->ctx = ctx;
+	sc->cap = SPAN_SLOTS;
 	pthread_mutex_init(&sc->lock, NULL);
 	sc->slots = calloc(SPAN_SLOTS, sizeof(*sc->slots));
 	sc->free_list = malloc(SPAN_SLOTS * sizeof(uint32_t));
@@ -285,7 +287,7 @@ static uint32_t slot_take(struct span_ctx *sc)
 	pthread_mutex_lock(&sc->lock);
 	if (sc->nfree) {
 		i = sc->free_list[--sc->nfree];
-	} else if (sc->made < SPAN_SLOTS) {
+	} else if (sc->made < sc->cap) {
 		struct slot *s = &sc->slots[sc->made];
 		if (ev_cu.create(&s->ev[0], CU_EVENT_DEFAULT) == CUDA_SUCCESS) {
 			if (ev_cu.create(&s->ev[1], CU_EVENT_DEFAULT) == CUDA_SUCCESS)
@@ -293,8 +295,10 @@ static uint32_t slot_take(struct span_ctx *sc)
 			else
 				ev_cu.destroy(s->ev[0]);
 		}
-		if (i == UINT32_MAX)
+		if (i == UINT32_MAX) { /* out of events: make do with those made */
 			__atomic_fetch_add(&sc->failed, 1, __ATOMIC_RELAXED);
+			sc->cap = sc->made;
+		}
 	} else {
 		sc->dropped++;
 	}
