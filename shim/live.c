@@ -11,7 +11,8 @@
  * (cap on the device maps of one context, default 4096), CUBPF_RINGBUF_MB (pinned memory for
  * ring buffers per context, default 64), CUBPF_SAMPLE (probes on every Nth launch of a kernel,
  * through the enable words), CUBPF_INTERVAL_MS (how often the maps
- * and the clock calibration go into the trace while the application runs, default 1000).
+ * and the clock calibration go into the trace while the application runs, default 1000),
+ * CUBPF_SPANS=0 (no GPU kernel spans in the trace, live_spans.c).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -332,6 +333,7 @@ static void live_exit(void)
 	if (live.forked)
 		return;
 	live_maps_stop_thread();
+	live_spans_finish();
 	live_snapshot_all(true);
 	live_ringbuf_finish();
 	report_kernel_ids();
@@ -378,6 +380,7 @@ static void fork_child(void)
 		store_trace_fork_child(live.trace);
 	live.forked = true;
 	live_maps_forget_thread();
+	live_spans_forget();
 }
 
 /* ---- start --------------------------------------------------------------------------------- */
@@ -390,6 +393,12 @@ static uint64_t env_u64(const char *name, uint64_t dflt)
 		return dflt;
 	unsigned long long x = strtoull(v, &end, 10);
 	return *end ? dflt : x;
+}
+
+static void launching(struct shim_launch_event *ev, void *user)
+{
+	live_launching(ev, user);
+	live_spans_launching(ev); /* last: nothing of cubpf's between the event and the launch */
 }
 
 static void launched(const struct shim_launch_event *ev, void *user)
@@ -410,7 +419,7 @@ static struct shim_hooks live_hooks = {
 	.module_loading = live_module_loading,
 	.module_loaded = live_module_loaded,
 	.module_unloaded = live_module_unloaded,
-	.launching = live_launching,
+	.launching = launching,
 	.launched = launched,
 };
 
@@ -440,6 +449,7 @@ const struct shim_hooks *shim_live_init(void)
 	const char *trace = getenv("CUBPF_TRACE");
 	if (trace && *trace)
 		trace_open(trace);
+	live_spans_init();
 	shim_log(SHIM_LOG_INFO, "live: %u probe objects, %u GPU programs, %s host programs, %u "
 		 "maps%s%s%s", live.nobjs, live.nprogs, live_host_any() ? "some" : "no", live.nmaps,
 		 live.kernel_glob ? ", kernels " : "", live.kernel_glob ? live.kernel_glob : "",

@@ -184,6 +184,20 @@ void live_host_launch(const struct shim_launch_event *ev, bool after);
 void live_host_api(const struct shim_api_event *ev);
 void live_host_report(FILE *out);
 void live_trace_launch(const struct shim_launch_event *ev);
+
+/* ---- kernel spans (live_spans.c): CUDA events around every launch while tracing ------------ */
+/* Reads CUBPF_SPANS and the driver's event functions (after the trace is opened). */
+void live_spans_init(void);
+/* Before the real launch call (after any substitution and enable-word memset): the begin event. */
+void live_spans_launching(const struct shim_launch_event *ev);
+/* After it: the end event; corr and name go into the KSPAN record (corr 0: no span). */
+void live_spans_launched(const struct shim_launch_event *ev, uint64_t corr, uint32_t name);
+/* The stream value written in the trace (CU_STREAM_PER_THREAD for a _ptsz launch on 0). */
+uint64_t live_spans_stream(const struct shim_launch_event *ev);
+/* Exit: stop the poller, collect what is left (waiting), report. */
+void live_spans_finish(void);
+void live_spans_teardown(CUcontext ctx, CUdevice dev, int primary);
+void live_spans_forget(void);
 void live_trace_api(const struct shim_api_event *ev);
 
 #endif

@@ -168,18 +168,36 @@ void live_host_api(const struct shim_api_event *ev)
 
 /* ---- trace events -------------------------------------------------------------------------- */
 
+/* Launches get a correlation id (from 1) shared by their API record (the host call, on the
+ * thread's track), their KERNEL record and their KSPAN record (GPU begin/end, live_spans.c). */
+static atomic_uint_fast64_t launch_seq;
+
 void live_trace_launch(const struct shim_launch_event *ev)
 {
-	if (!live.trace || ev->api == SHIM_LAUNCH_GRAPH_NODE || !ev->kernel)
+	if (!live.trace || ev->api == SHIM_LAUNCH_GRAPH_NODE) {
+		live_spans_launched(ev, 0, 0);
 		return;
+	}
+	uint64_t corr = atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
+	uint64_t stream = live_spans_stream(ev);
+	struct store_rec_api a = { .begin_ns = ev->ts_begin, .end_ns = ev->ts_end, .stream = stream,
+				   .corr = ev->kernel ? corr : 0,
+				   .name = store_trace_intern(live.trace, ev->api_name),
+				   .tid = ev->tid, .result = ev->result };
+	store_trace_api(live.trace, &a);
+	if (!ev->kernel) {
+		live_spans_launched(ev, 0, 0);
+		return;
+	}
 	struct store_rec_kernel k = {
-		.launch_ns = ev->ts_begin, .stream = (uintptr_t)ev->stream,
+		.launch_ns = ev->ts_begin, .stream = stream, .corr = corr,
 		.name = store_trace_intern(live.trace, ev->kernel->name),
 		.grid = { ev->grid[0], ev->grid[1], ev->grid[2] },
 		.block = { ev->block[0], ev->block[1], ev->block[2] },
 		.shared_bytes = ev->shared_bytes, .tid = ev->tid,
 	};
 	store_trace_kernel(live.trace, &k);
+	live_spans_launched(ev, corr, k.name);
 }
 
 void live_trace_api(const struct shim_api_event *ev)

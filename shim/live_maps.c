@@ -344,6 +344,7 @@ void live_snapshot_all(bool sync)
  * about to go are read back, waiting for their work (the application is done with them). */
 void shim_live_teardown(CUcontext ctx, CUdevice dev, int primary)
 {
+	live_spans_teardown(ctx, dev, primary);
 	if (!live.nprogs || !live_cu.cuCtxPushCurrent_v2)
 		return;
 	pthread_mutex_lock(&lock);

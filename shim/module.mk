@@ -61,7 +61,12 @@ $(BUILD)/gpu/shim_app: tests/cuda/shim_app.cu
 $(BUILD)/gpu/shim_bench: tests/bench/shim_bench.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(SHIM_NVCC_FLAGS) -o $@ $< -ldl
-BINS += $(BUILD)/gpu/shim_app
+# Kernel spans (tests/gpu/t_spans.sh, tests/bench/b_trace_app.sh): per-thread default stream, so
+# that its launches go through the _ptsz entry points.
+$(BUILD)/gpu/spans_app: tests/cuda/spans_app.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(SHIM_NVCC_FLAGS) --default-stream per-thread -o $@ $<
+BINS += $(BUILD)/gpu/shim_app $(BUILD)/gpu/spans_app
 BENCH_BINS += $(BUILD)/gpu/shim_bench
 endif
 

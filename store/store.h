@@ -122,7 +122,7 @@ int64_t store_cache_clear(struct store_cache *c);
 
 #define STORE_TRACE_MAGIC "CUBPFTRC"
 #define STORE_TRACE_MAJOR 1
-#define STORE_TRACE_MINOR 0
+#define STORE_TRACE_MINOR 1 /* 1.1 added KSPAN */
 
 /* Every record: this header, then len payload bytes.  Readers skip types they do not know. */
 struct store_rec_hdr {
@@ -144,7 +144,8 @@ enum store_rec_type {
 	STORE_REC_MAP = 10,    /* store_rec_map + count * (key_size + value_size) bytes */
 	STORE_REC_DROP = 11,   /* store_rec_drop */
 	STORE_REC_END = 12,    /* store_rec_end: the writer closed the file cleanly */
-	STORE_REC_MAX_KNOWN = 12
+	STORE_REC_KSPAN = 13,  /* store_rec_kspan (1.1): a launch's GPU begin/end */
+	STORE_REC_MAX_KNOWN = 13
 };
 
 /* Strings inside records: u32 length, then the bytes (no NUL). */
@@ -206,6 +207,21 @@ struct store_rec_kernel {
 	uint32_t tid;
 } __attribute__((packed));
 
+/* Format 1.1: when a kernel launched on the GPU and when it finished, measured by CUDA events
+ * recorded on the launch's stream just before and just after it, in host CLOCK_REALTIME ns.
+ * Written when both events have completed (so after the KERNEL record with the same corr,
+ * usually, but a reader must accept either order).  Self-contained: name, stream and device
+ * are repeated so that a reader can use spans without joining them to KERNEL records. */
+struct store_rec_kspan {
+	uint64_t corr;              /* the KERNEL record's corr (the shim's launch sequence, from 1) */
+	uint64_t begin_ns, end_ns;  /* host CLOCK_REALTIME; end_ns >= begin_ns */
+	uint64_t stream;            /* as in KERNEL */
+	uint32_t name;              /* string id of the kernel name (mangled) */
+	uint32_t device;
+	uint32_t ref_uncertainty_ns;/* how well the event clock was tied to the host clock */
+	uint32_t flags;             /* 0 for now */
+} __attribute__((packed));
+
 enum store_copy_kind {
 	STORE_COPY_HTOD = 1, STORE_COPY_DTOH = 2, STORE_COPY_DTOD = 3, STORE_COPY_MEMSET = 4,
 	STORE_COPY_OTHER = 5
@@ -248,7 +264,8 @@ struct store_rec_map {
 enum store_drop_source {
 	STORE_DROP_WRITER = 1,      /* the trace writer's buffers were full: whole batches */
 	STORE_DROP_RINGBUF = 2,     /* a device ring buffer was full (map names which) */
-	STORE_DROP_OTHER = 3
+	STORE_DROP_OTHER = 3,
+	STORE_DROP_SPANS = 4        /* (1.1) kernel spans not measured: the event pool was full */
 };
 
 struct store_rec_drop {
@@ -319,6 +336,7 @@ int store_trace_api_args(struct store_trace_writer *w, const struct store_rec_ap
 			 uint32_t func_id, const uint64_t *args, uint32_t nargs);
 int store_trace_kernel(struct store_trace_writer *w, const struct store_rec_kernel *e);
 int store_trace_copy(struct store_trace_writer *w, const struct store_rec_copy *e);
+int store_trace_kspan(struct store_trace_writer *w, const struct store_rec_kspan *e);
 int store_trace_probe(struct store_trace_writer *w, const struct store_rec_probe *e,
 		      const void *data, uint32_t size);
 int store_trace_map(struct store_trace_writer *w, const struct store_rec_map *m, const void *kv,

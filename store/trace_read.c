@@ -31,6 +31,7 @@ _Static_assert(sizeof(struct store_rec_probe) == 24, "PROBE");
 _Static_assert(sizeof(struct store_rec_map) == 40, "MAP");
 _Static_assert(sizeof(struct store_rec_drop) == 48, "DROP");
 _Static_assert(sizeof(struct store_rec_end) == 32, "END");
+_Static_assert(sizeof(struct store_rec_kspan) == 48, "KSPAN");
 
 #define MAX_FRAME_RAW (1ull << 30) /* far above what the writer makes (a batch) */
 #define MAX_STRING_ID (1u << 22)
@@ -58,6 +59,7 @@ static const char *const type_names[] = {
 	[STORE_REC_CLOCK] = "clock",   [STORE_REC_PROGRAM] = "program", [STORE_REC_API] = "api",
 	[STORE_REC_KERNEL] = "kernel", [STORE_REC_COPY] = "copy",     [STORE_REC_PROBE] = "probe",
 	[STORE_REC_MAP] = "map",       [STORE_REC_DROP] = "drop",     [STORE_REC_END] = "end",
+	[STORE_REC_KSPAN] = "kspan",
 };
 
 const char *store_rec_type_name(uint16_t type)

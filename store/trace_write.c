@@ -273,6 +273,11 @@ int store_trace_copy(struct store_trace_writer *w, const struct store_rec_copy *
 	return store_trace_append(w, STORE_REC_COPY, e, sizeof(*e), NULL, 0);
 }
 
+int store_trace_kspan(struct store_trace_writer *w, const struct store_rec_kspan *e)
+{
+	return store_trace_append(w, STORE_REC_KSPAN, e, sizeof(*e), NULL, 0);
+}
+
 int store_trace_probe(struct store_trace_writer *w, const struct store_rec_probe *e,
 		      const void *data, uint32_t size)
 {

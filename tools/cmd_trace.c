@@ -26,8 +26,10 @@ static const char usage_text[] =
 	"  info    header, devices, probe programs, record counts, drops, size and ratio\n"
 	"  dump    every record; --json gives one JSON object per line\n"
 	"  stats   GPU kernel times and host API call times: count, total, mean, p50, p90, p99, max\n"
-	"  export  chrome: Trace Event JSON for Perfetto or chrome://tracing (host API calls,\n"
-	"          kernels and copies on their streams, probe events); csv: map snapshots\n"
+	"  export  chrome: Trace Event JSON for Perfetto or chrome://tracing (host API calls on\n"
+	"          thread tracks; kernels as spans on per-stream GPU tracks, timed by the shim's\n"
+	"          CUDA events where the trace has them, else an instant at the launch; copies;\n"
+	"          probe events); csv: map snapshots\n"
 	"  replay  runs the host programs (uprobe/, uretprobe/) of PROG.bpf.o over the recorded\n"
 	"          API calls on the interpreter, and prints their maps and output\n";
 
@@ -143,6 +145,25 @@ static void dump_kernel(const struct store_trace_reader *r, const struct store_r
 			k->block[2], k->gpu_start, k->gpu_end,
 			k->gpu_end > k->gpu_start ? k->gpu_end - k->gpu_start : 0, k->stream, k->device,
 			k->corr);
+	}
+}
+
+static void dump_kspan(const struct store_trace_reader *r, const struct store_rec_kspan *k,
+		       int json, FILE *f)
+{
+	char b[32];
+	const char *name = str_or(r, k->name, b, sizeof(b));
+	if (json) {
+		fprintf(f, "{\"type\":\"kspan\",\"name\":");
+		json_string(f, name);
+		fprintf(f, ",\"corr\":%" PRIu64 ",\"begin_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64
+			   ",\"stream\":%" PRIu64 ",\"device\":%u,\"ref_uncertainty_ns\":%u}\n",
+			k->corr, k->begin_ns, k->end_ns, k->stream, k->device, k->ref_uncertainty_ns);
+	} else {
+		fprintf(f, "kspan   %" PRIu64 " +%" PRIu64 "ns %s stream=0x%" PRIx64 " dev=%u corr=%" PRIu64
+			   " +-%uns\n",
+			k->begin_ns, k->end_ns - k->begin_ns, name, k->stream, k->device, k->corr,
+			k->ref_uncertainty_ns);
 	}
 }
 
@@ -289,11 +310,16 @@ static void dump_record(const struct store_trace_reader *r, const struct store_t
 		struct store_rec_copy c;
 		struct store_rec_probe p;
 		struct store_rec_map m;
+		struct store_rec_kspan s;
 	} u;
 	const uint8_t *d;
 	size_t n;
 
 	switch (rec->type) {
+	case STORE_REC_KSPAN:
+		if (store_rec_fixed(rec, &u.s, sizeof(u.s), NULL))
+			return dump_kspan(r, &u.s, json, f);
+		break;
 	case STORE_REC_API:
 		if (store_rec_fixed(rec, &u.a, sizeof(u.a), NULL))
 			return dump_api(r, &u.a, json, f);
@@ -354,7 +380,7 @@ static int cmd_info(const struct opts *o)
 {
 	struct store_trace_reader *r = open_trace(o->file);
 	struct store_trace_record rec;
-	uint64_t count[STORE_REC_MAX_KNOWN + 2] = {0}, drops = 0, dropped_batches = 0;
+	uint64_t count[STORE_REC_MAX_KNOWN + 2] = {0}, drops = 0, dropped_batches = 0, span_drops = 0;
 	uint64_t first = UINT64_MAX, last = 0;
 	int rc;
 	if (!r)
@@ -371,7 +397,9 @@ static int cmd_info(const struct opts *o)
 			dump_meta(&rec, 0, stdout);
 		if (rec.type == STORE_REC_DROP) {
 			struct store_rec_drop d;
-			if (store_rec_fixed(&rec, &d, sizeof(d), NULL)) {
+			if (store_rec_fixed(&rec, &d, sizeof(d), NULL) && d.source == STORE_DROP_SPANS) {
+				span_drops += d.records;
+			} else if (store_rec_fixed(&rec, &d, sizeof(d), NULL)) {
 				drops += d.records;
 				dropped_batches += d.batches;
 			}
@@ -395,6 +423,9 @@ static int cmd_info(const struct opts *o)
 	if (last > first)
 		printf("span      %.6f s of host API calls\n", (double)(last - first) / 1e9);
 	printf("dropped   %" PRIu64 " records in %" PRIu64 " batches\n", drops, dropped_batches);
+	if (count[STORE_REC_KSPAN] || span_drops)
+		printf("spans     %" PRIu64 " kernel spans, %" PRIu64 " launches without one (event pool "
+		       "full)\n", count[STORE_REC_KSPAN], span_drops);
 	printf("size      %" PRIu64 " bytes in %" PRIu64 " frames, %" PRIu64 " bytes of records (ratio %.2f)\n",
 	       fb, frames, raw, fb ? (double)raw / (double)fb : 0.0);
 	static const char *const states[] = {"reading", "complete", "cut short (writer killed?)",
@@ -490,7 +521,7 @@ static int cmd_stats(const struct opts *o)
 	struct store_trace_reader *r = open_trace(o->file);
 	struct store_trace_record rec;
 	struct table kernels = {0}, apis = {0}, copies = {0};
-	uint64_t unmeasured = 0;
+	uint64_t unmeasured = 0, spans = 0;
 	int rc, oom = 0;
 	if (!r)
 		return 1;
@@ -499,8 +530,13 @@ static int cmd_stats(const struct opts *o)
 			struct store_rec_api a;
 			struct store_rec_kernel k;
 			struct store_rec_copy c;
+			struct store_rec_kspan s;
 		} u;
-		if (rec.type == STORE_REC_API && store_rec_fixed(&rec, &u.a, sizeof(u.a), NULL))
+		if (rec.type == STORE_REC_KSPAN && store_rec_fixed(&rec, &u.s, sizeof(u.s), NULL)) {
+			/* CUDA events around the launch (format 1.1) */
+			oom = add_sample(&kernels, u.s.name, u.s.end_ns - u.s.begin_ns);
+			spans++;
+		} else if (rec.type == STORE_REC_API && store_rec_fixed(&rec, &u.a, sizeof(u.a), NULL))
 			oom = add_sample(&apis, u.a.name, u.a.end_ns - u.a.begin_ns);
 		else if (rec.type == STORE_REC_KERNEL && store_rec_fixed(&rec, &u.k, sizeof(u.k), NULL)) {
 			if (u.k.gpu_start && u.k.gpu_end >= u.k.gpu_start)
@@ -514,6 +550,7 @@ static int cmd_stats(const struct opts *o)
 	if (oom)
 		fprintf(stderr, "cubpf trace: out of memory\n");
 	print_table("GPU kernels (device time)", &kernels, r);
+	unmeasured = unmeasured > spans ? unmeasured - spans : 0;
 	if (unmeasured)
 		printf("  (%" PRIu64 " launches without device times)\n", unmeasured);
 	printf("\n");
@@ -539,8 +576,18 @@ static int cmd_stats(const struct opts *o)
 #define MAX_DEVICES 64
 #define MAX_STREAMS 4096
 
+/* Kernel spans (KSPAN, format 1.1) by corr, read in a first pass: a span is written when its
+ * kernel ends, so it may come before or after its KERNEL record. */
+struct span {
+	uint64_t corr, begin, end;
+	struct store_rec_kspan rec;
+	int used;                           /* drawn with its KERNEL record */
+};
+
 struct chrome {
 	FILE *f;
+	struct span *spans;
+	size_t nspans;
 	const struct store_trace_reader *r;
 	uint64_t t0;                        /* host ns that becomes ts 0 */
 	int64_t offset[MAX_DEVICES];        /* host - gpu, from the latest clock record */
@@ -578,10 +625,17 @@ static size_t stream_track(struct chrome *c, uint32_t dev, uint64_t stream)
 		return 0; /* the overflow track */
 	c->streams[c->nstreams] = stream;
 	c->stream_dev[c->nstreams] = dev;
+	char label[64];
+	if (stream == 0 || stream == 1)
+		snprintf(label, sizeof(label), "stream 0x%" PRIx64 " (legacy default)", stream);
+	else if (stream == 2)
+		snprintf(label, sizeof(label), "stream 0x2 (per-thread default)");
+	else
+		snprintf(label, sizeof(label), "stream 0x%" PRIx64, stream);
 	ev_begin(c);
 	fprintf(c->f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%zu,"
-		       "\"args\":{\"name\":\"stream 0x%" PRIx64 "\"}}",
-		GPU_PID(c, dev), c->nstreams + 1, stream);
+		       "\"args\":{\"name\":\"%s\"}}",
+		GPU_PID(c, dev), c->nstreams + 1, label);
 	return ++c->nstreams;
 }
 
@@ -629,15 +683,99 @@ static void chrome_gpu_span(struct chrome *c, const char *cat, const char *name,
 	}
 }
 
+static int span_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct span *)a)->corr, y = ((const struct span *)b)->corr;
+	return x < y ? -1 : x > y;
+}
+
+static struct span *span_find(struct chrome *c, uint64_t corr)
+{
+	struct span key = {.corr = corr};
+	return corr && c->nspans ? bsearch(&key, c->spans, c->nspans, sizeof(key), span_cmp) : NULL;
+}
+
+/* Pass 1: every KSPAN of the file, sorted by corr.  0, or -1 (message printed). */
+static int load_spans(const char *path, struct chrome *c)
+{
+	struct store_trace_reader *r = open_trace(path);
+	struct store_trace_record rec;
+	size_t cap = 0;
+	if (!r)
+		return -1;
+	while (store_trace_next(r, &rec) == 1) {
+		struct store_rec_kspan k;
+		if (rec.type != STORE_REC_KSPAN || !store_rec_fixed(&rec, &k, sizeof(k), NULL))
+			continue;
+		if (c->nspans == cap) {
+			cap = cap ? cap * 2 : 1024;
+			struct span *p = realloc(c->spans, cap * sizeof(*p));
+			if (!p) {
+				fprintf(stderr, "cubpf trace: out of memory\n");
+				store_trace_close_reader(r);
+				return -1;
+			}
+			c->spans = p;
+		}
+		c->spans[c->nspans++] = (struct span){k.corr, k.begin_ns, k.end_ns, k, 0};
+	}
+	store_trace_close_reader(r);
+	if (c->nspans)
+		qsort(c->spans, c->nspans, sizeof(*c->spans), span_cmp);
+	return 0;
+}
+
+/* A kernel with a span: a complete event at the span's host times (already converted). */
+static void chrome_span_x(struct chrome *c, const char *name, uint32_t dev, uint64_t stream,
+			  const struct span *sp, uint64_t corr, const char *args)
+{
+	size_t tid = stream_track(c, dev, stream);
+	ev_begin(c);
+	fprintf(c->f, "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":");
+	json_string(c->f, name);
+	fprintf(c->f, ",\"pid\":%u,\"tid\":%zu,\"ts\":%.3f,\"dur\":%.3f,\"args\":{%s%s\"timing\":"
+		      "\"cuda events\",\"clock_uncertainty_ns\":%u}}",
+		GPU_PID(c, dev), tid, us(c, sp->begin), (double)(sp->end - sp->begin) / 1e3, args,
+		*args ? "," : "", sp->rec.ref_uncertainty_ns);
+	if (corr) {
+		ev_begin(c);
+		fprintf(c->f, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":%" PRIu64
+			      ",\"pid\":%u,\"tid\":%zu,\"ts\":%.3f}",
+			corr, GPU_PID(c, dev), tid, us(c, sp->begin));
+	}
+}
+
 static void chrome_kernel(struct chrome *c, const struct store_rec_kernel *k)
 {
 	char b[32], args[256];
+	const char *name = str_or(c->r, k->name, b, sizeof(b));
 	snprintf(args, sizeof(args), "\"grid\":\"%ux%ux%u\",\"block\":\"%ux%ux%u\",\"shared_bytes\":%u,"
 				     "\"corr\":%" PRIu64,
 		 k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2],
 		 k->shared_bytes, k->corr);
-	chrome_gpu_span(c, "kernel", str_or(c->r, k->name, b, sizeof(b)), k->device, k->stream,
-			k->launch_ns, k->gpu_start, k->gpu_end, k->corr, args);
+	struct span *sp = span_find(c, k->corr);
+	if (sp && !sp->used && sp->end >= sp->begin) {
+		sp->used = 1;
+		chrome_span_x(c, name, k->device, k->stream, sp, k->corr, args);
+		return;
+	}
+	/* no span: device times of the KERNEL record if any, else an instant at the launch */
+	chrome_gpu_span(c, "kernel", name, k->device, k->stream, k->launch_ns, k->gpu_start,
+			k->gpu_end, k->corr, args);
+}
+
+/* Spans whose KERNEL record is not in the file (dropped by the writer): drawn from the span. */
+static void chrome_orphan_spans(struct chrome *c)
+{
+	char b[32], args[64];
+	for (size_t i = 0; i < c->nspans; i++) {
+		struct span *sp = &c->spans[i];
+		if (sp->used || sp->end < sp->begin)
+			continue;
+		snprintf(args, sizeof(args), "\"corr\":%" PRIu64, sp->corr);
+		chrome_span_x(c, str_or(c->r, sp->rec.name, b, sizeof(b)), sp->rec.device,
+			      sp->rec.stream, sp, 0, args);
+	}
 }
 
 static void chrome_copy(struct chrome *c, const struct store_rec_copy *k)
@@ -718,13 +856,17 @@ static void chrome_record(struct chrome *c, const struct store_trace_record *rec
 		chrome_meta(c, rec);
 }
 
-static int export_chrome(struct store_trace_reader *r, FILE *f, int no_probes)
+static int export_chrome(const char *path, struct store_trace_reader *r, FILE *f, int no_probes)
 {
 	struct chrome *c = calloc(1, sizeof(*c));
 	struct store_trace_record rec;
 	int rc;
 	if (!c)
 		return -1;
+	if (load_spans(path, c) != 0) {
+		free(c);
+		return -1;
+	}
 	const struct store_rec_header *h = store_trace_header(r);
 	c->f = f;
 	c->r = r;
@@ -741,7 +883,9 @@ static int export_chrome(struct store_trace_reader *r, FILE *f, int no_probes)
 	fprintf(f, "}}");
 	while ((rc = store_trace_next(r, &rec)) == 1)
 		chrome_record(c, &rec);
+	chrome_orphan_spans(c);
 	fprintf(f, "\n]}\n");
+	free(c->spans);
 	free(c);
 	return rc;
 }
@@ -800,7 +944,7 @@ static int cmd_export(const struct opts *o)
 		store_trace_close_reader(r);
 		return 1;
 	}
-	int rc = chrome ? export_chrome(r, f, o->no_probes) : export_csv(r, f);
+	int rc = chrome ? export_chrome(o->file, r, f, o->no_probes) : export_csv(r, f);
 	rc = report_end(r, rc, stderr);
 	if (f != stdout && fclose(f)) {
 		perror(o->out);

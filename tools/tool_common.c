@@ -190,5 +190,8 @@ void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FI
 	if (d->rb_drops || d->writer_drops)
 		fprintf(f, "lost: %" PRIu64 " ring-buffer records (device buffers full), %" PRIu64
 			" trace records (writer full)\n", d->rb_drops, d->writer_drops);
+	if (d->span_drops)
+		fprintf(f, "note: %" PRIu64 " launches have no GPU span (cubpf's event pool was full)\n",
+			d->span_drops);
 	fprintf(f, "trace: %s\n", d->state ? d->state : "none");
 }

@@ -257,6 +257,8 @@ static int on_meta(struct tool_data *d, const struct store_trace_record *rec)
 		if (store_rec_fixed(rec, &dr, sizeof(dr), NULL)) {
 			if (dr.source == STORE_DROP_RINGBUF)
 				d->rb_drops += dr.records;
+			else if (dr.source == STORE_DROP_SPANS)
+				d->span_drops += dr.records;
 			else
 				d->writer_drops += dr.records;
 		}
@@ -382,7 +384,7 @@ void tool_data_reset_trace(struct tool_data *d)
 	free(d->warps);
 	d->warps = NULL;
 	d->nwarps = d->nwarps_cap = 0;
-	d->probes = d->rb_drops = d->writer_drops = 0;
+	d->probes = d->rb_drops = d->writer_drops = d->span_drops = 0;
 }
 
 void tool_data_free(struct tool_data *d)

@@ -64,6 +64,7 @@ struct tool_data {
 	size_t ndevices;
 	uint64_t probes;            /* PROBE records */
 	uint64_t rb_drops, writer_drops;
+	uint64_t span_drops;        /* launches without a kernel span (event pool full) */
 	struct tool_warp *warps;    /* open-addressing table, nwarps_cap slots */
 	size_t nwarps, nwarps_cap;
 	const char *state;          /* "complete", "no end (process killed?)", ... */

@@ -631,6 +631,246 @@ static void test_maps_are_written_to_the_trace(void **state)
 	unlink(trace_path);
 }
 
+/* ---- kernel spans (live_spans.c) -------------------------------------------------------------
+ * The fake's events hold the host clock of their record (completing fake_event_delay ns later):
+ * every launch must get a KSPAN with its KERNEL's corr, name and stream, near its launch time;
+ * _ptsz launches on stream 0 record on CU_STREAM_PER_THREAD (2), never on the legacy stream. */
+
+#define SPAN_LAUNCHES 40
+static uint64_t span_delay_ns;
+static int span_launches = SPAN_LAUNCHES;
+
+static int child_spans(void)
+{
+	void *mod = NULL, *f = NULL;
+	if (open_both() || load(&mod, live_ptx) != 0)
+		return 1;
+	((void (*)(uint64_t))dlsym(fake, "fake_event_delay"))(span_delay_ns);
+	if (((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0)
+		return child_fail("cuModuleGetFunction");
+	void *(*last_stream)(void) = (void *(*)(void))dlsym(fake, "fake_event_last_stream");
+	unsigned (*nrec)(void) = (unsigned (*)(void))dlsym(fake, "fake_events_recorded");
+	for (int i = 0; i < span_launches; i++) {
+		unsigned before = nrec();
+		const char *api = i % 2 ? "cuLaunchKernel_ptsz" : "cuLaunchKernel";
+		void *s = i % 2 ? NULL : (void *)0x5500;
+		if (((launch_fn)dlsym(shim, api))(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL) != 0)
+			return child_fail("launch");
+		void *want = i % 2 ? (void *)2 : s;
+		if (nrec() != before && last_stream() != want) /* none when the pool is empty */
+			return child_fail("launch %d: event recorded on %p, want %p", i, last_stream(), want);
+	}
+	if (getenv("CUBPF_SPANS") && nrec() != 0)
+		return child_fail("CUBPF_SPANS=0, yet %u events recorded", nrec());
+	return 0;
+}
+
+struct span_count {
+	unsigned kernels, spans, apis, dropped, matched, ptsz;
+};
+
+static void read_spans(struct span_count *n)
+{
+	char err[STORE_ERRLEN];
+	struct store_trace_reader *r = store_trace_open(trace_path, err, sizeof(err));
+	assert_non_null(r);
+	struct store_trace_record rec;
+	static struct store_rec_kernel kernels[8192];
+	memset(n, 0, sizeof(*n));
+	while (store_trace_next(r, &rec) == 1) {
+		if (rec.type == STORE_REC_KERNEL) {
+			struct store_rec_kernel k;
+			assert_non_null(store_rec_fixed(&rec, &k, sizeof(k), NULL));
+			assert_int_equal(k.corr, n->kernels + 1); /* launches numbered from 1 */
+			kernels[n->kernels++ % 8192] = k;
+		} else if (rec.type == STORE_REC_API) {
+			struct store_rec_api a;
+			assert_non_null(store_rec_fixed(&rec, &a, sizeof(a), NULL));
+			const char *name = store_trace_string(r, a.name);
+			if (name && !strncmp(name, "cuLaunchKernel", 14)) {
+				n->apis++;
+				assert_int_equal(a.corr, n->apis);
+			}
+		} else if (rec.type == STORE_REC_KSPAN) {
+			struct store_rec_kspan sp;
+			assert_non_null(store_rec_fixed(&rec, &sp, sizeof(sp), NULL));
+			n->spans++;
+			assert_true(sp.corr >= 1 && sp.corr <= n->kernels); /* after its KERNEL here */
+			const struct store_rec_kernel *k = &kernels[(sp.corr - 1) % 8192];
+			assert_int_equal(sp.name, k->name);
+			assert_int_equal(sp.stream, k->stream);
+			assert_string_equal(store_trace_string(r, sp.name), "live_k");
+			assert_true(sp.end_ns >= sp.begin_ns);
+			/* the fake's events are host clock reads (+ delay): near the launch */
+			assert_true(sp.begin_ns + 2000000 > k->launch_ns);
+			assert_true(sp.begin_ns < k->launch_ns + span_delay_ns + 50000000);
+			n->matched++;
+			n->ptsz += sp.stream == 2;
+		} else if (rec.type == STORE_REC_DROP) {
+			struct store_rec_drop d;
+			assert_non_null(store_rec_fixed(&rec, &d, sizeof(d), NULL));
+			if (d.source == STORE_DROP_SPANS)
+				n->dropped += (unsigned)d.records;
+		}
+	}
+	assert_int_equal(store_trace_state(r), STORE_TRACE_COMPLETE);
+	store_trace_close_reader(r);
+}
+
+static void test_kernel_spans_are_traced(void **state)
+{
+	(void)state;
+	struct span_count n;
+	unlink(trace_path);
+	span_delay_ns = 0;
+	struct child_env env = { { "CUBPF_TRACE" }, { trace_path } };
+	assert_int_equal(run_child(&env, child_spans), 0);
+	read_spans(&n);
+	assert_int_equal(n.kernels, SPAN_LAUNCHES);
+	assert_int_equal(n.apis, SPAN_LAUNCHES);
+	assert_int_equal(n.spans, SPAN_LAUNCHES);
+	assert_int_equal(n.ptsz, SPAN_LAUNCHES / 2);
+	assert_int_equal(n.dropped, 0);
+	assert_non_null(strstr(child_err, "kernel spans of context"));
+	assert_non_null(strstr(child_err, "40 written, 0 dropped"));
+
+	/* Kernels still "running" at exit (events complete 50 ms after their record): collected
+	 * at exit, waiting for them. */
+	span_delay_ns = 50000000;
+	assert_int_equal(run_child(&env, child_spans), 0);
+	read_spans(&n);
+	assert_int_equal(n.spans, SPAN_LAUNCHES);
+	unlink(trace_path);
+}
+
+/* Before a context goes (here the runtime's exit path, a primary context reset) its spans are
+ * collected, waiting for them, and every event of the pool is destroyed. */
+static int child_spans_teardown(void)
+{
+	if (child_spans())
+		return 1;
+	if (((int (*)(int))dlsym(shim, "cuDevicePrimaryCtxReset_v2"))(0) != 0)
+		return child_fail("cuDevicePrimaryCtxReset_v2");
+	unsigned live_events = ((unsigned (*)(void))dlsym(fake, "fake_events_live"))();
+	return live_events ? child_fail("%u events left after the teardown", live_events) : 0;
+}
+
+static void test_kernel_spans_are_collected_at_teardown(void **state)
+{
+	(void)state;
+	struct span_count n;
+	unlink(trace_path);
+	span_delay_ns = 20000000;
+	struct child_env env = { { "CUBPF_TRACE" }, { trace_path } };
+	assert_int_equal(run_child(&env, child_spans_teardown), 0);
+	read_spans(&n);
+	assert_int_equal(n.spans, SPAN_LAUNCHES);
+	assert_non_null(strstr(child_err, "40 written, 0 dropped"));
+	unlink(trace_path);
+}
+
+/* A programmatic dependent launch (cuLaunchKernelEx with PROGRAMMATIC_STREAM_SERIALIZATION): an
+ * event between it and its predecessor would stop them overlapping, so its stream gets no more
+ * events; other streams keep theirs.  (Layouts of CUlaunchConfig / CUlaunchAttribute.) */
+struct fake_attr {
+	int id;
+	char pad[4];
+	union {
+		char bytes[64];
+		int allowed;
+	} value;
+};
+struct fake_config {
+	unsigned grid[3], block[3], shared;
+	void *stream;
+	struct fake_attr *attrs;
+	unsigned nattrs;
+};
+
+static int child_spans_pdl(void)
+{
+	void *mod = NULL, *f = NULL;
+	if (open_both() || load(&mod, live_ptx) != 0)
+		return 1;
+	if (((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0)
+		return child_fail("cuModuleGetFunction");
+	struct fake_attr a = { .id = 6 /* PROGRAMMATIC_STREAM_SERIALIZATION */, .value.allowed = 1 };
+	struct fake_config c = { { 1, 1, 1 }, { 32, 1, 1 }, 0, (void *)0x5500, &a, 1 };
+	void *(*last_stream)(void) = (void *(*)(void))dlsym(fake, "fake_event_last_stream");
+	((int (*)(const void *, void *, void **, void **))dlsym(shim, "cuLaunchKernelEx"))(&c, f, NULL,
+											    NULL);
+	if (last_stream() == (void *)0x5500) /* cubpf's own reference events only */
+		return child_fail("an event was recorded around a programmatic launch");
+	for (int i = 0; i < 20; i++) {
+		const char *api = i % 2 ? "cuLaunchKernel_ptsz" : "cuLaunchKernel";
+		void *s = i % 2 ? NULL : (void *)0x5500;
+		if (((launch_fn)dlsym(shim, api))(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL) != 0)
+			return child_fail("launch");
+	}
+	return 0;
+}
+
+static void test_kernel_spans_skip_programmatic_streams(void **state)
+{
+	(void)state;
+	unlink(trace_path);
+	span_delay_ns = 0;
+	struct child_env env = { { "CUBPF_TRACE" }, { trace_path } };
+	assert_int_equal(run_child(&env, child_spans_pdl), 0);
+	char err[STORE_ERRLEN];
+	struct store_trace_reader *r = store_trace_open(trace_path, err, sizeof(err));
+	assert_non_null(r);
+	struct store_trace_record rec;
+	unsigned spans = 0, per_thread = 0;
+	while (store_trace_next(r, &rec) == 1)
+		if (rec.type == STORE_REC_KSPAN) {
+			struct store_rec_kspan sp;
+			assert_non_null(store_rec_fixed(&rec, &sp, sizeof(sp), NULL));
+			spans++;
+			per_thread += sp.stream == 2;
+		}
+	store_trace_close_reader(r);
+	assert_int_equal(spans, 10);
+	assert_int_equal(per_thread, 10);
+	assert_non_null(strstr(child_err, "and 11 on streams with programmatic launches skipped"));
+	unlink(trace_path);
+}
+
+static void test_kernel_spans_can_be_switched_off(void **state)
+{
+	(void)state;
+	struct span_count n;
+	unlink(trace_path);
+	span_delay_ns = 0;
+	struct child_env env = { { "CUBPF_TRACE", "CUBPF_SPANS" }, { trace_path, "0" } };
+	assert_int_equal(run_child(&env, child_spans), 0);
+	read_spans(&n);
+	assert_int_equal(n.kernels, SPAN_LAUNCHES);
+	assert_int_equal(n.spans, 0);
+	assert_null(strstr(child_err, "kernel spans of context"));
+	unlink(trace_path);
+}
+
+/* The pool is bounded (4096 pairs per context): when the GPU falls behind, launches go without
+ * a span, counted in DROP records, and the application never waits. */
+static void test_kernel_span_pool_is_bounded(void **state)
+{
+	(void)state;
+	struct span_count n;
+	unlink(trace_path);
+	span_delay_ns = 400000000; /* nothing completes while the 4200 launches are made */
+	span_launches = 4200;
+	struct child_env env = { { "CUBPF_TRACE" }, { trace_path } };
+	assert_int_equal(run_child(&env, child_spans), 0);
+	span_launches = SPAN_LAUNCHES;
+	read_spans(&n);
+	assert_int_equal(n.kernels, 4200);
+	assert_int_equal(n.spans + n.dropped, 4200);
+	assert_true(n.spans >= 4096);
+	assert_non_null(strstr(child_err, "dropped (event pool full)"));
+	unlink(trace_path);
+}
+
 int main(void)
 {
 	const char *build = getenv("CUBPF_BUILD") ? getenv("CUBPF_BUILD") : LIVE_TEST_BUILD;
@@ -660,6 +900,11 @@ int main(void)
 		cmocka_unit_test(test_maps_are_written_to_the_trace),
 		cmocka_unit_test(test_maps_are_traced_while_running),
 		cmocka_unit_test(test_fork_child_stays_quiet),
+		cmocka_unit_test(test_kernel_spans_are_traced),
+		cmocka_unit_test(test_kernel_spans_are_collected_at_teardown),
+		cmocka_unit_test(test_kernel_spans_can_be_switched_off),
+		cmocka_unit_test(test_kernel_spans_skip_programmatic_streams),
+		cmocka_unit_test(test_kernel_span_pool_is_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,7 +27,7 @@ FAKE_EXPORT int fake_result(const char *name)
 	 * those that have none to check. */
 	static const char *const live_ok[] = { "cuCtxSynchronize", "cuCtxPushCurrent_v2",
 					       "cuStreamSynchronize", "cuDevicePrimaryCtxReset_v2",
-					       NULL };
+					       "cuStreamDestroy_v2", NULL };
 	static const char *const live_invalid[] = {
 		"cuCtxGetCurrent", "cuCtxGetDevice", "cuCtxPopCurrent_v2", "cuDeviceGetAttribute",
 		"cuMemAlloc_v2", "cuMemFree_v2", "cuMemGetInfo_v2", "cuMemsetD8Async",
@@ -35,7 +35,9 @@ FAKE_EXPORT int fake_result(const char *name)
 		"cuModuleGetGlobal_v2", "cuLibraryGetGlobal", "cuLinkCreate_v2", "cuLinkAddData_v2",
 		"cuLinkComplete", "cuLinkDestroy", "cuGetErrorName", "cuMemHostAlloc",
 		"cuMemHostGetDevicePointer_v2", "cuMemFreeHost", "cuMemsetD32Async",
-		"cuMemsetD32Async_ptsz", NULL };
+		"cuMemsetD32Async_ptsz", "cuEventCreate", "cuEventDestroy_v2", "cuEventRecord",
+		"cuEventQuery", "cuEventSynchronize", "cuEventElapsedTime", "cuEventElapsedTime_v2",
+		"cuStreamIsCapturing", "cuThreadExchangeStreamCaptureMode", NULL };
 	for (int i = 0; live_ok[i]; i++)
 		if (!strcmp(name, live_ok[i]))
 			return 0;
@@ -523,6 +525,22 @@ FAKE_EXPORT int cuMemcpyDtoHAsync_v2(void *dst, uint64_t d, size_t n, void *s)
 	return 0;
 }
 
+/* Streams made by cuStreamCreate (cubpf's own): their events are never delayed. */
+static void *own_streams[64];
+static unsigned nown_streams;
+static void fake_stream_created(void *s)
+{
+	if (nown_streams < 64)
+		own_streams[nown_streams++] = s;
+}
+static int fake_stream_is_own(void *s)
+{
+	for (unsigned i = 0; i < nown_streams; i++)
+		if (own_streams[i] == s)
+			return 1;
+	return 0;
+}
+
 FAKE_EXPORT int cuStreamCreate(void **s, unsigned flags)
 {
 	(void)flags;
@@ -530,6 +548,7 @@ FAKE_EXPORT int cuStreamCreate(void **s, unsigned flags)
 	if (!s)
 		return 1;
 	*s = new_handle();
+	fake_stream_created(*s);
 	return 0;
 }
 
@@ -681,4 +700,139 @@ FAKE_EXPORT int cuMemsetD32Async_ptsz(uint64_t d, unsigned v, size_t n, void *s)
 	(void)s;
 	FAKE_HIT(cuMemsetD32Async_ptsz);
 	return memset32(d, v, n, FAKE_IDX_cuMemsetD32Async_ptsz);
+}
+
+/* ---- events (kernel spans, shim/live_spans.c) ---------------------------------------------
+ * An event holds the host CLOCK_MONOTONIC time of its last record and the stream it was
+ * recorded on; it is complete at once unless fake_event_delay is set (then an event recorded on
+ * an application's stream completes that long after its record, like a kernel still running;
+ * those of streams made by cuStreamCreate, cubpf's own, are never delayed).  fake_events_recorded() counts records,
+ * fake_event_last_stream() gives the stream of the latest one. */
+#include <time.h>
+
+struct fake_event {
+	uint64_t t;
+	void *stream;
+	int recorded;
+};
+static uint64_t event_delay_ns;
+static unsigned events_recorded, events_live;
+static void *event_last_stream;
+
+static uint64_t fake_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+FAKE_EXPORT void fake_event_delay(uint64_t ns) { event_delay_ns = ns; }
+FAKE_EXPORT unsigned fake_events_recorded(void) { return events_recorded; }
+FAKE_EXPORT unsigned fake_events_live(void) { return events_live; }
+FAKE_EXPORT void *fake_event_last_stream(void) { return event_last_stream; }
+
+FAKE_EXPORT int cuEventCreate(void **e, unsigned flags)
+{
+	(void)flags;
+	FAKE_HIT(cuEventCreate);
+	if (!e || !(*e = calloc(1, sizeof(struct fake_event))))
+		return 1;
+	__atomic_fetch_add(&events_live, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+FAKE_EXPORT int cuEventDestroy_v2(void *e)
+{
+	FAKE_HIT(cuEventDestroy_v2);
+	if (!e)
+		return 1;
+	free(e);
+	__atomic_fetch_sub(&events_live, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+FAKE_EXPORT int cuEventRecord(void *e, void *s)
+{
+	FAKE_HIT(cuEventRecord);
+	struct fake_event *ev = e;
+	if (!ev)
+		return 1;
+	ev->t = fake_now() + (fake_stream_is_own(s) ? 0 : event_delay_ns);
+	ev->stream = s;
+	ev->recorded = 1;
+	__atomic_fetch_add(&events_recorded, 1, __ATOMIC_RELAXED);
+	event_last_stream = s;
+	return 0;
+}
+
+FAKE_EXPORT int cuEventQuery(void *e)
+{
+	FAKE_HIT(cuEventQuery);
+	struct fake_event *ev = e;
+	if (!ev)
+		return 1;
+	return ev->recorded && fake_now() < ev->t ? 600 /* NOT_READY */ : 0;
+}
+
+FAKE_EXPORT int cuEventSynchronize(void *e)
+{
+	FAKE_HIT(cuEventSynchronize);
+	struct fake_event *ev = e;
+	if (!ev)
+		return 1;
+	while (ev->recorded && fake_now() < ev->t)
+		;
+	return 0;
+}
+
+static int elapsed(float *ms, void *a, void *b)
+{
+	struct fake_event *x = a, *y = b;
+	if (!ms || !x || !y)
+		return 1;
+	if (!x->recorded || !y->recorded)
+		return 400;
+	uint64_t now = fake_now();
+	if (now < x->t || now < y->t)
+		return 600;
+	*ms = (float)((double)((int64_t)(y->t - x->t)) / 1e6);
+	return 0;
+}
+
+FAKE_EXPORT int cuEventElapsedTime(float *ms, void *a, void *b)
+{
+	FAKE_HIT(cuEventElapsedTime);
+	return elapsed(ms, a, b);
+}
+
+FAKE_EXPORT int cuEventElapsedTime_v2(float *ms, void *a, void *b)
+{
+	FAKE_HIT(cuEventElapsedTime_v2);
+	return elapsed(ms, a, b);
+}
+
+FAKE_EXPORT int cuStreamIsCapturing(void *s, int *status)
+{
+	(void)s;
+	FAKE_HIT(cuStreamIsCapturing);
+	if (!status)
+		return 1;
+	*status = 0;
+	return 0;
+}
+
+FAKE_EXPORT int cuStreamDestroy_v2(void *s)
+{
+	(void)s;
+	FAKE_HIT(cuStreamDestroy_v2);
+	return 0;
+}
+
+FAKE_EXPORT int cuThreadExchangeStreamCaptureMode(int *mode)
+{
+	FAKE_HIT(cuThreadExchangeStreamCaptureMode);
+	if (!mode)
+		return 1;
+	*mode = 0;
+	return 0;
 }

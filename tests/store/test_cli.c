@@ -184,6 +184,130 @@ static void test_trace_commands(void **state)
 	free(dir);
 }
 
+/* ---- kernel spans (format 1.1) -------------------------------------------------------------
+ * 20 launches on two streams, KERNEL records without device times; KSPAN records (host ns) for
+ * all but launch 6, the one of launch 4 written before its KERNEL; a span whose KERNEL is
+ * missing (writer drop).  The export draws 20 complete kernel events (19 + the orphan) and one instant. */
+#define NSPAN 20
+
+static void write_spans(const char *path, uint64_t *t0_out)
+{
+	char err[STORE_ERRLEN];
+	struct store_trace_process p = {.pid = 99, .cubpf_version = "0.1.0", .hostname = "box",
+					.cmdline = "./spans_app"};
+	struct store_trace_writer *w = store_trace_create(path, &p, NULL, err, sizeof(err));
+	if (!w)
+		fail_msg("%s", err);
+	struct store_rec_device d = {.ordinal = 0, .sm = 90};
+	store_trace_device(w, &d, "NVIDIA H200");
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	uint64_t t0 = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	*t0_out = t0;
+	uint32_t launch = store_trace_intern(w, "cuLaunchKernel_ptsz");
+	uint32_t kname = store_trace_intern(w, "_Z4spinm");
+	for (unsigned i = 0; i < NSPAN; i++) {
+		uint64_t base = t0 + 1000000ull * (i + 1), stream = i % 2 ? 2 : 0x77;
+		struct store_rec_kspan sp = {.corr = i + 1, .begin_ns = base + 5000,
+					     .end_ns = base + 5000 + 1000ull * (i + 1), .stream = stream,
+					     .name = kname, .ref_uncertainty_ns = 800};
+		if (i == 3)
+			store_trace_kspan(w, &sp);
+		struct store_rec_api a = {.begin_ns = base, .end_ns = base + 2000, .stream = stream,
+					  .corr = i + 1, .name = launch, .tid = 4321};
+		store_trace_api(w, &a);
+		struct store_rec_kernel k = {.launch_ns = base, .stream = stream, .corr = i + 1,
+					     .name = kname, .grid = {1, 1, 1}, .block = {32, 1, 1},
+					     .tid = 4321};
+		store_trace_kernel(w, &k);
+		if (i != 3 && i != 5)
+			store_trace_kspan(w, &sp);
+	}
+	struct store_rec_kspan orphan = {.corr = 1000, .begin_ns = t0 + 900000000ull,
+					 .end_ns = t0 + 900050000ull, .stream = 0x77,
+					 .name = store_trace_intern(w, "orphan_k")};
+	store_trace_kspan(w, &orphan);
+	assert_int_equal(store_trace_close(w, err, sizeof(err)), 0);
+}
+
+static const char span_checker[] =
+	"import json,sys\n"
+	"d=json.load(open(sys.argv[1]))\n"
+	"t0=d['otherData']['start_realtime_ns']; base=int(sys.argv[2])\n"
+	"ev=d['traceEvents']\n"
+	"x=[e for e in ev if e.get('cat')=='kernel' and e['ph']=='X']\n"
+	"i=[e for e in ev if e.get('cat')=='kernel' and e['ph']=='i']\n"
+	"assert len(x)==20 and len(i)==1, (len(x),len(i))\n"
+	"k={e['args']['corr']:e for e in x}\n"
+	"for n in range(20):\n"
+	"  if n==5: continue\n"
+	"  e=k[n+1]\n"
+	"  assert e['name']=='_Z4spinm', e\n"
+	"  assert abs(e['dur']-(n+1))<1e-6, e\n"
+	"  assert abs(e['ts']-((base-t0)/1e3+1000*(n+1)+5))<1e-3, (e, base-t0)\n"
+	"  assert e['args']['timing']=='cuda events' and e['args']['clock_uncertainty_ns']==800\n"
+	"assert k[1000]['name']=='orphan_k' and abs(k[1000]['dur']-50)<1e-6\n"
+	"assert i[0]['args']['corr']==6\n"
+	"tracks={e['tid']:e['args']['name'] for e in ev if e['ph']=='M' and e['name']=='thread_name'}\n"
+	"assert tracks[k[2]['tid']]=='stream 0x2 (per-thread default)', tracks\n"
+	"assert tracks[k[1]['tid']]=='stream 0x77', tracks\n"
+	"assert k[1]['pid']==k[2]['pid'] and k[1]['tid']!=k[2]['tid']\n"
+	"api=[e for e in ev if e.get('cat')=='api' and e['ph']=='X']\n"
+	"assert len(api)==20 and all(e['tid']==4321 for e in api)\n"
+	"assert all(e['pid']!=k[1]['pid'] for e in api)\n"
+	"f=[e for e in ev if e['ph']=='f']; s=[e for e in ev if e['ph']=='s']\n"
+	"assert len(s)==20 and len(f)==20, (len(s), len(f))\n"
+	"print('spans ok', len(x))\n";
+
+static void test_trace_spans(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), *bin = cubpf_path(), trace[4200], cmd[32768], *out;
+	uint64_t t0;
+	snprintf(trace, sizeof(trace), "%s/spans.cubpf", dir);
+	write_spans(trace, &t0);
+
+	snprintf(cmd, sizeof(cmd), "%s trace info %s", bin, trace);
+	assert_int_equal(run(cmd, &out), 0);
+	assert_non_null(strstr(out, "(format 1.1)"));
+	assert_non_null(strstr(out, "kernel=20 end=1 kspan=20"));
+	assert_non_null(strstr(out, "spans     20 kernel spans, 0 launches without one"));
+	free(out);
+
+	/* 19 spans of _Z4spinm: 1..20 us without 6: total 204, p50 (10th) 11, max 20 */
+	snprintf(cmd, sizeof(cmd), "%s trace stats %s", bin, trace);
+	assert_int_equal(run(cmd, &out), 0);
+	assert_non_null(strstr(out, "  19 "));
+	assert_non_null(strstr(out, "204.000"));
+	assert_non_null(strstr(out, "11.000"));
+	assert_non_null(strstr(out, "20.000  _Z4spinm"));
+	assert_non_null(strstr(out, "50.000  orphan_k"));
+	free(out);
+
+	snprintf(cmd, sizeof(cmd), "%s trace dump %s", bin, trace);
+	assert_int_equal(run(cmd, &out), 0);
+	assert_non_null(strstr(out, "kspan   "));
+	assert_non_null(strstr(out, " +4000ns _Z4spinm stream=0x2 dev=0 corr=4 +-800ns"));
+	free(out);
+
+	char json[4200], py[4200];
+	snprintf(json, sizeof(json), "%s/spans.json", dir);
+	snprintf(py, sizeof(py), "%s/spans.py", dir);
+	FILE *f = fopen(py, "w");
+	fputs(span_checker, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "%s trace export --format chrome -o %s %s && python3 %s %s %llu",
+		 bin, json, trace, py, json, (unsigned long long)t0);
+	int rc = run(cmd, &out);
+	if (rc)
+		fail_msg("export/check failed (%d): %s", rc, out);
+	assert_non_null(strstr(out, "spans ok 20"));
+	free(out);
+	free(bin);
+	rm_tree(dir);
+	free(dir);
+}
+
 static void test_trace_bad_input(void **state)
 {
 	(void)state;
@@ -338,6 +462,7 @@ static void test_replay(void **state)
 const struct CMUnitTest cli_tests[] = {
 	cmocka_unit_test(test_replay),
 	cmocka_unit_test(test_trace_commands),
+	cmocka_unit_test(test_trace_spans),
 	cmocka_unit_test(test_trace_bad_input),
 	cmocka_unit_test(test_cache_commands),
 };

@@ -73,6 +73,11 @@ static void test_roundtrip(void **state)
 					     .gpu_end = 2008 + i * 10, .corr = i, .name = kname,
 					     .grid = {4, 1, 1}, .block = {256, 1, 1}};
 		assert_int_equal(store_trace_kernel(w, &k), 0);
+		struct store_rec_kspan sp = {.corr = i + 1, .begin_ns = 3000 + i * 10,
+					     .end_ns = 3007 + i * 10, .stream = i % 2, .name = kname,
+					     .device = 0, .ref_uncertainty_ns = 900};
+		if (i % 3 == 0) /* spans are optional: only some launches have one */
+			assert_int_equal(store_trace_kspan(w, &sp), 0);
 		struct store_rec_probe p = {.ts_ns = 2003 + i * 10, .prog = 0, .map = 0};
 		uint64_t payload[3] = {i, i * 2, i * 3};
 		assert_int_equal(store_trace_probe(w, &p, payload, sizeof(payload)), 0);
@@ -84,7 +89,7 @@ static void test_roundtrip(void **state)
 	assert_int_equal(store_trace_map(w, &m, kv, sizeof(kv)), 0);
 	struct store_trace_counters cnt;
 	store_trace_counters(w, &cnt);
-	assert_int_equal(cnt.records, 3 * n + 1);
+	assert_int_equal(cnt.records, 3 * n + (n + 2) / 3 + 1);
 	assert_int_equal(cnt.dropped_records, 0);
 	char err[STORE_ERRLEN] = "";
 	assert_int_equal(store_trace_close(w, err, sizeof(err)), 0);
@@ -93,9 +98,11 @@ static void test_roundtrip(void **state)
 	const struct store_rec_header *h = store_trace_header(r);
 	assert_int_equal(h->pid, 4242);
 	assert_int_equal(h->driver_version, 13000);
+	assert_int_equal(h->major, 1);
+	assert_int_equal(h->minor, 1);
 	assert_string_equal(store_trace_header_string(r, 2), "./app --flag");
 	struct store_trace_record rec;
-	unsigned count[STORE_REC_MAX_KNOWN + 1] = {0}, next_api = 0;
+	unsigned count[STORE_REC_MAX_KNOWN + 1] = {0}, next_api = 0, next_span = 0;
 	int rc;
 	while ((rc = store_trace_next(r, &rec)) == 1) {
 		assert_true(rec.type <= STORE_REC_MAX_KNOWN);
@@ -117,6 +124,18 @@ static void test_roundtrip(void **state)
 			struct store_rec_kernel k;
 			store_rec_fixed(&rec, &k, sizeof(k), NULL);
 			assert_string_equal(store_trace_string(r, k.name), "_Z6vecAddPfS_S_i");
+		} else if (rec.type == STORE_REC_KSPAN) {
+			struct store_rec_kspan sp;
+			assert_int_equal(rec.len, sizeof(sp));
+			assert_non_null(store_rec_fixed(&rec, &sp, sizeof(sp), NULL));
+			assert_int_equal(sp.corr, next_span * 3 + 1);
+			assert_int_equal(sp.begin_ns, 3000 + next_span * 30);
+			assert_int_equal(sp.end_ns - sp.begin_ns, 7);
+			assert_int_equal(sp.stream, (next_span * 3) % 2);
+			assert_int_equal(sp.ref_uncertainty_ns, 900);
+			assert_string_equal(store_trace_string(r, sp.name), "_Z6vecAddPfS_S_i");
+			assert_string_equal(store_rec_type_name(rec.type), "kspan");
+			next_span++;
 		} else if (rec.type == STORE_REC_PROGRAM) {
 			struct store_rec_program p;
 			size_t rest;
@@ -131,6 +150,7 @@ static void test_roundtrip(void **state)
 	assert_int_equal(count[STORE_REC_API], n);
 	assert_int_equal(count[STORE_REC_KERNEL], n);
 	assert_int_equal(count[STORE_REC_PROBE], n);
+	assert_int_equal(count[STORE_REC_KSPAN], (n + 2) / 3);
 	assert_int_equal(count[STORE_REC_MAP], 1);
 	assert_int_equal(count[STORE_REC_DEVICE], 1);
 	assert_int_equal(count[STORE_REC_CLOCK], 1);

@@ -1,0 +1,606 @@
+/* shim/live_spans.c: GPU kernel spans for the trace (KSPAN records, store/FORMAT.md 1.1).
+ *
+ * While a trace is written (and CUBPF_SPANS is not 0), every kernel launch (instrumented or
+ * not) is bracketed by two CUDA events recorded on the launch's own stream, just before and
+ * just after the real launch call.  Recording an event never makes the stream wait for anything
+ * and never makes the host wait: the two cuEventRecord calls are the whole per-launch cost
+ * (plus a capture check and a lock), and only while tracing.
+ *
+ * Why events and not %globaltimer in the kernel: events time every kernel, also those that
+ * cannot be instrumented (SASS only, PyTorch) and those no probe matches, with no change to the
+ * kernel; they bracket the kernel the way the application's own cudaEventRecord pairs do, which
+ * is what users compare against.
+ *
+ * Events come from a bounded pool per context (SPAN_SLOTS pairs, created on demand).  When the
+ * pool is empty (the GPU is far behind the host) the launch gets no span: it is counted and a
+ * DROP record (source SPANS) says how many.  A background thread (one per process, every
+ * ~1 ms) polls the pending pairs with cuEventQuery (never waits), and converts completed ones
+ * to host time:
+ *   duration = cuEventElapsedTime(begin, end)                       (0.5 us resolution)
+ *   begin    = ref_host_ns + cuEventElapsedTime(ref, begin)
+ * where `ref` is an event of cubpf's own stream whose host time was measured (record, wait for
+ * it on cubpf's stream only, host clock before and after: midpoint, +/- half the round trip,
+ * best of 3).  The reference is taken again every REBASE_MS: cuEventElapsedTime returns float
+ * milliseconds (24-bit mantissa: 0.1 us steps at 2 s) and the GPU clock drifts from the host's
+ * by some ppm, so the distance to the reference is kept short.
+ *
+ * Not timed: kernels captured into a graph (cuStreamIsCapturing; the launch is not a launch),
+ * launches on a stream that has carried a programmatic dependent launch (cuLaunchKernelEx with
+ * PROGRAMMATIC_STREAM_SERIALIZATION or PROGRAMMATIC_EVENT: an event between two such kernels
+ * would stop them overlapping, so from the first one on that stream gets no more events),
+ * graph launches (cuGraphLaunch: an API record only), the deprecated cuLaunch/cuLaunchGrid and
+ * multi-device forms.  Per-thread-default-stream launches (_ptsz with stream 0) record on
+ * CU_STREAM_PER_THREAD, never on the legacy stream (which would synchronise with every
+ * blocking stream).  The polling thread relaxes its stream-capture mode so that its queries
+ * never interfere with an application's capture.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "shim/live.h"
+
+#define SPAN_SLOTS 4096       /* event pairs per context: how far the GPU may fall behind */
+#define REBASE_MS 1000        /* a fresh reference event this often */
+#define POLL_US 1000
+#define REF_ROUNDS 3
+#define REF_EVENTS (REF_ROUNDS + 2) /* the rounds' events, and the two references kept */
+#define REF_WAIT_NS 100000000ull /* give up a reference measurement after 100 ms */
+#define MAX_PDL_STREAMS 64
+
+typedef CUresult (*event_create_fn)(CUevent *, unsigned);
+typedef CUresult (*event_fn)(CUevent);
+typedef CUresult (*event_record_fn)(CUevent, CUstream);
+typedef CUresult (*elapsed_fn)(float *, CUevent, CUevent);
+typedef CUresult (*capturing_fn)(CUstream, CUstreamCaptureStatus *);
+typedef CUresult (*stream_create_fn)(CUstream *, unsigned);
+typedef CUresult (*stream_destroy_fn)(CUstream);
+typedef CUresult (*capture_mode_fn)(CUstreamCaptureMode *);
+
+static struct {
+	event_create_fn create;
+	event_fn destroy, query, sync;
+	event_record_fn record;
+	elapsed_fn elapsed;
+	capturing_fn capturing;
+	stream_create_fn stream_create;
+	stream_destroy_fn stream_destroy;
+	capture_mode_fn capture_mode; /* optional */
+} ev_cu;
+
+struct slot {
+	CUevent ev[2];              /* begin, end */
+	uint64_t corr;
+	uint64_t stream;            /* as written in the trace */
+	uint32_t name;
+	uint32_t ref_gen;           /* the reference in use when the launch was made */
+};
+
+struct span_ctx {
+	CUcontext ctx;
+	CUdevice dev;
+	CUstream stream;            /* cubpf's own, for the reference event */
+	CUevent refs[REF_EVENTS];   /* reference candidates: the best round's becomes `ref` */
+	CUevent ref, prev;          /* the reference in use and the one before it */
+	uint64_t ref_host_ns;       /* host time of ref; 0 = not measured (no spans written) */
+	uint64_t prev_host_ns;
+	uint32_t ref_unc_ns, prev_unc_ns;
+	atomic_uint ref_gen;        /* bumped with each new reference; launches note it */
+	uint64_t ref_taken_ns;      /* when it was measured */
+	struct slot *slots;
+	uint32_t made;              /* slots whose events exist */
+	uint32_t cap;               /* SPAN_SLOTS, or fewer once the driver refused an event */
+	uint32_t *free_list, nfree; /* slot indices ready to use */
+	uint32_t *pending, npending;/* submitted by launches, not yet seen by the poller */
+	uint32_t *work, nwork;      /* the poller's: submitted, not completed, in launch order */
+	pthread_mutex_t lock;       /* free_list, pending, made */
+	uint64_t dropped;           /* launches without a span (pool empty) */
+	uint64_t dropped_written;
+	uint64_t written, failed, captured, pdl;
+	uint64_t pdl_streams[MAX_PDL_STREAMS]; /* streams that carried a programmatic launch */
+	uint32_t npdl;              /* (under lock) */
+	struct span_ctx *next;
+};
+
+static bool spans_on;
+static bool finished;           /* exit report done: teardowns after it only free */
+static struct span_ctx *sctxs;
+static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER; /* sctxs, the poller's work */
+static atomic_uint gen;         /* bumped when a span_ctx goes: the threads' caches are stale */
+static pthread_t poller;
+static atomic_int poller_state; /* 0 none, 1 running, 2 stopping */
+
+/* What launching() hands to launched() on the same thread. */
+static __thread struct {
+	struct span_ctx *sc;
+	uint32_t slot;
+	uint64_t stream;
+	bool armed;
+} cur;
+
+#define LOAD(field, name)                                                                         \
+	((ev_cu.field = (__typeof__(ev_cu.field))shim_real(name)) != NULL)
+
+void live_spans_init(void)
+{
+	const char *v = getenv("CUBPF_SPANS");
+	if (!live.trace || (v && !strcmp(v, "0")))
+		return;
+	bool ok = LOAD(create, "cuEventCreate") && LOAD(destroy, "cuEventDestroy_v2") &&
+		  LOAD(query, "cuEventQuery") && LOAD(sync, "cuEventSynchronize") &&
+		  LOAD(record, "cuEventRecord") && LOAD(capturing, "cuStreamIsCapturing") &&
+		  LOAD(stream_create, "cuStreamCreate") && LOAD(stream_destroy, "cuStreamDestroy_v2");
+	if (ok && !LOAD(elapsed, "cuEventElapsedTime_v2"))
+		ok = LOAD(elapsed, "cuEventElapsedTime");
+	ev_cu.capture_mode = (capture_mode_fn)shim_real("cuThreadExchangeStreamCaptureMode");
+	if (!ok) {
+		shim_log(SHIM_LOG_WARN, "live: the driver lacks the event functions: no kernel spans");
+		return;
+	}
+	spans_on = true;
+}
+#undef LOAD
+
+/* ---- reference time ------------------------------------------------------------------------ */
+
+/* One round: record e on cubpf's stream, host clock before and after it completed (polling,
+ * bounded: this waits for cubpf's own stream only, never for the application's). */
+static int ref_round(struct span_ctx *sc, CUevent e, uint64_t *host, uint64_t *rtt)
+{
+	uint64_t t0 = shim_now_ns(), t1;
+	if (ev_cu.record(e, sc->stream) != CUDA_SUCCESS)
+		return -1;
+	CUresult r;
+	while ((r = ev_cu.query(e)) == CUDA_ERROR_NOT_READY && shim_now_ns() - t0 < REF_WAIT_NS)
+		;
+	t1 = shim_now_ns();
+	if (r != CUDA_SUCCESS)
+		return -1;
+	*host = t0 + (t1 - t0) / 2;
+	*rtt = t1 - t0;
+	return 0;
+}
+
+/* A fresh reference: best of REF_ROUNDS rounds, each on its own event so that the best one's
+ * event is the one kept.  The previous reference stands when this fails.  The reference in use
+ * and the one before it are kept (not re-recorded): a launch made under reference generation g
+ * is converted against the reference of generation g, which was complete (so recorded earlier on
+ * the GPU) before the launch's begin event: the elapsed time is never negative. */
+static void rebase(struct span_ctx *sc)
+{
+	uint64_t best = UINT64_MAX, host = 0;
+	CUevent keep = NULL;
+	for (int i = 0; i < REF_EVENTS; i++) {
+		uint64_t h, rtt;
+		if (sc->refs[i] == sc->ref || sc->refs[i] == sc->prev)
+			continue; /* in use */
+		if (ref_round(sc, sc->refs[i], &h, &rtt) == 0 && rtt < best)
+			best = rtt, host = h, keep = sc->refs[i];
+	}
+	sc->ref_taken_ns = shim_now_ns();
+	if (!keep)
+		return;
+	sc->prev = sc->ref, sc->prev_host_ns = sc->ref_host_ns, sc->prev_unc_ns = sc->ref_unc_ns;
+	sc->ref = keep;
+	sc->ref_host_ns = host;
+	sc->ref_unc_ns = (uint32_t)(best / 2 > UINT32_MAX ? UINT32_MAX : best / 2);
+	atomic_fetch_add_explicit(&sc->ref_gen, 1, memory_order_release);
+}
+
+/* ---- contexts -------------------------------------------------------------------------------- */
+
+static void sctx_free(struct span_ctx *sc)
+{
+	for (uint32_t i = 0; i < sc->made; i++) {
+		ev_cu.destroy(sc->slots[i].ev[0]);
+		ev_cu.destroy(sc->slots[i].ev[1]);
+	}
+	for (int i = 0; i < REF_EVENTS; i++)
+		if (sc->refs[i])
+			ev_cu.destroy(sc->refs[i]);
+	if (sc->stream)
+		ev_cu.stream_destroy(sc->stream);
+	pthread_mutex_destroy(&sc->lock);
+	free(sc->slots);
+	free(sc->free_list);
+	free(sc->pending);
+	free(sc->work);
+	free(sc);
+}
+
+/* Made on the first launch in a context, on the application's thread (the context is current). */
+static struct span_ctx *sctx_new(CUcontext ctx)
+{
+	struct span_ctx *sc = calloc(1, sizeof(*sc));
+	if (!sc)
+		return NULL;
+	sc->ctx = ctx;
+	sc->cap = SPAN_SLOTS;
+	pthread_mutex_init(&sc->lock, NULL);
+	sc->slots = calloc(SPAN_SLOTS, sizeof(*sc->slots));
+	sc->free_list = malloc(SPAN_SLOTS * sizeof(uint32_t));
+	sc->pending = malloc(SPAN_SLOTS * sizeof(uint32_t));
+	sc->work = malloc(SPAN_SLOTS * sizeof(uint32_t));
+	bool ok = sc->slots && sc->free_list && sc->pending && sc->work &&
+		  live_cu.cuCtxGetDevice(&sc->dev) == CUDA_SUCCESS &&
+		  ev_cu.stream_create(&sc->stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS;
+	for (int i = 0; ok && i < REF_EVENTS; i++)
+		ok = ev_cu.create(&sc->refs[i], CU_EVENT_DEFAULT) == CUDA_SUCCESS;
+	if (ok)
+		rebase(sc);
+	if (!ok || !sc->ref_host_ns) {
+		shim_log(SHIM_LOG_WARN, "live: no kernel spans in context %p: cubpf's reference "
+			 "event cannot be recorded", (void *)ctx);
+		sctx_free(sc);
+		return NULL;
+	}
+	live_exit_arm(); /* spans are collected at exit before the runtime's handlers run */
+	shim_log(SHIM_LOG_INFO, "live: kernel spans in context %p (device %d): reference event "
+		 "+/- %u ns, %u event pairs at most", (void *)ctx, (int)sc->dev, sc->ref_unc_ns,
+		 SPAN_SLOTS);
+	return sc;
+}
+
+static void poller_start(void);
+
+/* The span state of the current context, made on first use.  A per-thread cache keeps later
+ * launches at one comparison; `gen` invalidates it when a context's state goes away. */
+static struct span_ctx *sctx_of(CUcontext ctx)
+{
+	static __thread CUcontext last_ctx;
+	static __thread struct span_ctx *last_sc;
+	static __thread unsigned last_gen;
+	static struct span_ctx *const failed = (struct span_ctx *)1;
+	unsigned g = atomic_load_explicit(&gen, memory_order_acquire);
+	if (ctx == last_ctx && g == last_gen && last_sc)
+		return last_sc == failed ? NULL : last_sc;
+	pthread_mutex_lock(&list_lock);
+	struct span_ctx *sc = sctxs;
+	while (sc && sc->ctx != ctx)
+		sc = sc->next;
+	if (!sc && (sc = sctx_new(ctx))) {
+		sc->next = sctxs;
+		sctxs = sc;
+	}
+	pthread_mutex_unlock(&list_lock);
+	if (sc)
+		poller_start();
+	last_ctx = ctx, last_gen = g, last_sc = sc ? sc : failed;
+	return sc;
+}
+
+/* ---- the launch path (application threads) -------------------------------------------------- */
+
+static bool ends_with_ptsz(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	return n > 5 && !strcmp(s + n - 5, "_ptsz");
+}
+
+/* A free slot with its events, or UINT32_MAX (counted as dropped). */
+static uint32_t slot_take(struct span_ctx *sc)
+{
+	uint32_t i = UINT32_MAX;
+	pthread_mutex_lock(&sc->lock);
+	if (sc->nfree) {
+		i = sc->free_list[--sc->nfree];
+	} else if (sc->made < sc->cap) {
+		struct slot *s = &sc->slots[sc->made];
+		if (ev_cu.create(&s->ev[0], CU_EVENT_DEFAULT) == CUDA_SUCCESS) {
+			if (ev_cu.create(&s->ev[1], CU_EVENT_DEFAULT) == CUDA_SUCCESS)
+				i = sc->made++;
+			else
+				ev_cu.destroy(s->ev[0]);
+		}
+		if (i == UINT32_MAX) { /* out of events: make do with those made */
+			__atomic_fetch_add(&sc->failed, 1, __ATOMIC_RELAXED);
+			sc->cap = sc->made;
+		}
+	} else {
+		sc->dropped++;
+	}
+	pthread_mutex_unlock(&sc->lock);
+	return i;
+}
+
+static void slot_give(struct span_ctx *sc, uint32_t i)
+{
+	pthread_mutex_lock(&sc->lock);
+	sc->free_list[sc->nfree++] = i;
+	pthread_mutex_unlock(&sc->lock);
+}
+
+/* A launch that may overlap the previous kernel of its stream (programmatic dependent launch). */
+static bool programmatic(const struct shim_launch_event *ev)
+{
+	const CUlaunchConfig *c = ev->config;
+	if (ev->api != SHIM_LAUNCH_KERNEL_EX || !c || !c->attrs)
+		return false;
+	for (unsigned i = 0; i < c->numAttrs; i++)
+		if ((c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
+		     c->attrs[i].value.programmaticStreamSerializationAllowed) ||
+		    c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT)
+			return true;
+	return false;
+}
+
+/* Remembers (pdl) or looks up a stream that carried a programmatic launch; true = no events. */
+static bool pdl_stream(struct span_ctx *sc, uint64_t stream, bool pdl)
+{
+	bool found = false;
+	if (!pdl && !__atomic_load_n(&sc->npdl, __ATOMIC_RELAXED))
+		return false; /* the common case: no such stream, no lock */
+	pthread_mutex_lock(&sc->lock);
+	for (uint32_t i = 0; i < sc->npdl && !found; i++)
+		found = sc->pdl_streams[i] == stream;
+	if (pdl && !found && sc->npdl < MAX_PDL_STREAMS)
+		sc->pdl_streams[sc->npdl] = stream,
+		__atomic_store_n(&sc->npdl, sc->npdl + 1, __ATOMIC_RELAXED);
+	sc->pdl += pdl || found;
+	pthread_mutex_unlock(&sc->lock);
+	return pdl || found;
+}
+
+void live_spans_launching(const struct shim_launch_event *ev)
+{
+	cur.armed = false;
+	if (!spans_on || live.forked || (ev->api != SHIM_LAUNCH_KERNEL &&
+					 ev->api != SHIM_LAUNCH_KERNEL_EX &&
+					 ev->api != SHIM_LAUNCH_COOPERATIVE))
+		return;
+	CUcontext ctx = NULL;
+	if (live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+		return;
+	struct span_ctx *sc = sctx_of(ctx);
+	if (!sc)
+		return;
+	CUstream s = (CUstream)ev->stream;
+	if (!s && ends_with_ptsz(ev->api_name))
+		s = CU_STREAM_PER_THREAD; /* never the legacy stream for a per-thread launch */
+	if (pdl_stream(sc, (uintptr_t)s, programmatic(ev)))
+		return;
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	if (ev_cu.capturing(s, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE) {
+		__atomic_fetch_add(&sc->captured, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	uint32_t i = slot_take(sc);
+	if (i == UINT32_MAX)
+		return;
+	sc->slots[i].ref_gen = atomic_load_explicit(&sc->ref_gen, memory_order_acquire);
+	if (ev_cu.record(sc->slots[i].ev[0], s) != CUDA_SUCCESS) {
+		slot_give(sc, i);
+		return;
+	}
+	cur.sc = sc, cur.slot = i, cur.stream = (uintptr_t)s, cur.armed = true;
+}
+
+uint64_t live_spans_stream(const struct shim_launch_event *ev)
+{
+	if (!ev->stream && ends_with_ptsz(ev->api_name))
+		return (uintptr_t)CU_STREAM_PER_THREAD;
+	return (uintptr_t)ev->stream;
+}
+
+void live_spans_launched(const struct shim_launch_event *ev, uint64_t corr, uint32_t name)
+{
+	if (!cur.armed)
+		return;
+	cur.armed = false;
+	struct span_ctx *sc = cur.sc;
+	struct slot *s = &sc->slots[cur.slot];
+	if (ev->result != CUDA_SUCCESS || !corr ||
+	    ev_cu.record(s->ev[1], (CUstream)(uintptr_t)cur.stream) != CUDA_SUCCESS) {
+		slot_give(sc, cur.slot);
+		return;
+	}
+	s->corr = corr;
+	s->stream = cur.stream;
+	s->name = name;
+	pthread_mutex_lock(&sc->lock);
+	sc->pending[sc->npending++] = cur.slot; /* at most SPAN_SLOTS slots exist */
+	pthread_mutex_unlock(&sc->lock);
+}
+
+/* ---- the poller --------------------------------------------------------------------------- */
+
+/* Host time of a span's begin event, from the reference of the launch's generation (or the one
+ * before: never a later one, which the GPU may have reached after the event); false when the
+ * driver cannot say. */
+static bool host_time(struct span_ctx *sc, const struct slot *s, CUevent e, uint64_t *out,
+		      uint32_t *unc)
+{
+	uint32_t g = atomic_load_explicit(&sc->ref_gen, memory_order_relaxed);
+	CUevent ref = sc->ref;
+	uint64_t host = sc->ref_host_ns;
+	*unc = sc->ref_unc_ns;
+	if (s->ref_gen + 1 == g && sc->prev)
+		ref = sc->prev, host = sc->prev_host_ns, *unc = sc->prev_unc_ns;
+	float ms;
+	if (ev_cu.elapsed(&ms, ref, e) == CUDA_SUCCESS) {
+		*out = host + (uint64_t)(int64_t)((double)ms * 1e6);
+		return true;
+	}
+	if (ev_cu.elapsed(&ms, e, ref) == CUDA_SUCCESS) { /* older launch: before the reference */
+		*out = host - (uint64_t)(int64_t)((double)ms * 1e6);
+		return true;
+	}
+	return false;
+}
+
+/* 1 = written (or failed for good), 0 = not complete yet. */
+static int collect(struct span_ctx *sc, struct slot *s, bool wait)
+{
+	CUresult r = wait ? ev_cu.sync(s->ev[1]) : ev_cu.query(s->ev[1]);
+	if (r == CUDA_ERROR_NOT_READY)
+		return 0;
+	float ms = 0;
+	uint64_t begin;
+	uint32_t unc;
+	if (r != CUDA_SUCCESS || ev_cu.elapsed(&ms, s->ev[0], s->ev[1]) != CUDA_SUCCESS ||
+	    !host_time(sc, s, s->ev[0], &begin, &unc)) {
+		__atomic_fetch_add(&sc->failed, 1, __ATOMIC_RELAXED);
+		return 1;
+	}
+	uint64_t dur = ms > 0 ? (uint64_t)((double)ms * 1e6 + 0.5) : 0;
+	struct store_rec_kspan k = { .corr = s->corr, .begin_ns = begin, .end_ns = begin + dur,
+				     .stream = s->stream, .name = s->name, .device = (uint32_t)sc->dev,
+				     .ref_uncertainty_ns = unc };
+	if (live.trace)
+		store_trace_kspan(live.trace, &k);
+	sc->written++;
+	return 1;
+}
+
+#define MAX_BLOCKED 64
+
+/* Takes the newly submitted slots, collects the completed ones (in launch order; once a stream
+ * has an incomplete span, its later ones are not asked about this round), frees them. */
+static void poll_ctx(struct span_ctx *sc, bool wait)
+{
+	uint32_t done[SPAN_SLOTS], ndone = 0, keep = 0;
+	uint64_t blocked[MAX_BLOCKED];
+	uint32_t nblocked = 0;
+	pthread_mutex_lock(&sc->lock);
+	memcpy(sc->work + sc->nwork, sc->pending, sc->npending * sizeof(uint32_t));
+	sc->nwork += sc->npending;
+	sc->npending = 0;
+	uint64_t dropped = sc->dropped;
+	pthread_mutex_unlock(&sc->lock);
+	if (!wait && shim_now_ns() - sc->ref_taken_ns > REBASE_MS * 1000000ull)
+		rebase(sc);
+	for (uint32_t w = 0; w < sc->nwork; w++) {
+		uint32_t i = sc->work[w];
+		struct slot *s = &sc->slots[i];
+		bool skip = false;
+		for (uint32_t b = 0; b < nblocked && !skip; b++)
+			skip = blocked[b] == s->stream;
+		if (!skip && collect(sc, s, wait)) {
+			done[ndone++] = i;
+			continue;
+		}
+		if (!skip && nblocked < MAX_BLOCKED)
+			blocked[nblocked++] = s->stream;
+		sc->work[keep++] = i;
+	}
+	sc->nwork = keep;
+	pthread_mutex_lock(&sc->lock);
+	memcpy(sc->free_list + sc->nfree, done, ndone * sizeof(uint32_t));
+	sc->nfree += ndone;
+	pthread_mutex_unlock(&sc->lock);
+	if (dropped > sc->dropped_written && live.trace) {
+		struct store_rec_drop d = { .ts_ns = shim_now_ns(), .source = STORE_DROP_SPANS,
+					    .records = dropped - sc->dropped_written };
+		store_trace_drop(live.trace, &d);
+		sc->dropped_written = dropped;
+	}
+}
+
+static void poll_all(bool wait)
+{
+	pthread_mutex_lock(&list_lock);
+	for (struct span_ctx *sc = sctxs; sc; sc = sc->next) {
+		CUcontext popped;
+		if (live_cu.cuCtxPushCurrent_v2(sc->ctx) != CUDA_SUCCESS)
+			continue;
+		poll_ctx(sc, wait);
+		live_cu.cuCtxPopCurrent_v2(&popped);
+	}
+	pthread_mutex_unlock(&list_lock);
+}
+
+static void *poller_main(void *arg)
+{
+	(void)arg;
+	/* Relaxed: this thread's queries are never "unsafe" calls during an application's
+	 * global-mode stream capture (they would fail, or invalidate the capture). */
+	CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+	if (ev_cu.capture_mode)
+		ev_cu.capture_mode(&mode);
+	while (atomic_load(&poller_state) == 1) {
+		nanosleep(&(struct timespec){ 0, POLL_US * 1000 }, NULL);
+		poll_all(false);
+	}
+	return NULL;
+}
+
+static void poller_start(void)
+{
+	int expect = 0;
+	if (!atomic_compare_exchange_strong(&poller_state, &expect, 1))
+		return;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&poller, NULL, poller_main, NULL) != 0)
+		atomic_store(&poller_state, 0);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* ---- exit, teardown, fork ----------------------------------------------------------------------- */
+
+static void report(const struct span_ctx *sc)
+{
+	shim_log(sc->dropped || sc->failed ? SHIM_LOG_WARN : SHIM_LOG_INFO,
+		 "live: kernel spans of context %p: %llu written, %llu dropped (event pool full), "
+		 "%llu not measured, %llu captured launches and %llu on streams with programmatic "
+		 "launches skipped", (void *)sc->ctx, (unsigned long long)sc->written,
+		 (unsigned long long)sc->dropped, (unsigned long long)sc->failed,
+		 (unsigned long long)sc->captured, (unsigned long long)sc->pdl);
+}
+
+/* Exit (before the trace is closed): stops the poller and collects every pending span, waiting
+ * for its kernel (the application is done; the maps are read the same way). */
+void live_spans_finish(void)
+{
+	int expect = 1;
+	if (atomic_compare_exchange_strong(&poller_state, &expect, 2))
+		pthread_join(poller, NULL);
+	if (!spans_on || live.forked)
+		return;
+	poll_all(true);
+	pthread_mutex_lock(&list_lock);
+	for (struct span_ctx *sc = sctxs; sc; sc = sc->next)
+		report(sc);
+	finished = true;
+	pthread_mutex_unlock(&list_lock);
+}
+
+/* A context is about to go (primary: every context of device dev): its spans are collected,
+ * waiting for them, and its events freed. */
+void live_spans_teardown(CUcontext ctx, CUdevice dev, int primary)
+{
+	if (!spans_on || live.forked)
+		return;
+	pthread_mutex_lock(&list_lock);
+	for (struct span_ctx **p = &sctxs; *p;) {
+		struct span_ctx *sc = *p;
+		if (primary ? sc->dev != dev : sc->ctx != ctx) {
+			p = &sc->next;
+			continue;
+		}
+		CUcontext popped;
+		if (live_cu.cuCtxPushCurrent_v2(sc->ctx) == CUDA_SUCCESS) {
+			poll_ctx(sc, true);
+			if (!finished)
+				report(sc);
+			*p = sc->next;
+			atomic_fetch_add(&gen, 1);
+			sctx_free(sc);
+			live_cu.cuCtxPopCurrent_v2(&popped);
+		} else {
+			p = &sc->next;
+		}
+	}
+	pthread_mutex_unlock(&list_lock);
+}
+
+/* fork() child: the poller does not exist there, and the parent's contexts are not its own. */
+void live_spans_forget(void)
+{
+	atomic_store(&poller_state, 0);
+	spans_on = false;
+}
