@@ -23,11 +23,11 @@
 #include "store/store.h"
 
 #define CACHE_APP_ID 0x63425046 /* "cBPF" */
-#define CACHE_SCHEMA 2
+#define CACHE_SCHEMA 3 /* 3: manifest blob; blobs ordered manifest, cubin, ptx */
 #define CACHE_DEFAULT_MAX (1ull << 30)
 #define CACHE_DEFAULT_BUSY_MS 10000
 
-enum { ST_GET, ST_HIT, ST_MISS, ST_PUT, ST_PUT_BLOBS, ST_DEL, ST_NSTMT };
+enum { ST_GET, ST_GET_NO_PTX, ST_HIT, ST_MISS, ST_PUT, ST_PUT_BLOBS, ST_DEL, ST_NSTMT };
 
 #define PEND_MAX 64
 #define PEND_MS 2000
@@ -52,16 +52,25 @@ struct store_cache {
 };
 
 static const char *const stmt_sql[ST_NSTMT] = {
+	/* Columns 0..13 are the same in both; the blobs come last, manifest and cubin before the
+	 * PTX (sqlite reads a row's overflow pages in order, so a hit that skips the PTX stops
+	 * before it). */
 	[ST_GET] = "SELECT m.name, m.sm, m.driver, m.ptx_size, m.ptx_sum, m.cubin_size, m.cubin_sum,"
-		   " m.rewrite_ns, m.jit_ns, m.hits, m.created, m.last_used, b.ptx, b.cubin"
+		   " m.rewrite_ns, m.jit_ns, m.hits, m.created, m.last_used, m.manifest_size,"
+		   " m.manifest_sum, b.manifest, b.cubin, b.ptx"
+		   " FROM modules m JOIN blobs b ON b.id = m.id WHERE m.key = ?1",
+	[ST_GET_NO_PTX] = "SELECT m.name, m.sm, m.driver, m.ptx_size, m.ptx_sum, m.cubin_size,"
+		   " m.cubin_sum, m.rewrite_ns, m.jit_ns, m.hits, m.created, m.last_used,"
+		   " m.manifest_size, m.manifest_sum, b.manifest, b.cubin"
 		   " FROM modules m JOIN blobs b ON b.id = m.id WHERE m.key = ?1",
 	[ST_HIT] = "UPDATE modules SET hits = hits + ?3, last_used = max(last_used, ?2) WHERE key = ?1",
 	[ST_MISS] = "UPDATE counters SET lookups = lookups + ?1, hits = hits + ?2,"
 		    " misses = misses + ?3, corrupt = corrupt + ?4, saved_ns = saved_ns + ?5",
 	[ST_PUT] = "INSERT INTO modules (key, name, sm, driver, ptx_size, ptx_sum, cubin_size,"
-		   " cubin_sum, rewrite_ns, jit_ns, hits, created, last_used)"
-		   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11, ?11)",
-	[ST_PUT_BLOBS] = "INSERT INTO blobs (id, ptx, cubin) VALUES (last_insert_rowid(), ?1, ?2)",
+		   " cubin_sum, rewrite_ns, jit_ns, hits, created, last_used, manifest_size,"
+		   " manifest_sum) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0, ?11, ?11, ?12, ?13)",
+	[ST_PUT_BLOBS] = "INSERT INTO blobs (id, manifest, cubin, ptx)"
+			 " VALUES (last_insert_rowid(), ?1, ?2, ?3)",
 	[ST_DEL] = "DELETE FROM modules WHERE key = ?1",
 };
 
@@ -72,8 +81,9 @@ static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS modules ("
 	" id INTEGER PRIMARY KEY, key BLOB UNIQUE NOT NULL, name TEXT, sm INTEGER, driver INTEGER,"
 	" ptx_size INTEGER, ptx_sum INTEGER, cubin_size INTEGER, cubin_sum INTEGER,"
-	" rewrite_ns INTEGER, jit_ns INTEGER, hits INTEGER, created INTEGER, last_used INTEGER);"
-	"CREATE TABLE IF NOT EXISTS blobs (id INTEGER PRIMARY KEY, ptx BLOB, cubin BLOB);"
+	" rewrite_ns INTEGER, jit_ns INTEGER, hits INTEGER, created INTEGER, last_used INTEGER,"
+	" manifest_size INTEGER, manifest_sum INTEGER);"
+	"CREATE TABLE IF NOT EXISTS blobs (id INTEGER PRIMARY KEY, manifest BLOB, cubin BLOB, ptx BLOB);"
 	"CREATE TRIGGER IF NOT EXISTS modules_blobs AFTER DELETE ON modules"
 	" BEGIN DELETE FROM blobs WHERE id = old.id; END;"
 	"CREATE INDEX IF NOT EXISTS modules_lru ON modules (last_used);"
@@ -146,6 +156,8 @@ void store_key_compute(const struct store_key_input *in, store_key *out)
 	key_field(st, 5, &in->sm, sizeof(in->sm));
 	key_field(st, 6, &in->driver_version, sizeof(in->driver_version));
 	key_str(st, 7, in->jit_options);
+	key_str(st, 8, in->kernel_glob);
+	key_field(st, 9, &in->kernel_id_base, sizeof(in->kernel_id_base));
 	XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(st));
 	XXH3_freeState(st);
 	memcpy(out->b, canon.digest, sizeof(out->b));
@@ -524,9 +536,9 @@ static void *copy_blob(sqlite3_stmt *s, int col, int64_t want, int64_t sum, int 
 	return out;
 }
 
-/* Reads the row under the statement into e; 1 = good, 0 = a blob failed its checksum,
- * -1 = out of memory. */
-static int read_row(sqlite3_stmt *s, struct store_cache_entry *e)
+/* Reads the row under the statement (ST_GET or ST_GET_NO_PTX) into e; 1 = good, 0 = a blob
+ * failed its checksum, -1 = out of memory. */
+static int read_row(sqlite3_stmt *s, struct store_cache_entry *e, int with_ptx)
 {
 	int bad = 0;
 	const unsigned char *name = sqlite3_column_text(s, 0);
@@ -541,15 +553,18 @@ static int read_row(sqlite3_stmt *s, struct store_cache_entry *e)
 	e->hits = (uint64_t)sqlite3_column_int64(s, 9) + 1;
 	e->created_ms = sqlite3_column_int64(s, 10);
 	e->last_used_ms = sqlite3_column_int64(s, 11);
-	e->ptx = copy_blob(s, 12, sqlite3_column_int64(s, 3), sqlite3_column_int64(s, 4), &bad);
+	e->manifest_size = (size_t)sqlite3_column_int64(s, 12);
+	e->manifest = copy_blob(s, 14, sqlite3_column_int64(s, 12), sqlite3_column_int64(s, 13), &bad);
 	if (!bad)
-		e->cubin = copy_blob(s, 13, sqlite3_column_int64(s, 5), sqlite3_column_int64(s, 6), &bad);
+		e->cubin = copy_blob(s, 15, sqlite3_column_int64(s, 5), sqlite3_column_int64(s, 6), &bad);
+	if (!bad && with_ptx)
+		e->ptx = copy_blob(s, 16, sqlite3_column_int64(s, 3), sqlite3_column_int64(s, 4), &bad);
 	e->name = strdup(name ? (const char *)name : "");
 	if (bad) {
 		store_cache_entry_free(e);
 		return 0;
 	}
-	if (!e->ptx || !e->cubin || !e->name) {
+	if ((with_ptx && !e->ptx) || !e->manifest || !e->cubin || !e->name) {
 		store_cache_entry_free(e);
 		return -1;
 	}
@@ -638,7 +653,8 @@ static void note_lookup(struct store_cache *c, const store_key *key, uint64_t sa
 		flush(c);
 }
 
-static int get_locked(struct store_cache *c, const store_key *key, struct store_cache_entry *out)
+static int get_locked(struct store_cache *c, const store_key *key, struct store_cache_entry *out,
+		      unsigned flags)
 {
 	sqlite3_stmt *s;
 	int rc, got = 0, corrupt = 0;
@@ -646,12 +662,13 @@ static int get_locked(struct store_cache *c, const store_key *key, struct store_
 	memset(out, 0, sizeof(*out));
 	if (!c->db && db_open(c))
 		return -1;
-	if (!(s = stmt(c, ST_GET)))
+	int with_ptx = !(flags & STORE_CACHE_NO_PTX);
+	if (!(s = stmt(c, with_ptx ? ST_GET : ST_GET_NO_PTX)))
 		return -1;
 	sqlite3_bind_blob(s, 1, key->b, sizeof(key->b), SQLITE_STATIC);
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW) {
-		got = read_row(s, out);
+		got = read_row(s, out, with_ptx);
 		corrupt = got == 0;
 	} else if (rc != SQLITE_DONE) {
 		sqlite3_reset(s);
@@ -680,8 +697,9 @@ void store_cache_entry_free(struct store_cache_entry *e)
 {
 	free(e->ptx);
 	free(e->cubin);
+	free(e->manifest);
 	free(e->name);
-	e->ptx = e->cubin = NULL;
+	e->ptx = e->cubin = e->manifest = NULL;
 	e->name = NULL;
 }
 
@@ -744,13 +762,17 @@ static int bind_entry(sqlite3_stmt *s, const store_key *key, const struct store_
 	sqlite3_bind_int64(s, 8, (int64_t)XXH3_64bits(e->cubin, e->cubin_size));
 	sqlite3_bind_int64(s, 9, (int64_t)e->rewrite_ns);
 	sqlite3_bind_int64(s, 10, (int64_t)e->jit_ns);
+	sqlite3_bind_int64(s, 12, (int64_t)e->manifest_size);
+	sqlite3_bind_int64(s, 13, (int64_t)XXH3_64bits(e->manifest, e->manifest_size));
 	return sqlite3_bind_int64(s, 11, now_ms());
 }
 
 static int bind_blobs(sqlite3_stmt *s, const struct store_cache_entry *e)
 {
-	sqlite3_bind_blob64(s, 1, e->ptx_size ? e->ptx : "", e->ptx_size, SQLITE_STATIC);
-	return sqlite3_bind_blob64(s, 2, e->cubin_size ? e->cubin : "", e->cubin_size, SQLITE_STATIC);
+	sqlite3_bind_blob64(s, 1, e->manifest_size ? e->manifest : "", e->manifest_size,
+			    SQLITE_STATIC);
+	sqlite3_bind_blob64(s, 2, e->cubin_size ? e->cubin : "", e->cubin_size, SQLITE_STATIC);
+	return sqlite3_bind_blob64(s, 3, e->ptx_size ? e->ptx : "", e->ptx_size, SQLITE_STATIC);
 }
 
 static int put_once(struct store_cache *c, const store_key *key, const struct store_cache_entry *e,
@@ -859,7 +881,7 @@ static int list_locked(struct store_cache *c,
 	flush(c);
 	rc = sqlite3_prepare_v2(c->db,
 				"SELECT key, name, sm, driver, ptx_size, cubin_size, rewrite_ns, jit_ns,"
-				" hits, created, last_used FROM modules ORDER BY last_used DESC, id DESC",
+				" hits, created, last_used, manifest_size FROM modules ORDER BY last_used DESC, id DESC",
 				-1, &s, NULL);
 	if (rc != SQLITE_OK)
 		return fail(c, rc, "listing");
@@ -879,6 +901,7 @@ static int list_locked(struct store_cache *c,
 		e.hits = (uint64_t)sqlite3_column_int64(s, 8);
 		e.created_ms = sqlite3_column_int64(s, 9);
 		e.last_used_ms = sqlite3_column_int64(s, 10);
+		e.manifest_size = (size_t)sqlite3_column_int64(s, 11);
 		n++;
 		if (fn(ctx, &key, &e)) {
 			rc = SQLITE_DONE;
@@ -915,10 +938,33 @@ static int64_t clear_locked(struct store_cache *c)
 
 /* ---- the public calls, one at a time ------------------------------------------------------------ */
 
-int store_cache_get(struct store_cache *c, const store_key *key, struct store_cache_entry *out)
+int store_cache_lookup(struct store_cache *c, const store_key *key, struct store_cache_entry *out,
+		       unsigned flags)
 {
 	pthread_mutex_lock(&c->lock);
-	int rc = get_locked(c, key, out);
+	int rc = get_locked(c, key, out, flags);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int store_cache_get(struct store_cache *c, const store_key *key, struct store_cache_entry *out)
+{
+	return store_cache_lookup(c, key, out, 0);
+}
+
+static int delete_locked(struct store_cache *c, const store_key *key)
+{
+	if (!c->db && db_open(c))
+		return -1;
+	if (drop_entry(c, key))
+		return -1;
+	return sqlite3_changes(c->db) > 0;
+}
+
+int store_cache_delete(struct store_cache *c, const store_key *key)
+{
+	pthread_mutex_lock(&c->lock);
+	int rc = delete_locked(c, key);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }

@@ -49,6 +49,8 @@ struct store_key_input {
 	uint32_t sm;                        /* device compute capability, e.g. 90 */
 	uint32_t driver_version;            /* cuDriverGetVersion */
 	const char *jit_options;            /* canonical text of the JIT options (NULL = "") */
+	const char *kernel_glob;            /* which kernels are instrumented (NULL = all) */
+	uint32_t kernel_id_base;            /* the caller's next kernel id, when ids are baked in */
 };
 
 /* Computes the key; every field is length-prefixed so that no two inputs collide by framing. */
@@ -69,6 +71,9 @@ struct store_cache_entry {
 	size_t ptx_size;
 	void *cubin;            /* cubin the driver compiled for this device (may be empty) */
 	size_t cubin_size;
+	void *manifest;         /* the caller's own data about the entry (the shim: its kernels'
+				 * names and ids); may be empty */
+	size_t manifest_size;
 	char *name;             /* label for `cubpf cache ls`: module or first kernel name */
 	uint32_t sm;
 	uint32_t driver_version;
@@ -105,6 +110,13 @@ const char *store_cache_error(const struct store_cache *c);
 /* 1 = hit (entry filled, use count and last use updated), 0 = miss, -1 = error.  A blob whose
  * checksum does not match counts as a miss: the entry is deleted and the log callback told. */
 int store_cache_get(struct store_cache *c, const store_key *key, struct store_cache_entry *out);
+/* The same; flags STORE_CACHE_NO_PTX leaves ptx NULL (ptx_size still set): a caller that loads
+ * the cubin does not read, check and copy the PTX. */
+#define STORE_CACHE_NO_PTX 0x1u
+int store_cache_lookup(struct store_cache *c, const store_key *key, struct store_cache_entry *out,
+		       unsigned flags);
+/* Deletes one entry (a cubin the driver refused, say).  1 = deleted, 0 = not there, -1 = error. */
+int store_cache_delete(struct store_cache *c, const store_key *key);
 /* Inserts or replaces; then evicts least recently used entries past max_bytes.  0 or -1. */
 int store_cache_put(struct store_cache *c, const store_key *key, const struct store_cache_entry *e);
 void store_cache_entry_free(struct store_cache_entry *e);

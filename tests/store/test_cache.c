@@ -170,6 +170,17 @@ static void test_key_inputs(void **state)
 	b.jit_options = "-O2";
 	store_key_compute(&b, &kb);
 	assert_memory_not_equal(ka.b, kb.b, 16);
+	b = a;
+	b.kernel_glob = "vec*";
+	store_key_compute(&b, &kb);
+	assert_memory_not_equal(ka.b, kb.b, 16);
+	b.kernel_glob = ""; /* no glob and an empty one are the same selection */
+	store_key_compute(&b, &kb);
+	assert_memory_equal(ka.b, kb.b, 16);
+	b = a;
+	b.kernel_id_base = 7;
+	store_key_compute(&b, &kb);
+	assert_memory_not_equal(ka.b, kb.b, 16);
 	char hex[33];
 	store_key_hex(&ka, hex);
 	assert_int_equal(strlen(hex), 32);
@@ -449,7 +460,93 @@ static void test_default_path(void **state)
 	free(home);
 }
 
+/* Schema 3: the caller's manifest travels with the entry and is checksummed; a lookup without
+ * the PTX leaves it out; one entry can be deleted; an older schema is replaced on open. */
+static void test_manifest_lookup_delete(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200];
+	struct logbook l = {0};
+	snprintf(path, sizeof(path), "%s/cache.db", dir);
+	struct store_cache *c = open_at(path, 0, &l);
+	store_key k = key_of(1);
+	static const char manifest[] = "cubpf-kernels 1\n3 _Z3fooPi\n4 bar\n";
+	struct store_cache_entry e = {.ptx = "PTXTEXT", .ptx_size = 7, .cubin = "CUBIN", .cubin_size = 5,
+				      .manifest = (void *)manifest, .manifest_size = sizeof(manifest) - 1,
+				      .name = "_Z3fooPi, ...", .sm = 90};
+	assert_int_equal(store_cache_put(c, &k, &e), 0);
+	struct store_cache_entry g;
+	assert_int_equal(store_cache_lookup(c, &k, &g, STORE_CACHE_NO_PTX), 1);
+	assert_null(g.ptx);
+	assert_int_equal(g.ptx_size, 7);
+	assert_int_equal(g.cubin_size, 5);
+	assert_memory_equal(g.cubin, "CUBIN", 5);
+	assert_int_equal(g.manifest_size, sizeof(manifest) - 1);
+	assert_memory_equal(g.manifest, manifest, sizeof(manifest) - 1);
+	store_cache_entry_free(&g);
+	assert_int_equal(store_cache_get(c, &k, &g), 1);
+	assert_memory_equal(g.ptx, "PTXTEXT", 7);
+	assert_memory_equal(g.manifest, manifest, sizeof(manifest) - 1);
+	store_cache_entry_free(&g);
+	/* An entry without a manifest reads back an empty one. */
+	store_key k2 = key_of(2);
+	e.manifest = NULL, e.manifest_size = 0;
+	assert_int_equal(store_cache_put(c, &k2, &e), 0);
+	assert_int_equal(store_cache_lookup(c, &k2, &g, STORE_CACHE_NO_PTX), 1);
+	assert_int_equal(g.manifest_size, 0);
+	store_cache_entry_free(&g);
+	assert_int_equal(store_cache_delete(c, &k), 1);
+	assert_int_equal(store_cache_delete(c, &k), 0);
+	assert_int_equal(store_cache_lookup(c, &k, &g, STORE_CACHE_NO_PTX), 0);
+	assert_int_equal(store_cache_lookup(c, &k2, &g, 0), 1);
+	store_cache_entry_free(&g);
+	store_cache_close(c);
+
+	/* A flipped byte in the manifest is caught like one in a blob. */
+	static const char other[] = "cubpf-kernels 1\n9 flip_me_kernel\n";
+	c = open_at(path, 0, &l);
+	e.manifest = (void *)other, e.manifest_size = sizeof(other) - 1;
+	assert_int_equal(store_cache_put(c, &k, &e), 0);
+	store_cache_close(c);
+	size_t n;
+	uint8_t *img = slurp(path, &n);
+	long at = find(img, n, (const uint8_t *)"flip_me_kernel", 14);
+	assert_true(at > 0);
+	img[at + 3] ^= 0x20;
+	spit(path, img, n);
+	free(img);
+	c = open_at(path, 0, &l);
+	int warned = l.warnings;
+	assert_int_equal(store_cache_lookup(c, &k, &g, STORE_CACHE_NO_PTX), 0);
+	assert_int_equal(l.warnings, warned + 1);
+	assert_non_null(strstr(l.last, "checksum"));
+	store_cache_close(c);
+
+	/* A schema-2 database (no manifest columns) is replaced, not misread. */
+	snprintf(path, sizeof(path), "%s/old.db", dir);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "CREATE TABLE modules (id INTEGER PRIMARY KEY, key BLOB);"
+				      " CREATE TABLE blobs (id INTEGER PRIMARY KEY, ptx BLOB, cubin BLOB);"
+				      " INSERT INTO modules VALUES (1, x'00');"
+				      " PRAGMA application_id = 1665290310; PRAGMA user_version = 2;",
+				      NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	c = open_at(path, 0, NULL);
+	assert_int_equal(store_cache_put(c, &k, &e), 0);
+	assert_int_equal(store_cache_lookup(c, &k, &g, STORE_CACHE_NO_PTX), 1);
+	assert_memory_equal(g.manifest, other, sizeof(other) - 1);
+	store_cache_entry_free(&g);
+	struct store_cache_stats st;
+	assert_int_equal(store_cache_stats(c, &st), 0);
+	assert_int_equal(st.entries, 1);
+	store_cache_close(c);
+	rm_tree(dir);
+	free(dir);
+}
+
 const struct CMUnitTest cache_tests[] = {
+	cmocka_unit_test(test_manifest_lookup_delete),
 	cmocka_unit_test(test_roundtrip_and_modes),
 	cmocka_unit_test(test_key_inputs),
 	cmocka_unit_test(test_two_processes),
