@@ -92,47 +92,96 @@ struct kid {
 	char *name;
 	uint32_t id;
 	uint64_t launches;          /* counted for sampling */
-	struct kid *next;
+	struct kid *next;           /* all ids, newest first (the exit report) */
+	struct kid *hnext;          /* the same hash bucket */
 };
 static struct kid *kids;
+/* A module of 2000 kernels asks for 2000 ids, and a cache hit registers them all: a list
+ * walked per name would cost milliseconds there, so names are hashed (FNV-1a, fixed buckets). */
+#define KID_BUCKETS 4096u
+static struct kid *kid_hash[KID_BUCKETS];
 static uint32_t next_kid = 1;
 static pthread_mutex_t kid_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct kid **kid_bucket(const char *mangled)
+{
+	return &kid_hash[ptx_kernel_id(mangled) % KID_BUCKETS];
+}
+
+/* Lock held. */
+static struct kid *kid_find(const char *mangled)
+{
+	for (struct kid *k = *kid_bucket(mangled); k; k = k->hnext)
+		if (!strcmp(k->name, mangled))
+			return k;
+	return NULL;
+}
+
+/* Lock held.  Gives `mangled` the next id; NULL when out of memory. */
+static struct kid *kid_add(const char *mangled)
+{
+	struct kid *k = malloc(sizeof(*k));
+	if (!k || !(k->name = strdup(mangled))) {
+		free(k);
+		return NULL;
+	}
+	struct kid **b = kid_bucket(mangled);
+	k->id = next_kid++;
+	k->launches = 0;
+	k->next = kids;
+	kids = k;
+	k->hnext = *b;
+	*b = k;
+	if (live.trace) /* the trace names kernel ids through its string table */
+		store_trace_intern(live.trace, mangled);
+	return k;
+}
 
 uint32_t live_kernel_id(void *user, const char *mangled)
 {
 	(void)user;
-	uint32_t id = 0;
 	pthread_mutex_lock(&kid_lock);
-	for (struct kid *k = kids; k; k = k->next)
-		if (!strcmp(k->name, mangled)) {
-			id = k->id;
-			break;
-		}
-	struct kid *k = id ? NULL : malloc(sizeof(*k));
-	if (k && (k->name = strdup(mangled))) {
-		k->id = id = next_kid++;
-		k->launches = 0;
-		k->next = kids;
-		kids = k;
-		if (live.trace) /* the trace names kernel ids through its string table */
-			store_trace_intern(live.trace, mangled);
-	} else if (k) {
-		free(k);
-	}
+	struct kid *k = kid_find(mangled);
+	if (!k)
+		k = kid_add(mangled);
+	uint32_t id = k ? k->id : 0;
 	pthread_mutex_unlock(&kid_lock);
 	return id ? id : ptx_kernel_id(mangled);
+}
+
+uint32_t live_kernel_next_id(void)
+{
+	pthread_mutex_lock(&kid_lock);
+	uint32_t id = next_kid;
+	pthread_mutex_unlock(&kid_lock);
+	return id;
+}
+
+int live_kernel_ids_claim(const char *const *names, const uint32_t *ids, uint32_t n)
+{
+	int ok = 1;
+	pthread_mutex_lock(&kid_lock);
+	uint32_t next = next_kid;
+	for (uint32_t i = 0; ok && i < n; i++) {
+		struct kid *k = kid_find(names[i]);
+		ok = k ? k->id == ids[i] : ids[i] == next++;
+	}
+	for (uint32_t i = 0; ok && i < n; i++)
+		if (!kid_find(names[i]) && !kid_add(names[i]))
+			ok = -1;
+	pthread_mutex_unlock(&kid_lock);
+	return ok;
 }
 
 uint32_t live_kernel_launch(const char *mangled, uint64_t *launch)
 {
 	uint32_t id = 0;
 	pthread_mutex_lock(&kid_lock);
-	for (struct kid *k = kids; k; k = k->next)
-		if (!strcmp(k->name, mangled)) {
-			id = k->id;
-			*launch = k->launches++;
-			break;
-		}
+	struct kid *k = kid_find(mangled);
+	if (k) {
+		id = k->id;
+		*launch = k->launches++;
+	}
 	pthread_mutex_unlock(&kid_lock);
 	return id;
 }
@@ -295,12 +344,14 @@ static void report_counters(void)
 	shim_log(SHIM_LOG_INFO, "live: %u modules instrumented (%u kernels), %u fell back to the "
 		 "original, %u without PTX for the device (%u kernels not instrumentable), %u with no "
 		 "matching kernel, %u loads not handled; maps: %llu device bytes in %u contexts, %llu "
-		 "pinned bytes",
+		 "pinned bytes; cache: %u hits, %u misses, %u JIT compiles%s",
 		 atomic_load(&live.n.modules_instrumented), atomic_load(&live.n.kernels_instrumented),
 		 atomic_load(&live.n.modules_fallback), atomic_load(&live.n.modules_no_ptx),
 		 atomic_load(&live.n.kernels_no_ptx), atomic_load(&live.n.modules_untouched),
 		 atomic_load(&live.n.modules_skipped), (unsigned long long)dev, nctx,
-		 (unsigned long long)pinned);
+		 (unsigned long long)pinned, atomic_load(&live.n.cache_hits),
+		 atomic_load(&live.n.cache_misses), atomic_load(&live.n.jit_compiles),
+		 live_cache_off() ? " (cache off)" : "");
 	if (atomic_load(&live.n.modules_fallback) || atomic_load(&live.n.fill_failures))
 		shim_log(SHIM_LOG_WARN, "live: %u modules ran uninstrumented after a failure, %u map "
 			 "pointers could not be stored (see the warnings above)",
@@ -340,6 +391,7 @@ static void live_exit(void)
 	live_maps_report(stderr, live.dump_maps || shim_log_enabled(SHIM_LOG_DEBUG));
 	live_host_report(stderr);
 	report_counters();
+	live_cache_close();
 	if (live.trace) {
 		char err[STORE_ERRLEN];
 		struct store_trace_writer *w = live.trace;
@@ -364,18 +416,21 @@ void live_exit_arm(void)
 
 static void fork_prepare(void)
 {
+	live_cache_fork_prepare();
 	if (live.trace)
 		store_trace_fork_prepare(live.trace);
 }
 
 static void fork_parent(void)
 {
+	live_cache_fork_parent();
 	if (live.trace)
 		store_trace_fork_parent(live.trace);
 }
 
 static void fork_child(void)
 {
+	live_cache_fork_child();
 	if (live.trace)
 		store_trace_fork_child(live.trace);
 	live.forked = true;

@@ -80,6 +80,8 @@ struct live_counters {
 	atomic_uint modules_untouched;      /* PTX, but no kernel matched a program */
 	atomic_uint modules_skipped;        /* loads live does not handle (files, link inputs) */
 	atomic_uint fill_failures;          /* map pointers that could not be stored */
+	atomic_uint cache_hits, cache_misses, cache_puts;
+	atomic_uint jit_compiles;           /* cuLink* compilations of instrumented PTX */
 };
 
 struct live_state {
@@ -104,6 +106,12 @@ extern struct live_state live;
 
 /* live.c: cubpf's id of a kernel (small, sequential from 1, the same for the same name). */
 uint32_t live_kernel_id(void *user, const char *mangled);
+/* The id the next new kernel name would get (the cache key's id base). */
+uint32_t live_kernel_next_id(void);
+/* A cache hit's kernels: names[i] must have ids[i], those already known by that id, the new ones
+ * by the ids they would get now, in order.  Then the new ones are registered.  Returns 1 (all
+ * registered), 0 (the ids would differ: nothing registered), -1 (out of memory midway). */
+int live_kernel_ids_claim(const char *const *names, const uint32_t *ids, uint32_t n);
 /* The id given to `mangled` (0 if none) and, in *launch, how many launches of it were counted
  * before this one (the counter is incremented). */
 uint32_t live_kernel_launch(const char *mangled, uint64_t *launch);
@@ -172,6 +180,36 @@ void live_module_loading(struct shim_module_event *ev, void *user);
 void live_module_loaded(const struct shim_module_event *ev, void *user);
 void live_module_unloaded(shim_module_t module, shim_library_t library, int result, void *user);
 void live_launching(struct shim_launch_event *ev, void *user);
+
+/* ---- module cache (live_cache.c) ------------------------------------------------------------ */
+/* The key of a load (opening the database at the first call); false when the cache is off. */
+bool live_cache_key(const void *image, size_t size, uint32_t sm, store_key *key);
+/* 1 = hit (e filled, without the PTX), 0 = miss, -1 = the cache failed (now off, one warning). */
+int live_cache_get(const store_key *key, struct store_cache_entry *e);
+void live_cache_put(const store_key *key, const struct store_cache_entry *e);
+void live_cache_drop(const store_key *key);
+bool live_cache_off(void);
+void live_cache_close(void);
+void live_cache_fork_prepare(void);
+void live_cache_fork_parent(void);
+void live_cache_fork_child(void);
+
+/* The kernel ids an instrumentation asked for, recorded for the cache entry. */
+struct live_manifest {
+	char *text;
+	size_t len, cap;
+	uint8_t *seen;              /* per id: recorded already */
+	size_t seen_cap;
+	uint32_t count;
+	bool failed;
+};
+int live_manifest_add(struct live_manifest *m, const char *name, uint32_t id);
+/* The manifest's bytes (malloc'ed) and size, or NULL (failed, out of memory); resets m. */
+char *live_manifest_finish(struct live_manifest *m, size_t *size);
+void live_manifest_reset(struct live_manifest *m);
+/* A hit: registers the manifest's kernel ids (live_kernel_ids_claim).  0 = done (*count
+ * kernels, label = the first name), 1 = the ids would differ here (a miss), -1 = unreadable. */
+int live_manifest_claim(const void *data, size_t size, uint32_t *count, char *label, size_t n);
 
 /* Registers the exit report again once the driver is initialised (live.c). */
 void live_exit_arm(void);

@@ -6,6 +6,11 @@
  * Without a current context the instrumented PTX itself is substituted (the driver compiles it
  * when it loads the module).  The substitute lives until the module or library is unloaded.
  *
+ * With a context, the module cache (live_cache.c) is looked up first: a hit registers the kernel
+ * ids the entry was made with and substitutes its cubin (no PTX read, no rewrite, no JIT); a
+ * miss instruments and compiles, and the result is put into the cache once the driver has
+ * accepted it.  A cached cubin the driver refuses is dropped from the cache.
+ *
  * module_loaded: the maps' device addresses are stored in the module's `__cubpf_map_<i>`
  * globals.  A library (cuLibraryLoadData) is loaded per context, lazily: its pointers are
  * stored in each context where it is first launched (launching hook), before that launch.
@@ -15,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <xxhash.h>
 
 #include "cubin/cubin.h"
 #include "shim/live.h"
@@ -27,6 +34,16 @@ struct sub {
 	CUcontext filled[8];        /* contexts whose pointers are stored (a library: several) */
 	unsigned nfilled;
 	char label[96];             /* first instrumented kernel, for messages */
+	size_t size;                /* of image */
+	bool from_cache;            /* image came from the cache: dropped there if refused */
+	bool put;                   /* put into the cache once the driver accepted it */
+	store_key key;
+	char *ptx;                  /* for the put: the instrumented PTX, */
+	size_t ptx_len;
+	char *manifest;             /* the kernel ids, */
+	size_t manifest_size;
+	uint64_t rewrite_ns, jit_ns;/* and what it cost */
+	uint32_t sm;
 	struct sub *next;
 };
 
@@ -37,11 +54,11 @@ static atomic_uint nsubs;          /* launches skip everything while no library 
 /* The substitute being loaded by this thread, between module_loading and module_loaded. */
 static __thread struct sub *pending;
 
-static uint64_t now_ms(void)
+static uint64_t now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void fallback(const char *api, const char *label, const char *why)
@@ -52,20 +69,6 @@ static void fallback(const char *api, const char *label, const char *why)
 }
 
 /* ---- the PTX to instrument ---------------------------------------------------------------- */
-
-/* Finds the PTX for a device of capability `sm` in an image.  Returns 1 with text/len (valid
- * while img lives), 0 when the image has no usable PTX, -1 on an unreadable image. */
-static int image_ptx(struct cubin_image *img, uint32_t sm, const char **text, size_t *len)
-{
-	long e = cubin_choose_ptx(img, SIZE_MAX, sm);
-	const uint8_t *data;
-	if (e < 0)
-		return 0;
-	if (cubin_entry_data(img, (size_t)e, &data, len) != 0)
-		return -1;
-	*text = (const char *)data;
-	return 1;
-}
 
 static void note_no_ptx(const struct shim_module_event *ev, uint32_t sm)
 {
@@ -88,6 +91,7 @@ static void *jit(const char *ptx, size_t len, size_t *cubin_size, char *err, siz
 	CUlinkState st;
 	void *cubin = NULL, *copy = NULL;
 	size_t size = 0;
+	atomic_fetch_add(&live.n.jit_compiles, 1);
 	CUresult r = live_cu.cuLinkCreate_v2(2, opt, val, &st);
 	if (r != CUDA_SUCCESS) {
 		snprintf(err, errlen, "cuLinkCreate: %s", live_cu_error(r));
@@ -120,45 +124,90 @@ struct work {
 	const struct shim_module_event *ev;
 	CUcontext ctx;
 	uint32_t sm;
+	struct cubin_image *img;    /* the original image (headers read) */
+	long ptx_entry;             /* its PTX entry for sm */
+	bool cached;                /* key is valid: look up, and put what is made */
+	store_key key;
+	struct live_manifest manifest; /* the kernel ids the rewriter asked for */
 	char *out;                  /* instrumented PTX */
 	size_t out_len;
 	struct ptx_inject_report rep;
+	uint64_t rewrite_ns, jit_ns;
 	char label[96];
 	char err[LIVE_ERRLEN];
 };
+
+/* Opens the image (headers only) and finds its PTX for the device.  Returns 1, 0 when the image
+ * has no usable PTX (said once), -1 on an unreadable image (w->err). */
+static int open_image(struct work *w)
+{
+	const struct shim_module_event *ev = w->ev;
+	size_t max = ev->info.size ? ev->info.size : CUBIN_SIZE_UNKNOWN;
+	if (cubin_image_open(&w->img, ev->image, max, CUBIN_OPEN_IN_MEMORY, w->err, sizeof(w->err)))
+		return -1;
+	w->ptx_entry = cubin_choose_ptx(w->img, SIZE_MAX, w->sm);
+	if (w->ptx_entry < 0) {
+		note_no_ptx(ev, w->sm);
+		return 0;
+	}
+	return 1;
+}
+
+/* The cache key of the image: its bytes; a fatbin wrapper's are the fatbins it points to (the
+ * wrapper itself holds addresses), taken as the XXH3-128 of each. */
+static bool image_key(struct work *w)
+{
+	const struct cubin_image *img = w->img;
+	if (img->kind != CUBIN_IMAGE_WRAPPER)
+		return img->size && img->size != CUBIN_SIZE_UNKNOWN &&
+		       live_cache_key(img->data, img->size, w->sm, &w->key);
+	size_t n = img->fatbin_count;
+	XXH128_canonical_t *d = calloc(n + 1, sizeof(*d));
+	if (!d || !n) {
+		free(d);
+		return false;
+	}
+	for (size_t i = 0; i < n; i++)
+		XXH128_canonicalFromHash(&d[i], XXH3_128bits(img->fatbins[i].data, img->fatbins[i].size));
+	bool ok = live_cache_key(d, n * sizeof(*d), w->sm, &w->key);
+	free(d);
+	return ok;
+}
+
+/* ctx->kernel_id for the rewriter: the shim's id, recorded for the cache entry. */
+static uint32_t record_id(void *user, const char *mangled)
+{
+	struct work *w = user;
+	uint32_t id = live_kernel_id(NULL, mangled);
+	if (w->cached)
+		live_manifest_add(&w->manifest, mangled, id);
+	return id;
+}
 
 /* Instruments the image's PTX.  Returns 1 when kernels were instrumented (w->out), 0 when there
  * is nothing to do, -1 on failure (w->err). */
 static int instrument(struct work *w)
 {
-	const struct shim_module_event *ev = w->ev;
-	struct cubin_image *img;
-	const char *text;
+	const uint8_t *text;
 	size_t len;
-	size_t max = ev->info.size ? ev->info.size : CUBIN_SIZE_UNKNOWN;
-	if (cubin_image_open(&img, ev->image, max, CUBIN_OPEN_IN_MEMORY, w->err, sizeof(w->err)))
+	if (cubin_entry_data(w->img, (size_t)w->ptx_entry, &text, &len) != 0) {
+		snprintf(w->err, sizeof(w->err), "reading the PTX: %s", w->img->error);
 		return -1;
-	int rc = image_ptx(img, w->sm, &text, &len);
-	if (rc <= 0) {
-		if (rc < 0)
-			snprintf(w->err, sizeof(w->err), "reading the PTX: %s", img->error);
-		else
-			note_no_ptx(ev, w->sm);
-		cubin_image_free(img);
-		return rc;
 	}
+	uint64_t t0 = now_ns();
 	struct ptx_inject_opts o = {
 		.progs = live.progs, .prog_cnt = live.nprogs, .kernel_glob = live.kernel_glob,
-		.kernel_id = live_kernel_id,
+		.kernel_id = record_id, .user = w,
 	};
 	struct vm_map_def *defs = calloc(live.nmaps + 1, sizeof(*defs));
 	for (uint32_t i = 0; defs && i < live.nmaps; i++)
 		defs[i] = live.maps[i].def;
 	o.maps = defs, o.map_cnt = live.nmaps;
-	rc = defs ? ptx_instrument(text, len, &o, &w->out, &w->out_len, &w->rep, w->err,
-				   sizeof(w->err))
-		  : -1;
+	int rc = defs ? ptx_instrument((const char *)text, len, &o, &w->out, &w->out_len, &w->rep,
+				       w->err, sizeof(w->err))
+		      : -1;
 	free(defs);
+	w->rewrite_ns = now_ns() - t0;
 	if (rc == 0 && w->rep.instrumented == 0) {
 		atomic_fetch_add(&live.n.modules_untouched, 1);
 		free(w->out);
@@ -166,7 +215,6 @@ static int instrument(struct work *w)
 	}
 	if (rc != 0 && !w->err[0])
 		snprintf(w->err, sizeof(w->err), "out of memory");
-	cubin_image_free(img);
 	return rc != 0 ? -1 : w->out != NULL;
 }
 
@@ -215,12 +263,110 @@ static struct sub *make_sub(struct work *w, size_t *size)
 		w->out = NULL;
 		return s;
 	}
+	uint64_t t0 = now_ns();
 	s->image = jit(w->out, w->out_len, size, w->err, sizeof(w->err));
+	w->jit_ns = now_ns() - t0;
 	if (!s->image) {
 		free(s);
 		return NULL;
 	}
 	return s;
+}
+
+/* Hands the substitute to the driver in place of the application's image. */
+static void substitute(struct shim_module_event *ev, struct sub *s, bool cubin)
+{
+	pending = s;
+	ev->image = s->image;
+	ev->info.kind = cubin ? SHIM_IMAGE_CUBIN : SHIM_IMAGE_PTX;
+	ev->info.size = s->size;
+	ev->info.ncubins = cubin ? 1 : 0; /* what the driver gets now (the load's log line) */
+	ev->info.nptx = cubin ? 0 : 1;
+}
+
+/* Looks the module up in the cache.  Returns 1 when the load is settled (a hit substituted, or
+ * a hit that says there is nothing to instrument, or a fallback), 0 to instrument it. */
+static int cache_lookup(struct work *w, uint64_t t0)
+{
+	struct store_cache_entry e;
+	int rc = live_cache_get(&w->key, &e);
+	if (rc <= 0) {
+		if (rc == 0)
+			atomic_fetch_add(&live.n.cache_misses, 1);
+		w->cached = rc == 0;
+		return 0;
+	}
+	uint32_t n = 0;
+	rc = live_manifest_claim(e.manifest, e.manifest_size, &n, NULL, 0);
+	if (rc != 0) { /* made with other kernel ids than this process would give: a miss */
+		if (rc < 0)
+			live_cache_drop(&w->key);
+		shim_log(SHIM_LOG_DEBUG, "live: cache entry for %s %s; instrumenting again", e.name,
+			 rc < 0 ? "unreadable" : "made with other kernel ids");
+		store_cache_entry_free(&e);
+		atomic_fetch_add(&live.n.cache_misses, 1);
+		return 0;
+	}
+	atomic_fetch_add(&live.n.cache_hits, 1);
+	snprintf(w->label, sizeof(w->label), "%s", e.name && e.name[0] ? e.name : "module");
+	if (!e.cubin_size) { /* the rewriter found nothing to instrument here */
+		atomic_fetch_add(&live.n.modules_untouched, 1);
+		shim_log(SHIM_LOG_INFO, "live: cache hit for %s (no kernel to instrument, %llu us)",
+			 w->label, (unsigned long long)(now_ns() - t0) / 1000);
+		store_cache_entry_free(&e);
+		return 1;
+	}
+	struct sub *s = NULL;
+	if (!live_ctx_get(w->ctx, w->err, sizeof(w->err)))
+		fallback(w->ev->api_name, w->label, w->err);
+	else if (!(s = calloc(1, sizeof(*s))))
+		fallback(w->ev->api_name, w->label, "out of memory");
+	if (!s) {
+		store_cache_entry_free(&e);
+		return 1;
+	}
+	snprintf(s->label, sizeof(s->label), "%s", w->label);
+	s->library = w->ev->api == SHIM_LOAD_LIBRARY_DATA;
+	s->image = e.cubin;
+	s->size = e.cubin_size;
+	s->from_cache = true;
+	s->key = w->key;
+	e.cubin = NULL;
+	store_cache_entry_free(&e);
+	substitute((struct shim_module_event *)w->ev, s, true);
+	atomic_fetch_add(&live.n.kernels_instrumented, n);
+	shim_log(SHIM_LOG_INFO, "live: cache hit for %s (%u kernel%s, cubin %zu bytes, %llu us)",
+		 w->label, n, n == 1 ? "" : "s", s->size, (unsigned long long)(now_ns() - t0) / 1000);
+	return 1;
+}
+
+/* Nothing to instrument in a module the cache knows now: an entry without a cubin, so that the
+ * next process skips the rewrite too. */
+static void put_untouched(struct work *w)
+{
+	size_t msize = 0;
+	char *m = live_manifest_finish(&w->manifest, &msize);
+	struct store_cache_entry e = { .manifest = m, .manifest_size = msize, .name = "module",
+				       .sm = w->sm, .rewrite_ns = w->rewrite_ns };
+	if (m)
+		live_cache_put(&w->key, &e);
+	free(m);
+}
+
+/* Keeps what the put needs (after the driver accepts the cubin) in the substitute. */
+static void keep_for_put(struct work *w, struct sub *s)
+{
+	s->manifest = live_manifest_finish(&w->manifest, &s->manifest_size);
+	if (!s->manifest)
+		return;
+	s->put = true;
+	s->key = w->key;
+	s->ptx = w->out;
+	s->ptx_len = w->out_len;
+	w->out = NULL;
+	s->rewrite_ns = w->rewrite_ns;
+	s->jit_ns = w->jit_ns;
+	s->sm = w->sm;
 }
 
 void live_module_loading(struct shim_module_event *ev, void *user)
@@ -234,18 +380,30 @@ void live_module_loading(struct shim_module_event *ev, void *user)
 			atomic_fetch_add(&live.n.modules_skipped, 1);
 		return;
 	}
-	uint64_t t0 = now_ms();
+	uint64_t t0 = now_ns();
 	struct work w = { .ev = ev };
 	if (live_cu.cuCtxGetCurrent(&w.ctx) != CUDA_SUCCESS)
 		w.ctx = NULL;
 	w.sm = live_ctx_sm(w.ctx);
-	int rc = w.sm ? instrument(&w) : -1;
+	int rc = -1;
 	if (!w.sm)
 		snprintf(w.err, sizeof(w.err), "the device's compute capability is unknown");
-	if (rc == 0)
-		return;
-	if (rc < 0) {
-		fallback(ev->api_name, "module", w.err);
+	else if ((rc = open_image(&w)) > 0) {
+		/* The cache holds cubins: only with a context (without one the PTX is substituted). */
+		w.cached = w.ctx && image_key(&w);
+		if (w.cached && cache_lookup(&w, t0)) {
+			cubin_image_free(w.img);
+			return;
+		}
+		rc = instrument(&w);
+	}
+	cubin_image_free(w.img);
+	if (rc == 0 && w.cached && w.ptx_entry >= 0)
+		put_untouched(&w);
+	if (rc <= 0) {
+		if (rc < 0)
+			fallback(ev->api_name, "module", w.err);
+		live_manifest_reset(&w.manifest);
 		return;
 	}
 	label_of(w.out, w.out_len, w.label, sizeof(w.label));
@@ -255,20 +413,25 @@ void live_module_loading(struct shim_module_event *ev, void *user)
 		fallback(ev->api_name, w.label, w.err);
 	else if (!(s = make_sub(&w, &size)))
 		fallback(ev->api_name, w.label, w.err[0] ? w.err : "out of memory");
+	if (s) {
+		s->size = size;
+		if (w.cached)
+			keep_for_put(&w, s);
+	}
 	free(w.out);
+	live_manifest_reset(&w.manifest);
 	if (!s)
 		return;
-	pending = s;
-	ev->image = s->image;
-	ev->info.kind = w.ctx ? SHIM_IMAGE_CUBIN : SHIM_IMAGE_PTX;
-	ev->info.size = size;
-	ev->info.ncubins = w.ctx ? 1 : 0; /* what the driver gets now (the load's log line) */
-	ev->info.nptx = w.ctx ? 0 : 1;
+	substitute(ev, s, w.ctx != NULL);
 	shim_log(SHIM_LOG_INFO, "live: %s: instrumented %u of %u kernels (%s; %u entry, %u exit, "
 		 "%u memory sites), %s of %zu B for sm_%u in %llu ms", ev->api_name,
 		 w.rep.instrumented, w.rep.kernels, w.label, w.rep.entry_sites, w.rep.exit_sites,
 		 w.rep.mem_sites, w.ctx ? "cubin" : "PTX", size, w.sm,
-		 (unsigned long long)(now_ms() - t0));
+		 (unsigned long long)(now_ns() - t0) / 1000000);
+	if (w.cached)
+		shim_log(SHIM_LOG_INFO, "live: cache miss for %s (rewrite %llu us, JIT %llu us)",
+			 w.label, (unsigned long long)w.rewrite_ns / 1000,
+			 (unsigned long long)w.jit_ns / 1000);
 	atomic_fetch_add(&live.n.kernels_instrumented, w.rep.instrumented);
 }
 
@@ -303,9 +466,26 @@ void live_module_loaded(const struct shim_module_event *ev, void *user)
 	pending = NULL;
 	if (ev->result != CUDA_SUCCESS) { /* the wrapper loads the original image next */
 		fallback(ev->api_name, s->label, live_cu_error((CUresult)ev->result));
+		if (s->from_cache) /* never offer it again */
+			live_cache_drop(&s->key);
+		free(s->ptx);
+		free(s->manifest);
 		free((void *)s->image);
 		free(s);
 		return;
+	}
+	if (s->put) {
+		struct store_cache_entry e = {
+			.ptx = s->ptx, .ptx_size = s->ptx_len, .cubin = (void *)s->image,
+			.cubin_size = s->size, .manifest = s->manifest,
+			.manifest_size = s->manifest_size, .name = s->label, .sm = s->sm,
+			.rewrite_ns = s->rewrite_ns, .jit_ns = s->jit_ns,
+		};
+		live_cache_put(&s->key, &e);
+		free(s->ptx);
+		free(s->manifest);
+		s->ptx = s->manifest = NULL;
+		s->put = false;
 	}
 	s->handle = s->library ? (const void *)ev->library : (const void *)ev->module;
 	CUcontext ctx = NULL;

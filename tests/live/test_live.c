@@ -26,6 +26,8 @@ static char shim_path[4096], fake_path[4096], probe_path[4096], cubin_path[4096]
 static char host_probes[8192], ring_probe[4096], bad_probe[4096];
 static char child_err[1 << 16];
 static const char trace_path[] = "/tmp/cubpf-live-test.trace";
+/* Every child gets a fresh module cache unless the case names one (CUBPF_CACHE in its env). */
+static char fresh_cache[256];
 
 static const char live_ptx[] =
 	".version 8.0\n.target sm_90\n.address_size 64\n\n"
@@ -41,9 +43,21 @@ struct child_env {
 
 /* Runs fn in a child with the shim over the fake driver, CUBPF_PROGRAMS=count.bpf.o,
  * CUBPF_LOG=info and the extra variables; returns its exit status, stderr in child_err. */
+static void remove_db(const char *path)
+{
+	char p[4200];
+	unlink(path);
+	snprintf(p, sizeof(p), "%s-wal", path);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s-shm", path);
+	unlink(p);
+}
+
 static int run_child(const struct child_env *env, int (*fn)(void))
 {
 	char tmpl[] = "/tmp/cubpf-live-test-XXXXXX";
+	snprintf(fresh_cache, sizeof(fresh_cache), "/tmp/cubpf-live-test-%d.db", (int)getpid());
+	remove_db(fresh_cache);
 	int fd = mkstemp(tmpl);
 	assert_true(fd >= 0);
 	unlink(tmpl);
@@ -59,6 +73,7 @@ static int run_child(const struct child_env *env, int (*fn)(void))
 		setenv("CUBPF_LOG", "info", 1);
 		unsetenv("CUBPF_DISABLE");
 		unsetenv("CUBPF_TRACE");
+		setenv("CUBPF_CACHE", fresh_cache, 1);
 		for (int i = 0; env && i < 4 && env->names[i]; i++)
 			setenv(env->names[i], env->values[i], 1);
 		int rc = fn();
@@ -71,6 +86,7 @@ static int run_child(const struct child_env *env, int (*fn)(void))
 	ssize_t n = pread(fd, child_err, sizeof(child_err) - 1, 0);
 	child_err[n > 0 ? n : 0] = 0;
 	close(fd);
+	remove_db(fresh_cache);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		printf("child failed; its stderr:\n%s\n", child_err);
 	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
@@ -871,6 +887,263 @@ static void test_kernel_span_pool_is_bounded(void **state)
 	unlink(trace_path);
 }
 
+/* ---- the module cache ------------------------------------------------------------------------ */
+
+static char cache_db[256], dump_a[256], dump_b[256];
+
+/* The child's stderr holds s (shown when it does not). */
+#define want(s) _want(s, 1, __LINE__)
+#define want_not(s) _want(s, 0, __LINE__)
+static void _want(const char *s, int present, int line)
+{
+	if ((strstr(child_err, s) != NULL) == present)
+		return;
+	printf("line %d: %s \"%s\" in the child's stderr:\n%s\n", line,
+	       present ? "no" : "unexpected", s, child_err);
+	fail();
+}
+
+/* Loads live_ptx like child_module, then writes what the driver got to $LIVE_TEST_DUMP and the
+ * number of cuLink compilations to the child's stderr. */
+static int dump_module(void *mod)
+{
+	const char *path = getenv("LIVE_TEST_DUMP");
+	const char *t = module_text(mod);
+	unsigned (*hits)(const char *) = (unsigned (*)(const char *))dlsym(fake, "fake_hits");
+	if (!t || !hits)
+		return child_fail("no module text or no fake_hits");
+	fprintf(stderr, "test: cuLinkCreate calls %u\n", hits("cuLinkCreate_v2"));
+	if (path) {
+		FILE *f = fopen(path, "w");
+		if (!f || fputs(t, f) < 0 || fclose(f))
+			return child_fail("writing %s", path);
+	}
+	return 0;
+}
+
+static int child_cache_load(void)
+{
+	void *mod = NULL;
+	if (child_module())
+		return 1;
+	if (load(&mod, live_ptx) != 0) /* loaded again: the same kernel ids, the same entry */
+		return child_fail("second load");
+	return dump_module(mod);
+}
+
+static const char other_ptx[] =
+	".version 8.0\n.target sm_90\n.address_size 64\n\n"
+	".visible .entry live_other(\n\t.param .u64 live_other_param_0\n)\n{\n\tret;\n}\n";
+
+/* live_other first: live_k gets kernel id 2, not 1. */
+static int child_cache_other_first(void)
+{
+	void *a = NULL, *b = NULL;
+	if (open_both() || load(&a, other_ptx) != 0 || load(&b, live_ptx) != 0)
+		return child_fail("loads");
+	if (instrumented(a, "FAKECUBIN") || instrumented(b, "FAKECUBIN"))
+		return 1;
+	return dump_module(b);
+}
+
+static char *slurp_text(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	static char buf[3][1 << 16];
+	static int which;
+	char *out = buf[which++ % 3];
+	size_t n = f ? fread(out, 1, sizeof(buf[0]) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	out[n] = 0;
+	return out;
+}
+
+static int run_cached(int (*fn)(void), const char *dump, const char *n2, const char *v2)
+{
+	struct child_env env = { { "CUBPF_CACHE", "LIVE_TEST_DUMP", "CUBPF_DUMP_MAPS", n2 },
+				 { cache_db, dump, "1", v2 } };
+	return run_child(&env, fn);
+}
+
+static void cache_setup(void)
+{
+	snprintf(cache_db, sizeof(cache_db), "/tmp/cubpf-live-cache-%d/sub/cache.db", (int)getpid());
+	snprintf(dump_a, sizeof(dump_a), "/tmp/cubpf-live-cache-%d.a", (int)getpid());
+	snprintf(dump_b, sizeof(dump_b), "/tmp/cubpf-live-cache-%d.b", (int)getpid());
+	remove_db(cache_db);
+	unlink(dump_a);
+	unlink(dump_b);
+}
+
+static void cache_teardown(void)
+{
+	char dir[300];
+	remove_db(cache_db);
+	unlink(dump_a);
+	unlink(dump_b);
+	snprintf(dir, sizeof(dir), "/tmp/cubpf-live-cache-%d/sub", (int)getpid());
+	rmdir(dir);
+	snprintf(dir, sizeof(dir), "/tmp/cubpf-live-cache-%d", (int)getpid());
+	rmdir(dir);
+}
+
+/* First process: a miss and a JIT compile per load (the second load of the module comes with
+ * another kernel id base: another key), the entries put.  Second process (the same history): a
+ * hit per load, no cuLink call at all, the very same bytes substituted, the kernel ids and the
+ * map pointers as the first run had them. */
+static void test_cache_second_process_hits(void **state)
+{
+	(void)state;
+	cache_setup();
+	assert_int_equal(run_cached(child_cache_load, dump_a, NULL, NULL), 0);
+	want("live: cache miss for live_k (rewrite ");
+	want_not("cache hit");
+	want("test: cuLinkCreate calls 2\n");
+	want("cache: 0 hits, 2 misses, 2 JIT compiles");
+	want("live: 2 modules instrumented (2 kernels), 0 fell back");
+
+	assert_int_equal(run_cached(child_cache_load, dump_b, NULL, NULL), 0);
+	want_not("cache miss");
+	want("live: cache hit for live_k (1 kernel, cubin ");
+	want("test: cuLinkCreate calls 0\n");
+	want("cache: 2 hits, 0 misses, 0 JIT compiles");
+	want("live: kernel id 1 = live_k");
+	want("cubpf: map entries[1] = 7 (device 0)"); /* the pointers were stored */
+	want("live: 2 modules instrumented (2 kernels), 0 fell back");
+	char *a = slurp_text(dump_a), *b = slurp_text(dump_b);
+	assert_true(strncmp(a, "FAKECUBIN\n", 10) == 0 && strstr(a, "__cubpf_map_0"));
+	assert_string_equal(a, b);
+	cache_teardown();
+}
+
+/* Kernel ids are baked in: the id base is part of the key, and an entry whose manifest does not
+ * match the ids this process would give (live_k made as id 1 by a process that loaded live_k
+ * twice, asked for as id 2 after live_other) is a miss, made again. */
+static void test_cache_kernel_id_base(void **state)
+{
+	(void)state;
+	cache_setup();
+	assert_int_equal(run_cached(child_cache_load, dump_a, NULL, NULL), 0);
+	assert_int_equal(run_cached(child_cache_other_first, dump_b, NULL, NULL), 0);
+	want("cache miss for live_other");
+	want("cache miss for live_k");
+	want("live: kernel id 2 = live_k");
+	want("cache: 0 hits, 2 misses, 2 JIT compiles");
+	assert_string_not_equal(slurp_text(dump_a), slurp_text(dump_b));
+	assert_int_equal(run_cached(child_cache_other_first, dump_a, NULL, NULL), 0);
+	want("cache hit for live_other");
+	want("cache hit for live_k");
+	want("test: cuLinkCreate calls 0\n");
+	want("live: kernel id 2 = live_k");
+	want("live: kernel id 1 = live_other");
+	assert_string_equal(slurp_text(dump_a), slurp_text(dump_b));
+	cache_teardown();
+}
+
+/* Another probe object, kernel glob or driver version: another key, a miss. */
+static void test_cache_key_inputs_miss(void **state)
+{
+	(void)state;
+	cache_setup();
+	assert_int_equal(run_cached(child_cache_load, dump_a, NULL, NULL), 0);
+	assert_int_equal(run_cached(child_cache_load, dump_b, "CUBPF_KERNELS", "live_*"), 0);
+	want("cache miss for live_k");
+	want("test: cuLinkCreate calls 2\n");
+	assert_int_equal(run_cached(child_cache_load, dump_b, "CUBPF_PROGRAMS", host_probes), 0);
+	want("cache miss for live_k");
+	assert_int_equal(run_cached(child_cache_load, dump_b, "FAKE_DRIVER_VERSION", "13010"), 0);
+	want("cache miss for live_k");
+	/* and each of them hits in turn */
+	assert_int_equal(run_cached(child_cache_load, dump_b, "CUBPF_KERNELS", "live_*"), 0);
+	want("cache: 2 hits, 0 misses, 0 JIT compiles");
+	cache_teardown();
+}
+
+/* A damaged database: one warning, moved aside, a new one made; the module is instrumented as
+ * if there were no cache.  An unusable path: one warning, the process runs without a cache. */
+static void test_cache_damaged_or_unusable(void **state)
+{
+	(void)state;
+	cache_setup();
+	assert_int_equal(run_cached(child_cache_load, dump_a, NULL, NULL), 0);
+	FILE *f = fopen(cache_db, "r+");
+	assert_non_null(f);
+	char junk[4096];
+	memset(junk, 0x5a, sizeof(junk));
+	assert_int_equal(fwrite(junk, 1, sizeof(junk), f), sizeof(junk)); /* the header page */
+	fclose(f);
+	remove_db(strcat(strcpy((char[300]){ 0 }, cache_db), "-nothing")); /* keep -wal: none */
+	assert_int_equal(run_cached(child_cache_load, dump_b, NULL, NULL), 0);
+	want("is damaged");
+	want("cache miss for live_k");
+	want("cache: 0 hits, 2 misses, 2 JIT compiles");
+	assert_string_equal(slurp_text(dump_a), slurp_text(dump_b));
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "rm -f %s.broken-*", cache_db);
+	assert_int_equal(system(cmd), 0);
+
+	struct child_env bad = { { "CUBPF_CACHE" }, { "/proc/self/no/cache.db" } };
+	assert_int_equal(run_child(&bad, child_cache_load), 0);
+	const char *w = strstr(child_err, "running without the cache");
+	assert_non_null(w);
+	assert_null(strstr(w + 1, "running without the cache")); /* one warning */
+	want("live: 2 modules instrumented (2 kernels), 0 fell back");
+	want("cache: 0 hits, 0 misses, 2 JIT compiles (cache off)");
+	cache_teardown();
+}
+
+static void test_cache_off(void **state)
+{
+	(void)state;
+	struct child_env off = { { "CUBPF_CACHE" }, { "off" } };
+	assert_int_equal(run_child(&off, child_cache_load), 0);
+	want("live: module cache off (CUBPF_CACHE=off)");
+	want_not("cache hit");
+	want_not("cache miss");
+	want("cache: 0 hits, 0 misses, 2 JIT compiles (cache off)");
+}
+
+/* A cached cubin the driver refuses: the original runs, the entry is dropped (the next process
+ * makes it again). */
+static int child_cache_refused(void)
+{
+	void *mod = NULL;
+	if (open_both() || load(&mod, live_ptx) != 0)
+		return child_fail("the application saw the failure");
+	return original(mod, live_ptx);
+}
+
+static void test_cache_refused_entry_is_dropped(void **state)
+{
+	(void)state;
+	cache_setup();
+	assert_int_equal(run_cached(child_cache_load, dump_a, NULL, NULL), 0);
+	assert_int_equal(run_cached(child_cache_refused, dump_b, "FAKE_REFUSE_CUBIN", "1"), 0);
+	want("cache hit for live_k");
+	want("not instrumented, the original module runs: "
+				       "CUDA_ERROR_INVALID_IMAGE");
+	assert_int_equal(run_cached(child_cache_load, dump_b, NULL, NULL), 0);
+	want("cache miss for live_k");
+	assert_string_equal(slurp_text(dump_a), slurp_text(dump_b));
+	cache_teardown();
+}
+
+/* A module with nothing to instrument is remembered too: the next process skips the rewrite. */
+static void test_cache_remembers_untouched_modules(void **state)
+{
+	(void)state;
+	cache_setup();
+	assert_int_equal(run_cached(child_untouched, dump_a, "CUBPF_KERNELS", "nothing_matches*"), 0);
+	want("1 with no matching kernel");
+	want("cache: 0 hits, 1 misses, 0 JIT compiles");
+	assert_int_equal(run_cached(child_untouched, dump_a, "CUBPF_KERNELS", "nothing_matches*"), 0);
+	want("cache hit for module (no kernel to instrument");
+	want("1 with no matching kernel");
+	want("cache: 1 hits, 0 misses, 0 JIT compiles");
+	cache_teardown();
+}
+
 int main(void)
 {
 	const char *build = getenv("CUBPF_BUILD") ? getenv("CUBPF_BUILD") : LIVE_TEST_BUILD;
@@ -905,6 +1178,13 @@ int main(void)
 		cmocka_unit_test(test_kernel_spans_can_be_switched_off),
 		cmocka_unit_test(test_kernel_spans_skip_programmatic_streams),
 		cmocka_unit_test(test_kernel_span_pool_is_bounded),
+		cmocka_unit_test(test_cache_second_process_hits),
+		cmocka_unit_test(test_cache_kernel_id_base),
+		cmocka_unit_test(test_cache_key_inputs_miss),
+		cmocka_unit_test(test_cache_damaged_or_unusable),
+		cmocka_unit_test(test_cache_off),
+		cmocka_unit_test(test_cache_refused_entry_is_dropped),
+		cmocka_unit_test(test_cache_remembers_untouched_modules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

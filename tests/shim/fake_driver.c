@@ -37,7 +37,7 @@ FAKE_EXPORT int fake_result(const char *name)
 		"cuMemHostGetDevicePointer_v2", "cuMemFreeHost", "cuMemsetD32Async",
 		"cuMemsetD32Async_ptsz", "cuEventCreate", "cuEventDestroy_v2", "cuEventRecord",
 		"cuEventQuery", "cuEventSynchronize", "cuEventElapsedTime", "cuEventElapsedTime_v2",
-		"cuStreamIsCapturing", "cuThreadExchangeStreamCaptureMode", NULL };
+		"cuStreamIsCapturing", "cuThreadExchangeStreamCaptureMode", "cuDriverGetVersion", NULL };
 	for (int i = 0; live_ok[i]; i++)
 		if (!strcmp(name, live_ok[i]))
 			return 0;
@@ -626,6 +626,17 @@ FAKE_EXPORT int cuLinkDestroy(void *state)
 	free(l->ptx);
 	free(l->cubin);
 	free(l);
+	return 0;
+}
+
+/* The version the module cache puts in its keys (FAKE_DRIVER_VERSION changes it). */
+FAKE_EXPORT int cuDriverGetVersion(int *v)
+{
+	FAKE_HIT(cuDriverGetVersion);
+	const char *e = getenv("FAKE_DRIVER_VERSION");
+	if (!v)
+		return 1;
+	*v = e && *e ? atoi(e) : 13000;
 	return 0;
 }
 
