@@ -289,7 +289,9 @@ static void substitute(struct shim_module_event *ev, struct sub *s, bool cubin)
 static int cache_lookup(struct work *w, uint64_t t0)
 {
 	struct store_cache_entry e;
+	uint64_t t1 = now_ns();
 	int rc = live_cache_get(&w->key, &e);
+	uint64_t t2 = now_ns();
 	if (rc <= 0) {
 		if (rc == 0)
 			atomic_fetch_add(&live.n.cache_misses, 1);
@@ -308,6 +310,9 @@ static int cache_lookup(struct work *w, uint64_t t0)
 		return 0;
 	}
 	atomic_fetch_add(&live.n.cache_hits, 1);
+	shim_log(SHIM_LOG_DEBUG, "live: cache hit: image and key %llu us, read %llu us, kernel ids "
+		 "%llu us", (unsigned long long)(t1 - t0) / 1000, (unsigned long long)(t2 - t1) / 1000,
+		 (unsigned long long)(now_ns() - t2) / 1000);
 	snprintf(w->label, sizeof(w->label), "%s", e.name && e.name[0] ? e.name : "module");
 	if (!e.cubin_size) { /* the rewriter found nothing to instrument here */
 		atomic_fetch_add(&live.n.modules_untouched, 1);
