@@ -55,7 +55,7 @@ static void run_usage(FILE *out)
 		"  -o, --output TRACE      keep the trace file (default: a temporary one, removed)\n"
 		"  -l, --log LEVEL         off, error, warn (default), info, debug (CUBPF_LOG)\n"
 		"      --real-libcuda PATH the real driver, when cubpf cannot find it\n"
-		"      --cache PATH        module cache database (CUBPF_CACHE)\n"
+		"      --cache PATH        module cache database, or off (CUBPF_CACHE)\n"
 		"      --disable           pure pass-through, nothing intercepted (CUBPF_DISABLE=1)\n"
 		"  -h, --help              this text\n"
 		"\n"
