@@ -26,6 +26,9 @@ static pthread_rwlock_t cache_rw = PTHREAD_RWLOCK_INITIALIZER; /* write: open, c
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int state;
 static struct store_cache *cache;
+/* A fork()ed child's copy of its parent's connection: kept reachable (not a leak, just not its
+ * own; volatile, so that the store is not optimised away). */
+static struct store_cache *volatile parents_cache;
 static struct store_blob *objs;    /* the probe objects' bytes, in CUBPF_PROGRAMS order */
 static char rewriter[128];         /* "cubpf ptx-rewriter, build <build id>" */
 static uint32_t driver_version;
@@ -49,8 +52,8 @@ static void store_log(void *ctx, const char *msg)
 static void give_up(const char *what, const char *why)
 {
 	if (atomic_exchange(&state, CACHE_OFF) != CACHE_OFF)
-		shim_log(SHIM_LOG_WARN, "live: module cache %s: %s; running without the cache", what,
-			 why);
+		shim_log(SHIM_LOG_WARN, "live: module cache%s%s: %s; running without the cache",
+			 *what ? " " : "", what, why);
 }
 
 /* ---- the rewriter's identity: this shim's GNU build id ---------------------------------- */
@@ -221,6 +224,9 @@ void live_cache_put(const store_key *key, const struct store_cache_entry *e)
 	if (cache && !live_cache_off()) {
 		if (store_cache_put(cache, key, e) == 0)
 			atomic_fetch_add(&live.n.cache_puts, 1);
+		else if (strstr(store_cache_error(cache), "larger than the cache limit"))
+			shim_log(SHIM_LOG_INFO, "live: %s not cached: %s", e->name,
+				 store_cache_error(cache)); /* this one only: the cache works */
 		else
 			give_up(store_cache_path(cache), store_cache_error(cache));
 	}
@@ -375,6 +381,7 @@ void live_cache_fork_parent(void)
 void live_cache_fork_child(void)
 {
 	if (atomic_load(&state) == CACHE_OPEN) {
+		parents_cache = cache;
 		cache = NULL;
 		atomic_store(&state, CACHE_UNOPENED);
 	}

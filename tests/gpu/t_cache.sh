@@ -73,7 +73,9 @@ for app in $APPS; do
   if [ "${n1:-0}" -ge 1 ] && [ "${m1:-0}" -ge 1 ] && [ "${j1:-0}" -ge 1 ] && [ "${h1:-x}" = 0 ]; then
     pass "$app first run: ${m1} misses, ${j1} JIT compiles"
   else fail "$app first run: expected misses and JIT compiles (hits=${h1:-?} misses=${m1:-?} jit=${j1:-?})"; fi
-  if [ "${n2:-0}" -ge 1 ] && [ "${h2:-0}" = "$n2" ] && [ "$hitlines" = "$n2" ] && [ "${m2:-x}" = 0 ] &&
+  # every instrumented module a hit (a module with nothing to instrument is a hit too, not counted
+  # as instrumented): hits >= modules instrumented, a hit line per hit, no miss at all
+  if [ "${n2:-0}" -ge 1 ] && [ "${h2:-0}" -ge "$n2" ] && [ "$hitlines" = "${h2:-x}" ] && [ "${m2:-x}" = 0 ] &&
      [ "${j2:-x}" = 0 ] && [ "$misslines2" = 0 ]; then
     pass "$app second run: every module a hit ($h2 of $n2), 0 misses, 0 JIT compiles"
   else fail "$app second run: hits=${h2:-?} of ${n2:-?} modules, misses=${m2:-?}, JIT compiles=${j2:-?}"; fi
