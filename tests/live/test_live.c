@@ -1129,6 +1129,39 @@ static void test_cache_refused_entry_is_dropped(void **state)
 	cache_teardown();
 }
 
+/* A library loaded in a context (what the CUDA runtime does): the hit substitutes the cached cubin
+ * and the pointers are stored at load, as after a JIT. */
+static int child_cache_library(void)
+{
+	void *lib = NULL;
+	if (open_both())
+		return 1;
+	if (((libload_fn)dlsym(shim, "cuLibraryLoadData"))(&lib, live_ptx, NULL, NULL, 0, NULL,
+							   NULL, 0) != 0)
+		return child_fail("cuLibraryLoadData failed");
+	if (instrumented(lib, "FAKECUBIN"))
+		return 1;
+	uint64_t *entries = (uint64_t *)(uintptr_t)global(lib, "__cubpf_map_0");
+	if (!entries)
+		return child_fail("pointer not stored at load");
+	entries[1] = 3;
+	return dump_module(lib);
+}
+
+static void test_cache_library_hit(void **state)
+{
+	(void)state;
+	cache_setup();
+	assert_int_equal(run_cached(child_cache_library, dump_a, NULL, NULL), 0);
+	want("live: cache miss for live_k");
+	assert_int_equal(run_cached(child_cache_library, dump_b, NULL, NULL), 0);
+	want("live: cache hit for live_k (1 kernel, cubin ");
+	want("test: cuLinkCreate calls 0\n");
+	want("cubpf: map entries[1] = 3 (device 0)");
+	assert_string_equal(slurp_text(dump_a), slurp_text(dump_b));
+	cache_teardown();
+}
+
 /* A module with nothing to instrument is remembered too: the next process skips the rewrite. */
 static void test_cache_remembers_untouched_modules(void **state)
 {
@@ -1185,6 +1218,7 @@ int main(void)
 		cmocka_unit_test(test_cache_off),
 		cmocka_unit_test(test_cache_refused_entry_is_dropped),
 		cmocka_unit_test(test_cache_remembers_untouched_modules),
+		cmocka_unit_test(test_cache_library_hit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
