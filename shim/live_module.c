@@ -331,7 +331,7 @@ static int cache_lookup(struct work *w, uint64_t t0)
 		return 1;
 	}
 	snprintf(s->label, sizeof(s->label), "%s", w->label);
-	s->library = w->ev->api == SHIM_LOAD_LIBRARY_DATA;
+	s->library = w->ev->api == SHIM_LOAD_LIBRARY_DATA || w->ev->api == SHIM_LOAD_LIBRARY_FILE;
 	s->image = e.cubin;
 	s->size = e.cubin_size;
 	s->from_cache = true;
