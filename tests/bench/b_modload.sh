@@ -9,7 +9,10 @@
 #   native      no shim (the real driver loads the SASS);
 #   passthrough the shim with CUBPF_DISABLE=1;
 #   cold        the shim with the kcount probe and an empty cache: rewrite + driver JIT + put;
-#   hit         the shim with the kcount probe and the cache filled: no rewrite, no JIT.
+#   hit         the shim with the kcount probe and the cache filled: no rewrite, no JIT;
+#   inst        no shim, the instrumented cubin a hit substitutes (read out of the cache): what
+#               the driver alone takes for the bigger instrumented code.  hit / inst is the cost
+#               of the cache itself (lookup, kernel ids, map pointers).
 # Every variant runs with CUDA_CACHE_DISABLE=1 (the driver's own JIT cache would otherwise
 # serve the cold runs after the first) and CUDA_MODULE_LOADING=EAGER (so that the load call does
 # the loading rather than deferring it to the first launch).  Target: hit <= 1.2 x native.
@@ -35,6 +38,7 @@ one() {
   local img=$1 variant=$2 db=$3 log=$TMP/$(basename "$1" .fatbin).$2
   case $variant in
     native) "$BIN" "$img" >"$log.out" 2>"$log.err" ;;
+    inst) MODLOAD_CUBIN_FROM="$db" "$BIN" "$img" >"$log.out" 2>"$log.err" ;;
     passthrough) env LD_LIBRARY_PATH="$SHIM_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CUBPF_DISABLE=1 \
         "$BIN" "$img" >"$log.out" 2>"$log.err" ;;
     cold|hit) env LD_LIBRARY_PATH="$SHIM_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CUBPF_LOG=${LOG:-info} \
@@ -54,9 +58,9 @@ for name in app gen; do
   img=$BUILD/bench/modload_$name.fatbin
   hitdb=$TMP/$name.hit.db; colddb=$TMP/$name.cold.db
   one "$img" cold "$hitdb" >/dev/null # fills the cache of the hit runs
-  for v in native passthrough cold hit; do : >"$TMP/$name.$v.times"; done
+  for v in native passthrough inst cold hit; do : >"$TMP/$name.$v.times"; done
   for r in $(seq "$REPS"); do
-    for v in native passthrough cold hit; do
+    for v in native passthrough inst cold hit; do
       rm -f "$colddb" "$colddb-wal" "$colddb-shm"
       db=$hitdb; [ "$v" = cold ] && db=$colddb
       t=$(one "$img" "$v" "$db")
@@ -65,7 +69,7 @@ for name in app gen; do
     done
   done
   declare -A med
-  for v in native passthrough cold hit; do med[$v]=$(median <"$TMP/$name.$v.times"); done
+  for v in native passthrough inst cold hit; do med[$v]=$(median <"$TMP/$name.$v.times"); done
   kernels=$(awk '/^load_us/ {print $4; exit}' "$TMP/modload_$name.native.out")
   grep -m1 'cache hit for \(modload_k\|_Z\)' "$TMP/modload_$name.hit.err" | sed 's/^/    /'
   grep -m1 'cache miss for \(modload_k\|_Z\)' "$TMP/modload_$name.cold.err" | sed 's/^/    /'
@@ -76,9 +80,11 @@ for name in app gen; do
   hr=$(awk -v a="${med[hit]:-0}" -v b="$n" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }')
   cr=$(awk -v a="${med[cold]:-0}" -v b="$n" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }')
   pr=$(awk -v a="${med[passthrough]:-0}" -v b="$n" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }')
+  ir=$(awk -v a="${med[inst]:-0}" -v b="$n" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }')
+  hi=$(awk -v a="${med[hit]:-0}" -v b="${med[inst]:-0}" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }')
   met=$(awk -v r="$hr" 'BEGIN { print ((r > 0 && r <= 1.2) ? "met" : "MISSED") }')
-  echo "RESULT modload $name ($kernels kernels, $(stat -c %s "$img") B): native ${med[native]:-?} us, passthrough ${med[passthrough]:-?} us, cold ${med[cold]:-?} us, hit ${med[hit]:-?} us (medians of $REPS)"
-  echo "RESULT modload $name ratios: hit/native ${hr}x, cold/native ${cr}x, passthrough/native ${pr}x; target hit <= 1.2x native: $met"
+  echo "RESULT modload $name ($kernels kernels, $(stat -c %s "$img") B): native ${med[native]:-?} us, passthrough ${med[passthrough]:-?} us, instrumented cubin without the shim ${med[inst]:-?} us, cold ${med[cold]:-?} us, hit ${med[hit]:-?} us (medians of $REPS)"
+  echo "RESULT modload $name ratios: hit/native ${hr}x, cold/native ${cr}x, passthrough/native ${pr}x, instrumented-cubin/native ${ir}x, hit/instrumented-cubin ${hi}x; target hit <= 1.2x native: $met"
 done
 echo "RESULT modload failures=$failed"
 [ "$failed" -eq 0 ]

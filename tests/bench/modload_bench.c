@@ -10,6 +10,10 @@
  * b_modload.sh runs it in a fresh process per measurement, natively and under the shim, with
  * CUDA_MODULE_LOADING=EAGER and CUDA_CACHE_DISABLE=1.
  *
+ * MODLOAD_CUBIN_FROM=DB: loads instead the largest cubin of the module cache DB (the instrumented
+ * cubin a cache hit substitutes), without the shim: what the driver alone takes for the
+ * instrumented code, so that a hit's cost splits into the bigger code and the cache's own work.
+ *
  * MODLOAD_FAKE=1: errors of cuInit and context set-up are ignored (the fake driver of tests/shim
  * has a context already), to time the shim's own work on a machine without a GPU.
  */
@@ -19,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "store/store.h"
 
 static const char warm_ptx[] =
 	".version 8.0\n.target sm_90\n.address_size 64\n\n"
@@ -47,6 +53,44 @@ static void *slurp(const char *path, size_t *size)
 	return buf;
 }
 
+struct largest {
+	store_key key;
+	size_t size;
+	int found;
+};
+
+static int pick_largest(void *ctx, const store_key *key, const struct store_cache_entry *e)
+{
+	struct largest *l = ctx;
+	if (e->cubin_size > l->size) {
+		l->key = *key;
+		l->size = e->cubin_size;
+		l->found = 1;
+	}
+	return 0;
+}
+
+/* The largest cubin in the cache database at path (malloc'ed), or exits. */
+static void *cached_cubin(const char *path, size_t *size)
+{
+	char err[STORE_ERRLEN];
+	struct store_cache *c = store_cache_open(path, NULL, err, sizeof(err));
+	struct largest l = { .size = 0 };
+	struct store_cache_entry e;
+	if (!c || store_cache_list(c, pick_largest, &l) < 0 || !l.found ||
+	    store_cache_lookup(c, &l.key, &e, STORE_CACHE_NO_PTX) != 1) {
+		fprintf(stderr, "modload_bench: no cubin in the cache %s: %s\n", path,
+			c ? store_cache_error(c) : err);
+		exit(2);
+	}
+	void *cubin = e.cubin;
+	*size = e.cubin_size;
+	e.cubin = NULL;
+	store_cache_entry_free(&e);
+	store_cache_close(c);
+	return cubin;
+}
+
 static int check(CUresult r, const char *what, int fake)
 {
 	const char *s = NULL;
@@ -67,7 +111,8 @@ int main(int argc, char **argv)
 	const char *f = getenv("MODLOAD_FAKE");
 	int fake = f && *f == '1';
 	size_t size;
-	void *image = slurp(argv[1], &size);
+	const char *from = getenv("MODLOAD_CUBIN_FROM");
+	void *image = from && *from ? cached_cubin(from, &size) : slurp(argv[1], &size);
 	CUdevice dev = 0;
 	CUcontext ctx = NULL;
 	CUmodule warm, mod;

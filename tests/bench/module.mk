@@ -6,10 +6,11 @@ ifneq ($(SAN),1)
 ifneq ($(wildcard $(NVCC)),)
 MODLOAD_KERNELS ?= 1000
 MODLOAD_FATBIN  := -fatbin -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
-$(BUILD)/bench/modload_bench: tests/bench/modload_bench.c
+# store/ is linked in to read the instrumented cubin out of a cache database (MODLOAD_CUBIN_FROM).
+$(BUILD)/bench/modload_bench: tests/bench/modload_bench.c $(STORE_LIB) $(ZSTD_PIC_LIB)
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror -I$(CUDA_HOME)/include -o $@ $< \
-	  -L$(dir $(CUDA_STUB)) -lcuda
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror -I. -I$(CUDA_HOME)/include -o $@ $< \
+	  $(STORE_LIB) $(ZSTD_PIC_LIB) $(DEP_LIBS) -L$(dir $(CUDA_STUB)) -lcuda
 $(BUILD)/bench/modload_gen.cu: tests/bench/gen_modload.sh
 	@mkdir -p $(@D)
 	tests/bench/gen_modload.sh $(MODLOAD_KERNELS) > $@
