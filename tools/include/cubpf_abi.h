@@ -109,6 +109,13 @@ enum cubpf_helper_id {
 	CUBPF_FN_get_grid_dim = 520,         /* (u64 *x, u64 *y, u64 *z) */
 	CUBPF_FN_get_active_mask = 521,      /* () -> activemask.b32 */
 	CUBPF_FN_get_clock = 522,            /* () -> %clock64 */
+	/* Warp-level helpers (issue 6: probes that touch memory once per warp, not per thread).
+	 * They look at the lanes that call them together (activemask); the host's interpreter runs
+	 * one thread, seen as a warp of one active lane. */
+	CUBPF_FN_get_active_count = 523,     /* () -> popc(activemask): lanes calling together */
+	CUBPF_FN_is_warp_leader = 524,       /* () -> 1 on the lowest active lane, else 0 */
+	CUBPF_FN_warp_count_unique = 525,    /* (u64 v) -> distinct v among the active lanes
+					      * (match.any.sync: sm_70 and later) */
 };
 
 /* ---- map types ---------------------------------------------------------------------------
