@@ -369,13 +369,13 @@ void tool_report_launchlate(const struct tool_data *d, const struct tool_opts *o
 }
 
 /* ---- memtrace ------------------------------------------------------------------------------- */
-/* The probe's per-SM maps (sums over the SMs): `accesses` per (kernel % 64, space, op - 1,
- * log2 size) and `sectors` per (kernel % 64, space, op - 1).  PTX access sizes are powers of
- * two, so bytes = accesses << log2 size. */
+/* The probe's per-SM map `counts` (summed over the SMs), key (kernel % 64) * 8 + space, value
+ * {u64 accesses[op - 1][log2 size] (4 x 6), u64 sectors[op - 1] (4), padding}.  PTX access
+ * sizes are powers of two, so bytes = accesses << log2 size. */
 #define MT_KERNELS 64
 #define MT_SPACES 8
 #define MT_OPS 4
-#define MT_SIZES 8
+#define MT_SIZES 6
 
 static const char *const space_names[MT_SPACES] = {"generic", "global", "shared", "local",
 						   "const", "param", "space6", "space7"};
@@ -384,8 +384,7 @@ static const char *const op_names[MT_OPS] = {"load", "store", "atomic", "reduce"
 static void memtrace_kernel(const struct tool_data *d, const struct tool_kernel *k,
 			    const struct tool_opts *o, FILE *f, int *first)
 {
-	const struct tool_map *a = tool_map_by_name(d, "accesses");
-	const struct tool_map *sec = tool_map_by_name(d, "sectors");
+	const struct tool_map *a = tool_map_by_name(d, "counts");
 	uint32_t kk = k->id % MT_KERNELS;
 	char sn[64];
 	uint64_t gbytes = 0, gacc = 0, gsec = 0, sizes[MT_SIZES] = {0};
@@ -400,10 +399,10 @@ static void memtrace_kernel(const struct tool_data *d, const struct tool_kernel 
 	int row = 0;
 	for (uint32_t sp = 0; sp < MT_SPACES; sp++)
 		for (uint32_t op = 0; op < MT_OPS; op++) {
-			uint32_t base = ((kk * MT_SPACES + sp) * MT_OPS + op) * MT_SIZES;
+			uint32_t key = kk * MT_SPACES + sp;
 			uint64_t nb = 0, na = 0;
 			for (uint32_t z = 0; z < MT_SIZES; z++) {
-				uint64_t n = tool_map_u64(a, base + z, 0);
+				uint64_t n = tool_map_u64(a, key, op * MT_SIZES + z);
 				na += n;
 				nb += n << z;
 				sizes[z] += n;
@@ -413,7 +412,7 @@ static void memtrace_kernel(const struct tool_data *d, const struct tool_kernel 
 			if (sp == CUBPF_SPACE_GLOBAL || sp == CUBPF_SPACE_GENERIC) {
 				gbytes += nb;
 				gacc += na;
-				gsec += tool_map_u64(sec, (kk * MT_SPACES + sp) * MT_OPS + op, 0);
+				gsec += tool_map_u64(a, key, MT_OPS * MT_SIZES + op);
 			}
 			if (o->json)
 				fprintf(f, "%s{\"space\":\"%s\",\"op\":\"%s\",\"bytes\":%" PRIu64

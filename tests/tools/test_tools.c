@@ -278,15 +278,13 @@ static void test_memtrace(void **state)
 {
 	(void)state;
 	struct store_trace_writer *w = create();
-	/* kernel id 1: global loads of 4 B: 1024 (SM 0: 1000, SM 7: 24), global stores 512 */
-	uint32_t keys[] = {((1 * 8 + 1) * 4 + 0) * 8 + 2, ((1 * 8 + 1) * 4 + 1) * 8 + 2};
-	static uint64_t acc[2 * 256];
-	acc[0] = 1000, acc[7] = 24, acc[256 + 3] = 512;
-	map_percpu(w, "accesses", 5, keys, acc, 2, 1);
-	uint32_t sk[] = {(1 * 8 + 1) * 4 + 0, (1 * 8 + 1) * 4 + 1};
-	static uint64_t sec[2 * 256];
-	sec[0] = 128, sec[256 + 1] = 96;
-	map_percpu(w, "sectors", 5, sk, sec, 2, 1);
+	/* kernel id 1, global (key 9): loads of 4 B: 1024 (SM 0: 1000, SM 7: 24), stores 512;
+	 * sectors 128 + 96.  Value: accesses[op][log2 size] (4 x 6), sectors[op] (4), pad (4). */
+	uint32_t keys[] = {1 * 8 + 1};
+	static uint64_t v[256 * 32];
+	v[0 * 32 + 0 * 6 + 2] = 1000, v[7 * 32 + 0 * 6 + 2] = 24, v[3 * 32 + 1 * 6 + 2] = 512;
+	v[0 * 32 + 24 + 0] = 128, v[1 * 32 + 24 + 1] = 96;
+	map_percpu(w, "counts", 5, keys, v, 1, 32);
 	struct tool_data d;
 	finish(w, &d, log_a);
 	char *out = report("memtrace", &d, 1);
