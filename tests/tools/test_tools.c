@@ -143,11 +143,11 @@ static void test_kcount(void **state)
 	kernel(w, "sass_only_kernel", 300, 1, 32);
 	uint32_t keys[] = {1};
 	/* launches, threads, first entry, last exit on SMs 0 and 5: summed, least, largest */
-	static uint64_t vals[256 * 4];
+	static uint64_t vals[256 * 16]; /* 128-byte values: the 4 counters, padding */
 	const uint64_t sm0[] = {1, 768, 1000000, 1200000}, sm5[] = {1, 512, 1100000, 1250000};
 	memcpy(vals, sm0, sizeof(sm0));
-	memcpy(vals + 5 * 4, sm5, sizeof(sm5));
-	map_percpu(w, "kstats", 10, keys, vals, 1, 4);
+	memcpy(vals + 5 * 16, sm5, sizeof(sm5));
+	map_percpu(w, "kstats", 10, keys, vals, 1, 16);
 	struct tool_data d;
 	finish(w, &d, log_a);
 	char *out = report("kcount", &d, 0);

@@ -274,6 +274,7 @@ static void test_bundled_probes_verify(void **state)
 
 struct kstat {
 	uint64_t launches, threads, first_entry, last_exit;
+	uint64_t pad[12]; /* 128 bytes, as in tools/probes/kcount.bpf.c */
 };
 
 static void test_kcount_on_interpreter(void **state)
