@@ -370,8 +370,9 @@ void tool_report_launchlate(const struct tool_data *d, const struct tool_opts *o
 
 /* ---- memtrace ------------------------------------------------------------------------------- */
 /* The probe's per-SM map `counts` (summed over the SMs), key (kernel % 64) * 8 + space, value
- * {u64 accesses[op - 1][log2 size] (4 x 6), u64 sectors[op - 1] (4), padding}.  PTX access
- * sizes are powers of two, so bytes = accesses << log2 size. */
+ * {u64 accesses[op - 1][log2 size] (4 x 6), s64 waste[op - 1] (4), padding}.  PTX access
+ * sizes are powers of two, so bytes = accesses << log2 size; the 32-byte sectors the warps'
+ * accesses touched = (bytes + waste) / 32 (waste: the sectors' bytes beyond those accessed). */
 #define MT_KERNELS 64
 #define MT_SPACES 8
 #define MT_OPS 4
@@ -412,7 +413,7 @@ static void memtrace_kernel(const struct tool_data *d, const struct tool_kernel 
 			if (sp == CUBPF_SPACE_GLOBAL || sp == CUBPF_SPACE_GENERIC) {
 				gbytes += nb;
 				gacc += na;
-				gsec += tool_map_u64(a, key, MT_OPS * MT_SIZES + op);
+				gsec += (nb + tool_map_u64(a, key, MT_OPS * MT_SIZES + op)) / 32;
 			}
 			if (o->json)
 				fprintf(f, "%s{\"space\":\"%s\",\"op\":\"%s\",\"bytes\":%" PRIu64

@@ -279,11 +279,13 @@ static void test_memtrace(void **state)
 	(void)state;
 	struct store_trace_writer *w = create();
 	/* kernel id 1, global (key 9): loads of 4 B: 1024 (SM 0: 1000, SM 7: 24), stores 512;
-	 * sectors 128 + 96.  Value: accesses[op][log2 size] (4 x 6), sectors[op] (4), pad (4). */
+	 * sectors: loads 4096 B with no waste = 128, stores 2048 B + waste 1024 (+1536 on SM 1,
+	 * -512 on SM 2: broadcasts touch fewer bytes than they read) = 96.  Value:
+	 * accesses[op][log2 size] (4 x 6), waste[op] (4, signed), pad (4). */
 	uint32_t keys[] = {1 * 8 + 1};
 	static uint64_t v[256 * 32];
 	v[0 * 32 + 0 * 6 + 2] = 1000, v[7 * 32 + 0 * 6 + 2] = 24, v[3 * 32 + 1 * 6 + 2] = 512;
-	v[0 * 32 + 24 + 0] = 128, v[1 * 32 + 24 + 1] = 96;
+	v[1 * 32 + 24 + 1] = 1536, v[2 * 32 + 24 + 1] = (uint64_t)-512;
 	map_percpu(w, "counts", 5, keys, v, 1, 32);
 	struct tool_data d;
 	finish(w, &d, log_a);

@@ -4,9 +4,12 @@
  * + space; cubpf run names the kernels.
  *
  * Cost: the lanes that make an access together (one warp, one instruction) are counted once:
- * their lowest lane adds the number of lanes (and, for global/generic accesses, the number of
- * distinct sectors among their addresses, from match.any) to its SM's copy of the counters
- * (a per-SM map): at most two reductions per warp and access.  A key's counters fill one
+ * their lowest lane adds the number of lanes to its SM's copy of the counters (a per-SM map).
+ * For global/generic accesses the lanes also count the distinct 32-byte sectors among their
+ * addresses (match.any) and the leader adds the bytes those sectors hold beyond the bytes
+ * accessed (`waste`, signed) only when it is not zero: a coalesced warp access (32 lanes x 4,
+ * 8 or 16 bytes, aligned) makes one reduction, any other at most two.  The host's sectors
+ * touched = (bytes + waste) / 32, exactly.  A key's counters fill one
  * 256-byte value, so each SM's copy has cache lines of its own (the per-SM layout is key-major:
  * smaller values would put several SMs' copies in one line, and the L2 would serialise their
  * updates as if they shared an address).  Space, operation and size are constants of each
@@ -20,7 +23,7 @@
 
 struct mt_counts {
 	__u64 accesses[MT_OPS][MT_SIZES]; /* thread accesses */
-	__u64 sectors[MT_OPS];            /* 32-byte sectors, summed over warp accesses */
+	__u64 waste[MT_OPS];              /* sectors' bytes beyond the bytes accessed (s64) */
 	__u64 pad[4];                     /* 256 bytes: two cache lines per SM copy */
 };
 
@@ -35,9 +38,9 @@ SEC("memprobe/*")
 int memtrace(struct cubpf_mem_ctx *ctx)
 {
 	__u32 space = ctx->space & (MT_SPACES - 1), op = (ctx->op - 1) & (MT_OPS - 1);
-	__u64 lanes = bpf_get_active_count(), secs = 0;
-	if (space == CUBPF_SPACE_GLOBAL || space == CUBPF_SPACE_GENERIC)
-		secs = bpf_warp_count_unique(ctx->addr >> 5); /* every lane takes part */
+	__u64 lanes = bpf_get_active_count(), waste = 0;
+	if (space == CUBPF_SPACE_GLOBAL || space == CUBPF_SPACE_GENERIC) /* every lane takes part */
+		waste = bpf_warp_count_unique(ctx->addr >> 5) * 32 - lanes * ctx->size;
 	if (!bpf_is_warp_leader())
 		return 0;
 	__u32 key = (ctx->kernel_id & (MT_KERNELS - 1)) * MT_SPACES + space;
@@ -47,8 +50,8 @@ int memtrace(struct cubpf_mem_ctx *ctx)
 	__u32 z = cubpf_log2(ctx->size);
 	z = z < MT_SIZES ? z : MT_SIZES - 1;
 	__sync_fetch_and_add(&c->accesses[op][z], lanes);
-	if (secs)
-		__sync_fetch_and_add(&c->sectors[op], secs);
+	if (waste)
+		__sync_fetch_and_add(&c->waste[op], waste);
 	return 0;
 }
 
