@@ -8,7 +8,12 @@
  * Any other exit (lanes leaving apart, blocks of other sizes) is counted thread by thread in
  * `threads` (key t), so the counts stay exact whatever the kernel does; the host adds both.
  * Groups past the end of `warps` (thread ids from 2^26) share its last slot, threads counted
- * one by one past 2^20 the last slot of `threads` (the report says so). */
+ * one by one past 2^20 the last slot of `threads` (the report says so).
+ * Not a per-thread map (CUBPF_MAP_PERTHREAD_ARRAY): it needs no atomic, but every thread would
+ * read and write its own 8 bytes, 1 GB of traffic per launch of 2^26 threads against vec_add's
+ * own 768 MB; the groups cost 16 MB of reductions.  Not per-SM counters either: a warp leader
+ * updating its SM's copy serialises in the L2 (2.8x on vec_add, tests/bench/b_probe_lines.sh);
+ * distinct group counters spread over the whole L2. */
 #include "cubpf_helpers.h"
 
 #define TH_GROUPS (1u << 21)  /* groups of 32 thread ids: ids 0 .. 2^26 - 1 */
