@@ -33,8 +33,10 @@ struct {
 SEC("kprobe/*")
 int kcount_entry(struct cubpf_kernel_ctx *ctx)
 {
-	/* one OR and one branch for every thread: no multiplications, no grid sizes read */
-	if (ctx->tid_x | ctx->tid_y | ctx->tid_z | ctx->ctaid_x | ctx->ctaid_y | ctx->ctaid_z)
+	/* one OR and one branch for almost every thread: no multiplication, no size read */
+	if (ctx->tid_x | ctx->ctaid_x) /* what the kernel reads anyway: most threads stop here */
+		return 0;
+	if (ctx->tid_y | ctx->tid_z | ctx->ctaid_y | ctx->ctaid_z)
 		return 0;
 	__u32 id = ctx->kernel_id;
 	struct kstat *s = bpf_map_lookup_elem(&kstats, &id);
@@ -56,7 +58,9 @@ int kcount_entry(struct cubpf_kernel_ctx *ctx)
 SEC("kretprobe/*")
 int kcount_exit(struct cubpf_kernel_ctx *ctx)
 {
-	if (ctx->tid_x | ctx->tid_y | ctx->tid_z)
+	if (ctx->tid_x)
+		return 0;
+	if (ctx->tid_y | ctx->tid_z)
 		return 0;
 	__u32 id = ctx->kernel_id;
 	struct kstat *s = bpf_map_lookup_elem(&kstats, &id);

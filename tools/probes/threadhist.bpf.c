@@ -37,16 +37,17 @@ SEC("kretprobe/*")
 int threadhist(struct cubpf_kernel_ctx *ctx)
 {
 	__u32 per_block = ctx->ntid_x * ctx->ntid_y * ctx->ntid_z;
-	__u64 t = (__u64)cubpf_block_linear(ctx) * per_block + cubpf_thread_linear(ctx);
 	if ((per_block & 31) == 0 && bpf_get_active_count() == 32) {
-		if (!bpf_is_warp_leader())
+		if (!bpf_is_warp_leader()) /* 31 lanes of 32 stop here, before any arithmetic */
 			return 0;
+		__u64 t = (__u64)cubpf_block_linear(ctx) * per_block + cubpf_thread_linear(ctx);
 		__u32 g = t / 32 < TH_GROUPS - 1 ? (__u32)(t / 32) : TH_GROUPS - 1;
 		__u64 *n = bpf_map_lookup_elem(&warps, &g);
 		if (n) /* atomic: two launches of the kernel on two streams may run together */
 			__sync_fetch_and_add(n, 1);
 		return 0;
 	}
+	__u64 t = (__u64)cubpf_block_linear(ctx) * per_block + cubpf_thread_linear(ctx);
 	__u32 id = t < TH_THREADS - 1 ? (__u32)t : TH_THREADS - 1;
 	__u64 *n = bpf_map_lookup_elem(&threads, &id);
 	if (n)
