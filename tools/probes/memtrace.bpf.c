@@ -38,12 +38,12 @@ SEC("memprobe/*")
 int memtrace(struct cubpf_mem_ctx *ctx)
 {
 	__u32 space = ctx->space & (MT_SPACES - 1), op = (ctx->op - 1) & (MT_OPS - 1);
-	__u64 secs = 0;
+	/* before the leader test: past it, the leader runs alone and activemask says so */
+	__u64 lanes = bpf_get_active_count(), secs = 0;
 	if (space == CUBPF_SPACE_GLOBAL || space == CUBPF_SPACE_GENERIC) /* every lane takes part */
 		secs = bpf_warp_count_unique(ctx->addr >> 5);
 	if (!bpf_is_warp_leader()) /* the other lanes stop here */
 		return 0;
-	__u64 lanes = bpf_get_active_count(); /* the leader runs with the same lanes active */
 	__u64 waste = secs ? secs * 32 - lanes * ctx->size : 0;
 	__u32 key = (ctx->kernel_id & (MT_KERNELS - 1)) * MT_SPACES + space;
 	struct mt_counts *c = bpf_map_lookup_elem(&counts, &key);
