@@ -710,7 +710,7 @@ static uint32_t copies(const struct vm_map_def *d)
  * integer, larger ones as u64 words); *nz, *lo, *hi: copies holding something and the least
  * and largest first word among them (the per-SM spread). */
 static void format_value(const struct vm_map_def *d, const uint8_t *v, char *out, size_t len,
-			 uint32_t *nz, uint64_t *lo, uint64_t *hi, uint64_t *first)
+			 uint32_t *nz, uint64_t *lo, uint64_t *hi)
 {
 	uint32_t vs = d->value_size, n = copies(d), wb = vs == 4 ? 4 : 8, words = vs / wb;
 	uint64_t sum[16] = { 0 };
@@ -730,7 +730,6 @@ static void format_value(const struct vm_map_def *d, const uint8_t *v, char *out
 		}
 		++*nz;
 	}
-	*first = sum[0];
 	if (vs % 4 || (vs > 8 && vs % 8) || words > 16) { /* odd sizes: the first copy's bytes */
 		size_t o = 0;
 		for (uint32_t i = 0; i < vs && o + 4 < len; i++)
@@ -825,8 +824,8 @@ static void report_map(FILE *out, bool print, const struct live_ctx *c, uint32_t
 		const uint8_t *k = e.kv + j * pair;
 		char text[200], key[160], spread[96] = "";
 		uint32_t nz;
-		uint64_t lo, hi, first;
-		format_value(d, k + e.key_size, text, sizeof(text), &nz, &lo, &hi, &first);
+		uint64_t lo, hi;
+		format_value(d, k + e.key_size, text, sizeof(text), &nz, &lo, &hi);
 		if (n > 1)
 			snprintf(spread, sizeof(spread), "; %u SMs, per SM %" PRIu64 "..%" PRIu64, nz,
 				 nz ? lo : 0, hi);
