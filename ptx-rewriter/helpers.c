@@ -341,6 +341,29 @@ int cg_helper(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char
 		OUT("activemask.b32 %%__cb_w0;\n");
 		OUT("cvt.u64.u32 %%__cb_r0, %%__cb_w0;\n");
 		return 0;
+	case CUBPF_FN_get_active_count:
+		OUT("activemask.b32 %%__cb_w0;\n");
+		OUT("popc.b32 %%__cb_w0, %%__cb_w0;\n");
+		OUT("cvt.u64.u32 %%__cb_r0, %%__cb_w0;\n");
+		return 0;
+	case CUBPF_FN_is_warp_leader: /* no active lane below this one */
+		OUT("activemask.b32 %%__cb_w0;\n");
+		OUT("mov.u32 %%__cb_w1, %%lanemask_lt;\n");
+		OUT("and.b32 %%__cb_w1, %%__cb_w1, %%__cb_w0;\n");
+		OUT("setp.eq.u32 %%__cb_p1, %%__cb_w1, 0;\n");
+		OUT("selp.u64 %%__cb_r0, 1, 0, %%__cb_p1;\n");
+		return 0;
+	case CUBPF_FN_warp_count_unique:
+		/* the lanes holding each value elect their lowest; the electees are counted */
+		OUT("activemask.b32 %%__cb_w0;\n");
+		OUT("match.any.sync.b64 %%__cb_w1, %%__cb_r1, %%__cb_w0;\n");
+		OUT("mov.u32 %%__cb_w2, %%lanemask_lt;\n");
+		OUT("and.b32 %%__cb_w2, %%__cb_w2, %%__cb_w1;\n");
+		OUT("setp.eq.u32 %%__cb_p1, %%__cb_w2, 0;\n");
+		OUT("vote.sync.ballot.b32 %%__cb_w3, %%__cb_p1, %%__cb_w0;\n");
+		OUT("popc.b32 %%__cb_w3, %%__cb_w3;\n");
+		OUT("cvt.u64.u32 %%__cb_r0, %%__cb_w3;\n");
+		return 0;
 	}
 	return hfail(g, pc, id, "not available on the GPU");
 }

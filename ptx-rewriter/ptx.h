@@ -55,6 +55,8 @@
  *    4096 bytes), ktime_get_ns and get_globaltimer (%globaltimer), get_clock (%clock64),
  *    get_smp_processor_id and get_sm_id (%smid), get_warp_id, get_lane_id, get_block_idx,
  *    get_block_dim, get_thread_idx, get_grid_dim, gpu_membar (membar.gl), get_active_mask,
+ *    get_active_count (popc of activemask), is_warp_leader (lowest active lane),
+ *    warp_count_unique (match.any.sync + vote.ballot: sm_70 and later),
  *    probe_read(_user) (byte copy), trace_printk and gpu_puts (vprintf; with a constant format
  *    the arguments are packed as C varargs, else 8 bytes each);
  *  - counters (atomic add of a constant without fetch) are warp-aggregated on sm_70+.

@@ -205,12 +205,30 @@ static struct bpf_insn *renumber(const struct vm_prog *p, uint32_t base)
 	return in;
 }
 
-/* Device storage of a map: the kinds the device code knows (array kinds and globals). */
-static uint64_t map_bytes(const struct vm_map_def *d)
+/* Device storage of a map, in the layouts of cubpf_abi.h ("GPU map layouts"): arrays and
+ * globals, per-SM arrays (CUBPF_PERCPU_SLOTS copies of each value), per-thread arrays (a header,
+ * then CUBPF_PERTHREAD_THREADS copies of each value) and hash maps.  0: no device storage (ring
+ * buffers live in pinned memory, other kinds are refused by the rewriter). */
+uint64_t live_map_bytes(const struct vm_map_def *d)
 {
-	bool array = d->type == CUBPF_MAP_ARRAY || d->type == CUBPF_MAP_GPU_ARRAY ||
-		     d->origin != VM_MAP_USER;
-	return array ? (uint64_t)d->max_entries * ptx_map_value_stride(d) : 0;
+	if (d->origin != VM_MAP_USER)
+		return (uint64_t)d->max_entries * ptx_map_value_stride(d);
+	switch (d->type) {
+	case CUBPF_MAP_ARRAY:
+	case CUBPF_MAP_GPU_ARRAY:
+		return (uint64_t)d->max_entries * ptx_map_value_stride(d);
+	case CUBPF_MAP_PERCPU_ARRAY:
+		return CUBPF_PERCPU_MAP_BYTES(d->max_entries, d->value_size);
+	case CUBPF_MAP_PERTHREAD_ARRAY:
+		return CUBPF_PERTHREAD_MAP_BYTES(d->max_entries, live.perthread_threads,
+						 d->value_size);
+	case CUBPF_MAP_HASH:
+		return d->key_size && d->key_size <= CUBPF_HASH_MAX_KEY
+			       ? CUBPF_HASH_MAP_BYTES(d->max_entries, d->key_size, d->value_size)
+			       : 0;
+	default:
+		return 0;
+	}
 }
 
 static int add_maps(const struct vm_object *o, uint32_t obj)
@@ -224,7 +242,7 @@ static int add_maps(const struct vm_object *o, uint32_t obj)
 		lm->def = o->maps[i];
 		lm->obj = obj;
 		lm->index = i;
-		lm->bytes = map_bytes(&o->maps[i]);
+		lm->bytes = live_map_bytes(&o->maps[i]);
 		lm->ringbuf = o->maps[i].type == CUBPF_MAP_RINGBUF ||
 			      o->maps[i].type == CUBPF_MAP_GPU_RINGBUF;
 		atomic_init(&lm->records, 0);
@@ -488,6 +506,9 @@ const struct shim_hooks *shim_live_init(void)
 		shim_log(SHIM_LOG_WARN, "live: %s; probes disabled", err);
 		return NULL;
 	}
+	/* per-thread arrays are sized when their objects load */
+	live.perthread_threads = env_u64("CUBPF_PERTHREAD_THREADS", 1u << 20);
+	live.perthread_threads = live.perthread_threads ? live.perthread_threads : 1;
 	if (load_programs(programs) != 0) {
 		shim_log(SHIM_LOG_WARN, "live: out of memory loading %s; probes disabled", programs);
 		return NULL;
@@ -497,6 +518,10 @@ const struct shim_hooks *shim_live_init(void)
 	live.map_cap_bytes = env_u64("CUBPF_MAP_MAX_MB", 4096) << 20;
 	live.ringbuf_bytes = env_u64("CUBPF_RINGBUF_MB", 64) << 20;
 	live.sample = (uint32_t)env_u64("CUBPF_SAMPLE", 1);
+	/* The enable-word check costs every probe site a dependent load (the word) and a branch:
+	 * small, not nil (memory probes run it per access), so it is compiled in only when
+	 * something switches probes off: sampling, or CUBPF_ENABLE_WORDS=1. */
+	live.enable_words = live.sample > 1 || env_u64("CUBPF_ENABLE_WORDS", 0) != 0;
 	live.interval_ms = env_u64("CUBPF_INTERVAL_MS", 1000);
 	live.interval_ms = live.interval_ms ? live.interval_ms : 1000;
 	const char *dump = getenv("CUBPF_DUMP_MAPS");

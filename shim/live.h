@@ -98,12 +98,16 @@ struct live_state {
 	bool dump_maps;            /* CUBPF_DUMP_MAPS=1: every map printed at exit */
 	uint64_t interval_ms;      /* CUBPF_INTERVAL_MS: map snapshots into the trace (1000) */
 	uint32_t sample;           /* CUBPF_SAMPLE=N: probes run on every Nth launch of a kernel */
+	bool enable_words;         /* modules honour the enable words (sampling on) */
+	uint64_t perthread_threads; /* thread copies of per-thread arrays (CUBPF_PERTHREAD_THREADS) */
 	struct store_trace_writer *trace; /* CUBPF_TRACE, or NULL */
 	bool forked;               /* this is a fork()ed child: its parent's GPU state is not its own */
 	struct live_counters n;
 };
 extern struct live_state live;
 
+/* live.c: device bytes of a map in its cubpf_abi.h layout (0: none on the device). */
+uint64_t live_map_bytes(const struct vm_map_def *d);
 /* live.c: cubpf's id of a kernel (small, sequential from 1, the same for the same name). */
 uint32_t live_kernel_id(void *user, const char *mangled);
 /* The id the next new kernel name would get (the cache key's id base). */

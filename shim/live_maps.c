@@ -110,7 +110,8 @@ static int ringbufs_alloc(struct live_ctx *c, char *err, size_t errlen)
 	return 0;
 }
 
-/* Zeroes a map, then copies a global's initial value (.data/.rodata) into it. */
+/* Zeroes a map, then copies a global's initial value (.data/.rodata) into it, or a per-thread
+ * array's thread capacity into its header (cubpf_abi.h). */
 static CUresult map_init(struct live_ctx *c, uint32_t i)
 {
 	const struct live_map *m = &live.maps[i];
@@ -118,26 +119,82 @@ static CUresult map_init(struct live_ctx *c, uint32_t i)
 	if (r == CUDA_SUCCESS && m->def.init && m->def.value_size)
 		r = live_cu.cuMemcpyHtoDAsync_v2(c->base[i], m->def.init, m->def.value_size,
 						 c->stream);
+	if (r == CUDA_SUCCESS && m->def.origin == VM_MAP_USER &&
+	    m->def.type == CUBPF_MAP_PERTHREAD_ARRAY) /* a static source: outlives the copy */
+		r = live_cu.cuMemcpyHtoDAsync_v2(c->base[i], &live.perthread_threads,
+						 sizeof(live.perthread_threads), c->stream);
 	return r;
+}
+
+static const char *map_kind(const struct vm_map_def *d)
+{
+	switch (d->origin) {
+	case VM_MAP_RODATA: return "rodata";
+	case VM_MAP_DATA: return "data";
+	case VM_MAP_BSS: return "bss";
+	default: break;
+	}
+	switch (d->type) {
+	case CUBPF_MAP_GPU_ARRAY: return "gpu_array";
+	case CUBPF_MAP_PERCPU_ARRAY: return "percpu_array";
+	case CUBPF_MAP_PERTHREAD_ARRAY: return "perthread_array";
+	case CUBPF_MAP_HASH: return "hash";
+	default: return "array";
+	}
+}
+
+/* How a map's size comes about, for the refusal message. */
+static void map_shape(const struct vm_map_def *d, char *out, size_t len)
+{
+	uint64_t stride = ptx_map_value_stride(d);
+	if (d->origin == VM_MAP_USER && d->type == CUBPF_MAP_PERCPU_ARRAY)
+		snprintf(out, len, "%u entries x %u SM slots x %" PRIu64 " B", d->max_entries,
+			 CUBPF_PERCPU_SLOTS, stride);
+	else if (d->origin == VM_MAP_USER && d->type == CUBPF_MAP_PERTHREAD_ARRAY)
+		snprintf(out, len, "%u entries x %" PRIu64 " threads (CUBPF_PERTHREAD_THREADS) x %"
+			 PRIu64 " B", d->max_entries, live.perthread_threads, stride);
+	else if (d->origin == VM_MAP_USER && d->type == CUBPF_MAP_HASH)
+		snprintf(out, len, "%u slots x %" PRIu64 " B", cubpf_hash_capacity(d->max_entries),
+			 (uint64_t)CUBPF_HASH_SLOT_BYTES(d->key_size, d->value_size));
+	else
+		snprintf(out, len, "%u entries x %" PRIu64 " B", d->max_entries, stride);
+}
+
+/* Refuses maps over the cap or over the device's free memory, naming the largest. */
+static int check_size(uint64_t total, char *err, size_t errlen)
+{
+	size_t free_b = 0, total_b = 0;
+	bool over_free = live_cu.cuMemGetInfo_v2(&free_b, &total_b) == CUDA_SUCCESS &&
+			 total > free_b;
+	if (total <= live.map_cap_bytes && !over_free)
+		return 0;
+	uint32_t big = 0;
+	for (uint32_t i = 1; i < live.nmaps; i++)
+		if (live.maps[i].bytes > live.maps[big].bytes)
+			big = i;
+	char shape[160];
+	map_shape(&live.maps[big].def, shape, sizeof(shape));
+	if (total > live.map_cap_bytes)
+		snprintf(err, errlen, "the maps need %" PRIu64 " bytes of device memory, more than "
+			 "the cap of %" PRIu64 " (CUBPF_MAP_MAX_MB); the largest is %s (%s, %s = %"
+			 PRIu64 " bytes)", total, live.map_cap_bytes, live.maps[big].def.name,
+			 map_kind(&live.maps[big].def), shape, live.maps[big].bytes);
+	else
+		snprintf(err, errlen, "the maps need %" PRIu64 " bytes of device memory, the device "
+			 "has %zu free; the largest is %s (%s, %s = %" PRIu64 " bytes)", total, free_b,
+			 live.maps[big].def.name, map_kind(&live.maps[big].def), shape,
+			 live.maps[big].bytes);
+	return -1;
 }
 
 /* Allocates every map of the current context `c->ctx`.  The caller holds the lock. */
 static int ctx_alloc(struct live_ctx *c, char *err, size_t errlen)
 {
 	uint64_t total = 0;
-	size_t free_b = 0, total_b = 0;
 	for (uint32_t i = 0; i < live.nmaps; i++)
 		total += live.maps[i].bytes;
-	if (total > live.map_cap_bytes) {
-		snprintf(err, errlen, "the maps need %" PRIu64 " bytes of device memory, more than "
-			 "the cap of %" PRIu64 " (CUBPF_MAP_MAX_MB)", total, live.map_cap_bytes);
+	if (check_size(total, err, errlen) != 0)
 		return -1;
-	}
-	if (live_cu.cuMemGetInfo_v2(&free_b, &total_b) == CUDA_SUCCESS && total > free_b) {
-		snprintf(err, errlen, "the maps need %" PRIu64 " bytes of device memory, the device "
-			 "has %zu free", total, free_b);
-		return -1;
-	}
 	CUresult r = live_cu.cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING);
 	/* Enable words: every program on in every kernel until sampling says otherwise. */
 	if (r == CUDA_SUCCESS)
@@ -550,105 +607,270 @@ void live_ringbuf_finish(void)
 
 /* ---- report -------------------------------------------------------------------------------- */
 
-static const char *map_kind(const struct vm_map_def *d)
+static bool all_zero(const uint8_t *v, uint64_t n)
 {
-	switch (d->origin) {
-	case VM_MAP_RODATA: return "rodata";
-	case VM_MAP_DATA: return "data";
-	case VM_MAP_BSS: return "bss";
-	default: break;
-	}
-	return d->type == CUBPF_MAP_GPU_ARRAY ? "gpu_array" : "array";
-}
-
-static bool all_zero(const uint8_t *v, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++)
+	for (uint64_t i = 0; i < n; i++)
 		if (v[i])
 			return false;
 	return true;
 }
 
-static void format_value(const uint8_t *v, uint32_t size, char *out, size_t len)
+/* A map's non-zero entries as the trace's MAP records carry them (key, value pairs):
+ *   arrays, globals: u32 key, the value;
+ *   per-SM arrays: u32 key, the CUBPF_PERCPU_SLOTS copies of the value, slot s at s * value
+ *     size (as Linux's lookup of a per-CPU map returns one value per CPU); readers sum (or take
+ *     the min/max of) the copies;
+ *   per-thread arrays: {u32 key, u32 thread}, the thread's copy (non-zero copies only);
+ *   hash maps: the key (key_size bytes), the value, for every FULL slot. */
+struct entries {
+	uint32_t key_size, value_size, count;
+	uint8_t *kv;
+};
+
+static uint64_t perthread_threads(const uint8_t *snap)
 {
-	if (size == 8 || size == 4) {
+	uint64_t t;
+	memcpy(&t, snap, sizeof(t));
+	return t < live.perthread_threads ? t : live.perthread_threads;
+}
+
+static int entries_add(struct entries *e, uint64_t *cap, const void *key, const void *value)
+{
+	size_t pair = (size_t)e->key_size + e->value_size;
+	if (e->count == *cap) {
+		uint64_t n = *cap ? *cap * 2 : 64;
+		uint8_t *q = realloc(e->kv, n * pair);
+		if (!q)
+			return -1;
+		e->kv = q;
+		*cap = n;
+	}
+	memcpy(e->kv + e->count * pair, key, e->key_size);
+	memcpy(e->kv + e->count * pair + e->key_size, value, e->value_size);
+	e->count++;
+	return 0;
+}
+
+static int map_entries(const struct live_ctx *c, uint32_t i, struct entries *e)
+{
+	const struct vm_map_def *d = &live.maps[i].def;
+	const uint8_t *snap = c->snap[i];
+	uint64_t stride = ptx_map_value_stride(d), cap = 0;
+	uint32_t type = d->origin == VM_MAP_USER ? d->type : CUBPF_MAP_ARRAY;
+	*e = (struct entries){ .key_size = 4, .value_size = d->value_size };
+	if (type == CUBPF_MAP_PERCPU_ARRAY) {
+		uint8_t *v = malloc((size_t)CUBPF_PERCPU_SLOTS * d->value_size + 1);
+		if (!v)
+			return -1;
+		e->value_size = CUBPF_PERCPU_SLOTS * d->value_size;
+		for (uint32_t k = 0; k < d->max_entries; k++) {
+			const uint8_t *base = snap + CUBPF_PERCPU_OFFSET(k, 0, d->value_size);
+			if (all_zero(base, CUBPF_PERCPU_SLOTS * stride))
+				continue;
+			for (uint32_t sl = 0; sl < CUBPF_PERCPU_SLOTS; sl++)
+				memcpy(v + (size_t)sl * d->value_size, base + sl * stride, d->value_size);
+			if (entries_add(e, &cap, &k, v) != 0) {
+				free(v);
+				return -1;
+			}
+		}
+		free(v);
+	} else if (type == CUBPF_MAP_PERTHREAD_ARRAY) {
+		uint64_t threads = perthread_threads(snap);
+		e->key_size = 8;
+		for (uint32_t k = 0; k < d->max_entries; k++)
+			for (uint64_t t = 0; t < threads && t <= UINT32_MAX; t++) {
+				const uint8_t *v = snap + CUBPF_PERTHREAD_OFFSET(k, t, threads,
+										 d->value_size);
+				uint32_t key[2] = { k, (uint32_t)t };
+				if (!all_zero(v, d->value_size) && entries_add(e, &cap, key, v) != 0)
+					return -1;
+			}
+	} else if (type == CUBPF_MAP_HASH) {
+		uint64_t slot = CUBPF_HASH_SLOT_BYTES(d->key_size, d->value_size);
+		uint64_t voff = 8 + 8ull * CUBPF_HASH_KEY_WORDS(d->key_size);
+		e->key_size = d->key_size;
+		for (uint32_t k = 0; k < cubpf_hash_capacity(d->max_entries); k++) {
+			const uint8_t *p = snap + k * slot;
+			uint32_t state;
+			memcpy(&state, p, 4);
+			if (state == CUBPF_HASH_FULL && entries_add(e, &cap, p + 8, p + voff) != 0)
+				return -1;
+		}
+	} else {
+		for (uint32_t k = 0; k < d->max_entries; k++) {
+			const uint8_t *v = snap + (uint64_t)k * stride;
+			if (!all_zero(v, d->value_size) && entries_add(e, &cap, &k, v) != 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* Copies of one value in an entry: CUBPF_PERCPU_SLOTS for per-SM arrays, else 1. */
+static uint32_t copies(const struct vm_map_def *d)
+{
+	return d->origin == VM_MAP_USER && d->type == CUBPF_MAP_PERCPU_ARRAY ? CUBPF_PERCPU_SLOTS
+									     : 1;
+}
+
+/* The value of an entry summed over its copies, word by word (4- and 8-byte values as one
+ * integer, larger ones as u64 words); *nz, *lo, *hi: copies holding something and the least
+ * and largest first word among them (the per-SM spread). */
+static void format_value(const struct vm_map_def *d, const uint8_t *v, char *out, size_t len,
+			 uint32_t *nz, uint64_t *lo, uint64_t *hi)
+{
+	uint32_t vs = d->value_size, n = copies(d), wb = vs == 4 ? 4 : 8, words = vs / wb;
+	uint64_t sum[16] = { 0 };
+	*nz = 0, *lo = UINT64_MAX, *hi = 0;
+	for (uint32_t s = 0; s < n; s++) {
+		const uint8_t *p = v + (size_t)s * vs;
+		if (all_zero(p, vs))
+			continue;
+		for (uint32_t w = 0; w < words && w < 16; w++) {
+			uint64_t x = 0;
+			memcpy(&x, p + w * wb, wb);
+			sum[w] += x;
+			if (w == 0) {
+				*lo = x < *lo ? x : *lo;
+				*hi = x > *hi ? x : *hi;
+			}
+		}
+		++*nz;
+	}
+	if (vs % 4 || (vs > 8 && vs % 8) || words > 16) { /* odd sizes: the first copy's bytes */
+		size_t o = 0;
+		for (uint32_t i = 0; i < vs && o + 4 < len; i++)
+			o += (size_t)snprintf(out + o, len - o, "%s%02x", i ? " " : "", v[i]);
+		return;
+	}
+	if (words == 1) {
+		snprintf(out, len, "%" PRIu64, sum[0]);
+		return;
+	}
+	size_t o = (size_t)snprintf(out, len, "{");
+	for (uint32_t w = 0; w < words && o + 24 < len; w++)
+		o += (size_t)snprintf(out + o, len - o, "%s%" PRIu64, w ? ", " : "", sum[w]);
+	snprintf(out + o, len - o, "}");
+}
+
+static void format_key(const struct entries *e, const uint8_t *k, char *out, size_t len)
+{
+	if (e->key_size == 4 || e->key_size == 8) {
 		uint64_t x = 0;
-		memcpy(&x, v, size);
+		memcpy(&x, k, e->key_size);
 		snprintf(out, len, "%" PRIu64, x);
 		return;
 	}
 	size_t o = 0;
-	for (uint32_t i = 0; i < size && o + 4 < len; i++)
-		o += (size_t)snprintf(out + o, len - o, "%s%02x", i ? " " : "", v[i]);
+	for (uint32_t i = 0; i < e->key_size && o + 4 < len; i++)
+		o += (size_t)snprintf(out + o, len - o, "%02x", k[i]);
 }
 
 /* Entries shown at info level without CUBPF_DUMP_MAPS: enough to see that counts arrived. */
 #define REPORT_FIRST 8
 
-static void report_map(FILE *out, bool print, const struct live_ctx *c, uint32_t i)
+static void report_line(FILE *out, const struct live_ctx *c, uint32_t i, const struct entries *e,
+			uint64_t sum, uint32_t sms)
 {
-	const struct live_map *m = &live.maps[i];
-	uint32_t stride = ptx_map_value_stride(&m->def), nonzero = 0;
-	const uint8_t *snap = c->snap[i];
-	uint64_t sum = 0;
-	for (uint32_t k = 0; k < m->def.max_entries; k++) {
-		const uint8_t *v = snap + (uint64_t)k * stride;
-		uint64_t x = 0;
-		nonzero += !all_zero(v, m->def.value_size);
-		if (m->def.value_size == 4 || m->def.value_size == 8)
-			memcpy(&x, v, m->def.value_size);
-		sum += x;
-	}
-	/* The sum of integer values says at a glance whether counts add up. */
-	char sumtxt[40] = "";
-	if (m->def.value_size == 4 || m->def.value_size == 8)
+	const struct vm_map_def *d = &live.maps[i].def;
+	char sumtxt[40] = "", shape[96] = "";
+	if (d->value_size == 4 || d->value_size == 8)
 		snprintf(sumtxt, sizeof(sumtxt), ", sum %" PRIu64, sum);
-	if (shim_log_enabled(SHIM_LOG_INFO) || print)
-		fprintf(out, "cubpf: map %s: %s, key 4 B, value %u B, %u entries, %u non-zero%s, "
-			"device %d\n", m->def.name, map_kind(&m->def), m->def.value_size,
-			m->def.max_entries, nonzero, sumtxt, (int)c->dev);
-	uint32_t shown = 0;
-	for (uint32_t k = 0; k < m->def.max_entries; k++) {
-		const uint8_t *v = snap + (uint64_t)k * stride;
-		if (all_zero(v, m->def.value_size))
-			continue;
-		if (!print && (!shim_log_enabled(SHIM_LOG_INFO) || shown >= REPORT_FIRST))
-			break;
-		char text[160];
-		format_value(v, m->def.value_size, text, sizeof(text));
-		fprintf(out, "cubpf: map %s[%u] = %s (device %d)\n", m->def.name, k, text,
-			(int)c->dev);
-		shown++;
-	}
-	if (!print && shown < nonzero && shim_log_enabled(SHIM_LOG_INFO))
-		fprintf(out, "cubpf: map %s: %u more non-zero entries (CUBPF_DUMP_MAPS=1 shows "
-			"them)\n", m->def.name, nonzero - shown);
+	uint32_t type = d->origin == VM_MAP_USER ? d->type : CUBPF_MAP_ARRAY;
+	if (type == CUBPF_MAP_PERCPU_ARRAY)
+		snprintf(shape, sizeof(shape), "%u entries x %u SM slots, %u non-zero (%u SMs)",
+			 d->max_entries, CUBPF_PERCPU_SLOTS, e->count, sms);
+	else if (type == CUBPF_MAP_PERTHREAD_ARRAY)
+		snprintf(shape, sizeof(shape), "%u entries x %" PRIu64 " threads, %u non-zero "
+			 "copies", d->max_entries, perthread_threads(c->snap[i]), e->count);
+	else if (type == CUBPF_MAP_HASH)
+		snprintf(shape, sizeof(shape), "%u entries (%u slots), %u in use", d->max_entries,
+			 cubpf_hash_capacity(d->max_entries), e->count);
+	else
+		snprintf(shape, sizeof(shape), "%u entries, %u non-zero", d->max_entries, e->count);
+	fprintf(out, "cubpf: map %s: %s, key %u B, value %u B, %s%s, device %d\n", d->name,
+		map_kind(d), type == CUBPF_MAP_ARRAY ? 4 : d->key_size, d->value_size, shape, sumtxt,
+		(int)c->dev);
 }
 
-/* One MAP record per map and context: the non-zero entries as (u32 key, value) pairs. */
+static void report_map(FILE *out, bool print, const struct live_ctx *c, uint32_t i)
+{
+	const struct vm_map_def *d = &live.maps[i].def;
+	struct entries e;
+	if (map_entries(c, i, &e) != 0) {
+		free(e.kv);
+		fprintf(out, "cubpf: map %s: out of memory reading it back\n", d->name);
+		return;
+	}
+	size_t pair = (size_t)e.key_size + e.value_size;
+	uint64_t sum = 0;
+	uint32_t sms = 0, n = copies(d);
+	for (uint32_t j = 0; j < e.count; j++) {
+		const uint8_t *v = e.kv + j * pair + e.key_size;
+		for (uint32_t s = 0; s < n; s++) {
+			uint64_t x = 0;
+			if (d->value_size == 4 || d->value_size == 8)
+				memcpy(&x, v + (size_t)s * d->value_size, d->value_size);
+			sum += x;
+		}
+	}
+	if (n > 1) /* SM slots that hold anything, over the whole map */
+		for (uint32_t s = 0; s < n; s++)
+			for (uint32_t j = 0; j < e.count; j++)
+				if (!all_zero(e.kv + j * pair + e.key_size + (size_t)s * d->value_size,
+					      d->value_size)) {
+					sms++;
+					break;
+				}
+	if (shim_log_enabled(SHIM_LOG_INFO) || print)
+		report_line(out, c, i, &e, sum, sms);
+	uint32_t shown = 0;
+	for (uint32_t j = 0; j < e.count; j++) {
+		if (!print && (!shim_log_enabled(SHIM_LOG_INFO) || shown >= REPORT_FIRST))
+			break;
+		const uint8_t *k = e.kv + j * pair;
+		char text[200], key[160], spread[96] = "";
+		uint32_t nz;
+		uint64_t lo, hi;
+		format_value(d, k + e.key_size, text, sizeof(text), &nz, &lo, &hi);
+		if (n > 1)
+			snprintf(spread, sizeof(spread), "; %u SMs, per SM %" PRIu64 "..%" PRIu64, nz,
+				 nz ? lo : 0, hi);
+		if (e.key_size == 8 && d->type == CUBPF_MAP_PERTHREAD_ARRAY &&
+		    d->origin == VM_MAP_USER) {
+			uint32_t kt[2];
+			memcpy(kt, k, 8);
+			snprintf(key, sizeof(key), "%u] thread [%u", kt[0], kt[1]);
+		} else {
+			format_key(&e, k, key, sizeof(key));
+		}
+		fprintf(out, "cubpf: map %s[%s] = %s (device %d%s)\n", d->name, key, text, (int)c->dev,
+			spread);
+		shown++;
+	}
+	if (!print && shown < e.count && shim_log_enabled(SHIM_LOG_INFO))
+		fprintf(out, "cubpf: map %s: %u more non-zero entries (CUBPF_DUMP_MAPS=1 shows "
+			"them)\n", d->name, e.count - shown);
+	free(e.kv);
+}
+
+/* One MAP record per map and context: the non-zero entries (map_entries). */
 static void trace_map(const struct live_ctx *c, uint32_t i)
 {
 	const struct live_map *m = &live.maps[i];
-	uint32_t stride = ptx_map_value_stride(&m->def), vs = m->def.value_size, count = 0;
-	size_t pair = 4 + (size_t)vs;
-	uint8_t *kv = malloc(pair * (m->def.max_entries + 1ull));
-	if (!kv)
+	struct entries e;
+	if (map_entries(c, i, &e) != 0) {
+		free(e.kv);
 		return;
-	for (uint32_t k = 0; k < m->def.max_entries; k++) {
-		const uint8_t *v = c->snap[i] + (uint64_t)k * stride;
-		if (all_zero(v, vs))
-			continue;
-		memcpy(kv + count * pair, &k, 4);
-		memcpy(kv + count * pair + 4, v, vs);
-		count++;
 	}
 	struct store_rec_map rec = {
 		.ts_ns = c->snap_ns, .prog = m->obj, .map = m->index,
 		.name = store_trace_intern(live.trace, m->def.name), .map_type = m->def.type,
-		.key_size = 4, .value_size = vs, .count = count,
+		.key_size = e.key_size, .value_size = e.value_size, .count = e.count,
 	};
-	store_trace_map(live.trace, &rec, kv, count * pair);
-	free(kv);
+	store_trace_map(live.trace, &rec, e.kv, (size_t)e.count * (e.key_size + e.value_size));
+	free(e.kv);
 }
 
 void live_maps_trace(void)

@@ -197,7 +197,7 @@ static int instrument(struct work *w)
 	uint64_t t0 = now_ns();
 	struct ptx_inject_opts o = {
 		.progs = live.progs, .prog_cnt = live.nprogs, .kernel_glob = live.kernel_glob,
-		.kernel_id = record_id, .user = w,
+		.kernel_id = record_id, .user = w, .enable_words = live.enable_words,
 	};
 	struct vm_map_def *defs = calloc(live.nmaps + 1, sizeof(*defs));
 	for (uint32_t i = 0; defs && i < live.nmaps; i++)

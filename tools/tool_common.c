@@ -22,8 +22,9 @@ static const struct tool tools[] = {
 	{"threadhist", "threadhist.bpf.o", "executions per GPU thread, with an imbalance summary",
 	 "Counts, for every thread of the grid (linear id = block * threads per block + thread),\n"
 	 "how many times it ran the probed kernels (kernel exits).  Prints how many threads ran\n"
-	 "N times, min/max/mean/stddev, and the most and least loaded threads.  Threads past\n"
-	 "2^20 - 1 share the last slot.\n",
+	 "N times, min/max/mean/stddev, and the most and least loaded threads.  A warp whose 32\n"
+	 "lanes leave together is counted once (one update per warp); other exits thread by\n"
+	 "thread.  Thread ids past 2^26 - 1 (past 2^20 - 1 for those) share the last slot.\n",
 	 tool_report_threadhist},
 	{"launchlate", "launchlate.bpf.o", "launch call to GPU start latency, log2 histogram per kernel",
 	 "Host time of each launch call (the trace's KERNEL records) to the GPU start of the same\n"
@@ -32,8 +33,9 @@ static const struct tool tools[] = {
 	 tool_report_launchlate},
 	{"memtrace", "memtrace.bpf.o", "bytes loaded/stored per kernel and memory space",
 	 "Per kernel: bytes and accesses per memory space and operation, the access-size\n"
-	 "histogram, and a coalescing summary (bytes per access against the ideal 32-byte\n"
-	 "sectors).  Every memory instruction is probed: expect the kernels to run slower.\n",
+	 "histogram, and a coalescing summary: the 32-byte sectors the warps' global accesses\n"
+	 "touched against the ideal.  Every memory instruction is probed (one counter update\n"
+	 "per warp and instruction, per SM): memory-bound kernels run somewhat slower.\n",
 	 tool_report_memtrace},
 	{"kernelretsnoop", "kernelretsnoop.bpf.o", "per-thread exit times, warp spread, slowest lanes",
 	 "One ring-buffer record per thread exit (%globaltimer).  Prints the spread between the\n"

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "store/store.h"
+#include "tools/include/cubpf_abi.h"
 #include "tools/tools.h"
 
 static void *grow(void *p, size_t *cap, size_t need, size_t size)
@@ -327,21 +328,46 @@ const struct tool_map *tool_map_by_name(const struct tool_data *d, const char *n
 	return NULL;
 }
 
-uint64_t tool_map_u64(const struct tool_map *m, uint32_t key, uint32_t word)
+/* Per-SM maps (CUBPF_MAP_PERCPU_ARRAY) come with CUBPF_PERCPU_SLOTS copies of each value, one
+ * per SM slot, slot s at s * value size (the shim's MAP records, as Linux's per-CPU lookups). */
+uint32_t tool_map_copies(const struct tool_map *m)
 {
-	if (!m || m->key_size != 4 || (word + 1) * 8u > m->value_size)
+	return m && m->type == CUBPF_MAP_PERCPU_ARRAY && m->value_size % CUBPF_PERCPU_SLOTS == 0
+		       ? CUBPF_PERCPU_SLOTS
+		       : 1;
+}
+
+uint64_t tool_map_reduce(const struct tool_map *m, uint32_t key, uint32_t word,
+			 enum tool_reduce how)
+{
+	uint32_t n = tool_map_copies(m), vs = m ? m->value_size / n : 0;
+	if (!m || m->key_size != 4 || (word + 1) * 8u > vs)
 		return 0;
 	size_t pair = (size_t)m->key_size + m->value_size;
 	for (size_t i = 0; i < m->count; i++) {
 		uint32_t k;
 		memcpy(&k, m->kv + i * pair, 4);
-		if (k == key) {
+		if (k != key)
+			continue;
+		uint64_t r = 0;
+		for (uint32_t s = 0; s < n; s++) {
 			uint64_t v;
-			memcpy(&v, m->kv + i * pair + 4 + word * 8u, 8);
-			return v;
+			memcpy(&v, m->kv + i * pair + 4 + (size_t)s * vs + word * 8u, 8);
+			if (how == TOOL_SUM)
+				r += v;
+			else if (how == TOOL_MAX)
+				r = v > r ? v : r;
+			else if (v && (!r || v < r)) /* TOOL_MIN: the least non-zero copy */
+				r = v;
 		}
+		return r;
 	}
 	return 0;
+}
+
+uint64_t tool_map_u64(const struct tool_map *m, uint32_t key, uint32_t word)
+{
+	return tool_map_reduce(m, key, word, TOOL_SUM);
 }
 
 uint64_t tool_gpu_to_host(const struct tool_data *d, uint32_t device, uint64_t t)

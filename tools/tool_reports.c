@@ -2,9 +2,11 @@
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/include/cubpf_abi.h"
 #include "tools/tools.h"
 
 void tool_report_kcount(const struct tool_data *d, const struct tool_opts *o, FILE *f);
@@ -60,8 +62,8 @@ void tool_report_kcount(const struct tool_data *d, const struct tool_opts *o, FI
 		if (m && k->id) {
 			runs = tool_map_u64(m, k->id, 0);
 			gthreads = tool_map_u64(m, k->id, 1);
-			t0 = tool_map_u64(m, k->id, 2);
-			t1 = tool_map_u64(m, k->id, 3);
+			t0 = tool_map_reduce(m, k->id, 2, TOOL_MIN); /* first entry on any SM */
+			t1 = tool_map_reduce(m, k->id, 3, TOOL_MAX); /* last exit on any SM */
 		}
 		double span = t0 && t1 > t0 ? (double)(t1 - t0) / 1e3 : 0;
 		if (o->json) {
@@ -85,104 +87,206 @@ void tool_report_kcount(const struct tool_data *d, const struct tool_opts *o, FI
 }
 
 /* ---- threadhist ----------------------------------------------------------------------------- */
-struct tcount {
-	uint32_t id;
-	uint64_t n;
+/* The probe counts a warp whose 32 lanes left together once, in `warps` (key = thread id / 32),
+ * and other exits per thread in `threads` (key = thread id): a thread's count is the sum of
+ * its group's and its own.  Grids reach 2^26 threads and more, so the threads are never listed
+ * one by one: counts are read on the fly from two dense arrays, the distribution built from
+ * runs of 32 equal counts where a group has no per-thread extras. */
+#define TH_GROUPS (1u << 21)
+#define TH_THREADS (1u << 20)
+
+struct thist {
+	uint64_t *groups, *threads;   /* dense: groups[g], threads[t] */
+	uint64_t ngroups, nthreads;   /* array lengths (highest non-zero key + 1) */
+	uint64_t n;                   /* thread ids 0 .. n - 1 (the highest that ran, + 1) */
 };
 
-static int cmp_tcount_desc(const void *a, const void *b)
+struct dist_row {
+	uint64_t executions, threads;
+};
+
+static uint64_t th_count(const struct thist *h, uint64_t t)
 {
-	const struct tcount *x = a, *y = b;
-	if (x->n != y->n)
-		return x->n > y->n ? -1 : 1;
-	return x->id < y->id ? -1 : x->id > y->id;
+	return (t / 32 < h->ngroups ? h->groups[t / 32] : 0) + (t < h->nthreads ? h->threads[t] : 0);
 }
 
-/* Threads 0..max id, zeros included (a thread below the highest that never ran is idle). */
-static struct tcount *thread_counts(const struct tool_map *m, size_t *n)
+static uint64_t *dense(const struct tool_map *m, uint64_t *len)
 {
-	uint32_t max = 0;
-	for (size_t i = 0; i < m->count; i++)
-		if (val_at(m, i, 0) && key_at(m, i) > max)
-			max = key_at(m, i);
-	struct tcount *t = calloc((size_t)max + 1, sizeof(*t));
-	if (!t)
+	uint64_t max = 0;
+	*len = 0;
+	if (!m || m->key_size != 4 || m->value_size < 8)
 		return NULL;
-	for (uint32_t i = 0; i <= max; i++)
-		t[i].id = i;
 	for (size_t i = 0; i < m->count; i++)
-		t[key_at(m, i)].n += val_at(m, i, 0);
-	*n = (size_t)max + 1;
-	return t;
+		if (val_at(m, i, 0) && key_at(m, i) + 1ull > max)
+			max = key_at(m, i) + 1ull;
+	uint64_t *a = calloc(max + 1, sizeof(*a));
+	if (!a)
+		return NULL;
+	for (size_t i = 0; i < m->count; i++)
+		if (key_at(m, i) < max)
+			a[key_at(m, i)] += val_at(m, i, 0);
+	*len = max;
+	return a;
 }
 
-static void threadhist_dist(const struct tcount *t, size_t n, const struct tool_opts *o, FILE *f)
+static int th_load(const struct tool_data *d, struct thist *h)
 {
-	/* sorted by count descending: runs of equal counts are the distribution's rows */
+	memset(h, 0, sizeof(*h));
+	h->groups = dense(tool_map_by_name(d, "warps"), &h->ngroups);
+	h->threads = dense(tool_map_by_name(d, "threads"), &h->nthreads);
+	if (!h->groups && !h->threads)
+		return -1;
+	h->n = h->ngroups * 32 > h->nthreads ? h->ngroups * 32 : h->nthreads;
+	while (h->n && !th_count(h, h->n - 1)) /* a group's lanes past the grid never ran */
+		h->n--;
+	return h->n ? 0 : -1;
+}
+
+/* Adds `threads` threads of count c to the distribution (few distinct counts: linear). */
+static int dist_add(struct dist_row **rows, size_t *nrows, uint64_t c, uint64_t threads)
+{
+	for (size_t i = 0; i < *nrows; i++)
+		if ((*rows)[i].executions == c) {
+			(*rows)[i].threads += threads;
+			return 0;
+		}
+	struct dist_row *q = realloc(*rows, (*nrows + 1) * sizeof(*q));
+	if (!q)
+		return -1;
+	*rows = q;
+	q[(*nrows)++] = (struct dist_row){c, threads};
+	return 0;
+}
+
+static int cmp_dist_desc(const void *a, const void *b)
+{
+	uint64_t x = ((const struct dist_row *)a)->executions;
+	uint64_t y = ((const struct dist_row *)b)->executions;
+	return x > y ? -1 : x < y;
+}
+
+static struct dist_row *th_dist(const struct thist *h, size_t *nrows)
+{
+	struct dist_row *rows = NULL;
+	*nrows = 0;
+	for (uint64_t t = 0; t < h->n;) {
+		bool plain = t % 32 == 0 && t + 32 <= h->n; /* a whole group, no extras */
+		for (uint64_t i = t; plain && i < t + 32 && i < h->nthreads; i++)
+			plain = h->threads[i] == 0;
+		if (plain) { /* a run of 32 equal counts */
+			if (dist_add(&rows, nrows, th_count(h, t), 32) != 0)
+				goto oom;
+			t += 32;
+		} else {
+			if (dist_add(&rows, nrows, th_count(h, t), 1) != 0)
+				goto oom;
+			t++;
+		}
+	}
+	qsort(rows, *nrows, sizeof(*rows), cmp_dist_desc);
+	return rows;
+oom:
+	free(rows);
+	return NULL;
+}
+
+/* The `top` most loaded threads (highest counts, lower ids first) or least loaded (lowest
+ * counts, higher ids first), as the old per-thread sort ordered them. */
+static size_t th_extremes(const struct thist *h, const struct dist_row *rows, size_t nrows,
+			  bool most, size_t top, uint64_t *ids, uint64_t *counts)
+{
+	size_t got = 0;
+	for (size_t r = 0; r < nrows && got < top; r++) {
+		uint64_t c = rows[most ? r : nrows - 1 - r].executions;
+		for (uint64_t i = 0; i < h->n && got < top; i++) {
+			uint64_t t = most ? i : h->n - 1 - i;
+			if (th_count(h, t) == c) {
+				ids[got] = t;
+				counts[got++] = c;
+			}
+		}
+	}
+	return got;
+}
+
+static void threadhist_rows(const struct dist_row *rows, size_t nrows, const struct tool_opts *o,
+			    FILE *f)
+{
 	if (!o->json)
 		fprintf(f, "%12s  %12s\n", "EXECUTIONS", "THREADS");
-	int first = 1;
-	for (size_t i = n; i > 0;) {
-		size_t j = i;
-		while (j > 0 && t[j - 1].n == t[i - 1].n)
-			j--;
+	for (size_t i = 0; i < nrows; i++) {
 		if (o->json)
-			fprintf(f, "%s{\"executions\":%" PRIu64 ",\"threads\":%zu}", first ? "" : ",",
-				t[i - 1].n, i - j);
+			fprintf(f, "%s{\"executions\":%" PRIu64 ",\"threads\":%" PRIu64 "}", i ? "," : "",
+				rows[i].executions, rows[i].threads);
 		else
-			fprintf(f, "%12" PRIu64 "  %12zu\n", t[i - 1].n, i - j);
-		first = 0;
-		i = j;
+			fprintf(f, "%12" PRIu64 "  %12" PRIu64 "\n", rows[i].executions, rows[i].threads);
 	}
 }
 
 void tool_report_threadhist(const struct tool_data *d, const struct tool_opts *o, FILE *f)
 {
-	const struct tool_map *m = tool_map_by_name(d, "executions");
-	size_t n = 0;
-	struct tcount *t = map_ok(m, 8) && m->count ? thread_counts(m, &n) : NULL;
+	struct thist h;
+	size_t nrows = 0;
+	struct dist_row *rows = th_load(d, &h) == 0 ? th_dist(&h, &nrows) : NULL;
 	if (o->json)
 		fputs("\"tool\":\"threadhist\",", f);
-	if (!t) {
+	if (!rows || !nrows) {
 		fputs(o->json ? "\"threads\":0," : "no thread executions recorded\n", f);
+		free(rows), free(h.groups), free(h.threads);
 		return;
 	}
-	double sum = 0, sq = 0;
-	for (size_t i = 0; i < n; i++)
-		sum += (double)t[i].n;
-	double mean = sum / (double)n;
-	for (size_t i = 0; i < n; i++)
-		sq += ((double)t[i].n - mean) * ((double)t[i].n - mean);
-	double sd = sqrt(sq / (double)n);
-	qsort(t, n, sizeof(*t), cmp_tcount_desc);
-	size_t top = (size_t)o->top < n ? (size_t)o->top : n;
+	double sum = 0, sq = 0, n = (double)h.n;
+	for (size_t i = 0; i < nrows; i++)
+		sum += (double)rows[i].executions * (double)rows[i].threads;
+	double mean = sum / n;
+	for (size_t i = 0; i < nrows; i++)
+		sq += ((double)rows[i].executions - mean) * ((double)rows[i].executions - mean) *
+		      (double)rows[i].threads;
+	double sd = sqrt(sq / n);
+	uint64_t max = rows[0].executions, min = rows[nrows - 1].executions;
+	size_t top = (size_t)o->top;
+	uint64_t *ids = calloc(2 * top + 2, sizeof(*ids)), *cnt = calloc(2 * top + 2, sizeof(*cnt));
+	size_t nm = ids && cnt ? th_extremes(&h, rows, nrows, true, top, ids, cnt) : 0;
+	size_t nl = ids && cnt ? th_extremes(&h, rows, nrows, false, top, ids + top + 1,
+					      cnt + top + 1) : 0;
 	if (o->json) {
-		fprintf(f, "\"threads\":%zu,\"min\":%" PRIu64 ",\"max\":%" PRIu64 ",\"mean\":%.3f,"
-			"\"stddev\":%.3f,\"distribution\":[", n, t[n - 1].n, t[0].n, mean, sd);
-		threadhist_dist(t, n, o, f);
+		fprintf(f, "\"threads\":%" PRIu64 ",\"min\":%" PRIu64 ",\"max\":%" PRIu64 ",\"mean\":"
+			"%.3f,\"stddev\":%.3f,\"distribution\":[", h.n, min, max, mean, sd);
+		/* ascending executions, as before */
+		struct dist_row *asc = calloc(nrows, sizeof(*asc));
+		for (size_t i = 0; asc && i < nrows; i++)
+			asc[i] = rows[nrows - 1 - i];
+		threadhist_rows(asc ? asc : rows, nrows, o, f);
+		free(asc);
 		fputs("],\"most\":[", f);
-		for (size_t i = 0; i < top; i++)
-			fprintf(f, "%s[%u,%" PRIu64 "]", i ? "," : "", t[i].id, t[i].n);
+		for (size_t i = 0; i < nm; i++)
+			fprintf(f, "%s[%" PRIu64 ",%" PRIu64 "]", i ? "," : "", ids[i], cnt[i]);
 		fputs("],\"least\":[", f);
-		for (size_t i = 0; i < top; i++)
-			fprintf(f, "%s[%u,%" PRIu64 "]", i ? "," : "", t[n - 1 - i].id, t[n - 1 - i].n);
+		for (size_t i = 0; i < nl; i++)
+			fprintf(f, "%s[%" PRIu64 ",%" PRIu64 "]", i ? "," : "", ids[top + 1 + i],
+				cnt[top + 1 + i]);
 		fputs("],", f);
 	} else {
-		threadhist_dist(t, n, o, f);
-		fprintf(f, "\nthreads %zu (ids 0..%zu)  min %" PRIu64 "  max %" PRIu64
-			"  mean %.3f  stddev %.3f  max/mean %.2f\n", n, n - 1, t[n - 1].n, t[0].n, mean,
-			sd, mean > 0 ? (double)t[0].n / mean : 0);
+		struct dist_row *asc = calloc(nrows, sizeof(*asc));
+		for (size_t i = 0; asc && i < nrows; i++)
+			asc[i] = rows[nrows - 1 - i];
+		threadhist_rows(asc ? asc : rows, nrows, o, f);
+		free(asc);
+		fprintf(f, "\nthreads %" PRIu64 " (ids 0..%" PRIu64 ")  min %" PRIu64 "  max %" PRIu64
+			"  mean %.3f  stddev %.3f  max/mean %.2f\n", h.n, h.n - 1, min, max, mean, sd,
+			mean > 0 ? (double)max / mean : 0);
 		fprintf(f, "most loaded: ");
-		for (size_t i = 0; i < top; i++)
-			fprintf(f, "%s%u=%" PRIu64, i ? " " : "", t[i].id, t[i].n);
+		for (size_t i = 0; i < nm; i++)
+			fprintf(f, "%s%" PRIu64 "=%" PRIu64, i ? " " : "", ids[i], cnt[i]);
 		fprintf(f, "\nleast loaded:");
-		for (size_t i = 0; i < top; i++)
-			fprintf(f, " %u=%" PRIu64, t[n - 1 - i].id, t[n - 1 - i].n);
+		for (size_t i = 0; i < nl; i++)
+			fprintf(f, " %" PRIu64 "=%" PRIu64, ids[top + 1 + i], cnt[top + 1 + i]);
 		fputc('\n', f);
-		if (n >= (1u << 20))
-			fprintf(f, "note: threads past id %u share the last slot\n", (1u << 20) - 1);
+		if (h.ngroups >= TH_GROUPS || h.nthreads >= TH_THREADS)
+			fprintf(f, "note: thread ids past %u (or, for threads counted one by one, past "
+				"%u) share the last slot\n", TH_GROUPS * 32 - 1, TH_THREADS - 1);
 	}
-	free(t);
+	free(ids), free(cnt), free(rows), free(h.groups), free(h.threads);
 }
 
 /* ---- launchlate ----------------------------------------------------------------------------- */
@@ -265,24 +369,26 @@ void tool_report_launchlate(const struct tool_data *d, const struct tool_opts *o
 }
 
 /* ---- memtrace ------------------------------------------------------------------------------- */
+/* The probe's per-SM map `counts` (summed over the SMs), key (kernel % 64) * 8 + space, value
+ * {u64 accesses[op - 1][log2 size] (4 x 6), s64 waste[op - 1] (4), padding}.  PTX access
+ * sizes are powers of two, so bytes = accesses << log2 size; the 32-byte sectors the warps'
+ * accesses touched = (bytes + waste) / 32 (waste: the sectors' bytes beyond those accessed). */
 #define MT_KERNELS 64
-#define MT_SLOTS 64 /* 8 spaces x 8 ops */
-#define MT_SIZES 16
+#define MT_SPACES 8
+#define MT_OPS 4
+#define MT_SIZES 6
 
-static const char *const space_names[8] = {"generic", "global", "shared", "local", "const",
-					   "param", "space6", "space7"};
-static const char *const op_names[8] = {"op0", "load", "store", "atomic", "reduce", "op5", "op6",
-					"op7"};
+static const char *const space_names[MT_SPACES] = {"generic", "global", "shared", "local",
+						   "const", "param", "space6", "space7"};
+static const char *const op_names[MT_OPS] = {"load", "store", "atomic", "reduce"};
 
 static void memtrace_kernel(const struct tool_data *d, const struct tool_kernel *k,
 			    const struct tool_opts *o, FILE *f, int *first)
 {
-	const struct tool_map *b = tool_map_by_name(d, "bytes");
-	const struct tool_map *a = tool_map_by_name(d, "accesses");
-	const struct tool_map *s = tool_map_by_name(d, "size_log2");
-	uint32_t base = (k->id % MT_KERNELS) * MT_SLOTS;
+	const struct tool_map *a = tool_map_by_name(d, "counts");
+	uint32_t kk = k->id % MT_KERNELS;
 	char sn[64];
-	uint64_t gbytes = 0, gacc = 0;
+	uint64_t gbytes = 0, gacc = 0, gsec = 0, sizes[MT_SIZES] = {0};
 	if (o->json) {
 		fprintf(f, "%s{\"name\":", *first ? "" : ",");
 		tool_json_string(f, k->name);
@@ -292,39 +398,48 @@ static void memtrace_kernel(const struct tool_data *d, const struct tool_kernel 
 			sizeof(sn)), "SPACE", "OP", "BYTES", "ACCESSES", "B/ACCESS");
 	}
 	int row = 0;
-	for (uint32_t i = 0; i < MT_SLOTS; i++) {
-		uint64_t nb = tool_map_u64(b, base + i, 0), na = tool_map_u64(a, base + i, 0);
-		if (!nb && !na)
-			continue;
-		if (i / 8 == 1 || i / 8 == 0) {
-			gbytes += nb;
-			gacc += na;
+	for (uint32_t sp = 0; sp < MT_SPACES; sp++)
+		for (uint32_t op = 0; op < MT_OPS; op++) {
+			uint32_t key = kk * MT_SPACES + sp;
+			uint64_t nb = 0, na = 0;
+			for (uint32_t z = 0; z < MT_SIZES; z++) {
+				uint64_t n = tool_map_u64(a, key, op * MT_SIZES + z);
+				na += n;
+				nb += n << z;
+				sizes[z] += n;
+			}
+			if (!na)
+				continue;
+			if (sp == CUBPF_SPACE_GLOBAL || sp == CUBPF_SPACE_GENERIC) {
+				gbytes += nb;
+				gacc += na;
+				gsec += (nb + tool_map_u64(a, key, MT_OPS * MT_SIZES + op)) / 32;
+			}
+			if (o->json)
+				fprintf(f, "%s{\"space\":\"%s\",\"op\":\"%s\",\"bytes\":%" PRIu64
+					",\"accesses\":%" PRIu64 "}", row ? "," : "", space_names[sp],
+					op_names[op], nb, na);
+			else
+				fprintf(f, "%10s %8s %16" PRIu64 " %14" PRIu64 " %10.1f\n", space_names[sp],
+					op_names[op], nb, na, (double)nb / (double)na);
+			row++;
 		}
-		if (o->json)
-			fprintf(f, "%s{\"space\":\"%s\",\"op\":\"%s\",\"bytes\":%" PRIu64
-				",\"accesses\":%" PRIu64 "}", row ? "," : "", space_names[i / 8],
-				op_names[i % 8], nb, na);
-		else
-			fprintf(f, "%10s %8s %16" PRIu64 " %14" PRIu64 " %10.1f\n", space_names[i / 8],
-				op_names[i % 8], nb, na, na ? (double)nb / (double)na : 0.0);
-		row++;
-	}
-	uint64_t sizes[MT_SIZES] = {0};
-	for (uint32_t i = 0; i < MT_SIZES; i++)
-		sizes[i] = tool_map_u64(s, (k->id % MT_KERNELS) * MT_SIZES + i, 0);
+	uint64_t ideal = (gbytes + 31) / 32;
 	if (o->json) {
 		fputs("],\"size_log2\":[", f);
 		for (int i = 0; i < MT_SIZES; i++)
 			fprintf(f, "%s%" PRIu64, i ? "," : "", sizes[i]);
 		fprintf(f, "],\"global_bytes\":%" PRIu64 ",\"global_accesses\":%" PRIu64
-			",\"ideal_sectors\":%" PRIu64 "}", gbytes, gacc, (gbytes + 31) / 32);
+			",\"ideal_sectors\":%" PRIu64 ",\"sectors\":%" PRIu64 "}", gbytes, gacc, ideal,
+			gsec);
 	} else {
 		fprintf(f, "access sizes:\n");
 		tool_log2_hist(f, "bytes", sizes, MT_SIZES);
 		fprintf(f, "coalescing (global + generic): %" PRIu64 " bytes in %" PRIu64
-			" thread accesses; ideal 32-byte sectors %" PRIu64 " (%.1f thread accesses per"
-			" sector); sectors actually touched are not measured\n", gbytes, gacc,
-			(gbytes + 31) / 32, gbytes ? (double)gacc / (double)((gbytes + 31) / 32) : 0.0);
+			" thread accesses; 32-byte sectors touched %" PRIu64 " (counted per warp "
+			"access), ideal %" PRIu64 ": %.1f%% efficiency, %.1f bytes used per sector\n",
+			gbytes, gacc, gsec, ideal, gsec ? 100.0 * (double)ideal / (double)gsec : 0.0,
+			gsec ? (double)gbytes / (double)gsec : 0.0);
 	}
 	*first = 0;
 }
@@ -502,13 +617,38 @@ void tool_report_maps(const struct tool_data *d, const struct tool_opts *o, FILE
 				"non-zero entries):\n", i ? "\n" : "", m->name, m->prog, m->map, m->type,
 				m->key_size, m->value_size);
 		}
+		uint32_t n = tool_map_copies(m), vs = m->value_size / n;
 		for (size_t j = 0; j < m->count; j++) {
 			const uint8_t *p = m->kv + j * pair;
 			fputs(o->json ? (j ? ",{\"key\":[" : "{\"key\":[") : "key: ", f);
 			hex_bytes(f, p, m->key_size, o->json);
-			fputs(o->json ? "],\"value\":[" : "  value: ", f);
-			hex_bytes(f, p + m->key_size, m->value_size, o->json);
-			fputs(o->json ? "]}" : "\n", f);
+			if (n == 1) {
+				fputs(o->json ? "],\"value\":[" : "  value: ", f);
+				hex_bytes(f, p + m->key_size, m->value_size, o->json);
+				fputs(o->json ? "]}" : "\n", f);
+				continue;
+			}
+			/* per-SM maps: the SM copies that hold something, as bpftool shows per-CPU
+			 * values */
+			fputs(o->json ? "],\"values\":[" : "\n", f);
+			int any = 0;
+			for (uint32_t s = 0; s < n; s++) {
+				const uint8_t *v = p + m->key_size + (size_t)s * vs;
+				int zero = 1;
+				for (uint32_t b = 0; b < vs && zero; b++)
+					zero = !v[b];
+				if (zero)
+					continue;
+				if (o->json)
+					fprintf(f, "%s{\"sm\":%u,\"value\":[", any ? "," : "", s);
+				else
+					fprintf(f, "  value (SM %u): ", s);
+				hex_bytes(f, v, vs, o->json);
+				fputs(o->json ? "]}" : "\n", f);
+				any = 1;
+			}
+			if (o->json)
+				fputs("]}", f);
 		}
 		if (o->json)
 			fputs("]}", f);

@@ -88,8 +88,16 @@ void tool_data_reset_trace(struct tool_data *d);
 
 const struct tool_kernel *tool_kernel_by_id(const struct tool_data *d, uint32_t id);
 const struct tool_map *tool_map_by_name(const struct tool_data *d, const char *name);
-/* A map's u64 value at key (0 when absent); value_size must be >= 8. */
+/* A map's u64 word `word` of the value at key (0 when absent); for per-SM maps the sum of the
+ * SM copies. */
 uint64_t tool_map_u64(const struct tool_map *m, uint32_t key, uint32_t word);
+/* The same with a choice of how the copies of a per-SM map combine (the least non-zero copy,
+ * the largest); plain maps have one copy. */
+enum tool_reduce { TOOL_SUM, TOOL_MIN, TOOL_MAX };
+uint64_t tool_map_reduce(const struct tool_map *m, uint32_t key, uint32_t word,
+			 enum tool_reduce how);
+/* Copies of each value in the map's records: CUBPF_PERCPU_SLOTS for per-SM maps, else 1. */
+uint32_t tool_map_copies(const struct tool_map *m);
 /* GPU time -> host time with the CLOCK record of the device nearest before t (the first if
  * none is before it).  Returns t unchanged when the trace has no CLOCK for the device. */
 uint64_t tool_gpu_to_host(const struct tool_data *d, uint32_t device, uint64_t t);

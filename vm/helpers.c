@@ -61,6 +61,10 @@ static const struct vm_helper_proto protos[] = {
 	 A(VM_ARG_PTR_TO_U64_OUT, VM_ARG_PTR_TO_U64_OUT, VM_ARG_PTR_TO_U64_OUT), VM_KINDS_GPU},
 	{CUBPF_FN_get_active_mask, "bpf_get_active_mask", VM_RET_INTEGER, A(0), VM_KINDS_GPU},
 	{CUBPF_FN_get_clock, "bpf_get_clock", VM_RET_INTEGER, A(0), VM_KINDS_GPU},
+	{CUBPF_FN_get_active_count, "bpf_get_active_count", VM_RET_INTEGER, A(0), VM_KINDS_GPU},
+	{CUBPF_FN_is_warp_leader, "bpf_is_warp_leader", VM_RET_INTEGER, A(0), VM_KINDS_GPU},
+	{CUBPF_FN_warp_count_unique, "bpf_warp_count_unique", VM_RET_INTEGER, A(VM_ARG_ANYTHING),
+	 VM_KINDS_GPU},
 };
 #undef A
 
@@ -415,7 +419,10 @@ vm_helper_fn vm_host_helper(uint32_t id)
 	case CUBPF_FN_get_sm_id:
 	case CUBPF_FN_get_warp_id:
 	case CUBPF_FN_get_lane_id: return h_zero;
-	case CUBPF_FN_get_active_mask: return h_active_mask;
+	case CUBPF_FN_get_active_mask: /* one host thread: a warp of one lane, its leader */
+	case CUBPF_FN_get_active_count:
+	case CUBPF_FN_is_warp_leader:
+	case CUBPF_FN_warp_count_unique: return h_active_mask;
 	case CUBPF_FN_get_clock: return h_clock;
 	default: return NULL;
 	}

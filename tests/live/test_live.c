@@ -20,10 +20,11 @@
 #include <unistd.h>
 
 #include "shim/live_rb.h"
+#include "tools/include/cubpf_abi.h"
 #include "store/store.h"
 
 static char shim_path[4096], fake_path[4096], probe_path[4096], cubin_path[4096];
-static char host_probes[8192], ring_probe[4096], bad_probe[4096];
+static char host_probes[8192], ring_probe[4096], bad_probe[4096], kinds_probe[4096];
 static char child_err[1 << 16];
 static const char trace_path[] = "/tmp/cubpf-live-test.trace";
 /* Every child gets a fresh module cache unless the case names one (CUBPF_CACHE in its env). */
@@ -1177,6 +1178,146 @@ static void test_cache_remembers_untouched_modules(void **state)
 	cache_teardown();
 }
 
+/* Per-SM, per-thread and hash maps (kinds.bpf.o): allocated in their cubpf_abi.h layouts, bound,
+ * the per-thread header filled; the "kernel" writes synthetic contents that the exit report
+ * reads back (per-SM copies summed, with the spread; per-thread copies by thread; hash slots
+ * as key/value pairs), and the trace carries them.  No enable-word check without sampling. */
+static int child_kinds(void)
+{
+	void *mod = NULL;
+	if (open_both() || load(&mod, live_ptx) != 0)
+		return 1;
+	const char *t = module_text(mod);
+	if (!t || strstr(t, "__cubpf_enable"))
+		return child_fail("enable words compiled in without sampling");
+	uint8_t *sm = (uint8_t *)(uintptr_t)global(mod, "__cubpf_map_0");
+	uint8_t *th = (uint8_t *)(uintptr_t)global(mod, "__cubpf_map_1");
+	uint8_t *h = (uint8_t *)(uintptr_t)global(mod, "__cubpf_map_2");
+	if (!sm || !th || !h)
+		return child_fail("map pointers not stored: %p %p %p", sm, th, h);
+	uint64_t v, threads;
+	memcpy(&threads, th, 8);
+	if (threads != 16)
+		return child_fail("per-thread header: %llu threads, want 16",
+				  (unsigned long long)threads);
+	const uint32_t slots[3] = { 0, 3, 131 };
+	for (int i = 0; i < 3; i++) { /* key 1 on SMs 0, 3, 131: 5, 6, 7 */
+		v = 5 + (uint64_t)i;
+		memcpy(sm + CUBPF_PERCPU_OFFSET(1, slots[i], 8), &v, 8);
+	}
+	v = 9; /* key 1, thread 3 */
+	memcpy(th + CUBPF_PERTHREAD_OFFSET(1, 3, 16, 8), &v, 8);
+	uint32_t full = CUBPF_HASH_FULL;
+	uint64_t key = 42;
+	uint8_t *slot = h + 2 * CUBPF_HASH_SLOT_BYTES(8, 8);
+	v = 5;
+	memcpy(slot, &full, 4);
+	memcpy(slot + 8, &key, 8);
+	memcpy(slot + 16, &v, 8);
+	return 0;
+}
+
+static void test_per_sm_per_thread_and_hash_maps(void **state)
+{
+	(void)state;
+	unlink(trace_path);
+	struct child_env env = { { "CUBPF_PROGRAMS", "CUBPF_PERTHREAD_THREADS", "CUBPF_DUMP_MAPS",
+				   "CUBPF_TRACE" },
+				 { kinds_probe, "16", "1", trace_path } };
+	assert_int_equal(run_child(&env, child_kinds), 0);
+	/* 4 x 256 x 8 + (64 + 2 x 16 x 8) + 8 x 24 */
+	assert_non_null(strstr(child_err, "maps on device 0"));
+	assert_non_null(strstr(child_err, ": 8704 device bytes"));
+	assert_non_null(strstr(child_err, "cubpf: map per_sm: percpu_array, key 4 B, value 8 B, "
+					  "4 entries x 256 SM slots, 1 non-zero (3 SMs), sum 18"));
+	assert_non_null(strstr(child_err, "cubpf: map per_sm[1] = 18 (device 0; 3 SMs, per SM "
+					  "5..7)"));
+	assert_non_null(strstr(child_err, "cubpf: map per_thread: perthread_array, key 4 B, value "
+					  "8 B, 2 entries x 16 threads, 1 non-zero copies, sum 9"));
+	assert_non_null(strstr(child_err, "cubpf: map per_thread[1] thread [3] = 9 (device 0)"));
+	assert_non_null(strstr(child_err, "cubpf: map by_key: hash, key 8 B, value 8 B, 8 entries "
+					  "(8 slots), 1 in use, sum 5"));
+	assert_non_null(strstr(child_err, "cubpf: map by_key[42] = 5 (device 0)"));
+	char err[STORE_ERRLEN];
+	struct store_trace_reader *r = store_trace_open(trace_path, err, sizeof(err));
+	assert_non_null(r);
+	struct store_trace_record rec;
+	int seen = 0;
+	while (store_trace_next(r, &rec) == 1) {
+		struct store_rec_map m;
+		size_t rest;
+		const uint8_t *kv;
+		if (rec.type != STORE_REC_MAP || !(kv = store_rec_fixed(&rec, &m, sizeof(m), &rest)))
+			continue;
+		const char *name = store_trace_string(r, m.name);
+		uint32_t k[2];
+		uint64_t v;
+		if (!strcmp(name, "per_sm")) { /* key, then 256 copies */
+			assert_int_equal(m.key_size, 4);
+			assert_int_equal(m.value_size, 256 * 8);
+			assert_int_equal(m.count, 1);
+			memcpy(&v, kv + 4 + 131 * 8, 8);
+			assert_int_equal(v, 7);
+			seen |= 1;
+		} else if (!strcmp(name, "per_thread")) { /* {key, thread}, the copy */
+			assert_int_equal(m.key_size, 8);
+			assert_int_equal(m.count, 1);
+			memcpy(k, kv, 8);
+			memcpy(&v, kv + 8, 8);
+			assert_int_equal(k[0], 1);
+			assert_int_equal(k[1], 3);
+			assert_int_equal(v, 9);
+			seen |= 2;
+		} else if (!strcmp(name, "by_key")) {
+			assert_int_equal(m.key_size, 8);
+			assert_int_equal(m.count, 1);
+			memcpy(&v, kv, 8);
+			assert_int_equal(v, 42);
+			memcpy(&v, kv + 8, 8);
+			assert_int_equal(v, 5);
+			seen |= 4;
+		}
+	}
+	assert_int_equal(seen, 7);
+	store_trace_close_reader(r);
+	unlink(trace_path);
+}
+
+/* Maps over the cap: the refusal names the largest map and how its size comes about. */
+static void test_per_sm_map_over_the_cap_names_it(void **state)
+{
+	(void)state;
+	struct child_env env = { { "CUBPF_PROGRAMS", "CUBPF_PERTHREAD_THREADS", "CUBPF_MAP_MAX_MB" },
+				 { kinds_probe, "1048576", "8" } };
+	assert_int_equal(run_child(&env, child_untouched), 0);
+	assert_non_null(strstr(child_err, "the largest is per_thread (perthread_array, 2 entries x "
+					  "1048576 threads (CUBPF_PERTHREAD_THREADS) x 8 B = 16777280 "
+					  "bytes)"));
+}
+
+/* Sampling compiles the enable-word check in: the module declares __cubpf_enable and the
+ * context's words are stored there. */
+static int child_sample_enable(void)
+{
+	void *mod = NULL;
+	if (open_both() || load(&mod, live_ptx) != 0)
+		return 1;
+	const char *t = module_text(mod);
+	if (!t || !strstr(t, ".u64 __cubpf_enable;"))
+		return child_fail("no enable-word check in the instrumented module");
+	uint32_t *words = (uint32_t *)(uintptr_t)global(mod, "__cubpf_enable");
+	if (!words || words[1] != ~0u)
+		return child_fail("enable words not stored");
+	return 0;
+}
+
+static void test_sampling_compiles_the_enable_check_in(void **state)
+{
+	(void)state;
+	struct child_env env = { { "CUBPF_SAMPLE" }, { "2" } };
+	assert_int_equal(run_child(&env, child_sample_enable), 0);
+}
+
 int main(void)
 {
 	const char *build = getenv("CUBPF_BUILD") ? getenv("CUBPF_BUILD") : LIVE_TEST_BUILD;
@@ -1187,6 +1328,7 @@ int main(void)
 	snprintf(cubin_path, sizeof(cubin_path), "%s/shim/app.cubin", fix);
 	snprintf(ring_probe, sizeof(ring_probe), "%s/live-probes/ring.bpf.o", build);
 	snprintf(bad_probe, sizeof(bad_probe), "%s/live-probes/bad.bpf.o", build);
+	snprintf(kinds_probe, sizeof(kinds_probe), "%s/live-probes/kinds.bpf.o", build);
 	snprintf(host_probes, sizeof(host_probes), "%s:%s/live-probes/host.bpf.o", probe_path, build);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_module_is_instrumented_and_maps_reported),
@@ -1219,6 +1361,9 @@ int main(void)
 		cmocka_unit_test(test_cache_refused_entry_is_dropped),
 		cmocka_unit_test(test_cache_remembers_untouched_modules),
 		cmocka_unit_test(test_cache_library_hit),
+		cmocka_unit_test(test_per_sm_per_thread_and_hash_maps),
+		cmocka_unit_test(test_per_sm_map_over_the_cap_names_it),
+		cmocka_unit_test(test_sampling_compiles_the_enable_check_in),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

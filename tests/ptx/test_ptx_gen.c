@@ -409,6 +409,28 @@ static void test_enable_words(void **state)
 	free(out);
 }
 
+/* ---- warp-level helpers ---- */
+
+/* get_active_count, is_warp_leader, warp_count_unique: the warp-level instructions, each result
+ * in r0, and the whole assembles (ptxas, sm_80). */
+static void test_warp_helpers(void **state)
+{
+	(void)state;
+	const struct bpf_insn prog[] = {
+		CALL(CUBPF_FN_get_active_count), MOV64X(6, 0),
+		CALL(CUBPF_FN_is_warp_leader), ADD64K(0, 0), INSN(BPF_ALU64 | BPF_ADD | BPF_X, 6, 0, 0, 0),
+		MOV64X(1, 6), CALL(CUBPF_FN_warp_count_unique),
+		INSN(BPF_ALU64 | BPF_ADD | BPF_X, 0, 6, 0, 0), EXIT,
+	};
+	char *t = gen_module(prog, sizeof(prog) / sizeof(prog[0]), NULL, 0, false);
+	assert_true(has(t, "popc.b32 %__cb_w0, %__cb_w0;"));
+	assert_true(has(t, "mov.u32 %__cb_w1, %lanemask_lt;"));
+	assert_true(has(t, "selp.u64 %__cb_r0, 1, 0, %__cb_p1;"));
+	assert_true(has(t, "match.any.sync.b64 %__cb_w1, %__cb_r1, %__cb_w0;"));
+	assert_true(has(t, "vote.sync.ballot.b32 %__cb_w3, %__cb_p1, %__cb_w0;"));
+	free(t);
+}
+
 /* ---- the map programs on tests/ptx/ptxsim_maps.py (semantics, one thread at a time) ---- */
 
 static void add_func(struct ptx_buf *b, const char *name, const struct bpf_insn *insns,
@@ -479,6 +501,7 @@ int main(void)
 		cmocka_unit_test(test_ringbuf_output),
 		cmocka_unit_test(test_map_refusals),
 		cmocka_unit_test(test_enable_words),
+		cmocka_unit_test(test_warp_helpers),
 		cmocka_unit_test(test_ptxsim_maps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -57,6 +57,25 @@ static void map_u64(struct store_trace_writer *w, const char *name, uint64_t ts,
 	free(kv);
 }
 
+/* A per-SM MAP record as the shim writes it: u32 keys, 256 copies of a value of nwords u64
+ * words each (slot-major); vals[(i * 256 + slot) * nwords + word], zero where not given. */
+static void map_percpu(struct store_trace_writer *w, const char *name, uint64_t ts,
+		       const uint32_t *keys, const uint64_t *vals, uint32_t n, uint32_t nwords)
+{
+	size_t value = 256 * 8 * (size_t)nwords, pair = 4 + value;
+	uint8_t *kv = calloc(n ? n : 1, pair);
+	assert_non_null(kv);
+	for (uint32_t i = 0; i < n; i++) {
+		memcpy(kv + i * pair, &keys[i], 4);
+		memcpy(kv + i * pair + 4, &vals[(size_t)i * 256 * nwords], value);
+	}
+	struct store_rec_map m = {.ts_ns = ts, .name = store_trace_intern(w, name),
+				  .map_type = 6, .key_size = 4, .value_size = (uint32_t)value,
+				  .count = n};
+	assert_int_equal(store_trace_map(w, &m, kv, n * pair), 0);
+	free(kv);
+}
+
 static void finish(struct store_trace_writer *w, struct tool_data *d, const char *const *log)
 {
 	char err[STORE_ERRLEN];
@@ -123,8 +142,12 @@ static void test_kcount(void **state)
 	kernel(w, "_Z6vecaddPfS_i", 200, 2, 128);
 	kernel(w, "sass_only_kernel", 300, 1, 32);
 	uint32_t keys[] = {1};
-	uint64_t vals[] = {2, 1280, 1000000, 1250000}; /* launches, threads, first entry, last exit */
-	map_u64(w, "kstats", 10, keys, vals, 1, 4);
+	/* launches, threads, first entry, last exit on SMs 0 and 5: summed, least, largest */
+	static uint64_t vals[256 * 16]; /* 128-byte values: the 4 counters, padding */
+	const uint64_t sm0[] = {1, 768, 1000000, 1200000}, sm5[] = {1, 512, 1100000, 1250000};
+	memcpy(vals, sm0, sizeof(sm0));
+	memcpy(vals + 5 * 16, sm5, sizeof(sm5));
+	map_percpu(w, "kstats", 10, keys, vals, 1, 16);
 	struct tool_data d;
 	finish(w, &d, log_a);
 	char *out = report("kcount", &d, 0);
@@ -160,10 +183,10 @@ static void test_threadhist(void **state)
 		a[i] = i < 5 ? 3 : 1;
 		b[i] = 7;
 	}
-	map_u64(w, "executions", 1000, keys, old, 10, 1);
-	map_u64(w, "executions", 2000, keys, a, 10, 1);
-	map_u64(w, "executions", 2000, keys, a, 10, 1); /* the same snapshot written again */
-	map_u64(w, "executions", 1500, keys, b, 10, 1); /* an older one, late */
+	map_u64(w, "threads", 1000, keys, old, 10, 1);
+	map_u64(w, "threads", 2000, keys, a, 10, 1);
+	map_u64(w, "threads", 2000, keys, a, 10, 1); /* the same snapshot written again */
+	map_u64(w, "threads", 1500, keys, b, 10, 1); /* an older one, late */
 	struct tool_data d;
 	finish(w, &d, log_a);
 	char *out = report("threadhist", &d, 0);
@@ -205,28 +228,78 @@ static void test_launchlate(void **state)
 	tool_data_free(&d);
 }
 
+/* Whole warps counted once per group of 32 thread ids (`warps`), the rest thread by thread
+ * (`threads`): each thread gets its group's count plus its own.  Groups 0 and 1 ran twice,
+ * group 2 once, and thread 70 once more on its own: ids 0..95. */
+static void test_threadhist_warps(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	uint32_t gk[] = {0, 1, 2}, tk[] = {70};
+	uint64_t gv[] = {2, 2, 1}, tv[] = {1};
+	map_u64(w, "warps", 10, gk, gv, 3, 1);
+	map_u64(w, "threads", 10, tk, tv, 1, 1);
+	struct tool_data d;
+	finish(w, &d, log_a);
+	char *out = report("threadhist", &d, 0);
+	assert_contains(out, "           1            31\n");
+	assert_contains(out, "           2            65\n");
+	assert_contains(out, "threads 96 (ids 0..95)  min 1  max 2");
+	assert_contains(out, "most loaded: 0=2 1=2 2=2");
+	assert_contains(out, "least loaded: 95=1 94=1");
+	free(out);
+	out = report("threadhist", &d, 1);
+	assert_json(out);
+	assert_contains(out, "\"threads\":96,\"min\":1,\"max\":2");
+	free(out);
+	tool_data_free(&d);
+	/* a grid of 2^25 threads in 2^20 whole warps, all once: no per-thread list is built */
+	w = create();
+	uint32_t *keys = malloc(sizeof(uint32_t) << 20);
+	uint64_t *vals = malloc(sizeof(uint64_t) << 20);
+	assert_non_null(keys);
+	assert_non_null(vals);
+	for (uint32_t i = 0; i < 1u << 20; i++)
+		keys[i] = i, vals[i] = 1;
+	map_u64(w, "warps", 10, keys, vals, 1u << 20, 1);
+	free(keys);
+	free(vals);
+	finish(w, &d, log_a);
+	out = report("threadhist", &d, 0);
+	assert_contains(out, "           1      33554432\n");
+	assert_contains(out, "threads 33554432 (ids 0..33554431)  min 1  max 1");
+	free(out);
+	tool_data_free(&d);
+}
+
+/* Per-SM counts of thread accesses per (kernel, space, op, log2 size), summed over the SMs;
+ * bytes follow from the size; sectors touched per (kernel, space, op) give the coalescing. */
 static void test_memtrace(void **state)
 {
 	(void)state;
 	struct store_trace_writer *w = create();
-	/* kernel id 1: global loads 4096 B in 1024 accesses, global stores 2048 B in 512 */
-	uint32_t keys[] = {64 + 9, 64 + 10};
-	uint64_t bytes[] = {4096, 2048}, acc[] = {1024, 512};
-	map_u64(w, "bytes", 5, keys, bytes, 2, 1);
-	map_u64(w, "accesses", 5, keys, acc, 2, 1);
-	uint32_t sk[] = {16 + 2};
-	uint64_t sv[] = {1536};
-	map_u64(w, "size_log2", 5, sk, sv, 1, 1);
+	/* kernel id 1, global (key 9): loads of 4 B: 1024 (SM 0: 1000, SM 7: 24), stores 512;
+	 * sectors: loads 4096 B with no waste = 128, stores 2048 B + waste 1024 (+1536 on SM 1,
+	 * -512 on SM 2: broadcasts touch fewer bytes than they read) = 96.  Value:
+	 * accesses[op][log2 size] (4 x 6), waste[op] (4, signed), pad (4). */
+	uint32_t keys[] = {1 * 8 + 1};
+	static uint64_t v[256 * 32];
+	v[0 * 32 + 0 * 6 + 2] = 1000, v[7 * 32 + 0 * 6 + 2] = 24, v[3 * 32 + 1 * 6 + 2] = 512;
+	v[1 * 32 + 24 + 1] = 1536, v[2 * 32 + 24 + 1] = (uint64_t)-512;
+	map_percpu(w, "counts", 5, keys, v, 1, 32);
 	struct tool_data d;
 	finish(w, &d, log_a);
 	char *out = report("memtrace", &d, 1);
 	assert_json(out);
+	assert_contains(out, "\"global_bytes\":6144,\"global_accesses\":1536,\"ideal_sectors\":192,"
+			     "\"sectors\":224");
 	free(out);
 	out = report("memtrace", &d, 0);
 	assert_contains(out, "    global     load             4096           1024        4.0");
 	assert_contains(out, "    global    store             2048            512        4.0");
 	assert_contains(out, "        4 -> 7        : 1536");
-	assert_contains(out, "6144 bytes in 1536 thread accesses; ideal 32-byte sectors 192");
+	assert_contains(out, "6144 bytes in 1536 thread accesses; 32-byte sectors touched 224 "
+			     "(counted per warp access), ideal 192: 85.7% efficiency");
 	free(out);
 	tool_data_free(&d);
 }
@@ -272,6 +345,10 @@ static void test_maps_dump(void **state)
 	uint32_t keys[] = {1, 258};
 	uint64_t vals[] = {5, 0x0102030405060708ull};
 	map_u64(w, "counts", 5, keys, vals, 2, 1);
+	static uint64_t per_sm[256];
+	per_sm[3] = 9;
+	uint32_t pk[] = {2};
+	map_percpu(w, "per_sm", 5, pk, per_sm, 1, 1);
 	struct tool_data d;
 	static const char *const log[] = {"map hits[0] = 7 (host)", NULL};
 	finish(w, &d, log);
@@ -281,6 +358,7 @@ static void test_maps_dump(void **state)
 	assert_contains(out, "key: 02 01 00 00  value: 08 07 06 05 04 03 02 01\n");
 	assert_contains(out, "Found 2 elements\n");
 	assert_contains(out, "map hits[0] = 7 (host)");
+	assert_contains(out, "key: 02 00 00 00\n  value (SM 3): 09 00 00 00 00 00 00 00\nFound 1 element");
 	free(out);
 	out = report("maps", &d, 1);
 	assert_json(out);
@@ -373,6 +451,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kcount),        cmocka_unit_test(test_threadhist),
+		cmocka_unit_test(test_threadhist_warps),
 		cmocka_unit_test(test_launchlate),    cmocka_unit_test(test_memtrace),
 		cmocka_unit_test(test_kernelretsnoop), cmocka_unit_test(test_maps_dump),
 		cmocka_unit_test(test_bad_trace),     cmocka_unit_test(test_run_options),

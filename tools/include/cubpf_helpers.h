@@ -77,6 +77,14 @@ static __u64 (*bpf_get_warp_id)(void) = (void *)CUBPF_FN_get_warp_id;
 static __u64 (*bpf_get_lane_id)(void) = (void *)CUBPF_FN_get_lane_id;
 static __u64 (*bpf_get_active_mask)(void) = (void *)CUBPF_FN_get_active_mask;
 static __u64 (*bpf_get_clock)(void) = (void *)CUBPF_FN_get_clock;
+/* Warp level: the lanes that run the probe together (one warp's active lanes).  A probe that
+ * updates a shared counter from the leader only, adding bpf_get_active_count(), makes one
+ * memory update per warp instead of 32.  They see the lanes active at the call: take the count
+ * (and call bpf_warp_count_unique, which every lane must reach) before branching on
+ * bpf_is_warp_leader(), past which the leader runs alone. */
+static __u64 (*bpf_get_active_count)(void) = (void *)CUBPF_FN_get_active_count;
+static __u64 (*bpf_is_warp_leader)(void) = (void *)CUBPF_FN_is_warp_leader;
+static __u64 (*bpf_warp_count_unique)(__u64 v) = (void *)CUBPF_FN_warp_count_unique;
 
 /* ---- small utilities ----------------------------------------------------------------------- */
 /* floor(log2(v)) for v > 0, 0 for v == 0, without loops (the verifier likes that). */
