@@ -72,6 +72,8 @@ static int live_driver_load(char *err, size_t errlen)
 		(__typeof__(live_cu.cuDeviceTotalMem_v2))shim_real("cuDeviceTotalMem_v2");
 	live_cu.cuDeviceGetUuid_v2 =
 		(__typeof__(live_cu.cuDeviceGetUuid_v2))shim_real("cuDeviceGetUuid_v2");
+	live_cu.cuMemAllocManaged =
+		(__typeof__(live_cu.cuMemAllocManaged))shim_real("cuMemAllocManaged");
 	return 0;
 }
 #undef LOAD
@@ -245,6 +247,9 @@ static int add_maps(const struct vm_object *o, uint32_t obj)
 		lm->bytes = live_map_bytes(&o->maps[i]);
 		lm->ringbuf = o->maps[i].type == CUBPF_MAP_RINGBUF ||
 			      o->maps[i].type == CUBPF_MAP_GPU_RINGBUF;
+		lm->shared = false;
+		lm->shared_dev = 0;
+		lm->shared_owner = NULL;
 		atomic_init(&lm->records, 0);
 	}
 	return 0;
@@ -282,6 +287,39 @@ static int add_progs(const struct vm_object *o, uint32_t map_base)
 	return 0;
 }
 
+static bool prog_uses_map(const struct vm_prog *p, uint32_t map)
+{
+	for (uint32_t i = 0; i + 1 < p->insn_cnt; i++)
+		if (p->insns[i].code == (BPF_LD | BPF_DW | BPF_IMM)) {
+			if ((p->insns[i].src_reg == BPF_PSEUDO_MAP_FD ||
+			     p->insns[i].src_reg == BPF_PSEUDO_MAP_VALUE) &&
+			    (uint32_t)p->insns[i].imm == map)
+				return true;
+			i++;
+		}
+	return false;
+}
+
+/* Arrays that both host and GPU programs of the object use get one storage (live_maps.c), so
+ * that what a host probe writes is what the kernels read and the other way round. */
+static void mark_shared(const struct vm_object *o, uint32_t base)
+{
+	for (uint32_t m = 0; m < o->map_cnt; m++) {
+		bool host = false, gpu = false;
+		for (uint32_t i = 0; i < o->prog_cnt; i++) {
+			const struct vm_prog *p = &o->progs[i];
+			if (!prog_uses_map(p, m))
+				continue;
+			if (p->kind == VM_PROG_UPROBE || p->kind == VM_PROG_URETPROBE)
+				host = true;
+			else if (vm_kind_is_gpu(p->kind))
+				gpu = true;
+		}
+		live.maps[base + m].shared = host && gpu && vm_map_array_bytes(&o->maps[m]) &&
+					     live.maps[base + m].bytes;
+	}
+}
+
 static int add_object(const char *path)
 {
 	char err[VM_ERRLEN];
@@ -301,6 +339,7 @@ static int add_object(const char *path)
 		vm_object_free(o);
 		return -1;
 	}
+	mark_shared(o, base);
 	live.objs[live.nobjs] = o;
 	live.paths[live.nobjs] = strdup(path);
 	live.nobjs++;

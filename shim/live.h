@@ -55,6 +55,8 @@ struct live_driver {
 	LIVE_FN(cuDeviceGetName);
 	CUresult (*cuDeviceTotalMem_v2)(size_t *bytes, CUdevice dev);
 	CUresult (*cuDeviceGetUuid_v2)(CUuuid *uuid, CUdevice dev);
+	/* Optional (maps shared by host and GPU programs) */
+	CUresult (*cuMemAllocManaged)(CUdeviceptr *dptr, size_t bytes, unsigned int flags);
 };
 #undef LIVE_FN
 extern struct live_driver live_cu;
@@ -70,6 +72,10 @@ struct live_map {
 	uint32_t index;            /* index of the map in that object */
 	uint64_t bytes;            /* device storage; 0 when the kind has no device layout yet */
 	bool ringbuf;              /* a ring buffer: pinned mapped lanes (live_rb.h), drained */
+	bool shared;               /* an array used by host and GPU programs of its object: one
+				    * storage in managed memory for both (live_maps.c share_map) */
+	CUdeviceptr shared_dev;    /* that storage (host address = device address), 0 = none */
+	CUcontext shared_owner;    /* the context it was allocated in */
 	atomic_uint_fast64_t records; /* ring buffer records drained (all contexts) */
 };
 
@@ -222,6 +228,8 @@ void live_exit_arm(void);
 /* Adds host program `prog` of object number `obj` (verified).  0, or -1 after a warning. */
 int live_host_add(const struct vm_object *o, uint32_t obj, uint32_t prog);
 bool live_host_any(void);
+/* The host maps of object `obj` (NULL when it has no host programs). */
+struct vm_runtime *live_host_runtime(uint32_t obj);
 void live_host_launch(const struct shim_launch_event *ev, bool after);
 void live_host_api(const struct shim_api_event *ev);
 void live_host_report(FILE *out);

@@ -10,7 +10,8 @@
  *   no more of the arguments).
  * FUNC matches the exported name exactly, as a glob, or without a variant suffix
  * (uprobe/cuLaunchKernel also sees cuLaunchKernel_ptsz).  Host programs have maps of their own
- * in host memory (vm_runtime): a map is not shared with the object's GPU programs yet.
+ * in host memory (vm_runtime); an array that the object's GPU programs use too moves into managed
+ * memory that both sides reach (live_maps.c share_map).
  */
 #define _GNU_SOURCE
 #include <fnmatch.h>
@@ -74,6 +75,11 @@ int live_host_add(const struct vm_object *o, uint32_t obj, uint32_t prog)
 	hprogs[nhprogs++] = (struct hprog){ ex, obj, o->progs[prog].kind, o->progs[prog].attach,
 					    o->progs[prog].name };
 	return 0;
+}
+
+struct vm_runtime *live_host_runtime(uint32_t obj)
+{
+	return obj < nrts ? rts[obj] : NULL;
 }
 
 /* ---- matching and running ---------------------------------------------------------------- */

@@ -187,6 +187,72 @@ static int check_size(uint64_t total, char *err, size_t errlen)
 	return -1;
 }
 
+/* ---- maps shared by host and GPU programs --------------------------------------------------
+ * The host programs' copy of the map (vm_runtime) moves into managed memory, which the host and
+ * every kernel of the context reach at the same address: a count a host probe makes on a launch
+ * is what the kernel's probes read, and the other way round.  Only the first context shares (the
+ * storage belongs to it); a later context gets a device copy of its own, as for other maps, and
+ * the log says so.  Before the owner's teardown the host side moves back into host memory
+ * (unshare_maps), so that host probes never touch freed memory. */
+static bool share_map(struct live_ctx *c, uint32_t i)
+{
+	struct live_map *m = &live.maps[i];
+	struct vm_runtime *rt = live_host_runtime(m->obj);
+	char err[VM_ERRLEN] = "";
+	CUdeviceptr d = 0;
+	if (m->shared_dev || !rt) {
+		if (m->shared_dev)
+			shim_log(SHIM_LOG_INFO, "live: map %s: shared with host programs in context %p "
+				 "only; context %p gets its own copy", m->def.name,
+				 (void *)m->shared_owner, (void *)c->ctx);
+		return false;
+	}
+	CUresult r = live_cu.cuMemAllocManaged
+			     ? live_cu.cuMemAllocManaged(&d, m->bytes, CU_MEM_ATTACH_GLOBAL)
+			     : CUDA_ERROR_NOT_SUPPORTED;
+	if (r == CUDA_SUCCESS &&
+	    vm_runtime_share_array(rt, m->index, (void *)(uintptr_t)d, m->bytes, err,
+				   sizeof(err)) != 0) {
+		live_cu.cuMemFree_v2(d);
+		r = CUDA_ERROR_INVALID_VALUE;
+	}
+	if (r != CUDA_SUCCESS) {
+		shim_log(SHIM_LOG_WARN, "live: map %s: not shared between host and GPU programs "
+			 "(%s); each side keeps its own copy", m->def.name,
+			 err[0] ? err : live_cu_error(r));
+		return false;
+	}
+	m->shared_dev = d;
+	m->shared_owner = c->ctx;
+	c->base[i] = d;
+	shim_log(SHIM_LOG_INFO, "live: map %s: shared by host and GPU programs (%" PRIu64
+		 " bytes of managed memory)", m->def.name, m->bytes);
+	return true;
+}
+
+/* The owner context of shared maps is going: their host side moves back to host memory, with
+ * what the kernels left in them. */
+static void unshare_maps(struct live_ctx *c)
+{
+	for (uint32_t i = 0; i < live.nmaps; i++) {
+		struct live_map *m = &live.maps[i];
+		if (!m->shared_dev || m->shared_owner != c->ctx)
+			continue;
+		char err[VM_ERRLEN];
+		/* reachable from live.maps for the life of the process: host probes may run to
+		 * the end */
+		void *copy = aligned_alloc(64, (m->bytes + 63) & ~(uint64_t)63);
+		struct vm_runtime *rt = live_host_runtime(m->obj);
+		if (copy && rt && vm_runtime_share_array(rt, m->index, copy, m->bytes, err,
+							 sizeof(err)) == 0)
+			m->def.init = NULL; /* (the object's initial value is spent) */
+		else
+			shim_log(SHIM_LOG_WARN, "live: map %s: could not move back to host memory; "
+				 "host probes may see stale values", m->def.name);
+		m->shared_dev = 0;
+	}
+}
+
 /* Allocates every map of the current context `c->ctx`.  The caller holds the lock. */
 static int ctx_alloc(struct live_ctx *c, char *err, size_t errlen)
 {
@@ -206,7 +272,7 @@ static int ctx_alloc(struct live_ctx *c, char *err, size_t errlen)
 	if (r == CUDA_SUCCESS)
 		memset(c->enable_set, 0xff, CUBPF_ENABLE_WORDS * sizeof(uint32_t));
 	for (uint32_t i = 0; r == CUDA_SUCCESS && i < live.nmaps; i++) {
-		if (!live.maps[i].bytes)
+		if (!live.maps[i].bytes || (live.maps[i].shared && share_map(c, i)))
 			continue;
 		r = live_cu.cuMemAlloc_v2(&c->base[i], live.maps[i].bytes);
 		if (r == CUDA_SUCCESS)
@@ -408,6 +474,7 @@ void shim_live_teardown(CUcontext ctx, CUdevice dev, int primary)
 	for (struct live_ctx *c = ctxs; c; c = c->next)
 		if (primary ? c->dev == dev : c->ctx == ctx) {
 			snapshot(c, true);
+			unshare_maps(c);
 			shim_log(SHIM_LOG_DEBUG, "live: maps of context %p read before its teardown",
 				 (void *)c->ctx);
 		}

@@ -28,6 +28,7 @@ struct vm_map {
 	struct vm_hash *hash;      /* BPF_MAP_TYPE_HASH only */
 	struct vm_ringbuf *ring;   /* ring buffers only */
 	bool external;             /* data is the caller's (vm_runtime_share_array): not freed */
+	uint8_t *retired;          /* own storage replaced by the caller's, freed with the map */
 };
 
 struct vm_runtime {

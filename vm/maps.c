@@ -158,6 +158,7 @@ void vm_maps_destroy(struct vm_runtime *rt)
 		struct vm_map *m = &rt->maps[i];
 		if (!m->ring && !m->external)
 			free(m->data); /* a ring's data is its buffer, freed below */
+		free(m->retired);
 		if (m->hash) {
 			free(m->hash->buckets);
 			free(m->hash->next);
@@ -197,9 +198,11 @@ int vm_runtime_share_array(struct vm_runtime *rt, uint32_t map, void *storage, s
 		return -1;
 	}
 	memcpy(storage, m->data, m->data_size);
+	/* A program running on another thread may still hold a pointer into the old storage:
+	 * our own is kept until the runtime goes, the caller's stays the caller's. */
 	if (!m->external)
-		free(m->data);
-	m->data = storage;
+		m->retired = m->data;
+	__atomic_store_n(&m->data, (uint8_t *)storage, __ATOMIC_RELEASE);
 	m->external = true;
 	return 0;
 }

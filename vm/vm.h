@@ -231,8 +231,9 @@ int vm_map_lookup_percpu(struct vm_runtime *rt, uint32_t map, const void *key, v
 /* Array maps whose values live in the caller's memory (the shim shares a map with the GPU
  * programs through memory both sides reach): `storage` (8-byte aligned, at least max_entries x
  * the value size rounded up to 8 bytes, the GPU layout) receives the map's current values and
- * serves every later access; the caller keeps it alive for the runtime's life.  Returns 0, or
- * -1 with err (not an array map, storage too small). */
+ * serves every later access; the caller keeps it alive for the runtime's life (or until it
+ * shares another storage: the map can move again).  Returns 0, or -1 with err (not an array
+ * map, storage too small). */
 int vm_runtime_share_array(struct vm_runtime *rt, uint32_t map, void *storage, size_t bytes,
 			   char *err, size_t errlen);
 /* Bytes an array map needs for vm_runtime_share_array (0 for other kinds). */

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 
 static char shim_path[4096], fake_path[4096], probe_path[4096], cubin_path[4096];
 static char host_probes[8192], ring_probe[4096], bad_probe[4096], kinds_probe[4096];
+static char shared_probe[4096];
 static char child_err[1 << 16];
 static const char trace_path[] = "/tmp/cubpf-live-test.trace";
 /* Every child gets a fresh module cache unless the case names one (CUBPF_CACHE in its env). */
@@ -244,6 +246,63 @@ static void test_host_probes_run_on_driver_calls(void **state)
 	assert_non_null(strstr(child_err, "cubpf: map calls[3] = 100 (host)")); /* bytes */
 	/* the GPU programs of the other object still instrument the module */
 	assert_non_null(strstr(child_err, "live: cuModuleLoadData: instrumented 1 of 1 kernels"));
+}
+
+/* A map used by a host probe and a GPU probe of one object (shared.bpf.o) has one storage: the
+ * "kernel" writes key 1 through the module's map pointer, the host probe on each launch counts
+ * the launch in key 0 and copies key 1 + 100 to key 2, and the kernel side sees those writes. */
+static int child_shared(void)
+{
+	void *mod = NULL, *f = NULL;
+	if (open_both() || load(&mod, live_ptx) != 0)
+		return 1;
+	uint64_t *both = (uint64_t *)(uintptr_t)global(mod, "__cubpf_map_0");
+	if (!both || ((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0)
+		return child_fail("no map pointer or function");
+	both[1] = 7; /* seven threads entered */
+	for (int i = 0; i < 2; i++)
+		if (((launch_fn)dlsym(shim, "cuLaunchKernel"))(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL,
+								NULL) != 0)
+			return child_fail("launch");
+	bool managed = !getenv("FAKE_NO_MANAGED");
+	if (managed && (both[0] != 2 || both[2] != 107))
+		return child_fail("the kernel side sees launches %llu, copy %llu (want 2, 107)",
+				  (unsigned long long)both[0], (unsigned long long)both[2]);
+	if (!managed && (both[0] != 0 || both[2] != 0))
+		return child_fail("separate copies, yet the kernel side sees host writes");
+	if (!getenv("SHARED_RESET"))
+		return 0;
+	/* the context goes: the host side moves back to host memory with the values it had */
+	if (((int (*)(int))dlsym(shim, "cuDevicePrimaryCtxReset_v2"))(0) != 0)
+		return child_fail("reset failed");
+	both[1] = 99; /* the old storage: no longer the host's */
+	return ((launch_fn)dlsym(shim, "cuLaunchKernel"))(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL,
+							  NULL) != 0;
+}
+
+static void test_host_and_gpu_programs_share_a_map(void **state)
+{
+	(void)state;
+	struct child_env env = { { "CUBPF_PROGRAMS", "CUBPF_DUMP_MAPS" }, { shared_probe, "1" } };
+	assert_int_equal(run_child(&env, child_shared), 0);
+	assert_non_null(strstr(child_err, "live: map both: shared by host and GPU programs (32 bytes"));
+	assert_non_null(strstr(child_err, "cubpf: map both[0] = 2 (host)"));
+	assert_non_null(strstr(child_err, "cubpf: map both[1] = 7 (host)"));
+	assert_non_null(strstr(child_err, "cubpf: map both[2] = 107 (host)"));
+	/* a reset of the owner context: the host keeps the values, later launches count on */
+	struct child_env reset = { { "CUBPF_PROGRAMS", "CUBPF_DUMP_MAPS", "SHARED_RESET" },
+				   { shared_probe, "1", "1" } };
+	assert_int_equal(run_child(&reset, child_shared), 0);
+	assert_non_null(strstr(child_err, "cubpf: map both[0] = 3 (host)"));
+	assert_non_null(strstr(child_err, "cubpf: map both[1] = 7 (host)"));
+	assert_non_null(strstr(child_err, "cubpf: map both[2] = 107 (host)"));
+	/* no managed memory: each side keeps its own copy, with a warning */
+	struct child_env none = { { "CUBPF_PROGRAMS", "CUBPF_DUMP_MAPS", "FAKE_NO_MANAGED" },
+				  { shared_probe, "1", "1" } };
+	assert_int_equal(run_child(&none, child_shared), 0);
+	assert_non_null(strstr(child_err, "live: map both: not shared between host and GPU programs"));
+	assert_non_null(strstr(child_err, "cubpf: map both[0] = 2 (host)"));
+	assert_non_null(strstr(child_err, "cubpf: map both[2] = 100 (host)"));
 }
 
 /* Ring buffers: pinned lanes (one per SM: the fake has 4), drained into the trace; records that
@@ -1329,12 +1388,14 @@ int main(void)
 	snprintf(ring_probe, sizeof(ring_probe), "%s/live-probes/ring.bpf.o", build);
 	snprintf(bad_probe, sizeof(bad_probe), "%s/live-probes/bad.bpf.o", build);
 	snprintf(kinds_probe, sizeof(kinds_probe), "%s/live-probes/kinds.bpf.o", build);
+	snprintf(shared_probe, sizeof(shared_probe), "%s/live-probes/shared.bpf.o", build);
 	snprintf(host_probes, sizeof(host_probes), "%s:%s/live-probes/host.bpf.o", probe_path, build);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_module_is_instrumented_and_maps_reported),
 		cmocka_unit_test(test_maps_are_read_before_context_teardown),
 		cmocka_unit_test(test_library_without_context_is_filled_at_launch),
 		cmocka_unit_test(test_host_probes_run_on_driver_calls),
+		cmocka_unit_test(test_host_and_gpu_programs_share_a_map),
 		cmocka_unit_test(test_sampling_flips_enable_words),
 		cmocka_unit_test(test_ring_buffers_are_drained_into_the_trace),
 		cmocka_unit_test(test_jit_error_falls_back),

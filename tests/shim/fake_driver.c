@@ -30,7 +30,7 @@ FAKE_EXPORT int fake_result(const char *name)
 					       "cuStreamDestroy_v2", NULL };
 	static const char *const live_invalid[] = {
 		"cuCtxGetCurrent", "cuCtxGetDevice", "cuCtxPopCurrent_v2", "cuDeviceGetAttribute",
-		"cuMemAlloc_v2", "cuMemFree_v2", "cuMemGetInfo_v2", "cuMemsetD8Async",
+		"cuMemAlloc_v2", "cuMemAllocManaged", "cuMemFree_v2", "cuMemGetInfo_v2", "cuMemsetD8Async",
 		"cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuStreamCreate",
 		"cuModuleGetGlobal_v2", "cuLibraryGetGlobal", "cuLinkCreate_v2", "cuLinkAddData_v2",
 		"cuLinkComplete", "cuLinkDestroy", "cuGetErrorName", "cuMemHostAlloc",
@@ -464,6 +464,23 @@ FAKE_EXPORT int cuMemAlloc_v2(uint64_t *p, size_t n)
 	void *m = calloc(1, n);
 	if (!m)
 		return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+	own(m, n);
+	*p = (uintptr_t)m;
+	return 0;
+}
+
+/* Managed memory: host memory here too, reachable from both sides at one address. */
+FAKE_EXPORT int cuMemAllocManaged(uint64_t *p, size_t n, unsigned flags)
+{
+	(void)flags;
+	FAKE_HIT(cuMemAllocManaged);
+	if (!p || !n)
+		return 1;
+	if (getenv("FAKE_NO_MANAGED"))
+		return 801; /* CUDA_ERROR_NOT_SUPPORTED */
+	void *m = calloc(1, n);
+	if (!m)
+		return 2;
 	own(m, n);
 	*p = (uintptr_t)m;
 	return 0;
