@@ -30,14 +30,7 @@ static uint64_t fnv(const void *p, size_t n, uint64_t h)
 	return h;
 }
 
-#define CHECK(x)                                                                               \
-	do {                                                                                   \
-		cudaError_t e_ = (x);                                                          \
-		if (e_ != cudaSuccess) {                                                       \
-			printf("error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-			return 1;                                                              \
-		}                                                                              \
-	} while (0)
+#include "check.h"
 
 int main()
 {

@@ -21,14 +21,7 @@ __global__ void bench_compute(float *x, int iters)
 	x[i] = v;
 }
 
-#define CHECK(x)                                                                               \
-	do {                                                                                   \
-		cudaError_t e_ = (x);                                                          \
-		if (e_ != cudaSuccess) {                                                       \
-			printf("error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-			return 1;                                                              \
-		}                                                                              \
-	} while (0)
+#include "check.h"
 
 int main(int argc, char **argv)
 {

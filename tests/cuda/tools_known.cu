@@ -51,14 +51,7 @@ static uint64_t fnv(const void *p, size_t n, uint64_t h = 0xcbf29ce484222325ull)
 	return h;
 }
 
-#define CHECK(x)                                                                               \
-	do {                                                                                   \
-		cudaError_t e_ = (x);                                                          \
-		if (e_ != cudaSuccess) {                                                       \
-			printf("error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-			return 1;                                                              \
-		}                                                                              \
-	} while (0)
+#include "check.h"
 
 static int part_hist()
 {

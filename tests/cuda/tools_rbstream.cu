@@ -14,14 +14,7 @@ __global__ void stream_exit(float *x, int n)
 		x[i] += 1.0f;
 }
 
-#define CHECK(x)                                                                               \
-	do {                                                                                   \
-		cudaError_t e_ = (x);                                                          \
-		if (e_ != cudaSuccess) {                                                       \
-			printf("error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-			return 1;                                                              \
-		}                                                                              \
-	} while (0)
+#include "check.h"
 
 static int d2h_bandwidth(double *gbs)
 {

@@ -27,7 +27,7 @@ TEST_BINS += $(BUILD)/tests/test_live_rb
 ifneq ($(SAN),1)
 ifneq ($(wildcard $(NVCC)),)
 LIVE_GPU := $(patsubst tests/cuda/%.cu,$(BUILD)/gpu/%,$(wildcard tests/cuda/live_*.cu))
-$(BUILD)/gpu/live_%: tests/cuda/live_%.cu
+$(BUILD)/gpu/live_%: tests/cuda/live_%.cu tests/cuda/check.h
 	@mkdir -p $(@D)
 	$(NVCC) -O2 -arch=sm_90 -cudart static -o $@ $<
 BINS += $(LIVE_GPU) $(LIVE_PROBES)

@@ -20,7 +20,7 @@ $(BUILD)/tests/test_tools: | $(BUILD)/tests/tools_fake_app $(SHIM_LIB) $(BUILD)/
 ifneq ($(SAN),1)
 ifneq ($(wildcard $(NVCC)),)
 TOOLS_GPU := $(patsubst tests/cuda/%.cu,$(BUILD)/gpu/%,$(wildcard tests/cuda/tools_*.cu))
-$(BUILD)/gpu/tools_%: tests/cuda/tools_%.cu
+$(BUILD)/gpu/tools_%: tests/cuda/tools_%.cu tests/cuda/check.h
 	@mkdir -p $(@D)
 	$(NVCC) -O2 -arch=sm_90 -cudart static -o $@ $<
 BINS += $(TOOLS_GPU)
