@@ -29,6 +29,7 @@ struct run_opts {
 	const char *log_level;
 	const char *real_libcuda;
 	const char *cache;
+	const char *ringbuf_mb, *map_max_mb, *sample; /* validated numbers, passed on as text */
 	int disable;
 	int json, help, list_tools;
 	double interval_s, duration_s; /* 0 = none */
@@ -56,6 +57,12 @@ static void run_usage(FILE *out)
 		"  -l, --log LEVEL         off, error, warn (default), info, debug (CUBPF_LOG)\n"
 		"      --real-libcuda PATH the real driver, when cubpf cannot find it\n"
 		"      --cache PATH        module cache database, or off (CUBPF_CACHE)\n"
+		"      --ringbuf-mb N      pinned host memory for ring buffers per GPU (default 64;\n"
+		"                          CUBPF_RINGBUF_MB)\n"
+		"      --map-max-mb N      largest device memory the maps may take per context\n"
+		"                          (default 4096; CUBPF_MAP_MAX_MB)\n"
+		"      --sample N          run the GPU probes on every Nth launch of each kernel\n"
+		"                          (CUBPF_SAMPLE)\n"
 		"      --disable           pure pass-through, nothing intercepted (CUBPF_DISABLE=1)\n"
 		"  -h, --help              this text\n"
 		"\n"
@@ -124,9 +131,24 @@ static double parse_seconds(const char *opt, const char *v)
 	return d;
 }
 
+/* A whole number from 1 to max, for the options that become CUBPF_* variables. */
+static const char *parse_count(const char *opt, const char *v, unsigned long max)
+{
+	char *end;
+	errno = 0;
+	unsigned long n = strtoul(v, &end, 10);
+	if (errno || end == v || *end || *v == '-' || n == 0 || n > max) {
+		fprintf(stderr, "cubpf run: %s '%s': expected a whole number from 1 to %lu\n", opt, v,
+			max);
+		return NULL;
+	}
+	return v;
+}
+
 static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 {
-	enum { OPT_REAL = 256, OPT_CACHE, OPT_DISABLE, OPT_JSON, OPT_LIST };
+	enum { OPT_REAL = 256, OPT_CACHE, OPT_DISABLE, OPT_JSON, OPT_LIST, OPT_RINGBUF, OPT_MAPMAX,
+	       OPT_SAMPLE };
 	static const struct option longopts[] = {
 		{"tool", required_argument, 0, 't'},     {"prog", required_argument, 0, 'p'},
 		{"kernel", required_argument, 0, 'k'},   {"output", required_argument, 0, 'o'},
@@ -134,6 +156,9 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 		{"cache", required_argument, 0, OPT_CACHE}, {"disable", no_argument, 0, OPT_DISABLE},
 		{"interval", required_argument, 0, 'i'}, {"duration", required_argument, 0, 'd'},
 		{"json", no_argument, 0, OPT_JSON},      {"list-tools", no_argument, 0, OPT_LIST},
+		{"ringbuf-mb", required_argument, 0, OPT_RINGBUF},
+		{"map-max-mb", required_argument, 0, OPT_MAPMAX},
+		{"sample", required_argument, 0, OPT_SAMPLE},
 		{"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
 	};
 	int c;
@@ -153,6 +178,18 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 		case OPT_DISABLE: o->disable = 1; break;
 		case OPT_JSON: o->json = 1; break;
 		case OPT_LIST: o->list_tools = 1; break;
+		case OPT_RINGBUF:
+			if (!(o->ringbuf_mb = parse_count("--ringbuf-mb", optarg, 1ul << 20)))
+				return -1;
+			break;
+		case OPT_MAPMAX:
+			if (!(o->map_max_mb = parse_count("--map-max-mb", optarg, 1ul << 24)))
+				return -1;
+			break;
+		case OPT_SAMPLE:
+			if (!(o->sample = parse_count("--sample", optarg, 1ul << 31)))
+				return -1;
+			break;
 		case 'h': o->help = 1; break;
 		default: run_usage(stderr); return -1;
 		}
@@ -250,6 +287,12 @@ static int set_environment(const struct run_opts *o, const char *shim_dir)
 		rc |= setenv("CUBPF_CACHE", o->cache, 1);
 	if (o->disable)
 		rc |= setenv("CUBPF_DISABLE", "1", 1);
+	if (o->ringbuf_mb)
+		rc |= setenv("CUBPF_RINGBUF_MB", o->ringbuf_mb, 1);
+	if (o->map_max_mb)
+		rc |= setenv("CUBPF_MAP_MAX_MB", o->map_max_mb, 1);
+	if (o->sample)
+		rc |= setenv("CUBPF_SAMPLE", o->sample, 1);
 	return rc;
 }
 

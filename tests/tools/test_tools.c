@@ -412,6 +412,15 @@ static void test_run_options(void **state)
 	assert_contains(out, "need a tool");
 	assert_int_equal(run_cubpf("-p /nonexistent.bpf.o -- true", out, sizeof(out)), 2);
 	assert_contains(out, "cannot read probe object '/nonexistent.bpf.o'");
+	assert_int_equal(run_cubpf("--sample 0 -- true", out, sizeof(out)), 2);
+	assert_contains(out, "--sample '0': expected a whole number from 1 to");
+	assert_int_equal(run_cubpf("--ringbuf-mb 1x -- true", out, sizeof(out)), 2);
+	assert_contains(out, "--ringbuf-mb '1x'");
+	/* the memory and sampling options reach the program's environment */
+	assert_int_equal(run_cubpf("--ringbuf-mb 16 --map-max-mb 512 --sample 3 -- sh -c "
+				   "'echo rb=$CUBPF_RINGBUF_MB mm=$CUBPF_MAP_MAX_MB s=$CUBPF_SAMPLE'",
+				   out, sizeof(out)), 0);
+	assert_contains(out, "rb=16 mm=512 s=3");
 	assert_int_equal(run_cubpf("--list-tools", out, sizeof(out)), 0);
 	assert_contains(out, "threadhist");
 	assert_int_equal(run_cubpf("-t launchlate --help", out, sizeof(out)), 0);
