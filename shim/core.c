@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -90,6 +91,31 @@ static void read_log_level(void)
  * pipe, so that the application's own stderr is left alone) or CUBPF_LOG_FILE a file to append
  * to ("%p" in it becomes the process id, so that the ranks of a job keep their own files). */
 static int log_fd = 2;
+static dev_t log_dev;  /* what log_fd was when chosen: an application that closes it and */
+static ino_t log_ino;  /* opens a file of its own under the same number never gets our lines */
+
+static int remember_log_fd(int fd, const char *want_id)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return -1;
+	if (want_id) { /* "DEV:INO" from cubpf run: the very pipe it made, not one of the app's */
+		unsigned long long dev, ino;
+		if (sscanf(want_id, "%llu:%llu", &dev, &ino) != 2 ||
+		    dev != (unsigned long long)st.st_dev || ino != (unsigned long long)st.st_ino)
+			return -1;
+	}
+	log_fd = fd, log_dev = st.st_dev, log_ino = st.st_ino;
+	return 0;
+}
+
+/* Whether log_fd is still the descriptor we chose (stderr always is). */
+static int log_fd_unchanged(void)
+{
+	struct stat st;
+	return log_fd == 2 || (fstat(log_fd, &st) == 0 && st.st_dev == log_dev &&
+			       st.st_ino == log_ino);
+}
 
 void shim_expand_pid(const char *in, char *out, size_t size)
 {
@@ -113,22 +139,19 @@ static void read_log_destination(void)
 	if (fd && *fd) {
 		char *end;
 		long n = strtol(fd, &end, 10);
-		if (*end || n < 0 || n > INT32_MAX || fcntl((int)n, F_GETFD) < 0)
-			shim_log(SHIM_LOG_WARN, "CUBPF_LOG_FD=%s is not an open descriptor; logging "
-				 "to stderr", fd);
-		else
-			log_fd = (int)n;
+		if ((*end && *end != ':') || n < 0 || n > INT32_MAX ||
+		    remember_log_fd((int)n, *end ? end + 1 : NULL) != 0)
+			shim_log(SHIM_LOG_WARN, "CUBPF_LOG_FD=%s is not an open descriptor (or not "
+				 "the one named); logging to stderr", fd);
 		return;
 	}
 	if (file && *file) {
 		char path[4096];
 		shim_expand_pid(file, path, sizeof(path));
 		int f = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-		if (f < 0)
+		if (f < 0 || remember_log_fd(f, NULL) != 0)
 			shim_log(SHIM_LOG_WARN, "CUBPF_LOG_FILE=%s: %s; logging to stderr", path,
 				 strerror(errno));
-		else
-			log_fd = f;
 	}
 }
 
@@ -263,13 +286,12 @@ void shim_log(enum shim_log_level level, const char *fmt, ...)
 	line[n++] = '\n';
 	/* One write per line, so that lines of several threads do not interleave. */
 	int saved = errno; /* logging inside a driver call must not change the caller's errno */
+	if (!log_fd_unchanged())
+		log_fd = 2; /* the application closed it (and may have reused the number) */
 	ssize_t w;
 	while ((w = write(log_fd, line, (size_t)n)) < 0 && errno == EINTR)
 		;
-	if (w < 0 && errno == EBADF && log_fd != 2) { /* the application closed it */
-		log_fd = 2;
-		w = write(log_fd, line, (size_t)n);
-	}
+	(void)w;
 	errno = saved;
 }
 

@@ -458,9 +458,15 @@ static int run_child(char **cmd, struct follow *fw)
 	}
 	if (pid == 0) {
 		if (capture) {
-			/* the shim writes its lines to the pipe; the program keeps its stderr */
-			char fd[16];
-			snprintf(fd, sizeof(fd), "%d", pipefd[1]);
+			/* the shim writes its lines to the pipe; the program keeps its stderr.  The
+			 * pipe's identity goes along, so that a program that closes the descriptor
+			 * and reuses its number never receives the shim's lines. */
+			char fd[64];
+			struct stat st;
+			if (fstat(pipefd[1], &st) != 0)
+				_exit(127);
+			snprintf(fd, sizeof(fd), "%d:%llu:%llu", pipefd[1],
+				 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
 			close(pipefd[0]);
 			if (setenv("CUBPF_LOG_FD", fd, 1) != 0)
 				_exit(127);

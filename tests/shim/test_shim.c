@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -526,6 +527,56 @@ static void test_log_fd(void **state)
 	assert_int_equal(run_child(&env, child_init_logs), 0);
 	assert_non_null(strstr(child_err, "CUBPF_LOG_FD=999 is not an open descriptor"));
 	assert_non_null(strstr(child_err, "cubpf: real driver: "));
+	/* named with another file's identity (dev:ino): not ours, stderr */
+	char wrong[64];
+	snprintf(wrong, sizeof(wrong), "%d:1:1", fd);
+	env.value = wrong;
+	assert_int_equal(run_child(&env, child_init_logs), 0);
+	assert_non_null(strstr(child_err, "is not an open descriptor (or not the one named)"));
+}
+
+/* The application closes the log descriptor and opens a file of its own under that number: the
+ * shim's later lines go to stderr, never into the application's file. */
+static int log_fd_number;
+static char app_file[64];
+
+static int child_reuses_log_fd(void)
+{
+	void *shim = open_shim();
+	if (!shim)
+		return 1;
+	close(log_fd_number);
+	int f = open(app_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (f != log_fd_number)
+		return child_fail("reopened as %d, not %d", f, log_fd_number);
+	int (*load)(void **, const void *) =
+		(int (*)(void **, const void *))dlsym(shim, "cuModuleLoadData");
+	void *mod;
+	load(&mod, ".version 8.0\n.target sm_90\n.address_size 64\n");
+	close(f);
+	return 0;
+}
+
+static void test_log_fd_reused_by_the_app(void **state)
+{
+	(void)state;
+	char tmpl[] = "/tmp/cubpf-shim-logfd-XXXXXX", num[64], text[8192];
+	int fd = mkstemp(tmpl);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	snprintf(num, sizeof(num), "%d:%llu:%llu", fd, (unsigned long long)st.st_dev,
+		 (unsigned long long)st.st_ino);
+	snprintf(app_file, sizeof(app_file), "%s.app", tmpl);
+	log_fd_number = fd;
+	struct child_env env = { .real = fake_path, .log = "info", .name = "CUBPF_LOG_FD",
+				 .value = num };
+	assert_int_equal(run_child(&env, child_reuses_log_fd), 0);
+	assert_int_equal(read_file(app_file, text, sizeof(text)), 0); /* the app's file: empty */
+	assert_non_null(strstr(child_err, "cubpf: load cuModuleLoadData"));
+	close(fd);
+	unlink(tmpl);
+	unlink(app_file);
 }
 
 /* ---- the toolkit stub and no driver at all --------------------------------------------------- */
@@ -1013,6 +1064,7 @@ int main(void)
 		cmocka_unit_test(test_stub_error_comes_back),
 		cmocka_unit_test(test_log_file_per_process),
 		cmocka_unit_test(test_log_fd),
+		cmocka_unit_test(test_log_fd_reused_by_the_app),
 		cmocka_unit_test(test_no_driver_answers_no_device),
 		cmocka_unit_test(test_self_as_driver_is_refused),
 		cmocka_unit_test(test_search_skips_shims_and_finds_the_driver),
