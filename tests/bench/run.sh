@@ -15,7 +15,8 @@ for b in tests/bench/b_*.sh; do
   name=$(basename "$b" .sh)
   if [ -n "${BENCHES:-}" ] && ! [[ " $BENCHES " == *" $name "* ]]; then continue; fi
   echo "== $name"
-  if ! bash "$b" >"$OUT/$name.log" 2>&1; then rc=1; echo "FAIL $name"; tail -20 "$OUT/$name.log"; fi
+  # a hung benchmark must not eat the whole device call: BENCH_TIMEOUT seconds each (300)
+  if ! timeout "${BENCH_TIMEOUT:-300}" bash "$b" >"$OUT/$name.log" 2>&1; then rc=1; echo "FAIL $name"; tail -20 "$OUT/$name.log"; fi
   grep -E '^RESULT' "$OUT/$name.log" | sed 's/^/   /'
 done
 if [ -n "$dest" ]; then tar -czf "$dest/bench-logs.tar.gz" -C "$(dirname "$OUT")" "$(basename "$OUT")"; fi

@@ -16,7 +16,8 @@ for t in tests/gpu/t_*.sh; do
   name=$(basename "$t" .sh)
   if [ -n "${TESTS:-}" ] && ! [[ " $TESTS " == *" $name "* ]]; then continue; fi
   start=$(date +%s)
-  if bash "$t" >"$OUT/$name.log" 2>&1; then passed=$((passed + 1)); echo "ok   $name ($(( $(date +%s) - start ))s)"
+  # a hung test must not eat the whole device call: each gets TEST_TIMEOUT seconds (300)
+  if timeout "${TEST_TIMEOUT:-300}" bash "$t" >"$OUT/$name.log" 2>&1; then passed=$((passed + 1)); echo "ok   $name ($(( $(date +%s) - start ))s)"
   else failed=$((failed + 1)); echo "FAIL $name ($(( $(date +%s) - start ))s)"; tail -40 "$OUT/$name.log"; fi
   grep -E '^(RESULT|FIGURE)' "$OUT/$name.log" | sed 's/^/     /'
 done
