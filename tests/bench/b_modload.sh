@@ -4,7 +4,9 @@
 # per-process work -- cache database, device maps, clock calibration -- is not counted), for:
 #   app: the device code of tests/cuda/tools_known.cu (5 kernels), a fatbin with sm_90 SASS +
 #        compute_90 PTX (build/bench/modload_app.fatbin);
-#   gen: 1000 generated kernels, same form (build/bench/modload_gen.fatbin).
+#   gen: 1000 generated kernels, same form (build/bench/modload_gen.fatbin);
+#   genptx: the same 1000 kernels as PTX only (build/bench/modload_genptx.fatbin): a native
+#        load is the driver's JIT, as for applications that ship PTX (REPS_PTX runs, default 3).
 # Variants, REPS runs each (default 7), interleaved, median kept:
 #   native      no shim (the real driver loads the SASS);
 #   passthrough the shim with CUBPF_DISABLE=1;
@@ -27,7 +29,8 @@ PROBE=$(cd "$BUILD/probes" 2>/dev/null && pwd)/kcount.bpf.o
 TMP=$OUT/modload
 rm -rf "$TMP"; mkdir -p "$TMP"
 export CUDA_CACHE_DISABLE=1 CUDA_MODULE_LOADING=EAGER
-for f in "$BIN" "$PROBE" "$BUILD/bench/modload_app.fatbin" "$BUILD/bench/modload_gen.fatbin"; do
+for f in "$BIN" "$PROBE" "$BUILD/bench/modload_app.fatbin" "$BUILD/bench/modload_gen.fatbin" \
+         "$BUILD/bench/modload_genptx.fatbin"; do
   [ -e "$f" ] || { echo "b_modload: missing $f (make bench-build on the build machine)"; exit 1; }
 done
 echo "b_modload: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1); $REPS runs per variant; CUDA_CACHE_DISABLE=1 CUDA_MODULE_LOADING=EAGER"
@@ -54,12 +57,13 @@ one() {
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-for name in app gen; do
+for name in ${MODLOAD_IMAGES:-app gen genptx}; do
   img=$BUILD/bench/modload_$name.fatbin
+  reps=$REPS; [ "$name" = genptx ] && reps=${REPS_PTX:-3}
   hitdb=$TMP/$name.hit.db; colddb=$TMP/$name.cold.db
   one "$img" cold "$hitdb" >/dev/null # fills the cache of the hit runs
   for v in native passthrough inst cold hit; do : >"$TMP/$name.$v.times"; done
-  for r in $(seq "$REPS"); do
+  for r in $(seq "$reps"); do
     for v in native passthrough inst cold hit; do
       rm -f "$colddb" "$colddb-wal" "$colddb-shm"
       db=$hitdb; [ "$v" = cold ] && db=$colddb
@@ -83,7 +87,7 @@ for name in app gen; do
   ir=$(awk -v a="${med[inst]:-0}" -v b="$n" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }')
   hi=$(awk -v a="${med[hit]:-0}" -v b="${med[inst]:-0}" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }')
   met=$(awk -v r="$hr" 'BEGIN { print ((r > 0 && r <= 1.2) ? "met" : "MISSED") }')
-  echo "RESULT modload $name ($kernels kernels, $(stat -c %s "$img") B): native ${med[native]:-?} us, passthrough ${med[passthrough]:-?} us, instrumented cubin without the shim ${med[inst]:-?} us, cold ${med[cold]:-?} us, hit ${med[hit]:-?} us (medians of $REPS)"
+  echo "RESULT modload $name ($kernels kernels, $(stat -c %s "$img") B): native ${med[native]:-?} us, passthrough ${med[passthrough]:-?} us, instrumented cubin without the shim ${med[inst]:-?} us, cold ${med[cold]:-?} us, hit ${med[hit]:-?} us (medians of $reps)"
   echo "RESULT modload $name ratios: hit/native ${hr}x, cold/native ${cr}x, passthrough/native ${pr}x, instrumented-cubin/native ${ir}x, hit/instrumented-cubin ${hi}x; target hit <= 1.2x native: $met"
 done
 echo "RESULT modload failures=$failed"

@@ -16,10 +16,13 @@ $(BUILD)/bench/modload_gen.cu: tests/bench/gen_modload.sh
 	tests/bench/gen_modload.sh $(MODLOAD_KERNELS) > $@
 $(BUILD)/bench/modload_gen.fatbin: $(BUILD)/bench/modload_gen.cu
 	$(NVCC) $(MODLOAD_FATBIN) -o $@ $<
+# the same kernels as PTX only: a native load is the driver's JIT (a "PTX-heavy" module)
+$(BUILD)/bench/modload_genptx.fatbin: $(BUILD)/bench/modload_gen.cu
+	$(NVCC) -fatbin -gencode arch=compute_90,code=compute_90 -o $@ $<
 $(BUILD)/bench/modload_app.fatbin: tests/cuda/tools_known.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(MODLOAD_FATBIN) -o $@ $<
 BENCH_BINS += $(BUILD)/bench/modload_bench $(BUILD)/bench/modload_gen.fatbin \
-  $(BUILD)/bench/modload_app.fatbin
+  $(BUILD)/bench/modload_app.fatbin $(BUILD)/bench/modload_genptx.fatbin
 endif
 endif
