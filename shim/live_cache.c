@@ -34,8 +34,13 @@ static char rewriter[128];         /* "cubpf ptx-rewriter, build <build id>" */
 static uint32_t driver_version;
 
 /* The JIT options of live_module.c's jit() (an error-log buffer only) and the rewriter options
- * that are not in other key fields.  Change it when either changes. */
-static const char jit_options[] = "cuLinkAddData PTX; no JIT options; enable_words=0";
+ * that are not in other key fields (the enable-word check is compiled in or not: sampling and
+ * CUBPF_CONTROL need it).  Change them when either changes. */
+static const char *jit_options(void)
+{
+	return live.enable_words ? "cuLinkAddData PTX; no JIT options; enable_words=1"
+				 : "cuLinkAddData PTX; no JIT options; enable_words=0";
+}
 
 bool live_cache_off(void)
 {
@@ -198,7 +203,7 @@ bool live_cache_key(const void *image, size_t size, uint32_t sm, store_key *key)
 	struct store_key_input in = {
 		.image = { image, size }, .programs = objs, .nprograms = live.nobjs,
 		.rewriter_version = rewriter, .sm = sm, .driver_version = driver_version,
-		.jit_options = jit_options, .kernel_glob = live.kernel_glob,
+		.jit_options = jit_options(), .kernel_glob = live.kernel_glob,
 		.kernel_id_base = live_kernel_next_id(),
 	};
 	store_key_compute(&in, key);

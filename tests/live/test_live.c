@@ -1118,6 +1118,9 @@ static void test_cache_key_inputs_miss(void **state)
 	want("cache miss for live_k");
 	assert_int_equal(run_cached(child_cache_load, dump_b, "FAKE_DRIVER_VERSION", "13010"), 0);
 	want("cache miss for live_k");
+	/* sampling compiles the enable-word check in: other code, another key */
+	assert_int_equal(run_cached(child_cache_load, dump_b, "CUBPF_SAMPLE", "3"), 0);
+	want("cache miss for live_k");
 	/* and each of them hits in turn */
 	assert_int_equal(run_cached(child_cache_load, dump_b, "CUBPF_KERNELS", "live_*"), 0);
 	want("cache: 2 hits, 0 misses, 0 JIT compiles");
