@@ -559,8 +559,11 @@ const struct shim_hooks *shim_live_init(void)
 	live.sample = (uint32_t)env_u64("CUBPF_SAMPLE", 1);
 	/* The enable-word check costs every probe site a dependent load (the word) and a branch:
 	 * small, not nil (memory probes run it per access), so it is compiled in only when
-	 * something switches probes off: sampling, or CUBPF_ENABLE_WORDS=1. */
-	live.enable_words = live.sample > 1 || env_u64("CUBPF_ENABLE_WORDS", 0) != 0;
+	 * something switches probes off: sampling, a control file, or CUBPF_ENABLE_WORDS=1. */
+	const char *control = getenv("CUBPF_CONTROL");
+	live.control_path = control && *control ? control : NULL;
+	live.enable_words = live.sample > 1 || live.control_path ||
+			    env_u64("CUBPF_ENABLE_WORDS", 0) != 0;
 	live.interval_ms = env_u64("CUBPF_INTERVAL_MS", 1000);
 	live.interval_ms = live.interval_ms ? live.interval_ms : 1000;
 	const char *dump = getenv("CUBPF_DUMP_MAPS");

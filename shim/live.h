@@ -104,6 +104,7 @@ struct live_state {
 	bool dump_maps;            /* CUBPF_DUMP_MAPS=1: every map printed at exit */
 	uint64_t interval_ms;      /* CUBPF_INTERVAL_MS: map snapshots into the trace (1000) */
 	uint32_t sample;           /* CUBPF_SAMPLE=N: probes run on every Nth launch of a kernel */
+	const char *control_path;  /* CUBPF_CONTROL: the file that switches programs (live_control.c) */
 	bool enable_words;         /* modules honour the enable words (sampling on) */
 	uint64_t perthread_threads; /* thread copies of per-thread arrays (CUBPF_PERTHREAD_THREADS) */
 	struct store_trace_writer *trace; /* CUBPF_TRACE, or NULL */
@@ -228,6 +229,9 @@ void live_exit_arm(void);
 /* Adds host program `prog` of object number `obj` (verified).  0, or -1 after a warning. */
 int live_host_add(const struct vm_object *o, uint32_t obj, uint32_t prog);
 bool live_host_any(void);
+/* live_control.c: the GPU programs switched on by CUBPF_CONTROL (bit p = program p; all ones
+ * without it), the file looked at again at most every 100 ms. */
+uint32_t live_control_mask(void);
 /* The host maps of object `obj` (NULL when it has no host programs). */
 struct vm_runtime *live_host_runtime(uint32_t obj);
 void live_host_launch(const struct shim_launch_event *ev, bool after);

@@ -542,7 +542,7 @@ static void sample(const struct shim_launch_event *ev, const struct shim_kernel_
 	uint32_t id = live_kernel_launch(k->name, &n);
 	if (!id || id >= CUBPF_ENABLE_WORDS)
 		return;
-	uint32_t word = n % live.sample == 0 ? ~0u : 0;
+	uint32_t word = n % live.sample == 0 ? live_control_mask() : 0;
 	if (__atomic_exchange_n(&c->enable_set[id], word, __ATOMIC_RELAXED) == word)
 		return;
 	size_t len = strlen(ev->api_name);
@@ -561,7 +561,7 @@ void live_launching(struct shim_launch_event *ev, void *user)
 	const struct shim_kernel_info *k = ev->kernel;
 	CUcontext ctx = NULL;
 	live_host_launch(ev, false);
-	if (live.sample > 1 && k)
+	if ((live.sample > 1 || live.control_path) && k)
 		sample(ev, k);
 	if (!atomic_load_explicit(&nsubs, memory_order_relaxed) || !k || !k->library)
 		return;

@@ -30,6 +30,7 @@ struct run_opts {
 	const char *real_libcuda;
 	const char *cache;
 	const char *ringbuf_mb, *map_max_mb, *sample; /* validated numbers, passed on as text */
+	const char *control;
 	int disable;
 	int json, help, list_tools;
 	double interval_s, duration_s; /* 0 = none */
@@ -63,6 +64,8 @@ static void run_usage(FILE *out)
 		"                          (default 4096; CUBPF_MAP_MAX_MB)\n"
 		"      --sample N          run the GPU probes on every Nth launch of each kernel\n"
 		"                          (CUBPF_SAMPLE)\n"
+		"      --control FILE      switch GPU probes while CMD runs: lines 'off', 'on',\n"
+		"                          'off PROGRAM', 'on PROGRAM' (CUBPF_CONTROL)\n"
 		"      --disable           pure pass-through, nothing intercepted (CUBPF_DISABLE=1)\n"
 		"  -h, --help              this text\n"
 		"\n"
@@ -148,7 +151,7 @@ static const char *parse_count(const char *opt, const char *v, unsigned long max
 static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 {
 	enum { OPT_REAL = 256, OPT_CACHE, OPT_DISABLE, OPT_JSON, OPT_LIST, OPT_RINGBUF, OPT_MAPMAX,
-	       OPT_SAMPLE };
+	       OPT_SAMPLE, OPT_CONTROL };
 	static const struct option longopts[] = {
 		{"tool", required_argument, 0, 't'},     {"prog", required_argument, 0, 'p'},
 		{"kernel", required_argument, 0, 'k'},   {"output", required_argument, 0, 'o'},
@@ -159,6 +162,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 		{"ringbuf-mb", required_argument, 0, OPT_RINGBUF},
 		{"map-max-mb", required_argument, 0, OPT_MAPMAX},
 		{"sample", required_argument, 0, OPT_SAMPLE},
+		{"control", required_argument, 0, OPT_CONTROL},
 		{"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
 	};
 	int c;
@@ -186,6 +190,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 			if (!(o->map_max_mb = parse_count("--map-max-mb", optarg, 1ul << 24)))
 				return -1;
 			break;
+		case OPT_CONTROL: o->control = optarg; break;
 		case OPT_SAMPLE:
 			if (!(o->sample = parse_count("--sample", optarg, 1ul << 31)))
 				return -1;
@@ -293,6 +298,8 @@ static int set_environment(const struct run_opts *o, const char *shim_dir)
 		rc |= setenv("CUBPF_MAP_MAX_MB", o->map_max_mb, 1);
 	if (o->sample)
 		rc |= setenv("CUBPF_SAMPLE", o->sample, 1);
+	if (o->control)
+		rc |= setenv("CUBPF_CONTROL", o->control, 1);
 	return rc;
 }
 

@@ -405,6 +405,63 @@ static void test_sampling_flips_enable_words(void **state)
 	assert_int_equal(run_child(&env, child_sample), 0);
 }
 
+/* CUBPF_CONTROL: the file switches programs while the application runs; the next launch of a
+ * kernel carries the new mask in its enable word (count.bpf.o: count_entry = bit 0,
+ * count_exit = bit 1, count_thread = bit 2). */
+static char control_file[] = "/tmp/cubpf-live-control-XXXXXX";
+
+static int write_control(const char *text)
+{
+	FILE *f = fopen(control_file, "w");
+	if (!f)
+		return -1;
+	fputs(text, f);
+	fclose(f);
+	usleep(150 * 1000); /* the shim looks at the file at most every 100 ms */
+	return 0;
+}
+
+static int child_control(void)
+{
+	void *mod = NULL, *f = NULL;
+	static const struct { const char *text; uint32_t want; } steps[] = {
+		{ "", ~0u },                          /* empty: all on */
+		{ "off\n", 0 },                       /* all off */
+		{ "off\non count_exit\n", 0x2 },      /* only the exit probe */
+		{ "# comment\noff count_entry\n", ~0u & ~0x1u },
+		{ "on\n", ~0u },
+	};
+	if (open_both() || load(&mod, enable_ptx) != 0)
+		return 1;
+	uint32_t *words = (uint32_t *)(uintptr_t)global(mod, "__cubpf_enable");
+	if (!words || ((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0)
+		return child_fail("no enable words or function");
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		if (write_control(steps[i].text) != 0)
+			return child_fail("cannot write %s", control_file);
+		if (((launch_fn)dlsym(shim, "cuLaunchKernel"))(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL,
+								NULL) != 0)
+			return child_fail("launch");
+		if (words[1] != steps[i].want)
+			return child_fail("step %zu: enable word %x, want %x", i, words[1],
+					  steps[i].want);
+	}
+	return 0;
+}
+
+static void test_control_file_switches_programs(void **state)
+{
+	(void)state;
+	int fd = mkstemp(control_file);
+	assert_true(fd >= 0);
+	close(fd);
+	struct child_env env = { { "CUBPF_CONTROL" }, { control_file } };
+	assert_int_equal(run_child(&env, child_control), 0);
+	assert_non_null(strstr(child_err, "live: CUBPF_CONTROL: GPU programs now all off"));
+	assert_non_null(strstr(child_err, "live: CUBPF_CONTROL: GPU programs now partly on (mask 0x2)"));
+	unlink(control_file);
+}
+
 /* A library loaded with no current context: the PTX is substituted, and the pointers are
  * stored at the first launch in a context. */
 static int child_library_lazy(void)
@@ -1404,6 +1461,7 @@ int main(void)
 		cmocka_unit_test(test_host_probes_run_on_driver_calls),
 		cmocka_unit_test(test_host_and_gpu_programs_share_a_map),
 		cmocka_unit_test(test_sampling_flips_enable_words),
+		cmocka_unit_test(test_control_file_switches_programs),
 		cmocka_unit_test(test_ring_buffers_are_drained_into_the_trace),
 		cmocka_unit_test(test_jit_error_falls_back),
 		cmocka_unit_test(test_refused_substitute_loads_the_original),
