@@ -260,4 +260,12 @@ int ptx_instrument(const char *text, size_t len, const struct ptx_inject_opts *o
 		   char **out, size_t *out_len, struct ptx_inject_report *rep, char *err,
 		   size_t errlen);
 
+/* Adds `.maxnreg maxnreg[i]` to the declaration of each .entry named kernels[i] that declares no
+ * launch bounds of its own (.maxnreg, .maxntid, .reqntid, .minnctapersm, .maxclusterrank), so
+ * that ptxas keeps it within that many registers per thread.  Returns the number of kernels
+ * changed with the new text in *out (NUL-terminated, malloc'ed; NULL when 0), or -1 with err. */
+int ptx_limit_registers(const char *text, size_t len, const char *const *kernels,
+			const uint32_t *maxnreg, size_t n, char **out, size_t *out_len, char *err,
+			size_t errlen);
+
 #endif /* CUBPF_PTX_H */

@@ -134,6 +134,81 @@ static const char *const hand_fixtures[] = {"tests/ptx/kernels/pred_ret.ptx",
 					    "tests/ptx/kernels/triton_style.ptx"};
 #define NHAND (sizeof(hand_fixtures) / sizeof(hand_fixtures[0]))
 
+/* Registers per thread of `kernel` in ptxas -v's report of text for sm_90, or -1. */
+static int ptxas_registers(const char *text, size_t len, const char *kernel)
+{
+	char in[] = "/tmp/cubpf-ptx-XXXXXX";
+	int fd = mkstemp(in);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	char cmd[2048], line[1024];
+	snprintf(cmd, sizeof(cmd), "%s -arch=sm_90 -v %s -o /dev/null 2>&1", env("PTXAS"), in);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	int regs = -1, ours = 0;
+	while (fgets(line, sizeof(line), p)) {
+		if (strstr(line, "Compiling entry function"))
+			ours = strstr(line, kernel) != NULL;
+		const char *u = strstr(line, "Used ");
+		if (ours && u && sscanf(u, "Used %d registers", &regs) == 1)
+			ours = 0;
+	}
+	pclose(p);
+	unlink(in);
+	return regs;
+}
+
+/* A kernel that keeps 64 loaded values live: many registers unless limited. */
+static size_t heavy_ptx(char *buf, size_t size)
+{
+	size_t n = (size_t)snprintf(buf, size, ".version 8.0\n.target sm_80\n.address_size 64\n\n"
+				    ".visible .entry heavy(\n\t.param .u64 heavy_p\n)\n{\n"
+				    "\t.reg .f32 %%f<66>;\n\t.reg .b64 %%rd<3>;\n"
+				    "\tld.param.u64 %%rd1, [heavy_p];\n"
+				    "\tcvta.to.global.u64 %%rd2, %%rd1;\n");
+	for (int i = 0; i < 16; i++)
+		n += (size_t)snprintf(buf + n, size - n, "\tld.global.v4.f32 {%%f%d, %%f%d, %%f%d, "
+				      "%%f%d}, [%%rd2+%d];\n", 4 * i + 1, 4 * i + 2, 4 * i + 3,
+				      4 * i + 4, 16 * i);
+	n += (size_t)snprintf(buf + n, size - n, "\tmov.f32 %%f65, 0f00000000;\n");
+	for (int i = 1; i <= 64; i++) /* each value used in turn, in a dependent chain */
+		n += (size_t)snprintf(buf + n, size - n, "\tfma.rn.f32 %%f65, %%f65, %%f%d, %%f%d;\n",
+				      i, 65 - i);
+	n += (size_t)snprintf(buf + n, size - n, "\tst.global.f32 [%%rd2], %%f65;\n\tret;\n}\n"
+			      "\n.visible .entry bounded() .maxntid 256, 1, 1\n{\n\tret;\n}\n");
+	assert_true(n < size);
+	return n;
+}
+
+/* .maxnreg for kernels without launch bounds of their own; ptxas keeps to it. */
+static void test_limit_registers(void **state)
+{
+	(void)state;
+	static char t[16384];
+	char err[PTX_ERRLEN];
+	size_t len = heavy_ptx(t, sizeof(t));
+	int native = ptxas_registers(t, len, "heavy");
+	assert_true(native > 40); /* else the test proves nothing */
+	const char *const names[] = { "heavy", "bounded", "absent" };
+	const uint32_t limits[] = { 32, 32, 32 };
+	char *out;
+	size_t out_len;
+	assert_int_equal(ptx_limit_registers(t, len, names, limits, 3, &out, &out_len, err,
+					     sizeof(err)), 1);
+	assert_non_null(strstr(out, ".maxnreg 32\n{"));
+	assert_null(strstr(strstr(out, ".entry bounded"), ".maxnreg")); /* its own bounds stay */
+	assert_int_equal(out_len, len + strlen(".maxnreg 32\n"));
+	assert_assembles(out, out_len, "heavy with .maxnreg");
+	int regs = ptxas_registers(out, out_len, "heavy");
+	assert_true(regs > 0 && regs <= 32);
+	free(out);
+	/* nothing to limit: 0 and no text */
+	assert_int_equal(ptx_limit_registers(t, len, names + 1, limits, 2, &out, &out_len, err,
+					     sizeof(err)), 0);
+	assert_null(out);
+}
+
 static void test_parse_vecadd(void **state)
 {
 	(void)state;
@@ -668,6 +743,7 @@ int main(void)
 		cmocka_unit_test(test_conformance_semantics),
 		cmocka_unit_test(test_conformance_folded),
 		cmocka_unit_test(test_demangle),
+		cmocka_unit_test(test_limit_registers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
