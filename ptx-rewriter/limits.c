@@ -8,6 +8,27 @@
 
 #include "ptx-rewriter/internal.h"
 
+#define BLOCK_REGS 65536u /* registers of a block (and of an SM) on sm_70..sm_90 */
+
+uint32_t ptx_max_block(int32_t regs)
+{
+	if (regs <= 0)
+		return 1024;
+	/* registers are allocated per warp in units of 256: 8 per thread */
+	uint32_t per_thread = ((uint32_t)regs + 7) & ~7u;
+	uint32_t warps = BLOCK_REGS / (per_thread * 32);
+	return warps >= 32 ? 1024 : warps * 32;
+}
+
+uint32_t ptx_register_limit(int32_t instrumented, int32_t original)
+{
+	uint32_t want = ptx_max_block(original);
+	if (want <= ptx_max_block(instrumented))
+		return 0;
+	uint32_t r = (BLOCK_REGS / want) & ~7u;
+	return r > 255 ? 255 : r;
+}
+
 /* Whether the declaration (start..body) already bounds the kernel's resources: then it is left
  * as its author wrote it (ptxas already keeps what the author asked for). */
 static bool has_launch_bounds(const char *decl, size_t len)

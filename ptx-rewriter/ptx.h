@@ -260,6 +260,14 @@ int ptx_instrument(const char *text, size_t len, const struct ptx_inject_opts *o
 		   char **out, size_t *out_len, struct ptx_inject_report *rep, char *err,
 		   size_t errlen);
 
+/* The largest block (threads) a kernel using `regs` registers per thread can launch on sm_70 to
+ * sm_90 (65536 registers per block, allocated per warp in units of 256); 1024 when regs <= 0. */
+uint32_t ptx_max_block(int32_t regs);
+/* The .maxnreg that lets an instrumented kernel using `instrumented` registers launch the largest
+ * block its original (`original` registers; <= 0: unknown, any block) could, or 0 when it
+ * already can. */
+uint32_t ptx_register_limit(int32_t instrumented, int32_t original);
+
 /* Adds `.maxnreg maxnreg[i]` to the declaration of each .entry named kernels[i] that declares no
  * launch bounds of its own (.maxnreg, .maxntid, .reqntid, .minnctapersm, .maxclusterrank), so
  * that ptxas keeps it within that many registers per thread.  Returns the number of kernels

@@ -229,6 +229,16 @@ void live_exit_arm(void);
 /* Adds host program `prog` of object number `obj` (verified).  0, or -1 after a warning. */
 int live_host_add(const struct vm_object *o, uint32_t obj, uint32_t prog);
 bool live_host_any(void);
+/* live_module.c: the driver's JIT of NUL-terminated PTX for the current context's device: a
+ * malloc'ed cubin, or NULL with the JIT's log in err. */
+void *live_jit(const char *ptx, size_t len, size_t *cubin_size, char *err, size_t errlen);
+/* live_regs.c: instrumented kernels that would allow smaller blocks than their originals (more
+ * registers) get .maxnreg, and the PTX and cubin are remade; `img`/`ptx_entry` are the original
+ * image and its PTX entry.  Returns 0 (nothing to do, or done), or -1 with err when the limited
+ * module cannot be compiled (fall back to the original). */
+struct cubin_image;
+int live_regs_fit(struct cubin_image *img, long ptx_entry, uint32_t sm, char **ptx,
+		  size_t *ptx_len, void **cubin, size_t *cubin_size, char *err, size_t errlen);
 /* live_control.c: the GPU programs switched on by CUBPF_CONTROL (bit p = program p; all ones
  * without it), the file looked at again at most every 100 ms. */
 uint32_t live_control_mask(void);

@@ -83,7 +83,7 @@ static void note_no_ptx(const struct shim_module_event *ev, uint32_t sm)
 
 /* Compiles PTX text (NUL-terminated) to a cubin for the current context's device.  Returns a
  * malloc'ed copy of the cubin, or NULL with the JIT's log in err. */
-static void *jit(const char *ptx, size_t len, size_t *cubin_size, char *err, size_t errlen)
+void *live_jit(const char *ptx, size_t len, size_t *cubin_size, char *err, size_t errlen)
 {
 	char log[4096] = "";
 	CUjit_option opt[] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
@@ -264,12 +264,18 @@ static struct sub *make_sub(struct work *w, size_t *size)
 		return s;
 	}
 	uint64_t t0 = now_ns();
-	s->image = jit(w->out, w->out_len, size, w->err, sizeof(w->err));
+	void *cubin = live_jit(w->out, w->out_len, size, w->err, sizeof(w->err));
+	if (cubin && live_regs_fit(w->img, w->ptx_entry, w->sm, &w->out, &w->out_len, &cubin, size,
+				   w->err, sizeof(w->err)) != 0) {
+		free(cubin);
+		cubin = NULL;
+	}
 	w->jit_ns = now_ns() - t0;
-	if (!s->image) {
+	if (!cubin) {
 		free(s);
 		return NULL;
 	}
+	s->image = cubin;
 	return s;
 }
 
@@ -402,10 +408,10 @@ void live_module_loading(struct shim_module_event *ev, void *user)
 		}
 		rc = instrument(&w);
 	}
-	cubin_image_free(w.img);
 	if (rc == 0 && w.cached && w.ptx_entry >= 0)
 		put_untouched(&w);
 	if (rc <= 0) {
+		cubin_image_free(w.img);
 		if (rc < 0)
 			fallback(ev->api_name, "module", w.err);
 		live_manifest_reset(&w.manifest);
@@ -418,6 +424,7 @@ void live_module_loading(struct shim_module_event *ev, void *user)
 		fallback(ev->api_name, w.label, w.err);
 	else if (!(s = make_sub(&w, &size)))
 		fallback(ev->api_name, w.label, w.err[0] ? w.err : "out of memory");
+	cubin_image_free(w.img); /* (make_sub may read the original's registers) */
 	if (s) {
 		s->size = size;
 		if (w.cached)

@@ -308,6 +308,25 @@ static void test_ringbuf_output(void **state)
 	free(t);
 }
 
+/* The register file arithmetic behind the launchability limit (sm_70..sm_90: 65536 registers
+ * per block, 8 per thread granularity). */
+static void test_register_limits(void **state)
+{
+	(void)state;
+	assert_int_equal(ptx_max_block(0), 1024);
+	assert_int_equal(ptx_max_block(64), 1024);
+	assert_int_equal(ptx_max_block(65), 896);  /* 72 per thread: 28 warps */
+	assert_int_equal(ptx_max_block(128), 512);
+	assert_int_equal(ptx_max_block(255), 256);
+	assert_int_equal(ptx_register_limit(40, 32), 0);   /* both allow 1024 */
+	assert_int_equal(ptx_register_limit(70, 60), 64);  /* the original allowed 1024 */
+	assert_int_equal(ptx_register_limit(70, -1), 64);  /* unknown original: any block */
+	assert_int_equal(ptx_register_limit(130, 100), 104); /* 608 threads: 104 per thread at most */
+	assert_int_equal(ptx_register_limit(130, 128), 128);
+	assert_int_equal(ptx_register_limit(127, 121), 0); /* both round to 128: 512 threads */
+	assert_int_equal(ptx_register_limit(129, 121), 128); /* 136 per thread: 480 threads */
+}
+
 static void test_map_refusals(void **state)
 {
 	(void)state;
@@ -500,6 +519,7 @@ int main(void)
 		cmocka_unit_test(test_hash_key_chunks),
 		cmocka_unit_test(test_ringbuf_output),
 		cmocka_unit_test(test_map_refusals),
+		cmocka_unit_test(test_register_limits),
 		cmocka_unit_test(test_enable_words),
 		cmocka_unit_test(test_warp_helpers),
 		cmocka_unit_test(test_ptxsim_maps),
