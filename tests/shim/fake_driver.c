@@ -7,10 +7,12 @@
  * succeed), so that the shim's bookkeeping can be watched.  Linked -Bsymbolic: its references
  * to its own functions must not land in the shim, which exports the same names.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/shim/fake.h"
 
@@ -612,6 +614,40 @@ FAKE_EXPORT int cuLinkAddData_v2(void *state, int type, void *data, size_t size,
 	return 0;
 }
 
+/* FAKE_PTXAS=path: the link runs that ptxas for sm_90 and returns its cubin. */
+static int real_ptxas(struct fake_link *l, void **cubin, size_t *size)
+{
+	char in[] = "/tmp/cubpf-fake-jit-XXXXXX", out[64], cmd[512];
+	int fd = mkstemp(in);
+	if (fd < 0)
+		return 2;
+	size_t len = strlen(l->ptx);
+	bool ok = write(fd, l->ptx, len) == (ssize_t)len;
+	close(fd);
+	snprintf(out, sizeof(out), "%s.cubin", in);
+	snprintf(cmd, sizeof(cmd), "'%s' -arch=sm_90 -o %s %s 2>/dev/null", getenv("FAKE_PTXAS"),
+		 out, in);
+	ok = ok && system(cmd) == 0;
+	FILE *f = ok ? fopen(out, "rb") : NULL;
+	free(l->cubin);
+	l->cubin = NULL;
+	long n = 0;
+	if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (l->cubin = malloc((size_t)n)) && fread(l->cubin, 1, (size_t)n, f) != (size_t)n) {
+		free(l->cubin);
+		l->cubin = NULL;
+	}
+	if (f)
+		fclose(f);
+	unlink(in);
+	unlink(out);
+	if (!l->cubin)
+		return 218; /* CUDA_ERROR_INVALID_PTX */
+	*cubin = l->cubin;
+	*size = (size_t)n;
+	return 0;
+}
+
 FAKE_EXPORT int cuLinkComplete(void *state, void **cubin, size_t *size)
 {
 	FAKE_HIT(cuLinkComplete);
@@ -623,6 +659,8 @@ FAKE_EXPORT int cuLinkComplete(void *state, void **cubin, size_t *size)
 			snprintf(l->log, l->log_size, "ptxas fatal   : fake error in line 1\n");
 		return 218; /* CUDA_ERROR_INVALID_PTX */
 	}
+	if (getenv("FAKE_PTXAS")) /* a real JIT: the tests that need real register counts */
+		return real_ptxas(l, cubin, size);
 	size_t n = strlen(l->ptx) + 11;
 	free(l->cubin);
 	l->cubin = malloc(n);
