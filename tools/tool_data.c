@@ -51,8 +51,26 @@ static int add_string(char ***v, size_t *n, const char *s)
 	return 0;
 }
 
-/* The shim's log lines that say what the trace cannot (yet): kernel ids, the memory the maps
- * take, kernels not instrumented and why, host maps. */
+/* The maps' memory: the trace's MAP_MEMORY records when it has them (the log says the same), else
+ * the log's lines. */
+static void memory_settle(struct tool_data *d)
+{
+	d->device_bytes = d->have_mapmem ? d->trace_device_bytes : d->log_device_bytes;
+	d->pinned_bytes = d->have_mapmem ? d->trace_pinned_bytes : d->log_pinned_bytes;
+}
+
+/* One note (a reason something runs without probes), once: PyTorch logs the same reason per
+ * module, and the trace repeats the log's lines. */
+static int add_note(struct tool_data *d, const char *line)
+{
+	for (size_t i = 0; i < d->nnotes; i++)
+		if (!strcmp(d->notes[i], line))
+			return 0;
+	return add_string(&d->notes, &d->nnotes, line);
+}
+
+/* The shim's log lines: kernel ids, the memory the maps take, kernels not instrumented and
+ * why, host maps.  Traces of format 1.2 say the first three too (on_run_meta). */
 int tool_data_log_line(struct tool_data *d, const char *line)
 {
 	unsigned id, nmaps;
@@ -67,8 +85,9 @@ int tool_data_log_line(struct tool_data *d, const char *line)
 	}
 	if (sscanf(line, "live: maps on device %d (context %*[^)]): %" SCNu64 " device bytes, %"
 		   SCNu64 " pinned bytes, %u maps", &dev, &devb, &pinb, &nmaps) == 4) {
-		d->device_bytes += devb;
-		d->pinned_bytes += pinb;
+		d->log_device_bytes += devb;
+		d->log_pinned_bytes += pinb;
+		memory_settle(d);
 		return 1;
 	}
 	if (strstr(line, " modules instrumented (")) /* the exit counters: not a reason */
@@ -76,12 +95,8 @@ int tool_data_log_line(struct tool_data *d, const char *line)
 	if (strstr(line, "not instrumentable") || strstr(line, "not instrumented") ||
 	    strstr(line, "rejected by the verifier") || strstr(line, "probes disabled") ||
 	    strstr(line, "not reachable") || strstr(line, "cannot load the probe object") ||
-	    strstr(line, "dropped on device")) {
-		for (size_t i = 0; i < d->nnotes; i++) /* PyTorch logs the same reason per module */
-			if (!strcmp(d->notes[i], line))
-				return 1;
-		return add_string(&d->notes, &d->nnotes, line) == 0;
-	}
+	    strstr(line, "dropped on device"))
+		return add_note(d, line) == 0;
 	if (!strncmp(line, "map ", 4) && strstr(line, "(host)"))
 		return add_string(&d->maplines, &d->nmaplines, line) == 0;
 	return 0;
@@ -278,10 +293,47 @@ static int on_meta(struct tool_data *d, const struct store_trace_record *rec)
 	return 0;
 }
 
+/* Format 1.2: what the log's lines say, from the trace. */
+static int on_run_meta(struct tool_data *d, const struct store_trace_reader *r,
+		       const struct store_trace_record *rec)
+{
+	d->have_meta = 1;
+	if (rec->type == STORE_REC_KERNEL_ID) {
+		struct store_rec_kernel_id k;
+		const char *name;
+		if (!store_rec_fixed(rec, &k, sizeof(k), NULL) || !(name = store_trace_string(r, k.name)))
+			return 0;
+		struct tool_kernel *t = kernel_get(d, name);
+		if (!t)
+			return -1;
+		t->id = k.id;
+	} else if (rec->type == STORE_REC_NOT_INSTRUMENTED) {
+		struct store_rec_not_instrumented n;
+		size_t rest;
+		const uint8_t *p = store_rec_fixed(rec, &n, sizeof(n), &rest);
+		char *msg = p ? store_rec_string(&p, &rest) : NULL;
+		int rc = msg && *msg ? add_note(d, msg) : 0;
+		free(msg);
+		return rc;
+	} else if (rec->type == STORE_REC_MAP_MEMORY) {
+		struct store_rec_map_memory m;
+		if (!store_rec_fixed(rec, &m, sizeof(m), NULL))
+			return 0;
+		d->trace_device_bytes += m.device_bytes;
+		d->trace_pinned_bytes += m.pinned_bytes;
+		d->have_mapmem = 1;
+		memory_settle(d);
+	}
+	return 0;
+}
+
 static int on_record(struct tool_data *d, const struct store_trace_reader *r,
 		     const struct store_trace_record *rec)
 {
 	switch (rec->type) {
+	case STORE_REC_KERNEL_ID:
+	case STORE_REC_NOT_INSTRUMENTED:
+	case STORE_REC_MAP_MEMORY: return on_run_meta(d, r, rec);
 	case STORE_REC_KERNEL: return on_kernel(d, r, rec);
 	case STORE_REC_MAP: return on_map(d, r, rec);
 	case STORE_REC_PROBE: return on_probe(d, rec);
@@ -294,6 +346,9 @@ int tool_data_load(struct tool_data *d, const char *trace, char *err, size_t err
 	struct store_trace_reader *r = store_trace_open(trace, err, errlen);
 	if (!r)
 		return -1;
+	const struct store_rec_header *h = store_trace_header(r);
+	if (h->major > 1 || h->minor >= 2) /* the trace names kernel ids and reasons itself */
+		d->have_meta = 1;
 	struct store_trace_record rec;
 	int rc;
 	while ((rc = store_trace_next(r, &rec)) == 1)
@@ -411,6 +466,9 @@ void tool_data_reset_trace(struct tool_data *d)
 	d->warps = NULL;
 	d->nwarps = d->nwarps_cap = 0;
 	d->probes = d->rb_drops = d->writer_drops = d->span_drops = 0;
+	d->trace_device_bytes = d->trace_pinned_bytes = 0;
+	d->have_mapmem = d->have_meta = 0;
+	memory_settle(d);
 }
 
 void tool_data_free(struct tool_data *d)
