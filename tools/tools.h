@@ -31,8 +31,15 @@ struct tool_kernel {
 	size_t nlaunch, cap;
 };
 
-struct tool_map {                   /* the latest snapshot of one map */
+/* The latest snapshot of one map.  MAP records of format 1.2 say their context (GPU): the
+ * latest snapshot of each context is kept, and the map the tools see holds, per key, the value
+ * of every context back to back (context-major, zero where a context lacks the key), so that
+ * value_size = contexts * the map's value size and tool_map_copies counts them: sums, minima
+ * and maxima run over all GPUs. */
+struct tool_map {
 	uint32_t prog, map, type, key_size, value_size;
+	uint32_t ctx;               /* a snapshot's context (0 = not said); merged maps: 0 */
+	uint32_t contexts;          /* contexts merged here (1 or 0 = one) */
 	char *name;
 	uint64_t ts;
 	uint8_t *kv;                /* count * (key_size + value_size) bytes */
@@ -59,6 +66,8 @@ struct tool_data {
 	size_t nkernels;
 	struct tool_map *maps;
 	size_t nmaps;
+	struct tool_map *snaps;     /* the latest snapshot per map and context, merged into maps */
+	size_t nsnaps;
 	struct tool_clock *clocks;
 	size_t nclocks;
 	char **devices;             /* "device 0: NVIDIA H200 (sm_90, 139 GiB)" */

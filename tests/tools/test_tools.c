@@ -59,6 +59,8 @@ static void map_u64(struct store_trace_writer *w, const char *name, uint64_t ts,
 
 /* A per-SM MAP record as the shim writes it: u32 keys, 256 copies of a value of nwords u64
  * words each (slot-major); vals[(i * 256 + slot) * nwords + word], zero where not given. */
+static uint32_t map_ctx; /* the MAP records' context (format 1.2); 0 = not said */
+
 static void map_percpu(struct store_trace_writer *w, const char *name, uint64_t ts,
 		       const uint32_t *keys, const uint64_t *vals, uint32_t n, uint32_t nwords)
 {
@@ -71,7 +73,7 @@ static void map_percpu(struct store_trace_writer *w, const char *name, uint64_t 
 	}
 	struct store_rec_map m = {.ts_ns = ts, .name = store_trace_intern(w, name),
 				  .map_type = 6, .key_size = 4, .value_size = (uint32_t)value,
-				  .count = n};
+				  .count = n, .ctx = map_ctx};
 	assert_int_equal(store_trace_map(w, &m, kv, n * pair), 0);
 	free(kv);
 }
@@ -243,6 +245,50 @@ static void test_report_from_trace_alone(void **state)
 	tool_data_free(&from_log);
 	tool_data_free(&from_trace);
 	tool_data_free(&both);
+}
+
+/* Format 1.2: MAP records name their context; the tools keep the latest snapshot of each and
+ * combine them: the kernel's runs on two GPUs are summed, its first entry is the least of both
+ * and its last exit the largest. */
+static void test_maps_of_two_gpus_are_combined(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	struct store_rec_kernel_id k = {.id = 1, .name = store_trace_intern(w, "_Z6vecaddPfS_i")};
+	store_trace_kernel_id(w, &k);
+	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
+	kernel(w, "_Z6vecaddPfS_i", 200, 2, 128);
+	uint32_t keys[] = {1};
+	static uint64_t vals[256 * 16];
+	const uint64_t gpu0[] = {1, 768, 1000000, 1200000}, gpu1[] = {1, 512, 1100000, 1250000};
+	memset(vals, 0, sizeof(vals));
+	map_ctx = 1;
+	map_percpu(w, "kstats", 5, keys, vals, 1, 16); /* older: replaced */
+	memcpy(vals, gpu0, sizeof(gpu0));
+	map_percpu(w, "kstats", 10, keys, vals, 1, 16);
+	map_percpu(w, "kstats", 10, keys, vals, 1, 16); /* the same snapshot again: not added */
+	memset(vals, 0, sizeof(vals));
+	memcpy(vals + 7 * 16, gpu1, sizeof(gpu1)); /* SM 7 of the other GPU */
+	map_ctx = 2;
+	map_percpu(w, "kstats", 8, keys, vals, 1, 16); /* older than ctx 1's: still its latest */
+	map_ctx = 0;
+	struct tool_data d;
+	finish(w, &d, NULL);
+	assert_int_equal(d.nmaps, 1);
+	assert_int_equal(d.maps[0].contexts, 2);
+	assert_int_equal(tool_map_copies(&d.maps[0]), 512);
+	char *out = report("kcount", &d, 0);
+	assert_contains(out, "        2         1280         2          250.0");
+	free(out);
+	out = report("maps", &d, 1);
+	assert_json(out);
+	assert_contains(out, "{\"context\":1,\"sm\":7,");
+	free(out);
+	out = report("maps", &d, 0);
+	assert_contains(out, "  value (context 0, SM 0): ");
+	assert_contains(out, "  value (context 1, SM 7): ");
+	free(out);
+	tool_data_free(&d);
 }
 
 /* The latest snapshot replaces older ones; a copy of it (same time, written again by the shim)
@@ -536,7 +582,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kcount),
-		cmocka_unit_test(test_report_from_trace_alone),        cmocka_unit_test(test_threadhist),
+		cmocka_unit_test(test_report_from_trace_alone),
+		cmocka_unit_test(test_maps_of_two_gpus_are_combined),
+		cmocka_unit_test(test_threadhist),
 		cmocka_unit_test(test_threadhist_warps),
 		cmocka_unit_test(test_launchlate),    cmocka_unit_test(test_memtrace),
 		cmocka_unit_test(test_kernelretsnoop), cmocka_unit_test(test_maps_dump),
