@@ -987,6 +987,18 @@ static void chrome_meta(struct chrome *c, const struct store_trace_record *rec)
 		fprintf(c->f, "{\"ph\":\"i\",\"s\":\"g\",\"cat\":\"drop\",\"name\":\"dropped %" PRIu64
 			      " records\",\"pid\":%u,\"tid\":0,\"ts\":%.3f}",
 			d.records, c->pid, us(c, d.ts_ns));
+	} else if (rec->type == STORE_REC_NOT_INSTRUMENTED) { /* format 1.2: when and why */
+		struct store_rec_not_instrumented ni;
+		if (!(p = store_rec_fixed(rec, &ni, sizeof(ni), &n)))
+			return;
+		char *msg = store_rec_string(&p, &n);
+		ev_begin(c);
+		fprintf(c->f, "{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"cubpf\",\"name\":\"not instrumented (%s)"
+			      "\",\"pid\":%u,\"tid\":0,\"ts\":%.3f,\"args\":{\"kernels\":%u,\"message\":",
+			store_noinst_reason_name(ni.reason), c->pid, us(c, ni.ts_ns), ni.kernels);
+		json_string(c->f, msg ? msg : "");
+		fputs("}}", c->f);
+		free(msg);
 	}
 }
 

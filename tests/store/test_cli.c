@@ -523,6 +523,17 @@ static void test_trace_run_metadata(void **state)
 	if (!strstr(out, "json ok"))
 		fail_msg("%s", out);
 	free(out);
+
+	/* the Chrome export marks when kernels went without probes */
+	snprintf(cmd, sizeof(cmd),
+		 "%s trace export --format chrome %s | python3 -c 'import json,sys; d=json.load(sys.stdin);"
+		 "e=[x for x in d[\"traceEvents\"] if x.get(\"cat\")==\"cubpf\"];"
+		 "assert len(e)==3 and e[0][\"name\"]==\"not instrumented (JIT)\", e;"
+		 "assert e[2][\"args\"][\"kernels\"]==1, e; print(\"chrome ok\")'", bin, trace);
+	assert_int_equal(run(cmd, &out), 0);
+	if (!strstr(out, "chrome ok"))
+		fail_msg("%s", out);
+	free(out);
 	free(bin);
 	rm_tree(dir);
 	free(dir);
