@@ -186,7 +186,8 @@ static int on_map(struct tool_data *d, const struct store_trace_reader *r,
 
 static int same_map(const struct tool_map *a, const struct tool_map *b)
 {
-	return a->prog == b->prog && a->map == b->map && !strcmp(a->name, b->name);
+	return a->prog == b->prog && a->map == b->map && a->name && b->name &&
+	       !strcmp(a->name, b->name);
 }
 
 static int same_shape(const struct tool_map *a, const struct tool_map *b)
