@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -104,6 +105,13 @@ static struct kid *kids;
 static struct kid *kid_hash[KID_BUCKETS];
 static uint32_t next_kid = 1;
 static pthread_mutex_t kid_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The module being loaded on this thread (a file load's path), for KERNEL_ID records. */
+static __thread const char *kid_module;
+
+void live_kernel_module(const char *label)
+{
+	kid_module = label;
+}
 
 static struct kid **kid_bucket(const char *mangled)
 {
@@ -134,8 +142,13 @@ static struct kid *kid_add(const char *mangled)
 	kids = k;
 	k->hnext = *b;
 	*b = k;
-	if (live.trace) /* the trace names kernel ids through its string table */
-		store_trace_intern(live.trace, mangled);
+	if (live.trace) { /* the trace names kernel ids itself (format 1.2), not only the log */
+		struct store_rec_kernel_id r = {
+			.id = k->id, .name = store_trace_intern(live.trace, mangled),
+			.module = kid_module ? store_trace_intern(live.trace, kid_module) : 0,
+		};
+		store_trace_kernel_id(live.trace, &r);
+	}
 	return k;
 }
 
@@ -186,6 +199,35 @@ uint32_t live_kernel_launch(const char *mangled, uint64_t *launch)
 	}
 	pthread_mutex_unlock(&kid_lock);
 	return id;
+}
+
+/* ---- kernels not instrumented ---------------------------------------------------------------- */
+
+void live_note(enum shim_log_level level, uint32_t reason, const char *api, const char *label,
+	       uint32_t kernels, uint32_t sm, const char *fmt, ...)
+{
+	char msg[1024]; /* shim_log's own bound, so that the trace and the log say the same */
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	shim_log(level, "%s", msg);
+	if (!live.trace)
+		return;
+	struct store_rec_not_instrumented r = {
+		.ts_ns = shim_now_ns(), .reason = reason, .kernels = kernels, .sm = sm,
+		.device = UINT32_MAX,
+		.api = api ? store_trace_intern(live.trace, api) : 0,
+		.label = label ? store_trace_intern(live.trace, label) : 0,
+	};
+	CUcontext ctx = NULL;
+	CUdevice dev;
+	if (live_cu.cuCtxGetCurrent && live_cu.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx &&
+	    live_cu.cuCtxGetDevice(&dev) == CUDA_SUCCESS)
+		r.device = (uint32_t)dev;
+	if (!r.sm && ctx)
+		r.sm = live_ctx_sm(ctx);
+	store_trace_not_instrumented(live.trace, &r, msg);
 }
 
 /* ---- programs ------------------------------------------------------------------------------ */

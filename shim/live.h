@@ -117,6 +117,15 @@ extern struct live_state live;
 uint64_t live_map_bytes(const struct vm_map_def *d);
 /* live.c: cubpf's id of a kernel (small, sequential from 1, the same for the same name). */
 uint32_t live_kernel_id(void *user, const char *mangled);
+/* The module whose kernels get ids on this thread now (a file load's path; NULL = none): it
+ * goes into the trace's KERNEL_ID records. */
+void live_kernel_module(const char *label);
+/* Kernels that run without probes: logs the message (formatted) at `level` and writes it into
+ * the trace as a NOT_INSTRUMENTED record (enum store_noinst_reason) with the device of the
+ * current context.  api, label: NULL = none; sm 0 = the current context's. */
+void live_note(enum shim_log_level level, uint32_t reason, const char *api, const char *label,
+	       uint32_t kernels, uint32_t sm, const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
 /* The id the next new kernel name would get (the cache key's id base). */
 uint32_t live_kernel_next_id(void);
 /* A cache hit's kernels: names[i] must have ids[i], those already known by that id, the new ones
@@ -133,6 +142,7 @@ uint32_t live_kernel_launch(const char *mangled, uint64_t *launch);
 struct live_ctx {
 	CUcontext ctx;
 	CUdevice dev;
+	uint32_t num;               /* cubpf's number of the context, from 1 (the trace's ctx) */
 	uint32_t sm;                /* compute capability, 90 for sm_90 */
 	CUstream stream;            /* cubpf's own non-blocking stream */
 	CUdeviceptr *base;          /* per map; 0 when the map has no device storage */

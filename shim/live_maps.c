@@ -309,6 +309,19 @@ static void trace_device(const struct live_ctx *c)
 	store_trace_device(live.trace, &d, name);
 }
 
+/* A MAP_MEMORY record: what the log's "maps on device" line says, for readers of the trace. */
+static void trace_memory(const struct live_ctx *c)
+{
+	if (!live.trace)
+		return;
+	struct store_rec_map_memory m = {
+		.ts_ns = shim_now_ns(), .context = (uint64_t)(uintptr_t)c->ctx,
+		.device_bytes = c->device_bytes, .pinned_bytes = c->pinned_bytes,
+		.device = (uint32_t)c->dev, .nmaps = live.nmaps, .ctx = c->num,
+	};
+	store_trace_map_memory(live.trace, &m);
+}
+
 struct live_ctx *live_ctx_find(CUcontext ctx)
 {
 	pthread_mutex_lock(&lock);
@@ -352,7 +365,10 @@ struct live_ctx *live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 		return NULL;
 	}
 	c->sm = live_ctx_sm(ctx);
+	static uint32_t nctx;
+	c->num = ++nctx;
 	trace_device(c);
+	trace_memory(c);
 	c->next = ctxs;
 	ctxs = c;
 	pthread_mutex_unlock(&lock);
@@ -935,6 +951,7 @@ static void trace_map(const struct live_ctx *c, uint32_t i)
 		.ts_ns = c->snap_ns, .prog = m->obj, .map = m->index,
 		.name = store_trace_intern(live.trace, m->def.name), .map_type = m->def.type,
 		.key_size = e.key_size, .value_size = e.value_size, .count = e.count,
+		.ctx = c->num,
 	};
 	store_trace_map(live.trace, &rec, e.kv, (size_t)e.count * (e.key_size + e.value_size));
 	free(e.kv);

@@ -61,11 +61,11 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void fallback(const char *api, const char *label, const char *why)
+static void fallback(uint32_t reason, const char *api, const char *label, const char *why)
 {
 	atomic_fetch_add(&live.n.modules_fallback, 1);
-	shim_log(SHIM_LOG_WARN, "live: %s: %s not instrumented, the original module runs: %s", api,
-		 label, why);
+	live_note(SHIM_LOG_WARN, reason, api, label, 0, 0,
+		  "live: %s: %s not instrumented, the original module runs: %s", api, label, why);
 }
 
 /* ---- the PTX to instrument ---------------------------------------------------------------- */
@@ -74,9 +74,10 @@ static void note_no_ptx(const struct shim_module_event *ev, uint32_t sm)
 {
 	atomic_fetch_add(&live.n.modules_no_ptx, 1);
 	atomic_fetch_add(&live.n.kernels_no_ptx, ev->info.nkernels);
-	shim_log(SHIM_LOG_INFO, "live: %s: %u kernel%s not instrumentable: no PTX for sm_%u in "
-		 "the image (%u cubins, SASS only)", ev->api_name, ev->info.nkernels,
-		 ev->info.nkernels == 1 ? "" : "s", sm, ev->info.ncubins);
+	live_note(SHIM_LOG_INFO, STORE_NOINST_NO_PTX, ev->api_name, ev->path, ev->info.nkernels, sm,
+		  "live: %s: %u kernel%s not instrumentable: no PTX for sm_%u in the image (%u "
+		  "cubins, SASS only)", ev->api_name, ev->info.nkernels,
+		  ev->info.nkernels == 1 ? "" : "s", sm, ev->info.ncubins);
 }
 
 /* ---- JIT ----------------------------------------------------------------------------------- */
@@ -329,9 +330,9 @@ static int cache_lookup(struct work *w, uint64_t t0)
 	}
 	struct sub *s = NULL;
 	if (!live_ctx_get(w->ctx, w->err, sizeof(w->err)))
-		fallback(w->ev->api_name, w->label, w->err);
+		fallback(STORE_NOINST_MAPS, w->ev->api_name, w->label, w->err);
 	else if (!(s = calloc(1, sizeof(*s))))
-		fallback(w->ev->api_name, w->label, "out of memory");
+		fallback(STORE_NOINST_OTHER, w->ev->api_name, w->label, "out of memory");
 	if (!s) {
 		store_cache_entry_free(&e);
 		return 1;
@@ -380,9 +381,18 @@ static void keep_for_put(struct work *w, struct sub *s)
 	s->sm = w->sm;
 }
 
+static void module_loading(struct shim_module_event *ev);
+
 void live_module_loading(struct shim_module_event *ev, void *user)
 {
 	(void)user;
+	live_kernel_module(ev->path); /* KERNEL_ID records name a file load's path */
+	module_loading(ev);
+	live_kernel_module(NULL);
+}
+
+static void module_loading(struct shim_module_event *ev)
+{
 	pending = NULL;
 	if (!live.nprogs) /* host programs only */
 		return;
@@ -413,7 +423,8 @@ void live_module_loading(struct shim_module_event *ev, void *user)
 	if (rc <= 0) {
 		cubin_image_free(w.img);
 		if (rc < 0)
-			fallback(ev->api_name, "module", w.err);
+			fallback(w.sm ? STORE_NOINST_REWRITE : STORE_NOINST_OTHER, ev->api_name,
+				 "module", w.err);
 		live_manifest_reset(&w.manifest);
 		return;
 	}
@@ -421,9 +432,10 @@ void live_module_loading(struct shim_module_event *ev, void *user)
 	size_t size = 0;
 	struct sub *s = NULL;
 	if (w.ctx && !live_ctx_get(w.ctx, w.err, sizeof(w.err)))
-		fallback(ev->api_name, w.label, w.err);
+		fallback(STORE_NOINST_MAPS, ev->api_name, w.label, w.err);
 	else if (!(s = make_sub(&w, &size)))
-		fallback(ev->api_name, w.label, w.err[0] ? w.err : "out of memory");
+		fallback(w.err[0] ? STORE_NOINST_JIT : STORE_NOINST_OTHER, ev->api_name, w.label,
+			 w.err[0] ? w.err : "out of memory");
 	cubin_image_free(w.img); /* (make_sub may read the original's registers) */
 	if (s) {
 		s->size = size;
@@ -460,8 +472,9 @@ static int fill_locked(struct sub *s, CUcontext ctx)
 	if (!c || live_fill(c, s->library ? NULL : (CUmodule)s->handle,
 			    s->library ? (CUlibrary)s->handle : NULL, err, sizeof(err)) != 0) {
 		atomic_fetch_add(&live.n.fill_failures, 1);
-		shim_log(SHIM_LOG_WARN, "live: %s (context %p): the probes' maps are not reachable: "
-			 "%s", s->label, (void *)ctx, err);
+		live_note(SHIM_LOG_WARN, STORE_NOINST_UNREACHABLE, NULL, s->label, 0, 0,
+			  "live: %s (context %p): the probes' maps are not reachable: %s", s->label,
+			  (void *)ctx, err);
 		return -1;
 	}
 	if (s->nfilled < sizeof(s->filled) / sizeof(s->filled[0]))
@@ -477,7 +490,8 @@ void live_module_loaded(const struct shim_module_event *ev, void *user)
 		return;
 	pending = NULL;
 	if (ev->result != CUDA_SUCCESS) { /* the wrapper loads the original image next */
-		fallback(ev->api_name, s->label, live_cu_error((CUresult)ev->result));
+		fallback(STORE_NOINST_REFUSED, ev->api_name, s->label,
+			 live_cu_error((CUresult)ev->result));
 		if (s->from_cache) /* never offer it again */
 			live_cache_drop(&s->key);
 		free(s->ptx);

@@ -134,7 +134,7 @@ int64_t store_cache_clear(struct store_cache *c);
 
 #define STORE_TRACE_MAGIC "CUBPFTRC"
 #define STORE_TRACE_MAJOR 1
-#define STORE_TRACE_MINOR 1 /* 1.1 added KSPAN */
+#define STORE_TRACE_MINOR 2 /* 1.1 added KSPAN; 1.2 KERNEL_ID, NOT_INSTRUMENTED, MAP_MEMORY */
 
 /* Every record: this header, then len payload bytes.  Readers skip types they do not know. */
 struct store_rec_hdr {
@@ -157,7 +157,10 @@ enum store_rec_type {
 	STORE_REC_DROP = 11,   /* store_rec_drop */
 	STORE_REC_END = 12,    /* store_rec_end: the writer closed the file cleanly */
 	STORE_REC_KSPAN = 13,  /* store_rec_kspan (1.1): a launch's GPU begin/end */
-	STORE_REC_MAX_KNOWN = 13
+	STORE_REC_KERNEL_ID = 14,        /* store_rec_kernel_id (1.2): cubpf's kernel id -> name */
+	STORE_REC_NOT_INSTRUMENTED = 15, /* store_rec_not_instrumented + string (1.2) */
+	STORE_REC_MAP_MEMORY = 16,       /* store_rec_map_memory (1.2): maps of one context */
+	STORE_REC_MAX_KNOWN = 16
 };
 
 /* Strings inside records: u32 length, then the bytes (no NUL). */
@@ -270,7 +273,8 @@ struct store_rec_map {
 	uint32_t map_type;          /* enum cubpf_map_type */
 	uint32_t key_size, value_size;
 	uint32_t count;             /* key/value pairs that follow */
-	uint32_t pad;
+	uint32_t ctx;               /* (1.2) the writer's context number, from 1, as MAP_MEMORY
+				     * names it; 0 = not said (files before 1.2: was padding) */
 } __attribute__((packed));
 
 enum store_drop_source {
@@ -295,6 +299,51 @@ struct store_rec_end {
 	uint64_t records;           /* records written in all */
 	uint64_t dropped_records;   /* records the writer dropped in all */
 	uint64_t dropped_batches;
+} __attribute__((packed));
+
+/* Format 1.2: what the tools learned from the shim's log lines before, so that a trace alone
+ * says it.  All three are metadata: never dropped, in file order after the strings they use. */
+
+/* A kernel id the shim gave (probe programs see it as ctx->kernel_id). */
+struct store_rec_kernel_id {
+	uint32_t id;
+	uint32_t name;              /* string id of the kernel name (mangled) */
+	uint32_t module;            /* string id of the module's label (a file load's path), 0 = none */
+	uint32_t flags;             /* 0 for now */
+} __attribute__((packed));
+
+enum store_noinst_reason {
+	STORE_NOINST_NO_PTX = 1,      /* the image has no PTX for the device (SASS only) */
+	STORE_NOINST_REWRITE = 2,     /* the image or its PTX could not be read or rewritten */
+	STORE_NOINST_JIT = 3,         /* the driver's JIT refused the instrumented PTX */
+	STORE_NOINST_MAPS = 4,        /* the context's maps could not be had (memory, cap) */
+	STORE_NOINST_REFUSED = 5,     /* the driver refused the substitute at load */
+	STORE_NOINST_UNREACHABLE = 6, /* instrumented, but the maps' pointers could not be stored */
+	STORE_NOINST_OTHER = 7        /* anything else (out of memory, unknown SM) */
+};
+
+/* Kernels of one load that run without probes, and why.  Followed by a string: the message as
+ * the shim logs it (without "cubpf: "). */
+struct store_rec_not_instrumented {
+	uint64_t ts_ns;             /* host CLOCK_REALTIME */
+	uint32_t reason;            /* enum store_noinst_reason */
+	uint32_t kernels;           /* kernels concerned, 0 = not known */
+	uint32_t sm;                /* device compute capability, 0 = not known */
+	uint32_t device;            /* device ordinal, UINT32_MAX = not known (no context) */
+	uint32_t api;               /* string id of the load call ("cuModuleLoadData"), 0 = none */
+	uint32_t label;             /* string id of the module's label (first kernel, path), 0 = none */
+} __attribute__((packed));
+
+/* The memory the maps of one context take, written when they are allocated. */
+struct store_rec_map_memory {
+	uint64_t ts_ns;
+	uint64_t context;           /* CUcontext value (for messages; numbers may be reused) */
+	uint64_t device_bytes;      /* device memory of the maps and enable words */
+	uint64_t pinned_bytes;      /* pinned host memory (ring buffers) */
+	uint32_t device;            /* device ordinal */
+	uint32_t nmaps;
+	uint32_t ctx;               /* the writer's context number, from 1 (MAP records' ctx) */
+	uint32_t flags;             /* 0 for now */
 } __attribute__((packed));
 
 /* ==== Part 2: trace writer ================================================================ */
@@ -334,6 +383,14 @@ int store_trace_device(struct store_trace_writer *w, const struct store_rec_devi
 int store_trace_clock(struct store_trace_writer *w, const struct store_rec_clock *c);
 int store_trace_program(struct store_trace_writer *w, const struct store_rec_program *p,
 			const char *name, const char *path);
+/* Format 1.2 metadata (never dropped): a kernel id; kernels not instrumented with the message
+ * (NULL = ""); the maps' memory of a context. */
+int store_trace_kernel_id(struct store_trace_writer *w, const struct store_rec_kernel_id *k);
+int store_trace_not_instrumented(struct store_trace_writer *w,
+				 const struct store_rec_not_instrumented *n, const char *message);
+int store_trace_map_memory(struct store_trace_writer *w, const struct store_rec_map_memory *m);
+/* Name of a reason ("no PTX", ...; "unknown" otherwise). */
+const char *store_noinst_reason_name(uint32_t reason);
 /* Losses outside the writer (device ring buffers), as counted by the caller. */
 int store_trace_drop(struct store_trace_writer *w, const struct store_rec_drop *d);
 

@@ -59,8 +59,23 @@ static const char *const type_names[] = {
 	[STORE_REC_CLOCK] = "clock",   [STORE_REC_PROGRAM] = "program", [STORE_REC_API] = "api",
 	[STORE_REC_KERNEL] = "kernel", [STORE_REC_COPY] = "copy",     [STORE_REC_PROBE] = "probe",
 	[STORE_REC_MAP] = "map",       [STORE_REC_DROP] = "drop",     [STORE_REC_END] = "end",
-	[STORE_REC_KSPAN] = "kspan",
+	[STORE_REC_KSPAN] = "kspan",   [STORE_REC_KERNEL_ID] = "kernel_id",
+	[STORE_REC_NOT_INSTRUMENTED] = "not_instrumented", [STORE_REC_MAP_MEMORY] = "map_memory",
 };
+
+static const char *const reason_names[] = {
+	[STORE_NOINST_NO_PTX] = "no PTX",          [STORE_NOINST_REWRITE] = "rewriter",
+	[STORE_NOINST_JIT] = "JIT",                [STORE_NOINST_MAPS] = "maps",
+	[STORE_NOINST_REFUSED] = "driver refused", [STORE_NOINST_UNREACHABLE] = "maps unreachable",
+	[STORE_NOINST_OTHER] = "other",
+};
+
+const char *store_noinst_reason_name(uint32_t reason)
+{
+	if (reason < sizeof(reason_names) / sizeof(reason_names[0]) && reason_names[reason])
+		return reason_names[reason];
+	return "unknown";
+}
 
 const char *store_rec_type_name(uint16_t type)
 {

@@ -331,6 +331,27 @@ int store_trace_drop(struct store_trace_writer *w, const struct store_rec_drop *
 	return meta_record(w, STORE_REC_DROP, d, sizeof(*d), NULL);
 }
 
+int store_trace_kernel_id(struct store_trace_writer *w, const struct store_rec_kernel_id *k)
+{
+	return meta_record(w, STORE_REC_KERNEL_ID, k, sizeof(*k), NULL);
+}
+
+int store_trace_not_instrumented(struct store_trace_writer *w,
+				 const struct store_rec_not_instrumented *n, const char *message)
+{
+	struct growbuf s = {0};
+	int rc = put_string(&s, message ? message : "")
+			 ? -1
+			 : meta_record(w, STORE_REC_NOT_INSTRUMENTED, n, sizeof(*n), &s);
+	free(s.p);
+	return rc;
+}
+
+int store_trace_map_memory(struct store_trace_writer *w, const struct store_rec_map_memory *m)
+{
+	return meta_record(w, STORE_REC_MAP_MEMORY, m, sizeof(*m), NULL);
+}
+
 static int strtab_grow(struct store_trace_writer *w)
 {
 	size_t cap = w->strcap ? w->strcap * 2 : 256;

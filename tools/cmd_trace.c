@@ -205,13 +205,70 @@ static void dump_map(const struct store_trace_reader *r, const struct store_rec_
 		fprintf(f, "{\"type\":\"map\",\"ts_ns\":%" PRIu64 ",\"prog\":%u,\"map\":%u,\"name\":",
 			m->ts_ns, m->prog, m->map);
 		json_string(f, name);
-		fprintf(f, ",\"map_type\":%u,\"key_size\":%u,\"value_size\":%u,\"count\":%u}\n",
-			m->map_type, m->key_size, m->value_size, m->count);
+		fprintf(f, ",\"map_type\":%u,\"key_size\":%u,\"value_size\":%u,\"count\":%u,\"ctx\":%u}\n",
+			m->map_type, m->key_size, m->value_size, m->count, m->ctx);
 	} else {
-		fprintf(f, "map     %" PRIu64 " %s prog=%u map=%u type=%u %u entries of %u+%u bytes (%zu bytes)\n",
+		fprintf(f, "map     %" PRIu64 " %s prog=%u map=%u type=%u %u entries of %u+%u bytes (%zu bytes)",
 			m->ts_ns, name, m->prog, m->map, m->map_type, m->count, m->key_size, m->value_size,
 			rest);
+		fprintf(f, m->ctx ? " ctx=%u\n" : "\n", m->ctx);
 	}
+}
+
+/* Format 1.2: what the shim used to say only in its log. */
+static void dump_kernel_id(const struct store_trace_reader *r, const struct store_rec_kernel_id *k,
+			   int json, FILE *f)
+{
+	char b1[32], b2[32];
+	const char *name = str_or(r, k->name, b1, sizeof(b1));
+	const char *mod = k->module ? str_or(r, k->module, b2, sizeof(b2)) : "";
+	if (json) {
+		fprintf(f, "{\"type\":\"kernel_id\",\"id\":%u,\"name\":", k->id);
+		json_string(f, name);
+		fputs(",\"module\":", f);
+		json_string(f, mod);
+		fputs("}\n", f);
+	} else {
+		fprintf(f, "kid     %u %s%s%s\n", k->id, name, *mod ? " module=" : "", mod);
+	}
+}
+
+static void dump_not_instrumented(const struct store_trace_reader *r,
+				  const struct store_rec_not_instrumented *n, const uint8_t *p,
+				  size_t rest, int json, FILE *f)
+{
+	char b1[32], b2[32];
+	char *msg = store_rec_string(&p, &rest);
+	const char *api = n->api ? str_or(r, n->api, b1, sizeof(b1)) : "";
+	const char *label = n->label ? str_or(r, n->label, b2, sizeof(b2)) : "";
+	if (json) {
+		fprintf(f, "{\"type\":\"not_instrumented\",\"ts_ns\":%" PRIu64 ",\"reason\":%u,"
+			   "\"reason_name\":\"%s\",\"kernels\":%u,\"sm\":%u,\"device\":%d,\"api\":",
+			n->ts_ns, n->reason, store_noinst_reason_name(n->reason), n->kernels, n->sm,
+			n->device == UINT32_MAX ? -1 : (int)n->device);
+		json_string(f, api);
+		fputs(",\"label\":", f);
+		json_string(f, label);
+		fputs(",\"message\":", f);
+		json_string(f, msg ? msg : "");
+		fputs("}\n", f);
+	} else {
+		fprintf(f, "noinst  %" PRIu64 " reason=%s kernels=%u sm_%u dev=%d %s%s%s: %s\n", n->ts_ns,
+			store_noinst_reason_name(n->reason), n->kernels, n->sm,
+			n->device == UINT32_MAX ? -1 : (int)n->device, api, *label ? " " : "", label,
+			msg ? msg : "");
+	}
+	free(msg);
+}
+
+static void dump_map_memory(const struct store_rec_map_memory *m, int json, FILE *f)
+{
+	fprintf(f, json ? "{\"type\":\"map_memory\",\"ts_ns\":%" PRIu64 ",\"ctx\":%u,\"context\":\"0x%"
+			  PRIx64 "\",\"device\":%u,\"device_bytes\":%" PRIu64 ",\"pinned_bytes\":%" PRIu64
+			  ",\"nmaps\":%u}\n"
+			: "mapmem  %" PRIu64 " ctx=%u context=0x%" PRIx64 " dev=%u %" PRIu64
+			  " device bytes, %" PRIu64 " pinned bytes, %u maps\n",
+		m->ts_ns, m->ctx, m->context, m->device, m->device_bytes, m->pinned_bytes, m->nmaps);
 }
 
 static void dump_meta(const struct store_trace_record *rec, int json, FILE *f)
@@ -311,11 +368,26 @@ static void dump_record(const struct store_trace_reader *r, const struct store_t
 		struct store_rec_probe p;
 		struct store_rec_map m;
 		struct store_rec_kspan s;
+		struct store_rec_kernel_id ki;
+		struct store_rec_not_instrumented ni;
+		struct store_rec_map_memory mm;
 	} u;
 	const uint8_t *d;
 	size_t n;
 
 	switch (rec->type) {
+	case STORE_REC_KERNEL_ID:
+		if (store_rec_fixed(rec, &u.ki, sizeof(u.ki), NULL))
+			return dump_kernel_id(r, &u.ki, json, f);
+		break;
+	case STORE_REC_NOT_INSTRUMENTED:
+		if ((d = store_rec_fixed(rec, &u.ni, sizeof(u.ni), &n)))
+			return dump_not_instrumented(r, &u.ni, d, n, json, f);
+		break;
+	case STORE_REC_MAP_MEMORY:
+		if (store_rec_fixed(rec, &u.mm, sizeof(u.mm), NULL))
+			return dump_map_memory(&u.mm, json, f);
+		break;
 	case STORE_REC_KSPAN:
 		if (store_rec_fixed(rec, &u.s, sizeof(u.s), NULL))
 			return dump_kspan(r, &u.s, json, f);
@@ -376,12 +448,94 @@ static int cmd_dump(const struct opts *o)
 
 /* ---- info ------------------------------------------------------------------------------------ */
 
+/* What `trace info` lists from the 1.2 records: instrumented kernels, the kernels that are not
+ * and why, the maps' memory. */
+struct run_meta {
+	struct store_rec_kernel_id *kids;
+	size_t nkids;
+	char **notes;               /* "reason: message", without repeats */
+	size_t nnotes;
+	uint64_t device_bytes, pinned_bytes, contexts;
+};
+
+static void meta_note(struct run_meta *m, const struct store_trace_record *rec)
+{
+	struct store_rec_not_instrumented n;
+	size_t rest;
+	const uint8_t *p = store_rec_fixed(rec, &n, sizeof(n), &rest);
+	char *msg = p ? store_rec_string(&p, &rest) : NULL, *line = NULL;
+	if (!msg)
+		return;
+	const char *text = strncmp(msg, "live: ", 6) ? msg : msg + 6;
+	if (asprintf(&line, "[%s] %s", store_noinst_reason_name(n.reason), text) < 0)
+		line = NULL;
+	free(msg);
+	for (size_t i = 0; line && i < m->nnotes; i++)
+		if (!strcmp(m->notes[i], line)) { /* the same module loaded again */
+			free(line);
+			return;
+		}
+	char **q = line ? realloc(m->notes, (m->nnotes + 1) * sizeof(*q)) : NULL;
+	if (!q) {
+		free(line);
+		return;
+	}
+	m->notes = q;
+	m->notes[m->nnotes++] = line;
+}
+
+static void meta_add(struct run_meta *m, const struct store_trace_record *rec)
+{
+	if (rec->type == STORE_REC_KERNEL_ID) {
+		struct store_rec_kernel_id k;
+		struct store_rec_kernel_id *q = realloc(m->kids, (m->nkids + 1) * sizeof(*q));
+		if (q && store_rec_fixed(rec, &k, sizeof(k), NULL))
+			q[m->nkids++] = k;
+		m->kids = q ? q : m->kids;
+	} else if (rec->type == STORE_REC_NOT_INSTRUMENTED) {
+		meta_note(m, rec);
+	} else if (rec->type == STORE_REC_MAP_MEMORY) {
+		struct store_rec_map_memory g;
+		if (store_rec_fixed(rec, &g, sizeof(g), NULL)) {
+			m->device_bytes += g.device_bytes;
+			m->pinned_bytes += g.pinned_bytes;
+			m->contexts++;
+		}
+	}
+}
+
+static void meta_print(const struct run_meta *m, const struct store_trace_reader *r)
+{
+	char b[32];
+	if (m->contexts)
+		printf("maps      %" PRIu64 " device bytes, %" PRIu64 " pinned bytes in %" PRIu64
+		       " context%s\n", m->device_bytes, m->pinned_bytes, m->contexts,
+		       m->contexts == 1 ? "" : "s");
+	if (m->nkids)
+		printf("kernels   %zu instrumented (cubpf kernel ids)\n", m->nkids);
+	for (size_t i = 0; i < m->nkids; i++)
+		printf("  id %-5u %s\n", m->kids[i].id, str_or(r, m->kids[i].name, b, sizeof(b)));
+	if (m->nnotes)
+		printf("not instrumented (%zu):\n", m->nnotes);
+	for (size_t i = 0; i < m->nnotes; i++)
+		printf("  %s\n", m->notes[i]);
+}
+
+static void meta_free(struct run_meta *m)
+{
+	for (size_t i = 0; i < m->nnotes; i++)
+		free(m->notes[i]);
+	free(m->notes);
+	free(m->kids);
+}
+
 static int cmd_info(const struct opts *o)
 {
 	struct store_trace_reader *r = open_trace(o->file);
 	struct store_trace_record rec;
 	uint64_t count[STORE_REC_MAX_KNOWN + 2] = {0}, drops = 0, dropped_batches = 0, span_drops = 0;
 	uint64_t first = UINT64_MAX, last = 0;
+	struct run_meta meta = {0};
 	int rc;
 	if (!r)
 		return 1;
@@ -392,6 +546,7 @@ static int cmd_info(const struct opts *o)
 	printf("cubpf     %s, driver %u\n", store_trace_header_string(r, 0), h->driver_version);
 	while ((rc = store_trace_next(r, &rec)) == 1) {
 		count[rec.type <= STORE_REC_MAX_KNOWN ? rec.type : STORE_REC_MAX_KNOWN + 1]++;
+		meta_add(&meta, &rec);
 		if (rec.type == STORE_REC_DEVICE || rec.type == STORE_REC_PROGRAM ||
 		    rec.type == STORE_REC_CLOCK)
 			dump_meta(&rec, 0, stdout);
@@ -420,6 +575,8 @@ static int cmd_info(const struct opts *o)
 	if (count[STORE_REC_MAX_KNOWN + 1])
 		printf(" unknown=%" PRIu64, count[STORE_REC_MAX_KNOWN + 1]);
 	printf("\n");
+	meta_print(&meta, r);
+	meta_free(&meta);
 	if (last > first)
 		printf("span      %.6f s of host API calls\n", (double)(last - first) / 1e9);
 	printf("dropped   %" PRIu64 " records in %" PRIu64 " batches\n", drops, dropped_batches);
@@ -830,6 +987,18 @@ static void chrome_meta(struct chrome *c, const struct store_trace_record *rec)
 		fprintf(c->f, "{\"ph\":\"i\",\"s\":\"g\",\"cat\":\"drop\",\"name\":\"dropped %" PRIu64
 			      " records\",\"pid\":%u,\"tid\":0,\"ts\":%.3f}",
 			d.records, c->pid, us(c, d.ts_ns));
+	} else if (rec->type == STORE_REC_NOT_INSTRUMENTED) { /* format 1.2: when and why */
+		struct store_rec_not_instrumented ni;
+		if (!(p = store_rec_fixed(rec, &ni, sizeof(ni), &n)))
+			return;
+		char *msg = store_rec_string(&p, &n);
+		ev_begin(c);
+		fprintf(c->f, "{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"cubpf\",\"name\":\"not instrumented (%s)"
+			      "\",\"pid\":%u,\"tid\":0,\"ts\":%.3f,\"args\":{\"kernels\":%u,\"message\":",
+			store_noinst_reason_name(ni.reason), c->pid, us(c, ni.ts_ns), ni.kernels);
+		json_string(c->f, msg ? msg : "");
+		fputs("}}", c->f);
+		free(msg);
 	}
 }
 

@@ -149,7 +149,7 @@ static void common_json(const struct tool_data *d, FILE *f)
 		tool_json_string(f, d->devices[i]);
 	}
 	fputs("],\"not_instrumented\":[", f);
-	if (d->have_log)
+	if (d->have_log || d->have_meta)
 		not_instrumented(d, f, 1);
 	fputs("],\"notes\":[", f);
 	for (size_t i = 0; i < d->nnotes; i++) {
@@ -168,10 +168,11 @@ void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FI
 	fputc('\n', f);
 	for (size_t i = 0; i < d->ndevices; i++)
 		fprintf(f, "%s\n", d->devices[i]);
-	if (d->have_log)
+	/* kernel ids, memory and reasons come from the log or, format 1.2, from the trace */
+	if (d->have_log || d->have_mapmem)
 		fprintf(f, "maps and buffers: %" PRIu64 " device bytes, %" PRIu64 " pinned host bytes\n",
 			d->device_bytes, d->pinned_bytes);
-	if (d->have_log) {
+	if (d->have_log || d->have_meta) {
 		size_t instrumented = 0, missing = 0;
 		for (size_t i = 0; i < d->nkernels; i++) {
 			instrumented += d->kernels[i].id != 0;
@@ -181,7 +182,7 @@ void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FI
 		fprintf(f, "kernels launched but not instrumented: %zu\n", missing);
 		not_instrumented(d, f, 0);
 		if (d->nnotes)
-			fprintf(f, "reasons (cubpf's log):\n");
+			fprintf(f, "reasons:\n");
 		size_t shown = d->nnotes < 12 ? d->nnotes : 12;
 		for (size_t i = 0; i < shown; i++) /* "live: " says nothing to a reader here */
 			fprintf(f, "  - %s\n", strncmp(d->notes[i], "live: ", 6) ? d->notes[i]

@@ -51,8 +51,26 @@ static int add_string(char ***v, size_t *n, const char *s)
 	return 0;
 }
 
-/* The shim's log lines that say what the trace cannot (yet): kernel ids, the memory the maps
- * take, kernels not instrumented and why, host maps. */
+/* The maps' memory: the trace's MAP_MEMORY records when it has them (the log says the same), else
+ * the log's lines. */
+static void memory_settle(struct tool_data *d)
+{
+	d->device_bytes = d->have_mapmem ? d->trace_device_bytes : d->log_device_bytes;
+	d->pinned_bytes = d->have_mapmem ? d->trace_pinned_bytes : d->log_pinned_bytes;
+}
+
+/* One note (a reason something runs without probes), once: PyTorch logs the same reason per
+ * module, and the trace repeats the log's lines. */
+static int add_note(struct tool_data *d, const char *line)
+{
+	for (size_t i = 0; i < d->nnotes; i++)
+		if (!strcmp(d->notes[i], line))
+			return 0;
+	return add_string(&d->notes, &d->nnotes, line);
+}
+
+/* The shim's log lines: kernel ids, the memory the maps take, kernels not instrumented and
+ * why, host maps.  Traces of format 1.2 say the first three too (on_run_meta). */
 int tool_data_log_line(struct tool_data *d, const char *line)
 {
 	unsigned id, nmaps;
@@ -67,8 +85,9 @@ int tool_data_log_line(struct tool_data *d, const char *line)
 	}
 	if (sscanf(line, "live: maps on device %d (context %*[^)]): %" SCNu64 " device bytes, %"
 		   SCNu64 " pinned bytes, %u maps", &dev, &devb, &pinb, &nmaps) == 4) {
-		d->device_bytes += devb;
-		d->pinned_bytes += pinb;
+		d->log_device_bytes += devb;
+		d->log_pinned_bytes += pinb;
+		memory_settle(d);
 		return 1;
 	}
 	if (strstr(line, " modules instrumented (")) /* the exit counters: not a reason */
@@ -76,12 +95,8 @@ int tool_data_log_line(struct tool_data *d, const char *line)
 	if (strstr(line, "not instrumentable") || strstr(line, "not instrumented") ||
 	    strstr(line, "rejected by the verifier") || strstr(line, "probes disabled") ||
 	    strstr(line, "not reachable") || strstr(line, "cannot load the probe object") ||
-	    strstr(line, "dropped on device")) {
-		for (size_t i = 0; i < d->nnotes; i++) /* PyTorch logs the same reason per module */
-			if (!strcmp(d->notes[i], line))
-				return 1;
-		return add_string(&d->notes, &d->nnotes, line) == 0;
-	}
+	    strstr(line, "dropped on device"))
+		return add_note(d, line) == 0;
 	if (!strncmp(line, "map ", 4) && strstr(line, "(host)"))
 		return add_string(&d->maplines, &d->nmaplines, line) == 0;
 	return 0;
@@ -108,29 +123,31 @@ static int on_kernel(struct tool_data *d, const struct store_trace_reader *r,
 }
 
 /* A map is (program, map index, name): the name too, so that a writer numbering maps of
- * several objects alike cannot mix two maps up. */
-static struct tool_map *map_slot(struct tool_data *d, uint32_t prog, uint32_t map, const char *name)
+ * several objects alike cannot mix two maps up.  A snapshot is that and the context. */
+static struct tool_map *snap_slot(struct tool_data *d, uint32_t prog, uint32_t map,
+				  const char *name, uint32_t ctx)
 {
-	for (size_t i = 0; i < d->nmaps; i++)
-		if (d->maps[i].prog == prog && d->maps[i].map == map && d->maps[i].name &&
-		    !strcmp(d->maps[i].name, name))
-			return &d->maps[i];
-	struct tool_map *m = realloc(d->maps, (d->nmaps + 1) * sizeof(*m));
+	for (size_t i = 0; i < d->nsnaps; i++)
+		if (d->snaps[i].prog == prog && d->snaps[i].map == map && d->snaps[i].ctx == ctx &&
+		    d->snaps[i].name && !strcmp(d->snaps[i].name, name))
+			return &d->snaps[i];
+	struct tool_map *m = realloc(d->snaps, (d->nsnaps + 1) * sizeof(*m));
 	if (!m)
 		return NULL;
-	d->maps = m;
-	m = &d->maps[d->nmaps++];
+	d->snaps = m;
+	m = &d->snaps[d->nsnaps++];
 	memset(m, 0, sizeof(*m));
 	m->prog = prog;
 	m->map = map;
+	m->ctx = ctx;
 	return m;
 }
 
-/* The latest snapshot wins.  The shim writes a context's snapshot again (same ts_ns) when it
- * has no newer one (the periodic trace, the exit report after the teardown read): a record
- * whose time is not newer is a copy or stale and is skipped.  MAP records do not say which
- * context they come from, so with several contexts (GPUs) only the latest one is shown: summing
- * by time would count one context's snapshots twice. */
+/* The latest snapshot of each context wins.  The shim writes a context's snapshot again (same
+ * ts_ns) when it has no newer one (the periodic trace, the exit report after the teardown
+ * read): a record whose time is not newer is a copy or stale and is skipped.  Records without
+ * a context (before format 1.2) all count as one context: with several GPUs only the latest
+ * is shown then, since summing by time would count one context's snapshots twice. */
 static int on_map(struct tool_data *d, const struct store_trace_reader *r,
 		  const struct store_trace_record *rec)
 {
@@ -142,7 +159,7 @@ static int on_map(struct tool_data *d, const struct store_trace_reader *r,
 		return 0;
 	const char *name = store_trace_string(r, h.name);
 	name = name ? name : "?";
-	struct tool_map *m = map_slot(d, h.prog, h.map, name);
+	struct tool_map *m = snap_slot(d, h.prog, h.map, name, h.ctx);
 	if (!m)
 		return -1;
 	if (m->name && h.ts_ns <= m->ts)
@@ -155,6 +172,7 @@ static int on_map(struct tool_data *d, const struct store_trace_reader *r,
 	m->type = h.map_type;
 	m->key_size = h.key_size;
 	m->value_size = h.value_size;
+	m->contexts = 1;
 	if (!(m->name = strdup(name)))
 		return -1;
 	/* one record's keys are unique: a plain copy (threadhist sends up to 2^20 pairs) */
@@ -163,6 +181,120 @@ static int on_map(struct tool_data *d, const struct store_trace_reader *r,
 	if (h.count)
 		memcpy(m->kv, kv, (size_t)h.count * pair);
 	m->count = h.count;
+	return 0;
+}
+
+static int same_map(const struct tool_map *a, const struct tool_map *b)
+{
+	return a->prog == b->prog && a->map == b->map && a->name && b->name &&
+	       !strcmp(a->name, b->name);
+}
+
+static int same_shape(const struct tool_map *a, const struct tool_map *b)
+{
+	return a->type == b->type && a->key_size == b->key_size && a->value_size == b->value_size;
+}
+
+struct kv_ref {
+	const uint8_t *key;
+	uint32_t key_size, slot;    /* slot: the context's place in the merged value */
+};
+
+static int kv_ref_cmp(const void *a, const void *b)
+{
+	const struct kv_ref *x = a, *y = b;
+	int c = memcmp(x->key, y->key, x->key_size);
+	return c ? c : (x->slot > y->slot) - (x->slot < y->slot);
+}
+
+/* One map from the snapshots s[0..n) of its contexts (same shape): keys merged, values side
+ * by side. */
+static int merge_contexts(struct tool_map *out, struct tool_map *const *s, uint32_t n)
+{
+	size_t total = 0, k = 0, ks = s[0]->key_size, vs = s[0]->value_size;
+	for (uint32_t c = 0; c < n; c++)
+		total += s[c]->count;
+	struct kv_ref *refs = malloc((total ? total : 1) * sizeof(*refs));
+	if (!refs)
+		return -1;
+	for (uint32_t c = 0; c < n; c++)
+		for (size_t i = 0; i < s[c]->count; i++)
+			refs[k++] = (struct kv_ref){s[c]->kv + i * (ks + vs), (uint32_t)ks, c};
+	qsort(refs, total, sizeof(*refs), kv_ref_cmp);
+	size_t pair = ks + vs * n;
+	if (!(out->kv = calloc(total ? total : 1, pair))) {
+		free(refs);
+		return -1;
+	}
+	out->value_size = (uint32_t)(vs * n);
+	out->contexts = n;
+	out->count = 0;
+	for (size_t i = 0; i < total; i++) {
+		uint8_t *p;
+		if (!i || memcmp(refs[i].key, refs[i - 1].key, ks)) {
+			p = out->kv + out->count++ * pair;
+			memcpy(p, refs[i].key, ks);
+		} else {
+			p = out->kv + (out->count - 1) * pair;
+		}
+		memcpy(p + ks + refs[i].slot * vs, refs[i].key + ks, vs);
+	}
+	free(refs);
+	return 0;
+}
+
+static void maps_free(struct tool_map *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].name);
+		free(v[i].kv);
+	}
+	free(v);
+}
+
+/* d->maps from d->snaps: one map per (program, map, name), its contexts merged; contexts whose
+ * snapshot has another shape than the latest one are left out. */
+static int merge_maps(struct tool_data *d)
+{
+	maps_free(d->maps, d->nmaps);
+	d->maps = NULL;
+	d->nmaps = 0;
+	struct tool_map **group = malloc((d->nsnaps ? d->nsnaps : 1) * sizeof(*group));
+	if (!group || !(d->maps = calloc(d->nsnaps ? d->nsnaps : 1, sizeof(*d->maps)))) {
+		free(group);
+		return -1;
+	}
+	for (size_t i = 0; i < d->nsnaps; i++) {
+		struct tool_map *latest = &d->snaps[i];
+		int seen = 0;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = same_map(&d->snaps[j], latest);
+		if (seen || !latest->name)
+			continue;
+		for (size_t j = i + 1; j < d->nsnaps; j++)
+			if (same_map(&d->snaps[j], latest) && d->snaps[j].ts > latest->ts)
+				latest = &d->snaps[j];
+		uint32_t n = 0;
+		for (size_t j = i; j < d->nsnaps; j++)
+			if (same_map(&d->snaps[j], latest) && same_shape(&d->snaps[j], latest))
+				group[n++] = &d->snaps[j];
+		struct tool_map *m = &d->maps[d->nmaps];
+		*m = *latest;
+		m->ctx = 0;
+		m->kv = NULL;
+		if (!(m->name = strdup(latest->name)) ||
+		    (n == 1 ? (latest->count && !(m->kv = malloc(latest->count * ((size_t)latest->key_size +
+										      latest->value_size))))
+			    : merge_contexts(m, group, n) != 0)) {
+			free(m->name);
+			free(group);
+			return -1;
+		}
+		if (n == 1 && latest->count)
+			memcpy(m->kv, latest->kv, latest->count * ((size_t)latest->key_size + latest->value_size));
+		d->nmaps++;
+	}
+	free(group);
 	return 0;
 }
 
@@ -278,10 +410,47 @@ static int on_meta(struct tool_data *d, const struct store_trace_record *rec)
 	return 0;
 }
 
+/* Format 1.2: what the log's lines say, from the trace. */
+static int on_run_meta(struct tool_data *d, const struct store_trace_reader *r,
+		       const struct store_trace_record *rec)
+{
+	d->have_meta = 1;
+	if (rec->type == STORE_REC_KERNEL_ID) {
+		struct store_rec_kernel_id k;
+		const char *name;
+		if (!store_rec_fixed(rec, &k, sizeof(k), NULL) || !(name = store_trace_string(r, k.name)))
+			return 0;
+		struct tool_kernel *t = kernel_get(d, name);
+		if (!t)
+			return -1;
+		t->id = k.id;
+	} else if (rec->type == STORE_REC_NOT_INSTRUMENTED) {
+		struct store_rec_not_instrumented n;
+		size_t rest;
+		const uint8_t *p = store_rec_fixed(rec, &n, sizeof(n), &rest);
+		char *msg = p ? store_rec_string(&p, &rest) : NULL;
+		int rc = msg && *msg ? add_note(d, msg) : 0;
+		free(msg);
+		return rc;
+	} else if (rec->type == STORE_REC_MAP_MEMORY) {
+		struct store_rec_map_memory m;
+		if (!store_rec_fixed(rec, &m, sizeof(m), NULL))
+			return 0;
+		d->trace_device_bytes += m.device_bytes;
+		d->trace_pinned_bytes += m.pinned_bytes;
+		d->have_mapmem = 1;
+		memory_settle(d);
+	}
+	return 0;
+}
+
 static int on_record(struct tool_data *d, const struct store_trace_reader *r,
 		     const struct store_trace_record *rec)
 {
 	switch (rec->type) {
+	case STORE_REC_KERNEL_ID:
+	case STORE_REC_NOT_INSTRUMENTED:
+	case STORE_REC_MAP_MEMORY: return on_run_meta(d, r, rec);
 	case STORE_REC_KERNEL: return on_kernel(d, r, rec);
 	case STORE_REC_MAP: return on_map(d, r, rec);
 	case STORE_REC_PROBE: return on_probe(d, rec);
@@ -294,6 +463,9 @@ int tool_data_load(struct tool_data *d, const char *trace, char *err, size_t err
 	struct store_trace_reader *r = store_trace_open(trace, err, errlen);
 	if (!r)
 		return -1;
+	const struct store_rec_header *h = store_trace_header(r);
+	if (h->major > 1 || h->minor >= 2) /* the trace names kernel ids and reasons itself */
+		d->have_meta = 1;
 	struct store_trace_record rec;
 	int rc;
 	while ((rc = store_trace_next(r, &rec)) == 1)
@@ -302,6 +474,11 @@ int tool_data_load(struct tool_data *d, const char *trace, char *err, size_t err
 			store_trace_close_reader(r);
 			return -1;
 		}
+	if (merge_maps(d) != 0) {
+		snprintf(err, errlen, "out of memory reading %s", trace);
+		store_trace_close_reader(r);
+		return -1;
+	}
 	static const char *const states[] = {"running", "complete", "cut short (process killed?)",
 					     "no end record (process killed?)", "damaged"};
 	d->state = states[store_trace_state(r)];
@@ -332,9 +509,10 @@ const struct tool_map *tool_map_by_name(const struct tool_data *d, const char *n
  * per SM slot, slot s at s * value size (the shim's MAP records, as Linux's per-CPU lookups). */
 uint32_t tool_map_copies(const struct tool_map *m)
 {
-	return m && m->type == CUBPF_MAP_PERCPU_ARRAY && m->value_size % CUBPF_PERCPU_SLOTS == 0
-		       ? CUBPF_PERCPU_SLOTS
-		       : 1;
+	uint32_t c = m && m->contexts > 1 ? m->contexts : 1, vs = m ? m->value_size / c : 0;
+	return (m && m->type == CUBPF_MAP_PERCPU_ARRAY && vs % CUBPF_PERCPU_SLOTS == 0
+			? CUBPF_PERCPU_SLOTS
+			: 1) * c;
 }
 
 uint64_t tool_map_reduce(const struct tool_map *m, uint32_t key, uint32_t word,
@@ -392,13 +570,12 @@ void tool_data_reset_trace(struct tool_data *d)
 		k->nlaunch = k->cap = 0;
 		k->launches = k->threads = 0;
 	}
-	for (size_t i = 0; i < d->nmaps; i++) {
-		free(d->maps[i].name);
-		free(d->maps[i].kv);
-	}
-	free(d->maps);
+	maps_free(d->maps, d->nmaps);
 	d->maps = NULL;
 	d->nmaps = 0;
+	maps_free(d->snaps, d->nsnaps);
+	d->snaps = NULL;
+	d->nsnaps = 0;
 	free(d->clocks);
 	d->clocks = NULL;
 	d->nclocks = 0;
@@ -411,6 +588,9 @@ void tool_data_reset_trace(struct tool_data *d)
 	d->warps = NULL;
 	d->nwarps = d->nwarps_cap = 0;
 	d->probes = d->rb_drops = d->writer_drops = d->span_drops = 0;
+	d->trace_device_bytes = d->trace_pinned_bytes = 0;
+	d->have_mapmem = d->have_meta = 0;
+	memory_settle(d);
 }
 
 void tool_data_free(struct tool_data *d)

@@ -29,16 +29,22 @@ static uint32_t key_at(const struct tool_map *m, size_t i)
 	return k;
 }
 
+/* The word of entry i, summed over the contexts (GPUs) merged in the map. */
 static uint64_t val_at(const struct tool_map *m, size_t i, uint32_t word)
 {
-	uint64_t v;
-	memcpy(&v, m->kv + i * ((size_t)m->key_size + m->value_size) + m->key_size + word * 8u, 8);
-	return v;
+	uint32_t n = m->contexts > 1 ? m->contexts : 1, vs = m->value_size / n;
+	uint64_t v, sum = 0;
+	for (uint32_t c = 0; c < n; c++) {
+		memcpy(&v, m->kv + i * ((size_t)m->key_size + m->value_size) + m->key_size +
+				   (size_t)c * vs + word * 8u, 8);
+		sum += v;
+	}
+	return sum;
 }
 
 static int map_ok(const struct tool_map *m, uint32_t min_value)
 {
-	return m && m->key_size == 4 && m->value_size >= min_value;
+	return m && m->key_size == 4 && m->value_size / (m->contexts > 1 ? m->contexts : 1) >= min_value;
 }
 
 /* ---- kcount --------------------------------------------------------------------------------- */
@@ -639,8 +645,17 @@ void tool_report_maps(const struct tool_data *d, const struct tool_opts *o, FILE
 					zero = !v[b];
 				if (zero)
 					continue;
-				if (o->json)
+				/* several GPUs (contexts): their copies one after the other */
+				uint32_t nc = m->contexts > 1 ? m->contexts : 1, per = n / nc;
+				if (o->json && nc > 1)
+					fprintf(f, "%s{\"context\":%u,\"sm\":%u,\"value\":[", any ? "," : "",
+						s / per, per > 1 ? s % per : 0);
+				else if (o->json)
 					fprintf(f, "%s{\"sm\":%u,\"value\":[", any ? "," : "", s);
+				else if (nc > 1 && per > 1)
+					fprintf(f, "  value (context %u, SM %u): ", s / per, s % per);
+				else if (nc > 1)
+					fprintf(f, "  value (context %u): ", s);
 				else
 					fprintf(f, "  value (SM %u): ", s);
 				hex_bytes(f, v, vs, o->json);

@@ -2,8 +2,8 @@
  *
  * A tool is a probe object (tools/probes/NAME.bpf.c, built into PREFIX/probes) plus a formatter
  * that reads what the run recorded: the trace (MAP snapshots, KERNEL records, PROBE samples,
- * CLOCK, DEVICE, DROP) and the shim's log lines (kernel ids, memory, what was not instrumented;
- * the trace has no record for those yet).  The formatters only read a struct tool_data, so the
+ * CLOCK, DEVICE, DROP, and since format 1.2 KERNEL_ID, NOT_INSTRUMENTED, MAP_MEMORY) and the
+ * shim's log lines, which say the same for traces written before 1.2.  The formatters only read a struct tool_data, so the
  * tests feed them traces written with store/'s writer. */
 #ifndef CUBPF_TOOLS_TOOLS_H
 #define CUBPF_TOOLS_TOOLS_H
@@ -23,15 +23,23 @@ struct tool_exit_event {
 
 struct tool_kernel {
 	char *name;                 /* mangled, as the trace and the shim name it */
-	uint32_t id;                /* cubpf's kernel id from the shim's log; 0 = not instrumented */
+	uint32_t id;                /* cubpf's kernel id (KERNEL_ID record or the shim's log);
+				     * 0 = not instrumented */
 	uint32_t device;
 	uint64_t launches, threads; /* from KERNEL records */
 	uint64_t *launch_ns;        /* host time of each launch call, in record order */
 	size_t nlaunch, cap;
 };
 
-struct tool_map {                   /* the latest snapshot of one map */
+/* The latest snapshot of one map.  MAP records of format 1.2 say their context (GPU): the
+ * latest snapshot of each context is kept, and the map the tools see holds, per key, the value
+ * of every context back to back (context-major, zero where a context lacks the key), so that
+ * value_size = contexts * the map's value size and tool_map_copies counts them: sums, minima
+ * and maxima run over all GPUs. */
+struct tool_map {
 	uint32_t prog, map, type, key_size, value_size;
+	uint32_t ctx;               /* a snapshot's context (0 = not said); merged maps: 0 */
+	uint32_t contexts;          /* contexts merged here (1 or 0 = one) */
 	char *name;
 	uint64_t ts;
 	uint8_t *kv;                /* count * (key_size + value_size) bytes */
@@ -58,6 +66,8 @@ struct tool_data {
 	size_t nkernels;
 	struct tool_map *maps;
 	size_t nmaps;
+	struct tool_map *snaps;     /* the latest snapshot per map and context, merged into maps */
+	size_t nsnaps;
 	struct tool_clock *clocks;
 	size_t nclocks;
 	char **devices;             /* "device 0: NVIDIA H200 (sm_90, 139 GiB)" */
@@ -68,13 +78,17 @@ struct tool_data {
 	struct tool_warp *warps;    /* open-addressing table, nwarps_cap slots */
 	size_t nwarps, nwarps_cap;
 	const char *state;          /* "complete", "no end (process killed?)", ... */
-	/* from the shim's log */
+	/* from the shim's log, or (kernel ids, notes, memory) from the 1.2 records of the trace */
 	char **notes;               /* not instrumentable / fallback / rejected lines, as logged */
 	size_t nnotes;
 	char **maplines;            /* "map NAME[KEY] = VALUE (host)" lines, for -p */
 	size_t nmaplines;
-	uint64_t device_bytes, pinned_bytes;
+	uint64_t device_bytes, pinned_bytes; /* the trace's MAP_MEMORY sums when it has them */
+	uint64_t log_device_bytes, log_pinned_bytes;     /* the log's lines */
+	uint64_t trace_device_bytes, trace_pinned_bytes; /* the trace's MAP_MEMORY records */
 	int have_log;
+	int have_meta;              /* the trace has 1.2 records: it says what the log says */
+	int have_mapmem;
 };
 
 /* Reads a trace (a running one too: whole frames so far).  0, or -1 with a message in err. */

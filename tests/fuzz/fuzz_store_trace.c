@@ -20,6 +20,10 @@ static void decode(struct store_trace_reader *r, const struct store_trace_record
 		[STORE_REC_MAP] = sizeof(struct store_rec_map),
 		[STORE_REC_DROP] = sizeof(struct store_rec_drop),
 		[STORE_REC_END] = sizeof(struct store_rec_end),
+		[STORE_REC_KSPAN] = sizeof(struct store_rec_kspan),
+		[STORE_REC_KERNEL_ID] = sizeof(struct store_rec_kernel_id),
+		[STORE_REC_NOT_INSTRUMENTED] = sizeof(struct store_rec_not_instrumented),
+		[STORE_REC_MAP_MEMORY] = sizeof(struct store_rec_map_memory),
 	};
 	size_t rest = 0;
 	if (rec->type > STORE_REC_MAX_KNOWN || !sizes[rec->type])
@@ -33,6 +37,17 @@ static void decode(struct store_trace_reader *r, const struct store_trace_record
 		struct store_rec_api a;
 		__builtin_memcpy(&a, fixed, sizeof(a));
 		(void)store_trace_string(r, a.name);
+	} else if (rec->type == STORE_REC_KERNEL_ID) {
+		struct store_rec_kernel_id k;
+		__builtin_memcpy(&k, fixed, sizeof(k));
+		(void)store_trace_string(r, k.name);
+		(void)store_trace_string(r, k.module);
+	} else if (rec->type == STORE_REC_NOT_INSTRUMENTED) {
+		struct store_rec_not_instrumented n;
+		__builtin_memcpy(&n, fixed, sizeof(n));
+		(void)store_trace_string(r, n.api);
+		(void)store_trace_string(r, n.label);
+		(void)store_noinst_reason_name(n.reason);
 	}
 }
 

@@ -786,16 +786,40 @@ static void test_maps_are_written_to_the_trace(void **state)
 	struct store_trace_reader *r = store_trace_open(trace_path, err, sizeof(err));
 	assert_non_null(r);
 	struct store_trace_record rec;
-	int found = 0, programs = 0, devices = 0;
+	int found = 0, programs = 0, devices = 0, kids = 0, mems = 0;
+	uint32_t ctx = 0;
 	while (store_trace_next(r, &rec) == 1) {
 		programs += rec.type == STORE_REC_PROGRAM;
 		devices += rec.type == STORE_REC_DEVICE;
+		if (rec.type == STORE_REC_KERNEL_ID) { /* format 1.2: the id without the log */
+			struct store_rec_kernel_id k;
+			assert_non_null(store_rec_fixed(&rec, &k, sizeof(k), NULL));
+			assert_int_equal(k.id, 1);
+			assert_string_equal(store_trace_string(r, k.name), "live_k");
+			assert_non_null(strstr(child_err, "live: kernel id 1 = live_k"));
+			kids++;
+		}
+		if (rec.type == STORE_REC_MAP_MEMORY) { /* the log's "maps on device" line */
+			struct store_rec_map_memory g;
+			char line[256];
+			assert_non_null(store_rec_fixed(&rec, &g, sizeof(g), NULL));
+			snprintf(line, sizeof(line), "live: maps on device %u (context %p): %llu device "
+				 "bytes, %llu pinned bytes, %u maps", g.device, (void *)(uintptr_t)g.context,
+				 (unsigned long long)g.device_bytes, (unsigned long long)g.pinned_bytes,
+				 g.nmaps);
+			assert_non_null(strstr(child_err, line));
+			assert_true(g.device_bytes > 0);
+			ctx = g.ctx;
+			assert_int_equal(ctx, 1);
+			mems++;
+		}
 		if (rec.type != STORE_REC_MAP)
 			continue;
 		struct store_rec_map m;
 		size_t rest;
 		const uint8_t *kv = store_rec_fixed(&rec, &m, sizeof(m), &rest);
 		assert_non_null(kv);
+		assert_int_equal(m.ctx, ctx); /* after its MAP_MEMORY, numbered alike */
 		const char *name = store_trace_string(r, m.name);
 		if (name && !strcmp(name, "entries")) {
 			uint32_t key;
@@ -813,8 +837,66 @@ static void test_maps_are_written_to_the_trace(void **state)
 	assert_int_equal(programs, 1);
 	assert_int_equal(devices, 1);
 	assert_int_equal(found, 1);
+	assert_int_equal(kids, 1);
+	assert_int_equal(mems, 1);
 	store_trace_close_reader(r);
 	unlink(trace_path);
+}
+
+/* Format 1.2: every "not instrumented" line of the log is also a NOT_INSTRUMENTED record with
+ * its reason and the same message. */
+static void expect_noinst(uint32_t reason, uint32_t kernels, const char *in_message)
+{
+	char err[STORE_ERRLEN], msg[1100] = "", api[64] = "";
+	struct store_trace_reader *r = store_trace_open(trace_path, err, sizeof(err));
+	assert_non_null(r);
+	struct store_trace_record rec;
+	struct store_rec_not_instrumented ni = {0};
+	int n = 0;
+	while (store_trace_next(r, &rec) == 1) {
+		if (rec.type != STORE_REC_NOT_INSTRUMENTED)
+			continue;
+		size_t rest;
+		const uint8_t *p = store_rec_fixed(&rec, &ni, sizeof(ni), &rest);
+		char *m = p ? store_rec_string(&p, &rest) : NULL;
+		const char *a = store_trace_string(r, ni.api);
+		snprintf(msg, sizeof(msg), "%s", m ? m : "(none)");
+		snprintf(api, sizeof(api), "%s", a ? a : "(none)");
+		free(m);
+		n++;
+	}
+	enum store_trace_state st = store_trace_state(r);
+	store_trace_close_reader(r); /* before asserting: a failure leaves nothing open */
+	unlink(trace_path);
+	assert_int_equal(n, 1);
+	assert_int_equal(st, STORE_TRACE_COMPLETE);
+	if (!strstr(msg, in_message))
+		fail_msg("record message: %s", msg);
+	char line[1200];
+	snprintf(line, sizeof(line), "cubpf: %s\n", msg);
+	if (!strstr(child_err, line))
+		fail_msg("not in the log as written: %s", line);
+	assert_int_equal(ni.reason, reason);
+	assert_int_equal(ni.kernels, kernels);
+	assert_int_equal(ni.sm, 90);
+	assert_string_equal(api, "cuModuleLoadData");
+}
+
+static void test_not_instrumented_is_in_the_trace(void **state)
+{
+	(void)state;
+	struct child_env env = { { "CUBPF_TRACE" }, { trace_path } };
+	unlink(trace_path);
+	assert_int_equal(run_child(&env, child_jit_error), 0);
+	expect_noinst(STORE_NOINST_JIT, 0, "live_bad not instrumented, the original module runs: "
+			"the driver's JIT refused the instrumented PTX (CUDA_ERROR_INVALID_PTX)");
+	assert_int_equal(run_child(&env, child_cubin), 0);
+	expect_noinst(STORE_NOINST_NO_PTX, 2, "2 kernels not instrumentable: no PTX for sm_90 in "
+			"the image (1 cubins, SASS only)");
+	struct child_env refuse = { { "CUBPF_TRACE", "FAKE_REFUSE_CUBIN" }, { trace_path, "1" } };
+	assert_int_equal(run_child(&refuse, child_refused), 0);
+	expect_noinst(STORE_NOINST_REFUSED, 0, "not instrumented, the original module runs: "
+			"CUDA_ERROR_INVALID_IMAGE");
 }
 
 /* ---- kernel spans (live_spans.c) -------------------------------------------------------------
@@ -1522,6 +1604,7 @@ int main(void)
 		cmocka_unit_test(test_file_loads_are_instrumented),
 		cmocka_unit_test(test_instrumented_kernels_keep_their_block_size),
 		cmocka_unit_test(test_maps_are_written_to_the_trace),
+		cmocka_unit_test(test_not_instrumented_is_in_the_trace),
 		cmocka_unit_test(test_maps_are_traced_while_running),
 		cmocka_unit_test(test_fork_child_stays_quiet),
 		cmocka_unit_test(test_kernel_spans_are_traced),

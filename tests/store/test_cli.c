@@ -269,7 +269,7 @@ static void test_trace_spans(void **state)
 
 	snprintf(cmd, sizeof(cmd), "%s trace info %s", bin, trace);
 	assert_int_equal(run(cmd, &out), 0);
-	assert_non_null(strstr(out, "(format 1.1)"));
+	assert_non_null(strstr(out, "(format 1.2)"));
 	assert_non_null(strstr(out, "kernel=20 end=1 kspan=20"));
 	assert_non_null(strstr(out, "spans     20 kernel spans, 0 launches without one"));
 	free(out);
@@ -459,10 +459,91 @@ static void test_replay(void **state)
 	free(dir);
 }
 
+/* Format 1.2: `trace info` lists the devices, the instrumented kernels and the kernels that are
+ * not instrumented with their reasons, from the trace alone; dump shows the new records. */
+static void test_trace_run_metadata(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), *bin = cubpf_path(), trace[4200], cmd[8192], *out, err[STORE_ERRLEN];
+	snprintf(trace, sizeof(trace), "%s/meta.cubpf", dir);
+	struct store_trace_process p = {.pid = 9, .cubpf_version = "0.1.0", .hostname = "h",
+					.cmdline = "./app"};
+	struct store_trace_writer *w = store_trace_create(trace, &p, NULL, err, sizeof(err));
+	assert_non_null(w);
+	struct store_rec_device d = {.ordinal = 1, .sm = 90, .memory_bytes = 80ull << 30};
+	store_trace_device(w, &d, "NVIDIA H100");
+	struct store_rec_map_memory mm = {.ts_ns = 1, .context = 0x55, .device_bytes = 8192,
+					  .pinned_bytes = 4096, .device = 1, .nmaps = 2, .ctx = 1};
+	store_trace_map_memory(w, &mm);
+	struct store_rec_kernel_id k = {.id = 1, .name = store_trace_intern(w, "_Z4spinm")};
+	store_trace_kernel_id(w, &k);
+	struct store_rec_not_instrumented n = {.ts_ns = 2, .reason = STORE_NOINST_JIT, .kernels = 1,
+					       .sm = 90, .device = 1,
+					       .api = store_trace_intern(w, "cuModuleLoadData"),
+					       .label = store_trace_intern(w, "_Z3badv")};
+	const char *msg = "live: cuModuleLoadData: _Z3badv not instrumented, the original module "
+			  "runs: the driver's JIT refused \"it\"";
+	store_trace_not_instrumented(w, &n, msg);
+	store_trace_not_instrumented(w, &n, msg); /* loaded twice: listed once */
+	n.reason = STORE_NOINST_NO_PTX;
+	n.label = 0;
+	store_trace_not_instrumented(w, &n, "live: cuModuleLoadData: 3 kernels not instrumentable: "
+					    "no PTX for sm_90 in the image (1 cubins, SASS only)");
+	assert_int_equal(store_trace_close(w, err, sizeof(err)), 0);
+
+	snprintf(cmd, sizeof(cmd), "%s trace info %s", bin, trace);
+	assert_int_equal(run(cmd, &out), 0);
+	assert_non_null(strstr(out, "device  1 sm_90 85899345920 bytes NVIDIA H100"));
+	assert_non_null(strstr(out, "maps      8192 device bytes, 4096 pinned bytes in 1 context\n"));
+	assert_non_null(strstr(out, "kernels   1 instrumented"));
+	assert_non_null(strstr(out, "  id 1     _Z4spinm\n"));
+	assert_non_null(strstr(out, "not instrumented (2):\n  [JIT] cuModuleLoadData: _Z3badv not "
+				    "instrumented, the original module runs: the driver's JIT refused"));
+	assert_non_null(strstr(out, "  [no PTX] cuModuleLoadData: 3 kernels not instrumentable"));
+	assert_non_null(strstr(out, "kernel_id=1 not_instrumented=3 map_memory=1"));
+	free(out);
+
+	snprintf(cmd, sizeof(cmd), "%s trace dump %s", bin, trace);
+	assert_int_equal(run(cmd, &out), 0);
+	assert_non_null(strstr(out, "kid     1 _Z4spinm\n"));
+	assert_non_null(strstr(out, "noinst  2 reason=JIT kernels=1 sm_90 dev=1 cuModuleLoadData _Z3badv: "));
+	assert_non_null(strstr(out, "mapmem  1 ctx=1 context=0x55 dev=1 8192 device bytes, 4096 pinned"));
+	free(out);
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s trace dump --json %s | python3 -c 'import json,sys; n=[json.loads(l) for l in sys.stdin];"
+		 "k=[e for e in n if e[\"type\"]==\"kernel_id\"][0];"
+		 "m=[e for e in n if e[\"type\"]==\"not_instrumented\"];"
+		 "g=[e for e in n if e[\"type\"]==\"map_memory\"][0];"
+		 "assert k[\"id\"]==1 and k[\"name\"]==\"_Z4spinm\", k;"
+		 "assert len(m)==3 and m[0][\"reason_name\"]==\"JIT\" and m[0][\"message\"].endswith(\"it\\\"\"), m;"
+		 "assert g[\"device_bytes\"]==8192 and g[\"ctx\"]==1, g; print(\"json ok\")'",
+		 bin, trace);
+	assert_int_equal(run(cmd, &out), 0);
+	if (!strstr(out, "json ok"))
+		fail_msg("%s", out);
+	free(out);
+
+	/* the Chrome export marks when kernels went without probes */
+	snprintf(cmd, sizeof(cmd),
+		 "%s trace export --format chrome %s | python3 -c 'import json,sys; d=json.load(sys.stdin);"
+		 "e=[x for x in d[\"traceEvents\"] if x.get(\"cat\")==\"cubpf\"];"
+		 "assert len(e)==3 and e[0][\"name\"]==\"not instrumented (JIT)\", e;"
+		 "assert e[2][\"args\"][\"kernels\"]==1, e; print(\"chrome ok\")'", bin, trace);
+	assert_int_equal(run(cmd, &out), 0);
+	if (!strstr(out, "chrome ok"))
+		fail_msg("%s", out);
+	free(out);
+	free(bin);
+	rm_tree(dir);
+	free(dir);
+}
+
 const struct CMUnitTest cli_tests[] = {
 	cmocka_unit_test(test_replay),
 	cmocka_unit_test(test_trace_commands),
 	cmocka_unit_test(test_trace_spans),
+	cmocka_unit_test(test_trace_run_metadata),
 	cmocka_unit_test(test_trace_bad_input),
 	cmocka_unit_test(test_cache_commands),
 };

@@ -99,7 +99,7 @@ static void test_roundtrip(void **state)
 	assert_int_equal(h->pid, 4242);
 	assert_int_equal(h->driver_version, 13000);
 	assert_int_equal(h->major, 1);
-	assert_int_equal(h->minor, 1);
+	assert_int_equal(h->minor, 2);
 	assert_string_equal(store_trace_header_string(r, 2), "./app --flag");
 	struct store_trace_record rec;
 	unsigned count[STORE_REC_MAX_KNOWN + 1] = {0}, next_api = 0, next_span = 0;
@@ -161,6 +161,78 @@ static void test_roundtrip(void **state)
 	store_trace_reader_sizes(r, &fb, &raw, &frames);
 	assert_true(frames > 10); /* 8 KiB batches: many frames */
 	assert_true(raw > fb);    /* compressed */
+	store_trace_close_reader(r);
+	rm_tree(dir);
+	free(dir);
+}
+
+/* Format 1.2: kernel ids, kernels not instrumented with the reason, the maps' memory, and the
+ * context number of MAP records come back as written, after the strings they name. */
+static void test_roundtrip_run_metadata(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200];
+	snprintf(path, sizeof(path), "%s/m.cubpf", dir);
+	struct store_trace_writer *w = create(path, NULL);
+	struct store_rec_kernel_id kid = {.id = 3, .name = store_trace_intern(w, "_Z1kv"),
+					  .module = store_trace_intern(w, "/lib/k.cubin")};
+	assert_int_equal(store_trace_kernel_id(w, &kid), 0);
+	struct store_rec_not_instrumented ni = {
+		.ts_ns = 77, .reason = STORE_NOINST_NO_PTX, .kernels = 5, .sm = 90, .device = 1,
+		.api = store_trace_intern(w, "cuModuleLoadData"), .label = 0};
+	const char *msg = "live: cuModuleLoadData: 5 kernels not instrumentable: no PTX for sm_90 "
+			  "in the image (1 cubins, SASS only)";
+	assert_int_equal(store_trace_not_instrumented(w, &ni, msg), 0);
+	struct store_rec_map_memory mm = {.ts_ns = 78, .context = 0xabc, .device_bytes = 4096,
+					  .pinned_bytes = 65536, .device = 1, .nmaps = 2, .ctx = 2};
+	assert_int_equal(store_trace_map_memory(w, &mm), 0);
+	struct store_rec_map m = {.ts_ns = 79, .name = store_trace_intern(w, "counts"),
+				  .map_type = 2, .key_size = 4, .value_size = 8, .count = 0, .ctx = 2};
+	assert_int_equal(store_trace_map(w, &m, NULL, 0), 0);
+	char err[STORE_ERRLEN] = "";
+	assert_int_equal(store_trace_close(w, err, sizeof(err)), 0);
+
+	struct store_trace_reader *r = open_r(path);
+	struct store_trace_record rec;
+	unsigned seen = 0;
+	while (store_trace_next(r, &rec) == 1) {
+		if (rec.type == STORE_REC_KERNEL_ID) {
+			struct store_rec_kernel_id k;
+			assert_int_equal(rec.len, sizeof(k));
+			assert_non_null(store_rec_fixed(&rec, &k, sizeof(k), NULL));
+			assert_int_equal(k.id, 3);
+			assert_string_equal(store_trace_string(r, k.name), "_Z1kv");
+			assert_string_equal(store_trace_string(r, k.module), "/lib/k.cubin");
+			assert_string_equal(store_rec_type_name(rec.type), "kernel_id");
+			seen |= 1;
+		} else if (rec.type == STORE_REC_NOT_INSTRUMENTED) {
+			struct store_rec_not_instrumented n;
+			size_t rest;
+			const uint8_t *p = store_rec_fixed(&rec, &n, sizeof(n), &rest);
+			assert_non_null(p);
+			assert_memory_equal(&n, &ni, sizeof(n));
+			char *s = store_rec_string(&p, &rest);
+			assert_string_equal(s, msg);
+			free(s);
+			assert_int_equal(rest, 0);
+			assert_string_equal(store_trace_string(r, n.api), "cuModuleLoadData");
+			assert_string_equal(store_noinst_reason_name(n.reason), "no PTX");
+			seen |= 2;
+		} else if (rec.type == STORE_REC_MAP_MEMORY) {
+			struct store_rec_map_memory g;
+			assert_non_null(store_rec_fixed(&rec, &g, sizeof(g), NULL));
+			assert_memory_equal(&g, &mm, sizeof(g));
+			seen |= 4;
+		} else if (rec.type == STORE_REC_MAP) {
+			struct store_rec_map g;
+			assert_non_null(store_rec_fixed(&rec, &g, sizeof(g), NULL));
+			assert_int_equal(g.ctx, 2);
+			seen |= 8;
+		}
+	}
+	assert_int_equal(seen, 15);
+	assert_int_equal(store_trace_state(r), STORE_TRACE_COMPLETE);
+	assert_string_equal(store_noinst_reason_name(99), "unknown");
 	store_trace_close_reader(r);
 	rm_tree(dir);
 	free(dir);
@@ -473,6 +545,7 @@ static void test_not_a_trace(void **state)
 
 const struct CMUnitTest trace_tests[] = {
 	cmocka_unit_test(test_roundtrip),
+	cmocka_unit_test(test_roundtrip_run_metadata),
 	cmocka_unit_test(test_cut_anywhere),
 	cmocka_unit_test(test_sigkill),
 	cmocka_unit_test(test_drops_never_block),

@@ -59,6 +59,8 @@ static void map_u64(struct store_trace_writer *w, const char *name, uint64_t ts,
 
 /* A per-SM MAP record as the shim writes it: u32 keys, 256 copies of a value of nwords u64
  * words each (slot-major); vals[(i * 256 + slot) * nwords + word], zero where not given. */
+static uint32_t map_ctx; /* the MAP records' context (format 1.2); 0 = not said */
+
 static void map_percpu(struct store_trace_writer *w, const char *name, uint64_t ts,
 		       const uint32_t *keys, const uint64_t *vals, uint32_t n, uint32_t nwords)
 {
@@ -71,7 +73,7 @@ static void map_percpu(struct store_trace_writer *w, const char *name, uint64_t 
 	}
 	struct store_rec_map m = {.ts_ns = ts, .name = store_trace_intern(w, name),
 				  .map_type = 6, .key_size = 4, .value_size = (uint32_t)value,
-				  .count = n};
+				  .count = n, .ctx = map_ctx};
 	assert_int_equal(store_trace_map(w, &m, kv, n * pair), 0);
 	free(kv);
 }
@@ -156,7 +158,7 @@ static void test_kcount(void **state)
 	assert_contains(out, "maps and buffers: 131072 device bytes, 0 pinned host bytes");
 	assert_contains(out, "kernels instrumented: 1");
 	assert_contains(out, "kernels launched but not instrumented: 1\n  sass_only_kernel (1 launches)\n");
-	assert_contains(out, "reasons (cubpf's log):\n  - cuModuleLoadData: 3 kernels not "
+	assert_contains(out, "reasons:\n  - cuModuleLoadData: 3 kernels not "
 			     "instrumentable: no PTX for sm_90");
 	assert_contains(out, "trace: complete");
 	free(out);
@@ -165,6 +167,126 @@ static void test_kcount(void **state)
 	assert_contains(out, "\"name\":\"_Z6vecaddPfS_i\",\"instrumented\":true,\"launches\":2,"
 			     "\"threads\":1280,\"gpu_runs\":2,\"gpu_threads\":1280,\"gpu_span_ns\":250000");
 	assert_contains(out, "\"not_instrumented\":[\"sass_only_kernel\"]");
+	free(out);
+	tool_data_free(&d);
+}
+
+/* Format 1.2: a trace that names kernel ids, the maps' memory and the kernels not instrumented
+ * gives, with no log line at all, the report the log gave: same kernel names, same list of
+ * kernels not instrumented, same reasons; with the log too, nothing is counted twice. */
+static void kcount_trace(struct tool_data *d, int meta, const char *const *log)
+{
+	struct store_trace_writer *w = create();
+	if (meta) {
+		struct store_rec_kernel_id k = {.id = 1, .name = store_trace_intern(w, "_Z6vecaddPfS_i")};
+		assert_int_equal(store_trace_kernel_id(w, &k), 0);
+		struct store_rec_map_memory mm = {.context = 0x1234, .device_bytes = 131072, .nmaps = 1,
+						  .ctx = 1};
+		assert_int_equal(store_trace_map_memory(w, &mm), 0);
+		struct store_rec_not_instrumented n = {
+			.reason = STORE_NOINST_NO_PTX, .kernels = 3, .sm = 90,
+			.api = store_trace_intern(w, "cuModuleLoadData")};
+		assert_int_equal(store_trace_not_instrumented(w, &n, log_a[2]), 0);
+	}
+	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
+	kernel(w, "_Z6vecaddPfS_i", 200, 2, 128);
+	kernel(w, "sass_only_kernel", 300, 1, 32);
+	uint32_t keys[] = {1};
+	static uint64_t vals[256 * 16];
+	const uint64_t sm0[] = {1, 768, 1000000, 1200000};
+	memcpy(vals, sm0, sizeof(sm0));
+	map_percpu(w, "kstats", 10, keys, vals, 1, 16);
+	finish(w, d, log);
+}
+
+static void test_report_from_trace_alone(void **state)
+{
+	(void)state;
+	struct tool_data from_log, from_trace, both;
+	kcount_trace(&from_log, 0, log_a);
+	kcount_trace(&from_trace, 1, NULL);
+	kcount_trace(&both, 1, log_a);
+	assert_int_equal(from_trace.have_log, 0);
+	for (int json = 0; json < 2; json++) {
+		char *a = report("kcount", &from_log, json), *b = report("kcount", &from_trace, json),
+		     *c = report("kcount", &both, json);
+		assert_contains(b, json ? "\"not_instrumented\":[\"sass_only_kernel\"]"
+					: "kernels launched but not instrumented: 1\n  sass_only_kernel");
+		assert_contains(b, json ? "no PTX for sm_90" : "reasons:\n  - cuModuleLoadData: 3 "
+							      "kernels not instrumentable: no PTX for sm_90");
+		assert_contains(b, json ? "\"device_bytes\":131072" : "maps and buffers: 131072 device bytes");
+		assert_string_equal(a, b);
+		assert_string_equal(a, c);
+		free(a);
+		free(b);
+		free(c);
+	}
+	/* cubpf run reloads the trace for each report: the memory is not added up again */
+	char err[STORE_ERRLEN] = "";
+	struct store_trace_writer *w = create();
+	struct store_rec_map_memory mm = {.device_bytes = 4096, .pinned_bytes = 8, .ctx = 1};
+	store_trace_map_memory(w, &mm);
+	mm.ctx = 2; /* a second GPU */
+	store_trace_map_memory(w, &mm);
+	struct tool_data d;
+	char path[sizeof(trace_path)];
+	strcpy(path, trace_path);
+	assert_int_equal(store_trace_close(w, err, sizeof(err)), 0);
+	memset(&d, 0, sizeof(d));
+	for (int i = 0; i < 2; i++) {
+		tool_data_reset_trace(&d);
+		assert_int_equal(tool_data_load(&d, path, err, sizeof(err)), 0);
+		assert_int_equal(d.device_bytes, 8192);
+		assert_int_equal(d.pinned_bytes, 16);
+	}
+	unlink(path);
+	strcpy(trace_path, "/tmp/cubpf-test-tools-XXXXXX");
+	tool_data_free(&d);
+	tool_data_free(&from_log);
+	tool_data_free(&from_trace);
+	tool_data_free(&both);
+}
+
+/* Format 1.2: MAP records name their context; the tools keep the latest snapshot of each and
+ * combine them: the kernel's runs on two GPUs are summed, its first entry is the least of both
+ * and its last exit the largest. */
+static void test_maps_of_two_gpus_are_combined(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	struct store_rec_kernel_id k = {.id = 1, .name = store_trace_intern(w, "_Z6vecaddPfS_i")};
+	store_trace_kernel_id(w, &k);
+	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
+	kernel(w, "_Z6vecaddPfS_i", 200, 2, 128);
+	uint32_t keys[] = {1};
+	static uint64_t vals[256 * 16];
+	const uint64_t gpu0[] = {1, 768, 1000000, 1200000}, gpu1[] = {1, 512, 1100000, 1250000};
+	memset(vals, 0, sizeof(vals));
+	map_ctx = 1;
+	map_percpu(w, "kstats", 5, keys, vals, 1, 16); /* older: replaced */
+	memcpy(vals, gpu0, sizeof(gpu0));
+	map_percpu(w, "kstats", 10, keys, vals, 1, 16);
+	map_percpu(w, "kstats", 10, keys, vals, 1, 16); /* the same snapshot again: not added */
+	memset(vals, 0, sizeof(vals));
+	memcpy(vals + 7 * 16, gpu1, sizeof(gpu1)); /* SM 7 of the other GPU */
+	map_ctx = 2;
+	map_percpu(w, "kstats", 8, keys, vals, 1, 16); /* older than ctx 1's: still its latest */
+	map_ctx = 0;
+	struct tool_data d;
+	finish(w, &d, NULL);
+	assert_int_equal(d.nmaps, 1);
+	assert_int_equal(d.maps[0].contexts, 2);
+	assert_int_equal(tool_map_copies(&d.maps[0]), 512);
+	char *out = report("kcount", &d, 0);
+	assert_contains(out, "        2         1280         2          250.0");
+	free(out);
+	out = report("maps", &d, 1);
+	assert_json(out);
+	assert_contains(out, "{\"context\":1,\"sm\":7,");
+	free(out);
+	out = report("maps", &d, 0);
+	assert_contains(out, "  value (context 0, SM 0): ");
+	assert_contains(out, "  value (context 1, SM 7): ");
 	free(out);
 	tool_data_free(&d);
 }
@@ -459,7 +581,10 @@ static void test_run_fake(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_kcount),        cmocka_unit_test(test_threadhist),
+		cmocka_unit_test(test_kcount),
+		cmocka_unit_test(test_report_from_trace_alone),
+		cmocka_unit_test(test_maps_of_two_gpus_are_combined),
+		cmocka_unit_test(test_threadhist),
 		cmocka_unit_test(test_threadhist_warps),
 		cmocka_unit_test(test_launchlate),    cmocka_unit_test(test_memtrace),
 		cmocka_unit_test(test_kernelretsnoop), cmocka_unit_test(test_maps_dump),
