@@ -351,6 +351,16 @@ int store_trace_copy(struct store_trace_writer *w, const struct store_rec_copy *
 int store_trace_kspan(struct store_trace_writer *w, const struct store_rec_kspan *e);
 int store_trace_probe(struct store_trace_writer *w, const struct store_rec_probe *e,
 		      const void *data, uint32_t size);
+/* Many samples of one map at once (a ring buffer drain's run): n PROBE records that share *e
+ * (one timestamp), each with its own payload, copied under one lock.  The records are the same
+ * as n store_trace_probe calls would write.  Returns 0, or 1 when a batch was dropped on the
+ * way (counted as always: the records already in it, and these). */
+struct store_probe_data {
+	const void *data;
+	uint32_t len;
+};
+int store_trace_probes(struct store_trace_writer *w, const struct store_rec_probe *e,
+		       const struct store_probe_data *d, uint32_t n);
 int store_trace_map(struct store_trace_writer *w, const struct store_rec_map *m, const void *kv,
 		    size_t kv_size);
 /* Any record: type and payload as FORMAT.md lays it out. */

@@ -284,6 +284,42 @@ int store_trace_probe(struct store_trace_writer *w, const struct store_rec_probe
 	return store_trace_append(w, STORE_REC_PROBE, e, sizeof(*e), data, size);
 }
 
+/* Like n calls of store_trace_probe, with the lock taken once and the header and the probe's
+ * fixed part built once. */
+int store_trace_probes(struct store_trace_writer *w, const struct store_rec_probe *e,
+		       const struct store_probe_data *d, uint32_t n)
+{
+	struct {
+		struct store_rec_hdr h;
+		struct store_rec_probe p;
+	} __attribute__((packed)) head = {{STORE_REC_PROBE, 0, 0}, *e};
+	int dropped = 0;
+
+	pthread_mutex_lock(&w->lock);
+	for (uint32_t i = 0; i < n; i++) {
+		size_t need = sizeof(head) + d[i].len;
+		int r = w->forked ? -1 : make_room(w, need);
+		if (r < 0) {
+			w->cnt.dropped_records++;
+			w->pend_drop_records++;
+			w->pend_drop_bytes += need;
+			dropped = 1;
+			continue;
+		}
+		dropped |= r;
+		uint8_t *p = w->cur->data + w->cur->len;
+		head.h.len = (uint32_t)(sizeof(head.p) + d[i].len);
+		memcpy(p, &head, sizeof(head));
+		memcpy(p + sizeof(head), d[i].data, d[i].len);
+		w->cur->len += need;
+		w->cur->records++;
+		w->cnt.records++;
+		w->cnt.bytes += need;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return dropped;
+}
+
 int store_trace_map(struct store_trace_writer *w, const struct store_rec_map *m, const void *kv,
 		    size_t kv_size)
 {

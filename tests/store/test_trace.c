@@ -393,6 +393,115 @@ static void test_drops_never_block(void **state)
 	free(dir);
 }
 
+/* store_trace_probes writes exactly what as many store_trace_probe calls would: one PROBE record
+ * per sample, in order, each with the shared fixed part and its own payload. */
+static void test_probes_batch_roundtrip(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200];
+	snprintf(path, sizeof(path), "%s/batch.cubpf", dir);
+	struct store_trace_writer *w = create(path, NULL);
+	uint8_t buf[64 * 1000];
+	struct store_probe_data d[100];
+	uint32_t total = 0;
+	for (uint32_t run = 0; run < 10; run++) {
+		struct store_rec_probe p = {.ts_ns = 1000 + run, .prog = 3, .map = run % 2,
+					    .device = 1, .flags = 0};
+		for (uint32_t i = 0; i < 100; i++, total++) {
+			uint8_t *x = buf + 64 * total;
+			d[i].len = 1 + total % 64;
+			for (uint32_t j = 0; j < d[i].len; j++)
+				x[j] = (uint8_t)(total * 7 + j);
+			d[i].data = x;
+		}
+		assert_int_equal(store_trace_probes(w, &p, d, 100), 0);
+	}
+	assert_int_equal(store_trace_probes(w, &(struct store_rec_probe){0}, d, 0), 0);
+	assert_int_equal(store_trace_close(w, NULL, 0), 0);
+
+	struct store_trace_reader *r = open_r(path);
+	struct store_trace_record rec;
+	uint32_t seen = 0;
+	while (store_trace_next(r, &rec) == 1) {
+		if (rec.type != STORE_REC_PROBE)
+			continue;
+		struct store_rec_probe p;
+		size_t rest = 0;
+		const uint8_t *x = store_rec_fixed(&rec, &p, sizeof(p), &rest);
+		assert_non_null(x);
+		assert_int_equal(p.ts_ns, 1000 + seen / 100);
+		assert_int_equal(p.prog, 3);
+		assert_int_equal(p.map, (seen / 100) % 2);
+		assert_int_equal(p.device, 1);
+		assert_int_equal(rest, 1 + seen % 64);
+		assert_memory_equal(x, buf + 64 * seen, rest);
+		seen++;
+	}
+	assert_int_equal(seen, total);
+	assert_int_equal(store_trace_state(r), STORE_TRACE_COMPLETE);
+	store_trace_close_reader(r);
+	rm_tree(dir);
+	free(dir);
+}
+
+/* A writer that cannot keep up drops whole batches under store_trace_probes too, never blocks,
+ * and every sample is either in the file or counted in its DROP records. */
+static void test_probes_batch_drops_counted(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), fifo[4200], out[4200];
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(out, sizeof(out), "%s/drained.cubpf", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	int rfd = open(fifo, O_RDONLY | O_NONBLOCK);
+	assert_true(rfd >= 0);
+	struct store_trace_options o = {.buffer_bytes = 64 << 10, .batch_bytes = 8 << 10, .level = 3};
+	struct store_trace_writer *w = create(fifo, &o);
+	uint64_t data[64][6];
+	struct store_probe_data d[64];
+	unsigned dropped_calls = 0;
+	for (uint64_t run = 0; run < 3000; run++) {
+		for (int i = 0; i < 64; i++) {
+			for (int j = 0; j < 6; j++)
+				data[i][j] = (run * 64 + (uint64_t)i) * 0x9E3779B97F4A7C15ull + (uint64_t)j;
+			d[i] = (struct store_probe_data){data[i], sizeof(data[i])};
+		}
+		struct store_rec_probe p = {.ts_ns = run, .prog = 1};
+		dropped_calls += (unsigned)store_trace_probes(w, &p, d, 64);
+	}
+	struct store_trace_counters cnt;
+	store_trace_counters(w, &cnt);
+	assert_true(dropped_calls > 0);
+	assert_true(cnt.dropped_records > 0);
+	assert_int_equal(cnt.records, 3000 * 64);
+
+	pthread_t th;
+	struct drain dr = {rfd, out};
+	assert_int_equal(pthread_create(&th, NULL, drain_main, &dr), 0);
+	assert_int_equal(store_trace_close(w, NULL, 0), 0);
+	pthread_join(th, NULL);
+	close(rfd);
+
+	struct store_trace_reader *r = open_r(out);
+	struct store_trace_record rec;
+	uint64_t probes = 0, drop_records = 0;
+	while (store_trace_next(r, &rec) == 1) {
+		if (rec.type == STORE_REC_PROBE)
+			probes++;
+		if (rec.type == STORE_REC_DROP) {
+			struct store_rec_drop x;
+			store_rec_fixed(&rec, &x, sizeof(x), NULL);
+			drop_records += x.records;
+		}
+	}
+	assert_int_equal(store_trace_state(r), STORE_TRACE_COMPLETE);
+	assert_int_equal(drop_records, cnt.dropped_records);
+	assert_int_equal(probes + drop_records, 3000 * 64);
+	store_trace_close_reader(r);
+	rm_tree(dir);
+	free(dir);
+}
+
 /* fork() while other threads append: the child must neither block nor write into the parent's
  * file; the parent's trace stays whole. */
 static void *busy_appender(void *p)
@@ -476,6 +585,8 @@ const struct CMUnitTest trace_tests[] = {
 	cmocka_unit_test(test_cut_anywhere),
 	cmocka_unit_test(test_sigkill),
 	cmocka_unit_test(test_drops_never_block),
+	cmocka_unit_test(test_probes_batch_roundtrip),
+	cmocka_unit_test(test_probes_batch_drops_counted),
 	cmocka_unit_test(test_fork),
 	cmocka_unit_test(test_not_a_trace),
 };
