@@ -298,7 +298,8 @@ int store_trace_probes(struct store_trace_writer *w, const struct store_rec_prob
 	pthread_mutex_lock(&w->lock);
 	for (uint32_t i = 0; i < n; i++) {
 		size_t need = sizeof(head) + d[i].len;
-		int r = w->forked ? -1 : make_room(w, need);
+		int r = w->forked ? -1 : w->cur && w->cur->cap - w->cur->len >= need ? 0
+										: make_room(w, need);
 		if (r < 0) {
 			w->cnt.dropped_records++;
 			w->pend_drop_records++;
@@ -308,6 +309,10 @@ int store_trace_probes(struct store_trace_writer *w, const struct store_rec_prob
 		}
 		dropped |= r;
 		uint8_t *p = w->cur->data + w->cur->len;
+		/* the batch's memory is cold (a compressing thread read it last): ask for the
+		 * lines a few records ahead, so that the copies do not wait for each miss */
+		if (w->cur->len + 640 < w->cur->cap)
+			__builtin_prefetch(p + 576, 1, 3);
 		head.h.len = (uint32_t)(sizeof(head.p) + d[i].len);
 		memcpy(p, &head, sizeof(head));
 		memcpy(p + sizeof(head), d[i].data, d[i].len);

@@ -134,20 +134,28 @@ static int parse(int argc, char **argv)
 	return 0;
 }
 
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* -F N: the drain alone, without sharing the CPU with producers.  N rounds: fill every lane
  * (not timed), then one timed drain pass over all lanes into the trace. */
 static int fill_then_drain(void)
 {
 	void *scratch = malloc(opt.lane_bytes);
-	uint64_t rec[PAYLOAD / 8] = { 0 }, ns = 0, n = 0;
+	uint64_t rec[PAYLOAD / 8] = { 0 }, ns = 0, cpu = 0, n = 0;
 	for (int r = 0; r < opt.fill_rounds; r++) {
 		for (uint32_t lane = 0; lane < opt.lanes; lane++)
 			while (live_rb_produce(map, lane, rec, PAYLOAD) == 0)
 				rec[0]++;
-		uint64_t t0 = now_ns();
+		uint64_t t0 = now_ns(), c0 = cpu_ns();
 		for (uint32_t k = 0; k < (uint32_t)opt.drains; k++)
 			drain_pass(k, scratch);
 		ns += now_ns() - t0;
+		cpu += cpu_ns() - c0;
 	}
 	n = atomic_load(&taken);
 	free(scratch);
@@ -157,10 +165,10 @@ static int fill_then_drain(void)
 		store_trace_counters(trace, &tc);
 		store_trace_close(trace, err, sizeof(err));
 	}
-	printf("RESULT rbdrain_fill mode=%s rounds=%d records=%llu drain_ns_per_record=%.1f "
-	       "drain_Mrps=%.2f drain_MBps=%.0f writer_dropped=%llu\n",
-	       opt.per_record ? "record" : "batch", opt.fill_rounds, (unsigned long long)n,
-	       (double)ns / (double)n, (double)n / ((double)ns / 1e9) / 1e6,
+	printf("RESULT rbdrain_fill mode=%s trace=%s rounds=%d records=%llu drain_ns_per_record=%.1f "
+	       "drain_cpu_ns_per_record=%.1f drain_Mrps=%.2f drain_MBps=%.0f writer_dropped=%llu\n",
+	       opt.per_record ? "record" : "batch", opt.path ? "file" : "none", opt.fill_rounds,
+	       (unsigned long long)n, (double)ns / (double)n, (double)cpu / (double)n, (double)n / ((double)ns / 1e9) / 1e6,
 	       (double)n * (PAYLOAD + CUBPF_RB_HDR_BYTES) / ((double)ns / 1e9) / 1e6,
 	       (unsigned long long)tc.dropped_records);
 	if (opt.path)
