@@ -134,7 +134,7 @@ int64_t store_cache_clear(struct store_cache *c);
 
 #define STORE_TRACE_MAGIC "CUBPFTRC"
 #define STORE_TRACE_MAJOR 1
-#define STORE_TRACE_MINOR 1 /* 1.1 added KSPAN */
+#define STORE_TRACE_MINOR 2 /* 1.1 added KSPAN, 1.2 PROBES */
 
 /* Every record: this header, then len payload bytes.  Readers skip types they do not know. */
 struct store_rec_hdr {
@@ -157,7 +157,10 @@ enum store_rec_type {
 	STORE_REC_DROP = 11,   /* store_rec_drop */
 	STORE_REC_END = 12,    /* store_rec_end: the writer closed the file cleanly */
 	STORE_REC_KSPAN = 13,  /* store_rec_kspan (1.1): a launch's GPU begin/end */
-	STORE_REC_MAX_KNOWN = 13
+	STORE_REC_PROBES = 14, /* store_rec_probe + u32 count + count x (u32 len + bytes) (1.2):
+				* samples of one map sharing the fixed part; the reader hands
+				* them out as PROBE records, never as PROBES */
+	STORE_REC_MAX_KNOWN = 14
 };
 
 /* Strings inside records: u32 length, then the bytes (no NUL). */
@@ -351,10 +354,12 @@ int store_trace_copy(struct store_trace_writer *w, const struct store_rec_copy *
 int store_trace_kspan(struct store_trace_writer *w, const struct store_rec_kspan *e);
 int store_trace_probe(struct store_trace_writer *w, const struct store_rec_probe *e,
 		      const void *data, uint32_t size);
-/* Many samples of one map at once (a ring buffer drain's run): n PROBE records that share *e
- * (one timestamp), each with its own payload, copied under one lock.  The records are the same
- * as n store_trace_probe calls would write.  Returns 0, or 1 when a batch was dropped on the
- * way (counted as always: the records already in it, and these). */
+/* Many samples of one map at once (a ring buffer drain's run) that share *e (one timestamp),
+ * each with its own payload, copied under one lock into PROBES records (format 1.2: the fixed
+ * part once, then each sample as u32 length + bytes; split where a batch ends).  A reader of
+ * this library returns them as the n PROBE records that n store_trace_probe calls would have
+ * written.  The counters (records, dropped_records) count samples.  Returns 0, or 1 when a
+ * batch was dropped on the way (counted as always). */
 struct store_probe_data {
 	const void *data;
 	uint32_t len;

@@ -99,7 +99,7 @@ static void test_roundtrip(void **state)
 	assert_int_equal(h->pid, 4242);
 	assert_int_equal(h->driver_version, 13000);
 	assert_int_equal(h->major, 1);
-	assert_int_equal(h->minor, 1);
+	assert_int_equal(h->minor, 2);
 	assert_string_equal(store_trace_header_string(r, 2), "./app --flag");
 	struct store_trace_record rec;
 	unsigned count[STORE_REC_MAX_KNOWN + 1] = {0}, next_api = 0, next_span = 0;
@@ -444,6 +444,93 @@ static void test_probes_batch_roundtrip(void **state)
 	free(dir);
 }
 
+/* Format 1.2's PROBES records, made by hand: samples come out as PROBE records; a record whose
+ * count or lengths do not match its bytes is damage (reading stops), never a read past it. */
+static size_t put_rec(uint8_t *buf, size_t at, uint16_t type, const void *p, size_t n)
+{
+	struct store_rec_hdr h = {type, 0, (uint32_t)n};
+	memcpy(buf + at, &h, sizeof(h));
+	memcpy(buf + at + sizeof(h), p, n);
+	return at + sizeof(h) + n;
+}
+
+static size_t probes_payload(uint8_t *p, uint32_t count, uint32_t samples, uint32_t bad_len)
+{
+	struct store_rec_probe pr = {.ts_ns = 77, .prog = 1, .map = 2, .device = 3};
+	size_t n = 0;
+	memcpy(p, &pr, sizeof(pr));
+	n += sizeof(pr);
+	memcpy(p + n, &count, 4);
+	n += 4;
+	for (uint32_t i = 0; i < samples; i++) {
+		uint32_t len = i == samples - 1 && bad_len ? bad_len : 8 + i;
+		memcpy(p + n, &len, 4);
+		n += 4;
+		for (uint32_t j = 0; j < 8 + i; j++)
+			p[n + j] = (uint8_t)(i + j);
+		n += 8 + i;
+	}
+	return n;
+}
+
+static int read_probes_image(uint32_t count, uint32_t samples, uint32_t bad_len, uint32_t *got)
+{
+	static uint8_t raw[4096], payload[2048], z[8192];
+	struct store_rec_header h = {.major = STORE_TRACE_MAJOR, .minor = STORE_TRACE_MINOR};
+	uint8_t hp[sizeof(h) + 12] = {0};
+	memcpy(h.magic, STORE_TRACE_MAGIC, 8);
+	memcpy(hp, &h, sizeof(h));
+	size_t n = put_rec(raw, 0, STORE_REC_HEADER, hp, sizeof(hp));
+	n = put_rec(raw, n, STORE_REC_PROBES, payload, probes_payload(payload, count, samples, bad_len));
+	n = put_rec(raw, n, STORE_REC_END, &(struct store_rec_end){0}, sizeof(struct store_rec_end));
+	size_t zn = ZSTD_compress(z, sizeof(z), raw, n, 1);
+	assert_false(ZSTD_isError(zn));
+	char err[STORE_ERRLEN];
+	struct store_trace_reader *r = store_trace_open_mem(z, zn, err, sizeof(err));
+	assert_non_null(r);
+	struct store_trace_record rec;
+	int rc;
+	*got = 0;
+	while ((rc = store_trace_next(r, &rec)) == 1) {
+		if (rec.type == STORE_REC_END)
+			continue;
+		assert_int_equal(rec.type, STORE_REC_PROBE);
+		struct store_rec_probe pr;
+		size_t rest = 0;
+		const uint8_t *x = store_rec_fixed(&rec, &pr, sizeof(pr), &rest);
+		assert_non_null(x);
+		assert_int_equal(pr.ts_ns, 77);
+		assert_int_equal(pr.map, 2);
+		assert_int_equal(rest, 8 + *got);
+		for (uint32_t j = 0; j < rest; j++)
+			assert_int_equal(x[j], (uint8_t)(*got + j));
+		(*got)++;
+	}
+	if (rc < 0)
+		assert_int_equal(store_trace_next(r, &rec), -1); /* and it stays stopped */
+	int state = rc < 0 ? -1 : (int)store_trace_state(r);
+	store_trace_close_reader(r);
+	return state;
+}
+
+static void test_probes_records_read_and_damage(void **state)
+{
+	(void)state;
+	uint32_t got;
+	assert_int_equal(read_probes_image(5, 5, 0, &got), STORE_TRACE_COMPLETE);
+	assert_int_equal(got, 5);
+	assert_int_equal(read_probes_image(0, 0, 0, &got), STORE_TRACE_COMPLETE);
+	assert_int_equal(got, 0);
+	assert_int_equal(read_probes_image(6, 5, 0, &got), -1);     /* a sample short */
+	assert_int_equal(got, 5);
+	assert_int_equal(read_probes_image(4, 5, 0, &got), -1);     /* bytes left over */
+	assert_int_equal(got, 4);
+	assert_int_equal(read_probes_image(5, 5, 1000, &got), -1);  /* a length past the end */
+	assert_int_equal(got, 4);
+	assert_int_equal(read_probes_image(1000, 5, 0, &got), -1);  /* count beyond the bytes */
+	assert_int_equal(got, 0);
+}
+
 /* A writer that cannot keep up drops whole batches under store_trace_probes too, never blocks,
  * and every sample is either in the file or counted in its DROP records. */
 static void test_probes_batch_drops_counted(void **state)
@@ -586,6 +673,7 @@ const struct CMUnitTest trace_tests[] = {
 	cmocka_unit_test(test_sigkill),
 	cmocka_unit_test(test_drops_never_block),
 	cmocka_unit_test(test_probes_batch_roundtrip),
+	cmocka_unit_test(test_probes_records_read_and_damage),
 	cmocka_unit_test(test_probes_batch_drops_counted),
 	cmocka_unit_test(test_fork),
 	cmocka_unit_test(test_not_a_trace),
