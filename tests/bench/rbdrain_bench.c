@@ -5,12 +5,14 @@
  *
  *   rbdrain_bench [-p producers] [-d drain threads] [-l lanes] [-b lane bytes] [-s seconds]
  *                 [-w trace workers] [-o trace path | -n (no trace: count only)]
- *                 [-m batch|record]
+ *                 [-m batch|record] [-F rounds] [-k]
  *
  * -m record is the drain as it was before batching (live_rb_drain, one clock read and one
  * store_trace_probe per record), kept to compare.  Prints the records and bytes taken per second
  * (payload + 8-byte header, what the ring carried), the records produced and dropped, the trace
- * writer's losses and the file's size, then one RESULT line. */
+ * writer's losses and the file's size, then one RESULT line.  -F N: N rounds of "fill every lane,
+ * then one timed drain pass", no producer running alongside: the drain's own cost per record
+ * (wall and CPU time).  -k keeps the trace file. */
 #define _GNU_SOURCE
 #include <getopt.h>
 #include <pthread.h>
@@ -28,11 +30,11 @@
 #define PAYLOAD 48
 
 static struct {
-	int producers, drains, workers, seconds, per_record, fill_rounds;
+	int producers, drains, workers, seconds, per_record, fill_rounds, keep;
 	uint32_t lanes;
 	uint64_t lane_bytes;
 	const char *path;
-} opt = { 2, 1, 2, 3, 0, 0, 132, 16384, "/tmp/rbdrain_bench.cubpf" };
+} opt = { 2, 1, 2, 3, 0, 0, 0, 132, 16384, "/tmp/rbdrain_bench.cubpf" };
 
 static void *map;
 static struct store_trace_writer *trace;
@@ -111,7 +113,7 @@ static void *drainer(void *arg)
 static int parse(int argc, char **argv)
 {
 	int c;
-	while ((c = getopt(argc, argv, "p:d:l:b:s:w:o:nm:F:")) != -1) {
+	while ((c = getopt(argc, argv, "p:d:l:b:s:w:o:nm:F:k")) != -1) {
 		switch (c) {
 		case 'p': opt.producers = atoi(optarg); break;
 		case 'd': opt.drains = atoi(optarg); break;
@@ -123,6 +125,7 @@ static int parse(int argc, char **argv)
 		case 'n': opt.path = NULL; break;
 		case 'm': opt.per_record = !strcmp(optarg, "record"); break;
 		case 'F': opt.fill_rounds = atoi(optarg); break;
+		case 'k': opt.keep = 1; break;
 		default: return -1;
 		}
 	}
@@ -171,7 +174,7 @@ static int fill_then_drain(void)
 	       (unsigned long long)n, (double)ns / (double)n, (double)cpu / (double)n, (double)n / ((double)ns / 1e9) / 1e6,
 	       (double)n * (PAYLOAD + CUBPF_RB_HDR_BYTES) / ((double)ns / 1e9) / 1e6,
 	       (unsigned long long)tc.dropped_records);
-	if (opt.path)
+	if (opt.path && !opt.keep)
 		unlink(opt.path);
 	free(map);
 	return rec[0] == n ? 0 : 1;
@@ -254,7 +257,7 @@ int main(int argc, char **argv)
 	       opt.per_record ? "record" : "batch", np, opt.drains, rps / 1e6, mbps,
 	       all ? cpu * 1e9 / (double)all : 0.0,
 	       (unsigned long long)drops, (unsigned long long)tc.dropped_records, file_bytes);
-	if (opt.path)
+	if (opt.path && !opt.keep)
 		unlink(opt.path);
 	free(map);
 	return (long long)(made - drops) == (long long)all ? 0 : 1;
