@@ -9,7 +9,8 @@
  * Environment: CUBPF_PROGRAMS (probe objects, ':'-separated), CUBPF_KERNELS (kernel glob),
  * CUBPF_TRACE (trace file), CUBPF_DUMP_MAPS=1 (print every map at exit), CUBPF_MAP_MAX_MB
  * (cap on the device maps of one context, default 4096), CUBPF_RINGBUF_MB (pinned memory for
- * ring buffers per context, default 64), CUBPF_SAMPLE (probes on every Nth launch of a kernel,
+ * ring buffers per context, default 64), CUBPF_RINGBUF_THREADS (most ring buffer drain threads,
+ * default 4), CUBPF_SAMPLE (probes on every Nth launch of a kernel,
  * through the enable words), CUBPF_INTERVAL_MS (how often the maps
  * and the clock calibration go into the trace while the application runs, default 1000),
  * CUBPF_SPANS=0 (no GPU kernel spans in the trace, live_spans.c).
@@ -598,6 +599,7 @@ const struct shim_hooks *shim_live_init(void)
 	live.kernel_glob = glob && *glob ? glob : NULL;
 	live.map_cap_bytes = env_u64("CUBPF_MAP_MAX_MB", 4096) << 20;
 	live.ringbuf_bytes = env_u64("CUBPF_RINGBUF_MB", 64) << 20;
+	live.ringbuf_threads = (uint32_t)env_u64("CUBPF_RINGBUF_THREADS", 4);
 	live.sample = (uint32_t)env_u64("CUBPF_SAMPLE", 1);
 	/* The enable-word check costs every probe site a dependent load (the word) and a branch:
 	 * small, not nil (memory probes run it per access), so it is compiled in only when

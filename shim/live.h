@@ -101,6 +101,7 @@ struct live_state {
 	const char *kernel_glob;   /* CUBPF_KERNELS, or NULL */
 	uint64_t map_cap_bytes;    /* largest total of device maps per context (CUBPF_MAP_MAX_MB) */
 	uint64_t ringbuf_bytes;    /* pinned ring buffer budget per context (CUBPF_RINGBUF_MB) */
+	uint32_t ringbuf_threads;  /* most ring buffer drain threads (CUBPF_RINGBUF_THREADS, 4) */
 	bool dump_maps;            /* CUBPF_DUMP_MAPS=1: every map printed at exit */
 	uint64_t interval_ms;      /* CUBPF_INTERVAL_MS: map snapshots into the trace (1000) */
 	uint32_t sample;           /* CUBPF_SAMPLE=N: probes run on every Nth launch of a kernel */

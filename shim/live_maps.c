@@ -584,52 +584,67 @@ void live_maps_stop_thread(void)
 }
 
 /* ---- the ring buffer drain ------------------------------------------------------------------
- * One thread for the process polls every lane of every ring buffer about every millisecond and
- * writes each record into the trace (PROBE records); without a trace records are only counted.
- * The GPU never waits for it: a full lane drops and counts (cubpf_abi.h). */
+ * Drain threads poll every lane of every ring buffer and append each lane's run of committed
+ * records to the trace at once (live_rb_drain_runs, live_rb_to_trace: PROBE records, one
+ * timestamp per run); without a trace records are only counted.  Thread 0 always runs, about
+ * every millisecond while idle; when records keep coming (at least RB_HELPER_RATE a second over
+ * a window of RB_WINDOW_NS), it starts helpers, one per RB_LANES_PER_THREAD lanes, at most
+ * CUBPF_RINGBUF_THREADS (default 4) threads in all, and they stay until the end: thread k then drains lanes k, k + n, k + 2n... of every map, so
+ * that no lane has two consumers.  The GPU never waits for them: a full lane drops and counts
+ * (cubpf_abi.h); thread 0 writes DROP records where the drops grew.
+ *
+ * The contexts' list only grows (a context is never freed while the process runs) and a
+ * context's ring buffers are set before it joins the list, so a thread reads the list's head
+ * under the lock and walks it without: the drain threads do not serialise on the lock. */
 
-static pthread_t rb_thread;
-static atomic_int rb_state; /* 0 none, 1 running, 2 stopping */
-static uint8_t *rb_scratch;
+#define RB_MAX_THREADS 4
+#define RB_LANES_PER_THREAD 33
+#define RB_WINDOW_NS 10000000ull      /* 10 ms */
+#define RB_HELPER_RATE 1000000ull     /* records a second: 56 MB/s of kernelretsnoop records */
 
-struct rb_sink {
-	const struct live_ctx *c;
-	uint32_t map;
-};
+static pthread_t rb_threads[RB_MAX_THREADS];
+static uint32_t rb_nthreads;   /* threads started (thread 0 changes it, between its passes) */
+static atomic_uint rb_step;    /* lanes are shared modulo this many threads */
+static atomic_int rb_state;    /* 0 none, 1 running, 2 stopping */
+static uint8_t *rb_scratch[RB_MAX_THREADS];
 
-static void rb_record(void *user, uint32_t lane, const void *data, uint32_t len)
+static struct live_ctx *ctxs_head(void)
 {
-	const struct rb_sink *k = user;
-	struct live_map *m = &live.maps[k->map];
-	(void)lane;
-	atomic_fetch_add_explicit(&m->records, 1, memory_order_relaxed);
-	if (live.trace) {
-		struct store_rec_probe p = { .ts_ns = shim_now_ns(), .prog = m->obj,
-					     .map = m->index, .device = (uint32_t)k->c->dev };
-		store_trace_probe(live.trace, &p, data, len);
-	}
+	pthread_mutex_lock(&lock);
+	struct live_ctx *c = ctxs;
+	pthread_mutex_unlock(&lock);
+	return c;
 }
 
-/* Drains every ring buffer once; writes a DROP record where drops grew.  Lock held.  Returns
- * the number of records taken. */
-static uint64_t rb_drain_all(void)
+/* One pass of drain thread k over its lanes of every ring buffer.  Thread 0 (or the caller at
+ * finish, k = 0 and step = 1) also writes DROP records where drops grew.  Returns the number
+ * of records taken. */
+static uint64_t rb_drain_pass(uint32_t k, uint32_t step, uint8_t *scratch)
 {
 	uint64_t taken = 0;
-	for (struct live_ctx *c = ctxs; c; c = c->next)
+	for (struct live_ctx *c = ctxs_head(); c; c = c->next)
 		for (uint32_t i = 0; i < live.nmaps; i++) {
 			if (!c->host[i])
 				continue;
-			struct rb_sink k = { c, i };
-			uint64_t damaged = 0;
-			taken += live_rb_drain(c->host[i], rb_scratch, rb_record, &k, &damaged);
-			if (damaged)
+			struct live_map *m = &live.maps[i];
+			struct live_rb_trace sink = {
+				live.trace, { .prog = m->obj, .map = m->index,
+					      .device = (uint32_t)c->dev } };
+			struct live_rb_taken t = { 0 };
+			uint64_t n = live_rb_drain_runs(c->host[i], k, step, scratch, live_rb_to_trace,
+							&sink, &t);
+			atomic_fetch_add_explicit(&m->records, n, memory_order_relaxed);
+			taken += n;
+			if (t.damaged)
 				shim_log(SHIM_LOG_DEBUG, "live: ring buffer %s: a damaged record "
-					 "header stopped a lane", live.maps[i].def.name);
+					 "header stopped a lane", m->def.name);
+			if (k != 0)
+				continue;
 			uint64_t drops = live_rb_drops(c->host[i]);
 			if (drops > c->drops_seen[i] && live.trace) {
 				struct store_rec_drop d = {
 					.ts_ns = shim_now_ns(), .source = STORE_DROP_RINGBUF,
-					.prog = live.maps[i].obj, .map = live.maps[i].index,
+					.prog = m->obj, .map = m->index,
 					.records = drops - c->drops_seen[i] };
 				store_trace_drop(live.trace, &d);
 			}
@@ -638,18 +653,78 @@ static uint64_t rb_drain_all(void)
 	return taken;
 }
 
+/* Threads wanted for the widest ring buffer: one per RB_LANES_PER_THREAD lanes, bounded. */
+static uint32_t rb_threads_wanted(void)
+{
+	uint32_t lanes = 0, max = live.ringbuf_threads;
+	for (struct live_ctx *c = ctxs_head(); c; c = c->next)
+		for (uint32_t i = 0; i < live.nmaps; i++)
+			if (c->host[i] && ((struct cubpf_rb_header *)c->host[i])->lanes > lanes)
+				lanes = ((struct cubpf_rb_header *)c->host[i])->lanes;
+	uint32_t n = (lanes + RB_LANES_PER_THREAD - 1) / RB_LANES_PER_THREAD;
+	max = max < 1 ? 1 : max > RB_MAX_THREADS ? RB_MAX_THREADS : max;
+	return n < 1 ? 1 : n > max ? max : n;
+}
+
+static void *rb_main(void *arg);
+
+static uint64_t rb_monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Thread 0, between two of its passes: starts the helpers (once). */
+static void rb_start_helpers(void)
+{
+	uint32_t want = rb_threads_wanted();
+	uint64_t lane_max = live.ringbuf_bytes ? live.ringbuf_bytes : 1;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	atomic_store(&rb_step, want);
+	uint32_t k = 1;
+	for (; k < want; k++)
+		if ((!rb_scratch[k] && !(rb_scratch[k] = malloc(lane_max))) ||
+		    pthread_create(&rb_threads[k], NULL, rb_main, (void *)(uintptr_t)k) != 0)
+			break;
+	if (k < want) { /* fewer than wanted: stop those started, go on alone */
+		atomic_store(&rb_step, 0); /* helpers see 0: they leave */
+		for (uint32_t j = 1; j < k; j++)
+			pthread_join(rb_threads[j], NULL);
+		k = 1;
+	}
+	rb_nthreads = k;
+	atomic_store(&rb_step, k);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	shim_log(SHIM_LOG_DEBUG, "live: ring buffers: %u drain threads", k);
+}
+
 static void *rb_main(void *arg)
 {
-	(void)arg;
-	uint64_t taken = 0;
+	uint32_t k = (uint32_t)(uintptr_t)arg;
+	uint64_t taken = 0, window = 0, since = 0; /* thread 0: records taken in the window */
 	while (atomic_load(&rb_state) == 1) {
+		uint32_t step = atomic_load(&rb_step);
+		if (step == 0 || k >= step)
+			break;
 		/* while records keep coming, go round again at once: the lanes refill faster
 		 * than a millisecond's sleep at streaming rates; idle, one look per millisecond */
 		if (taken == 0)
 			nanosleep(&(struct timespec){ 0, 1000 * 1000 }, NULL);
-		pthread_mutex_lock(&lock);
-		taken = rb_drain_all();
-		pthread_mutex_unlock(&lock);
+		taken = rb_drain_pass(k, step, rb_scratch[k]);
+		if (k != 0 || rb_nthreads > 1)
+			continue;
+		uint64_t now = rb_monotonic_ns();
+		window += taken;
+		if (now - since < RB_WINDOW_NS)
+			continue;
+		if (since && window * 1000000000ull >= RB_HELPER_RATE * (now - since) &&
+		    rb_threads_wanted() > 1)
+			rb_start_helpers();
+		since = now;
+		window = 0;
 	}
 	return NULL;
 }
@@ -658,14 +733,16 @@ void live_ringbuf_start(void)
 {
 	int expect = 0;
 	uint64_t lane_max = live.ringbuf_bytes;
-	if (!rb_scratch && !(rb_scratch = malloc(lane_max ? lane_max : 1)))
+	if (!rb_scratch[0] && !(rb_scratch[0] = malloc(lane_max ? lane_max : 1)))
 		return;
 	if (!atomic_compare_exchange_strong(&rb_state, &expect, 1))
 		return;
+	rb_nthreads = 1;
+	atomic_store(&rb_step, 1);
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (pthread_create(&rb_thread, NULL, rb_main, NULL) != 0)
+	if (pthread_create(&rb_threads[0], NULL, rb_main, (void *)(uintptr_t)0) != 0)
 		atomic_store(&rb_state, 0);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
@@ -673,11 +750,14 @@ void live_ringbuf_start(void)
 void live_ringbuf_finish(void)
 {
 	int expect = 1;
-	if (atomic_compare_exchange_strong(&rb_state, &expect, 2))
-		pthread_join(rb_thread, NULL);
+	if (atomic_compare_exchange_strong(&rb_state, &expect, 2)) {
+		pthread_join(rb_threads[0], NULL); /* first: thread 0 is the one that starts helpers */
+		for (uint32_t k = 1; k < rb_nthreads; k++)
+			pthread_join(rb_threads[k], NULL);
+	}
+	if (rb_scratch[0])
+		rb_drain_pass(0, 1, rb_scratch[0]); /* what is left, every lane */
 	pthread_mutex_lock(&lock);
-	if (rb_scratch)
-		rb_drain_all();
 	for (struct live_ctx *c = ctxs; c; c = c->next)
 		for (uint32_t i = 0; i < live.nmaps; i++)
 			if (c->host[i])

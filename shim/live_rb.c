@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "shim/live_rb.h"
 
@@ -95,6 +96,79 @@ uint64_t live_rb_drain(void *mem, void *scratch, live_rb_fn fn, void *user, uint
 		n += drain_lane(lane_at(mem, i, h->lane_bytes), i, h->lane_bytes, scratch, fn, user,
 				damaged);
 	return n;
+}
+
+/* One lane's runs; returns the records taken.  head is read once per run: records committed
+ * after that wait for the next run, and the bytes taken per call are bounded by the ring. */
+static uint64_t drain_lane_runs(struct cubpf_rb_lane *l, uint32_t i, uint64_t size, void *scratch,
+				live_rb_run_fn fn, void *user, struct live_rb_taken *t)
+{
+	uint8_t *data = (uint8_t *)(l + 1);
+	struct store_probe_data recs[LIVE_RB_RUN];
+	uint64_t tail = l->tail, start = tail, n = 0;
+	while (tail - start < size) {
+		uint64_t head = __atomic_load_n(&l->head, __ATOMIC_ACQUIRE), pos = tail;
+		uint32_t k = 0;
+		bool stop = false;
+		while (k < LIVE_RB_RUN && pos < head) {
+			uint32_t word = __atomic_load_n((uint32_t *)(data + (pos & (size - 1))),
+							__ATOMIC_ACQUIRE);
+			if (word == 0 || (word & CUBPF_RB_BUSY)) {
+				stop = true; /* reserved, not yet committed: the run ends here */
+				break;
+			}
+			uint64_t rec = record_bytes(word);
+			if (rec > size || rec > head - pos) {
+				t->damaged++;
+				stop = true;
+				break;
+			}
+			uint64_t off = (pos + CUBPF_RB_HDR_BYTES) & (size - 1);
+			recs[k].data = data + off;
+			if (off + word > size) { /* wraps: gather it (at most one per run) */
+				ring_read(data, size, pos + CUBPF_RB_HDR_BYTES, scratch, word);
+				recs[k].data = scratch;
+			}
+			recs[k++].len = word;
+			pos += rec;
+		}
+		if (k) {
+			fn(user, i, recs, k);
+			ring_zero(data, size, tail, pos - tail);
+			t->bytes += pos - tail;
+			t->runs++;
+			n += k;
+			tail = pos;
+			__atomic_store_n(&l->tail, tail, __ATOMIC_RELEASE);
+		}
+		if (stop || k < LIVE_RB_RUN)
+			break;
+	}
+	t->records += n;
+	return n;
+}
+
+uint64_t live_rb_drain_runs(void *mem, uint32_t first, uint32_t step, void *scratch,
+			    live_rb_run_fn fn, void *user, struct live_rb_taken *t)
+{
+	const struct cubpf_rb_header *h = mem;
+	uint64_t n = 0;
+	for (uint32_t i = first; i < h->lanes; i += step ? step : 1)
+		n += drain_lane_runs(lane_at(mem, i, h->lane_bytes), i, h->lane_bytes, scratch, fn,
+				     user, t);
+	return n;
+}
+
+void live_rb_to_trace(void *user, uint32_t lane, const struct store_probe_data *recs, uint32_t n)
+{
+	struct live_rb_trace *s = user;
+	(void)lane;
+	if (!s->w)
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	s->probe.ts_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	store_trace_probes(s->w, &s->probe, recs, n);
 }
 
 uint64_t live_rb_drops(const void *mem)

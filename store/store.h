@@ -134,7 +134,8 @@ int64_t store_cache_clear(struct store_cache *c);
 
 #define STORE_TRACE_MAGIC "CUBPFTRC"
 #define STORE_TRACE_MAJOR 1
-#define STORE_TRACE_MINOR 2 /* 1.1 added KSPAN; 1.2 KERNEL_ID, NOT_INSTRUMENTED, MAP_MEMORY */
+#define STORE_TRACE_MINOR 3 /* 1.1 added KSPAN; 1.2 KERNEL_ID, NOT_INSTRUMENTED, MAP_MEMORY;
+			    * 1.3 PROBES */
 
 /* Every record: this header, then len payload bytes.  Readers skip types they do not know. */
 struct store_rec_hdr {
@@ -160,7 +161,10 @@ enum store_rec_type {
 	STORE_REC_KERNEL_ID = 14,        /* store_rec_kernel_id (1.2): cubpf's kernel id -> name */
 	STORE_REC_NOT_INSTRUMENTED = 15, /* store_rec_not_instrumented + string (1.2) */
 	STORE_REC_MAP_MEMORY = 16,       /* store_rec_map_memory (1.2): maps of one context */
-	STORE_REC_MAX_KNOWN = 16
+	STORE_REC_PROBES = 17, /* store_rec_probe + u32 count + count x (u32 len + bytes) (1.3):
+				* samples of one map sharing the fixed part; the reader hands
+				* them out as PROBE records, never as PROBES */
+	STORE_REC_MAX_KNOWN = 17
 };
 
 /* Strings inside records: u32 length, then the bytes (no NUL). */
@@ -408,6 +412,18 @@ int store_trace_copy(struct store_trace_writer *w, const struct store_rec_copy *
 int store_trace_kspan(struct store_trace_writer *w, const struct store_rec_kspan *e);
 int store_trace_probe(struct store_trace_writer *w, const struct store_rec_probe *e,
 		      const void *data, uint32_t size);
+/* Many samples of one map at once (a ring buffer drain's run) that share *e (one timestamp),
+ * each with its own payload, copied under one lock into PROBES records (format 1.3: the fixed
+ * part once, then each sample as u32 length + bytes; split where a batch ends).  A reader of
+ * this library returns them as the n PROBE records that n store_trace_probe calls would have
+ * written.  The counters (records, dropped_records) count samples.  Returns 0, or 1 when a
+ * batch was dropped on the way (counted as always). */
+struct store_probe_data {
+	const void *data;
+	uint32_t len;
+};
+int store_trace_probes(struct store_trace_writer *w, const struct store_rec_probe *e,
+		       const struct store_probe_data *d, uint32_t n);
 int store_trace_map(struct store_trace_writer *w, const struct store_rec_map *m, const void *kv,
 		    size_t kv_size);
 /* Any record: type and payload as FORMAT.md lays it out. */

@@ -51,6 +51,12 @@ struct store_trace_reader {
 	char *hstr[3];
 	char **strings;            /* by id */
 	size_t nstrings;
+	/* a PROBES record being handed out as PROBE records */
+	const uint8_t *px, *px_end;  /* next sample (u32 len + bytes), end of the record */
+	uint32_t px_left;            /* samples not yet handed out */
+	uint64_t px_frame;
+	uint8_t *xbuf;               /* the PROBE record returned: fixed part + sample */
+	size_t xcap;
 	char error[STORE_ERRLEN];
 };
 
@@ -58,6 +64,7 @@ static const char *const type_names[] = {
 	[STORE_REC_HEADER] = "header", [STORE_REC_STRING] = "string", [STORE_REC_DEVICE] = "device",
 	[STORE_REC_CLOCK] = "clock",   [STORE_REC_PROGRAM] = "program", [STORE_REC_API] = "api",
 	[STORE_REC_KERNEL] = "kernel", [STORE_REC_COPY] = "copy",     [STORE_REC_PROBE] = "probe",
+	[STORE_REC_PROBES] = "probes",
 	[STORE_REC_MAP] = "map",       [STORE_REC_DROP] = "drop",     [STORE_REC_END] = "end",
 	[STORE_REC_KSPAN] = "kspan",   [STORE_REC_KERNEL_ID] = "kernel_id",
 	[STORE_REC_NOT_INSTRUMENTED] = "not_instrumented", [STORE_REC_MAP_MEMORY] = "map_memory",
@@ -90,6 +97,8 @@ static int damaged(struct store_trace_reader *r, const char *msg, uint64_t detai
 		 (unsigned long long)r->frames, r->pos, msg, (unsigned long long)detail);
 	r->state = STORE_TRACE_DAMAGED;
 	r->done = 1;
+	r->px = r->px_end = NULL; /* a damaged PROBES record: nothing more of it */
+	r->px_left = 0;
 	return -1;
 }
 
@@ -232,11 +241,72 @@ static int add_string(struct store_trace_reader *r, const struct store_trace_rec
 	return 0;
 }
 
+/* The next sample of the PROBES record in hand, as a PROBE record in r->xbuf. */
+static int next_probe(struct store_trace_reader *r, struct store_trace_record *rec)
+{
+	const size_t fixed = sizeof(struct store_rec_probe);
+	uint32_t len;
+	if (r->px_end - r->px < 4)
+		return damaged(r, "PROBES record cut inside a sample; samples left:", r->px_left);
+	memcpy(&len, r->px, 4);
+	if ((size_t)(r->px_end - r->px - 4) < len)
+		return damaged(r, "PROBES sample longer than its record; length:", len);
+	if (fixed + len > r->xcap) {
+		uint8_t *p = realloc(r->xbuf, fixed + len);
+		if (!p)
+			return damaged(r, "out of memory for a PROBES sample of length", len);
+		r->xbuf = p;
+		r->xcap = fixed + len;
+	}
+	memcpy(r->xbuf + fixed, r->px + 4, len);
+	r->px += 4 + (size_t)len;
+	r->px_left--;
+	rec->type = STORE_REC_PROBE;
+	rec->len = (uint32_t)(fixed + len);
+	rec->payload = r->xbuf;
+	rec->frame = r->px_frame;
+	return 1;
+}
+
+/* A PROBES record: keeps its fixed part in xbuf and hands out its samples from the next call. */
+static int start_probes(struct store_trace_reader *r, const struct store_trace_record *rec)
+{
+	const size_t fixed = sizeof(struct store_rec_probe);
+	uint32_t count;
+	if (rec->len < fixed + 4)
+		return damaged(r, "PROBES record shorter than its fixed part; length:", rec->len);
+	if (r->xcap < fixed) {
+		uint8_t *p = realloc(r->xbuf, 256);
+		if (!p)
+			return damaged(r, "out of memory for a PROBES record of length", rec->len);
+		r->xbuf = p;
+		r->xcap = 256;
+	}
+	memcpy(r->xbuf, rec->payload, fixed);
+	memcpy(&count, rec->payload + fixed, 4);
+	if (count > (rec->len - fixed - 4) / 4)
+		return damaged(r, "PROBES record with more samples than bytes; count:", count);
+	r->px = rec->payload + fixed + 4;
+	r->px_end = rec->payload + rec->len;
+	r->px_left = count;
+	r->px_frame = rec->frame;
+	return 0;
+}
+
 int store_trace_next(struct store_trace_reader *r, struct store_trace_record *rec)
 {
 	struct store_rec_hdr h;
 	int rc;
 
+	if (r->state == STORE_TRACE_DAMAGED)
+		return -1; /* reading stops at damage */
+again:
+	if (r->px_left)
+		return next_probe(r, rec);
+	if (r->px && r->px != r->px_end)
+		return damaged(r, "PROBES record longer than its samples; bytes left:",
+			       (uint64_t)(r->px_end - r->px));
+	r->px = r->px_end = NULL;
 	while (r->raw_pos >= r->raw_len)
 		if ((rc = next_frame(r)) <= 0)
 			return rc;
@@ -254,6 +324,11 @@ int store_trace_next(struct store_trace_reader *r, struct store_trace_record *re
 		return -1;
 	if (h.type == STORE_REC_END)
 		r->end_seen = 1;
+	if (h.type == STORE_REC_PROBES) {
+		if (start_probes(r, rec))
+			return -1;
+		goto again;
+	}
 	return 1;
 }
 
@@ -346,6 +421,7 @@ void store_trace_close_reader(struct store_trace_reader *r)
 		munmap(r->map, r->size);
 	ZSTD_freeDCtx(r->dctx);
 	free(r->raw);
+	free(r->xbuf);
 	for (int i = 0; i < 3; i++)
 		free(r->hstr[i]);
 	for (size_t i = 0; i < r->nstrings; i++)

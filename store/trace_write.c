@@ -284,6 +284,67 @@ int store_trace_probe(struct store_trace_writer *w, const struct store_rec_probe
 	return store_trace_append(w, STORE_REC_PROBE, e, sizeof(*e), data, size);
 }
 
+/* PROBES records: the header, the probe's fixed part and the count are written once per
+ * record, after the samples that fit in the current batch; a sample that does not fit starts
+ * the next batch (make_room), as a record of its own would. */
+struct probes_head {
+	struct store_rec_hdr h;
+	struct store_rec_probe p;
+	uint32_t count;
+} __attribute__((packed));
+
+/* Copies samples d[0..n) that fit in the current batch after a PROBES head; returns how many. */
+static uint32_t probes_fill(struct store_trace_writer *w, const struct store_rec_probe *e,
+			    const struct store_probe_data *d, uint32_t n)
+{
+	struct batch *b = w->cur;
+	uint8_t *start = b->data + b->len, *q = start + sizeof(struct probes_head);
+	const uint8_t *end = b->data + b->cap;
+	uint32_t k = 0;
+	while (k < n && (size_t)(end - q) >= 4 + (size_t)d[k].len) {
+		/* the batch's memory is cold (a compressing thread read it last): ask for the
+		 * lines a few samples ahead, so that the copies do not wait for each miss */
+		if ((size_t)(end - q) > 640)
+			__builtin_prefetch(q + 576, 1, 3);
+		memcpy(q, &d[k].len, 4);
+		memcpy(q + 4, d[k].data, d[k].len);
+		q += 4 + (size_t)d[k].len;
+		k++;
+	}
+	struct probes_head head = {{STORE_REC_PROBES, 0,
+				    (uint32_t)(q - start - sizeof(struct store_rec_hdr))}, *e, k};
+	memcpy(start, &head, sizeof(head));
+	b->len += (size_t)(q - start);
+	b->records += k;
+	w->cnt.records += k;
+	w->cnt.bytes += (size_t)(q - start);
+	return k;
+}
+
+int store_trace_probes(struct store_trace_writer *w, const struct store_rec_probe *e,
+		       const struct store_probe_data *d, uint32_t n)
+{
+	int dropped = 0;
+	pthread_mutex_lock(&w->lock);
+	for (uint32_t i = 0; i < n;) {
+		size_t need = sizeof(struct probes_head) + 4 + d[i].len;
+		int r = w->forked ? -1 : w->cur && w->cur->cap - w->cur->len >= need ? 0
+										: make_room(w, need);
+		if (r < 0) { /* this sample can never fit (or a forked child): lost, counted */
+			w->cnt.dropped_records++;
+			w->pend_drop_records++;
+			w->pend_drop_bytes += need;
+			dropped = 1;
+			i++;
+			continue;
+		}
+		dropped |= r;
+		i += probes_fill(w, e, d + i, n - i);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return dropped;
+}
+
 int store_trace_map(struct store_trace_writer *w, const struct store_rec_map *m, const void *kv,
 		    size_t kv_size)
 {

@@ -19,9 +19,10 @@ $(BUILD)/tests/test_live: $(call objs,tests/live/test_live.c shim/live_rb.c) $(S
 TEST_BINS += $(BUILD)/tests/test_live
 
 # Ring buffers: the drain against the CPU model of the producer (no driver needed).
-$(BUILD)/tests/test_live_rb: $(call objs,tests/live/test_rb.c shim/live_rb.c)
+# The batched drain's trace sink (live_rb_to_trace) writes through store/: linked with it.
+$(BUILD)/tests/test_live_rb: $(call objs,tests/live/test_rb.c shim/live_rb.c) $(STORE_LIB) $(ZSTD_PIC_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka -lpthread
+	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) -lcmocka -lpthread
 TEST_BINS += $(BUILD)/tests/test_live_rb
 
 # GPU programs (tests/cuda/live_*.cu), built here with nvcc, the runtime linked statically.
@@ -34,3 +35,10 @@ $(BUILD)/gpu/live_%: tests/cuda/live_%.cu tests/cuda/check.h
 BINS += $(LIVE_GPU) $(LIVE_PROBES)
 endif
 endif
+
+# Benchmark (CPU): the ring buffer drain into a trace against CPU producers
+# (tests/bench/rbdrain_bench.c, run by tests/bench/b_rbdrain.sh).
+$(BUILD)/bench/rbdrain_bench: $(call objs,tests/bench/rbdrain_bench.c shim/live_rb.c) $(STORE_LIB) $(ZSTD_PIC_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(LDLIBS)
+BENCH_BINS += $(BUILD)/bench/rbdrain_bench

@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shim/live_rb.h"
@@ -366,6 +367,82 @@ static void test_ring_buffers_are_drained_into_the_trace(void **state)
 	assert_int_equal(probes, 5);
 	assert_int_equal(first, 3);
 	assert_int_equal(drops, 2);
+	store_trace_close_reader(r);
+	unlink(trace_path);
+}
+
+/* Many lanes (132 SMs) and records that keep coming: the drain starts its helper threads (one
+ * per 33 lanes, 4 in all), and still every record is taken once or counted as dropped. */
+static int child_ring_threads(void)
+{
+	void *mod = NULL;
+	if (open_both() || load(&mod, live_ptx) != 0)
+		return 1;
+	void *rb = ((void *(*)(void))dlsym(fake, "fake_last_host_alloc"))();
+	const struct cubpf_rb_header *h = rb;
+	if (!rb || h->lanes != 132)
+		return child_fail("ring buffer: %u lanes", h ? h->lanes : 0);
+	/* 300 ms of records without a pause: the drain takes them as fast as it can (well over
+	 * the 1 M a second that brings the helpers, even sanitized on a loaded machine); what
+	 * does not fit is dropped and counted */
+	uint64_t made = 0, seq = 0;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		for (uint32_t k = 0; k < 4 * 132; k++, seq++) {
+			uint64_t rec[6] = { seq, seq ^ 0x5555, 0, 0, 0, ~seq };
+			made += live_rb_produce(rb, k % 132, rec, sizeof(rec)) == 0;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000000000ll + (t.tv_nsec - t0.tv_nsec) < 300000000ll);
+	fprintf(stderr, "child produced %llu of %llu\n", (unsigned long long)made,
+		(unsigned long long)seq);
+	return 0;
+}
+
+static void test_ring_buffer_drain_threads(void **state)
+{
+	(void)state;
+	unlink(trace_path);
+	struct child_env env = { { "CUBPF_PROGRAMS", "CUBPF_TRACE", "FAKE_SMS", "CUBPF_LOG" },
+				 { ring_probe, trace_path, "132", "debug" } };
+	assert_int_equal(run_child(&env, child_ring_threads), 0);
+	assert_non_null(strstr(child_err, "live: ring buffers: 4 drain threads"));
+	unsigned long long made = 0, all = 0, taken = 0, dropped = 0;
+	const char *p = strstr(child_err, "child produced ");
+	assert_non_null(p);
+	assert_int_equal(sscanf(p, "child produced %llu of %llu", &made, &all), 2);
+	p = strstr(child_err, "live: ring buffer events: ");
+	assert_non_null(p);
+	assert_int_equal(sscanf(p, "live: ring buffer events: %llu records taken, %llu dropped",
+				&taken, &dropped), 2);
+	print_message("ring buffer drain threads: %llu records produced, %llu taken, %llu dropped\n",
+		      made, taken, dropped);
+	assert_true(made > 10000);
+	assert_int_equal(taken, made);
+	assert_int_equal(taken + dropped, all);
+	char err[STORE_ERRLEN];
+	struct store_trace_reader *r = store_trace_open(trace_path, err, sizeof(err));
+	assert_non_null(r);
+	struct store_trace_record rec;
+	unsigned long long probes = 0, bad = 0;
+	while (store_trace_next(r, &rec) == 1) {
+		if (rec.type != STORE_REC_PROBE)
+			continue;
+		struct store_rec_probe pr;
+		size_t rest;
+		const uint8_t *d = store_rec_fixed(&rec, &pr, sizeof(pr), &rest);
+		uint64_t v[6];
+		if (!d || rest != sizeof(v)) {
+			bad++;
+			continue;
+		}
+		memcpy(v, d, sizeof(v));
+		bad += v[1] != (v[0] ^ 0x5555) || v[5] != ~v[0];
+		probes++;
+	}
+	assert_int_equal(bad, 0);
+	assert_int_equal(probes, made);
 	store_trace_close_reader(r);
 	unlink(trace_path);
 }
@@ -1594,6 +1671,7 @@ int main(void)
 		cmocka_unit_test(test_sampling_flips_enable_words),
 		cmocka_unit_test(test_control_file_switches_programs),
 		cmocka_unit_test(test_ring_buffers_are_drained_into_the_trace),
+		cmocka_unit_test(test_ring_buffer_drain_threads),
 		cmocka_unit_test(test_jit_error_falls_back),
 		cmocka_unit_test(test_refused_substitute_loads_the_original),
 		cmocka_unit_test(test_unmatched_kernels_stay_untouched),

@@ -99,7 +99,7 @@ static void test_roundtrip(void **state)
 	assert_int_equal(h->pid, 4242);
 	assert_int_equal(h->driver_version, 13000);
 	assert_int_equal(h->major, 1);
-	assert_int_equal(h->minor, 2);
+	assert_int_equal(h->minor, 3);
 	assert_string_equal(store_trace_header_string(r, 2), "./app --flag");
 	struct store_trace_record rec;
 	unsigned count[STORE_REC_MAX_KNOWN + 1] = {0}, next_api = 0, next_span = 0;
@@ -465,6 +465,202 @@ static void test_drops_never_block(void **state)
 	free(dir);
 }
 
+/* store_trace_probes writes exactly what as many store_trace_probe calls would: one PROBE record
+ * per sample, in order, each with the shared fixed part and its own payload. */
+static void test_probes_batch_roundtrip(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200];
+	snprintf(path, sizeof(path), "%s/batch.cubpf", dir);
+	struct store_trace_writer *w = create(path, NULL);
+	uint8_t buf[64 * 1000];
+	struct store_probe_data d[100];
+	uint32_t total = 0;
+	for (uint32_t run = 0; run < 10; run++) {
+		struct store_rec_probe p = {.ts_ns = 1000 + run, .prog = 3, .map = run % 2,
+					    .device = 1, .flags = 0};
+		for (uint32_t i = 0; i < 100; i++, total++) {
+			uint8_t *x = buf + 64 * total;
+			d[i].len = 1 + total % 64;
+			for (uint32_t j = 0; j < d[i].len; j++)
+				x[j] = (uint8_t)(total * 7 + j);
+			d[i].data = x;
+		}
+		assert_int_equal(store_trace_probes(w, &p, d, 100), 0);
+	}
+	assert_int_equal(store_trace_probes(w, &(struct store_rec_probe){0}, d, 0), 0);
+	assert_int_equal(store_trace_close(w, NULL, 0), 0);
+
+	struct store_trace_reader *r = open_r(path);
+	struct store_trace_record rec;
+	uint32_t seen = 0;
+	while (store_trace_next(r, &rec) == 1) {
+		if (rec.type != STORE_REC_PROBE)
+			continue;
+		struct store_rec_probe p;
+		size_t rest = 0;
+		const uint8_t *x = store_rec_fixed(&rec, &p, sizeof(p), &rest);
+		assert_non_null(x);
+		assert_int_equal(p.ts_ns, 1000 + seen / 100);
+		assert_int_equal(p.prog, 3);
+		assert_int_equal(p.map, (seen / 100) % 2);
+		assert_int_equal(p.device, 1);
+		assert_int_equal(rest, 1 + seen % 64);
+		assert_memory_equal(x, buf + 64 * seen, rest);
+		seen++;
+	}
+	assert_int_equal(seen, total);
+	assert_int_equal(store_trace_state(r), STORE_TRACE_COMPLETE);
+	store_trace_close_reader(r);
+	rm_tree(dir);
+	free(dir);
+}
+
+/* Format 1.2's PROBES records, made by hand: samples come out as PROBE records; a record whose
+ * count or lengths do not match its bytes is damage (reading stops), never a read past it. */
+static size_t put_rec(uint8_t *buf, size_t at, uint16_t type, const void *p, size_t n)
+{
+	struct store_rec_hdr h = {type, 0, (uint32_t)n};
+	memcpy(buf + at, &h, sizeof(h));
+	memcpy(buf + at + sizeof(h), p, n);
+	return at + sizeof(h) + n;
+}
+
+static size_t probes_payload(uint8_t *p, uint32_t count, uint32_t samples, uint32_t bad_len)
+{
+	struct store_rec_probe pr = {.ts_ns = 77, .prog = 1, .map = 2, .device = 3};
+	size_t n = 0;
+	memcpy(p, &pr, sizeof(pr));
+	n += sizeof(pr);
+	memcpy(p + n, &count, 4);
+	n += 4;
+	for (uint32_t i = 0; i < samples; i++) {
+		uint32_t len = i == samples - 1 && bad_len ? bad_len : 8 + i;
+		memcpy(p + n, &len, 4);
+		n += 4;
+		for (uint32_t j = 0; j < 8 + i; j++)
+			p[n + j] = (uint8_t)(i + j);
+		n += 8 + i;
+	}
+	return n;
+}
+
+static int read_probes_image(uint32_t count, uint32_t samples, uint32_t bad_len, uint32_t *got)
+{
+	static uint8_t raw[4096], payload[2048], z[8192];
+	struct store_rec_header h = {.major = STORE_TRACE_MAJOR, .minor = STORE_TRACE_MINOR};
+	uint8_t hp[sizeof(h) + 12] = {0};
+	memcpy(h.magic, STORE_TRACE_MAGIC, 8);
+	memcpy(hp, &h, sizeof(h));
+	size_t n = put_rec(raw, 0, STORE_REC_HEADER, hp, sizeof(hp));
+	n = put_rec(raw, n, STORE_REC_PROBES, payload, probes_payload(payload, count, samples, bad_len));
+	n = put_rec(raw, n, STORE_REC_END, &(struct store_rec_end){0}, sizeof(struct store_rec_end));
+	size_t zn = ZSTD_compress(z, sizeof(z), raw, n, 1);
+	assert_false(ZSTD_isError(zn));
+	char err[STORE_ERRLEN];
+	struct store_trace_reader *r = store_trace_open_mem(z, zn, err, sizeof(err));
+	assert_non_null(r);
+	struct store_trace_record rec;
+	int rc;
+	*got = 0;
+	while ((rc = store_trace_next(r, &rec)) == 1) {
+		if (rec.type == STORE_REC_END)
+			continue;
+		assert_int_equal(rec.type, STORE_REC_PROBE);
+		struct store_rec_probe pr;
+		size_t rest = 0;
+		const uint8_t *x = store_rec_fixed(&rec, &pr, sizeof(pr), &rest);
+		assert_non_null(x);
+		assert_int_equal(pr.ts_ns, 77);
+		assert_int_equal(pr.map, 2);
+		assert_int_equal(rest, 8 + *got);
+		for (uint32_t j = 0; j < rest; j++)
+			assert_int_equal(x[j], (uint8_t)(*got + j));
+		(*got)++;
+	}
+	if (rc < 0)
+		assert_int_equal(store_trace_next(r, &rec), -1); /* and it stays stopped */
+	int state = rc < 0 ? -1 : (int)store_trace_state(r);
+	store_trace_close_reader(r);
+	return state;
+}
+
+static void test_probes_records_read_and_damage(void **state)
+{
+	(void)state;
+	uint32_t got;
+	assert_int_equal(read_probes_image(5, 5, 0, &got), STORE_TRACE_COMPLETE);
+	assert_int_equal(got, 5);
+	assert_int_equal(read_probes_image(0, 0, 0, &got), STORE_TRACE_COMPLETE);
+	assert_int_equal(got, 0);
+	assert_int_equal(read_probes_image(6, 5, 0, &got), -1);     /* a sample short */
+	assert_int_equal(got, 5);
+	assert_int_equal(read_probes_image(4, 5, 0, &got), -1);     /* bytes left over */
+	assert_int_equal(got, 4);
+	assert_int_equal(read_probes_image(5, 5, 1000, &got), -1);  /* a length past the end */
+	assert_int_equal(got, 4);
+	assert_int_equal(read_probes_image(1000, 5, 0, &got), -1);  /* count beyond the bytes */
+	assert_int_equal(got, 0);
+}
+
+/* A writer that cannot keep up drops whole batches under store_trace_probes too, never blocks,
+ * and every sample is either in the file or counted in its DROP records. */
+static void test_probes_batch_drops_counted(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), fifo[4200], out[4200];
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(out, sizeof(out), "%s/drained.cubpf", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	int rfd = open(fifo, O_RDONLY | O_NONBLOCK);
+	assert_true(rfd >= 0);
+	struct store_trace_options o = {.buffer_bytes = 64 << 10, .batch_bytes = 8 << 10, .level = 3};
+	struct store_trace_writer *w = create(fifo, &o);
+	uint64_t data[64][6];
+	struct store_probe_data d[64];
+	unsigned dropped_calls = 0;
+	for (uint64_t run = 0; run < 3000; run++) {
+		for (int i = 0; i < 64; i++) {
+			for (int j = 0; j < 6; j++)
+				data[i][j] = (run * 64 + (uint64_t)i) * 0x9E3779B97F4A7C15ull + (uint64_t)j;
+			d[i] = (struct store_probe_data){data[i], sizeof(data[i])};
+		}
+		struct store_rec_probe p = {.ts_ns = run, .prog = 1};
+		dropped_calls += (unsigned)store_trace_probes(w, &p, d, 64);
+	}
+	struct store_trace_counters cnt;
+	store_trace_counters(w, &cnt);
+	assert_true(dropped_calls > 0);
+	assert_true(cnt.dropped_records > 0);
+	assert_int_equal(cnt.records, 3000 * 64);
+
+	pthread_t th;
+	struct drain dr = {rfd, out};
+	assert_int_equal(pthread_create(&th, NULL, drain_main, &dr), 0);
+	assert_int_equal(store_trace_close(w, NULL, 0), 0);
+	pthread_join(th, NULL);
+	close(rfd);
+
+	struct store_trace_reader *r = open_r(out);
+	struct store_trace_record rec;
+	uint64_t probes = 0, drop_records = 0;
+	while (store_trace_next(r, &rec) == 1) {
+		if (rec.type == STORE_REC_PROBE)
+			probes++;
+		if (rec.type == STORE_REC_DROP) {
+			struct store_rec_drop x;
+			store_rec_fixed(&rec, &x, sizeof(x), NULL);
+			drop_records += x.records;
+		}
+	}
+	assert_int_equal(store_trace_state(r), STORE_TRACE_COMPLETE);
+	assert_int_equal(drop_records, cnt.dropped_records);
+	assert_int_equal(probes + drop_records, 3000 * 64);
+	store_trace_close_reader(r);
+	rm_tree(dir);
+	free(dir);
+}
+
 /* fork() while other threads append: the child must neither block nor write into the parent's
  * file; the parent's trace stays whole. */
 static void *busy_appender(void *p)
@@ -549,6 +745,9 @@ const struct CMUnitTest trace_tests[] = {
 	cmocka_unit_test(test_cut_anywhere),
 	cmocka_unit_test(test_sigkill),
 	cmocka_unit_test(test_drops_never_block),
+	cmocka_unit_test(test_probes_batch_roundtrip),
+	cmocka_unit_test(test_probes_records_read_and_damage),
+	cmocka_unit_test(test_probes_batch_drops_counted),
 	cmocka_unit_test(test_fork),
 	cmocka_unit_test(test_not_a_trace),
 };
