@@ -80,10 +80,10 @@ static void run_usage(FILE *out)
 
 /* The shim's folder: next to the binary in the build tree (build/bin -> build/lib), or the
  * installed layout (PREFIX/bin -> PREFIX/lib/cubpf). */
-static int find_shim_dir(char *out, size_t len)
+/* The folder of this program's binary. */
+static int exe_dir(char *exe, size_t size)
 {
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	ssize_t n = readlink("/proc/self/exe", exe, size - 1);
 	if (n <= 0)
 		return -1;
 	exe[n] = '\0';
@@ -91,6 +91,14 @@ static int find_shim_dir(char *out, size_t len)
 	if (!slash)
 		return -1;
 	*slash = '\0';
+	return 0;
+}
+
+static int find_shim_dir(char *out, size_t len)
+{
+	char exe[PATH_MAX];
+	if (exe_dir(exe, sizeof(exe)) != 0)
+		return -1;
 	static const char *const candidates[] = {"%s/../lib", "%s/../lib/cubpf"};
 	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
 		char dir[PATH_MAX], lib[PATH_MAX + 32];
@@ -229,14 +237,8 @@ static void tool_help(const struct tool *t, FILE *f)
 static int find_beside(const char *sub, char *out, size_t len)
 {
 	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
+	if (exe_dir(exe, sizeof(exe)) != 0)
 		return -1;
-	exe[n] = '\0';
-	char *slash = strrchr(exe, '/');
-	if (!slash)
-		return -1;
-	*slash = '\0';
 	static const char *const candidates[] = {"%s/../%s", "%s/../lib/cubpf/%s"};
 	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
 		char dir[PATH_MAX + 64];
