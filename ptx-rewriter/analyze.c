@@ -90,27 +90,9 @@ bool cg_alu_eval(const struct bpf_insn *in, uint64_t d, uint64_t s, uint64_t *ou
 
 bool cg_jmp_eval(const struct bpf_insn *in, uint64_t a, uint64_t b)
 {
-	bool is64 = BPF_CLASS(in->code) == BPF_JMP;
-	int bits = is64 ? 64 : 32;
 	if (BPF_SRC(in->code) == BPF_K)
 		b = (uint64_t)(int64_t)in->imm;
-	if (!is64)
-		a = (uint32_t)a, b = (uint32_t)b;
-	int64_t sa = sext(a, bits), sb = sext(b, bits);
-	switch (BPF_OP(in->code)) {
-	case BPF_JEQ: return a == b;
-	case BPF_JNE: return a != b;
-	case BPF_JGT: return a > b;
-	case BPF_JGE: return a >= b;
-	case BPF_JLT: return a < b;
-	case BPF_JLE: return a <= b;
-	case BPF_JSGT: return sa > sb;
-	case BPF_JSGE: return sa >= sb;
-	case BPF_JSLT: return sa < sb;
-	case BPF_JSLE: return sa <= sb;
-	case BPF_JSET: return (a & b) != 0;
-	}
-	return false;
+	return vm_jmp_taken(BPF_OP(in->code), a, b, BPF_CLASS(in->code) == BPF_JMP);
 }
 
 /* ---- constants in stack slots ---- */

@@ -345,31 +345,10 @@ static int known64(const struct vreg *a, const struct vreg *b, uint8_t op)
 	return -1;
 }
 
-static bool cmp_eval(uint64_t a, uint64_t b, uint8_t op, bool is64)
-{
-	int64_t sa = is64 ? (int64_t)a : (int32_t)a, sb = is64 ? (int64_t)b : (int32_t)b;
-	if (!is64)
-		a = (uint32_t)a, b = (uint32_t)b;
-	switch (op) {
-	case BPF_JEQ: return a == b;
-	case BPF_JNE: return a != b;
-	case BPF_JGT: return a > b;
-	case BPF_JGE: return a >= b;
-	case BPF_JLT: return a < b;
-	case BPF_JLE: return a <= b;
-	case BPF_JSGT: return sa > sb;
-	case BPF_JSGE: return sa >= sb;
-	case BPF_JSLT: return sa < sb;
-	case BPF_JSLE: return sa <= sb;
-	case BPF_JSET: return (a & b) != 0;
-	}
-	return false;
-}
-
 int r_branch_known(const struct vreg *a, const struct vreg *b, uint8_t op, bool is64)
 {
 	if (r_is_const(a) && r_is_const(b))
-		return cmp_eval(a->tv, b->tv, op, is64);
+		return vm_jmp_taken(op, a->tv, b->tv, is64);
 	if (!is64 && !cmp32_as64(a, b, op))
 		return -1;
 	return known64(a, b, op);

@@ -60,6 +60,31 @@ static inline bool vm_kind_is_gpu(enum vm_prog_kind k)
 	return (VM_KINDS_GPU >> k) & 1;
 }
 
+/* Whether a conditional jump `op` (BPF_JEQ ... BPF_JSLE, BPF_JSET) is taken for operands a and b,
+ * compared as 64-bit values (JMP) or as their low 32 bits (JMP32), as RFC 9669 defines: the one
+ * definition the verifier's constant folding and the PTX generator's share (inline: the PTX
+ * library links without vm's). */
+static inline bool vm_jmp_taken(uint8_t op, uint64_t a, uint64_t b, bool is64)
+{
+	int64_t sa = is64 ? (int64_t)a : (int32_t)a, sb = is64 ? (int64_t)b : (int32_t)b;
+	if (!is64)
+		a = (uint32_t)a, b = (uint32_t)b;
+	switch (op) {
+	case BPF_JEQ: return a == b;
+	case BPF_JNE: return a != b;
+	case BPF_JGT: return a > b;
+	case BPF_JGE: return a >= b;
+	case BPF_JLT: return a < b;
+	case BPF_JLE: return a <= b;
+	case BPF_JSGT: return sa > sb;
+	case BPF_JSGE: return sa >= sb;
+	case BPF_JSLT: return sa < sb;
+	case BPF_JSLE: return sa <= sb;
+	case BPF_JSET: return (a & b) != 0;
+	}
+	return false;
+}
+
 /* Where a map comes from. */
 enum vm_map_origin {
 	VM_MAP_USER = 0,   /* a map definition in .maps (BTF) or maps (legacy) */
