@@ -19,6 +19,22 @@
 		}                                                                        \
 	} while (0)
 
+/* Checks of the harnesses: "ok" or "FAIL" and the description, failures counted for the exit
+ * status. */
+static int gpu_failures __attribute__((unused));
+
+#define CHECK(cond, ...)                      \
+	do {                                  \
+		if (cond) {                   \
+			printf("ok    ");         \
+		} else {                      \
+			printf("FAIL  ");         \
+			gpu_failures++;       \
+		}                             \
+		printf(__VA_ARGS__);          \
+		printf("\n");                 \
+	} while (0)
+
 static inline char *gpu_read_file(const char *path)
 {
 	FILE *f = fopen(path, "rb");

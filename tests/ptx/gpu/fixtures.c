@@ -14,20 +14,6 @@
 #include "tests/ptx/gpu/common.h"
 #include "vm/vm.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                     \
-	do {                                                 \
-		if (cond) {                                  \
-			printf("ok    ");                        \
-		} else {                                     \
-			printf("FAIL  ");                        \
-			failures++;                          \
-		}                                            \
-		printf(__VA_ARGS__);                         \
-		printf("\n");                                \
-	} while (0)
-
 enum init { ZERO, FRAMP, IRAMP, F4RAMP };
 
 struct buf {
@@ -247,6 +233,6 @@ int main(int argc, char **argv)
 		one_case(argv[1], count, &cases[i]);
 	params_case(argv[1], argv[2]);
 	vm_object_free(count);
-	printf("ptx fixtures: %s (%d failed checks)\n", failures ? "FAILED" : "all passed", failures);
-	return failures ? 1 : 0;
+	printf("ptx fixtures: %s (%d failed checks)\n", gpu_failures ? "FAILED" : "all passed", gpu_failures);
+	return gpu_failures ? 1 : 0;
 }

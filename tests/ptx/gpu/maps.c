@@ -23,20 +23,6 @@
 #define CAP (NT - 100u)          /* per-thread copies: the last 100 threads have none */
 #define RB_LANES 4u
 
-static int failures;
-
-#define CHECK(cond, ...)                                     \
-	do {                                                 \
-		if (cond) {                                  \
-			printf("ok    ");                        \
-		} else {                                     \
-			printf("FAIL  ");                        \
-			failures++;                          \
-		}                                            \
-		printf(__VA_ARGS__);                         \
-		printf("\n");                                \
-	} while (0)
-
 enum { M_PER_SM, M_PER_THREAD, M_BLOCKS, M_EVENTS, M_MISC, M_COUNT };
 
 struct maps {
@@ -362,8 +348,8 @@ int main(int argc, char **argv)
 	check_ringbuf(&mp);
 	check_ringbuf_drops(inst, &mp);
 	check_enable(inst, &mp);
-	printf("RESULT ptx_maps %s (%d failures)\n", failures ? "FAIL" : "PASS", failures);
+	printf("RESULT ptx_maps %s (%d failures)\n", gpu_failures ? "FAIL" : "PASS", gpu_failures);
 	free(text);
 	vm_object_free(obj);
-	return failures ? 1 : 0;
+	return gpu_failures ? 1 : 0;
 }
