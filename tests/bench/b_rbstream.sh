@@ -31,4 +31,4 @@ awk -v d2h="$d2h" -v kms="$kms" -v nms="$nms" -v l="$launches" -v taken="$taken"
   printf "device-to-host copy %.2f GB/s; offered %.2f GB/s; delivered %.2f GB/s = %.1f%% of the copy bandwidth\n",
          d2h, offered, gbs, 100 * gbs / d2h
   printf "RESULT b_rbstream delivered_gbs=%.2f d2h_gbs=%.2f fraction=%.3f dropped=%d slowdown=%.2fx target>=0.5 %s\n",
-         gbs, d2h, gbs / d2h, drop, kms / nms, gbs / d2h >= 0.5 ? "met" : "missed" }'
+         gbs, d2h, gbs / d2h, drop, kms / nms, (gbs / d2h >= 0.5 ? "met" : "missed") }'

@@ -31,6 +31,28 @@ for d in $(seq 0 $(( ${ndev:-1} - 1 ))); do
   if [ -n "$want" ] && [ "${got:-0}" = "$want" ] && [ "${ex:-0}" = "$want" ]; then echo "ok   device $d counted on its own maps"
   else echo "FAIL device $d"; failed=$((failed + 1)); fi
 done
+# Each bundled tool on the same program: runs to completion with the program's own output, its
+# report names every device, and kcount's threads and GPU runs add up over the devices.
+CUBPF=$BUILD/bin/cubpf
+total=0
+for d in $(seq 0 $(( ${ndev:-1} - 1 ))); do
+  total=$(( total + $(sed -n "s/^expect device $d live_vecadd threads=\([0-9]*\)/\1/p" "$OUT/live_multi.native.out") ))
+done
+for t in kcount threadhist launchlate memtrace kernelretsnoop; do
+  # the program's stdout to a file of its own: the report is on cubpf run's stdout
+  "$CUBPF" run -t "$t" -- sh -c "exec '$APP' > '$OUT/live_multi.$t.app'" \
+    >"$OUT/live_multi.$t.out" 2>"$OUT/live_multi.$t.err"; rc=$?
+  same=no; cmp -s "$OUT/live_multi.native.out" "$OUT/live_multi.$t.app" && same=yes
+  devs=$(grep -c '^device [0-9]*: ' "$OUT/live_multi.$t.out")
+  echo "RESULT live_multi tool $t: rc=$rc identical_stdout=$same devices_reported=$devs of ${ndev:-?}"
+  if [ "$rc" -ne 0 ] || [ "$same" != yes ] || [ "$devs" -ne "${ndev:-1}" ]; then
+    echo "FAIL tool $t"; tail -15 "$OUT/live_multi.$t.err"; cat "$OUT/live_multi.$t.out"; failed=$((failed + 1)); fi
+done
+line=$(grep '^live_vecadd ' "$OUT/live_multi.kcount.out" | tail -1)
+threads=$(echo "$line" | awk '{print $3}'); runs=$(echo "$line" | awk '{print $4}')
+echo "RESULT live_multi kcount live_vecadd: threads=${threads:-none} gpu_runs=${runs:-none} expected=$total ${ndev:-?}"
+if [ "${threads:-}" = "$total" ] && [ "${runs:-}" = "${ndev:-1}" ]; then echo "ok   kcount adds the devices up"
+else echo "FAIL kcount over devices: $line"; failed=$((failed + 1)); fi
 [ "${ndev:-1}" -ge 2 ] || echo "NOTE live_multi: one GPU here; run on nvidia-h200-x2 for the multi-GPU check"
 echo "RESULT live_multi failures=$failed"
 [ "$failed" -eq 0 ]
