@@ -5,8 +5,9 @@
 #   app: the device code of tests/cuda/tools_known.cu (5 kernels), a fatbin with sm_90 SASS +
 #        compute_90 PTX (build/bench/modload_app.fatbin);
 #   gen: 1000 generated kernels, same form (build/bench/modload_gen.fatbin);
-#   genptx: the same 1000 kernels as PTX only (build/bench/modload_genptx.fatbin): a native
-#        load is the driver's JIT, as for applications that ship PTX (REPS_PTX runs, default 3).
+#   appptx, genptx: the same modules as PTX only (build/bench/modload_*ptx.fatbin): a native
+#        load is the driver's JIT, as for applications that ship PTX ("PTX-heavy" modules;
+#        genptx: REPS_PTX runs, default 3).
 # Variants, REPS runs each (default 7; cold REPS_COLD, default 2), interleaved, median kept:
 #   native      no shim (the real driver loads the SASS);
 #   passthrough the shim with CUBPF_DISABLE=1;
@@ -30,7 +31,7 @@ TMP=$OUT/modload
 rm -rf "$TMP"; mkdir -p "$TMP"
 export CUDA_CACHE_DISABLE=1 CUDA_MODULE_LOADING=EAGER
 for f in "$BIN" "$PROBE" "$BUILD/bench/modload_app.fatbin" "$BUILD/bench/modload_gen.fatbin" \
-         "$BUILD/bench/modload_genptx.fatbin"; do
+         "$BUILD/bench/modload_genptx.fatbin" "$BUILD/bench/modload_appptx.fatbin"; do
   [ -e "$f" ] || { echo "b_modload: missing $f (make bench-build on the build machine)"; exit 1; }
 done
 echo "b_modload: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1); $REPS runs per variant; CUDA_CACHE_DISABLE=1 CUDA_MODULE_LOADING=EAGER"
@@ -57,7 +58,7 @@ one() {
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-for name in ${MODLOAD_IMAGES:-app gen genptx}; do
+for name in ${MODLOAD_IMAGES:-app appptx gen genptx}; do
   img=$BUILD/bench/modload_$name.fatbin
   reps=$REPS; [ "$name" = genptx ] && reps=${REPS_PTX:-3}
   hitdb=$TMP/$name.hit.db; colddb=$TMP/$name.cold.db
@@ -90,7 +91,8 @@ for name in ${MODLOAD_IMAGES:-app gen genptx}; do
   hi=$(awk -v a="${med[hit]:-0}" -v b="${med[inst]:-0}" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }')
   met=$(awk -v r="$hr" 'BEGIN { print ((r > 0 && r <= 1.2) ? "met" : "MISSED") }')
   echo "RESULT modload $name ($kernels kernels, $(stat -c %s "$img") B): native ${med[native]:-?} us, passthrough ${med[passthrough]:-?} us, instrumented cubin without the shim ${med[inst]:-?} us, cold ${med[cold]:-?} us, hit ${med[hit]:-?} us (medians of $reps, cold of at most ${REPS_COLD:-2})"
-  echo "RESULT modload $name ratios: hit/native ${hr}x, cold/native ${cr}x, passthrough/native ${pr}x, instrumented-cubin/native ${ir}x, hit/instrumented-cubin ${hi}x; target hit <= 1.2x native: $met"
+  form="SASS + PTX: the native load needs no JIT"; case $name in *ptx) form="PTX only: the native load is a JIT";; esac
+  echo "RESULT modload $name ratios ($form): hit/native ${hr}x, cold/native ${cr}x, passthrough/native ${pr}x, instrumented-cubin/native ${ir}x, hit/instrumented-cubin ${hi}x; target hit <= 1.2x native: $met"
 done
 echo "RESULT modload failures=$failed"
 [ "$failed" -eq 0 ]

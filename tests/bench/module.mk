@@ -1,7 +1,8 @@
 # tests/bench: the module-load benchmark (tests/bench/b_modload.sh).  A C program on the driver
-# API (linked with the toolkit's stub, like tests/ptx/gpu), and two images, each a fatbin with
-# sm_90 SASS and compute_90 PTX: the device code of tests/cuda/tools_known.cu (5 kernels) and a
-# generated module of MODLOAD_KERNELS small kernels.  Built by `make bench-build`.
+# API (linked with the toolkit's stub, like tests/ptx/gpu), and two modules, each as a fatbin with
+# sm_90 SASS and compute_90 PTX and as a PTX-only fatbin: the device code of
+# tests/cuda/tools_known.cu (5 kernels) and a generated module of MODLOAD_KERNELS small kernels.
+# Built by `make bench-build`.
 ifneq ($(SAN),1)
 ifneq ($(wildcard $(NVCC)),)
 MODLOAD_KERNELS ?= 1000
@@ -22,7 +23,11 @@ $(BUILD)/bench/modload_genptx.fatbin: $(BUILD)/bench/modload_gen.cu
 $(BUILD)/bench/modload_app.fatbin: tests/cuda/tools_known.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(MODLOAD_FATBIN) -o $@ $<
+$(BUILD)/bench/modload_appptx.fatbin: tests/cuda/tools_known.cu
+	@mkdir -p $(@D)
+	$(NVCC) -fatbin -gencode arch=compute_90,code=compute_90 -o $@ $<
 BENCH_BINS += $(BUILD)/bench/modload_bench $(BUILD)/bench/modload_gen.fatbin \
-  $(BUILD)/bench/modload_app.fatbin $(BUILD)/bench/modload_genptx.fatbin
+  $(BUILD)/bench/modload_app.fatbin $(BUILD)/bench/modload_genptx.fatbin \
+  $(BUILD)/bench/modload_appptx.fatbin
 endif
 endif
