@@ -93,11 +93,13 @@ void tool_report_kcount(const struct tool_data *d, const struct tool_opts *o, FI
 }
 
 /* ---- threadhist ----------------------------------------------------------------------------- */
-/* The probe counts a warp whose 32 lanes left together once, in `warps` (key = thread id / 32),
- * and other exits per thread in `threads` (key = thread id): a thread's count is the sum of
- * its group's and its own.  Grids reach 2^26 threads and more, so the threads are never listed
- * one by one: counts are read on the fly from two dense arrays, the distribution built from
- * runs of 32 equal counts where a group has no per-thread extras. */
+/* The probe counts the blocks of a multiple of 32 threads in `edges`, a difference array over
+ * groups of 32 thread ids (+1 at a block's first group, -1 past its last: a group's count is the
+ * sum of the edges up to it), and other exits per thread in `threads` (key = thread id): a
+ * thread's count is the sum of its group's and its own.  Traces of earlier versions count whole
+ * warps per group in `warps` instead; both are read.  Grids reach 2^26 threads and more, so the
+ * threads are never listed one by one: counts are read on the fly from two dense arrays, the
+ * distribution built from runs of 32 equal counts where a group has no per-thread extras. */
 #define TH_GROUPS (1u << 21)
 #define TH_THREADS (1u << 20)
 
@@ -135,10 +137,38 @@ static uint64_t *dense(const struct tool_map *m, uint64_t *len)
 	return a;
 }
 
+/* Adds the prefix sums of the difference array `edges` to the group counts (unsigned
+ * arithmetic: the -1 edges wrap, and every prefix of a whole launch's edges is >= 0). */
+static int add_edges(struct thist *h, const struct tool_map *m)
+{
+	uint64_t n = 0;
+	uint64_t *e = dense(m, &n);
+	if (!e)
+		return 0;
+	if (n > h->ngroups) {
+		uint64_t *g = realloc(h->groups, n * sizeof(*g));
+		if (!g) {
+			free(e);
+			return -1;
+		}
+		memset(g + h->ngroups, 0, (n - h->ngroups) * sizeof(*g));
+		h->groups = g, h->ngroups = n;
+	}
+	uint64_t sum = 0;
+	for (uint64_t i = 0; i < n; i++)
+		h->groups[i] += sum += e[i];
+	while (h->ngroups && !h->groups[h->ngroups - 1])
+		h->ngroups--;
+	free(e);
+	return 0;
+}
+
 static int th_load(const struct tool_data *d, struct thist *h)
 {
 	memset(h, 0, sizeof(*h));
 	h->groups = dense(tool_map_by_name(d, "warps"), &h->ngroups);
+	if (add_edges(h, tool_map_by_name(d, "edges")) < 0)
+		return -1;
 	h->threads = dense(tool_map_by_name(d, "threads"), &h->nthreads);
 	if (!h->groups && !h->threads)
 		return -1;

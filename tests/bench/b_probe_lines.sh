@@ -17,7 +17,7 @@ ROUNDS=${ROUNDS:-3}
 if [ ! -x "$BIN" ] || [ ! -x "$CUBPF" ] || [ ! -e "$PROBES/micro_empty.bpf.o" ]; then
   echo "b_probe_lines: missing $BIN, $CUBPF or $BUILD/live-probes/micro_*.bpf.o"; exit 1; fi
 echo "b_probe_lines: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
-MODES="native empty block_red8 block_store8 block_line warp_red8 warp_line warp_distinct"
+MODES=${MODES:-"native empty block_red8 block_store8 block_line warp_red8 warp_line warp_distinct warp_spread warp_store"}
 failed=0
 declare -A t
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2];

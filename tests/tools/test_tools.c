@@ -394,6 +394,28 @@ static void test_threadhist_warps(void **state)
 	tool_data_free(&d);
 }
 
+/* Blocks of whole warps as a difference array over groups of 32 ids (`edges`, what the probe
+ * writes now): two launches, one of 2 blocks of 64 threads (+1 at groups 0 and 2, -1 at 2 and 4)
+ * and one of 1 block (+1 at 0, -1 at 2), and thread 127 once more on its own: ids 0..63 ran
+ * twice, 64..126 once, 127 twice. */
+static void test_threadhist_edges(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	uint32_t ek[] = {0, 2, 4}, tk[] = {127};
+	uint64_t ev[] = {2, (uint64_t)-1, (uint64_t)-1}, tv[] = {1};
+	map_u64(w, "edges", 10, ek, ev, 3, 1);
+	map_u64(w, "threads", 10, tk, tv, 1, 1);
+	struct tool_data d;
+	finish(w, &d, log_a);
+	char *out = report("threadhist", &d, 0);
+	assert_contains(out, "           2            65\n");
+	assert_contains(out, "           1            63\n");
+	assert_contains(out, "threads 128 (ids 0..127)  min 1  max 2");
+	free(out);
+	tool_data_free(&d);
+}
+
 /* Per-SM counts of thread accesses per (kernel, space, op, log2 size), summed over the SMs;
  * bytes follow from the size; sectors touched per (kernel, space, op) give the coalescing. */
 static void test_memtrace(void **state)
@@ -586,6 +608,7 @@ int main(void)
 		cmocka_unit_test(test_maps_of_two_gpus_are_combined),
 		cmocka_unit_test(test_threadhist),
 		cmocka_unit_test(test_threadhist_warps),
+		cmocka_unit_test(test_threadhist_edges),
 		cmocka_unit_test(test_launchlate),    cmocka_unit_test(test_memtrace),
 		cmocka_unit_test(test_kernelretsnoop), cmocka_unit_test(test_maps_dump),
 		cmocka_unit_test(test_bad_trace),     cmocka_unit_test(test_run_options),

@@ -1,19 +1,18 @@
 /* threadhist: how many times each GPU thread ran the probed kernels (kernel exits per thread).
  * A thread's id is its linear id in the grid: block_linear * threads_per_block + thread_linear.
  *
- * Cost: a warp whose 32 lanes leave together, in a block of a multiple of 32 threads (the
- * common case), holds 32 consecutive thread ids t..t+31 with t % 32 == 0: its lowest lane adds
- * 1 to the counter of that group of 32 (`warps`, key t / 32), and the host credits each of the
- * 32 threads: one 8-byte reduction per warp instead of 32 atomics, 1/32 of the memory traffic.
- * Any other exit (lanes leaving apart, blocks of other sizes) is counted thread by thread in
- * `threads` (key t), so the counts stay exact whatever the kernel does; the host adds both.
- * Groups past the end of `warps` (thread ids from 2^26) share its last slot, threads counted
- * one by one past 2^20 the last slot of `threads` (the report says so).
- * Not a per-thread map (CUBPF_MAP_PERTHREAD_ARRAY): it needs no atomic, but every thread would
- * read and write its own 8 bytes, 1 GB of traffic per launch of 2^26 threads against vec_add's
- * own 768 MB; the groups cost 16 MB of reductions.  Not per-SM counters either: a warp leader
- * updating its SM's copy serialises in the L2 (2.8x on vec_add, tests/bench/b_probe_lines.sh);
- * distinct group counters spread over the whole L2. */
+ * Cost: every thread of a block that runs leaves it exactly once (a thread has no other way to
+ * end; a trap ends the whole launch), so in a block of a multiple of 32 threads (the common
+ * case) the exit of thread (0,0,0) stands for all of the block's threads.  It marks the block's
+ * range of groups of 32 thread ids in `edges`, a difference array: +1 at the block's first group,
+ * -1 just past its last; the host adds the array up (a prefix sum) to get each group's count.
+ * Two reductions per block instead of one per warp: measured on an H100 (b_probe_lines.sh),
+ * one reduction per warp to distinct counters costs vec_add 2^26 1.32x, and the L2's atomic
+ * units, not the memory traffic, are the cost (a plain store per warp: 1.05x); one per block
+ * 1.03x.  Blocks of other sizes are counted thread by thread in `threads` (key t), so the
+ * counts stay exact whatever the launch shape; the host adds both.  Groups past the end of
+ * `edges` (thread ids from 2^26) share its last slot, threads counted one by one past 2^20 the
+ * last slot of `threads` (the report says so). */
 #include "cubpf_helpers.h"
 
 #define TH_GROUPS (1u << 21)  /* groups of 32 thread ids: ids 0 .. 2^26 - 1 */
@@ -21,10 +20,10 @@
 
 struct {
 	__uint(type, CUBPF_MAP_GPU_ARRAY);
-	__uint(max_entries, TH_GROUPS);
+	__uint(max_entries, TH_GROUPS + 1);
 	__type(key, __u32);
-	__type(value, __u64);
-} warps SEC(".maps");
+	__type(value, __s64);
+} edges SEC(".maps");
 
 struct {
 	__uint(type, CUBPF_MAP_GPU_ARRAY);
@@ -33,18 +32,25 @@ struct {
 	__type(value, __u64);
 } threads SEC(".maps");
 
+/* atomic: two launches of the kernel on two streams may run together */
+static __always_inline void edge_add(__u32 g, __s64 v)
+{
+	__s64 *e = bpf_map_lookup_elem(&edges, &g);
+	if (e)
+		__sync_fetch_and_add(e, v);
+}
+
 SEC("kretprobe/*")
 int threadhist(struct cubpf_kernel_ctx *ctx)
 {
 	__u32 per_block = ctx->ntid_x * ctx->ntid_y * ctx->ntid_z;
-	if ((per_block & 31) == 0 && bpf_get_active_count() == 32) {
-		if (!bpf_is_warp_leader()) /* 31 lanes of 32 stop here, before any arithmetic */
+	if ((per_block & 31) == 0) {
+		if (ctx->tid_x | ctx->tid_y | ctx->tid_z) /* all but one thread per block stop here */
 			return 0;
-		__u64 t = (__u64)cubpf_block_linear(ctx) * per_block + cubpf_thread_linear(ctx);
-		__u32 g = t / 32 < TH_GROUPS - 1 ? (__u32)(t / 32) : TH_GROUPS - 1;
-		__u64 *n = bpf_map_lookup_elem(&warps, &g);
-		if (n) /* atomic: two launches of the kernel on two streams may run together */
-			__sync_fetch_and_add(n, 1);
+		__u64 first = (__u64)cubpf_block_linear(ctx) * (per_block / 32);
+		__u64 end = first + per_block / 32;
+		edge_add(first < TH_GROUPS - 1 ? (__u32)first : TH_GROUPS - 1, 1);
+		edge_add(end < TH_GROUPS ? (__u32)end : TH_GROUPS, -1);
 		return 0;
 	}
 	__u64 t = (__u64)cubpf_block_linear(ctx) * per_block + cubpf_thread_linear(ctx);
