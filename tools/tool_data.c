@@ -116,8 +116,10 @@ static int on_kernel(struct tool_data *d, const struct store_trace_reader *r,
 	t->threads += (uint64_t)k.grid[0] * k.grid[1] * k.grid[2] * k.block[0] * k.block[1] *
 		      k.block[2];
 	t->device = k.device;
-	if (!(t->launch_ns = grow(t->launch_ns, &t->cap, t->nlaunch + 1, sizeof(uint64_t))))
+	if (!(t->launch_ns = grow(t->launch_ns, &t->cap, t->nlaunch + 1, sizeof(uint64_t))) ||
+	    !(t->launch_dev = grow(t->launch_dev, &t->dev_cap, t->nlaunch + 1, sizeof(uint32_t))))
 		return -1;
+	t->launch_dev[t->nlaunch] = k.device;
 	t->launch_ns[t->nlaunch++] = k.launch_ns;
 	return 0;
 }
@@ -410,6 +412,29 @@ static int on_meta(struct tool_data *d, const struct store_trace_record *rec)
 	return 0;
 }
 
+/* Which device a context number (MAP records' ctx) stands for: launchlate joins each GPU's
+ * starts with that GPU's own launches. */
+static int note_ctx_device(struct tool_data *d, uint32_t ctx, uint32_t device)
+{
+	if (ctx == 0 || ctx > 4096)
+		return 0;
+	if (ctx >= d->nctx_device) {
+		uint32_t *q = realloc(d->ctx_device, (ctx + 1) * sizeof(*q));
+		if (!q)
+			return -1;
+		memset(q + d->nctx_device, 0, (ctx + 1 - d->nctx_device) * sizeof(*q));
+		d->ctx_device = q;
+		d->nctx_device = ctx + 1;
+	}
+	d->ctx_device[ctx] = device + 1;
+	return 0;
+}
+
+int tool_ctx_device(const struct tool_data *d, uint32_t ctx)
+{
+	return ctx < d->nctx_device && d->ctx_device[ctx] ? (int)(d->ctx_device[ctx] - 1) : -1;
+}
+
 /* Format 1.2: what the log's lines say, from the trace. */
 static int on_run_meta(struct tool_data *d, const struct store_trace_reader *r,
 		       const struct store_trace_record *rec)
@@ -436,6 +461,8 @@ static int on_run_meta(struct tool_data *d, const struct store_trace_reader *r,
 		struct store_rec_map_memory m;
 		if (!store_rec_fixed(rec, &m, sizeof(m), NULL))
 			return 0;
+		if (note_ctx_device(d, m.ctx, m.device) < 0)
+			return -1;
 		d->trace_device_bytes += m.device_bytes;
 		d->trace_pinned_bytes += m.pinned_bytes;
 		d->have_mapmem = 1;
@@ -566,8 +593,10 @@ void tool_data_reset_trace(struct tool_data *d)
 	for (size_t i = 0; i < d->nkernels; i++) {
 		struct tool_kernel *k = &d->kernels[i];
 		free(k->launch_ns);
+		free(k->launch_dev);
 		k->launch_ns = NULL;
-		k->nlaunch = k->cap = 0;
+		k->launch_dev = NULL;
+		k->nlaunch = k->cap = k->dev_cap = 0;
 		k->launches = k->threads = 0;
 	}
 	maps_free(d->maps, d->nmaps);
@@ -590,6 +619,9 @@ void tool_data_reset_trace(struct tool_data *d)
 	d->probes = d->rb_drops = d->writer_drops = d->span_drops = 0;
 	d->trace_device_bytes = d->trace_pinned_bytes = 0;
 	d->have_mapmem = d->have_meta = 0;
+	free(d->ctx_device);
+	d->ctx_device = NULL;
+	d->nctx_device = 0;
 	memory_settle(d);
 }
 

@@ -341,29 +341,54 @@ static size_t gpu_starts(const struct tool_map *m, uint32_t id, uint64_t *out)
 	return n;
 }
 
-static void launchlate_kernel(const struct tool_data *d, const struct tool_kernel *k,
-			      const struct tool_map *m, const struct tool_opts *o, FILE *f, int *first)
+/* Latencies of a kernel's launches, over every GPU. */
+struct ll_acc {
+	uint64_t slots[64], total;
+	size_t n, neg;
+};
+
+/* One GPU's launches of k: the GPU starts of one context's snapshot of `starts`, joined in
+ * order with the launch calls made on that context's device (dev < 0, a trace that does not
+ * say: all of them), converted with that device's clock. */
+static void launchlate_join(const struct tool_data *d, const struct tool_kernel *k,
+			    const struct tool_map *s, int dev, struct ll_acc *a)
 {
-	uint64_t starts[LL_LAUNCHES], slots[64] = {0};
-	size_t ns = gpu_starts(m, k->id, starts);
+	uint64_t starts[LL_LAUNCHES];
+	size_t ns = gpu_starts(s, k->id, starts), nh = 0;
 	uint64_t *host = malloc((k->nlaunch + 1) * sizeof(*host));
 	if (!host)
 		return;
-	memcpy(host, k->launch_ns, k->nlaunch * sizeof(*host));
-	qsort(host, k->nlaunch, sizeof(*host), cmp_u64);
-	size_t n = ns < k->nlaunch ? ns : k->nlaunch, neg = 0;
-	uint64_t total = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t g = tool_gpu_to_host(d, k->device, starts[i]);
+	for (size_t i = 0; i < k->nlaunch; i++)
+		if (dev < 0 || k->launch_dev[i] == (uint32_t)dev)
+			host[nh++] = k->launch_ns[i];
+	qsort(host, nh, sizeof(*host), cmp_u64);
+	uint32_t clock_dev = dev < 0 ? k->device : (uint32_t)dev;
+	for (size_t i = 0; i < ns && i < nh; i++) {
+		uint64_t g = tool_gpu_to_host(d, clock_dev, starts[i]);
 		uint64_t lat = g > host[i] ? g - host[i] : 0;
-		neg += g <= host[i];
-		total += lat;
-		int s = 0;
-		while (s < 63 && (lat >> (s + 1)))
-			s++;
-		slots[s]++;
+		a->neg += g <= host[i];
+		a->total += lat;
+		a->n++;
+		int b = 0;
+		while (b < 63 && (lat >> (b + 1)))
+			b++;
+		a->slots[b]++;
 	}
 	free(host);
+}
+
+static void launchlate_kernel(const struct tool_data *d, const struct tool_kernel *k,
+			      const struct tool_opts *o, FILE *f, int *first)
+{
+	struct ll_acc a;
+	memset(&a, 0, sizeof(a));
+	for (size_t i = 0; i < d->nsnaps; i++) {
+		const struct tool_map *s = &d->snaps[i];
+		if (s->name && !strcmp(s->name, "starts") && map_ok(s, 8))
+			launchlate_join(d, k, s, tool_ctx_device(d, s->ctx), &a);
+	}
+	size_t n = a.n, neg = a.neg;
+	uint64_t total = a.total, *slots = a.slots;
 	char sn[64];
 	if (o->json) {
 		fprintf(f, "%s{\"name\":", *first ? "" : ",");
@@ -395,7 +420,7 @@ void tool_report_launchlate(const struct tool_data *d, const struct tool_opts *o
 			d->nclocks ? "" : " (no CLOCK record: GPU times taken as host times)");
 	for (size_t i = 0; m && map_ok(m, 8) && i < d->nkernels; i++)
 		if (d->kernels[i].id && d->kernels[i].nlaunch)
-			launchlate_kernel(d, &d->kernels[i], m, o, f, &first);
+			launchlate_kernel(d, &d->kernels[i], o, f, &first);
 	uint64_t nlost = lost && map_ok(lost, 8) ? tool_map_u64(lost, 0, 0) : 0;
 	if (o->json)
 		fprintf(f, "],\"not_kept\":%" PRIu64 ",", nlost);

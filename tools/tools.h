@@ -28,7 +28,8 @@ struct tool_kernel {
 	uint32_t device;
 	uint64_t launches, threads; /* from KERNEL records */
 	uint64_t *launch_ns;        /* host time of each launch call, in record order */
-	size_t nlaunch, cap;
+	uint32_t *launch_dev;       /* the device of each launch (same order) */
+	size_t nlaunch, cap, dev_cap;
 };
 
 /* The latest snapshot of one map.  MAP records of format 1.2 say their context (GPU): the
@@ -89,6 +90,8 @@ struct tool_data {
 	int have_log;
 	int have_meta;              /* the trace has 1.2 records: it says what the log says */
 	int have_mapmem;
+	uint32_t *ctx_device;       /* [ctx] = device ordinal + 1 (0: not known), from MAP_MEMORY */
+	size_t nctx_device;
 };
 
 /* Reads a trace (a running one too: whole frames so far).  0, or -1 with a message in err. */
@@ -97,6 +100,8 @@ int tool_data_load(struct tool_data *d, const char *trace, char *err, size_t err
 int tool_data_log_line(struct tool_data *d, const char *line);
 /* Names kernel ids from the log after a load (ids before load, or after: either order). */
 void tool_data_free(struct tool_data *d);
+/* The device of a map snapshot's context (MAP records' ctx), or -1 when the trace does not say. */
+int tool_ctx_device(const struct tool_data *d, uint32_t ctx);
 /* Drops what the trace gave (kernels keep their ids), for a reload while following. */
 void tool_data_reset_trace(struct tool_data *d);
 

@@ -53,6 +53,14 @@ threads=$(echo "$line" | awk '{print $3}'); runs=$(echo "$line" | awk '{print $4
 echo "RESULT live_multi kcount live_vecadd: threads=${threads:-none} gpu_runs=${runs:-none} expected=$total ${ndev:-?}"
 if [ "${threads:-}" = "$total" ] && [ "${runs:-}" = "${ndev:-1}" ]; then echo "ok   kcount adds the devices up"
 else echo "FAIL kcount over devices: $line"; failed=$((failed + 1)); fi
+# launchlate joins each GPU's starts with that GPU's launches: one sample per launch, and a
+# latency of a launch, not of the distance between the GPUs' clocks
+ll=$(grep -o 'kernel = live_vecadd  ([0-9]* samples of [0-9]* launches, mean [0-9.]* us' "$OUT/live_multi.launchlate.out")
+samples=$(echo "$ll" | awk '{print $4}' | tr -d '('); mean=$(echo "$ll" | awk '{print $10}')
+echo "RESULT live_multi launchlate: samples=${samples:-none} of ${ndev:-?} launches, mean ${mean:-none} us"
+if [ "${samples:-}" = "${ndev:-1}" ] && awk -v m="${mean:-x}" 'BEGIN { exit !(m + 0 > 0 && m + 0 < 100000) }'; then
+  echo "ok   launchlate per GPU"
+else echo "FAIL launchlate over devices: $ll"; failed=$((failed + 1)); fi
 [ "${ndev:-1}" -ge 2 ] || echo "NOTE live_multi: one GPU here; run on nvidia-h200-x2 for the multi-GPU check"
 echo "RESULT live_multi failures=$failed"
 [ "$failed" -eq 0 ]

@@ -350,6 +350,45 @@ static void test_launchlate(void **state)
 	tool_data_free(&d);
 }
 
+/* Two GPUs, one context each: each GPU's starts (its context's MAP snapshot) are joined with
+ * the launches made on that GPU, and converted with that GPU's clock (offsets 1000 and 5000 ns):
+ * latencies 5000 and 7000 ns. */
+static void test_launchlate_two_gpus(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	for (uint32_t dev = 0; dev < 2; dev++) {
+		struct store_rec_clock c = {.host_ns = 1000000, .gpu_ns = 1000000 - (dev ? 5000 : 1000),
+					    .device = dev};
+		assert_int_equal(store_trace_clock(w, &c), 0);
+		struct store_rec_map_memory mm = {.ts_ns = 1, .device_bytes = 4096, .device = dev,
+						  .nmaps = 3, .ctx = dev + 1};
+		assert_int_equal(store_trace_map_memory(w, &mm), 0);
+		struct store_rec_kernel k = {.launch_ns = dev ? 3000000 : 2000000,
+					     .name = store_trace_intern(w, "_Z6vecaddPfS_i"),
+					     .grid = {1, 1, 1}, .block = {32, 1, 1}, .device = dev};
+		assert_int_equal(store_trace_kernel(w, &k), 0);
+	}
+	uint8_t kv[2][12];
+	uint32_t key = 1024; /* kernel id 1, launch 0 */
+	uint64_t start[2] = {2000000 - 1000 + 5000, 3000000 - 5000 + 7000};
+	for (uint32_t dev = 0; dev < 2; dev++) {
+		memcpy(kv[dev], &key, 4);
+		memcpy(kv[dev] + 4, &start[dev], 8);
+		struct store_rec_map m = {.ts_ns = 5, .name = store_trace_intern(w, "starts"),
+					  .map_type = 1503, .key_size = 4, .value_size = 8, .count = 1,
+					  .ctx = dev + 1};
+		assert_int_equal(store_trace_map(w, &m, kv[dev], sizeof(kv[dev])), 0);
+	}
+	struct tool_data d;
+	finish(w, &d, log_a);
+	char *out = report("launchlate", &d, 0);
+	assert_contains(out, "kernel = vecadd  (2 samples of 2 launches, mean 6.0 us)");
+	assert_contains(out, "     4096 -> 8191     : 2 ");
+	free(out);
+	tool_data_free(&d);
+}
+
 /* Whole warps counted once per group of 32 thread ids (`warps`), the rest thread by thread
  * (`threads`): each thread gets its group's count plus its own.  Groups 0 and 1 ran twice,
  * group 2 once, and thread 70 once more on its own: ids 0..95. */
@@ -609,6 +648,7 @@ int main(void)
 		cmocka_unit_test(test_threadhist),
 		cmocka_unit_test(test_threadhist_warps),
 		cmocka_unit_test(test_threadhist_edges),
+		cmocka_unit_test(test_launchlate_two_gpus),
 		cmocka_unit_test(test_launchlate),    cmocka_unit_test(test_memtrace),
 		cmocka_unit_test(test_kernelretsnoop), cmocka_unit_test(test_maps_dump),
 		cmocka_unit_test(test_bad_trace),     cmocka_unit_test(test_run_options),
