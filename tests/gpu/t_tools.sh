@@ -89,6 +89,10 @@ for spec in "global load" "global store" "shared load" "shared store"; do
   echo "RESULT tools memtrace $1 $2 bytes=${b:-none} expected=65536"
   [ "${b:-}" = 65536 ] || fail "memtrace $1 $2: ${b:-none} bytes, expected 65536"
 done
+# coalescing: 512 warps x (one load + one store) of 32 x 4 contiguous bytes = 4 sectors each
+sec=$(sed -n 's/.*32-byte sectors touched \([0-9]*\) .*/\1/p' "$r")
+echo "RESULT tools memtrace sectors=${sec:-none} expected=4096"
+[ "${sec:-}" = 4096 ] || fail "memtrace sectors: ${sec:-none}, expected 4096"
 
 # -p: a user program's maps, bpftool style; --json parses; -i prints views while it runs.
 tool prog chain -p "$BUILD/probes/kcount.bpf.o"

@@ -430,8 +430,8 @@ static void test_enable_words(void **state)
 
 /* ---- warp-level helpers ---- */
 
-/* get_active_count, is_warp_leader, warp_count_unique: the warp-level instructions, each result
- * in r0, and the whole assembles (ptxas, sm_80). */
+/* get_active_count, is_warp_leader, warp_count_unique (a fast path, then match.any): the
+ * warp-level instructions, each result in r0, and the whole assembles (ptxas, sm_80). */
 static void test_warp_helpers(void **state)
 {
 	(void)state;
@@ -447,6 +447,11 @@ static void test_warp_helpers(void **state)
 	assert_true(has(t, "selp.u64 %__cb_r0, 1, 0, %__cb_p1;"));
 	assert_true(has(t, "match.any.sync.b64 %__cb_w1, %__cb_r1, %__cb_w0;"));
 	assert_true(has(t, "vote.sync.ballot.b32 %__cb_w3, %__cb_p1, %__cb_w0;"));
+	/* warp_count_unique's fast path for whole warps of rising values, before match.any */
+	const char *fast = strstr(t, "shfl.sync.up.b32 %__cb_w3, %__cb_w1, 1, 0, 0xffffffff;");
+	assert_non_null(fast);
+	assert_true(has(fast, "vote.sync.all.pred %__cb_p1, %__cb_p1, 0xffffffff;"));
+	assert_true(has(fast, "match.any.sync.b64"));
 	free(t);
 }
 
