@@ -566,15 +566,39 @@ static bool aggregate(const struct cg *g, uint32_t pc, const struct bpf_insn *in
 	       g->p->st[pc].r[in->src_reg].kind == AV_CONST;
 }
 
+/* The common cases first: one lane alone, or every active lane on the same address (a counter
+ * shared by the warp): a shuffle of the lowest lane's address and a vote decide it, and the
+ * lowest lane adds for all.  Only lanes on different addresses pay for match.any (which costs a
+ * memory-bound kernel far more: tests/bench/b_probe_lines.sh). */
 static void emit_red_aggregated(struct cg *g, const struct bpf_insn *in, int bits, int64_t k)
 {
+	uint32_t inst = g->next_inst++;
+	char slow[96], go[96];
+	snprintf(slow, sizeof(slow), "%sa%u_s", g->lbl, inst);
+	snprintf(go, sizeof(go), "%sa%u_g", g->lbl, inst);
 	OUT("add.s64 %%__cb_t2, %%__cb_r%u, %d;\n", in->dst_reg, in->off);
 	OUT("activemask.b32 %%__cb_w0;\n");
+	OUT("mov.u32 %%__cb_w2, %%lanemask_lt;\n");
+	OUT("and.b32 %%__cb_w2, %%__cb_w2, %%__cb_w0;\n");
+	OUT("setp.eq.u32 %%__cb_p1, %%__cb_w2, 0;\n"); /* the lowest active lane */
+	OUT("brev.b32 %%__cb_w4, %%__cb_w0;\n");
+	OUT("clz.b32 %%__cb_w4, %%__cb_w4;\n");
+	OUT("mov.b64 {%%__cb_w1, %%__cb_w2}, %%__cb_t2;\n");
+	OUT("shfl.sync.idx.b32 %%__cb_w1, %%__cb_w1, %%__cb_w4, 31, %%__cb_w0;\n");
+	OUT("shfl.sync.idx.b32 %%__cb_w2, %%__cb_w2, %%__cb_w4, 31, %%__cb_w0;\n");
+	OUT("mov.b64 %%__cb_t1, {%%__cb_w1, %%__cb_w2};\n");
+	OUT("setp.eq.u64 %%__cb_p2, %%__cb_t1, %%__cb_t2;\n");
+	OUT("vote.sync.all.pred %%__cb_p2, %%__cb_p2, %%__cb_w0;\n");
+	OUT("@!%%__cb_p2 bra %s;\n", slow);
+	OUT("popc.b32 %%__cb_w3, %%__cb_w0;\n");
+	OUT("bra %s;\n", go);
+	buf_printf(g->out, "%s:\n", slow);
 	OUT("match.any.sync.b64 %%__cb_w1, %%__cb_t2, %%__cb_w0;\n");
 	OUT("mov.u32 %%__cb_w2, %%lanemask_lt;\n");
 	OUT("and.b32 %%__cb_w2, %%__cb_w2, %%__cb_w1;\n");
 	OUT("setp.eq.u32 %%__cb_p1, %%__cb_w2, 0;\n");
 	OUT("popc.b32 %%__cb_w3, %%__cb_w1;\n");
+	buf_printf(g->out, "%s:\n", go);
 	if (bits == 64) {
 		OUT("cvt.u64.u32 %%__cb_t1, %%__cb_w3;\n");
 		OUT("mul.lo.s64 %%__cb_t1, %%__cb_t1, %lld;\n", (long long)k);

@@ -450,6 +450,11 @@ static void test_sites_counted(void **state)
 	assert_null(strstr(out, "\tret.uni;"));
 	/* a predicated access runs its probe only when its own predicate holds */
 	assert_non_null(strstr(out, "@%p2 bra $__cb"));
+	/* counters are warp-aggregated: the same address for every lane first, then match.any */
+	const char *agg = strstr(out, "vote.sync.all.pred %__cb_p2, %__cb_p2, %__cb_w0;");
+	assert_non_null(agg);
+	assert_non_null(strstr(agg, "match.any.sync.b64 %__cb_w1, %__cb_t2, %__cb_w0;"));
+	assert_non_null(strstr(agg, "@%__cb_p1 red.add.u64 [%__cb_t2], %__cb_t1;"));
 	free(out);
 	free(t);
 	t = fixture(hand_fixtures[1], &len);
