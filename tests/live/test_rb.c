@@ -41,8 +41,8 @@ static void collect(void *user, uint32_t lane, const void *data, uint32_t len)
  * the CPU producer reaches it through the header's `state`). */
 static void *new_map(uint32_t lanes, uint64_t lane_bytes)
 {
-	uint64_t ring = (live_rb_bytes(lanes, lane_bytes) + 63) & ~63ull;
-	uint8_t *m = aligned_alloc(128, ring + live_rb_state_bytes(lanes));
+	uint64_t ring = (live_rb_bytes(lanes, lane_bytes) + 127) & ~127ull;
+	uint8_t *m = aligned_alloc(128, ring + ((live_rb_state_bytes(lanes) + 127) & ~127ull));
 	assert_non_null(m);
 	memset(m + ring, 0, live_rb_state_bytes(lanes));
 	struct cubpf_rb_state st = live_rb_state_header(lanes, 1, lane_bytes, (uintptr_t)m);

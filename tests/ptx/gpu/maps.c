@@ -22,7 +22,8 @@
 #define NT (BLOCK * GRID)        /* threads */
 #define CAP (NT - 100u)          /* per-thread copies: the last 100 threads have none */
 #define RB_WARPS 64u             /* warp slots per SM given to the ring buffer */
-#define RB_LANES 4u              /* fewer lanes than warp slots: warps share lanes (the CAS) */
+#define RB_LANES 16u             /* fewer lanes than warp slots: the warps of every SM share
+				  * them (the CAS); 16 x 256 KiB hold every record with room */
 #define RB_LANE_BIG (1u << 18)
 
 enum { M_PER_SM, M_PER_THREAD, M_BLOCKS, M_EVENTS, M_MISC, M_COUNT };
@@ -318,7 +319,7 @@ static void check_ringbuf(const struct maps *mp)
 }
 
 /* Lanes of 4 KiB: at most 16 + 32 x 16 bytes a batch of a full warp, 7 of them a lane, 224
- * records; every other record is dropped and counted, exactly. */
+ * records; the others (most) are dropped and counted, exactly. */
 static void check_ringbuf_drops(CUmodule m, struct maps *mp)
 {
 	const uint64_t small = 4096;
