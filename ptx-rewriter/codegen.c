@@ -870,7 +870,7 @@ int cg_emit(struct cg_prog *p, const struct cg_ctxsrc *ctx, const char *lbl, str
 void cg_emit_decls(const struct cg_result *res, struct ptx_buf *out)
 {
 	buf_puts(out, "\t.reg .b64 %__cb_r<11>;\n\t.reg .b64 %__cb_t<4>;\n\t.reg .b64 %__cb_u<2>;\n"
-		      "\t.reg .b64 %__cb_m<6>;\n\t.reg .b32 %__cb_x<8>;\n\t.reg .pred %__cb_q<2>;\n"
+		      "\t.reg .b64 %__cb_m<10>;\n\t.reg .b32 %__cb_x<8>;\n\t.reg .pred %__cb_q<2>;\n"
 		      "\t.reg .b64 %__cb_h<8>;\n\t.reg .b32 %__cb_en;\n"
 		      "\t.reg .b32 %__cb_w<6>;\n\t.reg .pred %__cb_p<3>;\n"
 		      "\t.reg .b64 %__cb_s<40>;\n\t.reg .b64 %__cb_k<32>;\n");

@@ -3,7 +3,7 @@
  * tools/include/cubpf_abi.h ("GPU map layouts", "GPU ring buffers"); the shim allocates and
  * reads the maps with the same macros.
  *
- * Registers: %__cb_m0..5 (.b64), %__cb_x0..7 (.b32), %__cb_q0..1 (.pred) belong to this file,
+ * Registers: %__cb_m0..9 (.b64), %__cb_x0..7 (.b32), %__cb_q0..1 (.pred) belong to this file,
  * so that the shared temporaries (%__cb_t*, %__cb_u*, used by cg_ld and the argument loads)
  * may be clobbered while a map operation keeps its addresses; %__cb_h0..7 hold key words. */
 #include <stdio.h>
@@ -18,7 +18,6 @@
 #define EEXIST 17
 #define EINVAL 22
 #define EAGAIN 11
-#define RB_MAX_RECORD 4096 /* bytes of one bpf_ringbuf_output record (payload) */
 
 static int mfail(struct cg *g, uint32_t pc, uint32_t id, const char *what)
 {
@@ -299,78 +298,141 @@ int cg_map_op(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char
 
 /* ---- ring buffers ---- */
 
-/* Lane of this SM for the ring buffer map at m2: %__cb_m0 = the lane header, %__cb_m1 =
- * lane_bytes.  The host fills the map header before launching: cacheable loads. */
+/* The lane of this warp slot (cubpf_abi.h): %__cb_x6 = the lane, %__cb_m0 = its cubpf_rb_prod,
+ * %__cb_m1 = lane_bytes, %__cb_m2 = the producers' part (its header).  The host fills the header
+ * before launching: cacheable loads, from device memory. */
 static void rb_lane(struct cg *g, uint32_t map)
 {
-	const unsigned H = (unsigned)sizeof(struct cubpf_rb_header);
-	const unsigned LH = (unsigned)sizeof(struct cubpf_rb_lane);
+	const unsigned H = (unsigned)sizeof(struct cubpf_rb_state);
+	const unsigned P = (unsigned)sizeof(struct cubpf_rb_prod);
 	OUT("ld.const.u64 %%__cb_m2, [" PTX_MAP_SYMBOL_FMT "];\n", map);
-	OUT("ld.global.nc.u32 %%__cb_x0, [%%__cb_m2];\n");
+	OUT("ld.global.nc.v2.u32 {%%__cb_x0, %%__cb_x1}, [%%__cb_m2];\n"); /* lanes, warps */
 	OUT("ld.global.nc.u64 %%__cb_m1, [%%__cb_m2+8];\n");
-	OUT("mov.u32 %%__cb_x1, %%smid;\n");
-	OUT("rem.u32 %%__cb_x1, %%__cb_x1, %%__cb_x0;\n");
-	OUT("add.s64 %%__cb_m3, %%__cb_m1, %u;\n", LH);
-	OUT("cvt.u64.u32 %%__cb_m0, %%__cb_x1;\n");
-	OUT("mad.lo.u64 %%__cb_m0, %%__cb_m0, %%__cb_m3, %%__cb_m2;\n");
+	OUT("mov.u32 %%__cb_x6, %%smid;\n");
+	OUT("mov.u32 %%__cb_x3, %%warpid;\n");
+	OUT("mad.lo.u32 %%__cb_x6, %%__cb_x6, %%__cb_x1, %%__cb_x3;\n");
+	OUT("rem.u32 %%__cb_x6, %%__cb_x6, %%__cb_x0;\n"); /* %warpid may exceed the slots: modulo */
+	OUT("mul.wide.u32 %%__cb_m0, %%__cb_x6, %u;\n", P);
+	OUT("add.s64 %%__cb_m0, %%__cb_m0, %%__cb_m2;\n");
 	OUT("add.s64 %%__cb_m0, %%__cb_m0, %u;\n", H);
 }
 
-/* One reservation for all the lanes of the warp that reach this call together (the warp's
- * active mask): the lowest lane reserves as many records as fit, k of the warp's count (the
- * host has not consumed enough: never wait), with a compare-and-swap on the lane's head, and
- * hands the start and k to the others with shuffles; lanes ranked k and above drop theirs,
- * counted once by the lowest lane.  One round trip to host memory per warp instead of one per
- * thread.  Leaves %__cb_m2 = this thread's record position; branches to DROP when dropped. */
-static void rb_reserve(struct cg *g, uint32_t rec, const char *L, const char *J, const char *DROP)
+/* The warp's callers (activemask): %__cb_x2 = their mask, %__cb_x3 = this one's rank, %__cb_x4 =
+ * k, their number, %__cb_x5 = the leader (the lowest), %__cb_m5 = the batch's bytes
+ * (CUBPF_RB_BATCH_BYTES with `wb` = 8 x words per record). */
+static void rb_callers(struct cg *g, uint32_t wb)
 {
 	OUT("activemask.b32 %%__cb_x2;\n");
 	OUT("mov.u32 %%__cb_x3, %%lanemask_lt;\n");
 	OUT("and.b32 %%__cb_x3, %%__cb_x3, %%__cb_x2;\n");
-	OUT("popc.b32 %%__cb_x3, %%__cb_x3;\n"); /* rank among the warp's callers */
-	OUT("popc.b32 %%__cb_x4, %%__cb_x2;\n"); /* callers */
+	OUT("popc.b32 %%__cb_x3, %%__cb_x3;\n");
+	OUT("popc.b32 %%__cb_x4, %%__cb_x2;\n");
 	OUT("brev.b32 %%__cb_x5, %%__cb_x2;\n");
-	OUT("clz.b32 %%__cb_x5, %%__cb_x5;\n"); /* the lowest calling lane */
+	OUT("clz.b32 %%__cb_x5, %%__cb_x5;\n");
+	OUT("mul.wide.u32 %%__cb_m5, %%__cb_x4, %u;\n", wb);
+	OUT("add.s64 %%__cb_m5, %%__cb_m5, %u;\n", CUBPF_RB_BATCH_HDR + 15);
+	OUT("and.b64 %%__cb_m5, %%__cb_m5, -16;\n");
+}
+
+/* Step 1 of the protocol, by the leader: one reservation for the whole batch, a CAS on the
+ * lane's head in device memory; the tail is re-read from the ring (over PCIe) only when the
+ * cached copy says the batch does not fit.  The fit test is signed: a head read before the tail
+ * passed it is stale, and the CAS then fails and retries.  Leaves, shuffled to every caller,
+ * %__cb_m3 = the batch's position and %__cb_x7 = 1 when reserved (0: dropped); the leader also
+ * keeps %__cb_m4 = the padding before the batch. */
+static void rb_reserve(struct cg *g, const char *L, const char *F, const char *J)
+{
 	OUT("mov.u32 %%__cb_x7, 0;\n");
 	OUT("setp.ne.u32 %%__cb_q1, %%__cb_x3, 0;\n");
 	OUT("@%%__cb_q1 bra %s;\n", J);
+	OUT("ld.volatile.global.u64 %%__cb_m3, [%%__cb_m0];\n");
 	buf_printf(g->out, "%s:\n", L);
-	OUT("ld.volatile.global.u64 %%__cb_m2, [%%__cb_m0];\n");
-	OUT("ld.volatile.global.u64 %%__cb_m3, [%%__cb_m0+8];\n");
-	OUT("sub.s64 %%__cb_m3, %%__cb_m2, %%__cb_m3;\n");
-	OUT("sub.s64 %%__cb_m4, %%__cb_m1, %%__cb_m3;\n"); /* free bytes */
-	OUT("div.u64 %%__cb_m4, %%__cb_m4, %u;\n", rec);
-	OUT("cvt.u64.u32 %%__cb_m3, %%__cb_x4;\n");
-	OUT("min.u64 %%__cb_m4, %%__cb_m4, %%__cb_m3;\n");
-	OUT("cvt.u32.u64 %%__cb_x7, %%__cb_m4;\n");
-	OUT("setp.eq.u32 %%__cb_q0, %%__cb_x7, 0;\n");
-	OUT("@%%__cb_q0 bra %s;\n", J);
-	OUT("mad.lo.u64 %%__cb_m3, %%__cb_m4, %u, %%__cb_m2;\n", rec);
-	OUT("atom.sys.global.cas.b64 %%__cb_m3, [%%__cb_m0], %%__cb_m2, %%__cb_m3;\n");
-	OUT("setp.ne.u64 %%__cb_q0, %%__cb_m3, %%__cb_m2;\n");
+	OUT("rem.u64 %%__cb_m4, %%__cb_m3, %%__cb_m1;\n");
+	OUT("sub.s64 %%__cb_m4, %%__cb_m1, %%__cb_m4;\n"); /* room before the lane's end */
+	OUT("setp.lt.u64 %%__cb_q0, %%__cb_m4, %%__cb_m5;\n");
+	OUT("selp.b64 %%__cb_m4, %%__cb_m4, 0, %%__cb_q0;\n"); /* padding */
+	OUT("add.s64 %%__cb_m6, %%__cb_m3, %%__cb_m4;\n");
+	OUT("add.s64 %%__cb_m6, %%__cb_m6, %%__cb_m5;\n"); /* the new head */
+	OUT("ld.volatile.global.u64 %%__cb_m7, [%%__cb_m0+8];\n");
+	OUT("sub.s64 %%__cb_m7, %%__cb_m6, %%__cb_m7;\n");
+	OUT("setp.le.s64 %%__cb_q0, %%__cb_m7, %%__cb_m1;\n");
+	OUT("@%%__cb_q0 bra %s;\n", F);
+	OUT("ld.global.nc.u64 %%__cb_m7, [%%__cb_m2+16];\n"); /* the ring's tails */
+	OUT("mad.wide.u32 %%__cb_m7, %%__cb_x6, 8, %%__cb_m7;\n");
+	OUT("ld.volatile.global.u64 %%__cb_m7, [%%__cb_m7];\n");
+	OUT("red.global.max.u64 [%%__cb_m0+8], %%__cb_m7;\n");
+	OUT("sub.s64 %%__cb_m7, %%__cb_m6, %%__cb_m7;\n");
+	OUT("setp.le.s64 %%__cb_q0, %%__cb_m7, %%__cb_m1;\n");
+	OUT("@!%%__cb_q0 bra %s;\n", J); /* still full: dropped */
+	buf_printf(g->out, "%s:\n", F);
+	OUT("atom.global.cas.b64 %%__cb_m7, [%%__cb_m0], %%__cb_m3, %%__cb_m6;\n");
+	OUT("setp.ne.u64 %%__cb_q0, %%__cb_m7, %%__cb_m3;\n");
+	OUT("mov.b64 %%__cb_m3, %%__cb_m7;\n");
 	OUT("@%%__cb_q0 bra %s;\n", L);
+	OUT("add.s64 %%__cb_m3, %%__cb_m3, %%__cb_m4;\n");
+	OUT("mov.u32 %%__cb_x7, 1;\n");
 	buf_printf(g->out, "%s:\n", J);
-	OUT("mov.b64 {%%__cb_x0, %%__cb_x1}, %%__cb_m2;\n");
+	OUT("mov.b64 {%%__cb_x0, %%__cb_x1}, %%__cb_m3;\n");
 	OUT("shfl.sync.idx.b32 %%__cb_x0, %%__cb_x0, %%__cb_x5, 31, %%__cb_x2;\n");
 	OUT("shfl.sync.idx.b32 %%__cb_x1, %%__cb_x1, %%__cb_x5, 31, %%__cb_x2;\n");
 	OUT("shfl.sync.idx.b32 %%__cb_x7, %%__cb_x7, %%__cb_x5, 31, %%__cb_x2;\n");
-	OUT("mov.b64 %%__cb_m2, {%%__cb_x0, %%__cb_x1};\n");
-	OUT("sub.u32 %%__cb_x6, %%__cb_x4, %%__cb_x7;\n"); /* dropped in this batch */
-	OUT("setp.ne.u32 %%__cb_q0, %%__cb_x6, 0;\n");
-	OUT("setp.eq.u32 %%__cb_q1, %%__cb_x3, 0;\n");
-	OUT("and.pred %%__cb_q0, %%__cb_q0, %%__cb_q1;\n");
-	OUT("cvt.u64.u32 %%__cb_m3, %%__cb_x6;\n");
-	OUT("@%%__cb_q0 red.sys.global.add.u64 [%%__cb_m0+16], %%__cb_m3;\n");
-	OUT("setp.ge.u32 %%__cb_q0, %%__cb_x3, %%__cb_x7;\n");
-	OUT("@%%__cb_q0 bra %s;\n", DROP);
-	OUT("mul.wide.u32 %%__cb_m3, %%__cb_x3, %u;\n", rec);
-	OUT("add.s64 %%__cb_m2, %%__cb_m2, %%__cb_m3;\n");
+	OUT("mov.b64 %%__cb_m3, {%%__cb_x0, %%__cb_x1};\n");
 }
 
-/* bpf_ringbuf_output(map, data, size, flags): one record in the lane of this SM, following the
- * producer protocol of cubpf_abi.h (reservations batched per warp: rb_reserve); a record that
- * does not fit is counted in the lane's drops and the helper returns -EAGAIN, as Linux does
- * when a ring buffer is full. */
+/* A dropped batch: the leader adds k to the lane's drops in the ring (system scope: the host
+ * reads them). */
+static void rb_drop(struct cg *g)
+{
+	OUT("setp.eq.u32 %%__cb_q0, %%__cb_x3, 0;\n");
+	OUT("ld.global.nc.u64 %%__cb_m7, [%%__cb_m2+24];\n");
+	OUT("mad.wide.u32 %%__cb_m7, %%__cb_x6, 8, %%__cb_m7;\n");
+	OUT("cvt.u64.u32 %%__cb_m6, %%__cb_x4;\n");
+	OUT("@%%__cb_q0 red.sys.global.add.u64 [%%__cb_m7], %%__cb_m6;\n");
+	OUT("mov.b64 %%__cb_r0, -%d;\n", EAGAIN);
+}
+
+/* Steps 2 and 3: %__cb_m6 = the batch, %__cb_m7 = the lane's data; each caller stores its words
+ * field-major (word i of rank r at +16 + (i k + r) 8: one warp-wide store writes k consecutive
+ * words), then the leader, after bar.warp.sync and one fence, the commit words. */
+static int rb_store(struct cg *g, uint32_t pc, uint32_t depth, uint32_t size)
+{
+	OUT("ld.global.nc.u64 %%__cb_m7, [%%__cb_m2+32];\n");
+	OUT("cvt.u64.u32 %%__cb_m6, %%__cb_x6;\n");
+	OUT("mad.lo.u64 %%__cb_m7, %%__cb_m6, %%__cb_m1, %%__cb_m7;\n");
+	OUT("rem.u64 %%__cb_m6, %%__cb_m3, %%__cb_m1;\n");
+	OUT("add.s64 %%__cb_m6, %%__cb_m7, %%__cb_m6;\n");
+	OUT("mul.wide.u32 %%__cb_m5, %%__cb_x3, 8;\n");
+	OUT("add.s64 %%__cb_m5, %%__cb_m5, %%__cb_m6;\n");
+	OUT("mul.wide.u32 %%__cb_m9, %%__cb_x4, 8;\n"); /* a field's row: k words */
+	for (uint32_t i = 0; i < (size + 7) / 8; i++) {
+		if (arg_word(g, pc, depth, 2, size, i, "%__cb_m8"))
+			return -1;
+		if (i)
+			OUT("add.s64 %%__cb_m5, %%__cb_m5, %%__cb_m9;\n");
+		OUT("st.global.u64 [%%__cb_m5+%u], %%__cb_m8;\n", CUBPF_RB_BATCH_HDR);
+	}
+	OUT("bar.warp.sync %%__cb_x2;\n"); /* every caller's words before the leader's fence */
+	OUT("setp.eq.u32 %%__cb_q0, %%__cb_x3, 0;\n");
+	OUT("setp.ne.u64 %%__cb_q1, %%__cb_m4, 0;\n");
+	OUT("and.pred %%__cb_q1, %%__cb_q1, %%__cb_q0;\n"); /* the leader, after padding */
+	OUT("@%%__cb_q0 st.volatile.global.v2.u32 [%%__cb_m6], {%%__cb_x4, %u};\n", size);
+	OUT("sub.s64 %%__cb_m5, %%__cb_m1, %%__cb_m4;\n");
+	OUT("add.s64 %%__cb_m5, %%__cb_m7, %%__cb_m5;\n"); /* the padding, up to the lane's end */
+	OUT("@%%__cb_q1 st.volatile.global.v2.u32 [%%__cb_m5], {0, 0};\n");
+	OUT("@%%__cb_q0 membar.sys;\n"); /* the batch before the commit words */
+	OUT("sub.s64 %%__cb_m8, %%__cb_m3, %%__cb_m4;\n");
+	OUT("add.s64 %%__cb_m8, %%__cb_m8, 1;\n"); /* CUBPF_RB_TAG(head) */
+	OUT("@%%__cb_q1 st.volatile.global.u64 [%%__cb_m5+8], %%__cb_m8;\n");
+	OUT("add.s64 %%__cb_m8, %%__cb_m3, 1;\n"); /* CUBPF_RB_TAG(position) */
+	OUT("@%%__cb_q0 st.volatile.global.u64 [%%__cb_m6+8], %%__cb_m8;\n");
+	OUT("mov.b64 %%__cb_r0, 0;\n");
+	return 0;
+}
+
+/* bpf_ringbuf_output(map, data, size, flags): the warp's callers write one batch to the lane of
+ * their warp slot, following the producer protocol of cubpf_abi.h; a batch that does not fit is
+ * counted in the lane's drops and the helper returns -EAGAIN, as Linux does when a ring buffer
+ * is full. */
 int cg_ringbuf_output(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
 {
 	const uint32_t id = CUBPF_FN_ringbuf_output;
@@ -380,42 +442,28 @@ int cg_ringbuf_output(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
 	const struct vm_map_def *d = &g->p->maps[m->map];
 	if (d->type != CUBPF_MAP_RINGBUF && d->type != CUBPF_MAP_GPU_RINGBUF)
 		return mfail(g, pc, id, "the map is not a ring buffer");
-	if (sz->kind != AV_CONST || sz->v <= 0 || sz->v > RB_MAX_RECORD)
+	if (sz->kind != AV_CONST || sz->v <= 0 || sz->v > CUBPF_RB_MAX_RECORD)
 		return mfail(g, pc, id, "the record size must be a constant of 1 to 4096 bytes");
 	if (g->p->st[pc].r[2].kind == AV_CTX || g->p->st[pc].r[2].kind == AV_CONFLICT)
 		return mfail(g, pc, id, "the context cannot be passed to helpers on the GPU");
 	g->res->maps_used |= 1ull << m->map;
-	uint32_t size = (uint32_t)sz->v, rec = CUBPF_RB_HDR_BYTES + ((size + 7) & ~7u);
-	uint32_t inst = g->next_inst++;
-	char L[96], J[96], X[96], D[96];
+	uint32_t size = (uint32_t)sz->v, inst = g->next_inst++;
+	char L[96], F[96], J[96], X[96], D[96];
 	snprintf(L, sizeof(L), "%sm%u_l", ip, inst);
+	snprintf(F, sizeof(F), "%sm%u_f", ip, inst);
 	snprintf(J, sizeof(J), "%sm%u_j", ip, inst);
 	snprintf(X, sizeof(X), "%sm%u_x", ip, inst);
 	snprintf(D, sizeof(D), "%sm%u_d", ip, inst);
-	const unsigned LH = (unsigned)sizeof(struct cubpf_rb_lane);
 	rb_lane(g, m->map);
-	rb_reserve(g, rec, L, J, X);
-	/* bytes [pos, pos + rec) are ours; %__cb_m1 = lane_bytes - 1, %__cb_m0 = lane data */
-	OUT("sub.s64 %%__cb_m1, %%__cb_m1, 1;\n");
-	OUT("add.s64 %%__cb_m0, %%__cb_m0, %u;\n", LH);
-	OUT("and.b64 %%__cb_m3, %%__cb_m2, %%__cb_m1;\n");
-	OUT("add.s64 %%__cb_m4, %%__cb_m0, %%__cb_m3;\n"); /* the record header */
-	OUT("st.volatile.global.v2.u32 [%%__cb_m4], {%u, 0};\n", size | CUBPF_RB_BUSY);
-	for (uint32_t i = 0; i < (size + 7) / 8; i++) {
-		if (arg_word(g, pc, depth, 2, size, i, "%__cb_m5"))
-			return -1;
-		/* each 8-byte word wraps on its own: positions and lane sizes are multiples of 8 */
-		OUT("add.s64 %%__cb_m3, %%__cb_m2, %u;\n", CUBPF_RB_HDR_BYTES + 8 * i);
-		OUT("and.b64 %%__cb_m3, %%__cb_m3, %%__cb_m1;\n");
-		OUT("add.s64 %%__cb_m3, %%__cb_m0, %%__cb_m3;\n");
-		OUT("st.global.u64 [%%__cb_m3], %%__cb_m5;\n");
-	}
-	OUT("membar.sys;\n"); /* the payload before the header that says it is complete */
-	OUT("st.volatile.global.u32 [%%__cb_m4], %u;\n", size);
-	OUT("mov.b64 %%__cb_r0, 0;\n");
+	rb_callers(g, 8 * ((size + 7) / 8));
+	rb_reserve(g, L, F, J);
+	OUT("setp.eq.u32 %%__cb_q0, %%__cb_x7, 0;\n");
+	OUT("@%%__cb_q0 bra %s;\n", X);
+	if (rb_store(g, pc, depth, size))
+		return -1;
 	OUT("bra %s;\n", D);
-	buf_printf(g->out, "%s:\n", X); /* dropped (counted in rb_reserve) */
-	OUT("mov.b64 %%__cb_r0, -%d;\n", EAGAIN);
+	buf_printf(g->out, "%s:\n", X);
+	rb_drop(g);
 	buf_printf(g->out, "%s:\n", D);
 	return 0;
 }

@@ -23,8 +23,13 @@
  *  - Per-SM arrays (CUBPF_MAP_PERCPU_ARRAY), per-thread arrays (CUBPF_MAP_PERTHREAD_ARRAY),
  *    hash maps (CUBPF_MAP_HASH) and ring buffers (CUBPF_MAP_RINGBUF, CUBPF_MAP_GPU_RINGBUF):
  *    the layouts of tools/include/cubpf_abi.h ("GPU map layouts", "GPU ring buffers"), zeroed
- *    by the host, which also fills the per-thread header and the ring buffer header.
- *  - Lookups and updates are plain device-memory code: never a round trip to the host.
+ *    by the host, which also fills the per-thread header and the ring buffer headers.  A ring
+ *    buffer's __cubpf_map_<i> is its producers' part in device memory (heads, cached tails),
+ *    whose header holds the addresses of the ring in pinned host memory.
+ *  - Lookups and updates are plain device-memory code: never a round trip to the host.  Ring
+ *    buffer output writes one batch per warp and call site to pinned host memory (contiguous
+ *    field-major stores, one fence, one commit word); it reads the host's tail over PCIe only
+ *    when the cached copy says the lane is full.
  *  - Enable words (ptx_inject_opts.enable_words): the module also declares
  *    `.visible .const .align 8 .u64 __cubpf_enable;` (cubpf_abi.h, "enable words").
  *
@@ -52,7 +57,7 @@
  *    are never split and must be naturally aligned (as in Linux);
  *  - helpers: map_lookup/update/delete_elem on array, per-SM, per-thread and hash maps and
  *    globals (device memory, through __cubpf_map_<i>), ringbuf_output (constant sizes up to
- *    4096 bytes), ktime_get_ns and get_globaltimer (%globaltimer), get_clock (%clock64),
+ *    CUBPF_RB_MAX_RECORD = 4096 bytes; a warp's callers write one batch), ktime_get_ns and get_globaltimer (%globaltimer), get_clock (%clock64),
  *    get_smp_processor_id and get_sm_id (%smid), get_warp_id, get_lane_id, get_block_idx,
  *    get_block_dim, get_thread_idx, get_grid_dim, gpu_membar (membar.gl), get_active_mask,
  *    get_active_count (popc of activemask), is_warp_leader (lowest active lane),

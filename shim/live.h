@@ -149,6 +149,7 @@ struct live_ctx {
 	CUdeviceptr *base;          /* per map; 0 when the map has no device storage */
 	uint64_t device_bytes;
 	uint64_t pinned_bytes;
+	uint64_t rb_state_bytes;    /* device bytes of ring buffers' producer bookkeeping */
 	void **host;                /* per ring buffer map: its pinned host memory, else NULL */
 	uint64_t *drops_seen;       /* per ring buffer map: drops already written to the trace */
 	uint8_t **snap;             /* per map: the last copy read back (NULL before) */

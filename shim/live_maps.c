@@ -39,9 +39,9 @@ uint32_t live_ctx_sm(CUcontext ctx)
 static void ctx_free(struct live_ctx *c)
 {
 	for (uint32_t i = 0; c->base && i < live.nmaps; i++) {
-		if (c->host && c->host[i])
+		if (c->host && c->host[i]) /* a ring buffer: the ring, and the producers' part */
 			live_cu.cuMemFreeHost(c->host[i]);
-		else if (c->base[i])
+		if (c->base[i])
 			live_cu.cuMemFree_v2(c->base[i]);
 	}
 	if (c->enable)
@@ -55,58 +55,105 @@ static void ctx_free(struct live_ctx *c)
 }
 
 /* ---- ring buffers: pinned host memory mapped into the device ---------------------------------
- * One lane per SM, each a power of two of at least 4 KiB; the map's max_entries (bytes, as in
- * Linux) is spread over the lanes, and all ring buffers of a context share CUBPF_RINGBUF_MB. */
+ * One lane per warp slot (SMs x warp slots per SM, cubpf_abi.h).  Each ring buffer gets the
+ * larger of its max_entries (bytes, as in Linux) and an equal share of what is left of the
+ * budget (CUBPF_RINGBUF_MB, shared by all ring buffers of a context), spread over its lanes:
+ * with 8448 lanes (an H100) a max_entries of a few MiB would give lanes too small to hold what
+ * one kernel writes before the drain comes round, and the budget is what the user granted.
+ * Lane sizes are multiples of 128 bytes (batches are 16-aligned and never wrap: no power of two
+ * needed) and at least RB_LANE_MIN, one batch of 32 records of 48 bytes with room to spare.
+ * The producers' part (heads, cached tails) is a device allocation of 64 + 32 x lanes bytes,
+ * counted in the context's device bytes. */
 
-static uint64_t pow2_floor(uint64_t x)
+#define RB_LANE_MIN 2048u
+#define RB_WARPS_DEFAULT 64u /* sm_90's warp slots per SM, when the driver does not say */
+
+static uint64_t rb_lane_size(uint64_t want, uint32_t lanes, uint64_t budget)
 {
-	uint64_t p = 1;
-	while (p * 2 <= x)
-		p *= 2;
-	return p;
+	uint64_t room = budget > CUBPF_RB_DATA_OFFSET(lanes) ? budget - CUBPF_RB_DATA_OFFSET(lanes) : 0;
+	uint64_t lane = (want / lanes) & ~127ull, fit = (room / lanes) & ~127ull;
+	lane = lane < fit ? lane : fit;
+	return lane < RB_LANE_MIN ? RB_LANE_MIN : lane;
 }
 
-static int ringbuf_alloc(struct live_ctx *c, uint32_t i, uint32_t lanes, uint64_t budget,
-			 char *err, size_t errlen)
+/* The producers' part: zeroed, with its header (the ring's device addresses). */
+static CUresult ringbuf_state(struct live_ctx *c, uint32_t i, uint32_t lanes, uint32_t warps,
+			      uint64_t lane, CUdeviceptr ring)
+{
+	uint64_t bytes = live_rb_state_bytes(lanes);
+	struct cubpf_rb_state h = live_rb_state_header(lanes, warps, lane, ring);
+	CUresult r = live_cu.cuMemAlloc_v2(&c->base[i], bytes);
+	if (r == CUDA_SUCCESS)
+		r = live_cu.cuMemsetD8Async(c->base[i], 0, bytes, c->stream);
+	if (r == CUDA_SUCCESS)
+		r = live_cu.cuMemcpyHtoDAsync_v2(c->base[i], &h, sizeof(h), c->stream);
+	if (r == CUDA_SUCCESS) /* h is on this stack */
+		r = live_cu.cuStreamSynchronize(c->stream);
+	if (r == CUDA_SUCCESS) {
+		c->device_bytes += bytes;
+		c->rb_state_bytes += bytes;
+	}
+	return r;
+}
+
+static int ringbuf_alloc(struct live_ctx *c, uint32_t i, uint32_t sms, uint32_t warps,
+			 uint64_t want, uint64_t budget, char *err, size_t errlen)
 {
 	const struct live_map *m = &live.maps[i];
-	uint64_t lane = pow2_floor(m->def.max_entries / lanes);
-	lane = lane < 4096 ? 4096 : lane;
-	while (lane > 4096 && live_rb_bytes(lanes, lane) > budget)
-		lane /= 2;
-	uint64_t bytes = live_rb_bytes(lanes, lane);
+	uint32_t lanes = sms * warps;
+	uint64_t lane = rb_lane_size(want, lanes, budget), bytes = live_rb_bytes(lanes, lane);
 	if (bytes > budget) {
 		snprintf(err, errlen, "ring buffer %s needs %" PRIu64 " bytes of pinned memory "
-			 "(%u lanes), more than the budget left of %" PRIu64 " (CUBPF_RINGBUF_MB)",
-			 m->def.name, bytes, lanes, budget);
+			 "(%u lanes of %u bytes), more than the budget left of %" PRIu64
+			 " (CUBPF_RINGBUF_MB)", m->def.name, bytes, lanes, RB_LANE_MIN, budget);
 		return -1;
 	}
+	CUdeviceptr ring = 0;
 	CUresult r = live_cu.cuMemHostAlloc(&c->host[i], bytes, CU_MEMHOSTALLOC_DEVICEMAP |
 					    CU_MEMHOSTALLOC_PORTABLE);
-	if (r == CUDA_SUCCESS) {
-		live_rb_init(c->host[i], lanes, lane);
-		r = live_cu.cuMemHostGetDevicePointer_v2(&c->base[i], c->host[i], 0);
-	}
+	if (r == CUDA_SUCCESS)
+		r = live_cu.cuMemHostGetDevicePointer_v2(&ring, c->host[i], 0);
+	if (r == CUDA_SUCCESS)
+		r = ringbuf_state(c, i, lanes, warps, lane, ring);
 	if (r != CUDA_SUCCESS) {
-		snprintf(err, errlen, "ring buffer %s: %" PRIu64 " bytes of pinned memory: %s",
-			 m->def.name, bytes, live_cu_error(r));
+		snprintf(err, errlen, "ring buffer %s: %" PRIu64 " bytes of pinned memory and %"
+			 PRIu64 " of device memory: %s", m->def.name, bytes,
+			 live_rb_state_bytes(lanes), live_cu_error(r));
 		return -1;
 	}
+	live_rb_init(c->host[i], lanes, warps, lane, c->base[i]);
 	c->pinned_bytes += bytes;
 	return 0;
 }
 
+/* SMs and warp slots per SM of the context's device. */
+static void ringbuf_geometry(const struct live_ctx *c, uint32_t *sms, uint32_t *warps)
+{
+	int n = 0, t = 0;
+	if (live_cu.cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+					 c->dev) != CUDA_SUCCESS || n <= 0)
+		n = 1;
+	if (live_cu.cuDeviceGetAttribute(&t, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+					 c->dev) != CUDA_SUCCESS || t < 32)
+		t = 32 * RB_WARPS_DEFAULT;
+	*sms = (uint32_t)n, *warps = (uint32_t)t / 32;
+}
+
 static int ringbufs_alloc(struct live_ctx *c, char *err, size_t errlen)
 {
-	int sms = 0;
-	if (live_cu.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-					 c->dev) != CUDA_SUCCESS || sms <= 0)
-		sms = 1;
+	uint32_t sms, warps, left = 0;
+	ringbuf_geometry(c, &sms, &warps);
 	for (uint32_t i = 0; i < live.nmaps; i++)
-		if (live.maps[i].ringbuf &&
-		    ringbuf_alloc(c, i, (uint32_t)sms, live.ringbuf_bytes - c->pinned_bytes, err,
+		left += live.maps[i].ringbuf;
+	for (uint32_t i = 0; i < live.nmaps; i++) {
+		if (!live.maps[i].ringbuf)
+			continue;
+		uint64_t budget = live.ringbuf_bytes - c->pinned_bytes, share = budget / left--;
+		uint64_t want = live.maps[i].def.max_entries;
+		if (ringbuf_alloc(c, i, sms, warps, want > share ? want : share, budget, err,
 				  errlen) != 0)
 			return -1;
+	}
 	return 0;
 }
 
@@ -372,9 +419,13 @@ struct live_ctx *live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 	c->next = ctxs;
 	ctxs = c;
 	pthread_mutex_unlock(&lock);
+	char rb[96] = ""; /* appended: the line's start is what readers parse (tools/tool_data.c) */
+	if (c->rb_state_bytes)
+		snprintf(rb, sizeof(rb), "; ring buffer bookkeeping %" PRIu64 " of the device bytes",
+			 c->rb_state_bytes);
 	shim_log(SHIM_LOG_INFO, "live: maps on device %d (context %p): %" PRIu64 " device bytes, "
-		 "%" PRIu64 " pinned bytes, %u maps", (int)c->dev, (void *)ctx, c->device_bytes,
-		 c->pinned_bytes, live.nmaps);
+		 "%" PRIu64 " pinned bytes, %u maps%s", (int)c->dev, (void *)ctx, c->device_bytes,
+		 c->pinned_bytes, live.nmaps, rb);
 	live_exit_arm(); /* the driver is initialised by now: see live_exit */
 	live_clock_calibrate(c); /* the context is current: this is the application's thread */
 	live_maps_start_thread();

@@ -10,34 +10,44 @@
 #include "store/store.h"
 #include "tools/include/cubpf_abi.h"
 
-/* Bytes a map of `lanes` lanes of `lane_bytes` (a power of two) takes. */
+/* Bytes of the ring (pinned) of `lanes` lanes of `lane_bytes` (a multiple of 128), and of the
+ * producers' part (device memory). */
 uint64_t live_rb_bytes(uint32_t lanes, uint64_t lane_bytes);
-/* Lays out a map in `mem` (live_rb_bytes bytes, zeroed here). */
-void live_rb_init(void *mem, uint32_t lanes, uint64_t lane_bytes);
+uint64_t live_rb_state_bytes(uint32_t lanes);
+/* Lays out a ring in `mem` (live_rb_bytes bytes, zeroed here); `state` is the device address of
+ * the producers' part, `ring` the device address of `mem` (the same in the tests). */
+void live_rb_init(void *mem, uint32_t lanes, uint32_t warps, uint64_t lane_bytes,
+		  uint64_t state);
+/* The header of the producers' part for a ring at device address `ring` (the rest of the part
+ * is zero: heads and cached tails start at 0). */
+struct cubpf_rb_state live_rb_state_header(uint32_t lanes, uint32_t warps, uint64_t lane_bytes,
+					   uint64_t ring);
 
 /* Called for each record taken: lane, payload and its length. */
 typedef void (*live_rb_fn)(void *user, uint32_t lane, const void *data, uint32_t len);
 
 /* Takes every complete record of every lane, in each lane's reservation order, and frees their
- * space.  `scratch` (lane_bytes) holds a record that wraps around the end of its lane.  Returns
- * the number of records taken; a damaged header (a length the lane cannot hold) stops that
- * lane and counts in *damaged. */
+ * space.  `scratch` (lane_bytes) receives the records unpacked from their batches.  Returns the
+ * number of records taken; a damaged batch header (a size the lane cannot hold) stops that lane
+ * and counts in *damaged. */
 uint64_t live_rb_drain(void *mem, void *scratch, live_rb_fn fn, void *user, uint64_t *damaged);
 
-/* The batched drain (the shim's).  A run is the records of one lane from tail up to the first
- * one not yet committed (busy or unwritten), handed over at once: recs[i].data points into the
- * lane, or into scratch for the one record of a run that wraps around the lane's end, and is
- * valid until fn returns.  After fn the run's bytes are zeroed (one memset per contiguous
- * piece) and tail advances once.  A run holds at most LIVE_RB_RUN records; a lane gives at most
- * one ring's worth of bytes per call, so that a busy lane cannot hold the others back. */
+/* The batched drain (the shim's).  A run is the records of the batches of one lane from tail up
+ * to the first batch not yet committed, unpacked into scratch (lane_bytes: a run never holds
+ * more) and handed over at once: recs[i].data points into scratch and is valid until fn
+ * returns.  After fn the run's ring bytes are zeroed (one memset per contiguous piece) and tail
+ * advances once.  A run holds at most LIVE_RB_RUN records (and whole batches: a batch of up to
+ * 32 records may take it past LIVE_RB_RUN - 32); a lane gives at most one ring's worth of
+ * bytes per call, so that a busy lane cannot hold the others back.  An empty lane costs one
+ * load of its tail and one of the commit word there. */
 #define LIVE_RB_RUN 512u
 typedef void (*live_rb_run_fn)(void *user, uint32_t lane, const struct store_probe_data *recs,
 			       uint32_t n);
 
 struct live_rb_taken {
-	uint64_t records, bytes; /* records and ring bytes (headers included) taken */
+	uint64_t records, bytes; /* records and ring bytes (headers and padding included) taken */
 	uint64_t runs;           /* calls of fn */
-	uint64_t damaged;        /* lanes stopped by a header whose length the lane cannot hold */
+	uint64_t damaged;        /* lanes stopped by a batch header the lane cannot hold */
 };
 
 /* Drains lanes first, first + step, first + 2 step ... (step >= 1: drain threads share lanes
@@ -58,7 +68,12 @@ void live_rb_to_trace(void *user, uint32_t lane, const struct store_probe_data *
 uint64_t live_rb_drops(const void *mem);
 
 /* The producer's protocol on the CPU: the reference for the device code, and the tests' fake
- * producer.  Returns 0, or -1 when the record did not fit (dropped and counted). */
+ * producer.  The producers' part is reached through the ring header's `state`, which must be a
+ * host address here.  A batch of k records of `len` bytes each (recs: k records one after the
+ * other, len bytes apart) goes to lane `lane` (modulo lanes).  Returns 0, or -1 when the batch
+ * did not fit (its k records dropped and counted). */
+int live_rb_produce_batch(void *mem, uint32_t lane, const void *recs, uint32_t k, uint32_t len);
+/* A batch of one record. */
 int live_rb_produce(void *mem, uint32_t lane, const void *data, uint32_t len);
 
 #endif

@@ -169,7 +169,11 @@ void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FI
 	for (size_t i = 0; i < d->ndevices; i++)
 		fprintf(f, "%s\n", d->devices[i]);
 	/* kernel ids, memory and reasons come from the log or, format 1.2, from the trace */
-	if (d->have_log || d->have_mapmem)
+	if ((d->have_log || d->have_mapmem) && d->log_rb_state_bytes)
+		fprintf(f, "maps and buffers: %" PRIu64 " device bytes (%" PRIu64 " of them ring "
+			"buffer bookkeeping), %" PRIu64 " pinned host bytes\n", d->device_bytes,
+			d->log_rb_state_bytes, d->pinned_bytes);
+	else if (d->have_log || d->have_mapmem)
 		fprintf(f, "maps and buffers: %" PRIu64 " device bytes, %" PRIu64 " pinned host bytes\n",
 			d->device_bytes, d->pinned_bytes);
 	if (d->have_log || d->have_meta) {

@@ -85,8 +85,12 @@ int tool_data_log_line(struct tool_data *d, const char *line)
 	}
 	if (sscanf(line, "live: maps on device %d (context %*[^)]): %" SCNu64 " device bytes, %"
 		   SCNu64 " pinned bytes, %u maps", &dev, &devb, &pinb, &nmaps) == 4) {
+		const char *rb = strstr(line, "; ring buffer bookkeeping ");
+		uint64_t rbb = 0;
 		d->log_device_bytes += devb;
 		d->log_pinned_bytes += pinb;
+		if (rb && sscanf(rb, "; ring buffer bookkeeping %" SCNu64, &rbb) == 1)
+			d->log_rb_state_bytes += rbb;
 		memory_settle(d);
 		return 1;
 	}

@@ -86,6 +86,7 @@ struct tool_data {
 	size_t nmaplines;
 	uint64_t device_bytes, pinned_bytes; /* the trace's MAP_MEMORY sums when it has them */
 	uint64_t log_device_bytes, log_pinned_bytes;     /* the log's lines */
+	uint64_t log_rb_state_bytes; /* of the device bytes: ring buffers' producer bookkeeping */
 	uint64_t trace_device_bytes, trace_pinned_bytes; /* the trace's MAP_MEMORY records */
 	int have_log;
 	int have_meta;              /* the trace has 1.2 records: it says what the log says */

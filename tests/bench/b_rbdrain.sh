@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Benchmark (CPU; no GPU needed): the host side of kernelretsnoop's stream.  Producer threads
-# fill 132 lanes of 16 KiB with 48-byte records through the CPU model of the device producer
-# (live_rb_produce) while the shim's drain path takes them into a real trace file in $TMPDIR.
-# Prints records/s and MB/s taken (payload + 8-byte header), ring drops, the trace writer's
+# fill 8448 lanes of 7808 bytes (an H100's warp slots, 64 MiB) with batches of 32 48-byte records
+# through the CPU model of the device producer (live_rb_produce_batch) while the shim's drain
+# path takes them into a real trace file in $TMPDIR.
+# Prints records/s and MB/s taken (ring bytes: payload + its share of the batch header), ring
+# drops, the trace writer's
 # losses and the file's size, for the drain before batching (-m record) and the batched drain
 # with 1, 2 and 4 drain threads; first the drain alone on full lanes (-F: no producer competing,
 # wall and CPU ns per record).  The figure that matters on the GPU host is MB/s taken against

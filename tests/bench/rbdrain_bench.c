@@ -1,15 +1,17 @@
 /* tests/bench/rbdrain_bench.c: the host side of GPU ring buffers on the CPU alone.  Producer
- * threads fill the lanes of one map with the CPU model of the device producer (live_rb_produce,
- * kernelretsnoop-sized 48-byte records, 132 lanes of 16 KiB as the shim sizes its 4 MiB map on
- * an H100) while drain threads take them with the shim's drain path into a real trace file.
+ * threads fill the lanes of one map with the CPU model of the device producer
+ * (live_rb_produce_batch: batches of -K kernelretsnoop-sized 48-byte records, 32 by default as
+ * a full warp writes them; 8448 lanes of 7808 bytes as the shim sizes its 64 MiB budget on an
+ * H100's 132 SMs x 64 warp slots) while drain threads take them with the shim's drain path into
+ * a real trace file.
  *
  *   rbdrain_bench [-p producers] [-d drain threads] [-l lanes] [-b lane bytes] [-s seconds]
  *                 [-w trace workers] [-o trace path | -n (no trace: count only)]
- *                 [-m batch|record] [-F rounds] [-k]
+ *                 [-m batch|record] [-K records per batch] [-F rounds] [-k]
  *
  * -m record is the drain as it was before batching (live_rb_drain, one clock read and one
  * store_trace_probe per record), kept to compare.  Prints the records and bytes taken per second
- * (payload + 8-byte header, what the ring carried), the records produced and dropped, the trace
+ * (ring bytes per record: the payload and its share of the batch's header and padding), the records produced and dropped, the trace
  * writer's losses and the file's size, then one RESULT line.  -F N: N rounds of "fill every lane,
  * then one timed drain pass", no producer running alongside: the drain's own cost per record
  * (wall and CPU time).  -k keeps the trace file. */
@@ -31,10 +33,16 @@
 
 static struct {
 	int producers, drains, workers, seconds, per_record, fill_rounds, keep;
-	uint32_t lanes;
+	uint32_t lanes, batch;
 	uint64_t lane_bytes;
 	const char *path;
-} opt = { 2, 1, 2, 3, 0, 0, 0, 132, 16384, "/tmp/rbdrain_bench.cubpf" };
+} opt = { 2, 1, 2, 3, 0, 0, 0, 8448, 32, 7808, "/tmp/rbdrain_bench.cubpf" };
+
+/* Ring bytes per record: the batch's header and padding shared by its records. */
+static double ring_bytes_per_record(void)
+{
+	return (double)CUBPF_RB_BATCH_BYTES(opt.batch, PAYLOAD) / opt.batch;
+}
 
 static void *map;
 static struct store_trace_writer *trace;
@@ -48,16 +56,16 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Producer p writes to lanes p, p + P, ... in turn, like warps of several SMs. */
+/* Producer p writes batches to lanes p, p + P, ... in turn, like warps of several SMs. */
 static void *producer(void *arg)
 {
 	uint32_t p = (uint32_t)(uintptr_t)arg, lane = p;
-	uint64_t rec[PAYLOAD / 8] = { 0 }, n = 0;
-	rec[1] = p;
+	uint64_t rec[32][PAYLOAD / 8] = { { 0 } }, n = 0;
 	while (!atomic_load_explicit(&stop_producers, memory_order_relaxed)) {
 		for (int k = 0; k < 64; k++) {
-			rec[0] = n++;
-			live_rb_produce(map, lane, rec, PAYLOAD);
+			for (uint32_t r = 0; r < opt.batch; r++)
+				rec[r][0] = n++, rec[r][1] = p;
+			live_rb_produce_batch(map, lane, rec, opt.batch, PAYLOAD);
 			lane += (uint32_t)opt.producers;
 			if (lane >= opt.lanes)
 				lane = p;
@@ -113,7 +121,7 @@ static void *drainer(void *arg)
 static int parse(int argc, char **argv)
 {
 	int c;
-	while ((c = getopt(argc, argv, "p:d:l:b:s:w:o:nm:F:k")) != -1) {
+	while ((c = getopt(argc, argv, "p:d:l:b:s:w:o:nm:K:F:k")) != -1) {
 		switch (c) {
 		case 'p': opt.producers = atoi(optarg); break;
 		case 'd': opt.drains = atoi(optarg); break;
@@ -124,13 +132,15 @@ static int parse(int argc, char **argv)
 		case 'o': opt.path = optarg; break;
 		case 'n': opt.path = NULL; break;
 		case 'm': opt.per_record = !strcmp(optarg, "record"); break;
+		case 'K': opt.batch = (uint32_t)atoi(optarg); break;
 		case 'F': opt.fill_rounds = atoi(optarg); break;
 		case 'k': opt.keep = 1; break;
 		default: return -1;
 		}
 	}
 	if (opt.producers < 1 || opt.drains < 1 || opt.drains > 16 || !opt.lanes ||
-	    opt.lane_bytes < 64 || (opt.lane_bytes & (opt.lane_bytes - 1)) || opt.seconds < 1)
+	    opt.lane_bytes < 128 || opt.lane_bytes % 128 || opt.seconds < 1 || opt.batch < 1 ||
+	    opt.batch > 32)
 		return -1;
 	if (opt.per_record)
 		opt.drains = 1; /* live_rb_drain takes every lane: one thread only */
@@ -149,11 +159,11 @@ static uint64_t cpu_ns(void)
 static int fill_then_drain(void)
 {
 	void *scratch = malloc(opt.lane_bytes);
-	uint64_t rec[PAYLOAD / 8] = { 0 }, ns = 0, cpu = 0, n = 0;
+	uint64_t rec[32][PAYLOAD / 8] = { { 0 } }, ns = 0, cpu = 0, n = 0, made = 0;
 	for (int r = 0; r < opt.fill_rounds; r++) {
 		for (uint32_t lane = 0; lane < opt.lanes; lane++)
-			while (live_rb_produce(map, lane, rec, PAYLOAD) == 0)
-				rec[0]++;
+			while (live_rb_produce_batch(map, lane, rec, opt.batch, PAYLOAD) == 0)
+				made += opt.batch;
 		uint64_t t0 = now_ns(), c0 = cpu_ns();
 		for (uint32_t k = 0; k < (uint32_t)opt.drains; k++)
 			drain_pass(k, scratch);
@@ -172,12 +182,12 @@ static int fill_then_drain(void)
 	       "drain_cpu_ns_per_record=%.1f drain_Mrps=%.2f drain_MBps=%.0f writer_dropped=%llu\n",
 	       opt.per_record ? "record" : "batch", opt.path ? "file" : "none", opt.fill_rounds,
 	       (unsigned long long)n, (double)ns / (double)n, (double)cpu / (double)n, (double)n / ((double)ns / 1e9) / 1e6,
-	       (double)n * (PAYLOAD + CUBPF_RB_HDR_BYTES) / ((double)ns / 1e9) / 1e6,
+	       (double)n * ring_bytes_per_record() / ((double)ns / 1e9) / 1e6,
 	       (unsigned long long)tc.dropped_records);
 	if (opt.path && !opt.keep)
 		unlink(opt.path);
 	free(map);
-	return rec[0] == n ? 0 : 1;
+	return made == n ? 0 : 1;
 }
 
 int main(int argc, char **argv)
@@ -185,13 +195,21 @@ int main(int argc, char **argv)
 	char err[STORE_ERRLEN];
 	if (parse(argc, argv)) {
 		fprintf(stderr, "usage: rbdrain_bench [-p producers] [-d drains] [-l lanes] "
-			"[-b lane_bytes] [-s seconds] [-w workers] [-o trace | -n] [-m batch|record]\n");
+			"[-b lane_bytes] [-s seconds] [-w workers] [-o trace | -n] [-m batch|record] "
+			"[-K records per batch] [-F rounds] [-k]\n");
 		return 2;
 	}
-	map = aligned_alloc(4096, (live_rb_bytes(opt.lanes, opt.lane_bytes) + 4095) & ~4095ull);
+	/* the ring, then the producers' part (device memory on the GPU; host memory here) */
+	uint64_t ring = (live_rb_bytes(opt.lanes, opt.lane_bytes) + 4095) & ~4095ull;
+	map = aligned_alloc(4096, ring + ((live_rb_state_bytes(opt.lanes) + 4095) & ~4095ull));
 	if (!map)
 		return 1;
-	live_rb_init(map, opt.lanes, opt.lane_bytes);
+	uint8_t *state = (uint8_t *)map + ring;
+	memset(state, 0, live_rb_state_bytes(opt.lanes));
+	struct cubpf_rb_state sh = live_rb_state_header(opt.lanes, 64, opt.lane_bytes,
+							(uintptr_t)map);
+	memcpy(state, &sh, sizeof(sh));
+	live_rb_init(map, opt.lanes, 64, opt.lane_bytes, (uintptr_t)state);
 	if (opt.path) {
 		struct store_trace_options o = { .workers = opt.workers };
 		trace = store_trace_create(opt.path, NULL, &o, err, sizeof(err));
@@ -236,10 +254,10 @@ int main(int argc, char **argv)
 	}
 	uint64_t drops = live_rb_drops(map), all = atomic_load(&taken), made = atomic_load(&produced);
 	double s = (double)(t1 - t0) / 1e9, rps = (double)taken_run / s;
-	double mbps = rps * (PAYLOAD + CUBPF_RB_HDR_BYTES) / 1e6;
-	printf("mode=%s producers=%d drains=%d lanes=%u lane_bytes=%llu seconds=%.2f trace=%s\n",
-	       opt.per_record ? "record" : "batch", np, opt.drains, opt.lanes,
-	       (unsigned long long)opt.lane_bytes, s, opt.path ? opt.path : "none");
+	double mbps = rps * ring_bytes_per_record() / 1e6;
+	printf("mode=%s producers=%d drains=%d lanes=%u lane_bytes=%llu batch=%u seconds=%.2f "
+	       "trace=%s\n", opt.per_record ? "record" : "batch", np, opt.drains, opt.lanes,
+	       (unsigned long long)opt.lane_bytes, opt.batch, s, opt.path ? opt.path : "none");
 	printf("attempted=%llu produced=%llu dropped=%llu (%.1f%%) taken=%llu lost=%lld\n",
 	       (unsigned long long)made, (unsigned long long)(made - drops),
 	       (unsigned long long)drops, made ? 100.0 * (double)drops / (double)made : 0.0,
@@ -248,7 +266,7 @@ int main(int argc, char **argv)
 	printf("drain: cpu_s=%.2f ns_per_record=%.1f capacity_Mrps_per_core=%.2f "
 	       "capacity_MBps_per_core=%.0f\n", cpu, taken_run ? cpu * 1e9 / (double)all : 0.0,
 	       cpu > 0 ? (double)all / cpu / 1e6 : 0.0,
-	       cpu > 0 ? (double)all * (PAYLOAD + CUBPF_RB_HDR_BYTES) / cpu / 1e6 : 0.0);
+	       cpu > 0 ? (double)all * ring_bytes_per_record() / cpu / 1e6 : 0.0);
 	printf("writer: records=%llu dropped_records=%llu dropped_batches=%llu file_bytes=%lld\n",
 	       (unsigned long long)tc.records, (unsigned long long)tc.dropped_records,
 	       (unsigned long long)tc.dropped_batches, file_bytes);

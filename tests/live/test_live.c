@@ -306,8 +306,8 @@ static void test_host_and_gpu_programs_share_a_map(void **state)
 	assert_non_null(strstr(child_err, "cubpf: map both[2] = 100 (host)"));
 }
 
-/* Ring buffers: pinned lanes (one per SM: the fake has 4), drained into the trace; records that
- * do not fit are dropped by the producer and reported. */
+/* Ring buffers: pinned lanes (one per warp slot: the fake has 4 SMs of 64), drained into the
+ * trace; batches that do not fit are dropped by the producer and reported. */
 static int child_ring(void)
 {
 	void *mod = NULL;
@@ -315,19 +315,26 @@ static int child_ring(void)
 		return 1;
 	void *rb = ((void *(*)(void))dlsym(fake, "fake_last_host_alloc"))();
 	const struct cubpf_rb_header *h = rb;
-	if (!rb || h->lanes != 4 || h->lane_bytes != 16384)
+	if (!rb || h->version != CUBPF_RB_VERSION || h->lanes != 256 || h->warps != 64 ||
+	    h->lane_bytes != 16256 || !h->state)
 		return child_fail("ring buffer layout: %p %u lanes of %llu", rb, h ? h->lanes : 0,
 				  h ? (unsigned long long)h->lane_bytes : 0ull);
+	/* the producers' part: the fake's device memory is host memory */
+	const struct cubpf_rb_state *st = (const void *)(uintptr_t)h->state;
+	if (st->lanes != 256 || st->warps != 64 || st->lane_bytes != 16256 ||
+	    st->tails != (uintptr_t)rb + CUBPF_RB_TAILS_OFFSET ||
+	    st->data != (uintptr_t)rb + CUBPF_RB_DATA_OFFSET(256))
+		return child_fail("ring buffer producers' header");
 	for (uint64_t i = 0; i < 3; i++) {
 		uint64_t rec[2] = { 0xabc0 + i, i };
 		if (live_rb_produce(rb, (uint32_t)i, rec, sizeof(rec)) != 0)
 			return child_fail("produce");
 	}
 	usleep(50 * 1000); /* the drain thread takes them */
-	static uint8_t big[8192];
+	static uint8_t big[4000];
 	int dropped = 0;
-	for (int i = 0; i < 4; i++) /* 2 fit in a 16 KiB lane, 2 are dropped */
-		dropped += live_rb_produce(rb, 3, big, sizeof(big) - 8) != 0;
+	for (int i = 0; i < 6; i++) /* 4 batches of 4016 bytes fit a 16256-byte lane */
+		dropped += live_rb_produce(rb, 3, big, sizeof(big)) != 0;
 	return dropped != 2;
 }
 
@@ -335,11 +342,14 @@ static void test_ring_buffers_are_drained_into_the_trace(void **state)
 {
 	(void)state;
 	unlink(trace_path);
-	struct child_env env = { { "CUBPF_PROGRAMS", "CUBPF_TRACE" }, { ring_probe, trace_path } };
+	struct child_env env = { { "CUBPF_PROGRAMS", "CUBPF_TRACE", "CUBPF_RINGBUF_MB" },
+				 { ring_probe, trace_path, "4" } };
 	assert_int_equal(run_child(&env, child_ring), 0);
-	/* 64 + 4 x (64 + 16384) */
-	assert_non_null(strstr(child_err, ", 65856 pinned bytes"));
-	assert_non_null(strstr(child_err, "live: ring buffer events: 5 records taken, 2 dropped on "
+	/* 4 MiB over 256 lanes: data from 4224 (header, tails, drops), lanes of
+	 * (4194304 - 4224) / 256 rounded down to 128 = 16256; bookkeeping 64 + 256 x 32 */
+	assert_non_null(strstr(child_err, "8768 device bytes, 4165760 pinned bytes, 2 maps; ring "
+				       "buffer bookkeeping 8256 of the device bytes"));
+	assert_non_null(strstr(child_err, "live: ring buffer events: 7 records taken, 2 dropped on "
 				       "device 0"));
 	char err[STORE_ERRLEN];
 	struct store_trace_reader *r = store_trace_open(trace_path, err, sizeof(err));
@@ -364,15 +374,15 @@ static void test_ring_buffers_are_drained_into_the_trace(void **state)
 				drops += dr.records;
 		}
 	}
-	assert_int_equal(probes, 5);
+	assert_int_equal(probes, 7);
 	assert_int_equal(first, 3);
 	assert_int_equal(drops, 2);
 	store_trace_close_reader(r);
 	unlink(trace_path);
 }
 
-/* Many lanes (132 SMs) and records that keep coming: the drain starts its helper threads (one
- * per 33 lanes, 4 in all), and still every record is taken once or counted as dropped. */
+/* Many lanes (132 SMs x 64 warp slots) and records that keep coming: the drain starts its helper
+ * threads (4 in all), and still every record is taken once or counted as dropped. */
 static int child_ring_threads(void)
 {
 	void *mod = NULL;
@@ -380,7 +390,7 @@ static int child_ring_threads(void)
 		return 1;
 	void *rb = ((void *(*)(void))dlsym(fake, "fake_last_host_alloc"))();
 	const struct cubpf_rb_header *h = rb;
-	if (!rb || h->lanes != 132)
+	if (!rb || h->lanes != 132 * 64)
 		return child_fail("ring buffer: %u lanes", h ? h->lanes : 0);
 	/* 300 ms of records without a pause: the drain takes them as fast as it can (well over
 	 * the 1 M a second that brings the helpers, even sanitized on a loaded machine); what
@@ -389,9 +399,9 @@ static int child_ring_threads(void)
 	struct timespec t0, t;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
-		for (uint32_t k = 0; k < 4 * 132; k++, seq++) {
+		for (uint32_t k = 0; k < 4 * 132; k++, seq++) { /* batches of 1, every 16th lane */
 			uint64_t rec[6] = { seq, seq ^ 0x5555, 0, 0, 0, ~seq };
-			made += live_rb_produce(rb, k % 132, rec, sizeof(rec)) == 0;
+			made += live_rb_produce(rb, (seq * 16) % h->lanes, rec, sizeof(rec)) == 0;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t);
 	} while ((t.tv_sec - t0.tv_sec) * 1000000000ll + (t.tv_nsec - t0.tv_nsec) < 300000000ll);

@@ -122,7 +122,11 @@ class VM:
                 ty = parts[-1]; n = tybits(ty) // 8
                 a = self.addr(ops[1] if root == 'ld' else ops[0])
                 self.aligned(a, n, ins)
-                if root == 'ld':
+                if root == 'ld' and ops[0].startswith('{'):
+                    els = [x.strip() for x in ops[0].strip('{}').split(',')]
+                    self.aligned(a, n * len(els), ins)
+                    for i, e in enumerate(els): self.reg[e] = self.mem.rd(a + i * n, n)
+                elif root == 'ld':
                     if isinstance(a, tuple): v = self.params[a[1]]
                     else: v = self.mem.rd(a, n)
                     if ty[0] == 's': v = mask(sx(v, 8 * n), 64)
@@ -144,7 +148,8 @@ class VM:
                 if op == 'cas':
                     new = self.val(ops[i + 2]) if mask(old, bits) == mask(b, bits) else old
                 else:
-                    new = {'add': old + b, 'and': old & b, 'or': old | b, 'xor': old ^ b, 'exch': b}[op]
+                    new = {'add': old + b, 'and': old & b, 'or': old | b, 'xor': old ^ b, 'exch': b,
+                           'max': max(old, mask(b, bits)), 'min': min(old, mask(b, bits))}[op]
                 self.mem.wr(a, n, new)
                 if root == 'atom': self.reg[ops[0]] = mask(old, bits)
                 continue
@@ -160,6 +165,7 @@ class VM:
             if root == 'and' and parts[1] == 'pred':
                 self.reg[ops[0]] = self.reg.get(ops[1], 0) and self.reg.get(ops[2], 0); continue
             if root == 'membar': continue
+            if root == 'bar': continue  # bar.warp.sync: a warp of one lane
             # one simulated thread is a warp whose only active lane is lane 0
             if root == 'activemask': self.reg[ops[0]] = 1; continue
             if root == 'shfl':

@@ -3,7 +3,7 @@
 on ptxsim.py's model, one simulated thread after another, and checks the maps' memory against
 the layouts of tools/include/cubpf_abi.h, re-derived here independently of the C macros:
 per-SM copies, per-thread copies and capacity, hash probing/insert/delete/tombstones/full table,
-ring buffer records, wrap-around and drops.  Concurrency is not modelled (the GPU run is the
+ring buffer batches, padding at the lane end, cached tails and drops.  Concurrency is not modelled (the GPU run is the
 reference for it).  usage: ptxsim_maps.py MODULE.ptx   prints "N passed, M failed"."""
 import os, re, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -95,24 +95,38 @@ def hashmap(body, small):
     check(tombs == [12345, 12345] or sorted(tombs) == [12345, 12345],
           'hash: delete leaves a tombstone, never reused (two tombstones for 12345)')
 
+RING = BASE + 0x100000  # the ring (pinned memory on the GPU); BASE holds the producers' part
+
 def ringbuf(body):
+    # producers' part: header {lanes, warps, lane_bytes, tails, drops, data}, 32 bytes a lane
+    # ring: header, tails at 64, drops at 64 + round64(8 lanes), data at round128(after drops)
     r = Run(body)
-    lanes, lb = 2, 64
-    r.put(BASE, 4, lanes); r.put(BASE + 8, 8, lb)
-    lane = BASE + 64 + 1 * (64 + lb)                    # smid 3 -> lane 1
-    data = lane + 64
-    rv = [r.call(smid=3) for _ in range(3)]
-    check(rv == [0, 0, mask(-11, 64)] and r.u(lane) == 48 and r.u(lane + 16) == 1,
-          'ring buffer: two 24-byte records fit a 64-byte lane, the third is dropped and counted')
-    rec = lambda p: (r.u(data + (p % lb), 4), r.u(data + (p % lb) + 4, 4),
-                     r.u(data + ((p + 8) % lb)), r.u(data + ((p + 16) % lb), 4))
-    check(rec(0) == (12, 0, 7, 9) and rec(24) == (12, 0, 7, 9),
-          'ring buffer: records {len 12, 0} + payload, busy bit cleared at commit')
-    r.put(lane + 8, 8, 48)                              # the host consumed both
-    rv = r.call(smid=3)
-    check(rv == 0 and r.u(lane) == 72 and rec(48) == (12, 0, 7, 9),
-          'ring buffer: a record wraps around the lane end word by word')
-    check(r.u(BASE + 64) == 0 and r.u(BASE + 64 + 16) == 0, 'ring buffer: lane 0 untouched')
+    lanes, warps, lb = 2, 4, 80
+    tails, drops = RING + 64, RING + 64 + 64
+    data0 = RING + 256
+    r.put(BASE, 4, lanes); r.put(BASE + 4, 4, warps); r.put(BASE + 8, 8, lb)
+    r.put(BASE + 16, 8, tails); r.put(BASE + 24, 8, drops); r.put(BASE + 32, 8, data0)
+    prod = lambda l: BASE + 64 + 32 * l
+    data = data0 + lb                                  # smid 1, warpid 1: (1 * 4 + 1) % 2 = 1
+    call = lambda: r.call(smid=1, warpid=1)
+    batch = lambda off: (r.u(data + off, 4), r.u(data + off + 4, 4), r.u(data + off + 8),
+                         r.u(data + off + 16), r.u(data + off + 24, 4))
+    rv = [call() for _ in range(3)]
+    check(rv == [0, 0, mask(-11, 64)] and r.u(prod(1)) == 64 and r.u(drops + 8) == 1,
+          'ring buffer: two 32-byte batches fit an 80-byte lane; the third (16 bytes of '
+          'padding + 32) is dropped and counted in the ring')
+    check(batch(0) == (1, 12, 1, 7, 9) and batch(32) == (1, 12, 33, 7, 9),
+          'ring buffer: batches {k 1, len 12}, commit = position + 1, then the payload words')
+    check(r.u(prod(1) + 8) == 0, 'ring buffer: the tail re-read when full (still 0), cached')
+    r.put(tails + 8, 8, 64)                             # the host consumed both
+    for o in range(0, 64, 8): r.put(data + o, 8, 0)
+    rv = call()
+    check(rv == 0 and r.u(prod(1)) == 112 and r.u(prod(1) + 8) == 64,
+          'ring buffer: the cached tail is refreshed from the ring when the batch does not fit')
+    check(r.u(data + 64, 8) == 0 and r.u(data + 72) == 65 and batch(0) == (1, 12, 81, 7, 9),
+          'ring buffer: padding {0, 0} + commit at 64, the batch at the lane start (position 80)')
+    check(r.u(prod(0)) == 0 and r.u(drops) == 0 and r.u(data0) == 0 and r.u(tails) == 0,
+          'ring buffer: lane 0 untouched')
 
 def main():
     text = open(sys.argv[1]).read()

@@ -67,6 +67,14 @@ static bool has(const char *text, const char *s)
 	return strstr(text, s) != NULL;
 }
 
+static int count(const char *text, const char *s)
+{
+	int n = 0;
+	for (const char *p = strstr(text, s); p; p = strstr(p + 1, s))
+		n++;
+	return n;
+}
+
 /* ---- alignment ---- */
 
 /* A load through a pointer of unknown provenance at an odd offset is split into bytes; the
@@ -292,19 +300,63 @@ static void test_ringbuf_output(void **state)
 		EXIT,
 	};
 	char *t = gen_module(p, sizeof(p) / sizeof(p[0]), &m, 1, true);
-	assert_true(has(t, "rem.u32 %__cb_x1, %__cb_x1, %__cb_x0;"));
-	assert_true(has(t, "atom.sys.global.cas.b64"));
-	/* one reservation per warp: the lowest active lane reserves, the others get it by shuffle */
+	/* the lane of the warp slot: %smid x warps + %warpid, modulo the lanes */
+	assert_true(has(t, "mov.u32 %__cb_x3, %warpid;"));
+	assert_true(has(t, "mad.lo.u32 %__cb_x6, %__cb_x6, %__cb_x1, %__cb_x3;"));
+	assert_true(has(t, "rem.u32 %__cb_x6, %__cb_x6, %__cb_x0;"));
+	/* one reservation per warp, in device memory (no system-scope CAS); the tail re-read only
+	 * when the cached copy says full */
 	assert_true(has(t, "activemask.b32 %__cb_x2;"));
+	assert_true(has(t, "atom.global.cas.b64 %__cb_m7, [%__cb_m0], %__cb_m3, %__cb_m6;"));
+	assert_false(has(t, "atom.sys"));
+	assert_true(has(t, "ld.volatile.global.u64 %__cb_m7, [%__cb_m0+8];"));
+	assert_true(has(t, "red.global.max.u64 [%__cb_m0+8], %__cb_m7;"));
 	assert_true(has(t, "shfl.sync.idx.b32 %__cb_x7, %__cb_x7, %__cb_x5, 31, %__cb_x2;"));
-	/* record: 8-byte header + 16 bytes of payload; as many as fit, and this lane's place */
-	assert_true(has(t, "div.u64 %__cb_m4, %__cb_m4, 24;"));
-	assert_true(has(t, "mul.wide.u32 %__cb_m3, %__cb_x3, 24;"));
-	assert_true(has(t, "st.volatile.global.v2.u32 [%__cb_m4], {2147483660, 0};"));
-	assert_true(has(t, "membar.sys;"));
-	assert_true(has(t, "st.volatile.global.u32 [%__cb_m4], 12;"));
-	/* the batch's drops, counted once */
-	assert_true(has(t, "@%__cb_q0 red.sys.global.add.u64 [%__cb_m0+16], %__cb_m3;"));
+	/* the batch: 16 + k x 16 bytes, rounded to 16 */
+	assert_true(has(t, "mul.wide.u32 %__cb_m5, %__cb_x4, 16;"));
+	assert_true(has(t, "add.s64 %__cb_m5, %__cb_m5, 31;"));
+	/* field-major: rank r's word at r x 8, each word's row k x 8 further on */
+	assert_true(has(t, "mul.wide.u32 %__cb_m5, %__cb_x3, 8;"));
+	assert_true(has(t, "mul.wide.u32 %__cb_m9, %__cb_x4, 8;"));
+	assert_int_equal(count(t, "st.global.u64 [%__cb_m5+16], %__cb_m8;"), 2);
+	assert_int_equal(count(t, "add.s64 %__cb_m5, %__cb_m5, %__cb_m9;"), 1);
+	/* commit: bar.warp.sync, then one fence and the commit words, by the leader */
+	const char *bar = strstr(t, "bar.warp.sync %__cb_x2;"), *fence = strstr(t, "membar.sys;");
+	assert_non_null(bar);
+	assert_non_null(fence);
+	assert_true(bar < fence);
+	assert_int_equal(count(t, "membar.sys;"), 1);
+	assert_true(has(t, "@%__cb_q0 st.volatile.global.v2.u32 [%__cb_m6], {%__cb_x4, 12};"));
+	assert_true(has(t, "@%__cb_q0 st.volatile.global.u64 [%__cb_m6+8], %__cb_m8;"));
+	assert_true(strstr(t, "@%__cb_q0 st.volatile.global.u64 [%__cb_m6+8], %__cb_m8;") > fence);
+	/* the padding's commit word, and a dropped batch's records counted once, by the leader */
+	assert_true(has(t, "@%__cb_q1 st.volatile.global.u64 [%__cb_m5+8], %__cb_m8;"));
+	assert_true(has(t, "@%__cb_q0 red.sys.global.add.u64 [%__cb_m7], %__cb_m6;"));
+	free(t);
+}
+
+/* kernelretsnoop's record (48 bytes): six contiguous warp-wide stores, still one fence. */
+static void test_ringbuf_output_48(void **state)
+{
+	(void)state;
+	struct vm_map_def m = {.name = "rb", .type = CUBPF_MAP_GPU_RINGBUF, .max_entries = 1 << 22};
+	const struct bpf_insn p[] = {
+		ST_DW(10, -48, 1), ST_DW(10, -40, 2), ST_DW(10, -32, 3),
+		ST_DW(10, -24, 4), ST_DW(10, -16, 5), ST_DW(10, -8, 6),
+		LDDW_MAP(1, 0),
+		MOV64X(2, 10),
+		ADD64K(2, -48),
+		MOV64K(3, 48),
+		MOV64K(4, 0),
+		CALL(CUBPF_FN_ringbuf_output),
+		EXIT,
+	};
+	char *t = gen_module(p, sizeof(p) / sizeof(p[0]), &m, 1, true);
+	assert_true(has(t, "mul.wide.u32 %__cb_m5, %__cb_x4, 48;"));
+	assert_int_equal(count(t, "st.global.u64 [%__cb_m5+16], %__cb_m8;"), 6);
+	assert_int_equal(count(t, "add.s64 %__cb_m5, %__cb_m5, %__cb_m9;"), 5);
+	assert_int_equal(count(t, "membar.sys;"), 1);
+	assert_int_equal(count(t, "bar.warp.sync"), 1);
 	free(t);
 }
 
@@ -523,6 +575,7 @@ int main(void)
 		cmocka_unit_test(test_hash_ops),
 		cmocka_unit_test(test_hash_key_chunks),
 		cmocka_unit_test(test_ringbuf_output),
+		cmocka_unit_test(test_ringbuf_output_48),
 		cmocka_unit_test(test_map_refusals),
 		cmocka_unit_test(test_register_limits),
 		cmocka_unit_test(test_enable_words),

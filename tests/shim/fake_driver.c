@@ -454,9 +454,10 @@ FAKE_EXPORT int cuDeviceGetAttribute(int *v, int attr, int dev)
 	FAKE_HIT(cuDeviceGetAttribute);
 	if (!v)
 		return 1;
-	/* compute capability 9.0, 4 SMs (FAKE_SMS=N: N, for the ring buffers' lanes) */
+	/* compute capability 9.0, 4 SMs (FAKE_SMS=N: N, for the ring buffers' lanes), 2048 threads
+	 * (64 warp slots) per SM */
 	const char *sms = getenv("FAKE_SMS");
-	*v = attr == 75 ? 9 : attr == 16 ? (sms ? atoi(sms) : 4) : 0;
+	*v = attr == 75 ? 9 : attr == 16 ? (sms ? atoi(sms) : 4) : attr == 39 ? 2048 : 0;
 	return 0;
 }
 

@@ -136,6 +136,23 @@ static const char *const log_a[] = {
 	"live: something else entirely",
 	NULL};
 
+/* The ring buffers' producer bookkeeping (device memory) is named in the memory line. */
+static void test_ringbuf_bookkeeping_in_the_memory_line(void **state)
+{
+	(void)state;
+	static const char *const log[] = {
+		"live: maps on device 0 (context 0x1234): 8768 device bytes, 4165760 pinned bytes, "
+		"2 maps; ring buffer bookkeeping 8256 of the device bytes",
+		NULL};
+	struct tool_data d;
+	finish(create(), &d, log);
+	char *out = report("kcount", &d, 0);
+	assert_contains(out, "maps and buffers: 8768 device bytes (8256 of them ring buffer "
+			     "bookkeeping), 4165760 pinned host bytes");
+	free(out);
+	tool_data_free(&d);
+}
+
 static void test_kcount(void **state)
 {
 	(void)state;
@@ -643,6 +660,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kcount),
+		cmocka_unit_test(test_ringbuf_bookkeeping_in_the_memory_line),
 		cmocka_unit_test(test_report_from_trace_alone),
 		cmocka_unit_test(test_maps_of_two_gpus_are_combined),
 		cmocka_unit_test(test_threadhist),

@@ -131,44 +131,89 @@ enum cubpf_map_type {
 };
 
 /* ---- GPU ring buffers: memory layout shared by the device code and the shim's drain ---------
- * A ring buffer map used by GPU programs lives in pinned host memory mapped into the device
- * (cubpf's drain thread reads it without any copy or synchronisation).  It is an array of lanes
- * after one header; a producer writes to lane (%smid % lanes), so that producers on different
- * SMs never contend.  Each lane is a byte ring of `lane_bytes` (a power of two) after its own
- * 64-byte header.  Positions are byte counts since the start, never wrapped: the offset in the
- * ring is position & (lane_bytes - 1).
+ * A ring buffer map used by GPU programs has two parts:
+ *  - the ring, in pinned host memory mapped into the device (the drain thread reads it without
+ *    any copy): a header, the consumers' tails, the drop counts, then `lanes` byte rings of
+ *    `lane_bytes` each (a multiple of 128, not necessarily a power of two);
+ *  - the producers' bookkeeping, in device memory (cubpf_rb_state, then one cubpf_rb_prod per
+ *    lane): reservation heads and cached tails, so that a reservation is an L2 atomic, not a
+ *    round trip over PCIe.  The module's __cubpf_map_<i> holds the address of this part; its
+ *    header holds the device addresses of the ring's tails, drops and data.
+ * Lanes are per warp slot: a warp writes to lane (%smid * warps + %warpid) % lanes, `warps` being
+ * the most warps an SM holds (max threads per SM / 32).  A slot holds one warp at a time, so
+ * lanes are practically uncontended (a CAS still guards the head: %warpid may change under
+ * preemption).  Positions are byte counts since the start, never wrapped; the offset in the lane
+ * is position % lane_bytes.
  *
- * Producer (device; never waits): rec = 8 + round_up(len, 8) bytes;
- *   1. loop: h = head (volatile); t = tail (volatile); if h + rec - t > lane_bytes: atomically
- *      add 1 to drops and give up (the record is lost, counted); if CAS(head, h, h + rec) wins,
- *      the bytes [h, h + rec) are this producer's;
- *   2. write the record header {len | CUBPF_RB_BUSY, 0} at h, then the payload at h + 8
- *      (modulo lane_bytes: a record may wrap around the end);
- *   3. fence (membar.sys), then write the header's first word again as len (busy bit clear).
- * Consumer (host): at tail, a header word of 0 or with CUBPF_RB_BUSY means "not yet"; otherwise
- * the record is complete: copy it, zero its bytes (so that a later header never reads stale
- * data), then publish tail += rec.  Records are consumed in reservation order. */
-#define CUBPF_RB_BUSY 0x80000000u
-#define CUBPF_RB_HDR_BYTES 8u
+ * A batch holds the records of the warp's lanes that call one bpf_ringbuf_output together
+ * (activemask), k of them, each of `len` payload bytes (words = (len + 7) / 8), stored
+ * field-major so that each warp-wide store writes k consecutive 8-byte words:
+ *   +0  u32 k, u32 len            (k = 0: padding up to the end of the lane, skip it)
+ *   +8  u64 commit = CUBPF_RB_TAG(position of the batch), written last
+ *   +16 word i of the record of rank r at +16 + (i * k + r) * 8
+ * CUBPF_RB_BATCH_BYTES(k, len) bytes in all (16-aligned); a batch never wraps around the lane's
+ * end: one that would is preceded by a padding batch (k = 0) filling the lane to its end.
+ *
+ * Producer (device; never waits), by the lowest calling lane of the warp (the leader):
+ *   1. loop: h = head; pad = lane_bytes - h % lane_bytes if the batch does not fit before the
+ *      end, else 0; need = pad + batch; if h + need - cached_tail > lane_bytes: re-read the
+ *      tail from the ring (over PCIe), store it in cached_tail, and if it still does not fit,
+ *      add k to drops[lane] (pinned, system-scope atomic) and give up: the k records are lost,
+ *      counted; if CAS(head, h, h + need) wins, the bytes [h, h + need) are the warp's;
+ *   2. every caller stores its payload words; the leader stores {k, len} (and {0, 0} for the
+ *      padding);
+ *   3. bar.warp.sync over the callers, then the leader fences (membar.sys) and stores the
+ *      commit words (the padding's, then the batch's).  bar.warp.sync orders the callers' stores
+ *      before the leader's fence, and fences are cumulative.
+ * Consumer (host): at tail, a commit word other than CUBPF_RB_TAG(tail) means "not yet"; with
+ * the tag, the batch is complete: unpack its k records, zero its bytes (so that stale payload
+ * can never pass for a later batch's commit word), then publish tail += its bytes.  Batches of
+ * a lane are consumed in reservation order; records of a batch in rank order. */
+#define CUBPF_RB_VERSION 2u
+#define CUBPF_RB_BATCH_HDR 16u
+#define CUBPF_RB_MAX_RECORD 4096u /* payload bytes of one record (bpf_ringbuf_output size) */
+#define CUBPF_RB_TAG(pos) ((__u64)(pos) + 1) /* never 0: zeroed memory is "not yet" */
+#define CUBPF_RB_BATCH_BYTES(k, len) \
+	((CUBPF_RB_BATCH_HDR + 8 * (__u64)(k) * (((__u64)(len) + 7) / 8) + 15) & ~(__u64)15)
 
+/* The ring (pinned host memory). */
 struct cubpf_rb_header {
+	__u32 version;      /* CUBPF_RB_VERSION */
 	__u32 lanes;        /* number of lanes */
+	__u32 warps;        /* warp slots per SM (lanes = SMs x warps) */
 	__u32 pad;
-	__u64 lane_bytes;   /* data bytes per lane, a power of two */
-	__u64 reserved[6];  /* 64 bytes in all */
+	__u64 lane_bytes;   /* data bytes per lane, a multiple of 128 */
+	__u64 state;        /* device address of the producers' part (cubpf_rb_state) */
+	__u64 reserved[4];  /* 64 bytes in all */
 };
 
-struct cubpf_rb_lane {
-	__u64 head;         /* bytes reserved by producers (CAS, system scope) */
-	__u64 tail;         /* bytes consumed by the host (written by the host only) */
-	__u64 drops;        /* records that did not fit (atomic add, system scope) */
-	__u64 reserved[5];  /* 64 bytes in all; lane_bytes of data follow */
+/* Byte offsets in the ring: tails (u64 per lane, written by the host), drops (u64 per lane,
+ * added to by producers), lane data; and the ring's total size. */
+#define CUBPF_RB_TAILS_OFFSET 64u
+#define CUBPF_RB_DROPS_OFFSET(lanes) (64 + (((__u64)(lanes) * 8 + 63) & ~(__u64)63))
+#define CUBPF_RB_DATA_OFFSET(lanes) \
+	((CUBPF_RB_DROPS_OFFSET(lanes) + (__u64)(lanes) * 8 + 127) & ~(__u64)127)
+#define CUBPF_RB_LANE_OFFSET(i, lanes, lane_bytes) \
+	(CUBPF_RB_DATA_OFFSET(lanes) + (__u64)(i) * (lane_bytes))
+#define CUBPF_RB_MAP_BYTES(lanes, lane_bytes) CUBPF_RB_LANE_OFFSET(lanes, lanes, lane_bytes)
+
+/* The producers' part (device memory): this header, then one cubpf_rb_prod per lane. */
+struct cubpf_rb_state {
+	__u32 lanes, warps;  /* as in the ring's header */
+	__u64 lane_bytes;
+	__u64 tails;         /* device address of the ring's tails */
+	__u64 drops;         /* device address of the ring's drops */
+	__u64 data;          /* device address of lane 0's data */
+	__u64 reserved[3];   /* 64 bytes in all */
 };
 
-/* Byte offset of lane i from the start of the map, and the map's total size. */
-#define CUBPF_RB_LANE_OFFSET(i, lane_bytes) \
-	(sizeof(struct cubpf_rb_header) + (__u64)(i) * (sizeof(struct cubpf_rb_lane) + (lane_bytes)))
-#define CUBPF_RB_MAP_BYTES(lanes, lane_bytes) CUBPF_RB_LANE_OFFSET(lanes, lane_bytes)
+struct cubpf_rb_prod {
+	__u64 head;          /* bytes reserved by producers (CAS, device scope) */
+	__u64 cached_tail;   /* the ring's tail as last read by a producer (only grows) */
+	__u64 reserved[2];   /* 32 bytes in all */
+};
+#define CUBPF_RB_STATE_BYTES(lanes) \
+	(sizeof(struct cubpf_rb_state) + (__u64)(lanes) * sizeof(struct cubpf_rb_prod))
 
 /* ---- enable words: switching probes on and off without reloading modules -------------------
  * An instrumented module that honours them declares

@@ -21,7 +21,10 @@
 #define GRID 64u
 #define NT (BLOCK * GRID)        /* threads */
 #define CAP (NT - 100u)          /* per-thread copies: the last 100 threads have none */
-#define RB_LANES 4u
+#define RB_WARPS 64u             /* warp slots per SM given to the ring buffer */
+#define RB_LANES 16u             /* fewer lanes than warp slots: the warps of every SM share
+				  * them (the CAS); 16 x 256 KiB hold every record with room */
+#define RB_LANE_BIG (1u << 18)
 
 enum { M_PER_SM, M_PER_THREAD, M_BLOCKS, M_EVENTS, M_MISC, M_COUNT };
 
@@ -29,7 +32,9 @@ struct maps {
 	const struct vm_map_def *def[M_COUNT];
 	CUdeviceptr dev[M_COUNT];
 	size_t bytes[M_COUNT];
-	void *rb_host;           /* the ring buffer: pinned, mapped */
+	void *rb_host;           /* the ring buffer: pinned, mapped; dev[M_EVENTS] is its
+				  * producers' part (device memory) */
+	CUdeviceptr rb_ring;     /* the device address of rb_host */
 	CUdeviceptr enable;
 };
 
@@ -87,13 +92,25 @@ static CUmodule load_text(const char *text)
 	return m;
 }
 
-/* The ring buffer's header and lanes, zeroed (pinned mapped memory, as the shim does). */
+/* The ring buffer's ring (pinned mapped memory) and producers' part (device memory), zeroed,
+ * with their headers, as the shim lays them out (cubpf_abi.h). */
 static void rb_reset(struct maps *mp, uint64_t lane_bytes)
 {
 	memset(mp->rb_host, 0, mp->bytes[M_EVENTS]);
 	struct cubpf_rb_header *h = mp->rb_host;
+	h->version = CUBPF_RB_VERSION;
 	h->lanes = RB_LANES;
+	h->warps = RB_WARPS;
 	h->lane_bytes = lane_bytes;
+	h->state = mp->dev[M_EVENTS];
+	struct cubpf_rb_state st = {
+		.lanes = RB_LANES, .warps = RB_WARPS, .lane_bytes = lane_bytes,
+		.tails = mp->rb_ring + CUBPF_RB_TAILS_OFFSET,
+		.drops = mp->rb_ring + CUBPF_RB_DROPS_OFFSET(RB_LANES),
+		.data = mp->rb_ring + CUBPF_RB_DATA_OFFSET(RB_LANES),
+	};
+	CK(cuMemsetD8(mp->dev[M_EVENTS], 0, CUBPF_RB_STATE_BYTES(RB_LANES)));
+	CK(cuMemcpyHtoD(mp->dev[M_EVENTS], &st, sizeof(st)));
 }
 
 static void alloc_maps(CUmodule m, const struct vm_object *obj, struct maps *mp)
@@ -111,13 +128,14 @@ static void alloc_maps(CUmodule m, const struct vm_object *obj, struct maps *mp)
 		case M_BLOCKS:
 			mp->bytes[k] = CUBPF_HASH_MAP_BYTES(d->max_entries, d->key_size, d->value_size);
 			break;
-		case M_EVENTS: mp->bytes[k] = CUBPF_RB_MAP_BYTES(RB_LANES, 1u << 18); break;
+		case M_EVENTS: mp->bytes[k] = CUBPF_RB_MAP_BYTES(RB_LANES, RB_LANE_BIG); break;
 		default: mp->bytes[k] = ptx_map_value_stride(d) * (size_t)d->max_entries;
 		}
 		if (k == M_EVENTS) {
 			CK(cuMemHostAlloc(&mp->rb_host, mp->bytes[k], CU_MEMHOSTALLOC_DEVICEMAP));
-			CK(cuMemHostGetDevicePointer(&mp->dev[k], mp->rb_host, 0));
-			rb_reset(mp, 1u << 18);
+			CK(cuMemHostGetDevicePointer(&mp->rb_ring, mp->rb_host, 0));
+			CK(cuMemAlloc(&mp->dev[k], CUBPF_RB_STATE_BYTES(RB_LANES)));
+			rb_reset(mp, RB_LANE_BIG);
 		} else {
 			CK(cuMemAlloc(&mp->dev[k], mp->bytes[k]));
 			CK(cuMemsetD8(mp->dev[k], 0, mp->bytes[k]));
@@ -234,28 +252,52 @@ static void check_hash(const struct maps *mp)
 	free(v);
 }
 
-/* Walks every lane's records; returns their number, adds the drops, marks global ids seen. */
-static unsigned rb_walk(const struct maps *mp, uint64_t lane_bytes, uint64_t *drops,
-		       unsigned char *seen, unsigned *bad)
+/* Walks one lane's committed batches from its tail as the drain does (cubpf_abi.h): each record
+ * (16 bytes: the global id, then the magic word) is checked and its global id marked. */
+static unsigned rb_walk_lane(const uint8_t *data, uint64_t lane_bytes, uint64_t pos,
+			     unsigned char *seen, unsigned *bad)
 {
 	unsigned recs = 0;
-	*drops = 0;
-	for (unsigned l = 0; l < RB_LANES; l++) {
-		uint8_t *lane = (uint8_t *)mp->rb_host + CUBPF_RB_LANE_OFFSET(l, lane_bytes);
-		const struct cubpf_rb_lane *lh = (const void *)lane;
-		uint8_t *data = lane + sizeof(*lh);
-		*drops += lh->drops;
-		for (uint64_t pos = lh->tail; pos < lh->head; pos += 24) {
-			uint32_t w0 = *(uint32_t *)(data + (pos & (lane_bytes - 1)));
-			uint32_t gtid = *(uint32_t *)(data + ((pos + 8) & (lane_bytes - 1)));
-			uint64_t magic = *(uint64_t *)(data + ((pos + 16) & (lane_bytes - 1)));
-			if (w0 != 16 || magic != 0xc0ffee0011223344ull || gtid >= NT) {
+	for (;;) {
+		uint64_t off = pos % lane_bytes;
+		const uint64_t *b = (const uint64_t *)(data + off);
+		if (b[1] != CUBPF_RB_TAG(pos))
+			return recs;
+		uint32_t k = (uint32_t)b[0], len = (uint32_t)(b[0] >> 32);
+		if (k == 0) { /* padding to the lane's end */
+			pos += lane_bytes - off;
+			continue;
+		}
+		if (len != 16 || k > 32 || off + CUBPF_RB_BATCH_BYTES(k, len) > lane_bytes) {
+			(*bad)++;
+			return recs;
+		}
+		for (uint32_t r = 0; r < k; r++) { /* field-major: word i of rank r at 2 + i k + r */
+			uint32_t gtid = (uint32_t)b[2 + r];
+			if (b[2 + k + r] != 0xc0ffee0011223344ull || gtid >= NT) {
 				(*bad)++;
 				continue;
 			}
 			seen[gtid]++;
 			recs++;
 		}
+		pos += CUBPF_RB_BATCH_BYTES(k, len);
+	}
+}
+
+/* Walks every lane's records; returns their number, adds the drops, marks global ids seen. */
+static unsigned rb_walk(const struct maps *mp, uint64_t lane_bytes, uint64_t *drops,
+		       unsigned char *seen, unsigned *bad)
+{
+	const uint8_t *ring = mp->rb_host;
+	const uint64_t *tails = (const uint64_t *)(ring + CUBPF_RB_TAILS_OFFSET);
+	const uint64_t *dr = (const uint64_t *)(ring + CUBPF_RB_DROPS_OFFSET(RB_LANES));
+	unsigned recs = 0;
+	*drops = 0;
+	for (unsigned l = 0; l < RB_LANES; l++) {
+		*drops += dr[l];
+		recs += rb_walk_lane(ring + CUBPF_RB_LANE_OFFSET(l, RB_LANES, lane_bytes), lane_bytes,
+				     tails[l], seen, bad);
 	}
 	return recs;
 }
@@ -265,7 +307,7 @@ static void check_ringbuf(const struct maps *mp)
 	unsigned char *seen = calloc(NT, 1);
 	uint64_t drops;
 	unsigned bad = 0, once = 0;
-	unsigned recs = rb_walk(mp, 1u << 18, &drops, seen, &bad);
+	unsigned recs = rb_walk(mp, RB_LANE_BIG, &drops, seen, &bad);
 	for (unsigned t = 0; t < NT; t++)
 		once += seen[t] == 1;
 	CHECK(recs == NT && once == NT && bad == 0 && drops == 0 && misc(mp, 1) == 0,
@@ -276,8 +318,8 @@ static void check_ringbuf(const struct maps *mp)
 	free(seen);
 }
 
-/* Lanes of 4 KiB: 170 records of 24 bytes each at most; every other record is dropped and
- * counted, exactly. */
+/* Lanes of 4 KiB: at most 16 + 32 x 16 bytes a batch of a full warp, 7 of them a lane, 224
+ * records; the others (most) are dropped and counted, exactly. */
 static void check_ringbuf_drops(CUmodule m, struct maps *mp)
 {
 	const uint64_t small = 4096;
@@ -291,7 +333,7 @@ static void check_ringbuf_drops(CUmodule m, struct maps *mp)
 	for (unsigned t = 0; t < NT; t++)
 		dup += seen[t] > 1;
 	uint64_t refused = misc(mp, 1) - before;
-	CHECK(recs + drops == NT && drops == refused && recs <= RB_LANES * (small / 24) && bad == 0 &&
+	CHECK(recs + drops == NT && drops == refused && recs <= RB_LANES * (small / 16) && bad == 0 &&
 	      dup == 0, "ring buffer, lanes of %llu bytes: %u records + %llu drops = %llu "
 	      "(expected %u), the probes saw %llu refused", (unsigned long long)small, recs,
 	      (unsigned long long)drops, (unsigned long long)(recs + drops), NT,
