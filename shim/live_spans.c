@@ -44,6 +44,7 @@
 #include "shim/live.h"
 
 #define SPAN_SLOTS 4096       /* event pairs per context: how far the GPU may fall behind */
+#define SPAN_PREMADE 256      /* pairs made with the context's state, off the launch path */
 #define REBASE_MS 1000        /* a fresh reference event this often */
 #define POLL_US 1000
 #define REF_ROUNDS 3
@@ -192,6 +193,20 @@ static void rebase(struct span_ctx *sc)
 
 /* ---- contexts -------------------------------------------------------------------------------- */
 
+/* The events of slot `made` (the caller holds the lock or owns sc); false, and no more slots
+ * (cap = made), when the driver refuses one. */
+static bool slot_make(struct span_ctx *sc)
+{
+	struct slot *s = &sc->slots[sc->made];
+	if (ev_cu.create(&s->ev[0], CU_EVENT_DEFAULT) == CUDA_SUCCESS) {
+		if (ev_cu.create(&s->ev[1], CU_EVENT_DEFAULT) == CUDA_SUCCESS)
+			return true;
+		ev_cu.destroy(s->ev[0]);
+	}
+	sc->cap = sc->made;
+	return false;
+}
+
 static void sctx_free(struct span_ctx *sc)
 {
 	for (uint32_t i = 0; i < sc->made; i++) {
@@ -229,6 +244,11 @@ static struct span_ctx *sctx_new(CUcontext ctx)
 		  ev_cu.stream_create(&sc->stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS;
 	for (int i = 0; ok && i < REF_EVENTS; i++)
 		ok = ev_cu.create(&sc->refs[i], CU_EVENT_DEFAULT) == CUDA_SUCCESS;
+	/* Making an event costs the host about a microsecond: made here, not between the
+	 * application's own event and its kernel, where it would lengthen what the program measures
+	 * on an idle stream. */
+	while (ok && sc->made < SPAN_PREMADE && slot_make(sc))
+		sc->free_list[sc->nfree++] = sc->made++;
 	if (ok)
 		rebase(sc);
 	if (!ok || !sc->ref_host_ns) {
@@ -288,17 +308,10 @@ static uint32_t slot_take(struct span_ctx *sc)
 	if (sc->nfree) {
 		i = sc->free_list[--sc->nfree];
 	} else if (sc->made < sc->cap) {
-		struct slot *s = &sc->slots[sc->made];
-		if (ev_cu.create(&s->ev[0], CU_EVENT_DEFAULT) == CUDA_SUCCESS) {
-			if (ev_cu.create(&s->ev[1], CU_EVENT_DEFAULT) == CUDA_SUCCESS)
-				i = sc->made++;
-			else
-				ev_cu.destroy(s->ev[0]);
-		}
-		if (i == UINT32_MAX) { /* out of events: make do with those made */
+		if (slot_make(sc))
+			i = sc->made++;
+		else /* out of events: make do with those made */
 			__atomic_fetch_add(&sc->failed, 1, __ATOMIC_RELAXED);
-			sc->cap = sc->made;
-		}
 	} else {
 		sc->dropped++;
 	}
