@@ -10,7 +10,8 @@
  * CUBPF_TRACE (trace file), CUBPF_DUMP_MAPS=1 (print every map at exit), CUBPF_MAP_MAX_MB
  * (cap on the device maps of one context, default 4096), CUBPF_RINGBUF_MB (pinned memory for
  * ring buffers per context, default 64), CUBPF_RINGBUF_THREADS (most ring buffer drain threads,
- * default 4), CUBPF_SAMPLE (probes on every Nth launch of a kernel,
+ * default 4), CUBPF_TRACE_THREADS (the trace's compressing threads, default 2),
+ * CUBPF_SAMPLE (probes on every Nth launch of a kernel,
  * through the enable words), CUBPF_INTERVAL_MS (how often the maps
  * and the clock calibration go into the trace while the application runs, default 1000),
  * CUBPF_SPANS=0 (no GPU kernel spans in the trace, live_spans.c).
@@ -405,6 +406,16 @@ static int load_programs(const char *list)
 
 /* ---- the trace ---------------------------------------------------------------------------- */
 
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+	const char *v = getenv(name);
+	char *end;
+	if (!v || !*v)
+		return dflt;
+	unsigned long long x = strtoull(v, &end, 10);
+	return *end ? dflt : x;
+}
+
 static void trace_open(const char *path)
 {
 	char err[STORE_ERRLEN], host[256] = "", cmd[4096] = "";
@@ -421,7 +432,10 @@ static void trace_open(const char *path)
 					 .hostname = host, .cmdline = cmd };
 	char file[4096];
 	shim_expand_pid(path, file, sizeof(file)); /* "%p": one trace per process of a job */
-	live.trace = store_trace_create(file, &p, NULL, err, sizeof(err));
+	/* streams of probe records want more compressing threads than API events do */
+	uint64_t workers = env_u64("CUBPF_TRACE_THREADS", 2);
+	struct store_trace_options opt = { .workers = (int)(workers > 64 ? 64 : workers) };
+	live.trace = store_trace_create(file, &p, &opt, err, sizeof(err));
 	if (!live.trace) {
 		shim_log(SHIM_LOG_WARN, "live: CUBPF_TRACE=%s: %s; no trace is written", file, err);
 		return;
@@ -539,16 +553,6 @@ static void fork_child(void)
 }
 
 /* ---- start --------------------------------------------------------------------------------- */
-
-static uint64_t env_u64(const char *name, uint64_t dflt)
-{
-	const char *v = getenv(name);
-	char *end;
-	if (!v || !*v)
-		return dflt;
-	unsigned long long x = strtoull(v, &end, 10);
-	return *end ? dflt : x;
-}
 
 static void launching(struct shim_launch_event *ev, void *user)
 {

@@ -648,7 +648,7 @@ void live_maps_stop_thread(void)
  * context's ring buffers are set before it joins the list, so a thread reads the list's head
  * under the lock and walks it without: the drain threads do not serialise on the lock. */
 
-#define RB_MAX_THREADS 4
+#define RB_MAX_THREADS 16
 #define RB_LANES_PER_THREAD 33
 #define RB_WINDOW_NS 10000000ull      /* 10 ms */
 #define RB_HELPER_RATE 1000000ull     /* records a second: 56 MB/s of kernelretsnoop records */
@@ -749,7 +749,7 @@ static void rb_start_helpers(void)
 	rb_nthreads = k;
 	atomic_store(&rb_step, k);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	shim_log(SHIM_LOG_DEBUG, "live: ring buffers: %u drain threads", k);
+	shim_log(SHIM_LOG_INFO, "live: ring buffers: %u drain threads", k);
 }
 
 static void *rb_main(void *arg)
