@@ -93,15 +93,17 @@ void tool_report_kcount(const struct tool_data *d, const struct tool_opts *o, FI
 }
 
 /* ---- threadhist ----------------------------------------------------------------------------- */
-/* The probe counts the blocks of a multiple of 32 threads in `edges`, a difference array over
- * groups of 32 thread ids (+1 at a block's first group, -1 past its last: a group's count is the
- * sum of the edges up to it), and other exits per thread in `threads` (key = thread id): a
- * thread's count is the sum of its group's and its own.  Traces of earlier versions count whole
- * warps per group in `warps` instead; both are read.  Grids reach 2^26 threads and more, so the
+/* The probe counts blocks of 2^c warps in `blocks` (one counter per block, a region per c),
+ * other blocks of a multiple of 32 threads in `edges`, a difference array over groups of 32
+ * thread ids (+1 at a block's first group, -1 past its last: a group's count is the sum of the
+ * edges up to it), and other exits per thread in `threads` (key = thread id): a thread's count
+ * is the sum of its group's and its own.  Traces of earlier versions count whole warps per
+ * group in `warps` instead; all are read.  Grids reach 2^26 threads and more, so the
  * threads are never listed one by one: counts are read on the fly from two dense arrays, the
  * distribution built from runs of 32 equal counts where a group has no per-thread extras. */
 #define TH_GROUPS (1u << 21)
 #define TH_THREADS (1u << 20)
+#define TH_CLASSES 6 /* the probe's regions of `blocks`: blocks of 2^c warps */
 
 struct thist {
 	uint64_t *groups, *threads;   /* dense: groups[g], threads[t] */
@@ -137,12 +139,10 @@ static uint64_t *dense(const struct tool_map *m, uint64_t *len)
 	return a;
 }
 
-/* Adds the prefix sums of the difference array `edges` to the group counts (unsigned
- * arithmetic: the -1 edges wrap, and every prefix of a whole launch's edges is >= 0). */
-static int add_edges(struct thist *h, const struct tool_map *m)
+/* Adds the prefix sums of the difference array e[0 .. n - 1] (freed here) to the group counts
+ * (unsigned arithmetic: the -1 edges wrap, and every prefix of a whole launch's edges is >= 0). */
+static int add_diff(struct thist *h, uint64_t *e, uint64_t n)
 {
-	uint64_t n = 0;
-	uint64_t *e = dense(m, &n);
 	if (!e)
 		return 0;
 	if (n > h->ngroups) {
@@ -163,11 +163,64 @@ static int add_edges(struct thist *h, const struct tool_map *m)
 	return 0;
 }
 
+/* A u32 counter of entry i, summed over the contexts (GPUs) merged in the map. */
+static uint64_t val32_at(const struct tool_map *m, size_t i)
+{
+	uint32_t n = m->contexts > 1 ? m->contexts : 1, vs = m->value_size / n, v;
+	uint64_t sum = 0;
+	for (uint32_t c = 0; c < n; c++) {
+		memcpy(&v, m->kv + i * ((size_t)m->key_size + m->value_size) + m->key_size +
+				   (size_t)c * vs, 4);
+		sum += v;
+	}
+	return sum;
+}
+
+/* The groups first .. end - 1 that counter `key` of `blocks` stands for: block b of class c
+ * (key = the region's start + b) covers groups b * 2^c .. (b + 1) * 2^c - 1. */
+static void block_groups(uint64_t key, uint64_t *first, uint64_t *end)
+{
+	uint64_t at = 0;
+	uint32_t c = 0;
+	while (c + 1 < TH_CLASSES && key >= at + (TH_GROUPS >> c))
+		at += TH_GROUPS >> c++;
+	*first = (key - at) << c;
+	*end = *first + (1ull << c);
+}
+
+/* `blocks` as a difference array over groups, in *e (NULL: no such map); -1 out of memory. */
+static int blocks_diff(const struct tool_map *m, uint64_t **e, uint64_t *len)
+{
+	uint64_t first, end, n = 0;
+	*e = NULL, *len = 0;
+	if (!m || m->key_size != 4 || m->value_size < 4)
+		return 0;
+	for (size_t i = 0; i < m->count; i++) {
+		block_groups(key_at(m, i), &first, &end);
+		if (val32_at(m, i) && end + 1 > n)
+			n = end + 1;
+	}
+	if (!n || !(*e = calloc(n, sizeof(**e))))
+		return n ? -1 : 0;
+	for (size_t i = 0; i < m->count; i++) {
+		uint64_t v = val32_at(m, i);
+		block_groups(key_at(m, i), &first, &end);
+		if (v)
+			(*e)[first] += v, (*e)[end] -= v;
+	}
+	*len = n;
+	return 0;
+}
+
 static int th_load(const struct tool_data *d, struct thist *h)
 {
 	memset(h, 0, sizeof(*h));
 	h->groups = dense(tool_map_by_name(d, "warps"), &h->ngroups);
-	if (add_edges(h, tool_map_by_name(d, "edges")) < 0)
+	uint64_t n = 0;
+	uint64_t *e = dense(tool_map_by_name(d, "edges"), &n);
+	if (add_diff(h, e, n) < 0)
+		return -1;
+	if (blocks_diff(tool_map_by_name(d, "blocks"), &e, &n) < 0 || add_diff(h, e, n) < 0)
 		return -1;
 	h->threads = dense(tool_map_by_name(d, "threads"), &h->nthreads);
 	if (!h->groups && !h->threads)

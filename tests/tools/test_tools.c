@@ -472,6 +472,47 @@ static void test_threadhist_edges(void **state)
 	tool_data_free(&d);
 }
 
+/* A MAP record of u32 values, of context map_ctx, as the shim writes `blocks`. */
+static void map_u32(struct store_trace_writer *w, const char *name, uint64_t ts, const uint32_t *keys,
+		    const uint32_t *vals, uint32_t n)
+{
+	uint8_t *kv = calloc(n ? n : 1, 8);
+	assert_non_null(kv);
+	for (uint32_t i = 0; i < n; i++) {
+		memcpy(kv + i * 8, &keys[i], 4);
+		memcpy(kv + i * 8 + 4, &vals[i], 4);
+	}
+	struct store_rec_map m = {.ts_ns = ts, .name = store_trace_intern(w, name), .map_type = 1503,
+				  .key_size = 4, .value_size = 4, .count = n, .ctx = map_ctx};
+	assert_int_equal(store_trace_map(w, &m, kv, n * 8), 0);
+	free(kv);
+}
+
+/* Blocks of 2^c warps counted once per block in `blocks` (region of class c at
+ * 2^22 - 2^(22 - c)), on two GPUs: blocks of 256 threads (class 3) 0 and 1 ran 2 and 1 times
+ * on GPU 0 and block 1 once more on GPU 1; a block of 32 threads (class 0), block 3, once on
+ * GPU 1: ids 0..255 ran twice, 256..511 twice, 96..127 once more (3 times). */
+static void test_threadhist_blocks(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	const uint32_t c3 = (1u << 22) - (1u << 19);
+	uint32_t k0[] = {c3, c3 + 1}, v0[] = {2, 1}, k1[] = {3, c3 + 1}, v1[] = {1, 1};
+	map_ctx = 1;
+	map_u32(w, "blocks", 10, k0, v0, 2);
+	map_ctx = 2;
+	map_u32(w, "blocks", 10, k1, v1, 2);
+	map_ctx = 0;
+	struct tool_data d;
+	finish(w, &d, log_a);
+	char *out = report("threadhist", &d, 0);
+	assert_contains(out, "           3            32\n");
+	assert_contains(out, "           2           480\n");
+	assert_contains(out, "threads 512 (ids 0..511)  min 2  max 3");
+	free(out);
+	tool_data_free(&d);
+}
+
 /* Per-SM counts of thread accesses per (kernel, space, op, log2 size), summed over the SMs;
  * bytes follow from the size; sectors touched per (kernel, space, op) give the coalescing. */
 static void test_memtrace(void **state)
@@ -666,6 +707,7 @@ int main(void)
 		cmocka_unit_test(test_threadhist),
 		cmocka_unit_test(test_threadhist_warps),
 		cmocka_unit_test(test_threadhist_edges),
+		cmocka_unit_test(test_threadhist_blocks),
 		cmocka_unit_test(test_launchlate_two_gpus),
 		cmocka_unit_test(test_launchlate),    cmocka_unit_test(test_memtrace),
 		cmocka_unit_test(test_kernelretsnoop), cmocka_unit_test(test_maps_dump),
