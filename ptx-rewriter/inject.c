@@ -730,6 +730,26 @@ static int target_sm(const char *target)
 	return s ? atoi(s + 3) : 0;
 }
 
+/* Whether program p updates an array map (ARRAY, GPU_ARRAY) that the L2 should keep
+ * (codegen.c, l2_hint): those are indexed by block, thread or key and spread over many lines
+ * that an application's stream evicts.  Per-SM arrays are a few hot lines of their own, and
+ * the policy's extra instruction costs a kernel with a probe at every memory access more than
+ * it saves there (memtrace on vec_add 2^26: 1.88x -> 2.07x). */
+static bool updates_arrays(const struct ptx_prog *p, const struct vm_map_def *maps, uint32_t n)
+{
+	for (uint32_t pc = 0; pc + 1 < p->insn_cnt; pc++) {
+		const struct bpf_insn *in = &p->insns[pc];
+		if (in->code != (BPF_LD | BPF_IMM | BPF_DW))
+			continue;
+		if ((in->src_reg == BPF_PSEUDO_MAP_FD || in->src_reg == BPF_PSEUDO_MAP_VALUE) &&
+		    (uint32_t)in->imm < n && (maps[in->imm].type == CUBPF_MAP_ARRAY ||
+					      maps[in->imm].type == CUBPF_MAP_GPU_ARRAY))
+			return true;
+		pc++; /* the second slot of lddw */
+	}
+	return false;
+}
+
 static int prepare(struct inj *j)
 {
 	j->cp = calloc(j->o->prog_cnt + 1, sizeof(*j->cp));
@@ -742,6 +762,8 @@ static int prepare(struct inj *j)
 		if (!j->cp[p])
 			return -1;
 		j->cp[p]->warp_aggregate = target_sm(j->m->target) >= 70 && atof(j->m->version) >= 6.0;
+		j->cp[p]->l2_keep = target_sm(j->m->target) >= 80 && atof(j->m->version) >= 7.4 &&
+				    updates_arrays(&j->o->progs[p], j->o->maps, j->o->map_cnt);
 		j->cp[p]->fold = true;
 	}
 	return 0;
