@@ -6,6 +6,7 @@
  * Registers: %__cb_m0..9 (.b64), %__cb_x0..7 (.b32), %__cb_q0..1 (.pred) belong to this file,
  * so that the shared temporaries (%__cb_t*, %__cb_u*, used by cg_ld and the argument loads)
  * may be clobbered while a map operation keeps its addresses; %__cb_h0..7 hold key words. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -298,23 +299,28 @@ int cg_map_op(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char
 
 /* ---- ring buffers ---- */
 
-/* The lane of this warp slot (cubpf_abi.h): %__cb_x6 = the lane, %__cb_m0 = its cubpf_rb_prod,
- * %__cb_m1 = lane_bytes, %__cb_m2 = the producers' part (its header).  The host fills the header
- * before launching: cacheable loads, from device memory. */
+/* reg = the address of this lane's word in the state's array at header offset `field` (heads,
+ * tails or drops: u64 per lane).  Needs %__cb_m2 (the header) and %__cb_x6 (the lane). */
+static void rb_lane_word(struct cg *g, const char *reg, size_t field)
+{
+	OUT("ld.global.nc.u64 %s, [%%__cb_m2+%u];\n", reg, (unsigned)field);
+	OUT("mad.wide.u32 %s, %%__cb_x6, 8, %s;\n", reg, reg);
+}
+
+/* The lane of this warp slot (cubpf_abi.h): %__cb_x6 = the lane, %__cb_m0 = the address of its
+ * head, %__cb_m1 = lane_bytes, %__cb_m2 = the producers' part (its header).  The host fills the
+ * header before launching: cacheable loads, from device memory. */
 static void rb_lane(struct cg *g, uint32_t map)
 {
-	const unsigned H = (unsigned)sizeof(struct cubpf_rb_state);
-	const unsigned P = (unsigned)sizeof(struct cubpf_rb_prod);
 	OUT("ld.const.u64 %%__cb_m2, [" PTX_MAP_SYMBOL_FMT "];\n", map);
 	OUT("ld.global.nc.v2.u32 {%%__cb_x0, %%__cb_x1}, [%%__cb_m2];\n"); /* lanes, warps */
-	OUT("ld.global.nc.u64 %%__cb_m1, [%%__cb_m2+8];\n");
+	OUT("ld.global.nc.u64 %%__cb_m1, [%%__cb_m2+%u];\n",
+	    (unsigned)offsetof(struct cubpf_rb_state, lane_bytes));
 	OUT("mov.u32 %%__cb_x6, %%smid;\n");
 	OUT("mov.u32 %%__cb_x3, %%warpid;\n");
 	OUT("mad.lo.u32 %%__cb_x6, %%__cb_x6, %%__cb_x1, %%__cb_x3;\n");
 	OUT("rem.u32 %%__cb_x6, %%__cb_x6, %%__cb_x0;\n"); /* %warpid may exceed the slots: modulo */
-	OUT("mul.wide.u32 %%__cb_m0, %%__cb_x6, %u;\n", P);
-	OUT("add.s64 %%__cb_m0, %%__cb_m0, %%__cb_m2;\n");
-	OUT("add.s64 %%__cb_m0, %%__cb_m0, %u;\n", H);
+	rb_lane_word(g, "%__cb_m0", offsetof(struct cubpf_rb_state, heads));
 }
 
 /* The warp's callers (activemask): %__cb_x2 = their mask, %__cb_x3 = this one's rank, %__cb_x4 =
@@ -335,16 +341,17 @@ static void rb_callers(struct cg *g, uint32_t wb)
 }
 
 /* Step 1 of the protocol, by the leader: one reservation for the whole batch, a CAS on the
- * lane's head in device memory; the tail is re-read from the ring (over PCIe) only when the
- * cached copy says the batch does not fit.  The fit test is signed: a head read before the tail
+ * lane's head, checked against the device's copy of the lane's tail (both in device memory:
+ * nothing crosses PCIe, kept or dropped).  The fit test is signed: a head read before the tail
  * passed it is stale, and the CAS then fails and retries.  Leaves, shuffled to every caller,
  * %__cb_m3 = the batch's position and %__cb_x7 = 1 when reserved (0: dropped); the leader also
  * keeps %__cb_m4 = the padding before the batch. */
-static void rb_reserve(struct cg *g, const char *L, const char *F, const char *J)
+static void rb_reserve(struct cg *g, const char *L, const char *J)
 {
 	OUT("mov.u32 %%__cb_x7, 0;\n");
 	OUT("setp.ne.u32 %%__cb_q1, %%__cb_x3, 0;\n");
 	OUT("@%%__cb_q1 bra %s;\n", J);
+	rb_lane_word(g, "%__cb_m8", offsetof(struct cubpf_rb_state, tails));
 	OUT("ld.volatile.global.u64 %%__cb_m3, [%%__cb_m0];\n");
 	buf_printf(g->out, "%s:\n", L);
 	OUT("rem.u64 %%__cb_m4, %%__cb_m3, %%__cb_m1;\n");
@@ -353,18 +360,10 @@ static void rb_reserve(struct cg *g, const char *L, const char *F, const char *J
 	OUT("selp.b64 %%__cb_m4, %%__cb_m4, 0, %%__cb_q0;\n"); /* padding */
 	OUT("add.s64 %%__cb_m6, %%__cb_m3, %%__cb_m4;\n");
 	OUT("add.s64 %%__cb_m6, %%__cb_m6, %%__cb_m5;\n"); /* the new head */
-	OUT("ld.volatile.global.u64 %%__cb_m7, [%%__cb_m0+8];\n");
+	OUT("ld.volatile.global.u64 %%__cb_m7, [%%__cb_m8];\n");
 	OUT("sub.s64 %%__cb_m7, %%__cb_m6, %%__cb_m7;\n");
 	OUT("setp.le.s64 %%__cb_q0, %%__cb_m7, %%__cb_m1;\n");
-	OUT("@%%__cb_q0 bra %s;\n", F);
-	OUT("ld.global.nc.u64 %%__cb_m7, [%%__cb_m2+16];\n"); /* the ring's tails */
-	OUT("mad.wide.u32 %%__cb_m7, %%__cb_x6, 8, %%__cb_m7;\n");
-	OUT("ld.volatile.global.u64 %%__cb_m7, [%%__cb_m7];\n");
-	OUT("red.global.max.u64 [%%__cb_m0+8], %%__cb_m7;\n");
-	OUT("sub.s64 %%__cb_m7, %%__cb_m6, %%__cb_m7;\n");
-	OUT("setp.le.s64 %%__cb_q0, %%__cb_m7, %%__cb_m1;\n");
-	OUT("@!%%__cb_q0 bra %s;\n", J); /* still full: dropped */
-	buf_printf(g->out, "%s:\n", F);
+	OUT("@!%%__cb_q0 bra %s;\n", J); /* full: dropped */
 	OUT("atom.global.cas.b64 %%__cb_m7, [%%__cb_m0], %%__cb_m3, %%__cb_m6;\n");
 	OUT("setp.ne.u64 %%__cb_q0, %%__cb_m7, %%__cb_m3;\n");
 	OUT("mov.b64 %%__cb_m3, %%__cb_m7;\n");
@@ -379,15 +378,14 @@ static void rb_reserve(struct cg *g, const char *L, const char *F, const char *J
 	OUT("mov.b64 %%__cb_m3, {%%__cb_x0, %%__cb_x1};\n");
 }
 
-/* A dropped batch: the leader adds k to the lane's drops in the ring (system scope: the host
- * reads them). */
+/* A dropped batch: the leader adds k to the lane's drops (device memory; the host copies them
+ * out). */
 static void rb_drop(struct cg *g)
 {
 	OUT("setp.eq.u32 %%__cb_q0, %%__cb_x3, 0;\n");
-	OUT("ld.global.nc.u64 %%__cb_m7, [%%__cb_m2+24];\n");
-	OUT("mad.wide.u32 %%__cb_m7, %%__cb_x6, 8, %%__cb_m7;\n");
+	rb_lane_word(g, "%__cb_m7", offsetof(struct cubpf_rb_state, drops));
 	OUT("cvt.u64.u32 %%__cb_m6, %%__cb_x4;\n");
-	OUT("@%%__cb_q0 red.sys.global.add.u64 [%%__cb_m7], %%__cb_m6;\n");
+	OUT("@%%__cb_q0 red.global.add.u64 [%%__cb_m7], %%__cb_m6;\n");
 	OUT("mov.b64 %%__cb_r0, -%d;\n", EAGAIN);
 }
 
@@ -396,7 +394,8 @@ static void rb_drop(struct cg *g)
  * words), then the leader, after bar.warp.sync and one fence, the commit words. */
 static int rb_store(struct cg *g, uint32_t pc, uint32_t depth, uint32_t size)
 {
-	OUT("ld.global.nc.u64 %%__cb_m7, [%%__cb_m2+32];\n");
+	OUT("ld.global.nc.u64 %%__cb_m7, [%%__cb_m2+%u];\n",
+	    (unsigned)offsetof(struct cubpf_rb_state, data));
 	OUT("cvt.u64.u32 %%__cb_m6, %%__cb_x6;\n");
 	OUT("mad.lo.u64 %%__cb_m7, %%__cb_m6, %%__cb_m1, %%__cb_m7;\n");
 	OUT("rem.u64 %%__cb_m6, %%__cb_m3, %%__cb_m1;\n");
@@ -448,15 +447,14 @@ int cg_ringbuf_output(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
 		return mfail(g, pc, id, "the context cannot be passed to helpers on the GPU");
 	g->res->maps_used |= 1ull << m->map;
 	uint32_t size = (uint32_t)sz->v, inst = g->next_inst++;
-	char L[96], F[96], J[96], X[96], D[96];
+	char L[96], J[96], X[96], D[96];
 	snprintf(L, sizeof(L), "%sm%u_l", ip, inst);
-	snprintf(F, sizeof(F), "%sm%u_f", ip, inst);
 	snprintf(J, sizeof(J), "%sm%u_j", ip, inst);
 	snprintf(X, sizeof(X), "%sm%u_x", ip, inst);
 	snprintf(D, sizeof(D), "%sm%u_d", ip, inst);
 	rb_lane(g, m->map);
 	rb_callers(g, 8 * ((size + 7) / 8));
-	rb_reserve(g, L, F, J);
+	rb_reserve(g, L, J);
 	OUT("setp.eq.u32 %%__cb_q0, %%__cb_x7, 0;\n");
 	OUT("@%%__cb_q0 bra %s;\n", X);
 	if (rb_store(g, pc, depth, size))

@@ -10,7 +10,7 @@
  * CUBPF_TRACE (trace file), CUBPF_DUMP_MAPS=1 (print every map at exit), CUBPF_MAP_MAX_MB
  * (cap on the device maps of one context, default 4096), CUBPF_RINGBUF_MB (pinned memory for
  * ring buffers per context, default 64), CUBPF_RINGBUF_THREADS (most ring buffer drain threads,
- * default 4), CUBPF_TRACE_THREADS (the trace's compressing threads, default 2),
+ * default half the CPUs, 4 to 8), CUBPF_TRACE_THREADS (the trace's compressing threads, default 2),
  * CUBPF_SAMPLE (probes on every Nth launch of a kernel,
  * through the enable words), CUBPF_INTERVAL_MS (how often the maps
  * and the clock calibration go into the trace while the application runs, default 1000),
@@ -27,6 +27,16 @@
 
 struct live_state live;
 struct live_driver live_cu;
+
+/* Most ring buffer drain threads by default: half the CPUs, 4 to 8.  One thread takes about
+ * 5 GB/s of records off the lanes; 8 took 30 GB/s (59% of the device-to-host bandwidth) on an
+ * H100's 16-core host (tests/bench/b_rbstream.sh), 4 only 21 GB/s.  Helpers start only while
+ * records stream (live_maps.c), so an idle ring buffer costs one thread. */
+static uint64_t default_drain_threads(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN) / 2;
+	return n < 4 ? 4 : n > 8 ? 8 : (uint64_t)n;
+}
 
 /* ---- the real driver ----------------------------------------------------------------------- */
 
@@ -55,6 +65,7 @@ static int live_driver_load(char *err, size_t errlen)
 	LOAD(cuMemcpyDtoHAsync_v2);
 	LOAD(cuStreamCreate);
 	LOAD(cuStreamSynchronize);
+	LOAD(cuStreamQuery);
 	LOAD(cuModuleGetGlobal_v2);
 	LOAD(cuLibraryGetGlobal);
 	LOAD(cuLinkCreate_v2);
@@ -603,7 +614,7 @@ const struct shim_hooks *shim_live_init(void)
 	live.kernel_glob = glob && *glob ? glob : NULL;
 	live.map_cap_bytes = env_u64("CUBPF_MAP_MAX_MB", 4096) << 20;
 	live.ringbuf_bytes = env_u64("CUBPF_RINGBUF_MB", 64) << 20;
-	live.ringbuf_threads = (uint32_t)env_u64("CUBPF_RINGBUF_THREADS", 4);
+	live.ringbuf_threads = (uint32_t)env_u64("CUBPF_RINGBUF_THREADS", default_drain_threads());
 	live.sample = (uint32_t)env_u64("CUBPF_SAMPLE", 1);
 	/* The enable-word check costs every probe site a dependent load (the word) and a branch:
 	 * small, not nil (memory probes run it per access), so it is compiled in only when

@@ -36,6 +36,7 @@ struct live_driver {
 	LIVE_FN(cuMemcpyDtoHAsync_v2);
 	LIVE_FN(cuStreamCreate);
 	LIVE_FN(cuStreamSynchronize);
+	LIVE_FN(cuStreamQuery);
 	LIVE_FN(cuModuleGetGlobal_v2);
 	LIVE_FN(cuLibraryGetGlobal);
 	LIVE_FN(cuLinkCreate_v2);
@@ -152,6 +153,11 @@ struct live_ctx {
 	uint64_t rb_state_bytes;    /* device bytes of ring buffers' producer bookkeeping */
 	void **host;                /* per ring buffer map: its pinned host memory, else NULL */
 	uint64_t *drops_seen;       /* per ring buffer map: drops already written to the trace */
+	atomic_uint_fast64_t *rb_moved; /* per ring buffer map: drain passes that moved tails */
+	uint64_t *rb_synced;        /* per ring buffer map: rb_moved when tails last went to the device */
+	uint64_t rb_sync_ns;        /* when the last copies went (drain thread 0's clock) */
+	uint64_t rb_syncs, rb_sync_busy; /* copies made; times the last ones were still running */
+	bool rb_sync_warned;
 	uint8_t **snap;             /* per map: the last copy read back (NULL before) */
 	uint64_t snap_ns;           /* when it was read (CLOCK_REALTIME), 0 = never */
 	CUdeviceptr enable;         /* CUBPF_ENABLE_WORDS enable words (cubpf_abi.h) */

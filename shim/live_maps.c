@@ -50,6 +50,8 @@ static void ctx_free(struct live_ctx *c)
 	free(c->base);
 	free(c->host);
 	free(c->drops_seen);
+	free(c->rb_moved);
+	free(c->rb_synced);
 	free(c->snap);
 	free(c);
 }
@@ -62,8 +64,8 @@ static void ctx_free(struct live_ctx *c)
  * one kernel writes before the drain comes round, and the budget is what the user granted.
  * Lane sizes are multiples of 128 bytes (batches are 16-aligned and never wrap: no power of two
  * needed) and at least RB_LANE_MIN, one batch of 32 records of 48 bytes with room to spare.
- * The producers' part (heads, cached tails) is a device allocation of 64 + 32 x lanes bytes,
- * counted in the context's device bytes. */
+ * The producers' part (heads, the device's copy of the tails, drops) is a device allocation of
+ * 64 + 3 x 8 x lanes bytes (CUBPF_RB_STATE_BYTES), counted in the context's device bytes. */
 
 #define RB_LANE_MIN 2048u
 #define RB_WARPS_DEFAULT 64u /* sm_90's warp slots per SM, when the driver does not say */
@@ -81,8 +83,8 @@ static CUresult ringbuf_state(struct live_ctx *c, uint32_t i, uint32_t lanes, ui
 			      uint64_t lane, CUdeviceptr ring)
 {
 	uint64_t bytes = live_rb_state_bytes(lanes);
-	struct cubpf_rb_state h = live_rb_state_header(lanes, warps, lane, ring);
 	CUresult r = live_cu.cuMemAlloc_v2(&c->base[i], bytes);
+	struct cubpf_rb_state h = live_rb_state_header(lanes, warps, lane, c->base[i], ring);
 	if (r == CUDA_SUCCESS)
 		r = live_cu.cuMemsetD8Async(c->base[i], 0, bytes, c->stream);
 	if (r == CUDA_SUCCESS)
@@ -394,9 +396,12 @@ struct live_ctx *live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 		c->base = calloc(live.nmaps + 1, sizeof(*c->base));
 		c->host = calloc(live.nmaps + 1, sizeof(*c->host));
 		c->drops_seen = calloc(live.nmaps + 1, sizeof(*c->drops_seen));
+		c->rb_moved = calloc(live.nmaps + 1, sizeof(*c->rb_moved));
+		c->rb_synced = calloc(live.nmaps + 1, sizeof(*c->rb_synced));
 		c->snap = calloc(live.nmaps + 1, sizeof(*c->snap));
 	}
-	if (!c || !c->base || !c->host || !c->drops_seen || !c->snap) {
+	if (!c || !c->base || !c->host || !c->drops_seen || !c->rb_moved || !c->rb_synced ||
+	    !c->snap) {
 		snprintf(err, errlen, "out of memory");
 		if (c)
 			ctx_free(c);
@@ -482,6 +487,25 @@ int live_fill(struct live_ctx *c, CUmodule mod, CUlibrary lib, char *err, size_t
 
 /* ---- reading back ------------------------------------------------------------------------ */
 
+/* The device's drop counts of ring buffer i, to the ring's copy (cubpf_abi.h), on cubpf's
+ * stream (context current). */
+static CUresult rb_drops_copy(struct live_ctx *c, uint32_t i)
+{
+	uint32_t lanes = ((const struct cubpf_rb_header *)c->host[i])->lanes;
+	return live_cu.cuMemcpyDtoHAsync_v2(live_rb_drops_copy(c->host[i]),
+					    c->base[i] + CUBPF_RB_STATE_DROPS(lanes),
+					    (size_t)lanes * sizeof(uint64_t), c->stream);
+}
+
+/* The ring's tails, to the device's copy that producers check (context current). */
+static CUresult rb_tails_copy(struct live_ctx *c, uint32_t i)
+{
+	uint32_t lanes = ((const struct cubpf_rb_header *)c->host[i])->lanes;
+	return live_cu.cuMemcpyHtoDAsync_v2(c->base[i] + CUBPF_RB_STATE_TAILS(lanes),
+					    live_rb_tails(c->host[i]),
+					    (size_t)lanes * sizeof(uint64_t), c->stream);
+}
+
 static void snapshot(struct live_ctx *c, bool sync)
 {
 	CUcontext popped;
@@ -495,7 +519,11 @@ static void snapshot(struct live_ctx *c, bool sync)
 	CUresult r = sync ? live_cu.cuCtxSynchronize() : CUDA_SUCCESS;
 	uint8_t **tmp = calloc(live.nmaps + 1, sizeof(*tmp));
 	for (uint32_t i = 0; tmp && r == CUDA_SUCCESS && i < live.nmaps; i++) {
-		if (!c->base[i] || !live.maps[i].bytes) /* ring buffers are drained, not copied */
+		if (c->host[i]) { /* a ring buffer is drained, not copied: only its drop counts */
+			r = rb_drops_copy(c, i);
+			continue;
+		}
+		if (!c->base[i] || !live.maps[i].bytes)
 			continue;
 		tmp[i] = malloc(live.maps[i].bytes);
 		r = tmp[i] ? live_cu.cuMemcpyDtoHAsync_v2(tmp[i], c->base[i], live.maps[i].bytes,
@@ -652,6 +680,7 @@ void live_maps_stop_thread(void)
 #define RB_LANES_PER_THREAD 33
 #define RB_WINDOW_NS 10000000ull      /* 10 ms */
 #define RB_HELPER_RATE 1000000ull     /* records a second: 56 MB/s of kernelretsnoop records */
+#define RB_DROPS_EVERY_NS 100000000ull /* the device's drop counts read at least this often */
 
 static pthread_t rb_threads[RB_MAX_THREADS];
 static uint32_t rb_nthreads;   /* threads started (thread 0 changes it, between its passes) */
@@ -685,6 +714,8 @@ static uint64_t rb_drain_pass(uint32_t k, uint32_t step, uint8_t *scratch)
 			uint64_t n = live_rb_drain_runs(c->host[i], k, step, scratch, live_rb_to_trace,
 							&sink, &t);
 			atomic_fetch_add_explicit(&m->records, n, memory_order_relaxed);
+			if (t.bytes) /* tails moved: thread 0 copies them to the device */
+				atomic_fetch_add_explicit(&c->rb_moved[i], 1, memory_order_release);
 			taken += n;
 			if (t.damaged)
 				shim_log(SHIM_LOG_DEBUG, "live: ring buffer %s: a damaged record "
@@ -704,6 +735,69 @@ static uint64_t rb_drain_pass(uint32_t k, uint32_t step, uint8_t *scratch)
 	return taken;
 }
 
+static uint64_t rb_monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether context c's ring buffers need their copies: tails moved since the last ones, or the
+ * drop counts are due. */
+static bool rb_sync_due(const struct live_ctx *c, uint64_t now)
+{
+	bool rings = false;
+	for (uint32_t i = 0; i < live.nmaps; i++) {
+		if (!c->host[i])
+			continue;
+		rings = true;
+		if (atomic_load_explicit(&c->rb_moved[i], memory_order_acquire) != c->rb_synced[i])
+			return true;
+	}
+	return rings && now - c->rb_sync_ns >= RB_DROPS_EVERY_NS;
+}
+
+/* Thread 0, after each pass: for every context whose lanes were freed, the ring's tails go to
+ * the device's copy (producers see the room) and the device's drops come back, on cubpf's
+ * stream.  Only when that stream is idle (the last copies are done: they never queue up) and
+ * only when the lock is free at once (the drain does not wait for a snapshot; teardown holds
+ * the lock, so no copy goes to a context on its way out). */
+static void rb_sync_all(void)
+{
+	uint64_t now = rb_monotonic_ns();
+	if (pthread_mutex_trylock(&lock) != 0)
+		return;
+	for (struct live_ctx *c = ctxs; c; c = c->next) {
+		CUcontext popped;
+		if (!rb_sync_due(c, now) || live_cu.cuCtxPushCurrent_v2(c->ctx) != CUDA_SUCCESS)
+			continue;
+		CUresult r = live_cu.cuStreamQuery(c->stream);
+		for (uint32_t i = 0; r == CUDA_SUCCESS && i < live.nmaps; i++) {
+			if (!c->host[i])
+				continue;
+			uint64_t moved = atomic_load_explicit(&c->rb_moved[i], memory_order_acquire);
+			r = rb_tails_copy(c, i);
+			if (r == CUDA_SUCCESS)
+				r = rb_drops_copy(c, i);
+			if (r == CUDA_SUCCESS)
+				c->rb_synced[i] = moved;
+		}
+		if (r == CUDA_SUCCESS) {
+			c->rb_sync_ns = now;
+			c->rb_syncs++;
+		} else if (r == CUDA_ERROR_NOT_READY) {
+			c->rb_sync_busy++;
+		} else if (!c->rb_sync_warned) {
+			c->rb_sync_warned = true;
+			shim_log(SHIM_LOG_WARN, "live: ring buffers of context %p: copying tails and "
+				 "drops: %s; their lanes stay full once filled (records dropped, "
+				 "counted)", (void *)c->ctx, live_cu_error(r));
+		}
+		live_cu.cuCtxPopCurrent_v2(&popped);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
 /* Threads wanted for the widest ring buffer: one per RB_LANES_PER_THREAD lanes, bounded. */
 static uint32_t rb_threads_wanted(void)
 {
@@ -719,12 +813,6 @@ static uint32_t rb_threads_wanted(void)
 
 static void *rb_main(void *arg);
 
-static uint64_t rb_monotonic_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Thread 0, between two of its passes: starts the helpers (once). */
 static void rb_start_helpers(void)
@@ -765,7 +853,10 @@ static void *rb_main(void *arg)
 		if (taken == 0)
 			nanosleep(&(struct timespec){ 0, 1000 * 1000 }, NULL);
 		taken = rb_drain_pass(k, step, rb_scratch[k]);
-		if (k != 0 || rb_nthreads > 1)
+		if (k != 0)
+			continue;
+		rb_sync_all();
+		if (rb_nthreads > 1)
 			continue;
 		uint64_t now = rb_monotonic_ns();
 		window += taken;
@@ -813,9 +904,13 @@ void live_ringbuf_finish(void)
 		for (uint32_t i = 0; i < live.nmaps; i++)
 			if (c->host[i])
 				shim_log(SHIM_LOG_INFO, "live: ring buffer %s: %llu records taken, %llu "
-					 "dropped on device %d (lanes full)", live.maps[i].def.name,
+					 "dropped on device %d (lanes full); tails copied to the device "
+					 "%llu times (%llu times the last copy was still running)",
+					 live.maps[i].def.name,
 					 (unsigned long long)atomic_load(&live.maps[i].records),
-					 (unsigned long long)c->drops_seen[i], (int)c->dev);
+					 (unsigned long long)c->drops_seen[i], (int)c->dev,
+					 (unsigned long long)c->rb_syncs,
+					 (unsigned long long)c->rb_sync_busy);
 	pthread_mutex_unlock(&lock);
 }
 

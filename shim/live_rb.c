@@ -2,8 +2,10 @@
  * producer.  The protocol is in cubpf_abi.h; the reasons for its shape:
  *  - a producer never waits: reservation is a compare-and-swap on head that gives up (and counts
  *    a drop) when the batch does not fit, instead of an add that could not be undone;
- *  - heads live in device memory and the producers keep a copy of the tail there, so that a
- *    reservation crosses PCIe only when the lane looks full;
+ *  - heads, a copy of the tails and the drop counts live in device memory (the host copies the
+ *    tails in and the drops out), so that neither a reservation nor a drop crosses PCIe: when
+ *    lanes are full, most warps drop, and a PCIe round trip each would cost the SMs more than
+ *    the records kept;
  *  - a batch stores its records field-major, so that the warp's stores are contiguous (full
  *    lines over PCIe, not one 8-byte write per record), and has one fence and one commit word;
  *  - batches are committed out of order (warps finish when they finish), so the host stops at
@@ -62,13 +64,25 @@ void live_rb_init(void *mem, uint32_t lanes, uint32_t warps, uint64_t lane_bytes
 }
 
 struct cubpf_rb_state live_rb_state_header(uint32_t lanes, uint32_t warps, uint64_t lane_bytes,
-					   uint64_t ring)
+					   uint64_t state, uint64_t ring)
 {
 	return (struct cubpf_rb_state){
 		.lanes = lanes, .warps = warps, .lane_bytes = lane_bytes,
-		.tails = ring + CUBPF_RB_TAILS_OFFSET, .drops = ring + CUBPF_RB_DROPS_OFFSET(lanes),
+		.heads = state + CUBPF_RB_STATE_HEADS(lanes),
+		.tails = state + CUBPF_RB_STATE_TAILS(lanes),
+		.drops = state + CUBPF_RB_STATE_DROPS(lanes),
 		.data = ring + CUBPF_RB_DATA_OFFSET(lanes),
 	};
+}
+
+void *live_rb_tails(void *mem)
+{
+	return tail_at(mem, 0);
+}
+
+void *live_rb_drops_copy(void *mem)
+{
+	return drops_at(mem, 0);
 }
 
 /* Zeroes n consumed bytes from ring position pos (a run may go on past the lane's end, after a
@@ -226,33 +240,28 @@ uint64_t live_rb_drops(const void *mem)
 
 /* ---- the producer (CPU model of ptx-rewriter/maps.c's cg_ringbuf_output) ------------------ */
 
-/* cached_tail only grows: a producer that read an older tail must not lower it. */
-static void cached_tail_raise(__u64 *cached, uint64_t t)
+/* The device's arrays, reached through the ring header's `state` (a host address here). */
+static uint64_t *state_word(const void *mem, size_t array, uint32_t lane)
 {
-	__u64 c = __atomic_load_n(cached, __ATOMIC_ACQUIRE);
-	while (c < t && !__atomic_compare_exchange_n(cached, &c, t, false, __ATOMIC_RELEASE,
-						     __ATOMIC_ACQUIRE))
-		;
+	const struct cubpf_rb_header *h = hdr(mem);
+	return (uint64_t *)((uint8_t *)(uintptr_t)h->state + array) + lane;
 }
 
 /* Step 1 of the protocol: *head = the reserved position, *pad = padding bytes before the batch.
- * The fit test is signed: a head read before the tail passed it (stale) must retry, not drop. */
-static int reserve(struct cubpf_rb_prod *p, uint64_t *tailp, uint64_t size, uint64_t batch,
+ * The tail is the device's copy, which only the host's copy (live_rb_sync) raises.  The fit
+ * test is signed: a head read before the tail passed it (stale) must retry, not drop. */
+static int reserve(uint64_t *headp, const uint64_t *tailp, uint64_t size, uint64_t batch,
 		   uint64_t *head, uint64_t *pad)
 {
-	uint64_t h = __atomic_load_n(&p->head, __ATOMIC_RELAXED);
+	uint64_t h = __atomic_load_n(headp, __ATOMIC_RELAXED);
 	if (batch > size)
 		return -1;
 	for (;;) {
 		uint64_t off = h % size, pd = size - off < batch ? size - off : 0, need = pd + batch;
-		uint64_t t = __atomic_load_n(&p->cached_tail, __ATOMIC_ACQUIRE);
-		if ((int64_t)(h + need - t) > (int64_t)size) {
-			t = __atomic_load_n(tailp, __ATOMIC_ACQUIRE); /* over PCIe on the GPU */
-			cached_tail_raise(&p->cached_tail, t);
-			if ((int64_t)(h + need - t) > (int64_t)size)
-				return -1;
-		}
-		if (__atomic_compare_exchange_n(&p->head, &h, h + need, false, __ATOMIC_ACQ_REL,
+		uint64_t t = __atomic_load_n(tailp, __ATOMIC_ACQUIRE);
+		if ((int64_t)(h + need - t) > (int64_t)size)
+			return -1;
+		if (__atomic_compare_exchange_n(headp, &h, h + need, false, __ATOMIC_ACQ_REL,
 						__ATOMIC_RELAXED)) {
 			*head = h, *pad = pd;
 			return 0;
@@ -286,12 +295,11 @@ int live_rb_produce_batch(void *mem, uint32_t lane, const void *recs, uint32_t k
 {
 	const struct cubpf_rb_header *h = hdr(mem);
 	lane %= h->lanes;
-	uint64_t *drops = drops_at(mem, lane), head, pad;
-	struct cubpf_rb_prod *p = (struct cubpf_rb_prod *)((uint8_t *)(uintptr_t)h->state +
-							   sizeof(struct cubpf_rb_state)) + lane;
+	uint64_t *drops = state_word(mem, CUBPF_RB_STATE_DROPS(h->lanes), lane), head, pad;
 	if (k == 0 || k > RB_WARP || len == 0 || len > CUBPF_RB_MAX_RECORD ||
-	    reserve(p, tail_at(mem, lane), h->lane_bytes, CUBPF_RB_BATCH_BYTES(k, len), &head,
-		    &pad) != 0) {
+	    reserve(state_word(mem, CUBPF_RB_STATE_HEADS(h->lanes), lane),
+		    state_word(mem, CUBPF_RB_STATE_TAILS(h->lanes), lane), h->lane_bytes,
+		    CUBPF_RB_BATCH_BYTES(k, len), &head, &pad) != 0) {
 		__atomic_fetch_add(drops, k, __ATOMIC_RELAXED);
 		return -1;
 	}
@@ -302,4 +310,19 @@ int live_rb_produce_batch(void *mem, uint32_t lane, const void *recs, uint32_t k
 int live_rb_produce(void *mem, uint32_t lane, const void *data, uint32_t len)
 {
 	return live_rb_produce_batch(mem, lane, data, 1, len);
+}
+
+/* What the shim does with two copies on its stream (live_maps.c), word by word: tails in, drops
+ * out.  A word-by-word copy may interleave with the drain's stores; every word it writes is a
+ * value its source held, and both only grow, so readers see old values, never wrong ones. */
+void live_rb_sync(void *mem)
+{
+	const struct cubpf_rb_header *h = hdr(mem);
+	for (uint32_t i = 0; i < h->lanes; i++) {
+		__atomic_store_n(state_word(mem, CUBPF_RB_STATE_TAILS(h->lanes), i),
+				 __atomic_load_n(tail_at(mem, i), __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+		__atomic_store_n(drops_at(mem, i),
+				 __atomic_load_n(state_word(mem, CUBPF_RB_STATE_DROPS(h->lanes), i),
+						 __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+	}
 }

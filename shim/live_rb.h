@@ -18,10 +18,14 @@ uint64_t live_rb_state_bytes(uint32_t lanes);
  * the producers' part, `ring` the device address of `mem` (the same in the tests). */
 void live_rb_init(void *mem, uint32_t lanes, uint32_t warps, uint64_t lane_bytes,
 		  uint64_t state);
-/* The header of the producers' part for a ring at device address `ring` (the rest of the part
- * is zero: heads and cached tails start at 0). */
+/* The header of the producers' part at device address `state` for a ring at device address
+ * `ring` (the rest of the part is zero: heads, tails and drops start at 0). */
 struct cubpf_rb_state live_rb_state_header(uint32_t lanes, uint32_t warps, uint64_t lane_bytes,
-					   uint64_t ring);
+					   uint64_t state, uint64_t ring);
+/* The ring's tails (u64 per lane: the source of the host's copy to the device) and its drops
+ * (u64 per lane: the destination of the copy from the device). */
+void *live_rb_tails(void *mem);
+void *live_rb_drops_copy(void *mem);
 
 /* Called for each record taken: lane, payload and its length. */
 typedef void (*live_rb_fn)(void *user, uint32_t lane, const void *data, uint32_t len);
@@ -64,16 +68,20 @@ struct live_rb_trace {
 };
 void live_rb_to_trace(void *user, uint32_t lane, const struct store_probe_data *recs, uint32_t n);
 
-/* Records dropped so far (all lanes). */
+/* Records dropped (all lanes), as of the host's last copy of the device's counts. */
 uint64_t live_rb_drops(const void *mem);
 
 /* The producer's protocol on the CPU: the reference for the device code, and the tests' fake
  * producer.  The producers' part is reached through the ring header's `state`, which must be a
- * host address here.  A batch of k records of `len` bytes each (recs: k records one after the
+ * host address here.  Like the GPU, it sees the tails only as the host last copied them
+ * (live_rb_sync); its drops reach live_rb_drops through the same copy.  A batch of k records of `len` bytes each (recs: k records one after the
  * other, len bytes apart) goes to lane `lane` (modulo lanes).  Returns 0, or -1 when the batch
  * did not fit (its k records dropped and counted). */
 int live_rb_produce_batch(void *mem, uint32_t lane, const void *recs, uint32_t k, uint32_t len);
 /* A batch of one record. */
 int live_rb_produce(void *mem, uint32_t lane, const void *data, uint32_t len);
+/* The host's two copies, when the producers' part is host memory (tests): the ring's tails to
+ * the producers' copy, the producers' drops to the ring's. */
+void live_rb_sync(void *mem);
 
 #endif

@@ -8,14 +8,16 @@
 # program's CUDA events; the untimed first launch is counted at the timed launches' mean).
 # Target: >= 50% of the copy bandwidth.
 #
-# RB_REPS launches (default 200, ~100 ms of GPU time and ~20x the 64 MB ring) so that the rate
-# is the sustained one, not the ring's first fill.  Modes (RB_MODES):
+# RB_REPS launches (default 20000: 0.1 s natively, longer under the probe, 1 TB of records
+# offered in all) so that the rate is the sustained one, not the ring's first fill: with drops
+# that cost the GPU nothing, 200 launches end before the drain's first pass.  Modes (RB_MODES):
 #   tool       `cubpf run -t kernelretsnoop -o TRACE`: every record into the zstd trace, which
 #              the tool's report reads (defaults: 4 drain threads, 2 compressing threads);
 #   tool_t8    the same with CUBPF_RINGBUF_THREADS=8 CUBPF_TRACE_THREADS=8;
 #   transport  the shim with kernelretsnoop's probe and no trace: the drain threads take the
-#              records off the ring and count them (the GPU -> host stream alone, 4 threads);
-#   transport8 the same with 8 drain threads.
+#              records off the ring and count them (the GPU -> host stream alone, the default
+#              number of drain threads: half the CPUs, 4 to 8);
+#   transport4, transport8  the same with 4 and 8 drain threads.
 set -u
 BUILD=${BUILD:-build}
 OUT=${OUT:-$BUILD/bench-out}
@@ -25,8 +27,8 @@ CUBPF=$BUILD/bin/cubpf
 SHIM_DIR=$(cd "$BUILD/lib" 2>/dev/null && pwd)
 PROBE=$BUILD/probes/kernelretsnoop.bpf.o
 THREADS=${RB_THREADS:-1048576}
-REPS=${RB_REPS:-200}
-MODES=${RB_MODES:-tool tool_t8 transport transport8}
+REPS=${RB_REPS:-20000}
+MODES=${RB_MODES:-tool tool_t8 transport transport4 transport8}
 if [ ! -x "$BIN" ] || [ ! -x "$CUBPF" ] || [ ! -e "$PROBE" ]; then
   echo "b_rbstream: missing $BIN, $CUBPF or $PROBE"; exit 1
 fi
@@ -40,10 +42,10 @@ run_mode() {
     tool) "$CUBPF" run -t kernelretsnoop -l info -o "$o.trace" -- "$BIN" "$THREADS" "$REPS" ;;
     tool_t8) CUBPF_RINGBUF_THREADS=8 CUBPF_TRACE_THREADS=8 \
       "$CUBPF" run -t kernelretsnoop -l info -o "$o.trace" -- "$BIN" "$THREADS" "$REPS" ;;
-    transport|transport8)
+    transport|transport4|transport8)
+      local n=${m#transport}
       env LD_LIBRARY_PATH="$SHIM_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CUBPF_LOG=info \
-        CUBPF_PROGRAMS="$PROBE" CUBPF_RINGBUF_THREADS=$([ "$m" = transport8 ] && echo 8 || echo 4) \
-        "$BIN" "$THREADS" "$REPS" ;;
+        CUBPF_PROGRAMS="$PROBE" ${n:+CUBPF_RINGBUF_THREADS=$n} "$BIN" "$THREADS" "$REPS" ;;
     *) echo "unknown mode $m" >&2; return 2 ;;
   esac >"$o.tool" 2>"$o.err"
 }

@@ -92,12 +92,17 @@ static void per_record(void *user, uint32_t lane, const void *data, uint32_t len
 static uint64_t drain_pass(uint32_t k, void *scratch)
 {
 	uint64_t damaged = 0, n;
-	if (opt.per_record)
-		return live_rb_drain(map, scratch, per_record, NULL, &damaged);
-	struct live_rb_trace sink = { trace, { .prog = 0, .map = 0, .device = 0 } };
-	struct live_rb_taken t = { 0 };
-	n = live_rb_drain_runs(map, k, (uint32_t)opt.drains, scratch, live_rb_to_trace, &sink, &t);
-	atomic_fetch_add_explicit(&taken, n, memory_order_relaxed);
+	if (opt.per_record) {
+		n = live_rb_drain(map, scratch, per_record, NULL, &damaged);
+	} else {
+		struct live_rb_trace sink = { trace, { .prog = 0, .map = 0, .device = 0 } };
+		struct live_rb_taken t = { 0 };
+		n = live_rb_drain_runs(map, k, (uint32_t)opt.drains, scratch, live_rb_to_trace,
+				       &sink, &t);
+		atomic_fetch_add_explicit(&taken, n, memory_order_relaxed);
+	}
+	if (k == 0) /* the shim's thread 0: the tails to the producers, the drops back */
+		live_rb_sync(map);
 	return n;
 }
 
@@ -207,7 +212,7 @@ int main(int argc, char **argv)
 	uint8_t *state = (uint8_t *)map + ring;
 	memset(state, 0, live_rb_state_bytes(opt.lanes));
 	struct cubpf_rb_state sh = live_rb_state_header(opt.lanes, 64, opt.lane_bytes,
-							(uintptr_t)map);
+							(uintptr_t)state, (uintptr_t)map);
 	memcpy(state, &sh, sizeof(sh));
 	live_rb_init(map, opt.lanes, 64, opt.lane_bytes, (uintptr_t)state);
 	if (opt.path) {

@@ -45,7 +45,8 @@ static void *new_map(uint32_t lanes, uint64_t lane_bytes)
 	uint8_t *m = aligned_alloc(128, ring + ((live_rb_state_bytes(lanes) + 127) & ~127ull));
 	assert_non_null(m);
 	memset(m + ring, 0, live_rb_state_bytes(lanes));
-	struct cubpf_rb_state st = live_rb_state_header(lanes, 1, lane_bytes, (uintptr_t)m);
+	struct cubpf_rb_state st = live_rb_state_header(lanes, 1, lane_bytes, (uintptr_t)(m + ring),
+							(uintptr_t)m);
 	memcpy(m + ring, &st, sizeof(st));
 	live_rb_init(m, lanes, 1, lane_bytes, (uintptr_t)(m + ring));
 	return m;
@@ -62,11 +63,34 @@ static uint64_t *tail_of(void *m, uint32_t i)
 	return (uint64_t *)((uint8_t *)m + CUBPF_RB_TAILS_OFFSET) + i;
 }
 
-static struct cubpf_rb_prod *prod_of(void *m, uint32_t i)
+/* Lane i's reservation head in the producers' part. */
+static uint64_t *head_of(void *m, uint32_t i)
 {
 	const struct cubpf_rb_header *h = m;
-	return (struct cubpf_rb_prod *)((uint8_t *)(uintptr_t)h->state +
-					sizeof(struct cubpf_rb_state)) + i;
+	return (uint64_t *)((uint8_t *)(uintptr_t)h->state + CUBPF_RB_STATE_HEADS(h->lanes)) + i;
+}
+
+/* The drains as the shim runs them: after taking records, the tails go to the producers' copy
+ * and the drop counts come back (live_rb_sync). */
+static uint64_t drain(void *m, void *scratch, live_rb_fn fn, void *user, uint64_t *damaged)
+{
+	uint64_t n = live_rb_drain(m, scratch, fn, user, damaged);
+	live_rb_sync(m);
+	return n;
+}
+
+static uint64_t drain_runs(void *m, uint32_t first, uint32_t step, void *scratch,
+			   live_rb_run_fn fn, void *user, struct live_rb_taken *t)
+{
+	uint64_t n = live_rb_drain_runs(m, first, step, scratch, fn, user, t);
+	live_rb_sync(m);
+	return n;
+}
+
+static uint64_t drops(void *m)
+{
+	live_rb_sync(m);
+	return live_rb_drops(m);
 }
 
 static bool lane_all_zero(void *m, uint32_t i)
@@ -120,10 +144,10 @@ static void test_batch_is_field_major(void **state)
 			assert_int_equal(b[2 + i * 5 + r], w);
 		}
 	assert_int_equal(CUBPF_RB_BATCH_BYTES(5, 20), 16 + 120 + 8); /* padded to 16 */
-	assert_int_equal(prod_of(m, 1)->head, CUBPF_RB_BATCH_BYTES(5, 20));
+	assert_int_equal(*head_of(m, 1), CUBPF_RB_BATCH_BYTES(5, 20));
 	struct runs *g = calloc(1, sizeof(*g));
 	struct live_rb_taken t = { 0 };
-	assert_int_equal(live_rb_drain_runs(m, 0, 1, scratch, collect_run, g, &t), 5);
+	assert_int_equal(drain_runs(m, 0, 1, scratch, collect_run, g, &t), 5);
 	assert_int_equal(g->calls, 1);
 	assert_int_equal(g->lanes[0], 1);
 	for (int r = 0; r < 5; r++) {
@@ -150,14 +174,14 @@ static void test_records_come_in_order_across_the_wrap(void **state)
 			seq++;
 		}
 		struct got g = { 0 };
-		assert_int_equal(live_rb_drain(m, scratch, collect, &g, &damaged), 3);
+		assert_int_equal(drain(m, scratch, collect, &g, &damaged), 3);
 		for (uint32_t i = 0; i < 3; i++, want++) {
 			assert_int_equal(g.first[i], want);
 			assert_int_equal(g.lens[i], 36 + want % 4);
 		}
 	}
 	assert_int_equal(damaged, 0);
-	assert_int_equal(live_rb_drops(m), 0);
+	assert_int_equal(drops(m), 0);
 	assert_int_equal(*tail_of(m, 0), 150 * 64);
 	free(m);
 }
@@ -174,16 +198,16 @@ static void test_padding_before_the_end(void **state)
 	assert_int_equal(live_rb_produce_batch(m, 0, recs, 4, 24), 0); /* 16 + 96 = 112 */
 	assert_int_equal(live_rb_produce_batch(m, 0, recs, 4, 24), 0); /* 224 */
 	struct got g = { 0 };
-	assert_int_equal(live_rb_drain(m, scratch, collect, &g, &damaged), 8);
+	assert_int_equal(drain(m, scratch, collect, &g, &damaged), 8);
 	recs[0][0] = 7;
 	assert_int_equal(live_rb_produce_batch(m, 0, recs, 4, 24), 0); /* 32 left: padding */
-	assert_int_equal(prod_of(m, 0)->head, 256 + 112);
+	assert_int_equal(*head_of(m, 0), 256 + 112);
 	const uint64_t *pad = (const uint64_t *)(lane_data(m, 0) + 224);
 	assert_int_equal(pad[0], 0);
 	assert_int_equal(pad[1], CUBPF_RB_TAG(224));
 	assert_int_equal(((const uint64_t *)lane_data(m, 0))[1], CUBPF_RB_TAG(256));
 	memset(&g, 0, sizeof(g));
-	assert_int_equal(live_rb_drain(m, scratch, collect, &g, &damaged), 4);
+	assert_int_equal(drain(m, scratch, collect, &g, &damaged), 4);
 	assert_int_equal(g.first[0] & 0xff, 7);
 	assert_int_equal(*tail_of(m, 0), 256 + 112);
 	assert_true(lane_all_zero(m, 0));
@@ -202,22 +226,24 @@ static void test_full_lane_drops_and_recovers(void **state)
 		live_rb_produce(m, 1, rec, sizeof(rec)) == 0 ? ok++ : dropped++;
 	assert_int_equal(ok, 2); /* 2 x 48 bytes; the third needs 32 of padding + 48 */
 	assert_int_equal(dropped, 8);
-	assert_int_equal(live_rb_drops(m), 8);
+	assert_int_equal(drops(m), 8);
 	/* a batch counts all its records */
 	assert_int_equal(live_rb_produce_batch(m, 1, four, 4, 24), -1);
-	assert_int_equal(live_rb_drops(m), 12);
+	assert_int_equal(drops(m), 12);
 	struct got g = { 0 };
-	assert_int_equal(live_rb_drain(m, scratch, collect, &g, &damaged), 2);
+	assert_int_equal(drain(m, scratch, collect, &g, &damaged), 2);
 	assert_int_equal(live_rb_produce(m, 1, rec, sizeof(rec)), 0);
 	/* a batch larger than the lane never fits */
 	uint8_t big[200] = { 0 };
 	assert_int_equal(live_rb_produce(m, 0, big, sizeof(big)), -1);
-	assert_int_equal(live_rb_drops(m), 13);
+	assert_int_equal(drops(m), 13);
 	free(m);
 }
 
-/* The producer re-reads the ring's tail only when its cached copy says the batch does not fit. */
-static void test_cached_tail(void **state)
+/* Producers see the room the drain freed only once the host copied the tails to their side
+ * (on the GPU: the shim's copy after a drain pass); until then a full lane drops, and drops
+ * reach the host through the same copies. */
+static void test_tails_reach_producers_by_copy(void **state)
 {
 	(void)state;
 	void *m = new_map(1, 256);
@@ -225,13 +251,15 @@ static void test_cached_tail(void **state)
 	uint64_t a = 1, damaged = 0;
 	for (int i = 0; i < 8; i++) /* 8 x 32 bytes: full */
 		assert_int_equal(live_rb_produce(m, 0, &a, 8), 0);
-	assert_int_equal(prod_of(m, 0)->cached_tail, 0);
 	struct got g = { 0 };
 	assert_int_equal(live_rb_drain(m, scratch, collect, &g, &damaged), 8);
-	assert_int_equal(prod_of(m, 0)->cached_tail, 0); /* not re-read yet */
+	assert_int_equal(*tail_of(m, 0), 256);
+	assert_int_equal(live_rb_produce(m, 0, &a, 8), -1); /* the device's tail: still 0 */
+	assert_int_equal(live_rb_drops(m), 0);               /* not copied back yet */
+	live_rb_sync(m);
+	assert_int_equal(live_rb_drops(m), 1);
 	assert_int_equal(live_rb_produce(m, 0, &a, 8), 0);
-	assert_int_equal(prod_of(m, 0)->cached_tail, 256); /* re-read: the lane was full */
-	assert_int_equal(live_rb_drops(m), 0);
+	assert_int_equal(*head_of(m, 0), 288);
 	free(m);
 }
 
@@ -245,22 +273,22 @@ static void test_uncommitted_batch_holds_back_later_ones(void **state)
 	uint64_t damaged = 0, a = 11, b = 22;
 	assert_int_equal(live_rb_produce(m, 0, &a, 8), 0);
 	/* a producer that reserved a batch of one 8-byte record (32 bytes) at 32 */
-	uint64_t *hdr = (uint64_t *)(lane_data(m, 0) + prod_of(m, 0)->head);
-	prod_of(m, 0)->head += 32;
+	uint64_t *hdr = (uint64_t *)(lane_data(m, 0) + *head_of(m, 0));
+	*head_of(m, 0) += 32;
 	hdr[0] = (8ull << 32) | 1;
 	hdr[2] = 33;
 	assert_int_equal(live_rb_produce(m, 0, &b, 8), 0);
 	struct got g = { 0 };
-	assert_int_equal(live_rb_drain(m, scratch, collect, &g, &damaged), 1);
+	assert_int_equal(drain(m, scratch, collect, &g, &damaged), 1);
 	assert_int_equal(g.first[0], 11);
 	hdr[1] = CUBPF_RB_TAG(32 + 256); /* a tag, but not this position's */
-	assert_int_equal(live_rb_drain(m, scratch, collect, &g, &damaged), 0);
+	assert_int_equal(drain(m, scratch, collect, &g, &damaged), 0);
 	hdr[1] = CUBPF_RB_TAG(32 - 256 + (1ull << 63));
-	assert_int_equal(live_rb_drain(m, scratch, collect, &g, &damaged), 0);
+	assert_int_equal(drain(m, scratch, collect, &g, &damaged), 0);
 	assert_int_equal(*tail_of(m, 0), 32);
 	hdr[1] = CUBPF_RB_TAG(32); /* committed */
 	g.n = 0;
-	assert_int_equal(live_rb_drain(m, scratch, collect, &g, &damaged), 2);
+	assert_int_equal(drain(m, scratch, collect, &g, &damaged), 2);
 	assert_int_equal(g.first[0], 33);
 	assert_int_equal(g.first[1], 22);
 	assert_int_equal(damaged, 0);
@@ -279,10 +307,10 @@ static void test_damaged_header_stops_the_lane(void **state)
 	b0[0] = (8ull << 32) | 40; /* more records than a warp */
 	b1[0] = (200ull << 32) | 1; /* longer than the lane */
 	struct got g = { 0 };
-	assert_int_equal(live_rb_drain(m, scratch, collect, &g, &damaged), 0);
+	assert_int_equal(drain(m, scratch, collect, &g, &damaged), 0);
 	assert_int_equal(damaged, 2);
 	b0[0] = 0; /* padding at offset 0: a whole lane of it is no padding */
-	assert_int_equal(live_rb_drain(m, scratch, collect, &g, &damaged), 0);
+	assert_int_equal(drain(m, scratch, collect, &g, &damaged), 0);
 	assert_int_equal(damaged, 4);
 	free(m);
 }
@@ -375,10 +403,10 @@ static void test_concurrent_producers_lose_nothing_uncounted(void **state)
 	}
 	/* drain while the producers run, then once more after they are done */
 	while (__atomic_load_n(&producers_done, __ATOMIC_ACQUIRE) < PRODUCERS)
-		live_rb_drain(m, scratch, check, &s, &damaged);
+		drain(m, scratch, check, &s, &damaged);
 	for (int i = 0; i < PRODUCERS; i++)
 		pthread_join(t[i], NULL);
-	live_rb_drain(m, scratch, check, &s, &damaged);
+	drain(m, scratch, check, &s, &damaged);
 	uint64_t dropped = 0, received = 0;
 	for (int i = 0; i < PRODUCERS; i++) {
 		assert_int_equal(s.received[i] + st[i].dropped, st[i].produced);
@@ -387,13 +415,13 @@ static void test_concurrent_producers_lose_nothing_uncounted(void **state)
 	}
 	printf("rb stress: %llu received, %llu dropped (counted in lanes: %llu)\n",
 	       (unsigned long long)received, (unsigned long long)dropped,
-	       (unsigned long long)live_rb_drops(m));
+	       (unsigned long long)drops(m));
 	assert_int_equal(s.bad, 0);
 	assert_int_equal(damaged, 0);
-	assert_int_equal(live_rb_drops(m), dropped);
+	assert_int_equal(drops(m), dropped);
 	assert_true(received > 0);
 	for (uint32_t l = 0; l < RB_LANES; l++) /* everything taken: heads and tails meet */
-		assert_int_equal(*tail_of(m, l), prod_of(m, l)->head);
+		assert_int_equal(*tail_of(m, l), *head_of(m, l));
 	free(m);
 }
 
@@ -418,7 +446,7 @@ static void test_runs_across_the_wrap(void **state)
 		}
 		struct runs *r = calloc(1, sizeof(*r));
 		uint64_t calls = t.runs;
-		assert_int_equal(live_rb_drain_runs(m, 0, 1, scratch, collect_run, r, &t), 3);
+		assert_int_equal(drain_runs(m, 0, 1, scratch, collect_run, r, &t), 3);
 		assert_int_equal(t.runs - calls, 1);
 		for (uint32_t i = 0; i < 3; i++, want++) {
 			assert_int_equal(r->lens[i], 33 + want % 8);
@@ -426,7 +454,7 @@ static void test_runs_across_the_wrap(void **state)
 				assert_int_equal(r->data[i][j], (uint8_t)(want * 13 + j));
 		}
 		free(r);
-		assert_int_equal(*tail_of(m, 0), prod_of(m, 0)->head);
+		assert_int_equal(*tail_of(m, 0), *head_of(m, 0));
 		assert_true(lane_all_zero(m, 0));
 	}
 	assert_int_equal(t.records, 150);
@@ -445,20 +473,20 @@ static void test_uncommitted_batch_ends_the_run(void **state)
 	struct live_rb_taken t = { 0 };
 	assert_int_equal(live_rb_produce(m, 0, &a, 8), 0);
 	assert_int_equal(live_rb_produce(m, 0, &c, 8), 0);
-	uint64_t *hdr = (uint64_t *)(lane_data(m, 0) + prod_of(m, 0)->head);
-	prod_of(m, 0)->head += 32;
+	uint64_t *hdr = (uint64_t *)(lane_data(m, 0) + *head_of(m, 0));
+	*head_of(m, 0) += 32;
 	assert_int_equal(live_rb_produce(m, 0, &b, 8), 0);
 	struct runs *r = calloc(1, sizeof(*r));
-	assert_int_equal(live_rb_drain_runs(m, 0, 1, scratch, collect_run, r, &t), 2);
+	assert_int_equal(drain_runs(m, 0, 1, scratch, collect_run, r, &t), 2);
 	assert_int_equal(r->calls, 1);
 	assert_int_equal(*tail_of(m, 0), 64);
 	assert_int_equal(*(uint64_t *)(lane_data(m, 0) + 96 + 16), 22); /* after it: kept */
-	assert_int_equal(live_rb_drain_runs(m, 0, 1, scratch, collect_run, r, &t), 0);
+	assert_int_equal(drain_runs(m, 0, 1, scratch, collect_run, r, &t), 0);
 	hdr[0] = (8ull << 32) | 1;
 	hdr[2] = 33;
 	hdr[1] = CUBPF_RB_TAG(64); /* committed */
 	memset(r, 0, sizeof(*r));
-	assert_int_equal(live_rb_drain_runs(m, 0, 1, scratch, collect_run, r, &t), 2);
+	assert_int_equal(drain_runs(m, 0, 1, scratch, collect_run, r, &t), 2);
 	assert_int_equal(r->calls, 1);
 	assert_memory_equal(r->data[0], &(uint64_t){ 33 }, 8);
 	assert_memory_equal(r->data[1], &b, 8);
@@ -489,14 +517,14 @@ static void test_runs_are_bounded_and_lanes_shared(void **state)
 	assert_int_equal(live_rb_produce(m, 0, &x, 8), 0);
 	*(uint64_t *)lane_data(m, 0) = (100000ull << 32) | 1; /* lane 0: longer than the lane */
 	struct runs *r = calloc(1, sizeof(*r));
-	assert_int_equal(live_rb_drain_runs(m, 1, 2, scratch, collect_run, r, &t), 1501);
+	assert_int_equal(drain_runs(m, 1, 2, scratch, collect_run, r, &t), 1501);
 	assert_int_equal(r->calls, 4); /* 510 + 510 + 480 on lane 1 (17 batches of 30), lane 3 */
 	assert_int_equal(r->lanes[0], 1);
 	assert_int_equal(r->lanes[3], 3);
 	for (uint32_t i = 0; i < 1500; i++)
 		assert_memory_equal(r->data[i], &(uint64_t){ i }, 8);
 	memset(r, 0, sizeof(*r));
-	assert_int_equal(live_rb_drain_runs(m, 0, 2, scratch, collect_run, r, &t), 1);
+	assert_int_equal(drain_runs(m, 0, 2, scratch, collect_run, r, &t), 1);
 	assert_int_equal(r->lanes[0], 2);
 	assert_int_equal(t.damaged, 1);
 	free(r);
@@ -523,7 +551,7 @@ static void *runs_drainer_main(void *arg)
 	struct runs_drainer *d = arg;
 	static __thread uint8_t scratch[8192];
 	while (__atomic_load_n(&producers_done, __ATOMIC_ACQUIRE) < PRODUCERS)
-		live_rb_drain_runs(d->map, d->first, 2, scratch, check_run, &d->s, &d->t);
+		drain_runs(d->map, d->first, 2, scratch, check_run, &d->s, &d->t);
 	return NULL;
 }
 
@@ -550,7 +578,7 @@ static void test_runs_concurrent_two_drains(void **state)
 		pthread_join(t[i], NULL);
 	for (int k = 0; k < 2; k++) {
 		pthread_join(dt[k], NULL);
-		live_rb_drain_runs(m, (uint32_t)k, 2, scratch, check_run, &d[k].s, &d[k].t);
+		drain_runs(m, (uint32_t)k, 2, scratch, check_run, &d[k].s, &d[k].t);
 	}
 	uint64_t dropped = 0;
 	for (int i = 0; i < PRODUCERS; i++) {
@@ -560,7 +588,7 @@ static void test_runs_concurrent_two_drains(void **state)
 	}
 	assert_int_equal(d[0].s.bad + d[1].s.bad, 0);
 	assert_int_equal(d[0].t.damaged + d[1].t.damaged, 0);
-	assert_int_equal(live_rb_drops(m), dropped);
+	assert_int_equal(drops(m), dropped);
 	free(m);
 }
 
@@ -589,7 +617,7 @@ static void test_runs_to_trace(void **state)
 			}
 			assert_int_equal(live_rb_produce_batch(m, k, rec, 4, sizeof(rec[0])), 0);
 		}
-		assert_int_equal(live_rb_drain_runs(m, 0, 1, scratch, live_rb_to_trace, &sink, &t), 12);
+		assert_int_equal(drain_runs(m, 0, 1, scratch, live_rb_to_trace, &sink, &t), 12);
 	}
 	assert_int_equal(store_trace_close(w, err, sizeof(err)), 0);
 	struct store_trace_reader *r = store_trace_open(path, err, sizeof(err));
@@ -633,7 +661,7 @@ static void test_empty_pass_is_cheap(void **state)
 	struct timespec a, b;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	for (int i = 0; i < 100; i++)
-		assert_int_equal(live_rb_drain_runs(m, 0, 1, scratch, collect_run, NULL, &t), 0);
+		assert_int_equal(drain_runs(m, 0, 1, scratch, collect_run, NULL, &t), 0);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	double us = ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / 1e3 / 100;
 	printf("rb empty pass over 8448 lanes: %.1f us\n", us);
@@ -648,7 +676,7 @@ int main(void)
 		cmocka_unit_test(test_records_come_in_order_across_the_wrap),
 		cmocka_unit_test(test_padding_before_the_end),
 		cmocka_unit_test(test_full_lane_drops_and_recovers),
-		cmocka_unit_test(test_cached_tail),
+		cmocka_unit_test(test_tails_reach_producers_by_copy),
 		cmocka_unit_test(test_uncommitted_batch_holds_back_later_ones),
 		cmocka_unit_test(test_damaged_header_stops_the_lane),
 		cmocka_unit_test(test_concurrent_producers_lose_nothing_uncounted),

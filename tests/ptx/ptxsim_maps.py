@@ -3,7 +3,7 @@
 on ptxsim.py's model, one simulated thread after another, and checks the maps' memory against
 the layouts of tools/include/cubpf_abi.h, re-derived here independently of the C macros:
 per-SM copies, per-thread copies and capacity, hash probing/insert/delete/tombstones/full table,
-ring buffer batches, padding at the lane end, cached tails and drops.  Concurrency is not modelled (the GPU run is the
+ring buffer batches, padding at the lane end, the device copy of tails and drops.  Concurrency is not modelled (the GPU run is the
 reference for it).  usage: ptxsim_maps.py MODULE.ptx   prints "N passed, M failed"."""
 import os, re, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -98,34 +98,41 @@ def hashmap(body, small):
 RING = BASE + 0x100000  # the ring (pinned memory on the GPU); BASE holds the producers' part
 
 def ringbuf(body):
-    # producers' part: header {lanes, warps, lane_bytes, tails, drops, data}, 32 bytes a lane
+    # producers' part: header {lanes, warps, lane_bytes, heads, tails, drops, data} (64 bytes),
+    # then heads, tails (the host's copy) and drops, u64 a lane, each array 128-aligned
     # ring: header, tails at 64, drops at 64 + round64(8 lanes), data at round128(after drops)
     r = Run(body)
     lanes, warps, lb = 2, 4, 80
-    tails, drops = RING + 64, RING + 64 + 64
+    heads, dtails, ddrops = BASE + 64, BASE + 64 + 128, BASE + 64 + 256
+    rtails, rdrops = RING + 64, RING + 64 + 64
     data0 = RING + 256
     r.put(BASE, 4, lanes); r.put(BASE + 4, 4, warps); r.put(BASE + 8, 8, lb)
-    r.put(BASE + 16, 8, tails); r.put(BASE + 24, 8, drops); r.put(BASE + 32, 8, data0)
-    prod = lambda l: BASE + 64 + 32 * l
+    r.put(BASE + 16, 8, heads); r.put(BASE + 24, 8, dtails); r.put(BASE + 32, 8, ddrops)
+    r.put(BASE + 40, 8, data0)
     data = data0 + lb                                  # smid 1, warpid 1: (1 * 4 + 1) % 2 = 1
     call = lambda: r.call(smid=1, warpid=1)
     batch = lambda off: (r.u(data + off, 4), r.u(data + off + 4, 4), r.u(data + off + 8),
                          r.u(data + off + 16), r.u(data + off + 24, 4))
     rv = [call() for _ in range(3)]
-    check(rv == [0, 0, mask(-11, 64)] and r.u(prod(1)) == 64 and r.u(drops + 8) == 1,
+    check(rv == [0, 0, mask(-11, 64)] and r.u(heads + 8) == 64 and r.u(ddrops + 8) == 1,
           'ring buffer: two 32-byte batches fit an 80-byte lane; the third (16 bytes of '
-          'padding + 32) is dropped and counted in the ring')
+          'padding + 32) is dropped and counted in device memory')
     check(batch(0) == (1, 12, 1, 7, 9) and batch(32) == (1, 12, 33, 7, 9),
           'ring buffer: batches {k 1, len 12}, commit = position + 1, then the payload words')
-    check(r.u(prod(1) + 8) == 0, 'ring buffer: the tail re-read when full (still 0), cached')
-    r.put(tails + 8, 8, 64)                             # the host consumed both
+    check(r.u(rdrops + 8) == 0 and r.u(rtails + 8) == 0,
+          'ring buffer: nothing of the ring but the lane data written (no PCIe round trip)')
+    r.put(rtails + 8, 8, 64)                            # the host consumed both ...
     for o in range(0, 64, 8): r.put(data + o, 8, 0)
     rv = call()
-    check(rv == 0 and r.u(prod(1)) == 112 and r.u(prod(1) + 8) == 64,
-          'ring buffer: the cached tail is refreshed from the ring when the batch does not fit')
+    check(rv == mask(-11, 64) and r.u(heads + 8) == 64 and r.u(ddrops + 8) == 2,
+          'ring buffer: room freed in the ring is not seen before the host copies the tail in')
+    r.put(dtails + 8, 8, 64)                            # ... and copied its tail to the device
+    rv = call()
+    check(rv == 0 and r.u(heads + 8) == 112,
+          'ring buffer: the device copy of the tail makes the room usable')
     check(r.u(data + 64, 8) == 0 and r.u(data + 72) == 65 and batch(0) == (1, 12, 81, 7, 9),
           'ring buffer: padding {0, 0} + commit at 64, the batch at the lane start (position 80)')
-    check(r.u(prod(0)) == 0 and r.u(drops) == 0 and r.u(data0) == 0 and r.u(tails) == 0,
+    check(r.u(heads) == 0 and r.u(ddrops) == 0 and r.u(data0) == 0 and r.u(dtails) == 0,
           'ring buffer: lane 0 untouched')
 
 def main():

@@ -105,8 +105,9 @@ static void rb_reset(struct maps *mp, uint64_t lane_bytes)
 	h->state = mp->dev[M_EVENTS];
 	struct cubpf_rb_state st = {
 		.lanes = RB_LANES, .warps = RB_WARPS, .lane_bytes = lane_bytes,
-		.tails = mp->rb_ring + CUBPF_RB_TAILS_OFFSET,
-		.drops = mp->rb_ring + CUBPF_RB_DROPS_OFFSET(RB_LANES),
+		.heads = mp->dev[M_EVENTS] + CUBPF_RB_STATE_HEADS(RB_LANES),
+		.tails = mp->dev[M_EVENTS] + CUBPF_RB_STATE_TAILS(RB_LANES),
+		.drops = mp->dev[M_EVENTS] + CUBPF_RB_STATE_DROPS(RB_LANES),
 		.data = mp->rb_ring + CUBPF_RB_DATA_OFFSET(RB_LANES),
 	};
 	CK(cuMemsetD8(mp->dev[M_EVENTS], 0, CUBPF_RB_STATE_BYTES(RB_LANES)));
@@ -291,7 +292,8 @@ static unsigned rb_walk(const struct maps *mp, uint64_t lane_bytes, uint64_t *dr
 {
 	const uint8_t *ring = mp->rb_host;
 	const uint64_t *tails = (const uint64_t *)(ring + CUBPF_RB_TAILS_OFFSET);
-	const uint64_t *dr = (const uint64_t *)(ring + CUBPF_RB_DROPS_OFFSET(RB_LANES));
+	uint64_t dr[RB_LANES]; /* the producers count drops in device memory */
+	CK(cuMemcpyDtoH(dr, mp->dev[M_EVENTS] + CUBPF_RB_STATE_DROPS(RB_LANES), sizeof(dr)));
 	unsigned recs = 0;
 	*drops = 0;
 	for (unsigned l = 0; l < RB_LANES; l++) {
