@@ -488,27 +488,67 @@ static void map_u32(struct store_trace_writer *w, const char *name, uint64_t ts,
 	free(kv);
 }
 
-/* Blocks of 2^c warps counted once per block in `blocks` (region of class c at
- * 2^22 - 2^(22 - c)), on two GPUs: blocks of 256 threads (class 3) 0 and 1 ran 2 and 1 times
- * on GPU 0 and block 1 once more on GPU 1; a block of 32 threads (class 0), block 3, once on
- * GPU 1: ids 0..255 ran twice, 256..511 twice, 96..127 once more (3 times). */
+/* The counter in `blocks` of block b of `warps` warps (a power of two) as the probe numbers it:
+ * the in-order number (2b + 1) * warps - 1 of the block's node in the binary tree over the
+ * groups of 32 thread ids; past the end of the map, its last slot. */
+#define TH_NODES (1u << 22)
+static uint32_t th_node(uint64_t b, uint32_t warps)
+{
+	uint64_t node = (2 * b + 1) * warps - 1;
+	return node < TH_NODES - 1 ? (uint32_t)node : TH_NODES - 1;
+}
+
+/* Blocks of 2^c warps counted once per block in `blocks`, several sizes in one map, on two
+ * GPUs: blocks of 256 threads (level 3) 0 and 1 ran 2 and 1 times on GPU 0, block 1 once more
+ * on GPU 1; on GPU 1 also block 3 of 32 threads (level 0: ids 96..127), block 0 of 1024 threads
+ * (level 5, node 31: ids 0..1023) and block 16 of 64 threads (level 1: ids 1024..1087), once
+ * each: ids 0..95 ran 3 times, 96..127 4, 128..511 3, 512..1087 once. */
 static void test_threadhist_blocks(void **state)
 {
 	(void)state;
 	struct store_trace_writer *w = create();
-	const uint32_t c3 = (1u << 22) - (1u << 19);
-	uint32_t k0[] = {c3, c3 + 1}, v0[] = {2, 1}, k1[] = {3, c3 + 1}, v1[] = {1, 1};
+	uint32_t k0[] = {th_node(0, 8), th_node(1, 8)}, v0[] = {2, 1};
+	uint32_t k1[] = {th_node(1, 8), th_node(3, 1), th_node(0, 32), th_node(16, 2)};
+	uint32_t v1[] = {1, 1, 1, 1};
+	assert_int_equal(k0[0], 7);
+	assert_int_equal(k1[2], 31); /* 0b11111: level 5, index 0 */
+	assert_int_equal(k1[3], 65);
 	map_ctx = 1;
 	map_u32(w, "blocks", 10, k0, v0, 2);
 	map_ctx = 2;
-	map_u32(w, "blocks", 10, k1, v1, 2);
+	map_u32(w, "blocks", 10, k1, v1, 4);
 	map_ctx = 0;
 	struct tool_data d;
 	finish(w, &d, log_a);
 	char *out = report("threadhist", &d, 0);
-	assert_contains(out, "           3            32\n");
-	assert_contains(out, "           2           480\n");
-	assert_contains(out, "threads 512 (ids 0..511)  min 2  max 3");
+	assert_contains(out, "           4            32\n");
+	assert_contains(out, "           3           480\n");
+	assert_contains(out, "           1           576\n");
+	assert_contains(out, "threads 1088 (ids 0..1087)  min 1  max 4");
+	assert_null(strstr(out, "share the last slot"));
+	free(out);
+	tool_data_free(&d);
+}
+
+/* Blocks past the end of `blocks` (thread ids from 2^26) count in its last slot, which the
+ * report gives to the last group and says so: the last block of 1024 threads inside (node
+ * 2^22 - 33, ids 2^26 - 1024 ..) once, and the block after it (past the end) once. */
+static void test_threadhist_blocks_clamp(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	uint32_t k[] = {th_node(65535, 32), th_node(65536, 32)}, v[] = {1, 1};
+	assert_int_equal(k[0], TH_NODES - 33);
+	assert_int_equal(k[1], TH_NODES - 1);
+	map_u32(w, "blocks", 10, k, v, 2);
+	struct tool_data d;
+	finish(w, &d, log_a);
+	char *out = report("threadhist", &d, 0);
+	assert_contains(out, "           0      67107840\n");
+	assert_contains(out, "           1           992\n");
+	assert_contains(out, "           2            32\n");
+	assert_contains(out, "threads 67108864 (ids 0..67108863)  min 0  max 2");
+	assert_contains(out, "note: thread ids past 67108863");
 	free(out);
 	tool_data_free(&d);
 }
@@ -708,6 +748,7 @@ int main(void)
 		cmocka_unit_test(test_threadhist_warps),
 		cmocka_unit_test(test_threadhist_edges),
 		cmocka_unit_test(test_threadhist_blocks),
+		cmocka_unit_test(test_threadhist_blocks_clamp),
 		cmocka_unit_test(test_launchlate_two_gpus),
 		cmocka_unit_test(test_launchlate),    cmocka_unit_test(test_memtrace),
 		cmocka_unit_test(test_kernelretsnoop), cmocka_unit_test(test_maps_dump),
