@@ -93,17 +93,19 @@ void tool_report_kcount(const struct tool_data *d, const struct tool_opts *o, FI
 }
 
 /* ---- threadhist ----------------------------------------------------------------------------- */
-/* The probe counts blocks of 2^c warps in `blocks` (one counter per block, a region per c),
- * other blocks of a multiple of 32 threads in `edges`, a difference array over groups of 32
- * thread ids (+1 at a block's first group, -1 past its last: a group's count is the sum of the
- * edges up to it), and other exits per thread in `threads` (key = thread id): a thread's count
- * is the sum of its group's and its own.  Traces of earlier versions count whole warps per
- * group in `warps` instead; all are read.  Grids reach 2^26 threads and more, so the
- * threads are never listed one by one: counts are read on the fly from two dense arrays, the
- * distribution built from runs of 32 equal counts where a group has no per-thread extras. */
+/* The probe counts blocks of 2^c warps in `blocks` (one counter per block: the block's node in
+ * a binary tree over the groups of 32 thread ids, see block_groups), other blocks of a multiple
+ * of 32 threads in `edges`, a difference array over the groups (+1 at a block's first group, -1
+ * past its last: a group's count is the sum of the edges up to it), and other exits per thread
+ * in `threads` (key = thread id): a thread's count is the sum of its group's and its own.
+ * Traces of earlier versions count whole warps per group in `warps` instead; all are read (not
+ * the short-lived `blocks` with a region per block size: its keys mean other groups).  Grids
+ * reach 2^26 threads and more, so the threads are never listed one by one: counts are read on
+ * the fly from two dense arrays, the distribution built from runs of 32 equal counts where a
+ * group has no per-thread extras. */
 #define TH_GROUPS (1u << 21)
 #define TH_THREADS (1u << 20)
-#define TH_CLASSES 6 /* the probe's regions of `blocks`: blocks of 2^c warps */
+#define TH_NODES (2ull * TH_GROUPS) /* `blocks`: the tree's 2 * TH_GROUPS - 1 nodes and one slot */
 
 struct thist {
 	uint64_t *groups, *threads;   /* dense: groups[g], threads[t] */
@@ -176,15 +178,21 @@ static uint64_t val32_at(const struct tool_map *m, size_t i)
 	return sum;
 }
 
-/* The groups first .. end - 1 that counter `key` of `blocks` stands for: block b of class c
- * (key = the region's start + b) covers groups b * 2^c .. (b + 1) * 2^c - 1. */
+/* The groups first .. end - 1 that counter `key` of `blocks` stands for.  The counters are the
+ * in-order numbers of a perfect binary tree over the groups: the block of 2^c warps with index b
+ * covers groups b * 2^c .. (b + 1) * 2^c - 1, node b of level c, numbered (2b + 1) * 2^c - 1
+ * (what the probe computes with one multiply-add); so c is the number's trailing 1 bits and b
+ * the bits above the 0 that ends them.  The last slot is no node: blocks past the end of the
+ * tree (thread ids from 2^26) count there, given to the last group as `edges` clamps. */
 static void block_groups(uint64_t key, uint64_t *first, uint64_t *end)
 {
-	uint64_t at = 0;
-	uint32_t c = 0;
-	while (c + 1 < TH_CLASSES && key >= at + (TH_GROUPS >> c))
-		at += TH_GROUPS >> c++;
-	*first = (key - at) << c;
+	if (key >= TH_NODES - 1) {
+		*first = TH_GROUPS - 1;
+		*end = TH_GROUPS;
+		return;
+	}
+	uint32_t c = (uint32_t)__builtin_ctzll(~key); /* key < 2^22 - 1: a 0 bit below bit 22 */
+	*first = (key >> (c + 1)) << c;
 	*end = *first + (1ull << c);
 }
 

@@ -1,12 +1,14 @@
-# tests/tools: the formatters of `cubpf run -t TOOL` (traces written with store/'s writer) and
-# cubpf run's option errors (on the built binary); the GPU programs of tests/gpu/t_tools.sh and
-# tests/bench/b_tools.sh.
+# tests/tools: the formatters of `cubpf run -t TOOL` (traces written with store/'s writer; for
+# threadhist also maps filled by its probe on vm/'s interpreter) and cubpf run's option errors
+# (on the built binary); the GPU programs of tests/gpu/t_tools.sh and tests/bench/b_tools.sh.
 TOOLS_TEST_OBJS := $(call objs,tests/tools/test_tools.c tools/tool_data.c tools/tool_common.c \
   tools/tool_reports.c)
 $(call objs,tests/tools/test_tools.c): CFLAGS += -DTOOLS_TEST_BUILD='"$(abspath $(BUILD))"'
-$(BUILD)/tests/test_tools: $(TOOLS_TEST_OBJS) $(STORE_LIB) $(ZSTD_PIC_LIB) | $(BUILD)/bin/cubpf
+$(BUILD)/tests/test_tools: $(TOOLS_TEST_OBJS) $(STORE_LIB) $(VM_LIB) $(CUBIN_LIB) $(ZSTD_PIC_LIB) \
+  | $(BUILD)/bin/cubpf
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(TOOLS_TEST_OBJS) $(STORE_LIB) $(ZSTD_PIC_LIB) $(DEP_LIBS) -lcmocka $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(TOOLS_TEST_OBJS) $(STORE_LIB) $(VM_LIB) $(CUBIN_LIB) $(ZSTD_PIC_LIB) \
+	  $(DEP_LIBS) -lcmocka $(LDLIBS)
 TEST_BINS += $(BUILD)/tests/test_tools
 
 # cubpf run end to end on the CPU: a small app over the shim and the fake driver of tests/shim.

@@ -1,6 +1,7 @@
 /* tests/tools: the formatters of `cubpf run -t TOOL`, fed with traces written through store/'s
  * writer and the shim's log lines, and cubpf run's option errors (the built binary). */
 #define _GNU_SOURCE
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 
 #include "store/store.h"
 #include "tools/tools.h"
+#include "vm/vm.h"
 
 static char trace_path[] = "/tmp/cubpf-test-tools-XXXXXX";
 
@@ -488,29 +490,262 @@ static void map_u32(struct store_trace_writer *w, const char *name, uint64_t ts,
 	free(kv);
 }
 
-/* Blocks of 2^c warps counted once per block in `blocks` (region of class c at
- * 2^22 - 2^(22 - c)), on two GPUs: blocks of 256 threads (class 3) 0 and 1 ran 2 and 1 times
- * on GPU 0 and block 1 once more on GPU 1; a block of 32 threads (class 0), block 3, once on
- * GPU 1: ids 0..255 ran twice, 256..511 twice, 96..127 once more (3 times). */
+/* The counter in `blocks` of block b of `warps` warps (a power of two) as the probe numbers it:
+ * the in-order number (2b + 1) * warps - 1 of the block's node in the binary tree over the
+ * groups of 32 thread ids; past the end of the map, its last slot. */
+#define TH_NODES (1u << 22)
+static uint32_t th_node(uint64_t b, uint32_t warps)
+{
+	uint64_t node = (2 * b + 1) * warps - 1;
+	return node < TH_NODES - 1 ? (uint32_t)node : TH_NODES - 1;
+}
+
+/* Blocks of 2^c warps counted once per block in `blocks`, several sizes in one map, on two
+ * GPUs: blocks of 256 threads (level 3) 0 and 1 ran 2 and 1 times on GPU 0, block 1 once more
+ * on GPU 1; on GPU 1 also block 3 of 32 threads (level 0: ids 96..127), block 0 of 1024 threads
+ * (level 5, node 31: ids 0..1023) and block 16 of 64 threads (level 1: ids 1024..1087), once
+ * each: ids 0..95 ran 3 times, 96..127 4, 128..511 3, 512..1087 once. */
 static void test_threadhist_blocks(void **state)
 {
 	(void)state;
 	struct store_trace_writer *w = create();
-	const uint32_t c3 = (1u << 22) - (1u << 19);
-	uint32_t k0[] = {c3, c3 + 1}, v0[] = {2, 1}, k1[] = {3, c3 + 1}, v1[] = {1, 1};
+	uint32_t k0[] = {th_node(0, 8), th_node(1, 8)}, v0[] = {2, 1};
+	uint32_t k1[] = {th_node(1, 8), th_node(3, 1), th_node(0, 32), th_node(16, 2)};
+	uint32_t v1[] = {1, 1, 1, 1};
+	assert_int_equal(k0[0], 7);
+	assert_int_equal(k1[2], 31); /* 0b11111: level 5, index 0 */
+	assert_int_equal(k1[3], 65);
 	map_ctx = 1;
 	map_u32(w, "blocks", 10, k0, v0, 2);
 	map_ctx = 2;
-	map_u32(w, "blocks", 10, k1, v1, 2);
+	map_u32(w, "blocks", 10, k1, v1, 4);
 	map_ctx = 0;
 	struct tool_data d;
 	finish(w, &d, log_a);
 	char *out = report("threadhist", &d, 0);
-	assert_contains(out, "           3            32\n");
-	assert_contains(out, "           2           480\n");
-	assert_contains(out, "threads 512 (ids 0..511)  min 2  max 3");
+	assert_contains(out, "           4            32\n");
+	assert_contains(out, "           3           480\n");
+	assert_contains(out, "           1           576\n");
+	assert_contains(out, "threads 1088 (ids 0..1087)  min 1  max 4");
+	assert_null(strstr(out, "share the last slot"));
 	free(out);
 	tool_data_free(&d);
+}
+
+/* Blocks past the end of `blocks` (thread ids from 2^26) count in its last slot, which the
+ * report gives to the last group and says so: the last block of 1024 threads inside (node
+ * 2^22 - 33, ids 2^26 - 1024 ..) once, and the block after it (past the end) once. */
+static void test_threadhist_blocks_clamp(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	uint32_t k[] = {th_node(65535, 32), th_node(65536, 32)}, v[] = {1, 1};
+	assert_int_equal(k[0], TH_NODES - 33);
+	assert_int_equal(k[1], TH_NODES - 1);
+	map_u32(w, "blocks", 10, k, v, 2);
+	struct tool_data d;
+	finish(w, &d, log_a);
+	char *out = report("threadhist", &d, 0);
+	assert_contains(out, "           0      67107840\n");
+	assert_contains(out, "           1           992\n");
+	assert_contains(out, "           2            32\n");
+	assert_contains(out, "threads 67108864 (ids 0..67108863)  min 0  max 2");
+	assert_contains(out, "note: thread ids past 67108863");
+	free(out);
+	tool_data_free(&d);
+}
+
+/* ---- threadhist's probe on the interpreter, its maps through the report -------------------- */
+
+/* The built probe, prepared for the interpreter (its maps start at zero). */
+struct th_vm {
+	struct vm_object *obj;
+	struct vm_runtime *rt;
+	struct vm_exec *ex;
+};
+
+static void th_vm_open(struct th_vm *v)
+{
+	char err[VM_ERRLEN];
+	if (vm_object_load_file(TOOLS_TEST_BUILD "/probes/threadhist.bpf.o", &v->obj, err,
+				sizeof(err)) < 0)
+		fail_msg("%s", err);
+	v->rt = vm_runtime_new(v->obj, err, sizeof(err));
+	v->ex = v->rt ? vm_exec_new(v->rt, 0, err, sizeof(err)) : NULL;
+	if (!v->ex)
+		fail_msg("%s", err);
+}
+
+static void th_vm_close(struct th_vm *v)
+{
+	vm_exec_free(v->ex);
+	vm_runtime_free(v->rt);
+	vm_object_free(v->obj);
+}
+
+/* The exit of thread t (linear) of block b of a launch of `grid` blocks of block[0..2]. */
+static void th_vm_exit(struct th_vm *v, uint32_t grid, const uint32_t *block, uint32_t b,
+		       uint32_t t)
+{
+	char err[VM_ERRLEN];
+	struct cubpf_kernel_ctx c = {.tid_x = t % block[0], .tid_y = t / block[0] % block[1],
+				     .tid_z = t / (block[0] * block[1]), .ntid_x = block[0],
+				     .ntid_y = block[1], .ntid_z = block[2], .ctaid_x = b,
+				     .nctaid_x = grid, .nctaid_y = 1, .nctaid_z = 1};
+	uint64_t r0;
+	if (vm_exec_run(v->ex, &c, sizeof(c), &r0, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+}
+
+static uint32_t th_vm_map(const struct th_vm *v, const char *name)
+{
+	for (uint32_t m = 0; m < v->obj->map_cnt; m++)
+		if (!strcmp(v->obj->maps[m].name, name))
+			return m;
+	fail_msg("threadhist.bpf.o has no map '%s'", name);
+	return 0;
+}
+
+/* A map's value at key (u32 or u64 values). */
+static uint64_t th_vm_value(const struct th_vm *v, uint32_t m, uint32_t key)
+{
+	uint64_t val = 0;
+	assert_int_equal(vm_map_lookup(v->rt, m, &key, &val), 0);
+	return v->obj->maps[m].value_size == 4 ? (uint32_t)val : val;
+}
+
+/* The map's non-zero entries as a MAP record, as the shim writes them. */
+static void th_vm_record(struct store_trace_writer *w, const struct th_vm *v, const char *name)
+{
+	uint32_t m = th_vm_map(v, name), n = 0, cap = 1024;
+	uint32_t *keys = malloc(cap * sizeof(*keys));
+	uint64_t *vals = malloc(cap * sizeof(*vals));
+	assert_true(keys && vals);
+	for (uint32_t k = 0; k < v->obj->maps[m].max_entries; k++) {
+		uint64_t val = th_vm_value(v, m, k);
+		if (!val)
+			continue;
+		assert_true(n < cap); /* the tests' launches are small */
+		keys[n] = k, vals[n++] = val;
+	}
+	if (v->obj->maps[m].value_size == 4) {
+		uint32_t v32[1024];
+		for (uint32_t i = 0; i < n; i++)
+			v32[i] = (uint32_t)vals[i];
+		map_u32(w, name, 10, keys, v32, n);
+	} else {
+		map_u64(w, name, 10, keys, vals, n, 1);
+	}
+	free(keys);
+	free(vals);
+}
+
+struct th_launch {
+	uint32_t grid, block[3];
+};
+
+/* Runs the probe at every thread's exit of the launches and writes its maps into a trace. */
+static void th_probe_trace(struct store_trace_writer *w, const struct th_launch *l, size_t n)
+{
+	struct th_vm v;
+	th_vm_open(&v);
+	for (size_t i = 0; i < n; i++)
+		for (uint32_t b = 0; b < l[i].grid; b++)
+			for (uint32_t t = 0; t < l[i].block[0] * l[i].block[1] * l[i].block[2]; t++)
+				th_vm_exit(&v, l[i].grid, l[i].block, b, t);
+	th_vm_record(w, &v, "blocks");
+	th_vm_record(w, &v, "edges");
+	th_vm_record(w, &v, "threads");
+	th_vm_close(&v);
+}
+
+/* tests/cuda/tools_known.cu's hist part (what tests/gpu/t_tools.sh expects on the GPU): 8, 6, 4
+ * and 2 blocks of 64 threads: 128 threads each ran 4, 3, 2 and 1 times. */
+static void test_threadhist_probe_known(void **state)
+{
+	(void)state;
+	const struct th_launch l[] = {{8, {64, 1, 1}}, {6, {64, 1, 1}}, {4, {64, 1, 1}},
+				      {2, {64, 1, 1}}};
+	struct store_trace_writer *w = create();
+	th_probe_trace(w, l, 4);
+	struct tool_data d;
+	finish(w, &d, log_a);
+	char *out = report("threadhist", &d, 0);
+	for (int c = 1; c <= 4; c++) {
+		char row[64];
+		snprintf(row, sizeof(row), "%12d  %12d\n", c, 128);
+		assert_contains(out, row);
+	}
+	assert_contains(out, "threads 512 (ids 0..511)  min 1  max 4  mean 2.500");
+	free(out);
+	tool_data_free(&d);
+}
+
+/* Every kind of block the probe tells apart, in one trace: 2^c warps (32, 64 as 16 x 4, 1024:
+ * `blocks`), other whole warps (96: `edges`), not whole warps (100, 5 x 3 x 2: `threads`);
+ * the report's distribution is the one counted thread by thread. */
+static void test_threadhist_probe_shapes(void **state)
+{
+	(void)state;
+	const struct th_launch l[] = {{5, {32, 1, 1}},  {3, {16, 4, 1}}, {1, {1024, 1, 1}},
+				      {4, {96, 1, 1}},  {3, {100, 1, 1}}, {7, {5, 3, 2}},
+				      {2, {1024, 1, 1}}, {9, {64, 1, 1}}};
+	const size_t nl = sizeof(l) / sizeof(l[0]);
+	static uint64_t want[4096];
+	uint64_t n = 0;
+	memset(want, 0, sizeof(want));
+	for (size_t i = 0; i < nl; i++) {
+		uint64_t per = (uint64_t)l[i].block[0] * l[i].block[1] * l[i].block[2];
+		for (uint64_t t = 0; t < l[i].grid * per; t++)
+			want[t]++;
+		n = l[i].grid * per > n ? l[i].grid * per : n;
+	}
+	struct store_trace_writer *w = create();
+	th_probe_trace(w, l, nl);
+	struct tool_data d;
+	finish(w, &d, log_a);
+	char *out = report("threadhist", &d, 0), line[128];
+	uint64_t rows[16] = {0}, max = 0;
+	for (uint64_t t = 0; t < n; t++) {
+		assert_true(want[t] < 16);
+		rows[want[t]]++;
+		max = want[t] > max ? want[t] : max;
+	}
+	for (uint64_t c = 0; c < 16; c++) {
+		if (!rows[c])
+			continue;
+		snprintf(line, sizeof(line), "%12" PRIu64 "  %12" PRIu64 "\n", c, rows[c]);
+		assert_contains(out, line);
+	}
+	snprintf(line, sizeof(line), "threads %" PRIu64 " (ids 0..%" PRIu64 ")  min 1  max %" PRIu64,
+		 n, n - 1, max);
+	assert_contains(out, line);
+	free(out);
+	tool_data_free(&d);
+}
+
+/* The probe's own numbering: thread (0,0,0) of block b of 2^c warps adds 1 at (2b + 1) * 2^c - 1,
+ * no other thread of the block writes, and a block past the end counts in the last slot. */
+static void test_threadhist_probe_nodes(void **state)
+{
+	(void)state;
+	struct th_vm v;
+	th_vm_open(&v);
+	uint32_t blocks = th_vm_map(&v, "blocks"), b256[3] = {256, 1, 1}, b1024[3] = {1024, 1, 1};
+	assert_int_equal(v.obj->maps[blocks].max_entries, TH_NODES);
+	th_vm_exit(&v, 8, b256, 5, 0);
+	th_vm_exit(&v, 8, b256, 5, 1);
+	th_vm_exit(&v, 8, b256, 5, 255);
+	th_vm_exit(&v, 65537, b1024, 65535, 0);
+	th_vm_exit(&v, 65537, b1024, 65536, 0);
+	assert_int_equal(th_vm_value(&v, blocks, 87), 1); /* (2 * 5 + 1) * 8 - 1 */
+	assert_int_equal(th_vm_value(&v, blocks, TH_NODES - 33), 1);
+	assert_int_equal(th_vm_value(&v, blocks, TH_NODES - 1), 1);
+	uint64_t sum = 0;
+	for (uint32_t k = 0; k < TH_NODES; k++)
+		sum += th_vm_value(&v, blocks, k);
+	assert_int_equal(sum, 3);
+	th_vm_close(&v);
 }
 
 /* Per-SM counts of thread accesses per (kernel, space, op, log2 size), summed over the SMs;
@@ -708,6 +943,10 @@ int main(void)
 		cmocka_unit_test(test_threadhist_warps),
 		cmocka_unit_test(test_threadhist_edges),
 		cmocka_unit_test(test_threadhist_blocks),
+		cmocka_unit_test(test_threadhist_blocks_clamp),
+		cmocka_unit_test(test_threadhist_probe_known),
+		cmocka_unit_test(test_threadhist_probe_shapes),
+		cmocka_unit_test(test_threadhist_probe_nodes),
 		cmocka_unit_test(test_launchlate_two_gpus),
 		cmocka_unit_test(test_launchlate),    cmocka_unit_test(test_memtrace),
 		cmocka_unit_test(test_kernelretsnoop), cmocka_unit_test(test_maps_dump),
