@@ -422,7 +422,7 @@ struct live_ctx *live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 	trace_device(c);
 	trace_memory(c);
 	c->next = ctxs;
-	ctxs = c;
+	__atomic_store_n(&ctxs, c, __ATOMIC_RELEASE); /* the drain threads read it without the lock */
 	pthread_mutex_unlock(&lock);
 	char rb[96] = ""; /* appended: the line's start is what readers parse (tools/tool_data.c) */
 	if (c->rb_state_bytes)
@@ -688,12 +688,10 @@ static atomic_uint rb_step;    /* lanes are shared modulo this many threads */
 static atomic_int rb_state;    /* 0 none, 1 running, 2 stopping */
 static uint8_t *rb_scratch[RB_MAX_THREADS];
 
+/* The list only grows, at its head, and a context is complete when it is published there. */
 static struct live_ctx *ctxs_head(void)
 {
-	pthread_mutex_lock(&lock);
-	struct live_ctx *c = ctxs;
-	pthread_mutex_unlock(&lock);
-	return c;
+	return __atomic_load_n(&ctxs, __ATOMIC_ACQUIRE);
 }
 
 /* One pass of drain thread k over its lanes of every ring buffer.  Thread 0 (or the caller at
@@ -757,11 +755,13 @@ static bool rb_sync_due(const struct live_ctx *c, uint64_t now)
 	return rings && now - c->rb_sync_ns >= RB_DROPS_EVERY_NS;
 }
 
-/* Thread 0, after each pass: for every context whose lanes were freed, the ring's tails go to
- * the device's copy (producers see the room) and the device's drops come back, on cubpf's
- * stream.  Only when that stream is idle (the last copies are done: they never queue up) and
- * only when the lock is free at once (the drain does not wait for a snapshot; teardown holds
- * the lock, so no copy goes to a context on its way out). */
+/* Every drain thread, after each of its passes: for every context whose lanes were freed, the
+ * ring's tails go to the device's copy (producers see the room) and the device's drops come
+ * back, on cubpf's stream.  Only when that stream is idle (the last copies are done: they never
+ * queue up) and only when the lock is free at once (one thread copies at a time, the drain
+ * never waits for a snapshot, and teardown holds the lock, so no copy goes to a context on its
+ * way out).  Any thread rather than thread 0 alone: with a trace, a pass can take milliseconds,
+ * and lanes freed meanwhile would stay full on the device. */
 static void rb_sync_all(void)
 {
 	uint64_t now = rb_monotonic_ns();
@@ -853,10 +853,8 @@ static void *rb_main(void *arg)
 		if (taken == 0)
 			nanosleep(&(struct timespec){ 0, 1000 * 1000 }, NULL);
 		taken = rb_drain_pass(k, step, rb_scratch[k]);
-		if (k != 0)
-			continue;
 		rb_sync_all();
-		if (rb_nthreads > 1)
+		if (k != 0 || rb_nthreads > 1)
 			continue;
 		uint64_t now = rb_monotonic_ns();
 		window += taken;

@@ -54,7 +54,8 @@ static void run_usage(FILE *out)
 		"  -d, --duration SECONDS  stop CMD after SECONDS (SIGINT, then SIGTERM 5 s later)\n"
 		"      --json              the report as one JSON object per view\n"
 		"      --list-tools        the bundled tools\n"
-		"  -o, --output TRACE      keep the trace file (default: a temporary one, removed)\n"
+		"  -o, --output TRACE      keep the trace file, kernel spans included (default: a\n"
+		"                          temporary one without spans, removed)\n"
 		"  -l, --log LEVEL         off, error, warn (default), info, debug (CUBPF_LOG)\n"
 		"      --real-libcuda PATH the real driver, when cubpf cannot find it\n"
 		"      --cache PATH        module cache database, or off (CUBPF_CACHE)\n"
@@ -559,6 +560,13 @@ int cmd_run(int argc, char **argv)
 		if (temp_trace(tmp, sizeof(tmp)) != 0)
 			return 2;
 		o.trace = tmp;
+		/* The reports read probes, not kernel spans, whose two timing events per launch
+		 * cost the GPU 4-5 us each (b_trace_app.sh): a trace of one's own keeps them
+		 * (-o), an environment that asks for them too. */
+		if (setenv("CUBPF_SPANS", "0", 0) != 0) {
+			fprintf(stderr, "cubpf run: cannot set the environment: %s\n", strerror(errno));
+			return 2;
+		}
 	}
 	if (set_environment(&o, shim_dir) != 0) {
 		fprintf(stderr, "cubpf run: cannot set the environment: %s\n", strerror(errno));

@@ -897,6 +897,14 @@ static void test_run_options(void **state)
 				   "'echo rb=$CUBPF_RINGBUF_MB mm=$CUBPF_MAP_MAX_MB s=$CUBPF_SAMPLE'",
 				   out, sizeof(out)), 0);
 	assert_contains(out, "rb=16 mm=512 s=3");
+	/* a tool's own temporary trace goes without kernel spans; a kept one (-o) has them */
+	assert_int_equal(run_cubpf("-t kcount -- sh -c 'echo spans=$CUBPF_SPANS.'", out,
+				   sizeof(out)), 0);
+	assert_contains(out, "spans=0.");
+	assert_int_equal(run_cubpf("-t kcount -o /tmp/cubpf-test-spans.trace -- sh -c "
+				   "'echo spans=$CUBPF_SPANS.'", out, sizeof(out)), 0);
+	assert_contains(out, "spans=.");
+	unlink("/tmp/cubpf-test-spans.trace");
 	assert_int_equal(run_cubpf("--list-tools", out, sizeof(out)), 0);
 	assert_contains(out, "threadhist");
 	assert_int_equal(run_cubpf("-t launchlate --help", out, sizeof(out)), 0);
