@@ -93,19 +93,24 @@ void tool_report_kcount(const struct tool_data *d, const struct tool_opts *o, FI
 }
 
 /* ---- threadhist ----------------------------------------------------------------------------- */
-/* The probe counts blocks of 2^c warps in `blocks` (one counter per block: the block's node in
- * a binary tree over the groups of 32 thread ids, see block_groups), other blocks of a multiple
- * of 32 threads in `edges`, a difference array over the groups (+1 at a block's first group, -1
- * past its last: a group's count is the sum of the edges up to it), and other exits per thread
- * in `threads` (key = thread id): a thread's count is the sum of its group's and its own.
- * Traces of earlier versions count whole warps per group in `warps` instead; all are read (not
- * the short-lived `blocks` with a region per block size: its keys mean other groups).  Grids
- * reach 2^26 threads and more, so the threads are never listed one by one: counts are read on
- * the fly from two dense arrays, the distribution built from runs of 32 equal counts where a
- * group has no per-thread extras. */
+/* The probe counts blocks of 2^c warps in `blocks` (one counter per block, in a region per block
+ * size, see block_groups), other blocks of a multiple of 32 threads in `edges`, a difference
+ * array over groups of 32 thread ids (+1 at a block's first group, -1 past its last: a group's
+ * count is the sum of the edges up to it), and other exits per thread in `threads` (key = thread
+ * id): a thread's count is the sum of its group's and its own.  Traces of earlier versions count
+ * whole warps per group in `warps` instead; all are read (not `blocks` as two short-lived
+ * versions laid it out, regions in another order and a binary tree's in-order numbers: their
+ * keys mean other groups).  Grids reach 2^26 threads and more, so the threads are never listed
+ * one by one: counts are read on the fly from two dense arrays, the distribution built from runs
+ * of 32 equal counts where a group has no per-thread extras. */
 #define TH_GROUPS (1u << 21)
 #define TH_THREADS (1u << 20)
-#define TH_NODES (2ull * TH_GROUPS) /* `blocks`: the tree's 2 * TH_GROUPS - 1 nodes and one slot */
+/* `blocks`, as tools/probes/threadhist.bpf.c lays it out: 64 units of 2^16 counters; blocks of w
+ * warps (w = 1, 2, 4 .. 32) at unit (TH_REGIONS >> w) & 63, block b at the region's start + b
+ * for b < TH_GROUPS / w; one counter outside the regions, at unit 1, holds the blocks past the
+ * end of their region. */
+#define TH_REGIONS 0x20c40ull
+#define TH_UNIT 16
 
 struct thist {
 	uint64_t *groups, *threads;   /* dense: groups[g], threads[t] */
@@ -178,22 +183,22 @@ static uint64_t val32_at(const struct tool_map *m, size_t i)
 	return sum;
 }
 
-/* The groups first .. end - 1 that counter `key` of `blocks` stands for.  The counters are the
- * in-order numbers of a perfect binary tree over the groups: the block of 2^c warps with index b
- * covers groups b * 2^c .. (b + 1) * 2^c - 1, node b of level c, numbered (2b + 1) * 2^c - 1
- * (what the probe computes with one multiply-add); so c is the number's trailing 1 bits and b
- * the bits above the 0 that ends them.  The last slot is no node: blocks past the end of the
- * tree (thread ids from 2^26) count there, given to the last group as `edges` clamps. */
+/* The groups first .. end - 1 that counter `key` of `blocks` stands for: block b of w warps
+ * covers groups b * w .. (b + 1) * w - 1.  Blocks past the end of their region (thread ids from
+ * 2^26) are given to the last group, as `edges` clamps; the probe writes no other key outside
+ * the regions. */
 static void block_groups(uint64_t key, uint64_t *first, uint64_t *end)
 {
-	if (key >= TH_NODES - 1) {
-		*first = TH_GROUPS - 1;
-		*end = TH_GROUPS;
-		return;
+	for (uint64_t w = 1; w <= 32; w *= 2) {
+		uint64_t at = ((TH_REGIONS >> w) & 63) << TH_UNIT;
+		if (key >= at && key - at < TH_GROUPS / w) {
+			*first = (key - at) * w;
+			*end = *first + w;
+			return;
+		}
 	}
-	uint32_t c = (uint32_t)__builtin_ctzll(~key); /* key < 2^22 - 1: a 0 bit below bit 22 */
-	*first = (key >> (c + 1)) << c;
-	*end = *first + (1ull << c);
+	*first = TH_GROUPS - 1;
+	*end = TH_GROUPS;
 }
 
 /* `blocks` as a difference array over groups, in *e (NULL: no such map); -1 out of memory. */

@@ -490,31 +490,37 @@ static void map_u32(struct store_trace_writer *w, const char *name, uint64_t ts,
 	free(kv);
 }
 
-/* The counter in `blocks` of block b of `warps` warps (a power of two) as the probe numbers it:
- * the in-order number (2b + 1) * warps - 1 of the block's node in the binary tree over the
- * groups of 32 thread ids; past the end of the map, its last slot. */
-#define TH_NODES (1u << 22)
-static uint32_t th_node(uint64_t b, uint32_t warps)
+/* The counter in `blocks` of block b of `warps` warps (a power of two) as the probe lays them
+ * out: 64 units of 2^16 counters, the region of blocks of that size at unit
+ * (0x20c40 >> warps) & 63 (units 0: 1024 threads, 2: 512, 4: 128, 12: 256, 16: 64, 32: 32),
+ * consecutive blocks side by side; blocks past the end of their region (thread ids from 2^26)
+ * count in the first counter of the free unit 1. */
+#define TH_BLOCKS (1u << 22)
+#define TH_PAST (1u << 16)
+static uint32_t th_slot(uint64_t b, uint32_t warps)
 {
-	uint64_t node = (2 * b + 1) * warps - 1;
-	return node < TH_NODES - 1 ? (uint32_t)node : TH_NODES - 1;
+	if (b * warps >= 1u << 21)
+		return TH_PAST;
+	return (uint32_t)(((0x20c40ull >> warps) & 63) << 16) + (uint32_t)b;
 }
 
 /* Blocks of 2^c warps counted once per block in `blocks`, several sizes in one map, on two
- * GPUs: blocks of 256 threads (level 3) 0 and 1 ran 2 and 1 times on GPU 0, block 1 once more
- * on GPU 1; on GPU 1 also block 3 of 32 threads (level 0: ids 96..127), block 0 of 1024 threads
- * (level 5, node 31: ids 0..1023) and block 16 of 64 threads (level 1: ids 1024..1087), once
- * each: ids 0..95 ran 3 times, 96..127 4, 128..511 3, 512..1087 once. */
+ * GPUs: blocks of 256 threads 0 and 1 ran 2 and 1 times on GPU 0, block 1 once more on GPU 1;
+ * on GPU 1 also block 3 of 32 threads (ids 96..127), block 0 of 1024 threads (ids 0..1023) and
+ * block 16 of 64 threads (ids 1024..1087), once each: ids 0..95 ran 3 times, 96..127 4,
+ * 128..511 3, 512..1087 once. */
 static void test_threadhist_blocks(void **state)
 {
 	(void)state;
 	struct store_trace_writer *w = create();
-	uint32_t k0[] = {th_node(0, 8), th_node(1, 8)}, v0[] = {2, 1};
-	uint32_t k1[] = {th_node(1, 8), th_node(3, 1), th_node(0, 32), th_node(16, 2)};
+	uint32_t k0[] = {th_slot(0, 8), th_slot(1, 8)}, v0[] = {2, 1};
+	uint32_t k1[] = {th_slot(1, 8), th_slot(3, 1), th_slot(0, 32), th_slot(16, 2)};
 	uint32_t v1[] = {1, 1, 1, 1};
-	assert_int_equal(k0[0], 7);
-	assert_int_equal(k1[2], 31); /* 0b11111: level 5, index 0 */
-	assert_int_equal(k1[3], 65);
+	assert_int_equal(k0[0], 12u << 16);
+	assert_int_equal(k0[1], (12u << 16) + 1); /* consecutive blocks, consecutive counters */
+	assert_int_equal(k1[1], (32u << 16) + 3);
+	assert_int_equal(k1[2], 0);
+	assert_int_equal(k1[3], (16u << 16) + 16);
 	map_ctx = 1;
 	map_u32(w, "blocks", 10, k0, v0, 2);
 	map_ctx = 2;
@@ -532,16 +538,18 @@ static void test_threadhist_blocks(void **state)
 	tool_data_free(&d);
 }
 
-/* Blocks past the end of `blocks` (thread ids from 2^26) count in its last slot, which the
- * report gives to the last group and says so: the last block of 1024 threads inside (node
- * 2^22 - 33, ids 2^26 - 1024 ..) once, and the block after it (past the end) once. */
+/* Blocks past the end of their region (thread ids from 2^26) count in one counter outside the
+ * regions, which the report gives to the last group and says so: the last block of 1024 threads
+ * inside (its region's last counter, ids 2^26 - 1024 ..) once, and the block after it once. */
 static void test_threadhist_blocks_clamp(void **state)
 {
 	(void)state;
 	struct store_trace_writer *w = create();
-	uint32_t k[] = {th_node(65535, 32), th_node(65536, 32)}, v[] = {1, 1};
-	assert_int_equal(k[0], TH_NODES - 33);
-	assert_int_equal(k[1], TH_NODES - 1);
+	uint32_t k[] = {th_slot(65535, 32), th_slot(65536, 32)}, v[] = {1, 1};
+	assert_int_equal(k[0], 65535);
+	assert_int_equal(k[1], TH_PAST);
+	/* the last block of 32 threads inside: the map's last counter */
+	assert_int_equal(th_slot((1u << 21) - 1, 1), TH_BLOCKS - 1);
 	map_u32(w, "blocks", 10, k, v, 2);
 	struct tool_data d;
 	finish(w, &d, log_a);
@@ -724,27 +732,41 @@ static void test_threadhist_probe_shapes(void **state)
 	tool_data_free(&d);
 }
 
-/* The probe's own numbering: thread (0,0,0) of block b of 2^c warps adds 1 at (2b + 1) * 2^c - 1,
- * no other thread of the block writes, and a block past the end counts in the last slot. */
-static void test_threadhist_probe_nodes(void **state)
+/* The probe's own layout: thread (0,0,0) of block b of 2^c warps adds 1 at th_slot (consecutive
+ * blocks side by side), no other thread of the block writes, a block past the end of its region
+ * counts at TH_PAST, and so does one past 2^32 blocks (a 32-bit block index would wrap to 0). */
+static void test_threadhist_probe_regions(void **state)
 {
 	(void)state;
 	struct th_vm v;
 	th_vm_open(&v);
 	uint32_t blocks = th_vm_map(&v, "blocks"), b256[3] = {256, 1, 1}, b1024[3] = {1024, 1, 1};
-	assert_int_equal(v.obj->maps[blocks].max_entries, TH_NODES);
+	uint32_t b32[3] = {32, 1, 1}, b64[3] = {16, 4, 1};
+	assert_int_equal(v.obj->maps[blocks].max_entries, TH_BLOCKS);
 	th_vm_exit(&v, 8, b256, 5, 0);
 	th_vm_exit(&v, 8, b256, 5, 1);
 	th_vm_exit(&v, 8, b256, 5, 255);
+	th_vm_exit(&v, 8, b256, 6, 0);
+	th_vm_exit(&v, 9, b32, 8, 0);
+	th_vm_exit(&v, 9, b64, 8, 0);
 	th_vm_exit(&v, 65537, b1024, 65535, 0);
 	th_vm_exit(&v, 65537, b1024, 65536, 0);
-	assert_int_equal(th_vm_value(&v, blocks, 87), 1); /* (2 * 5 + 1) * 8 - 1 */
-	assert_int_equal(th_vm_value(&v, blocks, TH_NODES - 33), 1);
-	assert_int_equal(th_vm_value(&v, blocks, TH_NODES - 1), 1);
+	char err[VM_ERRLEN];
+	struct cubpf_kernel_ctx c = {.ntid_x = 256, .ntid_y = 1, .ntid_z = 1, .ctaid_y = 2,
+				     .nctaid_x = 1u << 31, .nctaid_y = 3, .nctaid_z = 1};
+	uint64_t r0;
+	if (vm_exec_run(v.ex, &c, sizeof(c), &r0, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(th_vm_value(&v, blocks, (12u << 16) + 5), 1);
+	assert_int_equal(th_vm_value(&v, blocks, (12u << 16) + 6), 1);
+	assert_int_equal(th_vm_value(&v, blocks, (32u << 16) + 8), 1);
+	assert_int_equal(th_vm_value(&v, blocks, (16u << 16) + 8), 1);
+	assert_int_equal(th_vm_value(&v, blocks, 65535), 1);
+	assert_int_equal(th_vm_value(&v, blocks, TH_PAST), 2);
 	uint64_t sum = 0;
-	for (uint32_t k = 0; k < TH_NODES; k++)
+	for (uint32_t k = 0; k < TH_BLOCKS; k++)
 		sum += th_vm_value(&v, blocks, k);
-	assert_int_equal(sum, 3);
+	assert_int_equal(sum, 7);
 	th_vm_close(&v);
 }
 
@@ -954,7 +976,7 @@ int main(void)
 		cmocka_unit_test(test_threadhist_blocks_clamp),
 		cmocka_unit_test(test_threadhist_probe_known),
 		cmocka_unit_test(test_threadhist_probe_shapes),
-		cmocka_unit_test(test_threadhist_probe_nodes),
+		cmocka_unit_test(test_threadhist_probe_regions),
 		cmocka_unit_test(test_launchlate_two_gpus),
 		cmocka_unit_test(test_launchlate),    cmocka_unit_test(test_memtrace),
 		cmocka_unit_test(test_kernelretsnoop), cmocka_unit_test(test_maps_dump),
