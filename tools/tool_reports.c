@@ -96,9 +96,10 @@ void tool_report_kcount(const struct tool_data *d, const struct tool_opts *o, FI
 /* The probe counts blocks of 2^c warps in `blocks` (one counter per block, in a region per block
  * size, see block_groups), other blocks of a multiple of 32 threads in `edges`, a difference
  * array over groups of 32 thread ids (+1 at a block's first group, -1 past its last: a group's
- * count is the sum of the edges up to it), and other exits per thread in `threads` (key = thread
- * id): a thread's count is the sum of its group's and its own.  Traces of earlier versions count
- * whole warps per group in `warps` instead; all are read (not `blocks` as two short-lived
+ * count is the sum of the edges up to it), and other blocks in `tedges`, the same over thread
+ * ids: a thread's count is the sum of its group's and its own.  Traces of earlier versions count
+ * whole warps per group in `warps`, and odd-sized blocks thread by thread in `threads` (key =
+ * thread id); all are read (not `blocks` as two short-lived
  * versions laid it out, regions in another order and a binary tree's in-order numbers: their
  * keys mean other groups).  Grids reach 2^26 threads and more, so the threads are never listed
  * one by one: counts are read on the fly from two dense arrays, the distribution built from runs
@@ -146,26 +147,27 @@ static uint64_t *dense(const struct tool_map *m, uint64_t *len)
 	return a;
 }
 
-/* Adds the prefix sums of the difference array e[0 .. n - 1] (freed here) to the group counts
- * (unsigned arithmetic: the -1 edges wrap, and every prefix of a whole launch's edges is >= 0). */
-static int add_diff(struct thist *h, uint64_t *e, uint64_t n)
+/* Adds the prefix sums of the difference array e[0 .. n - 1] (freed here) to the counts a[0 ..
+ * *len - 1] (groups or threads; grown as needed).  Unsigned arithmetic: the -1 edges wrap, and
+ * every prefix of a whole launch's edges is >= 0. */
+static int add_diff(uint64_t **a, uint64_t *len, uint64_t *e, uint64_t n)
 {
 	if (!e)
 		return 0;
-	if (n > h->ngroups) {
-		uint64_t *g = realloc(h->groups, n * sizeof(*g));
+	if (n > *len) {
+		uint64_t *g = realloc(*a, n * sizeof(*g));
 		if (!g) {
 			free(e);
 			return -1;
 		}
-		memset(g + h->ngroups, 0, (n - h->ngroups) * sizeof(*g));
-		h->groups = g, h->ngroups = n;
+		memset(g + *len, 0, (n - *len) * sizeof(*g));
+		*a = g, *len = n;
 	}
 	uint64_t sum = 0;
 	for (uint64_t i = 0; i < n; i++)
-		h->groups[i] += sum += e[i];
-	while (h->ngroups && !h->groups[h->ngroups - 1])
-		h->ngroups--;
+		(*a)[i] += sum += e[i];
+	while (*len && !(*a)[*len - 1])
+		--*len;
 	free(e);
 	return 0;
 }
@@ -231,11 +233,15 @@ static int th_load(const struct tool_data *d, struct thist *h)
 	h->groups = dense(tool_map_by_name(d, "warps"), &h->ngroups);
 	uint64_t n = 0;
 	uint64_t *e = dense(tool_map_by_name(d, "edges"), &n);
-	if (add_diff(h, e, n) < 0)
+	if (add_diff(&h->groups, &h->ngroups, e, n) < 0)
 		return -1;
-	if (blocks_diff(tool_map_by_name(d, "blocks"), &e, &n) < 0 || add_diff(h, e, n) < 0)
+	if (blocks_diff(tool_map_by_name(d, "blocks"), &e, &n) < 0 ||
+	    add_diff(&h->groups, &h->ngroups, e, n) < 0)
 		return -1;
 	h->threads = dense(tool_map_by_name(d, "threads"), &h->nthreads);
+	e = dense(tool_map_by_name(d, "tedges"), &n);
+	if (add_diff(&h->threads, &h->nthreads, e, n) < 0)
+		return -1;
 	if (!h->groups && !h->threads)
 		return -1;
 	h->n = h->ngroups * 32 > h->nthreads ? h->ngroups * 32 : h->nthreads;
@@ -385,8 +391,8 @@ void tool_report_threadhist(const struct tool_data *d, const struct tool_opts *o
 			fprintf(f, " %" PRIu64 "=%" PRIu64, ids[top + 1 + i], cnt[top + 1 + i]);
 		fputc('\n', f);
 		if (h.ngroups >= TH_GROUPS || h.nthreads >= TH_THREADS)
-			fprintf(f, "note: thread ids past %u (or, for threads counted one by one, past "
-				"%u) share the last slot\n", TH_GROUPS * 32 - 1, TH_THREADS - 1);
+			fprintf(f, "note: thread ids past %u (or, in blocks that are not whole warps, "
+				"past %u) share the last slot\n", TH_GROUPS * 32 - 1, TH_THREADS - 1);
 	}
 	free(ids), free(cnt), free(rows), free(h.groups), free(h.threads);
 }

@@ -663,7 +663,7 @@ static void th_probe_trace(struct store_trace_writer *w, const struct th_launch 
 				th_vm_exit(&v, l[i].grid, l[i].block, b, t);
 	th_vm_record(w, &v, "blocks");
 	th_vm_record(w, &v, "edges");
-	th_vm_record(w, &v, "threads");
+	th_vm_record(w, &v, "tedges");
 	th_vm_close(&v);
 }
 
@@ -690,7 +690,7 @@ static void test_threadhist_probe_known(void **state)
 }
 
 /* Every kind of block the probe tells apart, in one trace: 2^c warps (32, 64 as 16 x 4, 1024:
- * `blocks`), other whole warps (96: `edges`), not whole warps (100, 5 x 3 x 2: `threads`);
+ * `blocks`), other whole warps (96: `edges`), not whole warps (100, 5 x 3 x 2: `tedges`);
  * the report's distribution is the one counted thread by thread. */
 static void test_threadhist_probe_shapes(void **state)
 {
@@ -763,6 +763,14 @@ static void test_threadhist_probe_regions(void **state)
 	assert_int_equal(th_vm_value(&v, blocks, (16u << 16) + 8), 1);
 	assert_int_equal(th_vm_value(&v, blocks, 65535), 1);
 	assert_int_equal(th_vm_value(&v, blocks, TH_PAST), 2);
+	/* a block that is not whole warps: its thread 0 marks the range in `tedges`, no other
+	 * thread of it writes anything */
+	uint32_t tedges = th_vm_map(&v, "tedges"), b100[3] = {100, 1, 1};
+	th_vm_exit(&v, 4, b100, 3, 7);
+	assert_int_equal(th_vm_value(&v, tedges, 300), 0);
+	th_vm_exit(&v, 4, b100, 3, 0);
+	assert_int_equal(th_vm_value(&v, tedges, 300), 1);
+	assert_int_equal(th_vm_value(&v, tedges, 400), (uint64_t)-1);
 	uint64_t sum = 0;
 	for (uint32_t k = 0; k < TH_BLOCKS; k++)
 		sum += th_vm_value(&v, blocks, k);

@@ -2,38 +2,34 @@
  * A thread's id is its linear id in the grid: block_linear * threads_per_block + thread_linear.
  *
  * Cost: every thread of a block that runs leaves it exactly once (a thread has no other way to
- * end; a trap ends the whole launch), so in a block of a multiple of 32 threads (the common
- * case) the exit of thread (0,0,0) stands for all of the block's threads.  Blocks of 2^c warps
- * (32, 64, ... 1024 threads: nearly every launch) add 1 to one counter in `blocks`, in the
- * region of their size, where consecutive blocks have consecutive counters (block b of w warps
- * covers the groups of 32 thread ids b * w .. (b + 1) * w - 1).  Other whole-warp blocks mark
- * their range in `edges`, a difference array: +1 at the block's first group, -1 just past its
- * last.  The host expands both into each group's count.  Why: measured on an H100
- * (b_probe_lines.sh, b_tools.sh, vec_add 2^26 in blocks of 256 threads), one reduction per warp
- * to distinct counters costs 1.32x, and the L2's atomic units, not the memory traffic, are the
- * cost (a plain store per warp: 1.05x); one per block 1.03x; the difference array's two per
- * block (the second on the next block's first slot) 1.11x.  With one per block, where the
- * counters lie matters more than the arithmetic (micro_th_*, PTX instructions on thread 0's
- * path / the other threads'): regions, their start by a log2 in five compares (130 / 27),
- * 1.073x; block b's counter at its in-order number in a binary tree over the groups (84 / 19),
- * 16 slots apart for 8-warp blocks, 1.113x: every block's counter on a 128-byte line of its own
- * (u32 counters in 8-byte slots), 16 times the lines (spreading a warp's counters over lines
- * took 1.32x to 1.48x); thread 0 adding 1 to counter[b] (58 / 15) 1.048x.  So the regions stay,
- * and their start costs no log2: a 6-bit field of TH_REGIONS at bit w, one shift by the warp
- * count itself (88 / 19 here, where a table indexed by w % 11 takes a 64-bit rem and 93); the
- * power-of-two test is a bit mask (BPF has no popcount, and clang may expand w & (w - 1) == 0
- * into ~15 instructions); the block index is taken in 64 bits (no truncation to mask off, no
- * wrap in grids past 2^32 blocks: b * w wraps only past 2^59).  Every other thread of a block
- * with ntid.x a multiple of 32 (nearly every launch) tests only that and its tid.  Blocks of
- * other sizes are counted thread by thread in `threads` (key t), so the counts stay exact
- * whatever the launch shape; the host adds all three.  Blocks past the end of their region
- * (thread ids from 2^26) count in one slot of `blocks` outside the regions, which the host
- * gives to the last group, where `edges` puts blocks past its end; threads counted one by one
- * past 2^20 share the last slot of `threads` (the report says so). */
+ * end; a trap ends the whole launch), so the exit of thread (0,0,0) stands for all of the
+ * block's threads, and every other thread only tests its tid.  Blocks of 2^c warps (32, 64, ...
+ * 1024 threads: nearly every launch) add 1 to one counter in `blocks`, in the region of their
+ * size, where consecutive blocks have consecutive counters (block b of w warps covers the groups
+ * of 32 thread ids b * w .. (b + 1) * w - 1).  Other whole-warp blocks mark their range in
+ * `edges`, a difference array over groups: +1 at the block's first group, -1 just past its
+ * last; blocks of other sizes mark theirs in `tedges`, a difference array over thread ids.  The
+ * host expands all three into each thread's count.
+ * Why: measured on an H100 (b_probe_lines.sh, b_tools.sh, vec_add 2^26 in blocks of 256
+ * threads), one reduction per warp to distinct counters costs 1.32x, and the L2's atomic units,
+ * not the memory traffic, are the cost (a plain store per warp: 1.05x); one per block 1.03x; a
+ * difference array's two per block 1.11x.  With one per block, where the counters lie matters
+ * more than thread 0's arithmetic: counter[b] 1.041x; regions 1.066-1.076x; a binary tree's
+ * in-order numbers, every block's counter on a line of its own, 1.113x.  And what the other 255
+ * threads do matters most: counter[b] behind a test of the block size before the tid test
+ * (once needed to count odd-sized blocks thread by thread) 1.058x instead of 1.041x.  So only
+ * thread 0 looks at the block size; the region start is a 6-bit field of TH_REGIONS at bit w,
+ * one shift by the warp count (no log2: five compares made thread 0's path 130 PTX
+ * instructions); the power-of-two test is a bit mask (BPF has no popcount, and clang may expand
+ * w & (w - 1) == 0 into ~15 instructions); 1-D grids and blocks (nearly all) skip the
+ * multiplications, others take the block index in 64 bits (no wrap in grids past 2^32 blocks).
+ * Blocks past the end of their region (thread ids from 2^26) count in one slot of `blocks`
+ * outside the regions, which the host gives to the last group, where `edges` puts blocks past
+ * its end; `tedges` covers ids below 2^20, later ones share its last id (the report says so). */
 #include "cubpf_helpers.h"
 
 #define TH_GROUPS (1u << 21)  /* groups of 32 thread ids: ids 0 .. 2^26 - 1 */
-#define TH_THREADS (1u << 20) /* threads counted one by one */
+#define TH_THREADS (1u << 20) /* thread ids covered by `tedges` */
 /* bit w set for w = 1, 2, 4, 8, 16, 32: warps per block (at most 1024 threads) a power of two */
 #define TH_POW2_WARPS 0x100010116ull
 /* `blocks` is 64 units of 2^16 counters; the region of blocks of w warps (TH_GROUPS / w
@@ -65,30 +61,39 @@ struct {
 
 struct {
 	__uint(type, CUBPF_MAP_GPU_ARRAY);
-	__uint(max_entries, TH_THREADS);
+	__uint(max_entries, TH_THREADS + 1);
 	__type(key, __u32);
-	__type(value, __u64);
-} threads SEC(".maps");
+	__type(value, __s64);
+} tedges SEC(".maps");
 
-/* cubpf_block_linear in 64 bits: a grid may hold more than 2^32 blocks, and clang would mask a
- * u32 result to widen it (two instructions). */
+/* The block's linear index: in a 1-D grid (nearly every launch) ctaid.x itself; otherwise in
+ * 64 bits, since a grid may hold more than 2^32 blocks. */
 static __always_inline __u64 th_block(const struct cubpf_kernel_ctx *c)
 {
+	if ((c->nctaid_y | c->nctaid_z) == 1)
+		return c->ctaid_x;
 	return c->ctaid_x + c->nctaid_x * (c->ctaid_y + (__u64)c->nctaid_y * c->ctaid_z);
 }
 
 /* atomic: two launches of the kernel on two streams may run together */
-static __always_inline void edge_add(__u32 g, __s64 v)
+static __always_inline void diff_add(void *map, __u32 at, __s64 v)
 {
-	__s64 *e = bpf_map_lookup_elem(&edges, &g);
+	__s64 *e = bpf_map_lookup_elem(map, &at);
 	if (e)
 		__sync_fetch_and_add(e, v);
 }
 
-/* Thread (0,0,0) of a block of `warps` whole warps counts the block once. */
-static __always_inline int count_block(struct cubpf_kernel_ctx *ctx, __u64 warps)
+/* +1 on units first .. end - 1 of a difference array of `size` units (+ the slot past them):
+ * units from size - 1 on share the last one. */
+static __always_inline void diff_range(void *map, __u64 first, __u64 end, __u32 size)
 {
-	__u64 b = th_block(ctx);
+	diff_add(map, first < size - 1 ? (__u32)first : size - 1, 1);
+	diff_add(map, end < size ? (__u32)end : size, -1);
+}
+
+/* A block of `warps` whole warps: a region counter, or its groups in `edges`. */
+static __always_inline void count_warps(__u64 b, __u64 warps)
+{
 	if ((TH_POW2_WARPS >> warps) & 1) {
 		/* the region holds TH_GROUPS / warps blocks: b fits if its groups do */
 		__u32 key = b * warps < TH_GROUPS ? (((TH_REGIONS >> warps) & 63) << TH_UNIT) + b
@@ -96,38 +101,24 @@ static __always_inline int count_block(struct cubpf_kernel_ctx *ctx, __u64 warps
 		__u32 *n = bpf_map_lookup_elem(&blocks, &key);
 		if (n)
 			__sync_fetch_and_add(n, 1);
-		return 0;
+		return;
 	}
-	__u64 first = b * warps, end = first + warps;
-	edge_add(first < TH_GROUPS - 1 ? (__u32)first : TH_GROUPS - 1, 1);
-	edge_add(end < TH_GROUPS ? (__u32)end : TH_GROUPS, -1);
-	return 0;
-}
-
-/* A thread of a block that is not whole warps counts itself. */
-static __always_inline int count_thread(struct cubpf_kernel_ctx *ctx, __u64 per_block)
-{
-	__u64 t = th_block(ctx) * per_block + cubpf_thread_linear(ctx);
-	__u32 id = t < TH_THREADS - 1 ? (__u32)t : TH_THREADS - 1;
-	__u64 *n = bpf_map_lookup_elem(&threads, &id);
-	if (n)
-		__sync_fetch_and_add(n, 1);
-	return 0;
+	diff_range(&edges, b * warps, (b + 1) * warps, TH_GROUPS);
 }
 
 SEC("kretprobe/*")
 int threadhist(struct cubpf_kernel_ctx *ctx)
 {
-	/* ntid.x a multiple of 32 settles "whole warps" without the product (every thread asks) */
-	if (ctx->ntid_x & 31) {
-		__u64 per_block = (__u64)ctx->ntid_x * ctx->ntid_y * ctx->ntid_z;
-		if (per_block & 31)
-			return count_thread(ctx, per_block);
-	}
-	/* all but one thread per block stop here (a sum: clang zero-extends a u32 or, 2 more) */
-	if ((__u64)ctx->tid_x + ctx->tid_y + ctx->tid_z)
+	if (ctx->tid_x | ctx->tid_y | ctx->tid_z) /* all but one thread per block stop here */
 		return 0;
-	return count_block(ctx, ((__u64)ctx->ntid_x * ctx->ntid_y * ctx->ntid_z) >> 5);
+	__u64 per_block = ctx->ntid_x, b = th_block(ctx);
+	if ((ctx->ntid_y | ctx->ntid_z) != 1)
+		per_block *= (__u64)ctx->ntid_y * ctx->ntid_z;
+	if (per_block & 31)
+		diff_range(&tedges, b * per_block, (b + 1) * per_block, TH_THREADS);
+	else
+		count_warps(b, per_block >> 5);
+	return 0;
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
