@@ -697,7 +697,8 @@ static struct live_ctx *ctxs_head(void)
 /* One pass of drain thread k over its lanes of every ring buffer.  Thread 0 (or the caller at
  * finish, k = 0 and step = 1) also writes DROP records where drops grew.  Returns the number
  * of records taken. */
-static uint64_t rb_drain_pass(uint32_t k, uint32_t step, uint8_t *scratch)
+static uint64_t rb_drain_pass(uint32_t k, uint32_t step, uint8_t *scratch,
+			      struct store_trace_local *local)
 {
 	uint64_t taken = 0;
 	for (struct live_ctx *c = ctxs_head(); c; c = c->next)
@@ -707,7 +708,7 @@ static uint64_t rb_drain_pass(uint32_t k, uint32_t step, uint8_t *scratch)
 			struct live_map *m = &live.maps[i];
 			struct live_rb_trace sink = {
 				live.trace, { .prog = m->obj, .map = m->index,
-					      .device = (uint32_t)c->dev } };
+					      .device = (uint32_t)c->dev }, local };
 			struct live_rb_taken t = { 0 };
 			uint64_t n = live_rb_drain_runs(c->host[i], k, step, scratch, live_rb_to_trace,
 							&sink, &t);
@@ -844,15 +845,19 @@ static void *rb_main(void *arg)
 {
 	uint32_t k = (uint32_t)(uintptr_t)arg;
 	uint64_t taken = 0, window = 0, since = 0; /* thread 0: records taken in the window */
+	/* records go into a trace batch of this thread's own (NULL: the writer's, locked) */
+	struct store_trace_local *local = live.trace ? store_trace_local_new(live.trace) : NULL;
 	while (atomic_load(&rb_state) == 1) {
 		uint32_t step = atomic_load(&rb_step);
 		if (step == 0 || k >= step)
 			break;
 		/* while records keep coming, go round again at once: the lanes refill faster
 		 * than a millisecond's sleep at streaming rates; idle, one look per millisecond */
-		if (taken == 0)
+		if (taken == 0) {
+			store_trace_local_flush(local); /* idle: what it holds goes to the file */
 			nanosleep(&(struct timespec){ 0, 1000 * 1000 }, NULL);
-		taken = rb_drain_pass(k, step, rb_scratch[k]);
+		}
+		taken = rb_drain_pass(k, step, rb_scratch[k], local);
 		rb_sync_all();
 		if (k != 0 || rb_nthreads > 1)
 			continue;
@@ -866,6 +871,7 @@ static void *rb_main(void *arg)
 		since = now;
 		window = 0;
 	}
+	store_trace_local_free(local); /* live_ringbuf_finish joins us before the trace closes */
 	return NULL;
 }
 
@@ -896,7 +902,7 @@ void live_ringbuf_finish(void)
 			pthread_join(rb_threads[k], NULL);
 	}
 	if (rb_scratch[0])
-		rb_drain_pass(0, 1, rb_scratch[0]); /* what is left, every lane */
+		rb_drain_pass(0, 1, rb_scratch[0], NULL); /* what is left, every lane */
 	pthread_mutex_lock(&lock);
 	for (struct live_ctx *c = ctxs; c; c = c->next)
 		for (uint32_t i = 0; i < live.nmaps; i++)

@@ -227,7 +227,10 @@ void live_rb_to_trace(void *user, uint32_t lane, const struct store_probe_data *
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	s->probe.ts_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	store_trace_probes(s->w, &s->probe, recs, n);
+	if (s->local)
+		store_trace_probes_local(s->local, &s->probe, recs, n);
+	else
+		store_trace_probes(s->w, &s->probe, recs, n);
 }
 
 uint64_t live_rb_drops(const void *mem)

@@ -65,6 +65,7 @@ uint64_t live_rb_drain_runs(void *mem, uint32_t first, uint32_t step, void *scra
 struct live_rb_trace {
 	struct store_trace_writer *w;  /* NULL: nothing written */
 	struct store_rec_probe probe;  /* prog, map, device, flags; ts_ns is set per run */
+	struct store_trace_local *local; /* the calling thread's own batch, or NULL (w's lock) */
 };
 void live_rb_to_trace(void *user, uint32_t lane, const struct store_probe_data *recs, uint32_t n);
 

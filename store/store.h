@@ -424,6 +424,18 @@ struct store_probe_data {
 };
 int store_trace_probes(struct store_trace_writer *w, const struct store_rec_probe *e,
 		       const struct store_probe_data *d, uint32_t n);
+/* The same from a thread that appends many samples (a GPU ring buffer's drain thread): into a
+ * batch of its own, filled without the writer's lock, which then guards only the hand-over of
+ * full batches, so that other threads' records never wait behind the copies.  One
+ * store_trace_local per thread; a batch goes to the writer when full, at the latest flush_ms
+ * after its first sample when the owner keeps appending, at store_trace_local_flush (call it
+ * when idle) and at store_trace_local_free (before the writer closes). */
+struct store_trace_local;
+struct store_trace_local *store_trace_local_new(struct store_trace_writer *w);
+int store_trace_probes_local(struct store_trace_local *l, const struct store_rec_probe *e,
+			     const struct store_probe_data *d, uint32_t n);
+void store_trace_local_flush(struct store_trace_local *l);
+void store_trace_local_free(struct store_trace_local *l);
 int store_trace_map(struct store_trace_writer *w, const struct store_rec_map *m, const void *kv,
 		    size_t kv_size);
 /* Any record: type and payload as FORMAT.md lays it out. */

@@ -95,7 +95,7 @@ static uint64_t drain_pass(uint32_t k, void *scratch)
 	if (opt.per_record) {
 		n = live_rb_drain(map, scratch, per_record, NULL, &damaged);
 	} else {
-		struct live_rb_trace sink = { trace, { .prog = 0, .map = 0, .device = 0 } };
+		struct live_rb_trace sink = { trace, { .prog = 0, .map = 0, .device = 0 }, NULL };
 		struct live_rb_taken t = { 0 };
 		n = live_rb_drain_runs(map, k, (uint32_t)opt.drains, scratch, live_rb_to_trace,
 				       &sink, &t);

@@ -593,10 +593,10 @@ static void test_runs_concurrent_two_drains(void **state)
 }
 
 /* The shim's sink: runs become PROBE records of the map in a real trace, one timestamp per
- * run, payloads intact. */
-static void test_runs_to_trace(void **state)
+ * run, payloads intact; through the writer's lock, or (the drain threads' way) a batch of the
+ * caller's own that is handed over when the writer closes it. */
+static void runs_to_trace(bool local)
 {
-	(void)state;
 	char path[] = "/tmp/test_live_rb.XXXXXX", err[STORE_ERRLEN];
 	int fd = mkstemp(path);
 	assert_true(fd >= 0);
@@ -605,7 +605,8 @@ static void test_runs_to_trace(void **state)
 	assert_non_null(w);
 	void *m = new_map(3, 1024);
 	uint8_t scratch[1024];
-	struct live_rb_trace sink = { w, { .prog = 2, .map = 5, .device = 1 } };
+	struct live_rb_trace sink = { w, { .prog = 2, .map = 5, .device = 1 },
+				      local ? store_trace_local_new(w) : NULL };
 	struct live_rb_taken t = { 0 };
 	uint64_t seq = 0;
 	for (int round = 0; round < 20; round++) {
@@ -619,6 +620,7 @@ static void test_runs_to_trace(void **state)
 		}
 		assert_int_equal(drain_runs(m, 0, 1, scratch, live_rb_to_trace, &sink, &t), 12);
 	}
+	store_trace_local_free(sink.local);
 	assert_int_equal(store_trace_close(w, err, sizeof(err)), 0);
 	struct store_trace_reader *r = store_trace_open(path, err, sizeof(err));
 	assert_non_null(r);
@@ -648,6 +650,13 @@ static void test_runs_to_trace(void **state)
 	store_trace_close_reader(r);
 	unlink(path);
 	free(m);
+}
+
+static void test_runs_to_trace(void **state)
+{
+	(void)state;
+	runs_to_trace(false);
+	runs_to_trace(true);
 }
 
 /* An empty lane costs a look at its tail and one commit word: a pass over 8448 empty lanes (an

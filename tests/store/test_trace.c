@@ -661,6 +661,121 @@ static void test_probes_batch_drops_counted(void **state)
 	free(dir);
 }
 
+/* Batches of a thread's own (the ring buffer drain's way): 4 threads append samples through
+ * store_trace_local while the main thread appends API records through the writer's lock.
+ * With room, every sample and record arrives, intact; with a writer that cannot drain (a FIFO
+ * nobody reads), whole batches are dropped and counted, and never block an appender. */
+struct local_appender {
+	struct store_trace_writer *w;
+	uint64_t id, runs;
+};
+
+static void *local_main(void *p)
+{
+	struct local_appender *a = p;
+	struct store_trace_local *l = store_trace_local_new(a->w);
+	uint64_t data[32][6];
+	struct store_probe_data d[32];
+	assert_non_null(l);
+	for (uint64_t run = 0; run < a->runs; run++) {
+		for (int i = 0; i < 32; i++) {
+			uint64_t v = (a->id << 40) | (run * 32 + (uint64_t)i);
+			for (int j = 0; j < 6; j++)
+				data[i][j] = v ^ (0x9E3779B97F4A7C15ull * (uint64_t)j);
+			d[i] = (struct store_probe_data){data[i], sizeof(data[i])};
+		}
+		struct store_rec_probe pr = {.ts_ns = run + 1, .prog = (uint32_t)a->id};
+		store_trace_probes_local(l, &pr, d, 32);
+		if (run % 97 == 0)
+			store_trace_local_flush(l); /* what an idle drain does */
+	}
+	store_trace_local_free(l);
+	return NULL;
+}
+
+/* Runs the 4 local appenders and the main thread's API records; returns the samples read
+ * back intact (*bad: damaged ones), adds the DROP records' samples to *dropped. */
+static uint64_t local_round(struct store_trace_writer *w, const char *readback, uint64_t runs,
+			    uint64_t *api, uint64_t *dropped, uint64_t *bad, int fifo_fd)
+{
+	struct local_appender a[4];
+	pthread_t t[4];
+	for (uint64_t i = 0; i < 4; i++) {
+		a[i] = (struct local_appender){w, i + 1, runs};
+		assert_int_equal(pthread_create(&t[i], NULL, local_main, &a[i]), 0);
+	}
+	for (uint64_t i = 0; i < 2000; i++) {
+		struct store_rec_api e = api_event(1, i);
+		store_trace_api(w, &e);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	pthread_t th;
+	struct drain dr = {fifo_fd, readback};
+	if (fifo_fd >= 0)
+		assert_int_equal(pthread_create(&th, NULL, drain_main, &dr), 0);
+	assert_int_equal(store_trace_close(w, NULL, 0), 0);
+	if (fifo_fd >= 0)
+		pthread_join(th, NULL);
+	struct store_trace_reader *r = open_r(readback);
+	struct store_trace_record rec;
+	uint64_t probes = 0;
+	*api = *dropped = *bad = 0;
+	while (store_trace_next(r, &rec) == 1) {
+		if (rec.type == STORE_REC_API)
+			++*api;
+		if (rec.type == STORE_REC_DROP) {
+			struct store_rec_drop x;
+			store_rec_fixed(&rec, &x, sizeof(x), NULL);
+			*dropped += x.records;
+		}
+		if (rec.type != STORE_REC_PROBE)
+			continue;
+		struct store_rec_probe pr;
+		size_t rest = 0;
+		const uint8_t *x = store_rec_fixed(&rec, &pr, sizeof(pr), &rest);
+		uint64_t v[6];
+		if (!x || rest != sizeof(v)) {
+			++*bad;
+			continue;
+		}
+		memcpy(v, x, sizeof(v));
+		*bad += v[0] >> 40 != pr.prog || v[5] != (v[0] ^ (0x9E3779B97F4A7C15ull * 5));
+		probes++;
+	}
+	assert_int_equal(store_trace_state(r), STORE_TRACE_COMPLETE);
+	store_trace_close_reader(r);
+	return probes;
+}
+
+static void test_local_batches(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200], fifo[4200], out[4200];
+	uint64_t api, dropped, bad;
+	snprintf(path, sizeof(path), "%s/local.cubpf", dir);
+	struct store_trace_writer *w = create(path, NULL);
+	assert_int_equal(local_round(w, path, 500, &api, &dropped, &bad, -1), 4 * 500 * 32);
+	assert_int_equal(api, 2000);
+	assert_int_equal(dropped, 0);
+	assert_int_equal(bad, 0);
+
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(out, sizeof(out), "%s/drained.cubpf", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	int rfd = open(fifo, O_RDONLY | O_NONBLOCK);
+	assert_true(rfd >= 0);
+	struct store_trace_options o = {.buffer_bytes = 64 << 10, .batch_bytes = 8 << 10, .level = 3};
+	w = create(fifo, &o);
+	uint64_t probes = local_round(w, out, 3000, &api, &dropped, &bad, rfd);
+	close(rfd);
+	assert_true(dropped > 0);
+	assert_int_equal(bad, 0);
+	assert_int_equal(probes + dropped, 4 * 3000 * 32 + 2000 - api);
+	rm_tree(dir);
+	free(dir);
+}
+
 /* fork() while other threads append: the child must neither block nor write into the parent's
  * file; the parent's trace stays whole. */
 static void *busy_appender(void *p)
@@ -748,6 +863,7 @@ const struct CMUnitTest trace_tests[] = {
 	cmocka_unit_test(test_probes_batch_roundtrip),
 	cmocka_unit_test(test_probes_records_read_and_damage),
 	cmocka_unit_test(test_probes_batch_drops_counted),
+	cmocka_unit_test(test_local_batches),
 	cmocka_unit_test(test_fork),
 	cmocka_unit_test(test_not_a_trace),
 };
