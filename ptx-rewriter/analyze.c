@@ -148,20 +148,27 @@ uint32_t av_align(const struct av *a, int64_t off)
 
 static bool av_eq(const struct av *a, const struct av *b)
 {
-	return a->kind == b->kind && a->map == b->map && a->v == b->v && a->al == b->al;
+	return a->kind == b->kind && a->map == b->map && a->v == b->v && a->al == b->al &&
+	       a->global == b->global;
+}
+
+bool av_global(const struct av *a)
+{
+	return a->kind == AV_MAPVAL || (a->kind == AV_UNKNOWN && a->global);
 }
 
 static struct av av_join(struct av a, struct av b)
 {
 	uint32_t aa = av_align(&a, 0), ba = av_align(&b, 0);
-	uint8_t al = (uint8_t)(aa < ba ? aa : ba);
+	uint8_t al = (uint8_t)(aa < ba ? aa : ba), global = av_global(&a) && av_global(&b);
 	if (a.kind == b.kind && a.map == b.map && a.v == b.v) {
 		a.al = a.kind == AV_UNKNOWN ? al : 0;
+		a.global = a.kind == AV_UNKNOWN && global;
 		return a;
 	}
 	if (a.kind == AV_CTX || b.kind == AV_CTX || a.kind == AV_CONFLICT || b.kind == AV_CONFLICT)
 		return (struct av){.kind = AV_CONFLICT};
-	return (struct av){.kind = AV_UNKNOWN, .al = al};
+	return (struct av){.kind = AV_UNKNOWN, .al = al, .global = global};
 }
 
 /* Merges `in` into state `pc`; true when it changed. */
@@ -232,10 +239,16 @@ static void alu_effect(const struct bpf_insn *in, struct av_state *s)
 		d->al = (uint8_t)av_align(d, imm); /* an aligned pointer moved by a constant */
 		return;
 	}
+	/* a map value pointer moved by a runtime offset still points into the value (the verifier
+	 * checked the bounds of every access through it); a pointer plus a pointer is refused */
+	bool global = is64 && op == BPF_ADD && !k &&
+		      ((av_global(d) && src->kind == AV_UNKNOWN && !src->global) ||
+		       (av_global(src) && d->kind == AV_UNKNOWN && !d->global));
 	if (d->kind == AV_CTX || d->kind == AV_CONFLICT)
 		*d = av_of(AV_CONFLICT, 0, 0); /* arithmetic on ctx: refused if ever read */
 	else
 		*d = av_of(AV_UNKNOWN, 0, 0);
+	d->global = global;
 }
 
 static void clobber_call(struct av_state *s)
@@ -360,7 +373,8 @@ static void step_helper(struct cg_prog *p, const struct bpf_insn *in, struct av_
 	if (folded)
 		out->r[0] = av_of(AV_MAPVAL, map, (int64_t)off);
 	else if (BPF_SRC(in->code) == BPF_K && in->imm == CUBPF_FN_map_lookup_elem)
-		out->r[0].al = 8; /* a map value (or NULL): 8-aligned in every GPU map layout */
+		out->r[0].al = 8, out->r[0].global = 1; /* a map value (or NULL): 8-aligned in
+							  * every GPU map layout, in global memory */
 }
 
 static int step(struct cg_prog *p, uint32_t pc, struct av_state *out, uint32_t succ[2],

@@ -397,6 +397,12 @@ static uint32_t width_bytes(uint8_t size)
 }
 
 /* The address of [r + off]: a static stack location (*stack set) or a generic address. */
+/* The state space of an access through register r: ".global" for map values, else generic. */
+static const char *space(const struct cg *g, uint32_t pc, uint8_t r)
+{
+	return av_global(&g->p->st[pc].r[r]) ? ".global" : "";
+}
+
 static int address(struct cg *g, uint32_t pc, uint32_t depth, uint8_t r, int16_t off,
 		   uint32_t size, char *A, size_t alen, struct sloc *stack, bool *is_stack,
 		   uint32_t *align)
@@ -444,7 +450,8 @@ static int emit_ldx(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_
 	if (st)
 		cg_sload(g, &l, D, 64, mode == BPF_MEMSX);
 	else
-		cg_ld(g, "", D, 64, A, in->off, width_bytes(size), al, mode == BPF_MEMSX);
+		cg_ld(g, space(g, pc, in->src_reg), D, 64, A, in->off, width_bytes(size), al,
+		      mode == BPF_MEMSX);
 	return 0;
 }
 
@@ -479,7 +486,7 @@ static int emit_st(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_i
 	if (st)
 		cg_sstore(g, &l, S, bits, "");
 	else
-		cg_st(g, "", A, in->off, S, bits, width_bytes(size), al, "");
+		cg_st(g, space(g, pc, in->dst_reg), A, in->off, S, bits, width_bytes(size), al, "");
 	return 0;
 }
 
@@ -547,29 +554,29 @@ static const char *l2_policy(const struct cg *g)
 	return g->p->l2_keep ? ", %__cb_pol" : "";
 }
 
-static void emit_atomic_mem(struct cg *g, const char *A, int bits, const char *op, bool fetch,
-			    uint8_t src)
+static void emit_atomic_mem(struct cg *g, const char *sp, const char *A, int bits, const char *op,
+			    bool fetch, uint8_t src)
 {
 	const char *ty = !strcmp(op, "add") ? "u" : "b", *H = l2_hint(g), *P = l2_policy(g);
 	if (bits == 64) {
 		if (!strcmp(op, "cas"))
-			OUT("atom.cas.b64 %%__cb_r0, [%s], %%__cb_r0, %%__cb_r%u;\n", A, src);
+			OUT("atom%s.cas.b64 %%__cb_r0, [%s], %%__cb_r0, %%__cb_r%u;\n", sp, A, src);
 		else if (fetch)
-			OUT("atom.%s.%s64 %%__cb_r%u, [%s], %%__cb_r%u;\n", op, ty, src, A, src);
+			OUT("atom%s.%s.%s64 %%__cb_r%u, [%s], %%__cb_r%u;\n", sp, op, ty, src, A, src);
 		else
-			OUT("red.%s%s.%s64 [%s], %%__cb_r%u%s;\n", op, H, ty, A, src, P);
+			OUT("red%s.%s%s.%s64 [%s], %%__cb_r%u%s;\n", sp, op, H, ty, A, src, P);
 		return;
 	}
 	OUT("cvt.u32.u64 %%__cb_w1, %%__cb_r%u;\n", src);
 	if (!strcmp(op, "cas")) {
 		OUT("cvt.u32.u64 %%__cb_w2, %%__cb_r0;\n");
-		OUT("atom.cas.b32 %%__cb_w0, [%s], %%__cb_w2, %%__cb_w1;\n", A);
+		OUT("atom%s.cas.b32 %%__cb_w0, [%s], %%__cb_w2, %%__cb_w1;\n", sp, A);
 		OUT("cvt.u64.u32 %%__cb_r0, %%__cb_w0;\n");
 	} else if (fetch) {
-		OUT("atom.%s.%s32 %%__cb_w0, [%s], %%__cb_w1;\n", op, ty, A);
+		OUT("atom%s.%s.%s32 %%__cb_w0, [%s], %%__cb_w1;\n", sp, op, ty, A);
 		OUT("cvt.u64.u32 %%__cb_r%u, %%__cb_w0;\n", src);
 	} else {
-		OUT("red.%s%s.%s32 [%s], %%__cb_w1%s;\n", op, H, ty, A, P);
+		OUT("red%s.%s%s.%s32 [%s], %%__cb_w1%s;\n", sp, op, H, ty, A, P);
 	}
 }
 
@@ -587,7 +594,8 @@ static bool aggregate(const struct cg *g, uint32_t pc, const struct bpf_insn *in
  * shared by the warp): a shuffle of the lowest lane's address and a vote decide it, and the
  * lowest lane adds for all.  Only lanes on different addresses pay for match.any (which costs a
  * memory-bound kernel far more: tests/bench/b_probe_lines.sh). */
-static void emit_red_aggregated(struct cg *g, const struct bpf_insn *in, int bits, int64_t k)
+static void emit_red_aggregated(struct cg *g, const char *sp, const struct bpf_insn *in, int bits,
+				int64_t k)
 {
 	uint32_t inst = g->next_inst++;
 	char slow[96], go[96];
@@ -620,10 +628,10 @@ static void emit_red_aggregated(struct cg *g, const struct bpf_insn *in, int bit
 	if (bits == 64) {
 		OUT("cvt.u64.u32 %%__cb_t1, %%__cb_w3;\n");
 		OUT("mul.lo.s64 %%__cb_t1, %%__cb_t1, %lld;\n", (long long)k);
-		OUT("@%%__cb_p1 red.add%s.u64 [%%__cb_t2], %%__cb_t1%s;\n", H, P);
+		OUT("@%%__cb_p1 red%s.add%s.u64 [%%__cb_t2], %%__cb_t1%s;\n", sp, H, P);
 	} else {
 		OUT("mul.lo.s32 %%__cb_w3, %%__cb_w3, %d;\n", (int32_t)k);
-		OUT("@%%__cb_p1 red.add%s.u32 [%%__cb_t2], %%__cb_w3%s;\n", H, P);
+		OUT("@%%__cb_p1 red%s.add%s.u32 [%%__cb_t2], %%__cb_w3%s;\n", sp, H, P);
 	}
 }
 
@@ -649,12 +657,13 @@ static int emit_atomic(struct cg *g, uint32_t pc, uint32_t depth, const struct b
 	 * one faults on the GPU, never corrupts memory silently) */
 	snprintf(A + strlen(A), sizeof(A) - strlen(A), "+%d", in->off);
 	int bits = size == BPF_DW ? 64 : 32;
+	const char *sp = space(g, pc, in->dst_reg);
 	if (st)
 		emit_atomic_stack(g, &l, bits, op, fetch, in->src_reg);
 	else if (aggregate(g, pc, in, fetch, op))
-		emit_red_aggregated(g, in, bits, g->p->st[pc].r[in->src_reg].v);
+		emit_red_aggregated(g, sp, in, bits, g->p->st[pc].r[in->src_reg].v);
 	else
-		emit_atomic_mem(g, A, bits, op, fetch, in->src_reg);
+		emit_atomic_mem(g, sp, A, bits, op, fetch, in->src_reg);
 	return 0;
 }
 

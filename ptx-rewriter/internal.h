@@ -28,6 +28,7 @@ enum av_kind {
 struct av {
 	uint8_t kind;
 	uint8_t al;     /* AV_UNKNOWN: the value is a multiple of al (a power of two; 0 = 1) */
+	uint8_t global; /* AV_UNKNOWN: a pointer into a map value (global memory), or NULL */
 	uint32_t map;
 	int64_t v;
 };
@@ -37,6 +38,11 @@ struct av {
  * Map values start 8-aligned (device allocations are, and value strides are multiples of 8),
  * stack frames 16-aligned; anything else is only as aligned as what was added to it. */
 uint32_t av_align(const struct av *a, int64_t off);
+/* Whether a memory access through `a` goes to global memory: a map value (device memory, or
+ * managed memory for maps shared with host programs).  PTX then names the state space, so that
+ * ptxas need not test a generic address at run time (a 64-bit atomic on a generic address
+ * compiles to a space test, the atomic and a shared-memory CAS loop). */
+bool av_global(const struct av *a);
 
 /* Stack slots holding known constants (tracked while no stack address escapes). */
 #define AV_SLOTS 8

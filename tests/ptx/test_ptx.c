@@ -456,8 +456,8 @@ static void test_sites_counted(void **state)
 	assert_non_null(strstr(agg, "match.any.sync.b64 %__cb_w1, %__cb_t2, %__cb_w0;"));
 	/* sm_80 and later: the reduction asks the L2 to keep the map's line (evict_last) */
 	assert_non_null(strstr(out, "createpolicy.fractional.L2::evict_last.b64 %__cb_pol, 1.0;"));
-	assert_non_null(strstr(agg, "@%__cb_p1 red.add.L2::cache_hint.u64 [%__cb_t2], %__cb_t1, "
-				    "%__cb_pol;"));
+	assert_non_null(strstr(agg, "@%__cb_p1 red.global.add.L2::cache_hint.u64 [%__cb_t2], "
+				    "%__cb_t1, %__cb_pol;"));
 	free(out);
 	/* before sm_80 (or PTX 7.4) there are no cache policies: the plain reduction */
 	char *old = strdup(t), *at = strstr(old, ".target sm_80");
@@ -465,7 +465,7 @@ static void test_sites_counted(void **state)
 	memcpy(at, ".target sm_75", 13);
 	assert_int_equal(instrument(old, len, &p, NULL, &out, &olen, &rep, err), 0);
 	assert_null(strstr(out, "createpolicy"));
-	assert_non_null(strstr(out, "@%__cb_p1 red.add.u64 [%__cb_t2], %__cb_t1;"));
+	assert_non_null(strstr(out, "@%__cb_p1 red.global.add.u64 [%__cb_t2], %__cb_t1;"));
 	free(out);
 	free(old);
 	/* a program whose maps are all per-SM (memtrace) keeps the plain reductions too */
@@ -473,7 +473,7 @@ static void test_sites_counted(void **state)
 	load_probes("../probes/memtrace.bpf.o", &q);
 	assert_int_equal(instrument(t, len, &q, NULL, &out, &olen, &rep, err), 0);
 	assert_null(strstr(out, "createpolicy"));
-	assert_non_null(strstr(out, "red.add.u64"));
+	assert_non_null(strstr(out, "red.global.add.u64"));
 	free(out);
 	vm_object_free(q.obj);
 	free(t);

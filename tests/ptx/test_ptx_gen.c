@@ -145,10 +145,11 @@ static void test_mapval_aligned(void **state)
 		EXIT,
 	};
 	char *t = gen_module(p, 13, &m, 1, false);
-	assert_true(has(t, "ld.u64 %__cb_r4, [%__cb_r0+0];"));
-	assert_true(has(t, "ld.u32 %__cb_r5, [%__cb_r0+-4];"));
+	/* map values are global memory: the state space is named (no generic-address test) */
+	assert_true(has(t, "ld.global.u64 %__cb_r4, [%__cb_r0+0];"));
+	assert_true(has(t, "ld.global.u32 %__cb_r5, [%__cb_r0+-4];"));
 	assert_false(has(t, "ld.u16"));
-	assert_true(has(t, "ld.u8 %__cb_u0, [%__cb_r0+-7];"));
+	assert_true(has(t, "ld.global.u8 %__cb_u0, [%__cb_r0+-7];"));
 	free(t);
 }
 
@@ -187,7 +188,7 @@ static void test_percpu_lookup(void **state)
 	assert_true(has(t, "mul.wide.u32 %__cb_m1, %__cb_x0, 256;"));
 	assert_true(has(t, "setp.lt.u32 %__cb_q0, %__cb_x0, 3;"));
 	/* the value is 8-aligned: the counter stays one atomic */
-	assert_true(has(t, "red.add.u64 [%__cb_r0+0], %__cb_r1;"));
+	assert_true(has(t, "red.global.add.u64 [%__cb_r0+0], %__cb_r1;"));
 	free(t);
 	assert_int_equal(CUBPF_PERCPU_OFFSET(2, 5, 12), (2 * 256 + 5) * 16);
 	assert_int_equal(CUBPF_PERCPU_MAP_BYTES(3, 8), 3 * 256 * 8);
@@ -255,7 +256,7 @@ static void test_hash_ops(void **state)
 	assert_true(has(t, "atom.global.cas.b32 %__cb_x3, [%__cb_m0], 0, 1;"));
 	assert_true(has(t, "atom.global.cas.b32 %__cb_x3, [%__cb_m0], 2, 3;"));
 	assert_true(has(t, "st.volatile.global.u32 [%__cb_m0+-16], 2;"));
-	assert_true(has(t, "red.add.u64 [%__cb_r0+0], %__cb_r1;"));
+	assert_true(has(t, "red.global.add.u64 [%__cb_r0+0], %__cb_r1;"));
 	free(t);
 	assert_int_equal(cubpf_hash_capacity(100), 128);
 	assert_int_equal(cubpf_hash_capacity(1), 1);
