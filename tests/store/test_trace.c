@@ -387,6 +387,20 @@ static void *drain_main(void *arg)
 	return NULL;
 }
 
+/* A writer into a FIFO that nobody reads yet, with a 64 KiB budget: a disk that does not keep
+ * up.  *rfd is the FIFO's read end for drain_main, which copies it to `out` (dir/drained.cubpf). */
+static struct store_trace_writer *stalled_writer(const char *dir, int *rfd, char *out, size_t len)
+{
+	char fifo[4200];
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(out, len, "%s/drained.cubpf", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	*rfd = open(fifo, O_RDONLY | O_NONBLOCK);
+	assert_true(*rfd >= 0);
+	struct store_trace_options o = {.buffer_bytes = 64 << 10, .batch_bytes = 8 << 10, .level = 3};
+	return create(fifo, &o);
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -399,14 +413,9 @@ static uint64_t now_ns(void)
 static void test_drops_never_block(void **state)
 {
 	(void)state;
-	char *dir = temp_dir(), fifo[4200], out[4200];
-	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
-	snprintf(out, sizeof(out), "%s/drained.cubpf", dir);
-	assert_int_equal(mkfifo(fifo, 0600), 0);
-	int rfd = open(fifo, O_RDONLY | O_NONBLOCK);
-	assert_true(rfd >= 0);
-	struct store_trace_options o = {.buffer_bytes = 64 << 10, .batch_bytes = 8 << 10, .level = 3};
-	struct store_trace_writer *w = create(fifo, &o);
+	char *dir = temp_dir(), out[4200];
+	int rfd;
+	struct store_trace_writer *w = stalled_writer(dir, &rfd, out, sizeof(out));
 	uint32_t name = store_trace_intern(w, "cuLaunchKernel");
 	uint64_t worst = 0;
 	unsigned dropped_calls = 0;
@@ -608,14 +617,9 @@ static void test_probes_records_read_and_damage(void **state)
 static void test_probes_batch_drops_counted(void **state)
 {
 	(void)state;
-	char *dir = temp_dir(), fifo[4200], out[4200];
-	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
-	snprintf(out, sizeof(out), "%s/drained.cubpf", dir);
-	assert_int_equal(mkfifo(fifo, 0600), 0);
-	int rfd = open(fifo, O_RDONLY | O_NONBLOCK);
-	assert_true(rfd >= 0);
-	struct store_trace_options o = {.buffer_bytes = 64 << 10, .batch_bytes = 8 << 10, .level = 3};
-	struct store_trace_writer *w = create(fifo, &o);
+	char *dir = temp_dir(), out[4200];
+	int rfd;
+	struct store_trace_writer *w = stalled_writer(dir, &rfd, out, sizeof(out));
 	uint64_t data[64][6];
 	struct store_probe_data d[64];
 	unsigned dropped_calls = 0;
@@ -751,7 +755,7 @@ static uint64_t local_round(struct store_trace_writer *w, const char *readback, 
 static void test_local_batches(void **state)
 {
 	(void)state;
-	char *dir = temp_dir(), path[4200], fifo[4200], out[4200];
+	char *dir = temp_dir(), path[4200], out[4200];
 	uint64_t api, dropped, bad;
 	snprintf(path, sizeof(path), "%s/local.cubpf", dir);
 	struct store_trace_writer *w = create(path, NULL);
@@ -760,13 +764,8 @@ static void test_local_batches(void **state)
 	assert_int_equal(dropped, 0);
 	assert_int_equal(bad, 0);
 
-	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
-	snprintf(out, sizeof(out), "%s/drained.cubpf", dir);
-	assert_int_equal(mkfifo(fifo, 0600), 0);
-	int rfd = open(fifo, O_RDONLY | O_NONBLOCK);
-	assert_true(rfd >= 0);
-	struct store_trace_options o = {.buffer_bytes = 64 << 10, .batch_bytes = 8 << 10, .level = 3};
-	w = create(fifo, &o);
+	int rfd;
+	w = stalled_writer(dir, &rfd, out, sizeof(out));
 	uint64_t probes = local_round(w, out, 3000, &api, &dropped, &bad, rfd);
 	close(rfd);
 	assert_true(dropped > 0);
