@@ -10,7 +10,8 @@
  * CUBPF_TRACE (trace file), CUBPF_DUMP_MAPS=1 (print every map at exit), CUBPF_MAP_MAX_MB
  * (cap on the device maps of one context, default 4096), CUBPF_RINGBUF_MB (pinned memory for
  * ring buffers per context, default 64), CUBPF_RINGBUF_THREADS (most ring buffer drain threads,
- * default half the CPUs, 4 to 8), CUBPF_TRACE_THREADS (the trace's compressing threads, default 2),
+ * default half the CPUs, 4 to 8), CUBPF_TRACE_THREADS (the trace's compressing threads, default 2,
+ * with ring buffers half the CPUs, 2 to 8),
  * CUBPF_SAMPLE (probes on every Nth launch of a kernel,
  * through the enable words), CUBPF_INTERVAL_MS (how often the maps
  * and the clock calibration go into the trace while the application runs, default 1000),
@@ -36,6 +37,19 @@ static uint64_t default_drain_threads(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN) / 2;
 	return n < 4 ? 4 : n > 8 ? 8 : (uint64_t)n;
+}
+
+/* Compressing threads of the trace by default: 2 for API events; ring buffers stream probe
+ * records faster than zstd takes them (2 threads kept 1.2-1.6 GB/s of kernelretsnoop's records
+ * on an H100's 16-core host, 8 threads 4.5 GB/s: b_rbstream.sh), so with one, half the CPUs,
+ * 2 to 8.  Idle ones wait on a condition and cost nothing. */
+static uint64_t default_trace_threads(void)
+{
+	bool rings = false;
+	for (uint32_t i = 0; i < live.nmaps; i++)
+		rings |= live.maps[i].ringbuf;
+	long n = sysconf(_SC_NPROCESSORS_ONLN) / 2;
+	return !rings || n < 2 ? 2 : n > 8 ? 8 : (uint64_t)n;
 }
 
 /* ---- the real driver ----------------------------------------------------------------------- */
@@ -443,8 +457,7 @@ static void trace_open(const char *path)
 					 .hostname = host, .cmdline = cmd };
 	char file[4096];
 	shim_expand_pid(path, file, sizeof(file)); /* "%p": one trace per process of a job */
-	/* streams of probe records want more compressing threads than API events do */
-	uint64_t workers = env_u64("CUBPF_TRACE_THREADS", 2);
+	uint64_t workers = env_u64("CUBPF_TRACE_THREADS", default_trace_threads());
 	struct store_trace_options opt = { .workers = (int)(workers > 64 ? 64 : workers) };
 	live.trace = store_trace_create(file, &p, &opt, err, sizeof(err));
 	if (!live.trace) {
