@@ -396,13 +396,15 @@ static uint32_t width_bytes(uint8_t size)
 	return size == BPF_B ? 1 : size == BPF_H ? 2 : size == BPF_W ? 4 : 8;
 }
 
-/* The address of [r + off]: a static stack location (*stack set) or a generic address. */
-/* The state space of an access through register r: ".global" for map values, else generic. */
+/* The state space of an access through register r: ".global" for map values, else generic.
+ * Map pointers are the driver's device addresses, which are global-window addresses as they
+ * stand (cvta.to.global is the identity there, and ptxas emits nothing for it). */
 static const char *space(const struct cg *g, uint32_t pc, uint8_t r)
 {
 	return av_global(&g->p->st[pc].r[r]) ? ".global" : "";
 }
 
+/* The address of [r + off]: a static stack location (*stack set) or a generic address. */
 static int address(struct cg *g, uint32_t pc, uint32_t depth, uint8_t r, int16_t off,
 		   uint32_t size, char *A, size_t alen, struct sloc *stack, bool *is_stack,
 		   uint32_t *align)

@@ -29,14 +29,20 @@
 struct live_state live;
 struct live_driver live_cu;
 
-/* Most ring buffer drain threads by default: half the CPUs, 4 to 8.  One thread takes about
- * 5 GB/s of records off the lanes; 8 took 30 GB/s (59% of the device-to-host bandwidth) on an
- * H100's 16-core host (tests/bench/b_rbstream.sh), 4 only 21 GB/s.  Helpers start only while
- * records stream (live_maps.c), so an idle ring buffer costs one thread. */
-static uint64_t default_drain_threads(void)
+/* Half the CPUs, at least lo and at most hi. */
+static uint64_t half_cpus(uint64_t lo, uint64_t hi)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN) / 2;
-	return n < 4 ? 4 : n > 8 ? 8 : (uint64_t)n;
+	return n < (long)lo ? lo : (uint64_t)n > hi ? hi : (uint64_t)n;
+}
+
+/* Most ring buffer drain threads by default: half the CPUs, 4 to 8.  One thread takes about
+ * 6 GB/s of records off the lanes; 8 took 40-50 GB/s (73-90% of the device-to-host bandwidth)
+ * on an H100's 16-core host, 4 only 17-27 GB/s (tests/bench/b_rbstream.sh).  Helpers start only
+ * while records stream (live_maps.c), so an idle ring buffer costs one thread. */
+static uint64_t default_drain_threads(void)
+{
+	return half_cpus(4, 8);
 }
 
 /* Compressing threads of the trace by default: 2 for API events; ring buffers stream probe
@@ -48,8 +54,7 @@ static uint64_t default_trace_threads(void)
 	bool rings = false;
 	for (uint32_t i = 0; i < live.nmaps; i++)
 		rings |= live.maps[i].ringbuf;
-	long n = sysconf(_SC_NPROCESSORS_ONLN) / 2;
-	return !rings || n < 2 ? 2 : n > 8 ? 8 : (uint64_t)n;
+	return rings ? half_cpus(2, 8) : 2;
 }
 
 /* ---- the real driver ----------------------------------------------------------------------- */

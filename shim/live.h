@@ -155,7 +155,7 @@ struct live_ctx {
 	uint64_t *drops_seen;       /* per ring buffer map: drops already written to the trace */
 	atomic_uint_fast64_t *rb_moved; /* per ring buffer map: drain passes that moved tails */
 	uint64_t *rb_synced;        /* per ring buffer map: rb_moved when tails last went to the device */
-	uint64_t rb_sync_ns;        /* when the last copies went (drain thread 0's clock) */
+	uint64_t rb_sync_ns;        /* when the last copies went (CLOCK_MONOTONIC) */
 	uint64_t rb_syncs, rb_sync_busy; /* copies made; times the last ones were still running */
 	bool rb_sync_warned;
 	uint8_t **snap;             /* per map: the last copy read back (NULL before) */

@@ -713,7 +713,7 @@ static uint64_t rb_drain_pass(uint32_t k, uint32_t step, uint8_t *scratch,
 			uint64_t n = live_rb_drain_runs(c->host[i], k, step, scratch, live_rb_to_trace,
 							&sink, &t);
 			atomic_fetch_add_explicit(&m->records, n, memory_order_relaxed);
-			if (t.bytes) /* tails moved: thread 0 copies them to the device */
+			if (t.bytes) /* tails moved: rb_sync_all copies them to the device */
 				atomic_fetch_add_explicit(&c->rb_moved[i], 1, memory_order_release);
 			taken += n;
 			if (t.damaged)
@@ -760,9 +760,10 @@ static bool rb_sync_due(const struct live_ctx *c, uint64_t now)
  * ring's tails go to the device's copy (producers see the room) and the device's drops come
  * back, on cubpf's stream.  Only when that stream is idle (the last copies are done: they never
  * queue up) and only when the lock is free at once (one thread copies at a time, the drain
- * never waits for a snapshot, and teardown holds the lock, so no copy goes to a context on its
- * way out).  Any thread rather than thread 0 alone: with a trace, a pass can take milliseconds,
- * and lanes freed meanwhile would stay full on the device. */
+ * never waits for a snapshot, and none runs while teardown reads a context's maps; once the
+ * context is gone, pushing it fails and its copies stop).  Any thread rather than thread 0
+ * alone: with a trace, a pass can take milliseconds, and lanes freed meanwhile would stay full
+ * on the device. */
 static void rb_sync_all(void)
 {
 	uint64_t now = rb_monotonic_ns();
@@ -813,7 +814,6 @@ static uint32_t rb_threads_wanted(void)
 }
 
 static void *rb_main(void *arg);
-
 
 /* Thread 0, between two of its passes: starts the helpers (once). */
 static void rb_start_helpers(void)

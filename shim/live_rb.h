@@ -75,9 +75,10 @@ uint64_t live_rb_drops(const void *mem);
 /* The producer's protocol on the CPU: the reference for the device code, and the tests' fake
  * producer.  The producers' part is reached through the ring header's `state`, which must be a
  * host address here.  Like the GPU, it sees the tails only as the host last copied them
- * (live_rb_sync); its drops reach live_rb_drops through the same copy.  A batch of k records of `len` bytes each (recs: k records one after the
- * other, len bytes apart) goes to lane `lane` (modulo lanes).  Returns 0, or -1 when the batch
- * did not fit (its k records dropped and counted). */
+ * (live_rb_sync); its drops reach live_rb_drops through the same copy.  A batch of k records of
+ * `len` bytes each (recs: k records one after the other, len bytes apart) goes to lane `lane`
+ * (modulo lanes).  Returns 0, or -1 when the batch did not fit (its k records dropped and
+ * counted). */
 int live_rb_produce_batch(void *mem, uint32_t lane, const void *recs, uint32_t k, uint32_t len);
 /* A batch of one record. */
 int live_rb_produce(void *mem, uint32_t lane, const void *data, uint32_t len);

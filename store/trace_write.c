@@ -437,22 +437,25 @@ int store_trace_probes_local(struct store_trace_local *l, const struct store_rec
 	return dropped;
 }
 
-void store_trace_local_flush(struct store_trace_local *l)
+static void local_hand_over_locking(struct store_trace_local *l)
 {
-	if (!l || !l->cur || !l->cur->len)
-		return;
 	pthread_mutex_lock(&l->w->lock);
 	local_hand_over(l->w, l);
 	pthread_mutex_unlock(&l->w->lock);
+}
+
+void store_trace_local_flush(struct store_trace_local *l)
+{
+	if (l && l->cur && l->cur->len)
+		local_hand_over_locking(l);
 }
 
 void store_trace_local_free(struct store_trace_local *l)
 {
 	if (!l)
 		return;
-	pthread_mutex_lock(&l->w->lock);
-	local_hand_over(l->w, l);
-	pthread_mutex_unlock(&l->w->lock);
+	if (l->cur)
+		local_hand_over_locking(l); /* an empty batch goes back to the spares */
 	free(l);
 }
 

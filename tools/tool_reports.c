@@ -99,11 +99,10 @@ void tool_report_kcount(const struct tool_data *d, const struct tool_opts *o, FI
  * count is the sum of the edges up to it), and other blocks in `tedges`, the same over thread
  * ids: a thread's count is the sum of its group's and its own.  Traces of earlier versions count
  * whole warps per group in `warps`, and odd-sized blocks thread by thread in `threads` (key =
- * thread id); all are read (not `blocks` as two short-lived
- * versions laid it out, regions in another order and a binary tree's in-order numbers: their
- * keys mean other groups).  Grids reach 2^26 threads and more, so the threads are never listed
- * one by one: counts are read on the fly from two dense arrays, the distribution built from runs
- * of 32 equal counts where a group has no per-thread extras. */
+ * thread id); all are read (but not `blocks` as two versions that never shipped laid it out:
+ * their keys mean other groups).  Grids reach 2^26 threads and more, so the threads are never
+ * listed one by one: counts are read on the fly from two dense arrays, the distribution built
+ * from runs of 32 equal counts where a group has no per-thread extras. */
 #define TH_GROUPS (1u << 21)
 #define TH_THREADS (1u << 20)
 /* `blocks`, as tools/probes/threadhist.bpf.c lays it out: 64 units of 2^16 counters; blocks of w
