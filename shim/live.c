@@ -601,6 +601,13 @@ static void api_call(const struct shim_api_event *ev, void *user)
 	(void)user;
 	live_host_api(ev);
 	live_trace_api(ev);
+	live_spans_other_call();
+}
+
+static void event_call(const struct shim_event_call *ev, void *user)
+{
+	(void)user;
+	live_spans_event(ev);
 }
 
 static struct shim_hooks live_hooks = {
@@ -648,7 +655,8 @@ const struct shim_hooks *shim_live_init(void)
 	const char *trace = getenv("CUBPF_TRACE");
 	if (trace && *trace)
 		trace_open(trace);
-	live_spans_init();
+	if (live_spans_init())
+		live_hooks.event_call = event_call;
 	shim_log(SHIM_LOG_INFO, "live: %u probe objects, %u GPU programs, %s host programs, %u "
 		 "maps%s%s%s", live.nobjs, live.nprogs, live_host_any() ? "some" : "no", live.nmaps,
 		 live.kernel_glob ? ", kernels " : "", live.kernel_glob ? live.kernel_glob : "",

@@ -268,8 +268,14 @@ void live_host_report(FILE *out);
 void live_trace_launch(const struct shim_launch_event *ev);
 
 /* ---- kernel spans (live_spans.c): CUDA events around every launch while tracing ------------ */
-/* Reads CUBPF_SPANS and the driver's event functions (after the trace is opened). */
-void live_spans_init(void);
+/* Reads CUBPF_SPANS and the driver's event functions (after the trace is opened); true when
+ * spans are on. */
+bool live_spans_init(void);
+/* The application's event calls: a span may begin before the application's own start event. */
+void live_spans_event(const struct shim_event_call *ev);
+/* Another call of the application's (a copy, a synchronisation): a span no longer begins at
+ * this thread's last event. */
+void live_spans_other_call(void);
 /* Before the real launch call (after any substitution and enable-word memset): the begin event. */
 void live_spans_launching(const struct shim_launch_event *ev);
 /* After it: the end event; corr and name go into the KSPAN record (corr 0: no span). */

@@ -24,6 +24,19 @@
  * milliseconds (24-bit mantissa: 0.1 us steps at 2 s) and the GPU clock drifts from the host's
  * by some ppm, so the distance to the reference is kept short.
  *
+ * When the application times a launch itself it records its start event just before it.  A
+ * begin event recorded after that one would lie inside the application's pair, which would then
+ * measure cubpf's event as well (each costs the GPU about 2 us between two kernels on an H100):
+ * span and program would differ by two events.  So when the application records a timing event
+ * (not one made with CU_EVENT_DISABLE_TIMING, as events kept only for ordering are), a begin
+ * event is recorded on the same stream just before it ("armed"), and the launch that follows on
+ * the same thread and stream uses it: then only cubpf's end event lies inside the program's pair
+ * and only the program's start event inside the span.  Any other call of the thread in between
+ * (a copy, a synchronisation, a launch elsewhere) disarms it and the launch records its own.
+ * Once a launch has used such a begin event, the thread's next event on that stream is taken for
+ * the program's stop event and arms nothing: a begin event there would lie inside the program's
+ * pair too.
+ *
  * Not timed: kernels captured into a graph (cuStreamIsCapturing; the launch is not a launch),
  * launches on a stream that has carried a programmatic dependent launch (cuLaunchKernelEx with
  * PROGRAMMATIC_STREAM_SERIALIZATION or PROGRAMMATIC_EVENT: an event between two such kernels
@@ -101,6 +114,7 @@ struct span_ctx {
 	uint64_t dropped;           /* launches without a span (pool empty) */
 	uint64_t dropped_written;
 	uint64_t written, failed, captured, pdl;
+	uint64_t early;             /* spans begun before the application's own start event */
 	uint64_t pdl_streams[MAX_PDL_STREAMS]; /* streams that carried a programmatic launch */
 	uint32_t npdl;              /* (under lock) */
 	struct span_ctx *next;
@@ -120,16 +134,17 @@ static __thread struct {
 	uint32_t slot;
 	uint64_t stream;
 	bool armed;
+	bool early;                 /* the begin event was recorded before a program's event */
 } cur;
 
 #define LOAD(field, name)                                                                         \
 	((ev_cu.field = (__typeof__(ev_cu.field))shim_real(name)) != NULL)
 
-void live_spans_init(void)
+bool live_spans_init(void)
 {
 	const char *v = getenv("CUBPF_SPANS");
 	if (!live.trace || (v && !strcmp(v, "0")))
-		return;
+		return false;
 	bool ok = LOAD(create, "cuEventCreate") && LOAD(destroy, "cuEventDestroy_v2") &&
 		  LOAD(query, "cuEventQuery") && LOAD(sync, "cuEventSynchronize") &&
 		  LOAD(record, "cuEventRecord") && LOAD(capturing, "cuStreamIsCapturing") &&
@@ -139,9 +154,10 @@ void live_spans_init(void)
 	ev_cu.capture_mode = (capture_mode_fn)shim_real("cuThreadExchangeStreamCaptureMode");
 	if (!ok) {
 		shim_log(SHIM_LOG_WARN, "live: the driver lacks the event functions: no kernel spans");
-		return;
+		return false;
 	}
 	spans_on = true;
+	return true;
 }
 #undef LOAD
 
@@ -300,8 +316,8 @@ static bool ends_with_ptsz(const char *s)
 	return n > 5 && !strcmp(s + n - 5, "_ptsz");
 }
 
-/* A free slot with its events, or UINT32_MAX (counted as dropped). */
-static uint32_t slot_take(struct span_ctx *sc)
+/* A free slot with its events, or UINT32_MAX (for a launch, counted as dropped). */
+static uint32_t slot_take(struct span_ctx *sc, bool launch)
 {
 	uint32_t i = UINT32_MAX;
 	pthread_mutex_lock(&sc->lock);
@@ -313,7 +329,7 @@ static uint32_t slot_take(struct span_ctx *sc)
 		else /* out of events: make do with those made */
 			__atomic_fetch_add(&sc->failed, 1, __ATOMIC_RELAXED);
 	} else {
-		sc->dropped++;
+		sc->dropped += launch;
 	}
 	pthread_mutex_unlock(&sc->lock);
 	return i;
@@ -357,45 +373,261 @@ static bool pdl_stream(struct span_ctx *sc, uint64_t stream, bool pdl)
 	return pdl || found;
 }
 
+/* The stream an event of cubpf's goes on for a call on `stream` through `api` (never the legacy
+ * stream for a per-thread call). */
+static CUstream span_stream(const void *stream, const char *api)
+{
+	if (!stream && ends_with_ptsz(api))
+		return CU_STREAM_PER_THREAD;
+	return (CUstream)stream;
+}
+
+/* True (counted for launches) when s is being captured into a graph: an event recorded there
+ * would become a node of the application's graph. */
+static bool capturing(struct span_ctx *sc, CUstream s, bool launch)
+{
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	if (ev_cu.capturing(s, &st) == CUDA_SUCCESS && st == CU_STREAM_CAPTURE_STATUS_NONE)
+		return false;
+	if (launch)
+		__atomic_fetch_add(&sc->captured, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+/* ---- begin events armed by the application's own events ------------------------------------- */
+
+/* Events made with CU_EVENT_DISABLE_TIMING (or INTERPROCESS, which needs it): a set of handles,
+ * open addressing, 0 = empty, 1 = deleted.  When it cannot grow, such an event arms a begin
+ * event like a timing one: a wasted event record, nothing worse. */
+static pthread_mutex_t untimed_lock = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t *untimed;
+static size_t untimed_cap, untimed_used, untimed_live; /* used counts the deleted ones too */
+
+static size_t untimed_home(uintptr_t e, size_t cap)
+{
+	return (size_t)(((uint64_t)e >> 4) * 0x9e3779b97f4a7c15ull >> 32) & (cap - 1);
+}
+
+/* Where e is, or else the empty place that ends its probe sequence (cap must be > 0). */
+static size_t untimed_find(uintptr_t e)
+{
+	size_t i = untimed_home(e, untimed_cap);
+	while (untimed[i] != e && untimed[i] != 0)
+		i = (i + 1) & (untimed_cap - 1);
+	return i;
+}
+
+static bool untimed_rehash(size_t cap)
+{
+	uintptr_t *old = untimed, *t = calloc(cap, sizeof(*t));
+	size_t old_cap = untimed_cap;
+	if (!t)
+		return false;
+	untimed = t, untimed_cap = cap, untimed_used = untimed_live;
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i] > 1)
+			untimed[untimed_find(old[i])] = old[i];
+	free(old);
+	return true;
+}
+
+static void untimed_add(const void *event)
+{
+	uintptr_t e = (uintptr_t)event;
+	pthread_mutex_lock(&untimed_lock);
+	size_t cap = untimed_cap ? untimed_cap : 64;
+	while ((untimed_live + 1) * 4 > cap)
+		cap *= 2;
+	if ((untimed_used + 1) * 2 > untimed_cap && !untimed_rehash(cap)) {
+		pthread_mutex_unlock(&untimed_lock);
+		return;
+	}
+	size_t i = untimed_find(e);
+	if (untimed[i] != e)
+		untimed[i] = e, untimed_used++, untimed_live++;
+	pthread_mutex_unlock(&untimed_lock);
+}
+
+static void untimed_remove(const void *event)
+{
+	pthread_mutex_lock(&untimed_lock);
+	if (untimed_live) {
+		size_t i = untimed_find((uintptr_t)event);
+		if (untimed[i] == (uintptr_t)event)
+			untimed[i] = 1, untimed_live--;
+	}
+	pthread_mutex_unlock(&untimed_lock);
+}
+
+static bool untimed_has(const void *event)
+{
+	bool found = false;
+	pthread_mutex_lock(&untimed_lock);
+	if (untimed_live)
+		found = untimed[untimed_find((uintptr_t)event)] == (uintptr_t)event;
+	pthread_mutex_unlock(&untimed_lock);
+	return found;
+}
+
+/* The begin event this thread recorded before its last application event, for a launch that
+ * follows on the same stream. */
+static __thread struct {
+	struct span_ctx *sc;
+	uint32_t slot;
+	unsigned gen;               /* `gen` when armed: a changed one means sc may be gone */
+	uint64_t stream;
+	bool armed;
+} pre;
+static pthread_key_t pre_key;
+static pthread_once_t pre_once = PTHREAD_ONCE_INIT;
+
+/* The stream of this thread's last launch that began at a program's event, until the thread
+ * records its next event there (the program's stop event, presumably). */
+static __thread struct {
+	uint64_t stream;
+	bool open;
+} timed;
+
+/* The slot goes back to its pool (unless its context went meanwhile). */
+static void pre_disarm(void)
+{
+	if (!pre.armed)
+		return;
+	pre.armed = false;
+	pthread_mutex_lock(&list_lock);
+	if (atomic_load(&gen) == pre.gen)
+		slot_give(pre.sc, pre.slot);
+	pthread_mutex_unlock(&list_lock);
+}
+
+static void pre_thread_exit(void *unused)
+{
+	(void)unused;
+	pre_disarm();
+}
+
+static void pre_key_make(void)
+{
+	if (pthread_key_create(&pre_key, pre_thread_exit) != 0)
+		pre_key = (pthread_key_t)-1;
+}
+
+/* Before the application records a timing event: a begin event just before it. */
+static void arm(const struct shim_event_call *ev)
+{
+	CUcontext ctx = NULL;
+	if (untimed_has(ev->event) || live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+		return;
+	struct span_ctx *sc = sctx_of(ctx);
+	if (!sc)
+		return;
+	CUstream s = span_stream(ev->stream, ev->api_name);
+	if (timed.open && timed.stream == (uintptr_t)s) {
+		timed.open = false; /* the stop event of the program's pair */
+		return;
+	}
+	unsigned g = atomic_load_explicit(&gen, memory_order_acquire);
+	bool reuse = pre.armed && pre.sc == sc && pre.gen == g;
+	if (!reuse)
+		pre_disarm();
+	if (pdl_stream(sc, (uintptr_t)s, false) || capturing(sc, s, false)) {
+		pre_disarm();
+		return;
+	}
+	uint32_t i = reuse ? pre.slot : slot_take(sc, false);
+	if (i == UINT32_MAX)
+		return;
+	pre.armed = false;
+	/* before the record: host time between it and the program's event shows in the span */
+	pthread_once(&pre_once, pre_key_make);
+	if (pre_key != (pthread_key_t)-1 && !pthread_getspecific(pre_key))
+		pthread_setspecific(pre_key, (void *)1); /* so that pre_thread_exit runs */
+	sc->slots[i].ref_gen = atomic_load_explicit(&sc->ref_gen, memory_order_acquire);
+	if (ev_cu.record(sc->slots[i].ev[0], s) != CUDA_SUCCESS) {
+		slot_give(sc, i);
+		return;
+	}
+	pre.sc = sc, pre.slot = i, pre.gen = g, pre.stream = (uintptr_t)s, pre.armed = true;
+}
+
+void live_spans_event(const struct shim_event_call *ev)
+{
+	if (!spans_on || live.forked)
+		return;
+	switch (ev->op) {
+	case SHIM_EVENT_CREATED:
+		if (ev->flags & (CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS))
+			untimed_add(ev->event);
+		break;
+	case SHIM_EVENT_DESTROYING:
+		untimed_remove(ev->event);
+		break;
+	case SHIM_EVENT_RECORDING:
+		arm(ev);
+		break;
+	}
+}
+
+void live_spans_other_call(void)
+{
+	if (pre.armed)
+		pre_disarm();
+}
+
+/* The slot armed for this launch, if the thread's last call recorded an application event on
+ * the same stream; UINT32_MAX otherwise (and any armed slot goes back). */
+static uint32_t pre_take(struct span_ctx *sc, uint64_t stream)
+{
+	if (!pre.armed)
+		return UINT32_MAX;
+	if (pre.sc != sc || pre.stream != stream ||
+	    pre.gen != atomic_load_explicit(&gen, memory_order_acquire)) {
+		pre_disarm();
+		return UINT32_MAX;
+	}
+	pre.armed = false;
+	__atomic_fetch_add(&sc->early, 1, __ATOMIC_RELAXED);
+	return pre.slot;
+}
+
 void live_spans_launching(const struct shim_launch_event *ev)
 {
 	cur.armed = false;
-	if (!spans_on || live.forked || (ev->api != SHIM_LAUNCH_KERNEL &&
-					 ev->api != SHIM_LAUNCH_KERNEL_EX &&
-					 ev->api != SHIM_LAUNCH_COOPERATIVE))
+	if (!spans_on || live.forked)
 		return;
+	if (ev->api != SHIM_LAUNCH_KERNEL && ev->api != SHIM_LAUNCH_KERNEL_EX &&
+	    ev->api != SHIM_LAUNCH_COOPERATIVE) {
+		pre_disarm();
+		return;
+	}
 	CUcontext ctx = NULL;
 	if (live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
 		return;
 	struct span_ctx *sc = sctx_of(ctx);
 	if (!sc)
 		return;
-	CUstream s = (CUstream)ev->stream;
-	if (!s && ends_with_ptsz(ev->api_name))
-		s = CU_STREAM_PER_THREAD; /* never the legacy stream for a per-thread launch */
-	if (pdl_stream(sc, (uintptr_t)s, programmatic(ev)))
-		return;
-	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-	if (ev_cu.capturing(s, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE) {
-		__atomic_fetch_add(&sc->captured, 1, __ATOMIC_RELAXED);
+	CUstream s = span_stream(ev->stream, ev->api_name);
+	if (pdl_stream(sc, (uintptr_t)s, programmatic(ev)) || capturing(sc, s, true)) {
+		pre_disarm();
 		return;
 	}
-	uint32_t i = slot_take(sc);
-	if (i == UINT32_MAX)
-		return;
-	sc->slots[i].ref_gen = atomic_load_explicit(&sc->ref_gen, memory_order_acquire);
-	if (ev_cu.record(sc->slots[i].ev[0], s) != CUDA_SUCCESS) {
-		slot_give(sc, i);
-		return;
+	uint32_t i = pre_take(sc, (uintptr_t)s);
+	cur.early = i != UINT32_MAX;
+	if (i == UINT32_MAX) {
+		if ((i = slot_take(sc, true)) == UINT32_MAX)
+			return;
+		sc->slots[i].ref_gen = atomic_load_explicit(&sc->ref_gen, memory_order_acquire);
+		if (ev_cu.record(sc->slots[i].ev[0], s) != CUDA_SUCCESS) {
+			slot_give(sc, i);
+			return;
+		}
 	}
 	cur.sc = sc, cur.slot = i, cur.stream = (uintptr_t)s, cur.armed = true;
 }
 
 uint64_t live_spans_stream(const struct shim_launch_event *ev)
 {
-	if (!ev->stream && ends_with_ptsz(ev->api_name))
-		return (uintptr_t)CU_STREAM_PER_THREAD;
-	return (uintptr_t)ev->stream;
+	return (uintptr_t)span_stream(ev->stream, ev->api_name);
 }
 
 void live_spans_launched(const struct shim_launch_event *ev, uint64_t corr, uint32_t name)
@@ -413,6 +645,8 @@ void live_spans_launched(const struct shim_launch_event *ev, uint64_t corr, uint
 	s->corr = corr;
 	s->stream = cur.stream;
 	s->name = name;
+	if (cur.early)
+		timed.stream = cur.stream, timed.open = true;
 	pthread_mutex_lock(&sc->lock);
 	sc->pending[sc->npending++] = cur.slot; /* at most SPAN_SLOTS slots exist */
 	pthread_mutex_unlock(&sc->lock);
@@ -558,9 +792,10 @@ static void poller_start(void)
 static void report(const struct span_ctx *sc)
 {
 	shim_log(sc->dropped || sc->failed ? SHIM_LOG_WARN : SHIM_LOG_INFO,
-		 "live: kernel spans of context %p: %llu written, %llu dropped (event pool full), "
-		 "%llu not measured, %llu captured launches and %llu on streams with programmatic "
-		 "launches skipped", (void *)sc->ctx, (unsigned long long)sc->written,
+		 "live: kernel spans of context %p: %llu written (%llu begun before the program's "
+		 "own event), %llu dropped (event pool full), %llu not measured, %llu captured "
+		 "launches and %llu on streams with programmatic launches skipped", (void *)sc->ctx,
+		 (unsigned long long)sc->written, (unsigned long long)sc->early,
 		 (unsigned long long)sc->dropped, (unsigned long long)sc->failed,
 		 (unsigned long long)sc->captured, (unsigned long long)sc->pdl);
 }

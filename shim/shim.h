@@ -12,7 +12,8 @@
  *   unload        after cuModuleUnload / cuLibraryUnload;
  *   api           after copies, memsets, synchronisations, context and stream creation and graph
  *                 launches, with
- *                 begin/end timestamps (CLOCK_REALTIME ns, as struct cubpf_api_ctx) and thread id.
+ *                 begin/end timestamps (CLOCK_REALTIME ns, as struct cubpf_api_ctx) and thread id;
+ *   event         after an event is created, before it is destroyed, before it is recorded.
  * Hooks must be thread-safe: applications call the driver from many threads at once.  With no
  * hooks installed the wrappers do only their bookkeeping (a lock-free table look-up and a
  * counter per launch); with CUBPF_DISABLE=1 they do nothing but forward.
@@ -31,6 +32,7 @@
 typedef struct CUmod_st *shim_module_t;     /* CUmodule */
 typedef struct CUlib_st *shim_library_t;    /* CUlibrary */
 typedef struct CUstream_st *shim_stream_t;  /* CUstream */
+typedef struct CUevent_st *shim_event_t;    /* CUevent */
 
 /* What a loaded image is, from its first bytes. */
 enum shim_image_kind {
@@ -141,6 +143,22 @@ struct shim_api_event {
 	uint32_t tid;
 };
 
+/* CUDA event calls (wrap_event.c). */
+enum shim_event_op {
+	SHIM_EVENT_CREATED = 1,       /* after a successful cuEventCreate: `flags` its CU_EVENT_* */
+	SHIM_EVENT_DESTROYING = 2,    /* before cuEventDestroy / _v2 (the handle may be reused after) */
+	SHIM_EVENT_RECORDING = 3,     /* before cuEventRecord / WithFlags / _ptsz: `stream`, and the
+				       * record `flags` (0 for cuEventRecord) */
+};
+
+struct shim_event_call {
+	enum shim_event_op op;
+	const char *api_name;       /* exact exported name: with _ptsz, stream 0 is per-thread */
+	shim_event_t event;
+	shim_stream_t stream;
+	unsigned flags;
+};
+
 /* Every member may be NULL.  The structure is copied by shim_set_hooks. */
 struct shim_hooks {
 	/* Before a module load.  May set ev->image (and ev->info) to a substitute image that must
@@ -155,6 +173,7 @@ struct shim_hooks {
 	void (*launching)(struct shim_launch_event *ev, void *user);
 	void (*launched)(const struct shim_launch_event *ev, void *user);
 	void (*api_call)(const struct shim_api_event *ev, void *user);
+	void (*event_call)(const struct shim_event_call *ev, void *user);
 	void *user;
 };
 

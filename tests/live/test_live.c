@@ -1112,7 +1112,7 @@ static void test_kernel_spans_are_traced(void **state)
 	assert_int_equal(n.ptsz, SPAN_LAUNCHES / 2);
 	assert_int_equal(n.dropped, 0);
 	assert_non_null(strstr(child_err, "kernel spans of context"));
-	assert_non_null(strstr(child_err, "40 written, 0 dropped"));
+	assert_non_null(strstr(child_err, "40 written (0 begun before the program's own event), 0 dropped"));
 
 	/* Kernels still "running" at exit (events complete 50 ms after their record): collected
 	 * at exit, waiting for them. */
@@ -1145,7 +1145,7 @@ static void test_kernel_spans_are_collected_at_teardown(void **state)
 	assert_int_equal(run_child(&env, child_spans_teardown), 0);
 	read_spans(&n);
 	assert_int_equal(n.spans, SPAN_LAUNCHES);
-	assert_non_null(strstr(child_err, "40 written, 0 dropped"));
+	assert_non_null(strstr(child_err, "40 written (0 begun before the program's own event), 0 dropped"));
 	unlink(trace_path);
 }
 
@@ -1213,6 +1213,108 @@ static void test_kernel_spans_skip_programmatic_streams(void **state)
 	assert_int_equal(spans, 10);
 	assert_int_equal(per_thread, 10);
 	assert_non_null(strstr(child_err, "and 11 on streams with programmatic launches skipped"));
+	unlink(trace_path);
+}
+
+/* A span begins before the program's own start event when the program records one just before
+ * the launch, on the same stream, from the same thread; otherwise (an event made with
+ * CU_EVENT_DISABLE_TIMING, a copy in between, another stream) at the launch.  The program's next
+ * event on that stream (its stop event) gets no begin event before it.  The fake logs every
+ * record on the program's streams in order: cubpf's events are those the child did not make. */
+typedef int (*record_fn)(void *, void *);
+
+struct logged {
+	void *event; /* NULL: one of cubpf's */
+	void *stream;
+};
+
+static int expect_log(const char *what, const struct logged *want, unsigned n, void *const *mine,
+		      unsigned nmine)
+{
+	void *(*logged)(unsigned, void **) = (void *(*)(unsigned, void **))dlsym(fake, "fake_event_logged");
+	unsigned count = ((unsigned (*)(void))dlsym(fake, "fake_event_log_count"))();
+	if (count != n)
+		return child_fail("%s: %u records on the program's streams, expected %u", what, count, n);
+	for (unsigned i = 0; i < n; i++) {
+		void *stream, *e = logged(i, &stream);
+		bool is_mine = false;
+		for (unsigned k = 0; k < nmine; k++)
+			is_mine |= e == mine[k];
+		if (stream != want[i].stream || (want[i].event ? e != want[i].event : is_mine))
+			return child_fail("%s: record %u is %s event %p on %p, expected %s on %p", what, i,
+					  is_mine ? "the program's" : "cubpf's", e, stream,
+					  want[i].event ? "the program's" : "cubpf's", want[i].stream);
+	}
+	((void (*)(void))dlsym(fake, "fake_event_log_reset"))();
+	return 0;
+}
+
+static int child_spans_early(void)
+{
+	void *mod = NULL, *f = NULL, *timed = NULL, *stop = NULL, *untimed = NULL;
+	void *const s = (void *)0x5500, *const other = (void *)0x6600, *const per_thread = (void *)2;
+	if (open_both() || load(&mod, live_ptx) != 0)
+		return 1;
+	if (((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0)
+		return child_fail("cuModuleGetFunction");
+	int (*create)(void **, unsigned) = (int (*)(void **, unsigned))dlsym(shim, "cuEventCreate");
+	if (create(&timed, 0) != 0 || create(&stop, 0) != 0 ||
+	    create(&untimed, 2 /* DISABLE_TIMING */) != 0)
+		return child_fail("cuEventCreate");
+	void *const mine[] = { timed, stop, untimed };
+	record_fn rec = (record_fn)dlsym(shim, "cuEventRecord");
+	record_fn rec_ptsz = (record_fn)dlsym(shim, "cuEventRecord_ptsz");
+	launch_fn launch = (launch_fn)dlsym(shim, "cuLaunchKernel");
+	launch_fn launch_ptsz = (launch_fn)dlsym(shim, "cuLaunchKernel_ptsz");
+	char buf[64] = { 0 };
+	((void (*)(void))dlsym(fake, "fake_event_log_reset"))();
+
+	rec(timed, s); /* timed launches: cubpf's begin goes before the program's event */
+	launch(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL);
+	launch(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL);
+	rec(stop, s);  /* the program's stop event: no begin before it */
+	const struct logged early[] = { { NULL, s }, { timed, s }, { NULL, s },
+					{ NULL, s }, { NULL, s }, { stop, s } };
+	if (expect_log("a timed pair of launches", early, 6, mine, 3))
+		return 1;
+	rec_ptsz(timed, NULL); /* the same on the per-thread default stream */
+	launch_ptsz(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+	const struct logged ptsz[] = { { NULL, per_thread }, { timed, per_thread }, { NULL, per_thread } };
+	if (expect_log("a timed per-thread launch", ptsz, 3, mine, 3))
+		return 1;
+	rec(untimed, s); /* an ordering event: the span begins at the launch */
+	launch(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL);
+	const struct logged at_launch[] = { { untimed, s }, { NULL, s }, { NULL, s } };
+	if (expect_log("an untimed event", at_launch, 3, mine, 3))
+		return 1;
+	rec(timed, s); /* a copy in between: disarmed */
+	((int (*)(uint64_t, const void *, size_t))dlsym(shim, "cuMemcpyHtoD_v2"))(1, buf, sizeof(buf));
+	launch(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL);
+	const struct logged copied[] = { { NULL, s }, { timed, s }, { NULL, s }, { NULL, s } };
+	if (expect_log("a copy in between", copied, 4, mine, 3))
+		return 1;
+	rec(timed, s); /* a launch on another stream */
+	launch(f, 1, 1, 1, 32, 1, 1, 0, other, NULL, NULL);
+	const struct logged elsewhere[] = { { NULL, s }, { timed, s }, { NULL, other }, { NULL, other } };
+	if (expect_log("another stream", elsewhere, 4, mine, 3))
+		return 1;
+	((int (*)(void *))dlsym(shim, "cuEventDestroy_v2"))(untimed);
+	return 0;
+}
+
+static void test_kernel_spans_begin_before_the_programs_event(void **state)
+{
+	(void)state;
+	unlink(trace_path);
+	span_delay_ns = 0;
+	struct child_env env = { { "CUBPF_TRACE" }, { trace_path } };
+	assert_int_equal(run_child(&env, child_spans_early), 0);
+	struct span_count n;
+	read_spans(&n);
+	assert_int_equal(n.kernels, 6);
+	assert_int_equal(n.spans, 6);
+	assert_non_null(strstr(child_err, "6 written (2 begun before the program's own event), "
+				"0 dropped"));
 	unlink(trace_path);
 }
 
@@ -1724,6 +1826,7 @@ int main(void)
 		cmocka_unit_test(test_kernel_spans_are_collected_at_teardown),
 		cmocka_unit_test(test_kernel_spans_can_be_switched_off),
 		cmocka_unit_test(test_kernel_spans_skip_programmatic_streams),
+		cmocka_unit_test(test_kernel_spans_begin_before_the_programs_event),
 		cmocka_unit_test(test_kernel_span_pool_is_bounded),
 		cmocka_unit_test(test_cache_second_process_hits),
 		cmocka_unit_test(test_cache_kernel_id_base),

@@ -38,7 +38,9 @@ FAKE_EXPORT int fake_result(const char *name)
 		"cuModuleGetGlobal_v2", "cuLibraryGetGlobal", "cuLinkCreate_v2", "cuLinkAddData_v2",
 		"cuLinkComplete", "cuLinkDestroy", "cuGetErrorName", "cuMemHostAlloc",
 		"cuMemHostGetDevicePointer_v2", "cuMemFreeHost", "cuMemsetD32Async",
-		"cuMemsetD32Async_ptsz", "cuEventCreate", "cuEventDestroy_v2", "cuEventRecord",
+		"cuMemsetD32Async_ptsz", "cuEventCreate", "cuEventDestroy", "cuEventDestroy_v2",
+		"cuEventRecord", "cuEventRecord_ptsz", "cuEventRecordWithFlags",
+		"cuEventRecordWithFlags_ptsz",
 		"cuEventQuery", "cuEventSynchronize", "cuEventElapsedTime", "cuEventElapsedTime_v2",
 		"cuStreamIsCapturing", "cuThreadExchangeStreamCaptureMode", "cuDriverGetVersion", NULL };
 	for (int i = 0; live_ok[i]; i++)
@@ -785,7 +787,8 @@ FAKE_EXPORT int cuMemsetD32Async_ptsz(uint64_t d, unsigned v, size_t n, void *s)
  * recorded on; it is complete at once unless fake_event_delay is set (then an event recorded on
  * an application's stream completes that long after its record, like a kernel still running;
  * those of streams made by cuStreamCreate, cubpf's own, are never delayed).  fake_events_recorded() counts records,
- * fake_event_last_stream() gives the stream of the latest one. */
+ * fake_event_last_stream() gives the stream of the latest one, fake_event_logged() the records
+ * in order. */
 #include <time.h>
 
 struct fake_event {
@@ -819,9 +822,8 @@ FAKE_EXPORT int cuEventCreate(void **e, unsigned flags)
 	return 0;
 }
 
-FAKE_EXPORT int cuEventDestroy_v2(void *e)
+static int destroy(void *e)
 {
-	FAKE_HIT(cuEventDestroy_v2);
 	if (!e)
 		return 1;
 	free(e);
@@ -829,9 +831,36 @@ FAKE_EXPORT int cuEventDestroy_v2(void *e)
 	return 0;
 }
 
-FAKE_EXPORT int cuEventRecord(void *e, void *s)
+FAKE_EXPORT int cuEventDestroy(void *e)
 {
-	FAKE_HIT(cuEventRecord);
+	FAKE_HIT(cuEventDestroy);
+	return destroy(e);
+}
+
+FAKE_EXPORT int cuEventDestroy_v2(void *e)
+{
+	FAKE_HIT(cuEventDestroy_v2);
+	return destroy(e);
+}
+
+/* The first EVENT_LOG records on application streams in order (event, stream), for tests of
+ * where spans begin (cubpf's reference events on its own stream are left out). */
+#define EVENT_LOG 256
+static struct {
+	void *event, *stream;
+} event_log[EVENT_LOG];
+static unsigned event_log_n;
+
+FAKE_EXPORT void fake_event_log_reset(void) { event_log_n = 0; }
+FAKE_EXPORT unsigned fake_event_log_count(void) { return event_log_n; }
+FAKE_EXPORT void *fake_event_logged(unsigned i, void **stream)
+{
+	*stream = i < event_log_n ? event_log[i].stream : NULL;
+	return i < event_log_n ? event_log[i].event : NULL;
+}
+
+static int record(void *e, void *s)
+{
 	struct fake_event *ev = e;
 	if (!ev)
 		return 1;
@@ -840,7 +869,36 @@ FAKE_EXPORT int cuEventRecord(void *e, void *s)
 	ev->recorded = 1;
 	__atomic_fetch_add(&events_recorded, 1, __ATOMIC_RELAXED);
 	event_last_stream = s;
+	unsigned n = fake_stream_is_own(s) ? EVENT_LOG : __atomic_fetch_add(&event_log_n, 1, __ATOMIC_RELAXED);
+	if (n < EVENT_LOG)
+		event_log[n].event = e, event_log[n].stream = s;
 	return 0;
+}
+
+FAKE_EXPORT int cuEventRecord(void *e, void *s)
+{
+	FAKE_HIT(cuEventRecord);
+	return record(e, s);
+}
+
+FAKE_EXPORT int cuEventRecord_ptsz(void *e, void *s)
+{
+	FAKE_HIT(cuEventRecord_ptsz);
+	return record(e, s ? s : (void *)2 /* CU_STREAM_PER_THREAD */);
+}
+
+FAKE_EXPORT int cuEventRecordWithFlags(void *e, void *s, unsigned flags)
+{
+	(void)flags;
+	FAKE_HIT(cuEventRecordWithFlags);
+	return record(e, s);
+}
+
+FAKE_EXPORT int cuEventRecordWithFlags_ptsz(void *e, void *s, unsigned flags)
+{
+	(void)flags;
+	FAKE_HIT(cuEventRecordWithFlags_ptsz);
+	return record(e, s ? s : (void *)2);
 }
 
 FAKE_EXPORT int cuEventQuery(void *e)
