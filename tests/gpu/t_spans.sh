@@ -104,5 +104,38 @@ CUBPF_SPANS=0 "$CUBPF" run -t kcount -o "$OUT/spans_off.trace" -- sh -c "exec '$
 "$CUBPF" trace export --format chrome -o "$OUT/spans_off.json" "$OUT/spans_off.trace" || fail "export (spans off)"
 python3 "$T.py" "$OUT/spans_off.app" "$OUT/spans_off.json" off || fail "spans off check"
 
+# PyTorch times its own work with torch.cuda.Event pairs (timing events) while its allocator
+# records ordering events of its own: under a trace with spans the program computes the same,
+# every kernel gets a span, and the timed launches begin before the program's start event.
+cat >"$OUT/spans_torch.py" <<'EOF'
+import torch
+torch.manual_seed(0)
+a = torch.randn(1024, 1024, device="cuda")
+b = torch.randn(1024, 1024, device="cuda")
+start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+for i in range(8):
+    start.record()
+    c = torch.relu(a) * 2.0
+    stop.record()
+    stop.synchronize()
+    a = a + 0.5 * c / (1.0 + c.abs().max())
+print("checksum %.6e" % a.double().sum().item())
+EOF
+if python3 "$OUT/spans_torch.py" >"$OUT/spans_torch.native" 2>/dev/null; then
+  "$CUBPF" run -l info -t kcount -o "$OUT/spans_torch.trace" -- sh -c "exec python3 '$OUT/spans_torch.py' > '$OUT/spans_torch.app'" \
+    >"$OUT/spans_torch.report" 2>"$OUT/spans_torch.err"; rc=$?
+  same=no; cmp -s "$OUT/spans_torch.native" "$OUT/spans_torch.app" && same=yes
+  line=$(grep -m1 'kernel spans of context' "$OUT/spans_torch.err")
+  early=$(echo "$line" | sed -n 's/.*written (\([0-9]*\) begun before.*/\1/p')
+  written=$(echo "$line" | sed -n 's/.*: \([0-9]*\) written.*/\1/p')
+  kernels=$("$CUBPF" trace info "$OUT/spans_torch.trace" | sed -n 's/.*kernel=\([0-9]*\).*/\1/p' | head -1)
+  echo "RESULT spans torch: rc=$rc identical_stdout=$same kernels=${kernels:-?} spans=${written:-?} begun_before_program_event=${early:-?}"
+  { [ "$rc" -eq 0 ] && [ "$same" = yes ]; } || { fail "torch under a trace with spans"; tail -15 "$OUT/spans_torch.err"; }
+  { [ -n "$written" ] && [ "$written" = "$kernels" ] && [ "${early:-0}" -ge 8 ]; } ||
+    fail "torch: ${written:-?} spans for ${kernels:-?} kernels, ${early:-?} begun before the program's event (expected all, and at least 8)"
+else
+  echo "RESULT spans torch: skipped (no PyTorch here)"
+fi
+
 if [ "$failed" -eq 0 ]; then echo "PASS t_spans"; else echo "t_spans: $failed failures"; fi
 [ "$failed" -eq 0 ]
