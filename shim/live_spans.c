@@ -488,12 +488,15 @@ static __thread struct {
 	bool open;
 } timed;
 
-/* The slot goes back to its pool (unless its context went meanwhile). */
+/* The slot goes back to its pool (unless its context went meanwhile; in a fork()ed child the
+ * parent's pool is not ours, and its lock may have been held at the fork). */
 static void pre_disarm(void)
 {
 	if (!pre.armed)
 		return;
 	pre.armed = false;
+	if (!spans_on || live.forked)
+		return;
 	pthread_mutex_lock(&list_lock);
 	if (atomic_load(&gen) == pre.gen)
 		slot_give(pre.sc, pre.slot);
