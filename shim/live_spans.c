@@ -589,7 +589,6 @@ static uint32_t pre_take(struct span_ctx *sc, uint64_t stream)
 		return UINT32_MAX;
 	}
 	pre.armed = false;
-	__atomic_fetch_add(&sc->early, 1, __ATOMIC_RELAXED);
 	return pre.slot;
 }
 
@@ -648,8 +647,10 @@ void live_spans_launched(const struct shim_launch_event *ev, uint64_t corr, uint
 	s->corr = corr;
 	s->stream = cur.stream;
 	s->name = name;
-	if (cur.early)
+	if (cur.early) {
+		__atomic_fetch_add(&sc->early, 1, __ATOMIC_RELAXED);
 		timed.stream = cur.stream, timed.open = true;
+	}
 	pthread_mutex_lock(&sc->lock);
 	sc->pending[sc->npending++] = cur.slot; /* at most SPAN_SLOTS slots exist */
 	pthread_mutex_unlock(&sc->lock);
