@@ -156,7 +156,7 @@ struct live_ctx {
 	atomic_uint_fast64_t *rb_moved; /* per ring buffer map: drain passes that moved tails */
 	uint64_t *rb_synced;        /* per ring buffer map: rb_moved when tails last went to the device */
 	uint64_t rb_sync_ns;        /* when the last copies went (CLOCK_MONOTONIC) */
-	uint64_t rb_syncs, rb_sync_busy; /* copies made; times the last ones were still running */
+	uint64_t rb_syncs, rb_sync_busy; /* tails copies made; times the last were still running */
 	bool rb_sync_warned;
 	uint8_t **snap;             /* per map: the last copy read back (NULL before) */
 	uint64_t snap_ns;           /* when it was read (CLOCK_REALTIME), 0 = never */
@@ -271,8 +271,8 @@ void live_trace_launch(const struct shim_launch_event *ev);
 /* Reads CUBPF_SPANS and the driver's event functions (after the trace is opened); true when
  * spans are on. */
 bool live_spans_init(void);
-/* The application's event calls: a span may begin before the application's own start event. */
-void live_spans_event(const struct shim_event_call *ev);
+/* The event hook: a span may begin before the application's own start event. */
+void live_spans_event(const struct shim_event_call *ev, void *user);
 /* Another call of the application's (a copy, a synchronisation): a span no longer begins at
  * this thread's last event. */
 void live_spans_other_call(void);

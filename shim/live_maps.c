@@ -757,8 +757,8 @@ static bool rb_sync_due(const struct live_ctx *c, uint64_t now)
 }
 
 /* Every drain thread, after each of its passes: for every context whose lanes were freed, the
- * ring's tails go to the device's copy (producers see the room) and the device's drops come
- * back, on cubpf's stream.  Only when that stream is idle (the last copies are done: they never
+ * ring's tails go to the device's copy (producers see the room; only rings whose tails moved)
+ * and the device's drops come back (every RB_DROPS_EVERY_NS at least), on cubpf's stream.  Only when that stream is idle (the last copies are done: they never
  * queue up) and only when the lock is free at once (one thread copies at a time, the drain
  * never waits for a snapshot, and none runs while teardown reads a context's maps; once the
  * context is gone, pushing it fails and its copies stop).  Any thread rather than thread 0
@@ -774,11 +774,15 @@ static void rb_sync_all(void)
 		if (!rb_sync_due(c, now) || live_cu.cuCtxPushCurrent_v2(c->ctx) != CUDA_SUCCESS)
 			continue;
 		CUresult r = live_cu.cuStreamQuery(c->stream);
+		bool tails = false;
 		for (uint32_t i = 0; r == CUDA_SUCCESS && i < live.nmaps; i++) {
 			if (!c->host[i])
 				continue;
 			uint64_t moved = atomic_load_explicit(&c->rb_moved[i], memory_order_acquire);
-			r = rb_tails_copy(c, i);
+			if (moved != c->rb_synced[i]) { /* else the device's copy is current */
+				r = rb_tails_copy(c, i);
+				tails = true;
+			}
 			if (r == CUDA_SUCCESS)
 				r = rb_drops_copy(c, i);
 			if (r == CUDA_SUCCESS)
@@ -786,7 +790,7 @@ static void rb_sync_all(void)
 		}
 		if (r == CUDA_SUCCESS) {
 			c->rb_sync_ns = now;
-			c->rb_syncs++;
+			c->rb_syncs += tails;
 		} else if (r == CUDA_ERROR_NOT_READY) {
 			c->rb_sync_busy++;
 		} else if (!c->rb_sync_warned) {
