@@ -52,6 +52,13 @@ static inline void shim_ensure_init(void)
 		shim_init();
 }
 
+/* The hooks in force after the one-time init, or NULL. */
+static inline const struct shim_hooks *shim_hooks_get(void)
+{
+	shim_ensure_init();
+	return atomic_load_explicit(&shim_hooks_now, memory_order_acquire);
+}
+
 /* Called by the lazy stubs: runs the init and says where slot `idx` now leads. */
 void *shim_lazy_target(unsigned idx);
 

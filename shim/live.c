@@ -604,12 +604,6 @@ static void api_call(const struct shim_api_event *ev, void *user)
 	live_spans_other_call();
 }
 
-static void event_call(const struct shim_event_call *ev, void *user)
-{
-	(void)user;
-	live_spans_event(ev);
-}
-
 static struct shim_hooks live_hooks = {
 	.module_loading = live_module_loading,
 	.module_loaded = live_module_loaded,
@@ -656,7 +650,7 @@ const struct shim_hooks *shim_live_init(void)
 	if (trace && *trace)
 		trace_open(trace);
 	if (live_spans_init())
-		live_hooks.event_call = event_call;
+		live_hooks.event_call = live_spans_event;
 	shim_log(SHIM_LOG_INFO, "live: %u probe objects, %u GPU programs, %s host programs, %u "
 		 "maps%s%s%s", live.nobjs, live.nprogs, live_host_any() ? "some" : "no", live.nmaps,
 		 live.kernel_glob ? ", kernels " : "", live.kernel_glob ? live.kernel_glob : "",

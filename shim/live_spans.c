@@ -529,14 +529,14 @@ static void arm(const struct shim_event_call *ev)
 		timed.open = false; /* the stop event of the program's pair */
 		return;
 	}
-	unsigned g = atomic_load_explicit(&gen, memory_order_acquire);
-	bool reuse = pre.armed && pre.sc == sc && pre.gen == g;
-	if (!reuse)
-		pre_disarm();
 	if (pdl_stream(sc, (uintptr_t)s, false) || capturing(sc, s, false)) {
 		pre_disarm();
 		return;
 	}
+	unsigned g = atomic_load_explicit(&gen, memory_order_acquire);
+	bool reuse = pre.armed && pre.sc == sc && pre.gen == g; /* re-record the armed slot */
+	if (!reuse)
+		pre_disarm();
 	uint32_t i = reuse ? pre.slot : slot_take(sc, false);
 	if (i == UINT32_MAX)
 		return;
@@ -553,8 +553,9 @@ static void arm(const struct shim_event_call *ev)
 	pre.sc = sc, pre.slot = i, pre.gen = g, pre.stream = (uintptr_t)s, pre.armed = true;
 }
 
-void live_spans_event(const struct shim_event_call *ev)
+void live_spans_event(const struct shim_event_call *ev, void *user)
 {
+	(void)user;
 	if (!spans_on || live.forked)
 		return;
 	switch (ev->op) {

@@ -11,8 +11,7 @@
 
 static inline const struct shim_hooks *event_hooks(void)
 {
-	shim_ensure_init();
-	const struct shim_hooks *h = atomic_load_explicit(&shim_hooks_now, memory_order_acquire);
+	const struct shim_hooks *h = shim_hooks_get();
 	return h && h->event_call ? h : NULL;
 }
 

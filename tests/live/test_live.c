@@ -1112,7 +1112,8 @@ static void test_kernel_spans_are_traced(void **state)
 	assert_int_equal(n.ptsz, SPAN_LAUNCHES / 2);
 	assert_int_equal(n.dropped, 0);
 	assert_non_null(strstr(child_err, "kernel spans of context"));
-	assert_non_null(strstr(child_err, "40 written (0 begun before the program's own event), 0 dropped"));
+	assert_non_null(strstr(child_err, "40 written (0 begun before the program's own event), "
+				"0 dropped"));
 
 	/* Kernels still "running" at exit (events complete 50 ms after their record): collected
 	 * at exit, waiting for them. */
@@ -1145,7 +1146,8 @@ static void test_kernel_spans_are_collected_at_teardown(void **state)
 	assert_int_equal(run_child(&env, child_spans_teardown), 0);
 	read_spans(&n);
 	assert_int_equal(n.spans, SPAN_LAUNCHES);
-	assert_non_null(strstr(child_err, "40 written (0 begun before the program's own event), 0 dropped"));
+	assert_non_null(strstr(child_err, "40 written (0 begun before the program's own event), "
+				"0 dropped"));
 	unlink(trace_path);
 }
 
@@ -1231,7 +1233,8 @@ struct logged {
 static int expect_log(const char *what, const struct logged *want, unsigned n, void *const *mine,
 		      unsigned nmine)
 {
-	void *(*logged)(unsigned, void **) = (void *(*)(unsigned, void **))dlsym(fake, "fake_event_logged");
+	typedef void *(*logged_fn)(unsigned, void **);
+	logged_fn logged = (logged_fn)dlsym(fake, "fake_event_logged");
 	unsigned count = ((unsigned (*)(void))dlsym(fake, "fake_event_log_count"))();
 	if (count != n)
 		return child_fail("%s: %u records on the program's streams, expected %u", what, count, n);
@@ -1279,7 +1282,8 @@ static int child_spans_early(void)
 		return 1;
 	rec_ptsz(timed, NULL); /* the same on the per-thread default stream */
 	launch_ptsz(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
-	const struct logged ptsz[] = { { NULL, per_thread }, { timed, per_thread }, { NULL, per_thread } };
+	const struct logged ptsz[] = { { NULL, per_thread }, { timed, per_thread },
+				       { NULL, per_thread } };
 	if (expect_log("a timed per-thread launch", ptsz, 3, mine, 3))
 		return 1;
 	rec(untimed, s); /* an ordering event: the span begins at the launch */
@@ -1295,7 +1299,8 @@ static int child_spans_early(void)
 		return 1;
 	rec(timed, s); /* a launch on another stream */
 	launch(f, 1, 1, 1, 32, 1, 1, 0, other, NULL, NULL);
-	const struct logged elsewhere[] = { { NULL, s }, { timed, s }, { NULL, other }, { NULL, other } };
+	const struct logged elsewhere[] = { { NULL, s }, { timed, s }, { NULL, other },
+					    { NULL, other } };
 	if (expect_log("another stream", elsewhere, 4, mine, 3))
 		return 1;
 	((int (*)(void *))dlsym(shim, "cuEventDestroy_v2"))(untimed);

@@ -869,7 +869,9 @@ static int record(void *e, void *s)
 	ev->recorded = 1;
 	__atomic_fetch_add(&events_recorded, 1, __ATOMIC_RELAXED);
 	event_last_stream = s;
-	unsigned n = fake_stream_is_own(s) ? EVENT_LOG : __atomic_fetch_add(&event_log_n, 1, __ATOMIC_RELAXED);
+	unsigned n = EVENT_LOG;
+	if (!fake_stream_is_own(s))
+		n = __atomic_fetch_add(&event_log_n, 1, __ATOMIC_RELAXED);
 	if (n < EVENT_LOG)
 		event_log[n].event = e, event_log[n].stream = s;
 	return 0;
