@@ -127,6 +127,9 @@ static bool reg_covers(const struct vreg *o, const struct vreg *c, struct idmap 
 	if ((o->type == T_MAP_VALUE_OR_NULL || o->type == T_MEM_OR_NULL) &&
 	    !id_match(ids, o->id, c->id))
 		return false;
+	/* which value a pointer points into decides what it may be subtracted from */
+	if ((o->vid || c->vid) && (!o->vid || !c->vid || !id_match(ids, o->vid, c->vid)))
+		return false;
 	if ((o->type == T_MEM || o->type == T_MEM_OR_NULL) &&
 	    (o->mem_size != c->mem_size || !id_match(ids, o->ref, c->ref)))
 		return false;
@@ -144,9 +147,9 @@ static bool frame_covers(const struct vframe *o, const struct vframe *c, struct 
 			return false;
 	for (int i = 0; i < VM_STACK_SIZE; i++) {
 		uint8_t ot = o->stype[i], ct = c->stype[i];
-		if (ot == S_INVALID)
+		if (ot == S_INVALID || ot == S_POISON) /* the old path never read these bytes */
 			continue;
-		if (ct == S_INVALID)
+		if (ct == S_INVALID || ct == S_POISON)
 			return false;
 		if (ot == S_MISC && ct == S_SPILL && c->spill[i / 8].type != T_SCALAR)
 			return false;

@@ -24,6 +24,9 @@ struct vreg {
 	uint8_t frameno;       /* T_STACK: whose stack */
 	uint32_t map;          /* T_MAP_*: map index */
 	uint32_t id;           /* *_OR_NULL: copies share it, the null check converts all */
+	uint32_t vid;          /* T_MAP_VALUE*: which value (0: the map's direct value, lddw; else
+				* the lookup that returned it): pointers into one value may be
+				* subtracted and compared, pointers into two may not */
 	uint32_t ref;          /* T_MEM*: the reservation it belongs to */
 	uint32_t mem_size;     /* T_MEM*: record size */
 	int32_t off;
@@ -32,7 +35,10 @@ struct vreg {
 	uint64_t tv, tm;
 };
 
-enum slot { S_INVALID = 0, S_MISC, S_SPILL };
+/* S_POISON: bytes of a spilled pointer that was partly overwritten, released (a submitted ring
+ * buffer record) or whose frame returned: never readable, until written again, since they hold
+ * address bits. */
+enum slot { S_INVALID = 0, S_MISC, S_SPILL, S_POISON };
 
 struct vframe {
 	struct vreg regs[11];

@@ -25,6 +25,11 @@ static void mark_uninit(struct vreg *r)
 	memset(r, 0, sizeof(*r));
 }
 
+static bool gpu(const struct verifier *v)
+{
+	return vm_kind_is_gpu(v->prog->kind);
+}
+
 static struct vframe *cur(struct vstate *st)
 {
 	return st->fr[st->cur];
@@ -79,16 +84,60 @@ static int ptr_alu(struct verifier *v, uint32_t pc, struct vreg *dst, const stru
 	return STEP_NEXT;
 }
 
+/* Two pointers into one region (one frame's stack, one map value, one ring buffer record):
+ * their difference and their order are offsets, not addresses. */
+static bool same_region(const struct vreg *a, const struct vreg *b)
+{
+	if (a->type != b->type)
+		return false;
+	switch (a->type) {
+	case T_STACK:
+		return a->frameno == b->frameno;
+	case T_MAP_VALUE:
+		return a->map == b->map && a->vid == b->vid;
+	case T_MEM:
+		return a->ref == b->ref;
+	default:
+		return false;
+	}
+}
+
+/* A pointer whose variable part is a known constant. */
+static bool r_is_const_off(const struct vreg *r)
+{
+	return r->tm == 0 && r->smin == r->smax;
+}
+
+/* Both offsets (fixed + variable part) must be bounded for a difference to be one. */
+static bool offset_bounded(const struct vreg *r)
+{
+	return r->smin >= -(1ll << 29) && r->smax <= (1ll << 29);
+}
+
+/* pointer - pointer: allowed only within one region, where the result is the (bounded)
+ * difference of the offsets; two map values (even of one map: two lookups may return two
+ * elements) or two frames would give an address difference, which leaks addresses and, added
+ * back to a pointer, escapes every bounds check. */
 static int alu_pointer_sub(struct verifier *v, uint32_t pc, struct vreg *dst,
 			   const struct vreg *src, int dreg)
 {
-	if (dst->type != src->type || dst->map != src->map || dst->frameno != src->frameno ||
-	    (dst->type != T_STACK && dst->type != T_MAP_VALUE))
-		return REJ("R%d subtraction of unrelated pointers prohibited", dreg);
-	if (dst->tm == 0 && src->tm == 0 && dst->smin == dst->smax && src->smin == src->smax)
-		r_const(dst, (uint64_t)(((int64_t)dst->off + dst->smin) - ((int64_t)src->off + src->smin)));
-	else
+	if (!same_region(dst, src))
+		return REJ("R%d subtraction of unrelated pointers prohibited (%s - %s: "
+			   "only pointers into one map value, one stack frame or one record)", dreg,
+			   v_type_name(dst->type), v_type_name(src->type));
+	if (!offset_bounded(dst) || !offset_bounded(src))
+		return REJ("R%d subtraction of pointers with unbounded offsets prohibited", dreg);
+	int64_t lo = ((int64_t)dst->off + dst->smin) - ((int64_t)src->off + src->smax);
+	int64_t hi = ((int64_t)dst->off + dst->smax) - ((int64_t)src->off + src->smin);
+	if (lo == hi)
+		r_const(dst, (uint64_t)lo);
+	else {
 		r_unknown(dst);
+		dst->smin = lo, dst->smax = hi;
+		if (lo >= 0)
+			dst->umin = (uint64_t)lo, dst->umax = (uint64_t)hi;
+		r_sync(dst);
+	}
 	return STEP_NEXT;
 }
 
@@ -194,14 +243,30 @@ static int stack_touch(struct verifier *v, uint32_t pc, struct vstate *st, struc
 	return STEP_NEXT;
 }
 
-static void stack_write_misc(struct vframe *f, int64_t lo, int64_t hi)
+/* Bytes [lo, hi) of a spilled slot change: a spilled scalar becomes plain data, a spilled
+ * pointer's other bytes become unreadable (S_POISON): they still hold address bits. */
+static void unspill(struct vframe *f, int64_t lo, int64_t hi)
 {
 	for (int64_t s = lo & ~7ll; s < hi; s += 8) {
 		int64_t i = slot_index(s);
-		if (f->stype[i] == S_SPILL) /* a partial overwrite turns the spill into plain data */
-			memset(&f->stype[i], S_MISC, 8);
+		if (f->stype[i] == S_SPILL)
+			memset(&f->stype[i], is_ptr(&f->spill[i / 8]) ? S_POISON : S_MISC, 8);
 	}
+}
+
+static void stack_write_misc(struct vframe *f, int64_t lo, int64_t hi)
+{
+	unspill(f, lo, hi);
 	memset(&f->stype[slot_index(lo)], S_MISC, (size_t)(hi - lo));
+}
+
+/* A helper writes [lo, lo + n) where n is in [min, max]: only the first `min` bytes are surely
+ * written; the others keep what they were (or lose a spill they may have overwritten). */
+static void stack_write_upto(struct vframe *f, int64_t lo, uint64_t min, uint64_t max)
+{
+	unspill(f, lo, lo + (int64_t)max);
+	if (min)
+		memset(&f->stype[slot_index(lo)], S_MISC, (size_t)min);
 }
 
 static int stack_read_ok(struct verifier *v, uint32_t pc, struct vframe *f, int64_t lo, int64_t hi,
@@ -213,12 +278,27 @@ static int stack_read_ok(struct verifier *v, uint32_t pc, struct vframe *f, int6
 			return REJ("invalid read from stack R%d off %lld+%lld size %lld: fp%lld is not "
 				   "initialised", regno, (long long)lo, (long long)(o - lo),
 				   (long long)(hi - lo), (long long)o);
+		if (t == S_POISON)
+			return REJ("R%d leaks a pointer: fp%lld holds bytes of a spilled pointer that was "
+				   "partly overwritten or released (write the whole slot first)", regno,
+				   (long long)o);
 		if (t == S_SPILL && !allow_ptr &&
 		    is_ptr(&f->spill[slot_index(o & ~7ll) / 8]))
 			return REJ("R%d leaks a pointer: stack slot fp%lld holds a pointer", regno,
 				   (long long)(o & ~7ll));
 	}
 	return STEP_NEXT;
+}
+
+/* The frame a stack pointer points into; NULL (rejected) when that function has returned. */
+static struct vframe *stack_frame(struct verifier *v, uint32_t pc, struct vstate *st,
+				  const struct vreg *p, int regno)
+{
+	if (p->frameno > st->cur || !st->fr[p->frameno]) {
+		REJ("R%d points into the stack of a function that has returned", regno);
+		return NULL;
+	}
+	return st->fr[p->frameno];
 }
 
 static void load_result(struct vreg *dst, int size, bool sx)
@@ -253,7 +333,9 @@ static int stack_access(struct verifier *v, uint32_t pc, struct vstate *st, cons
 			   a->regno);
 	if (p->smin < -(1ll << 29) || p->smin > (1ll << 29))
 		return REJ("invalid stack access R%d: offset %lld", a->regno, (long long)p->smin);
-	struct vframe *f = st->fr[p->frameno];
+	struct vframe *f = stack_frame(v, pc, st, p, a->regno);
+	if (!f)
+		return STEP_ERROR;
 	int64_t lo = p->off + p->smin + a->off, hi = lo + a->size;
 	if (stack_bounds(v, pc, lo, hi, a->regno) == STEP_ERROR)
 		return STEP_ERROR;
@@ -264,6 +346,10 @@ static int stack_access(struct verifier *v, uint32_t pc, struct vstate *st, cons
 		if (a->val && is_ptr(a->val) && (a->size != 8 || lo % 8))
 			return REJ("invalid size of register spill: a pointer must be stored with 8 "
 				   "aligned bytes");
+		if (a->val && a->val->type == T_CTX && gpu(v))
+			return REJ("R%d the context pointer cannot be spilled to the stack in %s "
+				   "programs (keep it in a register; the code generator tracks it "
+				   "there only)", a->valreg, vm_prog_kind_name(v->prog->kind));
 		if (a->size == 8 && lo % 8 == 0) {
 			memset(&f->stype[slot_index(lo)], S_SPILL, 8);
 			f->spill[slot] = *a->val;
@@ -361,6 +447,10 @@ static int ctx_access(struct verifier *v, uint32_t pc, const struct vreg *p, con
 	if (!v->ctx)
 		return REJ("R%d: %s programs have no context to read", a->regno,
 			   vm_prog_kind_name(v->prog->kind));
+	if (a->sx && gpu(v))
+		return REJ("sign-extending context loads are not supported in %s programs (load the "
+			   "field with its own size, then sign-extend it)",
+			   vm_prog_kind_name(v->prog->kind));
 	int64_t off = p->off + a->off;
 	if (off < 0 || off + a->size > v->ctx->size || !v->ctx->field_ok((uint32_t)off, (uint32_t)a->size))
 		return REJ("invalid bpf_context access off=%lld size=%d (fields are read whole, with "
@@ -424,6 +514,16 @@ static int check_st(struct verifier *v, uint32_t pc, const struct bpf_insn *in, 
 	return check_access(v, pc, st, &a);
 }
 
+/* Is [p + off] `size`-aligned whatever the variable part is?  Map values, stack frames and ring
+ * buffer records all start 8-byte aligned. */
+static bool atomic_aligned(const struct vreg *p, int16_t off, int size)
+{
+	if (!is_ptr(p))
+		return true; /* rejected by the access check */
+	uint64_t m = (uint64_t)size - 1;
+	return (((uint64_t)((int64_t)p->off + off) + p->tv) & m) == 0 && (p->tm & m) == 0;
+}
+
 static int check_atomic(struct verifier *v, uint32_t pc, const struct bpf_insn *in,
 			struct vstate *st)
 {
@@ -448,8 +548,10 @@ static int check_atomic(struct verifier *v, uint32_t pc, const struct bpf_insn *
 	struct access a = {.regno = in->dst_reg, .off = in->off, .size = size, .write = true,
 			   .atomic = true, .val = &f->regs[in->src_reg], .valreg = in->src_reg,
 			   .dst = &old};
-	if (f->regs[in->dst_reg].type == T_MAP_VALUE && in->off % size)
-		return REJ("misaligned atomic access off %d size %d", in->off, size);
+	if (atomic_aligned(&f->regs[in->dst_reg], in->off, size) == false)
+		return REJ("misaligned atomic access: R%d%+d is not %d-byte aligned (a %d-bit atomic "
+			   "must be naturally aligned; the GPU faults on a misaligned one)",
+			   in->dst_reg, in->off, size, size * 8);
 	if (check_access(v, pc, st, &a) == STEP_ERROR)
 		return STEP_ERROR;
 	load_result(&old, size, false);
@@ -469,9 +571,10 @@ struct call_ctx {
 	uint32_t release;      /* the reservation a submit/discard releases (0: none) */
 };
 
-/* Checks that R`regno` points to `size` bytes (size range [smin, umax]) readable or writable. */
+/* Checks that R`regno` points to `size` bytes readable or writable; a write covers at least
+ * `min` of them (a variable size: [min, size]), and only those count as initialised. */
 static int check_mem_arg(struct verifier *v, uint32_t pc, struct vstate *st, int regno,
-			 uint64_t size, bool write, bool zero_ok)
+			 uint64_t min, uint64_t size, bool write, bool zero_ok)
 {
 	struct vreg *p = &cur(st)->regs[regno];
 	if (size == 0) {
@@ -486,7 +589,9 @@ static int check_mem_arg(struct verifier *v, uint32_t pc, struct vstate *st, int
 		return REJ("R%d type=%s expected=fp or map_value (pointer to memory)", regno,
 			   v_type_name(p->type));
 	if (p->type == T_STACK) {
-		struct vframe *f = st->fr[p->frameno];
+		struct vframe *f = stack_frame(v, pc, st, p, regno);
+		if (!f)
+			return STEP_ERROR;
 		if (p->smin != p->smax || p->smin < -(1ll << 29) || p->smin > (1ll << 29))
 			return REJ("R%d variable stack access prohibited", regno);
 		int64_t lo = p->off + p->smin, hi = lo + (int64_t)size;
@@ -495,7 +600,7 @@ static int check_mem_arg(struct verifier *v, uint32_t pc, struct vstate *st, int
 		if (stack_touch(v, pc, st, f, lo) == STEP_ERROR)
 			return STEP_ERROR;
 		if (write) {
-			stack_write_misc(f, lo, hi);
+			stack_write_upto(f, lo, min, size);
 			return STEP_NEXT;
 		}
 		return stack_read_ok(v, pc, f, lo, hi, regno, false);
@@ -519,6 +624,10 @@ static int check_map_arg(struct verifier *v, uint32_t pc, const struct vm_helper
 		return REJ("map '%s' is not a ring buffer (%s)", cc->map->name, h->name);
 	if (!wants_ring && ring)
 		return REJ("cannot use ring buffer map '%s' with %s", cc->map->name, h->name);
+	if (wants_ring && cc->map->type == CUBPF_MAP_GPU_RINGBUF &&
+	    ((VM_KINDS_HOST >> v->prog->kind) & 1))
+		return REJ("map '%s' is a GPU ring buffer: %s programs cannot write to it (%s)",
+			   cc->map->name, vm_prog_kind_name(v->prog->kind), h->name);
 	if ((h->id == CUBPF_FN_map_update_elem || h->id == CUBPF_FN_map_delete_elem) &&
 	    !vm_map_prog_writable(cc->map))
 		return REJ("map '%s' is read-only: %s is not allowed", cc->map->name, h->name);
@@ -545,14 +654,18 @@ static int check_arg(struct verifier *v, uint32_t pc, struct vstate *st,
 	enum vm_arg_type t = h->args[i];
 	if (need_init(v, pc, r, regno) == STEP_ERROR)
 		return STEP_ERROR;
+	if (r->type == T_CTX && gpu(v)) /* the code generator has no register holding it */
+		return REJ("R%d: the context cannot be passed to helpers in %s programs (%s)", regno,
+			   vm_prog_kind_name(v->prog->kind), h->name);
 	switch (t) {
 	case VM_ARG_CONST_MAP_PTR:
 		return check_map_arg(v, pc, h, r, cc);
 	case VM_ARG_PTR_TO_MAP_KEY:
 	case VM_ARG_PTR_TO_MAP_VALUE:
-		return check_mem_arg(v, pc, st, regno,
-				     t == VM_ARG_PTR_TO_MAP_KEY ? cc->map->key_size : cc->map->value_size,
-				     false, false);
+	{
+		uint32_t n = t == VM_ARG_PTR_TO_MAP_KEY ? cc->map->key_size : cc->map->value_size;
+		return check_mem_arg(v, pc, st, regno, n, n, false, false);
+	}
 	case VM_ARG_PTR_TO_MEM:
 	case VM_ARG_PTR_TO_UNINIT_MEM: {
 		const struct vreg *sz = &cur(st)->regs[regno + 1];
@@ -568,15 +681,15 @@ static int check_arg(struct verifier *v, uint32_t pc, struct vstate *st,
 		bool zero_ok = h->args[i + 1] == VM_ARG_CONST_SIZE_OR_ZERO;
 		if (sz->umin == 0 && !zero_ok)
 			return REJ("R%d invalid zero-sized read (the size may be 0)", regno + 1);
-		return check_mem_arg(v, pc, st, regno, sz->umax, t == VM_ARG_PTR_TO_UNINIT_MEM,
-				     zero_ok && sz->umax == 0);
+		return check_mem_arg(v, pc, st, regno, sz->umin, sz->umax,
+				     t == VM_ARG_PTR_TO_UNINIT_MEM, zero_ok && sz->umax == 0);
 	}
 	case VM_ARG_PTR_TO_CTX:
 		if (r->type != T_CTX || r->off != 0)
 			return REJ("R%d type=%s expected=ctx", regno, v_type_name(r->type));
 		return STEP_NEXT;
 	case VM_ARG_PTR_TO_U64_OUT:
-		return check_mem_arg(v, pc, st, regno, 8, true, false);
+		return check_mem_arg(v, pc, st, regno, 8, 8, true, false);
 	case VM_ARG_CONST_STR:
 		return check_const_str(v, pc, r);
 	case VM_ARG_CONST_ALLOC_SIZE:
@@ -596,8 +709,88 @@ static int check_arg(struct verifier *v, uint32_t pc, struct vstate *st,
 		cc->release = r->ref;
 		return STEP_NEXT;
 	default:
+		/* a value a helper keeps, prints, compares or counts: never an address (the source
+		 * of bpf_probe_read is read through, not disclosed) */
+		if (is_ptr(r) && !(i == 2 && (h->id == CUBPF_FN_probe_read ||
+					     h->id == CUBPF_FN_probe_read_user)))
+			return REJ("R%d leaks addr into helper %s (a %s is passed as a value)", regno,
+				   h->name, v_type_name(r->type));
 		return STEP_NEXT;
 	}
+}
+
+/* Arguments a format like bpf_trace_printk's converts (as vm/helpers.c formats it), at most 3. */
+static int printk_conversions(const char *fmt, size_t len)
+{
+	int n = 0;
+	for (size_t i = 0; i < len && fmt[i]; i++) {
+		if (fmt[i] != '%' || i + 1 >= len)
+			continue;
+		size_t j = i + 1;
+		while (j < len && fmt[j] == 'l')
+			j++;
+		char c = j < len ? fmt[j] : 0;
+		if (c && strchr("diuxXpcs", c))
+			n++;
+		if (c == '%' || (c && strchr("diuxXpcs", c)))
+			i = j;
+	}
+	return n < 3 ? n : 3;
+}
+
+/* bpf_trace_printk's r3-r5: as many as a constant format converts (all three when the format
+ * is not a constant), each initialised, none a pointer: the helper prints what it is given.  A
+ * constant format must end, with a NUL, within the size given. */
+static int check_printk(struct verifier *v, uint32_t pc, struct vstate *st)
+{
+	const struct vframe *f = cur(st);
+	const struct vreg *fmt = &f->regs[1], *sz = &f->regs[2];
+	int nargs = 3;
+	if (fmt->type == T_MAP_VALUE && fmt->smin == fmt->smax && r_is_const(sz)) {
+		const struct vm_map_def *m = &v->obj->maps[fmt->map];
+		int64_t o = fmt->off + fmt->smin;
+		if (!vm_map_prog_writable(m) && m->init && o >= 0 &&
+		    (uint64_t)o + sz->tv <= m->value_size) {
+			const char *text = (const char *)m->init + o;
+			if (!memchr(text, 0, sz->tv))
+				return REJ("bpf_trace_printk format is not NUL-terminated within its %llu "
+					   "bytes", (unsigned long long)sz->tv);
+			nargs = printk_conversions(text, sz->tv);
+		}
+	}
+	for (int i = 0; i < nargs; i++) {
+		const struct vreg *r = &f->regs[3 + i];
+		if (r->type == T_NOT_INIT)
+			return REJ("R%d !read_ok: bpf_trace_printk argument %d is not set (%s)", 3 + i,
+				   i + 1, nargs < 3 ? "the format converts it" :
+				   "a format not in .rodata takes all three arguments");
+		if (is_ptr(r))
+			return REJ("R%d leaks addr into helper bpf_trace_printk (a %s as argument %d)",
+				   3 + i, v_type_name(r->type), i + 1);
+	}
+	return STEP_NEXT;
+}
+
+/* What the PTX code generator cannot compile, turned away here with a reason (GPU kinds). */
+static int check_gpu_helper(struct verifier *v, uint32_t pc, struct vstate *st,
+			    const struct vm_helper_proto *h, const struct call_ctx *cc)
+{
+	const struct vreg *r3 = &cur(st)->regs[3];
+	if (h->id == CUBPF_FN_ringbuf_output &&
+	    (!r_is_const(r3) || r3->tv == 0 || r3->tv > CUBPF_RB_MAX_RECORD))
+		return REJ("R3 the record size of bpf_ringbuf_output must be a constant of 1 to %u "
+			   "bytes in %s programs", CUBPF_RB_MAX_RECORD,
+			   vm_prog_kind_name(v->prog->kind));
+	if (!cc->map || h->args[0] != VM_ARG_CONST_MAP_PTR || h->args[1] != VM_ARG_PTR_TO_MAP_KEY)
+		return STEP_NEXT;
+	if (cc->map->type == CUBPF_MAP_HASH &&
+	    (cc->map->key_size == 0 || cc->map->key_size > CUBPF_HASH_MAX_KEY))
+		return REJ("hash map '%s' has %u-byte keys: %s programs take 1 to %u", cc->map->name,
+			   cc->map->key_size, vm_prog_kind_name(v->prog->kind), CUBPF_HASH_MAX_KEY);
+	if (cc->map->type != CUBPF_MAP_HASH && cc->map->key_size != 4)
+		return REJ("array map '%s' has %u-byte keys: %s programs take 4", cc->map->name,
+			   cc->map->key_size, vm_prog_kind_name(v->prog->kind));
+	return STEP_NEXT;
 }
 
 /* Ends reservation `ref`: every copy of the record pointer becomes unusable. */
@@ -618,7 +811,7 @@ static void release_ref(struct vstate *st, uint32_t ref)
 		for (int s = 0; s < VM_STACK_SIZE / 8; s++)
 			if (f->stype[s * 8] == S_SPILL && f->spill[s].ref == ref &&
 			    (f->spill[s].type == T_MEM || f->spill[s].type == T_MEM_OR_NULL))
-				memset(&f->stype[s * 8], S_MISC, 8);
+				memset(&f->stype[s * 8], S_POISON, 8); /* still the record's address */
 	}
 }
 
@@ -658,6 +851,10 @@ static int check_helper(struct verifier *v, uint32_t pc, const struct bpf_insn *
 	for (int i = 0; i < 5 && h->args[i] != VM_ARG_NONE; i++)
 		if (check_arg(v, pc, st, h, i, &cc) == STEP_ERROR)
 			return STEP_ERROR;
+	if (h->id == CUBPF_FN_trace_printk && check_printk(v, pc, st) == STEP_ERROR)
+		return STEP_ERROR;
+	if (gpu(v) && check_gpu_helper(v, pc, st, h, &cc) == STEP_ERROR)
+		return STEP_ERROR;
 	struct vframe *f = cur(st);
 	if (cc.release)
 		release_ref(st, cc.release);
@@ -669,7 +866,7 @@ static int check_helper(struct verifier *v, uint32_t pc, const struct bpf_insn *
 		mark_uninit(&f->regs[0]);
 		f->regs[0].type = T_MAP_VALUE_OR_NULL;
 		f->regs[0].map = cc.map_idx;
-		f->regs[0].id = ++v->next_id;
+		f->regs[0].id = f->regs[0].vid = ++v->next_id;
 	} else if (h->ret == VM_RET_VOID)
 		mark_uninit(&f->regs[0]);
 	else
@@ -701,6 +898,22 @@ static int check_call_local(struct verifier *v, uint32_t *pc, struct vstate *st)
 	return STEP_JUMP;
 }
 
+/* Frame `gone` returned: pointers into its stack, wherever they were copied (the callee may
+ * have stored its r10 in a caller's stack or passed it on), die with it. */
+static void forget_frame(struct vstate *st, uint32_t gone)
+{
+	for (uint32_t i = 0; i <= st->cur; i++) {
+		struct vframe *f = st->fr[i];
+		for (int r = 0; r < 11; r++)
+			if (f->regs[r].type == T_STACK && f->regs[r].frameno >= gone)
+				mark_uninit(&f->regs[r]);
+		for (int s = 0; s < VM_STACK_SIZE / 8; s++)
+			if (f->stype[s * 8] == S_SPILL && f->spill[s].type == T_STACK &&
+			    f->spill[s].frameno >= gone)
+				memset(&f->stype[s * 8], S_POISON, 8);
+	}
+}
+
 static int check_exit(struct verifier *v, uint32_t *pc, struct vstate *st)
 {
 	uint32_t at = *pc;
@@ -725,6 +938,7 @@ static int check_exit(struct verifier *v, uint32_t *pc, struct vstate *st)
 		mark_uninit(&caller->regs[r]);
 	*pc = f->callsite + 1;
 	v_state_free_frame(st);
+	forget_frame(st, st->cur + 1);
 	return STEP_JUMP;
 }
 
@@ -757,16 +971,21 @@ static void mark_null_check(struct vstate *st, uint32_t id, bool is_null, uint32
 		release_ref(st, ref); /* a failed reservation has nothing to release */
 }
 
-/* Pointer comparisons: a null check, or a comparison whose outcome is unknown. */
+/* Pointer comparisons.  A null check of a *_or_null pointer; a valid pointer against 0 (a
+ * known outcome); two pointers into one region, whose order is that of their offsets (known
+ * when both are constant: a loop over a stack buffer is walked exactly).  Anything else would
+ * let the program learn an address bit by bit, and is refused as Linux refuses it. */
 static int jmp_pointer(struct verifier *v, uint32_t pc, const struct bpf_insn *in, struct vstate *st,
-		       const struct vreg *src, struct vstate *other, bool *both, int *known)
+		       const struct vreg *src, struct vstate *other, int *known)
 {
 	struct vreg *dst = &cur(st)->regs[in->dst_reg];
 	uint8_t op = BPF_OP(in->code);
+	bool is64 = BPF_CLASS(in->code) == BPF_JMP;
 	bool zero = r_is_const(src) && src->tv == 0;
-	*both = true;
 	*known = -1;
-	if (zero && (op == BPF_JEQ || op == BPF_JNE) && BPF_CLASS(in->code) == BPF_JMP) {
+	if (!is64)
+		return REJ("R%d 32-bit comparison of a pointer prohibited", in->dst_reg);
+	if (zero && (op == BPF_JEQ || op == BPF_JNE) && dst->type != T_CTX) {
 		if (or_null(dst->type)) {
 			uint32_t id = dst->id, ref = dst->type == T_MEM_OR_NULL ? dst->ref : 0;
 			/* taken side (other) for JEQ is the null side */
@@ -774,12 +993,21 @@ static int jmp_pointer(struct verifier *v, uint32_t pc, const struct bpf_insn *i
 			mark_null_check(st, id, op != BPF_JEQ, ref);
 			return STEP_NEXT;
 		}
-		*known = op == BPF_JNE; /* a valid pointer is never NULL */
-		return STEP_NEXT;
+		if (is_ptr(dst)) {
+			*known = op == BPF_JNE; /* a valid pointer is never NULL */
+			return STEP_NEXT;
+		}
 	}
 	if (or_null(dst->type))
 		return REJ("R%d comparison of %s with something else than 0; null-check it first",
 			   in->dst_reg, v_type_name(dst->type));
+	if (!same_region(dst, src) || op == BPF_JSET)
+		return REJ("R%d pointer comparison prohibited (%s against %s: only a null check, or "
+			   "two pointers into one stack frame, map value or record)", in->dst_reg,
+			   v_type_name(dst->type), v_type_name(src->type));
+	if (r_is_const_off(dst) && r_is_const_off(src))
+		*known = vm_jmp_taken(op, (uint64_t)((int64_t)dst->off + dst->smin),
+				      (uint64_t)((int64_t)src->off + src->smin), true) ? 1 : 0;
 	return STEP_NEXT;
 }
 
@@ -802,12 +1030,9 @@ static int check_cond_jmp(struct verifier *v, uint32_t *pc, const struct bpf_ins
 	uint32_t target = (uint32_t)((int64_t)at + 1 + in->off);
 	int known;
 	if (is_ptr(&f->regs[in->dst_reg]) || is_ptr(&src)) {
-		bool both;
 		if (v_state_copy(other, st) < 0)
 			return v_reject(v, at, "out of memory");
-		if (is_ptr(&src) && !is_ptr(&f->regs[in->dst_reg]))
-			known = -1;
-		else if (jmp_pointer(v, at, in, st, &src, other, &both, &known) == STEP_ERROR) {
+		if (jmp_pointer(v, at, in, st, &src, other, &known) == STEP_ERROR) {
 			v_state_free(other);
 			return STEP_ERROR;
 		}

@@ -234,11 +234,26 @@ static void alu_shift(struct vreg *d, const struct vreg *a, const struct vreg *b
 	}
 }
 
+/* How many low bits of r are known to be 0. */
+static uint32_t known_low_zeros(const struct vreg *r)
+{
+	uint64_t x = r->tv | r->tm;
+	return x ? (uint32_t)__builtin_ctzll(x) : 64;
+}
+
 static void alu_muldiv(struct vreg *d, const struct vreg *a, const struct vreg *b, uint8_t op,
 		       int16_t off)
 {
 	if (off)
 		return; /* signed division: unknown */
+	if (op == BPF_MUL) {
+		/* a product has the low zero bits of both factors (i * 48: 4 of them), which
+		 * atomics' alignment checks rely on */
+		uint32_t k = known_low_zeros(a) + known_low_zeros(b);
+		uint64_t low = k >= 64 ? ~0ull : (1ull << k) - 1;
+		d->tv &= ~low;
+		d->tm &= ~low;
+	}
 	if (op == BPF_MUL && a->umax <= U32MAX && b->umax <= U32MAX) {
 		d->umin = a->umin * b->umin;
 		d->umax = a->umax * b->umax;
