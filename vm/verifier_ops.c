@@ -279,9 +279,10 @@ static int stack_read_ok(struct verifier *v, uint32_t pc, struct vframe *f, int6
 				   "initialised", regno, (long long)lo, (long long)(o - lo),
 				   (long long)(hi - lo), (long long)o);
 		if (t == S_POISON)
-			return REJ("R%d leaks a pointer: fp%lld holds bytes of a spilled pointer that was "
-				   "partly overwritten or released (write the whole slot first)", regno,
-				   (long long)o);
+			return REJ("R%d invalid read from stack: fp%lld holds bytes of a pointer that is "
+				   "no longer valid (partly overwritten, a released ring buffer record, or "
+				   "the stack of a function that returned): reading it would leak an "
+				   "address", regno, (long long)o);
 		if (t == S_SPILL && !allow_ptr &&
 		    is_ptr(&f->spill[slot_index(o & ~7ll) / 8]))
 			return REJ("R%d leaks a pointer: stack slot fp%lld holds a pointer", regno,
@@ -918,7 +919,8 @@ static int check_exit(struct verifier *v, uint32_t *pc, struct vstate *st)
 {
 	uint32_t at = *pc;
 	struct vframe *f = cur(st);
-	if (f->regs[0].type == T_NOT_INIT)
+	/* a function's unused result may be left unset by clang (the caller cannot read it) */
+	if (f->regs[0].type == T_NOT_INIT && st->cur == 0)
 		return v_reject(v, at, "R0 !read_ok: the program exits without setting R0");
 	if (st->cur == 0) {
 		if (st->nrefs)
@@ -1005,9 +1007,16 @@ static int jmp_pointer(struct verifier *v, uint32_t pc, const struct bpf_insn *i
 		return REJ("R%d pointer comparison prohibited (%s against %s: only a null check, or "
 			   "two pointers into one stack frame, map value or record)", in->dst_reg,
 			   v_type_name(dst->type), v_type_name(src->type));
-	if (r_is_const_off(dst) && r_is_const_off(src))
-		*known = vm_jmp_taken(op, (uint64_t)((int64_t)dst->off + dst->smin),
+	if (r_is_const_off(dst) && r_is_const_off(src)) {
+		/* base + a against base + b: the order of the signed offsets a and b, whether the
+		 * comparison is signed or not (the region never straddles an address sign change) */
+		static const uint8_t as_signed[16] = {
+			[BPF_JGT >> 4] = BPF_JSGT, [BPF_JGE >> 4] = BPF_JSGE,
+			[BPF_JLT >> 4] = BPF_JSLT, [BPF_JLE >> 4] = BPF_JSLE};
+		uint8_t sop = as_signed[op >> 4] ? as_signed[op >> 4] : op;
+		*known = vm_jmp_taken(sop, (uint64_t)((int64_t)dst->off + dst->smin),
 				      (uint64_t)((int64_t)src->off + src->smin), true) ? 1 : 0;
+	}
 	return STEP_NEXT;
 }
 

@@ -14,6 +14,7 @@ int main(void)
 	n += cprog_tests(tests + n, cap - n);
 	n += loader_tests(tests + n, cap - n);
 	n += runtime_tests(tests + n, cap - n);
+	n += corpus_tests(tests + n, cap - n);
 	int failed = _cmocka_run_group_tests("vm", tests, n, NULL, NULL);
 	free(tests);
 	return failed;

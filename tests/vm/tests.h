@@ -56,5 +56,6 @@ size_t verifier_tests(struct CMUnitTest *out, size_t cap);
 size_t cprog_tests(struct CMUnitTest *out, size_t cap);
 size_t loader_tests(struct CMUnitTest *out, size_t cap);
 size_t runtime_tests(struct CMUnitTest *out, size_t cap);
+size_t corpus_tests(struct CMUnitTest *out, size_t cap);
 
 #endif
