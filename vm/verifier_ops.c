@@ -739,9 +739,10 @@ static int printk_conversions(const char *fmt, size_t len)
 	return n < 3 ? n : 3;
 }
 
-/* bpf_trace_printk's r3-r5: as many as a constant format converts (all three when the format
- * is not a constant), each initialised, none a pointer: the helper prints what it is given.  A
- * constant format must end, with a NUL, within the size given. */
+/* bpf_trace_printk's r3-r5: as many as a constant format converts up to its NUL (all three when
+ * the format is not a constant), each initialised, none a pointer: the helper prints what it is
+ * given.  A constant format must have its NUL inside its map: the GPU's vprintf reads up to it
+ * whatever the size argument says. */
 static int check_printk(struct verifier *v, uint32_t pc, struct vstate *st)
 {
 	const struct vframe *f = cur(st);
@@ -750,13 +751,13 @@ static int check_printk(struct verifier *v, uint32_t pc, struct vstate *st)
 	if (fmt->type == T_MAP_VALUE && fmt->smin == fmt->smax && r_is_const(sz)) {
 		const struct vm_map_def *m = &v->obj->maps[fmt->map];
 		int64_t o = fmt->off + fmt->smin;
-		if (!vm_map_prog_writable(m) && m->init && o >= 0 &&
-		    (uint64_t)o + sz->tv <= m->value_size) {
+		if (!vm_map_prog_writable(m) && m->init && o >= 0 && (uint64_t)o < m->value_size) {
 			const char *text = (const char *)m->init + o;
-			if (!memchr(text, 0, sz->tv))
-				return REJ("bpf_trace_printk format is not NUL-terminated within its %llu "
-					   "bytes", (unsigned long long)sz->tv);
-			nargs = printk_conversions(text, sz->tv);
+			size_t room = m->value_size - (size_t)o;
+			if (!memchr(text, 0, room))
+				return REJ("bpf_trace_printk format is not NUL-terminated (no NUL before "
+					   "the end of map '%s')", m->name);
+			nargs = printk_conversions(text, room);
 		}
 	}
 	for (int i = 0; i < nargs; i++) {

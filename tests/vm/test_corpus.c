@@ -201,9 +201,6 @@ static const struct acase acases[] = {
 	REJECT("a3_printk_stack_fmt_args", KP, "a format not in .rodata takes all three",
 	       ST(BPF_DW, 10, -8, 0x7825), MOV64_REG(1, 10), ALU64_IMM(BPF_ADD, 1, -8),
 	       MOV64_IMM(2, 8), MOV64_IMM(3, 1), CALL(CUBPF_FN_trace_printk), RET0),
-	/* 3: a format of 5 bytes without its NUL ("hello") */
-	REJECT("a3_printk_no_nul", KP, "not NUL-terminated", LD_MAP_VALUE(1, M_RODATA, 0),
-	       MOV64_IMM(2, 5), CALL(CUBPF_FN_trace_printk), RET0),
 	/* 3: bpf_probe_read of 0..15 bytes, then 8 bytes read from the buffer */
 	REJECT("a3_probe_read_maybe_empty", UP, "fp-16 is not initialised", LDX(BPF_DW, 2, 1, 0),
 	       ALU64_IMM(BPF_AND, 2, 15), MOV64_REG(1, 10), ALU64_IMM(BPF_ADD, 1, -16),
@@ -275,6 +272,24 @@ static void test_asm_case(void **state)
 	vm_object_free(obj);
 }
 
+/* 3 (and 6): a constant format with no NUL in its map: the GPU's vprintf would read past it. */
+static void test_printk_no_nul(void **state)
+{
+	(void)state;
+	const struct bpf_insn insns[] = {LD_MAP_VALUE(1, M_RODATA, 4), MOV64_IMM(2, 4),
+					 CALL(CUBPF_FN_trace_printk), RET0};
+	struct vm_object *obj = test_object(insns, sizeof(insns) / sizeof(insns[0]), KP, NULL, 0);
+	char log[8192];
+	/* "hello\0..." has its NUL: accepted; 16 bytes of '%' have none: rejected */
+	if (vm_verify(obj, 0, NULL, NULL, log, sizeof(log)) != 0)
+		fail_msg("rejected:\n%s", log);
+	memset(obj->maps[M_RODATA].init, '%', obj->maps[M_RODATA].value_size);
+	assert_int_equal(vm_verify(obj, 0, NULL, NULL, log, sizeof(log)), -1);
+	if (!strstr(log, "format is not NUL-terminated"))
+		fail_msg("the log lacks the reason:\n%s", log);
+	vm_object_free(obj);
+}
+
 static const char *const cfiles[] = {"c01_ptr_arith", "c02_leaks", "c03_uninit", "c04_frames",
 				     "c05_atomics", "c09_gpu_rules", "c10_precision"};
 
@@ -286,6 +301,8 @@ size_t corpus_tests(struct CMUnitTest *out, size_t cap)
 		snprintf(names[k], sizeof(names[k]), "corpus/c/%s", cfiles[i]);
 		out[n++] = (struct CMUnitTest){names[k], test_c_corpus, NULL, NULL, (void *)cfiles[i]};
 	}
+	out[n++] = (struct CMUnitTest){"corpus/asm/reject/a3_printk_no_nul", test_printk_no_nul,
+				       NULL, NULL, NULL};
 	for (size_t i = 0; i < NACASES && n < cap; i++, k++) {
 		snprintf(names[k], sizeof(names[k]), "corpus/asm/%s/%s",
 			 acases[i].expect ? "reject" : "pass", acases[i].name);
