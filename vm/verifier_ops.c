@@ -199,6 +199,9 @@ static int check_alu(struct verifier *v, uint32_t pc, const struct bpf_insn *in,
 	if (dptr)
 		return ptr_alu(v, pc, dst, &src, op, in->dst_reg);
 	if (sptr) {
+		if (src.type == T_CTX && gpu(v))
+			return REJ("R%d scalar + context pointer is not compiled in %s programs (write "
+				   "ctx + offset)", in->dst_reg, vm_prog_kind_name(v->prog->kind));
 		if (op != BPF_ADD)
 			return REJ("R%d pointer arithmetic with this operator is prohibited "
 				   "(scalar %s pointer)", in->dst_reg, op == BPF_SUB ? "-" : "op");
@@ -710,10 +713,15 @@ static int check_arg(struct verifier *v, uint32_t pc, struct vstate *st,
 		cc->release = r->ref;
 		return STEP_NEXT;
 	default:
-		/* a value a helper keeps, prints, compares or counts: never an address (the source
-		 * of bpf_probe_read is read through, not disclosed) */
-		if (is_ptr(r) && !(i == 2 && (h->id == CUBPF_FN_probe_read ||
-					     h->id == CUBPF_FN_probe_read_user)))
+		/* a value a helper keeps, prints, compares or counts: never an address.  The source
+		 * of bpf_probe_read is read through, not disclosed: it may be memory that holds no
+		 * pointers (a map value, a record, the host context), never the stack (spills) or
+		 * a map's own structure */
+		if (is_ptr(r) && i == 2 && (h->id == CUBPF_FN_probe_read ||
+					   h->id == CUBPF_FN_probe_read_user) &&
+		    (r->type == T_MAP_VALUE || r->type == T_MEM || r->type == T_CTX))
+			return STEP_NEXT;
+		if (is_ptr(r))
 			return REJ("R%d leaks addr into helper %s (a %s is passed as a value)", regno,
 				   h->name, v_type_name(r->type));
 		return STEP_NEXT;
@@ -988,7 +996,11 @@ static int jmp_pointer(struct verifier *v, uint32_t pc, const struct bpf_insn *i
 	*known = -1;
 	if (!is64)
 		return REJ("R%d 32-bit comparison of a pointer prohibited", in->dst_reg);
-	if (zero && (op == BPF_JEQ || op == BPF_JNE) && dst->type != T_CTX) {
+	if (dst->type == T_CTX && gpu(v))
+		return REJ("R%d the context pointer cannot be compared in %s programs (it is never "
+			   "NULL; the code generator keeps no register for it)", in->dst_reg,
+			   vm_prog_kind_name(v->prog->kind));
+	if (zero && (op == BPF_JEQ || op == BPF_JNE)) {
 		if (or_null(dst->type)) {
 			uint32_t id = dst->id, ref = dst->type == T_MEM_OR_NULL ? dst->ref : 0;
 			/* taken side (other) for JEQ is the null side */

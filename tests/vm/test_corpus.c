@@ -197,6 +197,11 @@ static const struct acase acases[] = {
 	       MOV64_IMM(3, 0), CALL(CUBPF_FN_ringbuf_reserve), JMP_IMM(BPF_JEQ, 0, 0, 6),
 	       STX(BPF_DW, 10, 0, -8), MOV64_REG(1, 0), MOV64_IMM(2, 0),
 	       CALL(CUBPF_FN_ringbuf_submit), LDX(BPF_DW, 0, 10, -8), EXIT(), RET0),
+	/* 2: bpf_probe_read copying a spilled pointer from the stack into a map value */
+	REJECT("a2_probe_read_from_stack", UP, "leaks addr into helper bpf_probe_read",
+	       LOOKUP_K(M_ARRAY, 0), JMP_IMM(BPF_JEQ, 0, 0, 7), STX(BPF_DW, 10, 0, -16),
+	       MOV64_REG(1, 0), MOV64_IMM(2, 8), MOV64_REG(3, 10), ALU64_IMM(BPF_ADD, 3, -16),
+	       CALL(CUBPF_FN_probe_read), RET0),
 	/* 3: a format on the stack (content unknown) with only r3 set */
 	REJECT("a3_printk_stack_fmt_args", KP, "a format not in .rodata takes all three",
 	       ST(BPF_DW, 10, -8, 0x7825), MOV64_REG(1, 10), ALU64_IMM(BPF_ADD, 1, -8),
@@ -241,6 +246,14 @@ static const struct acase acases[] = {
 	/* 9: a context pointer spilled in a GPU program */
 	REJECT("a9_gpu_ctx_spill", KP, "context pointer cannot be spilled",
 	       STX(BPF_DW, 10, 1, -8), RET0),
+	/* 9: the context compared with 0 in a GPU program; on the host the outcome is known */
+	REJECT("a9_gpu_ctx_null_check", KP, "context pointer cannot be compared",
+	       MOV64_IMM(0, 0), JMP_IMM(BPF_JNE, 1, 0, 1), MOV64_IMM(0, 1), EXIT()),
+	PASS_RUN("a9_host_ctx_null_check", UP, 0, MOV64_IMM(0, 0), JMP_IMM(BPF_JNE, 1, 0, 1),
+		 MOV64_IMM(0, 1), EXIT()),
+	/* 9: scalar + context in a GPU program */
+	REJECT("a9_gpu_scalar_plus_ctx", KP, "scalar + context pointer", MOV64_IMM(2, 4),
+	       ALU64_REG(BPF_ADD, 2, 1), LDX(BPF_W, 0, 2, 0), EXIT()),
 	/* 10: a pointer loop over a stack buffer, compared with its end */
 	PASS_RUN("a10_pointer_loop", KP, 4, MOV64_REG(1, 10), MOV64_REG(2, 10),
 		 ALU64_IMM(BPF_ADD, 2, -32), ST(BPF_DW, 2, 0, 1), ALU64_IMM(BPF_ADD, 2, 8),
