@@ -172,6 +172,14 @@ static const struct acase acases[] = {
 	REJECT("a1_sub_two_lookups", KP, "subtraction of unrelated pointers",
 	       LOOKUP_K(M_HASH, 0), JMP_IMM(BPF_JEQ, 0, 0, 9), MOV64_REG(6, 0),
 	       LOOKUP_K(M_HASH, 1), JMP_IMM(BPF_JEQ, 0, 0, 2), ALU64_REG(BPF_SUB, 6, 0), RET0),
+	/* 1: r7 is r6 on one path, another lookup on the other: the path through the other
+	 * lookup must not be pruned by the state of the first (the join at 21 compares which
+	 * value each pointer points into) */
+	REJECT("a1_sub_after_join", KP, "subtraction of unrelated pointers", MOV64_REG(9, 1),
+	       LOOKUP_K(M_HASH, 0), JMP_IMM(BPF_JEQ, 0, 0, 15), MOV64_REG(6, 0),
+	       LDX(BPF_W, 2, 9, 0), JMP_IMM(BPF_JNE, 2, 0, 2), MOV64_REG(7, 6), JA(8),
+	       LOOKUP_K(M_HASH, 1), JMP_IMM(BPF_JEQ, 0, 0, 3), MOV64_REG(7, 0),
+	       ALU64_REG(BPF_SUB, 6, 7), MOV64_IMM(0, 0), EXIT()),
 	/* 1: a stack difference is an offset: fp-8 - fp-24 = 16 */
 	PASS_RUN("a1_sub_same_frame", KP, 16, MOV64_REG(2, 10), ALU64_IMM(BPF_ADD, 2, -8),
 		 MOV64_REG(3, 10), ALU64_IMM(BPF_ADD, 3, -24), ALU64_REG(BPF_SUB, 2, 3),
@@ -184,6 +192,12 @@ static const struct acase acases[] = {
 	PASS_RUN("a2_overwrite_whole", KP, 9, MOV64_REG(2, 10), ALU64_IMM(BPF_ADD, 2, -16),
 		 STX(BPF_DW, 10, 2, -8), ST(BPF_W, 10, -8, 0), ST(BPF_W, 10, -4, 9),
 		 LDX(BPF_W, 0, 10, -4), EXIT()),
+	/* 2: the slot is rewritten whole on one path, in part on the other: the join at 10 must
+	 * not let the partly overwritten pointer through on the strength of the first path */
+	REJECT("a2_poison_after_join", KP, "no longer valid", MOV64_REG(9, 1), MOV64_REG(2, 10),
+	       ALU64_IMM(BPF_ADD, 2, -16), STX(BPF_DW, 10, 2, -8), LDX(BPF_W, 3, 9, 0),
+	       JMP_IMM(BPF_JNE, 3, 0, 3), ST(BPF_W, 10, -8, 0), ST(BPF_W, 10, -4, 1), JA(1),
+	       ST(BPF_W, 10, -8, 0), LDX(BPF_W, 0, 10, -4), EXIT()),
 	/* 2: a pointer tested bit by bit */
 	REJECT("a2_jset_pointer", KP, "pointer comparison prohibited", MOV64_REG(2, 10),
 	       MOV64_IMM(0, 0), JMP_IMM(BPF_JSET, 2, 0x1000, 1), MOV64_IMM(0, 1), EXIT()),
