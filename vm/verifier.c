@@ -282,6 +282,69 @@ static void trace_insn(struct verifier *v, const struct path *p)
 		v_print_state(v, &p->st);
 }
 
+/* ---- GPU programs: the context pointer per register read ------------------------------------ */
+
+/* Registers whose value the code generator needs at pc: copies (64-bit moves), bpf-to-bpf calls
+ * (inlined) and exits only pass values on; a helper reads its arguments. */
+static uint16_t value_reads(const struct verifier *v, uint32_t pc)
+{
+	const struct bpf_insn *in = &v->prog->insns[pc];
+	uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+	if (cls == BPF_ALU64 && op == BPF_MOV && BPF_SRC(in->code) == BPF_X && in->off == 0)
+		return 0;
+	if (cls == BPF_JMP && (op == BPF_EXIT || (op == BPF_CALL && in->src_reg == BPF_PSEUDO_CALL)))
+		return 0;
+	if (cls == BPF_JMP && op == BPF_CALL) {
+		const struct vm_helper_proto *h = vm_helper_proto((uint32_t)in->imm);
+		uint16_t m = 0;
+		for (int i = 0; h && i < 5 && h->args[i] != VM_ARG_NONE; i++)
+			m |= (uint16_t)(1u << (i + 1));
+		return m;
+	}
+	return v_insn_uses(in) & (uint16_t)~(1u << 10);
+}
+
+static void record_ctx_uses(struct verifier *v, const struct path *p)
+{
+	uint16_t m = value_reads(v, p->pc);
+	const struct vframe *f = p->st.fr[p->st.cur];
+	for (int r = 0; r < 10; r++) {
+		const struct vreg *x = &f->regs[r];
+		struct ctxuse *u = &v->ctxuse[p->pc][r];
+		if (!((m >> r) & 1) || x->type == T_NOT_INIT)
+			continue;
+		if (x->type != T_CTX) {
+			if (!u->other)
+				u->other = (uint8_t)(x->type + 1);
+		} else if (!u->ctx) {
+			u->ctx = 1;
+			u->off = x->off;
+		} else if (u->off != x->off)
+			u->offs = 1;
+	}
+}
+
+static int check_ctx_uses(struct verifier *v)
+{
+	for (uint32_t pc = 0; pc < v->prog->insn_cnt; pc++)
+		for (int r = 0; r < 10; r++) {
+			const struct ctxuse *u = &v->ctxuse[pc][r];
+			if (!u->ctx || (!u->other && !u->offs))
+				continue;
+			if (u->other)
+				v_reject(v, pc, "R%d is the context pointer on one path and a %s on another "
+					 "here: %s programs may not mix them in one register (the code "
+					 "generator joins the paths)", r, v_type_name(u->other - 1),
+					 vm_prog_kind_name(v->prog->kind));
+			else
+				v_reject(v, pc, "R%d is the context pointer at two offsets on two paths "
+					 "here: %s programs may not mix them in one register (the code "
+					 "generator joins the paths)", r, vm_prog_kind_name(v->prog->kind));
+			return -1;
+		}
+	return 0;
+}
+
 /* Walks one path to its end.  Returns 0 when it ended safely, -1 when rejected. */
 static int walk(struct explorer *e, struct path *p)
 {
@@ -305,6 +368,8 @@ static int walk(struct explorer *e, struct path *p)
 		}
 		if (v->log_level >= 2)
 			trace_insn(v, p);
+		if (v->ctxuse)
+			record_ctx_uses(v, p);
 		struct vstate other;
 		uint32_t other_pc = 0;
 		int rc = v_step(v, &p->st, &p->pc, &other, &other_pc);
@@ -417,9 +482,14 @@ int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify
 	struct vstate init;
 	if (!e.prune || !e.at || !e.nat || initial_state(&v, &init) < 0)
 		v_reject(&v, 0, "out of memory");
-	else if (vm_cfg_check(&v, e.prune) == 0 && vm_liveness(&v) == 0)
+	else if (vm_kind_is_gpu(v.prog->kind) && !(v.ctxuse = calloc(n + 1, sizeof(*v.ctxuse)))) {
+		v_reject(&v, 0, "out of memory");
+		v_state_free(&init);
+	} else if (vm_cfg_check(&v, e.prune) == 0 && vm_liveness(&v) == 0) {
 		rc = explore(&e, &init);
-	else
+		if (rc == 0 && v.ctxuse)
+			rc = check_ctx_uses(&v);
+	} else
 		v_state_free(&init);
 	log_result(&v, rc, &o, &e);
 	if (info) {
@@ -434,6 +504,7 @@ int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify
 				 v.reason);
 	}
 	v_state_free(&v.fail_state);
+	free(v.ctxuse);
 	free(v.live);
 	explorer_free(&e);
 	return rc;

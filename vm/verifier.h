@@ -57,6 +57,16 @@ struct vstate {
 	uint32_t nrefs;
 };
 
+/* GPU programs: what a register read at an instruction held, over every path walked.  The PTX
+ * code generator joins the paths: a register that is the context pointer (at one offset) on one
+ * path and anything else on another cannot be compiled where it is read. */
+struct ctxuse {
+	uint8_t ctx;          /* seen holding the context */
+	uint8_t other;        /* seen holding something else: its type + 1 (0: never) */
+	uint8_t offs;         /* the context at more than one offset */
+	int32_t off;          /* the first context offset seen */
+};
+
 struct verifier {
 	const struct vm_object *obj;
 	const struct vm_prog *prog;
@@ -72,6 +82,7 @@ struct verifier {
 	uint16_t *live;                          /* per instruction: registers read later */
 	char reason[512];                        /* why it was rejected */
 	struct vstate fail_state;                /* the state at the rejected instruction */
+	struct ctxuse (*ctxuse)[11];             /* GPU kinds: per instruction and register */
 };
 
 /* The structural pass (verifier_cfg.c): encodings, jumps, functions, reachability.  Marks the
@@ -80,6 +91,8 @@ int vm_cfg_check(struct verifier *v, uint8_t *prune);
 /* Register liveness (verifier_cfg.c): bit r of v->live[pc] is set when some path from pc may
  * read r before writing it.  States compared at pc ignore the other registers. */
 int vm_liveness(struct verifier *v);
+/* The registers an instruction reads (calls: r1-r5, exit: r0). */
+uint16_t v_insn_uses(const struct bpf_insn *in);
 
 /* Result of one instruction. */
 enum vstep { STEP_NEXT, STEP_JUMP, STEP_BRANCH, STEP_EXIT, STEP_ERROR };

@@ -338,6 +338,13 @@ static void use_def(const struct bpf_insn *in, uint16_t *use, uint16_t *def)
 	}
 }
 
+uint16_t v_insn_uses(const struct bpf_insn *in)
+{
+	uint16_t use, def;
+	use_def(in, &use, &def);
+	return use;
+}
+
 static uint32_t successors(const struct bpf_insn *in, uint32_t pc, uint32_t *next)
 {
 	uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);

@@ -268,6 +268,18 @@ static const struct acase acases[] = {
 	/* 9: scalar + context in a GPU program */
 	REJECT("a9_gpu_scalar_plus_ctx", KP, "scalar + context pointer", MOV64_IMM(2, 4),
 	       ALU64_REG(BPF_ADD, 2, 1), LDX(BPF_W, 0, 2, 0), EXIT()),
+	/* 9: a register that is the context on one path and a map value on the other, read
+	 * after the join (the code generator's analysis joins paths); the host has no such rule */
+	REJECT("a9_gpu_ctx_or_value", KP, "R6 is the context pointer on one path and a map_value",
+	       MOV64_REG(9, 1), LD_MAP_VALUE(6, M_BSS, 0), LDX(BPF_W, 2, 9, 0),
+	       JMP_IMM(BPF_JNE, 2, 0, 1), MOV64_REG(6, 9), LDX(BPF_W, 0, 6, 0), EXIT()),
+	PASS_RUN("a9_host_ctx_or_value", UP, 0, MOV64_REG(9, 1), LD_MAP_VALUE(6, M_BSS, 0),
+		 LDX(BPF_DW, 2, 9, 0), JMP_IMM(BPF_JNE, 2, 0, 1), MOV64_REG(6, 9),
+		 LDX(BPF_DW, 0, 6, 0), EXIT()),
+	/* 9: the context at two offsets in one register after a join */
+	REJECT("a9_gpu_ctx_two_offsets", KP, "the context pointer at two offsets",
+	       MOV64_REG(6, 1), LDX(BPF_W, 2, 1, 0), JMP_IMM(BPF_JNE, 2, 0, 1),
+	       ALU64_IMM(BPF_ADD, 6, 4), LDX(BPF_W, 0, 6, 0), EXIT()),
 	/* 10: a pointer loop over a stack buffer, compared with its end */
 	PASS_RUN("a10_pointer_loop", KP, 4, MOV64_REG(1, 10), MOV64_REG(2, 10),
 		 ALU64_IMM(BPF_ADD, 2, -32), ST(BPF_DW, 2, 0, 1), ALU64_IMM(BPF_ADD, 2, 8),
