@@ -313,6 +313,12 @@ static void record_ctx_uses(struct verifier *v, const struct path *p)
 		struct ctxuse *u = &v->ctxuse[p->pc][r];
 		if (!((m >> r) & 1) || x->type == T_NOT_INIT)
 			continue;
+		if (x->type == T_MAP_PTR) {
+			if (!u->map)
+				u->map = x->map + 1;
+			else if (u->map != x->map + 1)
+				u->map2 = x->map + 1;
+		}
 		if (x->type != T_CTX) {
 			if (!u->other)
 				u->other = (uint8_t)(x->type + 1);
@@ -329,6 +335,13 @@ static int check_ctx_uses(struct verifier *v)
 	for (uint32_t pc = 0; pc < v->prog->insn_cnt; pc++)
 		for (int r = 0; r < 10; r++) {
 			const struct ctxuse *u = &v->ctxuse[pc][r];
+			if (u->map2) {
+				v_reject(v, pc, "R%d is map '%s' on one path and map '%s' on another here: "
+					 "%s programs must name one map per call (the code generator "
+					 "needs it at compile time)", r, v->obj->maps[u->map - 1].name,
+					 v->obj->maps[u->map2 - 1].name, vm_prog_kind_name(v->prog->kind));
+				return -1;
+			}
 			if (!u->ctx || (!u->other && !u->offs))
 				continue;
 			if (u->other)

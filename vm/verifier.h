@@ -59,12 +59,15 @@ struct vstate {
 
 /* GPU programs: what a register read at an instruction held, over every path walked.  The PTX
  * code generator joins the paths: a register that is the context pointer (at one offset) on one
- * path and anything else on another cannot be compiled where it is read. */
+ * path and anything else on another, or a map pointer naming two maps, cannot be compiled where
+ * it is read. */
 struct ctxuse {
 	uint8_t ctx;          /* seen holding the context */
 	uint8_t other;        /* seen holding something else: its type + 1 (0: never) */
 	uint8_t offs;         /* the context at more than one offset */
 	int32_t off;          /* the first context offset seen */
+	uint32_t map;         /* the first map (index + 1) a map pointer named here */
+	uint32_t map2;        /* another map (index + 1) seen here: not known at compile time */
 };
 
 struct verifier {

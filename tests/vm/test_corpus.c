@@ -276,6 +276,11 @@ static const struct acase acases[] = {
 	PASS_RUN("a9_host_ctx_or_value", UP, 0, MOV64_REG(9, 1), LD_MAP_VALUE(6, M_BSS, 0),
 		 LDX(BPF_DW, 2, 9, 0), JMP_IMM(BPF_JNE, 2, 0, 1), MOV64_REG(6, 9),
 		 LDX(BPF_DW, 0, 6, 0), EXIT()),
+	/* 9: a lookup in one of two maps chosen on a branch */
+	REJECT("a9_gpu_map_chosen", KP, "must name one map per call",
+	       LDX(BPF_W, 2, 1, 0), LD_MAP(1, M_ARRAY), JMP_IMM(BPF_JNE, 2, 0, 2), LD_MAP(1, M_BSS),
+	       ST(BPF_W, 10, -4, 0), MOV64_REG(2, 10), ALU64_IMM(BPF_ADD, 2, -4),
+	       CALL(CUBPF_FN_map_lookup_elem), RET0),
 	/* 9: the context at two offsets in one register after a join */
 	REJECT("a9_gpu_ctx_two_offsets", KP, "the context pointer at two offsets",
 	       MOV64_REG(6, 1), LDX(BPF_W, 2, 1, 0), JMP_IMM(BPF_JNE, 2, 0, 1),
