@@ -315,18 +315,18 @@ static void record_ctx_uses(struct verifier *v, const struct path *p)
 			continue;
 		if (x->type == T_MAP_PTR) {
 			if (!u->map)
-				u->map = x->map + 1;
-			else if (u->map != x->map + 1)
-				u->map2 = x->map + 1;
+				u->map = (uint16_t)(x->map + 1);
+			else if (u->map != (uint16_t)(x->map + 1))
+				u->seen |= CU_MAPS;
 		}
 		if (x->type != T_CTX) {
 			if (!u->other)
 				u->other = (uint8_t)(x->type + 1);
-		} else if (!u->ctx) {
-			u->ctx = 1;
+		} else if (!(u->seen & CU_CTX)) {
+			u->seen |= CU_CTX;
 			u->off = x->off;
 		} else if (u->off != x->off)
-			u->offs = 1;
+			u->seen |= CU_OFFS;
 	}
 }
 
@@ -335,14 +335,14 @@ static int check_ctx_uses(struct verifier *v)
 	for (uint32_t pc = 0; pc < v->prog->insn_cnt; pc++)
 		for (int r = 0; r < 10; r++) {
 			const struct ctxuse *u = &v->ctxuse[pc][r];
-			if (u->map2) {
-				v_reject(v, pc, "R%d is map '%s' on one path and map '%s' on another here: "
-					 "%s programs must name one map per call (the code generator "
+			if (u->seen & CU_MAPS) {
+				v_reject(v, pc, "R%d is map '%s' on one path and another map on another "
+					 "here: %s programs must name one map per call (the code generator "
 					 "needs it at compile time)", r, v->obj->maps[u->map - 1].name,
-					 v->obj->maps[u->map2 - 1].name, vm_prog_kind_name(v->prog->kind));
+					 vm_prog_kind_name(v->prog->kind));
 				return -1;
 			}
-			if (!u->ctx || (!u->other && !u->offs))
+			if (!(u->seen & CU_CTX) || (!u->other && !(u->seen & CU_OFFS)))
 				continue;
 			if (u->other)
 				v_reject(v, pc, "R%d is the context pointer on one path and a %s on another "

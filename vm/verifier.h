@@ -62,13 +62,13 @@ struct vstate {
  * path and anything else on another, or a map pointer naming two maps, cannot be compiled where
  * it is read. */
 struct ctxuse {
-	uint8_t ctx;          /* seen holding the context */
-	uint8_t other;        /* seen holding something else: its type + 1 (0: never) */
-	uint8_t offs;         /* the context at more than one offset */
+	uint8_t seen;         /* CU_* bits */
+	uint8_t other;        /* the type (+ 1) of the first non-context value seen */
+	uint16_t map;         /* the first map (index + 1) a map pointer named here */
 	int32_t off;          /* the first context offset seen */
-	uint32_t map;         /* the first map (index + 1) a map pointer named here */
-	uint32_t map2;        /* another map (index + 1) seen here: not known at compile time */
 };
+
+enum { CU_CTX = 1, CU_OFFS = 2, CU_MAPS = 4 }; /* context seen; at two offsets; two maps */
 
 struct verifier {
 	const struct vm_object *obj;
@@ -85,7 +85,7 @@ struct verifier {
 	uint16_t *live;                          /* per instruction: registers read later */
 	char reason[512];                        /* why it was rejected */
 	struct vstate fail_state;                /* the state at the rejected instruction */
-	struct ctxuse (*ctxuse)[11];             /* GPU kinds: per instruction and register */
+	struct ctxuse (*ctxuse)[10];             /* GPU kinds: per instruction, r0-r9 */
 };
 
 /* The structural pass (verifier_cfg.c): encodings, jumps, functions, reachability.  Marks the
