@@ -660,6 +660,10 @@ static int emit_atomic(struct cg *g, uint32_t pc, uint32_t depth, const struct b
 	snprintf(A + strlen(A), sizeof(A) - strlen(A), "+%d", in->off);
 	int bits = size == BPF_DW ? 64 : 32;
 	const char *sp = space(g, pc, in->dst_reg);
+	if (!st && g->p->st[pc].r[in->dst_reg].stk)
+		return fail(g, pc, "atomic through a pointer that may address the stack at an offset "
+				   "not known statically (PTX has no atomics on local memory): use a "
+				   "fixed stack slot or a map value");
 	if (st)
 		emit_atomic_stack(g, &l, bits, op, fetch, in->src_reg);
 	else if (aggregate(g, pc, in, fetch, op))

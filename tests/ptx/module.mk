@@ -19,6 +19,27 @@ $(PTX_PROBEDIR)/%.bpf.o: tests/ptx/probes/%.bpf.c tests/ptx/probes/probe.h tools
 	@mkdir -p $(@D)
 	$(CLANG) -O2 -g -target bpf -I tools/include -I/usr/include/x86_64-linux-gnu -c $< -o $@
 
+# Pointer shapes of issue 14 (class 7) and the differential harness (tests/ptx/ptxdiff.h):
+# ptx-diff runs any object's programs on the interpreter and on the PTX path and compares.
+PTX_SHAPEDIR := $(BUILD)/ptx-shapes
+PTX_SHAPES  := $(patsubst tests/ptx/shapes/%.bpf.c,$(PTX_SHAPEDIR)/%.bpf.o,$(wildcard tests/ptx/shapes/*.bpf.c))
+$(PTX_SHAPEDIR)/%.bpf.o: tests/ptx/shapes/%.bpf.c tools/include/cubpf_helpers.h tools/include/cubpf_abi.h
+	@mkdir -p $(@D)
+	$(CLANG) -O2 -g -target bpf -I tools/include -I/usr/include/x86_64-linux-gnu -c $< -o $@
+PTXDIFF_SRCS := tests/ptx/ptxdiff.c
+$(BUILD)/bin/ptx-diff: $(call objs,tests/ptx/ptxdiff_main.c $(PTXDIFF_SRCS)) $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/ptx/ptxdiff_main.c $(PTXDIFF_SRCS)) $(PTX_LIB) \
+		$(VM_LIB) $(CUBIN_LIB) $(DEP_LIBS) $(LDLIBS)
+BINS += $(BUILD)/bin/ptx-diff
+
+$(BUILD)/tests/test_ptx_diff: $(call objs,tests/ptx/test_ptx_diff.c $(PTXDIFF_SRCS)) $(PTX_LIB) \
+		$(VM_LIB) $(CUBIN_LIB) | $(PTX_SHAPES)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/ptx/test_ptx_diff.c $(PTXDIFF_SRCS)) $(PTX_LIB) \
+		$(VM_LIB) $(CUBIN_LIB) $(DEP_LIBS) -lcmocka $(LDLIBS)
+TEST_BINS += $(BUILD)/tests/test_ptx_diff
+
 TEST_PTX_SRCS := tests/ptx/test_ptx.c tests/ptx/conf.c
 $(BUILD)/tests/test_ptx: $(call objs,$(TEST_PTX_SRCS)) $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB) \
 		| $(PTX_FIXES) $(PTX_PROBES)
@@ -27,7 +48,7 @@ $(BUILD)/tests/test_ptx: $(call objs,$(TEST_PTX_SRCS)) $(PTX_LIB) $(VM_LIB) $(CU
 		$(DEP_LIBS) -lcmocka $(LDLIBS)
 TEST_BINS += $(BUILD)/tests/test_ptx
 
-$(BUILD)/tests/test_ptx_gen: $(call objs,tests/ptx/test_ptx_gen.c) $(PTX_LIB) $(VM_LIB)
+$(BUILD)/tests/test_ptx_gen: $(call objs,tests/ptx/test_ptx_gen.c) $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/ptx/test_ptx_gen.c) $(PTX_LIB) $(VM_LIB) \
 		$(DEP_LIBS) -lcmocka $(LDLIBS)
