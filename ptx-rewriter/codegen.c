@@ -908,12 +908,13 @@ void cg_emit_decls(const struct cg_result *res, struct ptx_buf *out)
 		      "\t.reg .b64 %__cb_m<10>;\n\t.reg .b32 %__cb_x<8>;\n\t.reg .pred %__cb_q<2>;\n"
 		      "\t.reg .b64 %__cb_h<8>;\n\t.reg .b32 %__cb_en;\n"
 		      "\t.reg .b32 %__cb_w<6>;\n\t.reg .pred %__cb_p<3>;\n"
-		      "\t.reg .b64 %__cb_s<40>;\n\t.reg .b64 %__cb_k<32>;\n\t.reg .b64 %__cb_pol;\n");
+		      "\t.reg .b64 %__cb_s<40>;\n\t.reg .b64 %__cb_k<32>;\n\t.reg .b64 %__cb_pol;\n"
+		      "\t.reg .b64 %__cb_v<4>;\n\t.reg .pred %__cb_g<2>;\n");
 	if (res->stack_bytes)
 		buf_printf(out, "\t.local .align 16 .b8 __cubpf_stack[%u];\n",
 			   (res->stack_bytes + 15) & ~15u);
 	if (res->vprintf)
-		buf_puts(out, "\t.local .align 8 .b8 __cubpf_pbuf[32];\n");
+		buf_puts(out, "\t.local .align 8 .b8 __cubpf_pbuf[224];\n");
 }
 
 struct cg_prog *cg_prepare(const struct ptx_prog *prog, const struct vm_map_def *maps,

@@ -40,7 +40,8 @@ static bool map_in_scope(const struct vm_map_def *d)
 static bool helper_in_scope(int32_t id)
 {
 	return id == CUBPF_FN_map_lookup_elem || id == CUBPF_FN_map_update_elem ||
-	       id == CUBPF_FN_map_delete_elem;
+	       id == CUBPF_FN_map_delete_elem || id == CUBPF_FN_probe_read ||
+	       id == CUBPF_FN_probe_read_user;
 }
 
 /* 0, or 1 with the reason the program is out of the harness's scope. */

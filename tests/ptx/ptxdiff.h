@@ -7,7 +7,10 @@
  * Scope: the program's context is given as memory (it is compiled as a raw program: r1 = the
  * context bytes, r2 = their length), so that context loads are plain loads on both sides; maps
  * must be arrays (CUBPF_MAP_ARRAY, CUBPF_MAP_GPU_ARRAY, globals); helpers must be deterministic
- * (map lookup/update/delete; no clocks, no printk).  Anything else is "out of scope" (1), not a
+ * (map lookup/update/delete, bpf_probe_read; no clocks, no printk).  bpf_probe_read on the GPU
+ * reads only the program's stack and array maps (else -EFAULT and zeroes): a program that reads
+ * other memory the host happens to map (the context, the heap) differs by design; generated
+ * programs should read their stack, their maps, or addresses never mapped (NULL, small ones).  Anything else is "out of scope" (1), not a
  * failure, so that a program generator may feed any program it likes.
  *
  * Files: the module (.ptx) holds `.func ptxdiff_f` (the program) and `.entry ptxdiff_k(ctx,
