@@ -1,6 +1,7 @@
 /* The pointer shapes of issue 14 (tests/ptx/shapes) through the differential harness
  * (tests/ptx/ptxdiff.h): interpreter and PTX (on tests/ptx/ptxsim.py) must agree on r0 and on
- * every map byte, compiled as written and folded; and the harness must see a difference. */
+ * every map byte, compiled as written and folded; and the harness must see a difference.
+ * Also the GPU printk rules (tests/ptx/safety/printk_cases.bpf.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,19 +12,25 @@
 
 #include <cmocka.h>
 
+#include "ptx-rewriter/ptx.h"
 #include "tests/ptx/ptxdiff.h"
 
-static struct vm_object *shapes(void)
+static struct vm_object *load(const char *rel)
 {
 	const char *b = getenv("CUBPF_BUILD");
 	if (!b)
 		fail_msg("environment variable CUBPF_BUILD is not set (run through make test)");
 	char path[1024], err[256];
-	snprintf(path, sizeof(path), "%s/ptx-shapes/shapes.bpf.o", b);
+	snprintf(path, sizeof(path), "%s/%s", b, rel);
 	struct vm_object *o;
 	if (vm_object_load_file(path, &o, err, sizeof(err)))
 		fail_msg("%s", err);
 	return o;
+}
+
+static struct vm_object *shapes(void)
+{
+	return load("ptx-shapes/shapes.bpf.o");
 }
 
 static void check_all(bool fold)
@@ -101,12 +108,55 @@ static void test_chosen_pointer_addressable(void **state)
 	vm_object_free(o);
 }
 
+/* Compiles program `name` of o (as a raw function): 0 and the text in *out, or -1 and err. */
+static int compile(const struct vm_object *o, const char *name, char **out, char *err,
+		   size_t errlen)
+{
+	for (uint32_t i = 0; i < o->prog_cnt; i++) {
+		if (strcmp(o->progs[i].name, name))
+			continue;
+		struct ptx_prog p = {.name = name, .kind = VM_PROG_RAW, .insns = o->progs[i].insns,
+				     .insn_cnt = o->progs[i].insn_cnt};
+		struct ptx_buf b = {0};
+		int rc = ptx_gen_raw_func_opt(&p, o->maps, o->map_cnt, "f", true, &b, err, errlen);
+		*out = rc ? NULL : b.data;
+		if (rc)
+			ptx_buf_free(&b);
+		return rc;
+	}
+	fail_msg("no program %s", name);
+	return -1;
+}
+
+static void test_printk_rules(void **state)
+{
+	(void)state;
+	struct vm_object *o = load("ptx-safety/printk_cases.bpf.o");
+	char err[PTX_ERRLEN], *t;
+	/* %s: copied byte by byte, each byte checked, into the print buffer whose address is
+	 * what vprintf gets */
+	if (compile(o, "printk_str", &t, err, sizeof(err)))
+		fail_msg("printk_str: %s", err);
+	assert_non_null(strstr(t, "st.local.u8 [%__cb_t1], %__cb_w0;"));
+	assert_non_null(strstr(t, "@%__cb_g0 mov.b64 %__cb_v3, 1;"));
+	assert_non_null(strstr(t, "st.local.u64 [__cubpf_pbuf+0], %__cb_v2;"));
+	assert_non_null(strstr(t, "call (__cb_prv), vprintf"));
+	assert_null(strstr(t, "st.local.u64 [__cubpf_pbuf+0], %__cb_r3;")); /* never the raw pointer */
+	free(t);
+	assert_int_equal(compile(o, "printk_no_nul", &t, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "no terminating NUL"));
+	assert_int_equal(compile(o, "printk_stack_fmt", &t, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "constant string in .rodata"));
+	vm_object_free(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shapes_as_written),
 		cmocka_unit_test(test_shapes_folded),
 		cmocka_unit_test(test_chosen_pointer_addressable),
+		cmocka_unit_test(test_printk_rules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
