@@ -198,7 +198,8 @@ static int h_xyz(struct cg *g, uint32_t pc, uint32_t depth, const char *sr)
 }
 
 /* The byte size of each vprintf argument of a known format: C promotes to int or to 8 bytes;
- * str[i]: argument i is a %s string. */
+ * str[i]: argument i is a %s string.  Returns the number of conversions, -1 for a format
+ * vprintf would read more than it is given for (a '*' width, %n, a % at the end). */
 static int fmt_sizes(const char *f, size_t n, uint32_t sizes[3], bool str[3])
 {
 	int cnt = 0;
@@ -211,11 +212,14 @@ static int fmt_sizes(const char *f, size_t n, uint32_t sizes[3], bool str[3])
 		}
 		uint32_t sz = 4;
 		for (i++; i < n && f[i] && strchr("-+ #0123456789.*", f[i]); i++)
-			;
+			if (f[i] == '*')
+				return -1; /* a width argument: the count would be wrong */
 		for (; i < n && f[i] && strchr("hlLqjzt", f[i]); i++)
 			if (f[i] != 'h')
 				sz = 8;
-		if (i < n && f[i] && strchr("psfeEgGaA", f[i]))
+		if (i >= n || !f[i] || f[i] == 'n')
+			return -1; /* a dangling % or %n */
+		if (strchr("psfeEgGaA", f[i]))
 			sz = 8;
 		if (cnt < 3) {
 			sizes[cnt] = sz;
@@ -239,6 +243,29 @@ static void vprintf_call(struct cg *g)
 	OUT("ld.param.b32 %%__cb_w0, [__cb_prv];\n");
 	OUT("}\n");
 	OUT("cvt.s64.s32 %%__cb_r0, %%__cb_w0;\n");
+}
+
+/* bpf_gpu_puts(str): vprintf with str as the format, so str must be a constant NUL-terminated
+ * string with no conversion (vprintf would read arguments it is not given). */
+static int h_puts(struct cg *g, uint32_t pc)
+{
+	const struct av *f = arg(g, pc, 1);
+	const struct vm_map_def *d = f->kind == AV_MAPVAL && f->map < g->p->map_cnt
+					     ? &g->p->maps[f->map] : NULL;
+	const char *str = d && d->init && f->v >= 0 && (uint64_t)f->v < d->value_size
+				  ? (const char *)d->init + f->v : NULL;
+	size_t n = str ? d->value_size - (size_t)f->v : 0;
+	const char *end = str ? memchr(str, 0, n) : NULL;
+	if (!end)
+		return hfail(g, pc, CUBPF_FN_gpu_puts, "on the GPU the string must be a NUL-terminated "
+				"constant in .rodata");
+	uint32_t sizes[3];
+	bool sv[3];
+	if (fmt_sizes(str, (size_t)(end - str), sizes, sv) != 0)
+		return hfail(g, pc, CUBPF_FN_gpu_puts, "the string has a % conversion (write %% or use "
+				"bpf_printk)");
+	vprintf_call(g);
+	return 0;
 }
 
 #define PSTR_OFF 32 /* %s copies in __cubpf_pbuf: 64 bytes per argument after the arguments */
@@ -300,7 +327,9 @@ static int h_printk(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
 	if (!memchr(fmt, 0, n))
 		return hfail(g, pc, CUBPF_FN_trace_printk, "the format has no terminating NUL within "
 				"its size");
-	fmt_sizes(fmt, n, sizes, str);
+	if ((unsigned)fmt_sizes(fmt, n, sizes, str) > 3)
+		return hfail(g, pc, CUBPF_FN_trace_printk, "the format takes more than 3 arguments "
+				"or has a conversion the GPU cannot check ('*' width, %n, a trailing %)");
 	uint32_t off = 0;
 	for (int i = 0; i < 3; i++) {
 		char R[24];
@@ -468,10 +497,7 @@ int cg_helper(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char
 	case CUBPF_FN_trace_printk:
 		return h_printk(g, pc, depth, ip);
 	case CUBPF_FN_gpu_puts:
-		if (arg(g, pc, 1)->kind == AV_CTX)
-			return hfail(g, pc, id, "bad string pointer");
-		vprintf_call(g);
-		return 0;
+		return h_puts(g, pc);
 	case CUBPF_FN_get_smp_processor_id:
 	case CUBPF_FN_get_sm_id:
 		sreg(g, "%__cb_r0", "%smid");
