@@ -453,8 +453,10 @@ static int step(struct cg_prog *p, uint32_t pc, struct av_state *out, uint32_t s
 			if (in->src_reg == BPF_PSEUDO_CALL && BPF_SRC(in->code) == BPF_K) {
 				*callee = *out;
 				for (int r = 1; r <= 5; r++)
-					if (callee->r[r].kind == AV_STACK)
+					if (may_stack(&callee->r[r])) { /* the caller's frame */
 						callee->r[r] = av_of(AV_UNKNOWN, 0, 0);
+						callee->r[r].stk = 1;
+					}
 				callee->r[0] = av_of(AV_UNKNOWN, 0, 0);
 				for (int r = 6; r <= 9; r++)
 					callee->r[r] = av_of(AV_UNKNOWN, 0, 0);

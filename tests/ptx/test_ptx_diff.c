@@ -128,6 +128,26 @@ static int compile(const struct vm_object *o, const char *name, char **out, char
 	return -1;
 }
 
+/* An atomic through a pointer that may be a stack address tests the address space at run time
+ * (atomics on a generic address of local memory are undefined in PTX): ptxsim cannot tell, so
+ * the form is checked here and the GPU run (t_ptx_safety.sh) checks the semantics. */
+static void test_atomic_maybe_stack(void **state)
+{
+	(void)state;
+	struct vm_object *o = shapes();
+	const char *names[] = {"atomic_select", "atomic_callee"};
+	for (int i = 0; i < 2; i++) {
+		char err[PTX_ERRLEN], *t;
+		if (compile(o, names[i], &t, err, sizeof(err)))
+			fail_msg("%s: %s", names[i], err);
+		const char *sp = strstr(t, "isspacep.local %__cb_g0, %__cb_t3;");
+		assert_non_null(sp);
+		assert_non_null(strstr(sp, "ld.u64 %__cb_t0, [%__cb_t3];"));
+		free(t);
+	}
+	vm_object_free(o);
+}
+
 static void test_printk_rules(void **state)
 {
 	(void)state;
@@ -157,6 +177,7 @@ int main(void)
 		cmocka_unit_test(test_shapes_folded),
 		cmocka_unit_test(test_chosen_pointer_addressable),
 		cmocka_unit_test(test_printk_rules),
+		cmocka_unit_test(test_atomic_maybe_stack),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

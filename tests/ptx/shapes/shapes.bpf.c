@@ -126,3 +126,40 @@ int map_select(struct cubpf_kernel_ctx *ctx)
 	*p = *p * 3 + ctx->params[1];
 	return (int)(*a + *b);
 }
+
+/* atomics through a pointer chosen between a stack slot and a map value (PTX has no atomics on
+ * local memory: the generator tests the address space at run time) */
+SEC("kprobe/shape_atomic_select")
+int atomic_select(struct cubpf_kernel_ctx *ctx)
+{
+	__u32 k = (__u32)ctx->params[2] & 3;
+	__u64 local = ctx->params[1];
+	__u64 *v = bpf_map_lookup_elem(&vals, &k);
+	if (!v)
+		return 0;
+	__u64 *p = (ctx->params[0] & 1) ? v : &local;
+	hide(p);
+	__sync_fetch_and_add(p, ctx->params[3] | 1);
+	__u64 old = __sync_fetch_and_xor(p, 0x0f0f);
+	hide(p);
+	return (int)(local + old);
+}
+
+/* a function given a pointer into its caller's frame updates it atomically */
+static __attribute__((noinline)) int bump(__u64 *p, __u64 by)
+{
+	__sync_fetch_and_add(p, by);
+	return (int)*p;
+}
+
+SEC("kprobe/shape_atomic_callee")
+int atomic_callee(struct cubpf_kernel_ctx *ctx)
+{
+	__u64 a = ctx->params[1], b = ctx->params[2];
+	int r = bump((ctx->params[0] & 1) ? &a : &b, ctx->params[3]);
+	__u32 k = 0;
+	__u64 *v = bpf_map_lookup_elem(&vals, &k);
+	if (v)
+		r += bump(v, a ^ b);
+	return r;
+}
