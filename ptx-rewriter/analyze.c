@@ -149,7 +149,7 @@ uint32_t av_align(const struct av *a, int64_t off)
 static bool av_eq(const struct av *a, const struct av *b)
 {
 	return a->kind == b->kind && a->map == b->map && a->v == b->v && a->al == b->al &&
-	       a->global == b->global;
+	       a->global == b->global && a->stk == b->stk;
 }
 
 bool av_global(const struct av *a)
@@ -157,18 +157,30 @@ bool av_global(const struct av *a)
 	return a->kind == AV_MAPVAL || (a->kind == AV_UNKNOWN && a->global);
 }
 
+/* Whether the runtime value of `a` may be a stack address. */
+static bool may_stack(const struct av *a)
+{
+	return a->kind == AV_STACK || (a->kind == AV_UNKNOWN && a->stk);
+}
+
+/* Two stack addresses at different offsets (p = c ? &x : &y, a pointer moved in a loop), or a
+ * stack address and another value, join to a runtime value that remembers it may point to the
+ * stack: the generator then makes the stack addressable (scan_stack) instead of using the
+ * register as if it held something else. */
 static struct av av_join(struct av a, struct av b)
 {
 	uint32_t aa = av_align(&a, 0), ba = av_align(&b, 0);
 	uint8_t al = (uint8_t)(aa < ba ? aa : ba), global = av_global(&a) && av_global(&b);
+	uint8_t stk = may_stack(&a) || may_stack(&b);
 	if (a.kind == b.kind && a.map == b.map && a.v == b.v) {
 		a.al = a.kind == AV_UNKNOWN ? al : 0;
 		a.global = a.kind == AV_UNKNOWN && global;
+		a.stk = a.kind == AV_UNKNOWN && stk;
 		return a;
 	}
 	if (a.kind == AV_CTX || b.kind == AV_CTX || a.kind == AV_CONFLICT || b.kind == AV_CONFLICT)
 		return (struct av){.kind = AV_CONFLICT};
-	return (struct av){.kind = AV_UNKNOWN, .al = al, .global = global};
+	return (struct av){.kind = AV_UNKNOWN, .al = al, .global = global, .stk = stk};
 }
 
 /* Merges `in` into state `pc`; true when it changed. */
@@ -244,11 +256,13 @@ static void alu_effect(const struct bpf_insn *in, struct av_state *s)
 	bool global = is64 && op == BPF_ADD && !k &&
 		      ((av_global(d) && src->kind == AV_UNKNOWN && !src->global) ||
 		       (av_global(src) && d->kind == AV_UNKNOWN && !d->global));
+	bool stk = is64 && (may_stack(d) || (!k && may_stack(src)));
 	if (d->kind == AV_CTX || d->kind == AV_CONFLICT)
 		*d = av_of(AV_CONFLICT, 0, 0); /* arithmetic on ctx: refused if ever read */
 	else
 		*d = av_of(AV_UNKNOWN, 0, 0);
 	d->global = global;
+	d->stk = d->kind == AV_UNKNOWN && stk;
 }
 
 static void clobber_call(struct av_state *s)
@@ -439,8 +453,10 @@ static int step(struct cg_prog *p, uint32_t pc, struct av_state *out, uint32_t s
 			if (in->src_reg == BPF_PSEUDO_CALL && BPF_SRC(in->code) == BPF_K) {
 				*callee = *out;
 				for (int r = 1; r <= 5; r++)
-					if (callee->r[r].kind == AV_STACK)
+					if (may_stack(&callee->r[r])) { /* the caller's frame */
 						callee->r[r] = av_of(AV_UNKNOWN, 0, 0);
+						callee->r[r].stk = 1;
+					}
 				callee->r[0] = av_of(AV_UNKNOWN, 0, 0);
 				for (int r = 6; r <= 9; r++)
 					callee->r[r] = av_of(AV_UNKNOWN, 0, 0);
@@ -582,12 +598,54 @@ static void scan_helper(struct cg_prog *p, const struct bpf_insn *in, const stru
 	}
 }
 
+/* Whether register r holds, here, a runtime value that may be a stack address. */
+static bool lost_stack(const struct av_state *s, int r)
+{
+	return s->r[r].kind == AV_UNKNOWN && s->r[r].stk;
+}
+
+/* Whether the instruction reads a register that may hold a stack address the analysis could
+ * not pin to one offset: its value must then exist at run time, a real generic address of the
+ * stack (r10 computed, every stack address computed, no slot kept in a register). */
+static bool reads_lost_stack(const struct bpf_insn *in, const struct av_state *s)
+{
+	uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+	bool x = BPF_SRC(in->code) == BPF_X;
+	switch (cls) {
+	case BPF_LDX:
+		return lost_stack(s, in->src_reg);
+	case BPF_ST:
+		return lost_stack(s, in->dst_reg);
+	case BPF_STX:
+		return lost_stack(s, in->dst_reg) || lost_stack(s, in->src_reg);
+	case BPF_ALU:
+	case BPF_ALU64:
+		return (op != BPF_MOV && lost_stack(s, in->dst_reg)) || (x && lost_stack(s, in->src_reg));
+	case BPF_JMP:
+	case BPF_JMP32:
+		if (op == BPF_EXIT)
+			return lost_stack(s, 0);
+		if (op == BPF_CALL) {
+			for (int r = 1; r <= 5; r++)
+				if (lost_stack(s, r))
+					return true;
+			return false;
+		}
+		if (op == BPF_JA)
+			return false;
+		return lost_stack(s, in->dst_reg) || (x && lost_stack(s, in->src_reg));
+	}
+	return false;
+}
+
 static void scan_stack(struct cg_prog *p, uint32_t pc, int64_t *lowest)
 {
 	const struct bpf_insn *in = &p->prog.insns[pc];
 	const struct av_state *s = &p->st[pc];
 	uint8_t cls = BPF_CLASS(in->code), sz = BPF_SIZE(in->code);
 	uint32_t w = sz == BPF_B ? 1 : sz == BPF_H ? 2 : sz == BPF_W ? 4 : 8;
+	if (reads_lost_stack(in, s))
+		p->escape = true;
 	if (cls == BPF_LDX && s->r[in->src_reg].kind == AV_STACK)
 		note_stack(p, lowest, s->r[in->src_reg].v + in->off, w);
 	if ((cls == BPF_ST || cls == BPF_STX) && s->r[in->dst_reg].kind == AV_STACK)

@@ -539,6 +539,53 @@ static void emit_atomic_stack(struct cg *g, const struct sloc *l, int bits, cons
 		OUT("%s %%__cb_r%u, %s;\n", bits == 64 ? "mov.b64" : "cvt.u64.u32", src, T);
 }
 
+/* An atomic through a register that may hold a stack address (chosen on a branch, passed to a
+ * function, filled from a spill): PTX atomics on a generic address of local memory are
+ * undefined, so the address space is tested at run time and a stack address gets the plain
+ * read-modify-write of emit_atomic_stack (the stack is private to the thread). */
+static void emit_atomic_mem(struct cg *g, const char *sp, const char *A, int bits, const char *op,
+			    bool fetch, uint8_t src);
+
+static void emit_atomic_maybe_local(struct cg *g, const struct bpf_insn *in, int bits,
+				    const char *op, bool fetch, const char *A)
+{
+	uint32_t inst = g->next_inst++;
+	const char *T = bits == 64 ? "%__cb_t0" : "%__cb_w0";
+	const char *N = bits == 64 ? "%__cb_t1" : "%__cb_w1";
+	const char *S = bits == 64 ? "%__cb_t2" : "%__cb_w2";
+	OUT("add.s64 %%__cb_t3, %%__cb_r%u, %d;\n", in->dst_reg, in->off);
+	OUT("isspacep.local %%__cb_g0, %%__cb_t3;\n");
+	OUT("@!%%__cb_g0 bra %sq%u_m;\n", g->lbl, inst);
+	if (bits == 64)
+		OUT("mov.b64 %s, %%__cb_r%u;\n", S, in->src_reg);
+	else
+		OUT("cvt.u32.u64 %s, %%__cb_r%u;\n", S, in->src_reg);
+	OUT("ld.u%d %s, [%%__cb_t3];\n", bits, T);
+	if (!strcmp(op, "cas")) {
+		if (bits == 64)
+			OUT("setp.eq.u64 %%__cb_p0, %s, %%__cb_r0;\n", T);
+		else {
+			OUT("cvt.u32.u64 %%__cb_w3, %%__cb_r0;\n");
+			OUT("setp.eq.u32 %%__cb_p0, %s, %%__cb_w3;\n", T);
+		}
+		OUT("@%%__cb_p0 st.u%d [%%__cb_t3], %s;\n", bits, S);
+		OUT("%s %%__cb_r0, %s;\n", bits == 64 ? "mov.b64" : "cvt.u64.u32", T);
+	} else {
+		if (!strcmp(op, "exch"))
+			OUT("mov.b%d %s, %s;\n", bits, N, S);
+		else
+			OUT("%s.%s%d %s, %s, %s;\n", op, strcmp(op, "add") ? "b" : "s", bits, N, T, S);
+		OUT("st.u%d [%%__cb_t3], %s;\n", bits, N);
+		if (fetch)
+			OUT("%s %%__cb_r%u, %s;\n", bits == 64 ? "mov.b64" : "cvt.u64.u32", in->src_reg,
+			    T);
+	}
+	OUT("bra %sq%u_d;\n", g->lbl, inst);
+	buf_printf(g->out, "%sq%u_m:\n", g->lbl, inst);
+	emit_atomic_mem(g, "", A, bits, op, fetch, in->src_reg);
+	buf_printf(g->out, "%sq%u_d:\n", g->lbl, inst);
+}
+
 /* Reductions go to map values, which the L2 performs: a line missing from it is read from DRAM
  * first and holds the atomic unit meanwhile.  An application streaming through memory evicts
  * the maps' lines between two updates, so on sm_80 and later (PTX 7.4) reductions carry the
@@ -660,8 +707,11 @@ static int emit_atomic(struct cg *g, uint32_t pc, uint32_t depth, const struct b
 	snprintf(A + strlen(A), sizeof(A) - strlen(A), "+%d", in->off);
 	int bits = size == BPF_DW ? 64 : 32;
 	const char *sp = space(g, pc, in->dst_reg);
+	const struct av *a = &g->p->st[pc].r[in->dst_reg];
 	if (st)
 		emit_atomic_stack(g, &l, bits, op, fetch, in->src_reg);
+	else if (!av_global(a) && (a->stk || g->p->escape))
+		emit_atomic_maybe_local(g, in, bits, op, fetch, A);
 	else if (aggregate(g, pc, in, fetch, op))
 		emit_red_aggregated(g, sp, in, bits, g->p->st[pc].r[in->src_reg].v);
 	else
@@ -904,12 +954,13 @@ void cg_emit_decls(const struct cg_result *res, struct ptx_buf *out)
 		      "\t.reg .b64 %__cb_m<10>;\n\t.reg .b32 %__cb_x<8>;\n\t.reg .pred %__cb_q<2>;\n"
 		      "\t.reg .b64 %__cb_h<8>;\n\t.reg .b32 %__cb_en;\n"
 		      "\t.reg .b32 %__cb_w<6>;\n\t.reg .pred %__cb_p<3>;\n"
-		      "\t.reg .b64 %__cb_s<40>;\n\t.reg .b64 %__cb_k<32>;\n\t.reg .b64 %__cb_pol;\n");
+		      "\t.reg .b64 %__cb_s<40>;\n\t.reg .b64 %__cb_k<32>;\n\t.reg .b64 %__cb_pol;\n"
+		      "\t.reg .b64 %__cb_v<4>;\n\t.reg .pred %__cb_g<2>;\n");
 	if (res->stack_bytes)
 		buf_printf(out, "\t.local .align 16 .b8 __cubpf_stack[%u];\n",
 			   (res->stack_bytes + 15) & ~15u);
 	if (res->vprintf)
-		buf_puts(out, "\t.local .align 8 .b8 __cubpf_pbuf[32];\n");
+		buf_puts(out, "\t.local .align 8 .b8 __cubpf_pbuf[224];\n");
 }
 
 struct cg_prog *cg_prepare(const struct ptx_prog *prog, const struct vm_map_def *maps,

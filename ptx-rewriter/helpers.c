@@ -1,6 +1,7 @@
 /* GPU helpers: each helper call becomes inline PTX.  Maps live in device memory and are reached
  * through the module's __cubpf_map_<i> pointers: a lookup is an index check and an address
  * computation, never a call to the host. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -196,8 +197,10 @@ static int h_xyz(struct cg *g, uint32_t pc, uint32_t depth, const char *sr)
 	return 0;
 }
 
-/* The byte size of each vprintf argument of a known format: C promotes to int or to 8 bytes. */
-static int fmt_sizes(const char *f, size_t n, uint32_t sizes[3])
+/* The byte size of each vprintf argument of a known format: C promotes to int or to 8 bytes;
+ * str[i]: argument i is a %s string.  Returns the number of conversions, -1 for a format
+ * vprintf would read more than it is given for (a '*' width, %n, a % at the end). */
+static int fmt_sizes(const char *f, size_t n, uint32_t sizes[3], bool str[3])
 {
 	int cnt = 0;
 	for (size_t i = 0; i < n && f[i]; i++) {
@@ -209,14 +212,19 @@ static int fmt_sizes(const char *f, size_t n, uint32_t sizes[3])
 		}
 		uint32_t sz = 4;
 		for (i++; i < n && f[i] && strchr("-+ #0123456789.*", f[i]); i++)
-			;
+			if (f[i] == '*')
+				return -1; /* a width argument: the count would be wrong */
 		for (; i < n && f[i] && strchr("hlLqjzt", f[i]); i++)
 			if (f[i] != 'h')
 				sz = 8;
-		if (i < n && f[i] && strchr("psfeEgGaA", f[i]))
+		if (i >= n || !f[i] || f[i] == 'n')
+			return -1; /* a dangling % or %n */
+		if (strchr("psfeEgGaA", f[i]))
 			sz = 8;
-		if (cnt < 3)
+		if (cnt < 3) {
 			sizes[cnt] = sz;
+			str[cnt] = i < n && f[i] == 's';
+		}
 		cnt++;
 	}
 	return cnt;
@@ -237,45 +245,184 @@ static void vprintf_call(struct cg *g)
 	OUT("cvt.s64.s32 %%__cb_r0, %%__cb_w0;\n");
 }
 
-/* bpf_trace_printk(fmt, fmt_size, a, b, c) -> vprintf.  When the format is a global constant
- * (.rodata, known now) the arguments are packed as C varargs would be (%d takes 4 bytes, %ld 8);
- * otherwise every argument takes 8 bytes (use %ld/%lx/%llu then). */
-static int h_printk(struct cg *g, uint32_t pc)
+/* bpf_gpu_puts(str): vprintf with str as the format, so str must be a constant NUL-terminated
+ * string with no conversion (vprintf would read arguments it is not given). */
+static int h_puts(struct cg *g, uint32_t pc)
 {
 	const struct av *f = arg(g, pc, 1);
+	const struct vm_map_def *d = f->kind == AV_MAPVAL && f->map < g->p->map_cnt
+					     ? &g->p->maps[f->map] : NULL;
+	const char *str = d && d->init && f->v >= 0 && (uint64_t)f->v < d->value_size
+				  ? (const char *)d->init + f->v : NULL;
+	size_t n = str ? d->value_size - (size_t)f->v : 0;
+	const char *end = str ? memchr(str, 0, n) : NULL;
+	if (!end)
+		return hfail(g, pc, CUBPF_FN_gpu_puts, "on the GPU the string must be a NUL-terminated "
+				"constant in .rodata");
+	uint32_t sizes[3];
+	bool sv[3];
+	if (fmt_sizes(str, (size_t)(end - str), sizes, sv) != 0)
+		return hfail(g, pc, CUBPF_FN_gpu_puts, "the string has a % conversion (write %% or use "
+				"bpf_printk)");
+	vprintf_call(g);
+	return 0;
+}
+
+#define PSTR_OFF 32 /* %s copies in __cubpf_pbuf: 64 bytes per argument after the arguments */
+#define PSTR_MAX 64
+
+static int readable(struct cg *g, uint32_t depth);
+
+/* The string argument r (a %s) copied into __cubpf_pbuf through the checked path (at most 63
+ * bytes, each checked readable; an unreadable one ends the copy), T = its generic address. */
+static int printk_str(struct cg *g, uint32_t depth, const char *ip, int r, int i, const char *T)
+{
+	uint32_t inst = g->next_inst++, base = PSTR_OFF + PSTR_MAX * (uint32_t)i;
+	OUT("mov.b64 %%__cb_t0, 0;\n");
+	buf_printf(g->out, "%ss%u:\n", ip, inst);
+	OUT("mov.u64 %%__cb_t1, __cubpf_pbuf;\n");
+	OUT("add.s64 %%__cb_t1, %%__cb_t1, %u;\n", base);
+	OUT("add.s64 %%__cb_t1, %%__cb_t1, %%__cb_t0;\n");
+	OUT("setp.ge.u64 %%__cb_p0, %%__cb_t0, %u;\n", PSTR_MAX - 1);
+	OUT("@%%__cb_p0 bra %sz%u;\n", ip, inst);
+	OUT("add.s64 %%__cb_v0, %%__cb_r%d, %%__cb_t0;\n", r);
+	OUT("mov.b64 %%__cb_v1, 1;\n");
+	if (readable(g, depth))
+		return -1;
+	OUT("setp.eq.u64 %%__cb_p0, %%__cb_v3, 0;\n");
+	OUT("@%%__cb_p0 bra %sz%u;\n", ip, inst);
+	OUT("ld.u8 %%__cb_w0, [%%__cb_v0];\n");
+	OUT("st.local.u8 [%%__cb_t1], %%__cb_w0;\n");
+	OUT("setp.eq.u32 %%__cb_p0, %%__cb_w0, 0;\n");
+	OUT("@%%__cb_p0 bra %sz%u;\n", ip, inst);
+	OUT("add.s64 %%__cb_t0, %%__cb_t0, 1;\n");
+	OUT("bra %ss%u;\n", ip, inst);
+	buf_printf(g->out, "%sz%u:\n", ip, inst);
+	OUT("mov.u32 %%__cb_w0, 0;\n");
+	OUT("st.local.u8 [%%__cb_t1], %%__cb_w0;\n");
+	OUT("mov.u64 %s, __cubpf_pbuf;\n", T);
+	OUT("add.s64 %s, %s, %u;\n", T, T, base);
+	OUT("cvta.local.u64 %s, %s;\n", T, T);
+	return 0;
+}
+
+/* bpf_trace_printk(fmt, fmt_size, a, b, c) -> vprintf.  The format must be a global constant
+ * (.rodata, as bpf_printk makes it), known now and NUL-terminated within fmt_size: the
+ * arguments are packed as C varargs would be (%d takes 4 bytes, %ld 8), and a %s argument is
+ * copied through the checked path (vprintf would read an unchecked pointer and fault). */
+static int h_printk(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
+{
+	const struct av *f = arg(g, pc, 1), *fs = arg(g, pc, 2);
 	uint32_t sizes[3] = {8, 8, 8};
-	if (f->kind == AV_MAPVAL && f->map < g->p->map_cnt) {
-		const struct vm_map_def *d = &g->p->maps[f->map];
-		if (d->init && f->v >= 0 && (uint64_t)f->v < d->value_size)
-			fmt_sizes((const char *)d->init + f->v, d->value_size - (size_t)f->v, sizes);
-	}
-	if (f->kind == AV_CTX || f->kind == AV_CONFLICT)
-		return hfail(g, pc, CUBPF_FN_trace_printk, "bad format pointer");
+	bool str[3] = {false, false, false};
+	const struct vm_map_def *d = f->kind == AV_MAPVAL && f->map < g->p->map_cnt
+					     ? &g->p->maps[f->map] : NULL;
+	if (!d || !d->init || f->v < 0 || (uint64_t)f->v >= d->value_size)
+		return hfail(g, pc, CUBPF_FN_trace_printk, "on the GPU the format must be a constant "
+				"string in .rodata (bpf_printk puts it there)");
+	size_t n = d->value_size - (size_t)f->v;
+	if (fs->kind == AV_CONST && fs->v >= 0 && (uint64_t)fs->v < n)
+		n = (size_t)fs->v;
+	const char *fmt = (const char *)d->init + f->v;
+	if (!memchr(fmt, 0, n))
+		return hfail(g, pc, CUBPF_FN_trace_printk, "the format has no terminating NUL within "
+				"its size");
+	if ((unsigned)fmt_sizes(fmt, n, sizes, str) > 3)
+		return hfail(g, pc, CUBPF_FN_trace_printk, "the format takes more than 3 arguments "
+				"or has a conversion the GPU cannot check ('*' width, %n, a trailing %)");
 	uint32_t off = 0;
 	for (int i = 0; i < 3; i++) {
+		char R[24];
+		snprintf(R, sizeof(R), "%%__cb_r%d", i + 3);
+		if (str[i]) {
+			snprintf(R, sizeof(R), "%%__cb_v2");
+			if (printk_str(g, depth, ip, i + 3, i, "%__cb_v2"))
+				return -1;
+		}
 		off = (off + sizes[i] - 1) & ~(sizes[i] - 1);
-		OUT("st.local.u%u [__cubpf_pbuf+%u], %%__cb_r%d;\n", sizes[i] * 8, off, i + 3);
+		OUT("st.local.u%u [__cubpf_pbuf+%u], %s;\n", sizes[i] * 8, off, R);
 		off += sizes[i];
 	}
 	vprintf_call(g);
 	return 0;
 }
 
-static void probe_read(struct cg *g, const char *ip)
+/* ---- reads of memory the program names by address (bpf_probe_read, printk's %s) ----
+ * A GPU thread that loads from an unmapped or misaligned address kills the application's
+ * context, so such reads are checked first against the memory cubpf knows is readable: the
+ * probe's own stack frames, the storage of array maps (globals included), and for a memory
+ * probe the bytes of the access it sits on (generic or global space).  The application's own
+ * allocations are not known to the generated code: a read of them fails like any other. */
+
+/* %__cb_v3 |= [%__cb_v0, %__cb_v0 + %__cb_v1) lies within [lo, lo + size). */
+static void region(struct cg *g, const char *lo, uint64_t size)
+{
+	OUT("sub.s64 %%__cb_t2, %%__cb_v0, %s;\n", lo);
+	OUT("setp.le.u64 %%__cb_g0, %%__cb_t2, %llu;\n", (unsigned long long)size);
+	OUT("neg.s64 %%__cb_t2, %%__cb_t2;\n");
+	OUT("add.s64 %%__cb_t2, %%__cb_t2, %llu;\n", (unsigned long long)size);
+	OUT("setp.le.u64 %%__cb_g1, %%__cb_v1, %%__cb_t2;\n");
+	OUT("and.pred %%__cb_g0, %%__cb_g0, %%__cb_g1;\n");
+	OUT("@%%__cb_g0 mov.b64 %%__cb_v3, 1;\n");
+}
+
+/* %__cb_v3 = 1 when the %__cb_v1 bytes at %__cb_v0 are readable (see above), else 0. */
+static int readable(struct cg *g, uint32_t depth)
+{
+	OUT("mov.b64 %%__cb_v3, 0;\n");
+	if (g->p->escape && g->p->frame) { /* frames 0..depth: __cubpf_stack holds them */
+		OUT("mov.u64 %%__cb_v2, __cubpf_stack;\n");
+		OUT("cvta.local.u64 %%__cb_v2, %%__cb_v2;\n");
+		region(g, "%__cb_v2", (uint64_t)(depth + 1) * g->p->frame);
+	}
+	for (uint32_t i = 0; i < g->p->map_cnt && i < 64; i++) {
+		const struct vm_map_def *d = &g->p->maps[i];
+		if (d->type != CUBPF_MAP_ARRAY && d->type != CUBPF_MAP_GPU_ARRAY)
+			continue;
+		g->res->maps_used |= 1ull << i;
+		OUT("ld.const.u64 %%__cb_v2, [" PTX_MAP_SYMBOL_FMT "];\n", i);
+		region(g, "%__cb_v2", (uint64_t)ptx_map_value_stride(d) * d->max_entries);
+	}
+	uint64_t size, space;
+	if (g->ctx && g->ctx->constant && g->p->prog.kind == VM_PROG_MEMPROBE &&
+	    g->ctx->constant(g->ctx->user, offsetof(struct cubpf_mem_ctx, size), 4, &size) &&
+	    g->ctx->constant(g->ctx->user, offsetof(struct cubpf_mem_ctx, space), 4, &space) &&
+	    (space == CUBPF_SPACE_GENERIC || space == CUBPF_SPACE_GLOBAL)) {
+		if (g->ctx->load(g->ctx->user, g->out, "%__cb_v2", offsetof(struct cubpf_mem_ctx, addr),
+				 8, g->err, g->errlen))
+			return -1;
+		region(g, "%__cb_v2", size);
+	}
+	return 0;
+}
+
+/* bpf_probe_read(dst, size, src): a checked copy; a refused one zeroes dst and returns -EFAULT,
+ * as Linux does. */
+static int probe_read(struct cg *g, uint32_t depth, const char *ip)
 {
 	uint32_t inst = g->next_inst++;
+	OUT("mov.b64 %%__cb_v0, %%__cb_r3;\n");
+	OUT("and.b64 %%__cb_v1, %%__cb_r2, 0xffffffff;\n");
+	if (readable(g, depth))
+		return -1;
+	OUT("setp.eq.u64 %%__cb_g1, %%__cb_v1, 0;\n"); /* nothing to read: 0, as on the host */
+	OUT("@%%__cb_g1 mov.b64 %%__cb_v3, 1;\n");
+	OUT("setp.ne.u64 %%__cb_g0, %%__cb_v3, 0;\n");
+	OUT("mov.b64 %%__cb_r0, 0;\n");
+	OUT("@!%%__cb_g0 mov.b64 %%__cb_r0, -14;\n"); /* -EFAULT */
 	OUT("mov.b64 %%__cb_t0, 0;\n");
 	buf_printf(g->out, "%sl%u:\n", ip, inst);
-	OUT("setp.ge.u64 %%__cb_p0, %%__cb_t0, %%__cb_r2;\n");
+	OUT("setp.ge.u64 %%__cb_p0, %%__cb_t0, %%__cb_v1;\n");
 	OUT("@%%__cb_p0 bra %se%u;\n", ip, inst);
-	OUT("add.s64 %%__cb_t1, %%__cb_r3, %%__cb_t0;\n");
-	OUT("ld.u8 %%__cb_w0, [%%__cb_t1];\n");
+	OUT("mov.u32 %%__cb_w0, 0;\n");
+	OUT("add.s64 %%__cb_t1, %%__cb_v0, %%__cb_t0;\n");
+	OUT("@%%__cb_g0 ld.u8 %%__cb_w0, [%%__cb_t1];\n");
 	OUT("add.s64 %%__cb_t1, %%__cb_r1, %%__cb_t0;\n");
 	OUT("st.u8 [%%__cb_t1], %%__cb_w0;\n");
 	OUT("add.s64 %%__cb_t0, %%__cb_t0, 1;\n");
 	OUT("bra %sl%u;\n", ip, inst);
 	buf_printf(g->out, "%se%u:\n", ip, inst);
-	OUT("mov.b64 %%__cb_r0, 0;\n");
+	return 0;
 }
 
 /* bpf_warp_count_unique(v): distinct values among the active lanes.  The common case first: a
@@ -339,8 +486,7 @@ int cg_helper(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char
 		return cg_ringbuf_output(g, pc, depth, ip);
 	case CUBPF_FN_probe_read:
 	case CUBPF_FN_probe_read_user:
-		probe_read(g, ip);
-		return 0;
+		return probe_read(g, depth, ip);
 	case CUBPF_FN_ktime_get_ns:
 	case CUBPF_FN_get_globaltimer:
 		OUT("mov.u64 %%__cb_r0, %%globaltimer;\n");
@@ -349,12 +495,9 @@ int cg_helper(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char
 		OUT("mov.u64 %%__cb_r0, %%clock64;\n");
 		return 0;
 	case CUBPF_FN_trace_printk:
-		return h_printk(g, pc);
+		return h_printk(g, pc, depth, ip);
 	case CUBPF_FN_gpu_puts:
-		if (arg(g, pc, 1)->kind == AV_CTX)
-			return hfail(g, pc, id, "bad string pointer");
-		vprintf_call(g);
-		return 0;
+		return h_puts(g, pc);
 	case CUBPF_FN_get_smp_processor_id:
 	case CUBPF_FN_get_sm_id:
 		sreg(g, "%__cb_r0", "%smid");

@@ -29,6 +29,8 @@ struct av {
 	uint8_t kind;
 	uint8_t al;     /* AV_UNKNOWN: the value is a multiple of al (a power of two; 0 = 1) */
 	uint8_t global; /* AV_UNKNOWN: a pointer into a map value (global memory), or NULL */
+	uint8_t stk;    /* AV_UNKNOWN: may hold a stack address (provenance kept through joins and
+			 * moves: such a value needs the stack addressable at run time) */
 	uint32_t map;
 	int64_t v;
 };

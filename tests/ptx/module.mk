@@ -19,6 +19,33 @@ $(PTX_PROBEDIR)/%.bpf.o: tests/ptx/probes/%.bpf.c tests/ptx/probes/probe.h tools
 	@mkdir -p $(@D)
 	$(CLANG) -O2 -g -target bpf -I tools/include -I/usr/include/x86_64-linux-gnu -c $< -o $@
 
+# Pointer shapes of issue 14 (class 7) and the differential harness (tests/ptx/ptxdiff.h):
+# ptx-diff runs any object's programs on the interpreter and on the PTX path and compares.
+PTX_SHAPEDIR := $(BUILD)/ptx-shapes
+PTX_SHAPES  := $(patsubst tests/ptx/shapes/%.bpf.c,$(PTX_SHAPEDIR)/%.bpf.o,$(wildcard tests/ptx/shapes/*.bpf.c))
+$(PTX_SHAPEDIR)/%.bpf.o: tests/ptx/shapes/%.bpf.c tools/include/cubpf_helpers.h tools/include/cubpf_abi.h
+	@mkdir -p $(@D)
+	$(CLANG) -O2 -g -target bpf -I tools/include -I/usr/include/x86_64-linux-gnu -c $< -o $@
+# Probes calling GPU helpers on addresses they may not read (tests/gpu/t_ptx_safety.sh).
+PTX_SAFEDIR := $(BUILD)/ptx-safety
+PTX_SAFE    := $(patsubst tests/ptx/safety/%.bpf.c,$(PTX_SAFEDIR)/%.bpf.o,$(wildcard tests/ptx/safety/*.bpf.c))
+$(PTX_SAFEDIR)/%.bpf.o: tests/ptx/safety/%.bpf.c tools/include/cubpf_helpers.h tools/include/cubpf_abi.h
+	@mkdir -p $(@D)
+	$(CLANG) -O2 -g -target bpf -I tools/include -I/usr/include/x86_64-linux-gnu -c $< -o $@
+PTXDIFF_SRCS := tests/ptx/ptxdiff.c
+$(BUILD)/bin/ptx-diff: $(call objs,tests/ptx/ptxdiff_main.c $(PTXDIFF_SRCS)) $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/ptx/ptxdiff_main.c $(PTXDIFF_SRCS)) $(PTX_LIB) \
+		$(VM_LIB) $(CUBIN_LIB) $(DEP_LIBS) $(LDLIBS)
+BINS += $(BUILD)/bin/ptx-diff
+
+$(BUILD)/tests/test_ptx_diff: $(call objs,tests/ptx/test_ptx_diff.c $(PTXDIFF_SRCS)) $(PTX_LIB) \
+		$(VM_LIB) $(CUBIN_LIB) | $(PTX_SHAPES) $(PTX_SAFE)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/ptx/test_ptx_diff.c $(PTXDIFF_SRCS)) $(PTX_LIB) \
+		$(VM_LIB) $(CUBIN_LIB) $(DEP_LIBS) -lcmocka $(LDLIBS)
+TEST_BINS += $(BUILD)/tests/test_ptx_diff
+
 TEST_PTX_SRCS := tests/ptx/test_ptx.c tests/ptx/conf.c
 $(BUILD)/tests/test_ptx: $(call objs,$(TEST_PTX_SRCS)) $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB) \
 		| $(PTX_FIXES) $(PTX_PROBES)
@@ -27,7 +54,7 @@ $(BUILD)/tests/test_ptx: $(call objs,$(TEST_PTX_SRCS)) $(PTX_LIB) $(VM_LIB) $(CU
 		$(DEP_LIBS) -lcmocka $(LDLIBS)
 TEST_BINS += $(BUILD)/tests/test_ptx
 
-$(BUILD)/tests/test_ptx_gen: $(call objs,tests/ptx/test_ptx_gen.c) $(PTX_LIB) $(VM_LIB)
+$(BUILD)/tests/test_ptx_gen: $(call objs,tests/ptx/test_ptx_gen.c) $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/ptx/test_ptx_gen.c) $(PTX_LIB) $(VM_LIB) \
 		$(DEP_LIBS) -lcmocka $(LDLIBS)
@@ -56,6 +83,24 @@ $(PTX_GPU)/ptx_fixtures: tests/ptx/gpu/fixtures.c tests/ptx/gpu/common.h $(PTX_L
 $(PTX_GPU)/ptx_maps: tests/ptx/gpu/maps.c tests/ptx/gpu/common.h tools/include/cubpf_abi.h $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB)
 	@mkdir -p $(@D)
 	$(PTX_GPU_CC) -o $@ $< $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB) $(DEP_LIBS) $(PTX_GPU_LINK)
+# The differential harness on the GPU (tests/gpu/t_ptx_safety.sh): modules and cases written
+# here by ptx-diff (the interpreter's results), run there by ptx_diff_run.
+$(PTX_GPU)/ptx_diff_run: tests/ptx/gpu/diff_run.c tests/ptx/gpu/common.h
+	@mkdir -p $(@D)
+	$(PTX_GPU_CC) -o $@ $< $(PTX_GPU_LINK)
+$(PTX_GPU)/diff/stamp: $(BUILD)/bin/ptx-diff $(PTX_SHAPES)
+	rm -rf $(PTX_GPU)/diff $(PTX_GPU)/diff-fold
+	mkdir -p $(PTX_GPU)/diff $(PTX_GPU)/diff-fold
+	$(BUILD)/bin/ptx-diff -n 32 -s 11 -o $(PTX_GPU)/diff $(PTX_SHAPES)
+	$(BUILD)/bin/ptx-diff -n 32 -s 12 -f -o $(PTX_GPU)/diff-fold $(PTX_SHAPES)
+	touch $@
+# The application t_ptx_safety.sh probes with tests/ptx/safety (built here with nvcc).
+ifneq ($(wildcard $(NVCC)),)
+$(PTX_GPU)/safety_vecadd: tests/cuda/vecadd.cu
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -arch=sm_90 -cudart static -o $@ $<
+PTX_SAFE_APP := $(PTX_GPU)/safety_vecadd
+endif
 $(PTX_GPU)/ptx_bench: tests/ptx/gpu/bench.c tests/ptx/gpu/common.h
 	@mkdir -p $(@D)
 	$(PTX_GPU_CC) -o $@ $< $(PTX_GPU_LINK)
@@ -84,7 +129,8 @@ PTX_GPU_ALL := $(PTX_GPU)/ptx_conf_run $(PTX_GPU)/ptx_conformance.ptx $(PTX_GPU)
 	$(PTX_GPU)/ptx_maps \
 	$(patsubst %,$(PTX_GPU)/ptx_fix_%.ptx,$(PTX_GPU_FIX)) \
 	$(patsubst %,$(PTX_GPU)/ptx_fix_%.count.ptx,$(PTX_GPU_FIX)) \
-	$(PTX_GPU)/ptx_fix_vecadd.params.ptx $(PTX_PROBES)
+	$(PTX_GPU)/ptx_fix_vecadd.params.ptx $(PTX_PROBES) \
+	$(PTX_GPU)/ptx_diff_run $(PTX_GPU)/diff/stamp $(PTX_SAFE) $(PTX_SAFE_APP)
 PTX_BENCH_ALL := $(PTX_GPU)/ptx_bench $(PTX_GPU)/ptx_bench.ptx $(PTX_GPU)/ptx_bench.empty.ptx \
 	$(PTX_GPU)/ptx_bench.work.ptx $(PTX_GPU)/ptx_bench.work_notimer.ptx \
 	$(PTX_GPU)/ptx_bench.work_timer.ptx

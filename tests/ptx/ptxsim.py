@@ -118,6 +118,10 @@ class VM:
                     self.reg[ops[0]] = mask(self.val(ops[1]), tybits(parts[-1]))
                 continue
             if root == 'cvta': self.reg[ops[0]] = self.val(ops[1]); continue
+            if root == 'isspacep':  # .local: within the thread's .local arrays
+                a = self.val(ops[1]); lo = 0x70000000
+                self.reg[ops[0]] = parts[1] == 'local' and lo <= a < lo + 0x10000 * len(self.local)
+                continue
             if root == 'ld' or root == 'st':
                 ty = parts[-1]; n = tybits(ty) // 8
                 a = self.addr(ops[1] if root == 'ld' else ops[0])

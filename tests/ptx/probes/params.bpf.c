@@ -21,8 +21,9 @@ int on_entry(struct cubpf_kernel_ctx *ctx)
 		k = 1;
 		v = ctx->nparams;
 		bpf_map_update_elem(&seen, &k, &v, 0);
-		bpf_trace_printk("kernel %u params %d first %lx\n", 30, ctx->kernel_id, ctx->nparams,
-				 ctx->params[0]);
+		static const char fmt[] = "kernel %u params %d first %lx\n";
+		/* the size counts the NUL, as Linux requires (a format without one is refused) */
+		bpf_trace_printk(fmt, sizeof(fmt), ctx->kernel_id, ctx->nparams, ctx->params[0]);
 	}
 	return 0;
 }

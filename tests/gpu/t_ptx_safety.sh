@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Issue 14 on the GPU: "verified means safe".
+# (a) The pointer shapes the PTX generator once miscompiled (tests/ptx/shapes: a stack address,
+#     map value or key address chosen on branches, a stack pointer moved in a loop, a chosen
+#     pointer spilled) and bpf_probe_read on good and bad addresses run on the GPU over 32 random
+#     contexts and map contents each, compiled as written and folded: r0 and every map byte must
+#     equal the interpreter's (recorded at build time by ptx-diff; run by ptx_diff_run).
+# (b) An application (tests/cuda/vecadd.cu) under `cubpf run -p` with probes that give
+#     bpf_probe_read and bpf_printk("%s") addresses they may not read: the application must
+#     succeed with its output identical to a native run (the probes' one printk line aside), every
+#     bad read must have returned -EFAULT with a zeroed destination, the memory probe's reads of
+#     its own access must have succeeded, and the %s strings must print empty.
+set -u
+BUILD=${BUILD:-build}
+OUT=${OUT:-$BUILD/gpu-out}
+mkdir -p "$OUT"
+G=$BUILD/gpu
+failed=0
+fail() { echo "FAIL $*"; failed=$((failed + 1)); }
+
+# ---- (a) differential runs --------------------------------------------------------------------
+for d in diff diff-fold; do
+  names=$(cd "$G/$d" 2>/dev/null && ls *.ptx 2>/dev/null | sed 's/\.ptx$//')
+  if [ -z "$names" ] || [ ! -x "$G/ptx_diff_run" ]; then fail "$G/$d or $G/ptx_diff_run missing"; continue; fi
+  # shellcheck disable=SC2086
+  "$G/ptx_diff_run" "$G/$d" $names >"$OUT/ptx_safety.$d.log" 2>&1; rc=$?
+  cat "$OUT/ptx_safety.$d.log"
+  ok=$(grep -c '^ok ' "$OUT/ptx_safety.$d.log"); n=$(echo "$names" | wc -w)
+  echo "RESULT ptx_safety shapes $d: $ok of $n programs agree with the interpreter (rc=$rc)"
+  [ "$rc" -eq 0 ] && [ "$ok" -eq "$n" ] || fail "shapes $d"
+done
+
+# ---- (b) helpers on bad addresses under a real application --------------------------------------
+APP=$G/safety_vecadd
+PROBE=$BUILD/ptx-safety/unsafe_helpers.bpf.o
+CUBPF=$BUILD/bin/cubpf
+if [ ! -x "$APP" ] || [ ! -f "$PROBE" ] || [ ! -x "$CUBPF" ]; then
+  fail "missing $APP, $PROBE or $CUBPF (build them with make on the build machine)"
+else
+  "$APP" >"$OUT/ptx_safety.native.out" 2>"$OUT/ptx_safety.native.err"; rc1=$?
+  CUBPF_DUMP_MAPS=1 "$CUBPF" run -p "$PROBE" -- sh -c "exec '$APP' > '$OUT/ptx_safety.app.out'" \
+    >"$OUT/ptx_safety.run.out" 2>"$OUT/ptx_safety.run.err"; rc2=$?
+  grep -v '^cubpf-safety: ' "$OUT/ptx_safety.app.out" >"$OUT/ptx_safety.app.filtered"
+  same=no; cmp -s "$OUT/ptx_safety.native.out" "$OUT/ptx_safety.app.filtered" && same=yes
+  m() { cat "$OUT/ptx_safety.run.out" "$OUT/ptx_safety.run.err" |
+          sed -n "s/^cubpf: map res\[$1\] = \([0-9]*\) (device 0.*/\1/p" | head -1; }
+  clean=$(m 0); unclean=$(m 1); own_ok=$(m 2); own_bad=$(m 3)
+  line=$(grep -m1 '^cubpf-safety: ' "$OUT/ptx_safety.app.out")
+  echo "RESULT ptx_safety app: native_rc=$rc1 probed_rc=$rc2 identical_stdout=$same"
+  echo "RESULT ptx_safety bad reads: threads_all_efault_zeroed=${clean:-0} threads_otherwise=${unclean:-0}"
+  echo "RESULT ptx_safety memprobe own-access reads: ok=${own_ok:-0} refused=${own_bad:-0}"
+  echo "RESULT ptx_safety printk %s line: '${line}'"
+  { [ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] && [ "$same" = yes ]; } || {
+    fail "the application under the probes"; tail -20 "$OUT/ptx_safety.run.err"; }
+  { [ "${clean:-0}" -gt 0 ] && [ "${unclean:-0}" -eq 0 ]; } || fail "bad reads: not every one gave -EFAULT and zeroes"
+  { [ "${own_ok:-0}" -gt 0 ] && [ "${own_bad:-0}" -eq 0 ]; } || fail "a memory probe could not read its own access"
+  [ "$line" = "cubpf-safety: bad strings [] []" ] || fail "printk of unreadable %s strings: '$line'"
+  grep -E '^cubpf: (warning|error)' "$OUT/ptx_safety.run.err" | head -5
+fi
+echo "RESULT ptx_safety failures=$failed"
+[ "$failed" -eq 0 ]
