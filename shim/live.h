@@ -211,8 +211,10 @@ void live_module_unloaded(shim_module_t module, shim_library_t library, int resu
 void live_launching(struct shim_launch_event *ev, void *user);
 
 /* ---- module cache (live_cache.c) ------------------------------------------------------------ */
-/* The key of a load (opening the database at the first call); false when the cache is off. */
-bool live_cache_key(const void *image, size_t size, uint32_t sm, store_key *key);
+/* The key of a load (opening the database at the first call); false when the cache is off.
+ * origin: where the PTX came from and how it is compiled (NULL for a fatbin's PTX entry). */
+bool live_cache_key(const void *image, size_t size, uint32_t sm, const char *origin,
+		    store_key *key);
 /* 1 = hit (e filled, without the PTX), 0 = miss, -1 = the cache failed (now off, one warning). */
 int live_cache_get(const store_key *key, struct store_cache_entry *e);
 void live_cache_put(const store_key *key, const struct store_cache_entry *e);
