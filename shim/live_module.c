@@ -88,8 +88,8 @@ static __thread const struct cubin_asm_options *jit_asm;
 
 #define JIT_MAX_OPTS 8
 
-/* The driver JIT options that give what ptxas's recorded options gave.  Returns the number of
- * options written, or -1 with why when one cannot be honoured (then nothing is instrumented:
+/* The driver JIT options that give what ptxas's recorded options gave (device_sm: the target,
+ * checked against ptxas's -arch; 0 = checked already).  Returns the number of options written, or -1 with why when one cannot be honoured (then nothing is instrumented:
  * code compiled otherwise could compute other results). */
 static int jit_options_of(const struct cubin_asm_options *o, uint32_t device_sm, CUjit_option *opt,
 			  void **val, char *why, size_t whylen)
@@ -103,7 +103,7 @@ static int jit_options_of(const struct cubin_asm_options *o, uint32_t device_sm,
 	if (!o->fmad) /* CU_JIT_FMA applies to LTO-IR only (cuda.h) */
 		return snprintf(why, whylen, "it was assembled with -fmad false, which the driver's "
 				"JIT cannot honour for PTX"), -1;
-	if (o->sm && o->sm != device_sm)
+	if (device_sm && o->sm && o->sm != device_sm)
 		return snprintf(why, whylen, "it was assembled for sm_%u, the device is sm_%u",
 				o->sm, device_sm), -1;
 	if (o->lineinfo)
@@ -132,8 +132,7 @@ void *live_jit(const char *ptx, size_t len, size_t *cubin_size, char *err, size_
 	CUlinkState st;
 	void *cubin = NULL, *copy = NULL;
 	size_t size = 0;
-	int n = jit_asm ? jit_options_of(jit_asm, live_ctx_sm(NULL), opt + 2, val + 2, err, errlen)
-			: 0;
+	int n = jit_asm ? jit_options_of(jit_asm, 0, opt + 2, val + 2, err, errlen) : 0;
 	if (n < 0)
 		return NULL;
 	atomic_fetch_add(&live.n.jit_compiles, 1);

@@ -47,6 +47,9 @@ CUBIN_RTC_LIBDIR := $(CUDA_HOME)/lib64
 $(CUBIN_FIX)/ptxas_loc.cubin: $(CUBIN_FIX)/loc.ptx
 	@echo "PTXAS $@"
 	@$(PTXAS) -O2 -fmad=false -arch sm_90 -o $@ $< >$@.log 2>&1 || { echo "fixture $@ failed: see $@.log"; rm -f $@; }
+$(CUBIN_FIX)/ptxas_o2.cubin: $(CUBIN_FIX)/loc.ptx
+	@echo "PTXAS $@"
+	@$(PTXAS) -O2 -lineinfo -arch sm_90 -o $@ $< >$@.log 2>&1 || { echo "fixture $@ failed: see $@.log"; rm -f $@; }
 $(BUILD)/tests/gen_rtc: tests/cubin/gen_rtc.c
 	@mkdir -p $(@D)
 	@$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -I$(CUDA_HOME)/include -o $@ $< \
@@ -59,7 +62,7 @@ $(CUBIN_FIX)/nvrtc_lineinfo.cubin: $(BUILD)/tests/gen_rtc
 	@echo "GEN_RTC $(@D)"
 	@$(BUILD)/tests/gen_rtc $(@D) >$@.log 2>&1 || { echo "fixture $@ failed: see $@.log"; rm -f $(CUBIN_RTC); }
 $(filter-out %/nvrtc_lineinfo.cubin,$(CUBIN_RTC)): $(CUBIN_FIX)/nvrtc_lineinfo.cubin
-CUBIN_FIXTURES += $(CUBIN_FIX)/ptxas_loc.cubin $(CUBIN_RTC)
+CUBIN_FIXTURES += $(CUBIN_FIX)/ptxas_loc.cubin $(CUBIN_FIX)/ptxas_o2.cubin $(CUBIN_RTC)
 .PHONY: cubin-fixtures
 cubin-fixtures: $(CUBIN_FIXTURES)
 

@@ -597,7 +597,12 @@ struct fake_link {
 	char *cubin;
 	char *log;
 	size_t log_size;
+	char opts[128];  /* the other options, "OPTION=VALUE " each (the JIT's options) */
 };
+
+/* The JIT options of the last cuLinkCreate_v2, as "OPTION=VALUE " pairs (log buffers left out). */
+static char last_jit_options[128];
+FAKE_EXPORT const char *fake_last_jit_options(void) { return last_jit_options; }
 
 FAKE_EXPORT int cuLinkCreate_v2(unsigned n, int *opts, void **vals, void **state)
 {
@@ -610,7 +615,11 @@ FAKE_EXPORT int cuLinkCreate_v2(unsigned n, int *opts, void **vals, void **state
 			l->log = vals[i];
 		else if (opts[i] == 6) /* CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES */
 			l->log_size = (size_t)(uintptr_t)vals[i];
+		else
+			snprintf(l->opts + strlen(l->opts), sizeof(l->opts) - strlen(l->opts),
+				 "%d=%lu ", opts[i], (unsigned long)(uintptr_t)vals[i]);
 	}
+	snprintf(last_jit_options, sizeof(last_jit_options), "%s", l ? l->opts : "");
 	*state = l;
 	return l ? 0 : 2;
 }
