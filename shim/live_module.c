@@ -38,6 +38,7 @@ struct sub {
 	char label[96];             /* first instrumented kernel, for messages */
 	size_t size;                /* of image */
 	bool from_cache;            /* image came from the cache: dropped there if refused */
+	bool borrowed;              /* image is the application's (a linked cubin): not freed */
 	bool put;                   /* put into the cache once the driver accepted it */
 	store_key key;
 	char *ptx;                  /* for the put: the instrumented PTX, */
@@ -89,7 +90,8 @@ static __thread const struct cubin_asm_options *jit_asm;
 #define JIT_MAX_OPTS 8
 
 /* The driver JIT options that give what ptxas's recorded options gave (device_sm: the target,
- * checked against ptxas's -arch; 0 = checked already).  Returns the number of options written, or -1 with why when one cannot be honoured (then nothing is instrumented:
+ * checked against ptxas's -arch; 0 = checked already).  Returns the number of options
+ * written, or -1 with why when one cannot be honoured (then nothing is instrumented:
  * code compiled otherwise could compute other results). */
 static int jit_options_of(const struct cubin_asm_options *o, uint32_t device_sm, CUjit_option *opt,
 			  void **val, char *why, size_t whylen)
@@ -205,8 +207,9 @@ static long choose_elf(const struct cubin_image *img, uint32_t sm)
 	return best;
 }
 
-#define LINEINFO_HELP "compile with -lineinfo (nvcc, NVRTC), leave TRITON_DISABLE_LINE_INFO unset " \
-		      "(Triton, Inductor), or add --xla_gpu_generate_line_info=true to XLA_FLAGS (JAX)"
+#define LINEINFO_HELP "compile with -lineinfo (nvcc, NVRTC), leave TRITON_DISABLE_LINE_INFO " \
+		      "unset (Triton, Inductor), or add --xla_gpu_generate_line_info=true to " \
+		      "XLA_FLAGS (JAX)"
 
 /* Why an image without a usable PTX entry has none, when its cubin does not help either
  * (no_lineinfo: ptxas's note says it was assembled without line info). */
@@ -348,30 +351,38 @@ static uint32_t record_id(void *user, const char *mangled)
 
 /* Instruments the image's PTX.  Returns 1 when kernels were instrumented (w->out), 0 when there
  * is nothing to do, -1 on failure (w->err). */
-static int instrument(struct work *w)
+int live_instrument(const char *ptx, size_t len, uint32_t (*kernel_id)(void *, const char *),
+		    void *user, char **out, size_t *out_len, struct ptx_inject_report *rep,
+		    char *err, size_t errlen)
 {
-	uint64_t t0 = now_ns();
 	struct ptx_inject_opts o = {
 		.progs = live.progs, .prog_cnt = live.nprogs, .kernel_glob = live.kernel_glob,
-		.kernel_id = record_id, .user = w, .enable_words = live.enable_words,
+		.kernel_id = kernel_id, .user = user, .enable_words = live.enable_words,
 	};
 	struct vm_map_def *defs = calloc(live.nmaps + 1, sizeof(*defs));
 	for (uint32_t i = 0; defs && i < live.nmaps; i++)
 		defs[i] = live.maps[i].def;
 	o.maps = defs, o.map_cnt = live.nmaps;
-	int rc = defs ? ptx_instrument(w->ptx, strnlen(w->ptx, w->ptx_len), &o, &w->out,
-				       &w->out_len, &w->rep, w->err, sizeof(w->err))
+	int rc = defs ? ptx_instrument(ptx, strnlen(ptx, len), &o, out, out_len, rep, err, errlen)
 		      : -1;
 	free(defs);
-	w->rewrite_ns = now_ns() - t0;
-	if (rc == 0 && w->rep.instrumented == 0) {
+	if (rc == 0 && rep->instrumented == 0) {
 		atomic_fetch_add(&live.n.modules_untouched, 1);
-		free(w->out);
-		w->out = NULL;
+		free(*out);
+		*out = NULL;
 	}
-	if (rc != 0 && !w->err[0])
-		snprintf(w->err, sizeof(w->err), "out of memory");
-	return rc != 0 ? -1 : w->out != NULL;
+	if (rc != 0 && !err[0])
+		snprintf(err, errlen, "out of memory");
+	return rc != 0 ? -1 : *out != NULL;
+}
+
+static int instrument(struct work *w)
+{
+	uint64_t t0 = now_ns();
+	int rc = live_instrument(w->ptx, w->ptx_len, record_id, w, &w->out, &w->out_len, &w->rep,
+				 w->err, sizeof(w->err));
+	w->rewrite_ns = now_ns() - t0;
+	return rc;
 }
 
 /* The first kernel of the instrumented text, to name the module in messages. */
@@ -546,10 +557,36 @@ void live_module_loading(struct shim_module_event *ev, void *user)
 	live_kernel_module(NULL);
 }
 
+/* A cubin linked from instrumented inputs (live_link.c): loaded as it is, its maps filled. */
+static bool linked_output(struct shim_module_event *ev)
+{
+	char label[96];
+	if (ev->api == SHIM_LOAD_MODULE_LOAD || ev->api == SHIM_LOAD_LIBRARY_FILE ||
+	    !live_link_output(ev->image, ev->info.size, label, sizeof(label)))
+		return false;
+	struct sub *s = calloc(1, sizeof(*s));
+	if (!s)
+		return true;
+	snprintf(s->label, sizeof(s->label), "%s", label);
+	s->library = ev->api == SHIM_LOAD_LIBRARY_DATA;
+	s->image = ev->image;
+	s->borrowed = true;
+	pending = s;
+	shim_log(SHIM_LOG_INFO, "live: %s: %s was linked from instrumented PTX", ev->api_name,
+		 label);
+	return true;
+}
+
 static void module_loading(struct shim_module_event *ev)
 {
 	pending = NULL;
 	if (!live.nprogs) /* host programs only */
+		return;
+	if (ev->api == SHIM_LOAD_LINK_DATA || ev->api == SHIM_LOAD_LINK_FILE) {
+		live_link_loading(ev);
+		return;
+	}
+	if (ev->image && linked_output(ev))
 		return;
 	if (!handled(ev)) {
 		if (ev->api <= SHIM_LOAD_LIBRARY_FILE)
@@ -648,6 +685,10 @@ static int fill_locked(struct sub *s, CUcontext ctx)
 void live_module_loaded(const struct shim_module_event *ev, void *user)
 {
 	(void)user;
+	if (ev->api >= SHIM_LOAD_LINK_DATA) {
+		live_link_loaded(ev);
+		return;
+	}
 	struct sub *s = pending;
 	if (!s || ev->image != s->image)
 		return;
@@ -659,7 +700,8 @@ void live_module_loaded(const struct shim_module_event *ev, void *user)
 			live_cache_drop(&s->key);
 		free(s->ptx);
 		free(s->manifest);
-		free((void *)s->image);
+		if (!s->borrowed)
+			free((void *)s->image);
 		free(s);
 		return;
 	}
@@ -702,7 +744,8 @@ void live_module_unloaded(shim_module_t module, shim_library_t library, int resu
 			*p = s->next;
 			if (s->library)
 				atomic_fetch_sub(&nsubs, 1);
-			free((void *)s->image);
+			if (!s->borrowed)
+				free((void *)s->image);
 			free(s);
 			break;
 		}

@@ -1877,6 +1877,64 @@ static void test_embedded_ptx_cache_hit(void **state)
 	cache_teardown();
 }
 
+/* ---- PTX given to the driver's linker (live_link.c) ------------------------------------------ */
+
+typedef int (*link_create_fn)(unsigned, int *, void **, void **);
+typedef int (*link_add_fn)(void *, int, void *, size_t, const char *, unsigned, int *, void **);
+typedef int (*link_complete_fn)(void *, void **, size_t *);
+
+/* cuLinkCreate, cuLinkAddData (PTX, and with $LIVE_LINK_TWO a second PTX input), cuLinkComplete
+ * and cuModuleLoadData of the linked cubin, as Numba does; the module's text and its first map
+ * pointer go to the child's stderr. */
+static int child_link(void)
+{
+	void *st = NULL, *cubin = NULL, *mod = NULL;
+	size_t size = 0;
+	if (open_both())
+		return 1;
+	link_add_fn add = (link_add_fn)dlsym(shim, "cuLinkAddData_v2");
+	if (((link_create_fn)dlsym(shim, "cuLinkCreate_v2"))(0, NULL, NULL, &st) != 0 ||
+	    add(st, 1 /* CU_JIT_INPUT_PTX */, (void *)live_ptx, sizeof(live_ptx), "a.ptx", 0, NULL,
+		NULL) != 0)
+		return child_fail("link create/add");
+	if (getenv("LIVE_LINK_TWO") &&
+	    add(st, 1, (void *)other_ptx, sizeof(other_ptx), "b.ptx", 0, NULL, NULL) != 0)
+		return child_fail("second input");
+	if (((link_complete_fn)dlsym(shim, "cuLinkComplete"))(st, &cubin, &size) != 0 ||
+	    load(&mod, cubin) != 0)
+		return child_fail("link complete/load");
+	const char *t = module_text(mod);
+	fprintf(stderr, "test: linked module %s, map pointer %s\n",
+		t && strstr(t, "__cubpf_map_0") ? "instrumented" : "original",
+		global(mod, "__cubpf_map_0") ? "stored" : "none");
+	return 0;
+}
+
+static void test_link_inputs_are_instrumented(void **state)
+{
+	(void)state;
+	assert_int_equal(run_child(NULL, child_link), 0);
+	want("live: cuLinkAddData_v2: instrumented 1 of 1 kernels of a link input (live_k;");
+	want("live: cuModuleLoadData: live_k was linked from instrumented PTX");
+	want("test: linked module instrumented, map pointer stored");
+	want("live: 1 modules instrumented (1 kernels), 0 fell back");
+	struct child_env two = { { "LIVE_LINK_TWO" }, { "1" } };
+	assert_int_equal(run_child(&two, child_link), 0);
+	want("another PTX input of this link is instrumented already");
+}
+
+/* The linker refuses the instrumented input: the original is added instead, the link and the
+ * load succeed, the reason is given. */
+static void test_link_refusal_adds_the_original(void **state)
+{
+	(void)state;
+	struct child_env env = { { "FAKE_REFUSE_LINK_PROBES" }, { "1" } };
+	assert_int_equal(run_child(&env, child_link), 0);
+	want("the linker refused the instrumented PTX (CUDA_ERROR_INVALID_PTX)");
+	want("test: linked module original, map pointer none");
+	want_not("was linked from instrumented PTX");
+}
+
 int main(void)
 {
 	const char *build = getenv("CUBPF_BUILD") ? getenv("CUBPF_BUILD") : LIVE_TEST_BUILD;
@@ -1935,6 +1993,8 @@ int main(void)
 		cmocka_unit_test(test_embedded_ptx_is_instrumented),
 		cmocka_unit_test(test_embedded_ptx_refused_with_reasons),
 		cmocka_unit_test(test_embedded_ptx_cache_hit),
+		cmocka_unit_test(test_link_inputs_are_instrumented),
+		cmocka_unit_test(test_link_refusal_adds_the_original),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -632,6 +632,10 @@ FAKE_EXPORT int cuLinkAddData_v2(void *state, int type, void *data, size_t size,
 	struct fake_link *l = state;
 	if (!l || !data)
 		return 1;
+	/* FAKE_REFUSE_LINK_PROBES=1: the linker refuses instrumented inputs (a JIT error). */
+	const char *refuse = getenv("FAKE_REFUSE_LINK_PROBES");
+	if (refuse && *refuse == '1' && strstr(data, "__cubpf_map_0"))
+		return 218; /* CUDA_ERROR_INVALID_PTX */
 	free(l->ptx);
 	l->ptx = strdup(data);
 	return 0;
