@@ -1907,6 +1907,14 @@ static int child_link(void)
 	fprintf(stderr, "test: linked module %s, map pointer %s\n",
 		t && strstr(t, "__cubpf_map_0") ? "instrumented" : "original",
 		global(mod, "__cubpf_map_0") ? "stored" : "none");
+	/* The definitions of the maps: in cubpf's input only, the others declare them .extern */
+	const char *in = ((const char *(*)(void))dlsym(fake, "fake_link_inputs"))();
+	unsigned defs = 0, externs = 0;
+	for (const char *p = in; (p = strstr(p, ".const .align 8 .u64 __cubpf_map_0;")); p++) {
+		defs += p - in >= 9 && !strncmp(p - 9, ".visible ", 9);
+		externs += p - in >= 9 && !strncmp(p - 9, ".extern  ", 9);
+	}
+	fprintf(stderr, "test: __cubpf_map_0 defined %u, extern %u\n", defs, externs);
 	return 0;
 }
 
@@ -1918,9 +1926,14 @@ static void test_link_inputs_are_instrumented(void **state)
 	want("live: cuModuleLoadData: live_k was linked from instrumented PTX");
 	want("test: linked module instrumented, map pointer stored");
 	want("live: 1 modules instrumented (1 kernels), 0 fell back");
+	want("test: __cubpf_map_0 defined 1, extern 1\n");
+	/* two inputs, each with a kernel: both instrumented, the maps defined once */
 	struct child_env two = { { "LIVE_LINK_TWO" }, { "1" } };
 	assert_int_equal(run_child(&two, child_link), 0);
-	want("another PTX input of this link is instrumented already");
+	want("instrumented 1 of 1 kernels of a link input (live_k;");
+	want("instrumented 1 of 1 kernels of a link input (live_other;");
+	want("test: linked module instrumented, map pointer stored");
+	want("test: __cubpf_map_0 defined 1, extern 2\n");
 }
 
 /* The linker refuses the instrumented input: the original is added instead, the link and the
@@ -1933,6 +1946,7 @@ static void test_link_refusal_adds_the_original(void **state)
 	want("the linker refused the instrumented PTX (CUDA_ERROR_INVALID_PTX)");
 	want("test: linked module original, map pointer none");
 	want_not("was linked from instrumented PTX");
+	want("test: __cubpf_map_0 defined 1, extern 0\n"); /* cubpf's definitions only */
 }
 
 int main(void)

@@ -603,6 +603,9 @@ struct fake_link {
 /* The JIT options of the last cuLinkCreate_v2, as "OPTION=VALUE " pairs (log buffers left out). */
 static char last_jit_options[128];
 FAKE_EXPORT const char *fake_last_jit_options(void) { return last_jit_options; }
+/* Every PTX text added to any link of the process, one after the other. */
+static char link_inputs[1 << 16];
+FAKE_EXPORT const char *fake_link_inputs(void) { return link_inputs; }
 
 FAKE_EXPORT int cuLinkCreate_v2(unsigned n, int *opts, void **vals, void **state)
 {
@@ -632,10 +635,13 @@ FAKE_EXPORT int cuLinkAddData_v2(void *state, int type, void *data, size_t size,
 	struct fake_link *l = state;
 	if (!l || !data)
 		return 1;
-	/* FAKE_REFUSE_LINK_PROBES=1: the linker refuses instrumented inputs (a JIT error). */
+	/* FAKE_REFUSE_LINK_PROBES=1: the linker refuses instrumented kernels (a JIT error). */
 	const char *refuse = getenv("FAKE_REFUSE_LINK_PROBES");
-	if (refuse && *refuse == '1' && strstr(data, "__cubpf_map_0"))
+	if (refuse && *refuse == '1' && strstr(data, "__cubpf_map_0") && strstr(data, ".entry"))
 		return 218; /* CUDA_ERROR_INVALID_PTX */
+	/* Every input's text, for the tests of links of several inputs. */
+	snprintf(link_inputs + strlen(link_inputs), sizeof(link_inputs) - strlen(link_inputs),
+		 "%s\n", (const char *)data);
 	free(l->ptx);
 	l->ptx = strdup(data);
 	return 0;
