@@ -182,9 +182,10 @@ struct cubin_image {
 	const uint8_t *data;     /* the caller's bytes */
 	size_t size;             /* their extent (derived when opened with CUBIN_SIZE_UNKNOWN) */
 	uint32_t wrapper_version; /* wrapper: 1, or 2 (with a list of prelinked fatbins) */
-	uint64_t prelinked_list; /* wrapper version 2: the list pointer as stored.  Not followed:
-				  * in -rdc programs it points into .bss, filled at registration,
-				  * and the same fatbins are reachable through their own wrappers */
+	uint64_t prelinked_list; /* wrapper version 2: the list pointer as stored.  Not followed
+				  * by cubin_image_open: in -rdc programs it points into .bss,
+				  * filled at registration; cubin_prelinked() reads it then */
+	int in_memory;           /* opened with CUBIN_OPEN_IN_MEMORY */
 	size_t wrapper_count;    /* host ELF: wrappers in .nvFatBinSegment */
 	uint16_t elf_machine;    /* host ELF / cubin: e_machine */
 	struct cubin_fatbin *fatbins;
@@ -206,6 +207,14 @@ int cubin_identify(const void *data, size_t max, enum cubin_image_kind *kind, si
  * failure *out is NULL and nothing needs freeing. */
 int cubin_image_open(struct cubin_image **out, const void *data, size_t size, unsigned flags,
 		     char *err, size_t errlen);
+
+/* The per-object fatbins of an -rdc program's device-linked wrapper (version 2, opened in
+ * memory): the NULL-terminated list its third field points to, which the CUDA runtime's link
+ * stub (crt/link.stub, __cudaPrelinkedFatbins) fills with each object's fatbin (PTX and
+ * relocatable SASS) before it registers the wrapper.  Writes up to `max` pointers; returns how
+ * many the list holds (0: not such a wrapper, or an empty list), or -1 when the list holds
+ * something that is not a fatbin or does not end within `max` entries. */
+long cubin_prelinked(const struct cubin_image *image, const void **out, size_t max);
 
 /* Releases the image and every buffer it made.  NULL is accepted. */
 void cubin_image_free(struct cubin_image *image);

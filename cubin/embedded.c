@@ -180,7 +180,7 @@ int cubin_asm_options_ptxas(const struct cubin_asm_options *o, char *buf, size_t
 	return len >= 0 && (size_t)len < n ? 0 : -1;
 }
 
-/* ---- the public reader ------------------------------------------------------------------------ */
+/* ---- the public reader -------------------------------------------------------------------- */
 
 static void options_init(struct cubin_asm_options *o)
 {
@@ -229,7 +229,7 @@ void cubin_embedded_ptx_free(struct cubin_embedded_ptx *p)
 	p->len = 0;
 }
 
-/* ---- is it the cubin's code? -------------------------------------------------------------------- */
+/* ---- is it the cubin's code? -------------------------------------------------------------- */
 
 static const struct cubin_kernel *find_kernel(const struct cubin_kernels *l, const char *name)
 {

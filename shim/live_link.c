@@ -72,8 +72,7 @@ static void first_kernel(const char *ptx, size_t len, char *label, size_t n)
 #define DECL ".visible .const .align 8 .u64 "
 #define EXTERN ".extern  .const .align 8 .u64 " /* the same length: edited in place */
 
-/* Makes the instrumented input's definitions of the maps .extern declarations. */
-static void extern_symbols(char *ptx)
+void live_extern_maps(char *ptx)
 {
 	size_t n = sizeof(DECL) - 1;
 	for (char *p = strstr(ptx, DECL); p; p = strstr(p + n, DECL))
@@ -81,8 +80,7 @@ static void extern_symbols(char *ptx)
 			memcpy(p, EXTERN, n);
 }
 
-/* cubpf's own input: the definitions of every map and of the enable words. */
-static int add_definitions(const void *state, char *err, size_t errlen)
+int live_link_definitions(void *state, char *err, size_t errlen)
 {
 	size_t cap = 128 + (size_t)(live.nmaps + 1) * 64, len;
 	char *ptx = malloc(cap);
@@ -109,7 +107,7 @@ static struct link *link_of(const void *state, char *err, size_t errlen)
 	struct link *l = find_state(state);
 	if (l)
 		return l;
-	if (add_definitions(state, err, errlen))
+	if (live_link_definitions((void *)state, err, errlen))
 		return NULL;
 	if (!(l = calloc(1, sizeof(*l)))) {
 		snprintf(err, errlen, "out of memory");
@@ -148,7 +146,7 @@ void live_link_loading(struct shim_module_event *ev)
 			  ev->api_name, l ? "too many inputs" : err);
 		return;
 	}
-	extern_symbols(out);
+	live_extern_maps(out);
 	l->ptx[l->ninputs++] = out;
 	l->pending = out;
 	if (!l->label[0])

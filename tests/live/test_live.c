@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cubin/cubin.h"
 #include "shim/live_rb.h"
 #include "tools/include/cubpf_abi.h"
 #include "store/store.h"
@@ -1949,6 +1950,61 @@ static void test_link_refusal_adds_the_original(void **state)
 	want("test: __cubpf_map_0 defined 1, extern 0\n"); /* cubpf's definitions only */
 }
 
+/* ---- -rdc programs: the objects' PTX linked instrumented (live_module.c rdc_source) ---------- */
+
+/* Registers the device-linked image of the -rdc fixture as the CUDA runtime does: a version 2
+ * wrapper of its linked fatbin (.nv_fatbin) whose list holds the objects' fatbins
+ * (__nv_relfatbin); with $LIVE_RDC_NOLIST the list is missing. */
+static int child_rdc(void)
+{
+	char path[4200], err[256];
+	static uint8_t buf[1 << 21];
+	const void *list[16] = {0}, *linked = NULL;
+	void *mod = NULL;
+	struct cubin_image *img;
+	snprintf(path, sizeof(path), "%s/rdc_app", embedded_dir);
+	FILE *f = fopen(path, "rb");
+	size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0, nl = 0;
+	if (f)
+		fclose(f);
+	if (!n || cubin_image_open(&img, buf, n, 0, err, sizeof(err)))
+		return child_fail("reading %s", path);
+	for (size_t i = 0; i < img->fatbin_count && nl < 15; i++) {
+		if (!strcmp(img->fatbins[i].section, ".nv_fatbin"))
+			linked = img->fatbins[i].data;
+		else
+			list[nl++] = img->fatbins[i].data;
+	}
+	uint64_t wrapper[3] = { 0x466243B1u | 2ull << 32, (uintptr_t)linked,
+				getenv("LIVE_RDC_NOLIST") ? 0 : (uintptr_t)list };
+	if (!linked || open_both() || load(&mod, wrapper) != 0)
+		return child_fail("loading the -rdc image");
+	const char *in = ((const char *(*)(void))dlsym(fake, "fake_link_inputs"))();
+	unsigned defs = 0, externs = 0;
+	for (const char *p = in; (p = strstr(p, ".const .align 8 .u64 __cubpf_map_0;")); p++) {
+		defs += p - in >= 9 && !strncmp(p - 9, ".visible ", 9);
+		externs += p - in >= 9 && !strncmp(p - 9, ".extern  ", 9);
+	}
+	const char *t = module_text(mod);
+	fprintf(stderr, "test: %zu objects, module %s, __cubpf_map_0 defined %u, extern %u\n", nl,
+		t && !strncmp(t, "FAKECUBIN", 9) ? "substituted" : "original", defs, externs);
+	cubin_image_free(img);
+	return 0;
+}
+
+static void test_rdc_objects_are_linked_instrumented(void **state)
+{
+	(void)state;
+	struct child_env env = { { "CUBPF_PROGRAMS" }, { kcount_probe } };
+	assert_int_equal(run_child(&env, child_rdc), 0);
+	want("live: cuModuleLoadData: instrumented 7 of 7 kernels");
+	want("test: 4 objects, module substituted, __cubpf_map_0 defined 1, extern 3\n");
+	struct child_env nolist = { { "CUBPF_PROGRAMS", "LIVE_RDC_NOLIST" }, { kcount_probe, "1" } };
+	assert_int_equal(run_child(&nolist, child_rdc), 0);
+	want("an -rdc program's linked SASS without its list of objects");
+	want("module original");
+}
+
 int main(void)
 {
 	const char *build = getenv("CUBPF_BUILD") ? getenv("CUBPF_BUILD") : LIVE_TEST_BUILD;
@@ -2009,6 +2065,7 @@ int main(void)
 		cmocka_unit_test(test_embedded_ptx_cache_hit),
 		cmocka_unit_test(test_link_inputs_are_instrumented),
 		cmocka_unit_test(test_link_refusal_adds_the_original),
+		cmocka_unit_test(test_rdc_objects_are_linked_instrumented),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
