@@ -37,6 +37,7 @@ $(eval $(call cubin_fixture,app,$(CUBIN_G_SM80) $(CUBIN_G_SM90) $(CUBIN_G_PTX90)
 $(eval $(call cubin_fixture,rdc_app,-rdc=true $(CUBIN_G_SM90) $(CUBIN_G_PTX90),tests/cubin/rdc_part.cu tests/cubin/rdc_lib.cu tests/cubin/host_main.cu $(CUBIN_KERNELS)))
 $(eval $(call cubin_fixture,libkernels.so,-shared -Xcompiler -fPIC $(CUBIN_G_SM90) $(CUBIN_G_PTX86),$(CUBIN_KERNELS)))
 $(eval $(call cubin_fixture,libkernels.a,-lib $(CUBIN_G_SM90) $(CUBIN_G_PTX90),$(CUBIN_KERNELS) tests/cubin/rdc_lib.cu))
+$(eval $(call cubin_fixture,rdc2_app,-rdc=true $(CUBIN_G_SM90) $(CUBIN_G_PTX90),tests/cubin/rdc_part.cu tests/cubin/rdc_lib.cu tests/cubin/rdc_host.cu))
 $(eval $(call cubin_fixture,lineinfo.cubin,-cubin -lineinfo -arch=sm_90,$(CUBIN_KERNELS)))
 $(eval $(call cubin_fixture,loc.ptx,-ptx -lineinfo -arch=sm_90,$(CUBIN_KERNELS)))
 

@@ -310,6 +310,111 @@ static void options(void **state)
 	assert_string_equal(e.opts.unsupported, "-warn-spills");
 }
 
+/* nvlink beside ptxas (the toolkit's bin folder). */
+static const char *nvlink(const char *as, char *buf, size_t n)
+{
+	const char *slash = strrchr(as, '/');
+	snprintf(buf, n, "%.*snvlink", slash ? (int)(slash - as + 1) : 0, as);
+	if (access(buf, X_OK)) {
+		fprintf(stderr, "SKIP: nvlink not found beside ptxas (%s)\n", buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* One object of the -rdc fixture: its PTX written to dir/objI.ptx, ptxas's options. */
+static void rdc_object(struct cubin_image *img, size_t f, const char *base, size_t i,
+		       char *opts, size_t optlen)
+{
+	const struct cubin_fatbin *fb = &img->fatbins[f];
+	const uint8_t *data;
+	size_t size;
+	char path[600], err[256];
+	int have_ptx = 0, have_opts = 0;
+	for (size_t e = fb->first_entry; e < fb->first_entry + fb->entry_count; e++) {
+		assert_int_equal(cubin_entry_data(img, e, &data, &size), 0);
+		if (img->entries[e].kind == CUBIN_ENTRY_PTX) {
+			snprintf(path, sizeof(path), "%s%zu.ptx", base, i);
+			write_or_fail(path, data, strnlen((const char *)data, size));
+			have_ptx = 1;
+		} else if (img->entries[e].kind == CUBIN_ENTRY_ELF) {
+			struct cubin_embedded_ptx emb;
+			assert_true(cubin_embedded_ptx(data, size, &emb, err, sizeof(err)) >= 0);
+			assert_true(emb.has_options);
+			assert_int_equal(cubin_asm_options_ptxas(&emb.opts, opts, optlen), 0);
+			have_opts = 1;
+		}
+	}
+	assert_true(have_ptx && have_opts);
+}
+
+/* An -rdc program of two objects calling each other's device functions (rdc2_app): the
+ * objects' PTX, assembled with ptxas's recorded options and linked by nvlink, gives the
+ * device-linked SASS the program registers; instrumented (the maps .extern, defined by one
+ * module of their own, as the shim does), the objects assemble and link for sm_90 and sm_80. */
+static void rdc_objects(void **state)
+{
+	(void)state;
+	uint8_t *buf;
+	size_t size, nobj = 0;
+	char base[512], cmd[4096], opts[256], nl[512], objs[2048] = "", linked[600];
+	struct cubin_image *img = open_fixture("rdc2_app", &buf, &size);
+	const char *as = ptxas(), *link = as ? nvlink(as, nl, sizeof(nl)) : NULL;
+	if (!link) {
+		cubin_image_free(img);
+		free(buf);
+		skip();
+	}
+	tmp_path(base, sizeof(base), "rdc", "-obj");
+	const uint8_t *lsass = NULL;
+	size_t lsize = 0;
+	for (size_t f = 0; f < img->fatbin_count; f++) {
+		if (!strcmp(img->fatbins[f].section, ".nv_fatbin")) {
+			assert_int_equal(cubin_entry_data(img, img->fatbins[f].first_entry, &lsass,
+							  &lsize), 0);
+			continue;
+		}
+		rdc_object(img, f, base, nobj, opts, sizeof(opts));
+		snprintf(cmd, sizeof(cmd), "%s %s %s%zu.ptx -o %s%zu.o", as, opts, base, nobj, base,
+			 nobj);
+		run_or_fail(cmd);
+		snprintf(objs + strlen(objs), sizeof(objs) - strlen(objs), " %s%zu.o", base, nobj);
+		nobj++;
+	}
+	assert_int_equal(nobj, 3); /* rdc_part, rdc_lib, rdc_host */
+	assert_non_null(lsass);
+	snprintf(linked, sizeof(linked), "%s-linked.cubin", base);
+	snprintf(cmd, sizeof(cmd), "%s -arch=sm_90 %s -o %s", link, objs, linked);
+	run_or_fail(cmd);
+	size_t rsize;
+	uint8_t *relinked = read_file_or_fail(linked, &rsize);
+	same_text("rdc2_app", lsass, lsize, relinked, rsize);
+	free(relinked);
+	/* instrumented: every object with the maps .extern, one module defining them */
+	for (int sm = 90; sm >= 80; sm -= 10) {
+		snprintf(cmd, sizeof(cmd),
+			 "set -e; cd $(dirname %s); b=$(basename %s); o=''; "
+			 "printf '.version 7.0\\n.target sm_50\\n.address_size 64\\n"
+			 ".visible .const .align 8 .u64 __cubpf_map_0;\\n' > $b-defs.ptx; "
+			 "%s -c -arch sm_%d $b-defs.ptx -o $b-defs.o; "
+			 "for i in 0 1 2; do %s/bin/cubpf ptx -p %s/probes/kcount.bpf.o $b$i.ptx "
+			 "-o $b$i.i.ptx 2>/dev/null || cp $b$i.ptx $b$i.i.ptx; "
+			 "sed -i -e 's/^\\.visible \\.const \\(\\.align 8 \\.u64 __cubpf_\\)/"
+			 ".extern  .const \\1/' -e 's/^\\.target sm_90/.target sm_%d/' $b$i.i.ptx; "
+			 "%s -c -arch sm_%d $b$i.i.ptx -o $b$i.i.o; o=\"$o $b$i.i.o\"; done; "
+			 "grep -q '^.extern  .const .align 8 .u64 __cubpf_map_0;' ${b}0.i.ptx; "
+			 "%s -arch=sm_%d $b-defs.o $o -o $b-inst.cubin",
+			 base, base, as, sm,
+			 getenv("CUBPF_BUILD") ? getenv("CUBPF_BUILD") : "build",
+			 getenv("CUBPF_BUILD") ? getenv("CUBPF_BUILD") : "build", sm, as, sm, link, sm);
+		run_or_fail(cmd);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -f %s*", base);
+	run_or_fail(cmd);
+	cubin_image_free(img);
+	free(buf);
+}
+
 size_t embedded_tests(struct CMUnitTest *out)
 {
 	const struct CMUnitTest t[] = {
@@ -317,7 +422,7 @@ size_t embedded_tests(struct CMUnitTest *out)
 		cmocka_unit_test(nvrtc_lineinfo), cmocka_unit_test(nvjitlink_one),
 		cmocka_unit_test(nvrtc_no_lineinfo), cmocka_unit_test(nvjitlink_two),
 		cmocka_unit_test(plain_cubin),    cmocka_unit_test(mismatch),
-		cmocka_unit_test(options),
+		cmocka_unit_test(options),        cmocka_unit_test(rdc_objects),
 	};
 	memcpy(out, t, sizeof(t));
 	return sizeof(t) / sizeof(t[0]);
