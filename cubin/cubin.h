@@ -323,6 +323,9 @@ struct cubin_embedded_ptx {
 				  * NULL unless exactly one section holds it */
 	size_t len;
 	unsigned sections;       /* .nv_debug_ptx_txt* sections (several: a link of PTX inputs) */
+	char **parts;            /* with several sections: each one's PTX (malloc'ed, like text),
+				  * in section order; NULL otherwise */
+	size_t *part_lens;
 	uint64_t bytes;          /* their stored size */
 	uint32_t sm;             /* the cubin's SM (e_flags) */
 	int has_options;         /* a ptxas note was found */
@@ -330,7 +333,8 @@ struct cubin_embedded_ptx {
 };
 
 /* Reads the embedded PTX and the assembler's options of a cubin.  Returns 1 when PTX sections
- * exist (out->text set when there is exactly one), 0 when there are none (out->opts may still
+ * exist (out->text set when there is exactly one, out->parts when there are several, up to
+ * 64), 0 when there are none (out->opts may still
  * say how the cubin was assembled), -1 on a damaged image (err).  Free with
  * cubin_embedded_ptx_free(). */
 int cubin_embedded_ptx(const void *data, size_t size, struct cubin_embedded_ptx *out, char *err,

@@ -189,6 +189,32 @@ static void options_init(struct cubin_asm_options *o)
 	o->fmad = 1;
 }
 
+#define MAX_PARTS 64
+
+/* Every PTX section's text, in section order (a link's inputs). */
+static int read_parts(struct cubin_elf *elf, struct cubin_embedded_ptx *out, char *err,
+		      size_t errlen)
+{
+	struct cubin_elf_section s;
+	if (out->sections > MAX_PARTS)
+		return 1; /* listed, not read */
+	out->parts = calloc(out->sections, sizeof(*out->parts));
+	out->part_lens = calloc(out->sections, sizeof(*out->part_lens));
+	if (!out->parts || !out->part_lens)
+		return cubin_fail(err, errlen, "out of memory");
+	size_t n = 0;
+	for (size_t i = 1; i < elf->shnum && n < out->sections; i++) {
+		if (cubin_elf_section(elf, i, &s))
+			return cubin_fail(err, errlen, "%s", elf->error);
+		if (!is_ptx_section(s.name) || !s.data)
+			continue;
+		if (!(out->parts[n] = join_lines(s.data, s.size, &out->part_lens[n])))
+			return cubin_fail(err, errlen, "out of memory");
+		n++;
+	}
+	return 1;
+}
+
 int cubin_embedded_ptx(const void *data, size_t size, struct cubin_embedded_ptx *out, char *err,
 		       size_t errlen)
 {
@@ -213,8 +239,10 @@ int cubin_embedded_ptx(const void *data, size_t size, struct cubin_embedded_ptx 
 		}
 	}
 	out->has_options = out->opts.notes > 0;
-	if (out->sections != 1) /* none, or one per input of a link: not one module's text */
-		return out->sections ? 1 : 0;
+	if (out->sections == 0)
+		return 0;
+	if (out->sections > 1) /* one per input of a link: each its own module */
+		return read_parts(&elf, out, err, errlen);
 	if (!(out->text = join_lines(first->data, first->size, &out->len)))
 		return cubin_fail(err, errlen, "out of memory");
 	return 1;
@@ -227,6 +255,12 @@ void cubin_embedded_ptx_free(struct cubin_embedded_ptx *p)
 	free(p->text);
 	p->text = NULL;
 	p->len = 0;
+	for (unsigned i = 0; p->parts && i < p->sections; i++)
+		free(p->parts[i]);
+	free(p->parts);
+	free(p->part_lens);
+	p->parts = NULL;
+	p->part_lens = NULL;
 }
 
 /* ---- is it the cubin's code? -------------------------------------------------------------- */

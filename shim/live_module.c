@@ -290,6 +290,42 @@ static void no_entry_reason(const struct cubin_image *img, uint32_t sm, bool no_
 				     : "; no line info either (a library shipped as SASS?)");
 }
 
+static int objects_match(struct work *w, bool exact, char *why, size_t n);
+
+/* A cubin linked from several PTX inputs (nvJitLink, the driver's linker with line info): each
+ * input's PTX, instrumented and linked again with ptxas's options.  Returns 1, 0 with why. */
+static int embedded_parts(struct work *w, char *why, size_t n)
+{
+	struct cubin_embedded_ptx *e = &w->embedded;
+	CUjit_option opt[JIT_MAX_OPTS];
+	void *val[JIT_MAX_OPTS];
+	char jwhy[160];
+	if (!e->parts)
+		return snprintf(why, n, "its cubin keeps the PTX of %u linked inputs, more than cubpf "
+				"links again", e->sections), 0;
+	if (!w->ctx)
+		return snprintf(why, n, "its cubin keeps the PTX of %u linked inputs, linked again "
+				"instrumented only with a current context", e->sections), 0;
+	if (!e->has_options)
+		return snprintf(why, n, "its cubin keeps PTX but not the options it was assembled "
+				"with (no .note.nv.tkinfo)"), 0;
+	if (!(w->parts = calloc(e->sections, sizeof(*w->parts))))
+		return snprintf(w->err, sizeof(w->err), "out of memory"), -1;
+	for (unsigned i = 0; i < e->sections; i++)
+		w->parts[i].ptx = e->parts[i], w->parts[i].len = e->part_lens[i];
+	w->nparts = e->sections;
+	if (objects_match(w, true, why, n))
+		return 0;
+	if (jit_options_of(&e->opts, w->sm, opt, val, jwhy, sizeof(jwhy)) < 0)
+		return snprintf(why, n, "the PTX kept in its cubin cannot be compiled as it was: %s",
+				jwhy), 0;
+	w->part_opts = e->opts;
+	snprintf(w->origin_buf, sizeof(w->origin_buf), "embedded PTX of %u linked inputs: %s %s",
+		 e->sections, e->opts.tool, e->opts.raw);
+	w->origin = w->origin_buf;
+	return 1;
+}
+
 /* The embedded PTX of cubin entry `elf`, if cubpf can compile it as ptxas did.  Returns 1 (it
  * is w->ptx), 0 with why (not usable), -1 on an unreadable entry (w->err). */
 static int embedded_source(struct work *w, long elf, char *why, size_t n)
@@ -309,8 +345,7 @@ static int embedded_source(struct work *w, long elf, char *why, size_t n)
 		return 0;
 	}
 	if (!e->text)
-		return snprintf(why, n, "its cubin keeps the PTX of %u linked inputs (nvJitLink or "
-				"-rdc), which cubpf does not link again yet", e->sections), 0;
+		return embedded_parts(w, why, n);
 	char mismatch[160];
 	int rc = cubin_embedded_ptx_matches(data, size, e->text, e->len, mismatch, sizeof(mismatch));
 	if (rc != 0)
@@ -346,11 +381,13 @@ static int object_options(struct work *w, struct cubin_image *obj, size_t i, cha
 	size_t size;
 	struct cubin_embedded_ptx e;
 	char err[CUBIN_ERRLEN];
-	if (elf < 0 || cubin_entry_data(obj, (size_t)elf, &data, &size) ||
-	    cubin_embedded_ptx(data, size, &e, err, sizeof(err)) < 0 || !e.has_options)
+	memset(&e, 0, sizeof(e));
+	int bad = elf < 0 || cubin_entry_data(obj, (size_t)elf, &data, &size) ||
+		  cubin_embedded_ptx(data, size, &e, err, sizeof(err)) < 0 || !e.has_options;
+	cubin_embedded_ptx_free(&e);
+	if (bad)
 		return snprintf(why, n, "an -rdc program's linked SASS: how object %zu was assembled "
 				"is not recorded", i), 1;
-	cubin_embedded_ptx_free(&e);
 	if (i == 0)
 		w->part_opts = e.opts;
 	else if (strcmp(w->part_opts.raw, e.opts.raw) || e.opts.disagree)
@@ -358,9 +395,10 @@ static int object_options(struct work *w, struct cubin_image *obj, size_t i, cha
 	return 0;
 }
 
-/* Every kernel of the linked SASS is in one object's PTX with the same parameters (the objects
- * may hold more: the device linker drops kernels the host never registers).  0, or 1 with why. */
-static int objects_match(struct work *w, char *why, size_t n)
+/* Every kernel of the linked SASS is in one part's PTX with the same parameters; exact: and no
+ * other (the objects of an -rdc program may hold more: the device linker drops kernels the host
+ * never registers).  0, or 1 with why. */
+static int objects_match(struct work *w, bool exact, char *why, size_t n)
 {
 	long elf = choose_elf(w->img, w->sm);
 	const uint8_t *data;
@@ -370,10 +408,11 @@ static int objects_match(struct work *w, char *why, size_t n)
 	if (elf < 0 || cubin_entry_data(w->img, (size_t)elf, &data, &size) ||
 	    cubin_elf_kernels(data, size, &linked, err, sizeof(err)))
 		return snprintf(why, n, "an -rdc program's linked SASS that cubpf cannot read"), 1;
-	size_t found = 0;
+	size_t found = 0, total = 0;
 	for (size_t i = 0; i < w->nparts; i++) {
 		if (cubin_ptx_kernels(w->parts[i].ptx, w->parts[i].len, &part, err, sizeof(err)))
 			continue;
+		total += part.count;
 		for (size_t k = 0; k < linked.count; k++)
 			for (size_t j = 0; j < part.count; j++)
 				if (!strcmp(linked.kernels[k].name, part.kernels[j].name) &&
@@ -382,10 +421,12 @@ static int objects_match(struct work *w, char *why, size_t n)
 					found++;
 		cubin_kernels_free(&part);
 	}
-	int rc = found == linked.count ? 0 : 1;
+	int rc = found == linked.count && (!exact || total == found) ? 0 : 1;
 	if (rc)
-		snprintf(why, n, "an -rdc program's linked SASS whose kernels are not all in its "
-			 "objects' PTX (%zu of %zu)", found, linked.count);
+		snprintf(why, n, "%s: the kernels of its SASS (%zu) are not those of its inputs' PTX "
+			 "(%zu, %zu the same)", exact ? "a cubin linked from several PTX inputs"
+						      : "an -rdc program's linked SASS",
+			 linked.count, total, found);
 	cubin_kernels_free(&linked);
 	return rc;
 }
@@ -428,7 +469,7 @@ static int rdc_source(struct work *w, char *why, size_t n)
 			return 0;
 	}
 	w->nparts = (size_t)count;
-	if (objects_match(w, why, n))
+	if (objects_match(w, false, why, n))
 		return 0;
 	CUjit_option opt[JIT_MAX_OPTS];
 	void *val[JIT_MAX_OPTS];

@@ -106,8 +106,10 @@ static void embedded_of(struct model *m, size_t i, const uint8_t *data, size_t s
 	struct cubin_embedded_ptx e;
 	char err[CUBIN_ERRLEN];
 	struct embedded *out = &m->emb[i];
-	if (cubin_embedded_ptx(data, size, &e, err, sizeof(err)) < 0)
+	if (cubin_embedded_ptx(data, size, &e, err, sizeof(err)) < 0) {
+		cubin_embedded_ptx_free(&e);
 		return;
+	}
 	out->sections = e.sections;
 	out->bytes = e.bytes;
 	out->has_options = e.has_options;

@@ -240,6 +240,13 @@ static void nvjitlink_two(void **state)
 	assert_true(e.has_options);
 	assert_false(e.opts.disagree);
 	assert_int_equal(e.opts.relocatable, 1);
+	/* each input's PTX: one has rtc_k1, the other rtc_k2, each a whole module */
+	assert_non_null(e.parts);
+	assert_non_null(strstr(e.parts[0], ".version"));
+	assert_non_null(strstr(e.parts[1], ".version"));
+	assert_true((strstr(e.parts[0], ".entry rtc_k1") && strstr(e.parts[1], ".entry rtc_k2")) ||
+		    (strstr(e.parts[0], ".entry rtc_k2") && strstr(e.parts[1], ".entry rtc_k1")));
+	cubin_embedded_ptx_free(&e);
 	free(buf);
 }
 

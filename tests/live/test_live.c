@@ -1857,9 +1857,18 @@ static void test_embedded_ptx_refused_with_reasons(void **state)
 	want("compile with -lineinfo (nvcc, NVRTC)");
 	want("TRITON_DISABLE_LINE_INFO");
 	want("--xla_gpu_generate_line_info=true");
+}
+
+/* nvJitLink of two PTX inputs (with line info): each input's PTX instrumented, linked again with
+ * the maps defined once (cubpf's own input) and ptxas's options. */
+static void test_embedded_ptx_of_linked_inputs(void **state)
+{
+	(void)state;
 	assert_int_equal(run_embedded("nvjitlink2.cubin", NULL), 0);
-	want("test: module original");
-	want("keeps the PTX of 2 linked inputs");
+	want("live: cuModuleLoadData: instrumented 2 of 2 kernels");
+	want("test: module instrumented");
+	want("test: jit options <13=1 >");
+	want("live: 1 modules instrumented (2 kernels)");
 }
 
 /* A second process loading the same cubin hits the cache: no JIT, the same instrumented code. */
@@ -2063,6 +2072,7 @@ int main(void)
 		cmocka_unit_test(test_embedded_ptx_is_instrumented),
 		cmocka_unit_test(test_embedded_ptx_refused_with_reasons),
 		cmocka_unit_test(test_embedded_ptx_cache_hit),
+		cmocka_unit_test(test_embedded_ptx_of_linked_inputs),
 		cmocka_unit_test(test_link_inputs_are_instrumented),
 		cmocka_unit_test(test_link_refusal_adds_the_original),
 		cmocka_unit_test(test_rdc_objects_are_linked_instrumented),
