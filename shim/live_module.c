@@ -661,7 +661,7 @@ static bool handled(const struct shim_module_event *ev)
 	case SHIM_LOAD_LIBRARY_FILE:
 		break;
 	default:
-		return false; /* link steps: not instrumented yet (LIVE.md) */
+		return false; /* link steps: live_link.c */
 	}
 	return ev->image && (ev->info.kind == SHIM_IMAGE_PTX || ev->info.kind == SHIM_IMAGE_FATBIN ||
 			     ev->info.kind == SHIM_IMAGE_FATBIN_WRAPPER ||
