@@ -29,6 +29,7 @@
 struct link {
 	const void *state;          /* CUlinkState; NULL once completed */
 	char *ptx[MAX_INPUTS];      /* the instrumented inputs, until the link completes */
+	unsigned kernels[MAX_INPUTS]; /* and their instrumented kernels */
 	unsigned ninputs;
 	const void *pending;        /* the substitute being added by this call */
 	const void *out;            /* the linked cubin, as cuLinkComplete gave it */
@@ -147,6 +148,7 @@ void live_link_loading(struct shim_module_event *ev)
 		return;
 	}
 	live_extern_maps(out);
+	l->kernels[l->ninputs] = rep.instrumented;
 	l->ptx[l->ninputs++] = out;
 	l->pending = out;
 	if (!l->label[0])
@@ -172,6 +174,7 @@ static void refused(struct link *l, const struct shim_module_event *ev)
 		  live_cu_error((CUresult)ev->result));
 	free(l->ptx[--l->ninputs]);
 	l->ptx[l->ninputs] = NULL;
+	atomic_fetch_sub(&live.n.kernels_instrumented, l->kernels[l->ninputs]);
 	if (l->ninputs == 0)
 		l->label[0] = 0;
 }

@@ -104,9 +104,8 @@ static int jit_options_of(const struct cubin_asm_options *o, uint32_t device_sm,
 				"the driver's JIT", o->unsupported), -1;
 	if (o->disagree)
 		return snprintf(why, whylen, "its parts were assembled with different options"), -1;
-	if (!o->fmad) /* CU_JIT_FMA applies to LTO-IR only (cuda.h) */
-		return snprintf(why, whylen, "it was assembled with -fmad false, which the driver's "
-				"JIT cannot honour for PTX"), -1;
+	/* -fmad false has no JIT option for PTX (CU_JIT_FMA applies to LTO-IR only): the PTX
+	 * itself says it (no_contraction), before it is instrumented. */
 	if (device_sm && o->sm && o->sm != device_sm)
 		return snprintf(why, whylen, "it was assembled for sm_%u, the device is sm_%u",
 				o->sm, device_sm), -1;
@@ -227,6 +226,8 @@ struct work {
 	struct cubin_image *objs[MAX_PARTS]; /* the objects' fatbins */
 	size_t nobjs;
 	struct cubin_asm_options part_opts; /* how ptxas assembled the objects */
+	char *owned[MAX_PARTS];     /* the objects' PTX when it had to change (-fmad false) */
+	size_t nowned;
 	char origin_buf[320];
 	bool cached;                /* key is valid: look up, and put what is made */
 	store_key key;
@@ -292,6 +293,18 @@ static void no_entry_reason(const struct cubin_image *img, uint32_t sm, bool no_
 
 static int objects_match(struct work *w, bool exact, char *why, size_t n);
 
+/* ptxas -fmad false, in the PTX itself (ptx_no_contraction): *text (malloc'ed) replaced. */
+static int no_contraction(char **text, size_t *len, char *err, size_t errlen)
+{
+	char *t;
+	size_t n;
+	if (ptx_no_contraction(*text, *len, &t, &n) < 0)
+		return snprintf(err, errlen, "out of memory"), -1;
+	free(*text);
+	*text = t, *len = n;
+	return 0;
+}
+
 /* A cubin linked from several PTX inputs (nvJitLink, the driver's linker with line info): each
  * input's PTX, instrumented and linked again with ptxas's options.  Returns 1, 0 with why. */
 static int embedded_parts(struct work *w, char *why, size_t n)
@@ -311,8 +324,12 @@ static int embedded_parts(struct work *w, char *why, size_t n)
 				"with (no .note.nv.tkinfo)"), 0;
 	if (!(w->parts = calloc(e->sections, sizeof(*w->parts))))
 		return snprintf(w->err, sizeof(w->err), "out of memory"), -1;
-	for (unsigned i = 0; i < e->sections; i++)
+	for (unsigned i = 0; i < e->sections; i++) {
+		if (!e->opts.fmad &&
+		    no_contraction(&e->parts[i], &e->part_lens[i], w->err, sizeof(w->err)))
+			return -1;
 		w->parts[i].ptx = e->parts[i], w->parts[i].len = e->part_lens[i];
+	}
 	w->nparts = e->sections;
 	if (objects_match(w, true, why, n))
 		return 0;
@@ -364,6 +381,8 @@ static int embedded_source(struct work *w, long elf, char *why, size_t n)
 	if (!w->ctx && nopt > (e->opts.lineinfo ? 1 : 0))
 		return snprintf(why, n, "the PTX kept in its cubin needs ptxas's options (%s), and "
 				"there is no current context to compile it with them", e->opts.raw), 0;
+	if (!e->opts.fmad && no_contraction(&e->text, &e->len, w->err, sizeof(w->err)))
+		return -1;
 	w->ptx = e->text;
 	w->ptx_len = e->len;
 	snprintf(w->origin_buf, sizeof(w->origin_buf), "embedded PTX: %s %s", e->opts.tool,
@@ -471,6 +490,12 @@ static int rdc_source(struct work *w, char *why, size_t n)
 	w->nparts = (size_t)count;
 	if (objects_match(w, false, why, n))
 		return 0;
+	for (size_t i = 0; !w->part_opts.fmad && i < w->nparts; i++) {
+		char *copy = strndup(w->parts[i].ptx, w->parts[i].len);
+		if (!copy || no_contraction(&copy, &w->parts[i].len, w->err, sizeof(w->err)))
+			return free(copy), snprintf(w->err, sizeof(w->err), "out of memory"), -1;
+		w->parts[i].ptx = w->owned[w->nowned++] = copy;
+	}
 	CUjit_option opt[JIT_MAX_OPTS];
 	void *val[JIT_MAX_OPTS];
 	if (jit_options_of(&w->part_opts, w->sm, opt, val, jwhy, sizeof(jwhy)) < 0)
@@ -635,6 +660,9 @@ static void free_parts(struct work *w)
 	for (size_t i = 0; i < w->nobjs; i++)
 		cubin_image_free(w->objs[i]);
 	w->nobjs = 0;
+	for (size_t i = 0; i < w->nowned; i++)
+		free(w->owned[i]);
+	w->nowned = 0;
 }
 
 /* The first kernel of the instrumented text, to name the module in messages. */
@@ -874,7 +902,7 @@ static void module_loading(struct shim_module_event *ev)
 		}
 		rc = instrument(&w);
 	}
-	if (rc == 0 && w.cached && w.ptx)
+	if (rc == 0 && w.cached && (w.ptx || w.nparts))
 		put_untouched(&w);
 	if (rc <= 0) {
 		cubin_embedded_ptx_free(&w.embedded);

@@ -48,6 +48,10 @@ CUBIN_RTC_LIBDIR := $(CUDA_HOME)/lib64
 $(CUBIN_FIX)/ptxas_loc.cubin: $(CUBIN_FIX)/loc.ptx
 	@echo "PTXAS $@"
 	@$(PTXAS) -O2 -fmad=false -arch sm_90 -o $@ $< >$@.log 2>&1 || { echo "fixture $@ failed: see $@.log"; rm -f $@; }
+$(CUBIN_FIX)/nofma.cubin: tests/cubin/nofma.ptx
+	@mkdir -p $(@D)
+	@echo "PTXAS $@"
+	@$(PTXAS) -fmad=false -arch sm_90 -o $@ $< >$@.log 2>&1 || { echo "fixture $@ failed: see $@.log"; rm -f $@; }
 $(CUBIN_FIX)/ptxas_o2.cubin: $(CUBIN_FIX)/loc.ptx
 	@echo "PTXAS $@"
 	@$(PTXAS) -O2 -lineinfo -arch sm_90 -o $@ $< >$@.log 2>&1 || { echo "fixture $@ failed: see $@.log"; rm -f $@; }
@@ -63,15 +67,16 @@ $(CUBIN_FIX)/nvrtc_lineinfo.cubin: $(BUILD)/tests/gen_rtc
 	@echo "GEN_RTC $(@D)"
 	@$(BUILD)/tests/gen_rtc $(@D) >$@.log 2>&1 || { echo "fixture $@ failed: see $@.log"; rm -f $(CUBIN_RTC); }
 $(filter-out %/nvrtc_lineinfo.cubin,$(CUBIN_RTC)): $(CUBIN_FIX)/nvrtc_lineinfo.cubin
-CUBIN_FIXTURES += $(CUBIN_FIX)/ptxas_loc.cubin $(CUBIN_FIX)/ptxas_o2.cubin $(CUBIN_RTC)
+CUBIN_FIXTURES += $(CUBIN_FIX)/ptxas_loc.cubin $(CUBIN_FIX)/ptxas_o2.cubin $(CUBIN_FIX)/nofma.cubin \
+	$(CUBIN_RTC)
 .PHONY: cubin-fixtures
 cubin-fixtures: $(CUBIN_FIXTURES)
 
 TEST_CUBIN_SRCS := $(filter-out tests/cubin/gen_rtc.c,$(wildcard tests/cubin/*.c))
-$(BUILD)/tests/test_cubin: $(call objs,$(TEST_CUBIN_SRCS)) $(CUBIN_LIB) | $(CUBIN_FIXTURES) \
+$(BUILD)/tests/test_cubin: $(call objs,$(TEST_CUBIN_SRCS)) $(CUBIN_LIB) $(PTX_LIB) | $(CUBIN_FIXTURES) \
 		$(BUILD)/bin/cubpf $(BUILD)/probes/kcount.bpf.o $(BUILD)/probes/memtrace.bpf.o
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(call objs,$(TEST_CUBIN_SRCS)) $(CUBIN_LIB) $(DEP_LIBS) -lcmocka $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(call objs,$(TEST_CUBIN_SRCS)) $(PTX_LIB) $(CUBIN_LIB) $(DEP_LIBS) -lcmocka $(LDLIBS)
 TEST_BINS += $(BUILD)/tests/test_cubin
 
 # Benchmark: read and decompress every fatbin of a file, against a bare zstd loop.

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ptx-rewriter/ptx.h"
 #include "tests/cubin/fixtures.h"
 
 static const char *ptxas(void)
@@ -187,6 +188,62 @@ static void ptxas_loc(void **state)
 	assert_int_equal(e.opts.opt_level, 2);
 	assert_int_equal(e.opts.fmad, 0);
 	assert_int_equal(e.opts.lineinfo, 0); /* the .loc lines alone made ptxas keep the PTX */
+	cubin_embedded_ptx_free(&e);
+	free(buf);
+}
+
+/* -fmad false without the option (nofma.ptx, float multiplies and adds without rounding
+ * modifiers, assembled with -fmad=false): the recovered PTX with .rn on every float add, sub and
+ * mul (ptx_no_contraction, what the shim does since the JIT has no -fmad for PTX), assembled
+ * with fmad on, gives the cubin's machine code; the same text without .rn gives other code. */
+static void fmad_false_in_the_ptx(void **state)
+{
+	(void)state;
+	uint8_t *buf;
+	size_t size, rsize, olen;
+	struct cubin_embedded_ptx e;
+	char ptx[512], re[512], cmd[2048], opts[256];
+	char *rn;
+	read_ptx("nofma.cubin", &buf, &size, &e);
+	assert_non_null(e.text);
+	assert_int_equal(e.opts.fmad, 0);
+	assert_int_equal(ptx_no_contraction(e.text, e.len, &rn, &olen), 6);
+	assert_non_null(strstr(rn, "\nmul.rn.f32 "));
+	assert_non_null(strstr(rn, "\nsub.rn.f32 "));
+	assert_non_null(strstr(rn, "\n@!%p1 mul.rn.f64 "));
+	assert_non_null(strstr(rn, "\nmul.wide.s32 ")); /* integers untouched */
+	const char *as = ptxas();
+	if (!as) {
+		free(rn);
+		cubin_embedded_ptx_free(&e);
+		free(buf);
+		skip();
+	}
+	e.opts.fmad = 1; /* ptxas's default: the PTX says it now */
+	assert_int_equal(cubin_asm_options_ptxas(&e.opts, opts, sizeof(opts)), 0);
+	assert_non_null(strstr(opts, "-fmad=true"));
+	write_or_fail(tmp_path(ptx, sizeof(ptx), "fmad", ".ptx"), rn, olen);
+	tmp_path(re, sizeof(re), "fmad", ".cubin");
+	snprintf(cmd, sizeof(cmd), "%s %s %s -o %s", as, opts, ptx, re);
+	run_or_fail(cmd);
+	uint8_t *again = read_file_or_fail(re, &rsize);
+	same_text("nofma.cubin (.rn)", buf, size, again, rsize);
+	free(again);
+	/* the check can fail: without .rn, fmad on fuses the multiplies and the adds */
+	write_or_fail(ptx, e.text, e.len);
+	run_or_fail(cmd);
+	again = read_file_or_fail(re, &rsize);
+	struct cubin_elf a, b;
+	struct cubin_elf_section sa, sb;
+	assert_int_equal(cubin_elf_open(&a, buf, size), 0);
+	assert_int_equal(cubin_elf_open(&b, again, rsize), 0);
+	assert_int_equal(cubin_elf_section_by_name(&a, ".text.nofma_k", &sa), 0);
+	assert_int_equal(cubin_elf_section_by_name(&b, ".text.nofma_k", &sb), 0);
+	assert_true(sa.size != sb.size || memcmp(sa.data, sb.data, sa.size) != 0);
+	unlink(ptx);
+	unlink(re);
+	free(again);
+	free(rn);
 	cubin_embedded_ptx_free(&e);
 	free(buf);
 }
@@ -430,6 +487,7 @@ size_t embedded_tests(struct CMUnitTest *out)
 		cmocka_unit_test(nvrtc_no_lineinfo), cmocka_unit_test(nvjitlink_two),
 		cmocka_unit_test(plain_cubin),    cmocka_unit_test(mismatch),
 		cmocka_unit_test(options),        cmocka_unit_test(rdc_objects),
+		cmocka_unit_test(fmad_false_in_the_ptx),
 	};
 	memcpy(out, t, sizeof(t));
 	return sizeof(t) / sizeof(t[0]);

@@ -1816,6 +1816,9 @@ static int child_embedded(void)
 	fprintf(stderr, "test: jit options <%s>\ntest: module %s\n", jit ? jit() : "?",
 		t && !strncmp(t, "FAKECUBIN", 9) && strstr(t, "__cubpf_map_0") ? "instrumented"
 									  : "original");
+	if (t)
+		fprintf(stderr, "test: float adds: %s\n", strstr(t, "\nadd.f32") ? "plain"
+						  : strstr(t, "\nadd.rn.f32") ? "rounded" : "none");
 	return 0;
 }
 
@@ -1842,15 +1845,25 @@ static void test_embedded_ptx_is_instrumented(void **state)
 	want("test: jit options <13=1 7=2 >");
 }
 
-/* ptxas -fmad=false: the JIT cannot honour it for PTX, so the original runs and the reason says
- * so; a cubin without line info says how to get it. */
-static void test_embedded_ptx_refused_with_reasons(void **state)
+/* ptxas -O2 -fmad=false: the JIT gets level 2, and the PTX says -fmad false itself (every float
+ * add, sub and mul without a rounding modifier gets .rn: nothing to fuse). */
+static void test_embedded_ptx_without_fma(void **state)
 {
 	(void)state;
 	assert_int_equal(run_embedded("ptxas_loc.cubin", NULL), 0);
-	want("test: module original");
-	want("-fmad false, which the driver's JIT cannot honour");
-	want_not("instrumented 5 of 5");
+	want("live: cuModuleLoadData: instrumented 5 of 5 kernels");
+	want("test: module instrumented");
+	want("test: jit options <7=2 >");
+	want("test: float adds: rounded");
+	/* with fmad on (-lineinfo cubin of the same kernels) the adds stay as they were */
+	assert_int_equal(run_embedded("lineinfo.cubin", NULL), 0);
+	want("test: float adds: plain");
+}
+
+/* A cubin without line info says how to get it. */
+static void test_embedded_ptx_refused_with_reasons(void **state)
+{
+	(void)state;
 	assert_int_equal(run_embedded("nvrtc_arch.cubin", NULL), 0);
 	want("test: module original");
 	want("assembled without line info");
@@ -1925,7 +1938,7 @@ static int child_link(void)
 		externs += p - in >= 9 && !strncmp(p - 9, ".extern  ", 9);
 	}
 	fprintf(stderr, "test: __cubpf_map_0 defined %u, extern %u\n", defs, externs);
-	return 0;
+	return ((int (*)(void *))dlsym(shim, "cuLinkDestroy"))(st) != 0;
 }
 
 static void test_link_inputs_are_instrumented(void **state)
@@ -2073,6 +2086,7 @@ int main(void)
 		cmocka_unit_test(test_embedded_ptx_refused_with_reasons),
 		cmocka_unit_test(test_embedded_ptx_cache_hit),
 		cmocka_unit_test(test_embedded_ptx_of_linked_inputs),
+		cmocka_unit_test(test_embedded_ptx_without_fma),
 		cmocka_unit_test(test_link_inputs_are_instrumented),
 		cmocka_unit_test(test_link_refusal_adds_the_original),
 		cmocka_unit_test(test_rdc_objects_are_linked_instrumented),
