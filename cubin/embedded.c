@@ -74,8 +74,27 @@ static int takes_value(const char *opt)
 	return 0;
 }
 
+/* Options that change no machine code: diagnostics (Triton runs ptxas with -v). */
+static int diagnostic_only(const char *opt)
+{
+	static const char *const diag[] = {
+		"-v", "--verbose", "-w", "--disable-warnings", "-Werror", "--warning-as-error",
+		"-warn-spills", "--warn-on-spills", "-warn-lmem-usage",
+		"--warn-on-local-memory-usage", "-warn-double-usage", "--warn-on-double-precision-use",
+		"-suppress-stack-size-warning", "--suppress-stack-size-warning",
+		"-suppress-double-demote-warning", "--suppress-double-demote-warning",
+		"-suppress-async-bulk-multicast-advisory-warning",
+		"--suppress-async-bulk-multicast-advisory-warning"};
+	for (size_t i = 0; i < sizeof(diag) / sizeof(diag[0]); i++)
+		if (!strcmp(opt, diag[i]))
+			return 1;
+	return 0;
+}
+
 static void apply_option(struct cubin_asm_options *o, const char *opt, const char *val)
 {
+	if (diagnostic_only(opt) && !val)
+		return;
 	if (!strcmp(opt, "-lineinfo") || !strcmp(opt, "--generate-line-info"))
 		o->lineinfo = 1;
 	else if (!strcmp(opt, "-g") || !strcmp(opt, "--device-debug"))
