@@ -346,6 +346,12 @@ void cubin_embedded_ptx_free(struct cubin_embedded_ptx *p);
  * not fit in n bytes. */
 int cubin_asm_options_ptxas(const struct cubin_asm_options *o, char *buf, size_t n);
 
+/* Whether two cubins hold the same machine code: the same .text.* sections, byte for byte.
+ * Returns 0 when they do, 1 when not (why names the first difference), -1 when either is not a
+ * readable cubin. */
+int cubin_same_code(const void *a, size_t asize, const void *b, size_t bsize, char *why,
+		    size_t whylen);
+
 /* Whether PTX text is the code of a cubin: the same kernels with the same parameter lists, and
  * a target the cubin's arch can come from.  Returns 0 when it is, 1 when not (why says what
  * differs), -1 when either cannot be read (why). */

@@ -341,3 +341,38 @@ int cubin_embedded_ptx_matches(const void *cubin, size_t size, const char *ptx, 
 	cubin_kernels_free(&kp);
 	return rc;
 }
+
+/* ---- the same machine code? ---------------------------------------------------------------- */
+
+static size_t count_text(struct cubin_elf *elf)
+{
+	struct cubin_elf_section s;
+	size_t n = 0;
+	for (size_t i = 1; i < elf->shnum; i++)
+		n += cubin_elf_section(elf, i, &s) == 0 && !strncmp(s.name, ".text.", 6);
+	return n;
+}
+
+int cubin_same_code(const void *a, size_t asize, const void *b, size_t bsize, char *why,
+		    size_t whylen)
+{
+	struct cubin_elf ea, eb;
+	struct cubin_elf_section s, t;
+	if (cubin_elf_open(&ea, a, asize) || cubin_elf_open(&eb, b, bsize))
+		return cubin_fail(why, whylen, "not two cubins");
+	size_t na = count_text(&ea), nb = count_text(&eb);
+	if (na != nb)
+		return cubin_fail(why, whylen, "%zu code sections against %zu", na, nb), 1;
+	for (size_t i = 1; i < ea.shnum; i++) {
+		if (cubin_elf_section(&ea, i, &s))
+			return cubin_fail(why, whylen, "%s", ea.error);
+		if (strncmp(s.name, ".text.", 6))
+			continue;
+		int rc = cubin_elf_section_by_name(&eb, s.name, &t);
+		if (rc < 0)
+			return cubin_fail(why, whylen, "%s", eb.error);
+		if (rc || s.size != t.size || !s.data || !t.data || memcmp(s.data, t.data, s.size))
+			return cubin_fail(why, whylen, "%s differs", s.name), 1;
+	}
+	return 0;
+}

@@ -510,6 +510,28 @@ static int rdc_source(struct work *w, char *why, size_t n)
 	return 1;
 }
 
+/* CUBPF_JIT_CHECK=1 (a check for the GPU tests): the recovered PTX, not instrumented, compiled
+ * by the driver's JIT with the options mapped from ptxas's, must give the cubin's own machine
+ * code; the result is logged.  Context needed. */
+static void jit_check(struct work *w, long elf)
+{
+	const char *env = getenv("CUBPF_JIT_CHECK");
+	const uint8_t *data;
+	size_t size, jsize;
+	char why[160] = "", err[LIVE_ERRLEN] = "";
+	if (!env || *env != '1' || !w->ctx || !w->ptx || elf < 0 ||
+	    cubin_entry_data(w->img, (size_t)elf, &data, &size))
+		return;
+	jit_asm = &w->embedded.opts;
+	void *cubin = live_jit(w->ptx, w->ptx_len, &jsize, err, sizeof(err));
+	jit_asm = NULL;
+	int rc = cubin ? cubin_same_code(data, size, cubin, jsize, why, sizeof(why)) : -1;
+	shim_log(SHIM_LOG_INFO, "live: jit check (%s %s): %s%s%s", w->embedded.opts.tool,
+		 w->embedded.opts.raw, rc == 0 ? "the same machine code" : "different: ",
+		 rc == 0 ? "" : cubin ? why : "", cubin ? "" : err);
+	free(cubin);
+}
+
 /* Opens the image (headers only) and finds its PTX for the device.  Returns 1, 0 when the image
  * has no usable PTX (said once, with the reason), -1 on an unreadable image (w->err). */
 static int open_image(struct work *w)
@@ -533,8 +555,8 @@ static int open_image(struct work *w)
 	why[0] = 0;
 	if (w->img->wrapper_version == 2)
 		rc = rdc_source(w, why, sizeof(why));
-	else if (elf >= 0)
-		rc = embedded_source(w, elf, why, sizeof(why));
+	else if (elf >= 0 && (rc = embedded_source(w, elf, why, sizeof(why))) > 0 && w->ptx)
+		jit_check(w, elf);
 	if (rc != 0)
 		return rc;
 	if (!why[0])

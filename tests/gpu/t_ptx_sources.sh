@@ -5,7 +5,9 @@
 # CuPy), and an -rdc program of two objects calling each other's device functions.  Under the
 # counting probe (tests/live/probes/count.bpf.c) each must print what it prints natively, be
 # instrumented (no fallback), and count exactly one entry and one exit per launched thread.  The
-# cubin case runs twice on one cache: the second run must hit it (no JIT).
+# cubin case runs twice on one cache: the second run must hit it (no JIT).  With CUBPF_JIT_CHECK=1
+# the shim also compiles the recovered PTX, uninstrumented, with the options it maps from ptxas's
+# and compares the machine code with the cubin's (the mapping checked on the real driver).
 set -u
 BUILD=${BUILD:-build}
 OUT=${OUT:-$BUILD/gpu-out}
@@ -30,7 +32,7 @@ check() {
   "$@" >"$OUT/src_$name.native" 2>"$OUT/src_$name.native.err"; local rc_n=$?
   if [ "$rc_n" -eq 2 ]; then echo "SKIP $name: $(head -1 "$OUT/src_$name.native.err")"; return; fi
   env LD_LIBRARY_PATH="$SHIM_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CUBPF_LOG=info \
-    CUBPF_PROGRAMS="$PROBE" CUBPF_DUMP_MAPS=1 CUBPF_CACHE="$OUT/src_cache.db" "$@" \
+    CUBPF_PROGRAMS="$PROBE" CUBPF_DUMP_MAPS=1 CUBPF_CACHE="$OUT/src_cache.db" CUBPF_JIT_CHECK=1 "$@" \
     >"$OUT/src_$name.out" 2>"$OUT/src_$name.err"; local rc=$?
   local same=no; cmp -s "$OUT/src_$name.native" "$OUT/src_$name.out" && same=yes
   echo "RESULT ptx_sources $name: native_rc=$rc_n shim_rc=$rc identical_stdout=$same"
@@ -57,8 +59,17 @@ check cubin "$G/sources_app" cubin "$G/sources_lineinfo.cubin"
 check cubin_again "$G/sources_app" cubin "$G/sources_lineinfo.cubin"
 if grep -q 'cache hit for' "$OUT/src_cubin_again.err"; then ok "second load of the cubin: cache hit"
 else fail "second load of the cubin: no cache hit"; fi
+# The JIT, given the options mapped from ptxas's, makes the cubin's own machine code again.
+jit_same() {
+  local line; line=$(grep -m1 'live: jit check' "$OUT/src_$1.err")
+  echo "RESULT ptx_sources $1 jit check: ${line#cubpf: live: }"
+  case "$line" in *"the same machine code"*) ok "$1: recovered PTX JIT-compiled = the original SASS";;
+    *) fail "$1: JIT of the recovered PTX: ${line:-no check line}";; esac
+}
+jit_same cubin
 check link "$G/sources_app" link "$G/sources.ptx"
 check nvrtc "$G/sources_app" nvrtc "$G/sources_kernels.cu"
+[ -s "$OUT/src_nvrtc.err" ] && jit_same nvrtc
 check rdc "$G/sources_rdc"
 echo "RESULT ptx_sources: $failed failed"
 [ "$failed" -eq 0 ]

@@ -1860,6 +1860,28 @@ static void test_embedded_ptx_without_fma(void **state)
 	want("test: float adds: plain");
 }
 
+/* CUBPF_JIT_CHECK=1 with a JIT that is ptxas (the fake with FAKE_PTXAS, given the mapped
+ * options as ptxas flags): the recovered PTX compiles back to the cubin's own machine code, for
+ * -lineinfo, for -O2 and for -fmad=false (.rn in the PTX). */
+static void test_embedded_ptx_jit_check(void **state)
+{
+	(void)state;
+	const char *as = getenv("PTXAS");
+	if (!as || access(as, X_OK)) {
+		printf("SKIP: no ptxas (PTXAS=%s)\n", as ? as : "unset");
+		skip();
+	}
+	static const char *const names[] = {"lineinfo.cubin", "ptxas_o2.cubin", "ptxas_loc.cubin"};
+	for (size_t i = 0; i < 3; i++) {
+		struct child_env env = { { "LIVE_EMBEDDED", "CUBPF_PROGRAMS", "CUBPF_JIT_CHECK",
+					   "FAKE_PTXAS" },
+					 { names[i], kcount_probe, "1", as } };
+		assert_int_equal(run_child(&env, child_embedded), 0);
+		want("live: jit check (ptxas ");
+		want("): the same machine code");
+	}
+}
+
 /* A cubin without line info says how to get it. */
 static void test_embedded_ptx_refused_with_reasons(void **state)
 {
@@ -2087,6 +2109,7 @@ int main(void)
 		cmocka_unit_test(test_embedded_ptx_cache_hit),
 		cmocka_unit_test(test_embedded_ptx_of_linked_inputs),
 		cmocka_unit_test(test_embedded_ptx_without_fma),
+		cmocka_unit_test(test_embedded_ptx_jit_check),
 		cmocka_unit_test(test_link_inputs_are_instrumented),
 		cmocka_unit_test(test_link_refusal_adds_the_original),
 		cmocka_unit_test(test_rdc_objects_are_linked_instrumented),

@@ -658,8 +658,22 @@ static int real_ptxas(struct fake_link *l, void **cubin, size_t *size)
 	bool ok = write(fd, l->ptx, len) == (ssize_t)len;
 	close(fd);
 	snprintf(out, sizeof(out), "%s.cubin", in);
-	snprintf(cmd, sizeof(cmd), "'%s' -arch=sm_90 -o %s %s 2>/dev/null", getenv("FAKE_PTXAS"),
-		 out, in);
+	/* the JIT options as ptxas spells them (line info, level, debug, registers) */
+	char flags[128] = "";
+	unsigned o, v;
+	for (const char *p = l->opts; sscanf(p, "%u=%u", &o, &v) == 2; p = strchr(p, ' ') + 1) {
+		size_t f = strlen(flags);
+		if (o == 13 && v)
+			snprintf(flags + f, sizeof(flags) - f, " -lineinfo");
+		else if (o == 7)
+			snprintf(flags + f, sizeof(flags) - f, " -O%u", v > 3 ? 3 : v);
+		else if (o == 11 && v)
+			snprintf(flags + f, sizeof(flags) - f, " -g");
+		else if (o == 0)
+			snprintf(flags + f, sizeof(flags) - f, " -maxrregcount=%u", v);
+	}
+	snprintf(cmd, sizeof(cmd), "'%s' -arch=sm_90%s -o %s %s 2>/dev/null", getenv("FAKE_PTXAS"),
+		 flags, out, in);
 	ok = ok && system(cmd) == 0;
 	FILE *f = ok ? fopen(out, "rb") : NULL;
 	free(l->cubin);
