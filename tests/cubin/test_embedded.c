@@ -372,6 +372,14 @@ static void options(void **state)
 	assert_int_equal(e.opts.fmad, 0);
 	assert_int_equal(e.opts.maxrregcount, 32);
 	assert_string_equal(e.opts.unsupported, "-ewp"); /* -v is a diagnostic: known */
+	/* damaged notes: a descriptor past the section, string offsets past the descriptor */
+	img[note_at + 5] = 0x10;
+	assert_int_equal(cubin_embedded_ptx(img, sh_at + 3 * 64, &e, err, sizeof(err)), 0);
+	assert_false(e.has_options);
+	img[note_at + 5] = 0;
+	img[note_at + 24 + 8] = 0xf0; /* the tool name's offset */
+	assert_int_equal(cubin_embedded_ptx(img, sh_at + 3 * 64, &e, err, sizeof(err)), 0);
+	assert_false(e.has_options);
 }
 
 /* nvlink beside ptxas (the toolkit's bin folder). */
