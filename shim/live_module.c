@@ -1,9 +1,13 @@
 /* shim/live_module.c: module substitution.
  *
  * module_loading: the PTX of the image for the device is found (the PTX source step below: a
- * fatbin's PTX entry, or the PTX ptxas kept in the cubin, compiled back with ptxas's recorded
- * options) and instrumented (ptx-rewriter/);
- * with a current context it is compiled to a cubin by the driver's JIT right away (cuLink*), so
+ * fatbin's PTX entry; the PTX ptxas kept in the cubin, one module or one per linked input,
+ * compiled back with ptxas's recorded options; an -rdc program's objects) and instrumented
+ * (ptx-rewriter/); several modules (linked inputs, -rdc objects) are linked again by the
+ * driver's linker with the maps defined once.  PTX the application gives the driver's linker
+ * itself is live_link.c's.  Each source is used only when it is the image's own code (kernels,
+ * parameters, target); otherwise the original runs and the reason says what would help.
+ * With a current context it is compiled to a cubin by the driver's JIT right away (cuLink*), so
  * that a JIT error shows here, with the JIT's log, and the original image is loaded instead.
  * Without a current context the instrumented PTX itself is substituted (the driver compiles it
  * when it loads the module).  The substitute lives until the module or library is unloaded.
