@@ -108,9 +108,9 @@ void shim_report_load(const struct shim_module_event *ev)
 	const struct shim_image_info *in = &ev->info;
 	char what[160];
 	if (in->readable)
-		snprintf(what, sizeof(what), "%u kernel%s, %u cubin%s, PTX %s", in->nkernels,
+		snprintf(what, sizeof(what), "%u kernel%s, %u cubin%s, %s", in->nkernels,
 			 in->nkernels == 1 ? "" : "s", in->ncubins, in->ncubins == 1 ? "" : "s",
-			 in->nptx ? "available" : "not available (cannot instrument)");
+			 in->nptx ? "PTX available" : "no PTX entry"); /* (cubins may keep theirs) */
 	else
 		snprintf(what, sizeof(what), "contents not read");
 	const void *handle = ev->module ? (const void *)ev->module : (const void *)ev->library;
