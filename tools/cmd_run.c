@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -262,6 +263,32 @@ static int add_tool_probe(struct run_opts *o, const struct tool *t)
 	return add_program(o, path);
 }
 
+/* What frameworks need so that the kernels they compile carry their PTX (README, "Variables
+ * cubpf run sets"): XLA writes line info, and so .nv_debug_ptx_txt, only when asked; the user's
+ * own XLA_FLAGS are kept, and their own choice of the flag wins.  Triton and Inductor emit line
+ * info by default: cubpf sets nothing for them, but says when the user turned it off.  NVRTC and
+ * nvJitLink get -lineinfo from cubpf's drop-ins, found beside libcuda.so.1 on LD_LIBRARY_PATH. */
+static int set_framework_environment(void)
+{
+	static const char flag[] = "--xla_gpu_generate_line_info=true";
+	const char *xla = getenv("XLA_FLAGS");
+	int rc = 0;
+	if (!xla || !strstr(xla, "xla_gpu_generate_line_info")) {
+		size_t len = (xla ? strlen(xla) : 0) + sizeof(flag) + 1;
+		char *v = malloc(len);
+		if (!v)
+			return -1;
+		snprintf(v, len, "%s%s%s", xla && *xla ? xla : "", xla && *xla ? " " : "", flag);
+		rc = setenv("XLA_FLAGS", v, 1);
+		free(v);
+	}
+	const char *tl = getenv("TRITON_DISABLE_LINE_INFO");
+	if (tl && *tl && strcmp(tl, "0") && strcasecmp(tl, "false"))
+		fprintf(stderr, "cubpf run: note: TRITON_DISABLE_LINE_INFO=%s: Triton's kernels will "
+				"carry no PTX and cannot be instrumented (unset it to instrument them)\n", tl);
+	return rc;
+}
+
 static int set_environment(const struct run_opts *o, const char *shim_dir)
 {
 	const char *old = getenv("LD_LIBRARY_PATH");
@@ -295,6 +322,8 @@ static int set_environment(const struct run_opts *o, const char *shim_dir)
 		rc |= setenv("CUBPF_CACHE", o->cache, 1);
 	if (o->disable)
 		rc |= setenv("CUBPF_DISABLE", "1", 1);
+	else
+		rc |= set_framework_environment();
 	if (o->ringbuf_mb)
 		rc |= setenv("CUBPF_RINGBUF_MB", o->ringbuf_mb, 1);
 	if (o->map_max_mb)
