@@ -288,4 +288,55 @@ int cubin_ptx_kernels(const char *text, size_t len, struct cubin_kernels *out, c
 
 void cubin_kernels_free(struct cubin_kernels *list);
 
+/* ---- PTX embedded in a cubin (embedded.c) ---------------------------------------------------
+ * ptxas keeps the PTX it assembled in .nv_debug_ptx_txt sections (nvJitLink:
+ * .nv_debug_ptx_txt.<hash>, one per PTX input) when it writes line information (-lineinfo, or
+ * PTX with .loc/.file lines), and records its options in the .note.nv.tkinfo note. */
+
+struct cubin_asm_options {
+	unsigned notes;          /* ptxas notes found (0: the options are not known) */
+	int disagree;            /* several ptxas notes with different options */
+	char tool[16];           /* "ptxas" */
+	char raw[192];           /* the options as recorded, e.g. "-lineinfo  -arch sm_90 -m 64 " */
+	int opt_level;           /* -O N (3, ptxas's default, when absent) */
+	int fmad;                /* 0 with -fmad false */
+	int lineinfo;            /* -lineinfo */
+	int debug;               /* -g */
+	int relocatable;         /* -c (nvJitLink inputs) */
+	uint32_t maxrregcount;   /* -maxrregcount N; 0 when absent */
+	uint32_t sm;             /* -arch sm_XX; 0 when absent */
+	char suffix;             /* its 'a' / 'f', or 0 */
+	char unsupported[48];    /* the first option not understood ("" when all were) */
+};
+
+struct cubin_embedded_ptx {
+	char *text;              /* the PTX (lines joined by '\n', NUL-terminated, malloc'ed);
+				  * NULL unless exactly one section holds it */
+	size_t len;
+	unsigned sections;       /* .nv_debug_ptx_txt* sections (several: a link of PTX inputs) */
+	uint64_t bytes;          /* their stored size */
+	uint32_t sm;             /* the cubin's SM (e_flags) */
+	int has_options;         /* a ptxas note was found */
+	struct cubin_asm_options opts;
+};
+
+/* Reads the embedded PTX and the assembler's options of a cubin.  Returns 1 when PTX sections
+ * exist (out->text set when there is exactly one), 0 when there are none (out->opts may still
+ * say how the cubin was assembled), -1 on a damaged image (err).  Free with
+ * cubin_embedded_ptx_free(). */
+int cubin_embedded_ptx(const void *data, size_t size, struct cubin_embedded_ptx *out, char *err,
+		       size_t errlen);
+void cubin_embedded_ptx_free(struct cubin_embedded_ptx *p);
+
+/* The parsed options as a ptxas command line ("-arch sm_90 -O2 -fmad=false -lineinfo"): the
+ * note's own text is not always ptxas syntax ("-O 2", "-fmad false").  0, or -1 when it does
+ * not fit in n bytes. */
+int cubin_asm_options_ptxas(const struct cubin_asm_options *o, char *buf, size_t n);
+
+/* Whether PTX text is the code of a cubin: the same kernels with the same parameter lists, and
+ * a target the cubin's arch can come from.  Returns 0 when it is, 1 when not (why says what
+ * differs), -1 when either cannot be read (why). */
+int cubin_embedded_ptx_matches(const void *cubin, size_t size, const char *ptx, size_t len,
+			       char *why, size_t whylen);
+
 #endif

@@ -205,14 +205,28 @@ void live_maps_forget_thread(void);
 int live_clock_calibrate(struct live_ctx *c);
 
 /* ---- module substitution (live_module.c) --------------------------------------------------- */
+/* Instruments PTX text with the loaded GPU programs; kernel_id(user, name) gives each kernel's
+ * id.  Returns 1 with *out (malloc'ed, NUL-terminated), 0 when no kernel matched, -1 with err. */
+int live_instrument(const char *ptx, size_t len, uint32_t (*kernel_id)(void *, const char *),
+		    void *user, char **out, size_t *out_len, struct ptx_inject_report *rep,
+		    char *err, size_t errlen);
+/* live_link.c: PTX given to the driver's linker (cuLinkAddData / cuLinkAddFile with PTX) is
+ * instrumented before the link; the linked cubin, once loaded, gets its maps' pointers. */
+void live_link_loading(struct shim_module_event *ev);
+void live_link_loaded(const struct shim_module_event *ev);
+/* Whether a module image is the output of a link with instrumented inputs (1, its first kernel
+ * in label), so that it is not instrumented again and its maps get filled. */
+int live_link_output(const void *image, size_t size, char *label, size_t n);
 void live_module_loading(struct shim_module_event *ev, void *user);
 void live_module_loaded(const struct shim_module_event *ev, void *user);
 void live_module_unloaded(shim_module_t module, shim_library_t library, int result, void *user);
 void live_launching(struct shim_launch_event *ev, void *user);
 
 /* ---- module cache (live_cache.c) ------------------------------------------------------------ */
-/* The key of a load (opening the database at the first call); false when the cache is off. */
-bool live_cache_key(const void *image, size_t size, uint32_t sm, store_key *key);
+/* The key of a load (opening the database at the first call); false when the cache is off.
+ * origin: where the PTX came from and how it is compiled (NULL for a fatbin's PTX entry). */
+bool live_cache_key(const void *image, size_t size, uint32_t sm, const char *origin,
+		    store_key *key);
 /* 1 = hit (e filled, without the PTX), 0 = miss, -1 = the cache failed (now off, one warning). */
 int live_cache_get(const store_key *key, struct store_cache_entry *e);
 void live_cache_put(const store_key *key, const struct store_cache_entry *e);

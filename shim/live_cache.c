@@ -196,7 +196,8 @@ static bool ready(void)
 
 /* ---- key, lookup, put ------------------------------------------------------------------------- */
 
-bool live_cache_key(const void *image, size_t size, uint32_t sm, store_key *key)
+bool live_cache_key(const void *image, size_t size, uint32_t sm, const char *origin,
+		    store_key *key)
 {
 	if (!ready())
 		return false;
@@ -204,7 +205,7 @@ bool live_cache_key(const void *image, size_t size, uint32_t sm, store_key *key)
 		.image = { image, size }, .programs = objs, .nprograms = live.nobjs,
 		.rewriter_version = rewriter, .sm = sm, .driver_version = driver_version,
 		.jit_options = jit_options(), .kernel_glob = live.kernel_glob,
-		.kernel_id_base = live_kernel_next_id(),
+		.kernel_id_base = live_kernel_next_id(), .origin = origin,
 	};
 	store_key_compute(&in, key);
 	return true;

@@ -1,6 +1,8 @@
 /* shim/live_module.c: module substitution.
  *
- * module_loading: the PTX of the image for the device (cubin/) is instrumented (ptx-rewriter/);
+ * module_loading: the PTX of the image for the device is found (the PTX source step below: a
+ * fatbin's PTX entry, or the PTX ptxas kept in the cubin, compiled back with ptxas's recorded
+ * options) and instrumented (ptx-rewriter/);
  * with a current context it is compiled to a cubin by the driver's JIT right away (cuLink*), so
  * that a JIT error shows here, with the JIT's log, and the original image is loaded instead.
  * Without a current context the instrumented PTX itself is substituted (the driver compiles it
@@ -36,6 +38,7 @@ struct sub {
 	char label[96];             /* first instrumented kernel, for messages */
 	size_t size;                /* of image */
 	bool from_cache;            /* image came from the cache: dropped there if refused */
+	bool borrowed;              /* image is the application's (a linked cubin): not freed */
 	bool put;                   /* put into the cache once the driver accepted it */
 	store_key key;
 	char *ptx;                  /* for the put: the instrumented PTX, */
@@ -70,14 +73,52 @@ static void fallback(uint32_t reason, const char *api, const char *label, const 
 
 /* ---- the PTX to instrument ---------------------------------------------------------------- */
 
-static void note_no_ptx(const struct shim_module_event *ev, uint32_t sm)
+/* Kernels without PTX cubpf can use: the message says why, and what would help. */
+static void note_no_ptx(const struct shim_module_event *ev, uint32_t sm, const char *why)
 {
 	atomic_fetch_add(&live.n.modules_no_ptx, 1);
 	atomic_fetch_add(&live.n.kernels_no_ptx, ev->info.nkernels);
 	live_note(SHIM_LOG_INFO, STORE_NOINST_NO_PTX, ev->api_name, ev->path, ev->info.nkernels, sm,
-		  "live: %s: %u kernel%s not instrumentable: no PTX for sm_%u in the image (%u "
-		  "cubins, SASS only)", ev->api_name, ev->info.nkernels,
-		  ev->info.nkernels == 1 ? "" : "s", sm, ev->info.ncubins);
+		  "live: %s: %u kernel%s not instrumentable: %s", ev->api_name, ev->info.nkernels,
+		  ev->info.nkernels == 1 ? "" : "s", why);
+}
+
+/* The options of the code being compiled on this thread (NULL: the JIT's defaults), for every
+ * JIT of it, live_regs.c's included: PTX kept in a cubin is compiled as ptxas compiled it. */
+static __thread const struct cubin_asm_options *jit_asm;
+
+#define JIT_MAX_OPTS 8
+
+/* The driver JIT options that give what ptxas's recorded options gave (device_sm: the target,
+ * checked against ptxas's -arch; 0 = checked already).  Returns the number of options
+ * written, or -1 with why when one cannot be honoured (then nothing is instrumented:
+ * code compiled otherwise could compute other results). */
+static int jit_options_of(const struct cubin_asm_options *o, uint32_t device_sm, CUjit_option *opt,
+			  void **val, char *why, size_t whylen)
+{
+	int n = 0;
+	if (o->unsupported[0])
+		return snprintf(why, whylen, "it was assembled with '%s', which cubpf does not give "
+				"the driver's JIT", o->unsupported), -1;
+	if (o->disagree)
+		return snprintf(why, whylen, "its parts were assembled with different options"), -1;
+	if (!o->fmad) /* CU_JIT_FMA applies to LTO-IR only (cuda.h) */
+		return snprintf(why, whylen, "it was assembled with -fmad false, which the driver's "
+				"JIT cannot honour for PTX"), -1;
+	if (device_sm && o->sm && o->sm != device_sm)
+		return snprintf(why, whylen, "it was assembled for sm_%u, the device is sm_%u",
+				o->sm, device_sm), -1;
+	if (o->lineinfo)
+		opt[n] = CU_JIT_GENERATE_LINE_INFO, val[n++] = (void *)(uintptr_t)1;
+	if (o->debug)
+		opt[n] = CU_JIT_GENERATE_DEBUG_INFO, val[n++] = (void *)(uintptr_t)1;
+	/* ptxas's -O3 (its default) is the JIT's default level (4); lower levels are the same
+	 * numbers in both. */
+	if (o->opt_level < 3)
+		opt[n] = CU_JIT_OPTIMIZATION_LEVEL, val[n++] = (void *)(uintptr_t)o->opt_level;
+	if (o->maxrregcount)
+		opt[n] = CU_JIT_MAX_REGISTERS, val[n++] = (void *)(uintptr_t)o->maxrregcount;
+	return n;
 }
 
 /* ---- JIT ----------------------------------------------------------------------------------- */
@@ -87,13 +128,17 @@ static void note_no_ptx(const struct shim_module_event *ev, uint32_t sm)
 void *live_jit(const char *ptx, size_t len, size_t *cubin_size, char *err, size_t errlen)
 {
 	char log[4096] = "";
-	CUjit_option opt[] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
-	void *val[] = { log, (void *)(uintptr_t)sizeof(log) };
+	CUjit_option opt[2 + JIT_MAX_OPTS] = { CU_JIT_ERROR_LOG_BUFFER,
+					       CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+	void *val[2 + JIT_MAX_OPTS] = { log, (void *)(uintptr_t)sizeof(log) };
 	CUlinkState st;
 	void *cubin = NULL, *copy = NULL;
 	size_t size = 0;
+	int n = jit_asm ? jit_options_of(jit_asm, 0, opt + 2, val + 2, err, errlen) : 0;
+	if (n < 0)
+		return NULL;
 	atomic_fetch_add(&live.n.jit_compiles, 1);
-	CUresult r = live_cu.cuLinkCreate_v2(2, opt, val, &st);
+	CUresult r = live_cu.cuLinkCreate_v2(2 + (unsigned)n, opt, val, &st);
 	if (r != CUDA_SUCCESS) {
 		snprintf(err, errlen, "cuLinkCreate: %s", live_cu_error(r));
 		return NULL;
@@ -126,7 +171,13 @@ struct work {
 	CUcontext ctx;
 	uint32_t sm;
 	struct cubin_image *img;    /* the original image (headers read) */
-	long ptx_entry;             /* its PTX entry for sm */
+	long ptx_entry;             /* its PTX entry for sm, or -1 */
+	const char *ptx;            /* the PTX to instrument: the entry's, or embedded.text */
+	size_t ptx_len;
+	struct cubin_embedded_ptx embedded; /* the PTX kept in the device's cubin, when used */
+	const char *origin;         /* where the PTX came from, for the cache key (NULL: an entry) */
+	bool no_lineinfo;           /* the device's cubin was assembled without line info */
+	char origin_buf[224];
 	bool cached;                /* key is valid: look up, and put what is made */
 	store_key key;
 	struct live_manifest manifest; /* the kernel ids the rewriter asked for */
@@ -138,20 +189,133 @@ struct work {
 	char err[LIVE_ERRLEN];
 };
 
+/* ---- the PTX source: where a module's PTX comes from -------------------------------------------
+ * (a) a PTX entry of the image's fatbins for the device, as before; (b) the PTX ptxas kept in
+ * the cubin the driver would load (.nv_debug_ptx_txt), compiled with ptxas's recorded options,
+ * used only when it is exactly that cubin's code.  Otherwise the reason, with what would help. */
+
+/* The cubin entry the driver loads on `sm`: the highest usable SASS. */
+static long choose_elf(const struct cubin_image *img, uint32_t sm)
+{
+	long best = -1;
+	for (size_t i = 0; i < img->entry_count; i++) {
+		const struct cubin_entry *e = &img->entries[i];
+		if (e->kind == CUBIN_ENTRY_ELF && cubin_sass_usable(e->sm, cubin_entry_arch_suffix(e), sm) &&
+		    (best < 0 || e->sm > img->entries[best].sm))
+			best = (long)i;
+	}
+	return best;
+}
+
+#define LINEINFO_HELP "compile with -lineinfo (nvcc, NVRTC), leave TRITON_DISABLE_LINE_INFO " \
+		      "unset (Triton, Inductor), or add --xla_gpu_generate_line_info=true to " \
+		      "XLA_FLAGS (JAX)"
+
+/* Why an image without a usable PTX entry has none, when its cubin does not help either
+ * (no_lineinfo: ptxas's note says it was assembled without line info). */
+static void no_entry_reason(const struct cubin_image *img, uint32_t sm, bool no_lineinfo,
+			    char *why, size_t n)
+{
+	uint32_t newer = 0, ltoir = 0, cubins = 0;
+	for (size_t i = 0; i < img->entry_count; i++) {
+		const struct cubin_entry *e = &img->entries[i];
+		if (e->kind == CUBIN_ENTRY_PTX && (!newer || e->sm < newer))
+			newer = e->sm;
+		ltoir += e->kind == CUBIN_ENTRY_LTOIR;
+		cubins += e->kind == CUBIN_ENTRY_ELF;
+	}
+	if (img->wrapper_version == 2)
+		snprintf(why, n, "no PTX for sm_%u in the image: an -rdc program's linked SASS (not "
+			 "instrumented: the objects' PTX is not linked again by cubpf yet)", sm);
+	else if (newer)
+		snprintf(why, n, "PTX only for sm_%u and above, newer than the device (sm_%u): build "
+			 "with -gencode arch=compute_%u,code=compute_%u too", newer, sm, sm, sm);
+	else if (ltoir)
+		snprintf(why, n, "no PTX for sm_%u in the image: linked from LTO-IR (-dlto), which "
+			 "keeps no PTX", sm);
+	else
+		snprintf(why, n, "no PTX for sm_%u in the image (%u cubins, SASS only)%s", sm, cubins,
+			 no_lineinfo ? "; the cubin was assembled without line info, so ptxas kept "
+				       "no PTX in it: " LINEINFO_HELP
+				     : "; no line info either (a library shipped as SASS?)");
+}
+
+/* The embedded PTX of cubin entry `elf`, if cubpf can compile it as ptxas did.  Returns 1 (it
+ * is w->ptx), 0 with why (not usable), -1 on an unreadable entry (w->err). */
+static int embedded_source(struct work *w, long elf, char *why, size_t n)
+{
+	const uint8_t *data;
+	size_t size;
+	struct cubin_embedded_ptx *e = &w->embedded;
+	CUjit_option opt[JIT_MAX_OPTS];
+	void *val[JIT_MAX_OPTS];
+	if (cubin_entry_data(w->img, (size_t)elf, &data, &size) != 0)
+		return snprintf(w->err, sizeof(w->err), "reading the cubin: %s", w->img->error), -1;
+	if (cubin_embedded_ptx(data, size, e, w->err, sizeof(w->err)) < 0)
+		return -1;
+	if (!e->sections) { /* no_entry_reason says why */
+		if (e->has_options && !e->opts.lineinfo)
+			w->no_lineinfo = true;
+		return 0;
+	}
+	if (!e->text)
+		return snprintf(why, n, "its cubin keeps the PTX of %u linked inputs (nvJitLink or "
+				"-rdc), which cubpf does not link again yet", e->sections), 0;
+	char mismatch[160];
+	int rc = cubin_embedded_ptx_matches(data, size, e->text, e->len, mismatch, sizeof(mismatch));
+	if (rc != 0)
+		return snprintf(why, n, "the PTX kept in its cubin is not that cubin's code: %s",
+				mismatch), 0;
+	if (!e->has_options)
+		return snprintf(why, n, "its cubin keeps PTX but not the options it was assembled "
+				"with (no .note.nv.tkinfo)"), 0;
+	char jwhy[160];
+	int nopt = jit_options_of(&e->opts, w->sm, opt, val, jwhy, sizeof(jwhy));
+	if (nopt < 0)
+		return snprintf(why, n, "the PTX kept in its cubin cannot be compiled as it was: %s",
+				jwhy), 0;
+	/* Without a context the driver compiles the substitute PTX at load, with its defaults:
+	 * only line info may be missing then. */
+	if (!w->ctx && nopt > (e->opts.lineinfo ? 1 : 0))
+		return snprintf(why, n, "the PTX kept in its cubin needs ptxas's options (%s), and "
+				"there is no current context to compile it with them", e->opts.raw), 0;
+	w->ptx = e->text;
+	w->ptx_len = e->len;
+	snprintf(w->origin_buf, sizeof(w->origin_buf), "embedded PTX: %s %s", e->opts.tool,
+		 e->opts.raw);
+	w->origin = w->origin_buf;
+	return 1;
+}
+
 /* Opens the image (headers only) and finds its PTX for the device.  Returns 1, 0 when the image
- * has no usable PTX (said once), -1 on an unreadable image (w->err). */
+ * has no usable PTX (said once, with the reason), -1 on an unreadable image (w->err). */
 static int open_image(struct work *w)
 {
 	const struct shim_module_event *ev = w->ev;
 	size_t max = ev->info.size ? ev->info.size : CUBIN_SIZE_UNKNOWN;
+	char why[LIVE_ERRLEN];
 	if (cubin_image_open(&w->img, ev->image, max, CUBIN_OPEN_IN_MEMORY, w->err, sizeof(w->err)))
 		return -1;
 	w->ptx_entry = cubin_choose_ptx(w->img, SIZE_MAX, w->sm);
-	if (w->ptx_entry < 0) {
-		note_no_ptx(ev, w->sm);
-		return 0;
+	if (w->ptx_entry >= 0) {
+		const uint8_t *text;
+		if (cubin_entry_data(w->img, (size_t)w->ptx_entry, &text, &w->ptx_len) != 0)
+			return snprintf(w->err, sizeof(w->err), "reading the PTX: %s",
+					w->img->error), -1;
+		w->ptx = (const char *)text;
+		return 1;
 	}
-	return 1;
+	long elf = choose_elf(w->img, w->sm);
+	int rc = 0;
+	why[0] = 0;
+	if (elf >= 0 && w->img->wrapper_version != 2)
+		rc = embedded_source(w, elf, why, sizeof(why));
+	if (rc != 0)
+		return rc;
+	if (!why[0])
+		no_entry_reason(w->img, w->sm, w->no_lineinfo, why, sizeof(why));
+	note_no_ptx(ev, w->sm, why);
+	return 0;
 }
 
 /* The cache key of the image: its bytes; a fatbin wrapper's are the fatbins it points to (the
@@ -161,7 +325,7 @@ static bool image_key(struct work *w)
 	const struct cubin_image *img = w->img;
 	if (img->kind != CUBIN_IMAGE_WRAPPER)
 		return img->size && img->size != CUBIN_SIZE_UNKNOWN &&
-		       live_cache_key(img->data, img->size, w->sm, &w->key);
+		       live_cache_key(img->data, img->size, w->sm, w->origin, &w->key);
 	size_t n = img->fatbin_count;
 	XXH128_canonical_t *d = calloc(n + 1, sizeof(*d));
 	if (!d || !n) {
@@ -170,7 +334,7 @@ static bool image_key(struct work *w)
 	}
 	for (size_t i = 0; i < n; i++)
 		XXH128_canonicalFromHash(&d[i], XXH3_128bits(img->fatbins[i].data, img->fatbins[i].size));
-	bool ok = live_cache_key(d, n * sizeof(*d), w->sm, &w->key);
+	bool ok = live_cache_key(d, n * sizeof(*d), w->sm, w->origin, &w->key);
 	free(d);
 	return ok;
 }
@@ -187,36 +351,38 @@ static uint32_t record_id(void *user, const char *mangled)
 
 /* Instruments the image's PTX.  Returns 1 when kernels were instrumented (w->out), 0 when there
  * is nothing to do, -1 on failure (w->err). */
-static int instrument(struct work *w)
+int live_instrument(const char *ptx, size_t len, uint32_t (*kernel_id)(void *, const char *),
+		    void *user, char **out, size_t *out_len, struct ptx_inject_report *rep,
+		    char *err, size_t errlen)
 {
-	const uint8_t *text;
-	size_t len;
-	if (cubin_entry_data(w->img, (size_t)w->ptx_entry, &text, &len) != 0) {
-		snprintf(w->err, sizeof(w->err), "reading the PTX: %s", w->img->error);
-		return -1;
-	}
-	uint64_t t0 = now_ns();
 	struct ptx_inject_opts o = {
 		.progs = live.progs, .prog_cnt = live.nprogs, .kernel_glob = live.kernel_glob,
-		.kernel_id = record_id, .user = w, .enable_words = live.enable_words,
+		.kernel_id = kernel_id, .user = user, .enable_words = live.enable_words,
 	};
 	struct vm_map_def *defs = calloc(live.nmaps + 1, sizeof(*defs));
 	for (uint32_t i = 0; defs && i < live.nmaps; i++)
 		defs[i] = live.maps[i].def;
 	o.maps = defs, o.map_cnt = live.nmaps;
-	int rc = defs ? ptx_instrument((const char *)text, len, &o, &w->out, &w->out_len, &w->rep,
-				       w->err, sizeof(w->err))
+	int rc = defs ? ptx_instrument(ptx, strnlen(ptx, len), &o, out, out_len, rep, err, errlen)
 		      : -1;
 	free(defs);
-	w->rewrite_ns = now_ns() - t0;
-	if (rc == 0 && w->rep.instrumented == 0) {
+	if (rc == 0 && rep->instrumented == 0) {
 		atomic_fetch_add(&live.n.modules_untouched, 1);
-		free(w->out);
-		w->out = NULL;
+		free(*out);
+		*out = NULL;
 	}
-	if (rc != 0 && !w->err[0])
-		snprintf(w->err, sizeof(w->err), "out of memory");
-	return rc != 0 ? -1 : w->out != NULL;
+	if (rc != 0 && !err[0])
+		snprintf(err, errlen, "out of memory");
+	return rc != 0 ? -1 : *out != NULL;
+}
+
+static int instrument(struct work *w)
+{
+	uint64_t t0 = now_ns();
+	int rc = live_instrument(w->ptx, w->ptx_len, record_id, w, &w->out, &w->out_len, &w->rep,
+				 w->err, sizeof(w->err));
+	w->rewrite_ns = now_ns() - t0;
+	return rc;
 }
 
 /* The first kernel of the instrumented text, to name the module in messages. */
@@ -391,10 +557,36 @@ void live_module_loading(struct shim_module_event *ev, void *user)
 	live_kernel_module(NULL);
 }
 
+/* A cubin linked from instrumented inputs (live_link.c): loaded as it is, its maps filled. */
+static bool linked_output(struct shim_module_event *ev)
+{
+	char label[96];
+	if (ev->api == SHIM_LOAD_MODULE_LOAD || ev->api == SHIM_LOAD_LIBRARY_FILE ||
+	    !live_link_output(ev->image, ev->info.size, label, sizeof(label)))
+		return false;
+	struct sub *s = calloc(1, sizeof(*s));
+	if (!s)
+		return true;
+	snprintf(s->label, sizeof(s->label), "%s", label);
+	s->library = ev->api == SHIM_LOAD_LIBRARY_DATA;
+	s->image = ev->image;
+	s->borrowed = true;
+	pending = s;
+	shim_log(SHIM_LOG_INFO, "live: %s: %s was linked from instrumented PTX", ev->api_name,
+		 label);
+	return true;
+}
+
 static void module_loading(struct shim_module_event *ev)
 {
 	pending = NULL;
 	if (!live.nprogs) /* host programs only */
+		return;
+	if (ev->api == SHIM_LOAD_LINK_DATA || ev->api == SHIM_LOAD_LINK_FILE) {
+		live_link_loading(ev);
+		return;
+	}
+	if (ev->image && linked_output(ev))
 		return;
 	if (!handled(ev)) {
 		if (ev->api <= SHIM_LOAD_LIBRARY_FILE)
@@ -413,14 +605,16 @@ static void module_loading(struct shim_module_event *ev)
 		/* The cache holds cubins: only with a context (without one the PTX is substituted). */
 		w.cached = w.ctx && image_key(&w);
 		if (w.cached && cache_lookup(&w, t0)) {
+			cubin_embedded_ptx_free(&w.embedded);
 			cubin_image_free(w.img);
 			return;
 		}
 		rc = instrument(&w);
 	}
-	if (rc == 0 && w.cached && w.ptx_entry >= 0)
+	if (rc == 0 && w.cached && w.ptx)
 		put_untouched(&w);
 	if (rc <= 0) {
+		cubin_embedded_ptx_free(&w.embedded);
 		cubin_image_free(w.img);
 		if (rc < 0)
 			fallback(w.sm ? STORE_NOINST_REWRITE : STORE_NOINST_OTHER, ev->api_name,
@@ -433,9 +627,15 @@ static void module_loading(struct shim_module_event *ev)
 	struct sub *s = NULL;
 	if (w.ctx && !live_ctx_get(w.ctx, w.err, sizeof(w.err)))
 		fallback(STORE_NOINST_MAPS, ev->api_name, w.label, w.err);
-	else if (!(s = make_sub(&w, &size)))
-		fallback(w.err[0] ? STORE_NOINST_JIT : STORE_NOINST_OTHER, ev->api_name, w.label,
-			 w.err[0] ? w.err : "out of memory");
+	else {
+		jit_asm = w.origin ? &w.embedded.opts : NULL; /* compiled as ptxas compiled it */
+		s = make_sub(&w, &size);
+		jit_asm = NULL;
+		if (!s)
+			fallback(w.err[0] ? STORE_NOINST_JIT : STORE_NOINST_OTHER, ev->api_name,
+				 w.label, w.err[0] ? w.err : "out of memory");
+	}
+	cubin_embedded_ptx_free(&w.embedded);
 	cubin_image_free(w.img); /* (make_sub may read the original's registers) */
 	if (s) {
 		s->size = size;
@@ -485,6 +685,10 @@ static int fill_locked(struct sub *s, CUcontext ctx)
 void live_module_loaded(const struct shim_module_event *ev, void *user)
 {
 	(void)user;
+	if (ev->api >= SHIM_LOAD_LINK_DATA) {
+		live_link_loaded(ev);
+		return;
+	}
 	struct sub *s = pending;
 	if (!s || ev->image != s->image)
 		return;
@@ -496,7 +700,8 @@ void live_module_loaded(const struct shim_module_event *ev, void *user)
 			live_cache_drop(&s->key);
 		free(s->ptx);
 		free(s->manifest);
-		free((void *)s->image);
+		if (!s->borrowed)
+			free((void *)s->image);
 		free(s);
 		return;
 	}
@@ -539,7 +744,8 @@ void live_module_unloaded(shim_module_t module, shim_library_t library, int resu
 			*p = s->next;
 			if (s->library)
 				atomic_fetch_sub(&nsubs, 1);
-			free((void *)s->image);
+			if (!s->borrowed)
+				free((void *)s->image);
 			free(s);
 			break;
 		}

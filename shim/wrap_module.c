@@ -84,9 +84,10 @@ static void *read_image_file(const struct shim_hooks *h, const char *path, size_
 
 static void load_begin(struct shim_module_event *ev, const struct shim_hooks *h,
 		       enum shim_load_api api, const char *name, const void *image,
-		       const char *path, size_t size)
+		       const char *path, size_t size, void *link_state)
 {
 	memset(ev, 0, sizeof(*ev));
+	ev->link_state = link_state;
 	ev->api = api;
 	ev->api_name = name;
 	ev->image = image;
@@ -145,7 +146,7 @@ SHIM_API_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
 	struct shim_module_event ev;
 	size_t size;
 	void *file = read_image_file(h, fname, &size);
-	load_begin(&ev, h, SHIM_LOAD_MODULE_LOAD, "cuModuleLoad", file, fname, size);
+	load_begin(&ev, h, SHIM_LOAD_MODULE_LOAD, "cuModuleLoad", file, fname, size, NULL);
 	CUresult r;
 	if (ev.image != file) { /* substituted: the driver gets the instrumented image */
 		r = SHIM_REAL(cuModuleLoadData)(module, ev.image);
@@ -165,7 +166,7 @@ SHIM_API_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 	PASS_THROUGH_IF_DISABLED(cuModuleLoadData, (module, image));
 	const struct shim_hooks *h = hooks();
 	struct shim_module_event ev;
-	load_begin(&ev, h, SHIM_LOAD_MODULE_DATA, "cuModuleLoadData", image, NULL, 0);
+	load_begin(&ev, h, SHIM_LOAD_MODULE_DATA, "cuModuleLoadData", image, NULL, 0, NULL);
 	CUresult r = SHIM_REAL(cuModuleLoadData)(module, ev.image);
 	if (substitute_refused(&ev, h, image, r))
 		r = SHIM_REAL(cuModuleLoadData)(module, ev.image);
@@ -179,7 +180,7 @@ SHIM_API_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
 	PASS_THROUGH_IF_DISABLED(cuModuleLoadDataEx, (module, image, n, options, values));
 	const struct shim_hooks *h = hooks();
 	struct shim_module_event ev;
-	load_begin(&ev, h, SHIM_LOAD_MODULE_DATA_EX, "cuModuleLoadDataEx", image, NULL, 0);
+	load_begin(&ev, h, SHIM_LOAD_MODULE_DATA_EX, "cuModuleLoadDataEx", image, NULL, 0, NULL);
 	CUresult r = SHIM_REAL(cuModuleLoadDataEx)(module, ev.image, n, options, values);
 	if (substitute_refused(&ev, h, image, r))
 		r = SHIM_REAL(cuModuleLoadDataEx)(module, ev.image, n, options, values);
@@ -192,7 +193,8 @@ SHIM_API_EXPORT CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fat
 	PASS_THROUGH_IF_DISABLED(cuModuleLoadFatBinary, (module, fatCubin));
 	const struct shim_hooks *h = hooks();
 	struct shim_module_event ev;
-	load_begin(&ev, h, SHIM_LOAD_MODULE_FATBINARY, "cuModuleLoadFatBinary", fatCubin, NULL, 0);
+	load_begin(&ev, h, SHIM_LOAD_MODULE_FATBINARY, "cuModuleLoadFatBinary", fatCubin, NULL, 0,
+		   NULL);
 	CUresult r = SHIM_REAL(cuModuleLoadFatBinary)(module, ev.image);
 	if (substitute_refused(&ev, h, fatCubin, r))
 		r = SHIM_REAL(cuModuleLoadFatBinary)(module, ev.image);
@@ -210,7 +212,7 @@ SHIM_API_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 				  libraryOptions, libraryOptionValues, numLibraryOptions));
 	const struct shim_hooks *h = hooks();
 	struct shim_module_event ev;
-	load_begin(&ev, h, SHIM_LOAD_LIBRARY_DATA, "cuLibraryLoadData", code, NULL, 0);
+	load_begin(&ev, h, SHIM_LOAD_LIBRARY_DATA, "cuLibraryLoadData", code, NULL, 0, NULL);
 	CUresult r = SHIM_REAL(cuLibraryLoadData)(library, ev.image, jitOptions, jitOptionsValues,
 						  numJitOptions, libraryOptions,
 						  libraryOptionValues, numLibraryOptions);
@@ -236,7 +238,8 @@ SHIM_API_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *f
 	struct shim_module_event ev;
 	size_t size;
 	void *file = read_image_file(h, fileName, &size);
-	load_begin(&ev, h, SHIM_LOAD_LIBRARY_FILE, "cuLibraryLoadFromFile", file, fileName, size);
+	load_begin(&ev, h, SHIM_LOAD_LIBRARY_FILE, "cuLibraryLoadFromFile", file, fileName, size,
+		   NULL);
 	CUresult r = CUDA_ERROR_UNKNOWN;
 	if (ev.image != file) /* substituted: the driver gets the instrumented image */
 		r = SHIM_REAL(cuLibraryLoadData)(library, ev.image, jitOptions, jitOptionsValues,
@@ -285,11 +288,14 @@ static CUresult link_add_data(unsigned idx, const char *api, CUlinkState state,
 {
 	const struct shim_hooks *h = hooks();
 	struct shim_module_event ev;
-	load_begin(&ev, h, SHIM_LOAD_LINK_DATA, api, data, name, size);
-	ev.link_state = state;
-	CUresult r = ((__typeof__(&cuLinkAddData_v2))shim_slots[idx])(
-		state, type, (void *)ev.image, ev.image == data ? size : ev.info.size, name, n,
-		options, values);
+	load_begin(&ev, h, SHIM_LOAD_LINK_DATA, api, data, name, size, state);
+	__typeof__(&cuLinkAddData_v2) add = (__typeof__(&cuLinkAddData_v2))shim_slots[idx];
+	CUresult r = add(state, type, (void *)ev.image, ev.image == data ? size : ev.info.size, name,
+			 n, options, values);
+	/* The driver compiles a PTX input when it is added: an instrumented one it refuses is
+	 * replaced by the original now, while the link can still take it. */
+	if (substitute_refused(&ev, h, data, r))
+		r = add(state, type, data, size, name, n, options, values);
 	return load_end(&ev, h, r);
 }
 
@@ -299,11 +305,20 @@ static CUresult link_add_file(unsigned idx, const char *api, CUlinkState state,
 {
 	const struct shim_hooks *h = hooks();
 	struct shim_module_event ev;
-	load_begin(&ev, h, SHIM_LOAD_LINK_FILE, api, NULL, path, 0);
-	ev.link_state = state;
-	CUresult r = ((__typeof__(&cuLinkAddFile_v2))shim_slots[idx])(state, type, ev.path, n,
-								       options, values);
-	return load_end(&ev, h, r);
+	size_t size = 0;
+	/* A PTX file may be instrumented like data: the hooks get its bytes. */
+	void *file = type == CU_JIT_INPUT_PTX ? read_image_file(h, path, &size) : NULL;
+	load_begin(&ev, h, SHIM_LOAD_LINK_FILE, api, file, path, size, state);
+	CUresult r = CUDA_ERROR_UNKNOWN;
+	if (ev.image != file) /* substituted: the linker gets the instrumented text as data */
+		r = SHIM_REAL(cuLinkAddData_v2)(state, type, (void *)ev.image, ev.info.size, path, n,
+						options, values);
+	if (ev.image == file || substitute_refused(&ev, h, file, r))
+		r = ((__typeof__(&cuLinkAddFile_v2))shim_slots[idx])(state, type, ev.path, n,
+								      options, values);
+	r = load_end(&ev, h, r);
+	free(file);
+	return r;
 }
 
 #define LINK_ADD_DATA(fn)                                                                         \

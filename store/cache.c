@@ -159,6 +159,8 @@ void store_key_compute(const struct store_key_input *in, store_key *out)
 	key_str(st, 7, in->jit_options);
 	key_str(st, 8, in->kernel_glob);
 	key_field(st, 9, &in->kernel_id_base, sizeof(in->kernel_id_base));
+	if (in->origin) /* (absent: the same keys as before the field existed) */
+		key_str(st, 10, in->origin);
 	XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(st));
 	XXH3_freeState(st);
 	memcpy(out->b, canon.digest, sizeof(out->b));

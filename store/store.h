@@ -51,6 +51,10 @@ struct store_key_input {
 	const char *jit_options;            /* canonical text of the JIT options (NULL = "") */
 	const char *kernel_glob;            /* which kernels are instrumented (NULL = all) */
 	uint32_t kernel_id_base;            /* the caller's next kernel id, when ids are baked in */
+	const char *origin;                 /* where the instrumented code came from in the image
+					     * and how it is compiled back (the shim: "fatbin PTX",
+					     * "embedded PTX: ptxas <options>"); NULL = not said, the
+					     * key of images keyed before origins existed */
 };
 
 /* Computes the key; every field is length-prefixed so that no two inputs collide by framing. */

@@ -22,11 +22,12 @@ uint8_t *read_file_or_fail(const char *path, size_t *size)
 
 int main(void)
 {
-	static struct CMUnitTest all[4 * TESTS_MAX];
+	static struct CMUnitTest all[5 * TESTS_MAX];
 	size_t n = 0;
 	n += elf_tests(all + n);
 	n += fixture_tests(all + n);
 	n += damaged_tests(all + n);
 	n += inspect_tests(all + n);
+	n += embedded_tests(all + n);
 	return _cmocka_run_group_tests("cubin", all, n, NULL, NULL);
 }

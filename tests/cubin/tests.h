@@ -15,6 +15,7 @@ size_t elf_tests(struct CMUnitTest *out);
 size_t fixture_tests(struct CMUnitTest *out);
 size_t damaged_tests(struct CMUnitTest *out);
 size_t inspect_tests(struct CMUnitTest *out);
+size_t embedded_tests(struct CMUnitTest *out);
 
 /* Reads a whole file; fails the current test when it cannot. Caller frees. */
 uint8_t *read_file_or_fail(const char *path, size_t *size);

@@ -1791,6 +1791,150 @@ static void test_sampling_compiles_the_enable_check_in(void **state)
 	assert_int_equal(run_child(&env, child_sample_enable), 0);
 }
 
+/* ---- PTX kept in cubins (the PTX source step of live_module.c) ------------------------------ */
+
+static char embedded_dir[4096], kcount_probe[4096];
+
+/* Loads the cubin fixture named by $LIVE_EMBEDDED through the shim; writes the JIT options the
+ * fake driver was given and whether the module got instrumented code to the child's stderr. */
+static int child_embedded(void)
+{
+	char path[4200];
+	static char buf[1 << 20];
+	void *mod = NULL;
+	snprintf(path, sizeof(path), "%s/%s", embedded_dir, getenv("LIVE_EMBEDDED"));
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return child_fail("no fixture %s (built by tests/cubin/module.mk)", path);
+	size_t n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	if (!n || open_both() || load(&mod, buf) != 0)
+		return child_fail("loading %s", path);
+	const char *(*jit)(void) = (const char *(*)(void))dlsym(fake, "fake_last_jit_options");
+	const char *t = module_text(mod);
+	fprintf(stderr, "test: jit options <%s>\ntest: module %s\n", jit ? jit() : "?",
+		t && !strncmp(t, "FAKECUBIN", 9) && strstr(t, "__cubpf_map_0") ? "instrumented"
+									  : "original");
+	return 0;
+}
+
+/* Under the bundled kcount probe (every kernel); cache: a database shared by runs, or NULL. */
+static int run_embedded(const char *fixture_name, const char *cache)
+{
+	struct child_env env = { { "LIVE_EMBEDDED", "CUBPF_PROGRAMS", cache ? "CUBPF_CACHE" : NULL },
+				 { fixture_name, kcount_probe, cache } };
+	return run_child(&env, child_embedded);
+}
+
+/* nvcc -cubin -lineinfo: the PTX ptxas kept is instrumented and compiled with line info, as
+ * ptxas compiled it (CU_JIT_GENERATE_LINE_INFO = 13). */
+static void test_embedded_ptx_is_instrumented(void **state)
+{
+	(void)state;
+	assert_int_equal(run_embedded("lineinfo.cubin", NULL), 0);
+	want("live: cuModuleLoadData: instrumented 5 of 5 kernels");
+	want("test: module instrumented");
+	want("test: jit options <13=1 >");
+	/* ptxas -O2 -lineinfo: the JIT gets optimisation level 2 too (CU_JIT_OPTIMIZATION_LEVEL 7) */
+	assert_int_equal(run_embedded("ptxas_o2.cubin", NULL), 0);
+	want("test: module instrumented");
+	want("test: jit options <13=1 7=2 >");
+}
+
+/* ptxas -fmad=false: the JIT cannot honour it for PTX, so the original runs and the reason says
+ * so; a cubin without line info says how to get it. */
+static void test_embedded_ptx_refused_with_reasons(void **state)
+{
+	(void)state;
+	assert_int_equal(run_embedded("ptxas_loc.cubin", NULL), 0);
+	want("test: module original");
+	want("-fmad false, which the driver's JIT cannot honour");
+	want_not("instrumented 5 of 5");
+	assert_int_equal(run_embedded("nvrtc_arch.cubin", NULL), 0);
+	want("test: module original");
+	want("assembled without line info");
+	want("compile with -lineinfo (nvcc, NVRTC)");
+	want("TRITON_DISABLE_LINE_INFO");
+	want("--xla_gpu_generate_line_info=true");
+	assert_int_equal(run_embedded("nvjitlink2.cubin", NULL), 0);
+	want("test: module original");
+	want("keeps the PTX of 2 linked inputs");
+}
+
+/* A second process loading the same cubin hits the cache: no JIT, the same instrumented code. */
+static void test_embedded_ptx_cache_hit(void **state)
+{
+	(void)state;
+	cache_setup();
+	assert_int_equal(run_embedded("lineinfo.cubin", cache_db), 0);
+	want("live: cache miss for ");
+	want("test: module instrumented");
+	assert_int_equal(run_embedded("lineinfo.cubin", cache_db), 0);
+	want("live: cache hit for ");
+	want_not("cache miss");
+	want("test: module instrumented");
+	want("test: jit options <>"); /* no cuLinkCreate in this process */
+	cache_teardown();
+}
+
+/* ---- PTX given to the driver's linker (live_link.c) ------------------------------------------ */
+
+typedef int (*link_create_fn)(unsigned, int *, void **, void **);
+typedef int (*link_add_fn)(void *, int, void *, size_t, const char *, unsigned, int *, void **);
+typedef int (*link_complete_fn)(void *, void **, size_t *);
+
+/* cuLinkCreate, cuLinkAddData (PTX, and with $LIVE_LINK_TWO a second PTX input), cuLinkComplete
+ * and cuModuleLoadData of the linked cubin, as Numba does; the module's text and its first map
+ * pointer go to the child's stderr. */
+static int child_link(void)
+{
+	void *st = NULL, *cubin = NULL, *mod = NULL;
+	size_t size = 0;
+	if (open_both())
+		return 1;
+	link_add_fn add = (link_add_fn)dlsym(shim, "cuLinkAddData_v2");
+	if (((link_create_fn)dlsym(shim, "cuLinkCreate_v2"))(0, NULL, NULL, &st) != 0 ||
+	    add(st, 1 /* CU_JIT_INPUT_PTX */, (void *)live_ptx, sizeof(live_ptx), "a.ptx", 0, NULL,
+		NULL) != 0)
+		return child_fail("link create/add");
+	if (getenv("LIVE_LINK_TWO") &&
+	    add(st, 1, (void *)other_ptx, sizeof(other_ptx), "b.ptx", 0, NULL, NULL) != 0)
+		return child_fail("second input");
+	if (((link_complete_fn)dlsym(shim, "cuLinkComplete"))(st, &cubin, &size) != 0 ||
+	    load(&mod, cubin) != 0)
+		return child_fail("link complete/load");
+	const char *t = module_text(mod);
+	fprintf(stderr, "test: linked module %s, map pointer %s\n",
+		t && strstr(t, "__cubpf_map_0") ? "instrumented" : "original",
+		global(mod, "__cubpf_map_0") ? "stored" : "none");
+	return 0;
+}
+
+static void test_link_inputs_are_instrumented(void **state)
+{
+	(void)state;
+	assert_int_equal(run_child(NULL, child_link), 0);
+	want("live: cuLinkAddData_v2: instrumented 1 of 1 kernels of a link input (live_k;");
+	want("live: cuModuleLoadData: live_k was linked from instrumented PTX");
+	want("test: linked module instrumented, map pointer stored");
+	want("live: 1 modules instrumented (1 kernels), 0 fell back");
+	struct child_env two = { { "LIVE_LINK_TWO" }, { "1" } };
+	assert_int_equal(run_child(&two, child_link), 0);
+	want("another PTX input of this link is instrumented already");
+}
+
+/* The linker refuses the instrumented input: the original is added instead, the link and the
+ * load succeed, the reason is given. */
+static void test_link_refusal_adds_the_original(void **state)
+{
+	(void)state;
+	struct child_env env = { { "FAKE_REFUSE_LINK_PROBES" }, { "1" } };
+	assert_int_equal(run_child(&env, child_link), 0);
+	want("the linker refused the instrumented PTX (CUDA_ERROR_INVALID_PTX)");
+	want("test: linked module original, map pointer none");
+	want_not("was linked from instrumented PTX");
+}
+
 int main(void)
 {
 	const char *build = getenv("CUBPF_BUILD") ? getenv("CUBPF_BUILD") : LIVE_TEST_BUILD;
@@ -1799,6 +1943,8 @@ int main(void)
 	snprintf(fake_path, sizeof(fake_path), "%s/tests/libcuda-fake.so", build);
 	snprintf(probe_path, sizeof(probe_path), "%s/live-probes/count.bpf.o", build);
 	snprintf(cubin_path, sizeof(cubin_path), "%s/shim/app.cubin", fix);
+	snprintf(embedded_dir, sizeof(embedded_dir), "%s/cubin", fix);
+	snprintf(kcount_probe, sizeof(kcount_probe), "%s/probes/kcount.bpf.o", build);
 	snprintf(ring_probe, sizeof(ring_probe), "%s/live-probes/ring.bpf.o", build);
 	snprintf(bad_probe, sizeof(bad_probe), "%s/live-probes/bad.bpf.o", build);
 	snprintf(kinds_probe, sizeof(kinds_probe), "%s/live-probes/kinds.bpf.o", build);
@@ -1844,6 +1990,11 @@ int main(void)
 		cmocka_unit_test(test_per_sm_per_thread_and_hash_maps),
 		cmocka_unit_test(test_per_sm_map_over_the_cap_names_it),
 		cmocka_unit_test(test_sampling_compiles_the_enable_check_in),
+		cmocka_unit_test(test_embedded_ptx_is_instrumented),
+		cmocka_unit_test(test_embedded_ptx_refused_with_reasons),
+		cmocka_unit_test(test_embedded_ptx_cache_hit),
+		cmocka_unit_test(test_link_inputs_are_instrumented),
+		cmocka_unit_test(test_link_refusal_adds_the_original),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -597,7 +597,12 @@ struct fake_link {
 	char *cubin;
 	char *log;
 	size_t log_size;
+	char opts[128];  /* the other options, "OPTION=VALUE " each (the JIT's options) */
 };
+
+/* The JIT options of the last cuLinkCreate_v2, as "OPTION=VALUE " pairs (log buffers left out). */
+static char last_jit_options[128];
+FAKE_EXPORT const char *fake_last_jit_options(void) { return last_jit_options; }
 
 FAKE_EXPORT int cuLinkCreate_v2(unsigned n, int *opts, void **vals, void **state)
 {
@@ -610,7 +615,11 @@ FAKE_EXPORT int cuLinkCreate_v2(unsigned n, int *opts, void **vals, void **state
 			l->log = vals[i];
 		else if (opts[i] == 6) /* CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES */
 			l->log_size = (size_t)(uintptr_t)vals[i];
+		else
+			snprintf(l->opts + strlen(l->opts), sizeof(l->opts) - strlen(l->opts),
+				 "%d=%lu ", opts[i], (unsigned long)(uintptr_t)vals[i]);
 	}
+	snprintf(last_jit_options, sizeof(last_jit_options), "%s", l ? l->opts : "");
 	*state = l;
 	return l ? 0 : 2;
 }
@@ -623,6 +632,10 @@ FAKE_EXPORT int cuLinkAddData_v2(void *state, int type, void *data, size_t size,
 	struct fake_link *l = state;
 	if (!l || !data)
 		return 1;
+	/* FAKE_REFUSE_LINK_PROBES=1: the linker refuses instrumented inputs (a JIT error). */
+	const char *refuse = getenv("FAKE_REFUSE_LINK_PROBES");
+	if (refuse && *refuse == '1' && strstr(data, "__cubpf_map_0"))
+		return 218; /* CUDA_ERROR_INVALID_PTX */
 	free(l->ptx);
 	l->ptx = strdup(data);
 	return 0;

@@ -171,6 +171,15 @@ static void test_key_inputs(void **state)
 	store_key_compute(&b, &kb);
 	assert_memory_not_equal(ka.b, kb.b, 16);
 	b = a;
+	b.origin = "embedded PTX: ptxas -arch sm_90"; /* the same image, its PTX found elsewhere */
+	store_key_compute(&b, &kb);
+	assert_memory_not_equal(ka.b, kb.b, 16);
+	store_key cb;
+	b.origin = "fatbin PTX";
+	store_key_compute(&b, &cb);
+	assert_memory_not_equal(kb.b, cb.b, 16);
+	assert_memory_not_equal(ka.b, cb.b, 16);
+	b = a;
 	b.kernel_glob = "vec*";
 	store_key_compute(&b, &kb);
 	assert_memory_not_equal(ka.b, kb.b, 16);

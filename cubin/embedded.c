@@ -1,0 +1,290 @@
+/* PTX embedded in a cubin, and the options it was assembled with (see cubin.h).
+ *
+ * ptxas keeps the PTX it assembled in sections named .nv_debug_ptx_txt (nvJitLink:
+ * .nv_debug_ptx_txt.<hash>, one per PTX input) when it writes line information: the module's
+ * lines as NUL-terminated strings, comments and debug directives (.loc, .file, .section
+ * .debug_*) dropped.  Joined with newlines they are PTX that ptxas accepts; assembled with the
+ * options recorded in the .note.nv.tkinfo note they give the cubin's machine code again (checked
+ * byte for byte by tests/cubin/test_embedded.c for nvcc, ptxas, NVRTC and nvJitLink cubins).
+ *
+ * The note (type 2000, owner "NVIDIA Corp") is one per tool that made the cubin: a header of six
+ * 32-bit words (format version 2, 0, then the offsets of the tool's name, version, build and
+ * options in the string area that follows).  The ptxas notes hold the options we need. */
+#include <elf.h>
+#include <stdlib.h>
+
+#include "cubin/cubin.h"
+#include "cubin/internal.h"
+
+#define PTX_SECTION ".nv_debug_ptx_txt"
+#define TKINFO_SECTION ".note.nv.tkinfo"
+#define TKINFO_TYPE 2000u
+#define TKINFO_OWNER "NVIDIA Corp"
+#define TKINFO_HEADER 24u
+
+/* ---- the PTX text ------------------------------------------------------------------------ */
+
+static int is_ptx_section(const char *name)
+{
+	size_t n = sizeof(PTX_SECTION) - 1;
+	return !strncmp(name, PTX_SECTION, n) && (name[n] == 0 || name[n] == '.');
+}
+
+/* The section's strings joined by newlines (empty strings dropped: ptxas pads the start with
+ * them).  Returns a malloc'ed NUL-terminated text, or NULL when out of memory. */
+static char *join_lines(const uint8_t *p, uint64_t size, size_t *len)
+{
+	char *text = malloc(size + 2);
+	size_t n = 0;
+	if (!text)
+		return NULL;
+	for (uint64_t at = 0; at < size;) {
+		const uint8_t *nul = memchr(p + at, 0, size - at);
+		uint64_t end = nul ? (uint64_t)(nul - p) : size;
+		if (end > at) {
+			memcpy(text + n, p + at, end - at);
+			n += end - at;
+			text[n++] = '\n';
+		}
+		at = end + 1;
+	}
+	text[n] = 0;
+	*len = n;
+	return text;
+}
+
+/* ---- the assembler's options ----------------------------------------------------------------- */
+
+static void note_unsupported(struct cubin_asm_options *o, const char *opt, const char *val)
+{
+	if (!o->unsupported[0])
+		snprintf(o->unsupported, sizeof(o->unsupported), "%s%s%s", opt, val ? " " : "",
+			 val ? val : "");
+}
+
+/* Options that take a value, spelled either "-opt value" or "--long=value". */
+static int takes_value(const char *opt)
+{
+	static const char *const with[] = {"-O", "--opt-level", "-arch", "--gpu-name", "-m",
+					   "--machine", "-fmad", "--fmad", "-maxrregcount",
+					   "--maxrregcount"};
+	for (size_t i = 0; i < sizeof(with) / sizeof(with[0]); i++)
+		if (!strcmp(opt, with[i]))
+			return 1;
+	return 0;
+}
+
+static void apply_option(struct cubin_asm_options *o, const char *opt, const char *val)
+{
+	if (!strcmp(opt, "-lineinfo") || !strcmp(opt, "--generate-line-info"))
+		o->lineinfo = 1;
+	else if (!strcmp(opt, "-g") || !strcmp(opt, "--device-debug"))
+		o->debug = 1;
+	else if (!strcmp(opt, "-c") || !strcmp(opt, "--compile-only"))
+		o->relocatable = 1;
+	else if (!val)
+		note_unsupported(o, opt, NULL);
+	else if (!strcmp(opt, "-O") || !strcmp(opt, "--opt-level"))
+		o->opt_level = val[0] >= '0' && val[0] <= '4' && !val[1] ? val[0] - '0' : -1;
+	else if (!strcmp(opt, "-fmad") || !strcmp(opt, "--fmad"))
+		o->fmad = strcmp(val, "false") != 0;
+	else if (!strcmp(opt, "-maxrregcount") || !strcmp(opt, "--maxrregcount"))
+		o->maxrregcount = (uint32_t)strtoul(val, NULL, 10);
+	else if (!strcmp(opt, "-m") || !strcmp(opt, "--machine")) {
+		if (strcmp(val, "64"))
+			note_unsupported(o, opt, val);
+	} else if (!strncmp(val, "sm_", 3)) { /* -arch sm_90a */
+		char *end;
+		o->sm = (uint32_t)strtoul(val + 3, &end, 10);
+		o->suffix = *end == 'a' || *end == 'f' ? *end : 0;
+	} else {
+		note_unsupported(o, opt, val);
+	}
+	if (o->opt_level < 0)
+		note_unsupported(o, opt, val), o->opt_level = 3;
+}
+
+/* Reads one options string ("-lineinfo  -arch sm_90 -m 64 ") into o. */
+static void parse_options(struct cubin_asm_options *o, const char *s)
+{
+	char buf[sizeof(o->raw)], *save = NULL;
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (char *t = strtok_r(buf, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
+		char *eq = t[0] == '-' ? strchr(t, '=') : NULL, *val = NULL;
+		if (eq) {
+			*eq = 0;
+			val = eq + 1;
+		} else if (takes_value(t)) {
+			val = strtok_r(NULL, " \t", &save);
+		}
+		apply_option(o, t, val);
+	}
+}
+
+/* A string of the note's string area, or NULL when the offset is outside it. */
+static const char *note_string(const uint8_t *area, uint32_t size, uint32_t off)
+{
+	if (off >= size || !memchr(area + off, 0, size - off))
+		return NULL;
+	return (const char *)area + off;
+}
+
+/* One note's descriptor: ptxas's options go into o. */
+static void read_tkinfo(struct cubin_asm_options *o, const uint8_t *d, uint32_t size)
+{
+	if (size < TKINFO_HEADER)
+		return;
+	const uint8_t *area = d + TKINFO_HEADER;
+	uint32_t asize = size - TKINFO_HEADER;
+	const char *tool = note_string(area, asize, cubin_rd32(d + 8));
+	const char *opts = note_string(area, asize, cubin_rd32(d + 20));
+	if (!tool || !opts || strcmp(tool, "ptxas"))
+		return;
+	if (o->notes++ == 0) {
+		snprintf(o->tool, sizeof(o->tool), "%s", tool);
+		snprintf(o->raw, sizeof(o->raw), "%s", opts);
+		parse_options(o, opts);
+	} else if (strcmp(o->raw, opts)) {
+		o->disagree = 1;
+	}
+}
+
+static void read_notes(struct cubin_asm_options *o, const struct cubin_elf_section *s)
+{
+	for (uint64_t at = 0; s->data && s->size - at >= 12 && at < s->size;) {
+		const uint8_t *n = s->data + at;
+		uint32_t namesz = cubin_rd32(n), descsz = cubin_rd32(n + 4), type = cubin_rd32(n + 8);
+		uint64_t name_pad = ((uint64_t)namesz + 3) & ~3ull, desc_pad = ((uint64_t)descsz + 3) & ~3ull;
+		if (!cubin_in_bounds(at + 12, name_pad + desc_pad, s->size))
+			return; /* a damaged note: what was read so far stands */
+		const char *name = (const char *)n + 12;
+		if (type == TKINFO_TYPE && namesz == sizeof(TKINFO_OWNER) &&
+		    !memcmp(name, TKINFO_OWNER, namesz))
+			read_tkinfo(o, n + 12 + name_pad, descsz);
+		at += 12 + name_pad + desc_pad;
+	}
+}
+
+/* ptxas's own spelling of the options (the note writes "-O 2", which ptxas does not read). */
+int cubin_asm_options_ptxas(const struct cubin_asm_options *o, char *buf, size_t n)
+{
+	char arch[32] = "";
+	if (o->sm)
+		snprintf(arch, sizeof(arch), "-arch sm_%u%.1s ", o->sm, o->suffix ? &o->suffix : "");
+	char regs[32] = "";
+	if (o->maxrregcount)
+		snprintf(regs, sizeof(regs), " -maxrregcount=%u", o->maxrregcount);
+	int len = snprintf(buf, n, "%s-O%d -fmad=%s%s%s%s%s", arch, o->opt_level,
+			   o->fmad ? "true" : "false", o->lineinfo ? " -lineinfo" : "",
+			   o->debug ? " -g" : "", o->relocatable ? " -c" : "", regs);
+	return len >= 0 && (size_t)len < n ? 0 : -1;
+}
+
+/* ---- the public reader ------------------------------------------------------------------------ */
+
+static void options_init(struct cubin_asm_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->opt_level = 3; /* ptxas's default */
+	o->fmad = 1;
+}
+
+int cubin_embedded_ptx(const void *data, size_t size, struct cubin_embedded_ptx *out, char *err,
+		       size_t errlen)
+{
+	struct cubin_elf elf;
+	struct cubin_elf_section s;
+	memset(out, 0, sizeof(*out));
+	options_init(&out->opts);
+	if (cubin_elf_open(&elf, data, size))
+		return cubin_fail(err, errlen, "%s", elf.error);
+	out->sm = cubin_elf_sm(&elf);
+	const struct cubin_elf_section *first = NULL;
+	struct cubin_elf_section keep;
+	for (size_t i = 1; i < elf.shnum; i++) {
+		if (cubin_elf_section(&elf, i, &s))
+			return cubin_fail(err, errlen, "%s", elf.error);
+		if (is_ptx_section(s.name) && s.data) {
+			if (out->sections++ == 0)
+				keep = s, first = &keep;
+			out->bytes += s.size;
+		} else if (s.type == SHT_NOTE && !strcmp(s.name, TKINFO_SECTION)) {
+			read_notes(&out->opts, &s);
+		}
+	}
+	out->has_options = out->opts.notes > 0;
+	if (out->sections != 1) /* none, or one per input of a link: not one module's text */
+		return out->sections ? 1 : 0;
+	if (!(out->text = join_lines(first->data, first->size, &out->len)))
+		return cubin_fail(err, errlen, "out of memory");
+	return 1;
+}
+
+void cubin_embedded_ptx_free(struct cubin_embedded_ptx *p)
+{
+	if (!p)
+		return;
+	free(p->text);
+	p->text = NULL;
+	p->len = 0;
+}
+
+/* ---- is it the cubin's code? -------------------------------------------------------------------- */
+
+static const struct cubin_kernel *find_kernel(const struct cubin_kernels *l, const char *name)
+{
+	for (size_t i = 0; i < l->count; i++)
+		if (!strcmp(l->kernels[i].name, name))
+			return &l->kernels[i];
+	return NULL;
+}
+
+/* Same parameter list: count, and each parameter's size at the same offset. */
+static int same_params(const struct cubin_kernel *a, const struct cubin_kernel *b)
+{
+	if (a->param_count != b->param_count)
+		return 0;
+	for (uint32_t i = 0; i < a->param_count; i++)
+		if (a->params[i].size != b->params[i].size || a->params[i].offset != b->params[i].offset)
+			return 0;
+	return 1;
+}
+
+static int compare_lists(const struct cubin_kernels *elf, const struct cubin_kernels *ptx,
+			 char *why, size_t whylen)
+{
+	if (elf->count != ptx->count)
+		return cubin_fail(why, whylen, "the cubin has %zu kernels, its PTX %zu", elf->count,
+				  ptx->count), 1;
+	for (size_t i = 0; i < elf->count; i++) {
+		const struct cubin_kernel *k = &elf->kernels[i], *p = find_kernel(ptx, k->name);
+		if (!p)
+			return cubin_fail(why, whylen, "kernel %s is not in the PTX", k->name), 1;
+		if (!same_params(k, p))
+			return cubin_fail(why, whylen, "kernel %s has other parameters in the PTX",
+					  k->name), 1;
+	}
+	return 0;
+}
+
+int cubin_embedded_ptx_matches(const void *cubin, size_t size, const char *ptx, size_t len,
+			       char *why, size_t whylen)
+{
+	struct cubin_kernels ke, kp;
+	char err[CUBIN_ERRLEN];
+	if (cubin_elf_kernels(cubin, size, &ke, err, sizeof(err)))
+		return cubin_fail(why, whylen, "the cubin: %s", err);
+	if (cubin_ptx_kernels(ptx, len, &kp, err, sizeof(err))) {
+		cubin_kernels_free(&ke);
+		return cubin_fail(why, whylen, "the embedded PTX: %s", err);
+	}
+	int rc = compare_lists(&ke, &kp, why, whylen);
+	/* The PTX may target a lower arch than the cubin (ptxas -arch sm_90 on .target sm_80
+	 * PTX), never a higher one, nor an 'a'/'f' one other than the cubin's. */
+	if (rc == 0 && (kp.sm > ke.sm || (kp.suffix && (kp.suffix != ke.suffix || kp.sm != ke.sm))))
+		rc = 1, snprintf(why, whylen, "the PTX targets %s, the cubin sm_%u%.1s", kp.target,
+				 ke.sm, ke.suffix ? &ke.suffix : "");
+	cubin_kernels_free(&ke);
+	cubin_kernels_free(&kp);
+	return rc;
+}

@@ -1,0 +1,324 @@
+/* PTX embedded in cubins (cubin_embedded_ptx), on cubins this machine's toolkit makes at test
+ * time (tests/cubin/module.mk): nvcc -cubin -lineinfo, ptxas on PTX with .loc lines (-O 2
+ * -fmad false), NVRTC with -lineinfo and with -arch=sm_90 only, nvJitLink of one and of two
+ * PTX inputs.  For each cubin that carries its PTX: the recovered text is the cubin's code
+ * (same kernels and parameters), ptxas with the recorded options gives the same machine code
+ * (every .text.* section byte for byte), and instrumented with the bundled kcount and memtrace
+ * probes (cubpf ptx) it assembles for sm_90 and sm_80.  Needs $PTXAS and $CUBPF_BUILD (make
+ * test sets them); without ptxas the assembling tests are skipped, and say so. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/cubin/fixtures.h"
+
+static const char *ptxas(void)
+{
+	const char *p = getenv("PTXAS");
+	if (!p || !*p || access(p, X_OK)) {
+		fprintf(stderr, "SKIP: ptxas not found (PTXAS=%s): the cubins are not re-assembled\n",
+			p ? p : "unset");
+		return NULL;
+	}
+	return p;
+}
+
+static void write_or_fail(const char *path, const void *data, size_t size)
+{
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, size, f), size);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void run_or_fail(const char *cmd)
+{
+	int rc = system(cmd);
+	if (rc != 0)
+		fail_msg("command failed (status %d): %s", rc, cmd);
+}
+
+static void read_ptx(const char *name, uint8_t **buf, size_t *size, struct cubin_embedded_ptx *e)
+{
+	char err[256];
+	*buf = fixture(name, size);
+	int rc = cubin_embedded_ptx(*buf, *size, e, err, sizeof(err));
+	if (rc < 0)
+		fail_msg("%s: %s", name, err);
+}
+
+/* Every .text.* section of `b` exists in `a` with the same bytes, and as many of them. */
+static void same_text(const char *name, const uint8_t *a, size_t asize, const uint8_t *b,
+		      size_t bsize)
+{
+	struct cubin_elf ea, eb;
+	struct cubin_elf_section s, t;
+	size_t n = 0;
+	assert_int_equal(cubin_elf_open(&ea, a, asize), 0);
+	assert_int_equal(cubin_elf_open(&eb, b, bsize), 0);
+	for (size_t i = 1; i < ea.shnum; i++) {
+		assert_int_equal(cubin_elf_section(&ea, i, &s), 0);
+		if (strncmp(s.name, ".text.", 6))
+			continue;
+		n++;
+		if (cubin_elf_section_by_name(&eb, s.name, &t) != 0)
+			fail_msg("%s: %s is missing from the re-assembled cubin", name, s.name);
+		if (s.size != t.size || memcmp(s.data, t.data, s.size))
+			fail_msg("%s: %s differs after re-assembly (%llu vs %llu bytes)", name, s.name,
+				 (unsigned long long)s.size, (unsigned long long)t.size);
+	}
+	assert_true(n > 0);
+	size_t m = 0;
+	for (size_t i = 1; i < eb.shnum; i++) {
+		assert_int_equal(cubin_elf_section(&eb, i, &t), 0);
+		m += !strncmp(t.name, ".text.", 6);
+	}
+	assert_int_equal(m, n);
+}
+
+static char *tmp_path(char *buf, size_t n, const char *name, const char *ext)
+{
+	snprintf(buf, n, "%s/cubpf-embedded-%d-%s%s", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+		 (int)getpid(), name, ext);
+	return buf;
+}
+
+/* The PTX with its .target lowered to sm_80 (the fixtures' kernels use nothing newer). */
+static void retarget_sm80(const char *in, const char *out)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof(cmd), "sed 's/^\\.target sm_90[af]*/.target sm_80/' %s > %s", in, out);
+	run_or_fail(cmd);
+}
+
+/* Instruments `ptx` with a bundled probe and assembles it for sm_90 and sm_80. */
+static void instrument_and_assemble(const char *as, const char *name, const char *ptx,
+				    const char *probe)
+{
+	const char *build = getenv("CUBPF_BUILD") ? getenv("CUBPF_BUILD") : "build";
+	char out[512], out80[512], cub[512], cmd[2048];
+	tmp_path(out, sizeof(out), name, probe);
+	strcat(out, ".ptx");
+	tmp_path(out80, sizeof(out80), name, probe);
+	strcat(out80, ".sm80.ptx");
+	tmp_path(cub, sizeof(cub), name, ".inst.cubin");
+	snprintf(cmd, sizeof(cmd), "%s/bin/cubpf ptx -p %s/probes/%s.bpf.o %s -o %s", build, build,
+		 probe, ptx, out);
+	run_or_fail(cmd);
+	size_t size;
+	uint8_t *text = read_file_or_fail(out, &size);
+	text = realloc(text, size + 1);
+	assert_non_null(text);
+	text[size] = 0;
+	if (!strstr((char *)text, "__cubpf"))
+		fail_msg("%s: %s instrumented nothing in %s", name, probe, ptx);
+	free(text);
+	snprintf(cmd, sizeof(cmd), "%s -arch sm_90 %s -o %s", as, out, cub);
+	run_or_fail(cmd);
+	retarget_sm80(out, out80);
+	snprintf(cmd, sizeof(cmd), "%s -arch sm_80 %s -o %s", as, out80, cub);
+	run_or_fail(cmd);
+	unlink(out);
+	unlink(out80);
+	unlink(cub);
+}
+
+/* The whole check for a cubin that carries one module's PTX. */
+static void check_recovery(const char *name, const char *expect_opts)
+{
+	uint8_t *buf;
+	size_t size;
+	struct cubin_embedded_ptx e;
+	char why[256], ptx[512], re[512], cmd[2048];
+	read_ptx(name, &buf, &size, &e);
+	if (!e.text)
+		fail_msg("%s: no embedded PTX (%u sections)", name, e.sections);
+	assert_int_equal(e.sections, 1);
+	assert_true(e.has_options);
+	assert_string_equal(e.opts.tool, "ptxas");
+	if (!strstr(e.opts.raw, expect_opts))
+		fail_msg("%s: recorded options \"%s\" lack \"%s\"", name, e.opts.raw, expect_opts);
+	assert_string_equal(e.opts.unsupported, "");
+	assert_int_equal(e.opts.sm, 90);
+	assert_int_equal(e.sm, 90);
+	assert_null(strstr(e.text, ".loc\t")); /* debug directives are not kept */
+	int rc = cubin_embedded_ptx_matches(buf, size, e.text, e.len, why, sizeof(why));
+	if (rc != 0)
+		fail_msg("%s: the embedded PTX is not the cubin's code: %s", name, why);
+	const char *as = ptxas();
+	if (!as) {
+		cubin_embedded_ptx_free(&e);
+		free(buf);
+		skip();
+	}
+	write_or_fail(tmp_path(ptx, sizeof(ptx), name, ".ptx"), e.text, e.len);
+	tmp_path(re, sizeof(re), name, ".re.cubin");
+	char opts[256];
+	assert_int_equal(cubin_asm_options_ptxas(&e.opts, opts, sizeof(opts)), 0);
+	snprintf(cmd, sizeof(cmd), "%s %s %s -o %s", as, opts, ptx, re);
+	run_or_fail(cmd);
+	size_t resize;
+	uint8_t *again = read_file_or_fail(re, &resize);
+	same_text(name, buf, size, again, resize);
+	instrument_and_assemble(as, name, ptx, "kcount");
+	instrument_and_assemble(as, name, ptx, "memtrace");
+	unlink(ptx);
+	unlink(re);
+	free(again);
+	cubin_embedded_ptx_free(&e);
+	free(buf);
+}
+
+static void nvcc_lineinfo(void **state)
+{
+	(void)state;
+	check_recovery("lineinfo.cubin", "-lineinfo");
+}
+
+static void ptxas_loc(void **state)
+{
+	(void)state;
+	check_recovery("ptxas_loc.cubin", "-fmad false");
+	uint8_t *buf;
+	size_t size;
+	struct cubin_embedded_ptx e;
+	read_ptx("ptxas_loc.cubin", &buf, &size, &e);
+	assert_int_equal(e.opts.opt_level, 2);
+	assert_int_equal(e.opts.fmad, 0);
+	assert_int_equal(e.opts.lineinfo, 0); /* the .loc lines alone made ptxas keep the PTX */
+	cubin_embedded_ptx_free(&e);
+	free(buf);
+}
+
+static void nvrtc_lineinfo(void **state)
+{
+	(void)state;
+	check_recovery("nvrtc_lineinfo.cubin", "-lineinfo");
+}
+
+static void nvjitlink_one(void **state)
+{
+	(void)state;
+	check_recovery("nvjitlink.cubin", "-arch sm_90");
+}
+
+/* NVRTC without -lineinfo: no PTX in the cubin, but the note says why (no -lineinfo). */
+static void nvrtc_no_lineinfo(void **state)
+{
+	(void)state;
+	uint8_t *buf;
+	size_t size;
+	struct cubin_embedded_ptx e;
+	read_ptx("nvrtc_arch.cubin", &buf, &size, &e);
+	assert_int_equal(e.sections, 0);
+	assert_null(e.text);
+	assert_true(e.has_options);
+	assert_int_equal(e.opts.lineinfo, 0);
+	assert_int_equal(e.opts.sm, 90);
+	/* the PTX NVRTC offered beside it is that cubin's code */
+	size_t plen;
+	uint8_t *ptx = fixture("nvrtc_arch.ptx", &plen);
+	char why[256];
+	int rc = cubin_embedded_ptx_matches(buf, size, (const char *)ptx, plen, why, sizeof(why));
+	if (rc != 0)
+		fail_msg("nvrtc_arch.ptx is not nvrtc_arch.cubin's code: %s", why);
+	free(ptx);
+	free(buf);
+}
+
+/* Two PTX inputs linked: one section each, no single module text. */
+static void nvjitlink_two(void **state)
+{
+	(void)state;
+	uint8_t *buf;
+	size_t size;
+	struct cubin_embedded_ptx e;
+	read_ptx("nvjitlink2.cubin", &buf, &size, &e);
+	assert_int_equal(e.sections, 2);
+	assert_null(e.text);
+	assert_true(e.has_options);
+	assert_false(e.opts.disagree);
+	assert_int_equal(e.opts.relocatable, 1);
+	free(buf);
+}
+
+/* A cubin without line info from nvcc (kernels.cubin) carries neither. */
+static void plain_cubin(void **state)
+{
+	(void)state;
+	uint8_t *buf;
+	size_t size;
+	struct cubin_embedded_ptx e;
+	read_ptx("kernels.cubin", &buf, &size, &e);
+	assert_int_equal(e.sections, 0);
+	assert_null(e.text);
+	free(buf);
+}
+
+/* PTX that is not the cubin's: another module's text is refused, with the reason. */
+static void mismatch(void **state)
+{
+	(void)state;
+	uint8_t *buf;
+	size_t size, plen;
+	char why[256];
+	buf = fixture("lineinfo.cubin", &size);
+	uint8_t *ptx = fixture("nvrtc_arch.ptx", &plen);
+	assert_int_equal(cubin_embedded_ptx_matches(buf, size, (const char *)ptx, plen, why,
+						    sizeof(why)), 1);
+	assert_non_null(strstr(why, "kernel"));
+	free(ptx);
+	free(buf);
+}
+
+/* Options as ptxas spells them, and the ones cubpf does not know. */
+static void options(void **state)
+{
+	(void)state;
+	static const uint8_t note_hdr[] = {12, 0, 0, 0, 0, 0, 0, 0, 0xd0, 7, 0, 0};
+	uint8_t desc[160] = {2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 7, 0, 0, 0, 7, 0, 0, 0, 8, 0, 0, 0};
+	const char *strs = "\0ptxas\0\0-O 1 --fmad=false -maxrregcount 32 -warn-spills";
+	memcpy(desc + 24, strs, 8 + strlen(strs + 8) + 1);
+	uint32_t dsz = 24 + 8 + (uint32_t)strlen(strs + 8) + 1;
+	/* A minimal ELF: header, the note section, the name table. */
+	static const char names[] = "\0.note.nv.tkinfo\0.shstrtab";
+	uint8_t img[1024] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+	size_t note_at = 64, note_len = sizeof(note_hdr) + 12 + ((dsz + 3) & ~3u);
+	size_t names_at = note_at + note_len, sh_at = (names_at + sizeof(names) + 7) & ~7u;
+	memcpy(img + note_at, note_hdr, sizeof(note_hdr));
+	img[note_at + 4] = (uint8_t)dsz;
+	memcpy(img + note_at + 12, "NVIDIA Corp", 12);
+	memcpy(img + note_at + 24, desc, dsz);
+	memcpy(img + names_at, names, sizeof(names));
+	img[18] = 190;                                  /* EM_CUDA */
+	img[40] = (uint8_t)sh_at;                       /* e_shoff */
+	img[58] = 64, img[60] = 3, img[62] = 2;         /* shentsize, shnum, shstrndx */
+	uint8_t *sh = img + sh_at + 64;
+	sh[0] = 1, sh[4] = 7;                           /* .note.nv.tkinfo, SHT_NOTE */
+	sh[24] = (uint8_t)note_at, sh[32] = (uint8_t)note_len;
+	sh += 64;
+	sh[0] = 17, sh[4] = 3;                          /* .shstrtab, SHT_STRTAB */
+	sh[24] = (uint8_t)names_at, sh[32] = sizeof(names);
+	struct cubin_embedded_ptx e;
+	char err[256];
+	assert_int_equal(cubin_embedded_ptx(img, sh_at + 3 * 64, &e, err, sizeof(err)), 0);
+	assert_true(e.has_options);
+	assert_int_equal(e.opts.opt_level, 1);
+	assert_int_equal(e.opts.fmad, 0);
+	assert_int_equal(e.opts.maxrregcount, 32);
+	assert_string_equal(e.opts.unsupported, "-warn-spills");
+}
+
+size_t embedded_tests(struct CMUnitTest *out)
+{
+	const struct CMUnitTest t[] = {
+		cmocka_unit_test(nvcc_lineinfo),  cmocka_unit_test(ptxas_loc),
+		cmocka_unit_test(nvrtc_lineinfo), cmocka_unit_test(nvjitlink_one),
+		cmocka_unit_test(nvrtc_no_lineinfo), cmocka_unit_test(nvjitlink_two),
+		cmocka_unit_test(plain_cubin),    cmocka_unit_test(mismatch),
+		cmocka_unit_test(options),
+	};
+	memcpy(out, t, sizeof(t));
+	return sizeof(t) / sizeof(t[0]);
+}
