@@ -34,7 +34,7 @@ for l in open('/proc/self/maps'):
         seen.add(p); print('MAP $label', p)
 " 2>&1 | grep -E '^MAP|Error|error' | head -12
 }
-for app in cupy_kernels triton jax inductor; do
+for app in cupy_kernels triton jax; do
   script=tests/gpu/apps/${app}_app.py
   echo "== $app"
   maps_of "$app native" TRITON_CACHE_DIR=$W/n/triton CUPY_CACHE_DIR=$W/n/cupy TORCHINDUCTOR_CACHE_DIR=$W/n/ind
