@@ -9,6 +9,7 @@
 # on a failure.
 import json
 import os
+import re
 import sys
 import zlib
 
@@ -48,7 +49,7 @@ def kcount(name, report, native):
     ks = [k for k in d.get("kernels", []) if k.get("launches", 0) > 0]
     inst = [k for k in ks if k.get("instrumented")]
     notinst = [k for k in ks if not k.get("instrumented")]
-    reasons = d.get("not_instrumented", [])
+    run = d.get("run", {})
     print("RESULT frameworks coverage %s: launched=%d instrumented=%d not_instrumented=%d" %
           (name, len(ks), len(inst), len(notinst)))
     for k in inst:
@@ -62,10 +63,18 @@ def kcount(name, report, native):
     for k in notinst:
         print("RESULT frameworks not_instrumented %s %s: launches=%d" %
               (name, k["name"][:80], k["launches"]))
-    for r in reasons[:20]:
-        print("RESULT frameworks reason %s: %s" % (name, json.dumps(r)[:300]))
-    for note in d.get("notes", [])[:12]:
-        print("RESULT frameworks note %s: %s" % (name, note[:300]))
+    # the reasons, each once, with the loads and kernels that gave it
+    seen = {}
+    for note in run.get("notes", []):
+        why = note[6:] if note.startswith("live: ") else note
+        why = why.split(": ", 1)[1] if why.startswith("cu") and ": " in why else why
+        m = re.match(r"(\d+) kernels? not instrumentable: (.*)", why)
+        kernels, why = (int(m.group(1)), m.group(2)) if m else (0, why)
+        loads, total = seen.get(why, (0, 0))
+        seen[why] = (loads + 1, total + kernels)
+    for why, (loads, kernels) in sorted(seen.items(), key=lambda x: -x[1][0]):
+        print("RESULT frameworks reason %s (%d loads, %d kernels): %s" %
+              (name, loads, kernels, why[:400]))
     for e in expects(native, "kcount"):
         kname, launches, threads = e[0], int(e[1]), int(e[2])
         k = next((k for k in ks if k["name"] == kname), None)
