@@ -182,9 +182,10 @@ struct cubin_image {
 	const uint8_t *data;     /* the caller's bytes */
 	size_t size;             /* their extent (derived when opened with CUBIN_SIZE_UNKNOWN) */
 	uint32_t wrapper_version; /* wrapper: 1, or 2 (with a list of prelinked fatbins) */
-	uint64_t prelinked_list; /* wrapper version 2: the list pointer as stored.  Not followed:
-				  * in -rdc programs it points into .bss, filled at registration,
-				  * and the same fatbins are reachable through their own wrappers */
+	uint64_t prelinked_list; /* wrapper version 2: the list pointer as stored.  Not followed
+				  * by cubin_image_open: in -rdc programs it points into .bss,
+				  * filled at registration; cubin_prelinked() reads it then */
+	int in_memory;           /* opened with CUBIN_OPEN_IN_MEMORY */
 	size_t wrapper_count;    /* host ELF: wrappers in .nvFatBinSegment */
 	uint16_t elf_machine;    /* host ELF / cubin: e_machine */
 	struct cubin_fatbin *fatbins;
@@ -206,6 +207,14 @@ int cubin_identify(const void *data, size_t max, enum cubin_image_kind *kind, si
  * failure *out is NULL and nothing needs freeing. */
 int cubin_image_open(struct cubin_image **out, const void *data, size_t size, unsigned flags,
 		     char *err, size_t errlen);
+
+/* The per-object fatbins of an -rdc program's device-linked wrapper (version 2, opened in
+ * memory): the NULL-terminated list its third field points to, which the CUDA runtime's link
+ * stub (crt/link.stub, __cudaPrelinkedFatbins) fills with each object's fatbin (PTX and
+ * relocatable SASS) before it registers the wrapper.  Writes up to `max` pointers; returns how
+ * many the list holds (0: not such a wrapper, or an empty list), or -1 when the list holds
+ * something that is not a fatbin or does not end within `max` entries. */
+long cubin_prelinked(const struct cubin_image *image, const void **out, size_t max);
 
 /* Releases the image and every buffer it made.  NULL is accepted. */
 void cubin_image_free(struct cubin_image *image);
@@ -314,6 +323,9 @@ struct cubin_embedded_ptx {
 				  * NULL unless exactly one section holds it */
 	size_t len;
 	unsigned sections;       /* .nv_debug_ptx_txt* sections (several: a link of PTX inputs) */
+	char **parts;            /* with several sections: each one's PTX (malloc'ed, like text),
+				  * in section order; NULL otherwise */
+	size_t *part_lens;
 	uint64_t bytes;          /* their stored size */
 	uint32_t sm;             /* the cubin's SM (e_flags) */
 	int has_options;         /* a ptxas note was found */
@@ -321,7 +333,8 @@ struct cubin_embedded_ptx {
 };
 
 /* Reads the embedded PTX and the assembler's options of a cubin.  Returns 1 when PTX sections
- * exist (out->text set when there is exactly one), 0 when there are none (out->opts may still
+ * exist (out->text set when there is exactly one, out->parts when there are several, up to
+ * 64), 0 when there are none (out->opts may still
  * say how the cubin was assembled), -1 on a damaged image (err).  Free with
  * cubin_embedded_ptx_free(). */
 int cubin_embedded_ptx(const void *data, size_t size, struct cubin_embedded_ptx *out, char *err,
@@ -332,6 +345,12 @@ void cubin_embedded_ptx_free(struct cubin_embedded_ptx *p);
  * note's own text is not always ptxas syntax ("-O 2", "-fmad false").  0, or -1 when it does
  * not fit in n bytes. */
 int cubin_asm_options_ptxas(const struct cubin_asm_options *o, char *buf, size_t n);
+
+/* Whether two cubins hold the same machine code: the same .text.* sections, byte for byte.
+ * Returns 0 when they do, 1 when not (why names the first difference), -1 when either is not a
+ * readable cubin. */
+int cubin_same_code(const void *a, size_t asize, const void *b, size_t bsize, char *why,
+		    size_t whylen);
 
 /* Whether PTX text is the code of a cubin: the same kernels with the same parameter lists, and
  * a target the cubin's arch can come from.  Returns 0 when it is, 1 when not (why says what

@@ -74,8 +74,27 @@ static int takes_value(const char *opt)
 	return 0;
 }
 
+/* Options that change no machine code: diagnostics (Triton runs ptxas with -v). */
+static int diagnostic_only(const char *opt)
+{
+	static const char *const diag[] = {
+		"-v", "--verbose", "-w", "--disable-warnings", "-Werror", "--warning-as-error",
+		"-warn-spills", "--warn-on-spills", "-warn-lmem-usage",
+		"--warn-on-local-memory-usage", "-warn-double-usage", "--warn-on-double-precision-use",
+		"-suppress-stack-size-warning", "--suppress-stack-size-warning",
+		"-suppress-double-demote-warning", "--suppress-double-demote-warning",
+		"-suppress-async-bulk-multicast-advisory-warning",
+		"--suppress-async-bulk-multicast-advisory-warning"};
+	for (size_t i = 0; i < sizeof(diag) / sizeof(diag[0]); i++)
+		if (!strcmp(opt, diag[i]))
+			return 1;
+	return 0;
+}
+
 static void apply_option(struct cubin_asm_options *o, const char *opt, const char *val)
 {
+	if (diagnostic_only(opt) && !val)
+		return;
 	if (!strcmp(opt, "-lineinfo") || !strcmp(opt, "--generate-line-info"))
 		o->lineinfo = 1;
 	else if (!strcmp(opt, "-g") || !strcmp(opt, "--device-debug"))
@@ -180,13 +199,39 @@ int cubin_asm_options_ptxas(const struct cubin_asm_options *o, char *buf, size_t
 	return len >= 0 && (size_t)len < n ? 0 : -1;
 }
 
-/* ---- the public reader ------------------------------------------------------------------------ */
+/* ---- the public reader -------------------------------------------------------------------- */
 
 static void options_init(struct cubin_asm_options *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->opt_level = 3; /* ptxas's default */
 	o->fmad = 1;
+}
+
+#define MAX_PARTS 64
+
+/* Every PTX section's text, in section order (a link's inputs). */
+static int read_parts(struct cubin_elf *elf, struct cubin_embedded_ptx *out, char *err,
+		      size_t errlen)
+{
+	struct cubin_elf_section s;
+	if (out->sections > MAX_PARTS)
+		return 1; /* listed, not read */
+	out->parts = calloc(out->sections, sizeof(*out->parts));
+	out->part_lens = calloc(out->sections, sizeof(*out->part_lens));
+	if (!out->parts || !out->part_lens)
+		return cubin_fail(err, errlen, "out of memory");
+	size_t n = 0;
+	for (size_t i = 1; i < elf->shnum && n < out->sections; i++) {
+		if (cubin_elf_section(elf, i, &s))
+			return cubin_fail(err, errlen, "%s", elf->error);
+		if (!is_ptx_section(s.name) || !s.data)
+			continue;
+		if (!(out->parts[n] = join_lines(s.data, s.size, &out->part_lens[n])))
+			return cubin_fail(err, errlen, "out of memory");
+		n++;
+	}
+	return 1;
 }
 
 int cubin_embedded_ptx(const void *data, size_t size, struct cubin_embedded_ptx *out, char *err,
@@ -213,8 +258,10 @@ int cubin_embedded_ptx(const void *data, size_t size, struct cubin_embedded_ptx 
 		}
 	}
 	out->has_options = out->opts.notes > 0;
-	if (out->sections != 1) /* none, or one per input of a link: not one module's text */
-		return out->sections ? 1 : 0;
+	if (out->sections == 0)
+		return 0;
+	if (out->sections > 1) /* one per input of a link: each its own module */
+		return read_parts(&elf, out, err, errlen);
 	if (!(out->text = join_lines(first->data, first->size, &out->len)))
 		return cubin_fail(err, errlen, "out of memory");
 	return 1;
@@ -227,9 +274,15 @@ void cubin_embedded_ptx_free(struct cubin_embedded_ptx *p)
 	free(p->text);
 	p->text = NULL;
 	p->len = 0;
+	for (unsigned i = 0; p->parts && i < p->sections; i++)
+		free(p->parts[i]);
+	free(p->parts);
+	free(p->part_lens);
+	p->parts = NULL;
+	p->part_lens = NULL;
 }
 
-/* ---- is it the cubin's code? -------------------------------------------------------------------- */
+/* ---- is it the cubin's code? -------------------------------------------------------------- */
 
 static const struct cubin_kernel *find_kernel(const struct cubin_kernels *l, const char *name)
 {
@@ -287,4 +340,39 @@ int cubin_embedded_ptx_matches(const void *cubin, size_t size, const char *ptx, 
 	cubin_kernels_free(&ke);
 	cubin_kernels_free(&kp);
 	return rc;
+}
+
+/* ---- the same machine code? ---------------------------------------------------------------- */
+
+static size_t count_text(struct cubin_elf *elf)
+{
+	struct cubin_elf_section s;
+	size_t n = 0;
+	for (size_t i = 1; i < elf->shnum; i++)
+		n += cubin_elf_section(elf, i, &s) == 0 && !strncmp(s.name, ".text.", 6);
+	return n;
+}
+
+int cubin_same_code(const void *a, size_t asize, const void *b, size_t bsize, char *why,
+		    size_t whylen)
+{
+	struct cubin_elf ea, eb;
+	struct cubin_elf_section s, t;
+	if (cubin_elf_open(&ea, a, asize) || cubin_elf_open(&eb, b, bsize))
+		return cubin_fail(why, whylen, "not two cubins");
+	size_t na = count_text(&ea), nb = count_text(&eb);
+	if (na != nb)
+		return cubin_fail(why, whylen, "%zu code sections against %zu", na, nb), 1;
+	for (size_t i = 1; i < ea.shnum; i++) {
+		if (cubin_elf_section(&ea, i, &s))
+			return cubin_fail(why, whylen, "%s", ea.error);
+		if (strncmp(s.name, ".text.", 6))
+			continue;
+		int rc = cubin_elf_section_by_name(&eb, s.name, &t);
+		if (rc < 0)
+			return cubin_fail(why, whylen, "%s", eb.error);
+		if (rc || s.size != t.size || !s.data || !t.data || memcmp(s.data, t.data, s.size))
+			return cubin_fail(why, whylen, "%s differs", s.name), 1;
+	}
+	return 0;
 }

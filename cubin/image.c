@@ -370,6 +370,7 @@ static int read_wrapper(struct builder *b, unsigned flags)
 	if (img->wrapper_version != 1 && img->wrapper_version != 2)
 		return FAIL(img, "fatbin wrapper version %u is not supported (1 or 2 expected)",
 			    img->wrapper_version);
+	img->in_memory = !!(flags & CUBIN_OPEN_IN_MEMORY);
 	if (!(flags & CUBIN_OPEN_IN_MEMORY))
 		return FAIL(img, "fatbin wrapper: its fatbin is at address %#llx of the process that "
 			    "made it; open the whole executable or library instead",
@@ -452,6 +453,23 @@ int cubin_image_open(struct cubin_image **out, const void *data, size_t size, un
 	}
 	*out = img;
 	return 0;
+}
+
+long cubin_prelinked(const struct cubin_image *img, const void **out, size_t max)
+{
+	if (img->kind != CUBIN_IMAGE_WRAPPER || img->wrapper_version != 2 || !img->in_memory ||
+	    !img->prelinked_list)
+		return 0;
+	const uint64_t *list = (const uint64_t *)(uintptr_t)img->prelinked_list;
+	for (size_t i = 0; i <= max; i++) {
+		if (!list[i])
+			return (long)i;
+		const uint8_t *fat = (const uint8_t *)(uintptr_t)list[i];
+		if (i == max || cubin_rd32(fat) != FATBIN_MAGIC)
+			return -1;
+		out[i] = fat;
+	}
+	return -1;
 }
 
 /* ---- device compatibility --------------------------------------------------------------------- */

@@ -281,4 +281,10 @@ int ptx_limit_registers(const char *text, size_t len, const char *const *kernels
 			const uint32_t *maxnreg, size_t n, char **out, size_t *out_len, char *err,
 			size_t errlen);
 
+/* What ptxas -fmad=false does, in the PTX: every floating-point add, sub and mul without a
+ * rounding modifier gets .rn, so that no JIT fuses them into an FMA (the driver's JIT has no
+ * -fmad option for PTX).  Returns how many instructions changed, with the new text in *out
+ * (NUL-terminated, malloc'ed, always set), or -1 when out of memory. */
+int ptx_no_contraction(const char *text, size_t len, char **out, size_t *out_len);
+
 #endif /* CUBPF_PTX_H */

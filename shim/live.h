@@ -214,6 +214,11 @@ int live_instrument(const char *ptx, size_t len, uint32_t (*kernel_id)(void *, c
  * instrumented before the link; the linked cubin, once loaded, gets its maps' pointers. */
 void live_link_loading(struct shim_module_event *ev);
 void live_link_loaded(const struct shim_module_event *ev);
+/* Makes an instrumented module's definitions of the maps .extern declarations (a link input;
+ * live_link_definitions gives the definitions). */
+void live_extern_maps(char *ptx);
+/* Adds cubpf's own input to a link: the definitions of every map and of the enable words. */
+int live_link_definitions(void *state, char *err, size_t errlen);
 /* Whether a module image is the output of a link with instrumented inputs (1, its first kernel
  * in label), so that it is not instrumented again and its maps get filled. */
 int live_link_output(const void *image, size_t size, char *label, size_t n);
@@ -271,6 +276,21 @@ void *live_jit(const char *ptx, size_t len, size_t *cubin_size, char *err, size_
 struct cubin_image;
 int live_regs_fit(struct cubin_image *img, long ptx_entry, uint32_t sm, char **ptx,
 		  size_t *ptx_len, void **cubin, size_t *cubin_size, char *err, size_t errlen);
+/* One PTX module of several linked together (the objects of an -rdc program): the original
+ * text and its instrumented version (malloc'ed; every part has one, instrumented or not). */
+struct live_part {
+	const char *ptx;
+	size_t len;
+	char *out;
+	size_t out_len;
+};
+/* live_module.c: the driver's JIT link of the parts' `out` texts with cubpf's map definitions,
+ * with the options of the code being compiled; a malloc'ed cubin, or NULL with err. */
+void *live_jit_parts(struct live_part *parts, size_t n, size_t *cubin_size, char *err,
+		     size_t errlen);
+/* live_regs.c: live_regs_fit for parts (limits from the linked cubin, the parts relinked). */
+int live_regs_fit_parts(struct cubin_image *img, uint32_t sm, struct live_part *parts, size_t n,
+			void **cubin, size_t *cubin_size, char *err, size_t errlen);
 /* live_control.c: the GPU programs switched on by CUBPF_CONTROL (bit p = program p; all ones
  * without it), the file looked at again at most every 100 ms. */
 uint32_t live_control_mask(void);

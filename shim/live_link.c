@@ -2,11 +2,12 @@
  *
  * cuLinkAddData / cuLinkAddFile with PTX: the input is instrumented and handed to the linker in
  * place of the original (the driver compiles a PTX input when it is added: an instrumented input
- * it refuses is replaced by the original right away, see wrap_module.c).  One input per link is
- * instrumented: every instrumented module defines the maps' `__cubpf_map_<i>` globals, and two
- * definitions would make cuLinkComplete fail, where the original inputs can no longer be given.
- * The linker's options (the application's cuLinkCreate) apply to the instrumented input as they
- * would have to the original.
+ * it refuses is replaced by the original right away, see wrap_module.c).  Every instrumented
+ * module defines the maps it uses (`__cubpf_map_<i>`, `__cubpf_enable`, .visible .const), and two
+ * definitions would make cuLinkComplete fail, when the original inputs can no longer be given:
+ * in a link, the instrumented inputs declare them .extern, and one more input of cubpf's own,
+ * added before the first instrumented one, defines them all.  The linker's options (the
+ * application's cuLinkCreate) apply to the instrumented inputs as they would to the originals.
  *
  * cuLinkComplete: the linked cubin of a link with an instrumented input is remembered (its
  * address, size and a hash of its bytes, since programs often copy it before loading it), and
@@ -22,10 +23,14 @@
 #include "cubin/cubin.h"
 #include "shim/live.h"
 
-/* One link state with an instrumented input (or the output it made). */
+#define MAX_INPUTS 64
+
+/* One link state with instrumented inputs (or the output it made). */
 struct link {
 	const void *state;          /* CUlinkState; NULL once completed */
-	char *ptx;                  /* the instrumented input, until the link completes */
+	char *ptx[MAX_INPUTS];      /* the instrumented inputs, until the link completes */
+	unsigned kernels[MAX_INPUTS]; /* and their instrumented kernels */
+	unsigned ninputs;
 	const void *pending;        /* the substitute being added by this call */
 	const void *out;            /* the linked cubin, as cuLinkComplete gave it */
 	size_t out_size;
@@ -64,6 +69,58 @@ static void first_kernel(const char *ptx, size_t len, char *label, size_t n)
 	}
 }
 
+/* The maps' declarations the rewriter writes: "<DECL>__cubpf_map_<i>;" or "<DECL>__cubpf_enable;". */
+#define DECL ".visible .const .align 8 .u64 "
+#define EXTERN ".extern  .const .align 8 .u64 " /* the same length: edited in place */
+
+void live_extern_maps(char *ptx)
+{
+	size_t n = sizeof(DECL) - 1;
+	for (char *p = strstr(ptx, DECL); p; p = strstr(p + n, DECL))
+		if ((p == ptx || p[-1] == '\n') && !strncmp(p + n, "__cubpf_", 8))
+			memcpy(p, EXTERN, n);
+}
+
+int live_link_definitions(void *state, char *err, size_t errlen)
+{
+	size_t cap = 128 + (size_t)(live.nmaps + 1) * 64, len;
+	char *ptx = malloc(cap);
+	if (!ptx)
+		return snprintf(err, errlen, "out of memory"), -1;
+	len = (size_t)snprintf(ptx, cap, ".version 7.0\n.target sm_50\n.address_size 64\n");
+	for (uint32_t i = 0; i < live.nmaps && i < 64; i++)
+		len += (size_t)snprintf(ptx + len, cap - len, DECL PTX_MAP_SYMBOL_FMT ";\n", i);
+	if (live.enable_words)
+		len += (size_t)snprintf(ptx + len, cap - len, DECL CUBPF_ENABLE_SYMBOL ";\n");
+	CUresult r = live_cu.cuLinkAddData_v2((CUlinkState)state, CU_JIT_INPUT_PTX, ptx, len + 1,
+					      "cubpf_maps.ptx", 0, NULL, NULL);
+	free(ptx);
+	if (r != CUDA_SUCCESS)
+		return snprintf(err, errlen, "the linker refused cubpf's map definitions (%s)",
+				live_cu_error(r)), -1;
+	return 0;
+}
+
+/* The link record of a state, made (with cubpf's definitions added to the link) on its first
+ * instrumented input.  Lock held. */
+static struct link *link_of(const void *state, char *err, size_t errlen)
+{
+	struct link *l = find_state(state);
+	if (l)
+		return l;
+	if (live_link_definitions((void *)state, err, errlen))
+		return NULL;
+	if (!(l = calloc(1, sizeof(*l)))) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	l->state = state;
+	l->next = links;
+	links = l;
+	atomic_fetch_add(&nlinks, 1);
+	return l;
+}
+
 void live_link_loading(struct shim_module_event *ev)
 {
 	char err[LIVE_ERRLEN] = "", *out = NULL;
@@ -71,16 +128,6 @@ void live_link_loading(struct shim_module_event *ev)
 	struct ptx_inject_report rep;
 	if (!live.nprogs || !ev->image || ev->info.kind != SHIM_IMAGE_PTX || !ev->link_state)
 		return;
-	pthread_mutex_lock(&lock);
-	bool taken = find_state(ev->link_state) != NULL;
-	pthread_mutex_unlock(&lock);
-	if (taken) {
-		live_note(SHIM_LOG_INFO, STORE_NOINST_OTHER, ev->api_name, ev->path, ev->info.nkernels,
-			  0, "live: %s: %u kernel%s not instrumented: another PTX input of this link "
-			  "is instrumented already (one per link: each defines the probes' maps)",
-			  ev->api_name, ev->info.nkernels, ev->info.nkernels == 1 ? "" : "s");
-		return;
-	}
 	size_t max = ev->info.size ? ev->info.size : strlen(ev->image) + 1;
 	int rc = live_instrument(ev->image, max, link_kernel_id, NULL, &out, &len, &rep, err,
 				 sizeof(err));
@@ -88,25 +135,32 @@ void live_link_loading(struct shim_module_event *ev)
 		live_note(SHIM_LOG_WARN, STORE_NOINST_REWRITE, ev->api_name, ev->path, 0, 0,
 			  "live: %s: link input not instrumented, the original is linked: %s",
 			  ev->api_name, err);
-	struct link *l = rc > 0 ? calloc(1, sizeof(*l)) : NULL;
-	if (!l) {
+	if (rc <= 0)
+		return;
+	pthread_mutex_lock(&lock);
+	struct link *l = link_of(ev->link_state, err, sizeof(err));
+	if (!l || l->ninputs == MAX_INPUTS) {
+		pthread_mutex_unlock(&lock);
 		free(out);
+		live_note(SHIM_LOG_WARN, STORE_NOINST_OTHER, ev->api_name, ev->path, 0, 0,
+			  "live: %s: link input not instrumented, the original is linked: %s",
+			  ev->api_name, l ? "too many inputs" : err);
 		return;
 	}
-	l->state = ev->link_state;
-	l->ptx = out;
+	live_extern_maps(out);
+	l->kernels[l->ninputs] = rep.instrumented;
+	l->ptx[l->ninputs++] = out;
 	l->pending = out;
-	first_kernel(out, len, l->label, sizeof(l->label));
-	pthread_mutex_lock(&lock);
-	l->next = links;
-	links = l;
+	if (!l->label[0])
+		first_kernel(out, len, l->label, sizeof(l->label));
 	pthread_mutex_unlock(&lock);
-	atomic_fetch_add(&nlinks, 1);
 	ev->image = out;
 	ev->info.size = len + 1;
+	char label[96];
+	first_kernel(out, len, label, sizeof(label));
 	shim_log(SHIM_LOG_INFO, "live: %s: instrumented %u of %u kernels of a link input (%s; %u "
 		 "entry, %u exit, %u memory sites)", ev->api_name, rep.instrumented, rep.kernels,
-		 l->label, rep.entry_sites, rep.exit_sites, rep.mem_sites);
+		 label, rep.entry_sites, rep.exit_sites, rep.mem_sites);
 	atomic_fetch_add(&live.n.kernels_instrumented, rep.instrumented);
 }
 
@@ -118,14 +172,11 @@ static void refused(struct link *l, const struct shim_module_event *ev)
 		  "live: %s: %s not instrumented, the original input is linked: the linker refused "
 		  "the instrumented PTX (%s)", ev->api_name, l->label,
 		  live_cu_error((CUresult)ev->result));
-	for (struct link **p = &links; *p; p = &(*p)->next)
-		if (*p == l) {
-			*p = l->next;
-			break;
-		}
-	free(l->ptx);
-	free(l);
-	atomic_fetch_sub(&nlinks, 1);
+	free(l->ptx[--l->ninputs]);
+	l->ptx[l->ninputs] = NULL;
+	atomic_fetch_sub(&live.n.kernels_instrumented, l->kernels[l->ninputs]);
+	if (l->ninputs == 0)
+		l->label[0] = 0;
 }
 
 void live_link_loaded(const struct shim_module_event *ev)
@@ -140,9 +191,9 @@ void live_link_loaded(const struct shim_module_event *ev)
 			refused(l, ev);
 	} else if (l && ev->api == SHIM_LOAD_LINK_COMPLETE) {
 		l->state = NULL; /* a state may be destroyed and its address reused */
-		free(l->ptx);
-		l->ptx = NULL;
-		if (ev->result == CUDA_SUCCESS && ev->image) {
+		for (unsigned i = 0; i < l->ninputs; i++)
+			free(l->ptx[i]), l->ptx[i] = NULL;
+		if (ev->result == CUDA_SUCCESS && ev->image && l->ninputs) {
 			l->out = ev->image;
 			l->out_size = ev->info.size; /* 0 when cubin/ cannot read it */
 			l->out_hash = l->out_size ? XXH3_64bits(ev->image, l->out_size) : 0;

@@ -28,6 +28,8 @@
 #include "cubin/cubin.h"
 #include "shim/live.h"
 
+#define MAX_PARTS 64
+
 /* One substituted module or library. */
 struct sub {
 	const void *image;          /* the substitute handed to the driver (owned) */
@@ -102,9 +104,8 @@ static int jit_options_of(const struct cubin_asm_options *o, uint32_t device_sm,
 				"the driver's JIT", o->unsupported), -1;
 	if (o->disagree)
 		return snprintf(why, whylen, "its parts were assembled with different options"), -1;
-	if (!o->fmad) /* CU_JIT_FMA applies to LTO-IR only (cuda.h) */
-		return snprintf(why, whylen, "it was assembled with -fmad false, which the driver's "
-				"JIT cannot honour for PTX"), -1;
+	/* -fmad false has no JIT option for PTX (CU_JIT_FMA applies to LTO-IR only): the PTX
+	 * itself says it (no_contraction), before it is instrumented. */
 	if (device_sm && o->sm && o->sm != device_sm)
 		return snprintf(why, whylen, "it was assembled for sm_%u, the device is sm_%u",
 				o->sm, device_sm), -1;
@@ -164,6 +165,49 @@ void *live_jit(const char *ptx, size_t len, size_t *cubin_size, char *err, size_
 	return copy;
 }
 
+void *live_jit_parts(struct live_part *parts, size_t np, size_t *cubin_size, char *err,
+		     size_t errlen)
+{
+	char log[4096] = "";
+	CUjit_option opt[2 + JIT_MAX_OPTS] = { CU_JIT_ERROR_LOG_BUFFER,
+					       CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+	void *val[2 + JIT_MAX_OPTS] = { log, (void *)(uintptr_t)sizeof(log) };
+	CUlinkState st;
+	void *cubin = NULL, *copy = NULL;
+	size_t size = 0;
+	int n = jit_asm ? jit_options_of(jit_asm, 0, opt + 2, val + 2, err, errlen) : 0;
+	if (n < 0)
+		return NULL;
+	atomic_fetch_add(&live.n.jit_compiles, 1);
+	CUresult r = live_cu.cuLinkCreate_v2(2 + (unsigned)n, opt, val, &st);
+	if (r != CUDA_SUCCESS)
+		return snprintf(err, errlen, "cuLinkCreate: %s", live_cu_error(r)), NULL;
+	if (live_link_definitions(st, err, errlen)) {
+		live_cu.cuLinkDestroy(st);
+		return NULL;
+	}
+	for (size_t i = 0; r == CUDA_SUCCESS && i < np; i++)
+		r = live_cu.cuLinkAddData_v2(st, CU_JIT_INPUT_PTX, parts[i].out, parts[i].out_len + 1,
+					     "cubpf_object.ptx", 0, NULL, NULL);
+	if (r == CUDA_SUCCESS)
+		r = live_cu.cuLinkComplete(st, &cubin, &size);
+	if (r == CUDA_SUCCESS && !(copy = malloc(size ? size : 1)))
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	else if (r == CUDA_SUCCESS)
+		memcpy(copy, cubin, size);
+	live_cu.cuLinkDestroy(st);
+	if (r != CUDA_SUCCESS) {
+		log[sizeof(log) - 1] = 0;
+		for (char *p = log; *p; p++)
+			*p = *p == '\n' ? ' ' : *p;
+		snprintf(err, errlen, "the driver's JIT refused the instrumented objects (%s): %s",
+			 live_cu_error(r), log);
+		return NULL;
+	}
+	*cubin_size = size;
+	return copy;
+}
+
 /* ---- module_loading ------------------------------------------------------------------------ */
 
 struct work {
@@ -177,7 +221,14 @@ struct work {
 	struct cubin_embedded_ptx embedded; /* the PTX kept in the device's cubin, when used */
 	const char *origin;         /* where the PTX came from, for the cache key (NULL: an entry) */
 	bool no_lineinfo;           /* the device's cubin was assembled without line info */
-	char origin_buf[224];
+	struct live_part *parts;    /* -rdc: the objects' PTX, linked instrumented (else NULL) */
+	size_t nparts;
+	struct cubin_image *objs[MAX_PARTS]; /* the objects' fatbins */
+	size_t nobjs;
+	struct cubin_asm_options part_opts; /* how ptxas assembled the objects */
+	char *owned[MAX_PARTS];     /* the objects' PTX when it had to change (-fmad false) */
+	size_t nowned;
+	char origin_buf[320];
 	bool cached;                /* key is valid: look up, and put what is made */
 	store_key key;
 	struct live_manifest manifest; /* the kernel ids the rewriter asked for */
@@ -240,6 +291,58 @@ static void no_entry_reason(const struct cubin_image *img, uint32_t sm, bool no_
 				     : "; no line info either (a library shipped as SASS?)");
 }
 
+static int objects_match(struct work *w, bool exact, char *why, size_t n);
+
+/* ptxas -fmad false, in the PTX itself (ptx_no_contraction): *text (malloc'ed) replaced. */
+static int no_contraction(char **text, size_t *len, char *err, size_t errlen)
+{
+	char *t;
+	size_t n;
+	if (ptx_no_contraction(*text, *len, &t, &n) < 0)
+		return snprintf(err, errlen, "out of memory"), -1;
+	free(*text);
+	*text = t, *len = n;
+	return 0;
+}
+
+/* A cubin linked from several PTX inputs (nvJitLink, the driver's linker with line info): each
+ * input's PTX, instrumented and linked again with ptxas's options.  Returns 1, 0 with why. */
+static int embedded_parts(struct work *w, char *why, size_t n)
+{
+	struct cubin_embedded_ptx *e = &w->embedded;
+	CUjit_option opt[JIT_MAX_OPTS];
+	void *val[JIT_MAX_OPTS];
+	char jwhy[160];
+	if (!e->parts)
+		return snprintf(why, n, "its cubin keeps the PTX of %u linked inputs, more than cubpf "
+				"links again", e->sections), 0;
+	if (!w->ctx)
+		return snprintf(why, n, "its cubin keeps the PTX of %u linked inputs, linked again "
+				"instrumented only with a current context", e->sections), 0;
+	if (!e->has_options)
+		return snprintf(why, n, "its cubin keeps PTX but not the options it was assembled "
+				"with (no .note.nv.tkinfo)"), 0;
+	if (!(w->parts = calloc(e->sections, sizeof(*w->parts))))
+		return snprintf(w->err, sizeof(w->err), "out of memory"), -1;
+	for (unsigned i = 0; i < e->sections; i++) {
+		if (!e->opts.fmad &&
+		    no_contraction(&e->parts[i], &e->part_lens[i], w->err, sizeof(w->err)))
+			return -1;
+		w->parts[i].ptx = e->parts[i], w->parts[i].len = e->part_lens[i];
+	}
+	w->nparts = e->sections;
+	if (objects_match(w, true, why, n))
+		return 0;
+	if (jit_options_of(&e->opts, w->sm, opt, val, jwhy, sizeof(jwhy)) < 0)
+		return snprintf(why, n, "the PTX kept in its cubin cannot be compiled as it was: %s",
+				jwhy), 0;
+	w->part_opts = e->opts;
+	snprintf(w->origin_buf, sizeof(w->origin_buf), "embedded PTX of %u linked inputs: %s %s",
+		 e->sections, e->opts.tool, e->opts.raw);
+	w->origin = w->origin_buf;
+	return 1;
+}
+
 /* The embedded PTX of cubin entry `elf`, if cubpf can compile it as ptxas did.  Returns 1 (it
  * is w->ptx), 0 with why (not usable), -1 on an unreadable entry (w->err). */
 static int embedded_source(struct work *w, long elf, char *why, size_t n)
@@ -259,8 +362,7 @@ static int embedded_source(struct work *w, long elf, char *why, size_t n)
 		return 0;
 	}
 	if (!e->text)
-		return snprintf(why, n, "its cubin keeps the PTX of %u linked inputs (nvJitLink or "
-				"-rdc), which cubpf does not link again yet", e->sections), 0;
+		return embedded_parts(w, why, n);
 	char mismatch[160];
 	int rc = cubin_embedded_ptx_matches(data, size, e->text, e->len, mismatch, sizeof(mismatch));
 	if (rc != 0)
@@ -279,12 +381,155 @@ static int embedded_source(struct work *w, long elf, char *why, size_t n)
 	if (!w->ctx && nopt > (e->opts.lineinfo ? 1 : 0))
 		return snprintf(why, n, "the PTX kept in its cubin needs ptxas's options (%s), and "
 				"there is no current context to compile it with them", e->opts.raw), 0;
+	if (!e->opts.fmad && no_contraction(&e->text, &e->len, w->err, sizeof(w->err)))
+		return -1;
 	w->ptx = e->text;
 	w->ptx_len = e->len;
 	snprintf(w->origin_buf, sizeof(w->origin_buf), "embedded PTX: %s %s", e->opts.tool,
 		 e->opts.raw);
 	w->origin = w->origin_buf;
 	return 1;
+}
+
+/* How ptxas assembled one object (its relocatable cubin's note): the first sets the options,
+ * the others must agree.  Returns 0, or 1 with why. */
+static int object_options(struct work *w, struct cubin_image *obj, size_t i, char *why, size_t n)
+{
+	long elf = choose_elf(obj, w->sm);
+	const uint8_t *data;
+	size_t size;
+	struct cubin_embedded_ptx e;
+	char err[CUBIN_ERRLEN];
+	memset(&e, 0, sizeof(e));
+	int bad = elf < 0 || cubin_entry_data(obj, (size_t)elf, &data, &size) ||
+		  cubin_embedded_ptx(data, size, &e, err, sizeof(err)) < 0 || !e.has_options;
+	cubin_embedded_ptx_free(&e);
+	if (bad)
+		return snprintf(why, n, "an -rdc program's linked SASS: how object %zu was assembled "
+				"is not recorded", i), 1;
+	if (i == 0)
+		w->part_opts = e.opts;
+	else if (strcmp(w->part_opts.raw, e.opts.raw) || e.opts.disagree)
+		w->part_opts.disagree = 1;
+	return 0;
+}
+
+/* Every kernel of the linked SASS is in one part's PTX with the same parameters; exact: and no
+ * other (the objects of an -rdc program may hold more: the device linker drops kernels the host
+ * never registers).  0, or 1 with why. */
+static int objects_match(struct work *w, bool exact, char *why, size_t n)
+{
+	long elf = choose_elf(w->img, w->sm);
+	const uint8_t *data;
+	size_t size;
+	struct cubin_kernels linked, part;
+	char err[CUBIN_ERRLEN];
+	if (elf < 0 || cubin_entry_data(w->img, (size_t)elf, &data, &size) ||
+	    cubin_elf_kernels(data, size, &linked, err, sizeof(err)))
+		return snprintf(why, n, "an -rdc program's linked SASS that cubpf cannot read"), 1;
+	size_t found = 0, total = 0;
+	for (size_t i = 0; i < w->nparts; i++) {
+		if (cubin_ptx_kernels(w->parts[i].ptx, w->parts[i].len, &part, err, sizeof(err)))
+			continue;
+		total += part.count;
+		for (size_t k = 0; k < linked.count; k++)
+			for (size_t j = 0; j < part.count; j++)
+				if (!strcmp(linked.kernels[k].name, part.kernels[j].name) &&
+				    linked.kernels[k].param_bytes == part.kernels[j].param_bytes &&
+				    linked.kernels[k].param_count == part.kernels[j].param_count)
+					found++;
+		cubin_kernels_free(&part);
+	}
+	int rc = found == linked.count && (!exact || total == found) ? 0 : 1;
+	if (rc)
+		snprintf(why, n, "%s: the kernels of its SASS (%zu) are not those of its inputs' PTX "
+			 "(%zu, %zu the same)", exact ? "a cubin linked from several PTX inputs"
+						      : "an -rdc program's linked SASS",
+			 linked.count, total, found);
+	cubin_kernels_free(&linked);
+	return rc;
+}
+
+/* (c) an -rdc program: the registered image is device-linked SASS, its objects' fatbins (with
+ * their PTX) are listed by the wrapper.  Their PTX, instrumented and linked by the driver's
+ * linker with ptxas's options, replaces it.  Returns 1, 0 with why, -1 (w->err). */
+static int rdc_source(struct work *w, char *why, size_t n)
+{
+	const void *fat[MAX_PARTS];
+	char jwhy[160];
+	long count = cubin_prelinked(w->img, fat, MAX_PARTS);
+	if (count <= 0)
+		return snprintf(why, n, "no PTX for sm_%u in the image: an -rdc program's linked SASS "
+				"%s", w->sm, count < 0 ? "whose list of objects cannot be read"
+						       : "without its list of objects"), 0;
+	if (!w->ctx)
+		return snprintf(why, n, "an -rdc program's linked SASS: its objects' PTX is linked "
+				"instrumented only with a current context"), 0;
+	if (!(w->parts = calloc((size_t)count, sizeof(*w->parts))))
+		return snprintf(w->err, sizeof(w->err), "out of memory"), -1;
+	for (size_t i = 0; i < (size_t)count; i++) {
+		struct cubin_image *obj;
+		const uint8_t *text;
+		if (cubin_image_open(&obj, fat[i], CUBIN_SIZE_UNKNOWN, CUBIN_OPEN_IN_MEMORY, w->err,
+				     sizeof(w->err)))
+			return -1;
+		w->objs[w->nobjs++] = obj;
+		long e = cubin_choose_ptx(obj, SIZE_MAX, w->sm);
+		if (e < 0)
+			return snprintf(why, n, "an -rdc program's linked SASS: object %zu has no PTX "
+					"for sm_%u (build it with -gencode arch=compute_%u,code="
+					"compute_%u too)", i, w->sm, w->sm, w->sm), 0;
+		if (cubin_entry_data(obj, (size_t)e, &text, &w->parts[i].len))
+			return snprintf(w->err, sizeof(w->err), "reading object %zu's PTX: %s", i,
+					obj->error), -1;
+		w->parts[i].ptx = (const char *)text;
+		w->parts[i].len = strnlen(w->parts[i].ptx, w->parts[i].len);
+		if (object_options(w, obj, i, why, n))
+			return 0;
+	}
+	w->nparts = (size_t)count;
+	if (objects_match(w, false, why, n))
+		return 0;
+	for (size_t i = 0; !w->part_opts.fmad && i < w->nparts; i++) {
+		char *copy = strndup(w->parts[i].ptx, w->parts[i].len);
+		if (!copy || no_contraction(&copy, &w->parts[i].len, w->err, sizeof(w->err)))
+			return free(copy), snprintf(w->err, sizeof(w->err), "out of memory"), -1;
+		w->parts[i].ptx = w->owned[w->nowned++] = copy;
+	}
+	CUjit_option opt[JIT_MAX_OPTS];
+	void *val[JIT_MAX_OPTS];
+	if (jit_options_of(&w->part_opts, w->sm, opt, val, jwhy, sizeof(jwhy)) < 0)
+		return snprintf(why, n, "an -rdc program's objects cannot be compiled as they were: "
+				"%s", jwhy), 0;
+	XXH64_hash_t h = 0;
+	for (size_t i = 0; i < w->nparts; i++)
+		h = XXH3_64bits_withSeed(w->parts[i].ptx, w->parts[i].len, h);
+	snprintf(w->origin_buf, sizeof(w->origin_buf), "rdc objects' PTX: %zu objects %016llx, "
+		 "ptxas %s", w->nparts, (unsigned long long)h, w->part_opts.raw);
+	w->origin = w->origin_buf;
+	return 1;
+}
+
+/* CUBPF_JIT_CHECK=1 (a check for the GPU tests): the recovered PTX, not instrumented, compiled
+ * by the driver's JIT with the options mapped from ptxas's, must give the cubin's own machine
+ * code; the result is logged.  Context needed. */
+static void jit_check(struct work *w, long elf)
+{
+	const char *env = getenv("CUBPF_JIT_CHECK");
+	const uint8_t *data;
+	size_t size, jsize;
+	char why[160] = "", err[LIVE_ERRLEN] = "";
+	if (!env || *env != '1' || !w->ctx || !w->ptx || elf < 0 ||
+	    cubin_entry_data(w->img, (size_t)elf, &data, &size))
+		return;
+	jit_asm = &w->embedded.opts;
+	void *cubin = live_jit(w->ptx, w->ptx_len, &jsize, err, sizeof(err));
+	jit_asm = NULL;
+	int rc = cubin ? cubin_same_code(data, size, cubin, jsize, why, sizeof(why)) : -1;
+	shim_log(SHIM_LOG_INFO, "live: jit check (%s %s): %s%s%s", w->embedded.opts.tool,
+		 w->embedded.opts.raw, rc == 0 ? "the same machine code" : "different: ",
+		 rc == 0 ? "" : cubin ? why : "", cubin ? "" : err);
+	free(cubin);
 }
 
 /* Opens the image (headers only) and finds its PTX for the device.  Returns 1, 0 when the image
@@ -308,8 +553,10 @@ static int open_image(struct work *w)
 	long elf = choose_elf(w->img, w->sm);
 	int rc = 0;
 	why[0] = 0;
-	if (elf >= 0 && w->img->wrapper_version != 2)
-		rc = embedded_source(w, elf, why, sizeof(why));
+	if (w->img->wrapper_version == 2)
+		rc = rdc_source(w, why, sizeof(why));
+	else if (elf >= 0 && (rc = embedded_source(w, elf, why, sizeof(why))) > 0 && w->ptx)
+		jit_check(w, elf);
 	if (rc != 0)
 		return rc;
 	if (!why[0])
@@ -376,13 +623,68 @@ int live_instrument(const char *ptx, size_t len, uint32_t (*kernel_id)(void *, c
 	return rc != 0 ? -1 : *out != NULL;
 }
 
+static void label_of(const char *ptx, size_t len, char *label, size_t n);
+
+/* The objects of an -rdc program: each instrumented (or kept as it is), with the maps declared
+ * .extern (live_jit_parts adds their definitions); w->out is their text one after the other,
+ * for the cache.  Same returns as instrument(). */
+static int instrument_parts(struct work *w)
+{
+	struct ptx_inject_report rep;
+	size_t total = 0;
+	for (size_t i = 0; i < w->nparts; i++) {
+		struct live_part *p = &w->parts[i];
+		int rc = live_instrument(p->ptx, p->len, record_id, w, &p->out, &p->out_len, &rep,
+					 w->err, sizeof(w->err));
+		if (rc < 0)
+			return -1;
+		if (rc == 0 && !(p->out = strndup(p->ptx, p->len)))
+			return snprintf(w->err, sizeof(w->err), "out of memory"), -1;
+		if (rc == 0)
+			p->out_len = p->len;
+		live_extern_maps(p->out);
+		w->rep.instrumented += rep.instrumented, w->rep.kernels += rep.kernels;
+		w->rep.entry_sites += rep.entry_sites, w->rep.exit_sites += rep.exit_sites;
+		w->rep.mem_sites += rep.mem_sites;
+		total += p->out_len + 32;
+		if (rc > 0 && !w->label[0]) {
+			snprintf(w->label, sizeof(w->label), "rdc objects");
+			label_of(p->out, p->out_len, w->label, sizeof(w->label));
+		}
+	}
+	if (!w->rep.instrumented)
+		return 0;
+	if (!(w->out = malloc(total + 1)))
+		return snprintf(w->err, sizeof(w->err), "out of memory"), -1;
+	w->out_len = 0;
+	for (size_t i = 0; i < w->nparts; i++)
+		w->out_len += (size_t)sprintf(w->out + w->out_len, "%s\n// cubpf: next object\n",
+					      w->parts[i].out);
+	return 1;
+}
+
 static int instrument(struct work *w)
 {
 	uint64_t t0 = now_ns();
-	int rc = live_instrument(w->ptx, w->ptx_len, record_id, w, &w->out, &w->out_len, &w->rep,
-				 w->err, sizeof(w->err));
+	int rc = w->nparts ? instrument_parts(w)
+			   : live_instrument(w->ptx, w->ptx_len, record_id, w, &w->out,
+					     &w->out_len, &w->rep, w->err, sizeof(w->err));
 	w->rewrite_ns = now_ns() - t0;
 	return rc;
+}
+
+static void free_parts(struct work *w)
+{
+	for (size_t i = 0; w->parts && i < w->nparts; i++)
+		free(w->parts[i].out);
+	free(w->parts);
+	w->parts = NULL;
+	for (size_t i = 0; i < w->nobjs; i++)
+		cubin_image_free(w->objs[i]);
+	w->nobjs = 0;
+	for (size_t i = 0; i < w->nowned; i++)
+		free(w->owned[i]);
+	w->nowned = 0;
 }
 
 /* The first kernel of the instrumented text, to name the module in messages. */
@@ -409,7 +711,7 @@ static bool handled(const struct shim_module_event *ev)
 	case SHIM_LOAD_LIBRARY_FILE:
 		break;
 	default:
-		return false; /* link steps: not instrumented yet (LIVE.md) */
+		return false; /* link steps: live_link.c */
 	}
 	return ev->image && (ev->info.kind == SHIM_IMAGE_PTX || ev->info.kind == SHIM_IMAGE_FATBIN ||
 			     ev->info.kind == SHIM_IMAGE_FATBIN_WRAPPER ||
@@ -431,11 +733,21 @@ static struct sub *make_sub(struct work *w, size_t *size)
 		return s;
 	}
 	uint64_t t0 = now_ns();
-	void *cubin = live_jit(w->out, w->out_len, size, w->err, sizeof(w->err));
-	if (cubin && live_regs_fit(w->img, w->ptx_entry, w->sm, &w->out, &w->out_len, &cubin, size,
-				   w->err, sizeof(w->err)) != 0) {
-		free(cubin);
-		cubin = NULL;
+	void *cubin;
+	if (w->nparts) {
+		cubin = live_jit_parts(w->parts, w->nparts, size, w->err, sizeof(w->err));
+		if (cubin && live_regs_fit_parts(w->img, w->sm, w->parts, w->nparts, &cubin, size,
+						 w->err, sizeof(w->err)) != 0) {
+			free(cubin);
+			cubin = NULL;
+		}
+	} else {
+		cubin = live_jit(w->out, w->out_len, size, w->err, sizeof(w->err));
+		if (cubin && live_regs_fit(w->img, w->ptx_entry, w->sm, &w->out, &w->out_len, &cubin,
+					   size, w->err, sizeof(w->err)) != 0) {
+			free(cubin);
+			cubin = NULL;
+		}
 	}
 	w->jit_ns = now_ns() - t0;
 	if (!cubin) {
@@ -606,15 +918,17 @@ static void module_loading(struct shim_module_event *ev)
 		w.cached = w.ctx && image_key(&w);
 		if (w.cached && cache_lookup(&w, t0)) {
 			cubin_embedded_ptx_free(&w.embedded);
+			free_parts(&w);
 			cubin_image_free(w.img);
 			return;
 		}
 		rc = instrument(&w);
 	}
-	if (rc == 0 && w.cached && w.ptx)
+	if (rc == 0 && w.cached && (w.ptx || w.nparts))
 		put_untouched(&w);
 	if (rc <= 0) {
 		cubin_embedded_ptx_free(&w.embedded);
+		free_parts(&w);
 		cubin_image_free(w.img);
 		if (rc < 0)
 			fallback(w.sm ? STORE_NOINST_REWRITE : STORE_NOINST_OTHER, ev->api_name,
@@ -622,13 +936,15 @@ static void module_loading(struct shim_module_event *ev)
 		live_manifest_reset(&w.manifest);
 		return;
 	}
-	label_of(w.out, w.out_len, w.label, sizeof(w.label));
+	if (!w.nparts) /* (the objects' label is their first instrumented kernel already) */
+		label_of(w.out, w.out_len, w.label, sizeof(w.label));
 	size_t size = 0;
 	struct sub *s = NULL;
 	if (w.ctx && !live_ctx_get(w.ctx, w.err, sizeof(w.err)))
 		fallback(STORE_NOINST_MAPS, ev->api_name, w.label, w.err);
 	else {
-		jit_asm = w.origin ? &w.embedded.opts : NULL; /* compiled as ptxas compiled it */
+		/* compiled as ptxas compiled it */
+		jit_asm = w.nparts ? &w.part_opts : w.origin ? &w.embedded.opts : NULL;
 		s = make_sub(&w, &size);
 		jit_asm = NULL;
 		if (!s)
@@ -636,6 +952,7 @@ static void module_loading(struct shim_module_event *ev)
 				 w.label, w.err[0] ? w.err : "out of memory");
 	}
 	cubin_embedded_ptx_free(&w.embedded);
+	free_parts(&w);
 	cubin_image_free(w.img); /* (make_sub may read the original's registers) */
 	if (s) {
 		s->size = size;

@@ -115,3 +115,40 @@ int live_regs_fit(struct cubin_image *img, long ptx_entry, uint32_t sm, char **p
 	cubin_kernels_free(&inst);
 	return rc;
 }
+
+/* The same for the objects of an -rdc program linked instrumented (live_jit_parts): the limits
+ * come from the linked cubin, each object's PTX gets those of its own kernels. */
+int live_regs_fit_parts(struct cubin_image *img, uint32_t sm, struct live_part *parts, size_t np,
+			void **cubin, size_t *cubin_size, char *err, size_t errlen)
+{
+	struct cubin_kernels inst;
+	char why[LIVE_ERRLEN];
+	if (cubin_elf_kernels(*cubin, *cubin_size, &inst, why, sizeof(why)) != 0)
+		return 0;
+	const char **names = calloc(inst.count + 1, sizeof(*names));
+	uint32_t *limits = calloc(inst.count + 1, sizeof(*limits));
+	size_t n = names && limits ? choose_limits(&inst, img, -1, sm, names, limits) : 0;
+	int rc = 0, changed = 0;
+	for (size_t i = 0; n && rc == 0 && i < np; i++) {
+		char *limited = NULL;
+		size_t len = 0;
+		int k = ptx_limit_registers(parts[i].out, parts[i].out_len, names, limits, n, &limited,
+					    &len, err, errlen);
+		if (k < 0)
+			rc = -1;
+		else if (k > 0)
+			free(parts[i].out), parts[i].out = limited, parts[i].out_len = len, changed = 1;
+	}
+	if (rc == 0 && changed) {
+		size_t size;
+		void *again = live_jit_parts(parts, np, &size, err, errlen);
+		if (again)
+			free(*cubin), *cubin = again, *cubin_size = size;
+		else
+			rc = -1;
+	}
+	free(names);
+	free(limits);
+	cubin_kernels_free(&inst);
+	return rc;
+}

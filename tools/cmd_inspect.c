@@ -38,11 +38,21 @@ struct group {
 	size_t n_kerns;
 };
 
+/* The PTX ptxas kept in a cubin entry, and how it was assembled (text not kept). */
+struct embedded {
+	unsigned sections;          /* .nv_debug_ptx_txt* sections; 0: none */
+	uint64_t bytes;
+	int has_options, lineinfo;
+	char tool[16], options[192];
+};
+
 struct model {
 	const char *path;
 	size_t file_size;
 	struct cubin_image *img;
 	struct cubin_kernels *lists; /* per entry */
+	struct embedded *emb;        /* per entry (cubins only) */
+	size_t n_embedded;           /* cubins that keep their PTX */
 	struct group *groups;
 	size_t n_groups;
 	size_t n_kind[3];           /* ELF, PTX, other (LTO-IR...) */
@@ -90,6 +100,29 @@ static char *demangle(const char *name)
 
 /* ---- reading ---------------------------------------------------------------------------------- */
 
+/* What a cubin entry keeps of its PTX (a damaged note or section is shown as none). */
+static void embedded_of(struct model *m, size_t i, const uint8_t *data, size_t size)
+{
+	struct cubin_embedded_ptx e;
+	char err[CUBIN_ERRLEN];
+	struct embedded *out = &m->emb[i];
+	if (cubin_embedded_ptx(data, size, &e, err, sizeof(err)) < 0) {
+		cubin_embedded_ptx_free(&e);
+		return;
+	}
+	out->sections = e.sections;
+	out->bytes = e.bytes;
+	out->has_options = e.has_options;
+	out->lineinfo = e.opts.lineinfo;
+	snprintf(out->tool, sizeof(out->tool), "%s", e.opts.tool);
+	snprintf(out->options, sizeof(out->options), "%s", e.opts.raw);
+	/* the note's options end with blanks: trimmed for display */
+	for (size_t n = strlen(out->options); n && out->options[n - 1] == ' ';)
+		out->options[--n] = 0;
+	m->n_embedded += e.sections > 0;
+	cubin_embedded_ptx_free(&e);
+}
+
 static int entry_kernels(struct model *m, size_t i, char *err, size_t errlen)
 {
 	struct cubin_entry *e = &m->img->entries[i];
@@ -103,6 +136,8 @@ static int entry_kernels(struct model *m, size_t i, char *err, size_t errlen)
 	int rc = e->kind == CUBIN_ENTRY_ELF
 			 ? cubin_elf_kernels(data, size, &m->lists[i], why, sizeof(why))
 			 : cubin_ptx_kernels((const char *)data, size, &m->lists[i], why, sizeof(why));
+	if (rc == 0 && e->kind == CUBIN_ENTRY_ELF)
+		embedded_of(m, i, data, size);
 	cubin_entry_release(m->img, i); /* bounded memory on images of thousands of entries */
 	if (rc)
 		return snprintf(err, errlen, "entry %zu (%s %s_%u at %#llx): %s", i,
@@ -215,7 +250,8 @@ static int build_model(struct model *m, const uint8_t *data, size_t size, uint32
 	if (cubin_image_open(&m->img, data, size, 0, err, errlen))
 		return -1;
 	m->lists = calloc(m->img->entry_count ? m->img->entry_count : 1, sizeof(*m->lists));
-	if (!m->lists)
+	m->emb = calloc(m->img->entry_count ? m->img->entry_count : 1, sizeof(*m->emb));
+	if (!m->lists || !m->emb)
 		return snprintf(err, errlen, "out of memory"), -1;
 	for (size_t i = 0; i < m->img->entry_count; i++)
 		if (entry_kernels(m, i, err, errlen))
@@ -238,6 +274,7 @@ static void free_model(struct model *m)
 		for (size_t i = 0; i < m->img->entry_count; i++)
 			cubin_kernels_free(&m->lists[i]);
 	free(m->lists);
+	free(m->emb);
 	cubin_image_free(m->img);
 }
 
@@ -330,11 +367,30 @@ static void print_summary(const struct model *m, const struct options *o)
 	       human(m->uncompressed, b, sizeof(b)));
 	printf("  kernels:      %zu; PTX usable on sm_%u for %zu of them (usable PTX entries: %zu)\n",
 	       m->kernels, o->sm, m->kernels_ptx, m->ptx_usable_entries);
-	if (m->kernels && !m->kernels_ptx)
+	if (m->n_embedded)
+		printf("  embedded PTX: %zu of %zu cubins keep the PTX ptxas assembled "
+		       "(.nv_debug_ptx_txt)\n", m->n_embedded, m->n_kind[0]);
+	if (m->kernels && !m->kernels_ptx && !m->n_embedded)
 		printf("  note:         no PTX for sm_%u: these kernels cannot be instrumented at PTX "
-		       "level (host-side probes still work)\n", o->sm);
+		       "level (host-side probes still work); cubins built with -lineinfo keep theirs\n",
+		       o->sm);
+	else if (m->kernels && !m->kernels_ptx)
+		printf("  note:         no PTX entry for sm_%u: kernels are instrumented from the PTX "
+		       "their cubin keeps, when it can be compiled as ptxas did\n", o->sm);
 	if (!img->entry_count)
 		printf("  note:         no CUDA device code\n");
+}
+
+/* The line under a cubin entry: its embedded PTX as a kind of its own, or why it has none. */
+static void print_embedded(const struct embedded *e)
+{
+	if (e->sections)
+		printf("          embedded PTX: %u section%s, %llu bytes; %s %s\n", e->sections,
+		       e->sections == 1 ? "" : "s (one per linked input)",
+		       (unsigned long long)e->bytes, e->has_options ? e->tool : "assembler",
+		       e->has_options ? e->options : "options not recorded");
+	else if (e->has_options && !e->lineinfo)
+		printf("          no embedded PTX (%s %s: no line info)\n", e->tool, e->options);
 }
 
 static void print_entries(const struct model *m, const struct group *g)
@@ -348,6 +404,7 @@ static void print_entries(const struct model *m, const struct group *g)
 		       arch_name(e, a, sizeof(a)), cubin_compression_name(e->compression),
 		       (unsigned long long)e->compressed_size, (unsigned long long)e->size,
 		       m->lists[i].count);
+		print_embedded(&m->emb[i]);
 	}
 }
 
@@ -436,6 +493,23 @@ static void json_string(const char *s)
 	putchar('"');
 }
 
+/* A cubin entry's embedded PTX: "embedded_ptx" (null when none) and the assembler's record. */
+static void json_embedded(const struct embedded *e)
+{
+	if (e->sections)
+		printf(",\"embedded_ptx\":{\"kind\":\"embedded PTX\",\"sections\":%u,\"bytes\":%llu}",
+		       e->sections, (unsigned long long)e->bytes);
+	else
+		printf(",\"embedded_ptx\":null");
+	if (!e->has_options)
+		return;
+	printf(",\"assembler\":{\"tool\":");
+	json_string(e->tool);
+	printf(",\"options\":");
+	json_string(e->options);
+	printf(",\"lineinfo\":%s}", e->lineinfo ? "true" : "false");
+}
+
 static void json_entry(const struct model *m, size_t i)
 {
 	const struct cubin_entry *e = &m->img->entries[i];
@@ -445,10 +519,13 @@ static void json_entry(const struct model *m, size_t i)
 	printf(",\"arch\":");
 	json_string(arch_name(e, a, sizeof(a)));
 	printf(",\"sm\":%u,\"compression\":\"%s\",\"offset\":%llu,\"header_size\":%u,"
-	       "\"stored_size\":%llu,\"size\":%llu,\"flags\":%llu,\"version\":\"%u.%u\",\"kernels\":%zu}",
+	       "\"stored_size\":%llu,\"size\":%llu,\"flags\":%llu,\"version\":\"%u.%u\",\"kernels\":%zu",
 	       e->sm, cubin_compression_name(e->compression), (unsigned long long)e->offset,
 	       e->header_size, (unsigned long long)e->compressed_size, (unsigned long long)e->size,
 	       (unsigned long long)e->flags, e->major, e->minor, m->lists[i].count);
+	if (e->kind == CUBIN_ENTRY_ELF)
+		json_embedded(&m->emb[i]);
+	printf("}");
 }
 
 static void json_arch_array(const struct model *m, const struct kern *k, uint16_t kind)
@@ -527,11 +604,12 @@ static void print_json(const struct model *m, const struct options *o, int first
 	       "\"sass_entries\":%zu,\"ptx_entries\":%zu,\"other_entries\":%zu,"
 	       "\"compression\":{\"none\":%zu,\"zstd\":%zu,\"lz4\":%zu},"
 	       "\"stored_bytes\":%llu,\"uncompressed_bytes\":%llu,\"kernel_count\":%zu,"
-	       "\"device_sm\":%u,\"kernels_with_usable_ptx\":%zu,\"usable_ptx_entries\":%zu",
+	       "\"device_sm\":%u,\"kernels_with_usable_ptx\":%zu,\"usable_ptx_entries\":%zu,"
+	       "\"cubins_with_embedded_ptx\":%zu",
 	       m->file_size, img->fatbin_count, img->wrapper_count, img->entry_count, m->n_kind[0],
 	       m->n_kind[1], m->n_kind[2], m->n_comp[0], m->n_comp[1], m->n_comp[2],
 	       (unsigned long long)m->stored, (unsigned long long)m->uncompressed, m->kernels, o->sm,
-	       m->kernels_ptx, m->ptx_usable_entries);
+	       m->kernels_ptx, m->ptx_usable_entries, m->n_embedded);
 	if (!o->summary_only) {
 		printf(",\"%s\":[", m->img->fatbin_count ? "fatbins" : "images");
 		for (size_t i = 0; i < m->n_groups; i++) {

@@ -37,6 +37,7 @@ $(eval $(call cubin_fixture,app,$(CUBIN_G_SM80) $(CUBIN_G_SM90) $(CUBIN_G_PTX90)
 $(eval $(call cubin_fixture,rdc_app,-rdc=true $(CUBIN_G_SM90) $(CUBIN_G_PTX90),tests/cubin/rdc_part.cu tests/cubin/rdc_lib.cu tests/cubin/host_main.cu $(CUBIN_KERNELS)))
 $(eval $(call cubin_fixture,libkernels.so,-shared -Xcompiler -fPIC $(CUBIN_G_SM90) $(CUBIN_G_PTX86),$(CUBIN_KERNELS)))
 $(eval $(call cubin_fixture,libkernels.a,-lib $(CUBIN_G_SM90) $(CUBIN_G_PTX90),$(CUBIN_KERNELS) tests/cubin/rdc_lib.cu))
+$(eval $(call cubin_fixture,rdc2_app,-rdc=true $(CUBIN_G_SM90) $(CUBIN_G_PTX90),tests/cubin/rdc_part.cu tests/cubin/rdc_lib.cu tests/cubin/rdc_host.cu))
 $(eval $(call cubin_fixture,lineinfo.cubin,-cubin -lineinfo -arch=sm_90,$(CUBIN_KERNELS)))
 $(eval $(call cubin_fixture,loc.ptx,-ptx -lineinfo -arch=sm_90,$(CUBIN_KERNELS)))
 
@@ -47,6 +48,10 @@ CUBIN_RTC_LIBDIR := $(CUDA_HOME)/lib64
 $(CUBIN_FIX)/ptxas_loc.cubin: $(CUBIN_FIX)/loc.ptx
 	@echo "PTXAS $@"
 	@$(PTXAS) -O2 -fmad=false -arch sm_90 -o $@ $< >$@.log 2>&1 || { echo "fixture $@ failed: see $@.log"; rm -f $@; }
+$(CUBIN_FIX)/nofma.cubin: tests/cubin/nofma.ptx
+	@mkdir -p $(@D)
+	@echo "PTXAS $@"
+	@$(PTXAS) -fmad=false -arch sm_90 -o $@ $< >$@.log 2>&1 || { echo "fixture $@ failed: see $@.log"; rm -f $@; }
 $(CUBIN_FIX)/ptxas_o2.cubin: $(CUBIN_FIX)/loc.ptx
 	@echo "PTXAS $@"
 	@$(PTXAS) -O2 -lineinfo -arch sm_90 -o $@ $< >$@.log 2>&1 || { echo "fixture $@ failed: see $@.log"; rm -f $@; }
@@ -62,15 +67,16 @@ $(CUBIN_FIX)/nvrtc_lineinfo.cubin: $(BUILD)/tests/gen_rtc
 	@echo "GEN_RTC $(@D)"
 	@$(BUILD)/tests/gen_rtc $(@D) >$@.log 2>&1 || { echo "fixture $@ failed: see $@.log"; rm -f $(CUBIN_RTC); }
 $(filter-out %/nvrtc_lineinfo.cubin,$(CUBIN_RTC)): $(CUBIN_FIX)/nvrtc_lineinfo.cubin
-CUBIN_FIXTURES += $(CUBIN_FIX)/ptxas_loc.cubin $(CUBIN_FIX)/ptxas_o2.cubin $(CUBIN_RTC)
+CUBIN_FIXTURES += $(CUBIN_FIX)/ptxas_loc.cubin $(CUBIN_FIX)/ptxas_o2.cubin $(CUBIN_FIX)/nofma.cubin \
+	$(CUBIN_RTC)
 .PHONY: cubin-fixtures
 cubin-fixtures: $(CUBIN_FIXTURES)
 
 TEST_CUBIN_SRCS := $(filter-out tests/cubin/gen_rtc.c,$(wildcard tests/cubin/*.c))
-$(BUILD)/tests/test_cubin: $(call objs,$(TEST_CUBIN_SRCS)) $(CUBIN_LIB) | $(CUBIN_FIXTURES) \
+$(BUILD)/tests/test_cubin: $(call objs,$(TEST_CUBIN_SRCS)) $(CUBIN_LIB) $(PTX_LIB) | $(CUBIN_FIXTURES) \
 		$(BUILD)/bin/cubpf $(BUILD)/probes/kcount.bpf.o $(BUILD)/probes/memtrace.bpf.o
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(call objs,$(TEST_CUBIN_SRCS)) $(CUBIN_LIB) $(DEP_LIBS) -lcmocka $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(call objs,$(TEST_CUBIN_SRCS)) $(PTX_LIB) $(CUBIN_LIB) $(DEP_LIBS) -lcmocka $(LDLIBS)
 TEST_BINS += $(BUILD)/tests/test_cubin
 
 # Benchmark: read and decompress every fatbin of a file, against a bare zstd loop.

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ptx-rewriter/ptx.h"
 #include "tests/cubin/fixtures.h"
 
 static const char *ptxas(void)
@@ -191,6 +192,62 @@ static void ptxas_loc(void **state)
 	free(buf);
 }
 
+/* -fmad false without the option (nofma.ptx, float multiplies and adds without rounding
+ * modifiers, assembled with -fmad=false): the recovered PTX with .rn on every float add, sub and
+ * mul (ptx_no_contraction, what the shim does since the JIT has no -fmad for PTX), assembled
+ * with fmad on, gives the cubin's machine code; the same text without .rn gives other code. */
+static void fmad_false_in_the_ptx(void **state)
+{
+	(void)state;
+	uint8_t *buf;
+	size_t size, rsize, olen;
+	struct cubin_embedded_ptx e;
+	char ptx[512], re[512], cmd[2048], opts[256];
+	char *rn;
+	read_ptx("nofma.cubin", &buf, &size, &e);
+	assert_non_null(e.text);
+	assert_int_equal(e.opts.fmad, 0);
+	assert_int_equal(ptx_no_contraction(e.text, e.len, &rn, &olen), 6);
+	assert_non_null(strstr(rn, "\nmul.rn.f32 "));
+	assert_non_null(strstr(rn, "\nsub.rn.f32 "));
+	assert_non_null(strstr(rn, "\n@!%p1 mul.rn.f64 "));
+	assert_non_null(strstr(rn, "\nmul.wide.s32 ")); /* integers untouched */
+	const char *as = ptxas();
+	if (!as) {
+		free(rn);
+		cubin_embedded_ptx_free(&e);
+		free(buf);
+		skip();
+	}
+	e.opts.fmad = 1; /* ptxas's default: the PTX says it now */
+	assert_int_equal(cubin_asm_options_ptxas(&e.opts, opts, sizeof(opts)), 0);
+	assert_non_null(strstr(opts, "-fmad=true"));
+	write_or_fail(tmp_path(ptx, sizeof(ptx), "fmad", ".ptx"), rn, olen);
+	tmp_path(re, sizeof(re), "fmad", ".cubin");
+	snprintf(cmd, sizeof(cmd), "%s %s %s -o %s", as, opts, ptx, re);
+	run_or_fail(cmd);
+	uint8_t *again = read_file_or_fail(re, &rsize);
+	same_text("nofma.cubin (.rn)", buf, size, again, rsize);
+	free(again);
+	/* the check can fail: without .rn, fmad on fuses the multiplies and the adds */
+	write_or_fail(ptx, e.text, e.len);
+	run_or_fail(cmd);
+	again = read_file_or_fail(re, &rsize);
+	struct cubin_elf a, b;
+	struct cubin_elf_section sa, sb;
+	assert_int_equal(cubin_elf_open(&a, buf, size), 0);
+	assert_int_equal(cubin_elf_open(&b, again, rsize), 0);
+	assert_int_equal(cubin_elf_section_by_name(&a, ".text.nofma_k", &sa), 0);
+	assert_int_equal(cubin_elf_section_by_name(&b, ".text.nofma_k", &sb), 0);
+	assert_true(sa.size != sb.size || memcmp(sa.data, sb.data, sa.size) != 0);
+	unlink(ptx);
+	unlink(re);
+	free(again);
+	free(rn);
+	cubin_embedded_ptx_free(&e);
+	free(buf);
+}
+
 static void nvrtc_lineinfo(void **state)
 {
 	(void)state;
@@ -240,6 +297,13 @@ static void nvjitlink_two(void **state)
 	assert_true(e.has_options);
 	assert_false(e.opts.disagree);
 	assert_int_equal(e.opts.relocatable, 1);
+	/* each input's PTX: one has rtc_k1, the other rtc_k2, each a whole module */
+	assert_non_null(e.parts);
+	assert_non_null(strstr(e.parts[0], ".version"));
+	assert_non_null(strstr(e.parts[1], ".version"));
+	assert_true((strstr(e.parts[0], ".entry rtc_k1") && strstr(e.parts[1], ".entry rtc_k2")) ||
+		    (strstr(e.parts[0], ".entry rtc_k2") && strstr(e.parts[1], ".entry rtc_k1")));
+	cubin_embedded_ptx_free(&e);
 	free(buf);
 }
 
@@ -278,7 +342,7 @@ static void options(void **state)
 	(void)state;
 	static const uint8_t note_hdr[] = {12, 0, 0, 0, 0, 0, 0, 0, 0xd0, 7, 0, 0};
 	uint8_t desc[160] = {2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 7, 0, 0, 0, 7, 0, 0, 0, 8, 0, 0, 0};
-	const char *strs = "\0ptxas\0\0-O 1 --fmad=false -maxrregcount 32 -warn-spills";
+	const char *strs = "\0ptxas\0\0-O 1 --fmad=false -maxrregcount 32 -v -ewp";
 	memcpy(desc + 24, strs, 8 + strlen(strs + 8) + 1);
 	uint32_t dsz = 24 + 8 + (uint32_t)strlen(strs + 8) + 1;
 	/* A minimal ELF: header, the note section, the name table. */
@@ -307,7 +371,112 @@ static void options(void **state)
 	assert_int_equal(e.opts.opt_level, 1);
 	assert_int_equal(e.opts.fmad, 0);
 	assert_int_equal(e.opts.maxrregcount, 32);
-	assert_string_equal(e.opts.unsupported, "-warn-spills");
+	assert_string_equal(e.opts.unsupported, "-ewp"); /* -v is a diagnostic: known */
+}
+
+/* nvlink beside ptxas (the toolkit's bin folder). */
+static const char *nvlink(const char *as, char *buf, size_t n)
+{
+	const char *slash = strrchr(as, '/');
+	snprintf(buf, n, "%.*snvlink", slash ? (int)(slash - as + 1) : 0, as);
+	if (access(buf, X_OK)) {
+		fprintf(stderr, "SKIP: nvlink not found beside ptxas (%s)\n", buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* One object of the -rdc fixture: its PTX written to dir/objI.ptx, ptxas's options. */
+static void rdc_object(struct cubin_image *img, size_t f, const char *base, size_t i,
+		       char *opts, size_t optlen)
+{
+	const struct cubin_fatbin *fb = &img->fatbins[f];
+	const uint8_t *data;
+	size_t size;
+	char path[600], err[256];
+	int have_ptx = 0, have_opts = 0;
+	for (size_t e = fb->first_entry; e < fb->first_entry + fb->entry_count; e++) {
+		assert_int_equal(cubin_entry_data(img, e, &data, &size), 0);
+		if (img->entries[e].kind == CUBIN_ENTRY_PTX) {
+			snprintf(path, sizeof(path), "%s%zu.ptx", base, i);
+			write_or_fail(path, data, strnlen((const char *)data, size));
+			have_ptx = 1;
+		} else if (img->entries[e].kind == CUBIN_ENTRY_ELF) {
+			struct cubin_embedded_ptx emb;
+			assert_true(cubin_embedded_ptx(data, size, &emb, err, sizeof(err)) >= 0);
+			assert_true(emb.has_options);
+			assert_int_equal(cubin_asm_options_ptxas(&emb.opts, opts, optlen), 0);
+			have_opts = 1;
+		}
+	}
+	assert_true(have_ptx && have_opts);
+}
+
+/* An -rdc program of two objects calling each other's device functions (rdc2_app): the
+ * objects' PTX, assembled with ptxas's recorded options and linked by nvlink, gives the
+ * device-linked SASS the program registers; instrumented (the maps .extern, defined by one
+ * module of their own, as the shim does), the objects assemble and link for sm_90 and sm_80. */
+static void rdc_objects(void **state)
+{
+	(void)state;
+	uint8_t *buf;
+	size_t size, nobj = 0;
+	char base[512], cmd[4096], opts[256], nl[512], objs[2048] = "", linked[600];
+	struct cubin_image *img = open_fixture("rdc2_app", &buf, &size);
+	const char *as = ptxas(), *link = as ? nvlink(as, nl, sizeof(nl)) : NULL;
+	if (!link) {
+		cubin_image_free(img);
+		free(buf);
+		skip();
+	}
+	tmp_path(base, sizeof(base), "rdc", "-obj");
+	const uint8_t *lsass = NULL;
+	size_t lsize = 0;
+	for (size_t f = 0; f < img->fatbin_count; f++) {
+		if (!strcmp(img->fatbins[f].section, ".nv_fatbin")) {
+			assert_int_equal(cubin_entry_data(img, img->fatbins[f].first_entry, &lsass,
+							  &lsize), 0);
+			continue;
+		}
+		rdc_object(img, f, base, nobj, opts, sizeof(opts));
+		snprintf(cmd, sizeof(cmd), "%s %s %s%zu.ptx -o %s%zu.o", as, opts, base, nobj, base,
+			 nobj);
+		run_or_fail(cmd);
+		snprintf(objs + strlen(objs), sizeof(objs) - strlen(objs), " %s%zu.o", base, nobj);
+		nobj++;
+	}
+	assert_int_equal(nobj, 3); /* rdc_part, rdc_lib, rdc_host */
+	assert_non_null(lsass);
+	snprintf(linked, sizeof(linked), "%s-linked.cubin", base);
+	snprintf(cmd, sizeof(cmd), "%s -arch=sm_90 %s -o %s", link, objs, linked);
+	run_or_fail(cmd);
+	size_t rsize;
+	uint8_t *relinked = read_file_or_fail(linked, &rsize);
+	same_text("rdc2_app", lsass, lsize, relinked, rsize);
+	free(relinked);
+	/* instrumented: every object with the maps .extern, one module defining them */
+	for (int sm = 90; sm >= 80; sm -= 10) {
+		snprintf(cmd, sizeof(cmd),
+			 "set -e; cd $(dirname %s); b=$(basename %s); o=''; "
+			 "printf '.version 7.0\\n.target sm_50\\n.address_size 64\\n"
+			 ".visible .const .align 8 .u64 __cubpf_map_0;\\n' > $b-defs.ptx; "
+			 "%s -c -arch sm_%d $b-defs.ptx -o $b-defs.o; "
+			 "for i in 0 1 2; do %s/bin/cubpf ptx -p %s/probes/kcount.bpf.o $b$i.ptx "
+			 "-o $b$i.i.ptx 2>/dev/null || cp $b$i.ptx $b$i.i.ptx; "
+			 "sed -i -e 's/^\\.visible \\.const \\(\\.align 8 \\.u64 __cubpf_\\)/"
+			 ".extern  .const \\1/' -e 's/^\\.target sm_90/.target sm_%d/' $b$i.i.ptx; "
+			 "%s -c -arch sm_%d $b$i.i.ptx -o $b$i.i.o; o=\"$o $b$i.i.o\"; done; "
+			 "grep -q '^.extern  .const .align 8 .u64 __cubpf_map_0;' ${b}0.i.ptx; "
+			 "%s -arch=sm_%d $b-defs.o $o -o $b-inst.cubin",
+			 base, base, as, sm,
+			 getenv("CUBPF_BUILD") ? getenv("CUBPF_BUILD") : "build",
+			 getenv("CUBPF_BUILD") ? getenv("CUBPF_BUILD") : "build", sm, as, sm, link, sm);
+		run_or_fail(cmd);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -f %s*", base);
+	run_or_fail(cmd);
+	cubin_image_free(img);
+	free(buf);
 }
 
 size_t embedded_tests(struct CMUnitTest *out)
@@ -317,7 +486,8 @@ size_t embedded_tests(struct CMUnitTest *out)
 		cmocka_unit_test(nvrtc_lineinfo), cmocka_unit_test(nvjitlink_one),
 		cmocka_unit_test(nvrtc_no_lineinfo), cmocka_unit_test(nvjitlink_two),
 		cmocka_unit_test(plain_cubin),    cmocka_unit_test(mismatch),
-		cmocka_unit_test(options),
+		cmocka_unit_test(options),        cmocka_unit_test(rdc_objects),
+		cmocka_unit_test(fmad_false_in_the_ptx),
 	};
 	memcpy(out, t, sizeof(t));
 	return sizeof(t) / sizeof(t[0]);

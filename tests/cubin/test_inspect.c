@@ -198,12 +198,42 @@ static void errors(void **s)
 	free(err);
 }
 
+/* PTX kept in cubins is its own kind, with the assembler's recorded options; a cubin without it
+ * says it has no line info. */
+static void embedded(void **s)
+{
+	(void)s;
+	size_t n;
+	free(fixture("lineinfo.cubin", &n));
+	char *out, *err;
+	assert_int_equal(run_cubpf("inspect lineinfo.cubin nvrtc_arch.cubin nvjitlink2.cubin",
+				   &out, &err), 0);
+	assert_non_null(strstr(out, "embedded PTX: 1 of 1 cubins keep the PTX"));
+	assert_non_null(strstr(out, "embedded PTX: 1 section, "));
+	assert_non_null(strstr(out, "; ptxas -lineinfo  -arch sm_90"));
+	assert_non_null(strstr(out, "no embedded PTX (ptxas -arch sm_90: no line info)"));
+	assert_non_null(strstr(out, "embedded PTX: 2 sections (one per linked input)"));
+	free(out);
+	free(err);
+	assert_int_equal(run_cubpf("inspect --json lineinfo.cubin ptxas_loc.cubin kernels.cubin",
+				   &out, &err), 0);
+	if (!json_valid(out))
+		fail_msg("invalid JSON:\n%.2000s", out);
+	assert_non_null(strstr(out, "\"embedded_ptx\":{\"kind\":\"embedded PTX\",\"sections\":1,"));
+	assert_non_null(strstr(out, "\"options\":\"-O 2 -arch sm_90 -fmad false\""));
+	assert_non_null(strstr(out, "\"cubins_with_embedded_ptx\":1"));
+	assert_non_null(strstr(out, "\"embedded_ptx\":null")); /* kernels.cubin */
+	free(out);
+	free(err);
+}
+
 size_t inspect_tests(struct CMUnitTest *out)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(table),
 		cmocka_unit_test(json),
 		cmocka_unit_test(errors),
+		cmocka_unit_test(embedded),
 	};
 	memcpy(out, tests, sizeof(tests));
 	return sizeof(tests) / sizeof(tests[0]);

@@ -10,12 +10,12 @@ $(LIVE_PROBEDIR)/%.bpf.o: tests/live/probes/%.bpf.c tools/include/cubpf_abi.h to
 
 $(call objs,tests/live/test_live.c): CFLAGS += -DLIVE_TEST_BUILD='"$(abspath $(BUILD))"' \
   -DLIVE_TEST_FIXTURES='"$(abspath $(FIXTURES))"' -I$(ZSTD_DIR)/lib
-$(BUILD)/tests/test_live: $(call objs,tests/live/test_live.c shim/live_rb.c) $(STORE_LIB) \
+$(BUILD)/tests/test_live: $(call objs,tests/live/test_live.c shim/live_rb.c) $(STORE_LIB) $(CUBIN_LIB) \
 		| $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so $(LIVE_PROBES) $(PROBE_OBJS) \
 		  $(FIXTURES)/shim/app.cubin $(addprefix $(FIXTURES)/cubin/,lineinfo.cubin \
-		  ptxas_o2.cubin ptxas_loc.cubin nvrtc_arch.cubin nvjitlink2.cubin)
+		  ptxas_o2.cubin ptxas_loc.cubin nvrtc_arch.cubin nvjitlink2.cubin rdc_app)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/live/test_live.c shim/live_rb.c) $(STORE_LIB) $(ZSTD_PIC_LIB) \
+	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/live/test_live.c shim/live_rb.c) $(STORE_LIB) $(CUBIN_LIB) $(ZSTD_PIC_LIB) \
 	  $(DEP_LIBS) -lcmocka -ldl -lpthread
 TEST_BINS += $(BUILD)/tests/test_live
 
@@ -43,3 +43,31 @@ $(BUILD)/bench/rbdrain_bench: $(call objs,tests/bench/rbdrain_bench.c shim/live_
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(LDLIBS)
 BENCH_BINS += $(BUILD)/bench/rbdrain_bench
+
+# Where PTX comes from, on the GPU (tests/gpu/t_ptx_sources.sh): a cubin that keeps its PTX
+# (nvcc -cubin -lineinfo), PTX for the driver's linker, the kernel's source for NVRTC at run
+# time, the driver-API harness that loads each, and an -rdc program of two objects.
+ifneq ($(SAN),1)
+ifneq ($(wildcard $(NVCC)),)
+SOURCES_GPU := $(addprefix $(BUILD)/gpu/,sources_app sources_rdc sources_lineinfo.cubin \
+	sources.ptx sources_kernels.cu)
+$(BUILD)/gpu/sources_app: tests/cuda/sources_app.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -I$(CUDA_HOME)/include -o $@ $< \
+	  -L$(dir $(CUDA_STUB)) -lcuda -ldl
+$(BUILD)/gpu/sources_lineinfo.cubin: tests/cuda/sources_kernels.cu
+	@mkdir -p $(@D)
+	$(NVCC) -cubin -lineinfo -arch=sm_90 -o $@ $<
+$(BUILD)/gpu/sources.ptx: tests/cuda/sources_kernels.cu
+	@mkdir -p $(@D)
+	$(NVCC) -ptx -arch=sm_90 -o $@ $<
+$(BUILD)/gpu/sources_kernels.cu: tests/cuda/sources_kernels.cu
+	@mkdir -p $(@D)
+	cp $< $@
+$(BUILD)/gpu/sources_rdc: tests/cuda/sources_rdc.cu tests/cuda/sources_rdc_lib.cu
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -rdc=true -gencode arch=compute_90,code=sm_90 \
+	  -gencode arch=compute_90,code=compute_90 -cudart static -o $@ $^
+BINS += $(SOURCES_GPU)
+endif
+endif

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cubin/cubin.h"
 #include "shim/live_rb.h"
 #include "tools/include/cubpf_abi.h"
 #include "store/store.h"
@@ -1815,6 +1816,9 @@ static int child_embedded(void)
 	fprintf(stderr, "test: jit options <%s>\ntest: module %s\n", jit ? jit() : "?",
 		t && !strncmp(t, "FAKECUBIN", 9) && strstr(t, "__cubpf_map_0") ? "instrumented"
 									  : "original");
+	if (t)
+		fprintf(stderr, "test: float adds: %s\n", strstr(t, "\nadd.f32") ? "plain"
+						  : strstr(t, "\nadd.rn.f32") ? "rounded" : "none");
 	return 0;
 }
 
@@ -1841,24 +1845,65 @@ static void test_embedded_ptx_is_instrumented(void **state)
 	want("test: jit options <13=1 7=2 >");
 }
 
-/* ptxas -fmad=false: the JIT cannot honour it for PTX, so the original runs and the reason says
- * so; a cubin without line info says how to get it. */
-static void test_embedded_ptx_refused_with_reasons(void **state)
+/* ptxas -O2 -fmad=false: the JIT gets level 2, and the PTX says -fmad false itself (every float
+ * add, sub and mul without a rounding modifier gets .rn: nothing to fuse). */
+static void test_embedded_ptx_without_fma(void **state)
 {
 	(void)state;
 	assert_int_equal(run_embedded("ptxas_loc.cubin", NULL), 0);
-	want("test: module original");
-	want("-fmad false, which the driver's JIT cannot honour");
-	want_not("instrumented 5 of 5");
+	want("live: cuModuleLoadData: instrumented 5 of 5 kernels");
+	want("test: module instrumented");
+	want("test: jit options <7=2 >");
+	want("test: float adds: rounded");
+	/* with fmad on (-lineinfo cubin of the same kernels) the adds stay as they were */
+	assert_int_equal(run_embedded("lineinfo.cubin", NULL), 0);
+	want("test: float adds: plain");
+}
+
+/* CUBPF_JIT_CHECK=1 with a JIT that is ptxas (the fake with FAKE_PTXAS, given the mapped
+ * options as ptxas flags): the recovered PTX compiles back to the cubin's own machine code, for
+ * -lineinfo, for -O2 and for -fmad=false (.rn in the PTX). */
+static void test_embedded_ptx_jit_check(void **state)
+{
+	(void)state;
+	const char *as = getenv("PTXAS");
+	if (!as || access(as, X_OK)) {
+		printf("SKIP: no ptxas (PTXAS=%s)\n", as ? as : "unset");
+		skip();
+	}
+	static const char *const names[] = {"lineinfo.cubin", "ptxas_o2.cubin", "ptxas_loc.cubin"};
+	for (size_t i = 0; i < 3; i++) {
+		struct child_env env = { { "LIVE_EMBEDDED", "CUBPF_PROGRAMS", "CUBPF_JIT_CHECK",
+					   "FAKE_PTXAS" },
+					 { names[i], kcount_probe, "1", as } };
+		assert_int_equal(run_child(&env, child_embedded), 0);
+		want("live: jit check (ptxas ");
+		want("): the same machine code");
+	}
+}
+
+/* A cubin without line info says how to get it. */
+static void test_embedded_ptx_refused_with_reasons(void **state)
+{
+	(void)state;
 	assert_int_equal(run_embedded("nvrtc_arch.cubin", NULL), 0);
 	want("test: module original");
 	want("assembled without line info");
 	want("compile with -lineinfo (nvcc, NVRTC)");
 	want("TRITON_DISABLE_LINE_INFO");
 	want("--xla_gpu_generate_line_info=true");
+}
+
+/* nvJitLink of two PTX inputs (with line info): each input's PTX instrumented, linked again with
+ * the maps defined once (cubpf's own input) and ptxas's options. */
+static void test_embedded_ptx_of_linked_inputs(void **state)
+{
+	(void)state;
 	assert_int_equal(run_embedded("nvjitlink2.cubin", NULL), 0);
-	want("test: module original");
-	want("keeps the PTX of 2 linked inputs");
+	want("live: cuModuleLoadData: instrumented 2 of 2 kernels");
+	want("test: module instrumented");
+	want("test: jit options <13=1 >");
+	want("live: 1 modules instrumented (2 kernels)");
 }
 
 /* A second process loading the same cubin hits the cache: no JIT, the same instrumented code. */
@@ -1907,7 +1952,15 @@ static int child_link(void)
 	fprintf(stderr, "test: linked module %s, map pointer %s\n",
 		t && strstr(t, "__cubpf_map_0") ? "instrumented" : "original",
 		global(mod, "__cubpf_map_0") ? "stored" : "none");
-	return 0;
+	/* The definitions of the maps: in cubpf's input only, the others declare them .extern */
+	const char *in = ((const char *(*)(void))dlsym(fake, "fake_link_inputs"))();
+	unsigned defs = 0, externs = 0;
+	for (const char *p = in; (p = strstr(p, ".const .align 8 .u64 __cubpf_map_0;")); p++) {
+		defs += p - in >= 9 && !strncmp(p - 9, ".visible ", 9);
+		externs += p - in >= 9 && !strncmp(p - 9, ".extern  ", 9);
+	}
+	fprintf(stderr, "test: __cubpf_map_0 defined %u, extern %u\n", defs, externs);
+	return ((int (*)(void *))dlsym(shim, "cuLinkDestroy"))(st) != 0;
 }
 
 static void test_link_inputs_are_instrumented(void **state)
@@ -1918,9 +1971,14 @@ static void test_link_inputs_are_instrumented(void **state)
 	want("live: cuModuleLoadData: live_k was linked from instrumented PTX");
 	want("test: linked module instrumented, map pointer stored");
 	want("live: 1 modules instrumented (1 kernels), 0 fell back");
+	want("test: __cubpf_map_0 defined 1, extern 1\n");
+	/* two inputs, each with a kernel: both instrumented, the maps defined once */
 	struct child_env two = { { "LIVE_LINK_TWO" }, { "1" } };
 	assert_int_equal(run_child(&two, child_link), 0);
-	want("another PTX input of this link is instrumented already");
+	want("instrumented 1 of 1 kernels of a link input (live_k;");
+	want("instrumented 1 of 1 kernels of a link input (live_other;");
+	want("test: linked module instrumented, map pointer stored");
+	want("test: __cubpf_map_0 defined 1, extern 2\n");
 }
 
 /* The linker refuses the instrumented input: the original is added instead, the link and the
@@ -1933,6 +1991,62 @@ static void test_link_refusal_adds_the_original(void **state)
 	want("the linker refused the instrumented PTX (CUDA_ERROR_INVALID_PTX)");
 	want("test: linked module original, map pointer none");
 	want_not("was linked from instrumented PTX");
+	want("test: __cubpf_map_0 defined 1, extern 0\n"); /* cubpf's definitions only */
+}
+
+/* ---- -rdc programs: the objects' PTX linked instrumented (live_module.c rdc_source) ---------- */
+
+/* Registers the device-linked image of the -rdc fixture as the CUDA runtime does: a version 2
+ * wrapper of its linked fatbin (.nv_fatbin) whose list holds the objects' fatbins
+ * (__nv_relfatbin); with $LIVE_RDC_NOLIST the list is missing. */
+static int child_rdc(void)
+{
+	char path[4200], err[256];
+	static uint8_t buf[1 << 21];
+	const void *list[16] = {0}, *linked = NULL;
+	void *mod = NULL;
+	struct cubin_image *img;
+	snprintf(path, sizeof(path), "%s/rdc_app", embedded_dir);
+	FILE *f = fopen(path, "rb");
+	size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0, nl = 0;
+	if (f)
+		fclose(f);
+	if (!n || cubin_image_open(&img, buf, n, 0, err, sizeof(err)))
+		return child_fail("reading %s", path);
+	for (size_t i = 0; i < img->fatbin_count && nl < 15; i++) {
+		if (!strcmp(img->fatbins[i].section, ".nv_fatbin"))
+			linked = img->fatbins[i].data;
+		else
+			list[nl++] = img->fatbins[i].data;
+	}
+	uint64_t wrapper[3] = { 0x466243B1u | 2ull << 32, (uintptr_t)linked,
+				getenv("LIVE_RDC_NOLIST") ? 0 : (uintptr_t)list };
+	if (!linked || open_both() || load(&mod, wrapper) != 0)
+		return child_fail("loading the -rdc image");
+	const char *in = ((const char *(*)(void))dlsym(fake, "fake_link_inputs"))();
+	unsigned defs = 0, externs = 0;
+	for (const char *p = in; (p = strstr(p, ".const .align 8 .u64 __cubpf_map_0;")); p++) {
+		defs += p - in >= 9 && !strncmp(p - 9, ".visible ", 9);
+		externs += p - in >= 9 && !strncmp(p - 9, ".extern  ", 9);
+	}
+	const char *t = module_text(mod);
+	fprintf(stderr, "test: %zu objects, module %s, __cubpf_map_0 defined %u, extern %u\n", nl,
+		t && !strncmp(t, "FAKECUBIN", 9) ? "substituted" : "original", defs, externs);
+	cubin_image_free(img);
+	return 0;
+}
+
+static void test_rdc_objects_are_linked_instrumented(void **state)
+{
+	(void)state;
+	struct child_env env = { { "CUBPF_PROGRAMS" }, { kcount_probe } };
+	assert_int_equal(run_child(&env, child_rdc), 0);
+	want("live: cuModuleLoadData: instrumented 7 of 7 kernels");
+	want("test: 4 objects, module substituted, __cubpf_map_0 defined 1, extern 3\n");
+	struct child_env nolist = { { "CUBPF_PROGRAMS", "LIVE_RDC_NOLIST" }, { kcount_probe, "1" } };
+	assert_int_equal(run_child(&nolist, child_rdc), 0);
+	want("an -rdc program's linked SASS without its list of objects");
+	want("module original");
 }
 
 int main(void)
@@ -1993,8 +2107,12 @@ int main(void)
 		cmocka_unit_test(test_embedded_ptx_is_instrumented),
 		cmocka_unit_test(test_embedded_ptx_refused_with_reasons),
 		cmocka_unit_test(test_embedded_ptx_cache_hit),
+		cmocka_unit_test(test_embedded_ptx_of_linked_inputs),
+		cmocka_unit_test(test_embedded_ptx_without_fma),
+		cmocka_unit_test(test_embedded_ptx_jit_check),
 		cmocka_unit_test(test_link_inputs_are_instrumented),
 		cmocka_unit_test(test_link_refusal_adds_the_original),
+		cmocka_unit_test(test_rdc_objects_are_linked_instrumented),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -603,6 +603,9 @@ struct fake_link {
 /* The JIT options of the last cuLinkCreate_v2, as "OPTION=VALUE " pairs (log buffers left out). */
 static char last_jit_options[128];
 FAKE_EXPORT const char *fake_last_jit_options(void) { return last_jit_options; }
+/* Every PTX text added to any link of the process, one after the other. */
+static char link_inputs[1 << 16];
+FAKE_EXPORT const char *fake_link_inputs(void) { return link_inputs; }
 
 FAKE_EXPORT int cuLinkCreate_v2(unsigned n, int *opts, void **vals, void **state)
 {
@@ -632,10 +635,13 @@ FAKE_EXPORT int cuLinkAddData_v2(void *state, int type, void *data, size_t size,
 	struct fake_link *l = state;
 	if (!l || !data)
 		return 1;
-	/* FAKE_REFUSE_LINK_PROBES=1: the linker refuses instrumented inputs (a JIT error). */
+	/* FAKE_REFUSE_LINK_PROBES=1: the linker refuses instrumented kernels (a JIT error). */
 	const char *refuse = getenv("FAKE_REFUSE_LINK_PROBES");
-	if (refuse && *refuse == '1' && strstr(data, "__cubpf_map_0"))
+	if (refuse && *refuse == '1' && strstr(data, "__cubpf_map_0") && strstr(data, ".entry"))
 		return 218; /* CUDA_ERROR_INVALID_PTX */
+	/* Every input's text, for the tests of links of several inputs. */
+	snprintf(link_inputs + strlen(link_inputs), sizeof(link_inputs) - strlen(link_inputs),
+		 "%s\n", (const char *)data);
 	free(l->ptx);
 	l->ptx = strdup(data);
 	return 0;
@@ -652,8 +658,22 @@ static int real_ptxas(struct fake_link *l, void **cubin, size_t *size)
 	bool ok = write(fd, l->ptx, len) == (ssize_t)len;
 	close(fd);
 	snprintf(out, sizeof(out), "%s.cubin", in);
-	snprintf(cmd, sizeof(cmd), "'%s' -arch=sm_90 -o %s %s 2>/dev/null", getenv("FAKE_PTXAS"),
-		 out, in);
+	/* the JIT options as ptxas spells them (line info, level, debug, registers) */
+	char flags[128] = "";
+	unsigned o, v;
+	for (const char *p = l->opts; sscanf(p, "%u=%u", &o, &v) == 2; p = strchr(p, ' ') + 1) {
+		size_t f = strlen(flags);
+		if (o == 13 && v)
+			snprintf(flags + f, sizeof(flags) - f, " -lineinfo");
+		else if (o == 7)
+			snprintf(flags + f, sizeof(flags) - f, " -O%u", v > 3 ? 3 : v);
+		else if (o == 11 && v)
+			snprintf(flags + f, sizeof(flags) - f, " -g");
+		else if (o == 0)
+			snprintf(flags + f, sizeof(flags) - f, " -maxrregcount=%u", v);
+	}
+	snprintf(cmd, sizeof(cmd), "'%s' -arch=sm_90%s -o %s %s 2>/dev/null", getenv("FAKE_PTXAS"),
+		 flags, out, in);
 	ok = ok && system(cmd) == 0;
 	FILE *f = ok ? fopen(out, "rb") : NULL;
 	free(l->cubin);
