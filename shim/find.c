@@ -15,16 +15,14 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cubin/cubin.h"
 #include "shim/internal.h"
+#include "shim/libsearch.h"
 
 struct search {
 	char *path;          /* out: chosen path */
@@ -46,28 +44,6 @@ static void note(struct search *s, const char *fmt, const char *arg)
 	snprintf(s->why + used, s->whylen - used, fmt, arg);
 }
 
-/* True when the file is a cubpf shim (ours or another copy): its ELF has .note.cubpf. */
-static int is_cubpf_shim(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	struct stat st;
-	int found = 0;
-	if (fstat(fd, &st) == 0 && st.st_size > 64) {
-		void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (map != MAP_FAILED) {
-			struct cubin_elf elf;
-			struct cubin_elf_section sec;
-			found = cubin_elf_open(&elf, map, (size_t)st.st_size) == 0 &&
-				cubin_elf_section_by_name(&elf, ".note.cubpf", &sec) == 0;
-			munmap(map, (size_t)st.st_size);
-		}
-	}
-	close(fd);
-	return found;
-}
-
 /* Tries one candidate path; returns 1 when it is now the real driver. */
 static int try_path(struct search *s, const char *path)
 {
@@ -78,7 +54,7 @@ static int try_path(struct search *s, const char *path)
 		shim_log(SHIM_LOG_DEBUG, "%s is this shim, skipped", path);
 		return 0;
 	}
-	if (is_cubpf_shim(path)) {
+	if (shim_is_cubpf_file(path)) {
 		note(s, "%s is a cubpf shim, skipped", path);
 		shim_log(SHIM_LOG_DEBUG, "%s is a cubpf shim, skipped", path);
 		return 0;
@@ -113,46 +89,9 @@ static void try_path_list(struct search *s, const char *list)
 	}
 }
 
-/* ldconfig's cache, new format ("glibc-ld.so.cache1.1", possibly after an old-format part):
- * a 48-byte header, then entries {i32 flags; u32 key; u32 value; u32 osversion; u64 hwcap}
- * whose string offsets count from the start of that header. */
-static void try_ldcache_image(struct search *s, const uint8_t *data, size_t size)
+static int try_cached(void *ctx, const char *path)
 {
-	static const char magic[] = "glibc-ld.so.cache1.1";
-	const uint8_t *hdr = memmem(data, size, magic, sizeof(magic) - 1);
-	if (!hdr || (size_t)(data + size - hdr) < 48)
-		return;
-	size_t avail = (size_t)(data + size - hdr);
-	uint32_t nlibs;
-	memcpy(&nlibs, hdr + 20, 4);
-	if (nlibs > (avail - 48) / 24)
-		return;
-	for (uint32_t i = 0; i < nlibs && !s->handle; i++) {
-		uint32_t key, value;
-		memcpy(&key, hdr + 48 + 24 * i + 4, 4);
-		memcpy(&value, hdr + 48 + 24 * i + 8, 4);
-		if (key >= avail || value >= avail || !memchr(hdr + key, 0, avail - key) ||
-		    !memchr(hdr + value, 0, avail - value))
-			continue;
-		if (!strcmp((const char *)hdr + key, "libcuda.so.1"))
-			try_path(s, (const char *)hdr + value);
-	}
-}
-
-static void try_ldcache(struct search *s)
-{
-	int fd = open("/etc/ld.so.cache", O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0)
-		return;
-	if (fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size < (64 << 20)) {
-		void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (map != MAP_FAILED) {
-			try_ldcache_image(s, map, (size_t)st.st_size);
-			munmap(map, (size_t)st.st_size);
-		}
-	}
-	close(fd);
+	return try_path(ctx, path);
 }
 
 void *shim_find_driver(char *path, size_t pathlen, char *why, size_t whylen)
@@ -173,7 +112,7 @@ void *shim_find_driver(char *path, size_t pathlen, char *why, size_t whylen)
 	}
 	try_path_list(&s, getenv("LD_LIBRARY_PATH"));
 	if (!s.handle)
-		try_ldcache(&s);
+		shim_ldcache_each("/etc/ld.so.cache", "libcuda.so.1", try_cached, &s);
 	try_path_list(&s, "/usr/lib/x86_64-linux-gnu:/usr/lib64:/usr/local/nvidia/lib64:"
 			  "/usr/lib/wsl/lib:/usr/lib");
 	if (!s.handle)

@@ -75,3 +75,6 @@ $(BUILD)/bench/shim_cpubench: tests/bench/shim_cpubench.c | $(SHIM_LIB) $(BUILD)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -ldl
 BENCH_BINS += $(BUILD)/bench/shim_cpubench
+
+# The drop-in libnvrtc.so.13 and libnvJitLink.so.13 (shim/dropin/).
+include shim/dropin/dropin.mk

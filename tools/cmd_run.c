@@ -9,11 +9,13 @@
 #include <poll.h>
 #include <time.h>
 #include <getopt.h>
+#include <glob.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -262,6 +264,87 @@ static int add_tool_probe(struct run_opts *o, const struct tool *t)
 	return add_program(o, path);
 }
 
+/* XLA_FLAGS: the user's flags with --xla_gpu_generate_line_info=true added (XLA writes line info,
+ * and so .nv_debug_ptx_txt, only when asked), unless they name the flag themselves. */
+static int set_xla_flags(void)
+{
+	static const char flag[] = "--xla_gpu_generate_line_info=true";
+	const char *xla = getenv("XLA_FLAGS");
+	if (xla && strstr(xla, "xla_gpu_generate_line_info"))
+		return 0;
+	size_t len = (xla ? strlen(xla) : 0) + sizeof(flag) + 1;
+	char *v = malloc(len);
+	if (!v)
+		return -1;
+	snprintf(v, len, "%s%s%s", xla && *xla ? xla : "", xla && *xla ? " " : "", flag);
+	int rc = setenv("XLA_FLAGS", v, 1);
+	free(v);
+	return rc;
+}
+
+/* LD_PRELOAD: cubpf's libnvrtc.so.13 and libnvJitLink.so.13 before the user's preloads.  Python
+ * packages load the CUDA wheels' copies by full path (CuPy 14 through cuda.pathfinder), which
+ * LD_LIBRARY_PATH does not reach; preloaded, cubpf's copies are the ones the program calls
+ * (measured: CuPy's cubins then carry their PTX).  They load the real library on the first
+ * call only.  Skipped when the folder's name cannot be written in LD_PRELOAD. */
+static int set_preload(const char *shim_dir)
+{
+	static const char *const libs[] = {"libnvrtc.so.13", "libnvJitLink.so.13"};
+#if defined(__SANITIZE_ADDRESS__)
+	/* A sanitized build's drop-ins need the ASan runtime first in the process, which the
+	 * programs run here (sh, the test programs) do not have. */
+	return 0;
+#endif
+	if (strpbrk(shim_dir, " :\t\n"))
+		return 0;
+	const char *old = getenv("LD_PRELOAD");
+	size_t len = 2 * (strlen(shim_dir) + 24) + (old ? strlen(old) : 0) + 2;
+	char *v = calloc(1, len);
+	if (!v)
+		return -1;
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+		char path[PATH_MAX + 32];
+		snprintf(path, sizeof(path), "%s/%s", shim_dir, libs[i]);
+		if (access(path, R_OK) == 0)
+			snprintf(v + strlen(v), len - strlen(v), "%s%s", v[0] ? ":" : "", path);
+	}
+	if (old && *old)
+		snprintf(v + strlen(v), len - strlen(v), "%s%s", v[0] ? ":" : "", old);
+	int rc = v[0] ? setenv("LD_PRELOAD", v, 1) : 0;
+	free(v);
+	return rc;
+}
+
+/* CUPY_CACHE_DIR: a folder of cubpf's own inside the user's CuPy cache (CUPY_CACHE_DIR, else
+ * ~/.cupy/kernel_cache): there CuPy keeps the cubins the drop-in NVRTC made with line info, and
+ * the user's own cache is left exactly as a run without cubpf leaves it (a cubin cached there
+ * without line info would also hide its PTX from cubpf). */
+static int set_cupy_cache(void)
+{
+	const char *dir = getenv("CUPY_CACHE_DIR"), *home = getenv("HOME");
+	char v[PATH_MAX + 64];
+	if (dir && *dir)
+		snprintf(v, sizeof(v), "%s/cubpf-lineinfo", dir);
+	else if (home && *home)
+		snprintf(v, sizeof(v), "%s/.cupy/kernel_cache/cubpf-lineinfo", home);
+	else
+		return 0;
+	return setenv("CUPY_CACHE_DIR", v, 1);
+}
+
+/* What frameworks need so that the kernels they compile carry their PTX (README, "Variables
+ * cubpf run sets").  Triton and Inductor emit line info by default: cubpf sets nothing for them,
+ * but says when the user turned it off. */
+static int set_framework_environment(const char *shim_dir)
+{
+	int rc = set_xla_flags() | set_preload(shim_dir) | set_cupy_cache();
+	const char *tl = getenv("TRITON_DISABLE_LINE_INFO");
+	if (tl && *tl && strcmp(tl, "0") && strcasecmp(tl, "false"))
+		fprintf(stderr, "cubpf run: note: TRITON_DISABLE_LINE_INFO=%s: Triton's kernels will "
+				"carry no PTX and cannot be instrumented (unset it to instrument them)\n", tl);
+	return rc;
+}
+
 static int set_environment(const struct run_opts *o, const char *shim_dir)
 {
 	const char *old = getenv("LD_LIBRARY_PATH");
@@ -295,6 +378,8 @@ static int set_environment(const struct run_opts *o, const char *shim_dir)
 		rc |= setenv("CUBPF_CACHE", o->cache, 1);
 	if (o->disable)
 		rc |= setenv("CUBPF_DISABLE", "1", 1);
+	else
+		rc |= set_framework_environment(shim_dir);
 	if (o->ringbuf_mb)
 		rc |= setenv("CUBPF_RINGBUF_MB", o->ringbuf_mb, 1);
 	if (o->map_max_mb)
@@ -314,6 +399,8 @@ struct follow {
 	char line[4096];
 	size_t used;
 	int echo_cubpf;             /* pass the shim's lines through (-l given, or no tool) */
+	const char *trace_base;     /* own temporary trace: each process writes BASE.PID */
+	char trace[PATH_MAX + 32];  /* the trace the report reads (BASE.PID of the program) */
 };
 
 static double now_s(void)
@@ -351,18 +438,19 @@ static void child_output(struct follow *fw, const char *buf, size_t n)
 static void print_report(struct follow *fw, int final)
 {
 	const struct run_opts *o = fw->o;
-	if (!o->trace)
+	const char *trace = fw->trace[0] ? fw->trace : o->trace;
+	if (!trace)
 		return;
 	char err[512] = "";
 	struct stat st;
-	if (stat(o->trace, &st) == 0 && st.st_size == 0) {
+	if (stat(trace, &st) == 0 && st.st_size == 0) {
 		if (final)
 			fprintf(stderr, "cubpf run: no report: the program made no CUDA driver call "
-					"through cubpf (nothing was recorded in %s)\n", o->trace);
+					"through cubpf (nothing was recorded in %s)\n", trace);
 		return;
 	}
 	tool_data_reset_trace(&fw->data);
-	if (tool_data_load(&fw->data, o->trace, err, sizeof(err)) != 0) {
+	if (tool_data_load(&fw->data, trace, err, sizeof(err)) != 0) {
 		if (final)
 			fprintf(stderr, "cubpf run: no report: %s\n", err);
 		return;
@@ -485,6 +573,8 @@ static int run_child(char **cmd, struct follow *fw)
 		fprintf(stderr, "cubpf run: cannot run '%s': %s\n", cmd[0], strerror(errno));
 		_exit(127);
 	}
+	if (fw->trace_base)
+		snprintf(fw->trace, sizeof(fw->trace), "%s.%d", fw->trace_base, (int)pid);
 	/* Ctrl-C reaches the child through the process group; we stay to print the report. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
@@ -494,6 +584,44 @@ static int run_child(char **cmd, struct follow *fw)
 		close(pipefd[0]);
 	}
 	return wait_status(pid);
+}
+
+/* The program's own trace (BASE.PID of the process cubpf run started) when it holds records;
+ * otherwise the largest trace of the processes it started (a program started through a shell
+ * that does not exec it), so that a report still comes. */
+static void pick_trace(struct follow *fw)
+{
+	struct stat st;
+	if (!fw->trace_base || (stat(fw->trace, &st) == 0 && st.st_size > 0))
+		return;
+	char pat[PATH_MAX + 8];
+	glob_t g;
+	off_t best = 0;
+	/* none at all: the empty BASE, so that the report says nothing was recorded */
+	snprintf(fw->trace, sizeof(fw->trace), "%s", fw->trace_base);
+	snprintf(pat, sizeof(pat), "%s.*", fw->trace_base);
+	if (glob(pat, 0, NULL, &g) != 0)
+		return;
+	for (size_t i = 0; i < g.gl_pathc; i++)
+		if (stat(g.gl_pathv[i], &st) == 0 && st.st_size > best) {
+			best = st.st_size;
+			snprintf(fw->trace, sizeof(fw->trace), "%s", g.gl_pathv[i]);
+		}
+	globfree(&g);
+}
+
+/* Removes the traces of every process (BASE.*) and BASE itself. */
+static void remove_traces(const char *base)
+{
+	char pat[PATH_MAX + 8];
+	glob_t g;
+	snprintf(pat, sizeof(pat), "%s.*", base);
+	if (glob(pat, 0, NULL, &g) == 0) {
+		for (size_t i = 0; i < g.gl_pathc; i++)
+			unlink(g.gl_pathv[i]);
+		globfree(&g);
+	}
+	unlink(base);
 }
 
 /* A temporary trace when -o is not given (the report reads it; removed at the end). */
@@ -549,7 +677,7 @@ int cmd_run(int argc, char **argv)
 	int p = prepare(&o, &tool);
 	if (p != 0)
 		return p > 0 ? 0 : 2;
-	char shim_dir[PATH_MAX], tmp[PATH_MAX];
+	char shim_dir[PATH_MAX], tmp[PATH_MAX], per_process[PATH_MAX + 8];
 	if (find_shim_dir(shim_dir, sizeof(shim_dir)) != 0) {
 		fprintf(stderr, "cubpf run: cannot find cubpf's libcuda.so.1 next to this program "
 				"(looked in ../lib and ../lib/cubpf): reinstall cubpf or run 'make'\n");
@@ -559,7 +687,10 @@ int cmd_run(int argc, char **argv)
 	if (own_trace) {
 		if (temp_trace(tmp, sizeof(tmp)) != 0)
 			return 2;
-		o.trace = tmp;
+		/* One trace per process ("%p"): a framework's helper processes (Inductor's compile
+		 * workers load the shim too) would otherwise write into the program's trace. */
+		snprintf(per_process, sizeof(per_process), "%s.%%p", tmp);
+		o.trace = per_process;
 		/* The reports read probes, not kernel spans, whose two timing events per launch
 		 * cost the GPU 4-5 us each (b_trace_app.sh): a trace of one's own keeps them
 		 * (-o), an environment that asks for them too. */
@@ -572,14 +703,16 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "cubpf run: cannot set the environment: %s\n", strerror(errno));
 		return 2;
 	}
-	struct follow fw = {.o = &o, .tool = tool, .echo_cubpf = o.log_level || !(tool || o.have_prog)};
+	struct follow fw = {.o = &o, .tool = tool, .echo_cubpf = o.log_level || !(tool || o.have_prog),
+			    .trace_base = own_trace ? tmp : NULL};
 	int rc = run_child(argv + first, &fw);
+	pick_trace(&fw);
 	if (tool || o.have_prog)
 		print_report(&fw, 1);
 	if (rc != 0)
 		fprintf(stderr, "cubpf run: %s exited with status %d\n", argv[first], rc);
 	tool_data_free(&fw.data);
 	if (own_trace)
-		unlink(tmp);
+		remove_traces(tmp);
 	return rc;
 }
