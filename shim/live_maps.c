@@ -576,6 +576,23 @@ void live_snapshot_all(bool sync)
 /* The primary context of dev if it is active (NULL: inactive, or the driver cannot say).  A
  * retain and a release of cubpf's own: the application holds a reference, so the count comes
  * back to where it was and nothing is created or destroyed. */
+static uint64_t rb_drain_ctx(struct live_ctx *c, uint32_t k, uint32_t step, uint8_t *scratch,
+			     struct store_trace_local *local);
+
+/* The records a context's ring buffers still hold, taken before the context (and its pinned
+ * lanes) go: the drain threads leave a retiring context alone, so this is the lanes' only
+ * consumer.  The caller holds `lock` (the scratch buffer is its). */
+static void rb_drain_last(struct live_ctx *c)
+{
+	static uint8_t *scratch;
+	bool rings = false;
+	for (uint32_t i = 0; i < live.nmaps; i++)
+		rings |= c->host[i] != NULL;
+	if (!rings || (!scratch && !(scratch = malloc(live.ringbuf_bytes ? live.ringbuf_bytes : 1))))
+		return;
+	rb_drain_ctx(c, 0, 1, scratch, NULL);
+}
+
 static CUcontext primary_of(CUdevice dev)
 {
 	unsigned flags = 0;
@@ -615,11 +632,14 @@ void shim_live_teardown(CUcontext ctx, CUdevice dev, int primary)
 		shim_log(SHIM_LOG_DEBUG, "live: maps of context %p read before its teardown",
 			 (void *)c->ctx);
 	}
-	pthread_mutex_unlock(&lock);
 	if (marked) { /* the drain passes that may have seen it unmarked are over */
 		pthread_rwlock_wrlock(&ctxs_rw);
 		pthread_rwlock_unlock(&ctxs_rw);
+		for (struct live_ctx *c = ctxs; c; c = c->next)
+			if (retiring(c) == me)
+				rb_drain_last(c);
 	}
+	pthread_mutex_unlock(&lock);
 }
 
 static void trace_map(const struct live_ctx *c, uint32_t i);
@@ -826,44 +846,54 @@ static struct live_ctx *ctxs_head(void)
 	return __atomic_load_n(&ctxs, __ATOMIC_ACQUIRE);
 }
 
-/* One pass of drain thread k over its lanes of every ring buffer.  Thread 0 (or the caller at
- * finish, k = 0 and step = 1) also writes DROP records where drops grew.  Returns the number
+/* Drain thread k's lanes of context c's ring buffers.  Thread 0 (or the caller at finish or
+ * teardown, k = 0 and step = 1) also writes DROP records where drops grew.  Returns the number
  * of records taken. */
+static uint64_t rb_drain_ctx(struct live_ctx *c, uint32_t k, uint32_t step, uint8_t *scratch,
+			     struct store_trace_local *local)
+{
+	uint64_t taken = 0;
+	for (uint32_t i = 0; i < live.nmaps; i++) {
+		if (!c->host[i])
+			continue;
+		struct live_map *m = &live.maps[i];
+		struct live_rb_trace sink = {
+			live.trace, { .prog = m->obj, .map = m->index,
+				      .device = (uint32_t)c->dev }, local };
+		struct live_rb_taken t = { 0 };
+		uint64_t n = live_rb_drain_runs(c->host[i], k, step, scratch, live_rb_to_trace,
+						&sink, &t);
+		atomic_fetch_add_explicit(&m->records, n, memory_order_relaxed);
+		if (t.bytes) /* tails moved: rb_sync_all copies them to the device */
+			atomic_fetch_add_explicit(&c->rb_moved[i], 1, memory_order_release);
+		taken += n;
+		if (t.damaged)
+			shim_log(SHIM_LOG_DEBUG, "live: ring buffer %s: a damaged record "
+				 "header stopped a lane", m->def.name);
+		if (k != 0)
+			continue;
+		uint64_t drops = live_rb_drops(c->host[i]);
+		if (drops > c->drops_seen[i] && live.trace) {
+			struct store_rec_drop d = {
+				.ts_ns = shim_now_ns(), .source = STORE_DROP_RINGBUF,
+				.prog = m->obj, .map = m->index,
+				.records = drops - c->drops_seen[i] };
+			store_trace_drop(live.trace, &d);
+		}
+		c->drops_seen[i] = drops;
+	}
+	return taken;
+}
+
+/* One pass of drain thread k over every context but those being torn down. */
 static uint64_t rb_drain_pass(uint32_t k, uint32_t step, uint8_t *scratch,
 			      struct store_trace_local *local)
 {
 	uint64_t taken = 0;
 	pthread_rwlock_rdlock(&ctxs_rw);
 	for (struct live_ctx *c = ctxs_head(); c; c = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE))
-		for (uint32_t i = 0; i < live.nmaps; i++) {
-			if (!c->host[i] || retiring(c))
-				continue;
-			struct live_map *m = &live.maps[i];
-			struct live_rb_trace sink = {
-				live.trace, { .prog = m->obj, .map = m->index,
-					      .device = (uint32_t)c->dev }, local };
-			struct live_rb_taken t = { 0 };
-			uint64_t n = live_rb_drain_runs(c->host[i], k, step, scratch, live_rb_to_trace,
-							&sink, &t);
-			atomic_fetch_add_explicit(&m->records, n, memory_order_relaxed);
-			if (t.bytes) /* tails moved: rb_sync_all copies them to the device */
-				atomic_fetch_add_explicit(&c->rb_moved[i], 1, memory_order_release);
-			taken += n;
-			if (t.damaged)
-				shim_log(SHIM_LOG_DEBUG, "live: ring buffer %s: a damaged record "
-					 "header stopped a lane", m->def.name);
-			if (k != 0)
-				continue;
-			uint64_t drops = live_rb_drops(c->host[i]);
-			if (drops > c->drops_seen[i] && live.trace) {
-				struct store_rec_drop d = {
-					.ts_ns = shim_now_ns(), .source = STORE_DROP_RINGBUF,
-					.prog = m->obj, .map = m->index,
-					.records = drops - c->drops_seen[i] };
-				store_trace_drop(live.trace, &d);
-			}
-			c->drops_seen[i] = drops;
-		}
+		if (!retiring(c))
+			taken += rb_drain_ctx(c, k, step, scratch, local);
 	pthread_rwlock_unlock(&ctxs_rw);
 	return taken;
 }

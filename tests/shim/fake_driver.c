@@ -406,9 +406,10 @@ FAKE_EXPORT int cuLibraryGetGlobal(uint64_t *dptr, size_t *bytes, void *lib, con
 /* ---- contexts ----------------------------------------------------------------------------------
  * The implicit context fake_ctx (0xC7C000 unless a test sets another) stands for device 0's
  * primary context: one reference held from the start, gone after a reset or its last release.
- * cuCtxCreate makes real records (malloc'ed, current on return); cuCtxDestroy frees them, as a
- * driver frees its context.  Using a destroyed context aborts with a message, where the real
- * driver crashed (issue 16); a handle may come back for a new context (malloc reuses it). */
+ * cuCtxCreate makes records (current on return); cuCtxDestroy kills them, and the next
+ * cuCtxCreate hands the last killed one out again, as a driver reuses its handles (the same
+ * with or without ASan's quarantine).  Using a destroyed context aborts with a message, where
+ * the real driver crashed (issue 16).  fake_ctx_reused() counts the handles that came back. */
 #define FAKE_CTX_MAGIC 0xC0DEC7C7u
 struct fake_context {
 	unsigned magic;
@@ -416,7 +417,8 @@ struct fake_context {
 };
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *dead_ctx[4096];
-static unsigned ndead;
+static unsigned ndead, nreused;
+FAKE_EXPORT unsigned fake_ctx_reused(void) { return nreused; }
 static __thread void *ctx_stack[8];
 static __thread int ctx_depth;
 
@@ -441,20 +443,21 @@ FAKE_EXPORT int cuCtxCreate_v4(void **pctx, void *params, unsigned flags, int de
 	FAKE_HIT(cuCtxCreate_v4);
 	if (!pctx)
 		return FAKE_BASE + FAKE_IDX_cuCtxCreate_v4;
-	struct fake_context *c = malloc(sizeof(*c));
-	if (!c)
+	struct fake_context *c = NULL;
+	pthread_mutex_lock(&ctx_lock);
+	if (ndead) /* the last handle destroyed comes back */
+		c = dead_ctx[--ndead], nreused++;
+	pthread_mutex_unlock(&ctx_lock);
+	if (!c && !(c = malloc(sizeof(*c))))
 		return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
 	c->magic = FAKE_CTX_MAGIC;
 	c->prev = fake_ctx;
-	pthread_mutex_lock(&ctx_lock);
-	for (unsigned i = 0; i < ndead; i++) /* the handle is alive again */
-		if (dead_ctx[i] == c)
-			dead_ctx[i] = dead_ctx[--ndead];
-	pthread_mutex_unlock(&ctx_lock);
 	fake_ctx = c;
 	*pctx = c;
 	return 0;
 }
+
+static void host_free_of(void *ctx);
 
 FAKE_EXPORT int cuCtxDestroy_v2(void *ctx)
 {
@@ -467,12 +470,12 @@ FAKE_EXPORT int cuCtxDestroy_v2(void *ctx)
 		return 201;
 	if (fake_ctx == ctx)
 		fake_ctx = c->prev;
+	host_free_of(ctx); /* pinned memory goes with its context, as in a driver */
 	pthread_mutex_lock(&ctx_lock);
 	if (ndead < sizeof(dead_ctx) / sizeof(dead_ctx[0]))
-		dead_ctx[ndead++] = ctx;
+		dead_ctx[ndead++] = ctx; /* kept for reuse (never freed: a test process is short) */
 	pthread_mutex_unlock(&ctx_lock);
 	c->magic = 0;
-	free(c);
 	return 0;
 }
 
@@ -836,6 +839,19 @@ FAKE_EXPORT int cuGetErrorName(int e, const char **s)
 static void *last_host_alloc;
 FAKE_EXPORT void *fake_last_host_alloc(void) { return last_host_alloc; }
 
+/* Pinned allocations and the context current when they were made. */
+static struct { void *p, *ctx; } host_allocs[256];
+
+static void host_free_of(void *ctx)
+{
+	for (int i = 0; i < 256; i++)
+		if (host_allocs[i].p && host_allocs[i].ctx == ctx) {
+			disown(host_allocs[i].p);
+			free(host_allocs[i].p);
+			host_allocs[i].p = NULL;
+		}
+}
+
 FAKE_EXPORT int cuMemHostAlloc(void **p, size_t n, unsigned flags)
 {
 	(void)flags;
@@ -847,6 +863,12 @@ FAKE_EXPORT int cuMemHostAlloc(void **p, size_t n, unsigned flags)
 		return 2;
 	own(*p, n);
 	last_host_alloc = *p;
+	for (int i = 0; i < 256; i++)
+		if (!host_allocs[i].p) {
+			host_allocs[i].p = *p;
+			host_allocs[i].ctx = ctx_depth ? ctx_stack[ctx_depth - 1] : fake_ctx;
+			break;
+		}
 	return 0;
 }
 
@@ -865,6 +887,9 @@ FAKE_EXPORT int cuMemFreeHost(void *p)
 	FAKE_HIT(cuMemFreeHost);
 	if (!p)
 		return 1;
+	for (int i = 0; i < 256; i++)
+		if (host_allocs[i].p == p)
+			host_allocs[i].p = NULL;
 	disown(p);
 	free(p);
 	return 0;
