@@ -573,9 +573,6 @@ void live_snapshot_all(bool sync)
 	pthread_mutex_unlock(&lock);
 }
 
-/* The primary context of dev if it is active (NULL: inactive, or the driver cannot say).  A
- * retain and a release of cubpf's own: the application holds a reference, so the count comes
- * back to where it was and nothing is created or destroyed. */
 static uint64_t rb_drain_ctx(struct live_ctx *c, uint32_t k, uint32_t step, uint8_t *scratch,
 			     struct store_trace_local *local);
 
@@ -593,6 +590,9 @@ static void rb_drain_last(struct live_ctx *c)
 	rb_drain_ctx(c, 0, 1, scratch, NULL);
 }
 
+/* The primary context of dev if it is active (NULL: inactive, or the driver cannot say).  A
+ * retain and a release of cubpf's own: the application holds a reference, so the count comes
+ * back to where it was and nothing is created or destroyed. */
 static CUcontext primary_of(CUdevice dev)
 {
 	unsigned flags = 0;
