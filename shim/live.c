@@ -107,6 +107,12 @@ static int live_driver_load(char *err, size_t errlen)
 		(__typeof__(live_cu.cuDeviceGetUuid_v2))shim_real("cuDeviceGetUuid_v2");
 	live_cu.cuMemAllocManaged =
 		(__typeof__(live_cu.cuMemAllocManaged))shim_real("cuMemAllocManaged");
+	live_cu.cuDevicePrimaryCtxGetState = (__typeof__(live_cu.cuDevicePrimaryCtxGetState))
+		shim_real("cuDevicePrimaryCtxGetState");
+	live_cu.cuDevicePrimaryCtxRetain = (__typeof__(live_cu.cuDevicePrimaryCtxRetain))
+		shim_real("cuDevicePrimaryCtxRetain");
+	live_cu.cuDevicePrimaryCtxRelease_v2 = (__typeof__(live_cu.cuDevicePrimaryCtxRelease_v2))
+		shim_real("cuDevicePrimaryCtxRelease_v2");
 	return 0;
 }
 #undef LOAD

@@ -58,6 +58,10 @@ struct live_driver {
 	CUresult (*cuDeviceGetUuid_v2)(CUuuid *uuid, CUdevice dev);
 	/* Optional (maps shared by host and GPU programs) */
 	CUresult (*cuMemAllocManaged)(CUdeviceptr *dptr, size_t bytes, unsigned int flags);
+	/* Optional (which context a primary release or reset concerns, and whether it is gone) */
+	CUresult (*cuDevicePrimaryCtxGetState)(CUdevice dev, unsigned int *flags, int *active);
+	CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *pctx, CUdevice dev);
+	CUresult (*cuDevicePrimaryCtxRelease_v2)(CUdevice dev);
 };
 #undef LIVE_FN
 extern struct live_driver live_cu;
@@ -165,6 +169,7 @@ struct live_ctx {
 	CUmodule clock_mod;         /* cubpf's %globaltimer kernel (live_clock.c), or NULL */
 	CUfunction clock_fn;
 	CUdeviceptr clock_buf;
+	uint32_t retiring;          /* being torn down by this thread id: cubpf leaves it alone */
 	struct live_ctx *next;
 };
 
@@ -222,6 +227,9 @@ int live_link_definitions(void *state, char *err, size_t errlen);
 /* Whether a module image is the output of a link with instrumented inputs (1, its first kernel
  * in label), so that it is not instrumented again and its maps get filled. */
 int live_link_output(const void *image, size_t size, char *label, size_t n);
+/* Context ctx is gone: the substitutes of its modules are freed, libraries forget they were
+ * filled there (the handle may come back for a new context, which needs its own pointers). */
+void live_module_ctx_gone(CUcontext ctx);
 void live_module_loading(struct shim_module_event *ev, void *user);
 void live_module_loaded(const struct shim_module_event *ev, void *user);
 void live_module_unloaded(shim_module_t module, shim_library_t library, int result, void *user);

@@ -21,6 +21,20 @@
 
 static struct live_ctx *ctxs;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* The drain threads walk the list without `lock`, each pass under this (read); a context leaves
+ * the list, and a context being torn down is marked, under it (write): once the writer has had
+ * it, no pass touches that context's pinned memory, which the driver frees with the context.
+ * Writers first: the drain's back-to-back passes must not starve a teardown. */
+static pthread_rwlock_t ctxs_rw = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+/* What contexts gone before exit had (the exit line counts every context the process had). */
+static uint64_t gone_device_bytes, gone_pinned_bytes;
+static uint32_t gone_contexts;
+
+/* Being torn down by some thread (its id, 0 = no): cubpf's threads leave it alone. */
+static uint32_t retiring(const struct live_ctx *c)
+{
+	return __atomic_load_n(&c->retiring, __ATOMIC_ACQUIRE);
+}
 
 uint32_t live_ctx_sm(CUcontext ctx)
 {
@@ -554,31 +568,168 @@ void live_snapshot_all(bool sync)
 {
 	pthread_mutex_lock(&lock);
 	for (struct live_ctx *c = ctxs; c; c = c->next)
-		snapshot(c, sync);
+		if (!retiring(c))
+			snapshot(c, sync);
 	pthread_mutex_unlock(&lock);
 }
 
-/* Called by the teardown wrappers (wrap_ctx.c) before the real call: the maps of the contexts
- * about to go are read back, waiting for their work (the application is done with them). */
+static uint64_t rb_drain_ctx(struct live_ctx *c, uint32_t k, uint32_t step, uint8_t *scratch,
+			     struct store_trace_local *local);
+
+/* The records a context's ring buffers still hold, taken before the context (and its pinned
+ * lanes) go: the drain threads leave a retiring context alone, so this is the lanes' only
+ * consumer.  The caller holds `lock` (the scratch buffer is its). */
+static void rb_drain_last(struct live_ctx *c)
+{
+	static uint8_t *scratch;
+	bool rings = false;
+	for (uint32_t i = 0; i < live.nmaps; i++)
+		rings |= c->host[i] != NULL;
+	if (!rings || (!scratch && !(scratch = malloc(live.ringbuf_bytes ? live.ringbuf_bytes : 1))))
+		return;
+	rb_drain_ctx(c, 0, 1, scratch, NULL);
+}
+
+/* The primary context of dev if it is active (NULL: inactive, or the driver cannot say).  A
+ * retain and a release of cubpf's own: the application holds a reference, so the count comes
+ * back to where it was and nothing is created or destroyed. */
+static CUcontext primary_of(CUdevice dev)
+{
+	unsigned flags = 0;
+	int active = 0;
+	CUcontext p = NULL;
+	if (!live_cu.cuDevicePrimaryCtxGetState || !live_cu.cuDevicePrimaryCtxRetain ||
+	    !live_cu.cuDevicePrimaryCtxRelease_v2 ||
+	    live_cu.cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS || !active ||
+	    live_cu.cuDevicePrimaryCtxRetain(&p, dev) != CUDA_SUCCESS)
+		return NULL;
+	live_cu.cuDevicePrimaryCtxRelease_v2(dev);
+	return p;
+}
+
+/* Called by the teardown wrappers (wrap_ctx.c) before the real call: the maps of the context
+ * about to go are read back, waiting for its work (the application is done with it), and it is
+ * marked so that cubpf's threads leave it alone while the driver tears it down.  A primary
+ * release or reset concerns the device's primary context only (without the driver's answer to
+ * which one that is, every context of the device, as before). */
 void shim_live_teardown(CUcontext ctx, CUdevice dev, int primary)
 {
 	live_spans_teardown(ctx, dev, primary);
-	if (!live.nprogs || !live_cu.cuCtxPushCurrent_v2)
+	if (!live.nprogs || !live_cu.cuCtxPushCurrent_v2 || live.forked)
 		return;
+	CUcontext target = primary ? primary_of(dev) : ctx;
+	bool any_of_device = primary && !live_cu.cuDevicePrimaryCtxGetState;
+	uint32_t me = shim_tid();
+	bool marked = false;
 	pthread_mutex_lock(&lock);
-	for (struct live_ctx *c = ctxs; c; c = c->next)
-		if (primary ? c->dev == dev : c->ctx == ctx) {
-			snapshot(c, true);
-			unshare_maps(c);
-			shim_log(SHIM_LOG_DEBUG, "live: maps of context %p read before its teardown",
-				 (void *)c->ctx);
-		}
+	for (struct live_ctx *c = ctxs; c; c = c->next) {
+		if (retiring(c) || !(any_of_device ? c->dev == dev : target && c->ctx == target))
+			continue;
+		snapshot(c, true);
+		unshare_maps(c);
+		__atomic_store_n(&c->retiring, me, __ATOMIC_RELEASE);
+		marked = true;
+		shim_log(SHIM_LOG_DEBUG, "live: maps of context %p read before its teardown",
+			 (void *)c->ctx);
+	}
+	if (marked) { /* the drain passes that may have seen it unmarked are over */
+		pthread_rwlock_wrlock(&ctxs_rw);
+		pthread_rwlock_unlock(&ctxs_rw);
+		for (struct live_ctx *c = ctxs; c; c = c->next)
+			if (retiring(c) == me)
+				rb_drain_last(c);
+	}
 	pthread_mutex_unlock(&lock);
+}
+
+static void trace_map(const struct live_ctx *c, uint32_t i);
+static void report_map(FILE *out, bool print, const struct live_ctx *c, uint32_t i);
+
+/* A context that is gone: its last maps go into the trace and the report now (the exit report
+ * no longer sees it), then its record is freed.  No driver call: its memory, stream and modules
+ * went with it.  The caller holds `lock` and has unlinked c under ctxs_rw. */
+static void ctx_forget(struct live_ctx *c)
+{
+	bool print = live.dump_maps || shim_log_enabled(SHIM_LOG_DEBUG);
+	for (uint32_t i = 0; c->snap_ns && i < live.nmaps; i++)
+		if (c->snap[i]) {
+			if (live.trace)
+				trace_map(c, i);
+			report_map(stderr, print, c, i);
+		}
+	gone_device_bytes += c->device_bytes;
+	gone_pinned_bytes += c->pinned_bytes;
+	gone_contexts++;
+	for (uint32_t i = 0; i < live.nmaps; i++)
+		free(c->snap[i]);
+	/* ctx_free without the driver's part: the driver freed those with the context */
+	free(c->base);
+	free(c->host);
+	c->base = NULL;
+	c->host = NULL;
+	c->enable = 0;
+	ctx_free(c);
+}
+
+/* Whether the context a successful teardown call concerned is gone: a destroy or a reset always,
+ * a primary release when it was the last reference. */
+static bool gone(CUdevice dev, int primary, CUresult r)
+{
+	unsigned flags = 0;
+	int active = 1;
+	if (r != CUDA_SUCCESS)
+		return false;
+	if (primary != SHIM_PRIMARY_RELEASE)
+		return true;
+	return live_cu.cuDevicePrimaryCtxGetState &&
+	       live_cu.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && !active;
+}
+
+/* After the real call (wrap_ctx.c): the contexts this thread marked are forgotten when gone, and
+ * taken up again otherwise.  Then the module substitutes forget them too. */
+void shim_live_torn_down(CUcontext ctx, CUdevice dev, int primary, CUresult r)
+{
+	if (!live.nprogs || !live_cu.cuCtxPushCurrent_v2 || live.forked)
+		return;
+	uint32_t me = shim_tid();
+	bool is_gone = gone(dev, primary, r);
+	CUcontext forgotten[16];
+	unsigned nforgotten = 0;
+	pthread_mutex_lock(&lock);
+	for (struct live_ctx **p = &ctxs; *p;) {
+		struct live_ctx *c = *p;
+		if (retiring(c) != me) {
+			p = &c->next;
+			continue;
+		}
+		if (!is_gone) {
+			__atomic_store_n(&c->retiring, 0, __ATOMIC_RELEASE);
+			p = &c->next;
+			continue;
+		}
+		pthread_rwlock_wrlock(&ctxs_rw);
+		__atomic_store_n(p, c->next, __ATOMIC_RELEASE);
+		pthread_rwlock_unlock(&ctxs_rw);
+		if (nforgotten < sizeof(forgotten) / sizeof(forgotten[0]))
+			forgotten[nforgotten++] = c->ctx;
+		shim_log(SHIM_LOG_DEBUG, "live: context %p is gone: its maps are forgotten",
+			 (void *)c->ctx);
+		ctx_forget(c);
+	}
+	pthread_mutex_unlock(&lock);
+	if (is_gone && !primary)
+		live_module_ctx_gone(ctx);
+	for (unsigned i = 0; i < nforgotten; i++)
+		if (!(!primary && forgotten[i] == ctx))
+			live_module_ctx_gone(forgotten[i]);
 }
 
 void live_maps_memory(uint64_t *device_bytes, uint64_t *pinned_bytes, uint32_t *contexts)
 {
 	pthread_mutex_lock(&lock);
+	*device_bytes += gone_device_bytes;
+	*pinned_bytes += gone_pinned_bytes;
+	*contexts += gone_contexts;
 	for (struct live_ctx *c = ctxs; c; c = c->next) {
 		*device_bytes += c->device_bytes;
 		*pinned_bytes += c->pinned_bytes;
@@ -607,7 +758,7 @@ static void refresh_clocks(void)
 {
 	for (struct live_ctx *c = ctxs; c; c = c->next) {
 		CUcontext popped;
-		if (live_cu.cuCtxPushCurrent_v2(c->ctx) != CUDA_SUCCESS)
+		if (retiring(c) || live_cu.cuCtxPushCurrent_v2(c->ctx) != CUDA_SUCCESS)
 			continue;
 		live_clock_calibrate(c);
 		live_cu.cuCtxPopCurrent_v2(&popped);
@@ -624,7 +775,8 @@ static void *snapshot_main(void *arg)
 			break;
 		pthread_mutex_lock(&lock);
 		for (struct live_ctx *c = ctxs; c; c = c->next)
-			snapshot(c, false);
+			if (!retiring(c))
+				snapshot(c, false);
 		since_clock += live.interval_ms;
 		if (since_clock >= CLOCK_EVERY_MS) {
 			refresh_clocks();
@@ -672,9 +824,9 @@ void live_maps_stop_thread(void)
  * that no lane has two consumers.  The GPU never waits for them: a full lane drops and counts
  * (cubpf_abi.h); thread 0 writes DROP records where the drops grew.
  *
- * The contexts' list only grows (a context is never freed while the process runs) and a
- * context's ring buffers are set before it joins the list, so a thread reads the list's head
- * under the lock and walks it without: the drain threads do not serialise on the lock. */
+ * A context's ring buffers are set before it joins the list, and a context leaves it (torn
+ * down) only under ctxs_rw, which each pass holds for reading: the drain threads walk the list
+ * without `lock` and do not serialise on it. */
 
 #define RB_MAX_THREADS 16
 #define RB_LANES_PER_THREAD 33
@@ -688,49 +840,61 @@ static atomic_uint rb_step;    /* lanes are shared modulo this many threads */
 static atomic_int rb_state;    /* 0 none, 1 running, 2 stopping */
 static uint8_t *rb_scratch[RB_MAX_THREADS];
 
-/* The list only grows, at its head, and a context is complete when it is published there. */
+/* A context is complete when it is published at the head (the caller holds ctxs_rw). */
 static struct live_ctx *ctxs_head(void)
 {
 	return __atomic_load_n(&ctxs, __ATOMIC_ACQUIRE);
 }
 
-/* One pass of drain thread k over its lanes of every ring buffer.  Thread 0 (or the caller at
- * finish, k = 0 and step = 1) also writes DROP records where drops grew.  Returns the number
+/* Drain thread k's lanes of context c's ring buffers.  Thread 0 (or the caller at finish or
+ * teardown, k = 0 and step = 1) also writes DROP records where drops grew.  Returns the number
  * of records taken. */
+static uint64_t rb_drain_ctx(struct live_ctx *c, uint32_t k, uint32_t step, uint8_t *scratch,
+			     struct store_trace_local *local)
+{
+	uint64_t taken = 0;
+	for (uint32_t i = 0; i < live.nmaps; i++) {
+		if (!c->host[i])
+			continue;
+		struct live_map *m = &live.maps[i];
+		struct live_rb_trace sink = {
+			live.trace, { .prog = m->obj, .map = m->index,
+				      .device = (uint32_t)c->dev }, local };
+		struct live_rb_taken t = { 0 };
+		uint64_t n = live_rb_drain_runs(c->host[i], k, step, scratch, live_rb_to_trace,
+						&sink, &t);
+		atomic_fetch_add_explicit(&m->records, n, memory_order_relaxed);
+		if (t.bytes) /* tails moved: rb_sync_all copies them to the device */
+			atomic_fetch_add_explicit(&c->rb_moved[i], 1, memory_order_release);
+		taken += n;
+		if (t.damaged)
+			shim_log(SHIM_LOG_DEBUG, "live: ring buffer %s: a damaged record "
+				 "header stopped a lane", m->def.name);
+		if (k != 0)
+			continue;
+		uint64_t drops = live_rb_drops(c->host[i]);
+		if (drops > c->drops_seen[i] && live.trace) {
+			struct store_rec_drop d = {
+				.ts_ns = shim_now_ns(), .source = STORE_DROP_RINGBUF,
+				.prog = m->obj, .map = m->index,
+				.records = drops - c->drops_seen[i] };
+			store_trace_drop(live.trace, &d);
+		}
+		c->drops_seen[i] = drops;
+	}
+	return taken;
+}
+
+/* One pass of drain thread k over every context but those being torn down. */
 static uint64_t rb_drain_pass(uint32_t k, uint32_t step, uint8_t *scratch,
 			      struct store_trace_local *local)
 {
 	uint64_t taken = 0;
-	for (struct live_ctx *c = ctxs_head(); c; c = c->next)
-		for (uint32_t i = 0; i < live.nmaps; i++) {
-			if (!c->host[i])
-				continue;
-			struct live_map *m = &live.maps[i];
-			struct live_rb_trace sink = {
-				live.trace, { .prog = m->obj, .map = m->index,
-					      .device = (uint32_t)c->dev }, local };
-			struct live_rb_taken t = { 0 };
-			uint64_t n = live_rb_drain_runs(c->host[i], k, step, scratch, live_rb_to_trace,
-							&sink, &t);
-			atomic_fetch_add_explicit(&m->records, n, memory_order_relaxed);
-			if (t.bytes) /* tails moved: rb_sync_all copies them to the device */
-				atomic_fetch_add_explicit(&c->rb_moved[i], 1, memory_order_release);
-			taken += n;
-			if (t.damaged)
-				shim_log(SHIM_LOG_DEBUG, "live: ring buffer %s: a damaged record "
-					 "header stopped a lane", m->def.name);
-			if (k != 0)
-				continue;
-			uint64_t drops = live_rb_drops(c->host[i]);
-			if (drops > c->drops_seen[i] && live.trace) {
-				struct store_rec_drop d = {
-					.ts_ns = shim_now_ns(), .source = STORE_DROP_RINGBUF,
-					.prog = m->obj, .map = m->index,
-					.records = drops - c->drops_seen[i] };
-				store_trace_drop(live.trace, &d);
-			}
-			c->drops_seen[i] = drops;
-		}
+	pthread_rwlock_rdlock(&ctxs_rw);
+	for (struct live_ctx *c = ctxs_head(); c; c = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE))
+		if (!retiring(c))
+			taken += rb_drain_ctx(c, k, step, scratch, local);
+	pthread_rwlock_unlock(&ctxs_rw);
 	return taken;
 }
 
@@ -771,7 +935,8 @@ static void rb_sync_all(void)
 		return;
 	for (struct live_ctx *c = ctxs; c; c = c->next) {
 		CUcontext popped;
-		if (!rb_sync_due(c, now) || live_cu.cuCtxPushCurrent_v2(c->ctx) != CUDA_SUCCESS)
+		if (retiring(c) || !rb_sync_due(c, now) ||
+		    live_cu.cuCtxPushCurrent_v2(c->ctx) != CUDA_SUCCESS)
 			continue;
 		CUresult r = live_cu.cuStreamQuery(c->stream);
 		bool tails = false;
@@ -808,10 +973,13 @@ static void rb_sync_all(void)
 static uint32_t rb_threads_wanted(void)
 {
 	uint32_t lanes = 0, max = live.ringbuf_threads;
+	pthread_rwlock_rdlock(&ctxs_rw);
 	for (struct live_ctx *c = ctxs_head(); c; c = c->next)
 		for (uint32_t i = 0; i < live.nmaps; i++)
-			if (c->host[i] && ((struct cubpf_rb_header *)c->host[i])->lanes > lanes)
+			if (c->host[i] && !retiring(c) &&
+			    ((struct cubpf_rb_header *)c->host[i])->lanes > lanes)
 				lanes = ((struct cubpf_rb_header *)c->host[i])->lanes;
+	pthread_rwlock_unlock(&ctxs_rw);
 	uint32_t n = (lanes + RB_LANES_PER_THREAD - 1) / RB_LANES_PER_THREAD;
 	max = max < 1 ? 1 : max > RB_MAX_THREADS ? RB_MAX_THREADS : max;
 	return n < 1 ? 1 : n > max ? max : n;

@@ -38,6 +38,7 @@
 struct sub {
 	const void *image;          /* the substitute handed to the driver (owned) */
 	const void *handle;         /* CUmodule or CUlibrary once loaded */
+	CUcontext ctx;              /* a module's context (a module goes with it) */
 	bool library;
 	CUcontext filled[8];        /* contexts whose pointers are stored (a library: several) */
 	unsigned nfilled;
@@ -59,6 +60,7 @@ struct sub {
 static struct sub *subs;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_uint nsubs;          /* launches skip everything while no library is substituted */
+static atomic_uint gone_gen;       /* bumped when a context goes: the launch hook's cache is stale */
 
 /* The substitute being loaded by this thread, between module_loading and module_loaded. */
 static __thread struct sub *pending;
@@ -1044,6 +1046,7 @@ void live_module_loaded(const struct shim_module_event *ev, void *user)
 	pthread_mutex_lock(&lock);
 	if (live_cu.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx)
 		fill_locked(s, ctx);
+	s->ctx = ctx;
 	s->next = subs;
 	subs = s;
 	pthread_mutex_unlock(&lock);
@@ -1070,6 +1073,37 @@ void live_module_unloaded(shim_module_t module, shim_library_t library, int resu
 			free(s);
 			break;
 		}
+	pthread_mutex_unlock(&lock);
+}
+
+static void sub_free(struct sub *s)
+{
+	free(s->ptx);
+	free(s->manifest);
+	free((void *)s->image);
+	free(s);
+}
+
+void live_module_ctx_gone(CUcontext ctx)
+{
+	if (!ctx)
+		return;
+	pthread_mutex_lock(&lock);
+	for (struct sub **p = &subs; *p;) {
+		struct sub *s = *p;
+		unsigned k = 0;
+		for (unsigned i = 0; i < s->nfilled; i++)
+			if (s->filled[i] != ctx)
+				s->filled[k++] = s->filled[i];
+		s->nfilled = k;
+		if (s->library || s->ctx != ctx) {
+			p = &s->next;
+			continue;
+		}
+		*p = s->next; /* the module went with its context: its handle may come back */
+		sub_free(s);
+	}
+	atomic_fetch_add(&gone_gen, 1);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -1106,6 +1140,7 @@ void live_launching(struct shim_launch_event *ev, void *user)
 	(void)user;
 	static __thread const void *last_lib;
 	static __thread CUcontext last_ctx;
+	static __thread unsigned last_gen;
 	const struct shim_kernel_info *k = ev->kernel;
 	CUcontext ctx = NULL;
 	live_host_launch(ev, false);
@@ -1115,13 +1150,14 @@ void live_launching(struct shim_launch_event *ev, void *user)
 		return;
 	if (live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
 		return;
-	if (k->library == last_lib && ctx == last_ctx) /* this thread filled it already */
+	unsigned g = atomic_load(&gone_gen);
+	if (k->library == last_lib && ctx == last_ctx && g == last_gen) /* filled it already */
 		return;
 	pthread_mutex_lock(&lock);
 	for (struct sub *s = subs; s; s = s->next)
 		if (s->library && s->handle == (const void *)k->library) {
 			if (fill_locked(s, ctx) == 0)
-				last_lib = k->library, last_ctx = ctx;
+				last_lib = k->library, last_ctx = ctx, last_gen = g;
 			break;
 		}
 	pthread_mutex_unlock(&lock);

@@ -297,9 +297,19 @@ static struct span_ctx *sctx_of(CUcontext ctx)
 	struct span_ctx *sc = sctxs;
 	while (sc && sc->ctx != ctx)
 		sc = sc->next;
-	if (!sc && (sc = sctx_new(ctx))) {
-		sc->next = sctxs;
-		sctxs = sc;
+	if (!sc) {
+		/* The first launch in a context may be captured into a graph: the reference round
+		 * (an event query) must not be an "unsafe" call that invalidates the application's
+		 * capture (issue 16: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED at that launch). */
+		CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+		bool relaxed = ev_cu.capture_mode && ev_cu.capture_mode(&mode) == CUDA_SUCCESS;
+		sc = sctx_new(ctx);
+		if (relaxed)
+			ev_cu.capture_mode(&mode);
+		if (sc) {
+			sc->next = sctxs;
+			sctxs = sc;
+		}
 	}
 	pthread_mutex_unlock(&list_lock);
 	if (sc)

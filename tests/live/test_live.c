@@ -219,6 +219,159 @@ static void test_maps_are_read_before_context_teardown(void **state)
 	assert_null(strstr(child_err, "reading the maps of context"));
 }
 
+/* Issue 16: contexts created (cuCtxCreate with parameters) and destroyed in a loop, a module, a
+ * launch and map writes in each, while the trace's snapshot thread runs.  Nothing of cubpf's may
+ * touch a destroyed context afterwards (the fake driver aborts there, where the real driver
+ * crashed in the exit report), each new context gets maps of its own even when the driver hands
+ * a destroyed context's handle out again, and each context's maps are reported. */
+static int child_ctx_cycles(void)
+{
+	typedef int (*create_fn)(void **, void *, unsigned, int);
+	if (open_both())
+		return 1;
+	create_fn create = (create_fn)dlsym(shim, "cuCtxCreate_v4");
+	int (*destroy)(void *) = (int (*)(void *))dlsym(shim, "cuCtxDestroy_v2");
+	bool ring = getenv("CYCLES_RING") != NULL;
+	for (int i = 0; i < 4; i++) {
+		void *ctx = NULL, *mod = NULL, *f = NULL;
+		char params[64] = { 0 }; /* a CUctxCreateParams: nothing asked for */
+		if (create(&ctx, params, 0, 0) != 0)
+			return child_fail("cuCtxCreate");
+		if (load(&mod, live_ptx) != 0 || instrumented(mod, "FAKECUBIN"))
+			return 1;
+		if (ring) { /* a record in the ring buffer; its lanes go with the context */
+			void *rb = ((void *(*)(void))dlsym(fake, "fake_last_host_alloc"))();
+			uint64_t rec[2] = { 0xabc0 + (uint64_t)i, (uint64_t)i };
+			if (!rb || live_rb_produce(rb, (uint32_t)i, rec, sizeof(rec)) != 0)
+				return child_fail("cycle %d: produce", i);
+		}
+		uint64_t *entries = (uint64_t *)(uintptr_t)global(mod, "__cubpf_map_0");
+		if (!ring && !entries)
+			return child_fail("cycle %d: no map pointer", i);
+		if (!ring && entries[1] != 0)
+			return child_fail("cycle %d: the module got the maps of a destroyed context "
+					  "(%llu)", i, (unsigned long long)entries[1]);
+		if (!ring)
+			entries[1] = 10 + (uint64_t)i;
+		if (((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0 ||
+		    ((launch_fn)dlsym(shim, "cuLaunchKernel"))(f, 1, 1, 1, 32, 1, 1, 256, NULL, NULL,
+							    NULL) != 0)
+			return child_fail("cycle %d: launch", i);
+		if (destroy(ctx) != 0)
+			return child_fail("cuCtxDestroy");
+		usleep(30 * 1000); /* the snapshot thread (every 10 ms) comes round */
+	}
+	fprintf(stderr, "child: %u context handles came back\n",
+		((unsigned (*)(void))dlsym(fake, "fake_ctx_reused"))());
+	return 0;
+}
+
+/* A library used in a context that is destroyed, then in a new context with the same handle:
+ * the new context's maps are stored in the library before the launch there. */
+static int child_library_ctx_cycles(void)
+{
+	typedef int (*create_fn)(void **, void *, unsigned, int);
+	void *lib = NULL, *kern = NULL, *ctx = NULL, *ctx2 = NULL;
+	char params[64] = { 0 };
+	if (open_both())
+		return 1;
+	create_fn create = (create_fn)dlsym(shim, "cuCtxCreate_v4");
+	int (*destroy)(void *) = (int (*)(void *))dlsym(shim, "cuCtxDestroy_v2");
+	launch_fn launch = (launch_fn)dlsym(shim, "cuLaunchKernel");
+	if (create(&ctx, params, 0, 0) != 0 ||
+	    ((libload_fn)dlsym(shim, "cuLibraryLoadData"))(&lib, live_ptx, NULL, NULL, 0, NULL,
+							   NULL, 0) != 0 ||
+	    ((getkernel_fn)dlsym(shim, "cuLibraryGetKernel"))(&kern, lib, "live_k") != 0 ||
+	    launch(kern, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL) != 0)
+		return child_fail("first context: load, kernel or launch");
+	uint64_t first = global(lib, "__cubpf_map_0");
+	if (!first || destroy(ctx) != 0 || create(&ctx2, params, 0, 0) != 0)
+		return child_fail("first context: no map pointer, or destroy/create failed");
+	if (ctx2 != ctx)
+		return child_fail("the fake did not hand the handle out again");
+	if (launch(kern, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL) != 0)
+		return child_fail("launch in the second context");
+	uint64_t second = global(lib, "__cubpf_map_0");
+	if (!second || second == first)
+		return child_fail("the library still points at the destroyed context's maps");
+	return destroy(ctx2);
+}
+
+/* The primary context released to zero and retained again (the same handle comes back): the
+ * new context gets fresh maps. */
+static int child_primary_cycles(void)
+{
+	int (*retain)(void **, int) = NULL, (*release)(int) = NULL;
+	if (open_both())
+		return 1;
+	retain = (int (*)(void **, int))dlsym(shim, "cuDevicePrimaryCtxRetain");
+	release = (int (*)(int))dlsym(shim, "cuDevicePrimaryCtxRelease_v2");
+	for (int i = 0; i < 3; i++) {
+		void *ctx = NULL, *mod = NULL;
+		if (retain(&ctx, 0) != 0 || load(&mod, live_ptx) != 0)
+			return child_fail("cycle %d: retain or load", i);
+		uint64_t *entries = (uint64_t *)(uintptr_t)global(mod, "__cubpf_map_0");
+		if (!entries || entries[1] != 0)
+			return child_fail("cycle %d: maps %p of a released context", i, (void *)entries);
+		entries[1] = 20 + (uint64_t)i;
+		/* the first time, the fake's implicit reference is released too: the first release
+		 * leaves the context alive (its maps stay), the second is the last */
+		if (release(0) != 0 || (i == 0 && release(0) != 0))
+			return child_fail("cycle %d: release", i);
+	}
+	return 0;
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+static void test_destroyed_contexts_are_forgotten(void **state)
+{
+	(void)state;
+	unlink(trace_path);
+	struct child_env env = { { "CUBPF_DUMP_MAPS", "CUBPF_TRACE", "CUBPF_INTERVAL_MS" },
+				 { "1", trace_path, "10" } };
+	assert_int_equal(run_child(&env, child_ctx_cycles), 0);
+	assert_int_equal(count_of(child_err, "maps on device 0"), 4);
+	for (int i = 0; i < 4; i++) {
+		char line[64];
+		snprintf(line, sizeof(line), "cubpf: map entries[1] = %d (device 0)", 10 + i);
+		assert_non_null(strstr(child_err, line));
+	}
+	assert_null(strstr(child_err, "fake driver:"));
+	assert_non_null(strstr(child_err, "live: 4 modules instrumented (4 kernels)"));
+	assert_non_null(strstr(child_err, "device bytes in 4 contexts"));
+	unlink(trace_path);
+	assert_non_null(strstr(child_err, "child: 3 context handles came back"));
+	struct child_env prim = { { "CUBPF_DUMP_MAPS" }, { "1" } };
+	assert_int_equal(run_child(&prim, child_primary_cycles), 0);
+	assert_int_equal(count_of(child_err, "maps on device 0"), 3);
+	assert_non_null(strstr(child_err, "cubpf: map entries[1] = 22 (device 0)"));
+	assert_int_equal(run_child(NULL, child_library_ctx_cycles), 0);
+	/* ring buffers: the drain leaves a context being destroyed alone (its pinned lanes go
+	 * with it: ASan would see the drain read freed memory) after taking what it holds */
+	unlink(trace_path);
+	struct child_env ring = { { "CUBPF_PROGRAMS", "CUBPF_TRACE", "CUBPF_RINGBUF_MB",
+				    "CYCLES_RING" }, { ring_probe, trace_path, "4", "1" } };
+	assert_int_equal(run_child(&ring, child_ctx_cycles), 0);
+	assert_null(strstr(child_err, "fake driver:"));
+	char err[STORE_ERRLEN];
+	struct store_trace_reader *r = store_trace_open(trace_path, err, sizeof(err));
+	assert_non_null(r);
+	struct store_trace_record rec;
+	int probes = 0;
+	while (store_trace_next(r, &rec) == 1)
+		probes += rec.type == STORE_REC_PROBE;
+	store_trace_close_reader(r);
+	assert_int_equal(probes, 4); /* one per context, each taken before its context went */
+	unlink(trace_path);
+}
+
 /* Host probes: uprobe/uretprobe on launches (arguments, result) and on a copy (bytes). */
 static int child_host(void)
 {
@@ -2067,6 +2220,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_module_is_instrumented_and_maps_reported),
 		cmocka_unit_test(test_maps_are_read_before_context_teardown),
+		cmocka_unit_test(test_destroyed_contexts_are_forgotten),
 		cmocka_unit_test(test_library_without_context_is_filled_at_launch),
 		cmocka_unit_test(test_host_probes_run_on_driver_calls),
 		cmocka_unit_test(test_host_and_gpu_programs_share_a_map),

@@ -7,6 +7,7 @@
  * succeed), so that the shim's bookkeeping can be watched.  Linked -Bsymbolic: its references
  * to its own functions must not land in the shim, which exports the same names.
  */
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@ FAKE_EXPORT int fake_result(const char *name)
 	static const char *const live_ok[] = { "cuCtxSynchronize", "cuCtxPushCurrent_v2",
 					       "cuStreamSynchronize", "cuStreamQuery",
 					       "cuDevicePrimaryCtxReset_v2",
+					       "cuDevicePrimaryCtxRelease_v2",
 					       "cuStreamDestroy_v2", NULL };
 	static const char *const live_invalid[] = {
 		"cuCtxGetCurrent", "cuCtxGetDevice", "cuCtxPopCurrent_v2", "cuDeviceGetAttribute",
@@ -401,12 +403,88 @@ FAKE_EXPORT int cuLibraryGetGlobal(uint64_t *dptr, size_t *bytes, void *lib, con
 	return get_global(dptr, bytes, lib, name);
 }
 
+/* ---- contexts ----------------------------------------------------------------------------------
+ * The implicit context fake_ctx (0xC7C000 unless a test sets another) stands for device 0's
+ * primary context: one reference held from the start, gone after a reset or its last release.
+ * cuCtxCreate makes records (current on return); cuCtxDestroy kills them, and the next
+ * cuCtxCreate hands the last killed one out again, as a driver reuses its handles (the same
+ * with or without ASan's quarantine).  Using a destroyed context aborts with a message, where
+ * the real driver crashed (issue 16).  fake_ctx_reused() counts the handles that came back. */
+#define FAKE_CTX_MAGIC 0xC0DEC7C7u
+struct fake_context {
+	unsigned magic;
+	void *prev;                 /* the current context before it was made */
+};
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *dead_ctx[4096];
+static unsigned ndead, nreused;
+FAKE_EXPORT unsigned fake_ctx_reused(void) { return nreused; }
+static __thread void *ctx_stack[8];
+static __thread int ctx_depth;
+
+/* After a primary context reset (or its last release) the context is gone: pushing it fails. */
+static int ctx_dead;
+static int primary_refs = 1;
+
+static void ctx_check(const char *api, void *ctx)
+{
+	pthread_mutex_lock(&ctx_lock);
+	for (unsigned i = 0; i < ndead; i++)
+		if (dead_ctx[i] == ctx) {
+			fprintf(stderr, "fake driver: %s on destroyed context %p\n", api, ctx);
+			abort();
+		}
+	pthread_mutex_unlock(&ctx_lock);
+}
+
+FAKE_EXPORT int cuCtxCreate_v4(void **pctx, void *params, unsigned flags, int dev)
+{
+	(void)params, (void)flags, (void)dev;
+	FAKE_HIT(cuCtxCreate_v4);
+	if (!pctx)
+		return FAKE_BASE + FAKE_IDX_cuCtxCreate_v4;
+	struct fake_context *c = NULL;
+	pthread_mutex_lock(&ctx_lock);
+	if (ndead) /* the last handle destroyed comes back */
+		c = dead_ctx[--ndead], nreused++;
+	pthread_mutex_unlock(&ctx_lock);
+	if (!c && !(c = malloc(sizeof(*c))))
+		return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+	c->magic = FAKE_CTX_MAGIC;
+	c->prev = fake_ctx;
+	fake_ctx = c;
+	*pctx = c;
+	return 0;
+}
+
+static void host_free_of(void *ctx);
+
+FAKE_EXPORT int cuCtxDestroy_v2(void *ctx)
+{
+	FAKE_HIT(cuCtxDestroy_v2);
+	if (!ctx)
+		return FAKE_BASE + FAKE_IDX_cuCtxDestroy_v2;
+	ctx_check("cuCtxDestroy", ctx);
+	struct fake_context *c = ctx;
+	if (c->magic != FAKE_CTX_MAGIC)
+		return 201;
+	if (fake_ctx == ctx)
+		fake_ctx = c->prev;
+	host_free_of(ctx); /* pinned memory goes with its context, as in a driver */
+	pthread_mutex_lock(&ctx_lock);
+	if (ndead < sizeof(dead_ctx) / sizeof(dead_ctx[0]))
+		dead_ctx[ndead++] = ctx; /* kept for reuse (never freed: a test process is short) */
+	pthread_mutex_unlock(&ctx_lock);
+	c->magic = 0;
+	return 0;
+}
+
 FAKE_EXPORT int cuCtxGetCurrent(void **ctx)
 {
 	FAKE_HIT(cuCtxGetCurrent);
 	if (!ctx)
 		return 1;
-	*ctx = fake_ctx;
+	*ctx = ctx_depth ? ctx_stack[ctx_depth - 1] : fake_ctx;
 	return 0;
 }
 
@@ -425,21 +503,59 @@ FAKE_EXPORT int cuCtxSynchronize(void)
 	return 0;
 }
 
-/* After a primary context reset the context is gone: pushing it fails. */
-static int ctx_dead;
-
 FAKE_EXPORT int cuDevicePrimaryCtxReset_v2(int dev)
 {
 	(void)dev;
 	FAKE_HIT(cuDevicePrimaryCtxReset_v2);
 	ctx_dead = 1;
+	primary_refs = 0;
+	return 0;
+}
+
+FAKE_EXPORT int cuDevicePrimaryCtxGetState(int dev, unsigned *flags, int *active)
+{
+	(void)dev;
+	FAKE_HIT(cuDevicePrimaryCtxGetState);
+	if (!flags || !active)
+		return FAKE_BASE + FAKE_IDX_cuDevicePrimaryCtxGetState;
+	*flags = 0;
+	*active = !ctx_dead;
+	return 0;
+}
+
+FAKE_EXPORT int cuDevicePrimaryCtxRetain(void **pctx, int dev)
+{
+	(void)dev;
+	FAKE_HIT(cuDevicePrimaryCtxRetain);
+	if (!pctx)
+		return FAKE_BASE + FAKE_IDX_cuDevicePrimaryCtxRetain;
+	if (ctx_dead)
+		ctx_dead = 0, primary_refs = 0;
+	primary_refs++;
+	*pctx = (void *)0xC7C000;
+	return 0;
+}
+
+FAKE_EXPORT int cuDevicePrimaryCtxRelease_v2(int dev)
+{
+	(void)dev;
+	FAKE_HIT(cuDevicePrimaryCtxRelease_v2);
+	if (primary_refs <= 0)
+		return 201; /* CUDA_ERROR_INVALID_CONTEXT */
+	if (--primary_refs == 0)
+		ctx_dead = 1;
 	return 0;
 }
 
 FAKE_EXPORT int cuCtxPushCurrent_v2(void *ctx)
 {
 	FAKE_HIT(cuCtxPushCurrent_v2);
-	return ctx && ctx_dead ? 201 : 0; /* CUDA_ERROR_INVALID_CONTEXT */
+	ctx_check("cuCtxPushCurrent", ctx);
+	if (ctx && ctx_dead && ctx == (void *)0xC7C000)
+		return 201; /* CUDA_ERROR_INVALID_CONTEXT */
+	if (ctx && ctx_depth < 8)
+		ctx_stack[ctx_depth++] = ctx;
+	return 0;
 }
 
 FAKE_EXPORT int cuCtxPopCurrent_v2(void **ctx)
@@ -447,7 +563,7 @@ FAKE_EXPORT int cuCtxPopCurrent_v2(void **ctx)
 	FAKE_HIT(cuCtxPopCurrent_v2);
 	if (!ctx)
 		return 1;
-	*ctx = fake_ctx;
+	*ctx = ctx_depth ? ctx_stack[--ctx_depth] : fake_ctx;
 	return 0;
 }
 
@@ -756,6 +872,19 @@ FAKE_EXPORT int cuGetErrorName(int e, const char **s)
 static void *last_host_alloc;
 FAKE_EXPORT void *fake_last_host_alloc(void) { return last_host_alloc; }
 
+/* Pinned allocations and the context current when they were made. */
+static struct { void *p, *ctx; } host_allocs[256];
+
+static void host_free_of(void *ctx)
+{
+	for (int i = 0; i < 256; i++)
+		if (host_allocs[i].p && host_allocs[i].ctx == ctx) {
+			disown(host_allocs[i].p);
+			free(host_allocs[i].p);
+			host_allocs[i].p = NULL;
+		}
+}
+
 FAKE_EXPORT int cuMemHostAlloc(void **p, size_t n, unsigned flags)
 {
 	(void)flags;
@@ -767,6 +896,12 @@ FAKE_EXPORT int cuMemHostAlloc(void **p, size_t n, unsigned flags)
 		return 2;
 	own(*p, n);
 	last_host_alloc = *p;
+	for (int i = 0; i < 256; i++)
+		if (!host_allocs[i].p) {
+			host_allocs[i].p = *p;
+			host_allocs[i].ctx = ctx_depth ? ctx_stack[ctx_depth - 1] : fake_ctx;
+			break;
+		}
 	return 0;
 }
 
@@ -785,6 +920,9 @@ FAKE_EXPORT int cuMemFreeHost(void *p)
 	FAKE_HIT(cuMemFreeHost);
 	if (!p)
 		return 1;
+	for (int i = 0; i < 256; i++)
+		if (host_allocs[i].p == p)
+			host_allocs[i].p = NULL;
 	disown(p);
 	free(p);
 	return 0;

@@ -37,3 +37,22 @@ $(SHIM_FIX)/app.cubin: tests/cuda/shim_app.cu
 	$(NVCC) -cubin -arch=sm_90 -o $@ $<
 $(BUILD)/tests/test_shim: | $(SHIM_FIX)/app.fatbin $(SHIM_FIX)/app.cubin
 $(call objs,tests/shim/test_shim.c): CFLAGS += -DSHIM_TEST_FIXTURES='"$(abspath $(FIXTURES))"'
+
+# Driver-API torture programs of tests/gpu/t_torture.sh (issue 16), built here with nvcc: the
+# program, its kernels as a fatbin (SASS + PTX for sm_90) next to it, and a preloadable SIGSEGV
+# reporter (backtrace to stderr, then the default action) for crashes on the GPU machine.
+ifneq ($(SAN),1)
+ifneq ($(wildcard $(NVCC)),)
+$(BUILD)/gpu/torture_kernels.fatbin: tests/cuda/torture_kernels.cu
+	@mkdir -p $(@D)
+	$(NVCC) -fatbin -gencode arch=compute_90,code=[sm_90,compute_90] -o $@ $<
+$(BUILD)/gpu/torture_drv: tests/cuda/torture_drv.cu | $(BUILD)/gpu/torture_kernels.fatbin
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -arch=sm_90 -cudart static -o $@ $< -lcuda -lpthread
+BINS += $(BUILD)/gpu/torture_drv $(BUILD)/gpu/torture_kernels.fatbin
+endif
+endif
+$(BUILD)/gpu/segv_trace.so: tests/gpu/segv_trace.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -g -fPIC -shared -o $@ $<
+BINS += $(BUILD)/gpu/segv_trace.so
