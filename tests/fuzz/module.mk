@@ -15,6 +15,7 @@ $(eval $(call fuzz_rule,fuzz_cubin_ptx,$(CUBIN_SRCS)))
 $(eval $(call fuzz_rule,fuzz_store_trace,store/trace_read.c))
 $(eval $(call fuzz_rule,fuzz_vm_object,$(VM_SRCS) $(CUBIN_SRCS)))
 $(eval $(call fuzz_rule,fuzz_vm_verify,$(VM_SRCS) $(CUBIN_SRCS)))
+$(eval $(call fuzz_rule,fuzz_shim_load,shim/live_guard.c $(VM_SRCS) $(CUBIN_SRCS)))
 
 # The verifier's soundness fuzzer (tests/fuzz/sound.c): a plain program (no libFuzzer), built
 # with ASan+UBSan, that generates eBPF programs, verifies them and runs the accepted ones twice
