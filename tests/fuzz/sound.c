@@ -176,7 +176,8 @@ static uint64_t probe_read_nothing(void *env, uint64_t dst, uint64_t size, uint6
 				   uint64_t d, uint64_t e)
 {
 	(void)env, (void)src, (void)d, (void)e;
-	memset((void *)(uintptr_t)dst, 0, (size_t)size);
+	if (size) /* (a NULL destination goes with size 0) */
+		memset((void *)(uintptr_t)dst, 0, (size_t)size);
 	return (uint64_t)-14; /* -EFAULT */
 }
 
