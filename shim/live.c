@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "shim/live.h"
+#include "shim/live_guard.h"
 
 struct live_state live;
 struct live_driver live_cu;
@@ -335,9 +336,10 @@ static int add_maps(const struct vm_object *o, uint32_t obj)
 	return 0;
 }
 
-/* Verifies the GPU programs of an object and adds those accepted; a rejected program is skipped
- * with one warning carrying the verifier's reason. */
-static int add_progs(const struct vm_object *o, uint32_t map_base)
+/* Adds the GPU and host programs of an object the verifier accepted (verdicts: live_guard.c);
+ * a rejected program is skipped with one warning carrying the verifier's reason. */
+static int add_progs(const struct vm_object *o, const struct live_verdict *verdicts,
+		     uint32_t map_base)
 {
 	struct ptx_prog *p = realloc(live.progs, sizeof(*p) * (live.nprogs + o->prog_cnt + 1));
 	if (!p)
@@ -348,10 +350,9 @@ static int add_progs(const struct vm_object *o, uint32_t map_base)
 		bool host = vp->kind == VM_PROG_UPROBE || vp->kind == VM_PROG_URETPROBE;
 		if (!vm_kind_is_gpu(vp->kind) && !host)
 			continue;
-		struct vm_verify_info info;
-		if (vm_verify(o, i, NULL, &info, NULL, 0) != 0) {
+		if (!verdicts[i].ok) {
 			shim_log(SHIM_LOG_WARN, "live: %s: program %s rejected by the verifier, "
-				 "skipped: %s", o->name, vp->name, info.reason);
+				 "skipped: %s", o->name, vp->name, verdicts[i].reason);
 			continue;
 		}
 		if (host) {
@@ -400,14 +401,35 @@ static void mark_shared(const struct vm_object *o, uint32_t base)
 	}
 }
 
-static int add_object(const char *path)
+/* Loads and verifies one object behind live_guard's process boundary (CUBPF_VERIFY_FORK=0:
+ * in this process; CUBPF_VERIFY_TIMEOUT_MS, default 10000).  An object that cannot be read,
+ * is damaged, or crashes or outlasts the checker is left out with one warning; the other
+ * objects run.  Returns 0 (the verdicts in *verdicts), or 1 when the object is left out. */
+static int guarded_load(const char *path, struct vm_object **o, struct live_verdict **verdicts)
 {
 	char err[VM_ERRLEN];
+	size_t size = 0;
+	uint8_t *data = live_guard_read_file(path, &size, err, sizeof(err));
+	const char *fork_env = getenv("CUBPF_VERIFY_FORK");
+	const char *tmo = getenv("CUBPF_VERIFY_TIMEOUT_MS");
+	struct live_guard_opts opts = {
+		.fork = !fork_env || strcmp(fork_env, "0") != 0,
+		.timeout_ms = tmo && *tmo ? (uint32_t)strtoul(tmo, NULL, 10) : 10000,
+	};
+	int rc = data ? live_guard_load(data, size, path, &opts, o, verdicts, err, sizeof(err)) : -1;
+	free(data);
+	if (rc != 0)
+		shim_log(SHIM_LOG_WARN, "live: %s: probe object refused, the application runs without "
+			 "it: %s", path, err);
+	return rc != 0;
+}
+
+static int add_object(const char *path)
+{
 	struct vm_object *o;
-	if (vm_object_load_file(path, &o, err, sizeof(err)) != 0) {
-		shim_log(SHIM_LOG_WARN, "live: %s: cannot load the probe object: %s", path, err);
+	struct live_verdict *verdicts;
+	if (guarded_load(path, &o, &verdicts) != 0)
 		return 0;
-	}
 	struct vm_object **objs = realloc(live.objs, sizeof(*objs) * (live.nobjs + 1));
 	char **paths = realloc(live.paths, sizeof(*paths) * (live.nobjs + 1));
 	if (objs)
@@ -415,7 +437,9 @@ static int add_object(const char *path)
 	if (paths)
 		live.paths = paths;
 	uint32_t base = live.nmaps;
-	if (!objs || !paths || add_maps(o, live.nobjs) != 0 || add_progs(o, base) != 0) {
+	int rc = !objs || !paths || add_maps(o, live.nobjs) != 0 || add_progs(o, verdicts, base) != 0;
+	free(verdicts);
+	if (rc) {
 		vm_object_free(o);
 		return -1;
 	}

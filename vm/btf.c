@@ -112,31 +112,44 @@ uint32_t vm_btf_skip_mods(const struct vm_btf *btf, uint32_t id)
 	return 0;
 }
 
+/* Size of a type: arrays multiply their element's size, found by walking the element chain
+ * (not recursing: a damaged or hostile .BTF may make an array its own element, directly or
+ * through typedefs and qualifiers).  The walk is bounded, and so is every product, so that any
+ * cycle or absurd nesting ends in -1 rather than a stack overflow or an overflowed size. */
 int64_t vm_btf_size(const struct vm_btf *btf, uint32_t id)
 {
 	struct btf_type t;
 	const uint8_t *extra;
+	uint64_t mult = 1;
 	for (int depth = 0; depth < 32; depth++) {
 		id = vm_btf_skip_mods(btf, id);
 		if (!vm_btf_type(btf, id, &t, &extra))
 			return -1;
+		uint64_t size;
 		switch (BTF_INFO_KIND(t.info)) {
 		case BTF_KIND_INT: case BTF_KIND_STRUCT: case BTF_KIND_UNION: case BTF_KIND_ENUM:
 		case BTF_KIND_ENUM64: case BTF_KIND_FLOAT: case BTF_KIND_DATASEC:
-			return t.size;
+			size = t.size;
+			break;
 		case BTF_KIND_PTR:
-			return 8;
+			size = 8;
+			break;
 		case BTF_KIND_ARRAY: {
 			struct btf_array a;
 			memcpy(&a, extra, sizeof(a));
-			int64_t el = vm_btf_size(btf, a.type);
-			return el < 0 || a.nelems > (1u << 30) ? -1 : el * a.nelems;
+			if (a.nelems > (1u << 30) || (a.nelems && mult > (UINT64_C(1) << 32) / a.nelems))
+				return -1;
+			mult *= a.nelems;
+			id = a.type;
+			continue;
 		}
 		default:
 			return -1;
 		}
+		/* both factors are at most 2^32: the product fits; sizes past 2^32 are refused */
+		return mult * size > UINT32_MAX ? -1 : (int64_t)(mult * size);
 	}
-	return -1;
+	return -1; /* a cycle, or nesting deeper than any real type */
 }
 
 /* __uint(name, N) is `int (*name)[N]`: a pointer to an array of N elements. */
@@ -198,8 +211,8 @@ static int map_member(const struct vm_btf *btf, const struct btf_member *m, stru
 		return -1;
 	}
 	if (!ok) {
-		vm_errf(err, errlen, "map '%s': member '%s' is malformed in BTF", d->name,
-			name ? name : "?");
+		vm_errf(err, errlen, "map '%s': member '%s' is malformed in BTF (a damaged type, a "
+			"type that contains itself, or a size past 4 GiB)", d->name, name ? name : "?");
 		return -1;
 	}
 	return 0;

@@ -15,3 +15,21 @@ $(eval $(call fuzz_rule,fuzz_cubin_ptx,$(CUBIN_SRCS)))
 $(eval $(call fuzz_rule,fuzz_store_trace,store/trace_read.c))
 $(eval $(call fuzz_rule,fuzz_vm_object,$(VM_SRCS) $(CUBIN_SRCS)))
 $(eval $(call fuzz_rule,fuzz_vm_verify,$(VM_SRCS) $(CUBIN_SRCS)))
+$(eval $(call fuzz_rule,fuzz_shim_load,shim/live_guard.c $(VM_SRCS) $(CUBIN_SRCS)))
+
+# The verifier's soundness fuzzer (tests/fuzz/sound.c): a plain program (no libFuzzer), built
+# with ASan+UBSan, that generates eBPF programs, verifies them and runs the accepted ones twice
+# on the checked interpreter.  `make fuzz` builds it; `make fuzz-sound` runs it for
+# SOUND_SECONDS (600, seed SOUND_SEED or the time; violating programs land in
+# $(BUILD)/sound-found); `make fuzz-smoke` (in `make test`) runs a fixed seed and count.
+SOUND_BIN := $(FUZZ_BUILD)/sound
+$(SOUND_BIN): tests/fuzz/sound.c tests/fuzz/sound_gen.c tests/fuzz/sound.h $(VM_SRCS) $(CUBIN_SRCS) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CLANG) $(filter-out -fsanitize=fuzzer%,$(FUZZ_CFLAGS)) -fsanitize=address,undefined \
+	  -o $@ $(filter %.c,$^) $(DEP_LIBS)
+FUZZ_BINS += $(SOUND_BIN)
+
+SOUND_SECONDS ?= 600
+.PHONY: fuzz-sound
+fuzz-sound: $(SOUND_BIN)
+	$(SOUND_BIN) -s $${SOUND_SEED:-$$(date +%s)} -t $(SOUND_SECONDS) -o $(BUILD)/sound-found

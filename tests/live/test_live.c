@@ -844,6 +844,68 @@ static void test_rejected_program_is_skipped_with_the_reason(void **state)
 	assert_non_null(strstr(child_err, "instrumented 1 of 1 kernels (live_k; 0 entry, 1 exit"));
 }
 
+/* A damaged probe object (a .BTF array that is its own element: issue 14, class 8) next to a good
+ * one: the damaged one is refused with one warning, the good one instruments the module. */
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+static void test_damaged_object_is_refused_others_run(void **state)
+{
+	(void)state;
+	char list[8192];
+	snprintf(list, sizeof(list), "tests/fuzz/corpus/fuzz_vm_object/btf_array_self.elf:%s",
+		 probe_path);
+	struct child_env env = { { "CUBPF_PROGRAMS" }, { list } };
+	assert_int_equal(run_child(&env, child_rejected), 0);
+	assert_int_equal(count(child_err, "probe object refused, the application runs without it"),
+			 1);
+	assert_non_null(strstr(child_err, "btf_array_self.elf: probe object refused, the "
+				       "application runs without it: map 'kstats': member"));
+	assert_non_null(strstr(child_err, "live: 1 probe objects"));
+}
+
+/* The checker crashes or hangs (as a loader or verifier bug would make it): the application
+ * goes on unprobed, with one warning; the original module is loaded. */
+static void test_checker_crash_leaves_the_application_unprobed(void **state)
+{
+	(void)state;
+	struct child_env env = { { "CUBPF_VERIFY_TEST_FAULT" }, { "crash" } };
+	assert_int_equal(run_child(&env, child_untouched), 0);
+	assert_int_equal(count(child_err, "probe object refused"), 1);
+	assert_non_null(strstr(child_err, "crashed cubpf's checker (signal 11)"));
+	assert_null(strstr(child_err, "live: 1 probe objects"));
+}
+
+static void test_checker_hang_is_cut_short(void **state)
+{
+	(void)state;
+	struct child_env env = { { "CUBPF_VERIFY_TEST_FAULT", "CUBPF_VERIFY_TIMEOUT_MS" },
+				 { "hang", "300" } };
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(run_child(&env, child_untouched), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_int_equal(count(child_err, "probe object refused"), 1);
+	assert_non_null(strstr(child_err, "took longer than 300 ms (killed"));
+	assert_true(t1.tv_sec - t0.tv_sec < 10);
+}
+
+/* In-process verification (CUBPF_VERIFY_FORK=0) gives the same verdicts. */
+static void test_in_process_verification_gives_the_same_verdicts(void **state)
+{
+	(void)state;
+	struct child_env env = { { "CUBPF_PROGRAMS", "CUBPF_VERIFY_FORK" }, { bad_probe, "0" } };
+	assert_int_equal(run_child(&env, child_rejected), 0);
+	assert_non_null(strstr(child_err, "live: bad.bpf.o: program unchecked rejected by the "
+				       "verifier, skipped: "));
+	assert_null(strstr(child_err, "program checked rejected"));
+}
+
 static void test_disabled_substitutes_nothing(void **state)
 {
 	(void)state;
@@ -2234,6 +2296,10 @@ int main(void)
 		cmocka_unit_test(test_map_over_the_cap_is_refused),
 		cmocka_unit_test(test_disabled_substitutes_nothing),
 		cmocka_unit_test(test_rejected_program_is_skipped_with_the_reason),
+		cmocka_unit_test(test_damaged_object_is_refused_others_run),
+		cmocka_unit_test(test_checker_crash_leaves_the_application_unprobed),
+		cmocka_unit_test(test_checker_hang_is_cut_short),
+		cmocka_unit_test(test_in_process_verification_gives_the_same_verdicts),
 		cmocka_unit_test(test_cubin_kernels_are_listed_as_not_instrumentable),
 		cmocka_unit_test(test_file_loads_are_instrumented),
 		cmocka_unit_test(test_instrumented_kernels_keep_their_block_size),

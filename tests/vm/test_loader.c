@@ -164,6 +164,29 @@ static void test_wrong_machine_and_garbage(void **state)
 	assert_non_null(strstr(err, "No such file"));
 }
 
+/* .BTF type graphs with cycles (an array its own element, typedef rings, pointers to
+ * themselves) and nested arrays whose size overflows: the seeds tests/fuzz/btf_cycles.py wrote.
+ * Each is refused with a message naming BTF; none recurses without end (issue 14, class 8). */
+static void test_btf_cycles(void **state)
+{
+	(void)state;
+	static const char *const seeds[] = {"btf_array_self", "btf_array_typedef_cycle",
+					    "btf_typedef_self", "btf_typedef_ring",
+					    "btf_array_overflow", "btf_ptr_self"};
+	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+		char path[256], err[VM_ERRLEN];
+		size_t size;
+		snprintf(path, sizeof(path), "tests/fuzz/corpus/fuzz_vm_object/%s.elf", seeds[i]);
+		uint8_t *buf = test_read_file(path, &size);
+		if (!buf)
+			fail_msg("cannot read %s", path);
+		assert_int_equal(load(buf, size, err, sizeof(err)), -1);
+		if (!strstr(err, "BTF"))
+			fail_msg("%s: %s", seeds[i], err);
+		free(buf);
+	}
+}
+
 /* Random byte flips: anything may happen except a crash (ASan/UBSan watch in the SAN build). */
 static void test_random_corruption(void **state)
 {
@@ -197,6 +220,7 @@ size_t loader_tests(struct CMUnitTest *out, size_t cap)
 		cmocka_unit_test(test_missing_btf),
 		cmocka_unit_test(test_broken_btf),
 		cmocka_unit_test(test_wrong_machine_and_garbage),
+		cmocka_unit_test(test_btf_cycles),
 		cmocka_unit_test(test_random_corruption),
 	};
 	size_t n = sizeof(t) / sizeof(t[0]);
