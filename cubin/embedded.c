@@ -333,8 +333,11 @@ int cubin_embedded_ptx_matches(const void *cubin, size_t size, const char *ptx, 
 	}
 	int rc = compare_lists(&ke, &kp, why, whylen);
 	/* The PTX may target a lower arch than the cubin (ptxas -arch sm_90 on .target sm_80
-	 * PTX), never a higher one, nor an 'a'/'f' one other than the cubin's. */
-	if (rc == 0 && (kp.sm > ke.sm || (kp.suffix && (kp.suffix != ke.suffix || kp.sm != ke.sm))))
+	 * PTX), never a higher one, nor an 'a'/'f' one of another arch.  A cubin's ELF header
+	 * often does not say 'a' (ptxas -arch sm_90a writes the flags of sm_90, as Triton's and
+	 * XLA's sm_90a cubins show), so an unmarked cubin takes its own arch's 'a'/'f' PTX. */
+	int other_variant = kp.suffix && (kp.sm != ke.sm || (ke.suffix && kp.suffix != ke.suffix));
+	if (rc == 0 && (kp.sm > ke.sm || other_variant))
 		rc = 1, snprintf(why, whylen, "the PTX targets %s, the cubin sm_%u%.1s", kp.target,
 				 ke.sm, ke.suffix ? &ke.suffix : "");
 	cubin_kernels_free(&ke);

@@ -138,9 +138,12 @@ static int parse_param(struct ctx *c, struct cubin_kernel *k, struct token *end)
 		if (tok_is(&t, ".ptr")) {
 			is_ptr = 1;
 		} else if (tok_is(&t, ".align")) {
+			/* after .ptr it is the pointee's alignment (LLVM writes `.param .u64
+			 * .ptr .global .align 1 p`): the parameter itself stays naturally aligned */
 			if (!next(&c->lx, &t))
 				break;
-			align = (uint32_t)tok_number(&t);
+			if (!is_ptr)
+				align = (uint32_t)tok_number(&t);
 		} else if (type_size(&t)) {
 			size = type_size(&t);
 		} else if (tok_is(&t, "[")) {

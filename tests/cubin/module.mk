@@ -52,6 +52,10 @@ $(CUBIN_FIX)/nofma.cubin: tests/cubin/nofma.ptx
 	@mkdir -p $(@D)
 	@echo "PTXAS $@"
 	@$(PTXAS) -fmad=false -arch sm_90 -o $@ $< >$@.log 2>&1 || { echo "fixture $@ failed: see $@.log"; rm -f $@; }
+$(CUBIN_FIX)/llvm_style.cubin: tests/cubin/llvm_style.ptx
+	@mkdir -p $(@D)
+	@echo "PTXAS $@"
+	@$(PTXAS) -arch sm_90a -o $@ $< >$@.log 2>&1 || { echo "fixture $@ failed: see $@.log"; rm -f $@; }
 $(CUBIN_FIX)/ptxas_o2.cubin: $(CUBIN_FIX)/loc.ptx
 	@echo "PTXAS $@"
 	@$(PTXAS) -O2 -lineinfo -arch sm_90 -o $@ $< >$@.log 2>&1 || { echo "fixture $@ failed: see $@.log"; rm -f $@; }
@@ -68,6 +72,7 @@ $(CUBIN_FIX)/nvrtc_lineinfo.cubin: $(BUILD)/tests/gen_rtc
 	@$(BUILD)/tests/gen_rtc $(@D) >$@.log 2>&1 || { echo "fixture $@ failed: see $@.log"; rm -f $(CUBIN_RTC); }
 $(filter-out %/nvrtc_lineinfo.cubin,$(CUBIN_RTC)): $(CUBIN_FIX)/nvrtc_lineinfo.cubin
 CUBIN_FIXTURES += $(CUBIN_FIX)/ptxas_loc.cubin $(CUBIN_FIX)/ptxas_o2.cubin $(CUBIN_FIX)/nofma.cubin \
+	$(CUBIN_FIX)/llvm_style.cubin \
 	$(CUBIN_RTC)
 .PHONY: cubin-fixtures
 cubin-fixtures: $(CUBIN_FIXTURES)

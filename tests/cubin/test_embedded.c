@@ -487,6 +487,34 @@ static void rdc_objects(void **state)
 	free(buf);
 }
 
+/* PTX as LLVM writes it (Triton, XLA): `.ptr .global .align 1` parameters keep their natural
+ * alignment (the .align is the pointee's), and sm_90a PTX in a cubin whose ELF header says
+ * sm_90 is that cubin's code.  Both were refused as "other parameters" and "targets sm_90a". */
+static void llvm_style(void **state)
+{
+	(void)state;
+	uint8_t *buf;
+	size_t size;
+	struct cubin_embedded_ptx e;
+	char why[256] = "", err[256];
+	read_ptx("llvm_style.cubin", &buf, &size, &e);
+	if (!e.text)
+		fail_msg("llvm_style.cubin: no embedded PTX");
+	struct cubin_kernels k;
+	assert_int_equal(cubin_ptx_kernels(e.text, e.len, &k, err, sizeof(err)), 0);
+	assert_int_equal(k.count, 1);
+	const uint32_t offsets[] = { 0, 8, 16, 24, 32, 40 };
+	assert_int_equal(k.kernels[0].param_count, 6);
+	for (unsigned i = 0; i < 6; i++)
+		assert_int_equal(k.kernels[0].params[i].offset, offsets[i]);
+	assert_true(k.kernels[0].params[0].is_pointer);
+	cubin_kernels_free(&k);
+	if (cubin_embedded_ptx_matches(buf, size, e.text, e.len, why, sizeof(why)))
+		fail_msg("llvm_style.cubin: %s", why);
+	cubin_embedded_ptx_free(&e);
+	free(buf);
+}
+
 size_t embedded_tests(struct CMUnitTest *out)
 {
 	const struct CMUnitTest t[] = {
@@ -495,7 +523,7 @@ size_t embedded_tests(struct CMUnitTest *out)
 		cmocka_unit_test(nvrtc_no_lineinfo), cmocka_unit_test(nvjitlink_two),
 		cmocka_unit_test(plain_cubin),    cmocka_unit_test(mismatch),
 		cmocka_unit_test(options),        cmocka_unit_test(rdc_objects),
-		cmocka_unit_test(fmad_false_in_the_ptx),
+		cmocka_unit_test(fmad_false_in_the_ptx), cmocka_unit_test(llvm_style),
 	};
 	memcpy(out, t, sizeof(t));
 	return sizeof(t) / sizeof(t[0]);
