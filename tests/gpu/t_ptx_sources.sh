@@ -59,12 +59,16 @@ check cubin "$G/sources_app" cubin "$G/sources_lineinfo.cubin"
 check cubin_again "$G/sources_app" cubin "$G/sources_lineinfo.cubin"
 if grep -q 'cache hit for' "$OUT/src_cubin_again.err"; then ok "second load of the cubin: cache hit"
 else fail "second load of the cubin: no cache hit"; fi
-# The JIT, given the options mapped from ptxas's, makes the cubin's own machine code again.
+# Whether the driver's JIT, given the options mapped from ptxas's, makes the cubin's own machine
+# code again.  A figure, not a pass/fail: on an H100 (driver 580.159.04, 2026-11-25) the JIT's
+# code differed from ptxas 13.0's for the cubin and NVRTC cases (.text.live_src_add) while every
+# output stayed identical; the driver's JIT is not the toolkit's ptxas, and the instrumented
+# module differs from the original anyway.  What must hold (same kernels, parameters, target,
+# and the numerics-changing options honoured: -fmad false becomes .rn) is checked above and in
+# tests/cubin/test_embedded.c with ptxas.
 jit_same() {
   local line; line=$(grep -m1 'live: jit check' "$OUT/src_$1.err")
-  echo "RESULT ptx_sources $1 jit check: ${line#cubpf: live: }"
-  case "$line" in *"the same machine code"*) ok "$1: recovered PTX JIT-compiled = the original SASS";;
-    *) fail "$1: JIT of the recovered PTX: ${line:-no check line}";; esac
+  echo "FIGURE ptx_sources $1 jit check: ${line#cubpf: live: }"
 }
 jit_same cubin
 check link "$G/sources_app" link "$G/sources.ptx"
