@@ -44,6 +44,20 @@ def expects(path, tool):
     return out
 
 
+def compiled_here(program, kernel):
+    """Kernels the program's framework compiled on this machine (the target: all instrumented);
+    the others are libraries' kernels shipped as SASS (PyTorch's, XLA's runtime helpers)."""
+    if program == "triton":
+        return kernel == "add_kernel"
+    if program == "inductor":
+        return kernel.startswith("triton_")
+    if program == "jax":
+        return not kernel.startswith("_Z")
+    if program == "cupy":
+        return kernel.startswith("cupy_")
+    return True
+
+
 def kcount(name, report, native):
     d = final_report(report)
     ks = [k for k in d.get("kernels", []) if k.get("launches", 0) > 0]
@@ -52,6 +66,14 @@ def kcount(name, report, native):
     run = d.get("run", {})
     print("RESULT frameworks coverage %s: launched=%d instrumented=%d not_instrumented=%d" %
           (name, len(ks), len(inst), len(notinst)))
+    if not ks:
+        fail("%s: the report lists no launched kernel" % name)
+    mine = [k for k in ks if compiled_here(name, k["name"])]
+    missed = [k["name"] for k in mine if not k.get("instrumented")]
+    print("RESULT frameworks compiled_here %s: launched=%d instrumented=%d" %
+          (name, len(mine), len(mine) - len(missed)))
+    for k in missed:
+        fail("%s: %s, compiled on this machine, was not instrumented" % (name, k))
     for k in inst:
         ok = k["gpu_threads"] == k["threads"] and k["gpu_runs"] == k["launches"]
         print("RESULT frameworks kcount %s %s: launches=%d threads=%d gpu_runs=%d "
@@ -89,16 +111,22 @@ def kcount(name, report, native):
 
 def memtrace(name, report, native):
     d = final_report(report)
-    tot = {}
+    tot, per = {}, {}
     for k in d.get("kernels", []):
         for t in k.get("traffic", []):
             key = (t["space"], t["op"])
             tot[key] = tot.get(key, 0) + t["bytes"]
+            per[(k["name"],) + key] = per.get((k["name"],) + key, 0) + t["bytes"]
     print("RESULT frameworks memtrace %s: %s" % (name, " ".join(
         "%s_%s=%d" % (s, o, b) for (s, o), b in sorted(tot.items()))))
     for e in expects(native, "memtrace"):
+        # "SPACE OP BYTES" (all kernels) or "KERNEL SPACE OP BYTES"
+        if len(e) == 4:
+            got = per.get((e[0], e[1], e[2]))
+            e = ["%s %s" % (e[0], e[1])] + e[2:]
+        else:
+            got = tot.get((e[0], e[1]))
         space, op, want = e[0], e[1], int(e[2])
-        got = tot.get((space, op))
         print("RESULT frameworks expect %s memtrace %s %s: bytes=%s expected=%d" %
               (name, space, op, got, want))
         if got != want:

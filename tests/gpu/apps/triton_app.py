@@ -18,8 +18,15 @@ n = 98432
 x = torch.arange(n, dtype=torch.int32, device="cuda")
 y = (torch.arange(n, dtype=torch.int32, device="cuda") * 7) % 1000
 out = torch.empty_like(x)
-add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+grid = triton.cdiv(n, 1024)
+compiled = add_kernel[(grid,)](x, y, out, n, BLOCK=1024)
 torch.cuda.synchronize()
 ok = bool(torch.equal(out, x + y))
 print("triton add sum=%d matches_torch=%s" % (int(out.sum().item()), ok))
+# what a probe must count (tests/gpu/frameworks.sh): one launch of grid x num_warps x 32 threads,
+# the unmasked elements' bytes
+warps = getattr(getattr(compiled, "metadata", compiled), "num_warps", 4)
+print("expect kcount add_kernel 1 %d" % (grid * warps * 32))
+print("expect memtrace add_kernel global load %d" % (2 * n * 4))
+print("expect memtrace add_kernel global store %d" % (n * 4))
 print("triton_app: done" if ok else "triton_app: MISMATCH")
