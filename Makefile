@@ -140,6 +140,10 @@ install: all
 	install -m 0755 $(BUILD)/bin/cubpf $(BUILD)/bin/cubpf-bpf-plugin $(DESTDIR)$(PREFIX)/bin/
 	install -m 0755 $(BUILD)/lib/libcuda.so.1 $(DESTDIR)$(PREFIX)/lib/cubpf/
 	ln -sf libcuda.so.1 $(DESTDIR)$(PREFIX)/lib/cubpf/libcuda.so
+	install -m 0755 $(BUILD)/lib/libnvrtc.so.13 $(BUILD)/lib/libnvJitLink.so.13 \
+	  $(DESTDIR)$(PREFIX)/lib/cubpf/
+	ln -sf libnvrtc.so.13 $(DESTDIR)$(PREFIX)/lib/cubpf/libnvrtc.so
+	ln -sf libnvJitLink.so.13 $(DESTDIR)$(PREFIX)/lib/cubpf/libnvJitLink.so
 	cp -r tools/include/. $(DESTDIR)$(PREFIX)/share/cubpf/include/
 	if [ -d $(BUILD)/probes ]; then install -d $(DESTDIR)$(PREFIX)/share/cubpf/probes && \
 	  cp $(BUILD)/probes/*.bpf.o $(DESTDIR)$(PREFIX)/share/cubpf/probes/ 2>/dev/null || true; fi
