@@ -130,49 +130,11 @@ static int jit_options_of(const struct cubin_asm_options *o, uint32_t device_sm,
 
 /* ---- JIT ----------------------------------------------------------------------------------- */
 
-/* Compiles PTX text (NUL-terminated) to a cubin for the current context's device.  Returns a
- * malloc'ed copy of the cubin, or NULL with the JIT's log in err. */
-void *live_jit(const char *ptx, size_t len, size_t *cubin_size, char *err, size_t errlen)
-{
-	char log[4096] = "";
-	CUjit_option opt[2 + JIT_MAX_OPTS] = { CU_JIT_ERROR_LOG_BUFFER,
-					       CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
-	void *val[2 + JIT_MAX_OPTS] = { log, (void *)(uintptr_t)sizeof(log) };
-	CUlinkState st;
-	void *cubin = NULL, *copy = NULL;
-	size_t size = 0;
-	int n = jit_asm ? jit_options_of(jit_asm, 0, opt + 2, val + 2, err, errlen) : 0;
-	if (n < 0)
-		return NULL;
-	atomic_fetch_add(&live.n.jit_compiles, 1);
-	CUresult r = live_cu.cuLinkCreate_v2(2 + (unsigned)n, opt, val, &st);
-	if (r != CUDA_SUCCESS) {
-		snprintf(err, errlen, "cuLinkCreate: %s", live_cu_error(r));
-		return NULL;
-	}
-	r = live_cu.cuLinkAddData_v2(st, CU_JIT_INPUT_PTX, (void *)ptx, len + 1, "cubpf.ptx", 0,
-				     NULL, NULL);
-	if (r == CUDA_SUCCESS)
-		r = live_cu.cuLinkComplete(st, &cubin, &size);
-	if (r == CUDA_SUCCESS && (copy = malloc(size ? size : 1)))
-		memcpy(copy, cubin, size);
-	else if (r == CUDA_SUCCESS)
-		r = CUDA_ERROR_OUT_OF_MEMORY;
-	live_cu.cuLinkDestroy(st);
-	if (r != CUDA_SUCCESS) {
-		log[sizeof(log) - 1] = 0;
-		for (char *p = log; *p; p++)
-			*p = *p == '\n' ? ' ' : *p;
-		snprintf(err, errlen, "the driver's JIT refused the instrumented PTX (%s): %s",
-			 live_cu_error(r), log);
-		return NULL;
-	}
-	*cubin_size = size;
-	return copy;
-}
-
-void *live_jit_parts(struct live_part *parts, size_t np, size_t *cubin_size, char *err,
-		     size_t errlen)
+/* The driver's JIT link of PTX texts (each NUL-terminated at out[out_len]) with the options of
+ * the code being compiled, and, for objects that declare the maps .extern, cubpf's definitions
+ * of them.  Returns a malloc'ed copy of the cubin, or NULL with the JIT's log in err. */
+static void *jit_link(const struct live_part *parts, size_t np, bool definitions,
+		      const char *what, size_t *cubin_size, char *err, size_t errlen)
 {
 	char log[4096] = "";
 	CUjit_option opt[2 + JIT_MAX_OPTS] = { CU_JIT_ERROR_LOG_BUFFER,
@@ -188,13 +150,13 @@ void *live_jit_parts(struct live_part *parts, size_t np, size_t *cubin_size, cha
 	CUresult r = live_cu.cuLinkCreate_v2(2 + (unsigned)n, opt, val, &st);
 	if (r != CUDA_SUCCESS)
 		return snprintf(err, errlen, "cuLinkCreate: %s", live_cu_error(r)), NULL;
-	if (live_link_definitions(st, err, errlen)) {
+	if (definitions && live_link_definitions(st, err, errlen)) {
 		live_cu.cuLinkDestroy(st);
 		return NULL;
 	}
 	for (size_t i = 0; r == CUDA_SUCCESS && i < np; i++)
 		r = live_cu.cuLinkAddData_v2(st, CU_JIT_INPUT_PTX, parts[i].out, parts[i].out_len + 1,
-					     "cubpf_object.ptx", 0, NULL, NULL);
+					     "cubpf.ptx", 0, NULL, NULL);
 	if (r == CUDA_SUCCESS)
 		r = live_cu.cuLinkComplete(st, &cubin, &size);
 	if (r == CUDA_SUCCESS && !(copy = malloc(size ? size : 1)))
@@ -206,12 +168,25 @@ void *live_jit_parts(struct live_part *parts, size_t np, size_t *cubin_size, cha
 		log[sizeof(log) - 1] = 0;
 		for (char *p = log; *p; p++)
 			*p = *p == '\n' ? ' ' : *p;
-		snprintf(err, errlen, "the driver's JIT refused the instrumented objects (%s): %s",
+		snprintf(err, errlen, "the driver's JIT refused the instrumented %s (%s): %s", what,
 			 live_cu_error(r), log);
 		return NULL;
 	}
 	*cubin_size = size;
 	return copy;
+}
+
+/* Compiles PTX text (NUL-terminated) to a cubin for the current context's device. */
+void *live_jit(const char *ptx, size_t len, size_t *cubin_size, char *err, size_t errlen)
+{
+	const struct live_part one = { .out = (char *)ptx, .out_len = len };
+	return jit_link(&one, 1, false, "PTX", cubin_size, err, errlen);
+}
+
+void *live_jit_parts(struct live_part *parts, size_t np, size_t *cubin_size, char *err,
+		     size_t errlen)
+{
+	return jit_link(parts, np, true, "objects", cubin_size, err, errlen);
 }
 
 /* ---- module_loading ------------------------------------------------------------------------ */
