@@ -409,7 +409,7 @@ static int guarded_load(const char *path, struct vm_object **o, struct live_verd
 {
 	char err[VM_ERRLEN];
 	size_t size = 0;
-	uint8_t *data = live_guard_read_file(path, &size, err, sizeof(err));
+	uint8_t *data = vm_read_file(path, &size, err, sizeof(err));
 	const char *fork_env = getenv("CUBPF_VERIFY_FORK");
 	const char *tmo = getenv("CUBPF_VERIFY_TIMEOUT_MS");
 	struct live_guard_opts opts = {

@@ -267,33 +267,3 @@ int live_guard_load(const void *data, size_t size, const char *name,
 		return load_here(data, size, name, opts->max_processed, out, verdicts, err, errlen);
 	return load_forked(data, size, name, opts, out, verdicts, err, errlen);
 }
-
-uint8_t *live_guard_read_file(const char *path, size_t *size, char *err, size_t errlen)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
-	size_t n = 0, cap = 0;
-	if (!f) {
-		errf(err, errlen, "%s", strerror(errno));
-		return NULL;
-	}
-	for (;;) {
-		if (n == cap) {
-			uint8_t *b = cap < (1u << 30) ? realloc(buf, cap = cap ? cap * 2 : 65536) : NULL;
-			if (!b) {
-				free(buf);
-				fclose(f);
-				errf(err, errlen, "too large or out of memory");
-				return NULL;
-			}
-			buf = b;
-		}
-		size_t got = fread(buf + n, 1, cap - n, f);
-		if (!got)
-			break;
-		n += got;
-	}
-	fclose(f);
-	*size = n;
-	return buf;
-}

@@ -33,7 +33,4 @@ int live_guard_load(const void *data, size_t size, const char *name,
 		    const struct live_guard_opts *opts, struct vm_object **out,
 		    struct live_verdict **verdicts, char *err, size_t errlen);
 
-/* Reads a whole file (at most 1 GiB) into memory; NULL with err. */
-uint8_t *live_guard_read_file(const char *path, size_t *size, char *err, size_t errlen);
-
 #endif

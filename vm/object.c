@@ -521,16 +521,15 @@ int vm_object_load(const void *data, size_t size, const char *name, struct vm_ob
 	return rc;
 }
 
-int vm_object_load_file(const char *path, struct vm_object **out, char *err, size_t errlen)
+uint8_t *vm_read_file(const char *path, size_t *size, char *err, size_t errlen)
 {
-	*out = NULL;
 	FILE *f = fopen(path, "rb");
-	if (!f) {
-		vm_errf(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
-	}
 	uint8_t *buf = NULL;
 	size_t n = 0, cap = 0;
+	if (!f) {
+		vm_errf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
 	for (;;) {
 		if (n == cap) {
 			uint8_t *b = cap < (1u << 30) ? realloc(buf, cap = cap ? cap * 2 : 65536) : NULL;
@@ -538,7 +537,7 @@ int vm_object_load_file(const char *path, struct vm_object **out, char *err, siz
 				free(buf);
 				fclose(f);
 				vm_errf(err, errlen, "%s: too large or out of memory", path);
-				return -1;
+				return NULL;
 			}
 			buf = b;
 		}
@@ -548,6 +547,17 @@ int vm_object_load_file(const char *path, struct vm_object **out, char *err, siz
 		n += got;
 	}
 	fclose(f);
+	*size = n;
+	return buf;
+}
+
+int vm_object_load_file(const char *path, struct vm_object **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	size_t n = 0;
+	uint8_t *buf = vm_read_file(path, &n, err, errlen);
+	if (!buf)
+		return -1;
 	char msg[VM_ERRLEN];
 	int rc = vm_object_load(buf, n, path, out, msg, sizeof(msg));
 	if (rc < 0)

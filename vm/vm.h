@@ -137,6 +137,8 @@ struct vm_object {
 int vm_object_load(const void *data, size_t size, const char *name, struct vm_object **out,
 		   char *err, size_t errlen);
 int vm_object_load_file(const char *path, struct vm_object **out, char *err, size_t errlen);
+/* Reads a whole file (at most 1 GiB) into a malloc'ed buffer; NULL with "PATH: reason" in err. */
+uint8_t *vm_read_file(const char *path, size_t *size, char *err, size_t errlen);
 void vm_object_free(struct vm_object *obj);
 
 /* A one-program object around raw instructions (no maps): conformance vectors, tests. */
