@@ -25,7 +25,8 @@ $(eval $(call fuzz_rule,fuzz_shim_load,shim/live_guard.c $(VM_SRCS) $(CUBIN_SRCS
 # It links the differential harness (tests/ptx/ptxdiff.c and the PTX generator) for
 # --ptxdiff: `make fuzz-ptxdiff` compares PTXDIFF_PROGRAMS (400) generated programs on the
 # interpreter and the CPU PTX simulator (seed PTXDIFF_SEED or the time; failures land in
-# $(BUILD)/ptxdiff-found); `make fuzz-smoke` compares a few with a fixed seed.
+# $(BUILD)/ptxdiff-found; undefined behaviour stops it); `make fuzz-smoke` compares a few with a
+# fixed seed and replays tests/fuzz/ptxdiff-repro.
 SOUND_BIN := $(FUZZ_BUILD)/sound
 $(SOUND_BIN): tests/fuzz/sound.c tests/fuzz/sound_gen.c tests/fuzz/sound.h tests/ptx/ptxdiff.c \
 		tests/ptx/ptxdiff.h $(VM_SRCS) $(CUBIN_SRCS) $(PTX_SRCS) | $(DEPS_STAMP)
@@ -42,4 +43,5 @@ fuzz-sound: $(SOUND_BIN)
 PTXDIFF_PROGRAMS ?= 400
 .PHONY: fuzz-ptxdiff
 fuzz-ptxdiff: $(SOUND_BIN)
-	$(SOUND_BIN) -s $${PTXDIFF_SEED:-$$(date +%s)} --ptxdiff $(PTXDIFF_PROGRAMS) -o $(BUILD)/ptxdiff-found
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  $(SOUND_BIN) -s $${PTXDIFF_SEED:-$$(date +%s)} --ptxdiff $(PTXDIFF_PROGRAMS) -o $(BUILD)/ptxdiff-found
