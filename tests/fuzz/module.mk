@@ -44,4 +44,5 @@ PTXDIFF_PROGRAMS ?= 400
 .PHONY: fuzz-ptxdiff
 fuzz-ptxdiff: $(SOUND_BIN)
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  $(SOUND_BIN) -s $${PTXDIFF_SEED:-$$(date +%s)} --ptxdiff $(PTXDIFF_PROGRAMS) -o $(BUILD)/ptxdiff-found
+	  $(SOUND_BIN) -s $${PTXDIFF_SEED:-$$(date +%s)} --ptxdiff $(PTXDIFF_PROGRAMS) \
+	  -o $(BUILD)/ptxdiff-found

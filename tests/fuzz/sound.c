@@ -14,7 +14,7 @@
  *
  *   sound [-s SEED] [-n PROGRAMS] [-t SECONDS] [-r RUNS] [-o FOUND_DIR] [-D DUMP_DIR] [-q] [-v]
  *   sound --replay FILE...     re-verify and run saved programs (reproducers)
- *   sound --ptxdiff N [-s SEED] [-n MAX_PROGRAMS] [-o FOUND_DIR] [--replay FILE...]
+ *   sound --ptxdiff N [-s SEED] [-n MAX_PROGRAMS] [-o FOUND_DIR] [-W GPU_DIR] [--replay FILE...]
  *
  * --ptxdiff N: the differential check (tests/ptx/ptxdiff.h) besides: programs are generated in
  * the check's scope (sound_set_ptx_scope: GPU kinds, array maps, deterministic helpers), and
@@ -24,6 +24,8 @@
  * failure: its disassembly and first difference go to stderr, the program to
  * FOUND_DIR/ptxdiff-HASH.txt, which `sound --ptxdiff 1 --replay` reads (with the module and
  * its inputs beside it, .ptx and .cases, for tests/ptx/ptxdiff.py and the GPU's diff_run).
+ * -W GPU_DIR writes every compared program's module and cases there (p-HASH.ptx, p-HASH.cases)
+ * for the GPU: tests/ptx/gpu/diff_run.c GPU_DIR p-HASH... runs them against the interpreter.
  *
  * -v prints each program's verdict (the verifier's reason).
  * Prints the figures (programs generated, accepted, executions, violations); exits 1 on any
@@ -50,7 +52,7 @@ struct opts {
 	double seconds;
 	uint32_t runs;
 	uint64_t ptxdiff;          /* programs to compare with the PTX simulator (0: none) */
-	const char *found_dir, *dump_dir;
+	const char *found_dir, *dump_dir, *gpu_dir;
 	bool quiet, verbose;
 };
 
@@ -417,6 +419,18 @@ static int ptx_compare(const struct opts *op, struct figures *f, const struct so
 	if (rc == 0) {
 		f->same++;
 		snprintf(reason, reasonlen, "accepted; same on the PTX simulator");
+		if (op->gpu_dir) {
+			char ptx[4200], cases[4200];
+			snprintf(ptx, sizeof(ptx), "%s/p-%016" PRIx64 ".ptx", op->gpu_dir, hash_prog(p));
+			snprintf(cases, sizeof(cases), "%s/p-%016" PRIx64 ".cases", op->gpu_dir,
+				 hash_prog(p));
+			if (ptxdiff_prepare(o, 0, &po, ptx, cases, err, sizeof(err))) {
+				f->errors++;
+				snprintf(reason, reasonlen, "cannot write for the GPU: %s", err);
+				fprintf(stderr, "sound: %s\n", reason);
+				return -1;
+			}
+		}
 		return 0;
 	}
 	if (rc == 2)
@@ -580,12 +594,14 @@ int main(int argc, char **argv)
 			op.found_dir = v, i++;
 		else if (v && !strcmp(a, "--ptxdiff"))
 			op.ptxdiff = strtoull(v, NULL, 0), i++;
+		else if (v && !strcmp(a, "-W"))
+			op.gpu_dir = v, i++;
 		else if (v && !strcmp(a, "-D"))
 			op.dump_dir = v, i++;
 		else {
 			fprintf(stderr, "usage: %s [-s SEED] [-n PROGRAMS] [-t SECONDS] [-r RUNS] "
-				"[-o FOUND_DIR] [-D DUMP_DIR] [--ptxdiff N] [-q] [-v] | --replay FILE...\n",
-				argv[0]);
+				"[-o FOUND_DIR] [-D DUMP_DIR] [--ptxdiff N [-W GPU_DIR]] [-q] [-v] | "
+				"--replay FILE...\n", argv[0]);
 			return 2;
 		}
 	}
@@ -597,6 +613,8 @@ int main(int argc, char **argv)
 		mkdir(op.found_dir, 0777);
 	if (op.dump_dir)
 		mkdir(op.dump_dir, 0777);
+	if (op.gpu_dir)
+		mkdir(op.gpu_dir, 0777);
 	if (__sanitizer_set_death_callback)
 		__sanitizer_set_death_callback(on_death);
 	return do_replay ? replay(&op, argc - i, argv + i) : fuzz(&op);

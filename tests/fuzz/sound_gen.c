@@ -742,6 +742,64 @@ static void b_arg_store(struct gen *g)
 		emit(g, BPF_STX | BPF_DW | BPF_MEM, 1, (uint8_t)s, 0, 0);
 }
 
+/* ---- pointers chosen on branches (the differential check's programs only) ----------------------
+ * Issue 14, class 7: the PTX generator once stored through a register that held a kernel
+ * parameter or stack data when a pointer was chosen on branches or moved in a loop. */
+
+/* d = a stack slot's address or an 8-byte-aligned map value pointer. */
+static void choice_target(struct gen *g, int d)
+{
+	int mv = pick(g, T_MAPVAL);
+	if (mv >= 0 && mv != d && g->r[mv].off >= 0 && g->r[mv].off % 8 == 0 &&
+	    g->r[mv].off + 8 <= (int32_t)maps[g->r[mv].map].value_size && chance(g, 40)) {
+		mov_reg(g, d, mv);
+		return;
+	}
+	uint32_t slot;
+	stack_ptr(g, d, slot_off(g, &slot));
+}
+
+/* p = c > K ? A : B; *p = s; r = *p. */
+static void b_choose(struct gen *g)
+{
+	int c = scalar(g), d = dest(g);
+	if (d == c)
+		return;
+	choice_target(g, d);
+	uint32_t at = emit(g, BPF_JMP | BPF_JGT | BPF_K, (uint8_t)c, 0, 0, (int32_t)rnd(g, 64));
+	choice_target(g, d);
+	g->code[at].off = (int16_t)(g->n - at - 1);
+	int v = scalar(g), l = dest(g);
+	if (v != d)
+		emit(g, BPF_STX | BPF_DW | BPF_MEM, (uint8_t)d, (uint8_t)v, 0, 0);
+	if (v != d && l != d) {
+		emit(g, BPF_LDX | BPF_DW | BPF_MEM, (uint8_t)l, (uint8_t)d, 0, 0);
+		g->r[l] = (struct reg){.t = T_SCALAR};
+	}
+	g->r[d] = (struct reg){.t = T_NONE};
+}
+
+/* A stack pointer moved through a loop: for (p = fp - 8 * k; n--; p += 8) *p = s; */
+static void b_walk(struct gen *g)
+{
+	if (g->loop)
+		return;
+	int d = dest(g), v = scalar(g);
+	if (d == 9 || v == 9 || v == d)
+		return;
+	int32_t n = 1 + (int32_t)rnd(g, 4), start = -8 * (n + (int32_t)rnd(g, 4));
+	stack_ptr(g, d, start);
+	mov_imm(g, 9, n);
+	uint32_t top = emit(g, BPF_STX | BPF_DW | BPF_MEM, (uint8_t)d, (uint8_t)v, 0, 0);
+	emit(g, BPF_ALU64 | BPF_ADD | BPF_K, (uint8_t)d, 0, 0, 8);
+	emit(g, BPF_ALU64 | BPF_SUB | BPF_K, 9, 0, 0, 1);
+	uint32_t at = emit(g, BPF_JMP | BPF_JNE | BPF_K, 9, 0, 0, 0);
+	g->code[at].off = (int16_t)((int32_t)top - (int32_t)at - 1);
+	g->r[d] = (struct reg){.t = T_NONE};
+	for (int32_t off = start; off < start + 8 * n; off += 8)
+		g->slots |= 1ull << (-off / 8 - 1);
+}
+
 static void block(struct gen *g)
 {
 	static void (*const blocks[])(struct gen *) = {
@@ -751,6 +809,10 @@ static void block(struct gen *g)
 		b_gpu_index, b_branch, b_branch, b_loop, b_call, b_arg_store,
 	};
 	g->budget--;
+	if (ptx_scope && chance(g, 12)) { /* (the fuzzer's own programs stay as they were) */
+		(chance(g, 60) ? b_choose : b_walk)(g);
+		return;
+	}
 	blocks[rnd(g, sizeof(blocks) / sizeof(blocks[0]))](g);
 }
 
