@@ -122,6 +122,12 @@ static const struct av_slot *slot_get(const struct av_state *s, int64_t off, uin
 	return NULL;
 }
 
+/* a + b as the BPF machine adds: modulo 2^64 (constants the program folds may overflow) */
+static int64_t wrap_add(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
 static uint32_t lowbit(int64_t v, uint32_t cap)
 {
 	uint64_t b = (uint64_t)v & (~(uint64_t)v + 1);
@@ -132,11 +138,11 @@ uint32_t av_align(const struct av *a, int64_t off)
 {
 	switch (a->kind) {
 	case AV_MAPVAL:
-		return lowbit(a->v + off, 8);
+		return lowbit(wrap_add(a->v, off), 8);
 	case AV_STACK:
-		return lowbit(a->v + off, 16);
+		return lowbit(wrap_add(a->v, off), 16);
 	case AV_CONST:
-		return lowbit(a->v + off, 16);
+		return lowbit(wrap_add(a->v, off), 16);
 	case AV_UNKNOWN: {
 		uint32_t al = a->al ? a->al : 1;
 		uint32_t o = lowbit(off, 16);
@@ -244,7 +250,7 @@ static void alu_effect(const struct bpf_insn *in, struct av_state *s)
 	if (!k && src->kind == AV_CONST)
 		imm = src->v, k = true;
 	if (is64 && k && (op == BPF_ADD || op == BPF_SUB) && (is_pointer(d) || d->kind == AV_CONST)) {
-		d->v += op == BPF_ADD ? imm : -imm;
+		d->v = wrap_add(d->v, op == BPF_ADD ? imm : (int64_t)(0 - (uint64_t)imm));
 		return;
 	}
 	if (is64 && k && (op == BPF_ADD || op == BPF_SUB) && d->kind == AV_UNKNOWN) {

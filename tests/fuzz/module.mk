@@ -22,8 +22,14 @@ $(eval $(call fuzz_rule,fuzz_shim_load,shim/live_guard.c $(VM_SRCS) $(CUBIN_SRCS
 # on the checked interpreter.  `make fuzz` builds it; `make fuzz-sound` runs it for
 # SOUND_SECONDS (600, seed SOUND_SEED or the time; violating programs land in
 # $(BUILD)/sound-found); `make fuzz-smoke` (in `make test`) runs a fixed seed and count.
+# It links the differential harness (tests/ptx/ptxdiff.c and the PTX generator) for
+# --ptxdiff: `make fuzz-ptxdiff` compares PTXDIFF_PROGRAMS (400) generated programs on the
+# interpreter and the CPU PTX simulator (seed PTXDIFF_SEED or the time; failures land in
+# $(BUILD)/ptxdiff-found; undefined behaviour stops it); `make fuzz-smoke` compares a few with a
+# fixed seed and replays tests/fuzz/ptxdiff-repro.
 SOUND_BIN := $(FUZZ_BUILD)/sound
-$(SOUND_BIN): tests/fuzz/sound.c tests/fuzz/sound_gen.c tests/fuzz/sound.h $(VM_SRCS) $(CUBIN_SRCS) | $(DEPS_STAMP)
+$(SOUND_BIN): tests/fuzz/sound.c tests/fuzz/sound_gen.c tests/fuzz/sound.h tests/ptx/ptxdiff.c \
+		tests/ptx/ptxdiff.h $(VM_SRCS) $(CUBIN_SRCS) $(PTX_SRCS) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CLANG) $(filter-out -fsanitize=fuzzer%,$(FUZZ_CFLAGS)) -fsanitize=address,undefined \
 	  -o $@ $(filter %.c,$^) $(DEP_LIBS)
@@ -33,3 +39,10 @@ SOUND_SECONDS ?= 600
 .PHONY: fuzz-sound
 fuzz-sound: $(SOUND_BIN)
 	$(SOUND_BIN) -s $${SOUND_SEED:-$$(date +%s)} -t $(SOUND_SECONDS) -o $(BUILD)/sound-found
+
+PTXDIFF_PROGRAMS ?= 400
+.PHONY: fuzz-ptxdiff
+fuzz-ptxdiff: $(SOUND_BIN)
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  $(SOUND_BIN) -s $${PTXDIFF_SEED:-$$(date +%s)} --ptxdiff $(PTXDIFF_PROGRAMS) \
+	  -o $(BUILD)/ptxdiff-found

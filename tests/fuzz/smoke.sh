@@ -7,11 +7,16 @@ passed=0; failed=0
 mkdir -p "$(dirname "$summary")"
 # The soundness fuzzer (tests/fuzz/sound.c) is no libFuzzer target: a fixed seed and program
 # count (deterministic, about 15 s under ASan), then the saved reproducers, which the verifier
-# must now refuse (or run safely).
+# must now refuse (or run safely); then the differential check of a fixed seed's programs
+# (sound --ptxdiff: interpreter against the CPU PTX simulator, about 20 s) and its reproducers,
+# where undefined behaviour in the code generator is a failure too.
 sound_smoke() {
-  local t=$1 work=$2
+  local t=$1 work=$2 ub=halt_on_error=1:print_stacktrace=1
   "$t" -q -s 1 -n "${SOUND_PROGRAMS:-40000}" -o "$work/found" >"$work/log" 2>&1 &&
-    "$t" --replay tests/fuzz/sound-repro/*.txt >>"$work/log" 2>&1
+    "$t" --replay tests/fuzz/sound-repro/*.txt >>"$work/log" 2>&1 &&
+    UBSAN_OPTIONS=$ub "$t" -q -s 1 --ptxdiff "${SOUND_PTXDIFF:-150}" -o "$work/found" >>"$work/log" 2>&1 &&
+    { ! compgen -G 'tests/fuzz/ptxdiff-repro/*.txt' >/dev/null ||
+      UBSAN_OPTIONS=$ub "$t" --ptxdiff 1 --replay tests/fuzz/ptxdiff-repro/*.txt >>"$work/log" 2>&1; }
 }
 
 for t in "$@"; do
@@ -20,6 +25,7 @@ for t in "$@"; do
   if [ "$name" = sound ]; then
     if sound_smoke "$t" "$work"; then
       echo "fuzz $name: ok ($(grep '^sound: seed' "$work/log"))"
+      echo "fuzz $name --ptxdiff: ok ($(grep -m1 '^sound ptxdiff: seed' "$work/log"))"
       passed=$((passed + 1))
     else
       echo "fuzz $name: FAILED"; tail -40 "$work/log"

@@ -14,6 +14,18 @@
  *
  *   sound [-s SEED] [-n PROGRAMS] [-t SECONDS] [-r RUNS] [-o FOUND_DIR] [-D DUMP_DIR] [-q] [-v]
  *   sound --replay FILE...     re-verify and run saved programs (reproducers)
+ *   sound --ptxdiff N [-s SEED] [-n MAX_PROGRAMS] [-o FOUND_DIR] [-W GPU_DIR] [--replay FILE...]
+ *
+ * --ptxdiff N: the differential check (tests/ptx/ptxdiff.h) besides: programs are generated in
+ * the check's scope (sound_set_ptx_scope: GPU kinds, array maps, deterministic helpers), and
+ * every accepted one is also run on the interpreter and on the CPU PTX simulator
+ * (tests/ptx/ptxsim.py, from the repository root) over random inputs, until N programs have
+ * been compared; a difference or an error (the generator refusing a verified program) is a
+ * failure: its disassembly and first difference go to stderr, the program to
+ * FOUND_DIR/ptxdiff-HASH.txt, which `sound --ptxdiff 1 --replay` reads (with the module and
+ * its inputs beside it, .ptx and .cases, for tests/ptx/ptxdiff.py and the GPU's diff_run).
+ * -W GPU_DIR writes every compared program's module and cases there (p-HASH.ptx, p-HASH.cases)
+ * for the GPU: tests/ptx/gpu/diff_run.c GPU_DIR p-HASH... runs them against the interpreter.
  *
  * -v prints each program's verdict (the verifier's reason).
  * Prints the figures (programs generated, accepted, executions, violations); exits 1 on any
@@ -32,18 +44,21 @@
 #include <time.h>
 
 #include "tests/fuzz/sound.h"
+#include "tests/ptx/ptxdiff.h"
 #include "vm/internal.h"
 
 struct opts {
 	uint64_t seed, programs;
 	double seconds;
 	uint32_t runs;
-	const char *found_dir, *dump_dir;
+	uint64_t ptxdiff;          /* programs to compare with the PTX simulator (0: none) */
+	const char *found_dir, *dump_dir, *gpu_dir;
 	bool quiet, verbose;
 };
 
 struct figures {
 	uint64_t generated, accepted, executions, violations, faults, leaks, saved;
+	uint64_t in_scope, same, differ, errors;   /* --ptxdiff */
 };
 
 /* ---- objects ---------------------------------------------------------------------------------- */
@@ -87,13 +102,12 @@ static struct vm_object *make_object(const struct sound_prog *p, char *err, size
 /* ---- saving and reading programs ---------------------------------------------------------------
  * Text, one instruction a line: "HEX16 ; disassembly", after "kind N" and "subprogs A B ...". */
 
-static int save_prog(const struct sound_prog *p, const struct vm_object *o, const char *path,
-		     const char *why)
+static void write_prog(FILE *f, const struct sound_prog *p, const struct vm_object *o,
+		       const char *why)
 {
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return -1;
 	fprintf(f, "# cubpf soundness fuzzer program (tests/fuzz/sound.c; sound --replay FILE)\n");
+	if (sound_map(SOUND_MAP_HASH)->type == CUBPF_MAP_ARRAY)
+		fprintf(f, "# every map an array: sound --ptxdiff 1 --replay FILE\n");
 	if (why)
 		fprintf(f, "# %s\n", why);
 	fprintf(f, "kind %d %s\nsubprogs", p->kind, vm_prog_kind_name(p->kind));
@@ -108,6 +122,15 @@ static int save_prog(const struct sound_prog *p, const struct vm_object *o, cons
 			vm_disasm_insn_at(&p->insns[pc], p->n - pc, pc, o, text, sizeof(text));
 		fprintf(f, "%016" PRIx64 " ; %u: %s\n", raw, pc, text);
 	}
+}
+
+static int save_prog(const struct sound_prog *p, const struct vm_object *o, const char *path,
+		     const char *why)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	write_prog(f, p, o, why);
 	return fclose(f);
 }
 
@@ -365,18 +388,69 @@ static uint64_t hash_prog(const struct sound_prog *p)
 	return h;
 }
 
+/* Saves a failing program as FOUND_DIR/PREFIX-HASH.txt (when -o) and says so. */
 static void report(const struct opts *op, struct figures *f, const struct sound_prog *p,
-		   const struct vm_object *o, const char *why)
+		   const struct vm_object *o, const char *why, const char *prefix)
 {
 	char path[4096] = "not saved: no -o";
-	f->violations++;
 	if (op->found_dir) {
-		snprintf(path, sizeof(path), "%s/sound-%016" PRIx64 ".txt", op->found_dir,
+		snprintf(path, sizeof(path), "%s/%s-%016" PRIx64 ".txt", op->found_dir, prefix,
 			 hash_prog(p));
 		if (save_prog(p, o, path, why) == 0)
 			f->saved++;
 	}
 	fprintf(stderr, "sound: VIOLATION (%s): %s\n", why, path);
+}
+
+/* The differential check of an accepted program (tests/ptx/ptxdiff.h): the interpreter against
+ * the CPU PTX simulator, the code compiled folded (as probes are) for every other program.
+ * Returns -1 on a difference or an error (printed and saved), else 0. */
+static int ptx_compare(const struct opts *op, struct figures *f, const struct sound_prog *p,
+		       const struct vm_object *o, char *reason, size_t reasonlen)
+{
+	char err[1024], why[1200];
+	struct ptxdiff_opts po = {.runs = 8, .seed = hash_prog(p) | 1, .fold = f->in_scope & 1};
+	int rc = ptxdiff_check(o, 0, &po, err, sizeof(err));
+	if (rc == 1) {
+		snprintf(reason, reasonlen, "accepted; out of the PTX check's scope: %s", err);
+		return 0;
+	}
+	f->in_scope++;
+	if (rc == 0) {
+		f->same++;
+		snprintf(reason, reasonlen, "accepted; same on the PTX simulator");
+		if (op->gpu_dir) {
+			char ptx[4200], cases[4200];
+			snprintf(ptx, sizeof(ptx), "%s/p-%016" PRIx64 ".ptx", op->gpu_dir, hash_prog(p));
+			snprintf(cases, sizeof(cases), "%s/p-%016" PRIx64 ".cases", op->gpu_dir,
+				 hash_prog(p));
+			if (ptxdiff_prepare(o, 0, &po, ptx, cases, err, sizeof(err))) {
+				f->errors++;
+				snprintf(reason, reasonlen, "cannot write for the GPU: %s", err);
+				fprintf(stderr, "sound: %s\n", reason);
+				return -1;
+			}
+		}
+		return 0;
+	}
+	if (rc == 2)
+		f->differ++;
+	else
+		f->errors++;
+	snprintf(why, sizeof(why), "PTX %s (%s): %s", rc == 2 ? "DIFFERENCE" : "ERROR",
+		 po.fold ? "folded" : "as written", err);
+	fprintf(stderr, "sound: %s\n", why);
+	write_prog(stderr, p, o, why);
+	report(op, f, p, o, why, "ptxdiff");
+	if (op->found_dir) { /* the module and inputs too: tests/ptx/ptxdiff.py PTX CASES reruns */
+		char ptx[4200], cases[4200];
+		snprintf(ptx, sizeof(ptx), "%s/ptxdiff-%016" PRIx64 ".ptx", op->found_dir, hash_prog(p));
+		snprintf(cases, sizeof(cases), "%s/ptxdiff-%016" PRIx64 ".cases", op->found_dir,
+			 hash_prog(p));
+		ptxdiff_prepare(o, 0, &po, ptx, cases, err, sizeof(err));
+	}
+	snprintf(reason, reasonlen, "%s", why);
+	return -1;
 }
 
 /* Verifies and runs one program.  Returns 1 accepted, 0 rejected, -1 violation. */
@@ -409,12 +483,15 @@ static int check_one(const struct opts *op, struct figures *f, const struct soun
 					f->faults++;
 				else
 					f->leaks++;
-				report(op, f, p, o, why);
+				f->violations++;
+				report(op, f, p, o, why, "sound");
 				snprintf(reason, reasonlen, "VIOLATION: %s", why);
 				rc = -1;
 				break;
 			}
 		}
+		if (rc == 1 && op->ptxdiff && ptx_compare(op, f, p, o, reason, reasonlen))
+			rc = -1;
 	}
 	vm_object_free(o);
 	return rc;
@@ -425,6 +502,15 @@ static double now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void ptx_figures(const struct opts *op, const struct figures *f, double secs)
+{
+	printf("sound ptxdiff: seed %" PRIu64 ": %" PRIu64 " programs generated, %" PRIu64
+	       " accepted, %" PRIu64 " in the PTX check's scope, %" PRIu64 " compared, %" PRIu64
+	       " same, %" PRIu64 " differ, %" PRIu64 " errors, %" PRIu64 " violations in %.1f s\n",
+	       op->seed, f->generated, f->accepted, f->in_scope, f->same + f->differ, f->same,
+	       f->differ, f->errors, f->violations, secs);
 }
 
 static int replay(const struct opts *op, int argc, char **argv)
@@ -448,6 +534,8 @@ static int replay(const struct opts *op, int argc, char **argv)
 	printf("sound replay: %" PRIu64 " programs, %" PRIu64 " accepted, %" PRIu64
 	       " executions, %" PRIu64 " violations\n", f.generated, f.accepted, f.executions,
 	       f.violations);
+	if (op->ptxdiff)
+		ptx_figures(op, &f, 0);
 	return bad;
 }
 
@@ -457,7 +545,8 @@ static int fuzz(const struct opts *op)
 	uint64_t rng = op->seed * 0x9E3779B97F4A7C15ull + 1;
 	double t0 = now_s();
 	for (uint64_t i = 0; (!op->programs || i < op->programs) &&
-			     (op->seconds <= 0 || now_s() - t0 < op->seconds); i++) {
+			     (op->seconds <= 0 || now_s() - t0 < op->seconds) &&
+			     (!op->ptxdiff || f.in_scope < op->ptxdiff); i++) {
 		char reason[400];
 		if (!sound_generate(&rng, &current))
 			continue;
@@ -468,6 +557,10 @@ static int fuzz(const struct opts *op)
 		if (!op->quiet && f.generated % 100000 == 0)
 			fprintf(stderr, "sound: %" PRIu64 " generated, %" PRIu64 " accepted, %" PRIu64
 				" violations, %.0f s\n", f.generated, f.accepted, f.violations, now_s() - t0);
+	}
+	if (op->ptxdiff) {
+		ptx_figures(op, &f, now_s() - t0);
+		return f.violations || f.differ || f.errors || f.in_scope < op->ptxdiff;
 	}
 	printf("sound: seed %" PRIu64 ": %" PRIu64 " programs generated, %" PRIu64 " accepted, %" PRIu64
 	       " executions, %" PRIu64 " violations (%" PRIu64 " faults, %" PRIu64
@@ -499,21 +592,29 @@ int main(int argc, char **argv)
 			op.runs = (uint32_t)strtoul(v, NULL, 0), i++;
 		else if (v && !strcmp(a, "-o"))
 			op.found_dir = v, i++;
+		else if (v && !strcmp(a, "--ptxdiff"))
+			op.ptxdiff = strtoull(v, NULL, 0), i++;
+		else if (v && !strcmp(a, "-W"))
+			op.gpu_dir = v, i++;
 		else if (v && !strcmp(a, "-D"))
 			op.dump_dir = v, i++;
 		else {
 			fprintf(stderr, "usage: %s [-s SEED] [-n PROGRAMS] [-t SECONDS] [-r RUNS] "
-				"[-o FOUND_DIR] [-D DUMP_DIR] [-q] [-v] | --replay FILE...\n", argv[0]);
+				"[-o FOUND_DIR] [-D DUMP_DIR] [--ptxdiff N [-W GPU_DIR]] [-q] [-v] | "
+				"--replay FILE...\n", argv[0]);
 			return 2;
 		}
 	}
 	if (!op.programs && op.seconds <= 0)
-		op.programs = 1000;
+		op.programs = op.ptxdiff ? 100 * op.ptxdiff : 1000;
+	sound_set_ptx_scope(op.ptxdiff != 0);
 	crash_dir = op.found_dir ? op.found_dir : ".";
 	if (op.found_dir)
 		mkdir(op.found_dir, 0777);
 	if (op.dump_dir)
 		mkdir(op.dump_dir, 0777);
+	if (op.gpu_dir)
+		mkdir(op.gpu_dir, 0777);
 	if (__sanitizer_set_death_callback)
 		__sanitizer_set_death_callback(on_death);
 	return do_replay ? replay(&op, argc - i, argv + i) : fuzz(&op);

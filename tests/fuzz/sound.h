@@ -32,6 +32,9 @@ uint64_t sound_rand(uint64_t *state);
 const struct sound_map_info *sound_map(uint32_t index);
 /* The context size of a program kind (what r1 points at). */
 uint32_t sound_ctx_size(enum vm_prog_kind kind);
+/* On: generate only what the differential check (tests/ptx/ptxdiff.h) compares: GPU kinds,
+ * every map an array (sound_map answers so), no printk, ring buffer or thread index helpers. */
+void sound_set_ptx_scope(bool on);
 /* Generates one program into *p; false when it came out too large (skip it). */
 bool sound_generate(uint64_t *rng, struct sound_prog *p);
 

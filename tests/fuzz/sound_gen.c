@@ -66,9 +66,27 @@ static const struct sound_map_info maps[SOUND_MAPS] = {
 	[SOUND_MAP_RO] = {"ro", CUBPF_MAP_ARRAY, 4, 8, 2},
 };
 
+/* The differential check's programs (sound_set_ptx_scope): the same indices, every map an
+ * array (tests/ptx/ptxdiff.h compares arrays only); the hash map keeps its key and value sizes. */
+static const struct sound_map_info ptx_maps[SOUND_MAPS] = {
+	[SOUND_MAP_HASH] = {"h", CUBPF_MAP_ARRAY, 4, 8, 16},
+	[SOUND_MAP_ARRAY] = {"a", CUBPF_MAP_ARRAY, 4, 16, 4},
+	[SOUND_MAP_RODATA] = {".rodata", CUBPF_MAP_ARRAY, 4, 32, 1},
+	[SOUND_MAP_RING] = {"rb", CUBPF_MAP_ARRAY, 4, 8, 1},
+	[SOUND_MAP_BSS] = {".bss", CUBPF_MAP_ARRAY, 4, 64, 1},
+	[SOUND_MAP_RO] = {"ro", CUBPF_MAP_ARRAY, 4, 8, 2},
+};
+
+static bool ptx_scope;
+
+void sound_set_ptx_scope(bool on)
+{
+	ptx_scope = on;
+}
+
 const struct sound_map_info *sound_map(uint32_t i)
 {
-	return &maps[i];
+	return ptx_scope ? &ptx_maps[i] : &maps[i];
 }
 
 /* ---- randomness ---------------------------------------------------------------------------- */
@@ -494,6 +512,8 @@ static void b_update(struct gen *g)
 static void b_printk(struct gen *g)
 {
 	int a[3];
+	if (ptx_scope) /* output, not compared */
+		return;
 	for (int i = 0; i < 3; i++) /* pick first: loading r1/r2 below would clobber them */
 		a[i] = risky(g, 10) ? pick(g, T_NONE) : scalar(g);
 	for (int i = 0; i < 3; i++)
@@ -510,6 +530,8 @@ static void b_printk(struct gen *g)
 
 static void b_ringbuf_output(struct gen *g)
 {
+	if (ptx_scope) /* ring buffers: not compared */
+		return;
 	int32_t off = -8 * (int32_t)(1 + rnd(g, 4));
 	uint32_t size = 8 * (1 + rnd(g, 2));
 	for (int32_t i = 0; i < (int32_t)size; i += 8) {
@@ -531,6 +553,8 @@ static void b_ringbuf_output(struct gen *g)
 /* Host kinds: reserve, fill, submit or discard; sometimes the record's address escapes. */
 static void b_reserve(struct gen *g)
 {
+	if (ptx_scope) /* ring buffers: not compared */
+		return;
 	if (vm_kind_is_gpu(g->kind) && !risky(g, 5))
 		return;
 	uint32_t size = 8 * (1 + rnd(g, 3));
@@ -555,11 +579,31 @@ static void b_reserve(struct gen *g)
 	g->r[d] = !risky(g, 3) ? (struct reg){.t = T_NONE} : g->r[d];
 }
 
+/* r3 = what bpf_probe_read reads in the differential check's programs: any address other than
+ * a map value reads host memory on the interpreter (whatever happens to be mapped there, ASan's
+ * shadow included) and nothing on the GPU, so a map value (readable on both sides) or an
+ * address below 64 KiB (mapped on neither). */
+static void ptx_read_source(struct gen *g)
+{
+	int mv = pick(g, T_MAPVAL);
+	if (mv >= 0 && g->r[mv].off >= 0 &&
+	    g->r[mv].off + 8 <= (int32_t)maps[g->r[mv].map].value_size && chance(g, 40)) {
+		mov_reg(g, 3, mv);
+		return;
+	}
+	int src = scalar(g);
+	if (src != 3)
+		mov_reg(g, 3, src);
+	emit(g, BPF_ALU64 | BPF_AND | BPF_K, 3, 0, 0, 0xffff);
+}
+
 static void b_probe_read(struct gen *g)
 {
 	int32_t off = -8 * (int32_t)(1 + rnd(g, 8));
-	int src = risky(g, 50) ? pick(g, T_NONE) : scalar(g);
-	if (src >= 0 && src != 3)
+	int src = ptx_scope ? -1 : risky(g, 50) ? pick(g, T_NONE) : scalar(g);
+	if (ptx_scope)
+		ptx_read_source(g);
+	else if (src >= 0 && src != 3)
 		mov_reg(g, 3, src);
 	else if (src < 0)
 		mov_imm(g, 3, 0);
@@ -580,6 +624,8 @@ static void b_gpu_index(struct gen *g)
 {
 	static const uint32_t ids[] = {CUBPF_FN_get_thread_idx, CUBPF_FN_get_block_idx,
 				       CUBPF_FN_get_block_dim, CUBPF_FN_get_grid_dim};
+	if (ptx_scope) /* thread indices and warp counts: not compared */
+		return;
 	if (!vm_kind_is_gpu(g->kind) && !risky(g, 5))
 		return;
 	if (chance(g, 30)) {
@@ -696,6 +742,64 @@ static void b_arg_store(struct gen *g)
 		emit(g, BPF_STX | BPF_DW | BPF_MEM, 1, (uint8_t)s, 0, 0);
 }
 
+/* ---- pointers chosen on branches (the differential check's programs only) ----------------------
+ * Issue 14, class 7: the PTX generator once stored through a register that held a kernel
+ * parameter or stack data when a pointer was chosen on branches or moved in a loop. */
+
+/* d = a stack slot's address or an 8-byte-aligned map value pointer. */
+static void choice_target(struct gen *g, int d)
+{
+	int mv = pick(g, T_MAPVAL);
+	if (mv >= 0 && mv != d && g->r[mv].off >= 0 && g->r[mv].off % 8 == 0 &&
+	    g->r[mv].off + 8 <= (int32_t)maps[g->r[mv].map].value_size && chance(g, 40)) {
+		mov_reg(g, d, mv);
+		return;
+	}
+	uint32_t slot;
+	stack_ptr(g, d, slot_off(g, &slot));
+}
+
+/* p = c > K ? A : B; *p = s; r = *p. */
+static void b_choose(struct gen *g)
+{
+	int c = scalar(g), d = dest(g);
+	if (d == c)
+		return;
+	choice_target(g, d);
+	uint32_t at = emit(g, BPF_JMP | BPF_JGT | BPF_K, (uint8_t)c, 0, 0, (int32_t)rnd(g, 64));
+	choice_target(g, d);
+	g->code[at].off = (int16_t)(g->n - at - 1);
+	int v = scalar(g), l = dest(g);
+	if (v != d)
+		emit(g, BPF_STX | BPF_DW | BPF_MEM, (uint8_t)d, (uint8_t)v, 0, 0);
+	if (v != d && l != d) {
+		emit(g, BPF_LDX | BPF_DW | BPF_MEM, (uint8_t)l, (uint8_t)d, 0, 0);
+		g->r[l] = (struct reg){.t = T_SCALAR};
+	}
+	g->r[d] = (struct reg){.t = T_NONE};
+}
+
+/* A stack pointer moved through a loop: for (p = fp - 8 * k; n--; p += 8) *p = s; */
+static void b_walk(struct gen *g)
+{
+	if (g->loop)
+		return;
+	int d = dest(g), v = scalar(g);
+	if (d == 9 || v == 9 || v == d)
+		return;
+	int32_t n = 1 + (int32_t)rnd(g, 4), start = -8 * (n + (int32_t)rnd(g, 4));
+	stack_ptr(g, d, start);
+	mov_imm(g, 9, n);
+	uint32_t top = emit(g, BPF_STX | BPF_DW | BPF_MEM, (uint8_t)d, (uint8_t)v, 0, 0);
+	emit(g, BPF_ALU64 | BPF_ADD | BPF_K, (uint8_t)d, 0, 0, 8);
+	emit(g, BPF_ALU64 | BPF_SUB | BPF_K, 9, 0, 0, 1);
+	uint32_t at = emit(g, BPF_JMP | BPF_JNE | BPF_K, 9, 0, 0, 0);
+	g->code[at].off = (int16_t)((int32_t)top - (int32_t)at - 1);
+	g->r[d] = (struct reg){.t = T_NONE};
+	for (int32_t off = start; off < start + 8 * n; off += 8)
+		g->slots |= 1ull << (-off / 8 - 1);
+}
+
 static void block(struct gen *g)
 {
 	static void (*const blocks[])(struct gen *) = {
@@ -705,6 +809,10 @@ static void block(struct gen *g)
 		b_gpu_index, b_branch, b_branch, b_loop, b_call, b_arg_store,
 	};
 	g->budget--;
+	if (ptx_scope && chance(g, 12)) { /* (the fuzzer's own programs stay as they were) */
+		(chance(g, 60) ? b_choose : b_walk)(g);
+		return;
+	}
 	blocks[rnd(g, sizeof(blocks) / sizeof(blocks[0]))](g);
 }
 
@@ -791,7 +899,7 @@ bool sound_generate(uint64_t *rng, struct sound_prog *p)
 	static const uint32_t risks[] = {0, 0, 1, 1, 2, 4};
 	struct builder b = {.nf = 1, .risk = risks[sound_rand(rng) % 6]};
 	int ret_stack = 0;
-	p->kind = kinds[sound_rand(rng) % 5];
+	p->kind = kinds[sound_rand(rng) % (ptx_scope ? 3 : 5)]; /* (GPU kinds first) */
 	function(&b, 0, 0, p->kind, rng, 4 + (int)(sound_rand(rng) % 28), &ret_stack);
 	bool ok = layout(&b, p);
 	for (uint32_t i = 0; i < b.nf; i++)

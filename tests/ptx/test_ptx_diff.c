@@ -170,6 +170,37 @@ static void test_printk_rules(void **state)
 	vm_object_free(o);
 }
 
+/* Constant folding wraps as the BPF machine does: r1 + r1 and r1 - INT64_MIN overflow int64
+ * (found by sound --ptxdiff: signed overflow in the folder, undefined behaviour). */
+static void test_fold_wraps(void **state)
+{
+	(void)state;
+	const struct bpf_insn insns[] = {
+		{BPF_LD | BPF_DW | BPF_IMM, 1, 0, 0, 0x7ca67df8}, {0, 0, 0, 0, 0x4a886881},
+		{BPF_ALU64 | BPF_ADD | BPF_X, 1, 1, 0, 0},        /* 2 * 0x4a88...: overflows */
+		{BPF_LD | BPF_DW | BPF_IMM, 2, 0, 0, 0}, {0, 0, 0, 0, (int32_t)0x80000000},
+		{BPF_ALU64 | BPF_SUB | BPF_X, 1, 2, 0, 0},        /* - INT64_MIN: overflows */
+		{BPF_ALU64 | BPF_MOV | BPF_X, 0, 1, 0, 0},
+		{BPF_ALU64 | BPF_RSH | BPF_K, 1, 0, 0, 32},
+		{BPF_ALU64 | BPF_XOR | BPF_X, 0, 1, 0, 0},
+		{BPF_JMP | BPF_EXIT, 0, 0, 0, 0},
+	};
+	char err[1024];
+	struct vm_object *o = vm_object_from_insns(insns, sizeof(insns) / sizeof(insns[0]),
+						   VM_PROG_KPROBE, err, sizeof(err));
+	assert_non_null(o);
+	struct vm_verify_info info;
+	if (vm_verify(o, 0, NULL, &info, NULL, 0))
+		fail_msg("rejected: %s", info.reason);
+	for (int fold = 0; fold < 2; fold++) {
+		struct ptxdiff_opts opt = {.runs = 2, .seed = 3, .fold = fold};
+		int rc = ptxdiff_check(o, 0, &opt, err, sizeof(err));
+		if (rc)
+			fail_msg("%s: %d: %s", fold ? "folded" : "as written", rc, err);
+	}
+	vm_object_free(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -178,6 +209,7 @@ int main(void)
 		cmocka_unit_test(test_chosen_pointer_addressable),
 		cmocka_unit_test(test_printk_rules),
 		cmocka_unit_test(test_atomic_maybe_stack),
+		cmocka_unit_test(test_fold_wraps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
