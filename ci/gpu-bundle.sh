@@ -9,11 +9,16 @@ cd "$(dirname "$0")/.."
 out=${1:-build-gpu}
 shared=${SHARED:-../shared}
 make --no-print-directory BUILD="$out" SHARED="$shared" -j"$(nproc)" all bench-build
+# the soundness fuzzer's programs with the interpreter's results, for t_ptx_safety on the GPU
+# (sound is a clang ASan build: it runs here and does not travel)
+make --no-print-directory BUILD="$out" SHARED="$shared" "$out/fuzz/sound"
+rm -rf "$out/gpu/diff-sound"
+"$out/fuzz/sound" -s 1 --ptxdiff 100 -W "$out/gpu/diff-sound" -q
 mkdir -p "$out/shared"
 rm -rf "$out/shared/bpf_conformance"
 cp -r "$shared/bpf_conformance" "$out/shared/"
 # intermediate files only: objects, dependency files, the sources of the bundled libraries
-rm -rf "$out/obj" "$out/asan" "$out/sqlite" "$out/zstd" "$out/gpu-out" "$out/bench-out"
+rm -rf "$out/obj" "$out/asan" "$out/fuzz" "$out/sqlite" "$out/zstd" "$out/gpu-out" "$out/bench-out"
 find "$out" -name '*.d' -delete
 size=$(du -sm "$out" | cut -f1)
 echo "gpu-bundle: $out is $size MiB"

@@ -30,6 +30,21 @@ for d in diff diff-fold; do
   [ "$rc" -eq 0 ] && [ "$ok" -eq "$n" ] || fail "shapes $d"
 done
 
+# ---- (a2) the soundness fuzzer's generated programs (ci/gpu-bundle.sh writes them with
+# `sound -s 1 --ptxdiff 100 -W`, each with the interpreter's results): the same on the GPU --------
+if [ -d "$G/diff-sound" ]; then
+  names=$(cd "$G/diff-sound" && ls *.ptx 2>/dev/null | sed 's/\.ptx$//')
+  n=$(echo "$names" | wc -w)
+  # shellcheck disable=SC2086
+  "$G/ptx_diff_run" "$G/diff-sound" $names >"$OUT/ptx_safety.diff-sound.log" 2>&1; rc=$?
+  ok=$(grep -c '^ok ' "$OUT/ptx_safety.diff-sound.log")
+  echo "RESULT ptx_safety generated programs: $ok of $n agree with the interpreter (rc=$rc)"
+  { [ "$rc" -eq 0 ] && [ "$n" -gt 0 ] && [ "$ok" -eq "$n" ]; } || {
+    fail "generated programs"; grep -v '^ok ' "$OUT/ptx_safety.diff-sound.log" | head -20; }
+else
+  fail "$G/diff-sound missing (ci/gpu-bundle.sh writes it)"
+fi
+
 # ---- (b) helpers on bad addresses under a real application --------------------------------------
 APP=$G/safety_vecadd
 PROBE=$BUILD/ptx-safety/unsafe_helpers.bpf.o
