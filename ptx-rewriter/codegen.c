@@ -506,8 +506,28 @@ static const char *atomic_op(int32_t imm, bool *fetch)
 	return NULL;
 }
 
-/* Atomics on the stack: the stack is private to the thread (and PTX has no atomics on .local),
- * so a plain read-modify-write is exact. */
+/* Where a thread-private read-modify-write reads and writes: a stack slot (l), or the generic
+ * address in %__cb_t3 that was found to be local memory. */
+static void rmw_load(struct cg *g, const struct sloc *l, const char *T, int bits)
+{
+	if (l)
+		cg_sload(g, l, T, bits, false);
+	else
+		OUT("ld.u%d %s, [%%__cb_t3];\n", bits, T);
+}
+
+static void rmw_store(struct cg *g, const struct sloc *l, const char *V, int bits,
+		      const char *guard)
+{
+	if (l)
+		cg_sstore(g, l, V, bits, guard);
+	else
+		OUT("%sst.u%d [%%__cb_t3], %s;\n", guard, bits, V);
+}
+
+/* Atomics on the stack (slot l, or with l NULL the local address in %__cb_t3): the stack is
+ * private to the thread (and PTX has no atomics on .local), so a plain read-modify-write is
+ * exact. */
 static void emit_atomic_stack(struct cg *g, const struct sloc *l, int bits, const char *op,
 			      bool fetch, uint8_t src)
 {
@@ -518,7 +538,7 @@ static void emit_atomic_stack(struct cg *g, const struct sloc *l, int bits, cons
 		OUT("mov.b64 %s, %%__cb_r%u;\n", S, src);
 	else
 		OUT("cvt.u32.u64 %s, %%__cb_r%u;\n", S, src);
-	cg_sload(g, l, T, bits, false);
+	rmw_load(g, l, T, bits);
 	if (!strcmp(op, "cas")) {
 		if (bits == 64)
 			OUT("setp.eq.u64 %%__cb_p0, %s, %%__cb_r0;\n", T);
@@ -526,7 +546,7 @@ static void emit_atomic_stack(struct cg *g, const struct sloc *l, int bits, cons
 			OUT("cvt.u32.u64 %%__cb_w3, %%__cb_r0;\n");
 			OUT("setp.eq.u32 %%__cb_p0, %s, %%__cb_w3;\n", T);
 		}
-		cg_sstore(g, l, S, bits, "@%__cb_p0 ");
+		rmw_store(g, l, S, bits, "@%__cb_p0 ");
 		OUT("%s %%__cb_r0, %s;\n", bits == 64 ? "mov.b64" : "cvt.u64.u32", T);
 		return;
 	}
@@ -534,7 +554,7 @@ static void emit_atomic_stack(struct cg *g, const struct sloc *l, int bits, cons
 		OUT("mov.b%d %s, %s;\n", bits, N, S);
 	else
 		OUT("%s.%s%d %s, %s, %s;\n", op, strcmp(op, "add") ? "b" : "s", bits, N, T, S);
-	cg_sstore(g, l, N, bits, "");
+	rmw_store(g, l, N, bits, "");
 	if (fetch)
 		OUT("%s %%__cb_r%u, %s;\n", bits == 64 ? "mov.b64" : "cvt.u64.u32", src, T);
 }
@@ -550,36 +570,10 @@ static void emit_atomic_maybe_local(struct cg *g, const struct bpf_insn *in, int
 				    const char *op, bool fetch, const char *A)
 {
 	uint32_t inst = g->next_inst++;
-	const char *T = bits == 64 ? "%__cb_t0" : "%__cb_w0";
-	const char *N = bits == 64 ? "%__cb_t1" : "%__cb_w1";
-	const char *S = bits == 64 ? "%__cb_t2" : "%__cb_w2";
 	OUT("add.s64 %%__cb_t3, %%__cb_r%u, %d;\n", in->dst_reg, in->off);
 	OUT("isspacep.local %%__cb_g0, %%__cb_t3;\n");
 	OUT("@!%%__cb_g0 bra %sq%u_m;\n", g->lbl, inst);
-	if (bits == 64)
-		OUT("mov.b64 %s, %%__cb_r%u;\n", S, in->src_reg);
-	else
-		OUT("cvt.u32.u64 %s, %%__cb_r%u;\n", S, in->src_reg);
-	OUT("ld.u%d %s, [%%__cb_t3];\n", bits, T);
-	if (!strcmp(op, "cas")) {
-		if (bits == 64)
-			OUT("setp.eq.u64 %%__cb_p0, %s, %%__cb_r0;\n", T);
-		else {
-			OUT("cvt.u32.u64 %%__cb_w3, %%__cb_r0;\n");
-			OUT("setp.eq.u32 %%__cb_p0, %s, %%__cb_w3;\n", T);
-		}
-		OUT("@%%__cb_p0 st.u%d [%%__cb_t3], %s;\n", bits, S);
-		OUT("%s %%__cb_r0, %s;\n", bits == 64 ? "mov.b64" : "cvt.u64.u32", T);
-	} else {
-		if (!strcmp(op, "exch"))
-			OUT("mov.b%d %s, %s;\n", bits, N, S);
-		else
-			OUT("%s.%s%d %s, %s, %s;\n", op, strcmp(op, "add") ? "b" : "s", bits, N, T, S);
-		OUT("st.u%d [%%__cb_t3], %s;\n", bits, N);
-		if (fetch)
-			OUT("%s %%__cb_r%u, %s;\n", bits == 64 ? "mov.b64" : "cvt.u64.u32", in->src_reg,
-			    T);
-	}
+	emit_atomic_stack(g, NULL, bits, op, fetch, in->src_reg);
 	OUT("bra %sq%u_d;\n", g->lbl, inst);
 	buf_printf(g->out, "%sq%u_m:\n", g->lbl, inst);
 	emit_atomic_mem(g, "", A, bits, op, fetch, in->src_reg);
