@@ -212,6 +212,9 @@ int live_clock_calibrate(struct live_ctx *c);
 /* ---- module substitution (live_module.c) --------------------------------------------------- */
 /* Instruments PTX text with the loaded GPU programs; kernel_id(user, name) gives each kernel's
  * id.  Returns 1 with *out (malloc'ed, NUL-terminated), 0 when no kernel matched, -1 with err. */
+/* The first kernel of PTX text ("name, ..." when there are more), to name a module in messages;
+ * fallback when the text lists none. */
+void live_ptx_label(const char *ptx, size_t len, const char *fallback, char *label, size_t n);
 int live_instrument(const char *ptx, size_t len, uint32_t (*kernel_id)(void *, const char *),
 		    void *user, char **out, size_t *out_len, struct ptx_inject_report *rep,
 		    char *err, size_t errlen);

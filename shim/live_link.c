@@ -57,18 +57,6 @@ static uint32_t link_kernel_id(void *user, const char *mangled)
 	return live_kernel_id(NULL, mangled);
 }
 
-static void first_kernel(const char *ptx, size_t len, char *label, size_t n)
-{
-	struct cubin_kernels k;
-	char err[CUBIN_ERRLEN];
-	snprintf(label, n, "linked module");
-	if (cubin_ptx_kernels(ptx, len, &k, err, sizeof(err)) == 0) {
-		if (k.count)
-			snprintf(label, n, "%s%s", k.kernels[0].name, k.count > 1 ? ", ..." : "");
-		cubin_kernels_free(&k);
-	}
-}
-
 /* The maps' declarations the rewriter writes: "<DECL>__cubpf_map_<i>;" or "<DECL>__cubpf_enable;". */
 #define DECL ".visible .const .align 8 .u64 "
 #define EXTERN ".extern  .const .align 8 .u64 " /* the same length: edited in place */
@@ -152,12 +140,12 @@ void live_link_loading(struct shim_module_event *ev)
 	l->ptx[l->ninputs++] = out;
 	l->pending = out;
 	if (!l->label[0])
-		first_kernel(out, len, l->label, sizeof(l->label));
+		live_ptx_label(out, len, "linked module", l->label, sizeof(l->label));
 	pthread_mutex_unlock(&lock);
 	ev->image = out;
 	ev->info.size = len + 1;
 	char label[96];
-	first_kernel(out, len, label, sizeof(label));
+	live_ptx_label(out, len, "linked module", label, sizeof(label));
 	shim_log(SHIM_LOG_INFO, "live: %s: instrumented %u of %u kernels of a link input (%s; %u "
 		 "entry, %u exit, %u memory sites)", ev->api_name, rep.instrumented, rep.kernels,
 		 label, rep.entry_sites, rep.exit_sites, rep.mem_sites);

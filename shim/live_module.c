@@ -604,7 +604,6 @@ int live_instrument(const char *ptx, size_t len, uint32_t (*kernel_id)(void *, c
 	return rc != 0 ? -1 : *out != NULL;
 }
 
-static void label_of(const char *ptx, size_t len, char *label, size_t n);
 
 /* The objects of an -rdc program: each instrumented (or kept as it is), with the maps declared
  * .extern (live_jit_parts adds their definitions); w->out is their text one after the other,
@@ -630,7 +629,7 @@ static int instrument_parts(struct work *w)
 		total += p->out_len + 32;
 		if (rc > 0 && !w->label[0]) {
 			snprintf(w->label, sizeof(w->label), "rdc objects");
-			label_of(p->out, p->out_len, w->label, sizeof(w->label));
+			live_ptx_label(p->out, p->out_len, "module", w->label, sizeof(w->label));
 		}
 	}
 	if (!w->rep.instrumented)
@@ -668,12 +667,11 @@ static void free_parts(struct work *w)
 	w->nowned = 0;
 }
 
-/* The first kernel of the instrumented text, to name the module in messages. */
-static void label_of(const char *ptx, size_t len, char *label, size_t n)
+void live_ptx_label(const char *ptx, size_t len, const char *fallback, char *label, size_t n)
 {
 	struct cubin_kernels k;
 	char err[CUBIN_ERRLEN];
-	snprintf(label, n, "module");
+	snprintf(label, n, "%s", fallback);
 	if (cubin_ptx_kernels(ptx, len, &k, err, sizeof(err)) == 0) {
 		if (k.count)
 			snprintf(label, n, "%s%s", k.kernels[0].name, k.count > 1 ? ", ..." : "");
@@ -918,7 +916,7 @@ static void module_loading(struct shim_module_event *ev)
 		return;
 	}
 	if (!w.nparts) /* (the objects' label is their first instrumented kernel already) */
-		label_of(w.out, w.out_len, w.label, sizeof(w.label));
+		live_ptx_label(w.out, w.out_len, "module", w.label, sizeof(w.label));
 	size_t size = 0;
 	struct sub *s = NULL;
 	if (w.ctx && !live_ctx_get(w.ctx, w.err, sizeof(w.err)))
