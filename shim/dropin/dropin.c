@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <link.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -212,6 +213,23 @@ int dropin_load(struct dropin_lib *lib)
 void *dropin_slot(struct dropin_lib *lib, unsigned index)
 {
 	return index < lib->count ? __atomic_load_n(&lib->slots[index], __ATOMIC_ACQUIRE) : NULL;
+}
+
+/* Each drop-in is its own shared object with one library: pthread_once's routine takes no
+ * argument, so the library it loads is kept here. */
+static struct dropin_lib *the_lib;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void load_once(void)
+{
+	dropin_load(the_lib);
+}
+
+void *dropin_lazy_slot(struct dropin_lib *lib, unsigned index)
+{
+	the_lib = lib;
+	pthread_once(&once, load_once);
+	return dropin_slot(lib, index);
 }
 
 void *dropin_real(struct dropin_lib *lib, const char *name)

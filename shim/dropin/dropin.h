@@ -28,6 +28,9 @@ int dropin_load(struct dropin_lib *lib);
 
 /* Slot i after loading. */
 void *dropin_slot(struct dropin_lib *lib, unsigned index);
+/* Slot i, loading the real library on the first call (once per process: every drop-in is a
+ * shared object of its own with one library). */
+void *dropin_lazy_slot(struct dropin_lib *lib, unsigned index);
 
 /* 1 when CUBPF_DISABLE is set to anything but "" or "0": the drop-in only forwards. */
 int dropin_disabled(void);

@@ -6,7 +6,6 @@
  * changes no machine code (tests/shim/test_dropin.c) and the program's own options are passed
  * unchanged.  CUBPF_DISABLE=1: pure forwarding.
  */
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -47,17 +46,9 @@ static struct dropin_lib lib = {
 	.missing_string = (void *)missing,
 };
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static void load(void)
-{
-	dropin_load(&lib);
-}
-
 __attribute__((visibility("hidden"))) void *jitlink_lazy_target(unsigned index)
 {
-	pthread_once(&once, load);
-	return dropin_slot(&lib, index);
+	return dropin_lazy_slot(&lib, index);
 }
 
 typedef jitlink_result (*create_fn)(void *handle, uint32_t n, const char **opts);

@@ -5,7 +5,6 @@
  * info changes no machine code (tests/shim/test_dropin.c compares the SASS with and without)
  * and the program's own options are passed unchanged.  CUBPF_DISABLE=1: pure forwarding.
  */
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "shim/dropin/dropin.h"
@@ -49,17 +48,9 @@ static struct dropin_lib lib = {
 	.missing_string = (void *)missing_string,
 };
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static void load(void)
-{
-	dropin_load(&lib);
-}
-
 __attribute__((visibility("hidden"))) void *nvrtc_lazy_target(unsigned index)
 {
-	pthread_once(&once, load);
-	return dropin_slot(&lib, index);
+	return dropin_lazy_slot(&lib, index);
 }
 
 typedef nvrtc_result (*compile_fn)(void *prog, int n, const char *const *opts);
