@@ -174,14 +174,12 @@ static void fill_slots(void)
 			 "they return CUDA_ERROR_NOT_SUPPORTED", missing, (unsigned)SHIM_NSLOTS);
 }
 
-/* A fork()ed child has its parent's counts and no driver of its own (CUDA does not survive
- * fork): its exit says nothing, and takes none of the locks that the parent's other threads may
- * have held when it forked. */
-static atomic_int forked;
-
-static void mark_forked(void)
+/* A fork()ed child inherits the parent's counts: its exit summary says nothing unless it loads
+ * modules of its own (report.c), and the kernel table's lock is never inherited held. */
+static void forked_child(void)
 {
-	atomic_store(&forked, 1);
+	shim_kernel_fork_done();
+	shim_report_forked();
 }
 
 static void init_locked(void)
@@ -204,7 +202,7 @@ static void init_locked(void)
 	}
 	fill_slots();
 	shim_procaddr_setup();
-	pthread_atfork(NULL, NULL, mark_forked);
+	pthread_atfork(shim_kernel_fork_prepare, shim_kernel_fork_done, forked_child);
 	/* Live probes (shim/live*.c) install their hooks before any load can happen.  Weak: the
 	 * test copy of the shim with a hooks plug-in (tests/shim) is built without them. */
 	if (!shim_state.disabled && shim_live_init) {
@@ -238,7 +236,7 @@ void *shim_lazy_target(unsigned idx)
 
 __attribute__((destructor)) static void shim_destructor(void)
 {
-	if (atomic_load(&shim_init_done) && !shim_state.disabled && !atomic_load(&forked))
+	if (atomic_load(&shim_init_done) && !shim_state.disabled)
 		shim_report_exit();
 }
 

@@ -81,6 +81,9 @@ int shim_kernel_is_unknown(const struct shim_kernel_info *k);
 /* Iterates over the registered kernels (distinct names), for the exit summary. */
 void shim_kernel_each(void (*fn)(const struct shim_kernel_info *k, void *arg), void *arg);
 uint64_t shim_unknown_launches(void);
+/* fork() handlers of the kernel table: prepare takes its lock, done (parent and child) frees it. */
+void shim_kernel_fork_prepare(void);
+void shim_kernel_fork_done(void);
 
 /* Module-load statistics and log line (report.c). */
 void shim_image_describe(const void *image, size_t size_hint, struct shim_image_info *info);
@@ -88,6 +91,9 @@ void shim_report_load(const struct shim_module_event *ev);
 void shim_report_unload(CUresult r);
 void shim_report_graph_launch(void);
 void shim_report_exit(void);
+/* In a fork()ed child: its exit summary is printed only if it loads modules of its own (a child
+ * of a process that never used CUDA may; otherwise its counts are its parent's). */
+void shim_report_forked(void);
 
 /* Live probes (live.c): reads CUBPF_PROGRAMS and returns the hooks to install, or NULL.  Called
  * once from init; weak so that a copy of the shim without live/ still links. */

@@ -391,6 +391,9 @@ void live_cache_fork_child(void)
 		cache = NULL;
 		atomic_store(&state, CACHE_UNOPENED);
 	}
-	pthread_rwlock_unlock(&cache_rw);
+	/* Made afresh, not unlocked: glibc's rwlock remembers its writer's thread id, which is
+	 * the parent's here, so an unlock in the child leaves it held (the child's first module
+	 * load then waited forever). */
+	pthread_rwlock_init(&cache_rw, NULL);
 	pthread_mutex_unlock(&open_lock);
 }

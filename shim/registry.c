@@ -182,3 +182,15 @@ void shim_kernel_each(void (*fn)(const struct shim_kernel_info *k, void *arg), v
 	for (; r; r = r->next)
 		fn(&r->info, arg);
 }
+
+/* fork(): the table's lock is held across it, so that a child never inherits it locked by a
+ * thread it does not have (its exit summary walks the table). */
+void shim_kernel_fork_prepare(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+void shim_kernel_fork_done(void)
+{
+	pthread_mutex_unlock(&lock);
+}

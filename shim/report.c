@@ -8,6 +8,8 @@
 #include "shim/internal.h"
 
 static atomic_uint loads_ok, loads_failed, unloads;
+static atomic_int forked;
+static unsigned loads_at_fork; /* loads_ok + loads_failed when this child was forked */
 static atomic_uint_fast64_t graph_launches;
 
 void shim_report_unload(CUresult r)
@@ -178,9 +180,17 @@ static size_t merge_names(struct tallies *t)
 	return out;
 }
 
+void shim_report_forked(void)
+{
+	loads_at_fork = atomic_load(&loads_ok) + atomic_load(&loads_failed);
+	atomic_store(&forked, 1);
+}
+
 void shim_report_exit(void)
 {
 	if (!shim_log_enabled(SHIM_LOG_INFO))
+		return;
+	if (atomic_load(&forked) && atomic_load(&loads_ok) + atomic_load(&loads_failed) == loads_at_fork)
 		return;
 	struct tallies t = { 0 };
 	shim_kernel_each(collect, &t);

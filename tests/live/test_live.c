@@ -1106,7 +1106,10 @@ static int child_fork(void)
 		return 1;
 	pid_t pid = fork();
 	if (pid == 0) {
+		void *mod = NULL;
 		leak_check_off = 1;
+		if (getenv("CHILD_LOADS") && load(&mod, live_ptx) != 0)
+			exit(3);
 		exit(0); /* runs the shim's exit handler in the child */
 	}
 	int status;
@@ -1136,6 +1139,12 @@ static void test_fork_child_stays_quiet(void **state)
 	assert_int_equal(store_trace_state(r), STORE_TRACE_COMPLETE);
 	store_trace_close_reader(r);
 	unlink(trace_path);
+	/* a child that loads a module of its own says so at its exit: two summaries */
+	struct child_env loads = { { "CHILD_LOADS" }, { "1" } };
+	assert_int_equal(run_child(&loads, child_fork), 0);
+	first = strstr(child_err, "summary: ");
+	assert_non_null(first);
+	assert_non_null(strstr(first + 1, "summary: "));
 }
 
 /* The maps at exit go into the trace, readable with store/'s reader. */
