@@ -607,8 +607,12 @@ static void fork_child(void)
 	if (live.trace)
 		store_trace_fork_child(live.trace);
 	live.forked = true;
-	live_maps_forget_thread();
-	live_spans_forget();
+	pthread_mutex_init(&kid_lock, NULL);
+	live_maps_fork_child();
+	live_spans_fork_child();
+	live_module_fork_child();
+	live_link_fork_child();
+	live_control_fork_child();
 }
 
 /* ---- start --------------------------------------------------------------------------------- */

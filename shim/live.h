@@ -200,8 +200,10 @@ void live_ringbuf_start(void);
  * the first context), and stops it (exit). */
 void live_maps_start_thread(void);
 void live_maps_stop_thread(void);
-/* fork() child: the thread does not exist there. */
-void live_maps_forget_thread(void);
+/* fork() child: the thread does not exist there, and the locks are made afresh (one that a
+ * thread of the parent held at the fork would stay held: the child has only the forking
+ * thread).  The other files' *_fork_child functions do the same for their locks. */
+void live_maps_fork_child(void);
 
 /* ---- clock calibration (live_clock.c) ------------------------------------------------------- */
 /* Measures host CLOCK_REALTIME against the device's %globaltimer in context c (current), best
@@ -233,6 +235,9 @@ int live_link_output(const void *image, size_t size, char *label, size_t n);
 /* Context ctx is gone: the substitutes of its modules are freed, libraries forget they were
  * filled there (the handle may come back for a new context, which needs its own pointers). */
 void live_module_ctx_gone(CUcontext ctx);
+void live_module_fork_child(void);
+void live_link_fork_child(void);
+void live_control_fork_child(void);
 void live_module_loading(struct shim_module_event *ev, void *user);
 void live_module_loaded(const struct shim_module_event *ev, void *user);
 void live_module_unloaded(shim_module_t module, shim_library_t library, int result, void *user);
@@ -330,7 +335,7 @@ uint64_t live_spans_stream(const struct shim_launch_event *ev);
 /* Exit: stop the poller, collect what is left (waiting), report. */
 void live_spans_finish(void);
 void live_spans_teardown(CUcontext ctx, CUdevice dev, int primary);
-void live_spans_forget(void);
+void live_spans_fork_child(void);
 void live_trace_api(const struct shim_api_event *ev);
 
 #endif

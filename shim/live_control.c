@@ -96,3 +96,9 @@ uint32_t live_control_mask(void)
 	pthread_mutex_unlock(&control_lock);
 	return (uint32_t)atomic_load_explicit(&mask, memory_order_relaxed);
 }
+
+/* fork() child: see live_maps_fork_child. */
+void live_control_fork_child(void)
+{
+	pthread_mutex_init(&control_lock, NULL);
+}

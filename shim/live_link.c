@@ -210,3 +210,9 @@ int live_link_output(const void *image, size_t size, char *label, size_t n)
 	pthread_mutex_unlock(&lock);
 	return found;
 }
+
+/* fork() child: see live_maps_fork_child. */
+void live_link_fork_child(void)
+{
+	pthread_mutex_init(&lock, NULL);
+}

@@ -802,9 +802,15 @@ void live_maps_start_thread(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-void live_maps_forget_thread(void)
+void live_maps_fork_child(void)
 {
+	pthread_rwlockattr_t a;
 	atomic_store(&thread_state, 0);
+	pthread_mutex_init(&lock, NULL);
+	pthread_rwlockattr_init(&a);
+	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&ctxs_rw, &a);
+	pthread_rwlockattr_destroy(&a);
 }
 
 void live_maps_stop_thread(void)

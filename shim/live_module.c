@@ -1135,3 +1135,9 @@ void live_launching(struct shim_launch_event *ev, void *user)
 		}
 	pthread_mutex_unlock(&lock);
 }
+
+/* fork() child: see live_maps_fork_child. */
+void live_module_fork_child(void)
+{
+	pthread_mutex_init(&lock, NULL);
+}

@@ -862,8 +862,10 @@ void live_spans_teardown(CUcontext ctx, CUdevice dev, int primary)
 }
 
 /* fork() child: the poller does not exist there, and the parent's contexts are not its own. */
-void live_spans_forget(void)
+void live_spans_fork_child(void)
 {
 	atomic_store(&poller_state, 0);
 	spans_on = false;
+	pthread_mutex_init(&list_lock, NULL);
+	pthread_mutex_init(&untimed_lock, NULL);
 }
