@@ -435,6 +435,10 @@ static void child_output(struct follow *fw, const char *buf, size_t n)
 	}
 }
 
+/* Why a program makes no driver call through cubpf, the usual two reasons. */
+#define NO_CALL_WHY "it never loaded libcuda.so.1, or it loaded a driver by its absolute path, " \
+		    "which LD_LIBRARY_PATH cannot redirect"
+
 static void print_report(struct follow *fw, int final)
 {
 	const struct run_opts *o = fw->o;
@@ -443,10 +447,12 @@ static void print_report(struct follow *fw, int final)
 		return;
 	char err[512] = "";
 	struct stat st;
-	if (stat(trace, &st) == 0 && st.st_size == 0) {
+	if (stat(trace, &st) == 0 ? st.st_size == 0 : errno == ENOENT) {
 		if (final)
 			fprintf(stderr, "cubpf run: no report: the program made no CUDA driver call "
-					"through cubpf (nothing was recorded in %s)\n", trace);
+					"through cubpf (%s%s%s)\n", fw->trace_base ? "" : "nothing "
+					"was recorded in ", fw->trace_base ? "" : trace,
+					fw->trace_base ? NO_CALL_WHY : "; " NO_CALL_WHY);
 		return;
 	}
 	tool_data_reset_trace(&fw->data);
@@ -610,6 +616,17 @@ static void pick_trace(struct follow *fw)
 	globfree(&g);
 }
 
+/* -o without a tool: the user asked for a trace and gets none when the program never went
+ * through cubpf's libcuda.so.1; say so, and the two usual reasons. */
+static void say_if_no_trace(const char *trace, const char *program)
+{
+	struct stat st;
+	if (strchr(trace, '%') || stat(trace, &st) == 0 || errno != ENOENT)
+		return;
+	fprintf(stderr, "cubpf run: no trace written to %s: %s made no CUDA driver call through "
+			"cubpf (%s)\n", trace, program, NO_CALL_WHY);
+}
+
 /* Removes the traces of every process (BASE.*) and BASE itself. */
 static void remove_traces(const char *base)
 {
@@ -709,6 +726,8 @@ int cmd_run(int argc, char **argv)
 	pick_trace(&fw);
 	if (tool || o.have_prog)
 		print_report(&fw, 1);
+	else if (o.trace)
+		say_if_no_trace(o.trace, argv[first]);
 	if (rc != 0)
 		fprintf(stderr, "cubpf run: %s exited with status %d\n", argv[first], rc);
 	tool_data_free(&fw.data);

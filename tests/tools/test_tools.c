@@ -935,6 +935,17 @@ static void test_run_options(void **state)
 				   "'echo spans=$CUBPF_SPANS.'", out, sizeof(out)), 0);
 	assert_contains(out, "spans=.");
 	unlink("/tmp/cubpf-test-spans.trace");
+	/* -o, and a program that never loads libcuda: said in one line, the program's status */
+	unlink("/tmp/cubpf-test-none.trace");
+	assert_int_equal(run_cubpf("-o /tmp/cubpf-test-none.trace -- sh -c 'exit 3'", out,
+				   sizeof(out)), 3);
+	assert_contains(out, "cubpf run: no trace written to /tmp/cubpf-test-none.trace: sh made "
+			     "no CUDA driver call through cubpf");
+	assert_int_equal(run_cubpf("-t kcount -o /tmp/cubpf-test-none.trace -- true", out,
+				   sizeof(out)), 0);
+	assert_contains(out, "cubpf run: no report: the program made no CUDA driver call through "
+			     "cubpf (nothing was recorded in /tmp/cubpf-test-none.trace; it never loaded "
+			     "libcuda.so.1");
 	assert_int_equal(run_cubpf("--list-tools", out, sizeof(out)), 0);
 	assert_contains(out, "threadhist");
 	assert_int_equal(run_cubpf("-t launchlate --help", out, sizeof(out)), 0);
