@@ -18,6 +18,8 @@
  * CUBPF_SPANS=0 (no GPU kernel spans in the trace, live_spans.c).
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -476,6 +478,31 @@ static uint64_t env_u64(const char *name, uint64_t dflt)
 	return *end ? dflt : x;
 }
 
+/* A trace file is written by one process, ever: this one claims FILE by creating it, and when
+ * FILE is there already (another process of the same job has it, or an earlier run left it)
+ * writes FILE.PID instead; nothing recorded is overwritten or interleaved.  Returns 0 with the
+ * path claimed in file, or -1 with errno. */
+static int trace_claim(char *file, size_t size)
+{
+	int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		char taken[4096];
+		snprintf(taken, sizeof(taken), "%s", file);
+		if ((size_t)snprintf(file, size, "%s.%d", taken, (int)getpid()) >= size) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			shim_log(SHIM_LOG_INFO, "live: trace %s is another process's: this one "
+				 "writes %s", taken, file);
+	}
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
 static void trace_open(const char *path)
 {
 	char err[STORE_ERRLEN], host[256] = "", cmd[4096] = "";
@@ -492,6 +519,11 @@ static void trace_open(const char *path)
 					 .hostname = host, .cmdline = cmd };
 	char file[4096];
 	shim_expand_pid(path, file, sizeof(file)); /* "%p": one trace per process of a job */
+	if (trace_claim(file, sizeof(file)) != 0) {
+		shim_log(SHIM_LOG_WARN, "live: CUBPF_TRACE=%s: %s; no trace is written", file,
+			 strerror(errno));
+		return;
+	}
 	uint64_t workers = env_u64("CUBPF_TRACE_THREADS", default_trace_threads());
 	struct store_trace_options opt = { .workers = (int)(workers > 64 ? 64 : workers) };
 	live.trace = store_trace_create(file, &p, &opt, err, sizeof(err));

@@ -616,6 +616,17 @@ static void pick_trace(struct follow *fw)
 	globfree(&g);
 }
 
+static int clear_old_trace(const char *trace)
+{
+	struct stat st;
+	if (strchr(trace, '%') || lstat(trace, &st) != 0 || !S_ISREG(st.st_mode))
+		return 0;
+	if (unlink(trace) == 0)
+		return 0;
+	fprintf(stderr, "cubpf run: cannot replace the trace %s: %s\n", trace, strerror(errno));
+	return -1;
+}
+
 /* -o without a tool: the user asked for a trace and gets none when the program never went
  * through cubpf's libcuda.so.1; say so, and the two usual reasons. */
 static void say_if_no_trace(const char *trace, const char *program)
@@ -716,6 +727,10 @@ int cmd_run(int argc, char **argv)
 			return 2;
 		}
 	}
+	/* -o names the trace to write: one left there by an earlier run goes (the shim never
+	 * overwrites a trace: a process that finds the file there writes FILE.PID) */
+	if (!own_trace && o.trace && clear_old_trace(o.trace) != 0)
+		return 2;
 	if (set_environment(&o, shim_dir) != 0) {
 		fprintf(stderr, "cubpf run: cannot set the environment: %s\n", strerror(errno));
 		return 2;

@@ -1147,6 +1147,45 @@ static void test_fork_child_stays_quiet(void **state)
 	assert_non_null(strstr(first + 1, "summary: "));
 }
 
+/* The pid in a complete trace's header, or 0. */
+static uint32_t trace_pid(const char *path)
+{
+	char err[STORE_ERRLEN];
+	struct store_trace_reader *r = store_trace_open(path, err, sizeof(err));
+	struct store_trace_record rec;
+	uint32_t pid = 0;
+	if (!r)
+		return 0;
+	while (store_trace_next(r, &rec) == 1)
+		;
+	if (store_trace_state(r) == STORE_TRACE_COMPLETE && store_trace_header(r))
+		pid = store_trace_header(r)->pid;
+	store_trace_close_reader(r);
+	return pid;
+}
+
+/* A trace is one process's: a second process given the same CUBPF_TRACE (a worker of the same
+ * job, or a later run) writes TRACE.PID beside it and leaves the first one whole. */
+static void test_a_trace_is_written_by_one_process(void **state)
+{
+	(void)state;
+	char other[64];
+	unlink(trace_path);
+	struct child_env env = { { "CUBPF_TRACE" }, { trace_path } };
+	assert_int_equal(run_child(&env, child_module), 0);
+	uint32_t first = trace_pid(trace_path);
+	assert_true(first != 0);
+	assert_int_equal(run_child(&env, child_module), 0);
+	const char *said = strstr(child_err, "is another process's: this one writes ");
+	assert_non_null(said);
+	assert_int_equal(sscanf(said, "is another process's: this one writes %63s", other), 1);
+	assert_int_equal(trace_pid(trace_path), first);
+	uint32_t second = trace_pid(other);
+	assert_true(second != 0 && second != first);
+	unlink(other);
+	unlink(trace_path);
+}
+
 /* The maps at exit go into the trace, readable with store/'s reader. */
 static void test_maps_are_written_to_the_trace(void **state)
 {
@@ -2353,6 +2392,7 @@ int main(void)
 		cmocka_unit_test(test_not_instrumented_is_in_the_trace),
 		cmocka_unit_test(test_maps_are_traced_while_running),
 		cmocka_unit_test(test_fork_child_stays_quiet),
+		cmocka_unit_test(test_a_trace_is_written_by_one_process),
 		cmocka_unit_test(test_kernel_spans_are_traced),
 		cmocka_unit_test(test_kernel_spans_are_collected_at_teardown),
 		cmocka_unit_test(test_kernel_spans_can_be_switched_off),

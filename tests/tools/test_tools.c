@@ -935,12 +935,17 @@ static void test_run_options(void **state)
 				   "'echo spans=$CUBPF_SPANS.'", out, sizeof(out)), 0);
 	assert_contains(out, "spans=.");
 	unlink("/tmp/cubpf-test-spans.trace");
-	/* -o, and a program that never loads libcuda: said in one line, the program's status */
-	unlink("/tmp/cubpf-test-none.trace");
+	/* -o, and a program that never loads libcuda: said in one line, the program's status; a
+	 * trace an earlier run left at that path is gone (the shim would write beside it) */
+	FILE *old = fopen("/tmp/cubpf-test-none.trace", "w");
+	assert_non_null(old);
+	fputs("an earlier run's trace\n", old);
+	fclose(old);
 	assert_int_equal(run_cubpf("-o /tmp/cubpf-test-none.trace -- sh -c 'exit 3'", out,
 				   sizeof(out)), 3);
 	assert_contains(out, "cubpf run: no trace written to /tmp/cubpf-test-none.trace: sh made "
 			     "no CUDA driver call through cubpf");
+	assert_int_equal(access("/tmp/cubpf-test-none.trace", F_OK), -1);
 	assert_int_equal(run_cubpf("-t kcount -o /tmp/cubpf-test-none.trace -- true", out,
 				   sizeof(out)), 0);
 	assert_contains(out, "cubpf run: no report: the program made no CUDA driver call through "
