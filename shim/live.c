@@ -503,6 +503,8 @@ static int trace_claim(char *file, size_t size)
 	return 0;
 }
 
+static char trace_file[4096]; /* the trace this process writes (claimed) */
+
 static void trace_open(const char *path)
 {
 	char err[STORE_ERRLEN], host[256] = "", cmd[4096] = "";
@@ -526,6 +528,7 @@ static void trace_open(const char *path)
 	}
 	uint64_t workers = env_u64("CUBPF_TRACE_THREADS", default_trace_threads());
 	struct store_trace_options opt = { .workers = (int)(workers > 64 ? 64 : workers) };
+	snprintf(trace_file, sizeof(trace_file), "%s", file);
 	live.trace = store_trace_create(file, &p, &opt, err, sizeof(err));
 	if (!live.trace) {
 		shim_log(SHIM_LOG_WARN, "live: CUBPF_TRACE=%s: %s; no trace is written", file, err);
@@ -633,15 +636,38 @@ static void fork_parent(void)
 		store_trace_fork_parent(live.trace);
 }
 
+/* A child forked before its parent made any context (a launcher, a pool of workers started
+ * first) may use CUDA itself.  It stays quiet until its first driver call through cubpf, then
+ * becomes a process of its own: its own trace (FILE.PID beside the parent's), its maps, its
+ * report at exit.  A child of a process with contexts cannot use CUDA (the driver refuses) and
+ * stays quiet. */
+static atomic_bool child_pending;
+
+static void child_start(void)
+{
+	if (!atomic_exchange(&child_pending, false))
+		return;
+	live.forked = false;
+	/* the parent's writer is left as it is (its workers are the parent's threads) */
+	const char *trace = getenv("CUBPF_TRACE");
+	live.trace = NULL;
+	if (trace && *trace)
+		trace_open(trace);
+	shim_log(SHIM_LOG_INFO, "live: forked child %d makes driver calls: probes on%s%s",
+		 (int)getpid(), live.trace ? ", trace " : "", live.trace ? trace_file : "");
+}
+
 static void fork_child(void)
 {
+	bool fresh = !live_maps_have_contexts();
 	live_cache_fork_child();
 	if (live.trace)
 		store_trace_fork_child(live.trace);
 	live.forked = true;
+	atomic_store(&child_pending, fresh);
 	pthread_mutex_init(&kid_lock, NULL);
 	live_maps_fork_child();
-	live_spans_fork_child();
+	live_spans_fork_child(fresh);
 	live_module_fork_child();
 	live_link_fork_child();
 	live_control_fork_child();
@@ -649,8 +675,21 @@ static void fork_child(void)
 
 /* ---- start --------------------------------------------------------------------------------- */
 
+static inline void child_check(void)
+{
+	if (__builtin_expect(atomic_load_explicit(&child_pending, memory_order_relaxed), 0))
+		child_start();
+}
+
+static void module_loading(struct shim_module_event *ev, void *user)
+{
+	child_check();
+	live_module_loading(ev, user);
+}
+
 static void launching(struct shim_launch_event *ev, void *user)
 {
+	child_check();
 	live_launching(ev, user);
 	live_spans_launching(ev); /* last: nothing of cubpf's between the event and the launch */
 }
@@ -665,13 +704,14 @@ static void launched(const struct shim_launch_event *ev, void *user)
 static void api_call(const struct shim_api_event *ev, void *user)
 {
 	(void)user;
+	child_check();
 	live_host_api(ev);
 	live_trace_api(ev);
 	live_spans_other_call();
 }
 
 static struct shim_hooks live_hooks = {
-	.module_loading = live_module_loading,
+	.module_loading = module_loading,
 	.module_loaded = live_module_loaded,
 	.module_unloaded = live_module_unloaded,
 	.launching = launching,

@@ -204,6 +204,8 @@ void live_maps_stop_thread(void);
  * thread of the parent held at the fork would stay held: the child has only the forking
  * thread).  The other files' *_fork_child functions do the same for their locks. */
 void live_maps_fork_child(void);
+/* Whether any context has maps (read in a fork child, which has one thread). */
+bool live_maps_have_contexts(void);
 
 /* ---- clock calibration (live_clock.c) ------------------------------------------------------- */
 /* Measures host CLOCK_REALTIME against the device's %globaltimer in context c (current), best
@@ -335,7 +337,7 @@ uint64_t live_spans_stream(const struct shim_launch_event *ev);
 /* Exit: stop the poller, collect what is left (waiting), report. */
 void live_spans_finish(void);
 void live_spans_teardown(CUcontext ctx, CUdevice dev, int primary);
-void live_spans_fork_child(void);
+void live_spans_fork_child(bool fresh);
 void live_trace_api(const struct shim_api_event *ev);
 
 #endif

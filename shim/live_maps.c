@@ -802,6 +802,11 @@ void live_maps_start_thread(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+bool live_maps_have_contexts(void)
+{
+	return __atomic_load_n(&ctxs, __ATOMIC_ACQUIRE) != NULL;
+}
+
 void live_maps_fork_child(void)
 {
 	pthread_rwlockattr_t a;

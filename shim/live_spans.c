@@ -861,11 +861,12 @@ void live_spans_teardown(CUcontext ctx, CUdevice dev, int primary)
 	pthread_mutex_unlock(&list_lock);
 }
 
-/* fork() child: the poller does not exist there, and the parent's contexts are not its own. */
-void live_spans_fork_child(void)
+/* fork() child: the poller does not exist there, and the parent's contexts are not its own.  A
+ * child of a process without contexts (fresh) may make its own: its spans stay on as set. */
+void live_spans_fork_child(bool fresh)
 {
 	atomic_store(&poller_state, 0);
-	spans_on = false;
+	spans_on = spans_on && fresh;
 	pthread_mutex_init(&list_lock, NULL);
 	pthread_mutex_init(&untimed_lock, NULL);
 }

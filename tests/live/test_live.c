@@ -1147,6 +1147,21 @@ static void test_fork_child_stays_quiet(void **state)
 	assert_non_null(strstr(first + 1, "summary: "));
 }
 
+/* A child forked before any context, which then uses CUDA: a process of its own. */
+static int child_fork_fresh(void)
+{
+	if (open_both())
+		return 1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		leak_check_off = 1;
+		exit(child_module());
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	return !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+}
+
 /* The pid in a complete trace's header, or 0. */
 static uint32_t trace_pid(const char *path)
 {
@@ -1182,6 +1197,38 @@ static void test_a_trace_is_written_by_one_process(void **state)
 	assert_int_equal(trace_pid(trace_path), first);
 	uint32_t second = trace_pid(other);
 	assert_true(second != 0 && second != first);
+	unlink(other);
+	unlink(trace_path);
+}
+
+/* A child forked before its parent made a context, that then loads and runs a module: it is a
+ * process of its own (its maps reported, its own trace beside the parent's); the parent, which
+ * made no context, reports no maps. */
+static void test_fork_child_of_a_fresh_parent_is_probed(void **state)
+{
+	(void)state;
+	char other[64];
+	unlink(trace_path);
+	struct child_env env = { { "CUBPF_TRACE" }, { trace_path } };
+	assert_int_equal(run_child(&env, child_fork_fresh), 0);
+	const char *said = strstr(child_err, "makes driver calls: probes on, trace ");
+	assert_non_null(said);
+	assert_int_equal(sscanf(said, "makes driver calls: probes on, trace %63s", other), 1);
+	const char *first = strstr(child_err, "cubpf: map entries[1] = 7");
+	assert_non_null(first);
+	assert_null(strstr(first + 1, "cubpf: map entries[1] = 7"));
+	uint32_t parent = trace_pid(trace_path), child = trace_pid(other);
+	assert_true(parent != 0 && child != 0 && parent != child);
+	/* the child's maps are in its own trace */
+	char err[STORE_ERRLEN];
+	struct store_trace_reader *r = store_trace_open(other, err, sizeof(err));
+	assert_non_null(r);
+	struct store_trace_record rec;
+	int maps = 0;
+	while (store_trace_next(r, &rec) == 1)
+		maps += rec.type == STORE_REC_MAP;
+	store_trace_close_reader(r);
+	assert_true(maps > 0);
 	unlink(other);
 	unlink(trace_path);
 }
@@ -2393,6 +2440,7 @@ int main(void)
 		cmocka_unit_test(test_maps_are_traced_while_running),
 		cmocka_unit_test(test_fork_child_stays_quiet),
 		cmocka_unit_test(test_a_trace_is_written_by_one_process),
+		cmocka_unit_test(test_fork_child_of_a_fresh_parent_is_probed),
 		cmocka_unit_test(test_kernel_spans_are_traced),
 		cmocka_unit_test(test_kernel_spans_are_collected_at_teardown),
 		cmocka_unit_test(test_kernel_spans_can_be_switched_off),
