@@ -494,7 +494,10 @@ struct store_trace_reader *store_trace_open_mem(const void *data, size_t size, c
 void store_trace_close_reader(struct store_trace_reader *r);
 
 /* 1 = a record, 0 = no more (see store_trace_state), -1 = a damaged record (message in
- * store_trace_reader_error; state DAMAGED).  STRING records are also added to the table. */
+ * store_trace_reader_error, naming the frame or record by index and file offset; state
+ * DAMAGED).  STRING records are also added to the table, whose memory follows the number of
+ * STRING records read, not the ids they declare; a frame's buffer is no larger than its bytes
+ * can decode to.  So a reader's memory is bounded by what the file can hold. */
 int store_trace_next(struct store_trace_reader *r, struct store_trace_record *rec);
 enum store_trace_state store_trace_state(const struct store_trace_reader *r);
 const char *store_trace_reader_error(const struct store_trace_reader *r);
