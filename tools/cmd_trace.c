@@ -97,9 +97,11 @@ static int report_end(const struct store_trace_reader *r, int rc, FILE *f)
 	case STORE_TRACE_NO_END:
 		fprintf(f, "note: the trace has no end record (writer killed or still running)\n");
 		return 0;
-	default:
+	case STORE_TRACE_DAMAGED:
 		fprintf(stderr, "cubpf trace: damaged trace: %s\n", store_trace_reader_error(r));
-		return rc < 0 ? 1 : 1;
+		return 1;
+	default: /* the command stopped reading (it said why) */
+		return rc < 0;
 	}
 }
 
@@ -595,31 +597,55 @@ static int cmd_info(const struct opts *o)
 
 /* ---- stats ----------------------------------------------------------------------------------- */
 
+/* Samples per key (a string id, a copy kind), in open addressing at most half full: the table
+ * grows with the records read, never with the values of the keys they carry (an id near 2^32
+ * in a damaged trace costs one slot). */
 struct series {
+	uint32_t key;
+	int used;
 	uint64_t *v;
 	size_t n, cap;
 	uint64_t total;
 };
 
 struct table {
-	struct series *by_id; /* indexed by string id */
-	size_t n;
+	struct series *slots;
+	size_t nslots, count;
 };
 
-static int add_sample(struct table *t, uint32_t id, uint64_t v)
+static struct series *table_slot(struct series *s, size_t nslots, uint32_t key)
 {
-	if (id >= t->n) {
-		size_t n = t->n ? t->n : 64;
-		while (n <= id)
-			n *= 2;
-		struct series *s = realloc(t->by_id, n * sizeof(*s));
-		if (!s)
-			return -1;
-		memset(s + t->n, 0, (n - t->n) * sizeof(*s));
-		t->by_id = s;
-		t->n = n;
+	size_t j = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & (nslots - 1);
+	while (s[j].used && s[j].key != key)
+		j = (j + 1) & (nslots - 1);
+	return &s[j];
+}
+
+static int table_grow(struct table *t)
+{
+	size_t n = t->nslots ? t->nslots * 2 : 64;
+	struct series *s = calloc(n, sizeof(*s));
+	if (!s)
+		return -1;
+	for (size_t i = 0; i < t->nslots; i++)
+		if (t->slots[i].used)
+			*table_slot(s, n, t->slots[i].key) = t->slots[i];
+	free(t->slots);
+	t->slots = s;
+	t->nslots = n;
+	return 0;
+}
+
+static int add_sample(struct table *t, uint32_t key, uint64_t v)
+{
+	if ((t->count + 1) * 2 > t->nslots && table_grow(t))
+		return -1;
+	struct series *s = table_slot(t->slots, t->nslots, key);
+	if (!s->used) {
+		s->used = 1;
+		s->key = key;
+		t->count++;
 	}
-	struct series *s = &t->by_id[id];
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 16;
 		uint64_t *p = realloc(s->v, cap * sizeof(*p));
@@ -632,6 +658,16 @@ static int add_sample(struct table *t, uint32_t id, uint64_t v)
 	s->total += v;
 	return 0;
 }
+
+static int cmp_series_key(const void *a, const void *b)
+{
+	uint32_t x = (*(struct series *const *)a)->key, y = (*(struct series *const *)b)->key;
+	return x < y ? -1 : x > y;
+}
+
+/* The table's series by key (the order of first use for string ids), each sorted; NULL when
+ * out of memory.  The caller frees the array. */
+static struct series **table_sorted(const struct table *t);
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -646,31 +682,64 @@ static uint64_t pct(const struct series *s, unsigned p)
 	return s->v[rank ? rank - 1 : 0];
 }
 
-static void print_table(const char *title, const struct table *t, const struct store_trace_reader *r)
+static struct series **table_sorted(const struct table *t)
+{
+	struct series **v = malloc((t->count ? t->count : 1) * sizeof(*v));
+	size_t n = 0;
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < t->nslots; i++)
+		if (t->slots[i].used) {
+			v[n++] = &t->slots[i];
+			qsort(t->slots[i].v, t->slots[i].n, sizeof(uint64_t), cmp_u64);
+		}
+	qsort(v, n, sizeof(*v), cmp_series_key);
+	return v;
+}
+
+static int print_table(const char *title, const struct table *t, const struct store_trace_reader *r)
 {
 	char b[32];
-	int any = 0;
-	for (size_t i = 0; i < t->n; i++) {
-		struct series *s = &t->by_id[i];
-		if (!s->n)
-			continue;
-		if (!any++)
-			printf("%s\n  %-10s %14s %12s %12s %12s %12s %12s  %s\n", title, "count", "total_us",
-			       "mean_us", "p50_us", "p90_us", "p99_us", "max_us", "name");
-		qsort(s->v, s->n, sizeof(*s->v), cmp_u64);
+	struct series **v = table_sorted(t);
+	if (!v)
+		return -1;
+	printf("%s\n", title);
+	if (!t->count)
+		printf("  (none)\n");
+	else
+		printf("  %-10s %14s %12s %12s %12s %12s %12s  %s\n", "count", "total_us", "mean_us",
+		       "p50_us", "p90_us", "p99_us", "max_us", "name");
+	for (size_t i = 0; i < t->count; i++) {
+		const struct series *s = v[i];
 		printf("  %-10zu %14.3f %12.3f %12.3f %12.3f %12.3f %12.3f  %s\n", s->n, s->total / 1e3,
 		       (double)s->total / (double)s->n / 1e3, pct(s, 50) / 1e3, pct(s, 90) / 1e3,
-		       pct(s, 99) / 1e3, s->v[s->n - 1] / 1e3, str_or(r, (uint32_t)i, b, sizeof(b)));
+		       pct(s, 99) / 1e3, s->v[s->n - 1] / 1e3,
+		       str_or(r, s->key, b, sizeof(b)));
 	}
-	if (!any)
-		printf("%s\n  (none)\n", title);
+	free(v);
+	return 0;
+}
+
+static int print_copies(const struct table *t)
+{
+	struct series **v = table_sorted(t);
+	if (!v)
+		return -1;
+	for (size_t i = 0; i < t->count; i++) {
+		const struct series *s = v[i];
+		printf("\ncopies %-6s count %zu total %.3f us p50 %.3f us max %.3f us\n",
+		       copy_kind_name(s->key), s->n, s->total / 1e3, pct(s, 50) / 1e3,
+		       s->v[s->n - 1] / 1e3);
+	}
+	free(v);
+	return 0;
 }
 
 static void free_table(struct table *t)
 {
-	for (size_t i = 0; i < t->n; i++)
-		free(t->by_id[i].v);
-	free(t->by_id);
+	for (size_t i = 0; i < t->nslots; i++)
+		free(t->slots[i].v);
+	free(t->slots);
 }
 
 static int cmd_stats(const struct opts *o)
@@ -678,11 +747,12 @@ static int cmd_stats(const struct opts *o)
 	struct store_trace_reader *r = open_trace(o->file);
 	struct store_trace_record rec;
 	struct table kernels = {0}, apis = {0}, copies = {0};
-	uint64_t unmeasured = 0, spans = 0;
+	uint64_t unmeasured = 0, spans = 0, nrec = 0;
 	int rc, oom = 0;
 	if (!r)
 		return 1;
-	while ((rc = store_trace_next(r, &rec)) == 1 && !oom) {
+	while (!oom && (rc = store_trace_next(r, &rec)) == 1) {
+		nrec++;
 		union {
 			struct store_rec_api a;
 			struct store_rec_kernel k;
@@ -705,21 +775,14 @@ static int cmd_stats(const struct opts *o)
 			oom = add_sample(&copies, u.c.kind, u.c.gpu_end - u.c.gpu_start);
 	}
 	if (oom)
-		fprintf(stderr, "cubpf trace: out of memory\n");
-	print_table("GPU kernels (device time)", &kernels, r);
+		fprintf(stderr, "cubpf trace stats: out of memory after %" PRIu64 " records\n", nrec);
+	oom |= print_table("GPU kernels (device time)", &kernels, r);
 	unmeasured = unmeasured > spans ? unmeasured - spans : 0;
 	if (unmeasured)
 		printf("  (%" PRIu64 " launches without device times)\n", unmeasured);
 	printf("\n");
-	print_table("host API calls (wall time)", &apis, r);
-	for (size_t i = 0; i < copies.n; i++)
-		if (copies.by_id[i].n) {
-			struct series *s = &copies.by_id[i];
-			qsort(s->v, s->n, sizeof(*s->v), cmp_u64);
-			printf("\ncopies %-6s count %zu total %.3f us p50 %.3f us max %.3f us\n",
-			       copy_kind_name((uint32_t)i), s->n, s->total / 1e3, pct(s, 50) / 1e3,
-			       s->v[s->n - 1] / 1e3);
-		}
+	oom |= print_table("host API calls (wall time)", &apis, r);
+	oom |= print_copies(&copies);
 	rc = report_end(r, rc, stderr) || oom;
 	free_table(&kernels);
 	free_table(&apis);

@@ -539,6 +539,60 @@ static void test_trace_run_metadata(void **state)
 	free(dir);
 }
 
+/* Ids near 2^32 (a STRING record's own, a name no STRING defines, a copy kind): every command
+ * reads the trace in memory that follows its records.  `trace stats` used to size a table by
+ * the largest id (128 GiB: "out of memory", then "damaged trace: " with nothing after it). */
+static void test_trace_stats_huge_ids(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), *bin = cubpf_path(), trace[4200], cmd[8192], *out, err[STORE_ERRLEN];
+	snprintf(trace, sizeof(trace), "%s/huge.cubpf", dir);
+	struct store_trace_process p = {.pid = 9, .cubpf_version = "0.1.0", .hostname = "h",
+					.cmdline = "./app"};
+	struct store_trace_writer *w = store_trace_create(trace, &p, NULL, err, sizeof(err));
+	assert_non_null(w);
+	uint32_t huge = 0xFFFFFFF0u, undefined = 0xFFFFFFF7u;
+	assert_int_equal(store_trace_append(w, STORE_REC_STRING, &huge, 4, "huge_kernel", 11), 0);
+	struct store_rec_api a = {.begin_ns = 100, .end_ns = 1100, .name = huge};
+	store_trace_api(w, &a);
+	a.name = undefined;
+	store_trace_api(w, &a);
+	struct store_rec_kernel k = {.launch_ns = 100, .gpu_start = 200, .gpu_end = 2200, .name = huge};
+	store_trace_kernel(w, &k);
+	k.name = undefined;
+	store_trace_kernel(w, &k);
+	struct store_rec_copy c = {.launch_ns = 100, .gpu_start = 300, .gpu_end = 800, .bytes = 8,
+				   .kind = 0xFFFFFFFFu};
+	store_trace_copy(w, &c);
+	struct store_rec_map m = {.ts_ns = 5, .name = huge, .key_size = 4, .value_size = 4, .count = 1};
+	uint32_t kv[2] = {1, 2};
+	store_trace_map(w, &m, kv, sizeof(kv));
+	assert_int_equal(store_trace_close(w, err, sizeof(err)), 0);
+
+	snprintf(cmd, sizeof(cmd), "%s trace stats %s", bin, trace);
+	int rc = run(cmd, &out);
+	if (rc || strstr(out, "out of memory") || strstr(out, "damaged"))
+		fail_msg("trace stats (%d): %s", rc, out);
+	assert_non_null(strstr(out, "  1                   2.000        2.000        2.000        2.000        2.000        2.000  huge_kernel\n"));
+	assert_non_null(strstr(out, "huge_kernel\n"));
+	assert_non_null(strstr(out, "#4294967287\n"));
+	assert_non_null(strstr(out, "copies ?      count 1 total 0.500 us"));
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s trace info %s", bin, trace);
+	assert_int_equal(run(cmd, NULL), 0);
+	const char *const others[] = {"dump", "dump --json", "export --format chrome",
+				      "export --format csv"};
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "%s trace %s %s", bin, others[i], trace);
+		if ((rc = run(cmd, &out)) || !strstr(out, "huge_kernel"))
+			fail_msg("trace %s (%d): %s", others[i], rc, out);
+		free(out);
+	}
+	free(bin);
+	rm_tree(dir);
+	free(dir);
+}
+
 const struct CMUnitTest cli_tests[] = {
 	cmocka_unit_test(test_replay),
 	cmocka_unit_test(test_trace_commands),
@@ -546,5 +600,6 @@ const struct CMUnitTest cli_tests[] = {
 	cmocka_unit_test(test_trace_run_metadata),
 	cmocka_unit_test(test_trace_bad_input),
 	cmocka_unit_test(test_cache_commands),
+	cmocka_unit_test(test_trace_stats_huge_ids),
 };
 const size_t n_cli_tests = sizeof(cli_tests) / sizeof(cli_tests[0]);
