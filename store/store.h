@@ -2,9 +2,10 @@
  *
  * Part 1, the module cache.  One sqlite database shared by every process of a user (one per GPU
  * rank, say): WAL mode, a busy timeout, a checksum per blob, LRU eviction past a size limit.  A
- * damaged database is moved aside and rebuilt with a warning (through the log callback), never a
- * crash.  The key is an XXH3-128 over everything that decides the instrumented result; the value
- * is the instrumented PTX and the cubin the driver compiled from it.
+ * damaged cubpf database is moved aside and rebuilt with a warning (through the log callback),
+ * never a crash.  The key is an XXH3-128 over everything that decides the instrumented result; the value
+ * is the instrumented PTX and the cubin the driver compiled from it.  A file at the cache's path
+ * that is not cubpf's is never moved or changed (see store_cache_open).
  *
  * Part 2, trace files: records (store_rec_*) in independent zstd frames; see store/FORMAT.md.
  * The writer never blocks its callers on I/O: a background thread compresses and writes, at
@@ -102,9 +103,13 @@ struct store_cache_stats {
 int store_cache_default_path(char *buf, size_t size);
 
 /* Opens (creating with mode 0600, and missing folders 0700) the database at path (NULL = the
- * default path).  A file that is not a usable cubpf cache is moved aside to PATH.broken-TIME
- * and a new one made; the log callback says so.  Returns NULL with a message in err on failure
- * (no folder can be made, say). */
+ * default path).  A damaged cubpf database (cubpf's application id in its SQLite header, or
+ * seen to be cubpf's by this object) is moved aside to PATH.broken-TIME (with its -wal) and a
+ * new one made; the log callback says so and where it went.  A file cubpf cannot tell to be
+ * its own (not SQLite, another application's database, a damaged one without cubpf's id) is
+ * never moved or written: NULL, with a message in err saying what is there.  An empty file or
+ * an empty SQLite database becomes the cache.  NULL with a message on other failures too (no
+ * folder can be made, say). */
 struct store_cache *store_cache_open(const char *path, const struct store_cache_options *opt,
 				     char *err, size_t errlen);
 void store_cache_close(struct store_cache *c);

@@ -539,6 +539,60 @@ static void test_trace_run_metadata(void **state)
 	free(dir);
 }
 
+/* `cubpf cache ls|stats|clear` with CUBPF_CACHE at a file cubpf did not make (a path typed
+ * wrong): exit status 1, a message saying what is there, the file as it was and nothing beside
+ * it (it used to be renamed to .broken-TIME and replaced by a new cache).  And `cache stats`
+ * on a cubpf database whose counters table is empty: zeros, not "not an error". */
+static void test_cache_foreign_file_and_empty_counters(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), *bin = cubpf_path(), path[4200], cmd[8192], *out, err[STORE_ERRLEN];
+	static const char notes[] = "my notes: do not lose\n";
+	snprintf(path, sizeof(path), "%s/notes.txt", dir);
+	spit(path, notes, sizeof(notes) - 1);
+	setenv("CUBPF_CACHE", path, 1);
+	const char *const subs[] = {"ls", "stats", "clear"};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(cmd, sizeof(cmd), "{ %s cache %s; ls -A %s; }", bin, subs[i], dir);
+		run(cmd, &out);
+		if (!strstr(out, "is not a cubpf cache (22 bytes, not an SQLite database); left "
+				 "untouched") || strstr(out, "broken") || strstr(out, "-wal"))
+			fail_msg("cache %s: %s", subs[i], out);
+		free(out);
+		snprintf(cmd, sizeof(cmd), "%s cache %s", bin, subs[i]);
+		assert_int_equal(run(cmd, NULL), 1);
+		size_t n;
+		uint8_t *now = slurp(path, &n);
+		assert_int_equal(n, sizeof(notes) - 1);
+		assert_memory_equal(now, notes, n);
+		free(now);
+	}
+
+	snprintf(path, sizeof(path), "%s/cache.db", dir);
+	struct store_cache *c = store_cache_open(path, NULL, err, sizeof(err));
+	assert_non_null(c);
+	struct store_key_input in = {.image = {"img", 3}, .sm = 90};
+	store_key k;
+	store_key_compute(&in, &k);
+	struct store_cache_entry e = {.ptx = "p", .ptx_size = 1, .cubin = "c", .cubin_size = 1,
+				      .name = "m", .sm = 90};
+	assert_int_equal(store_cache_put(c, &k, &e), 0);
+	store_cache_close(c);
+	snprintf(cmd, sizeof(cmd), "python3 -c 'import sqlite3; d=sqlite3.connect(\"%s\");"
+		 " d.execute(\"DELETE FROM counters\"); d.commit()'", path);
+	assert_int_equal(run(cmd, NULL), 0);
+	setenv("CUBPF_CACHE", path, 1);
+	snprintf(cmd, sizeof(cmd), "%s cache stats", bin);
+	int rc = run(cmd, &out);
+	if (rc || !strstr(out, "entries    1,") || !strstr(out, "lookups    0: 0 hits, 0 misses"))
+		fail_msg("cache stats (%d): %s", rc, out);
+	free(out);
+	unsetenv("CUBPF_CACHE");
+	free(bin);
+	rm_tree(dir);
+	free(dir);
+}
+
 /* Ids near 2^32 (a STRING record's own, a name no STRING defines, a copy kind): every command
  * reads the trace in memory that follows its records.  `trace stats` used to size a table by
  * the largest id (128 GiB: "out of memory", then "damaged trace: " with nothing after it). */
@@ -601,5 +655,6 @@ const struct CMUnitTest cli_tests[] = {
 	cmocka_unit_test(test_trace_bad_input),
 	cmocka_unit_test(test_cache_commands),
 	cmocka_unit_test(test_trace_stats_huge_ids),
+	cmocka_unit_test(test_cache_foreign_file_and_empty_counters),
 };
 const size_t n_cli_tests = sizeof(cli_tests) / sizeof(cli_tests[0]);
