@@ -365,6 +365,23 @@ static int exec(struct store_cache *c, const char *sql)
 	return rc;
 }
 
+/* An SQLite file with no id and no table is taken for the cache (nothing in it to lose: a new
+ * file another process has begun, or an emptied one) only when sqlite finds it sound: a
+ * damaged file can look empty.  SQLITE_OK, or SQLITE_CORRUPT (message set). */
+static int holds_nothing(struct store_cache *c)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = sqlite3_prepare_v2(c->db, "PRAGMA quick_check(1)", -1, &s, NULL);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		const unsigned char *v = sqlite3_column_text(s, 0);
+		rc = v && !strcmp((const char *)v, "ok") ? SQLITE_OK : SQLITE_CORRUPT;
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_OK && is_damage(rc))
+		set_err(c, "%s: an empty SQLite database that fails its integrity check", c->path);
+	return rc;
+}
+
 /* Whose database this is, by reads only (through the WAL: a new cubpf database has its id
  * there until the first checkpoint).  cubpf's, or one that holds nothing (no id, no version, no
  * table: a new file): SQLITE_OK.  Anything else: SQLITE_MISMATCH, and nothing is written. */
@@ -390,7 +407,7 @@ static int identify(struct store_cache *c)
 		return SQLITE_OK;
 	}
 	if (app == 0 && ver == 0 && tables == 0)
-		return SQLITE_OK;
+		return holds_nothing(c);
 	set_err(c, "%s is an SQLite database that is not a cubpf cache (application id %lld, %lld "
 		"tables); left untouched: point CUBPF_CACHE (or --db) at another path", c->path,
 		(long long)app, (long long)tables);

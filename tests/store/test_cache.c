@@ -470,6 +470,24 @@ static void test_foreign_files_untouched(void **state)
 	refused_untouched(dir, "places.sqlite", "cannot tell to be its cache");
 	unlink(path);
 
+	/* an emptied database (no table left) whose freelist is damaged: it looks like nothing
+	 * to lose, but sqlite's check says damaged (a fuzz_store_cache find: it was switched to
+	 * WAL before the damage showed) */
+	snprintf(path, sizeof(path), "%s/emptied.db", dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA page_size=512; CREATE TABLE t(x);"
+				      " WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n"
+				      " WHERE i<4) INSERT INTO t SELECT randomblob(400) FROM n;"
+				      " DROP TABLE t", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	img = slurp(path, &n);
+	assert_true(n >= 1024);
+	memcpy(img + 32, "\0\0\0\x63", 4); /* the first freelist trunk page: past the end */
+	spit(path, img, n);
+	free(img);
+	refused_untouched(dir, "emptied.db", "is a damaged SQLite file");
+	unlink(path);
+
 	/* a short file that starts like SQLite */
 	snprintf(path, sizeof(path), "%s/short.db", dir);
 	spit(path, "SQLite format 3", 16);
