@@ -310,6 +310,39 @@ static void test_maps_of_two_gpus_are_combined(void **state)
 	tool_data_free(&d);
 }
 
+/* Many contexts that share no key (a damaged trace: one MAP record each): combining them would
+ * take keys x contexts (2000 one-key snapshots: 2000 x 16 KB = 32 MB, from a trace of a few
+ * KB); past 16 times the snapshots' bytes the latest context is shown alone, with a note. */
+static void test_maps_too_sparse_to_combine(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	for (uint32_t c = 1; c <= 2000; c++) {
+		uint32_t key = c;
+		uint64_t v = c;
+		map_ctx = c;
+		struct store_rec_map m = {.ts_ns = c, .name = store_trace_intern(w, "sparse"),
+					  .map_type = 1, .key_size = 4, .value_size = 8, .count = 1,
+					  .ctx = c};
+		uint8_t kv[12];
+		memcpy(kv, &key, 4);
+		memcpy(kv + 4, &v, 8);
+		assert_int_equal(store_trace_map(w, &m, kv, sizeof(kv)), 0);
+	}
+	map_ctx = 0;
+	struct tool_data d;
+	finish(w, &d, NULL);
+	assert_int_equal(d.nmaps, 1);
+	assert_int_equal(d.maps[0].count, 1);
+	assert_int_equal(d.maps[0].contexts, 1);
+	assert_int_equal(d.maps[0].value_size, 8);
+	assert_int_equal(tool_map_u64(&d.maps[0], 2000, 0), 2000);
+	assert_int_equal(d.nnotes, 1);
+	assert_string_equal(d.notes[0], "map sparse: 2000 contexts with too few keys in common to "
+					"combine; the latest shown alone");
+	tool_data_free(&d);
+}
+
 /* The latest snapshot replaces older ones; a copy of it (same time, written again by the shim)
  * and an older one arriving late are not counted again. */
 static void test_threadhist(void **state)
@@ -1091,6 +1124,7 @@ int main(void)
 		cmocka_unit_test(test_ringbuf_bookkeeping_in_the_memory_line),
 		cmocka_unit_test(test_report_from_trace_alone),
 		cmocka_unit_test(test_maps_of_two_gpus_are_combined),
+		cmocka_unit_test(test_maps_too_sparse_to_combine),
 		cmocka_unit_test(test_threadhist),
 		cmocka_unit_test(test_threadhist_warps),
 		cmocka_unit_test(test_threadhist_edges),
