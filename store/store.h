@@ -529,4 +529,19 @@ char *store_rec_string(const uint8_t **p, size_t *n);
 /* Name of a record type ("api", "kernel", ...; "unknown" otherwise). */
 const char *store_rec_type_name(uint16_t type);
 
+/* Ids a file declares (string ids, any u32 a record carries) numbered 0, 1, 2, ... in the order
+ * they are added, in memory that follows how many there are, never their values: keep data by
+ * id in a dense array by that number (the reader's string table and `trace stats` do).  Zero
+ * the struct to start. */
+struct store_ids_slot;
+struct store_ids {
+	struct store_ids_slot *slots;
+	size_t nslots, count;
+};
+/* The number of id (0..count-1), or -1 when it was never added. */
+long store_ids_find(const struct store_ids *t, uint32_t id);
+/* The number of id, added as count when new; -1 when out of memory. */
+long store_ids_add(struct store_ids *t, uint32_t id);
+void store_ids_free(struct store_ids *t);
+
 #endif /* CUBPF_STORE_H */

@@ -5,7 +5,7 @@
  * of its whole frames.  Every length read from the file is checked before use: a damaged or
  * hostile file gives an error, never a read out of bounds.  Memory follows what the file holds:
  * a frame's buffer is no larger than its blocks can decode to, and the string table grows with
- * the STRING records read, whatever ids they declare.  An error names the frame or record, its
+ * the STRING records read, whatever ids they declare (store_ids).  An error names the frame or record, its
  * index and its offset. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -44,12 +44,6 @@ _Static_assert(sizeof(struct store_rec_kspan) == 48, "KSPAN");
  * believes the frame's declared content size. */
 #define ZSTD_BYTES_BOUND(n) (((unsigned long long)(n) / 4 + 1) * (128u << 10))
 
-/* One string of the table; id 0 (never an id) marks a free slot. */
-struct str_slot {
-	uint32_t id;
-	char *s;
-};
-
 struct store_trace_reader {
 	const uint8_t *file;
 	size_t size, pos;          /* compressed input and how far frames were consumed */
@@ -66,8 +60,9 @@ struct store_trace_reader {
 	int end_seen, done;
 	struct store_rec_header header;
 	char *hstr[3];
-	struct str_slot *strings;  /* open addressing by id, nslots a power of two (or 0) */
-	size_t nslots, nstrings;
+	struct store_ids ids;      /* the string table: id -> its number, */
+	char **strings;            /* number -> string */
+	size_t strings_cap;
 	/* a PROBES record being handed out as PROBE records */
 	const uint8_t *px, *px_end;  /* next sample (u32 len + bytes), end of the record */
 	uint32_t px_left;            /* samples not yet handed out */
@@ -281,33 +276,18 @@ char *store_rec_string(const uint8_t **p, size_t *n)
 	return s;
 }
 
-static size_t str_hash(uint32_t id, size_t nslots)
+/* Room for string number n (numbers come in order, so n is at most one past the last). */
+static int strings_room(struct store_trace_reader *r, size_t n)
 {
-	return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 32) & (nslots - 1);
-}
-
-/* The slot of id: its own, or the free one where it would go. */
-static struct str_slot *str_slot(struct str_slot *t, size_t nslots, uint32_t id)
-{
-	size_t j = str_hash(id, nslots);
-	while (t[j].id && t[j].id != id)
-		j = (j + 1) & (nslots - 1);
-	return &t[j];
-}
-
-/* Doubles the table (at most half full): its size follows the strings read, not their ids. */
-static int str_grow(struct store_trace_reader *r)
-{
-	size_t n = r->nslots ? r->nslots * 2 : 64;
-	struct str_slot *t = calloc(n, sizeof(*t));
+	if (n < r->strings_cap)
+		return 0;
+	size_t cap = r->strings_cap ? r->strings_cap * 2 : 64;
+	char **t = realloc(r->strings, cap * sizeof(*t));
 	if (!t)
 		return -1;
-	for (size_t i = 0; i < r->nslots; i++)
-		if (r->strings[i].id)
-			*str_slot(t, n, r->strings[i].id) = r->strings[i];
-	free(r->strings);
+	memset(t + r->strings_cap, 0, (cap - r->strings_cap) * sizeof(*t));
 	r->strings = t;
-	r->nslots = n;
+	r->strings_cap = cap;
 	return 0;
 }
 
@@ -319,20 +299,15 @@ static int add_string(struct store_trace_reader *r, const struct store_trace_rec
 	memcpy(&id, rec->payload, sizeof(id));
 	if (id == 0)
 		return record_damaged(r, rec->type, "string id 0 (never an id)");
-	if ((r->nstrings + 1) * 2 > r->nslots && str_grow(r))
-		return record_damaged(r, rec->type, "out of memory for string id %u", id);
-	char *s = strndup((const char *)rec->payload + sizeof(id), rec->len - sizeof(id));
-	if (!s)
+	long n = store_ids_add(&r->ids, id);
+	char *str = n >= 0 && !strings_room(r, (size_t)n)
+			    ? strndup((const char *)rec->payload + sizeof(id), rec->len - sizeof(id))
+			    : NULL;
+	if (!str)
 		return record_damaged(r, rec->type, "out of memory for string id %u (%u bytes)", id,
 				      rec->len);
-	struct str_slot *slot = str_slot(r->strings, r->nslots, id);
-	if (slot->id) { /* defined again: the later one counts */
-		free(slot->s);
-	} else {
-		slot->id = id;
-		r->nstrings++;
-	}
-	slot->s = s;
+	free(r->strings[n]); /* defined again: the later one counts */
+	r->strings[n] = str;
 	return 0;
 }
 
@@ -529,9 +504,10 @@ void store_trace_close_reader(struct store_trace_reader *r)
 	free(r->xbuf);
 	for (int i = 0; i < 3; i++)
 		free(r->hstr[i]);
-	for (size_t i = 0; i < r->nslots; i++)
-		free(r->strings[i].s);
+	for (size_t i = 0; i < r->strings_cap; i++)
+		free(r->strings[i]);
 	free(r->strings);
+	store_ids_free(&r->ids);
 	free(r);
 }
 
@@ -557,7 +533,8 @@ const char *store_trace_header_string(const struct store_trace_reader *r, int wh
 
 const char *store_trace_string(const struct store_trace_reader *r, uint32_t id)
 {
-	return id && r->nslots ? str_slot(r->strings, r->nslots, id)->s : NULL;
+	long n = store_ids_find(&r->ids, id);
+	return n >= 0 && (size_t)n < r->strings_cap ? r->strings[n] : NULL;
 }
 
 void store_trace_reader_sizes(const struct store_trace_reader *r, uint64_t *file_bytes,

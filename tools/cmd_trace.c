@@ -605,55 +605,38 @@ static int cmd_info(const struct opts *o)
 
 /* ---- stats ----------------------------------------------------------------------------------- */
 
-/* Samples per key (a string id, a copy kind), in open addressing at most half full: the table
- * grows with the records read, never with the values of the keys they carry (an id near 2^32
- * in a damaged trace costs one slot). */
+/* Samples per key (a string id, a copy kind): the keys are numbered by store_ids and the series
+ * kept in a dense array by number, so the table grows with the records read, never with the
+ * values of the keys they carry (an id near 2^32 in a damaged trace costs one series). */
 struct series {
 	uint32_t key;
-	int used;
 	uint64_t *v;
 	size_t n, cap;
 	uint64_t total;
 };
 
 struct table {
-	struct series *slots;
-	size_t nslots, count;
+	struct store_ids keys;
+	struct series *s;          /* by the key's number */
+	size_t cap;
 };
-
-static struct series *table_slot(struct series *s, size_t nslots, uint32_t key)
-{
-	size_t j = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & (nslots - 1);
-	while (s[j].used && s[j].key != key)
-		j = (j + 1) & (nslots - 1);
-	return &s[j];
-}
-
-static int table_grow(struct table *t)
-{
-	size_t n = t->nslots ? t->nslots * 2 : 64;
-	struct series *s = calloc(n, sizeof(*s));
-	if (!s)
-		return -1;
-	for (size_t i = 0; i < t->nslots; i++)
-		if (t->slots[i].used)
-			*table_slot(s, n, t->slots[i].key) = t->slots[i];
-	free(t->slots);
-	t->slots = s;
-	t->nslots = n;
-	return 0;
-}
 
 static int add_sample(struct table *t, uint32_t key, uint64_t v)
 {
-	if ((t->count + 1) * 2 > t->nslots && table_grow(t))
+	long k = store_ids_add(&t->keys, key);
+	if (k < 0)
 		return -1;
-	struct series *s = table_slot(t->slots, t->nslots, key);
-	if (!s->used) {
-		s->used = 1;
-		s->key = key;
-		t->count++;
+	if ((size_t)k == t->cap) { /* a new key: the next number */
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		struct series *p = realloc(t->s, cap * sizeof(*p));
+		if (!p)
+			return -1;
+		memset(p + t->cap, 0, (cap - t->cap) * sizeof(*p));
+		t->s = p;
+		t->cap = cap;
 	}
+	struct series *s = &t->s[k];
+	s->key = key;
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 16;
 		uint64_t *p = realloc(s->v, cap * sizeof(*p));
@@ -673,9 +656,9 @@ static int cmp_series_key(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The table's series by key (the order of first use for string ids), each sorted; NULL when
- * out of memory.  The caller frees the array. */
-static struct series **table_sorted(const struct table *t);
+/* The table's series that hold samples (*n of them), by key (for string ids, the order of
+ * first use), each sorted; NULL when out of memory.  The caller frees the array. */
+static struct series **table_sorted(const struct table *t, size_t *n);
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -690,34 +673,35 @@ static uint64_t pct(const struct series *s, unsigned p)
 	return s->v[rank ? rank - 1 : 0];
 }
 
-static struct series **table_sorted(const struct table *t)
+static struct series **table_sorted(const struct table *t, size_t *n)
 {
-	struct series **v = malloc((t->count ? t->count : 1) * sizeof(*v));
-	size_t n = 0;
+	struct series **v = malloc((t->cap ? t->cap : 1) * sizeof(*v));
+	*n = 0;
 	if (!v)
 		return NULL;
-	for (size_t i = 0; i < t->nslots; i++)
-		if (t->slots[i].used) {
-			v[n++] = &t->slots[i];
-			qsort(t->slots[i].v, t->slots[i].n, sizeof(uint64_t), cmp_u64);
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->s[i].n) {
+			v[(*n)++] = &t->s[i];
+			qsort(t->s[i].v, t->s[i].n, sizeof(uint64_t), cmp_u64);
 		}
-	qsort(v, n, sizeof(*v), cmp_series_key);
+	qsort(v, *n, sizeof(*v), cmp_series_key);
 	return v;
 }
 
 static int print_table(const char *title, const struct table *t, const struct store_trace_reader *r)
 {
 	char b[32], nb[TOOL_TEXT_MAX];
-	struct series **v = table_sorted(t);
+	size_t n;
+	struct series **v = table_sorted(t, &n);
 	if (!v)
 		return -1;
 	printf("%s\n", title);
-	if (!t->count)
+	if (!n)
 		printf("  (none)\n");
 	else
 		printf("  %-10s %14s %12s %12s %12s %12s %12s  %s\n", "count", "total_us", "mean_us",
 		       "p50_us", "p90_us", "p99_us", "max_us", "name");
-	for (size_t i = 0; i < t->count; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const struct series *s = v[i];
 		printf("  %-10zu %14.3f %12.3f %12.3f %12.3f %12.3f %12.3f  %s\n", s->n, s->total / 1e3,
 		       (double)s->total / (double)s->n / 1e3, pct(s, 50) / 1e3, pct(s, 90) / 1e3,
@@ -730,10 +714,11 @@ static int print_table(const char *title, const struct table *t, const struct st
 
 static int print_copies(const struct table *t)
 {
-	struct series **v = table_sorted(t);
+	size_t n;
+	struct series **v = table_sorted(t, &n);
 	if (!v)
 		return -1;
-	for (size_t i = 0; i < t->count; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const struct series *s = v[i];
 		printf("\ncopies %-6s count %zu total %.3f us p50 %.3f us max %.3f us\n",
 		       copy_kind_name(s->key), s->n, s->total / 1e3, pct(s, 50) / 1e3,
@@ -745,9 +730,10 @@ static int print_copies(const struct table *t)
 
 static void free_table(struct table *t)
 {
-	for (size_t i = 0; i < t->nslots; i++)
-		free(t->slots[i].v);
-	free(t->slots);
+	for (size_t i = 0; i < t->cap; i++)
+		free(t->s[i].v);
+	free(t->s);
+	store_ids_free(&t->keys);
 }
 
 static int cmd_stats(const struct opts *o)
