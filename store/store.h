@@ -3,9 +3,9 @@
  * Part 1, the module cache.  One sqlite database shared by every process of a user (one per GPU
  * rank, say): WAL mode, a busy timeout, a checksum per blob, LRU eviction past a size limit.  A
  * damaged cubpf database is moved aside and rebuilt with a warning (through the log callback),
- * never a crash.  The key is an XXH3-128 over everything that decides the instrumented result; the value
- * is the instrumented PTX and the cubin the driver compiled from it.  A file at the cache's path
- * that is not cubpf's is never moved or changed (see store_cache_open).
+ * never a crash; a file at the cache's path that is not cubpf's is never moved or changed (see
+ * store_cache_open).  The key is an XXH3-128 over everything that decides the instrumented
+ * result; the value is the instrumented PTX and the cubin the driver compiled from it.
  *
  * Part 2, trace files: records (store_rec_*) in independent zstd frames; see store/FORMAT.md.
  * The writer never blocks its callers on I/O: a background thread compresses and writes, at

@@ -5,8 +5,8 @@
  * of its whole frames.  Every length read from the file is checked before use: a damaged or
  * hostile file gives an error, never a read out of bounds.  Memory follows what the file holds:
  * a frame's buffer is no larger than its blocks can decode to, and the string table grows with
- * the STRING records read, whatever ids they declare (store_ids).  An error names the frame or record, its
- * index and its offset. */
+ * the STRING records read, whatever ids they declare (store_ids).  An error names the frame or
+ * the record, its index and its offset. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>

@@ -95,6 +95,13 @@ static size_t printable_at(const unsigned char *p, long *cp)
 	return hidden ? 0 : n;
 }
 
+/* The bytes of an escaped unit: one for ASCII and for a byte that starts no character
+ * (cp < 0x80), else the UTF-8 length of cp. */
+static size_t unit_len(long cp)
+{
+	return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+}
+
 /* The escape for the unit at p into out (at least 20 bytes); returns the bytes it covers. */
 static size_t escape_at(const unsigned char *p, char *out)
 {
@@ -113,7 +120,7 @@ static size_t escape_at(const unsigned char *p, char *out)
 		snprintf(out, 20, "\\u%04lx", cp);
 	else
 		snprintf(out, 20, "\\x%02x", *p);
-	return cp >= 0x80 ? (size_t)(cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4) : 1;
+	return unit_len(cp);
 }
 
 static int needs_escape(const char *s, size_t n)
@@ -206,7 +213,7 @@ void tool_json_string(FILE *f, const char *s)
 			p++;
 		} else {
 			fprintf(f, "\\u%04lx", cp >= 0 ? cp : (long)*p);
-			p += cp >= 0x80 ? (size_t)(cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4) : 1;
+			p += unit_len(cp);
 		}
 	}
 	fputc('"', f);
