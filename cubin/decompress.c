@@ -16,6 +16,10 @@
 #define LZ4_MAX_RATIO 255u
 /* zstd frames from nvcc always record their content size; one that does not gets this cap. */
 #define UNKNOWN_CONTENT_CAP (1ull << 32)
+/* What n bytes of zstd frame can decode to at most: a block is at least 4 bytes (3 of header,
+ * 1 of RLE payload) and decodes to at most 128 KiB (RFC 8878).  A declared size beyond it is
+ * refused before the buffer is allocated (ZSTD_decompressBound would believe the header). */
+#define ZSTD_BYTES_BOUND(n) (((unsigned long long)(n) / 4 + 1) * (128u << 10))
 
 static int zstd_payload(struct cubin_image *img, struct cubin_entry *e, size_t index,
 			uint8_t *dst)
@@ -47,6 +51,9 @@ static int zstd_check(struct cubin_image *img, struct cubin_entry *e, size_t ind
 	if (content == ZSTD_CONTENTSIZE_UNKNOWN && e->size > UNKNOWN_CONTENT_CAP)
 		return FAIL(img, "entry %zu: declared size %llu is implausible", index,
 			    (unsigned long long)e->size);
+	if (e->size > ZSTD_BYTES_BOUND(framelen))
+		return FAIL(img, "entry %zu: declared size %llu is beyond what %zu zstd bytes can hold",
+			    index, (unsigned long long)e->size, framelen);
 	/* Bytes after the frame must be padding: a second frame would be silently dropped. */
 	for (size_t i = framelen; i < e->compressed_size; i++)
 		if (e->payload[i])

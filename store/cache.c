@@ -3,8 +3,11 @@
  * Why sqlite: many processes (one per GPU rank) read and add entries at once; WAL mode lets
  * readers go on while one writes, and a busy timeout serialises writers without failing them.
  * sqlite does not checksum pages, so each blob carries an XXH3-64 checked on every read.  A
- * database that sqlite reports as corrupt (or not a database) is renamed aside and rebuilt:
- * the cache only saves time, so losing it must never cost the application anything more. */
+ * cubpf database that sqlite reports as corrupt is renamed aside and rebuilt: the cache only
+ * saves time, so losing it must never cost the application anything more.  But the path is the
+ * user's to type: a file cubpf cannot recognise as its own (not SQLite, another application's
+ * database, a damaged SQLite file without cubpf's application id) is never opened for writing,
+ * moved or changed; opening the cache fails with a message that says what is there. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -49,6 +52,7 @@ struct store_cache {
 	sqlite3_stmt *st[ST_NSTMT];
 	char *path;
 	struct store_cache_options opt;
+	int ours;               /* the database was seen to be cubpf's (its application id) */
 	char error[STORE_ERRLEN];
 };
 
@@ -227,20 +231,91 @@ static int create_file(struct store_cache *c)
 	return 0;
 }
 
-/* Renames a damaged database (and drops its -wal/-shm) so that a new one can take its place;
- * the old file stays for anyone who wants to look at it. */
-static void move_aside(struct store_cache *c, const char *why)
+/* path.broken-TIME, or path.broken-TIME-N when that is taken (two in the same second):
+ * an earlier database set aside is never overwritten. */
+static void aside_name(const char *path, char *out, size_t n)
 {
-	char aside[4096], side[4096];
-	snprintf(aside, sizeof(aside), "%s.broken-%lld", c->path, (long long)time(NULL));
-	if (rename(c->path, aside))
-		unlink(c->path);
+	long long t = (long long)time(NULL);
+	snprintf(out, n, "%s.broken-%lld", path, t);
+	for (int i = 2; i < 1000 && access(out, F_OK) == 0; i++)
+		snprintf(out, n, "%s.broken-%lld-%d", path, t, i);
+}
+
+/* Sets a damaged cubpf database (and its -wal, which may hold the newest pages) aside so that a
+ * new one can take its place; the old files stay for anyone who wants to look at them.  Only
+ * for a database known to be cubpf's.  0, or -1 (message set) when it cannot be moved. */
+static int move_aside(struct store_cache *c, const char *why)
+{
+	char aside[4096], side[4200], side_aside[4200];
+	aside_name(c->path, aside, sizeof(aside));
+	if (rename(c->path, aside)) {
+		set_err(c, "%s is damaged (%s) and cannot be moved aside: %s", c->path, why,
+			strerror(errno));
+		return -1;
+	}
 	snprintf(side, sizeof(side), "%s-wal", c->path);
-	unlink(side);
+	snprintf(side_aside, sizeof(side_aside), "%s-wal", aside);
+	if (rename(side, side_aside) && errno != ENOENT)
+		unlink(side);
 	snprintf(side, sizeof(side), "%s-shm", c->path);
-	unlink(side);
+	unlink(side); /* the lock index of the old file: no data */
 	warn(c, "cubpf cache: %s is damaged (%s); moved it to %s and started a new one", c->path, why,
 	     aside);
+	return 0;
+}
+
+/* ---- what is at the path ------------------------------------------------------------------- */
+
+enum file_kind {
+	FILE_NEW,         /* nothing there, or an empty file (cubpf's, before sqlite wrote to it) */
+	FILE_OURS,        /* SQLite with cubpf's application id in its header */
+	FILE_SQLITE_ANON, /* SQLite without an application id: sqlite tells (through the WAL) */
+	FILE_NOT_OURS     /* anything else: never written, moved or changed (message set) */
+};
+
+#define SQLITE_MAGIC "SQLite format 3"  /* and a NUL: the first 16 bytes of every database */
+#define SQLITE_APP_ID_AT 68             /* big-endian u32 in the 100-byte header */
+
+/* Tells from the file's first 100 bytes, before sqlite opens it, whether cubpf may use the
+ * file at its path.  A new cubpf database has application id 0 in its file header until the
+ * first checkpoint (the id sits in the WAL), hence FILE_SQLITE_ANON. */
+static enum file_kind file_kind(struct store_cache *c)
+{
+	uint8_t h[100];
+	struct stat st;
+	int fd = open(c->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 && errno == ENOENT)
+		return FILE_NEW;
+	if (fd < 0 || fstat(fd, &st)) {
+		set_err(c, "cannot open %s: %s", c->path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return FILE_NOT_OURS;
+	}
+	ssize_t n = S_ISREG(st.st_mode) ? pread(fd, h, sizeof(h), 0) : -1;
+	close(fd);
+	if (!S_ISREG(st.st_mode)) {
+		set_err(c, "%s is not a regular file, so not a cubpf cache; left untouched", c->path);
+		return FILE_NOT_OURS;
+	}
+	if (n == 0)
+		return FILE_NEW;
+	if (n < (ssize_t)sizeof(h) || memcmp(h, SQLITE_MAGIC, sizeof(SQLITE_MAGIC))) {
+		set_err(c, "%s is not a cubpf cache (%lld bytes, not an SQLite database); left "
+			"untouched: point CUBPF_CACHE (or --db) at another path", c->path,
+			(long long)st.st_size);
+		return FILE_NOT_OURS;
+	}
+	uint32_t app = (uint32_t)h[SQLITE_APP_ID_AT] << 24 | (uint32_t)h[SQLITE_APP_ID_AT + 1] << 16 |
+		       (uint32_t)h[SQLITE_APP_ID_AT + 2] << 8 | h[SQLITE_APP_ID_AT + 3];
+	if (app == CACHE_APP_ID)
+		return FILE_OURS;
+	if (app == 0)
+		return FILE_SQLITE_ANON;
+	set_err(c, "%s is an SQLite database of another application (application id 0x%08x), not a "
+		"cubpf cache; left untouched: point CUBPF_CACHE (or --db) at another path", c->path,
+		app);
+	return FILE_NOT_OURS;
 }
 
 /* ---- opening ---------------------------------------------------------------------------- */
@@ -290,8 +365,58 @@ static int exec(struct store_cache *c, const char *sql)
 	return rc;
 }
 
+/* An SQLite file with no id and no table is taken for the cache (nothing in it to lose: a new
+ * file another process has begun, or an emptied one) only when sqlite finds it sound: a
+ * damaged file can look empty.  SQLITE_OK, or SQLITE_CORRUPT (message set). */
+static int holds_nothing(struct store_cache *c)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = sqlite3_prepare_v2(c->db, "PRAGMA quick_check(1)", -1, &s, NULL);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		const unsigned char *v = sqlite3_column_text(s, 0);
+		rc = v && !strcmp((const char *)v, "ok") ? SQLITE_OK : SQLITE_CORRUPT;
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_OK && is_damage(rc))
+		set_err(c, "%s: an empty SQLite database that fails its integrity check", c->path);
+	return rc;
+}
+
+/* Whose database this is, by reads only (through the WAL: a new cubpf database has its id
+ * there until the first checkpoint).  cubpf's, or one that holds nothing (no id, no version, no
+ * table: a new file): SQLITE_OK.  Anything else: SQLITE_MISMATCH, and nothing is written. */
+static int identify(struct store_cache *c)
+{
+	sqlite3_stmt *s = NULL;
+	int64_t app = -1, ver = -1, tables = -1;
+	/* one statement, so one snapshot: another process may be making the schema meanwhile */
+	int rc = sqlite3_prepare_v2(c->db, "SELECT (SELECT * FROM pragma_application_id),"
+				    " (SELECT * FROM pragma_user_version),"
+				    " (SELECT count(*) FROM sqlite_schema)", -1, &s, NULL);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		app = sqlite3_column_int64(s, 0);
+		ver = sqlite3_column_int64(s, 1);
+		tables = sqlite3_column_int64(s, 2);
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_OK)
+		return rc;
+	if (app == CACHE_APP_ID) {
+		c->ours = 1;
+		return SQLITE_OK;
+	}
+	if (app == 0 && ver == 0 && tables == 0)
+		return holds_nothing(c);
+	set_err(c, "%s is an SQLite database that is not a cubpf cache (application id %lld, %lld "
+		"tables); left untouched: point CUBPF_CACHE (or --db) at another path", c->path,
+		(long long)app, (long long)tables);
+	return SQLITE_MISMATCH;
+}
+
 /* Makes the schema of a new database, or replaces an older schema (the cache is disposable).
- * Returns an sqlite result code; SQLITE_MISMATCH for a database that belongs to something else. */
+ * Called once identify() has found the database to be cubpf's or empty.  Returns an sqlite
+ * result code. */
 static int ensure_schema(struct store_cache *c)
 {
 	int rc;
@@ -301,19 +426,11 @@ static int ensure_schema(struct store_cache *c)
 	int64_t ver = pragma_int(c, "PRAGMA user_version", &rc);
 	if (rc != SQLITE_OK)
 		return rc;
-	int64_t tables = pragma_int(c, "SELECT count(*) FROM sqlite_schema", &rc);
-	if (rc != SQLITE_OK)
-		return rc;
 	if (app == CACHE_APP_ID && ver == CACHE_SCHEMA)
 		return SQLITE_OK;
 	if (app == CACHE_APP_ID && ver > CACHE_SCHEMA) {
 		set_err(c, "%s was made by a newer cubpf (cache schema %lld; this one knows %d)",
 			c->path, (long long)ver, CACHE_SCHEMA);
-		return SQLITE_MISMATCH;
-	}
-	if (app != CACHE_APP_ID && tables > 0) {
-		set_err(c, "%s is an sqlite database that is not a cubpf cache; not touching it",
-			c->path);
 		return SQLITE_MISMATCH;
 	}
 	/* Another process may be making the schema at the same moment: look again under the
@@ -337,18 +454,33 @@ static int ensure_schema(struct store_cache *c)
 	return rc;
 }
 
-static int db_open_once(struct store_cache *c)
+/* Opens the file when it may be cubpf's; SQLITE_MISMATCH (message set) when it is not. */
+static int db_connect(struct store_cache *c)
 {
-	int rc;
-	if (create_file(c))
+	enum file_kind k = file_kind(c);
+	if (k == FILE_NOT_OURS)
+		return SQLITE_MISMATCH;
+	c->ours |= k == FILE_OURS;
+	if (k == FILE_NEW && create_file(c))
 		return SQLITE_CANTOPEN;
-	rc = sqlite3_open_v2(c->path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL);
+	int rc = sqlite3_open_v2(c->path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX,
+				 NULL);
 	if (rc != SQLITE_OK) {
 		set_err(c, "%s: %s", c->path, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
 		return rc;
 	}
 	sqlite3_extended_result_codes(c->db, 1);
 	sqlite3_busy_timeout(c->db, c->opt.busy_timeout_ms);
+	if ((rc = identify(c)) != SQLITE_OK && !c->error[0])
+		set_err(c, "%s: %s", c->path, sqlite3_errmsg(c->db));
+	return rc;
+}
+
+static int db_open_once(struct store_cache *c)
+{
+	int rc = db_connect(c);
+	if (rc != SQLITE_OK)
+		return rc;
 	/* A new file: large pages (a module is hundreds of KiB; 4 KiB pages make a blob a long
 	 * chain of page reads) and incremental vacuum (eviction gives space back).  Both must be
 	 * set before WAL and before the first table. */
@@ -379,6 +511,7 @@ static int db_open_once(struct store_cache *c)
 		return rc;
 	if ((rc = ensure_schema(c)) != SQLITE_OK && !c->error[0])
 		set_err(c, "%s: %s", c->path, sqlite3_errmsg(c->db));
+	c->ours |= rc == SQLITE_OK; /* cubpf's schema and id, whoever made them */
 	return rc;
 }
 
@@ -404,7 +537,8 @@ static int db_open_retry(struct store_cache *c)
 	}
 }
 
-/* Opens the database; when sqlite calls it damaged, moves it aside and tries once more. */
+/* Opens the database; when sqlite calls a database of cubpf's damaged, moves it aside and
+ * tries once more.  A damaged file that cubpf cannot tell to be its own stays as it is. */
 static int db_open(struct store_cache *c)
 {
 	int rc = db_open_retry(c);
@@ -415,7 +549,14 @@ static int db_open(struct store_cache *c)
 		return -1;
 	char why[STORE_ERRLEN];
 	snprintf(why, sizeof(why), "%s", c->error);
-	move_aside(c, why);
+	if (!c->ours) {
+		set_err(c, "%s is a damaged SQLite file that cubpf cannot tell to be its cache (%s); "
+			"left untouched: remove it if it is, or point CUBPF_CACHE (or --db) at another "
+			"path", c->path, why);
+		return -1;
+	}
+	if (move_aside(c, why))
+		return -1;
 	rc = db_open_retry(c);
 	if (rc == SQLITE_OK)
 		return 0;
@@ -497,16 +638,22 @@ static sqlite3_stmt *stmt(struct store_cache *c, int which)
  * the database so that the next call works.  Always returns -1. */
 static int fail(struct store_cache *c, int rc, const char *what)
 {
-	set_err(c, "%s: %s: %s", c->path, what, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+	int rc8 = rc & 0xff;
+	/* sqlite's own message only for an error: after a ROW or DONE it says "not an error" */
+	if (rc8 == SQLITE_OK || rc8 == SQLITE_ROW || rc8 == SQLITE_DONE)
+		set_err(c, "%s: %s: %s", c->path, what,
+			rc8 == SQLITE_DONE ? "no row where one was expected" : "unexpected result");
+	else
+		set_err(c, "%s: %s: %s", c->path, what,
+			c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
 	if (c->db)
 		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 	if (is_damage(rc)) {
 		char why[STORE_ERRLEN];
 		snprintf(why, sizeof(why), "%s", c->error);
 		db_close(c);
-		move_aside(c, why);
-		if (db_open(c))
-			return -1;
+		if (c->ours && move_aside(c, why) == 0) /* once opened, it was seen to be cubpf's */
+			db_open(c); /* a new, empty cache for the next call */
 	}
 	return -1;
 }
@@ -633,6 +780,16 @@ static int drop_entry(struct store_cache *c, const store_key *key)
 	return step_done(c, s, "deleting an entry");
 }
 
+/* The counters live in one row, which the schema makes; a database whose row is gone (by hand,
+ * by damage) gets it back at the next write instead of losing every count silently.  Reads
+ * sum over the table, so none or several rows read as counts too. */
+static int counters_row(struct store_cache *c)
+{
+	int rc = sqlite3_exec(c->db, "INSERT INTO counters SELECT 0,0,0,0,0,0,0"
+				     " WHERE NOT EXISTS (SELECT 1 FROM counters)", NULL, NULL, NULL);
+	return rc == SQLITE_OK ? 0 : fail(c, rc, "restoring the counters");
+}
+
 /* Lookups are counted in memory and written in one transaction now and then (every
  * PEND_MAX distinct hits, every PEND_MS, and at stats, list, put and close): a hit then costs
  * one read, not a write transaction.  A process killed before a flush loses only counts. */
@@ -646,6 +803,8 @@ static int flush_pending(struct store_cache *c)
 		return 0;
 	if ((rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL)) != SQLITE_OK)
 		return fail(c, rc, "starting a transaction");
+	if (counters_row(c))
+		return -1;
 	for (size_t i = 0; i < p->n; i++) {
 		if (!(s = stmt(c, ST_HIT)))
 			return fail(c, SQLITE_ERROR, "preparing");
@@ -854,6 +1013,8 @@ static int put_once(struct store_cache *c, const store_key *key, const struct st
 	}
 	if (step_done(c, s, "inserting blobs"))
 		return -1;
+	if (counters_row(c))
+		return -1;
 	if ((rc = sqlite3_exec(c->db, "UPDATE counters SET puts = puts + 1", NULL, NULL, NULL)))
 		return fail(c, rc, "counting");
 	if ((*evicted = evict(c, key)) < 0)
@@ -905,7 +1066,9 @@ static int stats_locked(struct store_cache *c, struct store_cache_stats *out)
 	rc = sqlite3_prepare_v2(c->db,
 				"SELECT (SELECT count(*) FROM modules),"
 				" (SELECT coalesce(sum(ptx_size + cubin_size), 0) FROM modules),"
-				" lookups, hits, misses, puts, evictions, corrupt, saved_ns FROM counters",
+				" coalesce(sum(lookups), 0), coalesce(sum(hits), 0), coalesce(sum(misses), 0),"
+				" coalesce(sum(puts), 0), coalesce(sum(evictions), 0),"
+				" coalesce(sum(corrupt), 0), coalesce(sum(saved_ns), 0) FROM counters",
 				-1, &s, NULL);
 	if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		uint64_t *f[] = {&out->entries, &out->bytes, &out->lookups, &out->hits, &out->misses,

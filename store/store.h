@@ -2,9 +2,10 @@
  *
  * Part 1, the module cache.  One sqlite database shared by every process of a user (one per GPU
  * rank, say): WAL mode, a busy timeout, a checksum per blob, LRU eviction past a size limit.  A
- * damaged database is moved aside and rebuilt with a warning (through the log callback), never a
- * crash.  The key is an XXH3-128 over everything that decides the instrumented result; the value
- * is the instrumented PTX and the cubin the driver compiled from it.
+ * damaged cubpf database is moved aside and rebuilt with a warning (through the log callback),
+ * never a crash; a file at the cache's path that is not cubpf's is never moved or changed (see
+ * store_cache_open).  The key is an XXH3-128 over everything that decides the instrumented
+ * result; the value is the instrumented PTX and the cubin the driver compiled from it.
  *
  * Part 2, trace files: records (store_rec_*) in independent zstd frames; see store/FORMAT.md.
  * The writer never blocks its callers on I/O: a background thread compresses and writes, at
@@ -102,9 +103,13 @@ struct store_cache_stats {
 int store_cache_default_path(char *buf, size_t size);
 
 /* Opens (creating with mode 0600, and missing folders 0700) the database at path (NULL = the
- * default path).  A file that is not a usable cubpf cache is moved aside to PATH.broken-TIME
- * and a new one made; the log callback says so.  Returns NULL with a message in err on failure
- * (no folder can be made, say). */
+ * default path).  A damaged cubpf database (cubpf's application id in its SQLite header, or
+ * seen to be cubpf's by this object) is moved aside to PATH.broken-TIME (with its -wal) and a
+ * new one made; the log callback says so and where it went.  A file cubpf cannot tell to be
+ * its own (not SQLite, another application's database, a damaged one without cubpf's id) is
+ * never moved or written: NULL, with a message in err saying what is there.  An empty file or
+ * an empty SQLite database becomes the cache.  NULL with a message on other failures too (no
+ * folder can be made, say). */
 struct store_cache *store_cache_open(const char *path, const struct store_cache_options *opt,
 				     char *err, size_t errlen);
 void store_cache_close(struct store_cache *c);
@@ -494,7 +499,10 @@ struct store_trace_reader *store_trace_open_mem(const void *data, size_t size, c
 void store_trace_close_reader(struct store_trace_reader *r);
 
 /* 1 = a record, 0 = no more (see store_trace_state), -1 = a damaged record (message in
- * store_trace_reader_error; state DAMAGED).  STRING records are also added to the table. */
+ * store_trace_reader_error, naming the frame or record by index and file offset; state
+ * DAMAGED).  STRING records are also added to the table, whose memory follows the number of
+ * STRING records read, not the ids they declare; a frame's buffer is no larger than its bytes
+ * can decode to.  So a reader's memory is bounded by what the file can hold. */
 int store_trace_next(struct store_trace_reader *r, struct store_trace_record *rec);
 enum store_trace_state store_trace_state(const struct store_trace_reader *r);
 const char *store_trace_reader_error(const struct store_trace_reader *r);
@@ -520,5 +528,20 @@ char *store_rec_string(const uint8_t **p, size_t *n);
 
 /* Name of a record type ("api", "kernel", ...; "unknown" otherwise). */
 const char *store_rec_type_name(uint16_t type);
+
+/* Ids a file declares (string ids, any u32 a record carries) numbered 0, 1, 2, ... in the order
+ * they are added, in memory that follows how many there are, never their values: keep data by
+ * id in a dense array by that number (the reader's string table and `trace stats` do).  Zero
+ * the struct to start. */
+struct store_ids_slot;
+struct store_ids {
+	struct store_ids_slot *slots;
+	size_t nslots, count;
+};
+/* The number of id (0..count-1), or -1 when it was never added. */
+long store_ids_find(const struct store_ids *t, uint32_t id);
+/* The number of id, added as count when new; -1 when out of memory. */
+long store_ids_add(struct store_ids *t, uint32_t id);
+void store_ids_free(struct store_ids *t);
 
 #endif /* CUBPF_STORE_H */

@@ -3,10 +3,14 @@
  * Each frame is decoded whole (the writer records its size, and zstd checks its checksum)
  * before any of its records is handed out, so a file cut anywhere yields exactly the records
  * of its whole frames.  Every length read from the file is checked before use: a damaged or
- * hostile file gives an error, never a read out of bounds. */
+ * hostile file gives an error, never a read out of bounds.  Memory follows what the file holds:
+ * a frame's buffer is no larger than its blocks can decode to, and the string table grows with
+ * the STRING records read, whatever ids they declare (store_ids).  An error names the frame or
+ * the record, its index and its offset. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,8 +38,11 @@ _Static_assert(sizeof(struct store_rec_end) == 32, "END");
 _Static_assert(sizeof(struct store_rec_kspan) == 48, "KSPAN");
 
 #define MAX_FRAME_RAW (1ull << 30) /* far above what the writer makes (a batch) */
-#define MAX_STRING_ID (1u << 22)
 #define ZSTD_MAGIC 0xFD2FB528u
+/* What zstd bytes can decode to at most: a block is at least 4 bytes (3 of header, 1 of RLE
+ * payload) and decodes to at most 128 KiB (RFC 8878).  ZSTD_decompressBound would not do: it
+ * believes the frame's declared content size. */
+#define ZSTD_BYTES_BOUND(n) (((unsigned long long)(n) / 4 + 1) * (128u << 10))
 
 struct store_trace_reader {
 	const uint8_t *file;
@@ -45,12 +52,17 @@ struct store_trace_reader {
 	uint8_t *raw;              /* the current frame, decoded */
 	size_t raw_len, raw_cap, raw_pos;
 	uint64_t frames, raw_total;
+	size_t frame_off;          /* file offset of the frame in raw */
+	uint64_t nrec;             /* records taken from frames so far (the header is record 0) */
+	uint64_t rec_idx;          /* the record being read: its index, and offset in raw */
+	size_t rec_off;
 	enum store_trace_state state;
 	int end_seen, done;
 	struct store_rec_header header;
 	char *hstr[3];
-	char **strings;            /* by id */
-	size_t nstrings;
+	struct store_ids ids;      /* the string table: id -> its number, */
+	char **strings;            /* number -> string */
+	size_t strings_cap;
 	/* a PROBES record being handed out as PROBE records */
 	const uint8_t *px, *px_end;  /* next sample (u32 len + bytes), end of the record */
 	uint32_t px_left;            /* samples not yet handed out */
@@ -91,15 +103,45 @@ const char *store_rec_type_name(uint16_t type)
 	return "unknown";
 }
 
-static int damaged(struct store_trace_reader *r, const char *msg, uint64_t detail)
+/* Reading stops at damage; the message says where. */
+static int stop_damaged(struct store_trace_reader *r)
 {
-	snprintf(r->error, sizeof(r->error), "frame %llu (file offset %zu): %s %llu",
-		 (unsigned long long)r->frames, r->pos, msg, (unsigned long long)detail);
 	r->state = STORE_TRACE_DAMAGED;
 	r->done = 1;
 	r->px = r->px_end = NULL; /* a damaged PROBES record: nothing more of it */
 	r->px_left = 0;
 	return -1;
+}
+
+/* Damage at the frame level: the frame's index and file offset. */
+static int frame_damaged(struct store_trace_reader *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int frame_damaged(struct store_trace_reader *r, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(r->error, sizeof(r->error), "frame %llu at file offset %zu: ",
+			 (unsigned long long)r->frames, r->pos);
+	va_start(ap, fmt);
+	vsnprintf(r->error + n, sizeof(r->error) - (size_t)n, fmt, ap);
+	va_end(ap);
+	return stop_damaged(r);
+}
+
+/* Damage inside a record: the record's index and type, where it starts in the decoded frame,
+ * and that frame's index and file offset. */
+static int record_damaged(struct store_trace_reader *r, uint16_t type, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int record_damaged(struct store_trace_reader *r, uint16_t type, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(r->error, sizeof(r->error),
+			 "record %llu (%s) at byte %zu of frame %llu (file offset %zu): ",
+			 (unsigned long long)r->rec_idx, store_rec_type_name(type), r->rec_off,
+			 (unsigned long long)(r->frames - 1), r->frame_off);
+	va_start(ap, fmt);
+	vsnprintf(r->error + n, sizeof(r->error) - (size_t)n, fmt, ap);
+	va_end(ap);
+	return stop_damaged(r);
 }
 
 /* ---- frames ------------------------------------------------------------------------------ */
@@ -128,7 +170,24 @@ static int input_ends(struct store_trace_reader *r, size_t left)
 		snprintf(r->error, sizeof(r->error), "the last %zu bytes are a frame cut short", left);
 		return 0;
 	}
-	return damaged(r, "bytes that are not a zstd frame; remaining bytes:", left);
+	return frame_damaged(r, "%zu bytes that are not a zstd frame", left);
+}
+
+/* The decoded size a frame declares, checked against what its blocks can hold: a header may
+ * not make the reader allocate more than the file can fill.  0 = usable, -1 = damaged. */
+static int frame_raw_size(struct store_trace_reader *r, size_t fsz, unsigned long long *raw)
+{
+	const uint8_t *f = r->file + r->pos;
+	*raw = ZSTD_getFrameContentSize(f, fsz);
+	if (*raw == ZSTD_CONTENTSIZE_ERROR || *raw == ZSTD_CONTENTSIZE_UNKNOWN)
+		return frame_damaged(r, "zstd frame of %zu bytes without a usable content size", fsz);
+	if (*raw > MAX_FRAME_RAW)
+		return frame_damaged(r, "zstd frame declares %llu decoded bytes (at most %llu allowed)",
+				     *raw, MAX_FRAME_RAW);
+	if (*raw > ZSTD_BYTES_BOUND(fsz))
+		return frame_damaged(r, "zstd frame declares %llu decoded bytes, its %zu bytes hold at "
+				     "most %llu", *raw, fsz, ZSTD_BYTES_BOUND(fsz));
+	return 0;
 }
 
 /* Decodes the next frame into r->raw.  1 = a frame, 0 = no more, -1 = damaged. */
@@ -145,19 +204,22 @@ static int next_frame(struct store_trace_reader *r)
 			r->pos += fsz;
 			continue;
 		}
-		unsigned long long raw = ZSTD_getFrameContentSize(r->file + r->pos, fsz);
-		if (raw == ZSTD_CONTENTSIZE_ERROR || raw == ZSTD_CONTENTSIZE_UNKNOWN || raw > MAX_FRAME_RAW)
-			return damaged(r, "frame without a usable content size:", raw);
+		unsigned long long raw;
+		if (frame_raw_size(r, fsz, &raw))
+			return -1;
 		if (raw > r->raw_cap) {
 			uint8_t *p = realloc(r->raw, raw);
 			if (!p)
-				return damaged(r, "out of memory for a frame of", raw);
+				return frame_damaged(r, "out of memory for a frame of %llu bytes", raw);
 			r->raw = p;
 			r->raw_cap = raw;
 		}
 		size_t got = ZSTD_decompressDCtx(r->dctx, r->raw, r->raw_cap, r->file + r->pos, fsz);
 		if (ZSTD_isError(got) || got != raw)
-			return damaged(r, "frame does not decode (checksum or data); its size:", fsz);
+			return frame_damaged(r, "zstd frame of %zu bytes does not decode (%s)", fsz,
+					     ZSTD_isError(got) ? ZSTD_getErrorName(got)
+							       : "fewer bytes than declared");
+		r->frame_off = r->pos;
 		r->pos += fsz;
 		r->raw_len = got;
 		r->raw_pos = 0;
@@ -214,30 +276,38 @@ char *store_rec_string(const uint8_t **p, size_t *n)
 	return s;
 }
 
+/* Room for string number n (numbers come in order, so n is at most one past the last). */
+static int strings_room(struct store_trace_reader *r, size_t n)
+{
+	if (n < r->strings_cap)
+		return 0;
+	size_t cap = r->strings_cap ? r->strings_cap * 2 : 64;
+	char **t = realloc(r->strings, cap * sizeof(*t));
+	if (!t)
+		return -1;
+	memset(t + r->strings_cap, 0, (cap - r->strings_cap) * sizeof(*t));
+	r->strings = t;
+	r->strings_cap = cap;
+	return 0;
+}
+
 static int add_string(struct store_trace_reader *r, const struct store_trace_record *rec)
 {
 	uint32_t id;
 	if (rec->len < sizeof(id))
-		return damaged(r, "string record too short:", rec->len);
+		return record_damaged(r, rec->type, "%u bytes, shorter than a string id", rec->len);
 	memcpy(&id, rec->payload, sizeof(id));
-	if (id == 0 || id >= MAX_STRING_ID)
-		return damaged(r, "string id out of range:", id);
-	if (id >= r->nstrings) {
-		size_t n = r->nstrings ? r->nstrings : 64;
-		while (n <= id)
-			n *= 2;
-		char **t = realloc(r->strings, n * sizeof(*t));
-		if (!t)
-			return damaged(r, "out of memory for string", id);
-		memset(t + r->nstrings, 0, (n - r->nstrings) * sizeof(*t));
-		r->strings = t;
-		r->nstrings = n;
-	}
-	char *s = strndup((const char *)rec->payload + sizeof(id), rec->len - sizeof(id));
-	if (!s)
-		return damaged(r, "out of memory for string", id);
-	free(r->strings[id]);
-	r->strings[id] = s;
+	if (id == 0)
+		return record_damaged(r, rec->type, "string id 0 (never an id)");
+	long n = store_ids_add(&r->ids, id);
+	char *str = n >= 0 && !strings_room(r, (size_t)n)
+			    ? strndup((const char *)rec->payload + sizeof(id), rec->len - sizeof(id))
+			    : NULL;
+	if (!str)
+		return record_damaged(r, rec->type, "out of memory for string id %u (%u bytes)", id,
+				      rec->len);
+	free(r->strings[n]); /* defined again: the later one counts */
+	r->strings[n] = str;
 	return 0;
 }
 
@@ -247,14 +317,18 @@ static int next_probe(struct store_trace_reader *r, struct store_trace_record *r
 	const size_t fixed = sizeof(struct store_rec_probe);
 	uint32_t len;
 	if (r->px_end - r->px < 4)
-		return damaged(r, "PROBES record cut inside a sample; samples left:", r->px_left);
+		return record_damaged(r, STORE_REC_PROBES, "cut inside a sample; %u samples left",
+				      r->px_left);
 	memcpy(&len, r->px, 4);
 	if ((size_t)(r->px_end - r->px - 4) < len)
-		return damaged(r, "PROBES sample longer than its record; length:", len);
+		return record_damaged(r, STORE_REC_PROBES, "a sample of %u bytes runs past the "
+				      "record's end (%zu bytes left)", len,
+				      (size_t)(r->px_end - r->px - 4));
 	if (fixed + len > r->xcap) {
 		uint8_t *p = realloc(r->xbuf, fixed + len);
 		if (!p)
-			return damaged(r, "out of memory for a PROBES sample of length", len);
+			return record_damaged(r, STORE_REC_PROBES, "out of memory for a sample of %u "
+					      "bytes", len);
 		r->xbuf = p;
 		r->xcap = fixed + len;
 	}
@@ -274,18 +348,20 @@ static int start_probes(struct store_trace_reader *r, const struct store_trace_r
 	const size_t fixed = sizeof(struct store_rec_probe);
 	uint32_t count;
 	if (rec->len < fixed + 4)
-		return damaged(r, "PROBES record shorter than its fixed part; length:", rec->len);
+		return record_damaged(r, rec->type, "%u bytes, shorter than its fixed part (%zu)",
+				      rec->len, fixed + 4);
 	if (r->xcap < fixed) {
 		uint8_t *p = realloc(r->xbuf, 256);
 		if (!p)
-			return damaged(r, "out of memory for a PROBES record of length", rec->len);
+			return record_damaged(r, rec->type, "out of memory");
 		r->xbuf = p;
 		r->xcap = 256;
 	}
 	memcpy(r->xbuf, rec->payload, fixed);
 	memcpy(&count, rec->payload + fixed, 4);
 	if (count > (rec->len - fixed - 4) / 4)
-		return damaged(r, "PROBES record with more samples than bytes; count:", count);
+		return record_damaged(r, rec->type, "%u samples declared, its %u bytes hold at most %u",
+				      count, rec->len, (uint32_t)((rec->len - fixed - 4) / 4));
 	r->px = rec->payload + fixed + 4;
 	r->px_end = rec->payload + rec->len;
 	r->px_left = count;
@@ -304,17 +380,21 @@ again:
 	if (r->px_left)
 		return next_probe(r, rec);
 	if (r->px && r->px != r->px_end)
-		return damaged(r, "PROBES record longer than its samples; bytes left:",
-			       (uint64_t)(r->px_end - r->px));
+		return record_damaged(r, STORE_REC_PROBES, "%zu bytes after its last sample",
+				      (size_t)(r->px_end - r->px));
 	r->px = r->px_end = NULL;
 	while (r->raw_pos >= r->raw_len)
 		if ((rc = next_frame(r)) <= 0)
 			return rc;
+	r->rec_idx = r->nrec++;
+	r->rec_off = r->raw_pos;
 	if (r->raw_len - r->raw_pos < sizeof(h))
-		return damaged(r, "record header cut at frame end; bytes:", r->raw_len - r->raw_pos);
+		return record_damaged(r, 0, "the frame ends %zu bytes into the record's 8-byte header",
+				      r->raw_len - r->raw_pos);
 	memcpy(&h, r->raw + r->raw_pos, sizeof(h));
 	if (h.len > r->raw_len - r->raw_pos - sizeof(h))
-		return damaged(r, "record longer than its frame; length:", h.len);
+		return record_damaged(r, h.type, "declares %u payload bytes, its frame holds %zu more",
+				      h.len, r->raw_len - r->raw_pos - sizeof(h));
 	rec->type = h.type;
 	rec->len = h.len;
 	rec->payload = r->raw + r->raw_pos + sizeof(h);
@@ -424,9 +504,10 @@ void store_trace_close_reader(struct store_trace_reader *r)
 	free(r->xbuf);
 	for (int i = 0; i < 3; i++)
 		free(r->hstr[i]);
-	for (size_t i = 0; i < r->nstrings; i++)
+	for (size_t i = 0; i < r->strings_cap; i++)
 		free(r->strings[i]);
 	free(r->strings);
+	store_ids_free(&r->ids);
 	free(r);
 }
 
@@ -452,7 +533,8 @@ const char *store_trace_header_string(const struct store_trace_reader *r, int wh
 
 const char *store_trace_string(const struct store_trace_reader *r, uint32_t id)
 {
-	return id < r->nstrings ? r->strings[id] : NULL;
+	long n = store_ids_find(&r->ids, id);
+	return n >= 0 && (size_t)n < r->strings_cap ? r->strings[n] : NULL;
 }
 
 void store_trace_reader_sizes(const struct store_trace_reader *r, uint64_t *file_bytes,

@@ -11,6 +11,7 @@
 
 #include "store/store.h"
 #include "tools/commands.h"
+#include "tools/tools.h"
 
 static const char usage_text[] =
 	"usage: cubpf cache ls|stats|clear [--db PATH]\n"
@@ -38,13 +39,13 @@ static void when(int64_t ms, char *buf, size_t n)
 
 static int print_entry(void *ctx, const store_key *key, const struct store_cache_entry *e)
 {
-	char hex[33], used[32];
+	char hex[33], used[32], t[TOOL_TEXT_MAX];
 	(void)ctx;
 	store_key_hex(key, hex);
 	when(e->last_used_ms, used, sizeof(used));
 	printf("%s  sm_%-3u %10zu %10zu %9.1f %9.1f %6" PRIu64 "  %s  %s\n", hex, e->sm, e->ptx_size,
 	       e->cubin_size, e->rewrite_ns / 1e6, e->jit_ns / 1e6, e->hits, used,
-	       e->name ? e->name : "");
+	       tool_text(e->name, t, sizeof(t))); /* the cache's, as the shim wrote it from a module */
 	return 0;
 }
 

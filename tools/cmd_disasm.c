@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "tools/commands.h"
+#include "tools/tools.h"
 #include "vm/vm.h"
 
 static void disasm_usage(FILE *out)
@@ -38,7 +39,9 @@ static void print_maps(const struct vm_object *obj)
 	printf("maps:\n");
 	for (uint32_t i = 0; i < obj->map_cnt; i++) {
 		const struct vm_map_def *m = &obj->maps[i];
-		printf("  #%-2u %-20s %-15s key %-4u value %-6u entries %-8u%s\n", i, m->name,
+		char t[TOOL_TEXT_MAX];
+		printf("  #%-2u %-20s %-15s key %-4u value %-6u entries %-8u%s\n", i,
+		       tool_text(m->name, t, sizeof(t)),
 		       map_type_name(m->type), m->key_size, m->value_size, m->max_entries,
 		       vm_map_prog_writable(m) ? "" : " read-only");
 	}
@@ -57,8 +60,10 @@ static bool is_subprog_start(const struct vm_prog *p, uint32_t pc, uint32_t *whi
 
 static void print_prog(const struct vm_object *obj, const struct vm_prog *p, bool bytes)
 {
-	printf("%s: section %s, %s probe on \"%s\", %u instructions\n", p->name, p->section,
-	       vm_prog_kind_name(p->kind), p->attach, p->insn_cnt);
+	char t1[TOOL_TEXT_MAX], t2[TOOL_TEXT_MAX], t3[TOOL_TEXT_MAX]; /* the object's names */
+	printf("%s: section %s, %s probe on \"%s\", %u instructions\n", tool_text(p->name, t1, sizeof(t1)),
+	       tool_text(p->section, t2, sizeof(t2)), vm_prog_kind_name(p->kind),
+	       tool_text(p->attach, t3, sizeof(t3)), p->insn_cnt);
 	for (uint32_t pc = 0; pc < p->insn_cnt;) {
 		char text[160];
 		uint32_t sub;
@@ -72,7 +77,9 @@ static void print_prog(const struct vm_object *obj, const struct vm_prog *p, boo
 				printf(" %02x", b[i]);
 			printf("%*s", n == 1 ? 26 : 2, "");
 		}
-		printf("\t%s\n", text);
+		putchar('\t'); /* the text may name a map */
+		tool_text_put(stdout, text, 0);
+		putchar('\n');
 		pc += (uint32_t)n;
 	}
 	printf("\n");
@@ -83,12 +90,13 @@ static int disasm_file(const char *path, const char *only, bool bytes)
 	struct vm_object *obj;
 	char err[VM_ERRLEN];
 	if (vm_object_load_file(path, &obj, err, sizeof(err)) < 0) {
-		fprintf(stderr, "cubpf disasm: %s\n", err);
+		tool_warn("cubpf disasm: %s", err);
 		return 1;
 	}
-	printf("%s: %u program%s, %u map%s, license \"%s\"\n\n", obj->name, obj->prog_cnt,
-	       obj->prog_cnt == 1 ? "" : "s", obj->map_cnt, obj->map_cnt == 1 ? "" : "s",
-	       obj->license);
+	char t1[TOOL_TEXT_MAX], t2[TOOL_TEXT_MAX];
+	printf("%s: %u program%s, %u map%s, license \"%s\"\n\n", tool_text(obj->name, t1, sizeof(t1)),
+	       obj->prog_cnt, obj->prog_cnt == 1 ? "" : "s", obj->map_cnt,
+	       obj->map_cnt == 1 ? "" : "s", tool_text(obj->license, t2, sizeof(t2)));
 	print_maps(obj);
 	int shown = 0;
 	for (uint32_t i = 0; i < obj->prog_cnt; i++) {
@@ -100,7 +108,7 @@ static int disasm_file(const char *path, const char *only, bool bytes)
 	}
 	vm_object_free(obj);
 	if (only && !shown) {
-		fprintf(stderr, "cubpf disasm: %s has no program '%s'\n", path, only);
+		tool_warn("cubpf disasm: %s has no program '%s'", path, only);
 		return 1;
 	}
 	return 0;

@@ -15,6 +15,7 @@
 #include "cubin/cubin.h"
 #include "ptx-rewriter/ptx.h"
 #include "tools/commands.h"
+#include "tools/tools.h"
 
 struct options {
 	int json, summary_only, no_kernels, mangled;
@@ -349,8 +350,9 @@ static void print_arch_counts(const struct model *m, uint16_t kind)
 static void print_summary(const struct model *m, const struct options *o)
 {
 	const struct cubin_image *img = m->img;
-	char a[32], b[32];
-	printf("%s: %s, %s\n", m->path, cubin_image_kind_name(img->kind), human(m->file_size, a, sizeof(a)));
+	char a[32], b[32], t[TOOL_TEXT_MAX];
+	printf("%s: %s, %s\n", tool_text(m->path, t, sizeof(t)), cubin_image_kind_name(img->kind),
+	       human(m->file_size, a, sizeof(a)));
 	if (img->kind == CUBIN_IMAGE_HOST_ELF)
 		printf("  fatbins:      %zu (%zu wrappers in .nvFatBinSegment)\n", img->fatbin_count,
 		       img->wrapper_count);
@@ -384,13 +386,16 @@ static void print_summary(const struct model *m, const struct options *o)
 /* The line under a cubin entry: its embedded PTX as a kind of its own, or why it has none. */
 static void print_embedded(const struct embedded *e)
 {
+	char t1[TOOL_TEXT_MAX], t2[TOOL_TEXT_MAX]; /* the assembler's note, as the cubin has it */
 	if (e->sections)
 		printf("          embedded PTX: %u section%s, %llu bytes; %s %s\n", e->sections,
 		       e->sections == 1 ? "" : "s (one per linked input)",
-		       (unsigned long long)e->bytes, e->has_options ? e->tool : "assembler",
-		       e->has_options ? e->options : "options not recorded");
+		       (unsigned long long)e->bytes,
+		       e->has_options ? tool_text(e->tool, t1, sizeof(t1)) : "assembler",
+		       e->has_options ? tool_text(e->options, t2, sizeof(t2)) : "options not recorded");
 	else if (e->has_options && !e->lineinfo)
-		printf("          no embedded PTX (%s %s: no line info)\n", e->tool, e->options);
+		printf("          no embedded PTX (%s %s: no line info)\n", tool_text(e->tool, t1, sizeof(t1)),
+		       tool_text(e->options, t2, sizeof(t2)));
 }
 
 static void print_entries(const struct model *m, const struct group *g)
@@ -449,9 +454,9 @@ static void print_kernels(const struct model *m, const struct group *g, const st
 			snprintf(shared, sizeof(shared), "%lld", (long long)k->info->shared_bytes);
 		param_text(k->info, params, sizeof(params));
 		arch_cells(m, k, sass, ptx, sizeof(sass));
-		char *dm = o->mangled ? NULL : demangle(k->name);
+		char *dm = o->mangled ? NULL : demangle(k->name), t[TOOL_TEXT_MAX];
 		printf("    %-4s %6s %-20s %-*s %-*s %s\n", regs, shared, params, ws, sass, wp, ptx,
-		       dm ? dm : k->name);
+		       tool_text(dm ? dm : k->name, t, sizeof(t)));
 		free(dm);
 	}
 }
@@ -465,9 +470,10 @@ static void print_text(const struct model *m, const struct options *o)
 		const struct group *g = &m->groups[i];
 		if (g->fatbin != SIZE_MAX) {
 			const struct cubin_fatbin *f = &m->img->fatbins[g->fatbin];
+			char t[TOOL_TEXT_MAX]; /* the section's name, as the ELF file has it */
 			printf("\n  fatbin %zu at %#llx: %llu bytes, %zu entries%s%s\n", g->fatbin,
 			       (unsigned long long)f->offset, (unsigned long long)f->size, f->entry_count,
-			       f->section ? ", section " : "", f->section ? f->section : "");
+			       f->section ? ", section " : "", f->section ? tool_text(f->section, t, sizeof(t)) : "");
 		} else {
 			printf("\n");
 		}
@@ -481,16 +487,7 @@ static void print_text(const struct model *m, const struct options *o)
 
 static void json_string(const char *s)
 {
-	putchar('"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			printf("\\%c", *p);
-		else if (*p < 0x20 || *p >= 0x7f)
-			printf("\\u%04x", *p); /* names are ASCII; anything else is shown, not trusted */
-		else
-			putchar(*p);
-	}
-	putchar('"');
+	tool_json_string(stdout, s);
 }
 
 /* A cubin entry's embedded PTX: "embedded_ptx" (null when none) and the assembler's record. */
@@ -632,7 +629,7 @@ static int inspect_file(const char *path, const struct options *o, int *first_js
 	const char *why = fd < 0 || fstat(fd, &st) ? strerror(errno)
 			: !S_ISREG(st.st_mode) ? "not a regular file" : NULL;
 	if (why) {
-		fprintf(stderr, "cubpf inspect: %s: %s\n", path, why);
+		tool_warn("cubpf inspect: %s: %s", path, why);
 		if (fd >= 0)
 			close(fd);
 		return 1;
@@ -641,12 +638,12 @@ static int inspect_file(const char *path, const struct options *o, int *first_js
 	void *map = m.file_size ? mmap(NULL, m.file_size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
 	close(fd);
 	if (map == MAP_FAILED) {
-		fprintf(stderr, "cubpf inspect: %s: cannot map: %s\n", path, strerror(errno));
+		tool_warn("cubpf inspect: %s: cannot map: %s", path, strerror(errno));
 		return 1;
 	}
 	int rc = build_model(&m, map, m.file_size, o->sm, err, sizeof(err));
 	if (rc)
-		fprintf(stderr, "cubpf inspect: %s: %s\n", path, err);
+		tool_warn("cubpf inspect: %s: %s", path, err); /* may quote the file's names */
 	else if (o->json)
 		print_json(&m, o, *first_json), *first_json = 0;
 	else

@@ -8,6 +8,7 @@
 
 #include "ptx-rewriter/ptx.h"
 #include "tools/commands.h"
+#include "tools/tools.h"
 #include "vm/vm.h"
 
 static void ptx_usage(FILE *out)
@@ -72,8 +73,10 @@ static int gpu_progs(const struct vm_object *obj, struct ptx_prog *progs, uint32
 			continue;
 		char log[2048];
 		if (vm_verify(obj, i, NULL, NULL, log, sizeof(log))) {
-			fprintf(stderr, "cubpf ptx: program %s (%s) rejected by the verifier:\n%s\n",
-				p->name, p->section, log);
+			tool_warn("cubpf ptx: program %s (%s) rejected by the verifier:", p->name,
+				  p->section);
+			tool_text_put(stderr, log, 1);
+			fputc('\n', stderr);
 			return -1;
 		}
 		progs[(*cnt)++] = (struct ptx_prog){.name = p->name, .kind = p->kind,
@@ -103,7 +106,7 @@ static int instrument(const char *prog_path, const char *in_path, const char *ou
 	char err[PTX_ERRLEN];
 	struct vm_object *obj;
 	if (vm_object_load_file(prog_path, &obj, err, sizeof(err))) {
-		fprintf(stderr, "cubpf ptx: %s: %s\n", prog_path, err);
+		tool_warn("cubpf ptx: %s: %s", prog_path, err);
 		return 1;
 	}
 	size_t len = 0;
@@ -124,7 +127,7 @@ static int instrument(const char *prog_path, const char *in_path, const char *ou
 		char *out;
 		size_t out_len;
 		if (ptx_instrument(text, len, &o, &out, &out_len, &rep, err, sizeof(err))) {
-			fprintf(stderr, "cubpf ptx: %s: %s\n", in_path, err);
+			tool_warn("cubpf ptx: %s: %s", in_path, err); /* may quote the PTX */
 		} else {
 			rc = write_out(out_path, out, out_len) ? 1 : 0;
 			fprintf(stderr,

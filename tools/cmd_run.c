@@ -414,14 +414,16 @@ static double now_s(void)
  * when asked (-l) or when no report is made. */
 static void child_line(struct follow *fw, const char *line, size_t n)
 {
-	int shim = n >= 7 && !strncmp(line, "cubpf: ", 7);
-	if (shim) {
-		char buf[sizeof(fw->line) + 1];
-		snprintf(buf, sizeof(buf), "%.*s", (int)(n - 7 - (line[n - 1] == '\n')), line + 7);
-		tool_data_log_line(&fw->data, buf);
+	int shim = n >= 7 && !strncmp(line, "cubpf: ", 7), nl = n && line[n - 1] == '\n';
+	char buf[sizeof(fw->line) + 1];
+	snprintf(buf, sizeof(buf), "%.*s", (int)(n - nl), line);
+	if (shim)
+		tool_data_log_line(&fw->data, buf + 7);
+	if (!shim || fw->echo_cubpf) { /* the shim quotes the program's kernel and module names */
+		tool_text_put(stderr, buf, 0);
+		if (nl)
+			fputc('\n', stderr);
 	}
-	if (!shim || fw->echo_cubpf)
-		fwrite(line, 1, n, stderr);
 }
 
 static void child_output(struct follow *fw, const char *buf, size_t n)

@@ -13,6 +13,7 @@
 
 #include "store/store.h"
 #include "tools/commands.h"
+#include "tools/tools.h"
 #include "tools/include/cubpf_abi.h"
 #include "vm/vm.h"
 
@@ -49,6 +50,8 @@ static struct store_trace_reader *open_trace(const char *path)
 	return r;
 }
 
+/* The string of id as the trace has it (for JSON), or "#id" when no STRING record defines it.
+ * Text output shows it through tool_text: names are the file's, not to be trusted. */
 static const char *str_or(const struct store_trace_reader *r, uint32_t id, char *buf, size_t n)
 {
 	const char *s = store_trace_string(r, id);
@@ -56,20 +59,6 @@ static const char *str_or(const struct store_trace_reader *r, uint32_t id, char 
 		return s;
 	snprintf(buf, n, "#%u", id);
 	return buf;
-}
-
-static void json_string(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20 || *p >= 0x7f)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
 }
 
 static void hex(FILE *f, const uint8_t *p, size_t n)
@@ -97,9 +86,11 @@ static int report_end(const struct store_trace_reader *r, int rc, FILE *f)
 	case STORE_TRACE_NO_END:
 		fprintf(f, "note: the trace has no end record (writer killed or still running)\n");
 		return 0;
-	default:
+	case STORE_TRACE_DAMAGED:
 		fprintf(stderr, "cubpf trace: damaged trace: %s\n", store_trace_reader_error(r));
-		return rc < 0 ? 1 : 1;
+		return 1;
+	default: /* the command stopped reading (it said why) */
+		return rc < 0;
 	}
 }
 
@@ -108,18 +99,19 @@ static int report_end(const struct store_trace_reader *r, int rc, FILE *f)
 static void dump_api(const struct store_trace_reader *r, const struct store_rec_api *a, int json,
 		     FILE *f)
 {
-	char b[32];
+	char b[32], t[TOOL_TEXT_MAX];
 	const char *name = str_or(r, a->name, b, sizeof(b));
 	if (json) {
 		fprintf(f, "{\"type\":\"api\",\"name\":");
-		json_string(f, name);
+		tool_json_string(f, name);
 		fprintf(f, ",\"begin_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",\"tid\":%u,\"stream\":%" PRIu64
 			   ",\"bytes\":%" PRIu64 ",\"corr\":%" PRIu64 ",\"result\":%d,\"device\":%u}\n",
 			a->begin_ns, a->end_ns, a->tid, a->stream, a->bytes, a->corr, a->result, a->device);
 	} else {
 		fprintf(f, "api     %" PRIu64 " +%" PRIu64 "ns %s tid=%u stream=0x%" PRIx64 " bytes=%" PRIu64
 			   " corr=%" PRIu64 " result=%d\n",
-			a->begin_ns, a->end_ns - a->begin_ns, name, a->tid, a->stream, a->bytes, a->corr,
+			a->begin_ns, a->end_ns - a->begin_ns, tool_text(name, t, sizeof(t)), a->tid, a->stream,
+			a->bytes, a->corr,
 			a->result);
 	}
 }
@@ -127,11 +119,11 @@ static void dump_api(const struct store_trace_reader *r, const struct store_rec_
 static void dump_kernel(const struct store_trace_reader *r, const struct store_rec_kernel *k,
 			int json, FILE *f)
 {
-	char b[32];
+	char b[32], t[TOOL_TEXT_MAX];
 	const char *name = str_or(r, k->name, b, sizeof(b));
 	if (json) {
 		fprintf(f, "{\"type\":\"kernel\",\"name\":");
-		json_string(f, name);
+		tool_json_string(f, name);
 		fprintf(f, ",\"launch_ns\":%" PRIu64 ",\"gpu_start\":%" PRIu64 ",\"gpu_end\":%" PRIu64
 			   ",\"stream\":%" PRIu64 ",\"corr\":%" PRIu64 ",\"device\":%u,\"grid\":[%u,%u,%u]"
 			   ",\"block\":[%u,%u,%u],\"shared_bytes\":%u,\"tid\":%u}\n",
@@ -141,7 +133,8 @@ static void dump_kernel(const struct store_trace_reader *r, const struct store_r
 	} else {
 		fprintf(f, "kernel  %" PRIu64 " %s grid=%ux%ux%u block=%ux%ux%u gpu=[%" PRIu64 ",%" PRIu64
 			   "] %" PRIu64 "ns stream=0x%" PRIx64 " dev=%u corr=%" PRIu64 "\n",
-			k->launch_ns, name, k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1],
+			k->launch_ns, tool_text(name, t, sizeof(t)), k->grid[0], k->grid[1], k->grid[2],
+			k->block[0], k->block[1],
 			k->block[2], k->gpu_start, k->gpu_end,
 			k->gpu_end > k->gpu_start ? k->gpu_end - k->gpu_start : 0, k->stream, k->device,
 			k->corr);
@@ -151,18 +144,19 @@ static void dump_kernel(const struct store_trace_reader *r, const struct store_r
 static void dump_kspan(const struct store_trace_reader *r, const struct store_rec_kspan *k,
 		       int json, FILE *f)
 {
-	char b[32];
+	char b[32], t[TOOL_TEXT_MAX];
 	const char *name = str_or(r, k->name, b, sizeof(b));
 	if (json) {
 		fprintf(f, "{\"type\":\"kspan\",\"name\":");
-		json_string(f, name);
+		tool_json_string(f, name);
 		fprintf(f, ",\"corr\":%" PRIu64 ",\"begin_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64
 			   ",\"stream\":%" PRIu64 ",\"device\":%u,\"ref_uncertainty_ns\":%u}\n",
 			k->corr, k->begin_ns, k->end_ns, k->stream, k->device, k->ref_uncertainty_ns);
 	} else {
 		fprintf(f, "kspan   %" PRIu64 " +%" PRIu64 "ns %s stream=0x%" PRIx64 " dev=%u corr=%" PRIu64
 			   " +-%uns\n",
-			k->begin_ns, k->end_ns - k->begin_ns, name, k->stream, k->device, k->corr,
+			k->begin_ns, k->end_ns - k->begin_ns, tool_text(name, t, sizeof(t)), k->stream,
+			k->device, k->corr,
 			k->ref_uncertainty_ns);
 	}
 }
@@ -199,17 +193,18 @@ static void dump_probe(const struct store_rec_probe *p, const uint8_t *d, size_t
 static void dump_map(const struct store_trace_reader *r, const struct store_rec_map *m, size_t rest,
 		     int json, FILE *f)
 {
-	char b[32];
+	char b[32], t[TOOL_TEXT_MAX];
 	const char *name = str_or(r, m->name, b, sizeof(b));
 	if (json) {
 		fprintf(f, "{\"type\":\"map\",\"ts_ns\":%" PRIu64 ",\"prog\":%u,\"map\":%u,\"name\":",
 			m->ts_ns, m->prog, m->map);
-		json_string(f, name);
+		tool_json_string(f, name);
 		fprintf(f, ",\"map_type\":%u,\"key_size\":%u,\"value_size\":%u,\"count\":%u,\"ctx\":%u}\n",
 			m->map_type, m->key_size, m->value_size, m->count, m->ctx);
 	} else {
 		fprintf(f, "map     %" PRIu64 " %s prog=%u map=%u type=%u %u entries of %u+%u bytes (%zu bytes)",
-			m->ts_ns, name, m->prog, m->map, m->map_type, m->count, m->key_size, m->value_size,
+			m->ts_ns, tool_text(name, t, sizeof(t)), m->prog, m->map, m->map_type, m->count,
+			m->key_size, m->value_size,
 			rest);
 		fprintf(f, m->ctx ? " ctx=%u\n" : "\n", m->ctx);
 	}
@@ -219,17 +214,18 @@ static void dump_map(const struct store_trace_reader *r, const struct store_rec_
 static void dump_kernel_id(const struct store_trace_reader *r, const struct store_rec_kernel_id *k,
 			   int json, FILE *f)
 {
-	char b1[32], b2[32];
+	char b1[32], b2[32], t1[TOOL_TEXT_MAX], t2[TOOL_TEXT_MAX];
 	const char *name = str_or(r, k->name, b1, sizeof(b1));
 	const char *mod = k->module ? str_or(r, k->module, b2, sizeof(b2)) : "";
 	if (json) {
 		fprintf(f, "{\"type\":\"kernel_id\",\"id\":%u,\"name\":", k->id);
-		json_string(f, name);
+		tool_json_string(f, name);
 		fputs(",\"module\":", f);
-		json_string(f, mod);
+		tool_json_string(f, mod);
 		fputs("}\n", f);
 	} else {
-		fprintf(f, "kid     %u %s%s%s\n", k->id, name, *mod ? " module=" : "", mod);
+		fprintf(f, "kid     %u %s%s%s\n", k->id, tool_text(name, t1, sizeof(t1)),
+			*mod ? " module=" : "", tool_text(mod, t2, sizeof(t2)));
 	}
 }
 
@@ -237,7 +233,7 @@ static void dump_not_instrumented(const struct store_trace_reader *r,
 				  const struct store_rec_not_instrumented *n, const uint8_t *p,
 				  size_t rest, int json, FILE *f)
 {
-	char b1[32], b2[32];
+	char b1[32], b2[32], t1[TOOL_TEXT_MAX], t2[TOOL_TEXT_MAX];
 	char *msg = store_rec_string(&p, &rest);
 	const char *api = n->api ? str_or(r, n->api, b1, sizeof(b1)) : "";
 	const char *label = n->label ? str_or(r, n->label, b2, sizeof(b2)) : "";
@@ -246,17 +242,19 @@ static void dump_not_instrumented(const struct store_trace_reader *r,
 			   "\"reason_name\":\"%s\",\"kernels\":%u,\"sm\":%u,\"device\":%d,\"api\":",
 			n->ts_ns, n->reason, store_noinst_reason_name(n->reason), n->kernels, n->sm,
 			n->device == UINT32_MAX ? -1 : (int)n->device);
-		json_string(f, api);
+		tool_json_string(f, api);
 		fputs(",\"label\":", f);
-		json_string(f, label);
+		tool_json_string(f, label);
 		fputs(",\"message\":", f);
-		json_string(f, msg ? msg : "");
+		tool_json_string(f, msg ? msg : "");
 		fputs("}\n", f);
 	} else {
-		fprintf(f, "noinst  %" PRIu64 " reason=%s kernels=%u sm_%u dev=%d %s%s%s: %s\n", n->ts_ns,
+		fprintf(f, "noinst  %" PRIu64 " reason=%s kernels=%u sm_%u dev=%d %s%s%s: ", n->ts_ns,
 			store_noinst_reason_name(n->reason), n->kernels, n->sm,
-			n->device == UINT32_MAX ? -1 : (int)n->device, api, *label ? " " : "", label,
-			msg ? msg : "");
+			n->device == UINT32_MAX ? -1 : (int)n->device, tool_text(api, t1, sizeof(t1)),
+			*label ? " " : "", tool_text(label, t2, sizeof(t2)));
+		tool_text_put(f, msg, 0);
+		fputc('\n', f);
 	}
 	free(msg);
 }
@@ -269,6 +267,15 @@ static void dump_map_memory(const struct store_rec_map_memory *m, int json, FILE
 			: "mapmem  %" PRIu64 " ctx=%u context=0x%" PRIx64 " dev=%u %" PRIu64
 			  " device bytes, %" PRIu64 " pinned bytes, %u maps\n",
 		m->ts_ns, m->ctx, m->context, m->device, m->device_bytes, m->pinned_bytes, m->nmaps);
+}
+
+/* A string of a record: JSON, or text escaped for the terminal. */
+static void put_str(FILE *f, const char *s, int json)
+{
+	if (json)
+		tool_json_string(f, s ? s : "");
+	else
+		tool_text_put(f, s ? s : "", 0);
 }
 
 static void dump_meta(const struct store_trace_record *rec, int json, FILE *f)
@@ -290,13 +297,9 @@ static void dump_meta(const struct store_trace_record *rec, int json, FILE *f)
 		uint32_t id = 0;
 		memcpy(&id, rec->payload, rec->len >= 4 ? 4 : 0);
 		char *s = strndup((const char *)rec->payload + 4, rec->len >= 4 ? rec->len - 4 : 0);
-		if (json) {
-			fprintf(f, "{\"type\":\"string\",\"id\":%u,\"value\":", id);
-			json_string(f, s ? s : "");
-			fputs("}\n", f);
-		} else {
-			fprintf(f, "string  %u %s\n", id, s ? s : "");
-		}
+		fprintf(f, json ? "{\"type\":\"string\",\"id\":%u,\"value\":" : "string  %u ", id);
+		put_str(f, s, json);
+		fputs(json ? "}\n" : "\n", f);
 		free(s);
 		return;
 	}
@@ -308,7 +311,7 @@ static void dump_meta(const struct store_trace_record *rec, int json, FILE *f)
 				  ",\"name\":"
 				: "device  %u sm_%u %" PRIu64 " bytes ",
 			u.d.ordinal, u.d.sm, u.d.memory_bytes);
-		json ? json_string(f, s1 ? s1 : "") : (void)fputs(s1 ? s1 : "", f);
+		put_str(f, s1, json);
 		fputs(json ? "}\n" : "\n", f);
 		break;
 	case STORE_REC_CLOCK:
@@ -324,15 +327,12 @@ static void dump_meta(const struct store_trace_record *rec, int json, FILE *f)
 			break;
 		s1 = store_rec_string(&p, &n);
 		s2 = store_rec_string(&p, &n);
-		if (json) {
-			fprintf(f, "{\"type\":\"program\",\"index\":%u,\"name\":", u.pr.index);
-			json_string(f, s1 ? s1 : "");
-			fputs(",\"path\":", f);
-			json_string(f, s2 ? s2 : "");
-			fputs("}\n", f);
-		} else {
-			fprintf(f, "program %u %s %s\n", u.pr.index, s1 ? s1 : "", s2 ? s2 : "");
-		}
+		fprintf(f, json ? "{\"type\":\"program\",\"index\":%u,\"name\":" : "program %u ",
+			u.pr.index);
+		put_str(f, s1, json);
+		fputs(json ? ",\"path\":" : " ", f);
+		put_str(f, s2, json);
+		fputs(json ? "}\n" : "\n", f);
 		break;
 	case STORE_REC_DROP:
 		if (!store_rec_fixed(rec, &u.dr, sizeof(u.dr), NULL))
@@ -431,13 +431,16 @@ static int cmd_dump(const struct opts *o)
 		printf("{\"type\":\"header\",\"version\":\"%u.%u\",\"pid\":%u,\"start_realtime_ns\":%" PRIu64
 		       ",\"driver_version\":%u,\"cmdline\":",
 		       h->major, h->minor, h->pid, h->start_realtime_ns, h->driver_version);
-		json_string(stdout, store_trace_header_string(r, 2));
+		tool_json_string(stdout, store_trace_header_string(r, 2));
 		printf("}\n");
 	} else {
-		printf("header  v%u.%u pid=%u start=%" PRIu64 " driver=%u cubpf=%s host=%s cmd=%s\n",
+		char t0[TOOL_TEXT_MAX], t1[TOOL_TEXT_MAX];
+		printf("header  v%u.%u pid=%u start=%" PRIu64 " driver=%u cubpf=%s host=%s cmd=",
 		       h->major, h->minor, h->pid, h->start_realtime_ns, h->driver_version,
-		       store_trace_header_string(r, 0), store_trace_header_string(r, 1),
-		       store_trace_header_string(r, 2));
+		       tool_text(store_trace_header_string(r, 0), t0, sizeof(t0)),
+		       tool_text(store_trace_header_string(r, 1), t1, sizeof(t1)));
+		tool_text_put(stdout, store_trace_header_string(r, 2), 0);
+		putchar('\n');
 	}
 	while ((rc = store_trace_next(r, &rec)) == 1)
 		dump_record(r, &rec, o->json, stdout);
@@ -506,7 +509,7 @@ static void meta_add(struct run_meta *m, const struct store_trace_record *rec)
 
 static void meta_print(const struct run_meta *m, const struct store_trace_reader *r)
 {
-	char b[32];
+	char b[32], t[TOOL_TEXT_MAX];
 	if (m->contexts)
 		printf("maps      %" PRIu64 " device bytes, %" PRIu64 " pinned bytes in %" PRIu64
 		       " context%s\n", m->device_bytes, m->pinned_bytes, m->contexts,
@@ -514,11 +517,15 @@ static void meta_print(const struct run_meta *m, const struct store_trace_reader
 	if (m->nkids)
 		printf("kernels   %zu instrumented (cubpf kernel ids)\n", m->nkids);
 	for (size_t i = 0; i < m->nkids; i++)
-		printf("  id %-5u %s\n", m->kids[i].id, str_or(r, m->kids[i].name, b, sizeof(b)));
+		printf("  id %-5u %s\n", m->kids[i].id,
+		       tool_text(str_or(r, m->kids[i].name, b, sizeof(b)), t, sizeof(t)));
 	if (m->nnotes)
 		printf("not instrumented (%zu):\n", m->nnotes);
-	for (size_t i = 0; i < m->nnotes; i++)
-		printf("  %s\n", m->notes[i]);
+	for (size_t i = 0; i < m->nnotes; i++) {
+		fputs("  ", stdout);
+		tool_text_put(stdout, m->notes[i], 0);
+		putchar('\n');
+	}
 }
 
 static void meta_free(struct run_meta *m)
@@ -540,10 +547,13 @@ static int cmd_info(const struct opts *o)
 	if (!r)
 		return 1;
 	const struct store_rec_header *h = store_trace_header(r);
-	printf("trace     %s (format %u.%u)\n", o->file, h->major, h->minor);
-	printf("process   pid %u on %s: %s\n", h->pid, store_trace_header_string(r, 1),
-	       store_trace_header_string(r, 2));
-	printf("cubpf     %s, driver %u\n", store_trace_header_string(r, 0), h->driver_version);
+	char t0[TOOL_TEXT_MAX], t1[TOOL_TEXT_MAX];
+	printf("trace     %s (format %u.%u)\n", tool_text(o->file, t0, sizeof(t0)), h->major, h->minor);
+	printf("process   pid %u on %s: ", h->pid, tool_text(store_trace_header_string(r, 1), t1,
+							     sizeof(t1)));
+	tool_text_put(stdout, store_trace_header_string(r, 2), 0);
+	printf("\ncubpf     %s, driver %u\n", tool_text(store_trace_header_string(r, 0), t0, sizeof(t0)),
+	       h->driver_version);
 	while ((rc = store_trace_next(r, &rec)) == 1) {
 		count[rec.type <= STORE_REC_MAX_KNOWN ? rec.type : STORE_REC_MAX_KNOWN + 1]++;
 		meta_add(&meta, &rec);
@@ -595,31 +605,38 @@ static int cmd_info(const struct opts *o)
 
 /* ---- stats ----------------------------------------------------------------------------------- */
 
+/* Samples per key (a string id, a copy kind): the keys are numbered by store_ids and the series
+ * kept in a dense array by number, so the table grows with the records read, never with the
+ * values of the keys they carry (an id near 2^32 in a damaged trace costs one series). */
 struct series {
+	uint32_t key;
 	uint64_t *v;
 	size_t n, cap;
 	uint64_t total;
 };
 
 struct table {
-	struct series *by_id; /* indexed by string id */
-	size_t n;
+	struct store_ids keys;
+	struct series *s;          /* by the key's number */
+	size_t cap;
 };
 
-static int add_sample(struct table *t, uint32_t id, uint64_t v)
+static int add_sample(struct table *t, uint32_t key, uint64_t v)
 {
-	if (id >= t->n) {
-		size_t n = t->n ? t->n : 64;
-		while (n <= id)
-			n *= 2;
-		struct series *s = realloc(t->by_id, n * sizeof(*s));
-		if (!s)
+	long k = store_ids_add(&t->keys, key);
+	if (k < 0)
+		return -1;
+	if ((size_t)k == t->cap) { /* a new key: the next number */
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		struct series *p = realloc(t->s, cap * sizeof(*p));
+		if (!p)
 			return -1;
-		memset(s + t->n, 0, (n - t->n) * sizeof(*s));
-		t->by_id = s;
-		t->n = n;
+		memset(p + t->cap, 0, (cap - t->cap) * sizeof(*p));
+		t->s = p;
+		t->cap = cap;
 	}
-	struct series *s = &t->by_id[id];
+	struct series *s = &t->s[k];
+	s->key = key;
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 16;
 		uint64_t *p = realloc(s->v, cap * sizeof(*p));
@@ -632,6 +649,16 @@ static int add_sample(struct table *t, uint32_t id, uint64_t v)
 	s->total += v;
 	return 0;
 }
+
+static int cmp_series_key(const void *a, const void *b)
+{
+	uint32_t x = (*(struct series *const *)a)->key, y = (*(struct series *const *)b)->key;
+	return x < y ? -1 : x > y;
+}
+
+/* The table's series that hold samples (*n of them), by key (for string ids, the order of
+ * first use), each sorted; NULL when out of memory.  The caller frees the array. */
+static struct series **table_sorted(const struct table *t, size_t *n);
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -646,31 +673,67 @@ static uint64_t pct(const struct series *s, unsigned p)
 	return s->v[rank ? rank - 1 : 0];
 }
 
-static void print_table(const char *title, const struct table *t, const struct store_trace_reader *r)
+static struct series **table_sorted(const struct table *t, size_t *n)
 {
-	char b[32];
-	int any = 0;
-	for (size_t i = 0; i < t->n; i++) {
-		struct series *s = &t->by_id[i];
-		if (!s->n)
-			continue;
-		if (!any++)
-			printf("%s\n  %-10s %14s %12s %12s %12s %12s %12s  %s\n", title, "count", "total_us",
-			       "mean_us", "p50_us", "p90_us", "p99_us", "max_us", "name");
-		qsort(s->v, s->n, sizeof(*s->v), cmp_u64);
+	struct series **v = malloc((t->cap ? t->cap : 1) * sizeof(*v));
+	*n = 0;
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->s[i].n) {
+			v[(*n)++] = &t->s[i];
+			qsort(t->s[i].v, t->s[i].n, sizeof(uint64_t), cmp_u64);
+		}
+	qsort(v, *n, sizeof(*v), cmp_series_key);
+	return v;
+}
+
+static int print_table(const char *title, const struct table *t, const struct store_trace_reader *r)
+{
+	char b[32], nb[TOOL_TEXT_MAX];
+	size_t n;
+	struct series **v = table_sorted(t, &n);
+	if (!v)
+		return -1;
+	printf("%s\n", title);
+	if (!n)
+		printf("  (none)\n");
+	else
+		printf("  %-10s %14s %12s %12s %12s %12s %12s  %s\n", "count", "total_us", "mean_us",
+		       "p50_us", "p90_us", "p99_us", "max_us", "name");
+	for (size_t i = 0; i < n; i++) {
+		const struct series *s = v[i];
 		printf("  %-10zu %14.3f %12.3f %12.3f %12.3f %12.3f %12.3f  %s\n", s->n, s->total / 1e3,
 		       (double)s->total / (double)s->n / 1e3, pct(s, 50) / 1e3, pct(s, 90) / 1e3,
-		       pct(s, 99) / 1e3, s->v[s->n - 1] / 1e3, str_or(r, (uint32_t)i, b, sizeof(b)));
+		       pct(s, 99) / 1e3, s->v[s->n - 1] / 1e3,
+		       tool_text(str_or(r, s->key, b, sizeof(b)), nb, sizeof(nb)));
 	}
-	if (!any)
-		printf("%s\n  (none)\n", title);
+	free(v);
+	return 0;
+}
+
+static int print_copies(const struct table *t)
+{
+	size_t n;
+	struct series **v = table_sorted(t, &n);
+	if (!v)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		const struct series *s = v[i];
+		printf("\ncopies %-6s count %zu total %.3f us p50 %.3f us max %.3f us\n",
+		       copy_kind_name(s->key), s->n, s->total / 1e3, pct(s, 50) / 1e3,
+		       s->v[s->n - 1] / 1e3);
+	}
+	free(v);
+	return 0;
 }
 
 static void free_table(struct table *t)
 {
-	for (size_t i = 0; i < t->n; i++)
-		free(t->by_id[i].v);
-	free(t->by_id);
+	for (size_t i = 0; i < t->cap; i++)
+		free(t->s[i].v);
+	free(t->s);
+	store_ids_free(&t->keys);
 }
 
 static int cmd_stats(const struct opts *o)
@@ -678,11 +741,12 @@ static int cmd_stats(const struct opts *o)
 	struct store_trace_reader *r = open_trace(o->file);
 	struct store_trace_record rec;
 	struct table kernels = {0}, apis = {0}, copies = {0};
-	uint64_t unmeasured = 0, spans = 0;
+	uint64_t unmeasured = 0, spans = 0, nrec = 0;
 	int rc, oom = 0;
 	if (!r)
 		return 1;
-	while ((rc = store_trace_next(r, &rec)) == 1 && !oom) {
+	while (!oom && (rc = store_trace_next(r, &rec)) == 1) {
+		nrec++;
 		union {
 			struct store_rec_api a;
 			struct store_rec_kernel k;
@@ -705,21 +769,14 @@ static int cmd_stats(const struct opts *o)
 			oom = add_sample(&copies, u.c.kind, u.c.gpu_end - u.c.gpu_start);
 	}
 	if (oom)
-		fprintf(stderr, "cubpf trace: out of memory\n");
-	print_table("GPU kernels (device time)", &kernels, r);
+		fprintf(stderr, "cubpf trace stats: out of memory after %" PRIu64 " records\n", nrec);
+	oom |= print_table("GPU kernels (device time)", &kernels, r);
 	unmeasured = unmeasured > spans ? unmeasured - spans : 0;
 	if (unmeasured)
 		printf("  (%" PRIu64 " launches without device times)\n", unmeasured);
 	printf("\n");
-	print_table("host API calls (wall time)", &apis, r);
-	for (size_t i = 0; i < copies.n; i++)
-		if (copies.by_id[i].n) {
-			struct series *s = &copies.by_id[i];
-			qsort(s->v, s->n, sizeof(*s->v), cmp_u64);
-			printf("\ncopies %-6s count %zu total %.3f us p50 %.3f us max %.3f us\n",
-			       copy_kind_name((uint32_t)i), s->n, s->total / 1e3, pct(s, 50) / 1e3,
-			       s->v[s->n - 1] / 1e3);
-		}
+	oom |= print_table("host API calls (wall time)", &apis, r);
+	oom |= print_copies(&copies);
 	rc = report_end(r, rc, stderr) || oom;
 	free_table(&kernels);
 	free_table(&apis);
@@ -801,7 +858,7 @@ static void chrome_api(struct chrome *c, const struct store_rec_api *a)
 	char b[32];
 	ev_begin(c);
 	fprintf(c->f, "{\"ph\":\"X\",\"cat\":\"api\",\"name\":");
-	json_string(c->f, str_or(c->r, a->name, b, sizeof(b)));
+	tool_json_string(c->f, str_or(c->r, a->name, b, sizeof(b)));
 	fprintf(c->f, ",\"pid\":%u,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"stream\":\"0x%" PRIx64
 		      "\",\"bytes\":%" PRIu64 ",\"result\":%d,\"corr\":%" PRIu64 "}}",
 		c->pid, a->tid, us(c, a->begin_ns), (double)(a->end_ns - a->begin_ns) / 1e3, a->stream,
@@ -827,7 +884,7 @@ static void chrome_gpu_span(struct chrome *c, const char *cat, const char *name,
 		fprintf(c->f, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":", cat);
 	else
 		fprintf(c->f, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"%s\",\"name\":", cat);
-	json_string(c->f, name);
+	tool_json_string(c->f, name);
 	fprintf(c->f, ",\"pid\":%u,\"tid\":%zu,\"ts\":%.3f", GPU_PID(c, dev), tid, ts);
 	if (gs && ge >= gs)
 		fprintf(c->f, ",\"dur\":%.3f", (double)(ge - gs) / 1e3);
@@ -889,7 +946,7 @@ static void chrome_span_x(struct chrome *c, const char *name, uint32_t dev, uint
 	size_t tid = stream_track(c, dev, stream);
 	ev_begin(c);
 	fprintf(c->f, "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":");
-	json_string(c->f, name);
+	tool_json_string(c->f, name);
 	fprintf(c->f, ",\"pid\":%u,\"tid\":%zu,\"ts\":%.3f,\"dur\":%.3f,\"args\":{%s%s\"timing\":"
 		      "\"cuda events\",\"clock_uncertainty_ns\":%u}}",
 		GPU_PID(c, dev), tid, us(c, sp->begin), (double)(sp->end - sp->begin) / 1e3, args,
@@ -975,7 +1032,7 @@ static void chrome_meta(struct chrome *c, const struct store_trace_record *rec)
 		ev_begin(c);
 		fprintf(c->f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"args\":{\"name\":",
 			GPU_PID(c, d.ordinal));
-		json_string(c->f, label);
+		tool_json_string(c->f, label);
 		fprintf(c->f, "}},\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":0,"
 			      "\"args\":{\"name\":\"probe events\"}}",
 			GPU_PID(c, d.ordinal));
@@ -996,7 +1053,7 @@ static void chrome_meta(struct chrome *c, const struct store_trace_record *rec)
 		fprintf(c->f, "{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"cubpf\",\"name\":\"not instrumented (%s)"
 			      "\",\"pid\":%u,\"tid\":0,\"ts\":%.3f,\"args\":{\"kernels\":%u,\"message\":",
 			store_noinst_reason_name(ni.reason), c->pid, us(c, ni.ts_ns), ni.kernels);
-		json_string(c->f, msg ? msg : "");
+		tool_json_string(c->f, msg ? msg : "");
 		fputs("}}", c->f);
 		free(msg);
 	}
@@ -1044,11 +1101,11 @@ static int export_chrome(const char *path, struct store_trace_reader *r, FILE *f
 	c->first = 1;
 	c->no_probes = no_probes;
 	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"cubpf_version\":");
-	json_string(f, store_trace_header_string(r, 0));
+	tool_json_string(f, store_trace_header_string(r, 0));
 	fprintf(f, ",\"start_realtime_ns\":%" PRIu64 "},\"traceEvents\":[", c->t0);
 	ev_begin(c);
 	fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"args\":{\"name\":", c->pid);
-	json_string(f, store_trace_header_string(r, 2));
+	tool_json_string(f, store_trace_header_string(r, 2));
 	fprintf(f, "}}");
 	while ((rc = store_trace_next(r, &rec)) == 1)
 		chrome_record(c, &rec);
@@ -1072,6 +1129,22 @@ static void csv_value(FILE *f, const uint8_t *p, uint32_t n)
 	}
 }
 
+/* A text field: escaped for the terminal (so no line break either), quoted per RFC 4180 when it
+ * holds a comma or a quote. */
+static void csv_field(FILE *f, const char *s)
+{
+	char t[TOOL_TEXT_MAX];
+	s = tool_text(s, t, sizeof(t));
+	if (!strpbrk(s, ",\"")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++)
+		fputs(*s == '"' ? "\"\"" : (char[2]){*s, 0}, f);
+	fputc('"', f);
+}
+
 static int export_csv(struct store_trace_reader *r, FILE *f)
 {
 	struct store_trace_record rec;
@@ -1086,8 +1159,9 @@ static int export_csv(struct store_trace_reader *r, FILE *f)
 			continue;
 		uint64_t pair = (uint64_t)m.key_size + m.value_size;
 		for (uint32_t i = 0; i < m.count && pair && n >= pair; i++, p += pair, n -= pair) {
-			fprintf(f, "%" PRIu64 ",%u,%u,%s,", m.ts_ns, m.prog, m.map,
-				str_or(r, m.name, b, sizeof(b)));
+			fprintf(f, "%" PRIu64 ",%u,%u,", m.ts_ns, m.prog, m.map);
+			csv_field(f, str_or(r, m.name, b, sizeof(b)));
+			fputc(',', f);
 			csv_value(f, p, m.key_size);
 			fputc(',', f);
 			csv_value(f, p + m.key_size, m.value_size);
@@ -1140,7 +1214,9 @@ struct replay {
 static void replay_printk(void *user, const char *line)
 {
 	(void)user;
-	printf("printk: %s\n", line);
+	fputs("printk: ", stdout);
+	tool_text_put(stdout, line, 0);
+	putchar('\n');
 }
 
 static void print_bytes(const uint8_t *p, uint32_t n)
@@ -1157,12 +1233,13 @@ static void print_bytes(const uint8_t *p, uint32_t n)
 static void drain_ringbufs(struct replay *rp)
 {
 	uint8_t buf[65536];
+	char t[TOOL_TEXT_MAX];
 	for (uint32_t m = 0; m < rp->obj->map_cnt; m++) {
 		if (rp->obj->maps[m].type != CUBPF_MAP_RINGBUF && rp->obj->maps[m].type != CUBPF_MAP_GPU_RINGBUF)
 			continue;
 		size_t n;
 		while ((n = vm_ringbuf_consume(rp->rt, m, buf, sizeof(buf))) > 0) {
-			printf("ringbuf %s: ", rp->obj->maps[m].name);
+			printf("ringbuf %s: ", tool_text(rp->obj->maps[m].name, t, sizeof(t)));
 			hex(stdout, buf, n);
 			printf("\n");
 		}
@@ -1178,7 +1255,8 @@ static void print_maps(struct replay *rp)
 		uint8_t key[512], next[512], val[4096];
 		if (d->key_size > sizeof(key) || d->value_size > sizeof(val))
 			continue;
-		printf("map %s:\n", d->name);
+		char t[TOOL_TEXT_MAX];
+		printf("map %s:\n", tool_text(d->name, t, sizeof(t)));
 		const void *k = NULL;
 		while (vm_map_next_key(rp->rt, m, k, next) == 0) {
 			memcpy(key, next, d->key_size);
@@ -1229,7 +1307,7 @@ static void replay_call(struct replay *rp, const struct store_trace_reader *r,
 			char err[256];
 			if (vm_exec_run(rp->ex[i], &ctx, sizeof(ctx), &ret, err, sizeof(err))) {
 				if (rp->faults++ < 5)
-					fprintf(stderr, "cubpf trace replay: %s: %s\n", pr->name, err);
+					tool_warn("cubpf trace replay: %s: %s", pr->name, err);
 			}
 			rp->runs++;
 		}
@@ -1243,11 +1321,11 @@ static int replay_prepare(struct replay *rp, const char *path)
 	char err[STORE_ERRLEN], log[4096];
 	int host = 0;
 	if (vm_object_load_file(path, &rp->obj, err, sizeof(err))) {
-		fprintf(stderr, "cubpf trace replay: %s\n", err);
+		tool_warn("cubpf trace replay: %s", err);
 		return -1;
 	}
 	if (!(rp->rt = vm_runtime_new(rp->obj, err, sizeof(err)))) {
-		fprintf(stderr, "cubpf trace replay: %s\n", err);
+		tool_warn("cubpf trace replay: %s", err);
 		return -1;
 	}
 	struct vm_output out = {.printk = replay_printk};
@@ -1258,16 +1336,18 @@ static int replay_prepare(struct replay *rp, const char *path)
 	for (uint32_t i = 0; i < rp->obj->prog_cnt; i++) {
 		const struct vm_prog *pr = &rp->obj->progs[i];
 		if (pr->kind != VM_PROG_UPROBE && pr->kind != VM_PROG_URETPROBE) {
-			fprintf(stderr, "cubpf trace replay: %s (%s) runs on the GPU: not replayed\n",
-				pr->name, pr->section);
+			tool_warn("cubpf trace replay: %s (%s) runs on the GPU: not replayed", pr->name,
+				  pr->section);
 			continue;
 		}
 		if (vm_verify(rp->obj, i, NULL, NULL, log, sizeof(log))) {
-			fprintf(stderr, "cubpf trace replay: %s rejected by the verifier:\n%s\n", pr->name, log);
+			tool_warn("cubpf trace replay: %s rejected by the verifier:", pr->name);
+			tool_text_put(stderr, log, 1);
+			fputc('\n', stderr);
 			return -1;
 		}
 		if (!(rp->ex[i] = vm_exec_new(rp->rt, i, err, sizeof(err)))) {
-			fprintf(stderr, "cubpf trace replay: %s: %s\n", pr->name, err);
+			tool_warn("cubpf trace replay: %s: %s", pr->name, err);
 			return -1;
 		}
 		host++;

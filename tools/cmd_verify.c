@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "tools/commands.h"
+#include "tools/tools.h"
 #include "vm/vm.h"
 
 #define VERIFY_LOG_SIZE (1 << 22) /* -vv traces can be long */
@@ -24,6 +25,14 @@ static void verify_usage(FILE *out)
 		"loaded, 2 usage error.\n");
 }
 
+/* "FILE: PROGRAM (SECTION)": the names are the object's, escaped for the terminal. */
+static void prog_head(const struct vm_object *obj, const struct vm_prog *p)
+{
+	char t1[TOOL_TEXT_MAX], t2[TOOL_TEXT_MAX], t3[TOOL_TEXT_MAX];
+	printf("%s: %s (%s): ", tool_text(obj->name, t1, sizeof(t1)), tool_text(p->name, t2, sizeof(t2)),
+	       tool_text(p->section, t3, sizeof(t3)));
+}
+
 static int verify_prog(const struct vm_object *obj, uint32_t i, int verbose, char *log)
 {
 	const struct vm_prog *p = &obj->progs[i];
@@ -31,9 +40,10 @@ static int verify_prog(const struct vm_object *obj, uint32_t i, int verbose, cha
 	struct vm_verify_info info;
 	int rc = vm_verify(obj, i, &opts, &info, log, VERIFY_LOG_SIZE);
 	if (verbose >= 2)
-		fputs(log, stdout);
+		tool_text_put(stdout, log, 1);
+	prog_head(obj, p);
 	if (rc == 0) {
-		printf("%s: %s (%s): OK, %u instructions", obj->name, p->name, p->section, p->insn_cnt);
+		printf("OK, %u instructions", p->insn_cnt);
 		if (verbose)
 			printf(", %u processed, %u states, stack %u bytes, %u frame%s",
 			       info.insns_processed, info.states, info.max_stack, info.max_call_depth,
@@ -41,7 +51,9 @@ static int verify_prog(const struct vm_object *obj, uint32_t i, int verbose, cha
 		printf("\n");
 		return 0;
 	}
-	printf("%s: %s (%s): REJECTED\n%s", obj->name, p->name, p->section, verbose >= 2 ? "" : log);
+	printf("REJECTED\n");
+	if (verbose < 2)
+		tool_text_put(stdout, log, 1);
 	return 1;
 }
 
@@ -50,7 +62,7 @@ static int verify_file(const char *path, const char *only, int verbose, char *lo
 	struct vm_object *obj;
 	char err[VM_ERRLEN];
 	if (vm_object_load_file(path, &obj, err, sizeof(err)) < 0) {
-		fprintf(stderr, "cubpf verify: %s\n", err);
+		tool_warn("cubpf verify: %s", err);
 		return 1;
 	}
 	int rc = 0, shown = 0;
@@ -62,7 +74,7 @@ static int verify_file(const char *path, const char *only, int verbose, char *lo
 		rc |= verify_prog(obj, i, verbose, log);
 	}
 	if (only && !shown) {
-		fprintf(stderr, "cubpf verify: %s has no program '%s'\n", path, only);
+		tool_warn("cubpf verify: %s has no program '%s'", path, only);
 		rc = 1;
 	}
 	vm_object_free(obj);

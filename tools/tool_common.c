@@ -2,6 +2,7 @@
  * with (devices, memory, what was not instrumented and why, losses). */
 #define _GNU_SOURCE
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,36 +59,179 @@ const struct tool *tool_find(const char *name)
 	return NULL;
 }
 
+/* ---- text from files, safe to print ----------------------------------------------------------
+ * Names and messages come from traces, caches, objects and CUDA files, any of which may be
+ * damaged or hostile: an escape sequence in a kernel name must not reach the user's terminal
+ * (colours, titles, cursor moves, hidden text), nor invalid UTF-8 a JSON reader.  Every byte is
+ * one of: printable as it is (ASCII, valid UTF-8 that is neither a C1 control nor a
+ * bidirectional override), or shown escaped: \n \t \r \e \\, \xHH for other C0 bytes, DEL and
+ * bytes that are not UTF-8, \uXXXX for C1 controls and bidi overrides. */
+
+/* The length (1..4) of the printable character at p, or 0 when it must be escaped; *cp gets
+ * the code point of a valid sequence (for \u), or -1 for a byte that starts none. */
+static size_t printable_at(const unsigned char *p, long *cp)
+{
+	unsigned c = p[0];
+	*cp = c;
+	if (c < 0x80)
+		return c >= 0x20 && c != 0x7f && c != '\\';
+	size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+	long v = n == 2 ? c & 0x1f : n == 3 ? c & 0x0f : c & 0x07;
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80) {
+			n = 0;
+			break;
+		}
+		v = v << 6 | (p[i] & 0x3f);
+	}
+	/* overlong forms, surrogates and code points past U+10FFFF are not UTF-8 */
+	if (!n || (n == 3 && v < 0x800) || (n == 4 && (v < 0x10000 || v > 0x10ffff)) ||
+	    (v >= 0xd800 && v <= 0xdfff)) {
+		*cp = -1;
+		return 0;
+	}
+	*cp = v;
+	int hidden = v <= 0x9f || (v >= 0x202a && v <= 0x202e) || (v >= 0x2066 && v <= 0x2069);
+	return hidden ? 0 : n;
+}
+
+/* The bytes of an escaped unit: one for ASCII and for a byte that starts no character
+ * (cp < 0x80), else the UTF-8 length of cp. */
+static size_t unit_len(long cp)
+{
+	return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+}
+
+/* The escape for the unit at p into out (at least 20 bytes); returns the bytes it covers. */
+static size_t escape_at(const unsigned char *p, char *out)
+{
+	long cp;
+	size_t n = printable_at(p, &cp);
+	static const char named[] = "\n\t\r\033\\", *const names[] = {"\\n", "\\t", "\\r", "\\e", "\\\\"};
+	if (n) {
+		memcpy(out, p, n);
+		out[n] = 0;
+		return n;
+	}
+	const char *q = *p ? strchr(named, *p) : NULL;
+	if (q)
+		snprintf(out, 20, "%s", names[q - named]);
+	else if (cp >= 0x80)
+		snprintf(out, 20, "\\u%04lx", cp);
+	else
+		snprintf(out, 20, "\\x%02x", *p);
+	return unit_len(cp);
+}
+
+static int needs_escape(const char *s, size_t n)
+{
+	long cp;
+	for (size_t i = 0; i < n;) {
+		size_t k = printable_at((const unsigned char *)s + i, &cp);
+		if (!k || k > n - i)
+			return 1;
+		i += k;
+	}
+	return 0;
+}
+
+/* n bytes of s, escaped, into buf; cut with "..." where the whole does not fit. */
+static void escape_into(const char *s, size_t n, char *buf, size_t len)
+{
+	size_t used = 0;
+	char e[20];
+	for (size_t i = 0; i < n;) {
+		size_t k = escape_at((const unsigned char *)s + i, e), el = strlen(e);
+		if (k > n - i) { /* a sequence cut by n: its bytes one by one */
+			snprintf(e, sizeof(e), "\\x%02x", (unsigned char)s[i]);
+			k = 1, el = 4;
+		}
+		if (used + el + 4 > len && (i + k < n || used + el + 1 > len)) {
+			snprintf(buf + used, len - used, "%s", len - used > 3 ? "..." : "");
+			return;
+		}
+		memcpy(buf + used, e, el);
+		used += el;
+		i += k;
+	}
+	buf[used] = 0;
+}
+
+const char *tool_text(const char *s, char *buf, size_t len)
+{
+	if (!s)
+		return "";
+	if (!needs_escape(s, strlen(s)))
+		return s;
+	escape_into(s, strlen(s), buf, len);
+	return buf;
+}
+
+void tool_text_put(FILE *f, const char *s, int keep_newlines)
+{
+	char e[20];
+	for (const unsigned char *p = (const unsigned char *)s; p && *p;) {
+		if (keep_newlines && (*p == '\n' || *p == '\t')) {
+			fputc(*p++, f);
+			continue;
+		}
+		p += escape_at(p, e);
+		fputs(e, f);
+	}
+}
+
+void tool_warn(const char *fmt, ...)
+{
+	va_list ap;
+	char *msg = NULL;
+	va_start(ap, fmt);
+	int n = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	tool_text_put(stderr, msg, 0);
+	fputc('\n', stderr);
+	free(msg);
+}
+
+/* JSON: valid UTF-8 as it is (the output stays UTF-8), '"', '\\' and C0 per RFC 8259, DEL, C1
+ * and bidi overrides as \uXXXX (legal, and harmless in a terminal), and a byte that is not
+ * UTF-8 as the code point of the same value (\u00HH): the result always parses. */
 void tool_json_string(FILE *f, const char *s)
 {
+	long cp;
 	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
+	for (const unsigned char *p = (const unsigned char *)s; p && *p;) {
+		size_t n = printable_at(p, &cp);
+		if (*p == '"' || *p == '\\') {
+			fprintf(f, "\\%c", *p++);
+		} else if (n) {
+			fwrite(p, 1, n, f);
+			p += n;
+		} else if (*p == '\n' || *p == '\t' || *p == '\r') {
+			fputs(*p == '\n' ? "\\n" : *p == '\t' ? "\\t" : "\\r", f);
+			p++;
+		} else {
+			fprintf(f, "\\u%04lx", cp >= 0 ? cp : (long)*p);
+			p += unit_len(cp);
+		}
 	}
 	fputc('"', f);
 }
 
 /* The demangled-looking part of a mangled name: _Z6vecaddPfS_i -> vecadd.  Good enough to
- * read a table; the full name is in --json. */
+ * read a table; the full name is in --json.  Escaped for the terminal (tool_text). */
 const char *tool_short_name(const char *m, char *buf, size_t len)
 {
-	if (strncmp(m, "_Z", 2) != 0 || m[2] < '1' || m[2] > '9') {
-		snprintf(buf, len, "%s", m);
-		return buf;
+	size_t n = strlen(m);
+	const char *part = m;
+	if (!strncmp(m, "_Z", 2) && m[2] >= '1' && m[2] <= '9') {
+		char *end;
+		unsigned long k = strtoul(m + 2, &end, 10);
+		if (k && k <= strlen(end))
+			part = end, n = k;
 	}
-	char *end;
-	unsigned long n = strtoul(m + 2, &end, 10);
-	if (n == 0 || n > strlen(end)) {
-		snprintf(buf, len, "%s", m);
-		return buf;
-	}
-	snprintf(buf, len, "%.*s", (int)(n < len - 1 ? n : len - 1), end);
+	escape_into(part, n, buf, len);
 	return buf;
 }
 
@@ -121,6 +265,7 @@ void tool_log2_hist(FILE *f, const char *unit, const uint64_t *slots, int nslots
 static size_t not_instrumented(const struct tool_data *d, FILE *f, int json)
 {
 	size_t n = 0;
+	char t[TOOL_TEXT_MAX];
 	for (size_t i = 0; i < d->nkernels; i++) {
 		const struct tool_kernel *k = &d->kernels[i];
 		if (k->id || !k->launches)
@@ -129,7 +274,8 @@ static size_t not_instrumented(const struct tool_data *d, FILE *f, int json)
 			fputs(n ? "," : "", f);
 			tool_json_string(f, k->name);
 		} else if (n < 20) {
-			fprintf(f, "  %s (%" PRIu64 " launches)\n", k->name, k->launches);
+			fprintf(f, "  %s (%" PRIu64 " launches)\n", tool_text(k->name, t, sizeof(t)),
+				k->launches);
 		} else if (n == 20) {
 			fprintf(f, "  ... (all of them in --json)\n");
 		}
@@ -166,8 +312,10 @@ void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FI
 		return;
 	}
 	fputc('\n', f);
-	for (size_t i = 0; i < d->ndevices; i++)
-		fprintf(f, "%s\n", d->devices[i]);
+	for (size_t i = 0; i < d->ndevices; i++) { /* "device 0: NAME (...)", NAME the trace's */
+		tool_text_put(f, d->devices[i], 0);
+		fputc('\n', f);
+	}
 	/* kernel ids, memory and reasons come from the log or, format 1.2, from the trace */
 	if ((d->have_log || d->have_mapmem) && d->log_rb_state_bytes)
 		fprintf(f, "maps and buffers: %" PRIu64 " device bytes (%" PRIu64 " of them ring "
@@ -188,9 +336,11 @@ void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FI
 		if (d->nnotes)
 			fprintf(f, "reasons:\n");
 		size_t shown = d->nnotes < 12 ? d->nnotes : 12;
-		for (size_t i = 0; i < shown; i++) /* "live: " says nothing to a reader here */
-			fprintf(f, "  - %s\n", strncmp(d->notes[i], "live: ", 6) ? d->notes[i]
-									   : d->notes[i] + 6);
+		for (size_t i = 0; i < shown; i++) { /* "live: " says nothing to a reader here */
+			fputs("  - ", f);
+			tool_text_put(f, d->notes[i] + (strncmp(d->notes[i], "live: ", 6) ? 0 : 6), 0);
+			fputc('\n', f);
+		}
 		if (shown < d->nnotes)
 			fprintf(f, "  ... %zu more (all of them in --json)\n", d->nnotes - shown);
 	}

@@ -213,11 +213,17 @@ static int kv_ref_cmp(const void *a, const void *b)
 	return c ? c : (x->slot > y->slot) - (x->slot < y->slot);
 }
 
+/* The merged table holds, per distinct key, every context's value: as large as the snapshots
+ * when the contexts share their keys (GPUs running the same kernels), but keys x contexts when
+ * each has keys of its own, which a damaged trace of many one-key contexts would make
+ * quadratic.  Past this many times the snapshots' bytes, the latest context is shown alone. */
+#define MERGE_MAX_GROWTH 16
+
 /* One map from the snapshots s[0..n) of its contexts (same shape): keys merged, values side
- * by side. */
+ * by side.  0, 1 when the merged table would be too sparse (nothing made), -1 out of memory. */
 static int merge_contexts(struct tool_map *out, struct tool_map *const *s, uint32_t n)
 {
-	size_t total = 0, k = 0, ks = s[0]->key_size, vs = s[0]->value_size;
+	size_t total = 0, k = 0, ks = s[0]->key_size, vs = s[0]->value_size, keys = 0;
 	for (uint32_t c = 0; c < n; c++)
 		total += s[c]->count;
 	struct kv_ref *refs = malloc((total ? total : 1) * sizeof(*refs));
@@ -227,8 +233,14 @@ static int merge_contexts(struct tool_map *out, struct tool_map *const *s, uint3
 		for (size_t i = 0; i < s[c]->count; i++)
 			refs[k++] = (struct kv_ref){s[c]->kv + i * (ks + vs), (uint32_t)ks, c};
 	qsort(refs, total, sizeof(*refs), kv_ref_cmp);
+	for (size_t i = 0; i < total; i++)
+		keys += !i || memcmp(refs[i].key, refs[i - 1].key, ks);
 	size_t pair = ks + vs * n;
-	if (!(out->kv = calloc(total ? total : 1, pair))) {
+	if ((double)keys * (double)pair > MERGE_MAX_GROWTH * (double)total * (double)(ks + vs) + 65536) {
+		free(refs);
+		return 1;
+	}
+	if (!(out->kv = calloc(keys ? keys : 1, pair))) {
 		free(refs);
 		return -1;
 	}
@@ -256,6 +268,33 @@ static void maps_free(struct tool_map *v, size_t n)
 		free(v[i].kv);
 	}
 	free(v);
+}
+
+/* m (a copy of latest's fields) gets latest's pairs alone. */
+static int copy_latest(struct tool_map *m, const struct tool_map *latest)
+{
+	size_t bytes = latest->count * ((size_t)latest->key_size + latest->value_size);
+	m->contexts = 1;
+	if (!latest->count)
+		return 0;
+	if (!(m->kv = malloc(bytes)))
+		return -1;
+	memcpy(m->kv, latest->kv, bytes);
+	return 0;
+}
+
+/* One map from the snapshots of its n contexts; the latest alone, with a note, when they share
+ * too few keys to be combined in bounded memory. */
+static int map_from_group(struct tool_data *d, struct tool_map *m, const struct tool_map *latest,
+			  struct tool_map *const *group, uint32_t n)
+{
+	int rc = n == 1 ? copy_latest(m, latest) : merge_contexts(m, group, n);
+	if (rc <= 0)
+		return rc;
+	char note[160];
+	snprintf(note, sizeof(note), "map %.60s: %u contexts with too few keys in common to "
+		 "combine; the latest shown alone", latest->name, n);
+	return add_note(d, note) || copy_latest(m, latest) ? -1 : 0;
 }
 
 /* d->maps from d->snaps: one map per (program, map, name), its contexts merged; contexts whose
@@ -288,16 +327,11 @@ static int merge_maps(struct tool_data *d)
 		*m = *latest;
 		m->ctx = 0;
 		m->kv = NULL;
-		if (!(m->name = strdup(latest->name)) ||
-		    (n == 1 ? (latest->count && !(m->kv = malloc(latest->count * ((size_t)latest->key_size +
-										      latest->value_size))))
-			    : merge_contexts(m, group, n) != 0)) {
+		if (!(m->name = strdup(latest->name)) || map_from_group(d, m, latest, group, n)) {
 			free(m->name);
 			free(group);
 			return -1;
 		}
-		if (n == 1 && latest->count)
-			memcpy(m->kv, latest->kv, latest->count * ((size_t)latest->key_size + latest->value_size));
 		d->nmaps++;
 	}
 	free(group);

@@ -745,9 +745,10 @@ void tool_report_maps(const struct tool_data *d, const struct tool_opts *o, FILE
 			fprintf(f, ",\"prog\":%u,\"map\":%u,\"type\":%u,\"entries\":[", m->prog, m->map,
 				m->type);
 		} else {
+			char t[TOOL_TEXT_MAX];
 			fprintf(f, "%smap %s (program %u, map %u, type %u, key %u B, value %u B; "
-				"non-zero entries):\n", i ? "\n" : "", m->name, m->prog, m->map, m->type,
-				m->key_size, m->value_size);
+				"non-zero entries):\n", i ? "\n" : "", tool_text(m->name, t, sizeof(t)),
+				m->prog, m->map, m->type, m->key_size, m->value_size);
 		}
 		uint32_t n = tool_map_copies(m), vs = m->value_size / n;
 		for (size_t j = 0; j < m->count; j++) {
@@ -804,7 +805,9 @@ void tool_report_maps(const struct tool_data *d, const struct tool_opts *o, FILE
 		}
 		fputs("],", f);
 	} else {
-		for (size_t i = 0; i < d->nmaplines; i++)
-			fprintf(f, "%s\n", d->maplines[i]);
+		for (size_t i = 0; i < d->nmaplines; i++) { /* the shim's lines, with the map's name */
+			tool_text_put(f, d->maplines[i], 0);
+			fputc('\n', f);
+		}
 	}
 }

@@ -143,8 +143,21 @@ void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FI
 /* -p: every map of the latest snapshots, as `bpftool map dump` prints them. */
 void tool_report_maps(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 
-/* Small helpers shared by the formatters. */
+/* Text from a file (kernel, module, map and program names, paths, messages) for a terminal:
+ * valid UTF-8 stays as it is; C0 controls, DEL, C1 controls (ESC and CSI sequences), bidi
+ * overrides, bytes that are not UTF-8 and the backslash are escaped (\e, \x1b, \u009b, ...).
+ * tool_text returns s itself when nothing needs escaping (no copy, no length limit), else buf
+ * (cut with "..." past len; TOOL_TEXT_MAX suits a name).  tool_text_put writes any length,
+ * with newlines and tabs as they are when keep_newlines (a log of several lines). */
+#define TOOL_TEXT_MAX 1024
+const char *tool_text(const char *s, char *buf, size_t len);
+void tool_text_put(FILE *f, const char *s, int keep_newlines);
+/* One line on stderr, the whole of it escaped as tool_text (messages quote names from files);
+ * fmt has no newline. */
+void tool_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A JSON string of s: valid and UTF-8 whatever s holds (see tool_common.c). */
 void tool_json_string(FILE *f, const char *s);
+/* The readable part of a mangled name (_Z6vecaddPfS_i -> vecadd), escaped as tool_text. */
 const char *tool_short_name(const char *mangled, char *buf, size_t len);
 void tool_log2_hist(FILE *f, const char *unit, const uint64_t *slots, int nslots);
 

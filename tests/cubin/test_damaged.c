@@ -122,6 +122,13 @@ static void bad_sizes(void **s)
 	FRESH(); w64(b + E0 + 0x38, 1ull << 50);    expect_error(b, size, "header says");
 	FRESH(); w64(b + E0 + 0x38, 0);             expect_error(b, size, "uncompressed size");
 	FRESH(); b[4] = 2;                          expect_error(b, size, "version 2");
+	/* A zstd frame that declares 64 MiB (its header and the entry's agree) in 20 bytes: one
+	 * raw block of 8 (RFC 8878).  Refused before a 64 MiB buffer is allocated for it. */
+	static const uint8_t liar[] = {0x28, 0xB5, 0x2F, 0xFD, 0xA0, 0x00, 0x00, 0x00, 0x04,
+				       0x41, 0x00, 0x00, 1, 2, 3, 4, 5, 6, 7, 8};
+	assert_true(psize >= sizeof(liar));
+	FRESH(); memset(b + E0 + hs, 0, psize); memcpy(b + E0 + hs, liar, sizeof(liar));
+	w64(b + E0 + 0x38, 64u << 20);              expect_error(b, size, "beyond what 20 zstd bytes");
 	/* Both compression flags at once. */
 	FRESH(); b[E0 + 0x28 + 1] |= 0x20;          expect_error(b, size, "both");
 	free(b);

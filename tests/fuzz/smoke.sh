@@ -36,8 +36,10 @@ for t in "$@"; do
   fi
   seeds=()
   [ -d "tests/fuzz/corpus/$name" ] && seeds+=("tests/fuzz/corpus/$name")
-  if "$t" -max_total_time="$secs" -rss_limit_mb=2048 -artifact_prefix="$work/" "$work" "${seeds[@]}" \
-       >"$work/log" 2>&1; then
+  # -malloc_limit_mb: one allocation past 512 MiB is a failure (a reader must size what it
+  # allocates by what its input can hold, never by a count or id the input declares)
+  if "$t" -max_total_time="$secs" -rss_limit_mb=2048 -malloc_limit_mb=512 -artifact_prefix="$work/" \
+       "$work" "${seeds[@]}" >"$work/log" 2>&1; then
     echo "fuzz $name: ok ($(grep -o 'Done [0-9]* runs' "$work/log" | tail -1))"
     passed=$((passed + 1))
   else

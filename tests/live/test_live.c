@@ -1880,8 +1880,10 @@ static void test_cache_key_inputs_miss(void **state)
 	cache_teardown();
 }
 
-/* A damaged database: one warning, moved aside, a new one made; the module is instrumented as
- * if there were no cache.  An unusable path: one warning, the process runs without a cache. */
+/* A damaged cubpf database (its header intact): one warning, moved aside, a new one made; the
+ * module is instrumented as if there were no cache.  A file whose header is gone is no longer
+ * recognisably cubpf's: left as it is, one warning, the process runs without a cache; so does
+ * a process with an unusable path. */
 static void test_cache_damaged_or_unusable(void **state)
 {
 	(void)state;
@@ -1891,17 +1893,31 @@ static void test_cache_damaged_or_unusable(void **state)
 	assert_non_null(f);
 	char junk[4096];
 	memset(junk, 0x5a, sizeof(junk));
-	assert_int_equal(fwrite(junk, 1, sizeof(junk), f), sizeof(junk)); /* the header page */
+	assert_int_equal(fseek(f, 100, SEEK_SET), 0); /* the schema's page, past the header */
+	assert_int_equal(fwrite(junk, 1, sizeof(junk), f), sizeof(junk));
 	fclose(f);
 	remove_db(strcat(strcpy((char[300]){ 0 }, cache_db), "-nothing")); /* keep -wal: none */
 	assert_int_equal(run_cached(child_cache_load, dump_b, NULL, NULL), 0);
 	want("is damaged");
+	want("moved it to ");
 	want("cache miss for live_k");
 	want("cache: 0 hits, 2 misses, 2 JIT compiles");
 	assert_string_equal(slurp_text(dump_a), slurp_text(dump_b));
 	char cmd[600];
 	snprintf(cmd, sizeof(cmd), "rm -f %s.broken-*", cache_db);
 	assert_int_equal(system(cmd), 0);
+
+	assert_non_null(f = fopen(cache_db, "r+"));
+	assert_int_equal(fwrite(junk, 1, sizeof(junk), f), sizeof(junk)); /* the header too */
+	fclose(f);
+	assert_int_equal(run_cached(child_cache_load, dump_b, NULL, NULL), 0);
+	want("is not a cubpf cache");
+	want("left untouched");
+	want("running without the cache");
+	want("cache: 0 hits, 0 misses, 2 JIT compiles (cache off)");
+	snprintf(cmd, sizeof(cmd), "ls %s.broken-* 2>/dev/null", cache_db);
+	assert_int_not_equal(system(cmd), 0); /* nothing moved */
+	assert_int_equal(memcmp(slurp_text(cache_db), junk, 64), 0);
 
 	struct child_env bad = { { "CUBPF_CACHE" }, { "/proc/self/no/cache.db" } };
 	assert_int_equal(run_child(&bad, child_cache_load), 0);

@@ -1,5 +1,6 @@
 /* The module cache on real sqlite files: round trips, permissions, two writers at once,
- * damaged files (truncated, a flipped byte in a blob, garbage, someone else's database),
+ * damaged files (truncated, a flipped byte in a blob, a damaged schema), files that are not
+ * cubpf's (garbage, other databases: never touched), an empty counters table,
  * LRU eviction, default paths. */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -386,35 +387,186 @@ static void test_flipped_byte(void **state)
 	free(dir);
 }
 
-static void test_garbage_and_foreign(void **state)
+/* Every file of a folder but the ones named, so that a test sees anything the cache made. */
+static int others_in(const char *dir, const char *a, const char *b)
+{
+	char pat[4200];
+	glob_t g;
+	int n = 0;
+	snprintf(pat, sizeof(pat), "%s/*", dir);
+	if (glob(pat, 0, NULL, &g) == 0)
+		for (size_t i = 0; i < g.gl_pathc; i++) {
+			const char *base = strrchr(g.gl_pathv[i], '/') + 1;
+			n += strcmp(base, a) && (!b || strcmp(base, b));
+		}
+	globfree(&g);
+	return n;
+}
+
+/* Opens path and expects a refusal naming `why`, with the file byte for byte as it was and
+ * nothing made beside it. */
+static void refused_untouched(const char *dir, const char *name, const char *why)
+{
+	char path[4200], err[STORE_ERRLEN] = "";
+	struct logbook l = {0};
+	size_t n0, n1;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	uint8_t *before = slurp(path, &n0);
+	struct store_cache_options o = {.log = log_cb, .log_ctx = &l};
+	struct store_cache *c = store_cache_open(path, &o, err, sizeof(err));
+	if (c)
+		fail_msg("%s: opened as a cache", name);
+	if (!strstr(err, why) || !strstr(err, "left untouched"))
+		fail_msg("%s: message '%s' lacks '%s'", name, err, why);
+	assert_int_equal(l.warnings, 0);
+	uint8_t *after = slurp(path, &n1);
+	assert_int_equal(n0, n1);
+	assert_memory_equal(before, after, n0);
+	assert_int_equal(others_in(dir, name, NULL), 0);
+	free(before);
+	free(after);
+}
+
+/* Files cubpf did not make are never moved, written or joined by -wal/-shm files: garbage, a
+ * database of another application (with its own application id, or none but tables of its
+ * own), a damaged SQLite file without cubpf's id.  Each opening fails with what is there. */
+static void test_foreign_files_untouched(void **state)
 {
 	(void)state;
-	char *dir = temp_dir(), path[4200], err[STORE_ERRLEN];
-	struct logbook l = {0};
-	snprintf(path, sizeof(path), "%s/cache.db", dir);
+	char *dir = temp_dir(), path[4200];
+	snprintf(path, sizeof(path), "%s/notes.txt", dir);
 	char junk[8192];
 	for (size_t i = 0; i < sizeof(junk); i++)
 		junk[i] = (char)(i * 37 + 11);
 	spit(path, junk, sizeof(junk));
-	struct store_cache *c = open_at(path, 0, &l);
-	assert_int_equal(l.warnings, 1);
-	assert_int_equal(count_broken(dir), 1);
-	assert_int_equal(put_n(c, 1, 10, 10), 0);
-	assert_int_equal(check_get(c, 1, 10, 10), 1);
-	store_cache_close(c);
+	refused_untouched(dir, "notes.txt", "not an SQLite database");
+	unlink(path);
 
-	/* A valid sqlite database of something else is left alone and refused. */
-	snprintf(path, sizeof(path), "%s/other.db", dir);
-	c = open_at(path, 0, NULL);
-	store_cache_close(c);
 	sqlite3 *db;
+	snprintf(path, sizeof(path), "%s/other.db", dir);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db, "PRAGMA application_id=7; CREATE TABLE t(x);"
 				      " INSERT INTO t VALUES(1)", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
-	c = store_cache_open(path, NULL, err, sizeof(err));
-	assert_null(c);
-	assert_non_null(strstr(err, "not a cubpf cache"));
+	refused_untouched(dir, "other.db", "another application (application id 0x00000007)");
+	unlink(path);
+
+	/* no application id (most programs set none), a rollback journal: cubpf used to switch
+	 * it to WAL before it looked whose it was */
+	snprintf(path, sizeof(path), "%s/places.sqlite", dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "CREATE TABLE bookmarks(url); INSERT INTO bookmarks"
+				      " VALUES('https://example.org')", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	refused_untouched(dir, "places.sqlite", "not a cubpf cache (application id 0, 1 tables)");
+
+	/* the same, damaged past its header: sqlite calls it corrupt, and it is not cubpf's */
+	size_t n;
+	uint8_t *img = slurp(path, &n);
+	assert_true(n > 200);
+	memset(img + 100, 0xa5, n - 100);
+	spit(path, img, n);
+	free(img);
+	refused_untouched(dir, "places.sqlite", "cannot tell to be its cache");
+	unlink(path);
+
+	/* an emptied database (no table left) whose freelist is damaged: it looks like nothing
+	 * to lose, but sqlite's check says damaged (a fuzz_store_cache find: it was switched to
+	 * WAL before the damage showed) */
+	snprintf(path, sizeof(path), "%s/emptied.db", dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA page_size=512; CREATE TABLE t(x);"
+				      " WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n"
+				      " WHERE i<4) INSERT INTO t SELECT randomblob(400) FROM n;"
+				      " DROP TABLE t", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	img = slurp(path, &n);
+	assert_true(n >= 1024);
+	memcpy(img + 32, "\0\0\0\x63", 4); /* the first freelist trunk page: past the end */
+	spit(path, img, n);
+	free(img);
+	refused_untouched(dir, "emptied.db", "is a damaged SQLite file");
+	unlink(path);
+
+	/* a short file that starts like SQLite */
+	snprintf(path, sizeof(path), "%s/short.db", dir);
+	spit(path, "SQLite format 3", 16);
+	refused_untouched(dir, "short.db", "not an SQLite database");
+	unlink(path);
+	rm_tree(dir);
+	free(dir);
+}
+
+/* A damaged cubpf database (its header says so) is set aside with a warning naming where it
+ * went (its -wal beside it), and a new cache takes its place; a second one in the same second
+ * gets its own name. */
+static void test_damaged_cubpf_set_aside(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200];
+	snprintf(path, sizeof(path), "%s/cache.db", dir);
+	for (int round = 0; round < 2; round++) {
+		struct logbook l = {0};
+		struct store_cache *c = open_at(path, 0, NULL);
+		assert_int_equal(put_n(c, 1, 100, 100), 0);
+		store_cache_close(c);
+		size_t n;
+		uint8_t *img = slurp(path, &n);
+		memset(img + 100, 0x5a, 4000); /* the schema's b-tree on page 1, header kept */
+		spit(path, img, n);
+		c = open_at(path, 0, &l);
+		assert_int_equal(l.warnings, 1);
+		assert_non_null(strstr(l.last, "is damaged"));
+		const char *to = strstr(l.last, "moved it to ");
+		assert_non_null(to);
+		char aside[4200];
+		snprintf(aside, sizeof(aside), "%.*s", (int)(strstr(to, " and started") - to - 12),
+			 to + 12);
+		size_t m;
+		uint8_t *kept = slurp(aside, &m);
+		assert_int_equal(m, n);
+		assert_memory_equal(kept, img, n);
+		free(kept);
+		free(img);
+		assert_int_equal(count_broken(dir), round + 1);
+		assert_int_equal(check_get(c, 1, 100, 100), 0); /* a new, empty cache */
+		assert_int_equal(put_n(c, 2, 10, 10), 0);
+		assert_int_equal(check_get(c, 2, 10, 10), 1);
+		store_cache_close(c);
+	}
+	rm_tree(dir);
+	free(dir);
+}
+
+/* A counters table left empty (by hand, by damage): statistics read as zeros, not "reading
+ * statistics: not an error", and the next write brings the row back. */
+static void test_empty_counters(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200];
+	snprintf(path, sizeof(path), "%s/cache.db", dir);
+	struct store_cache *c = open_at(path, 0, NULL);
+	assert_int_equal(put_n(c, 1, 100, 100), 0);
+	store_cache_close(c);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "DELETE FROM counters", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+
+	c = open_at(path, 0, NULL);
+	struct store_cache_stats st;
+	if (store_cache_stats(c, &st))
+		fail_msg("stats: %s", store_cache_error(c));
+	assert_int_equal(st.entries, 1);
+	assert_int_equal(st.lookups, 0);
+	assert_int_equal(st.puts, 0);
+	assert_int_equal(check_get(c, 1, 100, 100), 1);
+	assert_int_equal(put_n(c, 2, 100, 100), 0);
+	assert_int_equal(store_cache_stats(c, &st), 0);
+	assert_int_equal(st.lookups, 1);
+	assert_int_equal(st.hits, 1);
+	assert_int_equal(st.puts, 1);
+	store_cache_close(c);
 	rm_tree(dir);
 	free(dir);
 }
@@ -562,7 +714,9 @@ const struct CMUnitTest cache_tests[] = {
 	cmocka_unit_test(test_threads_share_one_cache),
 	cmocka_unit_test(test_truncated),
 	cmocka_unit_test(test_flipped_byte),
-	cmocka_unit_test(test_garbage_and_foreign),
+	cmocka_unit_test(test_foreign_files_untouched),
+	cmocka_unit_test(test_damaged_cubpf_set_aside),
+	cmocka_unit_test(test_empty_counters),
 	cmocka_unit_test(test_eviction),
 	cmocka_unit_test(test_default_path),
 };

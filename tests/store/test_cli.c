@@ -539,6 +539,258 @@ static void test_trace_run_metadata(void **state)
 	free(dir);
 }
 
+/* `cubpf cache ls|stats|clear` with CUBPF_CACHE at a file cubpf did not make (a path typed
+ * wrong): exit status 1, a message saying what is there, the file as it was and nothing beside
+ * it (it used to be renamed to .broken-TIME and replaced by a new cache).  And `cache stats`
+ * on a cubpf database whose counters table is empty: zeros, not "not an error". */
+static void test_cache_foreign_file_and_empty_counters(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), *bin = cubpf_path(), path[4200], cmd[8192], *out, err[STORE_ERRLEN];
+	static const char notes[] = "my notes: do not lose\n";
+	snprintf(path, sizeof(path), "%s/notes.txt", dir);
+	spit(path, notes, sizeof(notes) - 1);
+	setenv("CUBPF_CACHE", path, 1);
+	const char *const subs[] = {"ls", "stats", "clear"};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(cmd, sizeof(cmd), "{ %s cache %s; ls -A %s; }", bin, subs[i], dir);
+		run(cmd, &out);
+		if (!strstr(out, "is not a cubpf cache (22 bytes, not an SQLite database); left "
+				 "untouched") || strstr(out, "broken") || strstr(out, "-wal"))
+			fail_msg("cache %s: %s", subs[i], out);
+		free(out);
+		snprintf(cmd, sizeof(cmd), "%s cache %s", bin, subs[i]);
+		assert_int_equal(run(cmd, NULL), 1);
+		size_t n;
+		uint8_t *now = slurp(path, &n);
+		assert_int_equal(n, sizeof(notes) - 1);
+		assert_memory_equal(now, notes, n);
+		free(now);
+	}
+
+	snprintf(path, sizeof(path), "%s/cache.db", dir);
+	struct store_cache *c = store_cache_open(path, NULL, err, sizeof(err));
+	assert_non_null(c);
+	struct store_key_input in = {.image = {"img", 3}, .sm = 90};
+	store_key k;
+	store_key_compute(&in, &k);
+	struct store_cache_entry e = {.ptx = "p", .ptx_size = 1, .cubin = "c", .cubin_size = 1,
+				      .name = "m", .sm = 90};
+	assert_int_equal(store_cache_put(c, &k, &e), 0);
+	store_cache_close(c);
+	snprintf(cmd, sizeof(cmd), "python3 -c 'import sqlite3; d=sqlite3.connect(\"%s\");"
+		 " d.execute(\"DELETE FROM counters\"); d.commit()'", path);
+	assert_int_equal(run(cmd, NULL), 0);
+	setenv("CUBPF_CACHE", path, 1);
+	snprintf(cmd, sizeof(cmd), "%s cache stats", bin);
+	int rc = run(cmd, &out);
+	if (rc || !strstr(out, "entries    1,") || !strstr(out, "lookups    0: 0 hits, 0 misses"))
+		fail_msg("cache stats (%d): %s", rc, out);
+	free(out);
+	unsetenv("CUBPF_CACHE");
+	free(bin);
+	rm_tree(dir);
+	free(dir);
+}
+
+/* Ids near 2^32 (a STRING record's own, a name no STRING defines, a copy kind): every command
+ * reads the trace in memory that follows its records.  `trace stats` used to size a table by
+ * the largest id (128 GiB: "out of memory", then "damaged trace: " with nothing after it). */
+static void test_trace_stats_huge_ids(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), *bin = cubpf_path(), trace[4200], cmd[8192], *out, err[STORE_ERRLEN];
+	snprintf(trace, sizeof(trace), "%s/huge.cubpf", dir);
+	struct store_trace_process p = {.pid = 9, .cubpf_version = "0.1.0", .hostname = "h",
+					.cmdline = "./app"};
+	struct store_trace_writer *w = store_trace_create(trace, &p, NULL, err, sizeof(err));
+	assert_non_null(w);
+	uint32_t huge = 0xFFFFFFF0u, undefined = 0xFFFFFFF7u;
+	assert_int_equal(store_trace_append(w, STORE_REC_STRING, &huge, 4, "huge_kernel", 11), 0);
+	struct store_rec_api a = {.begin_ns = 100, .end_ns = 1100, .name = huge};
+	store_trace_api(w, &a);
+	a.name = undefined;
+	store_trace_api(w, &a);
+	struct store_rec_kernel k = {.launch_ns = 100, .gpu_start = 200, .gpu_end = 2200, .name = huge};
+	store_trace_kernel(w, &k);
+	k.name = undefined;
+	store_trace_kernel(w, &k);
+	struct store_rec_copy c = {.launch_ns = 100, .gpu_start = 300, .gpu_end = 800, .bytes = 8,
+				   .kind = 0xFFFFFFFFu};
+	store_trace_copy(w, &c);
+	struct store_rec_map m = {.ts_ns = 5, .name = huge, .key_size = 4, .value_size = 4, .count = 1};
+	uint32_t kv[2] = {1, 2};
+	store_trace_map(w, &m, kv, sizeof(kv));
+	assert_int_equal(store_trace_close(w, err, sizeof(err)), 0);
+
+	snprintf(cmd, sizeof(cmd), "%s trace stats %s", bin, trace);
+	int rc = run(cmd, &out);
+	if (rc || strstr(out, "out of memory") || strstr(out, "damaged"))
+		fail_msg("trace stats (%d): %s", rc, out);
+	assert_non_null(strstr(out, "  1                   2.000        2.000        2.000        2.000        2.000        2.000  huge_kernel\n"));
+	assert_non_null(strstr(out, "huge_kernel\n"));
+	assert_non_null(strstr(out, "#4294967287\n"));
+	assert_non_null(strstr(out, "copies ?      count 1 total 0.500 us"));
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s trace info %s", bin, trace);
+	assert_int_equal(run(cmd, NULL), 0);
+	const char *const others[] = {"dump", "dump --json", "export --format chrome",
+				      "export --format csv"};
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "%s trace %s %s", bin, others[i], trace);
+		if ((rc = run(cmd, &out)) || !strstr(out, "huge_kernel"))
+			fail_msg("trace %s (%d): %s", others[i], rc, out);
+		free(out);
+	}
+	free(bin);
+	rm_tree(dir);
+	free(dir);
+}
+
+/* Fails when out holds a raw control character a terminal acts on (ESC, BEL, C1 CSI), whether
+ * or not it is well formed UTF-8. */
+static void no_raw_controls(const char *what, const char *out)
+{
+	for (const unsigned char *c = (const unsigned char *)out; *c; c++)
+		if (*c == 0x1b || *c == 0x07 || *c == 0x9b || (c[0] == 0xc2 && c[1] == 0x9b))
+			fail_msg("%s: a raw control character at byte %zu of:\n%s", what,
+				 (size_t)(c - (const unsigned char *)out), out);
+}
+
+static const char evil_probe[] =
+	"#include \"cubpf_helpers.h\"\n"
+	"struct { __uint(type, CUBPF_MAP_ARRAY); __uint(max_entries, 1); __type(key, __u32);\n"
+	"	 __type(value, __u64); } counts SEC(\".maps\");\n"
+	"SEC(\"uprobe/cu\\x1b]0;pwned\\x07*\") int evil(void *ctx) { return 0; }\n"
+	"SEC(\"uprobe/*\") int loud(void *ctx) { bpf_printk(\"\\x1b[2Jcleared\"); return 0; }\n"
+	"char LICENSE[] SEC(\"license\") = \"GPL\\x1b[5m\";\n";
+
+/* Names from traces, the cache and objects with escape sequences in them (ESC, BEL, OSC, C1
+ * CSI, bytes that are not UTF-8) reach no terminal raw: every text output shows them escaped
+ * (\e, \x07, \u009b, \xff), `dump --json` and the Chrome export stay valid JSON that gives the
+ * names back, CSV stays one line per pair. */
+static void test_names_escaped(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), *bin = cubpf_path(), trace[4200], cmd[32768], *out, err[STORE_ERRLEN];
+	static const char k[] = "_Z4evil\x1b]0;owned\x07\x1b[2J\xc2\x9b" "31m", /* valid UTF-8 */
+			  raw[] = "api\x9b\xff,\"x\"\nnext";                        /* not UTF-8 */
+	snprintf(trace, sizeof(trace), "%s/evil.cubpf", dir);
+	struct store_trace_process p = {.pid = 9, .cubpf_version = "0.1.0\x1b[1m",
+					.hostname = "h\x1b[8m", .cmdline = "./app \x1b]2;title\x07"};
+	struct store_trace_writer *w = store_trace_create(trace, &p, NULL, err, sizeof(err));
+	assert_non_null(w);
+	struct store_rec_device d = {.ordinal = 0, .sm = 90};
+	store_trace_device(w, &d, "GPU\x1b[5m");
+	struct store_rec_program pr = {.index = 0};
+	store_trace_program(w, &pr, "prog\x1b[1m", "/tmp/\x1b[2J.bpf.o");
+	uint32_t kid = store_trace_intern(w, k), aid = store_trace_intern(w, raw);
+	struct store_rec_kernel_id ki = {.id = 1, .name = kid, .module = aid};
+	store_trace_kernel_id(w, &ki);
+	struct store_rec_not_instrumented ni = {.reason = STORE_NOINST_JIT, .api = aid, .label = kid};
+	store_trace_not_instrumented(w, &ni, "live: refused \x1b[8mhidden");
+	struct store_rec_api a = {.begin_ns = 100, .end_ns = 200, .name = aid};
+	store_trace_api(w, &a);
+	struct store_rec_kernel kr = {.launch_ns = 100, .gpu_start = 200, .gpu_end = 300, .name = kid};
+	store_trace_kernel(w, &kr);
+	struct store_rec_map m = {.ts_ns = 5, .name = aid, .key_size = 4, .value_size = 4, .count = 1};
+	uint32_t kv[2] = {1, 2};
+	store_trace_map(w, &m, kv, sizeof(kv));
+	assert_int_equal(store_trace_close(w, err, sizeof(err)), 0);
+
+	static const struct {
+		const char *sub, *want;
+	} text[] = {
+		{"info", "  id 1     _Z4evil\\e]0;owned\\x07\\e[2J\\u009b31m\n"},
+		{"info", "process   pid 9 on h\\e[8m: ./app \\e]2;title\\x07\ncubpf     0.1.0\\e[1m,"},
+		{"info", "device  0 sm_90 0 bytes GPU\\e[5m\n"},
+		{"info", "program 0 prog\\e[1m /tmp/\\e[2J.bpf.o\n"},
+		{"info", "  [JIT] refused \\e[8mhidden\n"},
+		{"dump", "kid     1 _Z4evil\\e]0;owned\\x07\\e[2J\\u009b31m module=api\\x9b\\xff,\"x\"\\nnext\n"},
+		{"dump", "api     100 +100ns api\\x9b\\xff,\"x\"\\nnext tid=0"},
+		{"dump", "cmd=./app \\e]2;title\\x07\n"},
+		{"stats", "  _Z4evil\\e]0;owned\\x07\\e[2J\\u009b31m\n"},
+		{"export --format csv", "5,0,0,\"api\\x9b\\xff,\"\"x\"\"\\nnext\",1,2\n"},
+	};
+	for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "%s trace %s %s", bin, text[i].sub, trace);
+		int rc = run(cmd, &out);
+		no_raw_controls(text[i].sub, out);
+		if (rc || !strstr(out, text[i].want))
+			fail_msg("trace %s (%d): no '%s' in:\n%s", text[i].sub, rc, text[i].want, out);
+		free(out);
+	}
+	/* JSON: strict UTF-8, the kernel's name back as written, the other one's bytes kept */
+	snprintf(cmd, sizeof(cmd),
+		 "%s trace dump --json %s | python3 -c 'import json,sys;"
+		 " n=[json.loads(l) for l in sys.stdin.buffer.read().decode(\"utf-8\").splitlines()];"
+		 " k=[e for e in n if e[\"type\"]==\"kernel_id\"][0];"
+		 " assert k[\"name\"]==\"_Z4evil\\x1b]0;owned\\x07\\x1b[2J\\x9b31m\", k;"
+		 " assert k[\"module\"]==\"api\\x9b\\xff,\\\"x\\\"\\nnext\", k; print(\"json ok\")'",
+		 bin, trace);
+	if (run(cmd, &out) || !strstr(out, "json ok"))
+		fail_msg("dump --json: %s", out);
+	free(out);
+	snprintf(cmd, sizeof(cmd),
+		 "%s trace export --format chrome %s | python3 -c 'import json,sys;"
+		 " d=json.loads(sys.stdin.buffer.read().decode(\"utf-8\"));"
+		 " k=[e for e in d[\"traceEvents\"] if e.get(\"cat\")==\"kernel\"][0];"
+		 " assert k[\"name\"]==\"_Z4evil\\x1b]0;owned\\x07\\x1b[2J\\x9b31m\", k; print(\"chrome ok\")'",
+		 bin, trace);
+	if (run(cmd, &out) || !strstr(out, "chrome ok"))
+		fail_msg("export --format chrome: %s", out);
+	free(out);
+
+	/* the cache: a module named by the shim from what it loaded */
+	char db[4200];
+	snprintf(db, sizeof(db), "%s/cache.db", dir);
+	struct store_cache *c = store_cache_open(db, NULL, err, sizeof(err));
+	assert_non_null(c);
+	struct store_key_input in = {.image = {"img", 3}, .sm = 90};
+	store_key key;
+	store_key_compute(&in, &key);
+	struct store_cache_entry e = {.ptx = "p", .ptx_size = 1, .cubin = "c", .cubin_size = 1,
+				      .name = (char *)k, .sm = 90};
+	assert_int_equal(store_cache_put(c, &key, &e), 0);
+	store_cache_close(c);
+	snprintf(cmd, sizeof(cmd), "%s cache ls --db %s", bin, db);
+	assert_int_equal(run(cmd, &out), 0);
+	no_raw_controls("cache ls", out);
+	assert_non_null(strstr(out, "  _Z4evil\\e]0;owned\\x07\\e[2J\\u009b31m\n"));
+	free(out);
+
+	/* an object: section names, license, printk output of a replay */
+	const char *clang = getenv("CLANG");
+	char src[4200], obj[4200];
+	snprintf(src, sizeof(src), "%s/evil.bpf.c", dir);
+	snprintf(obj, sizeof(obj), "%s/evil.bpf.o", dir);
+	spit(src, evil_probe, sizeof(evil_probe) - 1);
+	snprintf(cmd, sizeof(cmd), "%s -O2 -g -target bpf -I tools/include "
+		 "-I/usr/include/x86_64-linux-gnu -c %s -o %s", clang && *clang ? clang : "clang", src, obj);
+	if (run(cmd, &out))
+		fail_msg("cannot build the object with clang (set CLANG): %s", out);
+	free(out);
+	static const struct {
+		const char *cmd, *want;
+	} objs[] = {
+		{"verify", "evil (uprobe/cu\\e]0;pwned\\x07*): OK"},
+		{"disasm", "license \"GPL\\e[5m\""},
+		{"trace replay -p", "printk: \\e[2Jcleared\n"},
+	};
+	for (size_t i = 0; i < sizeof(objs) / sizeof(objs[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "%s %s %s %s", bin, objs[i].cmd, obj,
+			 strstr(objs[i].cmd, "replay") ? trace : "");
+		int rc = run(cmd, &out);
+		no_raw_controls(objs[i].cmd, out);
+		if (rc || !strstr(out, objs[i].want))
+			fail_msg("%s (%d): no '%s' in:\n%s", objs[i].cmd, rc, objs[i].want, out);
+		free(out);
+	}
+	free(bin);
+	rm_tree(dir);
+	free(dir);
+}
+
 const struct CMUnitTest cli_tests[] = {
 	cmocka_unit_test(test_replay),
 	cmocka_unit_test(test_trace_commands),
@@ -546,5 +798,8 @@ const struct CMUnitTest cli_tests[] = {
 	cmocka_unit_test(test_trace_run_metadata),
 	cmocka_unit_test(test_trace_bad_input),
 	cmocka_unit_test(test_cache_commands),
+	cmocka_unit_test(test_trace_stats_huge_ids),
+	cmocka_unit_test(test_cache_foreign_file_and_empty_counters),
+	cmocka_unit_test(test_names_escaped),
 };
 const size_t n_cli_tests = sizeof(cli_tests) / sizeof(cli_tests[0]);

@@ -2,6 +2,7 @@
  * drops when the disk does not keep up, garbage input. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -853,6 +854,138 @@ static void test_not_a_trace(void **state)
 	assert_non_null(strstr(err, "cannot open"));
 }
 
+/* A trace image: the header frame, then each of frames[] compressed as one frame. */
+static size_t trace_image(uint8_t *out, size_t cap, const uint8_t *const *frames,
+			  const size_t *sizes, size_t nframes)
+{
+	struct store_rec_header h = {.major = STORE_TRACE_MAJOR, .minor = STORE_TRACE_MINOR};
+	uint8_t hp[sizeof(h) + 12] = {0}, raw[128];
+	memcpy(h.magic, STORE_TRACE_MAGIC, 8);
+	memcpy(hp, &h, sizeof(h));
+	size_t n = put_rec(raw, 0, STORE_REC_HEADER, hp, sizeof(hp));
+	size_t at = ZSTD_compress(out, cap, raw, n, 1);
+	assert_false(ZSTD_isError(at));
+	for (size_t i = 0; i < nframes; i++) {
+		size_t z = ZSTD_compress(out + at, cap - at, frames[i], sizes[i], 1);
+		assert_false(ZSTD_isError(z));
+		at += z;
+	}
+	return at;
+}
+
+/* Reads every record of an image; returns the state (-1 when damaged, message in err). */
+static int read_image(const uint8_t *img, size_t n, uint64_t *records, char *err, size_t errlen)
+{
+	struct store_trace_reader *r = store_trace_open_mem(img, n, err, errlen);
+	assert_non_null(r);
+	struct store_trace_record rec;
+	int rc;
+	*records = 0;
+	while ((rc = store_trace_next(r, &rec)) == 1)
+		(*records)++;
+	snprintf(err, errlen, "%s", store_trace_reader_error(r));
+	int state = rc < 0 ? -1 : (int)store_trace_state(r);
+	store_trace_close_reader(r);
+	return state;
+}
+
+static size_t heap_in_use(void)
+{
+#if defined(__SANITIZE_ADDRESS__) /* gcc; the tests are not built with clang's ASan */
+	return 0; /* ASan's allocator: mallinfo2 does not see it */
+#else
+	return mallinfo2().uordblks;
+#endif
+}
+
+/* String ids anywhere in u32: the table follows the STRING records read (2000 ids near 2^32
+ * cost a few hundred KiB, not 32 GiB), every id reads back, an undefined one is NULL. */
+static void test_reader_huge_string_ids(void **state)
+{
+	(void)state;
+	enum { N = 2000 };
+	static uint8_t raw[N * 24 + 64], img[1 << 20];
+	size_t n = 0;
+	for (uint32_t i = 0; i < N; i++) {
+		uint8_t p[16];
+		uint32_t id = 0xFFFFFFFFu - 2 * i;
+		memcpy(p, &id, 4);
+		snprintf((char *)p + 4, 12, "s%07u", i);
+		n = put_rec(raw, n, STORE_REC_STRING, p, 12);
+	}
+	const uint8_t *frames[] = {raw};
+	size_t len = trace_image(img, sizeof(img), frames, &n, 1);
+	char err[STORE_ERRLEN];
+	size_t before = heap_in_use();
+	struct store_trace_reader *r = store_trace_open_mem(img, len, err, sizeof(err));
+	assert_non_null(r);
+	struct store_trace_record rec;
+	uint64_t got = 0;
+	while (store_trace_next(r, &rec) == 1)
+		got++;
+	assert_int_equal(store_trace_state(r), STORE_TRACE_NO_END);
+	assert_int_equal(got, N);
+	if (before)
+		assert_true(heap_in_use() - before < (4u << 20));
+	assert_string_equal(store_trace_string(r, 0xFFFFFFFFu), "s0000000");
+	assert_string_equal(store_trace_string(r, 0xFFFFFFFFu - 2 * (N - 1)), "s0001999");
+	assert_null(store_trace_string(r, 0xFFFFFFFEu));
+	assert_null(store_trace_string(r, 0));
+	store_trace_close_reader(r);
+}
+
+/* A frame whose header declares far more decoded bytes than its blocks can hold: refused
+ * before anything is allocated, with the frame's index and file offset. */
+static void test_reader_frame_declares_too_much(void **state)
+{
+	(void)state;
+	static uint8_t img[4096];
+	size_t len = trace_image(img, sizeof(img), NULL, NULL, 0);
+	size_t header_end = len;
+	/* magic, descriptor (4-byte content size, single segment), 64 MiB, one raw last block of
+	 * 8 bytes (RFC 8878) */
+	const uint8_t frame[] = {0x28, 0xB5, 0x2F, 0xFD, 0xA0, 0x00, 0x00, 0x00, 0x04,
+				 0x41, 0x00, 0x00, 1, 2, 3, 4, 5, 6, 7, 8};
+	memcpy(img + len, frame, sizeof(frame));
+	len += sizeof(frame);
+	char err[STORE_ERRLEN], want[128];
+	uint64_t records;
+	assert_int_equal(read_image(img, len, &records, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "frame 1 at file offset %zu: zstd frame declares 67108864 "
+		 "decoded bytes, its 20 bytes hold at most", header_end);
+	if (!strstr(err, want))
+		fail_msg("message '%s' lacks '%s'", err, want);
+}
+
+/* Damage inside a frame: the message names the record (index, type), where it starts in the
+ * frame, and the frame's index and file offset. */
+static void test_reader_errors_say_where(void **state)
+{
+	(void)state;
+	static uint8_t raw[512], img[4096];
+	uint8_t str[12] = {7, 0, 0, 0, 'k', 'e', 'r', 'n', 'e', 'l', '_', 'a'};
+	struct store_rec_api a = {.name = 7};
+	size_t n = put_rec(raw, 0, STORE_REC_STRING, str, sizeof(str));
+	n = put_rec(raw, n, STORE_REC_API, &a, sizeof(a));
+	size_t bad_at = n;
+	n = put_rec(raw, n, STORE_REC_API, &a, sizeof(a));
+	struct store_rec_hdr h = {STORE_REC_API, 0, 1000}; /* the last record claims 1000 bytes */
+	memcpy(raw + bad_at, &h, sizeof(h));
+	const uint8_t *frames[] = {raw, raw};
+	size_t sizes[] = {bad_at, n}; /* frame 1 is whole, frame 2 is damaged */
+	size_t frame2 = trace_image(img, sizeof(img), frames, sizes, 1); /* where frame 2 starts */
+	size_t len = trace_image(img, sizeof(img), frames, sizes, 2);
+	char err[STORE_ERRLEN], want[160];
+	uint64_t records;
+	assert_int_equal(read_image(img, len, &records, err, sizeof(err)), -1);
+	assert_int_equal(records, 4); /* frame 1's two and frame 2's two before the bad one */
+	snprintf(want, sizeof(want), "record 5 (api) at byte %zu of frame 2 (file offset %zu): "
+		 "declares 1000 payload bytes, its frame holds %zu more", bad_at, frame2,
+		 sizeof(a));
+	if (!strstr(err, want))
+		fail_msg("message '%s' lacks '%s'", err, want);
+}
+
 const struct CMUnitTest trace_tests[] = {
 	cmocka_unit_test(test_roundtrip),
 	cmocka_unit_test(test_roundtrip_run_metadata),
@@ -865,5 +998,8 @@ const struct CMUnitTest trace_tests[] = {
 	cmocka_unit_test(test_local_batches),
 	cmocka_unit_test(test_fork),
 	cmocka_unit_test(test_not_a_trace),
+	cmocka_unit_test(test_reader_huge_string_ids),
+	cmocka_unit_test(test_reader_frame_declares_too_much),
+	cmocka_unit_test(test_reader_errors_say_where),
 };
 const size_t n_trace_tests = sizeof(trace_tests) / sizeof(trace_tests[0]);

@@ -310,6 +310,39 @@ static void test_maps_of_two_gpus_are_combined(void **state)
 	tool_data_free(&d);
 }
 
+/* Many contexts that share no key (a damaged trace: one MAP record each): combining them would
+ * take keys x contexts (2000 one-key snapshots: 2000 x 16 KB = 32 MB, from a trace of a few
+ * KB); past 16 times the snapshots' bytes the latest context is shown alone, with a note. */
+static void test_maps_too_sparse_to_combine(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	for (uint32_t c = 1; c <= 2000; c++) {
+		uint32_t key = c;
+		uint64_t v = c;
+		map_ctx = c;
+		struct store_rec_map m = {.ts_ns = c, .name = store_trace_intern(w, "sparse"),
+					  .map_type = 1, .key_size = 4, .value_size = 8, .count = 1,
+					  .ctx = c};
+		uint8_t kv[12];
+		memcpy(kv, &key, 4);
+		memcpy(kv + 4, &v, 8);
+		assert_int_equal(store_trace_map(w, &m, kv, sizeof(kv)), 0);
+	}
+	map_ctx = 0;
+	struct tool_data d;
+	finish(w, &d, NULL);
+	assert_int_equal(d.nmaps, 1);
+	assert_int_equal(d.maps[0].count, 1);
+	assert_int_equal(d.maps[0].contexts, 1);
+	assert_int_equal(d.maps[0].value_size, 8);
+	assert_int_equal(tool_map_u64(&d.maps[0], 2000, 0), 2000);
+	assert_int_equal(d.nnotes, 1);
+	assert_string_equal(d.notes[0], "map sparse: 2000 contexts with too few keys in common to "
+					"combine; the latest shown alone");
+	tool_data_free(&d);
+}
+
 /* The latest snapshot replaces older ones; a copy of it (same time, written again by the shim)
  * and an older one arriving late are not counted again. */
 static void test_threadhist(void **state)
@@ -888,6 +921,120 @@ static void test_bad_trace(void **state)
 	tool_data_free(&d);
 }
 
+/* Text from files on a terminal: control characters, C1 (CSI), DEL, bidi overrides and bytes
+ * that are not UTF-8 come out escaped; valid UTF-8 stays as it is (the same pointer, nothing
+ * copied); a long name is cut with "..." inside the buffer. */
+static void test_text_escaping(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"\x1b[31mRED\x1b]0;pwned\x07", "\\e[31mRED\\e]0;pwned\\x07"},
+		{"tab\tnl\ncr\r", "tab\\tnl\\ncr\\r"},
+		{"back\\slash", "back\\\\slash"},
+		{"del\x7f", "del\\x7f"},
+		{"csi\xc2\x9b" "2J", "csi\\u009b2J"},           /* C1 CSI, as UTF-8 */
+		{"raw\x9b" "2J\xff", "raw\\x9b2J\\xff"},         /* bytes that are not UTF-8 */
+		{"bidi\xe2\x80\xae" "x", "bidi\\u202ex"},
+		{"overlong\xc0\xaf", "overlong\\xc0\\xaf"},
+		{"surrogate\xed\xa0\x80", "surrogate\\xed\\xa0\\x80"},
+		{"cut\xe2\x82", "cut\\xe2\\x82"},
+	};
+	char buf[TOOL_TEXT_MAX];
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_string_equal(tool_text(cases[i].in, buf, sizeof(buf)), cases[i].out);
+	static const char *const clean[] = {"_Z6vecaddPfS_i", "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80",
+					    ""};
+	for (size_t i = 0; i < 3; i++)
+		assert_ptr_equal(tool_text(clean[i], buf, sizeof(buf)), clean[i]);
+	assert_string_equal(tool_text(NULL, buf, sizeof(buf)), "");
+	/* cut: never past the buffer, never inside an escape, "..." at the end */
+	char small[16];
+	assert_string_equal(tool_text("\x1b\x1b\x1b\x1b\x1b\x1b\x1b\x1b", small, sizeof(small)),
+			    "\\e\\e\\e\\e\\e\\e...");
+	char *big = malloc(5000);
+	memset(big, 'a', 4999);
+	big[4999] = 0;
+	big[10] = 0x1b;
+	const char *t = tool_text(big, buf, sizeof(buf));
+	assert_int_equal(strlen(t), sizeof(buf) - 1);
+	assert_string_equal(t + strlen(t) - 3, "...");
+	free(big);
+	assert_string_equal(tool_short_name("_Z6a\x1b[2JbPfS_i", small, sizeof(small)), "a\\e[2Jb");
+
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	tool_text_put(f, "line 1\n\tline \x1b[2 2\n", 1);
+	tool_text_put(f, "\n", 0);
+	fclose(f);
+	assert_string_equal(out, "line 1\n\tline \\e[2 2\n\\n");
+	free(out);
+
+	/* JSON: every case parses (strictly, as UTF-8), valid UTF-8 round-trips, and no control
+	 * character, DEL or C1 is left raw */
+	f = open_memstream(&out, &len);
+	fputc('[', f);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		tool_json_string(f, cases[i].in);
+		fputc(',', f);
+	}
+	tool_json_string(f, "q\"uote caf\xc3\xa9");
+	fputc(']', f);
+	fclose(f);
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)out[i] < 0x20 || out[i] == 0x7f ||
+		    ((unsigned char)out[i] == 0xc2 && (unsigned char)out[i + 1] < 0xa0))
+			fail_msg("raw control byte 0x%02x at %zu in %s", (unsigned char)out[i], i, out);
+	char cmd[4096];
+	snprintf(cmd, sizeof(cmd), "python3 -c 'import json,sys; v=json.loads(sys.stdin.buffer.read()"
+		 ".decode(\"utf-8\")); assert v[0]==\"\\x1b[31mRED\\x1b]0;pwned\\x07\", v[0];"
+		 " assert v[4]==\"csi\\x9b2J\" and v[6]==\"bidi\\u202ex\", v;"
+		 " assert v[-1]==\"q\\\"uote caf\\xe9\", v[-1]'");
+	FILE *p = popen(cmd, "w");
+	assert_non_null(p);
+	fwrite(out, 1, len, p);
+	int st = pclose(p);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fail_msg("JSON rejected: %s", out);
+	free(out);
+}
+
+/* A kernel named with escape sequences (a damaged or hostile trace): the table shows it
+ * escaped, the JSON report parses and gives the name back as it was. */
+static void test_report_names_escaped(void **state)
+{
+	(void)state;
+	static const char evil[] = "_Z4evil\x1b]0;owned\x07\x1b[2J\xc2\x9b" "31m";
+	struct store_trace_writer *w = create();
+	kernel(w, evil, 100, 1, 32);
+	struct store_rec_device dv = {.ordinal = 0, .sm = 90};
+	assert_int_equal(store_trace_device(w, &dv, "GPU\x1b[5m"), 0);
+	struct store_rec_not_instrumented n = {.reason = STORE_NOINST_NO_PTX, .kernels = 1};
+	assert_int_equal(store_trace_not_instrumented(w, &n, "live: no PTX for \x1b[8mhidden"), 0);
+	struct tool_data d;
+	finish(w, &d, NULL);
+	for (int json = 0; json < 2; json++) {
+		char *out = report("kcount", &d, json);
+		for (const char *c = out; *c; c++)
+			if (*c == 0x1b || *c == 0x07 || ((unsigned char)c[0] == 0xc2 &&
+							 (unsigned char)c[1] == 0x9b))
+				fail_msg("a raw control character in:\n%s", out);
+		if (json) {
+			assert_json(out);
+			assert_contains(out, "\"not_instrumented\":[\"_Z4evil\\u001b]0;owned\\u0007"
+					     "\\u001b[2J\\u009b31m\"]");
+		} else {
+			assert_contains(out, "  _Z4evil\\e]0;owned\\x07\\e[2J\\u009b31m (1 launches)");
+			assert_contains(out, "device 0: GPU\\e[5m (sm_90");
+			assert_contains(out, "  - no PTX for \\e[8mhidden");
+		}
+		free(out);
+	}
+	tool_data_free(&d);
+}
+
 /* cubpf run's own errors, on the built binary: status and message. */
 static int run_cubpf(const char *args, char *out, size_t len)
 {
@@ -993,6 +1140,7 @@ int main(void)
 		cmocka_unit_test(test_ringbuf_bookkeeping_in_the_memory_line),
 		cmocka_unit_test(test_report_from_trace_alone),
 		cmocka_unit_test(test_maps_of_two_gpus_are_combined),
+		cmocka_unit_test(test_maps_too_sparse_to_combine),
 		cmocka_unit_test(test_threadhist),
 		cmocka_unit_test(test_threadhist_warps),
 		cmocka_unit_test(test_threadhist_edges),
@@ -1005,6 +1153,7 @@ int main(void)
 		cmocka_unit_test(test_launchlate),    cmocka_unit_test(test_memtrace),
 		cmocka_unit_test(test_kernelretsnoop), cmocka_unit_test(test_maps_dump),
 		cmocka_unit_test(test_bad_trace),     cmocka_unit_test(test_run_options),
+		cmocka_unit_test(test_text_escaping), cmocka_unit_test(test_report_names_escaped),
 		cmocka_unit_test(test_run_fake),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
