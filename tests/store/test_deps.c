@@ -69,8 +69,27 @@ static void test_sources_are_debian(void **state)
 	free(s);
 }
 
-/* With every pinned file cached, zstd unpacks with no network; then one byte added to a cached
- * upstream tarball makes the same command fail, name the file, and leave nothing behind. */
+/* One byte added to every cached DIR/cache/debian/PATTERN: SCRIPT, run offline, must refuse
+ * with the file named (...SUFFIX has SHA-256 ..., not the pinned ...) and leave DIR/out/PRODUCT
+ * absent. */
+static void damaged_is_refused(const char *script, const char *dir, const char *pattern,
+			       const char *suffix, const char *product)
+{
+	char cmd[9000], *out = NULL;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/out' && for f in '%s'/cache/debian/%s; do "
+		 "printf x >>\"$f\"; done", dir, dir, pattern);
+	assert_int_equal(system(cmd), 0);
+	assert_int_not_equal(fetch_offline(script, dir, &out), 0);
+	snprintf(cmd, sizeof(cmd), "%s has SHA-256", suffix);
+	assert_non_null(strstr(out, cmd));
+	assert_non_null(strstr(out, "not the pinned"));
+	snprintf(cmd, sizeof(cmd), "%s/out/%s", dir, product);
+	assert_int_not_equal(access(cmd, F_OK), 0);
+	free(out);
+}
+
+/* With every pinned file cached, zstd unpacks with no network; then a damaged upstream tarball
+ * is refused. */
 static void test_zstd_offline_then_refused(void **state)
 {
 	(void)state;
@@ -83,17 +102,8 @@ static void test_zstd_offline_then_refused(void **state)
 	snprintf(path, sizeof(path), "%s/out/lib/zstd.h", dir);
 	assert_int_equal(access(path, R_OK), 0);
 	free(out);
-
-	char cmd[9000];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s/out' && for f in '%s'/cache/debian/libzstd/*.orig.tar.xz; "
-		 "do printf x >>\"$f\"; done", dir, dir);
-	assert_int_equal(system(cmd), 0);
-	rc = fetch_offline("store/fetch-zstd.sh", dir, &out);
-	assert_int_not_equal(rc, 0);
-	assert_non_null(strstr(out, ".orig.tar.xz has SHA-256"));
-	assert_non_null(strstr(out, "not the pinned"));
-	assert_int_not_equal(access(path, F_OK), 0);
-	free(out);
+	damaged_is_refused("store/fetch-zstd.sh", dir, "libzstd/*.orig.tar.xz", ".orig.tar.xz",
+			   "lib/zstd.h");
 	rm_tree(dir);
 	free(dir);
 	free(rec);
@@ -103,18 +113,10 @@ static void test_zstd_offline_then_refused(void **state)
 static void test_sqlite_refused(void **state)
 {
 	(void)state;
-	char *rec = source_record("sqlite"), *dir = temp_dir(), *out = NULL, cmd[9000];
+	char *rec = source_record("sqlite"), *dir = temp_dir();
 	copy_cache(rec, "sqlite3", dir);
-	snprintf(cmd, sizeof(cmd), "for f in '%s'/cache/debian/sqlite3/*.debian.tar.xz; do "
-		 "printf x >>\"$f\"; done", dir);
-	assert_int_equal(system(cmd), 0);
-	int rc = fetch_offline("store/fetch-sqlite.sh", dir, &out);
-	assert_int_not_equal(rc, 0);
-	assert_non_null(strstr(out, ".debian.tar.xz has SHA-256"));
-	assert_non_null(strstr(out, "refused"));
-	snprintf(cmd, sizeof(cmd), "%s/out/sqlite3.c", dir);
-	assert_int_not_equal(access(cmd, F_OK), 0);
-	free(out);
+	damaged_is_refused("store/fetch-sqlite.sh", dir, "sqlite3/*.debian.tar.xz", ".debian.tar.xz",
+			   "sqlite3.c");
 	rm_tree(dir);
 	free(dir);
 	free(rec);
