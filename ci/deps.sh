@@ -10,17 +10,20 @@ declare -A need=(
   [/usr/include/lz4.h]=liblz4-dev
   [/usr/include/xxhash.h]=libxxhash-dev
   [/usr/include/cmocka.h]=libcmocka-dev
-  [/usr/include/sqlite3.h]=libsqlite3-dev
   [/usr/include/linux/bpf.h]=linux-libc-dev
+  # store/ compiles SQLite and zstd from Debian's source packages (store/fetch-*.sh): Debian's
+  # static archives are not PIC.  Fetching, checking and unpacking them takes apt-get source
+  # (apt), the archive keyring and dpkg-source; SQLite's amalgamation is made with tclsh.
+  [/usr/share/keyrings/debian-archive-keyring.gpg]=debian-archive-keyring
+  [/usr/bin/dpkg-source]=dpkg-dev
+  [/usr/bin/xz]=xz-utils
+  [/usr/bin/tclsh]=tcl
 )
 
 missing=()
 for f in "${!need[@]}"; do
   [ -e "$f" ] || missing+=("${need[$f]}")
 done
-# store/ builds SQLite and zstd from sources it fetches, hash-pinned, through npm
-# (store/fetch-sqlite.sh, store/fetch-zstd.sh): Debian's static archives are not PIC.
-command -v npm >/dev/null 2>&1 || missing+=(npm)
 # libFuzzer's runtime (make fuzz) comes with clang's compiler-rt
 if command -v clang >/dev/null 2>&1; then
   rt=$(clang -print-resource-dir 2>/dev/null)/lib/linux/libclang_rt.fuzzer-x86_64.a

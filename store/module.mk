@@ -1,9 +1,10 @@
 # store/: sqlite module cache, trace writer and reader.
 #
-# SQLite is compiled here from its official amalgamation (fetched and hash-checked by
-# store/fetch-sqlite.sh into a cache outside git) because Debian's libsqlite3.a is not
-# position-independent and the shim must carry its dependencies inside.  Its symbols are hidden
-# (-fvisibility=hidden; SQLITE_API stays empty) so that the shim never exports sqlite3_*.
+# SQLite is compiled here, from the amalgamation that store/fetch-sqlite.sh makes out of Debian's
+# source package sqlite3 (bookworm, 3.40.1; hash-pinned, cached outside git), because Debian's
+# libsqlite3.a is not position-independent and the shim must carry its dependencies inside.  Its
+# symbols are hidden (-fvisibility=hidden; SQLITE_API stays empty) so that the shim never
+# exports sqlite3_*.
 STORE_SRCS := $(wildcard store/*.c)
 STORE_LIB  := $(BUILD)/lib/libcubpf-store.a
 SQLITE_DIR := $(BUILD)/sqlite
@@ -16,10 +17,10 @@ SQLITE_CFLAGS := -O2 -fPIC -fvisibility=hidden -DSQLITE_THREADSAFE=1 -DSQLITE_DQ
   -DSQLITE_DEFAULT_MEMSTATUS=0 -DSQLITE_DEFAULT_WAL_SYNCHRONOUS=1 \
   -DSQLITE_LIKE_DOESNT_MATCH_BLOBS -DSQLITE_MAX_EXPR_DEPTH=0 -DSQLITE_OMIT_DECLTYPE \
   -DSQLITE_OMIT_DEPRECATED -DSQLITE_OMIT_PROGRESS_CALLBACK -DSQLITE_OMIT_SHARED_CACHE \
-  -DSQLITE_OMIT_LOAD_EXTENSION -DSQLITE_USE_ALLOCA -DSQLITE_STRICT_SUBTYPE=1 \
-  -DSQLITE_ENABLE_API_ARMOR
+  -DSQLITE_OMIT_LOAD_EXTENSION -DSQLITE_USE_ALLOCA -DSQLITE_ENABLE_API_ARMOR
 
-$(SQLITE_DIR)/sqlite3.c: store/fetch-sqlite.sh
+# ci/deps.sh first: the fetch scripts need apt, dpkg-source and tclsh.
+$(SQLITE_DIR)/sqlite3.c: store/fetch-sqlite.sh store/debian-source.sh | $(DEPS_STAMP)
 	@store/fetch-sqlite.sh $(SQLITE_DIR)
 	@touch $@ $(SQLITE_DIR)/sqlite3.h
 $(SQLITE_DIR)/sqlite3.h: $(SQLITE_DIR)/sqlite3.c
@@ -29,8 +30,9 @@ $(SQLITE_OBJ): $(SQLITE_DIR)/sqlite3.c
 	$(CC) $(SQLITE_CFLAGS) -c $< -o $@
 
 # zstd, built here too: Debian's libzstd.a is not position-independent either (zstd_compress.o
-# has R_X86_64_PC32 relocations), and the shim compresses traces.  The sources (zstd 1.5.7's
-# lib/, unmodified) come from npm through store/fetch-zstd.sh, pinned by hash.  Symbols hidden.
+# has R_X86_64_PC32 relocations), and the shim compresses traces.  The sources (lib/ of Debian's
+# source package libzstd, bookworm, 1.5.4: the version of the zstd.h that libzstd-dev gives the
+# rest of cubpf) come from store/fetch-zstd.sh, pinned by hash.  Symbols hidden.
 # ZSTD_PIC_LIB replaces -lzstd wherever a shared object is linked.
 ZSTD_DIR     := $(BUILD)/zstd
 ZSTD_PIC_LIB := $(BUILD)/lib/libcubpf-zstd.a
@@ -39,14 +41,14 @@ ZSTD_NAMES   := common/debug common/entropy_common common/error_private common/f
   compress/hist compress/huf_compress compress/zstd_compress compress/zstd_compress_literals \
   compress/zstd_compress_sequences compress/zstd_compress_superblock compress/zstd_double_fast \
   compress/zstd_fast compress/zstd_lazy compress/zstd_ldm compress/zstd_opt \
-  compress/zstd_preSplit compress/zstdmt_compress decompress/huf_decompress \
+  compress/zstdmt_compress decompress/huf_decompress \
   decompress/zstd_ddict decompress/zstd_decompress_block decompress/zstd_decompress
 ZSTD_OBJS    := $(patsubst %,$(BUILD)/obj/zstd/%.o,$(ZSTD_NAMES)) \
   $(BUILD)/obj/zstd/decompress/huf_decompress_amd64.o
 ZSTD_CFLAGS  := -O3 -fPIC -fvisibility=hidden -DXXH_NAMESPACE=ZSTD_ -DZSTD_NO_TRACE \
   -DZSTDLIB_VISIBLE= -DZSTDERRORLIB_VISIBLE= -DZDICTLIB_VISIBLE= -I$(ZSTD_DIR)/lib
 
-$(ZSTD_DIR)/lib/zstd.h: store/fetch-zstd.sh
+$(ZSTD_DIR)/lib/zstd.h: store/fetch-zstd.sh store/debian-source.sh | $(DEPS_STAMP)
 	@store/fetch-zstd.sh $(ZSTD_DIR)
 	@touch $@
 $(ZSTD_DIR)/lib/%.c: $(ZSTD_DIR)/lib/zstd.h

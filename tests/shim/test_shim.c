@@ -283,24 +283,42 @@ static int allowed_dependency(const char *line)
 	return 0;
 }
 
-static void test_needs_only_glibc(void **state)
+/* PATH's ldd lines are all glibc's (or, in the sanitizer build, the sanitizers'). */
+static void needs_only_glibc(const char *path)
 {
-	(void)state;
 	char cmd[8192];
 	size_t n = 0;
-	snprintf(cmd, sizeof(cmd), "ldd '%s' 2>&1", shim_path);
+	snprintf(cmd, sizeof(cmd), "ldd '%s' 2>&1", path);
 	char **lines = command_lines(cmd, &n);
 	assert_non_null(lines);
 	assert_true(n >= 2);
 	int libc = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (!allowed_dependency(lines[i]))
-			printf("unexpected dependency: %s\n", lines[i]);
+			printf("%s: unexpected dependency: %s\n", path, lines[i]);
 		assert_true(allowed_dependency(lines[i]));
 		libc |= strstr(lines[i], "libc.so.6") != NULL;
 	}
 	assert_true(libc);
 	free_names(lines);
+}
+
+/* The shim, and everything else `make install` ships, carries SQLite and zstd inside (built from
+ * Debian's source packages, store/module.mk) and needs nothing but glibc. */
+static void test_needs_only_glibc(void **state)
+{
+	(void)state;
+	needs_only_glibc(shim_path);
+	static const char *const shipped[] = { "bin/cubpf", "bin/cubpf-bpf-plugin",
+					       "lib/libnvrtc.so.13", "lib/libnvJitLink.so.13" };
+	char build[4096], path[8192];
+	snprintf(build, sizeof(build), "%s", shim_path);
+	*strrchr(build, '/') = '\0';
+	*strrchr(build, '/') = '\0'; /* BUILD/lib/libcuda.so.1 -> BUILD */
+	for (size_t i = 0; i < sizeof(shipped) / sizeof(shipped[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", build, shipped[i]);
+		needs_only_glibc(path);
+	}
 }
 
 /* ---- forwarding --------------------------------------------------------------------------- */

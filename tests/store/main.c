@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/store/tests.h"
@@ -51,6 +52,29 @@ void spit(const char *path, const void *data, size_t size)
 	fclose(f);
 }
 
+/* Runs a shell command; returns its exit status and its output (stdout+stderr) in *out. */
+int run(const char *cmd, char **out)
+{
+	char full[8192];
+	snprintf(full, sizeof(full), "%s 2>&1", cmd);
+	FILE *f = popen(full, "r");
+	assert_non_null(f);
+	size_t cap = 1 << 16, n = 0, k;
+	char *buf = malloc(cap);
+	while ((k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+		n += k;
+		if (cap - n < 4096)
+			buf = realloc(buf, cap *= 2);
+	}
+	buf[n] = '\0';
+	int st = pclose(f);
+	if (out)
+		*out = buf;
+	else
+		free(buf);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
 static void add(struct CMUnitTest *all, size_t *n, const struct CMUnitTest *t, size_t k)
 {
 	memcpy(all + *n, t, k * sizeof(*t));
@@ -61,12 +85,14 @@ int main(void)
 {
 	size_t n = 0;
 	alarm(600); /* a hang (a lock bug) fails the run instead of stalling everyone's make test */
-	struct CMUnitTest *all = calloc(n_cache_tests + n_trace_tests + n_cli_tests, sizeof(*all));
+	struct CMUnitTest *all =
+		calloc(n_cache_tests + n_trace_tests + n_cli_tests + n_deps_tests, sizeof(*all));
 	if (!all)
 		return 1;
 	add(all, &n, cache_tests, n_cache_tests);
 	add(all, &n, trace_tests, n_trace_tests);
 	add(all, &n, cli_tests, n_cli_tests);
+	add(all, &n, deps_tests, n_deps_tests);
 	int failed = _cmocka_run_group_tests("store", all, n, NULL, NULL);
 	free(all);
 	return failed ? 1 : 0;

@@ -25,29 +25,6 @@ static char *cubpf_path(void)
 	return strdup(p);
 }
 
-/* Runs a shell command; returns its exit status and its output (stdout+stderr) in *out. */
-static int run(const char *cmd, char **out)
-{
-	char full[8192];
-	snprintf(full, sizeof(full), "%s 2>&1", cmd);
-	FILE *f = popen(full, "r");
-	assert_non_null(f);
-	size_t cap = 1 << 16, n = 0, k;
-	char *buf = malloc(cap);
-	while ((k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-		n += k;
-		if (cap - n < 4096)
-			buf = realloc(buf, cap *= 2);
-	}
-	buf[n] = '\0';
-	int st = pclose(f);
-	if (out)
-		*out = buf;
-	else
-		free(buf);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 /* A small but complete trace: a device with a clock calibration, a program, NKERN launches
  * (API call + kernel with device times), copies, probe events, a histogram snapshot. */
 static void write_sample(const char *path)
