@@ -55,10 +55,13 @@ $(ZSTD_DIR)/lib/%.c: $(ZSTD_DIR)/lib/zstd.h
 	@test -f $@
 $(ZSTD_DIR)/lib/%.S: $(ZSTD_DIR)/lib/zstd.h
 	@test -f $@
-$(BUILD)/obj/zstd/%.o: $(ZSTD_DIR)/lib/%.c
+# zstd.h is touched at each fetch; the sources keep their release dates: objects depend on it
+# too, so that a build folder's objects of an earlier zstd are made again (else they were kept,
+# asked for symbols the new sources lack, and the system's libzstd.a answered twice).
+$(BUILD)/obj/zstd/%.o: $(ZSTD_DIR)/lib/%.c $(ZSTD_DIR)/lib/zstd.h
 	@mkdir -p $(@D)
 	$(CC) $(ZSTD_CFLAGS) -c $< -o $@
-$(BUILD)/obj/zstd/%.o: $(ZSTD_DIR)/lib/%.S
+$(BUILD)/obj/zstd/%.o: $(ZSTD_DIR)/lib/%.S $(ZSTD_DIR)/lib/zstd.h
 	@mkdir -p $(@D)
 	$(CC) $(ZSTD_CFLAGS) -c $< -o $@
 # The fetched sources are not intermediate files: make must not delete them.
