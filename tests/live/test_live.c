@@ -1147,7 +1147,11 @@ static void test_fork_child_stays_quiet(void **state)
 	assert_non_null(strstr(first + 1, "summary: "));
 }
 
-/* A child forked before any context, which then uses CUDA: a process of its own. */
+/* A child forked before any context, which then uses CUDA: a process of its own.  The parent
+ * writes no trace, so that it has no thread when it forks: gcc 12's libasan does not keep its
+ * allocator's locks across fork(), and a child forked while a trace worker was in malloc would
+ * wait forever in its own first malloc (seen once in 15 runs under load).  The child names its
+ * trace before its first driver call. */
 static int child_fork_fresh(void)
 {
 	if (open_both())
@@ -1155,6 +1159,7 @@ static int child_fork_fresh(void)
 	pid_t pid = fork();
 	if (pid == 0) {
 		leak_check_off = 1;
+		setenv("CUBPF_TRACE", trace_path, 1);
 		exit(child_module());
 	}
 	int status;
@@ -1202,26 +1207,23 @@ static void test_a_trace_is_written_by_one_process(void **state)
 }
 
 /* A child forked before its parent made a context, that then loads and runs a module: it is a
- * process of its own (its maps reported, its own trace beside the parent's); the parent, which
- * made no context, reports no maps. */
+ * process of its own (its maps reported once, its own trace); the parent, which made no
+ * context, reports no maps. */
 static void test_fork_child_of_a_fresh_parent_is_probed(void **state)
 {
 	(void)state;
-	char other[64];
+	char want[sizeof(trace_path) + 64];
 	unlink(trace_path);
-	struct child_env env = { { "CUBPF_TRACE" }, { trace_path } };
-	assert_int_equal(run_child(&env, child_fork_fresh), 0);
-	const char *said = strstr(child_err, "makes driver calls: probes on, trace ");
-	assert_non_null(said);
-	assert_int_equal(sscanf(said, "makes driver calls: probes on, trace %63s", other), 1);
+	assert_int_equal(run_child(NULL, child_fork_fresh), 0);
+	snprintf(want, sizeof(want), "makes driver calls: probes on, trace %s\n", trace_path);
+	assert_non_null(strstr(child_err, want));
 	const char *first = strstr(child_err, "cubpf: map entries[1] = 7");
 	assert_non_null(first);
 	assert_null(strstr(first + 1, "cubpf: map entries[1] = 7"));
-	uint32_t parent = trace_pid(trace_path), child = trace_pid(other);
-	assert_true(parent != 0 && child != 0 && parent != child);
-	/* the child's maps are in its own trace */
+	assert_true(trace_pid(trace_path) != 0);
+	/* the child's maps are in its trace */
 	char err[STORE_ERRLEN];
-	struct store_trace_reader *r = store_trace_open(other, err, sizeof(err));
+	struct store_trace_reader *r = store_trace_open(trace_path, err, sizeof(err));
 	assert_non_null(r);
 	struct store_trace_record rec;
 	int maps = 0;
@@ -1229,7 +1231,6 @@ static void test_fork_child_of_a_fresh_parent_is_probed(void **state)
 		maps += rec.type == STORE_REC_MAP;
 	store_trace_close_reader(r);
 	assert_true(maps > 0);
-	unlink(other);
 	unlink(trace_path);
 }
 
