@@ -521,15 +521,13 @@ static void trace_open(const char *path)
 					 .hostname = host, .cmdline = cmd };
 	char file[4096];
 	shim_expand_pid(path, file, sizeof(file)); /* "%p": one trace per process of a job */
-	if (trace_claim(file, sizeof(file)) != 0) {
-		shim_log(SHIM_LOG_WARN, "live: CUBPF_TRACE=%s: %s; no trace is written", file,
-			 strerror(errno));
-		return;
-	}
 	uint64_t workers = env_u64("CUBPF_TRACE_THREADS", default_trace_threads());
 	struct store_trace_options opt = { .workers = (int)(workers > 64 ? 64 : workers) };
+	if (trace_claim(file, sizeof(file)) != 0)
+		snprintf(err, sizeof(err), "%s", strerror(errno));
+	else
+		live.trace = store_trace_create(file, &p, &opt, err, sizeof(err));
 	snprintf(trace_file, sizeof(trace_file), "%s", file);
-	live.trace = store_trace_create(file, &p, &opt, err, sizeof(err));
 	if (!live.trace) {
 		shim_log(SHIM_LOG_WARN, "live: CUBPF_TRACE=%s: %s; no trace is written", file, err);
 		return;

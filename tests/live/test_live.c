@@ -97,6 +97,21 @@ static int run_child(const struct child_env *env, int (*fn)(void))
 	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
+/* The records of one type in a trace, or -1 when it cannot be opened. */
+static int trace_records(const char *path, uint16_t type)
+{
+	char err[STORE_ERRLEN];
+	struct store_trace_reader *r = store_trace_open(path, err, sizeof(err));
+	struct store_trace_record rec;
+	int n = 0;
+	if (!r)
+		return -1;
+	while (store_trace_next(r, &rec) == 1)
+		n += rec.type == type;
+	store_trace_close_reader(r);
+	return n;
+}
+
 static int child_fail(const char *fmt, ...)
 {
 	va_list ap;
@@ -360,15 +375,8 @@ static void test_destroyed_contexts_are_forgotten(void **state)
 				    "CYCLES_RING" }, { ring_probe, trace_path, "4", "1" } };
 	assert_int_equal(run_child(&ring, child_ctx_cycles), 0);
 	assert_null(strstr(child_err, "fake driver:"));
-	char err[STORE_ERRLEN];
-	struct store_trace_reader *r = store_trace_open(trace_path, err, sizeof(err));
-	assert_non_null(r);
-	struct store_trace_record rec;
-	int probes = 0;
-	while (store_trace_next(r, &rec) == 1)
-		probes += rec.type == STORE_REC_PROBE;
-	store_trace_close_reader(r);
-	assert_int_equal(probes, 4); /* one per context, each taken before its context went */
+	/* one per context, each taken before its context went */
+	assert_int_equal(trace_records(trace_path, STORE_REC_PROBE), 4);
 	unlink(trace_path);
 }
 
@@ -1221,16 +1229,7 @@ static void test_fork_child_of_a_fresh_parent_is_probed(void **state)
 	assert_non_null(first);
 	assert_null(strstr(first + 1, "cubpf: map entries[1] = 7"));
 	assert_true(trace_pid(trace_path) != 0);
-	/* the child's maps are in its trace */
-	char err[STORE_ERRLEN];
-	struct store_trace_reader *r = store_trace_open(trace_path, err, sizeof(err));
-	assert_non_null(r);
-	struct store_trace_record rec;
-	int maps = 0;
-	while (store_trace_next(r, &rec) == 1)
-		maps += rec.type == STORE_REC_MAP;
-	store_trace_close_reader(r);
-	assert_true(maps > 0);
+	assert_true(trace_records(trace_path, STORE_REC_MAP) > 0); /* the child's maps */
 	unlink(trace_path);
 }
 
