@@ -3,6 +3,7 @@
 #   fw_check.py kcount NAME REPORT NATIVE_STDOUT       coverage table, exact counts
 #   fw_check.py memtrace NAME REPORT NATIVE_STDOUT     bytes per space and op
 #   fw_check.py threadhist NAME REPORT KCOUNT_REPORT   thread exits = kcount's thread entries
+#   fw_check.py multi NAME REPORT...                   two GPUs named; processes merged (issue 20)
 #   fw_check.py scan NAME DIR...                       no cubpf code in any cache file
 # "expect" lines of the program's native stdout give exact figures ("expect kcount KERNEL
 # LAUNCHES THREADS", "expect memtrace SPACE OP BYTES").  Prints RESULT and FAIL lines; exits 1
@@ -55,6 +56,8 @@ def compiled_here(program, kernel):
         return not kernel.startswith("_Z")
     if program == "cupy":
         return kernel.startswith("cupy_")
+    if program in ("torch_multi", "torch_dist"):
+        return kernel == "add_kernel"
     return True
 
 
@@ -144,6 +147,30 @@ def threadhist(name, report, kreport):
         fail("%s: %d thread exits (threadhist), %d entries (kcount)" % (name, exits, entries))
 
 
+def multi(name, reports):
+    """Issue 20: each report names both GPUs; torch_dist's merges its two processes and lists
+    NCCL's kernels as not instrumented, with a reason."""
+    for path in reports:
+        d = final_report(path)
+        run = d.get("run", {})
+        devs = run.get("devices", [])
+        procs = run.get("processes", 1)
+        print("RESULT frameworks multi %s %s: devices=%d processes=%s" %
+              (name, d.get("tool"), len(devs), procs))
+        if len(devs) < 2:
+            fail("%s %s: the report names %d GPUs, not 2" % (name, d.get("tool"), len(devs)))
+        if name == "torch_dist" and procs != 2:
+            fail("%s %s: the report merges %s processes, not 2" % (name, d.get("tool"), procs))
+        if name != "torch_dist":
+            continue
+        nccl = [k for k in run.get("not_instrumented", []) if "nccl" in k.lower()]
+        why = [n for n in run.get("notes", []) if "SASS" in n or "no PTX" in n]
+        print("RESULT frameworks multi %s %s: nccl_kernels_not_instrumented=%d reasons=%d %s" %
+              (name, d.get("tool"), len(nccl), len(why), (nccl[:1] or ["-"])[0][:60]))
+        if not nccl or not why:
+            fail("%s %s: NCCL's kernels are not listed with a reason" % (name, d.get("tool")))
+
+
 MARKERS = (b"__cubpf", b"__cb_r", b"cubpf: probe")
 
 
@@ -188,6 +215,8 @@ if __name__ == "__main__":
         memtrace(name, sys.argv[3], sys.argv[4])
     elif what == "threadhist":
         threadhist(name, sys.argv[3], sys.argv[4])
+    elif what == "multi":
+        multi(name, sys.argv[3:])
     elif what == "scan":
         scan(name, sys.argv[3:])
     sys.exit(1 if failed else 0)
