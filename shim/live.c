@@ -518,7 +518,7 @@ static void trace_open(const char *path)
 		cmd[n] = 0;
 	}
 	struct store_trace_process p = { .pid = (uint32_t)getpid(), .cubpf_version = "cubpf 0.1",
-					 .hostname = host, .cmdline = cmd };
+					 .hostname = host, .cmdline = cmd, .ppid = (uint32_t)getppid() };
 	char file[4096];
 	shim_expand_pid(path, file, sizeof(file)); /* "%p": one trace per process of a job */
 	uint64_t workers = env_u64("CUBPF_TRACE_THREADS", default_trace_threads());

@@ -143,8 +143,8 @@ int64_t store_cache_clear(struct store_cache *c);
 
 #define STORE_TRACE_MAGIC "CUBPFTRC"
 #define STORE_TRACE_MAJOR 1
-#define STORE_TRACE_MINOR 3 /* 1.1 added KSPAN; 1.2 KERNEL_ID, NOT_INSTRUMENTED, MAP_MEMORY;
-			    * 1.3 PROBES */
+#define STORE_TRACE_MINOR 4 /* 1.1 added KSPAN; 1.2 KERNEL_ID, NOT_INSTRUMENTED, MAP_MEMORY;
+			    * 1.3 PROBES; 1.4 the parent's pid after HEADER's strings */
 
 /* Every record: this header, then len payload bytes.  Readers skip types they do not know. */
 struct store_rec_hdr {
@@ -154,7 +154,8 @@ struct store_rec_hdr {
 } __attribute__((packed));
 
 enum store_rec_type {
-	STORE_REC_HEADER = 1,  /* store_rec_header + 3 strings: cubpf version, host name, cmdline */
+	STORE_REC_HEADER = 1,  /* store_rec_header + 3 strings: cubpf version, host name, cmdline
+				* [+ u32 parent pid (1.4)] */
 	STORE_REC_STRING = 2,  /* u32 id + bytes: entry of the string table */
 	STORE_REC_DEVICE = 3,  /* store_rec_device + string: device name */
 	STORE_REC_CLOCK = 4,   /* store_rec_clock */
@@ -377,6 +378,7 @@ struct store_trace_process {
 	const char *cubpf_version;
 	const char *hostname;
 	const char *cmdline;        /* arguments joined by spaces */
+	uint32_t ppid;              /* the parent process (getppid()), 0 = not said */
 };
 
 /* Creates path (0600, truncating) and writes the header frame at once.  NULL + err on failure. */
@@ -509,6 +511,8 @@ const char *store_trace_reader_error(const struct store_trace_reader *r);
 /* The header record (valid for the reader's life) and its strings. */
 const struct store_rec_header *store_trace_header(const struct store_trace_reader *r);
 const char *store_trace_header_string(const struct store_trace_reader *r, int which); /* 0..2 */
+/* The writer's parent process (format 1.4), 0 when the trace does not say. */
+uint32_t store_trace_parent_pid(const struct store_trace_reader *r);
 /* String id -> string, or NULL if the id is not (yet) defined. */
 const char *store_trace_string(const struct store_trace_reader *r, uint32_t id);
 /* Bytes of the file consumed so far (compressed), and decompressed bytes of whole frames. */

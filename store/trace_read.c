@@ -60,6 +60,7 @@ struct store_trace_reader {
 	int end_seen, done;
 	struct store_rec_header header;
 	char *hstr[3];
+	uint32_t ppid;             /* after the strings, 1.4 */
 	struct store_ids ids;      /* the string table: id -> its number, */
 	char **strings;            /* number -> string */
 	size_t strings_cap;
@@ -440,6 +441,8 @@ static int read_header(struct store_trace_reader *r, char *err, size_t errlen)
 			snprintf(err, errlen, "damaged trace header (strings)");
 			return -1;
 		}
+	if (n >= sizeof(r->ppid)) /* 1.4; a reader of 1.3 stops at the strings */
+		memcpy(&r->ppid, p, sizeof(r->ppid));
 	return 0;
 }
 
@@ -524,6 +527,11 @@ const char *store_trace_reader_error(const struct store_trace_reader *r)
 const struct store_rec_header *store_trace_header(const struct store_trace_reader *r)
 {
 	return &r->header;
+}
+
+uint32_t store_trace_parent_pid(const struct store_trace_reader *r)
+{
+	return r->ppid;
 }
 
 const char *store_trace_header_string(const struct store_trace_reader *r, int which)

@@ -122,6 +122,15 @@ static int put_record(struct growbuf *g, uint16_t type, const void *a, size_t al
 	return 0;
 }
 
+static int put_u32(struct growbuf *g, uint32_t v)
+{
+	if (grow(g, sizeof(v)))
+		return -1;
+	memcpy(g->p + g->len, &v, sizeof(v));
+	g->len += sizeof(v);
+	return 0;
+}
+
 /* Appends a length-prefixed string to g (no record header). */
 static int put_string(struct growbuf *g, const char *s)
 {
@@ -798,7 +807,7 @@ static int header_frame(struct store_trace_writer *w, const struct store_trace_p
 
 	memcpy(h.magic, STORE_TRACE_MAGIC, sizeof(h.magic));
 	if (!put_string(&s, p ? p->cubpf_version : NULL) && !put_string(&s, p ? p->hostname : NULL) &&
-	    !put_string(&s, p ? p->cmdline : NULL) &&
+	    !put_string(&s, p ? p->cmdline : NULL) && !put_u32(&s, p ? p->ppid : 0) &&
 	    !put_record(&rec, STORE_REC_HEADER, &h, sizeof(h), s.p, s.len) &&
 	    !compressor_init(&z, w->opt.level) && !compress_frame(w, &z, rec.p, rec.len) &&
 	    !write_all(w, z.buf, z.len))

@@ -246,7 +246,7 @@ static void test_trace_spans(void **state)
 
 	snprintf(cmd, sizeof(cmd), "%s trace info %s", bin, trace);
 	assert_int_equal(run(cmd, &out), 0);
-	assert_non_null(strstr(out, "(format 1.3)"));
+	assert_non_null(strstr(out, "(format 1.4)"));
 	assert_non_null(strstr(out, "kernel=20 end=1 kspan=20"));
 	assert_non_null(strstr(out, "spans     20 kernel spans, 0 launches without one"));
 	free(out);

@@ -21,7 +21,7 @@
 static struct store_trace_writer *create(const char *path, const struct store_trace_options *o)
 {
 	char err[STORE_ERRLEN];
-	struct store_trace_process p = {.pid = 4242, .driver_version = 13000,
+	struct store_trace_process p = {.pid = 4242, .ppid = 4241, .driver_version = 13000,
 					.cubpf_version = "test", .hostname = "host",
 					.cmdline = "./app --flag"};
 	struct store_trace_writer *w = store_trace_create(path, &p, o, err, sizeof(err));
@@ -100,8 +100,9 @@ static void test_roundtrip(void **state)
 	assert_int_equal(h->pid, 4242);
 	assert_int_equal(h->driver_version, 13000);
 	assert_int_equal(h->major, 1);
-	assert_int_equal(h->minor, 3);
+	assert_int_equal(h->minor, 4);
 	assert_string_equal(store_trace_header_string(r, 2), "./app --flag");
+	assert_int_equal(store_trace_parent_pid(r), 4241);
 	struct store_trace_record rec;
 	unsigned count[STORE_REC_MAX_KNOWN + 1] = {0}, next_api = 0, next_span = 0;
 	int rc;
