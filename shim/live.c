@@ -18,12 +18,14 @@
  * CUBPF_SPANS=0 (no GPU kernel spans in the trace, live_spans.c).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "shim/live.h"
@@ -505,6 +507,26 @@ static int trace_claim(char *file, size_t size)
 
 static char trace_file[4096]; /* the trace this process writes (claimed) */
 
+/* CUBPF_TRACE as a file name: "%p" becomes the pid (one trace per process of a job), and a
+ * folder (one that exists, or a name ending in '/', made here) gets DIR/cubpf-PID.trace, so
+ * that every process of a program writes beside the others under a name of its own. */
+static void trace_path(const char *path, char *file, size_t size)
+{
+	struct stat st;
+	size_t n = strlen(path);
+	int dir = (n && path[n - 1] == '/') || (stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+	if (!dir) {
+		shim_expand_pid(path, file, size);
+		return;
+	}
+	char in[4096];
+	if (n && path[n - 1] == '/')
+		mkdir(path, 0777); /* EEXIST and the rest: the create below says what went wrong */
+	snprintf(in, sizeof(in), "%.*s/cubpf-%%p.trace", (int)(n && path[n - 1] == '/' ? n - 1 : n),
+		 path);
+	shim_expand_pid(in, file, size);
+}
+
 static void trace_open(const char *path)
 {
 	char err[STORE_ERRLEN], host[256] = "", cmd[4096] = "";
@@ -520,7 +542,7 @@ static void trace_open(const char *path)
 	struct store_trace_process p = { .pid = (uint32_t)getpid(), .cubpf_version = "cubpf 0.1",
 					 .hostname = host, .cmdline = cmd, .ppid = (uint32_t)getppid() };
 	char file[4096];
-	shim_expand_pid(path, file, sizeof(file)); /* "%p": one trace per process of a job */
+	trace_path(path, file, sizeof(file));
 	uint64_t workers = env_u64("CUBPF_TRACE_THREADS", default_trace_threads());
 	struct store_trace_options opt = { .workers = (int)(workers > 64 ? 64 : workers) };
 	if (trace_claim(file, sizeof(file)) != 0)
@@ -640,12 +662,31 @@ static void fork_parent(void)
  * report at exit.  A child of a process with contexts cannot use CUDA (the driver refuses) and
  * stays quiet. */
 static atomic_bool child_pending;
+static pid_t live_pid; /* the process that probes: the one that started, or a child_start()ed one */
+
+/* Called by libcubpf-exit.so's _exit (shim/exit/): exit handlers do not run there.  Only the
+ * process that probes does its exit work: in a vfork child, which shares its parent's memory,
+ * nothing may be written, and a fork child of a probing process stays quiet. */
+static void exit_hook(void)
+{
+	if (getpid() == live_pid)
+		live_exit();
+}
+
+static void register_exit_hook(void)
+{
+	void (*set)(void (*)(void)) = (void (*)(void (*)(void)))dlsym(RTLD_DEFAULT,
+								       "shim_exit_hook_set");
+	if (set)
+		set(exit_hook);
+}
 
 static void child_start(void)
 {
 	if (!atomic_exchange(&child_pending, false))
 		return;
 	live.forked = false;
+	live_pid = getpid();
 	/* the parent's writer is left as it is (its workers are the parent's threads) */
 	const char *trace = getenv("CUBPF_TRACE");
 	live.trace = NULL;
@@ -760,6 +801,8 @@ const struct shim_hooks *shim_live_init(void)
 		 live.kernel_glob ? ", kernels " : "", live.kernel_glob ? live.kernel_glob : "",
 		 live.trace ? ", tracing" : "");
 	atexit(live_exit);
+	live_pid = getpid();
+	register_exit_hook();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	/* Copies and synchronisations are timed only when someone reads them. */
 	if (live_host_any() || live.trace)

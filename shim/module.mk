@@ -78,3 +78,11 @@ BENCH_BINS += $(BUILD)/bench/shim_cpubench
 
 # The drop-in libnvrtc.so.13 and libnvJitLink.so.13 (shim/dropin/).
 include shim/dropin/dropin.mk
+
+# libcubpf-exit.so (shim/exit/): _exit and _Exit that let the shim finish its trace first;
+# `cubpf run` preloads it.  No sanitizer flags: it goes into programs that are not sanitized.
+EXIT_HOOK_LIB := $(BUILD)/lib/libcubpf-exit.so
+$(EXIT_HOOK_LIB): shim/exit/exit_hook.c
+	@mkdir -p $(@D)
+	$(CC) $(filter-out -fsanitize=%,$(CFLAGS)) -shared -o $@ $< -ldl
+BINS += $(EXIT_HOOK_LIB)

@@ -3,6 +3,7 @@
  * status.  With -t TOOL (a bundled probe + formatter) or -p PROG.bpf.o it reads the trace and
  * the shim's log lines (through a pipe named by CUBPF_LOG_FD: the program keeps its own
  * stderr) and prints a report every -i seconds and at exit, also when the program fails. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -20,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "store/store.h"
 #include "tools/commands.h"
 #include "tools/tools.h"
 
@@ -56,8 +58,11 @@ static void run_usage(FILE *out)
 		"  -d, --duration SECONDS  stop CMD after SECONDS (SIGINT, then SIGTERM 5 s later)\n"
 		"      --json              the report as one JSON object per view\n"
 		"      --list-tools        the bundled tools\n"
-		"  -o, --output TRACE      keep the trace file, kernel spans included (default: a\n"
-		"                          temporary one without spans, removed)\n"
+		"  -o, --output TRACE|DIR  keep the traces, kernel spans included (default: temporary\n"
+		"                          ones without spans, removed).  Each process that uses\n"
+		"                          CUDA writes its own: TRACE for the first, TRACE.PID for\n"
+		"                          the others; with a folder (DIR/), DIR/cubpf-PID.trace.\n"
+		"                          An earlier run's traces there are replaced\n"
 		"  -l, --log LEVEL         off, error, warn (default), info, debug (CUBPF_LOG)\n"
 		"      --real-libcuda PATH the real driver, when cubpf cannot find it\n"
 		"      --cache PATH        module cache database, or off (CUBPF_CACHE)\n"
@@ -282,34 +287,39 @@ static int set_xla_flags(void)
 	return rc;
 }
 
-/* LD_PRELOAD: cubpf's libnvrtc.so.13 and libnvJitLink.so.13 before the user's preloads.  Python
- * packages load the CUDA wheels' copies by full path (CuPy 14 through cuda.pathfinder), which
- * LD_LIBRARY_PATH does not reach; preloaded, cubpf's copies are the ones the program calls
- * (measured: CuPy's cubins then carry their PTX).  They load the real library on the first
- * call only.  Skipped when the folder's name cannot be written in LD_PRELOAD. */
+/* LD_PRELOAD: cubpf's libnvrtc.so.13 and libnvJitLink.so.13 before the user's preloads, and
+ * libcubpf-exit.so after them.  Python packages load the CUDA wheels' copies of the first two by
+ * full path (CuPy 14 through cuda.pathfinder), which LD_LIBRARY_PATH does not reach; preloaded,
+ * cubpf's copies are the ones the program calls (measured: CuPy's cubins then carry their PTX).
+ * They load the real library on the first call only.  libcubpf-exit.so lets a process that
+ * ends with _exit() (fork()ed workers) finish its trace; last, so that a sanitizer runtime the
+ * user preloads stays first.  Skipped when the folder's name cannot be written in LD_PRELOAD. */
 static int set_preload(const char *shim_dir)
 {
-	static const char *const libs[] = {"libnvrtc.so.13", "libnvJitLink.so.13"};
-#if defined(__SANITIZE_ADDRESS__)
-	/* A sanitized build's drop-ins need the ASan runtime first in the process, which the
-	 * programs run here (sh, the test programs) do not have. */
-	return 0;
+	static const char *const before[] = {
+#if !defined(__SANITIZE_ADDRESS__)
+		/* a sanitized build's drop-ins need the ASan runtime first in the process, which
+		 * the programs run here (sh, the test programs) do not have */
+		"libnvrtc.so.13", "libnvJitLink.so.13",
 #endif
+		NULL};
 	if (strpbrk(shim_dir, " :\t\n"))
 		return 0;
 	const char *old = getenv("LD_PRELOAD");
-	size_t len = 2 * (strlen(shim_dir) + 24) + (old ? strlen(old) : 0) + 2;
-	char *v = calloc(1, len);
+	size_t len = 3 * (strlen(shim_dir) + 24) + (old ? strlen(old) : 0) + 3;
+	char *v = calloc(1, len), path[PATH_MAX + 32];
 	if (!v)
 		return -1;
-	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
-		char path[PATH_MAX + 32];
-		snprintf(path, sizeof(path), "%s/%s", shim_dir, libs[i]);
+	for (size_t i = 0; before[i]; i++) {
+		snprintf(path, sizeof(path), "%s/%s", shim_dir, before[i]);
 		if (access(path, R_OK) == 0)
 			snprintf(v + strlen(v), len - strlen(v), "%s%s", v[0] ? ":" : "", path);
 	}
 	if (old && *old)
 		snprintf(v + strlen(v), len - strlen(v), "%s%s", v[0] ? ":" : "", old);
+	snprintf(path, sizeof(path), "%s/libcubpf-exit.so", shim_dir);
+	if (access(path, R_OK) == 0)
+		snprintf(v + strlen(v), len - strlen(v), "%s%s", v[0] ? ":" : "", path);
 	int rc = v[0] ? setenv("LD_PRELOAD", v, 1) : 0;
 	free(v);
 	return rc;
@@ -400,7 +410,8 @@ struct follow {
 	size_t used;
 	int echo_cubpf;             /* pass the shim's lines through (-l given, or no tool) */
 	const char *trace_base;     /* own temporary trace: each process writes BASE.PID */
-	char trace[PATH_MAX + 32];  /* the trace the report reads (BASE.PID of the program) */
+	int out_dir;                /* -o DIR: each process writes DIR/cubpf-PID.trace */
+	pid_t child;                /* the process cubpf run started */
 };
 
 static double now_s(void)
@@ -437,34 +448,177 @@ static void child_output(struct follow *fw, const char *buf, size_t n)
 	}
 }
 
+/* ---- the traces of a run ------------------------------------------------------------------- */
+/* Every process of the run writes a trace of its own: BASE.PID (cubpf run's temporary traces),
+ * FILE then FILE.PID (-o FILE: the first process, then the others: the shim never writes into
+ * another's), DIR/cubpf-PID.trace (-o DIR). */
+struct trace_set {
+	char **path;
+	size_t n;
+};
+
+static void set_free(struct trace_set *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->path[i]);
+	free(s->path);
+	memset(s, 0, sizeof(*s));
+}
+
+static int set_add(struct trace_set *s, const char *dir, const char *name)
+{
+	char **q = realloc(s->path, (s->n + 1) * sizeof(*q));
+	if (!q)
+		return -1;
+	s->path = q;
+	size_t len = (dir ? strlen(dir) + 1 : 0) + strlen(name) + 1;
+	if (!(q[s->n] = malloc(len)))
+		return -1;
+	snprintf(q[s->n], len, "%s%s%s", dir ? dir : "", dir ? "/" : "", name);
+	s->n++;
+	return 0;
+}
+
+/* name = prefix, digits (a pid), suffix */
+static int numbered(const char *name, const char *prefix, const char *suffix)
+{
+	size_t np = strlen(prefix), ns = strlen(suffix), n = strlen(name);
+	if (n <= np + ns || strncmp(name, prefix, np) || strcmp(name + n - ns, suffix))
+		return 0;
+	for (size_t i = np; i < n - ns; i++)
+		if (name[i] < '0' || name[i] > '9')
+			return 0;
+	return 1;
+}
+
+static int cmp_path(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void list_numbered(const char *dir, const char *prefix, const char *suffix,
+			  struct trace_set *s)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	size_t from = s->n;
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (numbered(e->d_name, prefix, suffix) && set_add(s, dir, e->d_name) != 0)
+			break;
+	closedir(d);
+	qsort(s->path + from, s->n - from, sizeof(*s->path), cmp_path);
+}
+
+/* FILE's folder and name ("." for a bare name). */
+static void split_path(const char *path, char *dir, size_t len, char *name, size_t nlen)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		snprintf(dir, len, ".");
+	else
+		snprintf(dir, len, "%.*s", (int)(slash == path ? 1 : slash - path), path);
+	snprintf(name, nlen, "%s", slash ? slash + 1 : path);
+}
+
+static int non_empty(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+}
+
+/* The run's traces; the program's own first, then by name.  With only_written, files with
+ * nothing in them yet are left out. */
+static void run_traces(const struct follow *fw, struct trace_set *s, int only_written)
+{
+	const char *base = fw->trace_base ? fw->trace_base : fw->o->trace;
+	char dir[PATH_MAX], name[NAME_MAX + 8], first[PATH_MAX + 32] = "";
+	if (!base)
+		return;
+	if (fw->out_dir) {
+		list_numbered(base, "cubpf-", ".trace", s);
+		snprintf(first, sizeof(first), "%s/cubpf-%d.trace", base, (int)fw->child);
+	} else {
+		split_path(base, dir, sizeof(dir), name, sizeof(name) - 1);
+		strcat(name, ".");
+		if (!fw->trace_base && (!only_written || non_empty(base)) && access(base, F_OK) == 0)
+			set_add(s, NULL, base);
+		list_numbered(dir, name, "", s);
+		snprintf(first, sizeof(first), "%s.%d", base, (int)fw->child);
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < s->n; i++) { /* drop the empty ones, keep the order */
+		if (only_written && !non_empty(s->path[i]))
+			free(s->path[i]);
+		else
+			s->path[n++] = s->path[i];
+	}
+	s->n = n;
+	for (size_t i = 1; i < s->n; i++)
+		if (!strcmp(s->path[i], first)) { /* the program's own trace first */
+			char *own = s->path[i];
+			memmove(s->path + 1, s->path, i * sizeof(*s->path));
+			s->path[0] = own;
+		}
+}
+
+/* A run of several processes: every trace read into one report, the shim's log lines (all
+ * processes write to the one pipe) added for the reasons and host maps they carry. */
+static void load_processes(const struct follow *fw, const struct trace_set *s,
+			   struct tool_data *d, int final)
+{
+	const struct tool_kernel_key *keys = fw->tool ? fw->tool->kernel_keys : NULL;
+	for (size_t i = 0; i < s->n; i++) {
+		char err[512] = "";
+		int rc = tool_data_load_process(d, s->path[i], keys, err, sizeof(err));
+		if (err[0] && final)
+			tool_warn("cubpf run: %s%s", err, rc ? " (left out of the report)" : "");
+	}
+	tool_data_add_log(d, &fw->data);
+}
+
 /* Why a program makes no driver call through cubpf, the usual two reasons. */
 #define NO_CALL_WHY "it never loaded libcuda.so.1, or it loaded a driver by its absolute path, " \
 		    "which LD_LIBRARY_PATH cannot redirect"
 
-static void print_report(struct follow *fw, int final)
+/* One trace: read into fw->data, where the shim's log lines are.  0, or -1 (said when final). */
+static int load_one(struct follow *fw, const char *trace, int final)
 {
-	const struct run_opts *o = fw->o;
-	const char *trace = fw->trace[0] ? fw->trace : o->trace;
-	if (!trace)
-		return;
 	char err[512] = "";
-	struct stat st;
-	if (stat(trace, &st) == 0 ? st.st_size == 0 : errno == ENOENT) {
-		if (final)
-			fprintf(stderr, "cubpf run: no report: the program made no CUDA driver call "
-					"through cubpf (%s%s%s)\n", fw->trace_base ? "" : "nothing "
-					"was recorded in ", fw->trace_base ? "" : trace,
-					fw->trace_base ? NO_CALL_WHY : "; " NO_CALL_WHY);
-		return;
-	}
 	tool_data_reset_trace(&fw->data);
 	if (tool_data_load(&fw->data, trace, err, sizeof(err)) != 0) {
 		if (final)
 			fprintf(stderr, "cubpf run: no report: %s\n", err);
-		return;
+		return -1;
 	}
 	if (err[0])
 		fprintf(stderr, "cubpf run: %s\n", err);
+	return 0;
+}
+
+static void print_report(struct follow *fw, int final)
+{
+	const struct run_opts *o = fw->o;
+	struct trace_set s = {0};
+	struct tool_data merged = {0}, *d = &fw->data;
+	run_traces(fw, &s, 1);
+	if (!s.n) {
+		if (final)
+			fprintf(stderr, "cubpf run: no report: the program made no CUDA driver call "
+					"through cubpf (%s%s%s)\n", fw->trace_base ? "" : "nothing "
+					"was recorded in ", fw->trace_base ? "" : o->trace,
+					fw->trace_base ? NO_CALL_WHY : "; " NO_CALL_WHY);
+		return;
+	}
+	if (s.n > 1) {
+		d = &merged;
+		load_processes(fw, &s, d, final);
+	} else if (load_one(fw, s.path[0], final) != 0) {
+		set_free(&s);
+		return;
+	}
+	set_free(&s);
 	struct tool_opts to = {.json = o->json, .top = 10};
 	if (!o->json) {
 		time_t t = time(NULL);
@@ -476,16 +630,18 @@ static void print_report(struct follow *fw, int final)
 		printf("{\"final\":%s,", final ? "true" : "false");
 	}
 	if (fw->tool) /* JSON: each part prints its members with a trailing comma */
-		fw->tool->report(&fw->data, &to, stdout);
+		fw->tool->report(d, &to, stdout);
 	if (o->have_prog)
-		tool_report_maps(&fw->data, &to, stdout);
+		tool_report_maps(d, &to, stdout);
 	if (final || o->json)
-		tool_report_common(&fw->data, &to, stdout);
+		tool_report_common(d, &to, stdout);
 	if (o->json)
 		printf("}\n");
 	else if (!final)
 		printf("\n");
 	fflush(stdout);
+	if (d == &merged)
+		tool_data_free(&merged);
 }
 
 /* -d: SIGINT first (the program may report and clean up), SIGTERM after a grace period, SIGKILL
@@ -581,8 +737,7 @@ static int run_child(char **cmd, struct follow *fw)
 		fprintf(stderr, "cubpf run: cannot run '%s': %s\n", cmd[0], strerror(errno));
 		_exit(127);
 	}
-	if (fw->trace_base)
-		snprintf(fw->trace, sizeof(fw->trace), "%s.%d", fw->trace_base, (int)pid);
+	fw->child = pid;
 	/* Ctrl-C reaches the child through the process group; we stay to print the report. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
@@ -594,50 +749,81 @@ static int run_child(char **cmd, struct follow *fw)
 	return wait_status(pid);
 }
 
-/* The program's own trace (BASE.PID of the process cubpf run started) when it holds records;
- * otherwise the largest trace of the processes it started (a program started through a shell
- * that does not exec it), so that a report still comes. */
-static void pick_trace(struct follow *fw)
+/* Whether path is a trace (cubpf's reader takes its header) or an empty file (a process that
+ * claimed the name and wrote nothing): what an earlier run may leave where -o points. */
+static int is_trace(const char *path)
 {
-	struct stat st;
-	if (!fw->trace_base || (stat(fw->trace, &st) == 0 && st.st_size > 0))
-		return;
-	char pat[PATH_MAX + 8];
-	glob_t g;
-	off_t best = 0;
-	/* none at all: the empty BASE, so that the report says nothing was recorded */
-	snprintf(fw->trace, sizeof(fw->trace), "%s", fw->trace_base);
-	snprintf(pat, sizeof(pat), "%s.*", fw->trace_base);
-	if (glob(pat, 0, NULL, &g) != 0)
-		return;
-	for (size_t i = 0; i < g.gl_pathc; i++)
-		if (stat(g.gl_pathv[i], &st) == 0 && st.st_size > best) {
-			best = st.st_size;
-			snprintf(fw->trace, sizeof(fw->trace), "%s", g.gl_pathv[i]);
+	char err[256];
+	if (!non_empty(path))
+		return access(path, F_OK) == 0;
+	struct store_trace_reader *r = store_trace_open(path, err, sizeof(err));
+	if (r)
+		store_trace_close_reader(r);
+	return r != NULL;
+}
+
+/* -o: the traces an earlier run left there go, as a new -o FILE replaces FILE (the shim never
+ * overwrites a trace: a process that finds its name taken writes FILE.PID).  FILE itself goes
+ * whatever it holds, as before; the numbered ones only when they are traces. */
+static int clear_old_traces(const struct follow *fw)
+{
+	struct trace_set s = {0};
+	int rc = 0;
+	run_traces(fw, &s, 0);
+	for (size_t i = 0; i < s.n; i++) {
+		struct stat st;
+		int own_name = !fw->out_dir && !strcmp(s.path[i], fw->o->trace);
+		if (lstat(s.path[i], &st) != 0 || !S_ISREG(st.st_mode) ||
+		    (!own_name && !is_trace(s.path[i])))
+			continue;
+		if (unlink(s.path[i]) != 0) {
+			fprintf(stderr, "cubpf run: cannot replace the trace %s: %s\n", s.path[i],
+				strerror(errno));
+			rc = -1;
 		}
-	globfree(&g);
+	}
+	set_free(&s);
+	return rc;
 }
 
-static int clear_old_trace(const char *trace)
+/* -o DIR (a folder, or a name ending in '/', made here): each process writes DIR/cubpf-PID.trace
+ * (the shim does so when CUBPF_TRACE names a folder). */
+static int prepare_output(struct run_opts *o, struct follow *fw, char *dir, size_t len)
 {
 	struct stat st;
-	if (strchr(trace, '%') || lstat(trace, &st) != 0 || !S_ISREG(st.st_mode))
-		return 0;
-	if (unlink(trace) == 0)
-		return 0;
-	fprintf(stderr, "cubpf run: cannot replace the trace %s: %s\n", trace, strerror(errno));
-	return -1;
+	size_t n = strlen(o->trace);
+	if (strchr(o->trace, '%'))
+		return 0; /* the user's own per-process pattern: the shim expands it */
+	fw->out_dir = (n && o->trace[n - 1] == '/') || (stat(o->trace, &st) == 0 && S_ISDIR(st.st_mode));
+	if (fw->out_dir) {
+		snprintf(dir, len, "%.*s", (int)(n > 1 && o->trace[n - 1] == '/' ? n - 1 : n), o->trace);
+		if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+			fprintf(stderr, "cubpf run: cannot make the trace folder %s: %s\n", dir,
+				strerror(errno));
+			return -1;
+		}
+		o->trace = dir;
+	}
+	return clear_old_traces(fw);
 }
 
-/* -o without a tool: the user asked for a trace and gets none when the program never went
+/* -o without a tool: the user asked for traces and gets none when the program never went
  * through cubpf's libcuda.so.1; say so, and the two usual reasons. */
-static void say_if_no_trace(const char *trace, const char *program)
+static void say_if_no_trace(const struct follow *fw, const char *program)
 {
-	struct stat st;
-	if (strchr(trace, '%') || stat(trace, &st) == 0 || errno != ENOENT)
+	struct trace_set s = {0};
+	if (strchr(fw->o->trace, '%'))
 		return;
-	fprintf(stderr, "cubpf run: no trace written to %s: %s made no CUDA driver call through "
-			"cubpf (%s)\n", trace, program, NO_CALL_WHY);
+	run_traces(fw, &s, 0);
+	if (!s.n)
+		fprintf(stderr, "cubpf run: no trace written %s %s: %s made no CUDA driver call "
+				"through cubpf (%s)\n", fw->out_dir ? "in" : "to", fw->o->trace, program,
+			NO_CALL_WHY);
+	else if (s.n > 1)
+		fprintf(stderr, "cubpf run: %zu processes wrote a trace each: %s%s (cubpf trace "
+				"reads them together)\n", s.n, fw->o->trace,
+			fw->out_dir ? "/cubpf-PID.trace" : " and its .PID siblings");
+	set_free(&s);
 }
 
 /* Removes the traces of every process (BASE.*) and BASE itself. */
@@ -707,7 +893,7 @@ int cmd_run(int argc, char **argv)
 	int p = prepare(&o, &tool);
 	if (p != 0)
 		return p > 0 ? 0 : 2;
-	char shim_dir[PATH_MAX], tmp[PATH_MAX], per_process[PATH_MAX + 8];
+	char shim_dir[PATH_MAX], tmp[PATH_MAX], per_process[PATH_MAX + 8], out_dir[PATH_MAX];
 	if (find_shim_dir(shim_dir, sizeof(shim_dir)) != 0) {
 		fprintf(stderr, "cubpf run: cannot find cubpf's libcuda.so.1 next to this program "
 				"(looked in ../lib and ../lib/cubpf): reinstall cubpf or run 'make'\n");
@@ -729,22 +915,19 @@ int cmd_run(int argc, char **argv)
 			return 2;
 		}
 	}
-	/* -o names the trace to write: one left there by an earlier run goes (the shim never
-	 * overwrites a trace: a process that finds the file there writes FILE.PID) */
-	if (!own_trace && o.trace && clear_old_trace(o.trace) != 0)
+	struct follow fw = {.o = &o, .tool = tool, .echo_cubpf = o.log_level || !(tool || o.have_prog),
+			    .trace_base = own_trace ? tmp : NULL};
+	if (!own_trace && o.trace && prepare_output(&o, &fw, out_dir, sizeof(out_dir)) != 0)
 		return 2;
 	if (set_environment(&o, shim_dir) != 0) {
 		fprintf(stderr, "cubpf run: cannot set the environment: %s\n", strerror(errno));
 		return 2;
 	}
-	struct follow fw = {.o = &o, .tool = tool, .echo_cubpf = o.log_level || !(tool || o.have_prog),
-			    .trace_base = own_trace ? tmp : NULL};
 	int rc = run_child(argv + first, &fw);
-	pick_trace(&fw);
 	if (tool || o.have_prog)
 		print_report(&fw, 1);
 	else if (o.trace)
-		say_if_no_trace(o.trace, argv[first]);
+		say_if_no_trace(&fw, argv[first]);
 	if (rc != 0)
 		fprintf(stderr, "cubpf run: %s exited with status %d\n", argv[first], rc);
 	tool_data_free(&fw.data);

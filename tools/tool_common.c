@@ -13,36 +13,37 @@ void tool_report_threadhist(const struct tool_data *d, const struct tool_opts *o
 void tool_report_launchlate(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 void tool_report_memtrace(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 void tool_report_kernelretsnoop(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+extern const struct tool_kernel_key tool_keys_kcount[], tool_keys_launchlate[], tool_keys_memtrace[];
 void tool_report_maps(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 
 static const struct tool tools[] = {
 	{"kcount", "kcount.bpf.o", "per-kernel launches, threads and GPU time",
 	 "For each kernel: launches and threads (from the launch calls), launches the GPU ran,\n"
 	 "and the GPU span from the first launch's start to the last block's exit.\n",
-	 tool_report_kcount},
+	 tool_report_kcount, tool_keys_kcount},
 	{"threadhist", "threadhist.bpf.o", "executions per GPU thread, with an imbalance summary",
 	 "Counts, for every thread of the grid (linear id = block * threads per block + thread),\n"
 	 "how many times it ran the probed kernels (kernel exits).  Prints how many threads ran\n"
 	 "N times, min/max/mean/stddev, and the most and least loaded threads.  A warp whose 32\n"
 	 "lanes leave together is counted once (one update per warp); other exits thread by\n"
 	 "thread.  Thread ids past 2^26 - 1 (past 2^20 - 1 for those) share the last slot.\n",
-	 tool_report_threadhist},
+	 tool_report_threadhist, NULL},
 	{"launchlate", "launchlate.bpf.o", "launch call to GPU start latency, log2 histogram per kernel",
 	 "Host time of each launch call (the trace's KERNEL records) to the GPU start of the same\n"
 	 "launch (thread 0 of block 0, %globaltimer converted with the clock calibration), joined\n"
 	 "by launch order per kernel.  Keeps 1024 launches per kernel (the rest are counted).\n",
-	 tool_report_launchlate},
+	 tool_report_launchlate, tool_keys_launchlate},
 	{"memtrace", "memtrace.bpf.o", "bytes loaded/stored per kernel and memory space",
 	 "Per kernel: bytes and accesses per memory space and operation, the access-size\n"
 	 "histogram, and a coalescing summary: the 32-byte sectors the warps' global accesses\n"
 	 "touched against the ideal.  Every memory instruction is probed (one counter update\n"
 	 "per warp and instruction, per SM): memory-bound kernels run somewhat slower.\n",
-	 tool_report_memtrace},
+	 tool_report_memtrace, tool_keys_memtrace},
 	{"kernelretsnoop", "kernelretsnoop.bpf.o", "per-thread exit times, warp spread, slowest lanes",
 	 "One ring-buffer record per thread exit (%globaltimer).  Prints the spread between the\n"
 	 "first and last exit of each warp as a log2 histogram, and the lanes that left longest\n"
 	 "after their warp's first lane.  Records that do not fit are dropped and counted.\n",
-	 tool_report_kernelretsnoop},
+	 tool_report_kernelretsnoop, NULL},
 };
 
 const struct tool *tool_list(size_t *n)
@@ -284,6 +285,36 @@ static size_t not_instrumented(const struct tool_data *d, FILE *f, int json)
 	return n;
 }
 
+/* The processes of a run of several (each wrote its own trace), one line each. */
+static void processes_text(const struct tool_data *d, FILE *f)
+{
+	char t[TOOL_TEXT_MAX];
+	fprintf(f, "processes: %zu (a trace each)\n", d->nprocs);
+	for (size_t i = 0; i < d->nprocs && i < 20; i++) {
+		const struct tool_process *p = &d->procs[i];
+		fprintf(f, "  pid %u", p->pid);
+		if (p->ppid)
+			fprintf(f, " (parent %u)", p->ppid);
+		fprintf(f, ": %" PRIu64 " launches, trace %s: %s\n", p->launches, p->state,
+			tool_text(p->cmdline, t, 120));
+	}
+	if (d->nprocs > 20)
+		fprintf(f, "  ... %zu more (all of them in --json)\n", d->nprocs - 20);
+}
+
+static void processes_json(const struct tool_data *d, FILE *f)
+{
+	fprintf(f, ",\"processes\":%zu,\"process_list\":[", d->nprocs ? d->nprocs : 1);
+	for (size_t i = 0; i < d->nprocs; i++) {
+		const struct tool_process *p = &d->procs[i];
+		fprintf(f, "%s{\"pid\":%u,\"ppid\":%u,\"launches\":%" PRIu64 ",\"trace\":\"%s\","
+			"\"cmdline\":", i ? "," : "", p->pid, p->ppid, p->launches, p->state);
+		tool_json_string(f, p->cmdline);
+		fputc('}', f);
+	}
+	fputc(']', f);
+}
+
 static void common_json(const struct tool_data *d, FILE *f)
 {
 	fprintf(f, "\"run\":{\"trace\":\"%s\",\"device_bytes\":%" PRIu64 ",\"pinned_bytes\":%" PRIu64
@@ -294,7 +325,9 @@ static void common_json(const struct tool_data *d, FILE *f)
 		fputs(i ? "," : "", f);
 		tool_json_string(f, d->devices[i]);
 	}
-	fputs("],\"not_instrumented\":[", f);
+	fputc(']', f);
+	processes_json(d, f);
+	fputs(",\"not_instrumented\":[", f);
 	if (d->have_log || d->have_meta)
 		not_instrumented(d, f, 1);
 	fputs("],\"notes\":[", f);
@@ -316,6 +349,8 @@ void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FI
 		tool_text_put(f, d->devices[i], 0);
 		fputc('\n', f);
 	}
+	if (d->nprocs > 1)
+		processes_text(d, f);
 	/* kernel ids, memory and reasons come from the log or, format 1.2, from the trace */
 	if ((d->have_log || d->have_mapmem) && d->log_rb_state_bytes)
 		fprintf(f, "maps and buffers: %" PRIu64 " device bytes (%" PRIu64 " of them ring "

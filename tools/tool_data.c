@@ -22,6 +22,14 @@ static void *grow(void *p, size_t *cap, size_t need, size_t size)
 	return q;
 }
 
+/* How one trace's numbers enter d: a process of a run of several has its contexts, devices and
+ * kernel ids put apart from the other processes' (tools.h, TOOL_PROCESS_CTX). */
+struct load {
+	uint32_t ctx_base, dev_base;
+	int renumber;               /* kernel ids into the run's, through d->remap */
+	struct tool_process *proc;
+};
+
 static struct tool_kernel *kernel_get(struct tool_data *d, const char *name)
 {
 	for (size_t i = 0; i < d->nkernels; i++)
@@ -106,7 +114,7 @@ int tool_data_log_line(struct tool_data *d, const char *line)
 	return 0;
 }
 
-static int on_kernel(struct tool_data *d, const struct store_trace_reader *r,
+static int on_kernel(struct tool_data *d, const struct load *ld, const struct store_trace_reader *r,
 		     const struct store_trace_record *rec)
 {
 	struct store_rec_kernel k;
@@ -117,8 +125,10 @@ static int on_kernel(struct tool_data *d, const struct store_trace_reader *r,
 	if (!t)
 		return -1;
 	t->launches++;
+	ld->proc->launches++;
 	t->threads += (uint64_t)k.grid[0] * k.grid[1] * k.grid[2] * k.block[0] * k.block[1] *
 		      k.block[2];
+	k.device += ld->dev_base;
 	t->device = k.device;
 	if (!(t->launch_ns = grow(t->launch_ns, &t->cap, t->nlaunch + 1, sizeof(uint64_t))) ||
 	    !(t->launch_dev = grow(t->launch_dev, &t->dev_cap, t->nlaunch + 1, sizeof(uint32_t))))
@@ -154,7 +164,7 @@ static struct tool_map *snap_slot(struct tool_data *d, uint32_t prog, uint32_t m
  * read): a record whose time is not newer is a copy or stale and is skipped.  Records without
  * a context (before format 1.2) all count as one context: with several GPUs only the latest
  * is shown then, since summing by time would count one context's snapshots twice. */
-static int on_map(struct tool_data *d, const struct store_trace_reader *r,
+static int on_map(struct tool_data *d, const struct load *ld, const struct store_trace_reader *r,
 		  const struct store_trace_record *rec)
 {
 	struct store_rec_map h;
@@ -165,7 +175,9 @@ static int on_map(struct tool_data *d, const struct store_trace_reader *r,
 		return 0;
 	const char *name = store_trace_string(r, h.name);
 	name = name ? name : "?";
-	struct tool_map *m = snap_slot(d, h.prog, h.map, name, h.ctx);
+	if (ld->renumber && h.ctx >= TOOL_PROCESS_CTX)
+		return 0; /* a context number no process of a run of several can have */
+	struct tool_map *m = snap_slot(d, h.prog, h.map, name, h.ctx + ld->ctx_base);
 	if (!m)
 		return -1;
 	if (m->name && h.ts_ns <= m->ts)
@@ -400,7 +412,12 @@ static int on_exit_event(struct tool_data *d, const struct tool_exit_event *e)
 	return 0;
 }
 
-static int on_probe(struct tool_data *d, const struct store_trace_record *rec)
+static uint32_t run_kernel_id(const struct tool_data *d, const struct load *ld, uint32_t id)
+{
+	return ld->renumber && id < d->nremap && d->remap[id] ? d->remap[id] : id;
+}
+
+static int on_probe(struct tool_data *d, const struct load *ld, const struct store_trace_record *rec)
 {
 	struct store_rec_probe p;
 	size_t rest;
@@ -409,12 +426,22 @@ static int on_probe(struct tool_data *d, const struct store_trace_record *rec)
 	if (data && rest == sizeof(struct tool_exit_event)) {
 		struct tool_exit_event e;
 		memcpy(&e, data, sizeof(e));
+		e.kernel_id = run_kernel_id(d, ld, e.kernel_id);
 		return on_exit_event(d, &e);
 	}
 	return 0;
 }
 
-static int on_meta(struct tool_data *d, const struct store_trace_record *rec)
+/* A device line once: every process of a run that uses a GPU names it. */
+static int add_device(struct tool_data *d, const char *line)
+{
+	for (size_t i = 0; i < d->ndevices; i++)
+		if (!strcmp(d->devices[i], line))
+			return 0;
+	return add_string(&d->devices, &d->ndevices, line);
+}
+
+static int on_meta(struct tool_data *d, const struct load *ld, const struct store_trace_record *rec)
 {
 	if (rec->type == STORE_REC_CLOCK) {
 		struct store_rec_clock c;
@@ -423,8 +450,8 @@ static int on_meta(struct tool_data *d, const struct store_trace_record *rec)
 			return -1;
 		d->clocks = q;
 		if (store_rec_fixed(rec, &c, sizeof(c), NULL))
-			d->clocks[d->nclocks++] = (struct tool_clock){c.device, c.host_ns, c.gpu_ns,
-								      c.uncertainty_ns};
+			d->clocks[d->nclocks++] = (struct tool_clock){c.device + ld->dev_base, c.host_ns,
+								      c.gpu_ns, c.uncertainty_ns};
 	} else if (rec->type == STORE_REC_DROP) {
 		struct store_rec_drop dr;
 		if (store_rec_fixed(rec, &dr, sizeof(dr), NULL)) {
@@ -445,17 +472,20 @@ static int on_meta(struct tool_data *d, const struct store_trace_record *rec)
 			 name ? name : "?", dv.sm, (double)dv.memory_bytes / (1u << 30));
 		free(name);
 		if (p)
-			return add_string(&d->devices, &d->ndevices, line);
+			return add_device(d, line);
 	}
 	return 0;
 }
 
 /* Which device a context number (MAP records' ctx) stands for: launchlate joins each GPU's
  * starts with that GPU's own launches. */
-static int note_ctx_device(struct tool_data *d, uint32_t ctx, uint32_t device)
+static int note_ctx_device(struct tool_data *d, const struct load *ld, uint32_t ctx,
+			   uint32_t device)
 {
 	if (ctx == 0 || ctx > 4096)
 		return 0;
+	ctx += ld->ctx_base;
+	device += ld->dev_base;
 	if (ctx >= d->nctx_device) {
 		uint32_t *q = realloc(d->ctx_device, (ctx + 1) * sizeof(*q));
 		if (!q)
@@ -474,8 +504,42 @@ int tool_ctx_device(const struct tool_data *d, uint32_t ctx)
 }
 
 /* Format 1.2: what the log's lines say, from the trace. */
-static int on_run_meta(struct tool_data *d, const struct store_trace_reader *r,
-		       const struct store_trace_record *rec)
+/* An id for kernel t in the run: its own id in this process when no other kernel has it (a
+ * run's first process keeps its numbers), else one past the largest. */
+static uint32_t free_run_id(const struct tool_data *d, uint32_t want)
+{
+	uint32_t max = 0;
+	int taken = 0;
+	for (size_t i = 0; i < d->nkernels; i++) {
+		taken |= d->kernels[i].id == want;
+		max = d->kernels[i].id > max ? d->kernels[i].id : max;
+	}
+	return taken ? max + 1 : want;
+}
+
+#define TOOL_MAX_LOCAL_ID (1u << 20) /* ids past it (a damaged trace) are not renumbered */
+
+static int renumber_kernel(struct tool_data *d, struct tool_kernel *t, uint32_t local)
+{
+	if (!t->id)
+		t->id = free_run_id(d, local);
+	if (local >= TOOL_MAX_LOCAL_ID)
+		return 0;
+	if (local >= d->nremap) {
+		size_t n = local + 1 > 2 * d->nremap ? local + 1 : 2 * d->nremap;
+		uint32_t *q = realloc(d->remap, n * sizeof(*q));
+		if (!q)
+			return -1;
+		memset(q + d->nremap, 0, (n - d->nremap) * sizeof(*q));
+		d->remap = q;
+		d->nremap = n;
+	}
+	d->remap[local] = t->id;
+	return 0;
+}
+
+static int on_run_meta(struct tool_data *d, const struct load *ld,
+		       const struct store_trace_reader *r, const struct store_trace_record *rec)
 {
 	d->have_meta = 1;
 	if (rec->type == STORE_REC_KERNEL_ID) {
@@ -486,6 +550,8 @@ static int on_run_meta(struct tool_data *d, const struct store_trace_reader *r,
 		struct tool_kernel *t = kernel_get(d, name);
 		if (!t)
 			return -1;
+		if (ld->renumber)
+			return renumber_kernel(d, t, k.id);
 		t->id = k.id;
 	} else if (rec->type == STORE_REC_NOT_INSTRUMENTED) {
 		struct store_rec_not_instrumented n;
@@ -499,7 +565,7 @@ static int on_run_meta(struct tool_data *d, const struct store_trace_reader *r,
 		struct store_rec_map_memory m;
 		if (!store_rec_fixed(rec, &m, sizeof(m), NULL))
 			return 0;
-		if (note_ctx_device(d, m.ctx, m.device) < 0)
+		if (note_ctx_device(d, ld, m.ctx, m.device) < 0)
 			return -1;
 		d->trace_device_bytes += m.device_bytes;
 		d->trace_pinned_bytes += m.pinned_bytes;
@@ -509,48 +575,204 @@ static int on_run_meta(struct tool_data *d, const struct store_trace_reader *r,
 	return 0;
 }
 
-static int on_record(struct tool_data *d, const struct store_trace_reader *r,
-		     const struct store_trace_record *rec)
+static int on_record(struct tool_data *d, const struct load *ld,
+		     const struct store_trace_reader *r, const struct store_trace_record *rec)
 {
 	switch (rec->type) {
 	case STORE_REC_KERNEL_ID:
 	case STORE_REC_NOT_INSTRUMENTED:
-	case STORE_REC_MAP_MEMORY: return on_run_meta(d, r, rec);
-	case STORE_REC_KERNEL: return on_kernel(d, r, rec);
-	case STORE_REC_MAP: return on_map(d, r, rec);
-	case STORE_REC_PROBE: return on_probe(d, rec);
-	default: return on_meta(d, rec);
+	case STORE_REC_MAP_MEMORY: return on_run_meta(d, ld, r, rec);
+	case STORE_REC_KERNEL: return on_kernel(d, ld, r, rec);
+	case STORE_REC_MAP: return on_map(d, ld, r, rec);
+	case STORE_REC_PROBE: return on_probe(d, ld, rec);
+	default: return on_meta(d, ld, rec);
 	}
 }
 
-int tool_data_load(struct tool_data *d, const char *trace, char *err, size_t errlen)
+/* ---- the processes of a run ------------------------------------------------------------------ */
+static const struct tool_kernel_key *key_layout(const struct tool_kernel_key *keys,
+						const char *name)
+{
+	for (; keys && keys->map; keys++)
+		if (!strcmp(keys->map, name))
+			return keys;
+	return NULL;
+}
+
+struct key_ref {
+	uint32_t key;
+	size_t at;
+};
+
+static int key_ref_cmp(const void *a, const void *b)
+{
+	const struct key_ref *x = a, *y = b;
+	return x->key != y->key ? (x->key > y->key) - (x->key < y->key) : (x->at > y->at) - (x->at < y->at);
+}
+
+/* m's pairs sorted by key, the values of equal keys added word by word: the maps renumbered are
+ * counters, and memtrace folds kernel ids modulo 64, so that two of one process's kernels can
+ * meet under the run's numbering. */
+static int fold_equal_keys(struct tool_map *m)
+{
+	size_t pair = 4 + (size_t)m->value_size, n = 0;
+	struct key_ref *ref = malloc((m->count ? m->count : 1) * sizeof(*ref));
+	uint8_t *kv = malloc(m->count ? m->count * pair : 1);
+	if (!ref || !kv) {
+		free(ref), free(kv);
+		return -1;
+	}
+	for (size_t i = 0; i < m->count; i++) {
+		memcpy(&ref[i].key, m->kv + i * pair, 4);
+		ref[i].at = i;
+	}
+	qsort(ref, m->count, sizeof(*ref), key_ref_cmp);
+	for (size_t i = 0; i < m->count; i++) {
+		const uint8_t *src = m->kv + ref[i].at * pair;
+		if (n && ref[i].key == ref[i - 1].key) {
+			uint8_t *dst = kv + (n - 1) * pair + 4;
+			for (size_t w = 0; w + 8 <= m->value_size && m->value_size % 8 == 0; w += 8) {
+				uint64_t a, b;
+				memcpy(&a, dst + w, 8), memcpy(&b, src + 4 + w, 8);
+				a += b;
+				memcpy(dst + w, &a, 8);
+			}
+			continue;
+		}
+		memcpy(kv + n++ * pair, src, pair);
+	}
+	free(ref);
+	free(m->kv);
+	m->kv = kv;
+	m->count = n;
+	return 0;
+}
+
+/* The keys of one process's snapshot m, in the run's kernel ids (layout k). */
+static int renumber_map(const struct tool_data *d, struct tool_map *m,
+			const struct tool_kernel_key *k)
+{
+	size_t pair = 4 + (size_t)m->value_size;
+	for (size_t i = 0; i < m->count; i++) {
+		uint32_t key, local, rest;
+		memcpy(&key, m->kv + i * pair, 4);
+		local = key / k->per_kernel, rest = key % k->per_kernel;
+		if ((k->kernels && local >= k->kernels) || local >= d->nremap || !d->remap[local])
+			continue; /* not a kernel's key (another region of the map), or no id known */
+		uint64_t run = k->kernels ? d->remap[local] % k->kernels : d->remap[local];
+		uint64_t renumbered = run * k->per_kernel + rest;
+		if (renumbered > UINT32_MAX)
+			continue;
+		key = (uint32_t)renumbered;
+		memcpy(m->kv + i * pair, &key, 4);
+	}
+	return fold_equal_keys(m);
+}
+
+static int renumber_keys(struct tool_data *d, const struct tool_kernel_key *keys, uint32_t ctx_base)
+{
+	for (size_t i = 0; i < d->nsnaps; i++) {
+		struct tool_map *m = &d->snaps[i];
+		const struct tool_kernel_key *k = m->name ? key_layout(keys, m->name) : NULL;
+		if (k && k->per_kernel && m->key_size == 4 && m->ctx >= ctx_base &&
+		    m->ctx - ctx_base < TOOL_PROCESS_CTX && renumber_map(d, m, k) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static struct tool_process *process_add(struct tool_data *d, const struct store_trace_reader *r)
+{
+	struct tool_process *q = realloc(d->procs, (d->nprocs + 1) * sizeof(*q));
+	if (!q)
+		return NULL;
+	d->procs = q;
+	const char *cmd = store_trace_header_string(r, 2);
+	struct tool_process *p = &q[d->nprocs];
+	*p = (struct tool_process){.pid = store_trace_header(r)->pid,
+				   .ppid = store_trace_parent_pid(r), .state = "running"};
+	if (!(p->cmdline = strdup(cmd ? cmd : "")))
+		return NULL;
+	d->nprocs++;
+	return p;
+}
+
+static const char *const trace_states[] = {"running", "complete", "cut short (process killed?)",
+					   "no end record (process killed?)", "damaged"};
+
+/* The run's state: its processes' when they agree. */
+static const char *run_state(const struct tool_data *d)
+{
+	for (size_t i = 1; i < d->nprocs; i++)
+		if (strcmp(d->procs[i].state, d->procs[0].state))
+			return "not the same in every process (see the processes)";
+	return d->nprocs ? d->procs[0].state : "none";
+}
+
+static int load_trace(struct tool_data *d, const char *trace, int several,
+		      const struct tool_kernel_key *keys, char *err, size_t errlen)
 {
 	struct store_trace_reader *r = store_trace_open(trace, err, errlen);
 	if (!r)
 		return -1;
+	struct load ld = {.renumber = several};
+	if (several) {
+		ld.ctx_base = (uint32_t)d->nprocs * TOOL_PROCESS_CTX;
+		ld.dev_base = (uint32_t)d->nprocs * TOOL_PROCESS_DEVICE;
+		if (d->nremap)
+			memset(d->remap, 0, d->nremap * sizeof(*d->remap));
+	}
 	const struct store_rec_header *h = store_trace_header(r);
 	if (h->major > 1 || h->minor >= 2) /* the trace names kernel ids and reasons itself */
 		d->have_meta = 1;
 	struct store_trace_record rec;
-	int rc;
+	int rc = 0;
+	if (!(ld.proc = process_add(d, r)))
+		goto oom;
 	while ((rc = store_trace_next(r, &rec)) == 1)
-		if (on_record(d, r, &rec) != 0) {
-			snprintf(err, errlen, "out of memory reading %s", trace);
-			store_trace_close_reader(r);
-			return -1;
-		}
-	if (merge_maps(d) != 0) {
-		snprintf(err, errlen, "out of memory reading %s", trace);
-		store_trace_close_reader(r);
-		return -1;
-	}
-	static const char *const states[] = {"running", "complete", "cut short (process killed?)",
-					     "no end record (process killed?)", "damaged"};
-	d->state = states[store_trace_state(r)];
+		if (on_record(d, &ld, r, &rec) != 0)
+			goto oom;
+	if ((several && renumber_keys(d, keys, ld.ctx_base) != 0) || merge_maps(d) != 0)
+		goto oom;
+	ld.proc->state = trace_states[store_trace_state(r)];
+	d->state = run_state(d);
 	if (rc < 0)
 		snprintf(err, errlen, "%s: %s (records before it are kept)", trace,
 			 store_trace_reader_error(r));
 	store_trace_close_reader(r);
+	return 0;
+oom:
+	snprintf(err, errlen, "out of memory reading %s", trace);
+	store_trace_close_reader(r);
+	return -1;
+}
+
+int tool_data_load(struct tool_data *d, const char *trace, char *err, size_t errlen)
+{
+	return load_trace(d, trace, 0, NULL, err, errlen);
+}
+
+int tool_data_load_process(struct tool_data *d, const char *trace,
+			   const struct tool_kernel_key *keys, char *err, size_t errlen)
+{
+	if (d->nprocs >= UINT32_MAX / TOOL_PROCESS_DEVICE) {
+		snprintf(err, errlen, "%s: more processes than a report reads (%u)", trace,
+			 UINT32_MAX / TOOL_PROCESS_DEVICE);
+		return -1;
+	}
+	return load_trace(d, trace, 1, keys, err, errlen);
+}
+
+int tool_data_add_log(struct tool_data *d, const struct tool_data *log)
+{
+	for (size_t i = 0; i < log->nnotes; i++)
+		if (add_note(d, log->notes[i]) != 0)
+			return -1;
+	for (size_t i = 0; i < log->nmaplines; i++)
+		if (add_string(&d->maplines, &d->nmaplines, log->maplines[i]) != 0)
+			return -1;
+	d->have_log |= log->have_log;
+	d->log_rb_state_bytes += log->log_rb_state_bytes;
 	return 0;
 }
 
@@ -660,6 +882,14 @@ void tool_data_reset_trace(struct tool_data *d)
 	free(d->ctx_device);
 	d->ctx_device = NULL;
 	d->nctx_device = 0;
+	for (size_t i = 0; i < d->nprocs; i++)
+		free(d->procs[i].cmdline);
+	free(d->procs);
+	d->procs = NULL;
+	d->nprocs = 0;
+	free(d->remap);
+	d->remap = NULL;
+	d->nremap = 0;
 	memory_settle(d);
 }
 

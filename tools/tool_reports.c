@@ -15,6 +15,7 @@ void tool_report_launchlate(const struct tool_data *d, const struct tool_opts *o
 void tool_report_memtrace(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 void tool_report_kernelretsnoop(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 void tool_report_maps(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+extern const struct tool_kernel_key tool_keys_kcount[], tool_keys_launchlate[], tool_keys_memtrace[];
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -48,6 +49,9 @@ static int map_ok(const struct tool_map *m, uint32_t min_value)
 }
 
 /* ---- kcount --------------------------------------------------------------------------------- */
+/* kstats: key = kernel id */
+const struct tool_kernel_key tool_keys_kcount[] = {{"kstats", 1, 0}, {NULL, 0, 0}};
+
 void tool_report_kcount(const struct tool_data *d, const struct tool_opts *o, FILE *f)
 {
 	const struct tool_map *m = tool_map_by_name(d, "kstats");
@@ -399,6 +403,10 @@ void tool_report_threadhist(const struct tool_data *d, const struct tool_opts *o
 /* ---- launchlate ----------------------------------------------------------------------------- */
 #define LL_LAUNCHES 1024
 
+/* launches: key = kernel id; starts: kernel id * LL_LAUNCHES + the launch's number */
+const struct tool_kernel_key tool_keys_launchlate[] = {
+	{"launches", 1, 0}, {"starts", LL_LAUNCHES, 0}, {NULL, 0, 0}};
+
 /* The GPU starts of kernel id, sorted (launch order on one stream = start order). */
 static size_t gpu_starts(const struct tool_map *m, uint32_t id, uint64_t *out)
 {
@@ -509,6 +517,9 @@ void tool_report_launchlate(const struct tool_data *d, const struct tool_opts *o
 #define MT_SPACES 8
 #define MT_OPS 4
 #define MT_SIZES 6
+
+const struct tool_kernel_key tool_keys_memtrace[] = {{"counts", MT_SPACES, MT_KERNELS},
+						     {NULL, 0, 0}};
 
 static const char *const space_names[MT_SPACES] = {"generic", "global", "shared", "local",
 						   "const", "param", "space6", "space7"};

@@ -62,6 +62,22 @@ struct tool_warp {
 	uint32_t exits;
 };
 
+/* One process of the run: its trace's HEADER and what it recorded. */
+struct tool_process {
+	uint32_t pid, ppid;         /* ppid 0: the trace does not say (before format 1.4) */
+	char *cmdline;
+	const char *state;          /* its trace's, as tool_data.state */
+	uint64_t launches;          /* its KERNEL records */
+};
+
+/* Maps whose keys hold a kernel id: key = (id, or id % kernels when kernels != 0) * per_kernel
+ * + the rest.  Kernel ids are numbered per process; a run of several processes renumbers each
+ * process's into the run's (one id per kernel name), keys with them. */
+struct tool_kernel_key {
+	const char *map;
+	uint32_t per_kernel, kernels;
+};
+
 struct tool_data {
 	struct tool_kernel *kernels;
 	size_t nkernels;
@@ -93,10 +109,31 @@ struct tool_data {
 	int have_mapmem;
 	uint32_t *ctx_device;       /* [ctx] = device ordinal + 1 (0: not known), from MAP_MEMORY */
 	size_t nctx_device;
+	struct tool_process *procs; /* the processes whose traces were read, in order */
+	size_t nprocs;
+	uint32_t *remap;            /* while a process of several loads: its kernel id -> the run's */
+	size_t nremap;
 };
+
+/* Contexts of the i-th process of a run are numbered from i * TOOL_PROCESS_CTX (context
+ * numbers of one process stay below it), and its devices from i * TOOL_PROCESS_DEVICE, so that
+ * each process's maps, launches and clocks stay its own where they must (launchlate joins a
+ * context's GPU starts with its own process's launches) and add up where they may. */
+#define TOOL_PROCESS_CTX 8192u
+#define TOOL_PROCESS_DEVICE 65536u
 
 /* Reads a trace (a running one too: whole frames so far).  0, or -1 with a message in err. */
 int tool_data_load(struct tool_data *d, const char *trace, char *err, size_t errlen);
+/* Reads the trace of one more process of a run into d (a fresh tool_data for the first): kernels
+ * merge by name (launches and threads add up), kernel ids and the keys of the maps `keys` names
+ * (NULL-terminated, NULL = none) are renumbered into the run's, map snapshots become contexts
+ * of their own, so that the tools' sums run over every process.  0, or -1 with err. */
+int tool_data_load_process(struct tool_data *d, const char *trace,
+			   const struct tool_kernel_key *keys, char *err, size_t errlen);
+/* Adds what the shim's log lines in `log` said (reasons, host maps) to d: a run of several
+ * processes reports from their traces (tool_data_load_process) and the log of all of them.
+ * 0, or -1 out of memory. */
+int tool_data_add_log(struct tool_data *d, const struct tool_data *log);
 /* Feeds one line of the shim's log (without "cubpf: "); returns 1 when the line was used. */
 int tool_data_log_line(struct tool_data *d, const char *line);
 /* Names kernel ids from the log after a load (ids before load, or after: either order). */
@@ -134,6 +171,7 @@ struct tool {
 	const char *summary;
 	const char *help;           /* what it prints, for `cubpf run -t NAME --help` */
 	void (*report)(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+	const struct tool_kernel_key *kernel_keys; /* its maps keyed by kernel id, NULL-ended */
 };
 
 const struct tool *tool_find(const char *name);
