@@ -192,16 +192,19 @@ static int set_push(struct trace_set *s, const char *path, const struct store_tr
 
 /* Adds path when it opens as a trace: 1 (also when it is in s already: named twice, or by its
  * folder and by name); 0 when it does not and quiet; -1 (message printed) when it does not and
- * !quiet, or out of memory. */
-static int set_add(struct trace_set *s, const char *path, int quiet)
+ * !quiet, or out of memory.  name_it: the message names the file when the reader's does not
+ * (one of several arguments; for one, the message it always was). */
+static int set_add(struct trace_set *s, const char *path, int quiet, int name_it)
 {
-	char err[STORE_ERRLEN];
+	char err[STORE_ERRLEN], t[TOOL_TEXT_MAX];
 	struct stat st;
 	struct store_trace_reader *r = store_trace_open(path, err, sizeof(err));
 	int rc = 1;
 	if (!r) {
 		if (!quiet)
-			fprintf(stderr, "cubpf trace: %s\n", err);
+			fprintf(stderr, "cubpf trace: %s%s%s\n",
+				name_it && !strstr(err, path) ? tool_text(path, t, sizeof(t)) : "",
+				name_it && !strstr(err, path) ? ": " : "", err);
 		return quiet ? 0 : -1;
 	}
 	if (stat(path, &st))
@@ -293,7 +296,7 @@ static int set_add_dir(struct trace_set *s, const char *dir)
 		return -1;
 	}
 	for (size_t i = 0; i < n && rc >= 0; i++)
-		if ((rc = set_add(s, names[i], 1)) > 0)
+		if ((rc = set_add(s, names[i], 1, 0)) > 0)
 			found++;
 	free_strings(names, n);
 	if (rc >= 0 && !found) {
@@ -314,7 +317,7 @@ static int set_resolve(const struct opts *o, struct trace_set *s)
 		struct stat st;
 		const char *p = o->paths[i];
 		int dir = stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-		if ((dir ? set_add_dir(s, p) : set_add(s, p, 0)) < 0)
+		if ((dir ? set_add_dir(s, p) : set_add(s, p, 0, o->npaths > 1)) < 0)
 			rc = -1;
 	}
 	return rc;
