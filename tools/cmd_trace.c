@@ -1,15 +1,21 @@
 /* cubpf trace: read trace files (store/FORMAT.md).
- *   info FILE                      what the file holds, and whether it ended cleanly
- *   dump [--json] FILE             every record, as text or as JSON lines
- *   stats FILE                     per kernel and per API call: count, total, percentiles
- *   export --format chrome|csv [-o OUT] [--no-probes] FILE
- *   replay -p PROG.bpf.o FILE      host eBPF programs over the recorded API calls */
+ *   info FILE...|DIR               what the files hold, and whether they ended cleanly
+ *   dump [--json] FILE...|DIR      every record, as text or as JSON lines
+ *   stats FILE...|DIR              per kernel and per API call: count, total, percentiles
+ *   export --format chrome|csv [-o OUT] [--no-probes] FILE...|DIR
+ *   replay -p PROG.bpf.o FILE...|DIR   host eBPF programs over the recorded API calls
+ * A program of many processes leaves one trace per process; every command takes several, or
+ * the folders that hold them, and gives one answer for the whole run (one track per process,
+ * one table over all of them). */
 #define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
 #include <fnmatch.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "store/store.h"
 #include "tools/commands.h"
@@ -18,11 +24,11 @@
 #include "vm/vm.h"
 
 static const char usage_text[] =
-	"usage: cubpf trace info FILE\n"
-	"       cubpf trace dump [--json] FILE\n"
-	"       cubpf trace stats FILE\n"
-	"       cubpf trace export --format chrome|csv [-o OUT] [--no-probes] FILE\n"
-	"       cubpf trace replay -p PROG.bpf.o FILE\n"
+	"usage: cubpf trace info FILE... | DIR\n"
+	"       cubpf trace dump [--json] FILE... | DIR\n"
+	"       cubpf trace stats FILE... | DIR\n"
+	"       cubpf trace export --format chrome|csv [-o OUT] [--no-probes] FILE... | DIR\n"
+	"       cubpf trace replay -p PROG.bpf.o FILE... | DIR\n"
 	"\n"
 	"  info    header, devices, probe programs, record counts, drops, size and ratio\n"
 	"  dump    every record; --json gives one JSON object per line\n"
@@ -32,10 +38,18 @@ static const char usage_text[] =
 	"          CUDA events where the trace has them, else an instant at the launch; copies;\n"
 	"          probe events); csv: map snapshots\n"
 	"  replay  runs the host programs (uprobe/, uretprobe/) of PROG.bpf.o over the recorded\n"
-	"          API calls on the interpreter, and prints their maps and output\n";
+	"          API calls on the interpreter, and prints their maps and output\n"
+	"\n"
+	"Several traces (one per process: `cubpf run -o FILE` writes FILE and FILE.PID, `-o DIR`\n"
+	"writes DIR/cubpf-PID.trace), or folders of them (every file that is a trace, by name):\n"
+	"info lists the processes and their parents first, stats merges the tables, export gives\n"
+	"each process its tracks on one time axis (csv: a first column pid), dump and replay take\n"
+	"the traces in turn.\n";
 
 struct opts {
-	const char *file, *out, *format, *prog;
+	const char **paths;         /* the FILE and DIR arguments */
+	size_t npaths;
+	const char *out, *format, *prog;
 	int json, no_probes;
 };
 
@@ -73,25 +87,265 @@ static const char *copy_kind_name(uint32_t k)
 	return k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }
 
-/* How reading ended, for the user: a cut or killed trace is normal, a damaged one is not. */
-static int report_end(const struct store_trace_reader *r, int rc, FILE *f)
+/* How reading ended, for the user: a cut or killed trace is normal, a damaged one is not.
+ * label names the file when the command reads several (NULL for one: the messages it always had). */
+static int report_end(const struct store_trace_reader *r, int rc, const char *label, FILE *f)
 {
+	char t[TOOL_TEXT_MAX];
+	const char *file = label ? tool_text(label, t, sizeof(t)) : "", *sep = label ? ": " : "";
 	switch (store_trace_state(r)) {
 	case STORE_TRACE_COMPLETE:
 		return 0;
 	case STORE_TRACE_CUT:
-		fprintf(f, "note: the trace ends inside a frame (writer killed?): %s\n",
+		fprintf(f, "note: %s%sthe trace ends inside a frame (writer killed?): %s\n", file, sep,
 			store_trace_reader_error(r));
 		return 0;
 	case STORE_TRACE_NO_END:
-		fprintf(f, "note: the trace has no end record (writer killed or still running)\n");
+		fprintf(f, "note: %s%sthe trace has no end record (writer killed or still running)\n",
+			file, sep);
 		return 0;
 	case STORE_TRACE_DAMAGED:
-		fprintf(stderr, "cubpf trace: damaged trace: %s\n", store_trace_reader_error(r));
+		fprintf(stderr, "cubpf trace: %s%sdamaged trace: %s\n", file, sep,
+			store_trace_reader_error(r));
 		return 1;
 	default: /* the command stopped reading (it said why) */
 		return rc < 0;
 	}
+}
+
+/* ---- the traces of the command line ------------------------------------------------------------
+ * A program of many processes leaves one trace per process: `cubpf run -o FILE` names the first
+ * process's FILE and the others' FILE.PID, `-o DIR` writes DIR/cubpf-PID.trace.  Arguments are
+ * any mix of files and folders; a folder stands for its files that open as traces, by name (a
+ * log or a script beside them is no error), a file named on the command line must be a trace.
+ * Each trace is opened once here for its header, then again by the command. */
+
+struct trace_in {
+	char *path;
+	char *cmdline, *version;
+	uint32_t pid, ppid;         /* ppid: format 1.4, 0 when the trace does not say */
+	uint64_t start_ns;          /* CLOCK_REALTIME, the clock of the records' host times */
+	dev_t dev;
+	ino_t ino;
+	int named;                  /* given by name, not found in a folder */
+};
+
+struct trace_set {
+	struct trace_in *t;
+	size_t n, cap;
+};
+
+static void set_free(struct trace_set *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->t[i].path);
+		free(s->t[i].cmdline);
+		free(s->t[i].version);
+	}
+	free(s->t);
+}
+
+static int set_has_file(const struct trace_set *s, dev_t dev, ino_t ino)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->t[i].dev == dev && s->t[i].ino == ino)
+			return 1;
+	return 0;
+}
+
+static int set_has_pid(const struct trace_set *s, uint32_t pid)
+{
+	for (size_t i = 0; pid && i < s->n; i++)
+		if (s->t[i].pid == pid)
+			return 1;
+	return 0;
+}
+
+/* The file's header into a new entry of s.  0, or -1 when out of memory. */
+static int set_push(struct trace_set *s, const char *path, const struct store_trace_reader *r,
+		    const struct stat *st, int named)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 8;
+		struct trace_in *p = realloc(s->t, cap * sizeof(*p));
+		if (!p)
+			return -1;
+		s->t = p;
+		s->cap = cap;
+	}
+	const struct store_rec_header *h = store_trace_header(r);
+	const char *cmd = store_trace_header_string(r, 2), *ver = store_trace_header_string(r, 0);
+	struct trace_in *t = &s->t[s->n];
+	*t = (struct trace_in){.path = strdup(path), .cmdline = strdup(cmd ? cmd : ""),
+			       .version = strdup(ver ? ver : ""), .pid = h->pid,
+			       .ppid = store_trace_parent_pid(r), .start_ns = h->start_realtime_ns,
+			       .dev = st->st_dev, .ino = st->st_ino, .named = named};
+	if (!t->path || !t->cmdline || !t->version) {
+		free(t->path);
+		free(t->cmdline);
+		free(t->version);
+		return -1;
+	}
+	s->n++;
+	return 0;
+}
+
+/* Adds path when it opens as a trace: 1 (also when it is in s already: named twice, or by its
+ * folder and by name); 0 when it does not and quiet; -1 (message printed) when it does not and
+ * !quiet, or out of memory.  name_it: the message names the file when the reader's does not
+ * (one of several arguments; for one, the message it always was). */
+static int set_add(struct trace_set *s, const char *path, int quiet, int name_it)
+{
+	char err[STORE_ERRLEN], t[TOOL_TEXT_MAX];
+	struct stat st;
+	struct store_trace_reader *r = store_trace_open(path, err, sizeof(err));
+	int rc = 1;
+	if (!r) {
+		if (!quiet)
+			fprintf(stderr, "cubpf trace: %s%s%s\n",
+				name_it && !strstr(err, path) ? tool_text(path, t, sizeof(t)) : "",
+				name_it && !strstr(err, path) ? ": " : "", err);
+		return quiet ? 0 : -1;
+	}
+	if (stat(path, &st))
+		memset(&st, 0, sizeof(st)); /* gone since the open: kept, as no duplicate */
+	else if (set_has_file(s, st.st_dev, st.st_ino))
+		goto out;
+	if (set_push(s, path, r, &st, !quiet)) {
+		fprintf(stderr, "cubpf trace: out of memory\n");
+		rc = -1;
+	}
+out:
+	store_trace_close_reader(r);
+	return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* "dir/name", without a second slash when dir ends in one. */
+static char *path_join(const char *dir, const char *name)
+{
+	char *p;
+	size_t n = strlen(dir);
+	return asprintf(&p, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name) < 0 ? NULL : p;
+}
+
+/* The regular files of dir as paths, sorted by name (strcmp: the same order in every locale);
+ * NULL with errno set on failure.  Only regular files: opening a FIFO would wait for a writer. */
+static char **dir_files(const char *dir, size_t *n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char **v = NULL;
+	size_t cap = 0;
+	*n = 0;
+	if (!d)
+		return NULL;
+	while ((e = readdir(d))) {
+		struct stat st;
+		char *p = path_join(dir, e->d_name);
+		if (p && (stat(p, &st) || !S_ISREG(st.st_mode))) {
+			free(p);
+			continue;
+		}
+		if (p && *n == cap) {
+			char **q = realloc(v, (cap ? cap * 2 : 16) * sizeof(*v));
+			if (q) {
+				v = q;
+				cap = cap ? cap * 2 : 16;
+			}
+		}
+		if (!p || *n == cap) {
+			free(p);
+			goto oom;
+		}
+		v[(*n)++] = p;
+	}
+	closedir(d);
+	if (*n)
+		qsort(v, *n, sizeof(*v), cmp_str);
+	return v ? v : calloc(1, sizeof(*v));
+oom:
+	closedir(d);
+	while (*n)
+		free(v[--*n]);
+	free(v);
+	errno = ENOMEM;
+	return NULL;
+}
+
+static void free_strings(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* The traces of a folder, by name; -1 (message printed) when it cannot be read or holds none. */
+static int set_add_dir(struct trace_set *s, const char *dir)
+{
+	size_t n, found = 0;
+	char **names = dir_files(dir, &n), t[TOOL_TEXT_MAX];
+	int rc = 0;
+	if (!names) {
+		fprintf(stderr, "cubpf trace: cannot read %s: %s\n", tool_text(dir, t, sizeof(t)),
+			strerror(errno));
+		return -1;
+	}
+	for (size_t i = 0; i < n && rc >= 0; i++)
+		if ((rc = set_add(s, names[i], 1, 0)) > 0)
+			found++;
+	free_strings(names, n);
+	if (rc >= 0 && !found) {
+		fprintf(stderr, "cubpf trace: %s: no cubpf trace in this folder\n",
+			tool_text(dir, t, sizeof(t)));
+		return -1;
+	}
+	return rc < 0 ? -1 : 0;
+}
+
+/* Every argument's traces into s.  0, or -1 after saying what is wrong with each argument that
+ * is (a missing path, a file that is not a trace, a folder without one): the command then reads
+ * nothing, as a path typed wrong is better said before pages of output. */
+static int set_resolve(const struct opts *o, struct trace_set *s)
+{
+	int rc = 0;
+	for (size_t i = 0; i < o->npaths; i++) {
+		struct stat st;
+		const char *p = o->paths[i];
+		int dir = stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+		if ((dir ? set_add_dir(s, p) : set_add(s, p, 0, o->npaths > 1)) < 0)
+			rc = -1;
+	}
+	return rc;
+}
+
+/* The file named in messages about trace i: none when the command reads one trace, so that its
+ * messages stay as they were. */
+static const char *set_label(const struct trace_set *s, size_t i)
+{
+	return s->n > 1 ? s->t[i].path : NULL;
+}
+
+/* The earliest start: time 0 of an export, the reference of `info`'s start times. */
+static uint64_t set_t0(const struct trace_set *s)
+{
+	uint64_t t0 = UINT64_MAX;
+	for (size_t i = 0; i < s->n; i++)
+		t0 = s->t[i].start_ns < t0 ? s->t[i].start_ns : t0;
+	return s->n ? t0 : 0;
+}
+
+/* A heading before trace i's part of the output, when there are several. */
+static void set_heading(const struct trace_set *s, size_t i, const char *what)
+{
+	char t[TOOL_TEXT_MAX];
+	if (s->n > 1)
+		printf("%s== %s %s (pid %u)\n", i ? "\n" : "", what,
+		       tool_text(s->t[i].path, t, sizeof(t)), s->t[i].pid);
 }
 
 /* ---- dump ---------------------------------------------------------------------------------- */
@@ -419,15 +673,10 @@ static void dump_record(const struct store_trace_reader *r, const struct store_t
 		store_rec_type_name(rec->type), rec->len);
 }
 
-static int cmd_dump(const struct opts *o)
+static void dump_header(const struct store_trace_reader *r, int json)
 {
-	struct store_trace_reader *r = open_trace(o->file);
-	struct store_trace_record rec;
-	int rc;
-	if (!r)
-		return 1;
 	const struct store_rec_header *h = store_trace_header(r);
-	if (o->json) {
+	if (json) {
 		printf("{\"type\":\"header\",\"version\":\"%u.%u\",\"pid\":%u,\"start_realtime_ns\":%" PRIu64
 		       ",\"driver_version\":%u,\"cmdline\":",
 		       h->major, h->minor, h->pid, h->start_realtime_ns, h->driver_version);
@@ -442,10 +691,66 @@ static int cmd_dump(const struct opts *o)
 		tool_text_put(stdout, store_trace_header_string(r, 2), 0);
 		putchar('\n');
 	}
+}
+
+/* A record as a JSON line that starts with its writer's pid: with several traces, the lines of
+ * one process stay selectable (jq 'select(.pid == N)').  The record is formatted as for one
+ * trace into mem (a memory stream, rewound each time), then written with the member added. */
+static void dump_json_pid(const struct store_trace_reader *r, const struct store_trace_record *rec,
+			  uint32_t pid, FILE *mem, char *const *buf, const size_t *len)
+{
+	rewind(mem);
+	dump_record(r, rec, 1, mem);
+	if (fflush(mem) || *len < 2 || (*buf)[0] != '{') {
+		dump_record(r, rec, 1, stdout); /* not expected: the record as it is */
+		return;
+	}
+	printf("{\"pid\":%u,", pid);
+	fwrite(*buf + 1, 1, *len - 1, stdout);
+}
+
+/* One trace's records; with_pid: each JSON record names the pid (several traces). */
+static int dump_one(const char *path, const char *label, int json, int with_pid)
+{
+	struct store_trace_reader *r = open_trace(path);
+	struct store_trace_record rec;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = NULL;
+	int rc;
+	if (!r)
+		return 1;
+	if (json && with_pid && !(mem = open_memstream(&buf, &len))) {
+		fprintf(stderr, "cubpf trace: out of memory\n");
+		store_trace_close_reader(r);
+		return 1;
+	}
+	dump_header(r, json);
+	uint32_t pid = store_trace_header(r)->pid;
 	while ((rc = store_trace_next(r, &rec)) == 1)
-		dump_record(r, &rec, o->json, stdout);
-	rc = report_end(r, rc, stderr);
+		if (mem)
+			dump_json_pid(r, &rec, pid, mem, &buf, &len);
+		else
+			dump_record(r, &rec, json, stdout);
+	rc = report_end(r, rc, label, stderr);
+	if (mem)
+		fclose(mem);
+	free(buf);
 	store_trace_close_reader(r);
+	return rc;
+}
+
+/* Each trace in turn: text parts under a heading that names the file and pid; JSON lines
+ * (whose header lines separate the traces) with a "pid" member. */
+static int cmd_dump(const struct opts *o, const struct trace_set *s)
+{
+	int rc = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		if (!o->json)
+			set_heading(s, i, "trace");
+		fflush(stdout); /* the heading before the trace's messages on stderr */
+		rc |= dump_one(s->t[i].path, set_label(s, i), o->json, s->n > 1);
+	}
 	return rc;
 }
 
@@ -536,9 +841,9 @@ static void meta_free(struct run_meta *m)
 	free(m->kids);
 }
 
-static int cmd_info(const struct opts *o)
+static int info_one(const char *path, const char *label)
 {
-	struct store_trace_reader *r = open_trace(o->file);
+	struct store_trace_reader *r = open_trace(path);
 	struct store_trace_record rec;
 	uint64_t count[STORE_REC_MAX_KNOWN + 2] = {0}, drops = 0, dropped_batches = 0, span_drops = 0;
 	uint64_t first = UINT64_MAX, last = 0;
@@ -548,7 +853,7 @@ static int cmd_info(const struct opts *o)
 		return 1;
 	const struct store_rec_header *h = store_trace_header(r);
 	char t0[TOOL_TEXT_MAX], t1[TOOL_TEXT_MAX];
-	printf("trace     %s (format %u.%u)\n", tool_text(o->file, t0, sizeof(t0)), h->major, h->minor);
+	printf("trace     %s (format %u.%u)\n", tool_text(path, t0, sizeof(t0)), h->major, h->minor);
 	printf("process   pid %u on %s: ", h->pid, tool_text(store_trace_header_string(r, 1), t1,
 							     sizeof(t1)));
 	tool_text_put(stdout, store_trace_header_string(r, 2), 0);
@@ -598,8 +903,91 @@ static int cmd_info(const struct opts *o)
 	static const char *const states[] = {"reading", "complete", "cut short (writer killed?)",
 					     "no end record (writer killed or still running)", "damaged"};
 	printf("state     %s\n", states[store_trace_state(r)]);
-	rc = store_trace_state(r) == STORE_TRACE_DAMAGED ? report_end(r, rc, stderr) : 0;
+	rc = store_trace_state(r) == STORE_TRACE_DAMAGED ? report_end(r, rc, label, stderr) : 0;
 	store_trace_close_reader(r);
+	return rc;
+}
+
+/* The processes first, when there are several: who started whom (a parent pid among the listed
+ * pids), when each started, what it ran. */
+static void info_processes(const struct trace_set *s)
+{
+	uint64_t t0 = set_t0(s);
+	size_t children = 0;
+	for (size_t i = 0; i < s->n; i++)
+		children += s->t[i].ppid != s->t[i].pid && set_has_pid(s, s->t[i].ppid);
+	printf("processes: %zu (%zu started by another of them, marked *; start in seconds after the "
+	       "first)\n", s->n, children);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct trace_in *t = &s->t[i];
+		char parent[24];
+		if (t->ppid)
+			snprintf(parent, sizeof(parent), "%u%s", t->ppid,
+				 t->ppid != t->pid && set_has_pid(s, t->ppid) ? " *" : "");
+		else
+			snprintf(parent, sizeof(parent), "?");
+		printf("  pid %-8u parent %-10s +%.6f s  ", t->pid, parent,
+		       (double)(t->start_ns - t0) / 1e9);
+		tool_text_put(stdout, t->cmdline, 0);
+		putchar('\n');
+	}
+	putchar('\n');
+}
+
+/* Whether name is base.<digits>: how `cubpf run -o FILE` names the traces of the processes
+ * after the first. */
+static int is_sibling(const char *name, const char *base, size_t blen)
+{
+	if (strncmp(name, base, blen) || name[blen] != '.' || !name[blen + 1])
+		return 0;
+	return strspn(name + blen + 1, "0123456789") == strlen(name + blen + 1);
+}
+
+/* The other traces of the run that wrote path (FILE.PID beside it) that the command was not
+ * given: a note, so that `info FILE` does not pass for the whole run. */
+static void note_siblings(const struct trace_set *s, const char *path)
+{
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	char *dir = slash ? strndup(path, (size_t)(slash - path) + 1) : strdup("."), t[TOOL_TEXT_MAX];
+	size_t n, shown = 0, more = 0;
+	char **files = dir ? dir_files(dir, &n) : NULL;
+	for (size_t i = 0; files && i < n; i++) {
+		const char *name = strrchr(files[i], '/') + 1;
+		struct stat st;
+		if (!is_sibling(name, base, strlen(base)) || stat(files[i], &st) ||
+		    set_has_file(s, st.st_dev, st.st_ino))
+			continue;
+		if (shown++ == 0)
+			fputs("also:", stdout);
+		if (shown <= 8) /* a job of hundreds of ranks: the first few say enough */
+			printf(" %s", tool_text(slash ? files[i] : name, t, sizeof(t)));
+		else
+			more++;
+	}
+	if (more)
+		printf(" and %zu more", more);
+	if (shown)
+		printf(" (other processes of the run); give them or the folder to see all\n");
+	if (files)
+		free_strings(files, n);
+	free(dir);
+}
+
+/* One section per trace as for one; several: the processes first. */
+static int cmd_info(const struct opts *o, const struct trace_set *s)
+{
+	int rc = 0;
+	(void)o;
+	if (s->n > 1)
+		info_processes(s);
+	for (size_t i = 0; i < s->n; i++) {
+		if (i)
+			putchar('\n');
+		fflush(stdout); /* the section before its trace's messages on stderr */
+		rc |= info_one(s->t[i].path, set_label(s, i));
+		if (s->t[i].named)
+			note_siblings(s, s->t[i].path);
+	}
 	return rc;
 }
 
@@ -688,9 +1076,97 @@ static struct series **table_sorted(const struct table *t, size_t *n)
 	return v;
 }
 
-static int print_table(const char *title, const struct table *t, const struct store_trace_reader *r)
+/* The names of the merged tables: the string ids of every process become one numbering by
+ * name, so that a kernel that several processes ran is one row.  Open addressing on the name's
+ * hash: a trace may name a million kernels. */
+struct names {
+	char **v;                  /* by number */
+	size_t n, cap;
+	uint32_t *slot;            /* number + 1; 0 = free; nslots is a power of two */
+	size_t nslots;
+};
+
+static uint64_t name_hash(const char *s)
 {
-	char b[32], nb[TOOL_TEXT_MAX];
+	uint64_t h = 14695981039346656037ull; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return h;
+}
+
+static size_t names_probe(const struct names *t, const char *s)
+{
+	size_t i = name_hash(s) & (t->nslots - 1);
+	while (t->slot[i] && strcmp(t->v[t->slot[i] - 1], s))
+		i = (i + 1) & (t->nslots - 1);
+	return i;
+}
+
+/* Slots for twice the names, so that probes stay short. */
+static int names_grow(struct names *t)
+{
+	size_t ns = t->nslots ? t->nslots * 2 : 256;
+	char **v = realloc(t->v, ns / 2 * sizeof(*v));
+	uint32_t *old = t->slot;
+	if (!v)
+		return -1;
+	t->v = v;
+	if (!(t->slot = calloc(ns, sizeof(*t->slot)))) {
+		t->slot = old;
+		return -1;
+	}
+	t->cap = ns / 2;
+	t->nslots = ns;
+	for (size_t k = 0; k < t->n; k++)
+		t->slot[names_probe(t, t->v[k])] = (uint32_t)k + 1;
+	free(old);
+	return 0;
+}
+
+/* The number of s, added when new; -1 when out of memory. */
+static long names_add(struct names *t, const char *s)
+{
+	if (t->n == t->cap && names_grow(t))
+		return -1;
+	size_t i = names_probe(t, s);
+	if (t->slot[i])
+		return t->slot[i] - 1;
+	if (!(t->v[t->n] = strdup(s)))
+		return -1;
+	t->slot[i] = (uint32_t)++t->n;
+	return (long)t->n - 1;
+}
+
+static void names_free(struct names *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->v[i]);
+	free(t->v);
+	free(t->slot);
+}
+
+/* Adds one process's samples (keyed by its string ids when names is given, else by a value of
+ * its own such as a copy kind) to the merged table.  The process's keys go in their order, so
+ * that for one trace the rows keep the order they always had (the writer's: first use). */
+static int table_merge(struct table *all, struct names *names, const struct table *one,
+		       const struct store_trace_reader *r)
+{
+	char b[32];
+	size_t n;
+	struct series **v = table_sorted(one, &n);
+	int rc = v ? 0 : -1;
+	for (size_t i = 0; i < n && !rc; i++) {
+		long k = names ? names_add(names, str_or(r, v[i]->key, b, sizeof(b))) : v[i]->key;
+		for (size_t j = 0; j < v[i]->n && !rc; j++)
+			rc = k < 0 ? -1 : add_sample(all, (uint32_t)k, v[i]->v[j]);
+	}
+	free(v);
+	return rc;
+}
+
+static int print_table(const char *title, const struct table *t, const struct names *names)
+{
+	char nb[TOOL_TEXT_MAX];
 	size_t n;
 	struct series **v = table_sorted(t, &n);
 	if (!v)
@@ -706,7 +1182,7 @@ static int print_table(const char *title, const struct table *t, const struct st
 		printf("  %-10zu %14.3f %12.3f %12.3f %12.3f %12.3f %12.3f  %s\n", s->n, s->total / 1e3,
 		       (double)s->total / (double)s->n / 1e3, pct(s, 50) / 1e3, pct(s, 90) / 1e3,
 		       pct(s, 99) / 1e3, s->v[s->n - 1] / 1e3,
-		       tool_text(str_or(r, s->key, b, sizeof(b)), nb, sizeof(nb)));
+		       tool_text(names->v[s->key], nb, sizeof(nb)));
 	}
 	free(v);
 	return 0;
@@ -736,9 +1212,18 @@ static void free_table(struct table *t)
 	store_ids_free(&t->keys);
 }
 
-static int cmd_stats(const struct opts *o)
+/* The tables of every trace read so far. */
+struct stats {
+	struct table kernels, apis, copies;
+	struct names names;
+	uint64_t unmeasured;
+	int oom;
+};
+
+/* One trace's samples, in tables keyed by its string ids, then merged into st. */
+static int stats_one(const char *path, const char *label, struct stats *st)
 {
-	struct store_trace_reader *r = open_trace(o->file);
+	struct store_trace_reader *r = open_trace(path);
 	struct store_trace_record rec;
 	struct table kernels = {0}, apis = {0}, copies = {0};
 	uint64_t unmeasured = 0, spans = 0, nrec = 0;
@@ -770,19 +1255,44 @@ static int cmd_stats(const struct opts *o)
 	}
 	if (oom)
 		fprintf(stderr, "cubpf trace stats: out of memory after %" PRIu64 " records\n", nrec);
-	oom |= print_table("GPU kernels (device time)", &kernels, r);
-	unmeasured = unmeasured > spans ? unmeasured - spans : 0;
-	if (unmeasured)
-		printf("  (%" PRIu64 " launches without device times)\n", unmeasured);
-	printf("\n");
-	oom |= print_table("host API calls (wall time)", &apis, r);
-	oom |= print_copies(&copies);
-	rc = report_end(r, rc, stderr) || oom;
+	st->unmeasured += unmeasured > spans ? unmeasured - spans : 0;
+	oom |= table_merge(&st->kernels, &st->names, &kernels, r);
+	oom |= table_merge(&st->apis, &st->names, &apis, r);
+	oom |= table_merge(&st->copies, NULL, &copies, r);
+	st->oom |= oom;
+	rc = report_end(r, rc, label, stderr);
 	free_table(&kernels);
 	free_table(&apis);
 	free_table(&copies);
 	store_trace_close_reader(r);
 	return rc;
+}
+
+/* One set of tables over every trace: counts and totals summed, percentiles over all samples. */
+static int cmd_stats(const struct opts *o, const struct trace_set *s)
+{
+	struct stats st = {0};
+	int rc = 0;
+	(void)o;
+	for (size_t i = 0; i < s->n; i++)
+		rc |= stats_one(s->t[i].path, set_label(s, i), &st);
+	if (s->n > 1) {
+		printf("processes: %zu (pids", s->n);
+		for (size_t i = 0; i < s->n; i++)
+			printf(" %u", s->t[i].pid);
+		printf("), tables over all of them\n\n");
+	}
+	st.oom |= print_table("GPU kernels (device time)", &st.kernels, &st.names);
+	if (st.unmeasured)
+		printf("  (%" PRIu64 " launches without device times)\n", st.unmeasured);
+	printf("\n");
+	st.oom |= print_table("host API calls (wall time)", &st.apis, &st.names);
+	st.oom |= print_copies(&st.copies);
+	free_table(&st.kernels);
+	free_table(&st.apis);
+	free_table(&st.copies);
+	names_free(&st.names);
+	return rc || st.oom;
 }
 
 /* ---- export ---------------------------------------------------------------------------------- */
@@ -810,9 +1320,18 @@ struct chrome {
 	size_t nstreams;
 	uint32_t pid;
 	int first, no_probes;
+	uint64_t nprocs, proc;              /* how many traces go into the file, this one's index */
 };
 
 #define GPU_PID(c, dev) ((c)->pid * 100u + 1000000u + (dev))
+
+/* The id of the flow arrow from a launch call to its kernel.  corr numbers a process's launches
+ * from 1, so the processes of one file would share ids and Perfetto would join a call of one to
+ * a kernel of another: corr * nprocs + proc is unique, and corr itself for one trace. */
+static uint64_t flow_id(const struct chrome *c, uint64_t corr)
+{
+	return corr * c->nprocs + c->proc;
+}
 
 static void ev_begin(struct chrome *c)
 {
@@ -867,7 +1386,7 @@ static void chrome_api(struct chrome *c, const struct store_rec_api *a)
 		ev_begin(c);
 		fprintf(c->f, "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":%" PRIu64
 			      ",\"pid\":%u,\"tid\":%u,\"ts\":%.3f}",
-			a->corr, c->pid, a->tid, us(c, a->begin_ns));
+			flow_id(c, a->corr), c->pid, a->tid, us(c, a->begin_ns));
 	}
 }
 
@@ -893,7 +1412,7 @@ static void chrome_gpu_span(struct chrome *c, const char *cat, const char *name,
 		ev_begin(c);
 		fprintf(c->f, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":%" PRIu64
 			      ",\"pid\":%u,\"tid\":%zu,\"ts\":%.3f}",
-			corr, GPU_PID(c, dev), tid, ts);
+			flow_id(c, corr), GPU_PID(c, dev), tid, ts);
 	}
 }
 
@@ -955,7 +1474,7 @@ static void chrome_span_x(struct chrome *c, const char *name, uint32_t dev, uint
 		ev_begin(c);
 		fprintf(c->f, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":%" PRIu64
 			      ",\"pid\":%u,\"tid\":%zu,\"ts\":%.3f}",
-			corr, GPU_PID(c, dev), tid, us(c, sp->begin));
+			flow_id(c, corr), GPU_PID(c, dev), tid, us(c, sp->begin));
 	}
 }
 
@@ -1028,6 +1547,8 @@ static void chrome_meta(struct chrome *c, const struct store_trace_record *rec)
 			return;
 		char *name = store_rec_string(&p, &n), label[300];
 		snprintf(label, sizeof(label), "GPU %u (%s, sm_%u)", d.ordinal, name ? name : "?", d.sm);
+		if (c->nprocs > 1) /* each process has its tracks of the GPU */
+			snprintf(label + strlen(label), sizeof(label) - strlen(label), " of pid %u", c->pid);
 		free(name);
 		ev_begin(c);
 		fprintf(c->f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"args\":{\"name\":",
@@ -1082,37 +1603,67 @@ static void chrome_record(struct chrome *c, const struct store_trace_record *rec
 		chrome_meta(c, rec);
 }
 
-static int export_chrome(const char *path, struct store_trace_reader *r, FILE *f, int no_probes)
+/* The process's track name: its command line, and with several traces whose child it is (the
+ * viewers show the pid beside the name). */
+static void chrome_process_name(struct chrome *c, const struct trace_set *s, const char *cmdline)
 {
-	struct chrome *c = calloc(1, sizeof(*c));
+	const struct trace_in *t = &s->t[c->proc];
+	ev_begin(c);
+	fprintf(c->f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"args\":{\"name\":", c->pid);
+	if (s->n > 1 && t->ppid != t->pid && set_has_pid(s, t->ppid)) {
+		char *name = NULL;
+		if (asprintf(&name, "%s (child of pid %u)", cmdline ? cmdline : "", t->ppid) < 0)
+			name = NULL;
+		tool_json_string(c->f, name ? name : cmdline);
+		free(name);
+	} else {
+		tool_json_string(c->f, cmdline);
+	}
+	fprintf(c->f, "}}");
+}
+
+/* One trace's events: its host threads on the track of its pid, each GPU on a track of its own
+ * (GPU_PID), times from t0, the earliest start of all the traces: the records' host times are
+ * CLOCK_REALTIME of one machine, so the processes line up.  *first: no event written yet. */
+static int chrome_process(FILE *f, const struct trace_set *s, size_t i, uint64_t t0, int no_probes,
+			  int *first)
+{
+	struct store_trace_reader *r = open_trace(s->t[i].path);
+	struct chrome *c = r ? calloc(1, sizeof(*c)) : NULL;
 	struct store_trace_record rec;
 	int rc;
-	if (!c)
-		return -1;
-	if (load_spans(path, c) != 0) {
+	if (!c || load_spans(s->t[i].path, c) != 0) {
+		if (r && !c)
+			fprintf(stderr, "cubpf trace: out of memory\n");
 		free(c);
-		return -1;
+		store_trace_close_reader(r);
+		return 1;
 	}
-	const struct store_rec_header *h = store_trace_header(r);
-	c->f = f;
-	c->r = r;
-	c->t0 = h->start_realtime_ns;
-	c->pid = h->pid;
-	c->first = 1;
-	c->no_probes = no_probes;
-	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"cubpf_version\":");
-	tool_json_string(f, store_trace_header_string(r, 0));
-	fprintf(f, ",\"start_realtime_ns\":%" PRIu64 "},\"traceEvents\":[", c->t0);
-	ev_begin(c);
-	fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"args\":{\"name\":", c->pid);
-	tool_json_string(f, store_trace_header_string(r, 2));
-	fprintf(f, "}}");
+	*c = (struct chrome){.f = f, .spans = c->spans, .nspans = c->nspans, .r = r, .t0 = t0,
+			     .pid = store_trace_header(r)->pid, .first = *first,
+			     .no_probes = no_probes, .nprocs = s->n, .proc = i};
+	chrome_process_name(c, s, store_trace_header_string(r, 2));
 	while ((rc = store_trace_next(r, &rec)) == 1)
 		chrome_record(c, &rec);
 	chrome_orphan_spans(c);
-	fprintf(f, "\n]}\n");
+	*first = c->first;
+	rc = report_end(r, rc, set_label(s, i), stderr);
 	free(c->spans);
 	free(c);
+	store_trace_close_reader(r);
+	return rc;
+}
+
+static int export_chrome(const struct trace_set *s, FILE *f, int no_probes)
+{
+	uint64_t t0 = set_t0(s);
+	int first = 1, rc = 0;
+	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"cubpf_version\":");
+	tool_json_string(f, s->t[0].version);
+	fprintf(f, ",\"start_realtime_ns\":%" PRIu64 "},\"traceEvents\":[", t0);
+	for (size_t i = 0; i < s->n; i++)
+		rc |= chrome_process(f, s, i, t0, no_probes, &first);
+	fprintf(f, "\n]}\n");
 	return rc;
 }
 
@@ -1145,12 +1696,13 @@ static void csv_field(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static int export_csv(struct store_trace_reader *r, FILE *f)
+/* One trace's rows; pid: the first column's value when the file holds several traces, else 0
+ * (no such column). */
+static int csv_rows(struct store_trace_reader *r, FILE *f, uint32_t pid)
 {
 	struct store_trace_record rec;
 	int rc;
 	char b[32];
-	fprintf(f, "ts_ns,prog,map,name,key,value\n");
 	while ((rc = store_trace_next(r, &rec)) == 1) {
 		struct store_rec_map m;
 		const uint8_t *p;
@@ -1159,6 +1711,8 @@ static int export_csv(struct store_trace_reader *r, FILE *f)
 			continue;
 		uint64_t pair = (uint64_t)m.key_size + m.value_size;
 		for (uint32_t i = 0; i < m.count && pair && n >= pair; i++, p += pair, n -= pair) {
+			if (pid)
+				fprintf(f, "%u,", pid);
 			fprintf(f, "%" PRIu64 ",%u,%u,", m.ts_ns, m.prog, m.map);
 			csv_field(f, str_or(r, m.name, b, sizeof(b)));
 			fputc(',', f);
@@ -1171,29 +1725,46 @@ static int export_csv(struct store_trace_reader *r, FILE *f)
 	return rc;
 }
 
-static int cmd_export(const struct opts *o)
+/* One table of every trace's map snapshots; with several, a first column says whose. */
+static int export_csv(const struct trace_set *s, FILE *f)
+{
+	int rc = 0;
+	fprintf(f, "%sts_ns,prog,map,name,key,value\n", s->n > 1 ? "pid," : "");
+	for (size_t i = 0; i < s->n; i++) {
+		struct store_trace_reader *r = open_trace(s->t[i].path);
+		if (!r) {
+			rc = 1;
+			continue;
+		}
+		int n = csv_rows(r, f, s->n > 1 ? s->t[i].pid : 0);
+		rc |= report_end(r, n, set_label(s, i), stderr);
+		store_trace_close_reader(r);
+	}
+	return rc;
+}
+
+static int check_export(const struct opts *o)
 {
 	int chrome = o->format && !strcmp(o->format, "chrome");
 	if (!o->format || (!chrome && strcmp(o->format, "csv"))) {
 		fprintf(stderr, "cubpf trace export: --format chrome or --format csv is required\n");
 		return 2;
 	}
-	struct store_trace_reader *r = open_trace(o->file);
-	if (!r)
-		return 1;
+	return 0;
+}
+
+static int cmd_export(const struct opts *o, const struct trace_set *s)
+{
 	FILE *f = o->out && strcmp(o->out, "-") ? fopen(o->out, "w") : stdout;
 	if (!f) {
 		perror(o->out);
-		store_trace_close_reader(r);
 		return 1;
 	}
-	int rc = chrome ? export_chrome(o->file, r, f, o->no_probes) : export_csv(r, f);
-	rc = report_end(r, rc, stderr);
+	int rc = strcmp(o->format, "chrome") ? export_csv(s, f) : export_chrome(s, f, o->no_probes);
 	if (f != stdout && fclose(f)) {
 		perror(o->out);
 		rc = 1;
 	}
-	store_trace_close_reader(r);
 	return rc;
 }
 
@@ -1315,8 +1886,9 @@ static void replay_call(struct replay *rp, const struct store_trace_reader *r,
 	drain_ringbufs(rp);
 }
 
-/* Loads, verifies and prepares the host programs; returns how many, or -1. */
-static int replay_prepare(struct replay *rp, const char *path)
+/* Loads, verifies and prepares the host programs; returns how many, or -1.  quiet: the GPU
+ * programs were named already (an earlier trace of the same command). */
+static int replay_prepare(struct replay *rp, const char *path, int quiet)
 {
 	char err[STORE_ERRLEN], log[4096];
 	int host = 0;
@@ -1336,7 +1908,8 @@ static int replay_prepare(struct replay *rp, const char *path)
 	for (uint32_t i = 0; i < rp->obj->prog_cnt; i++) {
 		const struct vm_prog *pr = &rp->obj->progs[i];
 		if (pr->kind != VM_PROG_UPROBE && pr->kind != VM_PROG_URETPROBE) {
-			tool_warn("cubpf trace replay: %s (%s) runs on the GPU: not replayed", pr->name,
+			if (!quiet)
+				tool_warn("cubpf trace replay: %s (%s) runs on the GPU: not replayed", pr->name,
 				  pr->section);
 			continue;
 		}
@@ -1366,20 +1939,17 @@ static void replay_free(struct replay *rp)
 		vm_object_free(rp->obj);
 }
 
-static int cmd_replay(const struct opts *o)
+/* One trace replayed with fresh programs and maps (each process ran its own): 0, 1 when the
+ * trace is damaged, -1 when the object cannot be replayed (no use trying the next trace). */
+static int replay_one(const struct opts *o, const char *path, const char *label, int quiet)
 {
 	struct replay rp = {0};
 	struct store_trace_record rec;
-	int rc = 1, n;
-
-	if (!o->prog) {
-		fprintf(stderr, "cubpf trace replay: -p PROG.bpf.o is required\n");
-		return 2;
-	}
-	struct store_trace_reader *r = open_trace(o->file);
+	int rc = -1, n;
+	struct store_trace_reader *r = open_trace(path);
 	if (!r)
 		return 1;
-	if ((n = replay_prepare(&rp, o->prog)) < 0)
+	if ((n = replay_prepare(&rp, o->prog, quiet)) < 0)
 		goto out;
 	if (n == 0) {
 		fprintf(stderr, "cubpf trace replay: %s has no host programs (uprobe/, uretprobe/)\n", o->prog);
@@ -1390,7 +1960,7 @@ static int cmd_replay(const struct opts *o)
 		if (rec.type == STORE_REC_API && store_rec_fixed(&rec, &a, sizeof(a), NULL))
 			replay_call(&rp, r, &rec, &a);
 	}
-	rc = report_end(r, rc, stderr);
+	rc = report_end(r, rc, label, stderr);
 	print_maps(&rp);
 	printf("replayed %" PRIu64 " API calls: %" PRIu64 " program runs, %" PRIu64 " faults\n", rp.calls,
 	       rp.runs, rp.faults);
@@ -1398,6 +1968,28 @@ out:
 	replay_free(&rp);
 	store_trace_close_reader(r);
 	return rc;
+}
+
+static int check_replay(const struct opts *o)
+{
+	if (!o->prog) {
+		fprintf(stderr, "cubpf trace replay: -p PROG.bpf.o is required\n");
+		return 2;
+	}
+	return 0;
+}
+
+/* Each trace in turn, under a heading when there are several. */
+static int cmd_replay(const struct opts *o, const struct trace_set *s)
+{
+	int rc = 0;
+	for (size_t i = 0; i < s->n && rc >= 0; i++) {
+		set_heading(s, i, "replay");
+		fflush(stdout);
+		int one = replay_one(o, s->t[i].path, set_label(s, i), i > 0);
+		rc = one < 0 ? -1 : rc | one;
+	}
+	return rc != 0;
 }
 
 /* ---- arguments ---------------------------------------------------------------------------------- */
@@ -1421,28 +2013,50 @@ static int parse(int argc, char **argv, struct opts *o)
 		else if (a[0] == '-' && a[1]) {
 			fprintf(stderr, "cubpf trace: unknown or incomplete option '%s'\n", a);
 			return -1;
-		} else if (!o->file)
-			o->file = a;
-		else {
-			fprintf(stderr, "cubpf trace: one FILE only ('%s')\n", a);
-			return -1;
-		}
+		} else
+			o->paths[o->npaths++] = a;
 	}
-	if (!o->file) {
-		fprintf(stderr, "cubpf trace %s: FILE is missing\n%s", argv[1], usage_text);
+	if (!o->npaths) {
+		fprintf(stderr, "cubpf trace %s: FILE or DIR is missing\n%s", argv[1], usage_text);
 		return -1;
 	}
 	return 0;
 }
 
+/* Options, then the traces the paths stand for, then the subcommand: a wrong option is said
+ * before any file is read. */
+static int run_sub(int argc, char **argv, int (*check)(const struct opts *),
+		   int (*fn)(const struct opts *, const struct trace_set *))
+{
+	struct opts o = {.paths = calloc((size_t)argc, sizeof(char *))};
+	struct trace_set s = {0};
+	int rc;
+	if (!o.paths) {
+		fprintf(stderr, "cubpf trace: out of memory\n");
+		return 1;
+	}
+	if (parse(argc, argv, &o))
+		rc = 2;
+	else if (check && (rc = check(&o)))
+		;
+	else
+		rc = set_resolve(&o, &s) ? 1 : fn(&o, &s);
+	set_free(&s);
+	free(o.paths);
+	return rc;
+}
+
 int cmd_trace(int argc, char **argv)
 {
-	struct opts o = {0};
 	static const struct {
 		const char *name;
-		int (*fn)(const struct opts *);
-	} subs[] = {{"info", cmd_info},     {"dump", cmd_dump},     {"stats", cmd_stats},
-		    {"export", cmd_export}, {"replay", cmd_replay}};
+		int (*check)(const struct opts *);
+		int (*fn)(const struct opts *, const struct trace_set *);
+	} subs[] = {{"info", NULL, cmd_info},
+		    {"dump", NULL, cmd_dump},
+		    {"stats", NULL, cmd_stats},
+		    {"export", check_export, cmd_export},
+		    {"replay", check_replay, cmd_replay}};
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		fputs(usage_text, argc < 2 ? stderr : stdout);
@@ -1455,7 +2069,7 @@ int cmd_trace(int argc, char **argv)
 		}
 	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
 		if (!strcmp(argv[1], subs[i].name))
-			return parse(argc, argv, &o) ? 2 : subs[i].fn(&o);
+			return run_sub(argc, argv, subs[i].check, subs[i].fn);
 	fprintf(stderr, "cubpf trace: unknown subcommand '%s'\n%s", argv[1], usage_text);
 	return 2;
 }

@@ -19,7 +19,8 @@ static const struct command commands[] = {
 	{"verify", cmd_verify, "verify PROG.bpf.o", "run the verifier on a probe object and print its log"},
 	{"disasm", cmd_disasm, "disasm PROG.bpf.o", "disassemble the programs of a probe object"},
 	{"ptx", cmd_ptx, "ptx -p PROG.bpf.o IN.ptx -o OUT.ptx", "instrument a PTX file offline"},
-	{"trace", cmd_trace, "trace info|dump|stats|export|replay FILE", "read recorded trace files"},
+	{"trace", cmd_trace, "trace info|dump|stats|export|replay FILE...|DIR",
+	 "read recorded trace files (one, or every process's of a run)"},
 	{"cache", cmd_cache, "cache ls|stats|clear", "look at or clear the instrumented-module cache"},
 };
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -156,6 +157,215 @@ static void test_trace_commands(void **state)
 	assert_int_equal(run(cmd, &out), 0);
 	assert_non_null(strstr(out, " 50\n"));
 	free(out);
+	free(bin);
+	rm_tree(dir);
+	free(dir);
+}
+
+/* ---- several processes (issue 17) -----------------------------------------------------------
+ * A launcher (pid 500) and two workers it started (501, 502), written as `cubpf run -o run.trace`
+ * names them: run.trace, run.trace.501, run.trace.502; a note beside them that is no trace. */
+#define PROC_OFFSET 3000 /* host - gpu, ns */
+
+static void write_proc(const char *path, uint32_t pid, uint32_t ppid, const char *cmdline,
+		       unsigned nk, uint64_t dur)
+{
+	char err[STORE_ERRLEN];
+	struct store_trace_process p = {.pid = pid, .ppid = ppid, .cubpf_version = "0.1.0",
+					.hostname = "box", .cmdline = cmdline};
+	struct store_trace_writer *w = store_trace_create(path, &p, NULL, err, sizeof(err));
+	if (!w)
+		fail_msg("%s", err);
+	struct store_rec_device d = {.ordinal = 0, .sm = 90};
+	store_trace_device(w, &d, "NVIDIA H100");
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	uint64_t t0 = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	struct store_rec_clock c = {.host_ns = t0 + PROC_OFFSET, .gpu_ns = t0};
+	store_trace_clock(w, &c);
+	uint32_t launch = store_trace_intern(w, "cuLaunchKernel");
+	uint32_t kname = store_trace_intern(w, "_Z4stepv");
+	for (unsigned i = 0; i < nk; i++) {
+		uint64_t base = t0 + 100000ull * (i + 1);
+		struct store_rec_api a = {.begin_ns = base, .end_ns = base + 1000, .stream = 0x10,
+					  .corr = i + 1, .name = launch, .tid = pid};
+		store_trace_api(w, &a);
+		struct store_rec_kernel k = {.launch_ns = base, .gpu_start = base + 5000 - PROC_OFFSET,
+					     .gpu_end = base + 5000 - PROC_OFFSET + dur, .stream = 0x10,
+					     .corr = i + 1, .name = kname, .grid = {1, 1, 1},
+					     .block = {32, 1, 1}, .tid = pid};
+		store_trace_kernel(w, &k);
+	}
+	struct store_rec_map m = {.ts_ns = t0 + 500, .name = store_trace_intern(w, "calls"),
+				  .map_type = 2, .key_size = 4, .value_size = 8, .count = 1};
+	uint8_t kv[12] = {0};
+	uint64_t v = pid;
+	memcpy(kv + 4, &v, 8);
+	store_trace_map(w, &m, kv, sizeof(kv));
+	assert_int_equal(store_trace_close(w, err, sizeof(err)), 0);
+}
+
+/* The run's folder: *parent gets the launcher's trace path. */
+static void write_run(const char *dir, char *parent, size_t n)
+{
+	char path[4200];
+	snprintf(parent, n, "%s/run.trace", dir);
+	write_proc(parent, 500, 1, "./launcher", 2, 1000);
+	snprintf(path, sizeof(path), "%s/run.trace.501", dir);
+	write_proc(path, 501, 500, "./worker 1", 3, 2000);
+	snprintf(path, sizeof(path), "%s/run.trace.502", dir);
+	write_proc(path, 502, 500, "./worker 2", 3, 2000);
+	snprintf(path, sizeof(path), "%s/notes.txt", dir);
+	spit(path, "launched by hand\n", 17);
+}
+
+static const char multi_checker[] =
+	"import json,sys\n"
+	"d=json.load(open(sys.argv[1]))\n"
+	"ev=d['traceEvents']\n"
+	"pids={500,501,502}\n"
+	"names={e['pid']:e['args']['name'] for e in ev if e['ph']=='M' and e['name']=='process_name'}\n"
+	"assert pids<=set(names), names\n"
+	"assert names[500]=='./launcher' and names[501]=='./worker 1 (child of pid 500)', names\n"
+	"gpu=[n for p,n in names.items() if p not in pids]\n"
+	"assert len(gpu)==3 and all('of pid 50' in n for n in gpu), gpu\n"
+	"a=[e for e in ev if e.get('cat')=='api']\n"
+	"k=[e for e in ev if e.get('cat')=='kernel' and e['ph']=='X']\n"
+	"assert {e['pid'] for e in a}==pids and len(a)==8, a\n"
+	"assert len({e['pid'] for e in k})==3 and not pids&{e['pid'] for e in k} and len(k)==8, k\n"
+	"s=[e['id'] for e in ev if e['ph']=='s']\n"
+	"f=[e['id'] for e in ev if e['ph']=='f']\n"
+	"assert len(s)==8 and len(set(s))==8 and set(s)==set(f), (s,f)\n"
+	"first=min(e['ts'] for e in a)\n"
+	"assert 0<first<1e6, first\n" /* one time axis: from the earliest start, not each its own */
+	"print('multi chrome ok')\n";
+
+/* Every subcommand over the run's folder or several of its files. */
+static void test_trace_several_processes(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), *bin = cubpf_path(), parent[4200], cmd[32768], *out;
+	write_run(dir, parent, sizeof(parent));
+
+	snprintf(cmd, sizeof(cmd), "%s trace info %s", bin, dir);
+	assert_int_equal(run(cmd, &out), 0);
+	if (!strstr(out, "processes: 3 (2 started by another of them") ||
+	    !strstr(out, "  pid 500      parent 1          +") ||
+	    !strstr(out, "  pid 501      parent 500 *      +") ||
+	    !strstr(out, "  pid 502      parent 500 *      +") || !strstr(out, "s  ./worker 2\n"))
+		fail_msg("info: %s", out);
+	size_t sections = 0;
+	for (const char *p = out; (p = strstr(p, "\ntrace     ")); p++)
+		sections++;
+	assert_int_equal(sections, 3); /* notes.txt is no trace and no error */
+	assert_null(strstr(out, "also:"));
+	free(out);
+
+	snprintf(cmd, sizeof(cmd), "%s trace stats %s", bin, dir);
+	assert_int_equal(run(cmd, &out), 0);
+	/* 2 kernels of 1 us and 6 of 2 us: total 14 us, mean 1.75, p50 (4th of 8) 2 us */
+	char row[256], api[256];
+	const char *fmt = "  %-10zu %14.3f %12.3f %12.3f %12.3f %12.3f %12.3f  %s\n";
+	snprintf(row, sizeof(row), fmt, (size_t)8, 14.0, 1.75, 2.0, 2.0, 2.0, 2.0, "_Z4stepv");
+	snprintf(api, sizeof(api), fmt, (size_t)8, 8.0, 1.0, 1.0, 1.0, 1.0, 1.0, "cuLaunchKernel");
+	if (!strstr(out, "processes: 3 (pids 500 501 502)") || !strstr(out, row) ||
+	    !strstr(out, api))
+		fail_msg("stats: %s", out);
+	free(out);
+
+	char json[4200], py[4200];
+	snprintf(json, sizeof(json), "%s/out.json", dir);
+	snprintf(py, sizeof(py), "%s/check.py", dir);
+	spit(py, multi_checker, sizeof(multi_checker) - 1);
+	snprintf(cmd, sizeof(cmd), "%s trace export --format chrome -o %s %s && python3 %s %s", bin,
+		 json, dir, py, json);
+	if (run(cmd, &out) || !strstr(out, "multi chrome ok"))
+		fail_msg("export: %s", out);
+	free(out);
+
+	snprintf(cmd, sizeof(cmd), "%s trace export --format csv %s", bin, dir);
+	assert_int_equal(run(cmd, &out), 0);
+	if (!strstr(out, "pid,ts_ns,prog,map,name,key,value\n") || !strstr(out, ",calls,0,500\n") ||
+	    !strstr(out, "\n502,") || !strstr(out, ",calls,0,502\n"))
+		fail_msg("csv: %s", out);
+	free(out);
+
+	snprintf(cmd, sizeof(cmd), "%s trace dump %s %s/run.trace.502", bin, parent, dir);
+	assert_int_equal(run(cmd, &out), 0);
+	if (!strstr(out, "== trace ") || !strstr(out, "run.trace (pid 500)\nheader  v1.4 pid=500") ||
+	    !strstr(out, "run.trace.502 (pid 502)\nheader  v1.4 pid=502") || strstr(out, "pid=501"))
+		fail_msg("dump: %s", out);
+	free(out);
+	snprintf(cmd, sizeof(cmd),
+		 "%s trace dump --json %s %s/run.trace.502 | python3 -c 'import json,sys;"
+		 " n=[json.loads(l) for l in sys.stdin]; assert all(\"pid\" in x for x in n);"
+		 " k=[x[\"pid\"] for x in n if x[\"type\"]==\"kernel\"];"
+		 " assert k==[500]*2+[502]*3, k; print(\"json ok\")'", bin, parent, dir);
+	if (run(cmd, &out) || !strstr(out, "json ok"))
+		fail_msg("dump --json: %s", out);
+	free(out);
+
+	/* one file of the run: said to be one of several, otherwise as always */
+	snprintf(cmd, sizeof(cmd), "%s trace info %s", bin, parent);
+	assert_int_equal(run(cmd, &out), 0);
+	char also[9000];
+	snprintf(also, sizeof(also), "also: %s.501 %s.502 (other processes of the run); give them or "
+		 "the folder to see all\n", parent, parent);
+	if (!strstr(out, also) || strstr(out, "processes:") || strncmp(out, "trace     ", 10))
+		fail_msg("info FILE: %s", out);
+	free(out);
+	free(bin);
+	rm_tree(dir);
+	free(dir);
+}
+
+/* A path typed wrong, a folder without traces: said, nothing read, exit 1 (as for one missing
+ * file).  A damaged trace among good ones: named, the others' output still there, exit 1. */
+static void test_trace_several_bad(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), *bin = cubpf_path(), parent[4200], path[4200], cmd[32768], *out;
+	write_run(dir, parent, sizeof(parent));
+
+	snprintf(cmd, sizeof(cmd), "%s trace stats %s %s/nope.trace", bin, parent, dir);
+	assert_int_equal(run(cmd, &out), 1);
+	if (!strstr(out, "cannot open") || !strstr(out, "nope.trace") || strstr(out, "GPU kernels"))
+		fail_msg("missing: %s", out);
+	free(out);
+	snprintf(path, sizeof(path), "%s/empty", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(cmd, sizeof(cmd), "%s trace info %s", bin, path);
+	assert_int_equal(run(cmd, &out), 1);
+	assert_non_null(strstr(out, "empty: no cubpf trace in this folder"));
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s trace info %s %s/notes.txt", bin, parent, dir);
+	assert_int_equal(run(cmd, &out), 1); /* named, so it must be a trace */
+	assert_non_null(strstr(out, "notes.txt"));
+	free(out);
+
+	/* a byte of a later frame flipped: the header reads, the records do not */
+	snprintf(path, sizeof(path), "%s/run.trace.501", dir);
+	size_t n;
+	uint8_t *img = slurp(path, &n);
+	img[n - n / 3] ^= 0xff;
+	spit(path, img, n);
+	free(img);
+	static const struct {
+		const char *sub, *of_502; /* something of the next trace, read all the same */
+	} subs[] = {{"info", "process   pid 502 on box: ./worker 2\n"},
+		    {"stats", "  2.000  _Z4stepv\n"},
+		    {"dump", "header  v1.4 pid=502"},
+		    {"export --format chrome", "\"pid\":502,\"tid\":502"},
+		    {"export --format csv", "\n502,"}};
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "%s trace %s %s", bin, subs[i].sub, dir);
+		int rc = run(cmd, &out);
+		char want[4400];
+		snprintf(want, sizeof(want), "cubpf trace: %s: damaged trace: ", path);
+		if (rc != 1 || !strstr(out, want) || !strstr(out, subs[i].of_502))
+			fail_msg("trace %s (%d): %s", subs[i].sub, rc, out);
+		free(out);
+	}
 	free(bin);
 	rm_tree(dir);
 	free(dir);
@@ -383,6 +593,7 @@ static void test_replay(void **state)
 	(void)state;
 	char *dir = temp_dir(), *bin = cubpf_path(), trace[4200], obj[4200], cmd[32768], *out;
 	const char *clang = getenv("CLANG");
+	size_t n;
 	snprintf(trace, sizeof(trace), "%s/calls.cubpf", dir);
 	snprintf(obj, sizeof(obj), "%s/replay.bpf.o", dir);
 	snprintf(cmd, sizeof(cmd),
@@ -422,6 +633,19 @@ static void test_replay(void **state)
 	/* 719 = 0x2cf, tid 9: one ring-buffer record for the failing call. */
 	assert_non_null(strstr(out, "ringbuf failures: cf020000000000000900000000000000\n"));
 	assert_non_null(strstr(out, "replayed 50 API calls: 75 program runs, 0 faults"));
+	free(out);
+
+	/* two processes' traces: each replayed with maps of its own, under its heading */
+	char copy[4200];
+	snprintf(copy, sizeof(copy), "%s/calls2.cubpf", dir);
+	uint8_t *img = slurp(trace, &n);
+	spit(copy, img, n);
+	free(img);
+	snprintf(cmd, sizeof(cmd), "%s trace replay -p %s %s %s", bin, obj, trace, copy);
+	if ((rc = run(cmd, &out)) || !strstr(out, "== replay ") || !strstr(out, "calls2.cubpf (pid") ||
+	    !strstr(strstr(out, "calls2.cubpf (pid"), line) ||
+	    !strstr(strstr(out, "calls2.cubpf (pid"), "replayed 50 API calls: 75 program runs"))
+		fail_msg("replay of two traces (%d):\n%s", rc, out);
 	free(out);
 
 	snprintf(cmd, sizeof(cmd), "%s trace replay %s", bin, trace);
@@ -774,6 +998,8 @@ const struct CMUnitTest cli_tests[] = {
 	cmocka_unit_test(test_trace_spans),
 	cmocka_unit_test(test_trace_run_metadata),
 	cmocka_unit_test(test_trace_bad_input),
+	cmocka_unit_test(test_trace_several_processes),
+	cmocka_unit_test(test_trace_several_bad),
 	cmocka_unit_test(test_cache_commands),
 	cmocka_unit_test(test_trace_stats_huge_ids),
 	cmocka_unit_test(test_cache_foreign_file_and_empty_counters),
