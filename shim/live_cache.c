@@ -167,7 +167,12 @@ static void open_cache(void)
 	}
 	driver_version = (uint32_t)v;
 	rewriter_identity();
-	struct store_cache_options o = { .log = store_log };
+	/* a module load waits this long at most for another process's write (compile workers and
+	 * the main process store at once); past it the module is not stored this time */
+	const char *w = getenv("CUBPF_CACHE_WAIT_MS");
+	long wait = w && *w ? strtol(w, NULL, 10) : 5;
+	struct store_cache_options o = { .log = store_log,
+					 .write_wait_ms = (int)(wait > 0 && wait <= 60000 ? wait : 5) };
 	struct store_cache *c = store_cache_open(path, &o, err, sizeof(err));
 	if (!c) {
 		give_up(path, err);
@@ -228,8 +233,12 @@ void live_cache_put(const store_key *key, const struct store_cache_entry *e)
 {
 	pthread_rwlock_rdlock(&cache_rw);
 	if (cache && !live_cache_off()) {
-		if (store_cache_put(cache, key, e) == 0)
+		int rc = store_cache_put(cache, key, e);
+		if (rc == 0)
 			atomic_fetch_add(&live.n.cache_puts, 1);
+		else if (rc > 0) /* another process was writing: the next load stores it */
+			shim_log(SHIM_LOG_DEBUG, "live: %s not cached: %s", e->name,
+				 store_cache_error(cache));
 		else if (strstr(store_cache_error(cache), "larger than the cache limit"))
 			shim_log(SHIM_LOG_INFO, "live: %s not cached: %s", e->name,
 				 store_cache_error(cache)); /* this one only: the cache works */

@@ -53,6 +53,8 @@ struct store_cache {
 	char *path;
 	struct store_cache_options opt;
 	int ours;               /* the database was seen to be cubpf's (its application id) */
+	int wait_ms;            /* how long the call in progress waits for another's lock */
+	int failed_rc;          /* sqlite's code of the last failure (fail()) */
 	char error[STORE_ERRLEN];
 };
 
@@ -454,6 +456,22 @@ static int ensure_schema(struct store_cache *c)
 	return rc;
 }
 
+/* Waiting for another process's write (the compile workers and the main process of a job
+ * store modules at once).  SQLite's own busy handler sleeps 1, 2, 5 .. 100 ms between tries
+ * (whole seconds where it was built without usleep), so a waiter could sleep past many short
+ * writes and lose every race to the others: measured, 8 processes storing 650 KB modules
+ * waited up to 5 s.  A write here takes about a millisecond, so poll every 200 us, with a
+ * little jitter so that waiters do not wake in step, until the busy timeout. */
+static int busy_wait(void *arg, int tries)
+{
+	const struct store_cache *c = arg;
+	struct timespec ts = {0, (long)(200000 + (unsigned)tries * 7919u % 100000u)};
+	if ((int64_t)tries * 250 >= (int64_t)c->wait_ms * 1000)
+		return 0; /* given up: the caller gets SQLITE_BUSY and says so */
+	nanosleep(&ts, NULL);
+	return 1;
+}
+
 /* Opens the file when it may be cubpf's; SQLITE_MISMATCH (message set) when it is not. */
 static int db_connect(struct store_cache *c)
 {
@@ -470,7 +488,7 @@ static int db_connect(struct store_cache *c)
 		return rc;
 	}
 	sqlite3_extended_result_codes(c->db, 1);
-	sqlite3_busy_timeout(c->db, c->opt.busy_timeout_ms);
+	sqlite3_busy_handler(c->db, busy_wait, c);
 	if ((rc = identify(c)) != SQLITE_OK && !c->error[0])
 		set_err(c, "%s: %s", c->path, sqlite3_errmsg(c->db));
 	return rc;
@@ -581,6 +599,9 @@ struct store_cache *store_cache_open(const char *path, const struct store_cache_
 		c->opt.max_bytes = CACHE_DEFAULT_MAX;
 	if (c->opt.busy_timeout_ms <= 0)
 		c->opt.busy_timeout_ms = CACHE_DEFAULT_BUSY_MS;
+	if (c->opt.write_wait_ms <= 0)
+		c->opt.write_wait_ms = c->opt.busy_timeout_ms;
+	c->wait_ms = c->opt.busy_timeout_ms;
 	if (!path && store_cache_default_path(def, sizeof(def)) == 0)
 		path = def;
 	if (!path) {
@@ -639,6 +660,7 @@ static sqlite3_stmt *stmt(struct store_cache *c, int which)
 static int fail(struct store_cache *c, int rc, const char *what)
 {
 	int rc8 = rc & 0xff;
+	c->failed_rc = rc;
 	/* sqlite's own message only for an error: after a ROW or DONE it says "not an error" */
 	if (rc8 == SQLITE_OK || rc8 == SQLITE_ROW || rc8 == SQLITE_DONE)
 		set_err(c, "%s: %s: %s", c->path, what,
@@ -840,6 +862,20 @@ static void flush(struct store_cache *c)
 	}
 }
 
+/* From a lookup: the counts are written when no other process is writing, else at a later
+ * lookup (a lookup waits for nobody).  A full list of hits is made room for by a write that
+ * waits, as at close. */
+static void flush_now_or_later(struct store_cache *c)
+{
+	c->wait_ms = c->pend.n == PEND_MAX ? c->opt.busy_timeout_ms : 0;
+	int rc = flush_pending(c);
+	c->wait_ms = c->opt.busy_timeout_ms;
+	if (rc && c->pend.n == PEND_MAX) {
+		warn(c, "cubpf cache: use counts not saved: %s", c->error);
+		memset(&c->pend, 0, sizeof(c->pend));
+	}
+}
+
 static void note_lookup(struct store_cache *c, const store_key *key, uint64_t saved_ns)
 {
 	struct pending *p = &c->pend;
@@ -862,7 +898,7 @@ static void note_lookup(struct store_cache *c, const store_key *key, uint64_t sa
 		p->last_ms[i] = t;
 	}
 	if (p->n == PEND_MAX || t - p->since_ms >= PEND_MS)
-		flush(c);
+		flush_now_or_later(c);
 }
 
 static int get_locked(struct store_cache *c, const store_key *key, struct store_cache_entry *out,
@@ -1035,10 +1071,20 @@ static int put_locked(struct store_cache *c, const store_key *key, const struct 
 	}
 	if (!c->db && db_open(c))
 		return -1;
-	flush(c);
+	/* A module load waits on another process's write for write_wait_ms at most: past it the
+	 * module runs all the same, and the next load stores it. */
+	c->wait_ms = c->opt.write_wait_ms;
+	int rc = put_once(c, key, e, &evicted);
+	c->wait_ms = c->opt.busy_timeout_ms;
+	if (rc && is_busy(c->failed_rc)) {
+		set_err(c, "another process kept the cache %s for over %d ms: not stored", c->path,
+			c->opt.write_wait_ms);
+		return 1;
+	}
 	/* A damaged database is replaced by fail(); the entry then goes into the new one. */
-	if (put_once(c, key, e, &evicted) && (!c->db || put_once(c, key, e, &evicted)))
+	if (rc && (!c->db || put_once(c, key, e, &evicted)))
 		return -1;
+	flush_now_or_later(c);
 	if (evicted > 0)
 		sqlite3_exec(c->db, "PRAGMA incremental_vacuum", NULL, NULL, NULL);
 	return 0;

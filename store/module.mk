@@ -13,7 +13,7 @@ SQLITE_OBJ := $(BUILD)/obj/sqlite/sqlite3.o
 # Options SQLite's documentation recommends for an embedded, single-purpose copy
 # (sqlite.org/compile.html), plus what the cache needs: threads (the shim is multithreaded),
 # no extension loading, no shared cache, hidden symbols.
-SQLITE_CFLAGS := -O2 -fPIC -fvisibility=hidden -DSQLITE_THREADSAFE=1 -DSQLITE_DQS=0 \
+SQLITE_CFLAGS := -O2 -fPIC -fvisibility=hidden -DSQLITE_THREADSAFE=1 -DSQLITE_DQS=0 -DHAVE_USLEEP=1 \
   -DSQLITE_DEFAULT_MEMSTATUS=0 -DSQLITE_DEFAULT_WAL_SYNCHRONOUS=1 \
   -DSQLITE_LIKE_DOESNT_MATCH_BLOBS -DSQLITE_MAX_EXPR_DEPTH=0 -DSQLITE_OMIT_DECLTYPE \
   -DSQLITE_OMIT_DEPRECATED -DSQLITE_OMIT_PROGRESS_CALLBACK -DSQLITE_OMIT_SHARED_CACHE \

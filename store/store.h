@@ -66,6 +66,9 @@ void store_key_hex(const store_key *key, char out[33]);
 struct store_cache_options {
 	uint64_t max_bytes;     /* size limit of PTX + cubin bytes; 0 = 1 GiB */
 	int busy_timeout_ms;    /* how long to wait for another process's lock; 0 = 10000 */
+	int write_wait_ms;      /* how long a put waits for another process's write; past it the
+				 * entry is not stored (put returns 1); 0 = busy_timeout_ms.
+				 * Lookups never wait for a write: their use counts wait for later */
 	store_log_fn log;       /* warnings; may be NULL */
 	void *log_ctx;
 };
@@ -126,7 +129,9 @@ int store_cache_lookup(struct store_cache *c, const store_key *key, struct store
 		       unsigned flags);
 /* Deletes one entry (a cubin the driver refused, say).  1 = deleted, 0 = not there, -1 = error. */
 int store_cache_delete(struct store_cache *c, const store_key *key);
-/* Inserts or replaces; then evicts least recently used entries past max_bytes.  0 or -1. */
+/* Inserts or replaces; then evicts least recently used entries past max_bytes.  0, 1 when another
+ * process kept the database for longer than write_wait_ms (not stored; the message in
+ * store_cache_error), or -1. */
 int store_cache_put(struct store_cache *c, const store_key *key, const struct store_cache_entry *e);
 void store_cache_entry_free(struct store_cache_entry *e);
 

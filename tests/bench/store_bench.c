@@ -4,6 +4,12 @@
  *       raw MB/s accepted and written, compression ratio, drops, append latency
  *   store_bench cache [-n ENTRIES] [-o FILE]
  *       lookup time of a hit (and a miss, and a put) in a cache of realistic module sizes
+ *   store_bench procs [-t PROCESSES] [-n ENTRIES] [-w WAIT_MS] [-o FILE]
+ *       one cache database, PROCESSES processes at once (a framework's compile workers and its
+ *       main process, issue 17), each looking up ENTRIES modules, half of them shared by all,
+ *       and storing those it misses, a store waiting WAIT_MS at most for another's (the shim's
+ *       setting, CUBPF_CACHE_WAIT_MS): every lookup's and store's time against one process
+ *       alone, and the stores given up
  * Prints one "RESULT" line per figure, for tests/bench/RESULTS.md. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -11,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -250,13 +258,125 @@ static int bench_cache(const struct args *a)
 	return 0;
 }
 
+/* ---- one cache, several processes ---------------------------------------------------------- */
+struct module_bytes {
+	uint8_t *ptx, *cubin;
+	size_t ptx_n, cubin_n;
+};
+
+/* What one process of a run does at each module load: look the module up, store it when it
+ * misses.  Keys: half shared by every process (the same kernels compiled in each), half its
+ * own.  t[2 * i] the lookup's time, t[2 * i + 1] the store's (0 when it hit). */
+#define GIVEN_UP (1ull << 63) /* a store's time with this bit: not stored (another was writing) */
+
+static int procs_child(const char *path, int who, int n, int wait_ms, const struct module_bytes *m,
+		       uint64_t *t)
+{
+	char err[STORE_ERRLEN];
+	struct store_cache_options o = {.write_wait_ms = wait_ms};
+	struct store_cache *c = store_cache_open(path, &o, err, sizeof(err));
+	if (!c) {
+		fprintf(stderr, "store_bench: %s\n", err);
+		return 1;
+	}
+	for (int i = 0; i < n; i++) {
+		store_key k = key_of(i % 2 ? 1000000 * (who + 1) + i : i);
+		struct store_cache_entry e;
+		uint64_t t0 = now_ns();
+		int hit = store_cache_get(c, &k, &e) == 1;
+		t[2 * i] = now_ns() - t0;
+		if (hit) {
+			store_cache_entry_free(&e);
+			continue;
+		}
+		e = (struct store_cache_entry){.ptx = m->ptx, .ptx_size = m->ptx_n, .cubin = m->cubin,
+					       .cubin_size = m->cubin_n, .name = "bench", .sm = 90};
+		t0 = now_ns();
+		int rc = store_cache_put(c, &k, &e);
+		if (rc < 0) {
+			fprintf(stderr, "store_bench: put: %s\n", store_cache_error(c));
+			return 1;
+		}
+		t[2 * i + 1] = (now_ns() - t0) | (rc ? GIVEN_UP : 0);
+	}
+	store_cache_close(c);
+	return 0;
+}
+
+/* procs processes at once on a fresh database; the lookups' and stores' times into report. */
+static int procs_round(const char *path, int procs, int n, int wait_ms,
+		       const struct module_bytes *m, const char *label)
+{
+	size_t per = 2 * (size_t)n, bytes = per * (size_t)procs * sizeof(uint64_t);
+	uint64_t *t = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	char side[4200];
+	if (t == MAP_FAILED)
+		return 1;
+	unlink(path);
+	snprintf(side, sizeof(side), "%s-wal", path), unlink(side);
+	snprintf(side, sizeof(side), "%s-shm", path), unlink(side);
+	int rc = 0;
+	for (int p = 0; p < procs; p++) {
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(procs_child(path, p, n, wait_ms, m, t + per * (size_t)p));
+	}
+	for (int p = 0; p < procs; p++) {
+		int st;
+		if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+			rc = 1;
+	}
+	uint64_t *get = malloc(bytes / 2 + 8), *put = malloc(bytes / 2 + 8);
+	size_t ng = 0, np = 0, given_up = 0;
+	for (size_t i = 0; i < per * (size_t)procs; i += 2) {
+		get[ng++] = t[i];
+		given_up += (t[i + 1] & GIVEN_UP) != 0;
+		if (t[i + 1])
+			put[np++] = t[i + 1] & ~GIVEN_UP;
+	}
+	char what[64];
+	snprintf(what, sizeof(what), "%s_lookup", label);
+	report(what, get, ng);
+	snprintf(what, sizeof(what), "%s_store", label);
+	if (np)
+		report(what, put, np);
+	printf("RESULT cache_%s stores=%zu given_up=%zu (another process writing past %d ms)\n",
+	       label, np, given_up, wait_ms);
+	free(get), free(put);
+	munmap(t, bytes);
+	return rc;
+}
+
+static int bench_procs(const struct args *a)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s", a->out ? a->out : "/tmp/store_bench_procs.db");
+	struct module_bytes m = {.ptx_n = 400 << 10, .cubin_n = 250 << 10};
+	m.ptx = malloc(m.ptx_n), m.cubin = malloc(m.cubin_n);
+	for (size_t i = 0; i < m.ptx_n; i++)
+		m.ptx[i] = (uint8_t)("\tld.global.f32 %f1, [%rd4];\n"[i % 28]);
+	for (size_t i = 0; i < m.cubin_n; i++)
+		m.cubin[i] = (uint8_t)(i * 2654435761u >> 13);
+	char label[32];
+	int wait = a->workers > 0 ? a->workers : 5;
+	int rc = procs_round(path, 1, a->entries, wait, &m, "procs1");
+	snprintf(label, sizeof(label), "procs%d", a->threads);
+	rc |= procs_round(path, a->threads, a->entries, wait, &m, label);
+	printf("RESULT cache_procs processes=%d modules_each=%d (half shared) entry=%zu+%zu bytes\n",
+	       a->threads, a->entries, m.ptx_n, m.cubin_n);
+	free(m.ptx), free(m.cubin);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct args a = {.threads = 1, .seconds = 3, .entries = 200};
 	int opt;
-	if (argc < 2 || (strcmp(argv[1], "trace") && strcmp(argv[1], "cache"))) {
+	if (argc < 2 || (strcmp(argv[1], "trace") && strcmp(argv[1], "cache") &&
+			 strcmp(argv[1], "procs"))) {
 		fprintf(stderr, "usage: store_bench trace [-t THREADS] [-s SECONDS] [-l LEVEL] [-w WORKERS] [-o FILE]\n"
-				"       store_bench cache [-n ENTRIES] [-o FILE]\n");
+				"       store_bench cache [-n ENTRIES] [-o FILE]\n"
+				"       store_bench procs [-t PROCESSES] [-n ENTRIES] [-o FILE]\n");
 		return 2;
 	}
 	optind = 2;
@@ -275,5 +395,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "store_bench: bad option value\n");
 		return 2;
 	}
+	if (!strcmp(argv[1], "procs"))
+		return bench_procs(&a);
 	return !strcmp(argv[1], "trace") ? bench_trace(&a) : bench_cache(&a);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -249,6 +250,53 @@ static void test_eight_processes(void **state)
 	assert_int_equal(s.entries, 150 * WRITERS);
 	assert_int_equal(s.puts, 150 * WRITERS);
 	assert_int_equal(s.hits, 2 * 150 * WRITERS);
+	store_cache_close(c);
+	rm_tree(dir);
+	free(dir);
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* Another process holds the write lock (here: a connection of this one in a write
+ * transaction): a put gives up after write_wait_ms with 1 and a message, a lookup answers at
+ * once, and once the lock is free the put stores. */
+static void test_put_waits_a_bounded_time(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200], err[STORE_ERRLEN];
+	snprintf(path, sizeof(path), "%s/cache.db", dir);
+	struct store_cache *first = open_at(path, 0, NULL);
+	assert_int_equal(put_n(first, 1, 300, 200), 0);
+	store_cache_close(first);
+	struct store_cache_options o = {.write_wait_ms = 20};
+	struct store_cache *c = store_cache_open(path, &o, err, sizeof(err));
+	assert_non_null(c);
+	sqlite3 *other;
+	assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(put_n(c, 2, 300, 200), 1);
+	double waited = seconds_since(&t0);
+	assert_true(waited >= 0.015 && waited < 1.0);
+	assert_non_null(strstr(store_cache_error(c), "for over 20 ms: not stored"));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < 100; i++) /* hits: their use counts wait for a free lock */
+		assert_int_equal(check_get(c, 1, 300, 200), 1);
+	assert_int_equal(check_get(c, 2, 300, 200), 0);
+	assert_true(seconds_since(&t0) < 1.0);
+	assert_int_equal(sqlite3_exec(other, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(other);
+	assert_int_equal(put_n(c, 2, 300, 200), 0);
+	assert_int_equal(check_get(c, 2, 300, 200), 1);
+	struct store_cache_stats st;
+	assert_int_equal(store_cache_stats(c, &st), 0);
+	assert_int_equal(st.hits, 101); /* the counts kept while the lock was taken */
 	store_cache_close(c);
 	rm_tree(dir);
 	free(dir);
@@ -714,6 +762,7 @@ const struct CMUnitTest cache_tests[] = {
 	cmocka_unit_test(test_roundtrip_and_modes),
 	cmocka_unit_test(test_key_inputs),
 	cmocka_unit_test(test_eight_processes),
+	cmocka_unit_test(test_put_waits_a_bounded_time),
 	cmocka_unit_test(test_threads_share_one_cache),
 	cmocka_unit_test(test_truncated),
 	cmocka_unit_test(test_flipped_byte),
