@@ -318,6 +318,8 @@ void live_host_launch(const struct shim_launch_event *ev, bool after);
 void live_host_api(const struct shim_api_event *ev);
 void live_host_report(FILE *out);
 void live_trace_launch(const struct shim_launch_event *ev);
+/* A DEVICE record for device ordinal dev (compute capability sm, 90 = 9.0), once per device. */
+void live_trace_device(int dev, uint32_t sm);
 
 /* ---- kernel spans (live_spans.c): CUDA events around every launch while tracing ------------ */
 /* Reads CUBPF_SPANS and the driver's event functions (after the trace is opened); true when

@@ -174,6 +174,26 @@ void live_host_api(const struct shim_api_event *ev)
 
 /* ---- trace events -------------------------------------------------------------------------- */
 
+/* The device of a launch: its context's, which is current (the driver launches a function of
+ * another context, or a library kernel, in the current one).  Readers join each GPU's probe
+ * data with that GPU's launches (launchlate), and name the GPUs a run used.  The device's
+ * record is written at its first launch (each thread asks once per device). */
+static uint32_t launch_device(void)
+{
+	static __thread uint64_t announced; /* a bit per device ordinal below 64 */
+	CUdevice dev;
+	int major = 0, minor = 0;
+	if (!live_cu.cuCtxGetDevice || live_cu.cuCtxGetDevice(&dev) != CUDA_SUCCESS || dev < 0)
+		return 0;
+	if (dev < 64 && !(announced & (1ull << dev)) && live_cu.cuDeviceGetAttribute) {
+		announced |= 1ull << dev;
+		live_cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+		live_cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+		live_trace_device(dev, (uint32_t)(major * 10 + minor));
+	}
+	return (uint32_t)dev;
+}
+
 /* Launches get a correlation id (from 1) shared by their API record (the host call, on the
  * thread's track), their KERNEL record and their KSPAN record (GPU begin/end, live_spans.c). */
 static atomic_uint_fast64_t launch_seq;
@@ -198,6 +218,7 @@ void live_trace_launch(const struct shim_launch_event *ev)
 	struct store_rec_kernel k = {
 		.launch_ns = ev->ts_begin, .stream = stream, .corr = corr,
 		.name = store_trace_intern(live.trace, ev->kernel->name),
+		.device = launch_device(),
 		.grid = { ev->grid[0], ev->grid[1], ev->grid[2] },
 		.block = { ev->block[0], ev->block[1], ev->block[2] },
 		.shared_bytes = ev->shared_bytes, .tid = ev->tid,

@@ -352,22 +352,24 @@ static int ctx_alloc(struct live_ctx *c, char *err, size_t errlen)
 	return ringbufs_alloc(c, err, errlen);
 }
 
-/* A DEVICE record, once per device, so that readers can name the device of maps and clocks. */
-static void trace_device(const struct live_ctx *c)
+/* A DEVICE record, once per device, so that readers can name the device of maps, clocks and
+ * launches (at its first context with maps, or its first launch, whichever comes first). */
+void live_trace_device(int dev, uint32_t sm)
 {
-	static uint64_t written; /* bit per device ordinal below 64 */
-	if (!live.trace || c->dev < 0 || c->dev >= 64 || (written & (1ull << c->dev)))
+	static _Atomic uint64_t written; /* bit per device ordinal below 64 */
+	if (!live.trace || dev < 0 || dev >= 64 ||
+	    (atomic_fetch_or(&written, 1ull << dev) & (1ull << dev)))
 		return;
-	written |= 1ull << c->dev;
-	struct store_rec_device d = { .ordinal = (uint32_t)c->dev, .sm = c->sm };
+	struct store_rec_device d = { .ordinal = (uint32_t)dev, .sm = sm };
+	CUdevice cd = dev;
 	char name[256] = "";
 	size_t mem = 0;
 	CUuuid uuid;
 	if (live_cu.cuDeviceGetName)
-		live_cu.cuDeviceGetName(name, sizeof(name) - 1, c->dev);
-	if (live_cu.cuDeviceTotalMem_v2 && live_cu.cuDeviceTotalMem_v2(&mem, c->dev) == CUDA_SUCCESS)
+		live_cu.cuDeviceGetName(name, sizeof(name) - 1, cd);
+	if (live_cu.cuDeviceTotalMem_v2 && live_cu.cuDeviceTotalMem_v2(&mem, cd) == CUDA_SUCCESS)
 		d.memory_bytes = mem;
-	if (live_cu.cuDeviceGetUuid_v2 && live_cu.cuDeviceGetUuid_v2(&uuid, c->dev) == CUDA_SUCCESS)
+	if (live_cu.cuDeviceGetUuid_v2 && live_cu.cuDeviceGetUuid_v2(&uuid, cd) == CUDA_SUCCESS)
 		memcpy(d.uuid, uuid.bytes, sizeof(d.uuid));
 	store_trace_device(live.trace, &d, name);
 }
@@ -433,7 +435,7 @@ struct live_ctx *live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 	c->sm = live_ctx_sm(ctx);
 	static uint32_t nctx;
 	c->num = ++nctx;
-	trace_device(c);
+	live_trace_device(c->dev, c->sm);
 	trace_memory(c);
 	c->next = ctxs;
 	__atomic_store_n(&ctxs, c, __ATOMIC_RELEASE); /* the drain threads read it without the lock */
