@@ -324,6 +324,30 @@ static int embedded_parts(struct work *w, char *why, size_t n)
 	return 1;
 }
 
+/* A cubin that keeps its PTX but not the options ptxas was given (Triton's own ptxas writes no
+ * .note.nv.tkinfo).  Of ptxas's options only -fmad changes what a kernel computes, and only
+ * through float adds, subs and muls without a rounding modifier, which it may fuse into FMAs:
+ * PTX with none of them computes the same whatever -fmad was, and is compiled with ptxas's
+ * defaults.  Returns 1 (use it), 0 with why, -1 out of memory (w->err). */
+static int unknown_options_harmless(struct work *w, char *why, size_t n)
+{
+	struct cubin_embedded_ptx *e = &w->embedded;
+	char *t = NULL;
+	size_t len;
+	int fusable = ptx_no_contraction(e->text, e->len, &t, &len);
+	free(t);
+	if (fusable < 0)
+		return snprintf(w->err, sizeof(w->err), "out of memory"), -1;
+	if (fusable > 0)
+		return snprintf(why, n, "its cubin keeps PTX but not the options it was assembled "
+				"with (no .note.nv.tkinfo), and %d float adds, subs or muls in it may "
+				"have been fused or not (-fmad)", fusable), 0;
+	snprintf(e->opts.tool, sizeof(e->opts.tool), "ptxas");
+	snprintf(e->opts.raw, sizeof(e->opts.raw), "(options not recorded; no float arithmetic "
+		 "they could change: ptxas's defaults)");
+	return 1;
+}
+
 /* The embedded PTX of cubin entry `elf`, if cubpf can compile it as ptxas did.  Returns 1 (it
  * is w->ptx), 0 with why (not usable), -1 on an unreadable entry (w->err). */
 static int embedded_source(struct work *w, long elf, char *why, size_t n)
@@ -349,9 +373,8 @@ static int embedded_source(struct work *w, long elf, char *why, size_t n)
 	if (rc != 0)
 		return snprintf(why, n, "the PTX kept in its cubin is not that cubin's code: %s",
 				mismatch), 0;
-	if (!e->has_options)
-		return snprintf(why, n, "its cubin keeps PTX but not the options it was assembled "
-				"with (no .note.nv.tkinfo)"), 0;
+	if (!e->has_options && (rc = unknown_options_harmless(w, why, n)) != 1)
+		return rc;
 	char jwhy[160];
 	int nopt = jit_options_of(&e->opts, w->sm, opt, val, jwhy, sizeof(jwhy));
 	if (nopt < 0)

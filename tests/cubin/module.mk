@@ -59,6 +59,17 @@ $(CUBIN_FIX)/llvm_style.cubin: tests/cubin/llvm_style.ptx
 $(CUBIN_FIX)/ptxas_o2.cubin: $(CUBIN_FIX)/loc.ptx
 	@echo "PTXAS $@"
 	@$(PTXAS) -O2 -lineinfo -arch sm_90 -o $@ $< >$@.log 2>&1 || { echo "fixture $@ failed: see $@.log"; rm -f $@; }
+# Cubins that keep their PTX but not ptxas's options, as Triton's bundled ptxas makes them: the
+# note renamed (objcopy does not read CUDA ELF files).
+DROP_TKINFO = perl -0777 -pe 's/\.note\.nv\.tkinfo\0/.note.nv.tkinfX\0/g'
+$(CUBIN_FIX)/int_loc.cubin: tests/cubin/int_loc.ptx
+	@mkdir -p $(@D)
+	@echo "PTXAS $@"
+	@$(PTXAS) -lineinfo -arch sm_90 -o $@ $< >$@.log 2>&1 || { echo "fixture $@ failed: see $@.log"; rm -f $@; }
+$(CUBIN_FIX)/notk_int.cubin: $(CUBIN_FIX)/int_loc.cubin
+	@$(DROP_TKINFO) $< > $@
+$(CUBIN_FIX)/notk_float.cubin: $(CUBIN_FIX)/lineinfo.cubin
+	@$(DROP_TKINFO) $< > $@
 $(BUILD)/tests/gen_rtc: tests/cubin/gen_rtc.c
 	@mkdir -p $(@D)
 	@$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -I$(CUDA_HOME)/include -o $@ $< \
@@ -72,7 +83,7 @@ $(CUBIN_FIX)/nvrtc_lineinfo.cubin: $(BUILD)/tests/gen_rtc
 	@$(BUILD)/tests/gen_rtc $(@D) >$@.log 2>&1 || { echo "fixture $@ failed: see $@.log"; rm -f $(CUBIN_RTC); }
 $(filter-out %/nvrtc_lineinfo.cubin,$(CUBIN_RTC)): $(CUBIN_FIX)/nvrtc_lineinfo.cubin
 CUBIN_FIXTURES += $(CUBIN_FIX)/ptxas_loc.cubin $(CUBIN_FIX)/ptxas_o2.cubin $(CUBIN_FIX)/nofma.cubin \
-	$(CUBIN_FIX)/llvm_style.cubin \
+	$(CUBIN_FIX)/llvm_style.cubin $(CUBIN_FIX)/notk_int.cubin $(CUBIN_FIX)/notk_float.cubin \
 	$(CUBIN_RTC)
 .PHONY: cubin-fixtures
 cubin-fixtures: $(CUBIN_FIXTURES)

@@ -13,7 +13,8 @@ $(call objs,tests/live/test_live.c): CFLAGS += -DLIVE_TEST_BUILD='"$(abspath $(B
 $(BUILD)/tests/test_live: $(call objs,tests/live/test_live.c shim/live_rb.c) $(STORE_LIB) $(CUBIN_LIB) \
 		| $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so $(LIVE_PROBES) $(PROBE_OBJS) \
 		  $(FIXTURES)/shim/app.cubin $(addprefix $(FIXTURES)/cubin/,lineinfo.cubin \
-		  ptxas_o2.cubin ptxas_loc.cubin nvrtc_arch.cubin nvjitlink2.cubin rdc_app)
+		  ptxas_o2.cubin ptxas_loc.cubin nvrtc_arch.cubin nvjitlink2.cubin rdc_app \
+		  notk_int.cubin notk_float.cubin)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/live/test_live.c shim/live_rb.c) $(STORE_LIB) $(CUBIN_LIB) $(ZSTD_PIC_LIB) \
 	  $(DEP_LIBS) -lcmocka -ldl -lpthread

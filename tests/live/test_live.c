@@ -2243,6 +2243,22 @@ static void test_embedded_ptx_jit_check(void **state)
 	}
 }
 
+/* A cubin that keeps its PTX but no .note.nv.tkinfo (Triton's bundled ptxas): PTX without
+ * float arithmetic is compiled with ptxas's defaults (-fmad cannot change it); PTX with float
+ * adds or muls stays as it is, with the reason. */
+static void test_embedded_ptx_without_options(void **state)
+{
+	(void)state;
+	assert_int_equal(run_embedded("notk_int.cubin", NULL), 0);
+	want("live: cuModuleLoadData: instrumented 1 of 1 kernels");
+	want("test: module instrumented");
+	want("test: jit options <>");
+	assert_int_equal(run_embedded("notk_float.cubin", NULL), 0);
+	want("test: module original");
+	want("no .note.nv.tkinfo), and ");
+	want("float adds, subs or muls in it may have been fused or not (-fmad)");
+}
+
 /* A cubin without line info says how to get it. */
 static void test_embedded_ptx_refused_with_reasons(void **state)
 {
@@ -2476,6 +2492,7 @@ int main(void)
 		cmocka_unit_test(test_sampling_compiles_the_enable_check_in),
 		cmocka_unit_test(test_embedded_ptx_is_instrumented),
 		cmocka_unit_test(test_embedded_ptx_refused_with_reasons),
+	cmocka_unit_test(test_embedded_ptx_without_options),
 		cmocka_unit_test(test_embedded_ptx_cache_hit),
 		cmocka_unit_test(test_embedded_ptx_of_linked_inputs),
 		cmocka_unit_test(test_embedded_ptx_without_fma),
