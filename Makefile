@@ -28,6 +28,12 @@ CUDA_STUB ?= $(firstword $(wildcard $(CUDA_HOME)/lib64/stubs/libcuda.so \
                $(CUDA_HOME)/targets/*/lib/stubs/libcuda.so /usr/local/cuda/lib64/stubs/libcuda.so) \
                $(CUDA_HOME)/lib64/stubs/libcuda.so)
 
+# `make dist`'s tarball (see "dist" below; defined here for the tests that use it).
+VERSION   := $(shell sed -n 's/^\#define CUBPF_VERSION "\(.*\)"/\1/p' tools/commands.h)
+DIST_NAME := cubpf-$(VERSION)-x86_64
+DIST      := $(BUILD)/dist/$(DIST_NAME).tar.gz
+DIST_DATE := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+
 # Fixtures built with nvcc do not depend on the sanitizer setting: keep one copy.
 FIXTURES ?= build/fixtures
 
@@ -161,10 +167,6 @@ install: all
 # a path of its own: cubpf finds its libraries beside its binary, the shim finds the driver by
 # searching.  Debug info (which names the build folder) is stripped; the tar is reproducible
 # (sorted, root-owned, dated by the last commit, gzip -n).
-VERSION   := $(shell sed -n 's/^\#define CUBPF_VERSION "\(.*\)"/\1/p' tools/commands.h)
-DIST_NAME := cubpf-$(VERSION)-x86_64
-DIST      := $(BUILD)/dist/$(DIST_NAME).tar.gz
-DIST_DATE := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 .PHONY: dist
 dist: $(DIST)
 $(DIST): $(LIBS) $(BINS) docs/dist-README.txt docs/Dockerfile Makefile
