@@ -28,6 +28,12 @@ CUDA_STUB ?= $(firstword $(wildcard $(CUDA_HOME)/lib64/stubs/libcuda.so \
                $(CUDA_HOME)/targets/*/lib/stubs/libcuda.so /usr/local/cuda/lib64/stubs/libcuda.so) \
                $(CUDA_HOME)/lib64/stubs/libcuda.so)
 
+# `make dist`'s tarball (see "dist" below; defined here for the tests that use it).
+VERSION   := $(shell sed -n 's/^\#define CUBPF_VERSION "\(.*\)"/\1/p' tools/commands.h)
+DIST_NAME := cubpf-$(VERSION)-x86_64
+DIST      := $(BUILD)/dist/$(DIST_NAME).tar.gz
+DIST_DATE := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+
 # Fixtures built with nvcc do not depend on the sanitizer setting: keep one copy.
 FIXTURES ?= build/fixtures
 
@@ -135,18 +141,44 @@ bench: all bench-build
 endif
 bench-build: $(BENCH_BINS)
 
+# install_tree(ROOT,LIBDIR,PROBEDIR,INCDIR): cubpf's files under ROOT, in the folders (relative to
+# ROOT) where `cubpf run` looks for them: ROOT/bin/cubpf finds the shim in ../lib or
+# ../lib/cubpf and the probes in ../probes or ../lib/cubpf/probes (tools/cmd_run.c).
+define install_tree
+	install -d $(1)/bin $(1)/$(2) $(1)/$(4)
+	install -m 0755 $(BUILD)/bin/cubpf $(BUILD)/bin/cubpf-bpf-plugin $(1)/bin/
+	install -m 0755 $(BUILD)/lib/libcuda.so.1 $(BUILD)/lib/libnvrtc.so.13 \
+	  $(BUILD)/lib/libnvJitLink.so.13 $(BUILD)/lib/libcubpf-exit.so $(1)/$(2)/
+	ln -sf libcuda.so.1 $(1)/$(2)/libcuda.so
+	ln -sf libnvrtc.so.13 $(1)/$(2)/libnvrtc.so
+	ln -sf libnvJitLink.so.13 $(1)/$(2)/libnvJitLink.so
+	install -m 0644 tools/include/*.h $(1)/$(4)/
+	if ls $(BUILD)/probes/*.bpf.o >/dev/null 2>&1; then install -d $(1)/$(3) && \
+	  install -m 0644 $(BUILD)/probes/*.bpf.o $(1)/$(3)/; fi
+endef
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/cubpf $(DESTDIR)$(PREFIX)/share/cubpf/include
-	install -m 0755 $(BUILD)/bin/cubpf $(BUILD)/bin/cubpf-bpf-plugin $(DESTDIR)$(PREFIX)/bin/
-	install -m 0755 $(BUILD)/lib/libcuda.so.1 $(DESTDIR)$(PREFIX)/lib/cubpf/
-	ln -sf libcuda.so.1 $(DESTDIR)$(PREFIX)/lib/cubpf/libcuda.so
-	install -m 0755 $(BUILD)/lib/libnvrtc.so.13 $(BUILD)/lib/libnvJitLink.so.13 \
-	  $(DESTDIR)$(PREFIX)/lib/cubpf/
-	ln -sf libnvrtc.so.13 $(DESTDIR)$(PREFIX)/lib/cubpf/libnvrtc.so
-	ln -sf libnvJitLink.so.13 $(DESTDIR)$(PREFIX)/lib/cubpf/libnvJitLink.so
-	cp -r tools/include/. $(DESTDIR)$(PREFIX)/share/cubpf/include/
-	if [ -d $(BUILD)/probes ]; then install -d $(DESTDIR)$(PREFIX)/share/cubpf/probes && \
-	  cp $(BUILD)/probes/*.bpf.o $(DESTDIR)$(PREFIX)/share/cubpf/probes/ 2>/dev/null || true; fi
+	$(call install_tree,$(DESTDIR)$(PREFIX),lib/cubpf,lib/cubpf/probes,share/cubpf/include)
+
+# ---- dist: a relocatable tarball, usable as an OCI image layer as it is -------------------------
+# build/dist/cubpf-VERSION-x86_64.tar.gz holds opt/cubpf/{bin,lib,probes,include/cubpf,README}:
+# applied at / (an image layer, `ADD` in a Dockerfile) it is /opt/cubpf; unpacked anywhere else
+# (tar -C DIR, --strip-components=2 for DIR itself) it works from there, as nothing in it names
+# a path of its own: cubpf finds its libraries beside its binary, the shim finds the driver by
+# searching.  Debug info (which names the build folder) is stripped; the tar is reproducible
+# (sorted, root-owned, dated by the last commit, gzip -n).
+.PHONY: dist
+dist: $(DIST)
+$(DIST): $(LIBS) $(BINS) docs/dist-README.txt docs/Dockerfile Makefile
+	rm -rf $(BUILD)/dist/stage $@
+	$(call install_tree,$(BUILD)/dist/stage/opt/cubpf,lib,probes,include/cubpf)
+	strip --strip-debug $(BUILD)/dist/stage/opt/cubpf/bin/* $(addprefix $(BUILD)/dist/stage/opt/cubpf/lib/,libcuda.so.1 libnvrtc.so.13 libnvJitLink.so.13 libcubpf-exit.so)
+	install -m 0644 docs/dist-README.txt $(BUILD)/dist/stage/opt/cubpf/README
+	install -m 0644 docs/Dockerfile $(BUILD)/dist/stage/opt/cubpf/Dockerfile
+	tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$(DIST_DATE) \
+	  --mode=u+rwX,go+rX,go-w -C $(BUILD)/dist/stage -cf - opt | gzip -n -9 > $@.tmp
+	mv $@.tmp $@
+	@echo "$@: $$(du -k $@ | cut -f1) KB"
 
 clean:
 	rm -rf build

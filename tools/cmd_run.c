@@ -1,8 +1,9 @@
-/* cubpf run: starts a program with the shim first on LD_LIBRARY_PATH and the probe settings in
- * the environment (the contract of DESIGN.md), follows what it records, and returns its exit
- * status.  With -t TOOL (a bundled probe + formatter) or -p PROG.bpf.o it reads the trace and
- * the shim's log lines (through a pipe named by CUBPF_LOG_FD: the program keeps its own
- * stderr) and prints a report every -i seconds and at exit, also when the program fails. */
+/* cubpf run: starts a program with the shim first on LD_LIBRARY_PATH (or in LD_PRELOAD) and
+ * the probe settings in the environment (the contract of DESIGN.md), follows what it records,
+ * and returns its exit status.  With -t TOOL (a bundled probe + formatter) or -p PROG.bpf.o it
+ * reads the trace and the shim's log lines (through a pipe named by CUBPF_LOG_FD: the program
+ * keeps its own stderr) and prints a report every -i seconds and at exit, also when the
+ * program fails. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +37,7 @@ struct run_opts {
 	const char *ringbuf_mb, *map_max_mb, *sample; /* validated numbers, passed on as text */
 	const char *control;
 	int disable;
+	int preload; /* --preload: the shim through LD_PRELOAD, LD_LIBRARY_PATH left alone */
 	int json, help, list_tools;
 	double interval_s, duration_s; /* 0 = none */
 	int have_prog;
@@ -46,8 +48,9 @@ static void run_usage(FILE *out)
 	fprintf(out,
 		"usage: cubpf run [OPTIONS] -- CMD [ARGS...]\n"
 		"\n"
-		"Runs CMD with cubpf's libcuda.so.1 first on LD_LIBRARY_PATH: every CUDA driver call\n"
-		"of the program goes through cubpf, which forwards it to the real driver.\n"
+		"Runs CMD with cubpf's libcuda.so.1 first on LD_LIBRARY_PATH (or preloaded: --preload):\n"
+		"every CUDA driver call of the program goes through cubpf, which forwards it to the\n"
+		"real driver.\n"
 		"\n"
 		"options:\n"
 		"  -t, --tool TOOL         a bundled tool (--list-tools; -t TOOL --help for its output)\n"
@@ -75,6 +78,10 @@ static void run_usage(FILE *out)
 		"      --control FILE      switch GPU probes while CMD runs: lines 'off', 'on',\n"
 		"                          'off PROGRAM', 'on PROGRAM' (CUBPF_CONTROL)\n"
 		"      --disable           pure pass-through, nothing intercepted (CUBPF_DISABLE=1)\n"
+		"      --preload           load cubpf's libcuda.so.1 through LD_PRELOAD (after your\n"
+		"                          own preloads) instead of putting its folder first on\n"
+		"                          LD_LIBRARY_PATH: for programs that set their own\n"
+		"                          LD_LIBRARY_PATH or load the driver by full path\n"
 		"  -h, --help              this text\n"
 		"\n"
 		"The report (stdout) ends with the devices, the memory the maps take, the kernels that\n"
@@ -167,7 +174,7 @@ static const char *parse_count(const char *opt, const char *v, unsigned long max
 static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 {
 	enum { OPT_REAL = 256, OPT_CACHE, OPT_DISABLE, OPT_JSON, OPT_LIST, OPT_RINGBUF, OPT_MAPMAX,
-	       OPT_SAMPLE, OPT_CONTROL };
+	       OPT_SAMPLE, OPT_CONTROL, OPT_PRELOAD };
 	static const struct option longopts[] = {
 		{"tool", required_argument, 0, 't'},     {"prog", required_argument, 0, 'p'},
 		{"kernel", required_argument, 0, 'k'},   {"output", required_argument, 0, 'o'},
@@ -179,6 +186,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 		{"map-max-mb", required_argument, 0, OPT_MAPMAX},
 		{"sample", required_argument, 0, OPT_SAMPLE},
 		{"control", required_argument, 0, OPT_CONTROL},
+		{"preload", no_argument, 0, OPT_PRELOAD},
 		{"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
 	};
 	int c;
@@ -196,6 +204,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 		case OPT_REAL: o->real_libcuda = optarg; break;
 		case OPT_CACHE: o->cache = optarg; break;
 		case OPT_DISABLE: o->disable = 1; break;
+		case OPT_PRELOAD: o->preload = 1; break;
 		case OPT_JSON: o->json = 1; break;
 		case OPT_LIST: o->list_tools = 1; break;
 		case OPT_RINGBUF:
@@ -293,8 +302,13 @@ static int set_xla_flags(void)
  * cubpf's copies are the ones the program calls (measured: CuPy's cubins then carry their PTX).
  * They load the real library on the first call only.  libcubpf-exit.so lets a process that
  * ends with _exit() (fork()ed workers) finish its trace; last, so that a sanitizer runtime the
- * user preloads stays first.  Skipped when the folder's name cannot be written in LD_PRELOAD. */
-static int set_preload(const char *shim_dir)
+ * user preloads stays first.  With --preload (shim), cubpf's libcuda.so.1 comes right after the
+ * user's preloads: an interposer of the driver the user preloads is then called first and its
+ * calls to the next definition (dlsym(RTLD_NEXT)) reach cubpf, which calls the real driver; one
+ * placed after cubpf would see no call, as cubpf holds the real driver privately (shim/find.c).
+ * framework = 0 (--disable): the shim only.  Skipped when the folder's name cannot be written
+ * in LD_PRELOAD (an error with --preload). */
+static int set_preload(const char *shim_dir, int shim, int framework)
 {
 	static const char *const before[] = {
 #if !defined(__SANITIZE_ADDRESS__)
@@ -303,22 +317,31 @@ static int set_preload(const char *shim_dir)
 		"libnvrtc.so.13", "libnvJitLink.so.13",
 #endif
 		NULL};
-	if (strpbrk(shim_dir, " :\t\n"))
-		return 0;
+	if (strpbrk(shim_dir, " :\t\n")) {
+		if (!shim)
+			return 0;
+		fprintf(stderr, "cubpf run: --preload: cubpf's folder '%s' cannot be named in "
+				"LD_PRELOAD (a space or colon in it)\n", shim_dir);
+		errno = EINVAL;
+		return -1;
+	}
 	const char *old = getenv("LD_PRELOAD");
-	size_t len = 3 * (strlen(shim_dir) + 24) + (old ? strlen(old) : 0) + 3;
+	size_t len = 4 * (strlen(shim_dir) + 24) + (old ? strlen(old) : 0) + 4;
 	char *v = calloc(1, len), path[PATH_MAX + 32];
 	if (!v)
 		return -1;
-	for (size_t i = 0; before[i]; i++) {
+	for (size_t i = 0; framework && before[i]; i++) {
 		snprintf(path, sizeof(path), "%s/%s", shim_dir, before[i]);
 		if (access(path, R_OK) == 0)
 			snprintf(v + strlen(v), len - strlen(v), "%s%s", v[0] ? ":" : "", path);
 	}
 	if (old && *old)
 		snprintf(v + strlen(v), len - strlen(v), "%s%s", v[0] ? ":" : "", old);
+	if (shim)
+		snprintf(v + strlen(v), len - strlen(v), "%s%s/libcuda.so.1", v[0] ? ":" : "",
+			 shim_dir);
 	snprintf(path, sizeof(path), "%s/libcubpf-exit.so", shim_dir);
-	if (access(path, R_OK) == 0)
+	if (framework && access(path, R_OK) == 0)
 		snprintf(v + strlen(v), len - strlen(v), "%s%s", v[0] ? ":" : "", path);
 	int rc = v[0] ? setenv("LD_PRELOAD", v, 1) : 0;
 	free(v);
@@ -345,9 +368,9 @@ static int set_cupy_cache(void)
 /* What frameworks need so that the kernels they compile carry their PTX (README, "Variables
  * cubpf run sets").  Triton and Inductor emit line info by default: cubpf sets nothing for them,
  * but says when the user turned it off. */
-static int set_framework_environment(const char *shim_dir)
+static int set_framework_environment(const char *shim_dir, int preload)
 {
-	int rc = set_xla_flags() | set_preload(shim_dir) | set_cupy_cache();
+	int rc = set_xla_flags() | set_preload(shim_dir, preload, 1) | set_cupy_cache();
 	const char *tl = getenv("TRITON_DISABLE_LINE_INFO");
 	if (tl && *tl && strcmp(tl, "0") && strcasecmp(tl, "false"))
 		fprintf(stderr, "cubpf run: note: TRITON_DISABLE_LINE_INFO=%s: Triton's kernels will "
@@ -355,8 +378,13 @@ static int set_framework_environment(const char *shim_dir)
 	return rc;
 }
 
-static int set_environment(const struct run_opts *o, const char *shim_dir)
+/* LD_LIBRARY_PATH: cubpf's folder first (the default), so that the program's libcuda.so.1 is
+ * cubpf's; untouched with --preload, where LD_PRELOAD brings it in (the dynamic linker then
+ * answers every later request for the soname libcuda.so.1 with the preloaded shim). */
+static int set_library_path(const struct run_opts *o, const char *shim_dir)
 {
+	if (o->preload)
+		return 0;
 	const char *old = getenv("LD_LIBRARY_PATH");
 	size_t len = strlen(shim_dir) + (old ? strlen(old) : 0) + 2;
 	char *path = malloc(len);
@@ -365,6 +393,12 @@ static int set_environment(const struct run_opts *o, const char *shim_dir)
 	snprintf(path, len, "%s%s%s", shim_dir, old && *old ? ":" : "", old ? old : "");
 	int rc = setenv("LD_LIBRARY_PATH", path, 1);
 	free(path);
+	return rc;
+}
+
+static int set_environment(const struct run_opts *o, const char *shim_dir)
+{
+	int rc = set_library_path(o, shim_dir);
 	if (o->programs[0])
 		rc |= setenv("CUBPF_PROGRAMS", o->programs, 1);
 	if (o->kernel_glob)
@@ -387,9 +421,9 @@ static int set_environment(const struct run_opts *o, const char *shim_dir)
 	if (o->cache)
 		rc |= setenv("CUBPF_CACHE", o->cache, 1);
 	if (o->disable)
-		rc |= setenv("CUBPF_DISABLE", "1", 1);
+		rc |= setenv("CUBPF_DISABLE", "1", 1) | (o->preload ? set_preload(shim_dir, 1, 0) : 0);
 	else
-		rc |= set_framework_environment(shim_dir);
+		rc |= set_framework_environment(shim_dir, o->preload);
 	if (o->ringbuf_mb)
 		rc |= setenv("CUBPF_RINGBUF_MB", o->ringbuf_mb, 1);
 	if (o->map_max_mb)

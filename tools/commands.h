@@ -12,6 +12,8 @@ int cmd_disasm(int argc, char **argv);
 int cmd_ptx(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
+int cmd_cdi(int argc, char **argv);
+int cmd_cdi_hook(int argc, char **argv);
 
 /* For commands whose module has not landed yet: says so plainly, exit status 2. */
 int cmd_not_available(const char *name, const char *issue);

@@ -22,6 +22,10 @@ static const struct command commands[] = {
 	{"trace", cmd_trace, "trace info|dump|stats|export|replay FILE...|DIR",
 	 "read recorded trace files (one, or every process's of a run)"},
 	{"cache", cmd_cache, "cache ls|stats|clear", "look at or clear the instrumented-module cache"},
+	{"cdi", cmd_cdi, "cdi [--container-path DIR] [--env] [--probe TOOL|OBJ] [--trace DIR]",
+	 "print a CDI spec that puts cubpf into containers"},
+	{"cdi-hook", cmd_cdi_hook, "cdi-hook --preload LIB... < STATE",
+	 "the OCI hook of that spec (adds LIBs to the container's /etc/ld.so.preload)"},
 };
 
 static void usage(FILE *out)

@@ -15,9 +15,12 @@ $(BUILD)/bin/cubpf-bpf-plugin: $(call objs,$(PLUGIN_SRCS)) $(PTX_LIB) $(VM_LIB) 
 BINS += $(BUILD)/bin/cubpf-bpf-plugin
 
 # Bundled probe programs (issue 4): tools/probes/NAME.bpf.c -> $(BUILD)/probes/NAME.bpf.o.
+# Their debug info and BTF line info name sources relative to the repository, not the build
+# machine's folder: the objects ship in `make dist` as they are (BTF is kept).
 PROBE_SRCS := $(wildcard tools/probes/*.bpf.c)
 PROBE_OBJS := $(patsubst tools/probes/%.bpf.c,$(BUILD)/probes/%.bpf.o,$(PROBE_SRCS))
 $(BUILD)/probes/%.bpf.o: tools/probes/%.bpf.c tools/include/cubpf_helpers.h tools/include/cubpf_abi.h
 	@mkdir -p $(@D)
-	$(CLANG) -O2 -g -target bpf -I tools/include -I/usr/include/x86_64-linux-gnu -c $< -o $@
+	$(CLANG) -O2 -g -target bpf -fdebug-prefix-map=$(CURDIR)/= -fdebug-compilation-dir=. \
+	  -I tools/include -I/usr/include/x86_64-linux-gnu -c $< -o $@
 BINS += $(PROBE_OBJS)

@@ -56,3 +56,10 @@ $(BUILD)/gpu/segv_trace.so: tests/gpu/segv_trace.c
 	@mkdir -p $(@D)
 	$(CC) -O1 -g -fPIC -shared -o $@ $<
 BINS += $(BUILD)/gpu/segv_trace.so
+
+# Another interposer of the driver (soname libcuda.so.1, forwards through RTLD_NEXT): the
+# chaining tests of tests/dist/test_dist.c preload it before and after cubpf.
+SHIM_INTERPOSER := $(BUILD)/tests/interposer/libcuda.so.1
+$(SHIM_INTERPOSER): tests/shim/interposer.c
+	@mkdir -p $(@D)
+	$(CC) $(filter-out -MMD -MP,$(CFLAGS)) $(LDFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $< -ldl

@@ -46,7 +46,11 @@ static void set_paths(void)
 	const char *b = getenv("CUBPF_BUILD");
 	char build[2048];
 	snprintf(build, sizeof(build), "%s", b && *b ? b : SHIM_TEST_BUILD);
-	snprintf(shim_path, sizeof(shim_path), "%s/lib/libcuda.so.1", build);
+	/* CUBPF_SHIM: the shim to test, when not this build's (tests/dist: an unpacked `make dist`) */
+	const char *shim = getenv("CUBPF_SHIM");
+	snprintf(shim_path, sizeof(shim_path), "%s", shim && *shim ? shim : "");
+	if (!shim_path[0])
+		snprintf(shim_path, sizeof(shim_path), "%s/lib/libcuda.so.1", build);
 	snprintf(fake_path, sizeof(fake_path), "%s/tests/libcuda-fake.so", build);
 	snprintf(hooks_shim_path, sizeof(hooks_shim_path), "%s/tests/shim-hooks/libcuda.so.1", build);
 	snprintf(exports_path, sizeof(exports_path), "%s/shim/exports.txt", build);
