@@ -334,6 +334,18 @@ static void threadhist_rows(const struct dist_row *rows, size_t nrows, const str
 	}
 }
 
+/* Threads the launch calls asked for, of the kernels that have an id (instrumented): what the
+ * executions add up to when every launch ran probed, in the same run (a framework that
+ * autotunes launches another set of configurations in each run). */
+static uint64_t probed_launch_threads(const struct tool_data *d)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < d->nkernels; i++)
+		if (d->kernels[i].id)
+			n += d->kernels[i].threads;
+	return n;
+}
+
 void tool_report_threadhist(const struct tool_data *d, const struct tool_opts *o, FILE *f)
 {
 	struct thist h;
@@ -362,7 +374,8 @@ void tool_report_threadhist(const struct tool_data *d, const struct tool_opts *o
 					      cnt + top + 1) : 0;
 	if (o->json) {
 		fprintf(f, "\"threads\":%" PRIu64 ",\"min\":%" PRIu64 ",\"max\":%" PRIu64 ",\"mean\":"
-			"%.3f,\"stddev\":%.3f,\"distribution\":[", h.n, min, max, mean, sd);
+			"%.3f,\"stddev\":%.3f,\"launched_threads\":%" PRIu64 ",\"distribution\":[", h.n,
+			min, max, mean, sd, probed_launch_threads(d));
 		/* ascending executions, as before */
 		struct dist_row *asc = calloc(nrows, sizeof(*asc));
 		for (size_t i = 0; asc && i < nrows; i++)
@@ -386,6 +399,8 @@ void tool_report_threadhist(const struct tool_data *d, const struct tool_opts *o
 		fprintf(f, "\nthreads %" PRIu64 " (ids 0..%" PRIu64 ")  min %" PRIu64 "  max %" PRIu64
 			"  mean %.3f  stddev %.3f  max/mean %.2f\n", h.n, h.n - 1, min, max, mean, sd,
 			mean > 0 ? (double)max / mean : 0);
+		fprintf(f, "executions %.0f of %" PRIu64 " threads launched (instrumented kernels)\n",
+			sum, probed_launch_threads(d));
 		fprintf(f, "most loaded: ");
 		for (size_t i = 0; i < nm; i++)
 			fprintf(f, "%s%" PRIu64 "=%" PRIu64, i ? " " : "", ids[i], cnt[i]);

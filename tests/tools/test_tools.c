@@ -369,11 +369,14 @@ static void test_threadhist(void **state)
 	assert_contains(out, "threads 10 (ids 0..9)  min 1  max 3  mean 2.000  stddev 1.000");
 	assert_contains(out, "most loaded: 0=3 1=3 2=3 3=3 4=3 5=1");
 	assert_contains(out, "least loaded: 9=1 8=1");
+	/* log_a names _Z6vecaddPfS_i kernel id 1; the trace launched none of it */
+	assert_contains(out, "executions 20 of 0 threads launched (instrumented kernels)");
 	free(out);
 	out = report("threadhist", &d, 1);
 	assert_json(out);
 	assert_contains(out, "\"distribution\":[{\"executions\":1,\"threads\":5},"
 			     "{\"executions\":3,\"threads\":5}]");
+	assert_contains(out, "\"launched_threads\":0,");
 	free(out);
 	tool_data_free(&d);
 }
