@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-build-gpu}
 shared=${SHARED:-../shared}
-make --no-print-directory BUILD="$out" SHARED="$shared" -j"$(nproc)" all bench-build
+make --no-print-directory BUILD="$out" SHARED="$shared" -j"$(nproc)" all bench-build dist \
+  "$out/tests/interposer/libcuda.so.1"
 # the soundness fuzzer's programs with the interpreter's results, for t_ptx_safety on the GPU
 # (sound is a clang ASan build: it runs here and does not travel)
 make --no-print-directory BUILD="$out" SHARED="$shared" "$out/fuzz/sound"
@@ -18,7 +19,7 @@ mkdir -p "$out/shared"
 rm -rf "$out/shared/bpf_conformance"
 cp -r "$shared/bpf_conformance" "$out/shared/"
 # intermediate files only: objects, dependency files, the sources of the bundled libraries
-rm -rf "$out/obj" "$out/asan" "$out/fuzz" "$out/sqlite" "$out/zstd" "$out/gpu-out" "$out/bench-out"
+rm -rf "$out/obj" "$out/asan" "$out/fuzz" "$out/sqlite" "$out/zstd" "$out/gpu-out" "$out/bench-out" "$out/dist/stage"
 find "$out" -name '*.d' -delete
 size=$(du -sm "$out" | cut -f1)
 echo "gpu-bundle: $out is $size MiB"

@@ -66,7 +66,7 @@ for name in triton inductor; do
   done
   grep -m1 'cache:' "$TMP/$name.hit.err" | sed 's/^/    /'
   n=$(median <"$TMP/$name.native.times"); c=$(median <"$TMP/$name.cold.times"); h=$(median <"$TMP/$name.hit.times")
-  echo "FIGURE embedded_load $name ($(stat -c %s "$img") B, .nv_debug_ptx_txt: $ptxtxt): native ${n:-?} us, first load (rewrite + JIT) ${c:-?} us, cache hit ${h:-?} us; hit/native $(awk -v a="${h:-0}" -v b="${n:-0}" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }')x, cold/native $(awk -v a="${c:-0}" -v b="${n:-0}" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }')x (medians of $REPS)"
+  echo "FIGURE embedded_load $name ($(stat -c %s "$img") B, .nv_debug_ptx_txt: $ptxtxt): native ${n:-?} us, first load (rewrite + JIT) ${c:-?} us, cache hit ${h:-?} us; hit/native $(awk -v a="${h:-0}" -v b="${n:-0}" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')x, cold/native $(awk -v a="${c:-0}" -v b="${n:-0}" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')x (medians of $REPS)"
 done
 echo "RESULT embedded_load failures=$failed"
 [ "$failed" -eq 0 ]

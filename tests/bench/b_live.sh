@@ -38,10 +38,10 @@ for round in 1 2 3; do for mode in native count slots; do run $mode $round; done
 grep -E '^cubpf: live: .*instrumented [0-9]' "$OUT/live_bench.count.3.err" | head -2
 grep -E '^cubpf: map (entries|slots)' "$OUT/live_bench.count.3.err" "$OUT/live_bench.slots.3.err" | head -4
 n=${best[native]:-0}
-gbs=$(awk -v n="$n" 'BEGIN { printf "%.0f", n > 0 ? 3 * 4 * 67108864 / (n * 1e6) : 0 }')
+gbs=$(awk -v n="$n" 'BEGIN { printf "%.0f", (n > 0 ? 3 * 4 * 67108864 / (n * 1e6) : 0) }')
 for mode in count slots; do
   p=${best[$mode]:-0}
-  ratio=$(awk -v n="$n" -v p="$p" 'BEGIN { printf "%.3f", n > 0 ? p / n : 0 }')
+  ratio=$(awk -v n="$n" -v p="$p" 'BEGIN { printf "%.3f", (n > 0 ? p / n : 0) }')
   inst=$(grep -c ': instrumented [0-9]' "$OUT/live_bench.$mode.3.err" 2>/dev/null)
   same=no; [ "${sum[$mode]:-x}" = "${sum[native]:-y}" ] && same=yes
   echo "RESULT live_bench vecadd 2^26 $mode: native ${n} ms (${gbs} GB/s), probed ${p} ms, ratio ${ratio}x, same_checksum=${same}, modules_instrumented=${inst}"
