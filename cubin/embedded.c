@@ -292,15 +292,29 @@ static const struct cubin_kernel *find_kernel(const struct cubin_kernels *l, con
 	return NULL;
 }
 
-/* Same parameter list: count, and each parameter's size at the same offset. */
-static int same_params(const struct cubin_kernel *a, const struct cubin_kernel *b)
+/* Same parameter list: count, and each parameter's size at the same offset.  Returns -1 when
+ * they are the same, else the index of the first that differs (the count when one list is a
+ * prefix of the other). */
+static long first_other_param(const struct cubin_kernel *a, const struct cubin_kernel *b)
 {
-	if (a->param_count != b->param_count)
-		return 0;
-	for (uint32_t i = 0; i < a->param_count; i++)
+	uint32_t n = a->param_count < b->param_count ? a->param_count : b->param_count;
+	for (uint32_t i = 0; i < n; i++)
 		if (a->params[i].size != b->params[i].size || a->params[i].offset != b->params[i].offset)
-			return 0;
-	return 1;
+			return i;
+	return a->param_count == b->param_count ? -1 : (long)n;
+}
+
+/* "parameter 3: 8 bytes at 24 in the cubin, 16 at 32 in the PTX" (what a refusal names). */
+static void param_difference(const struct cubin_kernel *k, const struct cubin_kernel *p, long i,
+			     char *buf, size_t len)
+{
+	if ((uint32_t)i >= k->param_count || (uint32_t)i >= p->param_count) {
+		snprintf(buf, len, "%u parameters in the cubin, %u in the PTX", k->param_count,
+			 p->param_count);
+		return;
+	}
+	snprintf(buf, len, "parameter %ld: %u bytes at %u in the cubin, %u at %u in the PTX", i,
+		 k->params[i].size, k->params[i].offset, p->params[i].size, p->params[i].offset);
 }
 
 static int compare_lists(const struct cubin_kernels *elf, const struct cubin_kernels *ptx,
@@ -313,9 +327,13 @@ static int compare_lists(const struct cubin_kernels *elf, const struct cubin_ker
 		const struct cubin_kernel *k = &elf->kernels[i], *p = find_kernel(ptx, k->name);
 		if (!p)
 			return cubin_fail(why, whylen, "kernel %s is not in the PTX", k->name), 1;
-		if (!same_params(k, p))
-			return cubin_fail(why, whylen, "kernel %s has other parameters in the PTX",
-					  k->name), 1;
+		long i = first_other_param(k, p);
+		if (i >= 0) {
+			char diff[128];
+			param_difference(k, p, i, diff, sizeof(diff));
+			return cubin_fail(why, whylen, "kernel %s has other parameters in the PTX (%s)",
+					  k->name, diff), 1;
+		}
 	}
 	return 0;
 }

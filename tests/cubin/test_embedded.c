@@ -336,6 +336,27 @@ static void mismatch(void **state)
 	free(buf);
 }
 
+/* A parameter of another size: the refusal names it, with both sizes and offsets. */
+static void mismatch_names_the_parameter(void **state)
+{
+	(void)state;
+	uint8_t *buf;
+	size_t size;
+	char why[256];
+	struct cubin_embedded_ptx e;
+	read_ptx("lineinfo.cubin", &buf, &size, &e);
+	assert_non_null(e.text);
+	char *u64 = strstr(e.text, ".param .u64 ");
+	assert_non_null(u64);
+	memcpy(u64, ".param .u32 ", 12); /* cubin_axpy(float a, const float *x, ...): x, 8 bytes -> 4 */
+	assert_int_equal(cubin_embedded_ptx_matches(buf, size, e.text, e.len, why, sizeof(why)), 1);
+	if (!strstr(why, "has other parameters in the PTX (parameter 1: 8 bytes at 8 in the cubin, "
+			 "4 at 4 in the PTX)"))
+		fail_msg("unexpected reason: %s", why);
+	cubin_embedded_ptx_free(&e);
+	free(buf);
+}
+
 /* Options as ptxas spells them, and the ones cubpf does not know. */
 static void options(void **state)
 {
@@ -521,7 +542,7 @@ size_t embedded_tests(struct CMUnitTest *out)
 		cmocka_unit_test(nvcc_lineinfo),  cmocka_unit_test(ptxas_loc),
 		cmocka_unit_test(nvrtc_lineinfo), cmocka_unit_test(nvjitlink_one),
 		cmocka_unit_test(nvrtc_no_lineinfo), cmocka_unit_test(nvjitlink_two),
-		cmocka_unit_test(plain_cubin),    cmocka_unit_test(mismatch),
+		cmocka_unit_test(plain_cubin),    cmocka_unit_test(mismatch), cmocka_unit_test(mismatch_names_the_parameter),
 		cmocka_unit_test(options),        cmocka_unit_test(rdc_objects),
 		cmocka_unit_test(fmad_false_in_the_ptx), cmocka_unit_test(llvm_style),
 	};
