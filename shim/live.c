@@ -428,12 +428,44 @@ static int guarded_load(const char *path, struct vm_object **o, struct live_verd
 	return rc != 0;
 }
 
+/* Whether an object's maps can fit the device memory cap at all (CUBPF_MAP_MAX_MB): one that
+ * cannot (a damaged or hostile object asking for petabytes) would make every module load fall
+ * back, the other objects' probes with it, so it is refused alone, as a damaged object is.
+ * Each dimension is checked too, so that a product that wraps cannot pass. */
+static bool maps_fit_cap(const struct vm_object *o, const char *path)
+{
+	uint64_t total = 0;
+	bool over = false;
+	uint32_t big = 0;
+	for (uint32_t i = 0; i < o->map_cnt; i++) {
+		const struct vm_map_def *d = &o->maps[i];
+		uint64_t b = live_map_bytes(d);
+		over |= d->value_size > live.map_cap_bytes || d->max_entries > live.map_cap_bytes ||
+			b > live.map_cap_bytes || (total += b) > live.map_cap_bytes;
+		if (b > live_map_bytes(&o->maps[big]))
+			big = i;
+	}
+	if (!over)
+		return true;
+	char what[320];
+	live_map_describe(&o->maps[big], what, sizeof(what));
+	shim_log(SHIM_LOG_WARN, "live: %s: probe object refused, the application runs without it: "
+		 "its maps need more than the device memory cap of %llu bytes (CUBPF_MAP_MAX_MB); "
+		 "the largest is %s", path, (unsigned long long)live.map_cap_bytes, what);
+	return false;
+}
+
 static int add_object(const char *path)
 {
 	struct vm_object *o;
 	struct live_verdict *verdicts;
 	if (guarded_load(path, &o, &verdicts) != 0)
 		return 0;
+	if (!maps_fit_cap(o, path)) {
+		free(verdicts);
+		vm_object_free(o);
+		return 0;
+	}
 	struct vm_object **objs = realloc(live.objs, sizeof(*objs) * (live.nobjs + 1));
 	char **paths = realloc(live.paths, sizeof(*paths) * (live.nobjs + 1));
 	if (objs)
@@ -767,16 +799,17 @@ const struct shim_hooks *shim_live_init(void)
 		shim_log(SHIM_LOG_WARN, "live: %s; probes disabled", err);
 		return NULL;
 	}
-	/* per-thread arrays are sized when their objects load */
+	/* per-thread arrays are sized when their objects load, and an object whose maps cannot
+	 * fit the cap is refused there */
 	live.perthread_threads = env_u64("CUBPF_PERTHREAD_THREADS", 1u << 20);
 	live.perthread_threads = live.perthread_threads ? live.perthread_threads : 1;
+	live.map_cap_bytes = env_u64("CUBPF_MAP_MAX_MB", 4096) << 20;
 	if (load_programs(programs) != 0) {
 		shim_log(SHIM_LOG_WARN, "live: out of memory loading %s; probes disabled", programs);
 		return NULL;
 	}
 	const char *glob = getenv("CUBPF_KERNELS");
 	live.kernel_glob = glob && *glob ? glob : NULL;
-	live.map_cap_bytes = env_u64("CUBPF_MAP_MAX_MB", 4096) << 20;
 	live.ringbuf_bytes = env_u64("CUBPF_RINGBUF_MB", 64) << 20;
 	live.ringbuf_threads = (uint32_t)env_u64("CUBPF_RINGBUF_THREADS", default_drain_threads());
 	live.sample = (uint32_t)env_u64("CUBPF_SAMPLE", 1);

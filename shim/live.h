@@ -121,6 +121,8 @@ extern struct live_state live;
 
 /* live.c: device bytes of a map in its cubpf_abi.h layout (0: none on the device). */
 uint64_t live_map_bytes(const struct vm_map_def *d);
+/* "NAME (kind, how its size comes about = N bytes)", for messages that refuse maps. */
+void live_map_describe(const struct vm_map_def *d, char *out, size_t len);
 /* live.c: cubpf's id of a kernel (small, sequential from 1, the same for the same name). */
 uint32_t live_kernel_id(void *user, const char *mangled);
 /* The module whose kernels get ids on this thread now (a file load's path; NULL = none): it

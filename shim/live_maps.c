@@ -223,6 +223,14 @@ static void map_shape(const struct vm_map_def *d, char *out, size_t len)
 		snprintf(out, len, "%u entries x %" PRIu64 " B", d->max_entries, stride);
 }
 
+void live_map_describe(const struct vm_map_def *d, char *out, size_t len)
+{
+	char shape[160];
+	map_shape(d, shape, sizeof(shape));
+	snprintf(out, len, "%s (%s, %s = %" PRIu64 " bytes)", d->name, map_kind(d), shape,
+		 live_map_bytes(d));
+}
+
 /* Refuses maps over the cap or over the device's free memory, naming the largest. */
 static int check_size(uint64_t total, char *err, size_t errlen)
 {

@@ -542,7 +542,8 @@ static void list_numbered(const char *dir, const char *prefix, const char *suffi
 		if (numbered(e->d_name, prefix, suffix) && set_add(s, dir, e->d_name) != 0)
 			break;
 	closedir(d);
-	qsort(s->path + from, s->n - from, sizeof(*s->path), cmp_path);
+	if (s->n > from) /* none found: no array to sort */
+		qsort(s->path + from, s->n - from, sizeof(*s->path), cmp_path);
 }
 
 /* FILE's folder and name ("." for a bare name). */

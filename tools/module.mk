@@ -19,7 +19,9 @@ BINS += $(BUILD)/bin/cubpf-bpf-plugin
 # machine's folder: the objects ship in `make dist` as they are (BTF is kept).
 PROBE_SRCS := $(wildcard tools/probes/*.bpf.c)
 PROBE_OBJS := $(patsubst tools/probes/%.bpf.c,$(BUILD)/probes/%.bpf.o,$(PROBE_SRCS))
-$(BUILD)/probes/%.bpf.o: tools/probes/%.bpf.c tools/include/cubpf_helpers.h tools/include/cubpf_abi.h
+# tools/module.mk too: the objects carry these flags (source paths in the debug info)
+$(BUILD)/probes/%.bpf.o: tools/probes/%.bpf.c tools/include/cubpf_helpers.h tools/include/cubpf_abi.h \
+  tools/module.mk
 	@mkdir -p $(@D)
 	$(CLANG) -O2 -g -target bpf -fdebug-prefix-map=$(CURDIR)/= -fdebug-compilation-dir=. \
 	  -I tools/include -I/usr/include/x86_64-linux-gnu -c $< -o $@

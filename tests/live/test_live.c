@@ -846,8 +846,10 @@ static void test_map_over_the_cap_is_refused(void **state)
 	(void)state;
 	struct child_env env = { { "CUBPF_MAP_MAX_MB" }, { "1" } };
 	assert_int_equal(run_child(&env, child_untouched), 0);
-	assert_non_null(strstr(child_err, "the maps need 8389632 bytes of device memory, more than "
-				       "the cap of 1048576 (CUBPF_MAP_MAX_MB)"));
+	/* an object whose maps alone exceed the cap is refused when it loads */
+	assert_non_null(strstr(child_err, "count.bpf.o: probe object refused, the application runs "
+				       "without it: its maps need more than the device memory cap of "
+				       "1048576 bytes (CUBPF_MAP_MAX_MB"));
 }
 
 /* A program the verifier rejects is skipped with the reason; the others run. */
@@ -892,6 +894,25 @@ static void test_damaged_object_is_refused_others_run(void **state)
 			 1);
 	assert_non_null(strstr(child_err, "btf_array_self.elf: probe object refused, the "
 				       "application runs without it: map 'kstats': member"));
+	assert_non_null(strstr(child_err, "live: 1 probe objects"));
+}
+
+/* An object whose maps can never fit the device memory cap (here count.bpf.o's 8 MiB under a
+ * cap of 4 MiB; on the GPU a damaged object asked for petabytes) is refused alone: before, it
+ * made every module load fall back, the other objects' probes with it. */
+static void test_object_over_the_map_cap_is_refused_alone(void **state)
+{
+	(void)state;
+	char list[8192];
+	snprintf(list, sizeof(list), "%s:%s/live-probes/micro_empty.bpf.o", probe_path,
+		 LIVE_TEST_BUILD);
+	struct child_env env = { { "CUBPF_PROGRAMS", "CUBPF_MAP_MAX_MB" }, { list, "4" } };
+	assert_int_equal(run_child(&env, child_untouched), 0); /* micro_empty probes no live_k */
+	assert_int_equal(count(child_err, "probe object refused"), 1);
+	assert_non_null(strstr(child_err, "count.bpf.o: probe object refused, the application runs "
+				       "without it: its maps need more than the device memory cap of "
+				       "4194304 bytes (CUBPF_MAP_MAX_MB); the largest is per_thread (array, "
+				       "1048576 entries x 8 B = 8388608 bytes)"));
 	assert_non_null(strstr(child_err, "live: 1 probe objects"));
 }
 
@@ -2461,6 +2482,7 @@ int main(void)
 		cmocka_unit_test(test_disabled_substitutes_nothing),
 		cmocka_unit_test(test_rejected_program_is_skipped_with_the_reason),
 		cmocka_unit_test(test_damaged_object_is_refused_others_run),
+	cmocka_unit_test(test_object_over_the_map_cap_is_refused_alone),
 		cmocka_unit_test(test_checker_crash_leaves_the_application_unprobed),
 		cmocka_unit_test(test_checker_hang_is_cut_short),
 		cmocka_unit_test(test_in_process_verification_gives_the_same_verdicts),
