@@ -1232,42 +1232,55 @@ static void run_processes(const char *dir, const char *cmd, char *out, size_t le
 		fail_msg("cubpf run %s: status %d:\n%s", args, rc, out);
 }
 
-/* One trace per process that used CUDA (fork only, fork + exec, posix_spawn), none for a child
- * that did not, and one report whose counts are the sum over the processes. */
+/* One program of several processes (tools_fake_app 0 MODE) under kcount -o DIR: one trace per
+ * process that used CUDA, none for a child that did not, and one report whose counts are the
+ * sum over the processes. */
+static void check_processes(const char *mode, int procs)
+{
+	static char out[1 << 16];
+	char dir[] = "/tmp/cubpf-test-procs-XXXXXX", cmd[512], line[128];
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "%s/tests/tools_fake_app 0 %s", TOOLS_TEST_BUILD, mode);
+	run_processes(dir, cmd, out, sizeof(out));
+	assert_contains(out, "fake_app: done");
+	if (traces_in(dir) != procs)
+		fail_msg("%s: %d traces in %s, expected %d:\n%s", mode, traces_in(dir), dir, procs,
+			 out);
+	snprintf(line, sizeof(line), "tools_k %*d %12d", 40 - 7 + 9, 3 * procs, 480 * procs);
+	assert_contains(out, line);
+	if (procs > 1) {
+		snprintf(line, sizeof(line), "processes: %d (a trace each)", procs);
+		assert_contains(out, line);
+		assert_contains(out, "kernels instrumented: 1\n");
+	} else {
+		assert_null(strstr(out, "processes:"));
+	}
+	if (!strcmp(mode, "fork"))
+		assert_contains(out, "fake_app: child done");
+	assert_contains(out, "trace: complete");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* fork + exec, posix_spawn, and a child that never touches CUDA. */
 static void test_run_processes(void **state)
 {
 	(void)state;
-	static char out[1 << 16];
-	static const struct {
-		const char *mode;
-		int procs;
-	} cases[] = {{"fork", 2}, {"exec", 2}, {"spawn", 2}, {"nocuda", 1}};
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char dir[] = "/tmp/cubpf-test-procs-XXXXXX", cmd[512], line[128];
-		assert_non_null(mkdtemp(dir));
-		snprintf(cmd, sizeof(cmd), "%s/tests/tools_fake_app 0 %s", TOOLS_TEST_BUILD,
-			 cases[i].mode);
-		run_processes(dir, cmd, out, sizeof(out));
-		assert_contains(out, "fake_app: done");
-		if (traces_in(dir) != cases[i].procs)
-			fail_msg("%s: %d traces in %s, expected %d:\n%s", cases[i].mode, traces_in(dir),
-				 dir, cases[i].procs, out);
-		snprintf(line, sizeof(line), "tools_k %*d %12d", 40 - 7 + 9, 3 * cases[i].procs,
-			 480 * cases[i].procs);
-		assert_contains(out, line);
-		if (cases[i].procs > 1) {
-			snprintf(line, sizeof(line), "processes: %d (a trace each)", cases[i].procs);
-			assert_contains(out, line);
-			if (!strcmp(cases[i].mode, "fork"))
-				assert_contains(out, "fake_app: child done");
-			assert_contains(out, "kernels instrumented: 1\n");
-		} else {
-			assert_null(strstr(out, "processes:"));
-		}
-		assert_contains(out, "trace: complete");
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		assert_int_equal(system(cmd), 0);
-	}
+	check_processes("exec", 2);
+	check_processes("spawn", 2);
+	check_processes("nocuda", 1);
+}
+
+/* fork only: the child ends in _exit(), which runs no exit handler, so its trace is complete
+ * only through libcubpf-exit.so, which cubpf run cannot preload into a sanitized build's
+ * programs (they need the ASan runtime first). */
+static void test_run_processes_fork_exit(void **state)
+{
+	(void)state;
+#if defined(__SANITIZE_ADDRESS__)
+	skip(); /* reported as skipped; the plain build runs it */
+#endif
+	check_processes("fork", 2);
 }
 
 /* -o FILE: the first process writes FILE, the other FILE.PID; a run again replaces both.
@@ -1348,6 +1361,7 @@ int main(void)
 		cmocka_unit_test(test_bad_trace),     cmocka_unit_test(test_run_options),
 		cmocka_unit_test(test_text_escaping), cmocka_unit_test(test_report_names_escaped),
 		cmocka_unit_test(test_run_fake),      cmocka_unit_test(test_run_processes),
+		cmocka_unit_test(test_run_processes_fork_exit),
 		cmocka_unit_test(test_run_processes_file),
 		cmocka_unit_test(test_processes_renumbered),
 		cmocka_unit_test(test_run_python_multiprocessing),
