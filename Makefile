@@ -152,7 +152,7 @@ define install_tree
 	ln -sf libcuda.so.1 $(1)/$(2)/libcuda.so
 	ln -sf libnvrtc.so.13 $(1)/$(2)/libnvrtc.so
 	ln -sf libnvJitLink.so.13 $(1)/$(2)/libnvJitLink.so
-	install -m 0644 tools/include/*.h $(1)/$(4)/
+	install -m 0644 $(PROBE_HEADERS) $(1)/$(4)/
 	if ls $(BUILD)/probes/*.bpf.o >/dev/null 2>&1; then install -d $(1)/$(3) && \
 	  install -m 0644 $(BUILD)/probes/*.bpf.o $(1)/$(3)/; fi
 endef
@@ -169,7 +169,7 @@ install: all
 # (sorted, root-owned, dated by the last commit, gzip -n).
 .PHONY: dist
 dist: $(DIST)
-$(DIST): $(LIBS) $(BINS) docs/dist-README.txt docs/Dockerfile Makefile
+$(DIST): $(LIBS) $(BINS) $(PROBE_HEADERS) docs/dist-README.txt docs/Dockerfile Makefile
 	rm -rf $(BUILD)/dist/stage $@
 	$(call install_tree,$(BUILD)/dist/stage/opt/cubpf,lib,probes,include/cubpf)
 	strip --strip-debug $(BUILD)/dist/stage/opt/cubpf/bin/* $(addprefix $(BUILD)/dist/stage/opt/cubpf/lib/,libcuda.so.1 libnvrtc.so.13 libnvJitLink.so.13 libcubpf-exit.so)
