@@ -58,7 +58,7 @@ TEST_BINS  :=
 FUZZ_BINS  :=
 BENCH_BINS :=
 
-.PHONY: all test unit test-asan fuzz fuzz-smoke demo gpu-test bench bench-build install clean deps
+.PHONY: all test check-deps unit test-asan fuzz fuzz-smoke demo gpu-test bench bench-build install clean deps
 
 all:
 
@@ -106,15 +106,27 @@ unit: $(TEST_BINS) $(BINS)
 test-asan:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 unit
 
+# check-deps: no module includes a header of a module above it (ci/check-deps.sh prints each
+# FILE:LINE that does and fails; the order is in CONTRIBUTING.md).  `make test` runs it first and
+# counts it as one test of its own in the summary.
+check-deps:
+	@ci/check-deps.sh
+
 test:
-	@rm -f $(BUILD)/test-summary.txt $(BUILD)/asan/test-summary.txt $(BUILD)/fuzz-summary.txt
+	@rm -f $(BUILD)/test-summary.txt $(BUILD)/asan/test-summary.txt $(BUILD)/fuzz-summary.txt \
+	  $(BUILD)/deps-summary.txt
+	@mkdir -p $(BUILD)
+	@echo "== include order (make check-deps) =="
+	@if $(MAKE) --no-print-directory check-deps; then echo "1 0" >$(BUILD)/deps-summary.txt; \
+	  else echo "0 1" >$(BUILD)/deps-summary.txt; fi
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory -k unit || true
 	@echo "== sanitizer pass (ASan+UBSan) =="
 	@$(MAKE) --no-print-directory -k test-asan || true
 	@echo "== fuzz smoke run =="
 	@$(MAKE) --no-print-directory -k fuzz-smoke || true
-	@tests/summary.sh $(BUILD)/test-summary.txt $(BUILD)/asan/test-summary.txt $(BUILD)/fuzz-summary.txt
+	@tests/summary.sh $(BUILD)/deps-summary.txt $(BUILD)/test-summary.txt \
+	  $(BUILD)/asan/test-summary.txt $(BUILD)/fuzz-summary.txt
 
 # ---- fuzzing (libFuzzer, clang) ------------------------------------------------------------
 fuzz: $(FUZZ_BINS)
