@@ -181,12 +181,12 @@ install: all
 # (sorted, root-owned, dated by the last commit, gzip -n).
 .PHONY: dist
 dist: $(DIST)
-$(DIST): $(LIBS) $(BINS) $(PROBE_HEADERS) docs/dist-README.txt docs/Dockerfile Makefile
+$(DIST): $(LIBS) $(BINS) $(PROBE_HEADERS) ci/dist/README.txt ci/dist/Dockerfile Makefile
 	rm -rf $(BUILD)/dist/stage $@
 	$(call install_tree,$(BUILD)/dist/stage/opt/cubpf,lib,probes,include/cubpf)
 	strip --strip-debug $(BUILD)/dist/stage/opt/cubpf/bin/* $(addprefix $(BUILD)/dist/stage/opt/cubpf/lib/,libcuda.so.1 libnvrtc.so.13 libnvJitLink.so.13 libcubpf-exit.so)
-	install -m 0644 docs/dist-README.txt $(BUILD)/dist/stage/opt/cubpf/README
-	install -m 0644 docs/Dockerfile $(BUILD)/dist/stage/opt/cubpf/Dockerfile
+	install -m 0644 ci/dist/README.txt $(BUILD)/dist/stage/opt/cubpf/README
+	install -m 0644 ci/dist/Dockerfile $(BUILD)/dist/stage/opt/cubpf/Dockerfile
 	tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$(DIST_DATE) \
 	  --mode=u+rwX,go+rX,go-w -C $(BUILD)/dist/stage -cf - opt | gzip -n -9 > $@.tmp
 	mv $@.tmp $@

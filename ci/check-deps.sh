@@ -8,7 +8,7 @@
 #   store/, cubin/                none of ours
 #
 # Scans every .c, .h (.bpf.c included), .cu and .def file under the module folders of ROOT (the
-# repository by default; tests/, ci/ and docs/ may include anything and are not scanned) for
+# repository by default; tests/ may include anything and ci/ holds no C: neither is scanned) for
 # `#include "X"` and `#include <M/...>`, resolves X as the compiler does (the including file's
 # folder first, then ROOT, which every module compiles with -I.; for probe sources, *.bpf.c,
 # then tools/include, their documented -I), and prints each include that reaches a module the

@@ -3,7 +3,7 @@
  *     a new prefix: the CPU shim tests (build/tests/test_shim with CUBPF_SHIM) pass against the
  *     shim there and its cubpf runs a tool; its probe headers are the ABI itself and
  *     cubpf_helpers.h, and a probe compiles against them alone;
- *   - docs/Dockerfile replayed without a container engine (tests/dist/replay-dockerfile.sh);
+ *   - ci/dist/Dockerfile replayed without a container engine (tests/dist/replay-dockerfile.sh);
  *   - preload mode over the fake driver: LD_PRELOAD by hand and `cubpf run --preload`, also when
  *     the program sets its own LD_LIBRARY_PATH; another interposer of the driver (soname
  *     libcuda.so.1, tests/shim/interposer.c) preloaded before cubpf (both see every call) and
@@ -161,7 +161,7 @@ static void test_installed_probe_headers(void **state)
 static void test_replay_dockerfile(void **state)
 {
 	(void)state;
-	int rc = sh("%s/tests/dist/replay-dockerfile.sh %s/docs/Dockerfile %s %s %s", DIST_TEST_SRC,
+	int rc = sh("%s/tests/dist/replay-dockerfile.sh %s/ci/dist/Dockerfile %s %s %s", DIST_TEST_SRC,
 		    DIST_TEST_SRC, DIST_TEST_TARBALL, FAKE, APP);
 	if (rc != 0)
 		fail_msg("replay failed (%d):\n%s", rc, out);
