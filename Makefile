@@ -58,7 +58,7 @@ TEST_BINS  :=
 FUZZ_BINS  :=
 BENCH_BINS :=
 
-.PHONY: all test unit test-asan fuzz fuzz-smoke demo gpu-test bench bench-build install clean deps
+.PHONY: all test check-deps unit test-asan fuzz fuzz-smoke demo gpu-test bench bench-build install clean deps
 
 all:
 
@@ -106,15 +106,27 @@ unit: $(TEST_BINS) $(BINS)
 test-asan:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 unit
 
+# check-deps: no module includes a header of a module above it (ci/check-deps.sh prints each
+# FILE:LINE that does and fails; the order is in CONTRIBUTING.md).  `make test` runs it first and
+# counts it as one test of its own in the summary.
+check-deps:
+	@ci/check-deps.sh
+
 test:
-	@rm -f $(BUILD)/test-summary.txt $(BUILD)/asan/test-summary.txt $(BUILD)/fuzz-summary.txt
+	@rm -f $(BUILD)/test-summary.txt $(BUILD)/asan/test-summary.txt $(BUILD)/fuzz-summary.txt \
+	  $(BUILD)/deps-summary.txt
+	@mkdir -p $(BUILD)
+	@echo "== include order (make check-deps) =="
+	@if $(MAKE) --no-print-directory check-deps; then echo "1 0" >$(BUILD)/deps-summary.txt; \
+	  else echo "0 1" >$(BUILD)/deps-summary.txt; fi
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory -k unit || true
 	@echo "== sanitizer pass (ASan+UBSan) =="
 	@$(MAKE) --no-print-directory -k test-asan || true
 	@echo "== fuzz smoke run =="
 	@$(MAKE) --no-print-directory -k fuzz-smoke || true
-	@tests/summary.sh $(BUILD)/test-summary.txt $(BUILD)/asan/test-summary.txt $(BUILD)/fuzz-summary.txt
+	@tests/summary.sh $(BUILD)/deps-summary.txt $(BUILD)/test-summary.txt \
+	  $(BUILD)/asan/test-summary.txt $(BUILD)/fuzz-summary.txt
 
 # ---- fuzzing (libFuzzer, clang) ------------------------------------------------------------
 fuzz: $(FUZZ_BINS)
@@ -152,7 +164,7 @@ define install_tree
 	ln -sf libcuda.so.1 $(1)/$(2)/libcuda.so
 	ln -sf libnvrtc.so.13 $(1)/$(2)/libnvrtc.so
 	ln -sf libnvJitLink.so.13 $(1)/$(2)/libnvJitLink.so
-	install -m 0644 tools/include/*.h $(1)/$(4)/
+	install -m 0644 $(PROBE_HEADERS) $(1)/$(4)/
 	if ls $(BUILD)/probes/*.bpf.o >/dev/null 2>&1; then install -d $(1)/$(3) && \
 	  install -m 0644 $(BUILD)/probes/*.bpf.o $(1)/$(3)/; fi
 endef
@@ -169,12 +181,12 @@ install: all
 # (sorted, root-owned, dated by the last commit, gzip -n).
 .PHONY: dist
 dist: $(DIST)
-$(DIST): $(LIBS) $(BINS) docs/dist-README.txt docs/Dockerfile Makefile
+$(DIST): $(LIBS) $(BINS) $(PROBE_HEADERS) ci/dist/README.txt ci/dist/Dockerfile Makefile
 	rm -rf $(BUILD)/dist/stage $@
 	$(call install_tree,$(BUILD)/dist/stage/opt/cubpf,lib,probes,include/cubpf)
 	strip --strip-debug $(BUILD)/dist/stage/opt/cubpf/bin/* $(addprefix $(BUILD)/dist/stage/opt/cubpf/lib/,libcuda.so.1 libnvrtc.so.13 libnvJitLink.so.13 libcubpf-exit.so)
-	install -m 0644 docs/dist-README.txt $(BUILD)/dist/stage/opt/cubpf/README
-	install -m 0644 docs/Dockerfile $(BUILD)/dist/stage/opt/cubpf/Dockerfile
+	install -m 0644 ci/dist/README.txt $(BUILD)/dist/stage/opt/cubpf/README
+	install -m 0644 ci/dist/Dockerfile $(BUILD)/dist/stage/opt/cubpf/Dockerfile
 	tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$(DIST_DATE) \
 	  --mode=u+rwX,go+rX,go-w -C $(BUILD)/dist/stage -cf - opt | gzip -n -9 > $@.tmp
 	mv $@.tmp $@

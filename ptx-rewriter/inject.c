@@ -375,7 +375,7 @@ static void need_merge(struct cg_result *a, const struct cg_result *b)
 
 /* The enable word of the site's kernel (word 0 for device functions shared by several
  * kernels; ids past CUBPF_ENABLE_WORDS wrap), loaded once per site into %__cb_en, then a skip
- * of program p when its bit is clear (cubpf_abi.h, "enable words"). */
+ * of program p when its bit is clear (layout.h, "enable words"). */
 static void enable_check(struct inj *j, const struct site *s, uint32_t p, bool first,
 			 const char *lbl, struct ptx_buf *out)
 {

@@ -1,6 +1,6 @@
 /* Device code of the map kinds beyond plain arrays (issue 6): per-SM arrays, per-thread arrays,
  * lock-free hash maps, and ring buffer output.  The memory layouts are the contract of
- * tools/include/cubpf_abi.h ("GPU map layouts", "GPU ring buffers"); the shim allocates and
+ * ptx-rewriter/layout.h ("GPU map layouts", "GPU ring buffers"); the shim allocates and
  * reads the maps with the same macros.
  *
  * Registers: %__cb_m0..9 (.b64), %__cb_x0..7 (.b32), %__cb_q0..1 (.pred) belong to this file,
@@ -307,7 +307,7 @@ static void rb_lane_word(struct cg *g, const char *reg, size_t field)
 	OUT("mad.wide.u32 %s, %%__cb_x6, 8, %s;\n", reg, reg);
 }
 
-/* The lane of this warp slot (cubpf_abi.h): %__cb_x6 = the lane, %__cb_m0 = the address of its
+/* The lane of this warp slot (layout.h): %__cb_x6 = the lane, %__cb_m0 = the address of its
  * head, %__cb_m1 = lane_bytes, %__cb_m2 = the producers' part (its header).  The host fills the
  * header before launching: cacheable loads, from device memory. */
 static void rb_lane(struct cg *g, uint32_t map)
@@ -429,7 +429,7 @@ static int rb_store(struct cg *g, uint32_t pc, uint32_t depth, uint32_t size)
 }
 
 /* bpf_ringbuf_output(map, data, size, flags): the warp's callers write one batch to the lane of
- * their warp slot, following the producer protocol of cubpf_abi.h; a batch that does not fit is
+ * their warp slot, following the producer protocol of layout.h; a batch that does not fit is
  * counted in the lane's drops and the helper returns -EAGAIN, as Linux does when a ring buffer
  * is full. */
 int cg_ringbuf_output(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)

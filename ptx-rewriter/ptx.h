@@ -22,7 +22,7 @@
  *    vm_map_def.init there for .data/.rodata before launching.
  *  - Per-SM arrays (CUBPF_MAP_PERCPU_ARRAY), per-thread arrays (CUBPF_MAP_PERTHREAD_ARRAY),
  *    hash maps (CUBPF_MAP_HASH) and ring buffers (CUBPF_MAP_RINGBUF, CUBPF_MAP_GPU_RINGBUF):
- *    the layouts of tools/include/cubpf_abi.h ("GPU map layouts", "GPU ring buffers"), zeroed
+ *    the layouts of ptx-rewriter/layout.h ("GPU map layouts", "GPU ring buffers"), zeroed
  *    by the host, which also fills the per-thread header and the ring buffer headers.  A ring
  *    buffer's __cubpf_map_<i> is its producers' part in device memory (heads, cached tails),
  *    whose header holds the addresses of the ring in pinned host memory.
@@ -31,7 +31,7 @@
  *    field-major stores, one fence, one commit word); it reads the host's tail over PCIe only
  *    when the cached copy says the lane is full.
  *  - Enable words (ptx_inject_opts.enable_words): the module also declares
- *    `.visible .const .align 8 .u64 __cubpf_enable;` (cubpf_abi.h, "enable words").
+ *    `.visible .const .align 8 .u64 __cubpf_enable;` (layout.h, "enable words").
  *
  * Probe placement:
  *  - kprobe: after the kernel's declarations, before its first instruction;
@@ -81,6 +81,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ptx-rewriter/layout.h"
 #include "vm/vm.h"
 
 #define PTX_ERRLEN 256
@@ -243,7 +244,7 @@ struct ptx_inject_opts {
 	/* ctx->kernel_id of a kernel; NULL: ptx_kernel_id (a hash of the mangled name). */
 	uint32_t (*kernel_id)(void *user, const char *mangled);
 	void *user;
-	/* Honour the enable words (cubpf_abi.h): declare __cubpf_enable and, at each probe site,
+	/* Honour the enable words (layout.h): declare __cubpf_enable and, at each probe site,
 	 * load the kernel's word once and skip program p (its index in progs) when its bit is 0.
 	 * The host must then store the words' address in __cubpf_enable before any launch. */
 	bool enable_words;

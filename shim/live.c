@@ -292,7 +292,7 @@ static struct bpf_insn *renumber(const struct vm_prog *p, uint32_t base)
 	return in;
 }
 
-/* Device storage of a map, in the layouts of cubpf_abi.h ("GPU map layouts"): arrays and
+/* Device storage of a map, in the layouts of ptx-rewriter/layout.h ("GPU map layouts"): arrays and
  * globals, per-SM arrays (CUBPF_PERCPU_SLOTS copies of each value), per-thread arrays (a header,
  * then CUBPF_PERTHREAD_THREADS copies of each value) and hash maps.  0: no device storage (ring
  * buffers live in pinned memory, other kinds are refused by the rewriter). */

@@ -119,7 +119,7 @@ struct live_state {
 };
 extern struct live_state live;
 
-/* live.c: device bytes of a map in its cubpf_abi.h layout (0: none on the device). */
+/* live.c: device bytes of a map in its ptx-rewriter/layout.h layout (0: none on the device). */
 uint64_t live_map_bytes(const struct vm_map_def *d);
 /* "NAME (kind, how its size comes about = N bytes)", for messages that refuse maps. */
 void live_map_describe(const struct vm_map_def *d, char *out, size_t len);
@@ -166,7 +166,7 @@ struct live_ctx {
 	bool rb_sync_warned;
 	uint8_t **snap;             /* per map: the last copy read back (NULL before) */
 	uint64_t snap_ns;           /* when it was read (CLOCK_REALTIME), 0 = never */
-	CUdeviceptr enable;         /* CUBPF_ENABLE_WORDS enable words (cubpf_abi.h) */
+	CUdeviceptr enable;         /* CUBPF_ENABLE_WORDS enable words (ptx-rewriter/layout.h) */
 	uint32_t *enable_set;       /* the value each word was last set to, host copy */
 	CUmodule clock_mod;         /* cubpf's %globaltimer kernel (live_clock.c), or NULL */
 	CUfunction clock_fn;

@@ -4,9 +4,9 @@
  *     off NAME       program NAME off         on NAME       program NAME on
  * read in order from "all on" each time the file changes (a missing or empty file: all on).
  * NAME is a GPU program's name (its function) or a glob.  The result is a mask of GPU programs
- * (bit p = program p, the enable-word layout of cubpf_abi.h) that the launching hook folds into
- * the kernel's enable word (live_module.c sample()); the file is looked at, at most every
- * 100 ms, from a launch. */
+ * (bit p = program p, the enable-word layout of ptx-rewriter/layout.h) that the launching hook
+ * folds into the kernel's enable word (live_module.c sample()); the file is looked at, at most
+ * every 100 ms, from a launch. */
 #define _GNU_SOURCE
 #include <fnmatch.h>
 #include <pthread.h>

@@ -71,8 +71,8 @@ static void ctx_free(struct live_ctx *c)
 }
 
 /* ---- ring buffers: pinned host memory mapped into the device ---------------------------------
- * One lane per warp slot (SMs x warp slots per SM, cubpf_abi.h).  Each ring buffer gets the
- * larger of its max_entries (bytes, as in Linux) and an equal share of what is left of the
+ * One lane per warp slot (SMs x warp slots per SM, ptx-rewriter/layout.h).  Each ring buffer
+ * gets the larger of its max_entries (bytes, as in Linux) and an equal share of what is left of the
  * budget (CUBPF_RINGBUF_MB, shared by all ring buffers of a context), spread over its lanes:
  * with 8448 lanes (an H100) a max_entries of a few MiB would give lanes too small to hold what
  * one kernel writes before the drain comes round, and the budget is what the user granted.
@@ -174,7 +174,7 @@ static int ringbufs_alloc(struct live_ctx *c, char *err, size_t errlen)
 }
 
 /* Zeroes a map, then copies a global's initial value (.data/.rodata) into it, or a per-thread
- * array's thread capacity into its header (cubpf_abi.h). */
+ * array's thread capacity into its header (ptx-rewriter/layout.h). */
 static CUresult map_init(struct live_ctx *c, uint32_t i)
 {
 	const struct live_map *m = &live.maps[i];
@@ -511,7 +511,7 @@ int live_fill(struct live_ctx *c, CUmodule mod, CUlibrary lib, char *err, size_t
 
 /* ---- reading back ------------------------------------------------------------------------ */
 
-/* The device's drop counts of ring buffer i, to the ring's copy (cubpf_abi.h), on cubpf's
+/* The device's drop counts of ring buffer i, to the ring's copy (ptx-rewriter/layout.h), on cubpf's
  * stream (context current). */
 static CUresult rb_drops_copy(struct live_ctx *c, uint32_t i)
 {
@@ -843,7 +843,7 @@ void live_maps_stop_thread(void)
  * a window of RB_WINDOW_NS), it starts helpers, one per RB_LANES_PER_THREAD lanes, at most
  * CUBPF_RINGBUF_THREADS (default 4) threads in all, and they stay until the end: thread k then drains lanes k, k + n, k + 2n... of every map, so
  * that no lane has two consumers.  The GPU never waits for them: a full lane drops and counts
- * (cubpf_abi.h); thread 0 writes DROP records where the drops grew.
+ * (ptx-rewriter/layout.h); thread 0 writes DROP records where the drops grew.
  *
  * A context's ring buffers are set before it joins the list, and a context leaves it (torn
  * down) only under ctxs_rw, which each pass holds for reading: the drain threads walk the list

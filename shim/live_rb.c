@@ -1,5 +1,5 @@
 /* shim/live_rb.c: the host side of GPU ring buffers — draining lanes, and the CPU model of the
- * producer.  The protocol is in cubpf_abi.h; the reasons for its shape:
+ * producer.  The protocol is in ptx-rewriter/layout.h; the reasons for its shape:
  *  - a producer never waits: reservation is a compare-and-swap on head that gives up (and counts
  *    a drop) when the batch does not fit, instead of an add that could not be undone;
  *  - heads, a copy of the tails and the drop counts live in device memory (the host copies the

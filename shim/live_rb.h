@@ -1,4 +1,4 @@
-/* shim/live_rb.h: the host side of GPU ring buffers (layout and protocol: cubpf_abi.h,
+/* shim/live_rb.h: the host side of GPU ring buffers (layout and protocol: ptx-rewriter/layout.h,
  * "GPU ring buffers").  Plain memory operations, no driver calls: the shim applies them to pinned
  * mapped memory, the tests to ordinary memory with a CPU producer. */
 #ifndef CUBPF_SHIM_LIVE_RB_H
@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "store/store.h"
-#include "tools/include/cubpf_abi.h"
+#include "ptx-rewriter/layout.h"
 
 /* Bytes of the ring (pinned) of `lanes` lanes of `lane_bytes` (a multiple of 128), and of the
  * producers' part (device memory). */

@@ -25,7 +25,7 @@ static void ptx_usage(FILE *out)
 		"  -p, --prog PROG.bpf.o   probe object (clang -O2 -g -target bpf)\n"
 		"  -k, --kernel GLOB       only kernels matching GLOB (fnmatch; e.g. 'vec_add*')\n"
 		"  -e, --enable-words      probes read their enable word (__cubpf_enable, see\n"
-		"                          cubpf_abi.h) and skip when their bit is 0\n"
+		"                          ptx-rewriter/layout.h) and skip when their bit is 0\n"
 		"  -o, --output OUT.ptx    output file\n"
 		"  -h, --help              this text\n"
 		"\n"

@@ -20,7 +20,7 @@
 #include "store/store.h"
 #include "tools/commands.h"
 #include "tools/tools.h"
-#include "tools/include/cubpf_abi.h"
+#include "vm/include/cubpf_abi.h"
 #include "vm/vm.h"
 
 static const char usage_text[] =

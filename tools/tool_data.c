@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "store/store.h"
-#include "tools/include/cubpf_abi.h"
+#include "ptx-rewriter/layout.h"
 #include "tools/tools.h"
 
 static void *grow(void *p, size_t *cap, size_t need, size_t size)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/include/cubpf_abi.h"
+#include "vm/include/cubpf_abi.h"
 #include "tools/tools.h"
 
 void tool_report_kcount(const struct tool_data *d, const struct tool_opts *o, FILE *f);

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tools/include/cubpf_abi.h"
+#include "vm/include/cubpf_abi.h"
 
 /* Opcode bits newer than some <linux/bpf.h> copies (RFC 9669). */
 #ifndef BPF_MEMSX

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kernelretsnoop's stream: one 48-byte record per thread exit through the GPU ring buffer in
-# pinned host memory (batches of a warp's records, cubpf_abi.h: 48.5 ring bytes a record for a
-# full warp), against the device-to-host copy bandwidth measured by the same program
+# pinned host memory (batches of a warp's records, ptx-rewriter/layout.h: 48.5 ring bytes a
+# record for a full warp), against the device-to-host copy bandwidth measured by the same program
 # (tests/cuda/tools_rbstream.cu).  Delivered bandwidth = records the host took x 56 bytes (48 of
 # payload + the 8-byte header of the layout before batches, kept so that figures compare across
 # layouts; payload alone is 48/56 of it) / GPU time of the launches that produced them (the

@@ -1,5 +1,5 @@
 # tests/dist: issue 19, cubpf as it ships: `make dist` unpacked to a new prefix (the CPU shim
-# tests run against the shim there), docs/Dockerfile replayed without a container engine,
+# tests run against the shim there), ci/dist/Dockerfile replayed without a container engine,
 # preload mode (LD_PRELOAD, cubpf run --preload, another interposer before and after cubpf) and
 # `cubpf cdi`'s spec and hook.  Not in the sanitized pass: the tarball ships the plain build.
 ifneq ($(SAN),1)

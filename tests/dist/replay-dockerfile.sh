@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Replays docs/Dockerfile without a container engine: its ADD line unpacks the dist tarball (the
+# Replays ci/dist/Dockerfile without a container engine: its ADD line unpacks the dist tarball (the
 # layer) into a fresh root folder, its RUN lines run with their redirections into that root, and
 # then cubpf runs from there over the fake driver of tests/shim:
 #   - the unpacked cubpf: --help, cubpf run -t kcount, cubpf run --preload -t kcount with the

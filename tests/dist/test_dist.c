@@ -1,8 +1,9 @@
 /* tests/dist: cubpf as it ships (issue 19).
  *   - `make dist`'s tarball: its layout, nothing in it naming the build folder, and unpacked to
  *     a new prefix: the CPU shim tests (build/tests/test_shim with CUBPF_SHIM) pass against the
- *     shim there and its cubpf runs a tool;
- *   - docs/Dockerfile replayed without a container engine (tests/dist/replay-dockerfile.sh);
+ *     shim there and its cubpf runs a tool; its probe headers are the ABI itself and
+ *     cubpf_helpers.h, and a probe compiles against them alone;
+ *   - ci/dist/Dockerfile replayed without a container engine (tests/dist/replay-dockerfile.sh);
  *   - preload mode over the fake driver: LD_PRELOAD by hand and `cubpf run --preload`, also when
  *     the program sets its own LD_LIBRARY_PATH; another interposer of the driver (soname
  *     libcuda.so.1, tests/shim/interposer.c) preloaded before cubpf (both see every call) and
@@ -100,7 +101,8 @@ static void test_tarball_layout(void **state)
 		" opt/cubpf/lib/libcuda.so.1\n", " opt/cubpf/lib/libcuda.so -> libcuda.so.1\n",
 		" opt/cubpf/lib/libnvrtc.so.13\n", " opt/cubpf/lib/libnvJitLink.so.13\n",
 		" opt/cubpf/lib/libcubpf-exit.so\n", " opt/cubpf/probes/kcount.bpf.o\n",
-		" opt/cubpf/include/cubpf/cubpf_helpers.h\n", " opt/cubpf/README\n",
+		" opt/cubpf/include/cubpf/cubpf_helpers.h\n",
+		" opt/cubpf/include/cubpf/cubpf_abi.h\n", " opt/cubpf/README\n",
 		" opt/cubpf/Dockerfile\n"};
 	for (size_t i = 0; i < sizeof(entries) / sizeof(*entries); i++)
 		has(entries[i]);
@@ -135,10 +137,31 @@ static void test_unpacked_prefix(void **state)
 	has(host);
 }
 
+/* The probe headers as they ship: the whole ABI under its own name (not the source tree's
+ * forwarder to vm/include), and a probe compiled against include/cubpf alone. */
+static void test_installed_probe_headers(void **state)
+{
+	(void)state;
+	const char *clang = getenv("CLANG");
+	if (!clang || !*clang)
+		fail_msg("CLANG is not set (tests/run-tests.sh sets it): cannot compile a probe");
+	assert_int_equal(sh("mkdir -p %s/hdr && tar -xzf %s --strip-components=2 -C %s/hdr", tmp,
+			    DIST_TEST_TARBALL, tmp), 0);
+	assert_int_equal(sh("cmp %s/hdr/include/cubpf/cubpf_abi.h %s/vm/include/cubpf_abi.h && "
+			    "cmp %s/hdr/include/cubpf/cubpf_helpers.h %s/tools/include/cubpf_helpers.h",
+			    tmp, DIST_TEST_SRC, tmp, DIST_TEST_SRC), 0);
+	assert_int_equal(sh("ls %s/hdr/include/cubpf", tmp), 0);
+	has("cubpf_abi.h\ncubpf_helpers.h\n");
+	assert_int_equal(sh("cd %s && %s -O2 -g -target bpf -I %s/hdr/include/cubpf "
+			    "-I/usr/include/$(uname -m)-linux-gnu -c tools/examples/hello.bpf.c "
+			    "-o %s/hdr/hello.bpf.o && %s/hdr/bin/cubpf verify %s/hdr/hello.bpf.o",
+			    DIST_TEST_SRC, clang, tmp, tmp, tmp, tmp), 0);
+}
+
 static void test_replay_dockerfile(void **state)
 {
 	(void)state;
-	int rc = sh("%s/tests/dist/replay-dockerfile.sh %s/docs/Dockerfile %s %s %s", DIST_TEST_SRC,
+	int rc = sh("%s/tests/dist/replay-dockerfile.sh %s/ci/dist/Dockerfile %s %s %s", DIST_TEST_SRC,
 		    DIST_TEST_SRC, DIST_TEST_TARBALL, FAKE, APP);
 	if (rc != 0)
 		fail_msg("replay failed (%d):\n%s", rc, out);
@@ -346,6 +369,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tarball_layout),
 		cmocka_unit_test(test_unpacked_prefix),
+		cmocka_unit_test(test_installed_probe_headers),
 		cmocka_unit_test(test_replay_dockerfile),
 		cmocka_unit_test(test_ld_preload_by_hand),
 		cmocka_unit_test(test_run_preload),

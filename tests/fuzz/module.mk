@@ -23,7 +23,7 @@ FUZZ_TRACE_CMD_SRCS := tools/cmd_trace.c tools/tool_common.c tools/tool_data.c t
   store/trace_read.c store/ids.c $(VM_SRCS) $(CUBIN_SRCS)
 $(eval $(call fuzz_rule,fuzz_trace_cmd,$(FUZZ_TRACE_CMD_SRCS)))
 $(FUZZ_BUILD)/fuzz_trace_cmd: | $(FUZZ_BUILD)/fuzz_trace_cmd.bpf.o
-$(FUZZ_BUILD)/fuzz_trace_cmd.bpf.o: tests/store/replay.bpf.c tools/include/cubpf_helpers.h
+$(FUZZ_BUILD)/fuzz_trace_cmd.bpf.o: tests/store/replay.bpf.c $(PROBE_HEADER_DEPS)
 	@mkdir -p $(@D)
 	$(CLANG) -O2 -g -target bpf -I tools/include -I/usr/include/x86_64-linux-gnu -c $< -o $@
 # The module cache's readers on any bytes as the database file; sqlite itself is the plain

@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # GPU: the map kinds of issue 6 from PTX probes (tests/ptx/gpu/maps.c): vec_add instrumented with
-# maps.bpf.o (enable words on), maps allocated per the layouts of cubpf_abi.h and read back:
-# per-SM copies sum to the thread count, each thread's per-thread copy holds its own id, a hash
-# key per block holds the block size, one ring buffer record per thread (then lanes too small:
-# records + drops = threads exactly), and a zero enable word switches the probe off.
-# Prints "RESULT ptx_maps PASS|FAIL (N failures)".
-# Inputs are prebuilt by `make` on the build machine: $BUILD/gpu/ptx_maps, ptx_fix_vecadd.ptx,
-# $BUILD/ptx-probes/maps.bpf.o.
+# maps.bpf.o (enable words on), maps allocated per the layouts of ptx-rewriter/layout.h and read
+# back: per-SM copies sum to the thread count, each thread's per-thread copy holds its own id, a
+# hash key per block holds the block size, one ring buffer record per thread (then lanes too small:
+# records + drops = threads exactly), and a zero enable word switches the probe off.  Prints "RESULT
+# ptx_maps PASS|FAIL (N failures)".  Inputs are prebuilt by `make` on the build machine:
+# $BUILD/gpu/ptx_maps, ptx_fix_vecadd.ptx, $BUILD/ptx-probes/maps.bpf.o.
 set -u
 BUILD=${BUILD:-build}
 OUT=${OUT:-$BUILD/gpu-out}

@@ -4,7 +4,7 @@
 # Probe objects (clang -target bpf; the GPU machine has no clang: they travel in $(BUILD)).
 LIVE_PROBEDIR := $(BUILD)/live-probes
 LIVE_PROBES   := $(patsubst tests/live/probes/%.bpf.c,$(LIVE_PROBEDIR)/%.bpf.o,$(wildcard tests/live/probes/*.bpf.c))
-$(LIVE_PROBEDIR)/%.bpf.o: tests/live/probes/%.bpf.c tools/include/cubpf_abi.h tools/include/cubpf_helpers.h
+$(LIVE_PROBEDIR)/%.bpf.o: tests/live/probes/%.bpf.c $(PROBE_HEADER_DEPS)
 	@mkdir -p $(@D)
 	$(CLANG) -O2 -g -target bpf -I tools/include -I/usr/include/x86_64-linux-gnu -c $< -o $@
 

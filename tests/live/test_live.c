@@ -23,7 +23,7 @@
 
 #include "cubin/cubin.h"
 #include "shim/live_rb.h"
-#include "tools/include/cubpf_abi.h"
+#include "ptx-rewriter/layout.h"
 #include "store/store.h"
 
 static char shim_path[4096], fake_path[4096], probe_path[4096], cubin_path[4096];
@@ -2034,10 +2034,10 @@ static void test_cache_remembers_untouched_modules(void **state)
 	cache_teardown();
 }
 
-/* Per-SM, per-thread and hash maps (kinds.bpf.o): allocated in their cubpf_abi.h layouts, bound,
- * the per-thread header filled; the "kernel" writes synthetic contents that the exit report
- * reads back (per-SM copies summed, with the spread; per-thread copies by thread; hash slots
- * as key/value pairs), and the trace carries them.  No enable-word check without sampling. */
+/* Per-SM, per-thread and hash maps (kinds.bpf.o): allocated in their ptx-rewriter/layout.h
+ * layouts, bound, the per-thread header filled; the "kernel" writes synthetic contents that the
+ * exit report reads back (per-SM copies summed, with the spread; per-thread copies by thread; hash
+ * slots as key/value pairs), and the trace carries them.  No enable-word check without sampling. */
 static int child_kinds(void)
 {
 	void *mod = NULL;

@@ -1,6 +1,6 @@
 /* tests/live/test_rb.c: the host side of GPU ring buffers (shim/live_rb.c) against the CPU model
- * of the producer (batches, cubpf_abi.h): the field-major batch layout, order, padding and
- * wrap-around, drops when full (counted exactly), batches not yet committed or carrying a stale
+ * of the producer (batches, ptx-rewriter/layout.h): the field-major batch layout, order, padding
+ * and wrap-around, drops when full (counted exactly), batches not yet committed or carrying a stale
  * commit word held back, damaged headers, and many producers writing batches of several sizes
  * into many lanes against concurrent drains (every record arrives once, intact, in each lane's
  * batch order, or is counted as dropped). */

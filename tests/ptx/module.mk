@@ -15,7 +15,7 @@ $(PTX_FIXDIR)/vecadd_g.ptx: tests/ptx/kernels/vecadd.cu
 	@mkdir -p $(@D)
 	$(NVCC) -arch=sm_80 -ptx -G $< -o $@
 
-$(PTX_PROBEDIR)/%.bpf.o: tests/ptx/probes/%.bpf.c tests/ptx/probes/probe.h tools/include/cubpf_abi.h
+$(PTX_PROBEDIR)/%.bpf.o: tests/ptx/probes/%.bpf.c tests/ptx/probes/probe.h $(PROBE_HEADER_DEPS)
 	@mkdir -p $(@D)
 	$(CLANG) -O2 -g -target bpf -I tools/include -I/usr/include/x86_64-linux-gnu -c $< -o $@
 
@@ -23,13 +23,13 @@ $(PTX_PROBEDIR)/%.bpf.o: tests/ptx/probes/%.bpf.c tests/ptx/probes/probe.h tools
 # ptx-diff runs any object's programs on the interpreter and on the PTX path and compares.
 PTX_SHAPEDIR := $(BUILD)/ptx-shapes
 PTX_SHAPES  := $(patsubst tests/ptx/shapes/%.bpf.c,$(PTX_SHAPEDIR)/%.bpf.o,$(wildcard tests/ptx/shapes/*.bpf.c))
-$(PTX_SHAPEDIR)/%.bpf.o: tests/ptx/shapes/%.bpf.c tools/include/cubpf_helpers.h tools/include/cubpf_abi.h
+$(PTX_SHAPEDIR)/%.bpf.o: tests/ptx/shapes/%.bpf.c $(PROBE_HEADER_DEPS)
 	@mkdir -p $(@D)
 	$(CLANG) -O2 -g -target bpf -I tools/include -I/usr/include/x86_64-linux-gnu -c $< -o $@
 # Probes calling GPU helpers on addresses they may not read (tests/gpu/t_ptx_safety.sh).
 PTX_SAFEDIR := $(BUILD)/ptx-safety
 PTX_SAFE    := $(patsubst tests/ptx/safety/%.bpf.c,$(PTX_SAFEDIR)/%.bpf.o,$(wildcard tests/ptx/safety/*.bpf.c))
-$(PTX_SAFEDIR)/%.bpf.o: tests/ptx/safety/%.bpf.c tools/include/cubpf_helpers.h tools/include/cubpf_abi.h
+$(PTX_SAFEDIR)/%.bpf.o: tests/ptx/safety/%.bpf.c $(PROBE_HEADER_DEPS)
 	@mkdir -p $(@D)
 	$(CLANG) -O2 -g -target bpf -I tools/include -I/usr/include/x86_64-linux-gnu -c $< -o $@
 PTXDIFF_SRCS := tests/ptx/ptxdiff.c
@@ -80,7 +80,7 @@ $(PTX_GPU)/ptx_conf_run: tests/ptx/gpu/conf_run.c tests/ptx/gpu/common.h
 $(PTX_GPU)/ptx_fixtures: tests/ptx/gpu/fixtures.c tests/ptx/gpu/common.h $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB)
 	@mkdir -p $(@D)
 	$(PTX_GPU_CC) -o $@ $< $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB) $(DEP_LIBS) $(PTX_GPU_LINK)
-$(PTX_GPU)/ptx_maps: tests/ptx/gpu/maps.c tests/ptx/gpu/common.h tools/include/cubpf_abi.h $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB)
+$(PTX_GPU)/ptx_maps: tests/ptx/gpu/maps.c tests/ptx/gpu/common.h ptx-rewriter/layout.h vm/include/cubpf_abi.h $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB)
 	@mkdir -p $(@D)
 	$(PTX_GPU_CC) -o $@ $< $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB) $(DEP_LIBS) $(PTX_GPU_LINK)
 # The differential harness on the GPU (tests/gpu/t_ptx_safety.sh): modules and cases written

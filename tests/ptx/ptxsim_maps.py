@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs the map programs of tests/ptx/test_ptx_gen.c (module written by its test_ptxsim_maps)
 on ptxsim.py's model, one simulated thread after another, and checks the maps' memory against
-the layouts of tools/include/cubpf_abi.h, re-derived here independently of the C macros:
+the layouts of ptx-rewriter/layout.h, re-derived here independently of the C macros:
 per-SM copies, per-thread copies and capacity, hash probing/insert/delete/tombstones/full table,
 ring buffer batches, padding at the lane end, the device copy of tails and drops.  Concurrency is not modelled (the GPU run is the
 reference for it).  usage: ptxsim_maps.py MODULE.ptx   prints "N passed, M failed"."""

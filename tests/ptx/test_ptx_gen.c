@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "ptx-rewriter/ptx.h"
-#include "tools/include/cubpf_abi.h"
+#include "ptx-rewriter/layout.h"
 
 #define INSN(c, d, s, o, i) ((struct bpf_insn){.code = (c), .dst_reg = (d), .src_reg = (s), \
 					       .off = (o), .imm = (i)})

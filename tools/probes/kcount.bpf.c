@@ -4,8 +4,8 @@
  * device side only keeps what the host cannot see.
  *
  * Cost: only thread (0,0,0) of each block touches the map, and the map is per SM (one copy of
- * each kernel's record per SM slot, cubpf_abi.h), each copy padded to a 128-byte cache line of
- * its own: the blocks of different SMs never update the same line (measured on an H100: the
+ * each kernel's record per SM slot, ptx-rewriter/layout.h), each copy padded to a 128-byte cache
+ * line of its own: the blocks of different SMs never update the same line (measured on an H100: the
  * L2 serialises updates to one line at ~2 ns each, so 4 SMs' 32-byte copies sharing a line
  * cost a memory-bound kernel 2.5% for the reduction and 18% for the store; with a line per
  * SM both are a few thousand updates per SM and launch, spread over the kernel).  An exit

@@ -1,6 +1,6 @@
 /* GPU check of the map kinds of issue 6 (tests/gpu/t_ptx_maps.sh): vec_add instrumented with
- * maps.bpf.o (enable words on), maps allocated exactly per the layouts of cubpf_abi.h as the
- * shim allocates them, read back and compared with what is known in advance:
+ * maps.bpf.o (enable words on), maps allocated exactly per the layouts of ptx-rewriter/layout.h
+ * as the shim allocates them, read back and compared with what is known in advance:
  *   - the output is bit-identical to the native kernel's;
  *   - per-SM array: the copies of key 0 sum to the thread count;
  *   - per-thread array: thread t's copy holds t + 1 for every t below the capacity, and the
@@ -93,7 +93,7 @@ static CUmodule load_text(const char *text)
 }
 
 /* The ring buffer's ring (pinned mapped memory) and producers' part (device memory), zeroed,
- * with their headers, as the shim lays them out (cubpf_abi.h). */
+ * with their headers, as the shim lays them out (ptx-rewriter/layout.h). */
 static void rb_reset(struct maps *mp, uint64_t lane_bytes)
 {
 	memset(mp->rb_host, 0, mp->bytes[M_EVENTS]);
@@ -253,8 +253,9 @@ static void check_hash(const struct maps *mp)
 	free(v);
 }
 
-/* Walks one lane's committed batches from its tail as the drain does (cubpf_abi.h): each record
- * (16 bytes: the global id, then the magic word) is checked and its global id marked. */
+/* Walks one lane's committed batches from its tail as the drain does (ptx-rewriter/layout.h):
+ * each record (16 bytes: the global id, then the magic word) is checked and its global id
+ * marked. */
 static unsigned rb_walk_lane(const uint8_t *data, uint64_t lane_bytes, uint64_t pos,
 			     unsigned char *seen, unsigned *bad)
 {

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# ci/check-deps.sh [ROOT]: the include graph of cubpf's modules points one way (issue 18).
+#
+#   tools/                        may include every module below
+#   shim/                         ptx-rewriter, vm, store, cubin
+#   ptx-rewriter/                 vm, store, cubin
+#   vm/                           cubin (the ELF reader every module uses: vm/object.c)
+#   store/, cubin/                none of ours
+#
+# Scans every .c, .h (.bpf.c included), .cu and .def file under the module folders of ROOT (the
+# repository by default; tests/ may include anything and ci/ holds no C: neither is scanned) for
+# `#include "X"` and `#include <M/...>`, resolves X as the compiler does (the including file's
+# folder first, then ROOT, which every module compiles with -I.; for probe sources, *.bpf.c,
+# then tools/include, their documented -I), and prints each include that reaches a module the
+# including one may not use:
+#     FILE:LINE: MODULE includes OTHER/PATH
+# Exit status 1 when there is one, 0 when there is none, 2 on a usage error.  Includes that
+# resolve nowhere (system headers, generated files such as exports.def) are not ours: skipped,
+# unless X itself names a module (`"vm/foo.h"`), which counts as that module.  Bash, find, awk.
+set -u
+
+root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+[ -d "$root" ] || { echo "check-deps: $root: no such folder" >&2; exit 2; }
+root=$(cd "$root" && pwd)
+
+modules="tools shim ptx-rewriter vm store cubin"
+declare -A allowed=(
+	[tools]="shim ptx-rewriter vm store cubin"
+	[shim]="ptx-rewriter vm store cubin"
+	[ptx-rewriter]="vm store cubin"
+	[vm]="cubin"
+	[store]=""
+	[cubin]=""
+)
+
+is_module() { case " $modules " in *" $1 "*) return 0 ;; esac; return 1; }
+
+# Path P (relative, may hold . and ..) made canonical without touching the file system; empty
+# when it climbs above ROOT.
+normalize() {
+	local IFS=/ part out=()
+	for part in $1; do
+		case $part in
+		'' | .) ;;
+		..) [ ${#out[@]} -gt 0 ] || { echo ""; return; }; unset 'out[${#out[@]}-1]' ;;
+		*) out+=("$part") ;;
+		esac
+	done
+	echo "${out[*]}"
+}
+
+# FILE LINE KIND TARGET for every include line of the module folders (KIND: q or a).
+list_includes() {
+	local m dirs=()
+	for m in $modules; do [ -d "$root/$m" ] && dirs+=("$m"); done
+	[ ${#dirs[@]} -gt 0 ] || return 0
+	(cd "$root" && find "${dirs[@]}" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \
+		-o -name '*.def' \) -print0 | sort -z | xargs -0 -r awk '
+		/^[ \t]*#[ \t]*include[ \t]*"/ {
+			s = $0; sub(/^[^"]*"/, "", s); sub(/".*/, "", s)
+			print FILENAME "\t" FNR "\tq\t" s; next }
+		/^[ \t]*#[ \t]*include[ \t]*</ {
+			s = $0; sub(/^[^<]*</, "", s); sub(/>.*/, "", s)
+			print FILENAME "\t" FNR "\ta\t" s }')
+}
+
+violations=0
+while IFS=$'\t' read -r file line kind target; do
+	from=${file%%/*}
+	dir=$(dirname "$file")
+	resolved=""
+	if [ "$kind" = q ]; then
+		cand=$(normalize "$dir/$target")
+		if [ -n "$cand" ] && [ -e "$root/$cand" ]; then
+			resolved=$cand
+		fi
+	fi
+	if [ -z "$resolved" ]; then
+		cand=$(normalize "$target")
+		if [ -n "$cand" ] && [ -e "$root/$cand" ]; then
+			resolved=$cand
+		elif [[ $file == *.bpf.c ]] && [ -e "$root/tools/include/$target" ]; then
+			resolved=$(normalize "tools/include/$target")
+		elif is_module "${target%%/*}" && [[ $target == */* ]]; then
+			resolved=$cand    # names a module, even if the file is not there
+		fi
+	fi
+	[ -n "$resolved" ] || continue
+	to=${resolved%%/*}
+	is_module "$to" || continue
+	[ "$to" = "$from" ] && continue
+	case " ${allowed[$from]} " in *" $to "*) continue ;; esac
+	echo "$file:$line: $from includes $resolved"
+	violations=$((violations + 1))
+done < <(list_includes)
+
+if [ "$violations" -gt 0 ]; then
+	echo "check-deps: $violations include(s) against the module order" \
+		"(tools > shim > ptx-rewriter > vm > cubin; store and cubin include none of ours):" \
+		"move the shared declaration down (CONTRIBUTING.md, \"Dependencies\")" >&2
+	exit 1
+fi
+echo "check-deps: $(echo $modules | wc -w) modules, $(list_includes | wc -l) include lines, none points up"
+exit 0

@@ -1,0 +1,144 @@
+/* cubpf probe ABI: what a probe program sees and may call.
+ *
+ * Shared by probe programs (clang -target bpf, through tools/include/cubpf_helpers.h) and by
+ * cubpf itself: vm/ defines the program model (kinds, contexts, helpers, map types) and its
+ * verifier enforces the limits below; every module above vm/ sees it through vm/vm.h.  It holds
+ * only numbers and plain structs, so that both sides compile it.  Changing a layout or a number
+ * here breaks every probe object already built: add, never renumber.
+ *
+ * Probe authors include it as "cubpf_abi.h" with -I tools/include (tools/include/cubpf_abi.h
+ * includes this file); `make install` and `make dist` install this file itself as
+ * include/cubpf/cubpf_abi.h beside cubpf_helpers.h.  The device-memory layouts that generated
+ * code and the shim share (ring buffers, enable words, GPU maps) are not probe ABI: they are the
+ * code generator's contract, ptx-rewriter/layout.h.
+ */
+#ifndef CUBPF_ABI_H
+#define CUBPF_ABI_H
+
+#include <linux/types.h>
+
+/* ---- program kinds, chosen by ELF section name ------------------------------------------
+ *   SEC("kprobe/GLOB")      GPU kernel entry, once per thread          ctx: cubpf_kernel_ctx
+ *   SEC("kretprobe/GLOB")   GPU kernel exit, every ret/exit of a thread ctx: cubpf_kernel_ctx
+ *   SEC("memprobe/GLOB")    GPU memory access (ld/st/atom/red)          ctx: cubpf_mem_ctx
+ *   SEC("uprobe/FUNC")      host driver call entry (FUNC = cuLaunchKernel, ...) ctx: cubpf_api_ctx
+ *   SEC("uretprobe/FUNC")   host driver call return                      ctx: cubpf_api_ctx
+ * GLOB matches the kernel's mangled or demangled name (fnmatch syntax; "*" = every kernel).
+ */
+
+#define CUBPF_MAX_KERNEL_PARAMS 32
+#define CUBPF_MAX_API_ARGS 16
+
+/* Context of kprobe/kretprobe programs.  Read-only.  Fields are read with loads of their own
+ * size at their own offset; the PTX code generator turns each read into the special register
+ * or parameter load it names, so an unread field costs nothing. */
+struct cubpf_kernel_ctx {
+	__u32 tid_x, tid_y, tid_z;          /* %tid: thread index in the block */
+	__u32 ntid_x, ntid_y, ntid_z;       /* %ntid: block dimensions */
+	__u32 ctaid_x, ctaid_y, ctaid_z;    /* %ctaid: block index in the grid */
+	__u32 nctaid_x, nctaid_y, nctaid_z; /* %nctaid: grid dimensions */
+	__u32 kernel_id;                    /* cubpf's id of the kernel (see the trace's string table) */
+	__u32 nparams;                      /* number of kernel parameters */
+	/* Kernel parameters in declaration order: the first 8 bytes of each, zero-extended when
+	 * smaller; 0 past nparams. */
+	__u64 params[CUBPF_MAX_KERNEL_PARAMS];
+};
+
+/* Memory spaces of a memprobe access. */
+enum cubpf_mem_space {
+	CUBPF_SPACE_GENERIC = 0,
+	CUBPF_SPACE_GLOBAL = 1,
+	CUBPF_SPACE_SHARED = 2,
+	CUBPF_SPACE_LOCAL = 3,
+	CUBPF_SPACE_CONST = 4,
+	CUBPF_SPACE_PARAM = 5,
+};
+
+/* What the access does. */
+enum cubpf_mem_op {
+	CUBPF_MEM_LOAD = 1,
+	CUBPF_MEM_STORE = 2,
+	CUBPF_MEM_ATOMIC = 3, /* atom: read-modify-write returning the old value */
+	CUBPF_MEM_REDUCE = 4, /* red: read-modify-write without a result */
+};
+
+/* Context of memprobe programs, run just before the access by the thread that makes it. */
+struct cubpf_mem_ctx {
+	__u64 addr;       /* address as the instruction uses it (space-relative unless generic) */
+	__u32 size;       /* bytes this thread accesses (vector forms: all elements) */
+	__u32 space;      /* enum cubpf_mem_space */
+	__u32 op;         /* enum cubpf_mem_op */
+	__u32 insn_index; /* index of the instruction among the kernel's instructions */
+	__u32 kernel_id;
+	__u32 tid_x, tid_y, tid_z;
+	__u32 ctaid_x, ctaid_y, ctaid_z;
+};
+
+/* Context of uprobe/uretprobe programs on the host. */
+struct cubpf_api_ctx {
+	__u64 args[CUBPF_MAX_API_ARGS]; /* the call's arguments, as integers (pointers included) */
+	__u64 ret;                      /* CUresult; uretprobe only, 0 in uprobe */
+	__u64 ts_ns;                    /* host CLOCK_REALTIME at the probe, nanoseconds */
+	__u32 func_id;                  /* cubpf's id of the intercepted function */
+	__u32 nargs;
+	__u32 tid;                      /* host thread id */
+	__u32 pad;
+};
+
+/* ---- helpers ------------------------------------------------------------------------------
+ * Linux numbers where Linux has the helper; bpftime's GPU numbers (501-511) where it defines
+ * them; cubpf's own from 520 on. */
+enum cubpf_helper_id {
+	CUBPF_FN_map_lookup_elem = 1,
+	CUBPF_FN_map_update_elem = 2,
+	CUBPF_FN_map_delete_elem = 3,
+	CUBPF_FN_probe_read = 4,
+	CUBPF_FN_ktime_get_ns = 5,
+	CUBPF_FN_trace_printk = 6,
+	CUBPF_FN_get_smp_processor_id = 8,
+	CUBPF_FN_get_current_pid_tgid = 14,
+	CUBPF_FN_probe_read_user = 112,
+	CUBPF_FN_ringbuf_output = 130,
+	CUBPF_FN_ringbuf_reserve = 131,      /* (ringbuf, size, flags) -> record or NULL; host only */
+	CUBPF_FN_ringbuf_submit = 132,       /* (record, flags): publish a reserved record */
+	CUBPF_FN_ringbuf_discard = 133,      /* (record, flags): drop a reserved record */
+
+	CUBPF_FN_gpu_puts = 501,             /* (const char *) */
+	CUBPF_FN_get_globaltimer = 502,      /* () -> %globaltimer, ns */
+	CUBPF_FN_get_block_idx = 503,        /* (u64 *x, u64 *y, u64 *z) */
+	CUBPF_FN_get_block_dim = 504,        /* (u64 *x, u64 *y, u64 *z) */
+	CUBPF_FN_get_thread_idx = 505,       /* (u64 *x, u64 *y, u64 *z) */
+	CUBPF_FN_gpu_membar = 506,           /* () -> membar.gl */
+	CUBPF_FN_get_sm_id = 509,            /* () -> %smid */
+	CUBPF_FN_get_warp_id = 510,          /* () -> %warpid */
+	CUBPF_FN_get_lane_id = 511,          /* () -> %laneid */
+
+	CUBPF_FN_get_grid_dim = 520,         /* (u64 *x, u64 *y, u64 *z) */
+	CUBPF_FN_get_active_mask = 521,      /* () -> activemask.b32 */
+	CUBPF_FN_get_clock = 522,            /* () -> %clock64 */
+	/* Warp-level helpers (issue 6: probes that touch memory once per warp, not per thread).
+	 * They look at the lanes that call them together (activemask); the host's interpreter runs
+	 * one thread, seen as a warp of one active lane. */
+	CUBPF_FN_get_active_count = 523,     /* () -> popc(activemask): lanes calling together */
+	CUBPF_FN_is_warp_leader = 524,       /* () -> 1 on the lowest active lane, else 0 */
+	CUBPF_FN_warp_count_unique = 525,    /* (u64 v) -> distinct v among the active lanes
+					      * (match.any.sync: sm_70 and later) */
+};
+
+/* ---- map types ---------------------------------------------------------------------------
+ * Linux numbers for the host-side kinds; bpftime's for the GPU kinds it defines. */
+enum cubpf_map_type {
+	CUBPF_MAP_HASH = 1,            /* BPF_MAP_TYPE_HASH */
+	CUBPF_MAP_ARRAY = 2,           /* BPF_MAP_TYPE_ARRAY */
+	CUBPF_MAP_PERCPU_ARRAY = 6,    /* BPF_MAP_TYPE_PERCPU_ARRAY: on the GPU, one slot per SM */
+	CUBPF_MAP_RINGBUF = 27,        /* BPF_MAP_TYPE_RINGBUF */
+	CUBPF_MAP_PERTHREAD_ARRAY = 1502, /* bpftime's PERGPUTD_ARRAY: one value per GPU thread */
+	CUBPF_MAP_GPU_ARRAY = 1503,       /* bpftime's GPU_ARRAY_MAP: one copy in device memory */
+	CUBPF_MAP_GPU_RINGBUF = 1527,     /* bpftime's GPU_RINGBUF_MAP */
+};
+
+/* ---- limits of GPU programs, enforced by the verifier (and again by the code generator) ----- */
+#define CUBPF_RB_MAX_RECORD 4096u /* payload bytes of one record (bpf_ringbuf_output size) */
+#define CUBPF_HASH_MAX_KEY 64u    /* key bytes of a hash map used by GPU programs */
+
+#endif /* CUBPF_ABI_H */
