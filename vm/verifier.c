@@ -22,7 +22,7 @@ static void log_vappend(struct verifier *v, const char *fmt, va_list ap)
 		v->log_len += (size_t)n < v->log_size - v->log_len ? (size_t)n : v->log_size - v->log_len - 1;
 }
 
-void v_log(struct verifier *v, const char *fmt, ...)
+void vm_log(struct verifier *v, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -31,7 +31,7 @@ void v_log(struct verifier *v, const char *fmt, ...)
 }
 
 /* The first reason is kept aside so that the log can show the code before it. */
-int v_reject(struct verifier *v, uint32_t pc, const char *fmt, ...)
+int vm_reject(struct verifier *v, uint32_t pc, const char *fmt, ...)
 {
 	if (v->reject_pc < 0) {
 		va_list ap;
@@ -51,25 +51,25 @@ static void log_window(struct verifier *v, int at)
 		char text[160];
 		int n = vm_disasm_insn_at(&p->insns[pc], p->insn_cnt - pc, pc, v->obj, text, sizeof(text));
 		if ((int)pc >= from)
-			v_log(v, "%s%5u: %s\n", (int)pc == at ? "  -> " : "     ", pc, text);
+			vm_log(v, "%s%5u: %s\n", (int)pc == at ? "  -> " : "     ", pc, text);
 		pc += (uint32_t)n;
 	}
 }
 
 /* ---- states ------------------------------------------------------------------------------------- */
 
-struct vframe *v_frame_new(void)
+struct vframe *vm_frame_new(void)
 {
 	return calloc(1, sizeof(struct vframe));
 }
 
-int v_state_copy(struct vstate *dst, const struct vstate *src)
+int vm_state_copy(struct vstate *dst, const struct vstate *src)
 {
 	memset(dst, 0, sizeof(*dst));
 	for (uint32_t i = 0; i <= src->cur; i++) {
 		dst->fr[i] = malloc(sizeof(struct vframe));
 		if (!dst->fr[i]) {
-			v_state_free(dst);
+			vm_state_free(dst);
 			return -1;
 		}
 		memcpy(dst->fr[i], src->fr[i], sizeof(struct vframe));
@@ -80,7 +80,7 @@ int v_state_copy(struct vstate *dst, const struct vstate *src)
 	return 0;
 }
 
-void v_state_free(struct vstate *st)
+void vm_state_free(struct vstate *st)
 {
 	for (uint32_t i = 0; i < VM_MAX_CALL_DEPTH; i++) {
 		free(st->fr[i]);
@@ -89,7 +89,7 @@ void v_state_free(struct vstate *st)
 	st->cur = 0;
 }
 
-void v_state_free_frame(struct vstate *st)
+void vm_state_free_frame(struct vstate *st)
 {
 	free(st->fr[st->cur]);
 	st->fr[st->cur] = NULL;
@@ -121,7 +121,7 @@ static bool reg_covers(const struct vreg *o, const struct vreg *c, struct idmap 
 	if (o->type != c->type)
 		return false;
 	if (o->type == T_SCALAR)
-		return r_covers(o, c);
+		return vm_range_covers(o, c);
 	if (o->map != c->map || o->frameno != c->frameno || o->off != c->off)
 		return false;
 	if ((o->type == T_MAP_VALUE_OR_NULL || o->type == T_MEM_OR_NULL) &&
@@ -133,7 +133,7 @@ static bool reg_covers(const struct vreg *o, const struct vreg *c, struct idmap 
 	if ((o->type == T_MEM || o->type == T_MEM_OR_NULL) &&
 	    (o->mem_size != c->mem_size || !id_match(ids, o->ref, c->ref)))
 		return false;
-	return r_covers(o, c);
+	return vm_range_covers(o, c);
 }
 
 /* `live`: registers that matter (all of them in caller frames). */
@@ -227,7 +227,7 @@ static int visit(struct explorer *e, struct path *p)
 				return VISIT_PRUNED;
 		} else if (is_ancestor(c, p->parent) && state_covers(&c->st, &p->st, live) &&
 			   state_covers(&p->st, &c->st, live)) {
-			v_reject(e->v, p->pc, "infinite loop detected: the state at instruction %u "
+			vm_reject(e->v, p->pc, "infinite loop detected: the state at instruction %u "
 				 "repeats on its own path", p->pc);
 			return VISIT_ERROR;
 		}
@@ -242,7 +242,7 @@ static int visit(struct explorer *e, struct path *p)
 		e->all = a, e->capall = cap;
 	}
 	struct ckpt *c = calloc(1, sizeof(*c));
-	if (!c || v_state_copy(&c->st, &p->st) < 0) {
+	if (!c || vm_state_copy(&c->st, &p->st) < 0) {
 		free(c);
 		return VISIT_GO;
 	}
@@ -277,9 +277,9 @@ static void trace_insn(struct verifier *v, const struct path *p)
 	char text[160];
 	const struct vm_prog *pr = v->prog;
 	vm_disasm_insn_at(&pr->insns[p->pc], pr->insn_cnt - p->pc, p->pc, v->obj, text, sizeof(text));
-	v_log(v, "%u: %s\n", p->pc, text);
+	vm_log(v, "%u: %s\n", p->pc, text);
 	if (v->log_len + 512 < v->log_size)
-		v_print_state(v, &p->st);
+		vm_print_state(v, &p->st);
 }
 
 /* ---- GPU programs: the context pointer per register read ------------------------------------ */
@@ -301,7 +301,7 @@ static uint16_t value_reads(const struct verifier *v, uint32_t pc)
 			m |= (uint16_t)(1u << (i + 1));
 		return m;
 	}
-	return v_insn_uses(in) & (uint16_t)~(1u << 10);
+	return vm_insn_uses(in) & (uint16_t)~(1u << 10);
 }
 
 static void record_ctx_uses(struct verifier *v, const struct path *p)
@@ -336,7 +336,7 @@ static int check_ctx_uses(struct verifier *v)
 		for (int r = 0; r < 10; r++) {
 			const struct ctxuse *u = &v->ctxuse[pc][r];
 			if (u->seen & CU_MAPS) {
-				v_reject(v, pc, "R%d is map '%s' on one path and another map on another "
+				vm_reject(v, pc, "R%d is map '%s' on one path and another map on another "
 					 "here: %s programs must name one map per call (the code generator "
 					 "needs it at compile time)", r, v->obj->maps[u->map - 1].name,
 					 vm_prog_kind_name(v->prog->kind));
@@ -345,12 +345,12 @@ static int check_ctx_uses(struct verifier *v)
 			if (!(u->seen & CU_CTX) || (!u->other && !(u->seen & CU_OFFS)))
 				continue;
 			if (u->other)
-				v_reject(v, pc, "R%d is the context pointer on one path and a %s on another "
+				vm_reject(v, pc, "R%d is the context pointer on one path and a %s on another "
 					 "here: %s programs may not mix them in one register (the code "
-					 "generator joins the paths)", r, v_type_name(u->other - 1),
+					 "generator joins the paths)", r, vm_type_name(u->other - 1),
 					 vm_prog_kind_name(v->prog->kind));
 			else
-				v_reject(v, pc, "R%d is the context pointer at two offsets on two paths "
+				vm_reject(v, pc, "R%d is the context pointer at two offsets on two paths "
 					 "here: %s programs may not mix them in one register (the code "
 					 "generator joins the paths)", r, vm_prog_kind_name(v->prog->kind));
 			return -1;
@@ -364,7 +364,7 @@ static int walk(struct explorer *e, struct path *p)
 	struct verifier *v = e->v;
 	for (;;) {
 		if (++e->processed > e->max_processed) {
-			v_reject(v, p->pc, "program is too complex or has an unbounded loop: more than "
+			vm_reject(v, p->pc, "program is too complex or has an unbounded loop: more than "
 				 "%u instructions processed", e->max_processed);
 			return -1;
 		}
@@ -374,7 +374,7 @@ static int walk(struct explorer *e, struct path *p)
 				return -1;
 			if (r == VISIT_PRUNED) {
 				if (v->log_level >= 2)
-					v_log(v, "%u: safe (a verified state covers this one)\n", p->pc);
+					vm_log(v, "%u: safe (a verified state covers this one)\n", p->pc);
 				path_done(p->parent);
 				return 0;
 			}
@@ -385,9 +385,9 @@ static int walk(struct explorer *e, struct path *p)
 			record_ctx_uses(v, p);
 		struct vstate other;
 		uint32_t other_pc = 0;
-		int rc = v_step(v, &p->st, &p->pc, &other, &other_pc);
+		int rc = vm_verifier_step(v, &p->st, &p->pc, &other, &other_pc);
 		if (rc == STEP_BRANCH && v->log_level >= 2)
-			v_log(v, "  branch: insn %u queued\n", other_pc);
+			vm_log(v, "  branch: insn %u queued\n", other_pc);
 		if (rc == STEP_ERROR) {
 			v->fail_state = p->st;
 			memset(&p->st, 0, sizeof(p->st));
@@ -398,8 +398,8 @@ static int walk(struct explorer *e, struct path *p)
 			return 0;
 		}
 		if (rc == STEP_BRANCH && push(e, &other, other_pc, p->parent) < 0) {
-			v_state_free(&other);
-			v_reject(v, p->pc, "out of memory");
+			vm_state_free(&other);
+			vm_reject(v, p->pc, "out of memory");
 			return -1;
 		}
 	}
@@ -409,23 +409,23 @@ static int explore(struct explorer *e, struct vstate *init)
 {
 	int rc = 0;
 	if (push(e, init, 0, NULL) < 0)
-		return v_reject(e->v, 0, "out of memory"), -1;
+		return vm_reject(e->v, 0, "out of memory"), -1;
 	while (e->sp > 0) {
 		struct path p = e->stack[--e->sp];
 		rc = walk(e, &p);
-		v_state_free(&p.st);
+		vm_state_free(&p.st);
 		if (rc < 0)
 			break;
 	}
 	while (e->sp > 0)
-		v_state_free(&e->stack[--e->sp].st);
+		vm_state_free(&e->stack[--e->sp].st);
 	return rc;
 }
 
 static void explorer_free(struct explorer *e)
 {
 	for (uint32_t i = 0; i < e->nall; i++) {
-		v_state_free(&e->all[i]->st);
+		vm_state_free(&e->all[i]->st);
 		free(e->all[i]);
 	}
 	free(e->all);
@@ -441,7 +441,7 @@ static int initial_state(struct verifier *v, struct vstate *st)
 {
 	(void)v; /* every kind starts alike: r1 = its context, r10 = the frame pointer */
 	memset(st, 0, sizeof(*st));
-	if (!(st->fr[0] = v_frame_new()))
+	if (!(st->fr[0] = vm_frame_new()))
 		return -1;
 	st->fr[0]->regs[1].type = T_CTX;
 	st->fr[0]->regs[10].type = T_STACK;
@@ -453,18 +453,18 @@ static void log_result(struct verifier *v, int rc, const struct vm_verify_opts *
 {
 	const struct vm_prog *p = v->prog;
 	if (rc < 0) {
-		v_log(v, "program '%s' (%s): rejected at instruction %d\n", p->name, p->section,
+		vm_log(v, "program '%s' (%s): rejected at instruction %d\n", p->name, p->section,
 		      v->reject_pc);
 		if (v->reject_pc >= 0 && (uint32_t)v->reject_pc < p->insn_cnt)
 			log_window(v, v->reject_pc);
-		v_log(v, "%d: %s\n", v->reject_pc, v->reason);
+		vm_log(v, "%d: %s\n", v->reject_pc, v->reason);
 		if (v->fail_state.fr[0])
-			v_print_state(v, &v->fail_state);
+			vm_print_state(v, &v->fail_state);
 	} else if (o->log_level >= 1)
-		v_log(v, "program '%s' (%s): verified, %u instructions\n", p->name, p->section,
+		vm_log(v, "program '%s' (%s): verified, %u instructions\n", p->name, p->section,
 		      p->insn_cnt);
 	if (o->log_level >= 1 || rc < 0)
-		v_log(v, "processed %u instructions, %u states kept, stack %u bytes, %u frame%s\n",
+		vm_log(v, "processed %u instructions, %u states kept, stack %u bytes, %u frame%s\n",
 		      e->processed, e->nall, v->max_depth, v->max_frames,
 		      v->max_frames == 1 ? "" : "s");
 }
@@ -479,7 +479,7 @@ int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify
 	if (log && log_size)
 		log[0] = 0;
 	if (!obj || prog >= obj->prog_cnt) {
-		v_log(&v, "no program %u in this object\n", prog);
+		vm_log(&v, "no program %u in this object\n", prog);
 		return -1;
 	}
 	v.prog = &obj->progs[prog];
@@ -494,16 +494,16 @@ int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify
 	int rc = -1;
 	struct vstate init;
 	if (!e.prune || !e.at || !e.nat || initial_state(&v, &init) < 0)
-		v_reject(&v, 0, "out of memory");
+		vm_reject(&v, 0, "out of memory");
 	else if (vm_kind_is_gpu(v.prog->kind) && !(v.ctxuse = calloc(n + 1, sizeof(*v.ctxuse)))) {
-		v_reject(&v, 0, "out of memory");
-		v_state_free(&init);
+		vm_reject(&v, 0, "out of memory");
+		vm_state_free(&init);
 	} else if (vm_cfg_check(&v, e.prune) == 0 && vm_liveness(&v) == 0) {
 		rc = explore(&e, &init);
 		if (rc == 0 && v.ctxuse)
 			rc = check_ctx_uses(&v);
 	} else
-		v_state_free(&init);
+		vm_state_free(&init);
 	log_result(&v, rc, &o, &e);
 	if (info) {
 		info->insns_processed = e.processed;
@@ -516,7 +516,7 @@ int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify
 			snprintf(info->reason, sizeof(info->reason), "insn %d: %.230s", v.reject_pc,
 				 v.reason);
 	}
-	v_state_free(&v.fail_state);
+	vm_state_free(&v.fail_state);
 	free(v.ctxuse);
 	free(v.live);
 	explorer_free(&e);

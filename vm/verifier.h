@@ -95,47 +95,47 @@ int vm_cfg_check(struct verifier *v, uint8_t *prune);
  * read r before writing it.  States compared at pc ignore the other registers. */
 int vm_liveness(struct verifier *v);
 /* The registers an instruction reads (calls: r1-r5, exit: r0). */
-uint16_t v_insn_uses(const struct bpf_insn *in);
+uint16_t vm_insn_uses(const struct bpf_insn *in);
 
 /* Result of one instruction. */
 enum vstep { STEP_NEXT, STEP_JUMP, STEP_BRANCH, STEP_EXIT, STEP_ERROR };
 
 /* Rejects at `pc` with a reason (printf-style).  Always returns STEP_ERROR. */
-int v_reject(struct verifier *v, uint32_t pc, const char *fmt, ...)
+int vm_reject(struct verifier *v, uint32_t pc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Logs without rejecting. */
-void v_log(struct verifier *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void vm_log(struct verifier *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Scalars (verifier_range.c). */
-void r_unknown(struct vreg *r);
-void r_const(struct vreg *r, uint64_t v);
-void r_range(struct vreg *r, uint64_t umin, uint64_t umax);
-bool r_is_const(const struct vreg *r);
-void r_sync(struct vreg *r);
+void vm_range_unknown(struct vreg *r);
+void vm_range_const(struct vreg *r, uint64_t v);
+void vm_range_set(struct vreg *r, uint64_t umin, uint64_t umax);
+bool vm_range_is_const(const struct vreg *r);
+void vm_range_sync(struct vreg *r);
 /* dst = dst OP src on scalars; is64 false: 32-bit operation, zero-extended result. */
-void r_alu(struct vreg *dst, const struct vreg *src, uint8_t op, int16_t off, bool is64);
+void vm_range_alu(struct vreg *dst, const struct vreg *src, uint8_t op, int16_t off, bool is64);
 /* Conditional jump: 1 always taken, 0 never, -1 unknown. */
-int r_branch_known(const struct vreg *a, const struct vreg *b, uint8_t op, bool is64);
+int vm_range_branch_known(const struct vreg *a, const struct vreg *b, uint8_t op, bool is64);
 /* Narrows a (and b) for the branch outcome `taken`. */
-void r_refine(struct vreg *a, struct vreg *b, uint8_t op, bool is64, bool taken);
+void vm_range_refine(struct vreg *a, struct vreg *b, uint8_t op, bool is64, bool taken);
 /* Does `old` cover every value of `cur`? */
-bool r_covers(const struct vreg *old, const struct vreg *cur);
+bool vm_range_covers(const struct vreg *old, const struct vreg *cur);
 /* Exact value of an ALU operation on constants (the interpreter's semantics). */
-uint64_t r_eval(uint8_t op, int16_t off, bool is64, uint64_t a, uint64_t b);
+uint64_t vm_range_eval(uint8_t op, int16_t off, bool is64, uint64_t a, uint64_t b);
 
 /* Instruction semantics (verifier_ops.c).  `pc` may be advanced by the step (jumps, calls);
  * STEP_BRANCH fills *other with the state and pc of the not-taken side. */
-int v_step(struct verifier *v, struct vstate *st, uint32_t *pc, struct vstate *other,
+int vm_verifier_step(struct verifier *v, struct vstate *st, uint32_t *pc, struct vstate *other,
 	   uint32_t *other_pc);
-const char *v_type_name(uint8_t type);
-void v_print_reg(struct verifier *v, const struct vreg *r);
-void v_print_state(struct verifier *v, const struct vstate *st);
+const char *vm_type_name(uint8_t type);
+void vm_print_reg(struct verifier *v, const struct vreg *r);
+void vm_print_state(struct verifier *v, const struct vstate *st);
 
 /* States (verifier.c). */
-int v_state_copy(struct vstate *dst, const struct vstate *src);
-void v_state_free(struct vstate *st);
+int vm_state_copy(struct vstate *dst, const struct vstate *src);
+void vm_state_free(struct vstate *st);
 /* Drops the current (callee) frame on return. */
-void v_state_free_frame(struct vstate *st);
-struct vframe *v_frame_new(void);
+void vm_state_free_frame(struct vstate *st);
+struct vframe *vm_frame_new(void);
 
 #endif

@@ -6,7 +6,7 @@
 
 #include "vm/verifier.h"
 
-#define REJ(...) v_reject(v, pc, __VA_ARGS__)
+#define REJ(...) vm_reject(v, pc, __VA_ARGS__)
 
 static int check_alu_enc(struct verifier *v, uint32_t pc, const struct bpf_insn *in)
 {
@@ -166,7 +166,7 @@ static int check_subprogs(struct verifier *v)
 		return REJ("the program's function table does not start at instruction 0");
 	for (uint32_t i = 1; i < p->subprog_cnt; i++)
 		if (p->subprogs[i] <= p->subprogs[i - 1] || p->subprogs[i] >= p->insn_cnt)
-			return v_reject(v, 0, "function table entry %u (%u) is out of order or range", i,
+			return vm_reject(v, 0, "function table entry %u (%u) is out of order or range", i,
 					p->subprogs[i]);
 	return 0;
 }
@@ -225,7 +225,7 @@ static int check_reachable(struct verifier *v, const uint8_t *half)
 	if (!seen || !stack) {
 		free(seen);
 		free(stack);
-		return v_reject(v, 0, "out of memory"), -1;
+		return vm_reject(v, 0, "out of memory"), -1;
 	}
 	stack[sp++] = 0;
 	seen[0] = 1;
@@ -338,7 +338,7 @@ static void use_def(const struct bpf_insn *in, uint16_t *use, uint16_t *def)
 	}
 }
 
-uint16_t v_insn_uses(const struct bpf_insn *in)
+uint16_t vm_insn_uses(const struct bpf_insn *in)
 {
 	uint16_t use, def;
 	use_def(in, &use, &def);

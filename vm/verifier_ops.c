@@ -5,9 +5,9 @@
 
 #include "vm/verifier.h"
 
-#define REJ(...) v_reject(v, pc, __VA_ARGS__)
+#define REJ(...) vm_reject(v, pc, __VA_ARGS__)
 
-const char *v_type_name(uint8_t type)
+const char *vm_type_name(uint8_t type)
 {
 	static const char *const names[] = {"uninit", "scalar", "ctx", "fp", "map_value",
 					    "map_value_or_null", "map_ptr", "ringbuf_mem",
@@ -54,7 +54,7 @@ static int ptr_alu(struct verifier *v, uint32_t pc, struct vreg *dst, const stru
 {
 	if (or_null(dst->type))
 		return REJ("R%d pointer arithmetic on %s prohibited, null-check it first", dreg,
-			   v_type_name(dst->type));
+			   vm_type_name(dst->type));
 	if (dst->type == T_MAP_PTR)
 		return REJ("R%d pointer arithmetic on map_ptr prohibited", dreg);
 	if (op != BPF_ADD && op != BPF_SUB)
@@ -62,10 +62,10 @@ static int ptr_alu(struct verifier *v, uint32_t pc, struct vreg *dst, const stru
 			   dreg);
 	if (src->type != T_SCALAR)
 		return REJ("R%d pointer arithmetic between two pointers is prohibited", dreg);
-	if (dst->type == T_CTX && !r_is_const(src))
+	if (dst->type == T_CTX && !vm_range_is_const(src))
 		return REJ("R%d variable ctx access prohibited (context offsets must be constant)",
 			   dreg);
-	if (r_is_const(src)) {
+	if (vm_range_is_const(src)) {
 		int64_t k = (int64_t)src->tv;
 		int64_t noff = op == BPF_ADD ? (int64_t)dst->off + k : (int64_t)dst->off - k;
 		if (noff < -(1ll << 29) || noff > (1ll << 29))
@@ -76,7 +76,7 @@ static int ptr_alu(struct verifier *v, uint32_t pc, struct vreg *dst, const stru
 	/* the variable part lives in the scalar fields of the pointer register */
 	struct vreg var = *dst;
 	var.type = T_SCALAR;
-	r_alu(&var, src, op, 0, true); /* any range: accesses check it before using it */
+	vm_range_alu(&var, src, op, 0, true); /* any range: accesses check it before using it */
 	/* keep what makes it a pointer (type, map, frame, fixed offset), take the new range */
 	dst->smin = var.smin, dst->smax = var.smax;
 	dst->umin = var.umin, dst->umax = var.umax;
@@ -124,19 +124,19 @@ static int alu_pointer_sub(struct verifier *v, uint32_t pc, struct vreg *dst,
 	if (!same_region(dst, src))
 		return REJ("R%d subtraction of unrelated pointers prohibited (%s - %s: "
 			   "only pointers into one map value, one stack frame or one record)", dreg,
-			   v_type_name(dst->type), v_type_name(src->type));
+			   vm_type_name(dst->type), vm_type_name(src->type));
 	if (!offset_bounded(dst) || !offset_bounded(src))
 		return REJ("R%d subtraction of pointers with unbounded offsets prohibited", dreg);
 	int64_t lo = ((int64_t)dst->off + dst->smin) - ((int64_t)src->off + src->smax);
 	int64_t hi = ((int64_t)dst->off + dst->smax) - ((int64_t)src->off + src->smin);
 	if (lo == hi)
-		r_const(dst, (uint64_t)lo);
+		vm_range_const(dst, (uint64_t)lo);
 	else {
-		r_unknown(dst);
+		vm_range_unknown(dst);
 		dst->smin = lo, dst->smax = hi;
 		if (lo >= 0)
 			dst->umin = (uint64_t)lo, dst->umax = (uint64_t)hi;
-		r_sync(dst);
+		vm_range_sync(dst);
 	}
 	return STEP_NEXT;
 }
@@ -145,17 +145,17 @@ static int check_end(struct verifier *v, uint32_t pc, const struct bpf_insn *in,
 {
 	if (in->imm != 16 && in->imm != 32 && in->imm != 64)
 		return REJ("invalid byte swap width %d", in->imm);
-	if (r_is_const(d)) {
+	if (vm_range_is_const(d)) {
 		uint64_t x = d->tv;
 		bool swap = BPF_CLASS(in->code) == BPF_ALU64 || BPF_SRC(in->code) == BPF_X;
 		x = in->imm == 16 ? (swap ? __builtin_bswap16((uint16_t)x) : (uint16_t)x)
 		    : in->imm == 32 ? (swap ? __builtin_bswap32((uint32_t)x) : (uint32_t)x)
 				    : (swap ? __builtin_bswap64(x) : x);
-		r_const(d, x);
+		vm_range_const(d, x);
 	} else if (in->imm < 64)
-		r_range(d, 0, in->imm == 16 ? 0xffff : 0xffffffffull);
+		vm_range_set(d, 0, in->imm == 16 ? 0xffff : 0xffffffffull);
 	else
-		r_unknown(d);
+		vm_range_unknown(d);
 	return STEP_NEXT;
 }
 
@@ -172,7 +172,7 @@ static int check_alu(struct verifier *v, uint32_t pc, const struct bpf_insn *in,
 			return STEP_ERROR;
 		src = f->regs[in->src_reg];
 	} else
-		r_const(&src, is64 ? (uint64_t)(int64_t)in->imm : (uint32_t)in->imm);
+		vm_range_const(&src, is64 ? (uint64_t)(int64_t)in->imm : (uint32_t)in->imm);
 	if (op == BPF_MOV && in->off == 0) {
 		if (is64) {
 			*dst = src;
@@ -181,7 +181,7 @@ static int check_alu(struct verifier *v, uint32_t pc, const struct bpf_insn *in,
 		if (is_ptr(&src))
 			return REJ("R%d partial copy of pointer (32-bit move of R%d)", in->dst_reg,
 				   in->src_reg);
-		r_alu(dst, &src, BPF_MOV, 0, false);
+		vm_range_alu(dst, &src, BPF_MOV, 0, false);
 		return STEP_NEXT;
 	}
 	if (op != BPF_MOV && need_init(v, pc, dst, in->dst_reg) == STEP_ERROR)
@@ -209,7 +209,7 @@ static int check_alu(struct verifier *v, uint32_t pc, const struct bpf_insn *in,
 		*dst = src;
 		return ptr_alu(v, pc, dst, &scalar, BPF_ADD, in->dst_reg);
 	}
-	r_alu(dst, &src, op == BPF_NEG ? BPF_NEG : op, in->off, is64);
+	vm_range_alu(dst, &src, op == BPF_NEG ? BPF_NEG : op, in->off, is64);
 	return STEP_NEXT;
 }
 
@@ -308,14 +308,14 @@ static struct vframe *stack_frame(struct verifier *v, uint32_t pc, struct vstate
 static void load_result(struct vreg *dst, int size, bool sx)
 {
 	if (size == 8)
-		r_unknown(dst);
+		vm_range_unknown(dst);
 	else if (!sx)
-		r_range(dst, 0, (1ull << (size * 8)) - 1);
+		vm_range_set(dst, 0, (1ull << (size * 8)) - 1);
 	else {
-		r_unknown(dst);
+		vm_range_unknown(dst);
 		dst->smin = -(1ll << (size * 8 - 1));
 		dst->smax = (1ll << (size * 8 - 1)) - 1;
-		r_sync(dst);
+		vm_range_sync(dst);
 	}
 }
 
@@ -417,7 +417,7 @@ static int map_value_access(struct verifier *v, uint32_t pc, const struct vreg *
 	if ((!a->write || a->atomic) && a->dst) {
 		uint64_t x;
 		if (!a->atomic && a->size <= 8 && rodata_value(v, p, a, &x))
-			r_const(a->dst, x);
+			vm_range_const(a->dst, x);
 		else if (a->dst)
 			load_result(a->dst, a->size, a->sx);
 	}
@@ -480,7 +480,7 @@ static int check_access(struct verifier *v, uint32_t pc, struct vstate *st, cons
 			return REJ("atomic operation on ctx prohibited");
 		return ctx_access(v, pc, p, a);
 	default:
-		return REJ("R%d invalid mem access '%s'", a->regno, v_type_name(p->type));
+		return REJ("R%d invalid mem access '%s'", a->regno, vm_type_name(p->type));
 	}
 }
 
@@ -505,7 +505,7 @@ static int check_st(struct verifier *v, uint32_t pc, const struct bpf_insn *in, 
 {
 	struct vframe *f = cur(st);
 	struct vreg imm;
-	r_const(&imm, (uint64_t)(int64_t)in->imm);
+	vm_range_const(&imm, (uint64_t)(int64_t)in->imm);
 	const struct vreg *val = &imm;
 	if (BPF_CLASS(in->code) == BPF_STX) {
 		if (need_init(v, pc, &f->regs[in->src_reg], in->src_reg) == STEP_ERROR)
@@ -591,7 +591,7 @@ static int check_mem_arg(struct verifier *v, uint32_t pc, struct vstate *st, int
 			   "CONST)' or 'n &= CONST'", regno + 1);
 	if (p->type != T_STACK && p->type != T_MAP_VALUE && p->type != T_MEM)
 		return REJ("R%d type=%s expected=fp or map_value (pointer to memory)", regno,
-			   v_type_name(p->type));
+			   vm_type_name(p->type));
 	if (p->type == T_STACK) {
 		struct vframe *f = stack_frame(v, pc, st, p, regno);
 		if (!f)
@@ -618,7 +618,7 @@ static int check_map_arg(struct verifier *v, uint32_t pc, const struct vm_helper
 			 const struct vreg *r, struct call_ctx *cc)
 {
 	if (r->type != T_MAP_PTR)
-		return REJ("R1 type=%s expected=map_ptr (%s needs a map)", v_type_name(r->type),
+		return REJ("R1 type=%s expected=map_ptr (%s needs a map)", vm_type_name(r->type),
 			   h->name);
 	cc->map_idx = r->map;
 	cc->map = &v->obj->maps[r->map];
@@ -641,7 +641,7 @@ static int check_map_arg(struct verifier *v, uint32_t pc, const struct vm_helper
 static int check_const_str(struct verifier *v, uint32_t pc, const struct vreg *r)
 {
 	if (r->type != T_MAP_VALUE || r->smin != r->smax)
-		return REJ("R1 type=%s expected a constant string in .rodata", v_type_name(r->type));
+		return REJ("R1 type=%s expected a constant string in .rodata", vm_type_name(r->type));
 	const struct vm_map_def *m = &v->obj->maps[r->map];
 	int64_t o = r->off + r->smin;
 	if (vm_map_prog_writable(m) || !m->init || o < 0 || o >= (int64_t)m->value_size ||
@@ -676,7 +676,7 @@ static int check_arg(struct verifier *v, uint32_t pc, struct vstate *st,
 		if (need_init(v, pc, sz, regno + 1) == STEP_ERROR)
 			return STEP_ERROR;
 		if (sz->type != T_SCALAR)
-			return REJ("R%d type=%s expected=scalar (a size)", regno + 1, v_type_name(sz->type));
+			return REJ("R%d type=%s expected=scalar (a size)", regno + 1, vm_type_name(sz->type));
 		if (sz->smin < 0)
 			return REJ("R%d min value is negative: a size must be >= 0", regno + 1);
 		if (sz->umax > (1u << 29))
@@ -690,14 +690,14 @@ static int check_arg(struct verifier *v, uint32_t pc, struct vstate *st,
 	}
 	case VM_ARG_PTR_TO_CTX:
 		if (r->type != T_CTX || r->off != 0)
-			return REJ("R%d type=%s expected=ctx", regno, v_type_name(r->type));
+			return REJ("R%d type=%s expected=ctx", regno, vm_type_name(r->type));
 		return STEP_NEXT;
 	case VM_ARG_PTR_TO_U64_OUT:
 		return check_mem_arg(v, pc, st, regno, 8, 8, true, false);
 	case VM_ARG_CONST_STR:
 		return check_const_str(v, pc, r);
 	case VM_ARG_CONST_ALLOC_SIZE:
-		if (!r_is_const(r) || r->tv == 0 || !cc->map || r->tv > cc->map->max_entries / 2)
+		if (!vm_range_is_const(r) || r->tv == 0 || !cc->map || r->tv > cc->map->max_entries / 2)
 			return REJ("R%d must be a constant record size between 1 and %u", regno,
 				   cc->map ? cc->map->max_entries / 2 : 0);
 		cc->alloc_size = (uint32_t)r->tv;
@@ -707,7 +707,7 @@ static int check_arg(struct verifier *v, uint32_t pc, struct vstate *st,
 			return REJ("R%d may be NULL: check the reservation before %s", regno, h->name);
 		if (r->type != T_MEM)
 			return REJ("R%d type=%s expected=ringbuf_mem (a record from bpf_ringbuf_reserve)",
-				   regno, v_type_name(r->type));
+				   regno, vm_type_name(r->type));
 		if (r->off != 0 || r->smin != 0 || r->smax != 0)
 			return REJ("R%d must point to the start of the reserved record", regno);
 		cc->release = r->ref;
@@ -723,7 +723,7 @@ static int check_arg(struct verifier *v, uint32_t pc, struct vstate *st,
 			return STEP_NEXT;
 		if (is_ptr(r))
 			return REJ("R%d leaks addr into helper %s (a %s is passed as a value)", regno,
-				   h->name, v_type_name(r->type));
+				   h->name, vm_type_name(r->type));
 		return STEP_NEXT;
 	}
 }
@@ -756,7 +756,7 @@ static int check_printk(struct verifier *v, uint32_t pc, struct vstate *st)
 	const struct vframe *f = cur(st);
 	const struct vreg *fmt = &f->regs[1], *sz = &f->regs[2];
 	int nargs = 3;
-	if (fmt->type == T_MAP_VALUE && fmt->smin == fmt->smax && r_is_const(sz)) {
+	if (fmt->type == T_MAP_VALUE && fmt->smin == fmt->smax && vm_range_is_const(sz)) {
 		const struct vm_map_def *m = &v->obj->maps[fmt->map];
 		int64_t o = fmt->off + fmt->smin;
 		if (!vm_map_prog_writable(m) && m->init && o >= 0 && (uint64_t)o < m->value_size) {
@@ -776,7 +776,7 @@ static int check_printk(struct verifier *v, uint32_t pc, struct vstate *st)
 				   "a format not in .rodata takes all three arguments");
 		if (is_ptr(r))
 			return REJ("R%d leaks addr into helper bpf_trace_printk (a %s as argument %d)",
-				   3 + i, v_type_name(r->type), i + 1);
+				   3 + i, vm_type_name(r->type), i + 1);
 	}
 	return STEP_NEXT;
 }
@@ -787,7 +787,7 @@ static int check_gpu_helper(struct verifier *v, uint32_t pc, struct vstate *st,
 {
 	const struct vreg *r3 = &cur(st)->regs[3];
 	if (h->id == CUBPF_FN_ringbuf_output &&
-	    (!r_is_const(r3) || r3->tv == 0 || r3->tv > CUBPF_RB_MAX_RECORD))
+	    (!vm_range_is_const(r3) || r3->tv == 0 || r3->tv > CUBPF_RB_MAX_RECORD))
 		return REJ("R3 the record size of bpf_ringbuf_output must be a constant of 1 to %u "
 			   "bytes in %s programs", CUBPF_RB_MAX_RECORD,
 			   vm_prog_kind_name(v->prog->kind));
@@ -880,7 +880,7 @@ static int check_helper(struct verifier *v, uint32_t pc, const struct bpf_insn *
 	} else if (h->ret == VM_RET_VOID)
 		mark_uninit(&f->regs[0]);
 	else
-		r_unknown(&f->regs[0]);
+		vm_range_unknown(&f->regs[0]);
 	return STEP_NEXT;
 }
 
@@ -890,11 +890,11 @@ static int check_call_local(struct verifier *v, uint32_t *pc, struct vstate *st)
 {
 	uint32_t at = *pc, target = (uint32_t)((int64_t)at + 1 + v->prog->insns[at].imm);
 	if (st->cur + 1 >= VM_MAX_CALL_DEPTH)
-		return v_reject(v, at, "the call stack of %d frames is too deep (limit %d)",
+		return vm_reject(v, at, "the call stack of %d frames is too deep (limit %d)",
 				st->cur + 2, VM_MAX_CALL_DEPTH);
-	struct vframe *nf = v_frame_new();
+	struct vframe *nf = vm_frame_new();
 	if (!nf)
-		return v_reject(v, at, "out of memory");
+		return vm_reject(v, at, "out of memory");
 	struct vframe *f = cur(st);
 	for (int r = 1; r <= 5; r++)
 		nf->regs[r] = f->regs[r];
@@ -930,25 +930,25 @@ static int check_exit(struct verifier *v, uint32_t *pc, struct vstate *st)
 	struct vframe *f = cur(st);
 	/* a function's unused result may be left unset by clang (the caller cannot read it) */
 	if (f->regs[0].type == T_NOT_INIT && st->cur == 0)
-		return v_reject(v, at, "R0 !read_ok: the program exits without setting R0");
+		return vm_reject(v, at, "R0 !read_ok: the program exits without setting R0");
 	if (st->cur == 0) {
 		if (st->nrefs)
-			return v_reject(v, at, "unreleased reference id=%u: a ring buffer record is "
+			return vm_reject(v, at, "unreleased reference id=%u: a ring buffer record is "
 					"reserved but neither submitted nor discarded on this path",
 					st->refs[0]);
 		if (f->regs[0].type != T_SCALAR)
-			return v_reject(v, at, "R0 is a %s at program exit: returning a pointer leaks "
-					"an address", v_type_name(f->regs[0].type));
+			return vm_reject(v, at, "R0 is a %s at program exit: returning a pointer leaks "
+					"an address", vm_type_name(f->regs[0].type));
 		return STEP_EXIT;
 	}
 	if (f->regs[0].type == T_STACK && f->regs[0].frameno == st->cur)
-		return v_reject(v, at, "cannot return a pointer to the callee's stack to the caller");
+		return vm_reject(v, at, "cannot return a pointer to the callee's stack to the caller");
 	struct vframe *caller = st->fr[st->cur - 1];
 	caller->regs[0] = f->regs[0];
 	for (int r = 1; r <= 5; r++)
 		mark_uninit(&caller->regs[r]);
 	*pc = f->callsite + 1;
-	v_state_free_frame(st);
+	vm_state_free_frame(st);
 	forget_frame(st, st->cur + 1);
 	return STEP_JUMP;
 }
@@ -961,7 +961,7 @@ static void null_checked(struct vreg *x, uint32_t id, bool is_null)
 	if (!or_null(x->type) || x->id != id)
 		return;
 	if (is_null)
-		r_const(x, 0);
+		vm_range_const(x, 0);
 	else {
 		x->type = x->type == T_MEM_OR_NULL ? T_MEM : T_MAP_VALUE;
 		x->id = 0;
@@ -992,7 +992,7 @@ static int jmp_pointer(struct verifier *v, uint32_t pc, const struct bpf_insn *i
 	struct vreg *dst = &cur(st)->regs[in->dst_reg];
 	uint8_t op = BPF_OP(in->code);
 	bool is64 = BPF_CLASS(in->code) == BPF_JMP;
-	bool zero = r_is_const(src) && src->tv == 0;
+	bool zero = vm_range_is_const(src) && src->tv == 0;
 	*known = -1;
 	if (!is64)
 		return REJ("R%d 32-bit comparison of a pointer prohibited", in->dst_reg);
@@ -1015,11 +1015,11 @@ static int jmp_pointer(struct verifier *v, uint32_t pc, const struct bpf_insn *i
 	}
 	if (or_null(dst->type))
 		return REJ("R%d comparison of %s with something else than 0; null-check it first",
-			   in->dst_reg, v_type_name(dst->type));
+			   in->dst_reg, vm_type_name(dst->type));
 	if (!same_region(dst, src) || op == BPF_JSET)
 		return REJ("R%d pointer comparison prohibited (%s against %s: only a null check, or "
 			   "two pointers into one stack frame, map value or record)", in->dst_reg,
-			   v_type_name(dst->type), v_type_name(src->type));
+			   vm_type_name(dst->type), vm_type_name(src->type));
 	if (r_is_const_off(dst) && r_is_const_off(src)) {
 		/* base + a against base + b: the order of the signed offsets a and b, whether the
 		 * comparison is signed or not (the region never straddles an address sign change) */
@@ -1048,18 +1048,18 @@ static int check_cond_jmp(struct verifier *v, uint32_t *pc, const struct bpf_ins
 			return STEP_ERROR;
 		src = f->regs[in->src_reg];
 	} else
-		r_const(&src, is64 ? (uint64_t)(int64_t)in->imm : (uint32_t)in->imm);
+		vm_range_const(&src, is64 ? (uint64_t)(int64_t)in->imm : (uint32_t)in->imm);
 	uint32_t target = (uint32_t)((int64_t)at + 1 + in->off);
 	int known;
 	if (is_ptr(&f->regs[in->dst_reg]) || is_ptr(&src)) {
-		if (v_state_copy(other, st) < 0)
-			return v_reject(v, at, "out of memory");
+		if (vm_state_copy(other, st) < 0)
+			return vm_reject(v, at, "out of memory");
 		if (jmp_pointer(v, at, in, st, &src, other, &known) == STEP_ERROR) {
-			v_state_free(other);
+			vm_state_free(other);
 			return STEP_ERROR;
 		}
 		if (known >= 0) {
-			v_state_free(other);
+			vm_state_free(other);
 			*pc = known ? target : at + 1;
 			return STEP_JUMP;
 		}
@@ -1067,18 +1067,18 @@ static int check_cond_jmp(struct verifier *v, uint32_t *pc, const struct bpf_ins
 		*pc = at + 1;
 		return STEP_BRANCH;
 	}
-	known = r_branch_known(&f->regs[in->dst_reg], &src, op, is64);
+	known = vm_range_branch_known(&f->regs[in->dst_reg], &src, op, is64);
 	if (known >= 0) {
 		*pc = known ? target : at + 1;
 		return STEP_JUMP;
 	}
-	if (v_state_copy(other, st) < 0)
-		return v_reject(v, at, "out of memory");
+	if (vm_state_copy(other, st) < 0)
+		return vm_reject(v, at, "out of memory");
 	struct vreg osrc = src;
 	struct vframe *of = cur(other);
-	r_refine(&of->regs[in->dst_reg], BPF_SRC(in->code) == BPF_X ? &of->regs[in->src_reg] : &osrc,
+	vm_range_refine(&of->regs[in->dst_reg], BPF_SRC(in->code) == BPF_X ? &of->regs[in->src_reg] : &osrc,
 		 op, is64, true);
-	r_refine(&f->regs[in->dst_reg], BPF_SRC(in->code) == BPF_X ? &f->regs[in->src_reg] : &src,
+	vm_range_refine(&f->regs[in->dst_reg], BPF_SRC(in->code) == BPF_X ? &f->regs[in->src_reg] : &src,
 		 op, is64, false);
 	*other_pc = target;
 	*pc = at + 1;
@@ -1114,7 +1114,7 @@ static int check_lddw(struct verifier *v, uint32_t pc, const struct bpf_insn *in
 	if (in->dst_reg == BPF_REG_10)
 		return REJ("frame pointer is read only");
 	if (in->src_reg == 0) {
-		r_const(d, (uint32_t)in->imm | ((uint64_t)(uint32_t)in[1].imm << 32));
+		vm_range_const(d, (uint32_t)in->imm | ((uint64_t)(uint32_t)in[1].imm << 32));
 		return STEP_NEXT;
 	}
 	mark_uninit(d);
@@ -1128,7 +1128,7 @@ static int check_lddw(struct verifier *v, uint32_t pc, const struct bpf_insn *in
 	return STEP_NEXT;
 }
 
-int v_step(struct verifier *v, struct vstate *st, uint32_t *pc, struct vstate *other,
+int vm_verifier_step(struct verifier *v, struct vstate *st, uint32_t *pc, struct vstate *other,
 	   uint32_t *other_pc)
 {
 	const struct bpf_insn *in = &v->prog->insns[*pc];
@@ -1164,53 +1164,53 @@ int v_step(struct verifier *v, struct vstate *st, uint32_t *pc, struct vstate *o
 
 /* ---- printing ----------------------------------------------------------------------------------- */
 
-void v_print_reg(struct verifier *v, const struct vreg *r)
+void vm_print_reg(struct verifier *v, const struct vreg *r)
 {
 	switch (r->type) {
 	case T_SCALAR:
-		if (r_is_const(r))
-			v_log(v, "%lld", (long long)r->tv);
+		if (vm_range_is_const(r))
+			vm_log(v, "%lld", (long long)r->tv);
 		else if (r->umin == 0 && r->umax == UINT64_MAX && r->smin == INT64_MIN &&
 			 r->smax == INT64_MAX)
-			v_log(v, "scalar");
+			vm_log(v, "scalar");
 		else
-			v_log(v, "scalar(umin=%llu,umax=%llu,smin=%lld,smax=%lld)",
+			vm_log(v, "scalar(umin=%llu,umax=%llu,smin=%lld,smax=%lld)",
 			      (unsigned long long)r->umin, (unsigned long long)r->umax,
 			      (long long)r->smin, (long long)r->smax);
 		break;
 	case T_STACK:
-		v_log(v, "fp%d%+d", r->frameno, r->off);
+		vm_log(v, "fp%d%+d", r->frameno, r->off);
 		break;
 	case T_CTX:
-		v_log(v, "ctx%+d", r->off);
+		vm_log(v, "ctx%+d", r->off);
 		break;
 	case T_MEM:
 	case T_MEM_OR_NULL:
-		v_log(v, "%s(map=%s,size=%u,off=%d)", v_type_name(r->type),
+		vm_log(v, "%s(map=%s,size=%u,off=%d)", vm_type_name(r->type),
 		      v->obj->maps[r->map].name, r->mem_size, r->off);
 		break;
 	case T_MAP_VALUE:
 	case T_MAP_VALUE_OR_NULL:
 	case T_MAP_PTR:
-		v_log(v, "%s(map=%s,off=%d", v_type_name(r->type), v->obj->maps[r->map].name, r->off);
+		vm_log(v, "%s(map=%s,off=%d", vm_type_name(r->type), v->obj->maps[r->map].name, r->off);
 		if (r->type != T_MAP_PTR && !(r->smin == 0 && r->smax == 0))
-			v_log(v, ",var=[%lld,%lld]", (long long)r->smin, (long long)r->smax);
-		v_log(v, ")");
+			vm_log(v, ",var=[%lld,%lld]", (long long)r->smin, (long long)r->smax);
+		vm_log(v, ")");
 		break;
 	default:
-		v_log(v, "?");
+		vm_log(v, "?");
 	}
 }
 
-void v_print_state(struct verifier *v, const struct vstate *st)
+void vm_print_state(struct verifier *v, const struct vstate *st)
 {
 	const struct vframe *f = st->fr[st->cur];
-	v_log(v, "  state (frame %u):", st->cur);
+	vm_log(v, "  state (frame %u):", st->cur);
 	for (int r = 0; r < 11; r++) {
 		if (f->regs[r].type == T_NOT_INIT)
 			continue;
-		v_log(v, " R%d=", r);
-		v_print_reg(v, &f->regs[r]);
+		vm_log(v, " R%d=", r);
+		vm_print_reg(v, &f->regs[r]);
 	}
-	v_log(v, "\n");
+	vm_log(v, "\n");
 }

@@ -13,7 +13,7 @@ static void tnum_unknown(struct vreg *r)
 	r->tm = ~0ull;
 }
 
-void r_unknown(struct vreg *r)
+void vm_range_unknown(struct vreg *r)
 {
 	r->type = T_SCALAR;
 	r->smin = INT64_MIN;
@@ -23,7 +23,7 @@ void r_unknown(struct vreg *r)
 	tnum_unknown(r);
 }
 
-void r_const(struct vreg *r, uint64_t v)
+void vm_range_const(struct vreg *r, uint64_t v)
 {
 	r->type = T_SCALAR;
 	r->smin = r->smax = (int64_t)v;
@@ -37,16 +37,16 @@ static uint64_t mask_upto(uint64_t v)
 	return v ? (~0ull >> __builtin_clzll(v)) : 0;
 }
 
-void r_range(struct vreg *r, uint64_t umin, uint64_t umax)
+void vm_range_set(struct vreg *r, uint64_t umin, uint64_t umax)
 {
-	r_unknown(r);
+	vm_range_unknown(r);
 	r->umin = umin;
 	r->umax = umax;
 	r->tm = mask_upto(umax);
-	r_sync(r);
+	vm_range_sync(r);
 }
 
-bool r_is_const(const struct vreg *r)
+bool vm_range_is_const(const struct vreg *r)
 {
 	return r->type == T_SCALAR && r->tm == 0;
 }
@@ -57,7 +57,7 @@ static int64_t smax2(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t smin2(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* Tightens each of the three views with what the others know. */
-void r_sync(struct vreg *r)
+void vm_range_sync(struct vreg *r)
 {
 	if (r->type != T_SCALAR)
 		return;
@@ -83,7 +83,7 @@ void r_sync(struct vreg *r)
 	}
 }
 
-uint64_t r_eval(uint8_t op, int16_t off, bool is64, uint64_t a, uint64_t b)
+uint64_t vm_range_eval(uint8_t op, int16_t off, bool is64, uint64_t a, uint64_t b)
 {
 	if (!is64) {
 		uint32_t x = (uint32_t)a, y = (uint32_t)b;
@@ -144,16 +144,16 @@ static void trunc32(struct vreg *r)
 {
 	if (r->umax <= U32MAX)
 		return;
-	if (r_is_const(r)) {
-		r_const(r, (uint32_t)r->tv);
+	if (vm_range_is_const(r)) {
+		vm_range_const(r, (uint32_t)r->tv);
 		return;
 	}
 	uint64_t tv = r->tv & U32MAX, tm = r->tm & U32MAX;
-	r_unknown(r);
+	vm_range_unknown(r);
 	r->tv = tv;
 	r->tm = tm;
 	r->umax = U32MAX;
-	r_sync(r);
+	vm_range_sync(r);
 }
 
 static void alu_add(struct vreg *d, const struct vreg *a, const struct vreg *b)
@@ -205,7 +205,7 @@ static void alu_bits(struct vreg *d, const struct vreg *a, const struct vreg *b,
 static void alu_shift(struct vreg *d, const struct vreg *a, const struct vreg *b, uint8_t op,
 		      bool is64)
 {
-	if (!r_is_const(b)) {
+	if (!vm_range_is_const(b)) {
 		if (op == BPF_RSH)
 			d->umax = a->umax;
 		return;
@@ -259,13 +259,13 @@ static void alu_muldiv(struct vreg *d, const struct vreg *a, const struct vreg *
 		d->umax = a->umax * b->umax;
 	} else if (op == BPF_DIV) {
 		d->umax = a->umax;
-		if (r_is_const(b) && b->tv) {
+		if (vm_range_is_const(b) && b->tv) {
 			d->umin = a->umin / b->tv;
 			d->umax = a->umax / b->tv;
 		}
 	} else if (op == BPF_MOD) {
 		d->umax = a->umax;
-		if (r_is_const(b) && b->tv)
+		if (vm_range_is_const(b) && b->tv)
 			d->umax = umin2(a->umax, b->tv - 1);
 	}
 }
@@ -286,10 +286,10 @@ static void alu_mov(struct vreg *d, const struct vreg *b, int16_t off, bool is64
 		*d = *b;
 }
 
-void r_alu(struct vreg *dst, const struct vreg *src, uint8_t op, int16_t off, bool is64)
+void vm_range_alu(struct vreg *dst, const struct vreg *src, uint8_t op, int16_t off, bool is64)
 {
-	if (r_is_const(dst) && r_is_const(src)) {
-		r_const(dst, r_eval(op, off, is64, dst->tv, src->tv));
+	if (vm_range_is_const(dst) && vm_range_is_const(src)) {
+		vm_range_const(dst, vm_range_eval(op, off, is64, dst->tv, src->tv));
 		return;
 	}
 	struct vreg a = *dst, b = *src, d = {0};
@@ -297,7 +297,7 @@ void r_alu(struct vreg *dst, const struct vreg *src, uint8_t op, int16_t off, bo
 		trunc32(&a);
 		trunc32(&b);
 	}
-	r_unknown(&d);
+	vm_range_unknown(&d);
 	switch (op) {
 	case BPF_ADD: alu_add(&d, &a, &b); break;
 	case BPF_SUB: alu_sub(&d, &a, &b); break;
@@ -308,13 +308,13 @@ void r_alu(struct vreg *dst, const struct vreg *src, uint8_t op, int16_t off, bo
 	default: break; /* NEG and the rest: unknown */
 	}
 	d.type = T_SCALAR;
-	r_sync(&d);
+	vm_range_sync(&d);
 	if (!is64 && (d.umax > U32MAX || d.umin > d.umax)) {
 		/* may have wrapped around 2^32: keep only what the low 32 bits say */
 		uint64_t tv = d.tv & U32MAX, tm = d.tm & U32MAX;
-		r_unknown(&d);
+		vm_range_unknown(&d);
 		d.tv = tv, d.tm = tm, d.umax = U32MAX;
-		r_sync(&d);
+		vm_range_sync(&d);
 	}
 	*dst = d;
 }
@@ -335,7 +335,7 @@ static int known64(const struct vreg *a, const struct vreg *b, uint8_t op)
 	case BPF_JEQ:
 	case BPF_JNE: {
 		int eq = -1;
-		if (r_is_const(a) && r_is_const(b))
+		if (vm_range_is_const(a) && vm_range_is_const(b))
 			eq = a->tv == b->tv;
 		else if (a->umin > b->umax || a->umax < b->umin || a->smin > b->smax ||
 			 a->smax < b->smin || ((a->tv ^ b->tv) & ~(a->tm | b->tm)))
@@ -360,9 +360,9 @@ static int known64(const struct vreg *a, const struct vreg *b, uint8_t op)
 	return -1;
 }
 
-int r_branch_known(const struct vreg *a, const struct vreg *b, uint8_t op, bool is64)
+int vm_range_branch_known(const struct vreg *a, const struct vreg *b, uint8_t op, bool is64)
 {
-	if (r_is_const(a) && r_is_const(b))
+	if (vm_range_is_const(a) && vm_range_is_const(b))
 		return vm_jmp_taken(op, a->tv, b->tv, is64);
 	if (!is64 && !cmp32_as64(a, b, op))
 		return -1;
@@ -388,7 +388,7 @@ static uint8_t negate(uint8_t op)
 
 static void refine_ne(struct vreg *a, const struct vreg *b)
 {
-	if (!r_is_const(b))
+	if (!vm_range_is_const(b))
 		return;
 	if (a->umin == b->tv && a->umin < a->umax)
 		a->umin++;
@@ -406,9 +406,9 @@ static void refine_eq(struct vreg *a, struct vreg *b)
 	a->umax = b->umax = umin2(a->umax, b->umax);
 	a->smin = b->smin = smax2(a->smin, b->smin);
 	a->smax = b->smax = smin2(a->smax, b->smax);
-	if (r_is_const(b))
+	if (vm_range_is_const(b))
 		a->tv = b->tv, a->tm = 0;
-	else if (r_is_const(a))
+	else if (vm_range_is_const(a))
 		b->tv = a->tv, b->tm = 0;
 }
 
@@ -441,18 +441,18 @@ static void refine_true(struct vreg *a, struct vreg *b, uint8_t op)
 	}
 }
 
-void r_refine(struct vreg *a, struct vreg *b, uint8_t op, bool is64, bool taken)
+void vm_range_refine(struct vreg *a, struct vreg *b, uint8_t op, bool is64, bool taken)
 {
 	if (a->type != T_SCALAR || b->type != T_SCALAR || op == BPF_JSET)
 		return;
 	if (!is64 && !cmp32_as64(a, b, op))
 		return;
 	refine_true(a, b, taken ? op : negate(op));
-	r_sync(a);
-	r_sync(b);
+	vm_range_sync(a);
+	vm_range_sync(b);
 }
 
-bool r_covers(const struct vreg *old, const struct vreg *cur)
+bool vm_range_covers(const struct vreg *old, const struct vreg *cur)
 {
 	return old->smin <= cur->smin && old->smax >= cur->smax && old->umin <= cur->umin &&
 	       old->umax >= cur->umax && (cur->tm & ~old->tm) == 0 &&
