@@ -8,7 +8,7 @@
 
 #include "ptx-rewriter/cgint.h"
 
-bool cg_is_gpu_kind(enum vm_prog_kind k)
+bool ptx_cg_is_gpu_kind(enum vm_prog_kind k)
 {
 	return k == VM_PROG_KPROBE || k == VM_PROG_KRETPROBE || k == VM_PROG_MEMPROBE;
 }
@@ -26,7 +26,7 @@ static int64_t sext(uint64_t v, int bits)
 	return bits >= 64 ? (int64_t)v : (int64_t)(v << (64 - bits)) >> (64 - bits);
 }
 
-bool cg_alu_eval(const struct bpf_insn *in, uint64_t d, uint64_t s, uint64_t *out)
+bool ptx_cg_alu_eval(const struct bpf_insn *in, uint64_t d, uint64_t s, uint64_t *out)
 {
 	bool is64 = BPF_CLASS(in->code) == BPF_ALU64;
 	int bits = is64 ? 64 : 32;
@@ -88,7 +88,7 @@ bool cg_alu_eval(const struct bpf_insn *in, uint64_t d, uint64_t s, uint64_t *ou
 	return true;
 }
 
-bool cg_jmp_eval(const struct bpf_insn *in, uint64_t a, uint64_t b)
+bool ptx_cg_jmp_eval(const struct bpf_insn *in, uint64_t a, uint64_t b)
 {
 	if (BPF_SRC(in->code) == BPF_K)
 		b = (uint64_t)(int64_t)in->imm;
@@ -134,7 +134,7 @@ static uint32_t lowbit(int64_t v, uint32_t cap)
 	return b == 0 || b > cap ? cap : (uint32_t)b;
 }
 
-uint32_t av_align(const struct av *a, int64_t off)
+uint32_t ptx_av_align(const struct av *a, int64_t off)
 {
 	switch (a->kind) {
 	case AV_MAPVAL:
@@ -158,7 +158,7 @@ static bool av_eq(const struct av *a, const struct av *b)
 	       a->global == b->global && a->stk == b->stk;
 }
 
-bool av_global(const struct av *a)
+bool ptx_av_global(const struct av *a)
 {
 	return a->kind == AV_MAPVAL || (a->kind == AV_UNKNOWN && a->global);
 }
@@ -175,8 +175,8 @@ static bool may_stack(const struct av *a)
  * register as if it held something else. */
 static struct av av_join(struct av a, struct av b)
 {
-	uint32_t aa = av_align(&a, 0), ba = av_align(&b, 0);
-	uint8_t al = (uint8_t)(aa < ba ? aa : ba), global = av_global(&a) && av_global(&b);
+	uint32_t aa = ptx_av_align(&a, 0), ba = ptx_av_align(&b, 0);
+	uint8_t al = (uint8_t)(aa < ba ? aa : ba), global = ptx_av_global(&a) && ptx_av_global(&b);
 	uint8_t stk = may_stack(&a) || may_stack(&b);
 	if (a.kind == b.kind && a.map == b.map && a.v == b.v) {
 		a.al = a.kind == AV_UNKNOWN ? al : 0;
@@ -254,14 +254,14 @@ static void alu_effect(const struct bpf_insn *in, struct av_state *s)
 		return;
 	}
 	if (is64 && k && (op == BPF_ADD || op == BPF_SUB) && d->kind == AV_UNKNOWN) {
-		d->al = (uint8_t)av_align(d, imm); /* an aligned pointer moved by a constant */
+		d->al = (uint8_t)ptx_av_align(d, imm); /* an aligned pointer moved by a constant */
 		return;
 	}
 	/* a map value pointer moved by a runtime offset still points into the value (the verifier
 	 * checked the bounds of every access through it); a pointer plus a pointer is refused */
 	bool global = is64 && op == BPF_ADD && !k &&
-		      ((av_global(d) && src->kind == AV_UNKNOWN && !src->global) ||
-		       (av_global(src) && d->kind == AV_UNKNOWN && !d->global));
+		      ((ptx_av_global(d) && src->kind == AV_UNKNOWN && !src->global) ||
+		       (ptx_av_global(src) && d->kind == AV_UNKNOWN && !d->global));
 	bool stk = is64 && (may_stack(d) || (!k && may_stack(src)));
 	if (d->kind == AV_CTX || d->kind == AV_CONFLICT)
 		*d = av_of(AV_CONFLICT, 0, 0); /* arithmetic on ctx: refused if ever read */
@@ -279,7 +279,7 @@ static void clobber_call(struct av_state *s)
 
 /* Successors of pc with the state after it; returns their number (0..2). */
 /* -1: unknown; 0: the jump at pc is not taken; 1: it is. */
-int cg_cond_known(const struct cg_prog *p, uint32_t pc)
+int ptx_cg_cond_known(const struct cg_prog *p, uint32_t pc)
 {
 	const struct bpf_insn *in = &p->prog.insns[pc];
 	const struct av_state *s = &p->st[pc];
@@ -290,7 +290,7 @@ int cg_cond_known(const struct cg_prog *p, uint32_t pc)
 	bool k = BPF_SRC(in->code) == BPF_K;
 	const struct av *b = k ? NULL : &s->r[in->src_reg];
 	if (a->kind == AV_CONST && (k || b->kind == AV_CONST))
-		return cg_jmp_eval(in, (uint64_t)a->v, k ? 0 : (uint64_t)b->v);
+		return ptx_cg_jmp_eval(in, (uint64_t)a->v, k ? 0 : (uint64_t)b->v);
 	/* map values are never NULL */
 	if (BPF_CLASS(in->code) == BPF_JMP && k && in->imm == 0 && a->kind == AV_MAPVAL &&
 	    (op == BPF_JEQ || op == BPF_JNE))
@@ -315,7 +315,7 @@ static bool lookup_fold_state(const struct cg_prog *p, const struct av_state *s,
 	return true;
 }
 
-bool cg_lookup_fold(const struct cg_prog *p, uint32_t pc, uint32_t *map, uint64_t *off)
+bool ptx_cg_lookup_fold(const struct cg_prog *p, uint32_t pc, uint32_t *map, uint64_t *off)
 {
 	const struct bpf_insn *in = &p->prog.insns[pc];
 	return in->code == (BPF_JMP | BPF_CALL) && in->src_reg == 0 &&
@@ -323,7 +323,7 @@ bool cg_lookup_fold(const struct cg_prog *p, uint32_t pc, uint32_t *map, uint64_
 }
 
 /* The constant an ALU instruction at pc produces, when its inputs are known. */
-bool cg_alu_known(const struct cg_prog *p, uint32_t pc, uint64_t *v)
+bool ptx_cg_alu_known(const struct cg_prog *p, uint32_t pc, uint64_t *v)
 {
 	const struct bpf_insn *in = &p->prog.insns[pc];
 	const struct av_state *s = &p->st[pc];
@@ -336,7 +336,7 @@ bool cg_alu_known(const struct cg_prog *p, uint32_t pc, uint64_t *v)
 	const struct av *src = k ? NULL : &s->r[in->src_reg];
 	if ((op != BPF_MOV && d->kind != AV_CONST) || (!k && src->kind != AV_CONST))
 		return false;
-	return cg_alu_eval(in, (uint64_t)d->v, k ? 0 : (uint64_t)src->v, v);
+	return ptx_cg_alu_eval(in, (uint64_t)d->v, k ? 0 : (uint64_t)src->v, v);
 }
 
 static void step_ldx(struct cg_prog *p, const struct bpf_insn *in, struct av_state *out)
@@ -407,7 +407,7 @@ static int step(struct cg_prog *p, uint32_t pc, struct av_state *out, uint32_t s
 	case BPF_ALU:
 	case BPF_ALU64: {
 		uint64_t v;
-		if (cg_alu_known(p, pc, &v)) {
+		if (ptx_cg_alu_known(p, pc, &v)) {
 			out->r[in->dst_reg] = av_of(AV_CONST, 0, (int64_t)v);
 			break;
 		}
@@ -480,7 +480,7 @@ static int step(struct cg_prog *p, uint32_t pc, struct av_state *out, uint32_t s
 			succ[0] = pc + 1 + (uint32_t)o;
 			return 1;
 		}
-		int known = cg_cond_known(p, pc);
+		int known = ptx_cg_cond_known(p, pc);
 		if (known >= 0) {
 			succ[0] = known ? pc + 1 + (uint32_t)(int32_t)in->off : pc + 1;
 			return 1;
@@ -493,7 +493,7 @@ static int step(struct cg_prog *p, uint32_t pc, struct av_state *out, uint32_t s
 	return 1;
 }
 
-uint32_t cg_value_chunk(uint32_t value_size, int64_t v)
+uint32_t ptx_cg_value_chunk(uint32_t value_size, int64_t v)
 {
 	uint32_t chunk = 8;
 	while (chunk > 1 && (value_size % chunk || v % chunk))
@@ -501,7 +501,7 @@ uint32_t cg_value_chunk(uint32_t value_size, int64_t v)
 	return chunk;
 }
 
-uint32_t cg_chunk_at(const struct cg_prog *p, int64_t v, int64_t o, int64_t end)
+uint32_t ptx_cg_chunk_at(const struct cg_prog *p, int64_t v, int64_t o, int64_t end)
 {
 	int64_t in_word = (o - v) % 8;
 	uint32_t best = 0;
@@ -561,7 +561,7 @@ static void scan_helper(struct cg_prog *p, const struct bpf_insn *in, const stru
 				break;
 			}
 			uint32_t vs = p->maps[a[1].map].value_size;
-			uint32_t ch = cg_value_chunk(vs, a[3].v);
+			uint32_t ch = ptx_cg_value_chunk(vs, a[3].v);
 			for (uint32_t o = 0; o < vs; o += ch)
 				note_stack(p, lowest, a[3].v + o, ch);
 		}
@@ -573,7 +573,7 @@ static void scan_helper(struct cg_prog *p, const struct bpf_insn *in, const stru
 			/* hash keys are read in chunks as maps.c reads them */
 			int64_t v = a[2].v, end = v + p->maps[a[1].map].key_size;
 			for (int64_t o = v, ch; o < end; o += ch)
-				note_stack(p, lowest, o, (uint32_t)(ch = cg_chunk_at(p, v, o, end)));
+				note_stack(p, lowest, o, (uint32_t)(ch = ptx_cg_chunk_at(p, v, o, end)));
 		} else if (a[2].kind == AV_STACK) {
 			note_stack(p, lowest, a[2].v, 4);
 		}
@@ -587,7 +587,7 @@ static void scan_helper(struct cg_prog *p, const struct bpf_insn *in, const stru
 		if (a[2].kind == AV_STACK && a[3].kind == AV_CONST && a[3].v > 0 && a[3].v <= 4096) {
 			int64_t v = a[2].v, end = v + a[3].v;
 			for (int64_t o = v, ch; o < end; o += ch)
-				note_stack(p, lowest, o, (uint32_t)(ch = cg_chunk_at(p, v, o, end)));
+				note_stack(p, lowest, o, (uint32_t)(ch = ptx_cg_chunk_at(p, v, o, end)));
 		} else if (a[2].kind == AV_STACK) {
 			p->escape = true;
 		}
@@ -752,7 +752,7 @@ static int walk(struct cg_prog *p, char *err, size_t errlen)
 	}
 	size_t top = 0;
 	struct av_state init = {.reached = true};
-	if (cg_is_gpu_kind(p->prog.kind))
+	if (ptx_cg_is_gpu_kind(p->prog.kind))
 		init.r[1] = av_of(AV_CTX, 0, 0);
 	init.r[10] = av_of(AV_STACK, 0, 0);
 	p->st[0] = init;
@@ -823,7 +823,7 @@ static void scan_all(struct cg_prog *p, int64_t *lowest)
 			scan_stack(p, pc, lowest);
 }
 
-int cg_analyze(struct cg_prog *p, char *err, size_t errlen)
+int ptx_cg_analyze(struct cg_prog *p, char *err, size_t errlen)
 {
 	uint32_t n = p->prog.insn_cnt;
 	free(p->st), free(p->target), free(p->func_end);

@@ -34,7 +34,7 @@ void ptx_buf_append(struct ptx_buf *b, const char *s, size_t n)
 	b->data[b->len] = 0;
 }
 
-void buf_puts(struct ptx_buf *b, const char *s)
+void ptx_buf_puts(struct ptx_buf *b, const char *s)
 {
 	buf_put(b, s, strlen(s));
 }

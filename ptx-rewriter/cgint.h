@@ -57,56 +57,56 @@ struct cg {
 	size_t errlen;
 };
 
-int cg_analyze(struct cg_prog *p, char *err, size_t errlen);
+int ptx_cg_analyze(struct cg_prog *p, char *err, size_t errlen);
 /* Constant evaluation with the interpreter's semantics (analysis and emission agree). */
-bool cg_alu_eval(const struct bpf_insn *in, uint64_t d, uint64_t s, uint64_t *out);
-bool cg_jmp_eval(const struct bpf_insn *in, uint64_t a, uint64_t b);
+bool ptx_cg_alu_eval(const struct bpf_insn *in, uint64_t d, uint64_t s, uint64_t *out);
+bool ptx_cg_jmp_eval(const struct bpf_insn *in, uint64_t a, uint64_t b);
 /* The known value of a constant-key array lookup at pc: map index and byte offset. */
-bool cg_lookup_fold(const struct cg_prog *p, uint32_t pc, uint32_t *map, uint64_t *off);
-int cg_cond_known(const struct cg_prog *p, uint32_t pc);
-bool cg_alu_known(const struct cg_prog *p, uint32_t pc, uint64_t *v);
-bool cg_is_gpu_kind(enum vm_prog_kind k);
+bool ptx_cg_lookup_fold(const struct cg_prog *p, uint32_t pc, uint32_t *map, uint64_t *off);
+int ptx_cg_cond_known(const struct cg_prog *p, uint32_t pc);
+bool ptx_cg_alu_known(const struct cg_prog *p, uint32_t pc, uint64_t *v);
+bool ptx_cg_is_gpu_kind(enum vm_prog_kind k);
 /* The slot count of the instruction at pc (2 for lddw). */
 static inline uint32_t cg_slots(const struct bpf_insn *in)
 {
 	return in->code == (BPF_LD | BPF_IMM | BPF_DW) ? 2 : 1;
 }
 /* Static byte offset in __cubpf_stack of r10 + v in frame `depth`, or -1 when out of range. */
-long cg_stack_off(const struct cg *g, uint32_t depth, int64_t v, uint32_t size);
-uint32_t cg_value_chunk(uint32_t value_size, int64_t v);
+long ptx_cg_stack_off(const struct cg *g, uint32_t depth, int64_t v, uint32_t size);
+uint32_t ptx_cg_value_chunk(uint32_t value_size, int64_t v);
 /* The bytes a helper reads at stack offset o of the record [v, end): the size of the program's
  * own access at o when it has one (so that stack slots stay registers), else the widest piece
  * aligned there; never across an 8-byte word of the record. */
-uint32_t cg_chunk_at(const struct cg_prog *p, int64_t v, int64_t o, int64_t end);
+uint32_t ptx_cg_chunk_at(const struct cg_prog *p, int64_t v, int64_t o, int64_t end);
 /* The location of r10 + v (size bytes) in frame `depth`; -1 when outside the frame. */
-int cg_sloc(struct cg *g, uint32_t depth, int64_t v, uint32_t size, struct sloc *l);
+int ptx_cg_sloc(struct cg *g, uint32_t depth, int64_t v, uint32_t size, struct sloc *l);
 /* T (a register of `bits` = 32 or 64) = the location, sign-extended when sx. */
-void cg_sload(struct cg *g, const struct sloc *l, const char *T, int bits, bool sx);
+void ptx_cg_sload(struct cg *g, const struct sloc *l, const char *T, int bits, bool sx);
 /* location = S (a register of `bits`, or an already truncated literal when bits == 0),
  * under the guard prefix ("" or "@%__cb_p0 "). */
-void cg_sstore(struct cg *g, const struct sloc *l, const char *S, int bits, const char *guard);
+void ptx_cg_sstore(struct cg *g, const struct sloc *l, const char *S, int bits, const char *guard);
 /* T (a register of `bits` = 32 or 64) = the `size` bytes at [B+off] of state space sp ("" for
  * generic, ".local", ".global"), sign-extended when sx.  `align` is what is proven about the
- * address (av_align): below size, the access is split into naturally aligned pieces assembled
+ * address (ptx_av_align): below size, the access is split into naturally aligned pieces assembled
  * little-endian with shifts, since the GPU faults where eBPF allows any alignment. */
-void cg_ld(struct cg *g, const char *sp, const char *T, int bits, const char *B, int64_t off,
+void ptx_cg_ld(struct cg *g, const char *sp, const char *T, int bits, const char *B, int64_t off,
 	   uint32_t size, uint32_t align, bool sx);
-/* [B+off] = S (a register of `bits`, or a literal when bits == 0), split as cg_ld; each store
+/* [B+off] = S (a register of `bits`, or a literal when bits == 0), split as ptx_cg_ld; each store
  * under the guard prefix ("" or "@%__cb_p0 "). */
-void cg_st(struct cg *g, const char *sp, const char *B, int64_t off, const char *S, int bits,
+void ptx_cg_st(struct cg *g, const char *sp, const char *B, int64_t off, const char *S, int bits,
 	   uint32_t size, uint32_t align, const char *guard);
 /* T (.b64) = the `size` bytes at argument register r + off: a static stack location when r is
  * r10 + constant, else through the pointer (split when its alignment is not proven). */
-int cg_arg_load(struct cg *g, uint32_t pc, uint32_t depth, int r, int64_t off, uint32_t size,
+int ptx_cg_arg_load(struct cg *g, uint32_t pc, uint32_t depth, int r, int64_t off, uint32_t size,
 		const char *T);
 /* Copies the map's value_size bytes from [r3] to [dst + 0 ...] (dst 8-aligned global). */
-int cg_copy_value(struct cg *g, uint32_t pc, uint32_t depth, const struct vm_map_def *d,
+int ptx_cg_copy_value(struct cg *g, uint32_t pc, uint32_t depth, const struct vm_map_def *d,
 		  const char *dst);
 /* maps.c: map kinds beyond plain arrays, and ring buffer output. */
-bool cg_map_kind_supported(uint32_t type);
-int cg_map_op(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char *ip,
+bool ptx_cg_map_kind_supported(uint32_t type);
+int ptx_cg_map_op(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char *ip,
 	      uint32_t idx, const struct vm_map_def *d);
-int cg_ringbuf_output(struct cg *g, uint32_t pc, uint32_t depth, const char *ip);
-int cg_helper(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char *ip);
+int ptx_cg_ringbuf_output(struct cg *g, uint32_t pc, uint32_t depth, const char *ip);
+int ptx_cg_helper(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char *ip);
 
 #endif

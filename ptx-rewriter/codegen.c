@@ -24,7 +24,7 @@ static int fail(struct cg *g, uint32_t pc, const char *what)
 	return -1;
 }
 
-long cg_stack_off(const struct cg *g, uint32_t depth, int64_t v, uint32_t size)
+long ptx_cg_stack_off(const struct cg *g, uint32_t depth, int64_t v, uint32_t size)
 {
 	int64_t top = (int64_t)(depth + 1) * g->p->frame;
 	int64_t o = top + v;
@@ -33,7 +33,7 @@ long cg_stack_off(const struct cg *g, uint32_t depth, int64_t v, uint32_t size)
 	return (long)o;
 }
 
-int cg_sloc(struct cg *g, uint32_t depth, int64_t v, uint32_t size, struct sloc *l)
+int ptx_cg_sloc(struct cg *g, uint32_t depth, int64_t v, uint32_t size, struct sloc *l)
 {
 	l->size = size;
 	if (g->p->promoted) {
@@ -45,7 +45,7 @@ int cg_sloc(struct cg *g, uint32_t depth, int64_t v, uint32_t size, struct sloc 
 			}
 		return -1; /* cannot happen: every static access was recorded */
 	}
-	long o = cg_stack_off(g, depth, v, size);
+	long o = ptx_cg_stack_off(g, depth, v, size);
 	if (o < 0)
 		return -1;
 	l->reg = false;
@@ -61,7 +61,7 @@ static uint32_t piece_of(uint32_t size, uint32_t align)
 	return align >= size ? size : align ? align : 1;
 }
 
-void cg_ld(struct cg *g, const char *sp, const char *T, int bits, const char *B, int64_t off,
+void ptx_cg_ld(struct cg *g, const char *sp, const char *T, int bits, const char *B, int64_t off,
 	   uint32_t size, uint32_t align, bool sx)
 {
 	uint32_t pc = piece_of(size, align);
@@ -86,7 +86,7 @@ void cg_ld(struct cg *g, const char *sp, const char *T, int bits, const char *B,
 		OUT("mov.b64 %s, %%__cb_u0;\n", T);
 }
 
-void cg_st(struct cg *g, const char *sp, const char *B, int64_t off, const char *S, int bits,
+void ptx_cg_st(struct cg *g, const char *sp, const char *B, int64_t off, const char *S, int bits,
 	   uint32_t size, uint32_t align, const char *guard)
 {
 	uint32_t pc = piece_of(size, align);
@@ -117,10 +117,10 @@ static uint32_t sloc_align(const struct sloc *l)
 	return a;
 }
 
-void cg_sload(struct cg *g, const struct sloc *l, const char *T, int bits, bool sx)
+void ptx_cg_sload(struct cg *g, const struct sloc *l, const char *T, int bits, bool sx)
 {
 	if (!l->reg) {
-		cg_ld(g, ".local", T, bits, "__cubpf_stack", l->off, l->size, sloc_align(l), sx);
+		ptx_cg_ld(g, ".local", T, bits, "__cubpf_stack", l->off, l->size, sloc_align(l), sx);
 		return;
 	}
 	if (sx && l->size < 8)
@@ -131,10 +131,10 @@ void cg_sload(struct cg *g, const struct sloc *l, const char *T, int bits, bool 
 		OUT("%s %s, %s;\n", bits == 64 ? "mov.b64" : "cvt.u32.u64", T, l->ref);
 }
 
-void cg_sstore(struct cg *g, const struct sloc *l, const char *S, int bits, const char *guard)
+void ptx_cg_sstore(struct cg *g, const struct sloc *l, const char *S, int bits, const char *guard)
 {
 	if (!l->reg) {
-		cg_st(g, ".local", "__cubpf_stack", l->off, S, bits, l->size, sloc_align(l), guard);
+		ptx_cg_st(g, ".local", "__cubpf_stack", l->off, S, bits, l->size, sloc_align(l), guard);
 		return;
 	}
 	uint64_t mask = l->size == 8 ? ~0ull : (1ull << (8 * l->size)) - 1;
@@ -381,7 +381,7 @@ static int emit_alu(struct cg *g, uint32_t pc, const struct bpf_insn *in)
 	char D[24];
 	snprintf(D, sizeof(D), "%%__cb_r%u", in->dst_reg);
 	uint64_t v;
-	if (cg_alu_known(g->p, pc, &v)) { /* folded: inputs known at this site */
+	if (ptx_cg_alu_known(g->p, pc, &v)) { /* folded: inputs known at this site */
 		OUT("mov.b64 %s, %lld;\n", D, (long long)v);
 		return 0;
 	}
@@ -401,7 +401,7 @@ static uint32_t width_bytes(uint8_t size)
  * stand (cvta.to.global is the identity there, and ptxas emits nothing for it). */
 static const char *space(const struct cg *g, uint32_t pc, uint8_t r)
 {
-	return av_global(&g->p->st[pc].r[r]) ? ".global" : "";
+	return ptx_av_global(&g->p->st[pc].r[r]) ? ".global" : "";
 }
 
 /* The address of [r + off]: a static stack location (*stack set) or a generic address. */
@@ -409,11 +409,11 @@ static int address(struct cg *g, uint32_t pc, uint32_t depth, uint8_t r, int16_t
 		   uint32_t size, char *A, size_t alen, struct sloc *stack, bool *is_stack,
 		   uint32_t *align)
 {
-	*align = av_align(&g->p->st[pc].r[r], off);
+	*align = ptx_av_align(&g->p->st[pc].r[r], off);
 	const struct av *a = &g->p->st[pc].r[r];
 	*is_stack = a->kind == AV_STACK;
 	if (*is_stack) {
-		if (cg_sloc(g, depth, a->v + off, size, stack))
+		if (ptx_cg_sloc(g, depth, a->v + off, size, stack))
 			return fail(g, pc, "stack access outside the frame");
 		return 0;
 	}
@@ -450,9 +450,9 @@ static int emit_ldx(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_
 		    &al))
 		return -1;
 	if (st)
-		cg_sload(g, &l, D, 64, mode == BPF_MEMSX);
+		ptx_cg_sload(g, &l, D, 64, mode == BPF_MEMSX);
 	else
-		cg_ld(g, space(g, pc, in->src_reg), D, 64, A, in->off, width_bytes(size), al,
+		ptx_cg_ld(g, space(g, pc, in->src_reg), D, 64, A, in->off, width_bytes(size), al,
 		      mode == BPF_MEMSX);
 	return 0;
 }
@@ -486,9 +486,9 @@ static int emit_st(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_i
 		snprintf(S, sizeof(S), "%%__cb_r%u", in->src_reg);
 	}
 	if (st)
-		cg_sstore(g, &l, S, bits, "");
+		ptx_cg_sstore(g, &l, S, bits, "");
 	else
-		cg_st(g, space(g, pc, in->dst_reg), A, in->off, S, bits, width_bytes(size), al, "");
+		ptx_cg_st(g, space(g, pc, in->dst_reg), A, in->off, S, bits, width_bytes(size), al, "");
 	return 0;
 }
 
@@ -511,7 +511,7 @@ static const char *atomic_op(int32_t imm, bool *fetch)
 static void rmw_load(struct cg *g, const struct sloc *l, const char *T, int bits)
 {
 	if (l)
-		cg_sload(g, l, T, bits, false);
+		ptx_cg_sload(g, l, T, bits, false);
 	else
 		OUT("ld.u%d %s, [%%__cb_t3];\n", bits, T);
 }
@@ -520,7 +520,7 @@ static void rmw_store(struct cg *g, const struct sloc *l, const char *V, int bit
 		      const char *guard)
 {
 	if (l)
-		cg_sstore(g, l, V, bits, guard);
+		ptx_cg_sstore(g, l, V, bits, guard);
 	else
 		OUT("%sst.u%d [%%__cb_t3], %s;\n", guard, bits, V);
 }
@@ -704,7 +704,7 @@ static int emit_atomic(struct cg *g, uint32_t pc, uint32_t depth, const struct b
 	const struct av *a = &g->p->st[pc].r[in->dst_reg];
 	if (st)
 		emit_atomic_stack(g, &l, bits, op, fetch, in->src_reg);
-	else if (!av_global(a) && (a->stk || g->p->escape))
+	else if (!ptx_av_global(a) && (a->stk || g->p->escape))
 		emit_atomic_maybe_local(g, in, bits, op, fetch, A);
 	else if (aggregate(g, pc, in, fetch, op))
 		emit_red_aggregated(g, sp, in, bits, g->p->st[pc].r[in->src_reg].v);
@@ -761,7 +761,7 @@ static const char *cmp_name(uint8_t op, bool *set)
 
 static int emit_cond(struct cg *g, uint32_t pc, const struct bpf_insn *in, const char *ip)
 {
-	int known = cg_cond_known(g->p, pc);
+	int known = ptx_cg_cond_known(g->p, pc);
 	if (known == 1)
 		OUT("bra %s%u;\n", ip, pc + 1 + (uint32_t)(int32_t)in->off);
 	if (known >= 0)
@@ -845,13 +845,13 @@ static int emit_jmp(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_
 			const struct av *t = &g->p->st[pc].r[in->dst_reg];
 			if (t->kind != AV_CONST)
 				return fail(g, pc, "callx target is not a known helper number");
-			return cg_helper(g, pc, (uint32_t)t->v, depth, ip);
+			return ptx_cg_helper(g, pc, (uint32_t)t->v, depth, ip);
 		}
 		if (in->src_reg == BPF_PSEUDO_CALL)
 			return emit_call_local(g, pc, depth, in);
 		if (in->src_reg != 0)
 			return fail(g, pc, "kfunc calls are not supported on the GPU");
-		return cg_helper(g, pc, (uint32_t)in->imm, depth, ip);
+		return ptx_cg_helper(g, pc, (uint32_t)in->imm, depth, ip);
 	}
 	return emit_cond(g, pc, in, ip);
 }
@@ -907,14 +907,14 @@ static int emit_func(struct cg *g, uint32_t start, uint32_t depth, const char *i
 	return 0;
 }
 
-int cg_emit(struct cg_prog *p, const struct cg_ctxsrc *ctx, const char *lbl, struct ptx_buf *out,
+int ptx_cg_emit(struct cg_prog *p, const struct cg_ctxsrc *ctx, const char *lbl, struct ptx_buf *out,
 	    struct cg_result *res, char *err, size_t errlen)
 {
 	struct cg g = {.p = p, .ctx = ctx, .lbl = lbl, .out = out, .res = res, .err = err,
 		       .errlen = errlen};
 	if (p->fold) { /* specialise the program to this site's constant context fields */
 		p->ctx = ctx;
-		int rc = cg_analyze(p, err, errlen);
+		int rc = ptx_cg_analyze(p, err, errlen);
 		p->ctx = NULL;
 		if (rc)
 			return -1;
@@ -942,9 +942,9 @@ int cg_emit(struct cg_prog *p, const struct cg_ctxsrc *ctx, const char *lbl, str
 	return 0;
 }
 
-void cg_emit_decls(const struct cg_result *res, struct ptx_buf *out)
+void ptx_cg_emit_decls(const struct cg_result *res, struct ptx_buf *out)
 {
-	buf_puts(out, "\t.reg .b64 %__cb_r<11>;\n\t.reg .b64 %__cb_t<4>;\n\t.reg .b64 %__cb_u<2>;\n"
+	ptx_buf_puts(out, "\t.reg .b64 %__cb_r<11>;\n\t.reg .b64 %__cb_t<4>;\n\t.reg .b64 %__cb_u<2>;\n"
 		      "\t.reg .b64 %__cb_m<10>;\n\t.reg .b32 %__cb_x<8>;\n\t.reg .pred %__cb_q<2>;\n"
 		      "\t.reg .b64 %__cb_h<8>;\n\t.reg .b32 %__cb_en;\n"
 		      "\t.reg .b32 %__cb_w<6>;\n\t.reg .pred %__cb_p<3>;\n"
@@ -954,10 +954,10 @@ void cg_emit_decls(const struct cg_result *res, struct ptx_buf *out)
 		buf_printf(out, "\t.local .align 16 .b8 __cubpf_stack[%u];\n",
 			   (res->stack_bytes + 15) & ~15u);
 	if (res->vprintf)
-		buf_puts(out, "\t.local .align 8 .b8 __cubpf_pbuf[224];\n");
+		ptx_buf_puts(out, "\t.local .align 8 .b8 __cubpf_pbuf[224];\n");
 }
 
-struct cg_prog *cg_prepare(const struct ptx_prog *prog, const struct vm_map_def *maps,
+struct cg_prog *ptx_cg_prepare(const struct ptx_prog *prog, const struct vm_map_def *maps,
 			   uint32_t map_cnt, char *err, size_t errlen)
 {
 	if (!prog || !prog->insns || !prog->insn_cnt) {
@@ -972,14 +972,14 @@ struct cg_prog *cg_prepare(const struct ptx_prog *prog, const struct vm_map_def 
 	p->prog = *prog;
 	p->maps = maps;
 	p->map_cnt = map_cnt;
-	if (cg_analyze(p, err, errlen)) {
-		cg_prog_free(p);
+	if (ptx_cg_analyze(p, err, errlen)) {
+		ptx_cg_prog_free(p);
 		return NULL;
 	}
 	return p;
 }
 
-void cg_prog_free(struct cg_prog *p)
+void ptx_cg_prog_free(struct cg_prog *p)
 {
 	if (!p)
 		return;
@@ -999,7 +999,7 @@ void ptx_gen_module_decls(uint32_t map_cnt, bool vprintf, struct ptx_buf *out)
 	for (uint32_t i = 0; i < map_cnt; i++)
 		buf_printf(out, ".visible .const .align 8 .u64 " PTX_MAP_SYMBOL_FMT ";\n", i);
 	if (vprintf)
-		buf_puts(out, ".extern .func (.param .b32 func_retval0) vprintf\n(\n"
+		ptx_buf_puts(out, ".extern .func (.param .b32 func_retval0) vprintf\n(\n"
 			      "\t.param .b64 vprintf_param_0,\n\t.param .b64 vprintf_param_1\n);\n");
 }
 
@@ -1014,27 +1014,27 @@ int ptx_gen_raw_func_opt(const struct ptx_prog *prog, const struct vm_map_def *m
 			 uint32_t map_cnt, const char *fname, bool fold, struct ptx_buf *out,
 			 char *err, size_t errlen)
 {
-	struct cg_prog *p = cg_prepare(prog, maps, map_cnt, err, errlen);
+	struct cg_prog *p = ptx_cg_prepare(prog, maps, map_cnt, err, errlen);
 	if (!p)
 		return -1;
 	p->fold = fold;
 	struct ptx_buf body = {0};
 	struct cg_result res = {0};
-	int rc = cg_emit(p, NULL, "$__cb_", &body, &res, err, errlen);
+	int rc = ptx_cg_emit(p, NULL, "$__cb_", &body, &res, err, errlen);
 	if (!rc) {
 		buf_printf(out, ".func (.param .b64 __cb_ret) %s(.param .b64 __cb_mem, "
 				".param .b64 __cb_len)\n{\n", fname);
-		cg_emit_decls(&res, out);
-		buf_puts(out, "\tld.param.u64 %__cb_r1, [__cb_mem];\n"
+		ptx_cg_emit_decls(&res, out);
+		ptx_buf_puts(out, "\tld.param.u64 %__cb_r1, [__cb_mem];\n"
 			      "\tld.param.u64 %__cb_r2, [__cb_len];\n");
 		buf_put(out, body.data, body.len);
-		buf_puts(out, "\tst.param.b64 [__cb_ret], %__cb_r0;\n\tret;\n}\n");
+		ptx_buf_puts(out, "\tst.param.b64 [__cb_ret], %__cb_r0;\n\tret;\n}\n");
 		if (out->oom) {
 			ptx_seterr(err, errlen, "out of memory");
 			rc = -1;
 		}
 	}
 	ptx_buf_free(&body);
-	cg_prog_free(p);
+	ptx_cg_prog_free(p);
 	return rc;
 }

@@ -30,7 +30,7 @@ static const struct vm_map_def *array_map(struct cg *g, uint32_t pc, uint32_t id
 		return NULL;
 	}
 	const struct vm_map_def *d = &g->p->maps[m->map];
-	if (!cg_map_kind_supported(d->type)) {
+	if (!ptx_cg_map_kind_supported(d->type)) {
 		hfail(g, pc, id, "map type not supported on the GPU (array, per-SM array, per-thread "
 				 "array and hash are)");
 		return NULL;
@@ -46,10 +46,10 @@ static int ptr_arg(struct cg *g, uint32_t pc, uint32_t depth, int r, int64_t add
 		   char *A, size_t alen, struct sloc *l, bool *st, uint32_t *al)
 {
 	const struct av *a = arg(g, pc, r);
-	*al = av_align(a, add);
+	*al = ptx_av_align(a, add);
 	*st = a->kind == AV_STACK;
 	if (*st) {
-		if (cg_sloc(g, depth, a->v + add, size, l))
+		if (ptx_cg_sloc(g, depth, a->v + add, size, l))
 			return hfail(g, pc, 0, "stack pointer argument outside the frame");
 		return 0;
 	}
@@ -59,7 +59,7 @@ static int ptr_arg(struct cg *g, uint32_t pc, uint32_t depth, int r, int64_t add
 	return 0;
 }
 
-int cg_arg_load(struct cg *g, uint32_t pc, uint32_t depth, int r, int64_t off, uint32_t size,
+int ptx_cg_arg_load(struct cg *g, uint32_t pc, uint32_t depth, int r, int64_t off, uint32_t size,
 		const char *T)
 {
 	char A[64];
@@ -69,9 +69,9 @@ int cg_arg_load(struct cg *g, uint32_t pc, uint32_t depth, int r, int64_t off, u
 	if (ptr_arg(g, pc, depth, r, off, size, A, sizeof(A), &l, &st, &al))
 		return -1;
 	if (st)
-		cg_sload(g, &l, T, 64, false);
+		ptx_cg_sload(g, &l, T, 64, false);
 	else
-		cg_ld(g, "", T, 64, A, off, size, al, false);
+		ptx_cg_ld(g, "", T, 64, A, off, size, al, false);
 	return 0;
 }
 
@@ -88,9 +88,9 @@ static int slot_address(struct cg *g, uint32_t pc, uint32_t depth, uint32_t idx,
 	if (ptr_arg(g, pc, depth, 2, 0, 4, A, sizeof(A), &l, &st, &al))
 		return -1;
 	if (st)
-		cg_sload(g, &l, "%__cb_w0", 32, false);
+		ptx_cg_sload(g, &l, "%__cb_w0", 32, false);
 	else
-		cg_ld(g, "", "%__cb_w0", 32, A, 0, 4, al, false);
+		ptx_cg_ld(g, "", "%__cb_w0", 32, A, 0, 4, al, false);
 	OUT("setp.lt.u32 %%__cb_p0, %%__cb_w0, %u;\n", d->max_entries);
 	OUT("ld.const.u64 %%__cb_t0, [" PTX_MAP_SYMBOL_FMT "];\n", idx);
 	OUT("mad.wide.u32 %%__cb_t0, %%__cb_w0, %u, %%__cb_t0;\n", ptx_map_value_stride(d));
@@ -106,7 +106,7 @@ static int h_lookup(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
 {
 	uint32_t idx;
 	uint64_t off;
-	if (cg_lookup_fold(g->p, pc, &idx, &off)) { /* constant key in range: never NULL */
+	if (ptx_cg_lookup_fold(g->p, pc, &idx, &off)) { /* constant key in range: never NULL */
 		g->res->maps_used |= 1ull << idx;
 		OUT("ld.const.u64 %%__cb_t0, [" PTX_MAP_SYMBOL_FMT "];\n", idx);
 		OUT("add.s64 %%__cb_r0, %%__cb_t0, %llu;\n", (unsigned long long)off);
@@ -116,18 +116,18 @@ static int h_lookup(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
 	if (!d)
 		return -1;
 	if (!plain_array(d))
-		return cg_map_op(g, pc, CUBPF_FN_map_lookup_elem, depth, ip, idx, d);
+		return ptx_cg_map_op(g, pc, CUBPF_FN_map_lookup_elem, depth, ip, idx, d);
 	if (slot_address(g, pc, depth, idx, d))
 		return -1;
 	OUT("selp.b64 %%__cb_r0, %%__cb_t0, 0, %%__cb_p0;\n");
 	return 0;
 }
 
-int cg_copy_value(struct cg *g, uint32_t pc, uint32_t depth, const struct vm_map_def *d,
+int ptx_cg_copy_value(struct cg *g, uint32_t pc, uint32_t depth, const struct vm_map_def *d,
 		  const char *dst)
 {
 	const struct av *a = arg(g, pc, 3);
-	uint32_t chunk = cg_value_chunk(d->value_size, a->kind == AV_STACK ? a->v : 0);
+	uint32_t chunk = ptx_cg_value_chunk(d->value_size, a->kind == AV_STACK ? a->v : 0);
 	for (uint32_t o = 0; o < d->value_size; o += chunk) {
 		char A[64];
 		struct sloc l;
@@ -136,9 +136,9 @@ int cg_copy_value(struct cg *g, uint32_t pc, uint32_t depth, const struct vm_map
 		if (ptr_arg(g, pc, depth, 3, o, chunk, A, sizeof(A), &l, &st, &al))
 			return -1;
 		if (st)
-			cg_sload(g, &l, "%__cb_t1", 64, false);
+			ptx_cg_sload(g, &l, "%__cb_t1", 64, false);
 		else
-			cg_ld(g, "", "%__cb_t1", 64, A, o, chunk, al, false);
+			ptx_cg_ld(g, "", "%__cb_t1", 64, A, o, chunk, al, false);
 		OUT("st.global.u%u [%s+%u], %%__cb_t1;\n", chunk * 8, dst, o);
 	}
 	return 0;
@@ -151,7 +151,7 @@ static int h_update(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
 	if (!d)
 		return -1;
 	if (!plain_array(d))
-		return cg_map_op(g, pc, CUBPF_FN_map_update_elem, depth, ip, idx, d);
+		return ptx_cg_map_op(g, pc, CUBPF_FN_map_update_elem, depth, ip, idx, d);
 	if (slot_address(g, pc, depth, idx, d))
 		return -1;
 	if (!vm_map_prog_writable(d))
@@ -162,7 +162,7 @@ static int h_update(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
 	OUT("mov.b64 %%__cb_r0, -17;\n"); /* -EEXIST: BPF_NOEXIST on an array */
 	OUT("setp.eq.u64 %%__cb_p1, %%__cb_r4, %d;\n", BPF_NOEXIST);
 	OUT("@%%__cb_p1 bra %sh%u;\n", ip, inst);
-	if (cg_copy_value(g, pc, depth, d, "%__cb_t0"))
+	if (ptx_cg_copy_value(g, pc, depth, d, "%__cb_t0"))
 		return -1;
 	OUT("mov.b64 %%__cb_r0, 0;\n");
 	buf_printf(g->out, "%sh%u:\n", ip, inst);
@@ -189,9 +189,9 @@ static int h_xyz(struct cg *g, uint32_t pc, uint32_t depth, const char *sr)
 		snprintf(S, sizeof(S), "%s.%c", sr, axis[i]);
 		sreg(g, "%__cb_t1", S);
 		if (st)
-			cg_sstore(g, &l, "%__cb_t1", 64, "");
+			ptx_cg_sstore(g, &l, "%__cb_t1", 64, "");
 		else
-			cg_st(g, "", A, 0, "%__cb_t1", 64, 8, al, "");
+			ptx_cg_st(g, "", A, 0, "%__cb_t1", 64, 8, al, "");
 	}
 	OUT("mov.b64 %%__cb_r0, 0;\n");
 	return 0;
@@ -465,7 +465,7 @@ static void warp_count_unique(struct cg *g, const char *ip)
 	buf_printf(g->out, "%s:\n", done);
 }
 
-int cg_helper(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char *ip)
+int ptx_cg_helper(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char *ip)
 {
 	switch (id) {
 	case CUBPF_FN_map_lookup_elem:
@@ -478,12 +478,12 @@ int cg_helper(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char
 		if (!d)
 			return -1;
 		if (!plain_array(d))
-			return cg_map_op(g, pc, id, depth, ip, idx, d);
+			return ptx_cg_map_op(g, pc, id, depth, ip, idx, d);
 		OUT("mov.b64 %%__cb_r0, -22;\n"); /* -EINVAL: array elements cannot be deleted */
 		return 0;
 	}
 	case CUBPF_FN_ringbuf_output:
-		return cg_ringbuf_output(g, pc, depth, ip);
+		return ptx_cg_ringbuf_output(g, pc, depth, ip);
 	case CUBPF_FN_probe_read:
 	case CUBPF_FN_probe_read_user:
 		return probe_read(g, depth, ip);

@@ -410,7 +410,7 @@ static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, str
 		struct cg_ctxsrc src = {.load = mem ? mem_ctx_load : kernel_ctx_load,
 					.constant = mem ? mem_ctx_const : kernel_ctx_const, .user = s};
 		struct cg_result res = {0};
-		if (cg_emit(j->cp[p], &src, lbl, out, &res, j->err, j->errlen))
+		if (ptx_cg_emit(j->cp[p], &src, lbl, out, &res, j->err, j->errlen))
 			return -1;
 		need_merge(fneed, &res);
 		cnt++;
@@ -443,13 +443,13 @@ static int do_entry_exit(struct inj *j, const struct ptx_func *f, const bool *se
 	size_t at = insert_at(j->m->text, f->first_insn_line, &ls);
 	int n = emit_kind(j, sel, VM_PROG_KPROBE, s, &b, fneed);
 	if (n > 0 && !ls)
-		buf_puts(&b, "\t");
+		ptx_buf_puts(&b, "\t");
 	if (n < 0 || (n > 0 && edit_add(&j->ed, at, 0, &b)))
 		goto fail;
 	if (n > 0)
 		j->rep->entry_sites++, *touched = true;
 	ptx_buf_free(&b);
-	buf_puts(&b, "$__cubpf_exit:\n");
+	ptx_buf_puts(&b, "$__cubpf_exit:\n");
 	n = emit_kind(j, sel, VM_PROG_KRETPROBE, s, &b, fneed);
 	if (n < 0)
 		goto fail;
@@ -457,7 +457,7 @@ static int do_entry_exit(struct inj *j, const struct ptx_func *f, const bool *se
 		ptx_buf_free(&b);
 		return 0;
 	}
-	buf_puts(&b, "\tret;\n");
+	ptx_buf_puts(&b, "\tret;\n");
 	if (edit_add(&j->ed, f->body_close, 0, &b))
 		goto fail;
 	*touched = true;
@@ -468,7 +468,7 @@ static int do_entry_exit(struct inj *j, const struct ptx_func *f, const bool *se
 		if (in->pred)
 			buf_printf(&b, "@%s%s bra $__cubpf_exit;", in->pred_neg ? "!" : "", in->pred);
 		else
-			buf_puts(&b, "bra $__cubpf_exit;");
+			ptx_buf_puts(&b, "bra $__cubpf_exit;");
 		if (edit_add(&j->ed, in->off, in->len, &b))
 			goto fail;
 		j->rep->exit_sites++;
@@ -515,7 +515,7 @@ static int do_mem(struct inj *j, const struct ptx_func *f, const bool *sel, stru
 		bool ls;
 		size_t at = insert_at(j->m->text, in->off, &ls);
 		if (!ls)
-			buf_puts(&b, "\t");
+			ptx_buf_puts(&b, "\t");
 		if (edit_add(&j->ed, at, 0, &b)) {
 			ptx_buf_free(&b);
 			ptx_seterr(j->err, j->errlen, "out of memory");
@@ -543,8 +543,8 @@ static void select_progs(const struct inj *j, const struct ptx_func *f, bool *se
 static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_result *fneed)
 {
 	struct ptx_buf b = {0};
-	buf_puts(&b, "\n\t// cubpf: probe registers and stack\n");
-	cg_emit_decls(fneed, &b);
+	ptx_buf_puts(&b, "\n\t// cubpf: probe registers and stack\n");
+	ptx_cg_emit_decls(fneed, &b);
 	if (edit_add(&j->ed, f->body_open + 1, 0, &b))
 		return -1;
 	need_merge(&j->need, fneed);
@@ -685,15 +685,15 @@ static bool has_vprintf_decl(const struct ptx_module *m)
 static int module_decls(struct inj *j)
 {
 	struct ptx_buf b = {0};
-	buf_puts(&b, "\n// cubpf: device maps (filled by the host after loading) and helpers\n");
+	ptx_buf_puts(&b, "\n// cubpf: device maps (filled by the host after loading) and helpers\n");
 	for (uint32_t i = 0; i < 64 && i < j->o->map_cnt; i++)
 		if (j->need.maps_used & (1ull << i))
 			buf_printf(&b, ".visible .const .align 8 .u64 " PTX_MAP_SYMBOL_FMT ";\n", i);
 	if (j->enable_used)
-		buf_puts(&b, ".visible .const .align 8 .u64 " CUBPF_ENABLE_SYMBOL ";\n");
+		ptx_buf_puts(&b, ".visible .const .align 8 .u64 " CUBPF_ENABLE_SYMBOL ";\n");
 	if (j->need.vprintf && !has_vprintf_decl(j->m))
 		ptx_gen_module_decls(0, true, &b);
-	buf_puts(&b, "\n");
+	ptx_buf_puts(&b, "\n");
 	size_t at = j->m->header_end;
 	return edit_add(&j->ed, at, 0, &b);
 }
@@ -709,7 +709,7 @@ static char *apply(const char *text, size_t len, struct edits *e, size_t *out_le
 			continue; /* overlapping edits cannot happen; be safe anyway */
 		buf_put(&b, text + pos, e->v[i].off - pos);
 		if (e->v[i].text)
-			buf_puts(&b, e->v[i].text);
+			ptx_buf_puts(&b, e->v[i].text);
 		pos = e->v[i].off + e->v[i].del;
 	}
 	buf_put(&b, text + pos, len - pos);
@@ -756,9 +756,9 @@ static int prepare(struct inj *j)
 	if (!j->cp)
 		return -1;
 	for (uint32_t p = 0; p < j->o->prog_cnt; p++) {
-		if (!cg_is_gpu_kind(j->o->progs[p].kind))
+		if (!ptx_cg_is_gpu_kind(j->o->progs[p].kind))
 			continue;
-		j->cp[p] = cg_prepare(&j->o->progs[p], j->o->maps, j->o->map_cnt, j->err, j->errlen);
+		j->cp[p] = ptx_cg_prepare(&j->o->progs[p], j->o->maps, j->o->map_cnt, j->err, j->errlen);
 		if (!j->cp[p])
 			return -1;
 		j->cp[p]->warp_aggregate = target_sm(j->m->target) >= 70 && atof(j->m->version) >= 6.0;
@@ -772,7 +772,7 @@ static int prepare(struct inj *j)
 static void cleanup(struct inj *j)
 {
 	for (uint32_t p = 0; j->cp && p < j->o->prog_cnt; p++)
-		cg_prog_free(j->cp[p]);
+		ptx_cg_prog_free(j->cp[p]);
 	free(j->cp);
 	for (size_t i = 0; i < j->ed.n; i++)
 		free(j->ed.v[i].text);

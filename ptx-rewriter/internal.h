@@ -9,7 +9,7 @@
 /* ---- text buffer ---- */
 #define buf_put ptx_buf_append
 #define buf_printf ptx_buf_printf
-void buf_puts(struct ptx_buf *b, const char *s);
+void ptx_buf_puts(struct ptx_buf *b, const char *s);
 
 void ptx_seterr(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -39,12 +39,12 @@ struct av {
  * an access not aligned to its size, so the generator splits accesses it cannot prove aligned.
  * Map values start 8-aligned (device allocations are, and value strides are multiples of 8),
  * stack frames 16-aligned; anything else is only as aligned as what was added to it. */
-uint32_t av_align(const struct av *a, int64_t off);
+uint32_t ptx_av_align(const struct av *a, int64_t off);
 /* Whether a memory access through `a` goes to global memory: a map value (device memory, or
  * managed memory for maps shared with host programs).  PTX then names the state space, so that
  * ptxas need not test a generic address at run time (a 64-bit atomic on a generic address
  * compiles to a space test, the atomic and a shared-memory CAS loop). */
-bool av_global(const struct av *a);
+bool ptx_av_global(const struct av *a);
 
 /* Stack slots holding known constants (tracked while no stack address escapes). */
 #define AV_SLOTS 8
@@ -83,16 +83,16 @@ struct cg_result {
 
 /* A program prepared for code generation: analysed once, emitted at any number of sites. */
 struct cg_prog;
-struct cg_prog *cg_prepare(const struct ptx_prog *prog, const struct vm_map_def *maps,
+struct cg_prog *ptx_cg_prepare(const struct ptx_prog *prog, const struct vm_map_def *maps,
 			   uint32_t map_cnt, char *err, size_t errlen);
-void cg_prog_free(struct cg_prog *p);
+void ptx_cg_prog_free(struct cg_prog *p);
 /* Emits the program's code; r1.. are set up by the caller, except r10 which the code sets.
  * `lbl` is a unique label prefix for this site ("$__cb7_").  The code ends at label
  * `<lbl>end`; r0 holds the result there. */
-int cg_emit(struct cg_prog *p, const struct cg_ctxsrc *ctx, const char *lbl, struct ptx_buf *out,
+int ptx_cg_emit(struct cg_prog *p, const struct cg_ctxsrc *ctx, const char *lbl, struct ptx_buf *out,
 	    struct cg_result *res, char *err, size_t errlen);
-/* The declarations for code from cg_emit (registers, stack, print buffer). */
-void cg_emit_decls(const struct cg_result *res, struct ptx_buf *out);
+/* The declarations for code from ptx_cg_emit (registers, stack, print buffer). */
+void ptx_cg_emit_decls(const struct cg_result *res, struct ptx_buf *out);
 
 #define CG_REG "%%__cb_r"
 #endif

@@ -4,7 +4,7 @@
  * reads the maps with the same macros.
  *
  * Registers: %__cb_m0..9 (.b64), %__cb_x0..7 (.b32), %__cb_q0..1 (.pred) belong to this file,
- * so that the shared temporaries (%__cb_t*, %__cb_u*, used by cg_ld and the argument loads)
+ * so that the shared temporaries (%__cb_t*, %__cb_u*, used by ptx_cg_ld and the argument loads)
  * may be clobbered while a map operation keeps its addresses; %__cb_h0..7 hold key words. */
 #include <stddef.h>
 #include <stdio.h>
@@ -27,7 +27,7 @@ static int mfail(struct cg *g, uint32_t pc, uint32_t id, const char *what)
 	return -1;
 }
 
-bool cg_map_kind_supported(uint32_t type)
+bool ptx_cg_map_kind_supported(uint32_t type)
 {
 	return type == CUBPF_MAP_ARRAY || type == CUBPF_MAP_GPU_ARRAY ||
 	       type == CUBPF_MAP_PERCPU_ARRAY || type == CUBPF_MAP_PERTHREAD_ARRAY ||
@@ -35,19 +35,19 @@ bool cg_map_kind_supported(uint32_t type)
 }
 
 /* T (.b64) = 8-byte word i of the `size` bytes argument r points to, zero-padded past size:
- * read in the chunks the analysis recorded (cg_chunk_at), which never straddle a word. */
+ * read in the chunks the analysis recorded (ptx_cg_chunk_at), which never straddle a word. */
 static int arg_word(struct cg *g, uint32_t pc, uint32_t depth, int r, uint32_t size, uint32_t i,
 		    const char *T)
 {
 	const struct av *a = &g->p->st[pc].r[r];
 	bool st = a->kind == AV_STACK;
-	uint32_t chunk = cg_value_chunk(size, 0);
+	uint32_t chunk = ptx_cg_value_chunk(size, 0);
 	uint32_t end = 8 * i + 8 < size ? 8 * i + 8 : size;
 	OUT("mov.b64 %s, 0;\n", T);
 	for (uint32_t o = 8 * i; o < end; o += chunk) {
 		if (st) /* as the analysis recorded the reads */
-			chunk = cg_chunk_at(g->p, a->v, a->v + o, a->v + size);
-		if (cg_arg_load(g, pc, depth, r, o, chunk, "%__cb_t3"))
+			chunk = ptx_cg_chunk_at(g->p, a->v, a->v + o, a->v + size);
+		if (ptx_cg_arg_load(g, pc, depth, r, o, chunk, "%__cb_t3"))
 			return -1;
 		if (o % 8)
 			OUT("shl.b64 %%__cb_t3, %%__cb_t3, %u;\n", (o % 8) * 8);
@@ -62,7 +62,7 @@ static int array_key(struct cg *g, uint32_t pc, uint32_t depth, uint32_t idx,
 {
 	if (d->key_size != 4)
 		return mfail(g, pc, 0, "array map keys are 4 bytes");
-	if (cg_arg_load(g, pc, depth, 2, 0, 4, "%__cb_m1"))
+	if (ptx_cg_arg_load(g, pc, depth, 2, 0, 4, "%__cb_m1"))
 		return -1;
 	OUT("cvt.u32.u64 %%__cb_x0, %%__cb_m1;\n");
 	OUT("setp.lt.u32 %%__cb_q0, %%__cb_x0, %u;\n", d->max_entries);
@@ -149,7 +149,7 @@ static int slotted(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const
 	OUT("mov.b64 %%__cb_r0, -%d;\n", EEXIST); /* BPF_NOEXIST: array elements always exist */
 	OUT("setp.eq.u64 %%__cb_q1, %%__cb_r4, %d;\n", BPF_NOEXIST);
 	OUT("@%%__cb_q1 bra %sm%u;\n", ip, inst);
-	if (cg_copy_value(g, pc, depth, d, "%__cb_m0"))
+	if (ptx_cg_copy_value(g, pc, depth, d, "%__cb_m0"))
 		return -1;
 	OUT("mov.b64 %%__cb_r0, 0;\n");
 	buf_printf(g->out, "%sm%u:\n", ip, inst);
@@ -254,7 +254,7 @@ static int hash_op(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const
 		OUT("setp.eq.u64 %%__cb_q0, %%__cb_r4, %d;\n", BPF_NOEXIST);
 		OUT("@%%__cb_q0 bra %s;\n", D);
 		OUT("add.s64 %%__cb_m0, %%__cb_m0, %llu;\n", (unsigned long long)voff);
-		if (cg_copy_value(g, pc, depth, d, "%__cb_m0"))
+		if (ptx_cg_copy_value(g, pc, depth, d, "%__cb_m0"))
 			return -1;
 		OUT("mov.b64 %%__cb_r0, 0;\n");
 	}
@@ -279,7 +279,7 @@ static int hash_op(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const
 	for (uint32_t i = 0; i < CUBPF_HASH_KEY_WORDS(d->key_size); i++)
 		OUT("st.global.u64 [%%__cb_m0+%u], %%__cb_h%u;\n", 8 + 8 * i, i);
 	OUT("add.s64 %%__cb_m0, %%__cb_m0, %llu;\n", (unsigned long long)voff);
-	if (cg_copy_value(g, pc, depth, d, "%__cb_m0"))
+	if (ptx_cg_copy_value(g, pc, depth, d, "%__cb_m0"))
 		return -1;
 	OUT("membar.gl;\n"); /* key and value before the state that publishes them */
 	OUT("st.volatile.global.u32 [%%__cb_m0+-%llu], %u;\n", (unsigned long long)voff,
@@ -289,7 +289,7 @@ static int hash_op(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const
 	return 0;
 }
 
-int cg_map_op(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char *ip,
+int ptx_cg_map_op(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char *ip,
 	      uint32_t idx, const struct vm_map_def *d)
 {
 	if (d->type == CUBPF_MAP_HASH)
@@ -432,7 +432,7 @@ static int rb_store(struct cg *g, uint32_t pc, uint32_t depth, uint32_t size)
  * their warp slot, following the producer protocol of layout.h; a batch that does not fit is
  * counted in the lane's drops and the helper returns -EAGAIN, as Linux does when a ring buffer
  * is full. */
-int cg_ringbuf_output(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
+int ptx_cg_ringbuf_output(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
 {
 	const uint32_t id = CUBPF_FN_ringbuf_output;
 	const struct av *m = &g->p->st[pc].r[1], *sz = &g->p->st[pc].r[3];

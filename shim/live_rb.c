@@ -241,7 +241,7 @@ uint64_t live_rb_drops(const void *mem)
 	return d;
 }
 
-/* ---- the producer (CPU model of ptx-rewriter/maps.c's cg_ringbuf_output) ------------------ */
+/* ---- the producer (CPU model of ptx-rewriter/maps.c's ptx_cg_ringbuf_output) ------------------ */
 
 /* The device's arrays, reached through the ring header's `state` (a host address here). */
 static uint64_t *state_word(const void *mem, size_t array, uint32_t lane)
