@@ -31,8 +31,8 @@
 #include "shim/live.h"
 #include "shim/live_guard.h"
 
-struct live_state live;
-struct live_driver live_cu;
+struct live_state shim_live;
+struct live_driver shim_live_cu;
 
 /* Half the CPUs, at least lo and at most hi. */
 static uint64_t half_cpus(uint64_t lo, uint64_t hi)
@@ -57,8 +57,8 @@ static uint64_t default_drain_threads(void)
 static uint64_t default_trace_threads(void)
 {
 	bool rings = false;
-	for (uint32_t i = 0; i < live.nmaps; i++)
-		rings |= live.maps[i].ringbuf;
+	for (uint32_t i = 0; i < shim_live.nmaps; i++)
+		rings |= shim_live.maps[i].ringbuf;
 	return rings ? half_cpus(2, 8) : 2;
 }
 
@@ -66,8 +66,8 @@ static uint64_t default_trace_threads(void)
 
 #define LOAD(name)                                                                                \
 	do {                                                                                      \
-		live_cu.name = (__typeof__(live_cu.name))shim_real(#name);                        \
-		if (!live_cu.name) {                                                              \
+		shim_live_cu.name = (__typeof__(shim_live_cu.name))shim_real(#name);                        \
+		if (!shim_live_cu.name) {                                                              \
 			snprintf(err, errlen, "the real driver lacks %s", #name);                 \
 			return -1;                                                                \
 		}                                                                                 \
@@ -105,27 +105,27 @@ static int live_driver_load(char *err, size_t errlen)
 	LOAD(cuMemHostGetDevicePointer_v2);
 	LOAD(cuMemsetD32Async);
 	LOAD(cuMemsetD32Async_ptsz);
-	live_cu.cuDeviceGetName = (__typeof__(live_cu.cuDeviceGetName))shim_real("cuDeviceGetName");
-	live_cu.cuDeviceTotalMem_v2 =
-		(__typeof__(live_cu.cuDeviceTotalMem_v2))shim_real("cuDeviceTotalMem_v2");
-	live_cu.cuDeviceGetUuid_v2 =
-		(__typeof__(live_cu.cuDeviceGetUuid_v2))shim_real("cuDeviceGetUuid_v2");
-	live_cu.cuMemAllocManaged =
-		(__typeof__(live_cu.cuMemAllocManaged))shim_real("cuMemAllocManaged");
-	live_cu.cuDevicePrimaryCtxGetState = (__typeof__(live_cu.cuDevicePrimaryCtxGetState))
+	shim_live_cu.cuDeviceGetName = (__typeof__(shim_live_cu.cuDeviceGetName))shim_real("cuDeviceGetName");
+	shim_live_cu.cuDeviceTotalMem_v2 =
+		(__typeof__(shim_live_cu.cuDeviceTotalMem_v2))shim_real("cuDeviceTotalMem_v2");
+	shim_live_cu.cuDeviceGetUuid_v2 =
+		(__typeof__(shim_live_cu.cuDeviceGetUuid_v2))shim_real("cuDeviceGetUuid_v2");
+	shim_live_cu.cuMemAllocManaged =
+		(__typeof__(shim_live_cu.cuMemAllocManaged))shim_real("cuMemAllocManaged");
+	shim_live_cu.cuDevicePrimaryCtxGetState = (__typeof__(shim_live_cu.cuDevicePrimaryCtxGetState))
 		shim_real("cuDevicePrimaryCtxGetState");
-	live_cu.cuDevicePrimaryCtxRetain = (__typeof__(live_cu.cuDevicePrimaryCtxRetain))
+	shim_live_cu.cuDevicePrimaryCtxRetain = (__typeof__(shim_live_cu.cuDevicePrimaryCtxRetain))
 		shim_real("cuDevicePrimaryCtxRetain");
-	live_cu.cuDevicePrimaryCtxRelease_v2 = (__typeof__(live_cu.cuDevicePrimaryCtxRelease_v2))
+	shim_live_cu.cuDevicePrimaryCtxRelease_v2 = (__typeof__(shim_live_cu.cuDevicePrimaryCtxRelease_v2))
 		shim_real("cuDevicePrimaryCtxRelease_v2");
 	return 0;
 }
 #undef LOAD
 
-const char *live_cu_error(CUresult r)
+const char *shim_live_cu_error(CUresult r)
 {
 	const char *s = NULL;
-	if (live_cu.cuGetErrorName && live_cu.cuGetErrorName(r, &s) == CUDA_SUCCESS && s)
+	if (shim_live_cu.cuGetErrorName && shim_live_cu.cuGetErrorName(r, &s) == CUDA_SUCCESS && s)
 		return s;
 	return "unknown CUresult";
 }
@@ -151,7 +151,7 @@ static pthread_mutex_t kid_lock = PTHREAD_MUTEX_INITIALIZER;
 /* The module being loaded on this thread (a file load's path), for KERNEL_ID records. */
 static __thread const char *kid_module;
 
-void live_kernel_module(const char *label)
+void shim_live_kernel_module(const char *label)
 {
 	kid_module = label;
 }
@@ -185,17 +185,17 @@ static struct kid *kid_add(const char *mangled)
 	kids = k;
 	k->hnext = *b;
 	*b = k;
-	if (live.trace) { /* the trace names kernel ids itself (format 1.2), not only the log */
+	if (shim_live.trace) { /* the trace names kernel ids itself (format 1.2), not only the log */
 		struct store_rec_kernel_id r = {
-			.id = k->id, .name = store_trace_intern(live.trace, mangled),
-			.module = kid_module ? store_trace_intern(live.trace, kid_module) : 0,
+			.id = k->id, .name = store_trace_intern(shim_live.trace, mangled),
+			.module = kid_module ? store_trace_intern(shim_live.trace, kid_module) : 0,
 		};
-		store_trace_kernel_id(live.trace, &r);
+		store_trace_kernel_id(shim_live.trace, &r);
 	}
 	return k;
 }
 
-uint32_t live_kernel_id(void *user, const char *mangled)
+uint32_t shim_live_kernel_id(void *user, const char *mangled)
 {
 	(void)user;
 	pthread_mutex_lock(&kid_lock);
@@ -207,7 +207,7 @@ uint32_t live_kernel_id(void *user, const char *mangled)
 	return id ? id : ptx_kernel_id(mangled);
 }
 
-uint32_t live_kernel_next_id(void)
+uint32_t shim_live_kernel_next_id(void)
 {
 	pthread_mutex_lock(&kid_lock);
 	uint32_t id = next_kid;
@@ -215,7 +215,7 @@ uint32_t live_kernel_next_id(void)
 	return id;
 }
 
-int live_kernel_ids_claim(const char *const *names, const uint32_t *ids, uint32_t n)
+int shim_live_kernel_ids_claim(const char *const *names, const uint32_t *ids, uint32_t n)
 {
 	int ok = 1;
 	pthread_mutex_lock(&kid_lock);
@@ -231,7 +231,7 @@ int live_kernel_ids_claim(const char *const *names, const uint32_t *ids, uint32_
 	return ok;
 }
 
-uint32_t live_kernel_launch(const char *mangled, uint64_t *launch)
+uint32_t shim_live_kernel_launch(const char *mangled, uint64_t *launch)
 {
 	uint32_t id = 0;
 	pthread_mutex_lock(&kid_lock);
@@ -246,7 +246,7 @@ uint32_t live_kernel_launch(const char *mangled, uint64_t *launch)
 
 /* ---- kernels not instrumented ---------------------------------------------------------------- */
 
-void live_note(enum shim_log_level level, uint32_t reason, const char *api, const char *label,
+void shim_live_note(enum shim_log_level level, uint32_t reason, const char *api, const char *label,
 	       uint32_t kernels, uint32_t sm, const char *fmt, ...)
 {
 	char msg[1024]; /* shim_log's own bound, so that the trace and the log say the same */
@@ -255,22 +255,22 @@ void live_note(enum shim_log_level level, uint32_t reason, const char *api, cons
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	shim_log(level, "%s", msg);
-	if (!live.trace)
+	if (!shim_live.trace)
 		return;
 	struct store_rec_not_instrumented r = {
 		.ts_ns = shim_now_ns(), .reason = reason, .kernels = kernels, .sm = sm,
 		.device = UINT32_MAX,
-		.api = api ? store_trace_intern(live.trace, api) : 0,
-		.label = label ? store_trace_intern(live.trace, label) : 0,
+		.api = api ? store_trace_intern(shim_live.trace, api) : 0,
+		.label = label ? store_trace_intern(shim_live.trace, label) : 0,
 	};
 	CUcontext ctx = NULL;
 	CUdevice dev;
-	if (live_cu.cuCtxGetCurrent && live_cu.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx &&
-	    live_cu.cuCtxGetDevice(&dev) == CUDA_SUCCESS)
+	if (shim_live_cu.cuCtxGetCurrent && shim_live_cu.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx &&
+	    shim_live_cu.cuCtxGetDevice(&dev) == CUDA_SUCCESS)
 		r.device = (uint32_t)dev;
 	if (!r.sm && ctx)
-		r.sm = live_ctx_sm(ctx);
-	store_trace_not_instrumented(live.trace, &r, msg);
+		r.sm = shim_live_ctx_sm(ctx);
+	store_trace_not_instrumented(shim_live.trace, &r, msg);
 }
 
 /* ---- programs ------------------------------------------------------------------------------ */
@@ -296,7 +296,7 @@ static struct bpf_insn *renumber(const struct vm_prog *p, uint32_t base)
  * globals, per-SM arrays (CUBPF_PERCPU_SLOTS copies of each value), per-thread arrays (a header,
  * then CUBPF_PERTHREAD_THREADS copies of each value) and hash maps.  0: no device storage (ring
  * buffers live in pinned memory, other kinds are refused by the rewriter). */
-uint64_t live_map_bytes(const struct vm_map_def *d)
+uint64_t shim_live_map_bytes(const struct vm_map_def *d)
 {
 	if (d->origin != VM_MAP_USER)
 		return (uint64_t)d->max_entries * ptx_map_value_stride(d);
@@ -307,7 +307,7 @@ uint64_t live_map_bytes(const struct vm_map_def *d)
 	case CUBPF_MAP_PERCPU_ARRAY:
 		return CUBPF_PERCPU_MAP_BYTES(d->max_entries, d->value_size);
 	case CUBPF_MAP_PERTHREAD_ARRAY:
-		return CUBPF_PERTHREAD_MAP_BYTES(d->max_entries, live.perthread_threads,
+		return CUBPF_PERTHREAD_MAP_BYTES(d->max_entries, shim_live.perthread_threads,
 						 d->value_size);
 	case CUBPF_MAP_HASH:
 		return d->key_size && d->key_size <= CUBPF_HASH_MAX_KEY
@@ -320,16 +320,16 @@ uint64_t live_map_bytes(const struct vm_map_def *d)
 
 static int add_maps(const struct vm_object *o, uint32_t obj)
 {
-	struct live_map *m = realloc(live.maps, sizeof(*m) * (live.nmaps + o->map_cnt + 1));
+	struct live_map *m = realloc(shim_live.maps, sizeof(*m) * (shim_live.nmaps + o->map_cnt + 1));
 	if (!m)
 		return -1;
-	live.maps = m;
+	shim_live.maps = m;
 	for (uint32_t i = 0; i < o->map_cnt; i++) {
-		struct live_map *lm = &live.maps[live.nmaps++];
+		struct live_map *lm = &shim_live.maps[shim_live.nmaps++];
 		lm->def = o->maps[i];
 		lm->obj = obj;
 		lm->index = i;
-		lm->bytes = live_map_bytes(&o->maps[i]);
+		lm->bytes = shim_live_map_bytes(&o->maps[i]);
 		lm->ringbuf = o->maps[i].type == CUBPF_MAP_RINGBUF ||
 			      o->maps[i].type == CUBPF_MAP_GPU_RINGBUF;
 		lm->shared = false;
@@ -345,10 +345,10 @@ static int add_maps(const struct vm_object *o, uint32_t obj)
 static int add_progs(const struct vm_object *o, const struct live_verdict *verdicts,
 		     uint32_t map_base)
 {
-	struct ptx_prog *p = realloc(live.progs, sizeof(*p) * (live.nprogs + o->prog_cnt + 1));
+	struct ptx_prog *p = realloc(shim_live.progs, sizeof(*p) * (shim_live.nprogs + o->prog_cnt + 1));
 	if (!p)
 		return -1;
-	live.progs = p;
+	shim_live.progs = p;
 	for (uint32_t i = 0; i < o->prog_cnt; i++) {
 		const struct vm_prog *vp = &o->progs[i];
 		bool host = vp->kind == VM_PROG_UPROBE || vp->kind == VM_PROG_URETPROBE;
@@ -360,13 +360,13 @@ static int add_progs(const struct vm_object *o, const struct live_verdict *verdi
 			continue;
 		}
 		if (host) {
-			live_host_add(o, live.nobjs, i);
+			shim_live_host_add(o, shim_live.nobjs, i);
 			continue;
 		}
 		struct bpf_insn *in = renumber(vp, map_base);
 		if (!in)
 			return -1;
-		live.progs[live.nprogs++] = (struct ptx_prog){ vp->name, vp->kind, vp->attach, in,
+		shim_live.progs[shim_live.nprogs++] = (struct ptx_prog){ vp->name, vp->kind, vp->attach, in,
 							       vp->insn_cnt };
 	}
 	return 0;
@@ -400,8 +400,8 @@ static void mark_shared(const struct vm_object *o, uint32_t base)
 			else if (vm_kind_is_gpu(p->kind))
 				gpu = true;
 		}
-		live.maps[base + m].shared = host && gpu && vm_map_array_bytes(&o->maps[m]) &&
-					     live.maps[base + m].bytes;
+		shim_live.maps[base + m].shared = host && gpu && vm_map_array_bytes(&o->maps[m]) &&
+					     shim_live.maps[base + m].bytes;
 	}
 }
 
@@ -420,7 +420,7 @@ static int guarded_load(const char *path, struct vm_object **o, struct live_verd
 		.fork = !fork_env || strcmp(fork_env, "0") != 0,
 		.timeout_ms = tmo && *tmo ? (uint32_t)strtoul(tmo, NULL, 10) : 10000,
 	};
-	int rc = data ? live_guard_load(data, size, path, &opts, o, verdicts, err, sizeof(err)) : -1;
+	int rc = data ? shim_live_guard_load(data, size, path, &opts, o, verdicts, err, sizeof(err)) : -1;
 	free(data);
 	if (rc != 0)
 		shim_log(SHIM_LOG_WARN, "live: %s: probe object refused, the application runs without "
@@ -439,19 +439,19 @@ static bool maps_fit_cap(const struct vm_object *o, const char *path)
 	uint32_t big = 0;
 	for (uint32_t i = 0; i < o->map_cnt; i++) {
 		const struct vm_map_def *d = &o->maps[i];
-		uint64_t b = live_map_bytes(d);
-		over |= d->value_size > live.map_cap_bytes || d->max_entries > live.map_cap_bytes ||
-			b > live.map_cap_bytes || (total += b) > live.map_cap_bytes;
-		if (b > live_map_bytes(&o->maps[big]))
+		uint64_t b = shim_live_map_bytes(d);
+		over |= d->value_size > shim_live.map_cap_bytes || d->max_entries > shim_live.map_cap_bytes ||
+			b > shim_live.map_cap_bytes || (total += b) > shim_live.map_cap_bytes;
+		if (b > shim_live_map_bytes(&o->maps[big]))
 			big = i;
 	}
 	if (!over)
 		return true;
 	char what[320];
-	live_map_describe(&o->maps[big], what, sizeof(what));
+	shim_live_map_describe(&o->maps[big], what, sizeof(what));
 	shim_log(SHIM_LOG_WARN, "live: %s: probe object refused, the application runs without it: "
 		 "its maps need more than the device memory cap of %llu bytes (CUBPF_MAP_MAX_MB); "
-		 "the largest is %s", path, (unsigned long long)live.map_cap_bytes, what);
+		 "the largest is %s", path, (unsigned long long)shim_live.map_cap_bytes, what);
 	return false;
 }
 
@@ -466,23 +466,23 @@ static int add_object(const char *path)
 		vm_object_free(o);
 		return 0;
 	}
-	struct vm_object **objs = realloc(live.objs, sizeof(*objs) * (live.nobjs + 1));
-	char **paths = realloc(live.paths, sizeof(*paths) * (live.nobjs + 1));
+	struct vm_object **objs = realloc(shim_live.objs, sizeof(*objs) * (shim_live.nobjs + 1));
+	char **paths = realloc(shim_live.paths, sizeof(*paths) * (shim_live.nobjs + 1));
 	if (objs)
-		live.objs = objs;
+		shim_live.objs = objs;
 	if (paths)
-		live.paths = paths;
-	uint32_t base = live.nmaps;
-	int rc = !objs || !paths || add_maps(o, live.nobjs) != 0 || add_progs(o, verdicts, base) != 0;
+		shim_live.paths = paths;
+	uint32_t base = shim_live.nmaps;
+	int rc = !objs || !paths || add_maps(o, shim_live.nobjs) != 0 || add_progs(o, verdicts, base) != 0;
 	free(verdicts);
 	if (rc) {
 		vm_object_free(o);
 		return -1;
 	}
 	mark_shared(o, base);
-	live.objs[live.nobjs] = o;
-	live.paths[live.nobjs] = strdup(path);
-	live.nobjs++;
+	shim_live.objs[shim_live.nobjs] = o;
+	shim_live.paths[shim_live.nobjs] = strdup(path);
+	shim_live.nobjs++;
 	return 0;
 }
 
@@ -580,18 +580,18 @@ static void trace_open(const char *path)
 	if (trace_claim(file, sizeof(file)) != 0)
 		snprintf(err, sizeof(err), "%s", strerror(errno));
 	else
-		live.trace = store_trace_create(file, &p, &opt, err, sizeof(err));
+		shim_live.trace = store_trace_create(file, &p, &opt, err, sizeof(err));
 	snprintf(trace_file, sizeof(trace_file), "%s", file);
-	if (!live.trace) {
+	if (!shim_live.trace) {
 		shim_log(SHIM_LOG_WARN, "live: CUBPF_TRACE=%s: %s; no trace is written", file, err);
 		return;
 	}
-	for (uint32_t i = 0; i < live.nobjs; i++) {
-		struct store_rec_program rp = { .index = i, .nmaps = live.objs[i]->map_cnt };
-		store_trace_program(live.trace, &rp, live.objs[i]->name, live.paths[i]);
+	for (uint32_t i = 0; i < shim_live.nobjs; i++) {
+		struct store_rec_program rp = { .index = i, .nmaps = shim_live.objs[i]->map_cnt };
+		store_trace_program(shim_live.trace, &rp, shim_live.objs[i]->name, shim_live.paths[i]);
 	}
-	for (uint32_t i = 0; i < live.nmaps; i++)
-		store_trace_intern(live.trace, live.maps[i].def.name);
+	for (uint32_t i = 0; i < shim_live.nmaps; i++)
+		store_trace_intern(shim_live.trace, shim_live.maps[i].def.name);
 }
 
 /* ---- exit ---------------------------------------------------------------------------------- */
@@ -600,22 +600,22 @@ static void report_counters(void)
 {
 	uint64_t dev = 0, pinned = 0;
 	uint32_t nctx = 0;
-	live_maps_memory(&dev, &pinned, &nctx);
+	shim_live_maps_memory(&dev, &pinned, &nctx);
 	shim_log(SHIM_LOG_INFO, "live: %u modules instrumented (%u kernels), %u fell back to the "
 		 "original, %u without PTX for the device (%u kernels not instrumentable), %u with no "
 		 "matching kernel, %u loads not handled; maps: %llu device bytes in %u contexts, %llu "
 		 "pinned bytes; cache: %u hits, %u misses, %u JIT compiles%s",
-		 atomic_load(&live.n.modules_instrumented), atomic_load(&live.n.kernels_instrumented),
-		 atomic_load(&live.n.modules_fallback), atomic_load(&live.n.modules_no_ptx),
-		 atomic_load(&live.n.kernels_no_ptx), atomic_load(&live.n.modules_untouched),
-		 atomic_load(&live.n.modules_skipped), (unsigned long long)dev, nctx,
-		 (unsigned long long)pinned, atomic_load(&live.n.cache_hits),
-		 atomic_load(&live.n.cache_misses), atomic_load(&live.n.jit_compiles),
-		 live_cache_off() ? " (cache off)" : "");
-	if (atomic_load(&live.n.modules_fallback) || atomic_load(&live.n.fill_failures))
+		 atomic_load(&shim_live.n.modules_instrumented), atomic_load(&shim_live.n.kernels_instrumented),
+		 atomic_load(&shim_live.n.modules_fallback), atomic_load(&shim_live.n.modules_no_ptx),
+		 atomic_load(&shim_live.n.kernels_no_ptx), atomic_load(&shim_live.n.modules_untouched),
+		 atomic_load(&shim_live.n.modules_skipped), (unsigned long long)dev, nctx,
+		 (unsigned long long)pinned, atomic_load(&shim_live.n.cache_hits),
+		 atomic_load(&shim_live.n.cache_misses), atomic_load(&shim_live.n.jit_compiles),
+		 shim_live_cache_off() ? " (cache off)" : "");
+	if (atomic_load(&shim_live.n.modules_fallback) || atomic_load(&shim_live.n.fill_failures))
 		shim_log(SHIM_LOG_WARN, "live: %u modules ran uninstrumented after a failure, %u map "
 			 "pointers could not be stored (see the warnings above)",
-			 atomic_load(&live.n.modules_fallback), atomic_load(&live.n.fill_failures));
+			 atomic_load(&shim_live.n.modules_fallback), atomic_load(&shim_live.n.fill_failures));
 }
 
 /* The kernel ids given out, so that a reader of the maps can name them. */
@@ -630,7 +630,7 @@ static void report_kernel_ids(void)
 /* Exit handlers run in the reverse order of their registration, and the real driver registers
  * its own (which shuts it down) inside the first cuInit, after cubpf's start.  So live_exit is
  * registered twice: at start (covers processes that never make a context) and again by
- * live_exit_arm() once the first context exists, which puts it ahead of the driver's and the
+ * shim_live_exit_arm() once the first context exists, which puts it ahead of the driver's and the
  * CUDA runtime's handlers: the contexts are still alive and the last kernels' counts can be
  * read.  The first call does the work; the later one finds it done. */
 static void live_exit(void)
@@ -641,21 +641,21 @@ static void live_exit(void)
 	/* The contexts and the trace file are the parent's.  The writer is left alone, not
 	 * closed: in a child its workers' buffers belong to threads that do not exist there, and
 	 * store_trace_close frees the writer without them (a leak report under ASan). */
-	if (live.forked)
+	if (shim_live.forked)
 		return;
-	live_maps_stop_thread();
-	live_spans_finish();
-	live_snapshot_all(true);
-	live_ringbuf_finish();
+	shim_live_maps_stop_thread();
+	shim_live_spans_finish();
+	shim_live_snapshot_all(true);
+	shim_live_ringbuf_finish();
 	report_kernel_ids();
-	live_maps_report(stderr, live.dump_maps || shim_log_enabled(SHIM_LOG_DEBUG));
-	live_host_report(stderr);
+	shim_live_maps_report(stderr, shim_live.dump_maps || shim_log_enabled(SHIM_LOG_DEBUG));
+	shim_live_host_report(stderr);
 	report_counters();
-	live_cache_close();
-	if (live.trace) {
+	shim_live_cache_close();
+	if (shim_live.trace) {
 		char err[STORE_ERRLEN];
-		struct store_trace_writer *w = live.trace;
-		live.trace = NULL;
+		struct store_trace_writer *w = shim_live.trace;
+		shim_live.trace = NULL;
 		if (store_trace_close(w, err, sizeof(err)) != 0)
 			shim_log(SHIM_LOG_WARN, "live: trace: %s", err);
 	}
@@ -666,7 +666,7 @@ static void arm_exit(void)
 	atexit(live_exit);
 }
 
-void live_exit_arm(void)
+void shim_live_exit_arm(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_once(&once, arm_exit);
@@ -676,16 +676,16 @@ void live_exit_arm(void)
 
 static void fork_prepare(void)
 {
-	live_cache_fork_prepare();
-	if (live.trace)
-		store_trace_fork_prepare(live.trace);
+	shim_live_cache_fork_prepare();
+	if (shim_live.trace)
+		store_trace_fork_prepare(shim_live.trace);
 }
 
 static void fork_parent(void)
 {
-	live_cache_fork_parent();
-	if (live.trace)
-		store_trace_fork_parent(live.trace);
+	shim_live_cache_fork_parent();
+	if (shim_live.trace)
+		store_trace_fork_parent(shim_live.trace);
 }
 
 /* A child forked before its parent made any context (a launcher, a pool of workers started
@@ -717,31 +717,31 @@ static void child_start(void)
 {
 	if (!atomic_exchange(&child_pending, false))
 		return;
-	live.forked = false;
+	shim_live.forked = false;
 	live_pid = getpid();
 	/* the parent's writer is left as it is (its workers are the parent's threads) */
 	const char *trace = getenv("CUBPF_TRACE");
-	live.trace = NULL;
+	shim_live.trace = NULL;
 	if (trace && *trace)
 		trace_open(trace);
 	shim_log(SHIM_LOG_INFO, "live: forked child %d makes driver calls: probes on%s%s",
-		 (int)getpid(), live.trace ? ", trace " : "", live.trace ? trace_file : "");
+		 (int)getpid(), shim_live.trace ? ", trace " : "", shim_live.trace ? trace_file : "");
 }
 
 static void fork_child(void)
 {
-	bool fresh = !live_maps_have_contexts();
-	live_cache_fork_child();
-	if (live.trace)
-		store_trace_fork_child(live.trace);
-	live.forked = true;
+	bool fresh = !shim_live_maps_have_contexts();
+	shim_live_cache_fork_child();
+	if (shim_live.trace)
+		store_trace_fork_child(shim_live.trace);
+	shim_live.forked = true;
 	atomic_store(&child_pending, fresh);
 	pthread_mutex_init(&kid_lock, NULL);
-	live_maps_fork_child();
-	live_spans_fork_child(fresh);
-	live_module_fork_child();
-	live_link_fork_child();
-	live_control_fork_child();
+	shim_live_maps_fork_child();
+	shim_live_spans_fork_child(fresh);
+	shim_live_module_fork_child();
+	shim_live_link_fork_child();
+	shim_live_control_fork_child();
 }
 
 /* ---- start --------------------------------------------------------------------------------- */
@@ -755,36 +755,36 @@ static inline void child_check(void)
 static void module_loading(struct shim_module_event *ev, void *user)
 {
 	child_check();
-	live_module_loading(ev, user);
+	shim_live_module_loading(ev, user);
 }
 
 static void launching(struct shim_launch_event *ev, void *user)
 {
 	child_check();
-	live_launching(ev, user);
-	live_spans_launching(ev); /* last: nothing of cubpf's between the event and the launch */
+	shim_live_launching(ev, user);
+	shim_live_spans_launching(ev); /* last: nothing of cubpf's between the event and the launch */
 }
 
 static void launched(const struct shim_launch_event *ev, void *user)
 {
 	(void)user;
-	live_host_launch(ev, true);
-	live_trace_launch(ev);
+	shim_live_host_launch(ev, true);
+	shim_live_trace_launch(ev);
 }
 
 static void api_call(const struct shim_api_event *ev, void *user)
 {
 	(void)user;
 	child_check();
-	live_host_api(ev);
-	live_trace_api(ev);
-	live_spans_other_call();
+	shim_live_host_api(ev);
+	shim_live_trace_api(ev);
+	shim_live_spans_other_call();
 }
 
 static struct shim_hooks live_hooks = {
 	.module_loading = module_loading,
-	.module_loaded = live_module_loaded,
-	.module_unloaded = live_module_unloaded,
+	.module_loaded = shim_live_module_loaded,
+	.module_unloaded = shim_live_module_unloaded,
 	.launching = launching,
 	.launched = launched,
 };
@@ -801,44 +801,44 @@ const struct shim_hooks *shim_live_init(void)
 	}
 	/* per-thread arrays are sized when their objects load, and an object whose maps cannot
 	 * fit the cap is refused there */
-	live.perthread_threads = env_u64("CUBPF_PERTHREAD_THREADS", 1u << 20);
-	live.perthread_threads = live.perthread_threads ? live.perthread_threads : 1;
-	live.map_cap_bytes = env_u64("CUBPF_MAP_MAX_MB", 4096) << 20;
+	shim_live.perthread_threads = env_u64("CUBPF_PERTHREAD_THREADS", 1u << 20);
+	shim_live.perthread_threads = shim_live.perthread_threads ? shim_live.perthread_threads : 1;
+	shim_live.map_cap_bytes = env_u64("CUBPF_MAP_MAX_MB", 4096) << 20;
 	if (load_programs(programs) != 0) {
 		shim_log(SHIM_LOG_WARN, "live: out of memory loading %s; probes disabled", programs);
 		return NULL;
 	}
 	const char *glob = getenv("CUBPF_KERNELS");
-	live.kernel_glob = glob && *glob ? glob : NULL;
-	live.ringbuf_bytes = env_u64("CUBPF_RINGBUF_MB", 64) << 20;
-	live.ringbuf_threads = (uint32_t)env_u64("CUBPF_RINGBUF_THREADS", default_drain_threads());
-	live.sample = (uint32_t)env_u64("CUBPF_SAMPLE", 1);
+	shim_live.kernel_glob = glob && *glob ? glob : NULL;
+	shim_live.ringbuf_bytes = env_u64("CUBPF_RINGBUF_MB", 64) << 20;
+	shim_live.ringbuf_threads = (uint32_t)env_u64("CUBPF_RINGBUF_THREADS", default_drain_threads());
+	shim_live.sample = (uint32_t)env_u64("CUBPF_SAMPLE", 1);
 	/* The enable-word check costs every probe site a dependent load (the word) and a branch:
 	 * small, not nil (memory probes run it per access), so it is compiled in only when
 	 * something switches probes off: sampling, a control file, or CUBPF_ENABLE_WORDS=1. */
 	const char *control = getenv("CUBPF_CONTROL");
-	live.control_path = control && *control ? control : NULL;
-	live.enable_words = live.sample > 1 || live.control_path ||
+	shim_live.control_path = control && *control ? control : NULL;
+	shim_live.enable_words = shim_live.sample > 1 || shim_live.control_path ||
 			    env_u64("CUBPF_ENABLE_WORDS", 0) != 0;
-	live.interval_ms = env_u64("CUBPF_INTERVAL_MS", 1000);
-	live.interval_ms = live.interval_ms ? live.interval_ms : 1000;
+	shim_live.interval_ms = env_u64("CUBPF_INTERVAL_MS", 1000);
+	shim_live.interval_ms = shim_live.interval_ms ? shim_live.interval_ms : 1000;
 	const char *dump = getenv("CUBPF_DUMP_MAPS");
-	live.dump_maps = dump && *dump && strcmp(dump, "0") != 0;
+	shim_live.dump_maps = dump && *dump && strcmp(dump, "0") != 0;
 	const char *trace = getenv("CUBPF_TRACE");
 	if (trace && *trace)
 		trace_open(trace);
-	if (live_spans_init())
-		live_hooks.event_call = live_spans_event;
+	if (shim_live_spans_init())
+		live_hooks.event_call = shim_live_spans_event;
 	shim_log(SHIM_LOG_INFO, "live: %u probe objects, %u GPU programs, %s host programs, %u "
-		 "maps%s%s%s", live.nobjs, live.nprogs, live_host_any() ? "some" : "no", live.nmaps,
-		 live.kernel_glob ? ", kernels " : "", live.kernel_glob ? live.kernel_glob : "",
-		 live.trace ? ", tracing" : "");
+		 "maps%s%s%s", shim_live.nobjs, shim_live.nprogs, shim_live_host_any() ? "some" : "no", shim_live.nmaps,
+		 shim_live.kernel_glob ? ", kernels " : "", shim_live.kernel_glob ? shim_live.kernel_glob : "",
+		 shim_live.trace ? ", tracing" : "");
 	atexit(live_exit);
 	live_pid = getpid();
 	register_exit_hook();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	/* Copies and synchronisations are timed only when someone reads them. */
-	if (live_host_any() || live.trace)
+	if (shim_live_host_any() || shim_live.trace)
 		live_hooks.api_call = api_call;
-	return live.nprogs || live_host_any() || live.trace ? &live_hooks : NULL;
+	return shim_live.nprogs || shim_live_host_any() || shim_live.trace ? &live_hooks : NULL;
 }

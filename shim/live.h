@@ -64,10 +64,10 @@ struct live_driver {
 	CUresult (*cuDevicePrimaryCtxRelease_v2)(CUdevice dev);
 };
 #undef LIVE_FN
-extern struct live_driver live_cu;
+extern struct live_driver shim_live_cu;
 
 /* The name of a CUresult, for messages. */
-const char *live_cu_error(CUresult r);
+const char *shim_live_cu_error(CUresult r);
 
 /* One map as every module sees it: the maps of all loaded objects, concatenated (programs'
  * map references are renumbered to this table, see live.c). */
@@ -117,32 +117,32 @@ struct live_state {
 	bool forked;               /* this is a fork()ed child: its parent's GPU state is not its own */
 	struct live_counters n;
 };
-extern struct live_state live;
+extern struct live_state shim_live;
 
 /* live.c: device bytes of a map in its ptx-rewriter/layout.h layout (0: none on the device). */
-uint64_t live_map_bytes(const struct vm_map_def *d);
+uint64_t shim_live_map_bytes(const struct vm_map_def *d);
 /* "NAME (kind, how its size comes about = N bytes)", for messages that refuse maps. */
-void live_map_describe(const struct vm_map_def *d, char *out, size_t len);
+void shim_live_map_describe(const struct vm_map_def *d, char *out, size_t len);
 /* live.c: cubpf's id of a kernel (small, sequential from 1, the same for the same name). */
-uint32_t live_kernel_id(void *user, const char *mangled);
+uint32_t shim_live_kernel_id(void *user, const char *mangled);
 /* The module whose kernels get ids on this thread now (a file load's path; NULL = none): it
  * goes into the trace's KERNEL_ID records. */
-void live_kernel_module(const char *label);
+void shim_live_kernel_module(const char *label);
 /* Kernels that run without probes: logs the message (formatted) at `level` and writes it into
  * the trace as a NOT_INSTRUMENTED record (enum store_noinst_reason) with the device of the
  * current context.  api, label: NULL = none; sm 0 = the current context's. */
-void live_note(enum shim_log_level level, uint32_t reason, const char *api, const char *label,
+void shim_live_note(enum shim_log_level level, uint32_t reason, const char *api, const char *label,
 	       uint32_t kernels, uint32_t sm, const char *fmt, ...)
 	__attribute__((format(printf, 7, 8)));
 /* The id the next new kernel name would get (the cache key's id base). */
-uint32_t live_kernel_next_id(void);
+uint32_t shim_live_kernel_next_id(void);
 /* A cache hit's kernels: names[i] must have ids[i], those already known by that id, the new ones
  * by the ids they would get now, in order.  Then the new ones are registered.  Returns 1 (all
  * registered), 0 (the ids would differ: nothing registered), -1 (out of memory midway). */
-int live_kernel_ids_claim(const char *const *names, const uint32_t *ids, uint32_t n);
+int shim_live_kernel_ids_claim(const char *const *names, const uint32_t *ids, uint32_t n);
 /* The id given to `mangled` (0 if none) and, in *launch, how many launches of it were counted
  * before this one (the counter is incremented). */
-uint32_t live_kernel_launch(const char *mangled, uint64_t *launch);
+uint32_t shim_live_kernel_launch(const char *mangled, uint64_t *launch);
 
 /* ---- device maps (live_maps.c) ----------------------------------------------------------- */
 
@@ -177,90 +177,90 @@ struct live_ctx {
 
 /* The context's maps, allocated (and initialised) on first use.  NULL with a message when they
  * cannot be had (no memory, over the cap). */
-struct live_ctx *live_ctx_get(CUcontext ctx, char *err, size_t errlen);
+struct live_ctx *shim_live_ctx_get(CUcontext ctx, char *err, size_t errlen);
 /* Compute capability of the device of `ctx` (or of device 0 when ctx is NULL); 0 if unknown. */
-uint32_t live_ctx_sm(CUcontext ctx);
+uint32_t shim_live_ctx_sm(CUcontext ctx);
 /* The context's maps if they exist (never allocates). */
-struct live_ctx *live_ctx_find(CUcontext ctx);
+struct live_ctx *shim_live_ctx_find(CUcontext ctx);
 /* Stores the maps' addresses in the `__cubpf_map_<i>` globals of a module or library (one of the
  * two is NULL) in context c (current).  Returns 0, or -1 with a message. */
-int live_fill(struct live_ctx *c, CUmodule mod, CUlibrary lib, char *err, size_t errlen);
+int shim_live_fill(struct live_ctx *c, CUmodule mod, CUlibrary lib, char *err, size_t errlen);
 /* Copies every context's maps back into its snapshot buffers.  sync: wait for the context's
  * work first (exit only: never while the application runs). */
-void live_snapshot_all(bool sync);
+void shim_live_snapshot_all(bool sync);
 /* Prints the maps (bpftool-like) to `out`, and writes them into the trace when there is one. */
-void live_maps_report(FILE *out, bool print);
+void shim_live_maps_report(FILE *out, bool print);
 /* Writes the latest snapshots into the trace. */
-void live_maps_trace(void);
-void live_maps_memory(uint64_t *device_bytes, uint64_t *pinned_bytes, uint32_t *contexts);
+void shim_live_maps_trace(void);
+void shim_live_maps_memory(uint64_t *device_bytes, uint64_t *pinned_bytes, uint32_t *contexts);
 /* Ring buffers: stops the drain thread, takes what is left, reports records and drops (stderr
  * and the trace). */
-void live_ringbuf_finish(void);
-void live_ringbuf_start(void);
+void shim_live_ringbuf_finish(void);
+void shim_live_ringbuf_start(void);
 
 /* Starts the thread that reads the maps every CUBPF_INTERVAL_MS into the trace (once, with
  * the first context), and stops it (exit). */
-void live_maps_start_thread(void);
-void live_maps_stop_thread(void);
+void shim_live_maps_start_thread(void);
+void shim_live_maps_stop_thread(void);
 /* fork() child: the thread does not exist there, and the locks are made afresh (one that a
  * thread of the parent held at the fork would stay held: the child has only the forking
  * thread).  The other files' *_fork_child functions do the same for their locks. */
-void live_maps_fork_child(void);
+void shim_live_maps_fork_child(void);
 /* Whether any context has maps (read in a fork child, which has one thread). */
-bool live_maps_have_contexts(void);
+bool shim_live_maps_have_contexts(void);
 
 /* ---- clock calibration (live_clock.c) ------------------------------------------------------- */
 /* Measures host CLOCK_REALTIME against the device's %globaltimer in context c (current), best
  * of a few round trips on cubpf's stream; writes a CLOCK record and logs the offset.  Returns
  * 0, or -1 (the calibration kernel cannot run: the trace simply has no CLOCK record). */
-int live_clock_calibrate(struct live_ctx *c);
+int shim_live_clock_calibrate(struct live_ctx *c);
 
 /* ---- module substitution (live_module.c) --------------------------------------------------- */
 /* Instruments PTX text with the loaded GPU programs; kernel_id(user, name) gives each kernel's
  * id.  Returns 1 with *out (malloc'ed, NUL-terminated), 0 when no kernel matched, -1 with err. */
 /* The first kernel of PTX text ("name, ..." when there are more), to name a module in messages;
  * fallback when the text lists none. */
-void live_ptx_label(const char *ptx, size_t len, const char *fallback, char *label, size_t n);
-int live_instrument(const char *ptx, size_t len, uint32_t (*kernel_id)(void *, const char *),
+void shim_live_ptx_label(const char *ptx, size_t len, const char *fallback, char *label, size_t n);
+int shim_live_instrument(const char *ptx, size_t len, uint32_t (*kernel_id)(void *, const char *),
 		    void *user, char **out, size_t *out_len, struct ptx_inject_report *rep,
 		    char *err, size_t errlen);
 /* live_link.c: PTX given to the driver's linker (cuLinkAddData / cuLinkAddFile with PTX) is
  * instrumented before the link; the linked cubin, once loaded, gets its maps' pointers. */
-void live_link_loading(struct shim_module_event *ev);
-void live_link_loaded(const struct shim_module_event *ev);
+void shim_live_link_loading(struct shim_module_event *ev);
+void shim_live_link_loaded(const struct shim_module_event *ev);
 /* Makes an instrumented module's definitions of the maps .extern declarations (a link input;
- * live_link_definitions gives the definitions). */
-void live_extern_maps(char *ptx);
+ * shim_live_link_definitions gives the definitions). */
+void shim_live_extern_maps(char *ptx);
 /* Adds cubpf's own input to a link: the definitions of every map and of the enable words. */
-int live_link_definitions(void *state, char *err, size_t errlen);
+int shim_live_link_definitions(void *state, char *err, size_t errlen);
 /* Whether a module image is the output of a link with instrumented inputs (1, its first kernel
  * in label), so that it is not instrumented again and its maps get filled. */
-int live_link_output(const void *image, size_t size, char *label, size_t n);
+int shim_live_link_output(const void *image, size_t size, char *label, size_t n);
 /* Context ctx is gone: the substitutes of its modules are freed, libraries forget they were
  * filled there (the handle may come back for a new context, which needs its own pointers). */
-void live_module_ctx_gone(CUcontext ctx);
-void live_module_fork_child(void);
-void live_link_fork_child(void);
-void live_control_fork_child(void);
-void live_module_loading(struct shim_module_event *ev, void *user);
-void live_module_loaded(const struct shim_module_event *ev, void *user);
-void live_module_unloaded(shim_module_t module, shim_library_t library, int result, void *user);
-void live_launching(struct shim_launch_event *ev, void *user);
+void shim_live_module_ctx_gone(CUcontext ctx);
+void shim_live_module_fork_child(void);
+void shim_live_link_fork_child(void);
+void shim_live_control_fork_child(void);
+void shim_live_module_loading(struct shim_module_event *ev, void *user);
+void shim_live_module_loaded(const struct shim_module_event *ev, void *user);
+void shim_live_module_unloaded(shim_module_t module, shim_library_t library, int result, void *user);
+void shim_live_launching(struct shim_launch_event *ev, void *user);
 
 /* ---- module cache (live_cache.c) ------------------------------------------------------------ */
 /* The key of a load (opening the database at the first call); false when the cache is off.
  * origin: where the PTX came from and how it is compiled (NULL for a fatbin's PTX entry). */
-bool live_cache_key(const void *image, size_t size, uint32_t sm, const char *origin,
+bool shim_live_cache_key(const void *image, size_t size, uint32_t sm, const char *origin,
 		    store_key *key);
 /* 1 = hit (e filled, without the PTX), 0 = miss, -1 = the cache failed (now off, one warning). */
-int live_cache_get(const store_key *key, struct store_cache_entry *e);
-void live_cache_put(const store_key *key, const struct store_cache_entry *e);
-void live_cache_drop(const store_key *key);
-bool live_cache_off(void);
-void live_cache_close(void);
-void live_cache_fork_prepare(void);
-void live_cache_fork_parent(void);
-void live_cache_fork_child(void);
+int shim_live_cache_get(const store_key *key, struct store_cache_entry *e);
+void shim_live_cache_put(const store_key *key, const struct store_cache_entry *e);
+void shim_live_cache_drop(const store_key *key);
+bool shim_live_cache_off(void);
+void shim_live_cache_close(void);
+void shim_live_cache_fork_prepare(void);
+void shim_live_cache_fork_parent(void);
+void shim_live_cache_fork_child(void);
 
 /* The kernel ids an instrumentation asked for, recorded for the cache entry. */
 struct live_manifest {
@@ -271,30 +271,30 @@ struct live_manifest {
 	uint32_t count;
 	bool failed;
 };
-int live_manifest_add(struct live_manifest *m, const char *name, uint32_t id);
+int shim_live_manifest_add(struct live_manifest *m, const char *name, uint32_t id);
 /* The manifest's bytes (malloc'ed) and size, or NULL (failed, out of memory); resets m. */
-char *live_manifest_finish(struct live_manifest *m, size_t *size);
-void live_manifest_reset(struct live_manifest *m);
-/* A hit: registers the manifest's kernel ids (live_kernel_ids_claim).  0 = done (*count
+char *shim_live_manifest_finish(struct live_manifest *m, size_t *size);
+void shim_live_manifest_reset(struct live_manifest *m);
+/* A hit: registers the manifest's kernel ids (shim_live_kernel_ids_claim).  0 = done (*count
  * kernels, label = the first name), 1 = the ids would differ here (a miss), -1 = unreadable. */
-int live_manifest_claim(const void *data, size_t size, uint32_t *count, char *label, size_t n);
+int shim_live_manifest_claim(const void *data, size_t size, uint32_t *count, char *label, size_t n);
 
 /* Registers the exit report again once the driver is initialised (live.c). */
-void live_exit_arm(void);
+void shim_live_exit_arm(void);
 
 /* ---- host probes and host events (live_host.c) ---------------------------------------------- */
 /* Adds host program `prog` of object number `obj` (verified).  0, or -1 after a warning. */
-int live_host_add(const struct vm_object *o, uint32_t obj, uint32_t prog);
-bool live_host_any(void);
+int shim_live_host_add(const struct vm_object *o, uint32_t obj, uint32_t prog);
+bool shim_live_host_any(void);
 /* live_module.c: the driver's JIT of NUL-terminated PTX for the current context's device: a
  * malloc'ed cubin, or NULL with the JIT's log in err. */
-void *live_jit(const char *ptx, size_t len, size_t *cubin_size, char *err, size_t errlen);
+void *shim_live_jit(const char *ptx, size_t len, size_t *cubin_size, char *err, size_t errlen);
 /* live_regs.c: instrumented kernels that would allow smaller blocks than their originals (more
  * registers) get .maxnreg, and the PTX and cubin are remade; `img`/`ptx_entry` are the original
  * image and its PTX entry.  Returns 0 (nothing to do, or done), or -1 with err when the limited
  * module cannot be compiled (fall back to the original). */
 struct cubin_image;
-int live_regs_fit(struct cubin_image *img, long ptx_entry, uint32_t sm, char **ptx,
+int shim_live_regs_fit(struct cubin_image *img, long ptx_entry, uint32_t sm, char **ptx,
 		  size_t *ptx_len, void **cubin, size_t *cubin_size, char *err, size_t errlen);
 /* One PTX module of several linked together (the objects of an -rdc program): the original
  * text and its instrumented version (malloc'ed; every part has one, instrumented or not). */
@@ -306,42 +306,42 @@ struct live_part {
 };
 /* live_module.c: the driver's JIT link of the parts' `out` texts with cubpf's map definitions,
  * with the options of the code being compiled; a malloc'ed cubin, or NULL with err. */
-void *live_jit_parts(struct live_part *parts, size_t n, size_t *cubin_size, char *err,
+void *shim_live_jit_parts(struct live_part *parts, size_t n, size_t *cubin_size, char *err,
 		     size_t errlen);
-/* live_regs.c: live_regs_fit for parts (limits from the linked cubin, the parts relinked). */
-int live_regs_fit_parts(struct cubin_image *img, uint32_t sm, struct live_part *parts, size_t n,
+/* live_regs.c: shim_live_regs_fit for parts (limits from the linked cubin, the parts relinked). */
+int shim_live_regs_fit_parts(struct cubin_image *img, uint32_t sm, struct live_part *parts, size_t n,
 			void **cubin, size_t *cubin_size, char *err, size_t errlen);
 /* live_control.c: the GPU programs switched on by CUBPF_CONTROL (bit p = program p; all ones
  * without it), the file looked at again at most every 100 ms. */
-uint32_t live_control_mask(void);
+uint32_t shim_live_control_mask(void);
 /* The host maps of object `obj` (NULL when it has no host programs). */
-struct vm_runtime *live_host_runtime(uint32_t obj);
-void live_host_launch(const struct shim_launch_event *ev, bool after);
-void live_host_api(const struct shim_api_event *ev);
-void live_host_report(FILE *out);
-void live_trace_launch(const struct shim_launch_event *ev);
+struct vm_runtime *shim_live_host_runtime(uint32_t obj);
+void shim_live_host_launch(const struct shim_launch_event *ev, bool after);
+void shim_live_host_api(const struct shim_api_event *ev);
+void shim_live_host_report(FILE *out);
+void shim_live_trace_launch(const struct shim_launch_event *ev);
 /* A DEVICE record for device ordinal dev (compute capability sm, 90 = 9.0), once per device. */
-void live_trace_device(int dev, uint32_t sm);
+void shim_live_trace_device(int dev, uint32_t sm);
 
 /* ---- kernel spans (live_spans.c): CUDA events around every launch while tracing ------------ */
 /* Reads CUBPF_SPANS and the driver's event functions (after the trace is opened); true when
  * spans are on. */
-bool live_spans_init(void);
+bool shim_live_spans_init(void);
 /* The event hook: a span may begin before the application's own start event. */
-void live_spans_event(const struct shim_event_call *ev, void *user);
+void shim_live_spans_event(const struct shim_event_call *ev, void *user);
 /* Another call of the application's (a copy, a synchronisation): a span no longer begins at
  * this thread's last event. */
-void live_spans_other_call(void);
+void shim_live_spans_other_call(void);
 /* Before the real launch call (after any substitution and enable-word memset): the begin event. */
-void live_spans_launching(const struct shim_launch_event *ev);
+void shim_live_spans_launching(const struct shim_launch_event *ev);
 /* After it: the end event; corr and name go into the KSPAN record (corr 0: no span). */
-void live_spans_launched(const struct shim_launch_event *ev, uint64_t corr, uint32_t name);
+void shim_live_spans_launched(const struct shim_launch_event *ev, uint64_t corr, uint32_t name);
 /* The stream value written in the trace (CU_STREAM_PER_THREAD for a _ptsz launch on 0). */
-uint64_t live_spans_stream(const struct shim_launch_event *ev);
+uint64_t shim_live_spans_stream(const struct shim_launch_event *ev);
 /* Exit: stop the poller, collect what is left (waiting), report. */
-void live_spans_finish(void);
-void live_spans_teardown(CUcontext ctx, CUdevice dev, int primary);
-void live_spans_fork_child(bool fresh);
-void live_trace_api(const struct shim_api_event *ev);
+void shim_live_spans_finish(void);
+void shim_live_spans_teardown(CUcontext ctx, CUdevice dev, int primary);
+void shim_live_spans_fork_child(bool fresh);
+void shim_live_trace_api(const struct shim_api_event *ev);
 
 #endif

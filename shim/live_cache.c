@@ -5,7 +5,7 @@
  * the probe objects' bytes in CUBPF_PROGRAMS order, the rewriter (this shim's build id), the
  * SM, the driver version, the JIT options, CUBPF_KERNELS and the next kernel id.  Kernel ids are
  * baked into the instrumented code, so an entry carries a manifest of the ids it was made with
- * (live_kernel_ids_claim checks them on a hit).
+ * (shim_live_kernel_ids_claim checks them on a hit).
  *
  * The cache only saves time: any failure (no folder, a damaged or read-only database) is one
  * warning, then the process runs on without it.  The database is opened at the first lookup.
@@ -38,11 +38,11 @@ static uint32_t driver_version;
  * CUBPF_CONTROL need it).  Change them when either changes. */
 static const char *jit_options(void)
 {
-	return live.enable_words ? "cuLinkAddData PTX; no JIT options; enable_words=1"
+	return shim_live.enable_words ? "cuLinkAddData PTX; no JIT options; enable_words=1"
 				 : "cuLinkAddData PTX; no JIT options; enable_words=0";
 }
 
-bool live_cache_off(void)
+bool shim_live_cache_off(void)
 {
 	return atomic_load_explicit(&state, memory_order_relaxed) == CACHE_OFF;
 }
@@ -148,10 +148,10 @@ static void open_cache(void)
 		return;
 	}
 	if (!objs) /* a fork()ed child opening again has them */
-		objs = calloc(live.nobjs + 1, sizeof(*objs));
-	for (uint32_t i = 0; objs && i < live.nobjs && !objs[i].data; i++)
-		if (read_file(live.paths[i], &objs[i]) != 0) {
-			snprintf(err, sizeof(err), "cannot read the probe object %s", live.paths[i]);
+		objs = calloc(shim_live.nobjs + 1, sizeof(*objs));
+	for (uint32_t i = 0; objs && i < shim_live.nobjs && !objs[i].data; i++)
+		if (read_file(shim_live.paths[i], &objs[i]) != 0) {
+			snprintf(err, sizeof(err), "cannot read the probe object %s", shim_live.paths[i]);
 			give_up(path, err);
 			return;
 		}
@@ -201,41 +201,41 @@ static bool ready(void)
 
 /* ---- key, lookup, put ------------------------------------------------------------------------- */
 
-bool live_cache_key(const void *image, size_t size, uint32_t sm, const char *origin,
+bool shim_live_cache_key(const void *image, size_t size, uint32_t sm, const char *origin,
 		    store_key *key)
 {
 	if (!ready())
 		return false;
 	struct store_key_input in = {
-		.image = { image, size }, .programs = objs, .nprograms = live.nobjs,
+		.image = { image, size }, .programs = objs, .nprograms = shim_live.nobjs,
 		.rewriter_version = rewriter, .sm = sm, .driver_version = driver_version,
-		.jit_options = jit_options(), .kernel_glob = live.kernel_glob,
-		.kernel_id_base = live_kernel_next_id(), .origin = origin,
+		.jit_options = jit_options(), .kernel_glob = shim_live.kernel_glob,
+		.kernel_id_base = shim_live_kernel_next_id(), .origin = origin,
 	};
 	store_key_compute(&in, key);
 	return true;
 }
 
-int live_cache_get(const store_key *key, struct store_cache_entry *e)
+int shim_live_cache_get(const store_key *key, struct store_cache_entry *e)
 {
 	int rc = -1;
 	memset(e, 0, sizeof(*e));
 	pthread_rwlock_rdlock(&cache_rw);
-	if (cache && !live_cache_off())
+	if (cache && !shim_live_cache_off())
 		rc = store_cache_lookup(cache, key, e, STORE_CACHE_NO_PTX);
-	if (rc < 0 && cache && !live_cache_off())
+	if (rc < 0 && cache && !shim_live_cache_off())
 		give_up(store_cache_path(cache), store_cache_error(cache));
 	pthread_rwlock_unlock(&cache_rw);
 	return rc;
 }
 
-void live_cache_put(const store_key *key, const struct store_cache_entry *e)
+void shim_live_cache_put(const store_key *key, const struct store_cache_entry *e)
 {
 	pthread_rwlock_rdlock(&cache_rw);
-	if (cache && !live_cache_off()) {
+	if (cache && !shim_live_cache_off()) {
 		int rc = store_cache_put(cache, key, e);
 		if (rc == 0)
-			atomic_fetch_add(&live.n.cache_puts, 1);
+			atomic_fetch_add(&shim_live.n.cache_puts, 1);
 		else if (rc > 0) /* another process was writing: the next load stores it */
 			shim_log(SHIM_LOG_DEBUG, "live: %s not cached: %s", e->name,
 				 store_cache_error(cache));
@@ -248,10 +248,10 @@ void live_cache_put(const store_key *key, const struct store_cache_entry *e)
 	pthread_rwlock_unlock(&cache_rw);
 }
 
-void live_cache_drop(const store_key *key)
+void shim_live_cache_drop(const store_key *key)
 {
 	pthread_rwlock_rdlock(&cache_rw);
-	if (cache && !live_cache_off() && store_cache_delete(cache, key) < 0)
+	if (cache && !shim_live_cache_off() && store_cache_delete(cache, key) < 0)
 		give_up(store_cache_path(cache), store_cache_error(cache));
 	pthread_rwlock_unlock(&cache_rw);
 }
@@ -260,11 +260,11 @@ void live_cache_drop(const store_key *key)
  * Text, "cubpf-kernels 1 N\n" then N lines "ID NAME\n" in the order the rewriter asked for them
  * (new names get consecutive ids in that order). */
 
-int live_manifest_add(struct live_manifest *m, const char *name, uint32_t id)
+int shim_live_manifest_add(struct live_manifest *m, const char *name, uint32_t id)
 {
 	if (m->failed)
 		return -1;
-	if (id >= (1u << 20)) { /* a hashed id (live_kernel_id out of memory): not replayable */
+	if (id >= (1u << 20)) { /* a hashed id (shim_live_kernel_id out of memory): not replayable */
 		m->failed = true;
 		return -1;
 	}
@@ -300,7 +300,7 @@ int live_manifest_add(struct live_manifest *m, const char *name, uint32_t id)
 	return 0;
 }
 
-char *live_manifest_finish(struct live_manifest *m, size_t *size)
+char *shim_live_manifest_finish(struct live_manifest *m, size_t *size)
 {
 	char head[48];
 	int h = snprintf(head, sizeof(head), "cubpf-kernels 1 %u\n", m->count);
@@ -312,18 +312,18 @@ char *live_manifest_finish(struct live_manifest *m, size_t *size)
 		out[h + m->len] = 0;
 		*size = (size_t)h + m->len;
 	}
-	live_manifest_reset(m);
+	shim_live_manifest_reset(m);
 	return out;
 }
 
-void live_manifest_reset(struct live_manifest *m)
+void shim_live_manifest_reset(struct live_manifest *m)
 {
 	free(m->text);
 	free(m->seen);
 	memset(m, 0, sizeof(*m));
 }
 
-int live_manifest_claim(const void *data, size_t size, uint32_t *count, char *label, size_t n)
+int shim_live_manifest_claim(const void *data, size_t size, uint32_t *count, char *label, size_t n)
 {
 	const char *p = data, *end = p + size;
 	unsigned cnt = 0;
@@ -356,7 +356,7 @@ int live_manifest_claim(const void *data, size_t size, uint32_t *count, char *la
 		goto out;
 	if (label && n)
 		snprintf(label, n, "%s%s", cnt ? names[0] : "module", cnt > 1 ? ", ..." : "");
-	rc = live_kernel_ids_claim(names, ids, cnt) == 1 ? 0 : 1;
+	rc = shim_live_kernel_ids_claim(names, ids, cnt) == 1 ? 0 : 1;
 	*count = cnt;
 out:
 	free(names);
@@ -367,7 +367,7 @@ out:
 
 /* ---- exit and fork -------------------------------------------------------------------------- */
 
-void live_cache_close(void)
+void shim_live_cache_close(void)
 {
 	pthread_rwlock_wrlock(&cache_rw);
 	struct store_cache *c = cache;
@@ -378,13 +378,13 @@ void live_cache_close(void)
 	store_cache_close(c); /* writes the use counts */
 }
 
-void live_cache_fork_prepare(void)
+void shim_live_cache_fork_prepare(void)
 {
 	pthread_mutex_lock(&open_lock);
 	pthread_rwlock_wrlock(&cache_rw);
 }
 
-void live_cache_fork_parent(void)
+void shim_live_cache_fork_parent(void)
 {
 	pthread_rwlock_unlock(&cache_rw);
 	pthread_mutex_unlock(&open_lock);
@@ -393,7 +393,7 @@ void live_cache_fork_parent(void)
 /* sqlite connections must not cross fork(): the child leaves its copy of the parent's alone
  * (never closed: closing would touch the parent's locks through shared descriptors) and opens
  * its own at its first lookup. */
-void live_cache_fork_child(void)
+void shim_live_cache_fork_child(void)
 {
 	if (atomic_load(&state) == CACHE_OPEN) {
 		parents_cache = cache;

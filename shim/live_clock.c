@@ -27,9 +27,9 @@ static int clock_load(struct live_ctx *c)
 {
 	if (c->clock_fn)
 		return 0;
-	if (live_cu.cuModuleLoadData(&c->clock_mod, clock_ptx) != CUDA_SUCCESS ||
-	    live_cu.cuModuleGetFunction(&c->clock_fn, c->clock_mod, "cubpf_clock") != CUDA_SUCCESS ||
-	    live_cu.cuMemAlloc_v2(&c->clock_buf, sizeof(uint64_t)) != CUDA_SUCCESS) {
+	if (shim_live_cu.cuModuleLoadData(&c->clock_mod, clock_ptx) != CUDA_SUCCESS ||
+	    shim_live_cu.cuModuleGetFunction(&c->clock_fn, c->clock_mod, "cubpf_clock") != CUDA_SUCCESS ||
+	    shim_live_cu.cuMemAlloc_v2(&c->clock_buf, sizeof(uint64_t)) != CUDA_SUCCESS) {
 		c->clock_fn = NULL;
 		return -1;
 	}
@@ -42,18 +42,18 @@ static int round_trip(struct live_ctx *c, uint64_t *t0, uint64_t *gpu, uint64_t 
 	void *args[] = { &c->clock_buf };
 	*gpu = 0;
 	*t0 = shim_now_ns();
-	CUresult r = live_cu.cuLaunchKernel(c->clock_fn, 1, 1, 1, 1, 1, 1, 0, c->stream, args, NULL);
+	CUresult r = shim_live_cu.cuLaunchKernel(c->clock_fn, 1, 1, 1, 1, 1, 1, 0, c->stream, args, NULL);
 	if (r == CUDA_SUCCESS)
-		r = live_cu.cuStreamSynchronize(c->stream);
+		r = shim_live_cu.cuStreamSynchronize(c->stream);
 	*t1 = shim_now_ns();
 	if (r == CUDA_SUCCESS)
-		r = live_cu.cuMemcpyDtoHAsync_v2(gpu, c->clock_buf, sizeof(*gpu), c->stream);
+		r = shim_live_cu.cuMemcpyDtoHAsync_v2(gpu, c->clock_buf, sizeof(*gpu), c->stream);
 	if (r == CUDA_SUCCESS)
-		r = live_cu.cuStreamSynchronize(c->stream);
+		r = shim_live_cu.cuStreamSynchronize(c->stream);
 	return r == CUDA_SUCCESS && *gpu ? 0 : -1;
 }
 
-int live_clock_calibrate(struct live_ctx *c)
+int shim_live_clock_calibrate(struct live_ctx *c)
 {
 	uint64_t best = UINT64_MAX, host = 0, gpu_best = 0;
 	if (clock_load(c) != 0)
@@ -70,8 +70,8 @@ int live_clock_calibrate(struct live_ctx *c)
 	}
 	struct store_rec_clock rec = { .host_ns = host, .gpu_ns = gpu_best,
 				       .uncertainty_ns = best / 2, .device = (uint32_t)c->dev };
-	if (live.trace)
-		store_trace_clock(live.trace, &rec);
+	if (shim_live.trace)
+		store_trace_clock(shim_live.trace, &rec);
 	shim_log(SHIM_LOG_INFO, "live: clock device %d: host - gpu = %" PRId64 " ns (+/- %" PRIu64
 		 " ns)", (int)c->dev, (int64_t)(host - gpu_best), best / 2);
 	return 0;

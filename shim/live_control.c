@@ -36,8 +36,8 @@ static uint64_t mono_ns(void)
 static uint32_t bits_of(const char *name)
 {
 	uint32_t b = 0;
-	for (uint32_t p = 0; p < live.nprogs; p++)
-		if (!strcmp(live.progs[p].name, name) || fnmatch(name, live.progs[p].name, 0) == 0)
+	for (uint32_t p = 0; p < shim_live.nprogs; p++)
+		if (!strcmp(shim_live.progs[p].name, name) || fnmatch(name, shim_live.progs[p].name, 0) == 0)
 			b |= 1u << (p < 31 ? p : 31);
 	return b;
 }
@@ -73,9 +73,9 @@ static uint32_t read_control(const char *path)
 	return m;
 }
 
-uint32_t live_control_mask(void)
+uint32_t shim_live_control_mask(void)
 {
-	if (!live.control_path)
+	if (!shim_live.control_path)
 		return UINT32_MAX;
 	uint64_t now = mono_ns();
 	if (now < atomic_load_explicit(&next_look_ns, memory_order_relaxed) ||
@@ -83,12 +83,12 @@ uint32_t live_control_mask(void)
 		return (uint32_t)atomic_load_explicit(&mask, memory_order_relaxed);
 	atomic_store(&next_look_ns, now + CONTROL_EVERY_NS);
 	struct stat st;
-	bool exists = stat(live.control_path, &st) == 0;
+	bool exists = stat(shim_live.control_path, &st) == 0;
 	off_t size = exists ? st.st_size : -1;
 	struct timespec mt = exists ? st.st_mtim : (struct timespec){ 0, 0 };
 	if (size != seen_size || mt.tv_sec != seen_mtime.tv_sec || mt.tv_nsec != seen_mtime.tv_nsec) {
 		seen_size = size, seen_mtime = mt;
-		uint32_t m = exists ? read_control(live.control_path) : UINT32_MAX;
+		uint32_t m = exists ? read_control(shim_live.control_path) : UINT32_MAX;
 		if (atomic_exchange(&mask, m) != m)
 			shim_log(SHIM_LOG_INFO, "live: CUBPF_CONTROL: GPU programs now %s (mask %#x)",
 				 m == UINT32_MAX ? "all on" : m ? "partly on" : "all off", m);
@@ -97,8 +97,8 @@ uint32_t live_control_mask(void)
 	return (uint32_t)atomic_load_explicit(&mask, memory_order_relaxed);
 }
 
-/* fork() child: see live_maps_fork_child. */
-void live_control_fork_child(void)
+/* fork() child: see shim_live_maps_fork_child. */
+void shim_live_control_fork_child(void)
 {
 	pthread_mutex_init(&control_lock, NULL);
 }

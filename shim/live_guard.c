@@ -254,7 +254,7 @@ static int load_forked(const void *data, size_t size, const char *name,
 	return rc;
 }
 
-int live_guard_load(const void *data, size_t size, const char *name,
+int shim_live_guard_load(const void *data, size_t size, const char *name,
 		    const struct live_guard_opts *opts, struct vm_object **out,
 		    struct live_verdict **verdicts, char *err, size_t errlen)
 {

@@ -29,7 +29,7 @@ struct live_guard_opts {
 /* Loads the object in `data` (the bytes of `name`) and verifies every program.  Returns 0 with
  * *out (free with vm_object_free) and *verdicts (obj->prog_cnt entries, free()), or -1 with one
  * line in err: the object is damaged, or verifying it crashed or timed out. */
-int live_guard_load(const void *data, size_t size, const char *name,
+int shim_live_guard_load(const void *data, size_t size, const char *name,
 		    const struct live_guard_opts *opts, struct vm_object **out,
 		    struct live_verdict **verdicts, char *err, size_t errlen);
 

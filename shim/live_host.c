@@ -35,7 +35,7 @@ static struct vm_runtime **rts;     /* per object, made when it has host program
 static uint32_t nrts;
 static atomic_uint_fast64_t runs, faults;
 
-bool live_host_any(void)
+bool shim_live_host_any(void)
 {
 	return nhprogs != 0;
 }
@@ -58,7 +58,7 @@ static struct vm_runtime *runtime_of(const struct vm_object *o, uint32_t obj, ch
 	return rts[obj];
 }
 
-int live_host_add(const struct vm_object *o, uint32_t obj, uint32_t prog)
+int shim_live_host_add(const struct vm_object *o, uint32_t obj, uint32_t prog)
 {
 	char err[VM_ERRLEN] = "";
 	struct vm_runtime *rt = runtime_of(o, obj, err, sizeof(err));
@@ -77,7 +77,7 @@ int live_host_add(const struct vm_object *o, uint32_t obj, uint32_t prog)
 	return 0;
 }
 
-struct vm_runtime *live_host_runtime(uint32_t obj)
+struct vm_runtime *shim_live_host_runtime(uint32_t obj)
 {
 	return obj < nrts ? rts[obj] : NULL;
 }
@@ -149,7 +149,7 @@ static void launch_args(const struct shim_launch_event *ev, struct cubpf_api_ctx
 	c->nargs = ev->api == SHIM_LAUNCH_KERNEL ? 11 : 10;
 }
 
-void live_host_launch(const struct shim_launch_event *ev, bool after)
+void shim_live_host_launch(const struct shim_launch_event *ev, bool after)
 {
 	if (!nhprogs || ev->api == SHIM_LAUNCH_GRAPH_NODE)
 		return;
@@ -160,7 +160,7 @@ void live_host_launch(const struct shim_launch_event *ev, bool after)
 	run_matching(after ? VM_PROG_URETPROBE : VM_PROG_UPROBE, ev->api_name, &c);
 }
 
-void live_host_api(const struct shim_api_event *ev)
+void shim_live_host_api(const struct shim_api_event *ev)
 {
 	if (!nhprogs)
 		return;
@@ -183,13 +183,13 @@ static uint32_t launch_device(void)
 	static __thread uint64_t announced; /* a bit per device ordinal below 64 */
 	CUdevice dev;
 	int major = 0, minor = 0;
-	if (!live_cu.cuCtxGetDevice || live_cu.cuCtxGetDevice(&dev) != CUDA_SUCCESS || dev < 0)
+	if (!shim_live_cu.cuCtxGetDevice || shim_live_cu.cuCtxGetDevice(&dev) != CUDA_SUCCESS || dev < 0)
 		return 0;
-	if (dev < 64 && !(announced & (1ull << dev)) && live_cu.cuDeviceGetAttribute) {
+	if (dev < 64 && !(announced & (1ull << dev)) && shim_live_cu.cuDeviceGetAttribute) {
 		announced |= 1ull << dev;
-		live_cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-		live_cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-		live_trace_device(dev, (uint32_t)(major * 10 + minor));
+		shim_live_cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+		shim_live_cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+		shim_live_trace_device(dev, (uint32_t)(major * 10 + minor));
 	}
 	return (uint32_t)dev;
 }
@@ -198,44 +198,44 @@ static uint32_t launch_device(void)
  * thread's track), their KERNEL record and their KSPAN record (GPU begin/end, live_spans.c). */
 static atomic_uint_fast64_t launch_seq;
 
-void live_trace_launch(const struct shim_launch_event *ev)
+void shim_live_trace_launch(const struct shim_launch_event *ev)
 {
-	if (!live.trace || ev->api == SHIM_LAUNCH_GRAPH_NODE) {
-		live_spans_launched(ev, 0, 0);
+	if (!shim_live.trace || ev->api == SHIM_LAUNCH_GRAPH_NODE) {
+		shim_live_spans_launched(ev, 0, 0);
 		return;
 	}
 	uint64_t corr = atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
-	uint64_t stream = live_spans_stream(ev);
+	uint64_t stream = shim_live_spans_stream(ev);
 	struct store_rec_api a = { .begin_ns = ev->ts_begin, .end_ns = ev->ts_end, .stream = stream,
 				   .corr = ev->kernel ? corr : 0,
-				   .name = store_trace_intern(live.trace, ev->api_name),
+				   .name = store_trace_intern(shim_live.trace, ev->api_name),
 				   .tid = ev->tid, .result = ev->result };
-	store_trace_api(live.trace, &a);
+	store_trace_api(shim_live.trace, &a);
 	if (!ev->kernel) {
-		live_spans_launched(ev, 0, 0);
+		shim_live_spans_launched(ev, 0, 0);
 		return;
 	}
 	struct store_rec_kernel k = {
 		.launch_ns = ev->ts_begin, .stream = stream, .corr = corr,
-		.name = store_trace_intern(live.trace, ev->kernel->name),
+		.name = store_trace_intern(shim_live.trace, ev->kernel->name),
 		.device = launch_device(),
 		.grid = { ev->grid[0], ev->grid[1], ev->grid[2] },
 		.block = { ev->block[0], ev->block[1], ev->block[2] },
 		.shared_bytes = ev->shared_bytes, .tid = ev->tid,
 	};
-	store_trace_kernel(live.trace, &k);
-	live_spans_launched(ev, corr, k.name);
+	store_trace_kernel(shim_live.trace, &k);
+	shim_live_spans_launched(ev, corr, k.name);
 }
 
-void live_trace_api(const struct shim_api_event *ev)
+void shim_live_trace_api(const struct shim_api_event *ev)
 {
-	if (!live.trace)
+	if (!shim_live.trace)
 		return;
 	struct store_rec_api a = { .begin_ns = ev->ts_begin, .end_ns = ev->ts_end,
 				   .stream = (uintptr_t)ev->stream, .bytes = ev->bytes,
-				   .name = store_trace_intern(live.trace, ev->name),
+				   .name = store_trace_intern(shim_live.trace, ev->name),
 				   .tid = ev->tid, .result = ev->result };
-	store_trace_api(live.trace, &a);
+	store_trace_api(shim_live.trace, &a);
 }
 
 /* ---- report ---------------------------------------------------------------------------------- */
@@ -278,7 +278,7 @@ static void report_runtime(FILE *out, const struct vm_object *o, struct vm_runti
 	}
 }
 
-void live_host_report(FILE *out)
+void shim_live_host_report(FILE *out)
 {
 	if (!nhprogs)
 		return;
@@ -286,5 +286,5 @@ void live_host_report(FILE *out)
 		 (unsigned long long)atomic_load(&runs), (unsigned long long)atomic_load(&faults));
 	for (uint32_t i = 0; i < nrts; i++)
 		if (rts[i] && shim_log_enabled(SHIM_LOG_INFO))
-			report_runtime(out, live.objs[i], rts[i]);
+			report_runtime(out, shim_live.objs[i], rts[i]);
 }

@@ -12,7 +12,7 @@
  * cuLinkComplete: the linked cubin of a link with an instrumented input is remembered (its
  * address, size and a hash of its bytes, since programs often copy it before loading it), and
  * when it is loaded, the module is not instrumented again and its maps' pointers are stored
- * (live_module.c asks live_link_output).  The instrumented input is freed then. */
+ * (live_module.c asks shim_live_link_output).  The instrumented input is freed then. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
@@ -54,14 +54,14 @@ static struct link *find_state(const void *state)
 static uint32_t link_kernel_id(void *user, const char *mangled)
 {
 	(void)user;
-	return live_kernel_id(NULL, mangled);
+	return shim_live_kernel_id(NULL, mangled);
 }
 
 /* The maps' declarations the rewriter writes: "<DECL>__cubpf_map_<i>;" or "<DECL>__cubpf_enable;". */
 #define DECL ".visible .const .align 8 .u64 "
 #define EXTERN ".extern  .const .align 8 .u64 " /* the same length: edited in place */
 
-void live_extern_maps(char *ptx)
+void shim_live_extern_maps(char *ptx)
 {
 	size_t n = sizeof(DECL) - 1;
 	for (char *p = strstr(ptx, DECL); p; p = strstr(p + n, DECL))
@@ -69,23 +69,23 @@ void live_extern_maps(char *ptx)
 			memcpy(p, EXTERN, n);
 }
 
-int live_link_definitions(void *state, char *err, size_t errlen)
+int shim_live_link_definitions(void *state, char *err, size_t errlen)
 {
-	size_t cap = 128 + (size_t)(live.nmaps + 1) * 64, len;
+	size_t cap = 128 + (size_t)(shim_live.nmaps + 1) * 64, len;
 	char *ptx = malloc(cap);
 	if (!ptx)
 		return snprintf(err, errlen, "out of memory"), -1;
 	len = (size_t)snprintf(ptx, cap, ".version 7.0\n.target sm_50\n.address_size 64\n");
-	for (uint32_t i = 0; i < live.nmaps && i < 64; i++)
+	for (uint32_t i = 0; i < shim_live.nmaps && i < 64; i++)
 		len += (size_t)snprintf(ptx + len, cap - len, DECL PTX_MAP_SYMBOL_FMT ";\n", i);
-	if (live.enable_words)
+	if (shim_live.enable_words)
 		len += (size_t)snprintf(ptx + len, cap - len, DECL CUBPF_ENABLE_SYMBOL ";\n");
-	CUresult r = live_cu.cuLinkAddData_v2((CUlinkState)state, CU_JIT_INPUT_PTX, ptx, len + 1,
+	CUresult r = shim_live_cu.cuLinkAddData_v2((CUlinkState)state, CU_JIT_INPUT_PTX, ptx, len + 1,
 					      "cubpf_maps.ptx", 0, NULL, NULL);
 	free(ptx);
 	if (r != CUDA_SUCCESS)
 		return snprintf(err, errlen, "the linker refused cubpf's map definitions (%s)",
-				live_cu_error(r)), -1;
+				shim_live_cu_error(r)), -1;
 	return 0;
 }
 
@@ -96,7 +96,7 @@ static struct link *link_of(const void *state, char *err, size_t errlen)
 	struct link *l = find_state(state);
 	if (l)
 		return l;
-	if (live_link_definitions((void *)state, err, errlen))
+	if (shim_live_link_definitions((void *)state, err, errlen))
 		return NULL;
 	if (!(l = calloc(1, sizeof(*l)))) {
 		snprintf(err, errlen, "out of memory");
@@ -109,18 +109,18 @@ static struct link *link_of(const void *state, char *err, size_t errlen)
 	return l;
 }
 
-void live_link_loading(struct shim_module_event *ev)
+void shim_live_link_loading(struct shim_module_event *ev)
 {
 	char err[LIVE_ERRLEN] = "", *out = NULL;
 	size_t len = 0;
 	struct ptx_inject_report rep;
-	if (!live.nprogs || !ev->image || ev->info.kind != SHIM_IMAGE_PTX || !ev->link_state)
+	if (!shim_live.nprogs || !ev->image || ev->info.kind != SHIM_IMAGE_PTX || !ev->link_state)
 		return;
 	size_t max = ev->info.size ? ev->info.size : strlen(ev->image) + 1;
-	int rc = live_instrument(ev->image, max, link_kernel_id, NULL, &out, &len, &rep, err,
+	int rc = shim_live_instrument(ev->image, max, link_kernel_id, NULL, &out, &len, &rep, err,
 				 sizeof(err));
 	if (rc < 0)
-		live_note(SHIM_LOG_WARN, STORE_NOINST_REWRITE, ev->api_name, ev->path, 0, 0,
+		shim_live_note(SHIM_LOG_WARN, STORE_NOINST_REWRITE, ev->api_name, ev->path, 0, 0,
 			  "live: %s: link input not instrumented, the original is linked: %s",
 			  ev->api_name, err);
 	if (rc <= 0)
@@ -130,44 +130,44 @@ void live_link_loading(struct shim_module_event *ev)
 	if (!l || l->ninputs == MAX_INPUTS) {
 		pthread_mutex_unlock(&lock);
 		free(out);
-		live_note(SHIM_LOG_WARN, STORE_NOINST_OTHER, ev->api_name, ev->path, 0, 0,
+		shim_live_note(SHIM_LOG_WARN, STORE_NOINST_OTHER, ev->api_name, ev->path, 0, 0,
 			  "live: %s: link input not instrumented, the original is linked: %s",
 			  ev->api_name, l ? "too many inputs" : err);
 		return;
 	}
-	live_extern_maps(out);
+	shim_live_extern_maps(out);
 	l->kernels[l->ninputs] = rep.instrumented;
 	l->ptx[l->ninputs++] = out;
 	l->pending = out;
 	if (!l->label[0])
-		live_ptx_label(out, len, "linked module", l->label, sizeof(l->label));
+		shim_live_ptx_label(out, len, "linked module", l->label, sizeof(l->label));
 	pthread_mutex_unlock(&lock);
 	ev->image = out;
 	ev->info.size = len + 1;
 	char label[96];
-	live_ptx_label(out, len, "linked module", label, sizeof(label));
+	shim_live_ptx_label(out, len, "linked module", label, sizeof(label));
 	shim_log(SHIM_LOG_INFO, "live: %s: instrumented %u of %u kernels of a link input (%s; %u "
 		 "entry, %u exit, %u memory sites)", ev->api_name, rep.instrumented, rep.kernels,
 		 label, rep.entry_sites, rep.exit_sites, rep.mem_sites);
-	atomic_fetch_add(&live.n.kernels_instrumented, rep.instrumented);
+	atomic_fetch_add(&shim_live.n.kernels_instrumented, rep.instrumented);
 }
 
 /* The linker refused the instrumented input: it is forgotten (the wrapper adds the original). */
 static void refused(struct link *l, const struct shim_module_event *ev)
 {
-	atomic_fetch_add(&live.n.modules_fallback, 1);
-	live_note(SHIM_LOG_WARN, STORE_NOINST_JIT, ev->api_name, l->label, 0, 0,
+	atomic_fetch_add(&shim_live.n.modules_fallback, 1);
+	shim_live_note(SHIM_LOG_WARN, STORE_NOINST_JIT, ev->api_name, l->label, 0, 0,
 		  "live: %s: %s not instrumented, the original input is linked: the linker refused "
 		  "the instrumented PTX (%s)", ev->api_name, l->label,
-		  live_cu_error((CUresult)ev->result));
+		  shim_live_cu_error((CUresult)ev->result));
 	free(l->ptx[--l->ninputs]);
 	l->ptx[l->ninputs] = NULL;
-	atomic_fetch_sub(&live.n.kernels_instrumented, l->kernels[l->ninputs]);
+	atomic_fetch_sub(&shim_live.n.kernels_instrumented, l->kernels[l->ninputs]);
 	if (l->ninputs == 0)
 		l->label[0] = 0;
 }
 
-void live_link_loaded(const struct shim_module_event *ev)
+void shim_live_link_loaded(const struct shim_module_event *ev)
 {
 	if (!ev->link_state || !atomic_load(&nlinks))
 		return;
@@ -190,7 +190,7 @@ void live_link_loaded(const struct shim_module_event *ev)
 	pthread_mutex_unlock(&lock);
 }
 
-int live_link_output(const void *image, size_t size, char *label, size_t n)
+int shim_live_link_output(const void *image, size_t size, char *label, size_t n)
 {
 	if (!image || !atomic_load_explicit(&nlinks, memory_order_relaxed))
 		return 0;
@@ -211,8 +211,8 @@ int live_link_output(const void *image, size_t size, char *label, size_t n)
 	return found;
 }
 
-/* fork() child: see live_maps_fork_child. */
-void live_link_fork_child(void)
+/* fork() child: see shim_live_maps_fork_child. */
+void shim_live_link_fork_child(void)
 {
 	pthread_mutex_init(&lock, NULL);
 }

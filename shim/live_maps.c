@@ -6,7 +6,7 @@
  * context per device, so this is one copy per device for them.
  *
  * cubpf's copies run on a non-blocking stream of its own and wait for that stream only: the
- * application's streams are never synchronised while it runs (at exit, see live_snapshot_all).
+ * application's streams are never synchronised while it runs (at exit, see shim_live_snapshot_all).
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -36,15 +36,15 @@ static uint32_t retiring(const struct live_ctx *c)
 	return __atomic_load_n(&c->retiring, __ATOMIC_ACQUIRE);
 }
 
-uint32_t live_ctx_sm(CUcontext ctx)
+uint32_t shim_live_ctx_sm(CUcontext ctx)
 {
 	CUdevice dev = 0;
 	int major = 0, minor = 0;
-	if (ctx && live_cu.cuCtxGetDevice(&dev) != CUDA_SUCCESS)
+	if (ctx && shim_live_cu.cuCtxGetDevice(&dev) != CUDA_SUCCESS)
 		return 0;
-	if (live_cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+	if (shim_live_cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
 					 dev) != CUDA_SUCCESS ||
-	    live_cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+	    shim_live_cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
 					 dev) != CUDA_SUCCESS)
 		return 0;
 	return (uint32_t)(major * 10 + minor);
@@ -52,14 +52,14 @@ uint32_t live_ctx_sm(CUcontext ctx)
 
 static void ctx_free(struct live_ctx *c)
 {
-	for (uint32_t i = 0; c->base && i < live.nmaps; i++) {
+	for (uint32_t i = 0; c->base && i < shim_live.nmaps; i++) {
 		if (c->host && c->host[i]) /* a ring buffer: the ring, and the producers' part */
-			live_cu.cuMemFreeHost(c->host[i]);
+			shim_live_cu.cuMemFreeHost(c->host[i]);
 		if (c->base[i])
-			live_cu.cuMemFree_v2(c->base[i]);
+			shim_live_cu.cuMemFree_v2(c->base[i]);
 	}
 	if (c->enable)
-		live_cu.cuMemFree_v2(c->enable);
+		shim_live_cu.cuMemFree_v2(c->enable);
 	free(c->enable_set);
 	free(c->base);
 	free(c->host);
@@ -96,15 +96,15 @@ static uint64_t rb_lane_size(uint64_t want, uint32_t lanes, uint64_t budget)
 static CUresult ringbuf_state(struct live_ctx *c, uint32_t i, uint32_t lanes, uint32_t warps,
 			      uint64_t lane, CUdeviceptr ring)
 {
-	uint64_t bytes = live_rb_state_bytes(lanes);
-	CUresult r = live_cu.cuMemAlloc_v2(&c->base[i], bytes);
-	struct cubpf_rb_state h = live_rb_state_header(lanes, warps, lane, c->base[i], ring);
+	uint64_t bytes = shim_live_rb_state_bytes(lanes);
+	CUresult r = shim_live_cu.cuMemAlloc_v2(&c->base[i], bytes);
+	struct cubpf_rb_state h = shim_live_rb_state_header(lanes, warps, lane, c->base[i], ring);
 	if (r == CUDA_SUCCESS)
-		r = live_cu.cuMemsetD8Async(c->base[i], 0, bytes, c->stream);
+		r = shim_live_cu.cuMemsetD8Async(c->base[i], 0, bytes, c->stream);
 	if (r == CUDA_SUCCESS)
-		r = live_cu.cuMemcpyHtoDAsync_v2(c->base[i], &h, sizeof(h), c->stream);
+		r = shim_live_cu.cuMemcpyHtoDAsync_v2(c->base[i], &h, sizeof(h), c->stream);
 	if (r == CUDA_SUCCESS) /* h is on this stack */
-		r = live_cu.cuStreamSynchronize(c->stream);
+		r = shim_live_cu.cuStreamSynchronize(c->stream);
 	if (r == CUDA_SUCCESS) {
 		c->device_bytes += bytes;
 		c->rb_state_bytes += bytes;
@@ -115,9 +115,9 @@ static CUresult ringbuf_state(struct live_ctx *c, uint32_t i, uint32_t lanes, ui
 static int ringbuf_alloc(struct live_ctx *c, uint32_t i, uint32_t sms, uint32_t warps,
 			 uint64_t want, uint64_t budget, char *err, size_t errlen)
 {
-	const struct live_map *m = &live.maps[i];
+	const struct live_map *m = &shim_live.maps[i];
 	uint32_t lanes = sms * warps;
-	uint64_t lane = rb_lane_size(want, lanes, budget), bytes = live_rb_bytes(lanes, lane);
+	uint64_t lane = rb_lane_size(want, lanes, budget), bytes = shim_live_rb_bytes(lanes, lane);
 	if (bytes > budget) {
 		snprintf(err, errlen, "ring buffer %s needs %" PRIu64 " bytes of pinned memory "
 			 "(%u lanes of %u bytes), more than the budget left of %" PRIu64
@@ -125,19 +125,19 @@ static int ringbuf_alloc(struct live_ctx *c, uint32_t i, uint32_t sms, uint32_t 
 		return -1;
 	}
 	CUdeviceptr ring = 0;
-	CUresult r = live_cu.cuMemHostAlloc(&c->host[i], bytes, CU_MEMHOSTALLOC_DEVICEMAP |
+	CUresult r = shim_live_cu.cuMemHostAlloc(&c->host[i], bytes, CU_MEMHOSTALLOC_DEVICEMAP |
 					    CU_MEMHOSTALLOC_PORTABLE);
 	if (r == CUDA_SUCCESS)
-		r = live_cu.cuMemHostGetDevicePointer_v2(&ring, c->host[i], 0);
+		r = shim_live_cu.cuMemHostGetDevicePointer_v2(&ring, c->host[i], 0);
 	if (r == CUDA_SUCCESS)
 		r = ringbuf_state(c, i, lanes, warps, lane, ring);
 	if (r != CUDA_SUCCESS) {
 		snprintf(err, errlen, "ring buffer %s: %" PRIu64 " bytes of pinned memory and %"
 			 PRIu64 " of device memory: %s", m->def.name, bytes,
-			 live_rb_state_bytes(lanes), live_cu_error(r));
+			 shim_live_rb_state_bytes(lanes), shim_live_cu_error(r));
 		return -1;
 	}
-	live_rb_init(c->host[i], lanes, warps, lane, c->base[i]);
+	shim_live_rb_init(c->host[i], lanes, warps, lane, c->base[i]);
 	c->pinned_bytes += bytes;
 	return 0;
 }
@@ -146,10 +146,10 @@ static int ringbuf_alloc(struct live_ctx *c, uint32_t i, uint32_t sms, uint32_t 
 static void ringbuf_geometry(const struct live_ctx *c, uint32_t *sms, uint32_t *warps)
 {
 	int n = 0, t = 0;
-	if (live_cu.cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+	if (shim_live_cu.cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
 					 c->dev) != CUDA_SUCCESS || n <= 0)
 		n = 1;
-	if (live_cu.cuDeviceGetAttribute(&t, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+	if (shim_live_cu.cuDeviceGetAttribute(&t, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
 					 c->dev) != CUDA_SUCCESS || t < 32)
 		t = 32 * RB_WARPS_DEFAULT;
 	*sms = (uint32_t)n, *warps = (uint32_t)t / 32;
@@ -159,13 +159,13 @@ static int ringbufs_alloc(struct live_ctx *c, char *err, size_t errlen)
 {
 	uint32_t sms, warps, left = 0;
 	ringbuf_geometry(c, &sms, &warps);
-	for (uint32_t i = 0; i < live.nmaps; i++)
-		left += live.maps[i].ringbuf;
-	for (uint32_t i = 0; i < live.nmaps; i++) {
-		if (!live.maps[i].ringbuf)
+	for (uint32_t i = 0; i < shim_live.nmaps; i++)
+		left += shim_live.maps[i].ringbuf;
+	for (uint32_t i = 0; i < shim_live.nmaps; i++) {
+		if (!shim_live.maps[i].ringbuf)
 			continue;
-		uint64_t budget = live.ringbuf_bytes - c->pinned_bytes, share = budget / left--;
-		uint64_t want = live.maps[i].def.max_entries;
+		uint64_t budget = shim_live.ringbuf_bytes - c->pinned_bytes, share = budget / left--;
+		uint64_t want = shim_live.maps[i].def.max_entries;
 		if (ringbuf_alloc(c, i, sms, warps, want > share ? want : share, budget, err,
 				  errlen) != 0)
 			return -1;
@@ -177,15 +177,15 @@ static int ringbufs_alloc(struct live_ctx *c, char *err, size_t errlen)
  * array's thread capacity into its header (ptx-rewriter/layout.h). */
 static CUresult map_init(struct live_ctx *c, uint32_t i)
 {
-	const struct live_map *m = &live.maps[i];
-	CUresult r = live_cu.cuMemsetD8Async(c->base[i], 0, m->bytes, c->stream);
+	const struct live_map *m = &shim_live.maps[i];
+	CUresult r = shim_live_cu.cuMemsetD8Async(c->base[i], 0, m->bytes, c->stream);
 	if (r == CUDA_SUCCESS && m->def.init && m->def.value_size)
-		r = live_cu.cuMemcpyHtoDAsync_v2(c->base[i], m->def.init, m->def.value_size,
+		r = shim_live_cu.cuMemcpyHtoDAsync_v2(c->base[i], m->def.init, m->def.value_size,
 						 c->stream);
 	if (r == CUDA_SUCCESS && m->def.origin == VM_MAP_USER &&
 	    m->def.type == CUBPF_MAP_PERTHREAD_ARRAY) /* a static source: outlives the copy */
-		r = live_cu.cuMemcpyHtoDAsync_v2(c->base[i], &live.perthread_threads,
-						 sizeof(live.perthread_threads), c->stream);
+		r = shim_live_cu.cuMemcpyHtoDAsync_v2(c->base[i], &shim_live.perthread_threads,
+						 sizeof(shim_live.perthread_threads), c->stream);
 	return r;
 }
 
@@ -215,7 +215,7 @@ static void map_shape(const struct vm_map_def *d, char *out, size_t len)
 			 CUBPF_PERCPU_SLOTS, stride);
 	else if (d->origin == VM_MAP_USER && d->type == CUBPF_MAP_PERTHREAD_ARRAY)
 		snprintf(out, len, "%u entries x %" PRIu64 " threads (CUBPF_PERTHREAD_THREADS) x %"
-			 PRIu64 " B", d->max_entries, live.perthread_threads, stride);
+			 PRIu64 " B", d->max_entries, shim_live.perthread_threads, stride);
 	else if (d->origin == VM_MAP_USER && d->type == CUBPF_MAP_HASH)
 		snprintf(out, len, "%u slots x %" PRIu64 " B", cubpf_hash_capacity(d->max_entries),
 			 (uint64_t)CUBPF_HASH_SLOT_BYTES(d->key_size, d->value_size));
@@ -223,38 +223,38 @@ static void map_shape(const struct vm_map_def *d, char *out, size_t len)
 		snprintf(out, len, "%u entries x %" PRIu64 " B", d->max_entries, stride);
 }
 
-void live_map_describe(const struct vm_map_def *d, char *out, size_t len)
+void shim_live_map_describe(const struct vm_map_def *d, char *out, size_t len)
 {
 	char shape[160];
 	map_shape(d, shape, sizeof(shape));
 	snprintf(out, len, "%s (%s, %s = %" PRIu64 " bytes)", d->name, map_kind(d), shape,
-		 live_map_bytes(d));
+		 shim_live_map_bytes(d));
 }
 
 /* Refuses maps over the cap or over the device's free memory, naming the largest. */
 static int check_size(uint64_t total, char *err, size_t errlen)
 {
 	size_t free_b = 0, total_b = 0;
-	bool over_free = live_cu.cuMemGetInfo_v2(&free_b, &total_b) == CUDA_SUCCESS &&
+	bool over_free = shim_live_cu.cuMemGetInfo_v2(&free_b, &total_b) == CUDA_SUCCESS &&
 			 total > free_b;
-	if (total <= live.map_cap_bytes && !over_free)
+	if (total <= shim_live.map_cap_bytes && !over_free)
 		return 0;
 	uint32_t big = 0;
-	for (uint32_t i = 1; i < live.nmaps; i++)
-		if (live.maps[i].bytes > live.maps[big].bytes)
+	for (uint32_t i = 1; i < shim_live.nmaps; i++)
+		if (shim_live.maps[i].bytes > shim_live.maps[big].bytes)
 			big = i;
 	char shape[160];
-	map_shape(&live.maps[big].def, shape, sizeof(shape));
-	if (total > live.map_cap_bytes)
+	map_shape(&shim_live.maps[big].def, shape, sizeof(shape));
+	if (total > shim_live.map_cap_bytes)
 		snprintf(err, errlen, "the maps need %" PRIu64 " bytes of device memory, more than "
 			 "the cap of %" PRIu64 " (CUBPF_MAP_MAX_MB); the largest is %s (%s, %s = %"
-			 PRIu64 " bytes)", total, live.map_cap_bytes, live.maps[big].def.name,
-			 map_kind(&live.maps[big].def), shape, live.maps[big].bytes);
+			 PRIu64 " bytes)", total, shim_live.map_cap_bytes, shim_live.maps[big].def.name,
+			 map_kind(&shim_live.maps[big].def), shape, shim_live.maps[big].bytes);
 	else
 		snprintf(err, errlen, "the maps need %" PRIu64 " bytes of device memory, the device "
 			 "has %zu free; the largest is %s (%s, %s = %" PRIu64 " bytes)", total, free_b,
-			 live.maps[big].def.name, map_kind(&live.maps[big].def), shape,
-			 live.maps[big].bytes);
+			 shim_live.maps[big].def.name, map_kind(&shim_live.maps[big].def), shape,
+			 shim_live.maps[big].bytes);
 	return -1;
 }
 
@@ -267,8 +267,8 @@ static int check_size(uint64_t total, char *err, size_t errlen)
  * (unshare_maps), so that host probes never touch freed memory. */
 static bool share_map(struct live_ctx *c, uint32_t i)
 {
-	struct live_map *m = &live.maps[i];
-	struct vm_runtime *rt = live_host_runtime(m->obj);
+	struct live_map *m = &shim_live.maps[i];
+	struct vm_runtime *rt = shim_live_host_runtime(m->obj);
 	char err[VM_ERRLEN] = "";
 	CUdeviceptr d = 0;
 	if (m->shared_dev || !rt) {
@@ -278,19 +278,19 @@ static bool share_map(struct live_ctx *c, uint32_t i)
 				 (void *)m->shared_owner, (void *)c->ctx);
 		return false;
 	}
-	CUresult r = live_cu.cuMemAllocManaged
-			     ? live_cu.cuMemAllocManaged(&d, m->bytes, CU_MEM_ATTACH_GLOBAL)
+	CUresult r = shim_live_cu.cuMemAllocManaged
+			     ? shim_live_cu.cuMemAllocManaged(&d, m->bytes, CU_MEM_ATTACH_GLOBAL)
 			     : CUDA_ERROR_NOT_SUPPORTED;
 	if (r == CUDA_SUCCESS &&
 	    vm_runtime_share_array(rt, m->index, (void *)(uintptr_t)d, m->bytes, err,
 				   sizeof(err)) != 0) {
-		live_cu.cuMemFree_v2(d);
+		shim_live_cu.cuMemFree_v2(d);
 		r = CUDA_ERROR_INVALID_VALUE;
 	}
 	if (r != CUDA_SUCCESS) {
 		shim_log(SHIM_LOG_WARN, "live: map %s: not shared between host and GPU programs "
 			 "(%s); each side keeps its own copy", m->def.name,
-			 err[0] ? err : live_cu_error(r));
+			 err[0] ? err : shim_live_cu_error(r));
 		return false;
 	}
 	m->shared_dev = d;
@@ -305,15 +305,15 @@ static bool share_map(struct live_ctx *c, uint32_t i)
  * what the kernels left in them. */
 static void unshare_maps(struct live_ctx *c)
 {
-	for (uint32_t i = 0; i < live.nmaps; i++) {
-		struct live_map *m = &live.maps[i];
+	for (uint32_t i = 0; i < shim_live.nmaps; i++) {
+		struct live_map *m = &shim_live.maps[i];
 		if (!m->shared_dev || m->shared_owner != c->ctx)
 			continue;
 		char err[VM_ERRLEN];
-		/* reachable from live.maps for the life of the process: host probes may run to
+		/* reachable from shim_live.maps for the life of the process: host probes may run to
 		 * the end */
 		void *copy = aligned_alloc(64, (m->bytes + 63) & ~(uint64_t)63);
-		struct vm_runtime *rt = live_host_runtime(m->obj);
+		struct vm_runtime *rt = shim_live_host_runtime(m->obj);
 		if (copy && rt && vm_runtime_share_array(rt, m->index, copy, m->bytes, err,
 							 sizeof(err)) == 0)
 			m->def.init = NULL; /* (the object's initial value is spent) */
@@ -328,32 +328,32 @@ static void unshare_maps(struct live_ctx *c)
 static int ctx_alloc(struct live_ctx *c, char *err, size_t errlen)
 {
 	uint64_t total = 0;
-	for (uint32_t i = 0; i < live.nmaps; i++)
-		total += live.maps[i].bytes;
+	for (uint32_t i = 0; i < shim_live.nmaps; i++)
+		total += shim_live.maps[i].bytes;
 	if (check_size(total, err, errlen) != 0)
 		return -1;
-	CUresult r = live_cu.cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING);
+	CUresult r = shim_live_cu.cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING);
 	/* Enable words: every program on in every kernel until sampling says otherwise. */
 	if (r == CUDA_SUCCESS)
-		r = live_cu.cuMemAlloc_v2(&c->enable, CUBPF_ENABLE_WORDS * sizeof(uint32_t));
+		r = shim_live_cu.cuMemAlloc_v2(&c->enable, CUBPF_ENABLE_WORDS * sizeof(uint32_t));
 	if (r == CUDA_SUCCESS)
-		r = live_cu.cuMemsetD32Async(c->enable, ~0u, CUBPF_ENABLE_WORDS, c->stream);
+		r = shim_live_cu.cuMemsetD32Async(c->enable, ~0u, CUBPF_ENABLE_WORDS, c->stream);
 	if (r == CUDA_SUCCESS && !(c->enable_set = malloc(CUBPF_ENABLE_WORDS * sizeof(uint32_t))))
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	if (r == CUDA_SUCCESS)
 		memset(c->enable_set, 0xff, CUBPF_ENABLE_WORDS * sizeof(uint32_t));
-	for (uint32_t i = 0; r == CUDA_SUCCESS && i < live.nmaps; i++) {
-		if (!live.maps[i].bytes || (live.maps[i].shared && share_map(c, i)))
+	for (uint32_t i = 0; r == CUDA_SUCCESS && i < shim_live.nmaps; i++) {
+		if (!shim_live.maps[i].bytes || (shim_live.maps[i].shared && share_map(c, i)))
 			continue;
-		r = live_cu.cuMemAlloc_v2(&c->base[i], live.maps[i].bytes);
+		r = shim_live_cu.cuMemAlloc_v2(&c->base[i], shim_live.maps[i].bytes);
 		if (r == CUDA_SUCCESS)
 			r = map_init(c, i);
 	}
 	if (r == CUDA_SUCCESS)
-		r = live_cu.cuStreamSynchronize(c->stream);
+		r = shim_live_cu.cuStreamSynchronize(c->stream);
 	if (r != CUDA_SUCCESS) {
 		snprintf(err, errlen, "allocating %" PRIu64 " bytes of maps: %s", total,
-			 live_cu_error(r));
+			 shim_live_cu_error(r));
 		return -1;
 	}
 	c->device_bytes = total;
@@ -362,10 +362,10 @@ static int ctx_alloc(struct live_ctx *c, char *err, size_t errlen)
 
 /* A DEVICE record, once per device, so that readers can name the device of maps, clocks and
  * launches (at its first context with maps, or its first launch, whichever comes first). */
-void live_trace_device(int dev, uint32_t sm)
+void shim_live_trace_device(int dev, uint32_t sm)
 {
 	static _Atomic uint64_t written; /* bit per device ordinal below 64 */
-	if (!live.trace || dev < 0 || dev >= 64 ||
+	if (!shim_live.trace || dev < 0 || dev >= 64 ||
 	    (atomic_fetch_or(&written, 1ull << dev) & (1ull << dev)))
 		return;
 	struct store_rec_device d = { .ordinal = (uint32_t)dev, .sm = sm };
@@ -373,29 +373,29 @@ void live_trace_device(int dev, uint32_t sm)
 	char name[256] = "";
 	size_t mem = 0;
 	CUuuid uuid;
-	if (live_cu.cuDeviceGetName)
-		live_cu.cuDeviceGetName(name, sizeof(name) - 1, cd);
-	if (live_cu.cuDeviceTotalMem_v2 && live_cu.cuDeviceTotalMem_v2(&mem, cd) == CUDA_SUCCESS)
+	if (shim_live_cu.cuDeviceGetName)
+		shim_live_cu.cuDeviceGetName(name, sizeof(name) - 1, cd);
+	if (shim_live_cu.cuDeviceTotalMem_v2 && shim_live_cu.cuDeviceTotalMem_v2(&mem, cd) == CUDA_SUCCESS)
 		d.memory_bytes = mem;
-	if (live_cu.cuDeviceGetUuid_v2 && live_cu.cuDeviceGetUuid_v2(&uuid, cd) == CUDA_SUCCESS)
+	if (shim_live_cu.cuDeviceGetUuid_v2 && shim_live_cu.cuDeviceGetUuid_v2(&uuid, cd) == CUDA_SUCCESS)
 		memcpy(d.uuid, uuid.bytes, sizeof(d.uuid));
-	store_trace_device(live.trace, &d, name);
+	store_trace_device(shim_live.trace, &d, name);
 }
 
 /* A MAP_MEMORY record: what the log's "maps on device" line says, for readers of the trace. */
 static void trace_memory(const struct live_ctx *c)
 {
-	if (!live.trace)
+	if (!shim_live.trace)
 		return;
 	struct store_rec_map_memory m = {
 		.ts_ns = shim_now_ns(), .context = (uint64_t)(uintptr_t)c->ctx,
 		.device_bytes = c->device_bytes, .pinned_bytes = c->pinned_bytes,
-		.device = (uint32_t)c->dev, .nmaps = live.nmaps, .ctx = c->num,
+		.device = (uint32_t)c->dev, .nmaps = shim_live.nmaps, .ctx = c->num,
 	};
-	store_trace_map_memory(live.trace, &m);
+	store_trace_map_memory(shim_live.trace, &m);
 }
 
-struct live_ctx *live_ctx_find(CUcontext ctx)
+struct live_ctx *shim_live_ctx_find(CUcontext ctx)
 {
 	pthread_mutex_lock(&lock);
 	struct live_ctx *c = ctxs;
@@ -405,7 +405,7 @@ struct live_ctx *live_ctx_find(CUcontext ctx)
 	return c;
 }
 
-struct live_ctx *live_ctx_get(CUcontext ctx, char *err, size_t errlen)
+struct live_ctx *shim_live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 {
 	pthread_mutex_lock(&lock);
 	struct live_ctx *c = ctxs;
@@ -417,12 +417,12 @@ struct live_ctx *live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 	}
 	c = calloc(1, sizeof(*c));
 	if (c) {
-		c->base = calloc(live.nmaps + 1, sizeof(*c->base));
-		c->host = calloc(live.nmaps + 1, sizeof(*c->host));
-		c->drops_seen = calloc(live.nmaps + 1, sizeof(*c->drops_seen));
-		c->rb_moved = calloc(live.nmaps + 1, sizeof(*c->rb_moved));
-		c->rb_synced = calloc(live.nmaps + 1, sizeof(*c->rb_synced));
-		c->snap = calloc(live.nmaps + 1, sizeof(*c->snap));
+		c->base = calloc(shim_live.nmaps + 1, sizeof(*c->base));
+		c->host = calloc(shim_live.nmaps + 1, sizeof(*c->host));
+		c->drops_seen = calloc(shim_live.nmaps + 1, sizeof(*c->drops_seen));
+		c->rb_moved = calloc(shim_live.nmaps + 1, sizeof(*c->rb_moved));
+		c->rb_synced = calloc(shim_live.nmaps + 1, sizeof(*c->rb_synced));
+		c->snap = calloc(shim_live.nmaps + 1, sizeof(*c->snap));
 	}
 	if (!c || !c->base || !c->host || !c->drops_seen || !c->rb_moved || !c->rb_synced ||
 	    !c->snap) {
@@ -433,17 +433,17 @@ struct live_ctx *live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 		return NULL;
 	}
 	c->ctx = ctx;
-	if (live_cu.cuCtxGetDevice(&c->dev) != CUDA_SUCCESS || ctx_alloc(c, err, errlen) != 0) {
+	if (shim_live_cu.cuCtxGetDevice(&c->dev) != CUDA_SUCCESS || ctx_alloc(c, err, errlen) != 0) {
 		if (!*err)
 			snprintf(err, errlen, "no device for the current context");
 		ctx_free(c);
 		pthread_mutex_unlock(&lock);
 		return NULL;
 	}
-	c->sm = live_ctx_sm(ctx);
+	c->sm = shim_live_ctx_sm(ctx);
 	static uint32_t nctx;
 	c->num = ++nctx;
-	live_trace_device(c->dev, c->sm);
+	shim_live_trace_device(c->dev, c->sm);
 	trace_memory(c);
 	c->next = ctxs;
 	__atomic_store_n(&ctxs, c, __ATOMIC_RELEASE); /* the drain threads read it without the lock */
@@ -454,37 +454,37 @@ struct live_ctx *live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 			 c->rb_state_bytes);
 	shim_log(SHIM_LOG_INFO, "live: maps on device %d (context %p): %" PRIu64 " device bytes, "
 		 "%" PRIu64 " pinned bytes, %u maps%s", (int)c->dev, (void *)ctx, c->device_bytes,
-		 c->pinned_bytes, live.nmaps, rb);
-	live_exit_arm(); /* the driver is initialised by now: see live_exit */
-	live_clock_calibrate(c); /* the context is current: this is the application's thread */
-	live_maps_start_thread();
+		 c->pinned_bytes, shim_live.nmaps, rb);
+	shim_live_exit_arm(); /* the driver is initialised by now: see live_exit */
+	shim_live_clock_calibrate(c); /* the context is current: this is the application's thread */
+	shim_live_maps_start_thread();
 	if (c->pinned_bytes)
-		live_ringbuf_start();
+		shim_live_ringbuf_start();
 	return c;
 }
 
-int live_fill(struct live_ctx *c, CUmodule mod, CUlibrary lib, char *err, size_t errlen)
+int shim_live_fill(struct live_ctx *c, CUmodule mod, CUlibrary lib, char *err, size_t errlen)
 {
 	CUresult r = CUDA_SUCCESS;
 	unsigned filled = 0;
-	for (uint32_t i = 0; i < live.nmaps; i++) {
+	for (uint32_t i = 0; i < shim_live.nmaps; i++) {
 		char name[32];
 		CUdeviceptr sym = 0;
 		size_t size = 0;
 		snprintf(name, sizeof(name), PTX_MAP_SYMBOL_FMT, i);
-		r = mod ? live_cu.cuModuleGetGlobal_v2(&sym, &size, mod, name)
-			: live_cu.cuLibraryGetGlobal(&sym, &size, lib, name);
+		r = mod ? shim_live_cu.cuModuleGetGlobal_v2(&sym, &size, mod, name)
+			: shim_live_cu.cuLibraryGetGlobal(&sym, &size, lib, name);
 		if (r == CUDA_ERROR_NOT_FOUND) /* this module does not use map i */
 			continue;
 		if (r != CUDA_SUCCESS || size != sizeof(CUdeviceptr) || !c->base[i]) {
 			snprintf(err, errlen, "%s: %s", name,
-				 r != CUDA_SUCCESS ? live_cu_error(r)
+				 r != CUDA_SUCCESS ? shim_live_cu_error(r)
 				 : size != sizeof(CUdeviceptr) ? "not an 8-byte global"
 							       : "the map has no device storage");
 			return -1;
 		}
 		/* The source is c->base[i], which lives as long as the context's record. */
-		r = live_cu.cuMemcpyHtoDAsync_v2(sym, &c->base[i], sizeof(c->base[i]), c->stream);
+		r = shim_live_cu.cuMemcpyHtoDAsync_v2(sym, &c->base[i], sizeof(c->base[i]), c->stream);
 		if (r != CUDA_SUCCESS)
 			break;
 		filled++;
@@ -492,16 +492,16 @@ int live_fill(struct live_ctx *c, CUmodule mod, CUlibrary lib, char *err, size_t
 	if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_FOUND) {
 		CUdeviceptr sym = 0;
 		size_t size = 0;
-		r = mod ? live_cu.cuModuleGetGlobal_v2(&sym, &size, mod, CUBPF_ENABLE_SYMBOL)
-			: live_cu.cuLibraryGetGlobal(&sym, &size, lib, CUBPF_ENABLE_SYMBOL);
+		r = mod ? shim_live_cu.cuModuleGetGlobal_v2(&sym, &size, mod, CUBPF_ENABLE_SYMBOL)
+			: shim_live_cu.cuLibraryGetGlobal(&sym, &size, lib, CUBPF_ENABLE_SYMBOL);
 		if (r == CUDA_SUCCESS && size == sizeof(c->enable))
-			r = live_cu.cuMemcpyHtoDAsync_v2(sym, &c->enable, sizeof(c->enable),
+			r = shim_live_cu.cuMemcpyHtoDAsync_v2(sym, &c->enable, sizeof(c->enable),
 							 c->stream);
 	}
 	if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_FOUND)
-		r = live_cu.cuStreamSynchronize(c->stream);
+		r = shim_live_cu.cuStreamSynchronize(c->stream);
 	if (r != CUDA_SUCCESS) {
-		snprintf(err, errlen, "storing map pointers: %s", live_cu_error(r));
+		snprintf(err, errlen, "storing map pointers: %s", shim_live_cu_error(r));
 		return -1;
 	}
 	shim_log(SHIM_LOG_DEBUG, "live: %u map pointers stored in %s %p (context %p)", filled,
@@ -516,7 +516,7 @@ int live_fill(struct live_ctx *c, CUmodule mod, CUlibrary lib, char *err, size_t
 static CUresult rb_drops_copy(struct live_ctx *c, uint32_t i)
 {
 	uint32_t lanes = ((const struct cubpf_rb_header *)c->host[i])->lanes;
-	return live_cu.cuMemcpyDtoHAsync_v2(live_rb_drops_copy(c->host[i]),
+	return shim_live_cu.cuMemcpyDtoHAsync_v2(shim_live_rb_drops_copy(c->host[i]),
 					    c->base[i] + CUBPF_RB_STATE_DROPS(lanes),
 					    (size_t)lanes * sizeof(uint64_t), c->stream);
 }
@@ -525,39 +525,39 @@ static CUresult rb_drops_copy(struct live_ctx *c, uint32_t i)
 static CUresult rb_tails_copy(struct live_ctx *c, uint32_t i)
 {
 	uint32_t lanes = ((const struct cubpf_rb_header *)c->host[i])->lanes;
-	return live_cu.cuMemcpyHtoDAsync_v2(c->base[i] + CUBPF_RB_STATE_TAILS(lanes),
-					    live_rb_tails(c->host[i]),
+	return shim_live_cu.cuMemcpyHtoDAsync_v2(c->base[i] + CUBPF_RB_STATE_TAILS(lanes),
+					    shim_live_rb_tails(c->host[i]),
 					    (size_t)lanes * sizeof(uint64_t), c->stream);
 }
 
 static void snapshot(struct live_ctx *c, bool sync)
 {
 	CUcontext popped;
-	CUresult pr = live_cu.cuCtxPushCurrent_v2(c->ctx);
+	CUresult pr = shim_live_cu.cuCtxPushCurrent_v2(c->ctx);
 	if (pr != CUDA_SUCCESS) { /* the context is gone: the last snapshot stands */
 		shim_log(c->snap_ns ? SHIM_LOG_DEBUG : SHIM_LOG_WARN, "live: reading the maps of "
-			 "context %p: %s%s", (void *)c->ctx, live_cu_error(pr),
+			 "context %p: %s%s", (void *)c->ctx, shim_live_cu_error(pr),
 			 c->snap_ns ? "; the copy read earlier stands" : "; no copy of them was read");
 		return;
 	}
-	CUresult r = sync ? live_cu.cuCtxSynchronize() : CUDA_SUCCESS;
-	uint8_t **tmp = calloc(live.nmaps + 1, sizeof(*tmp));
-	for (uint32_t i = 0; tmp && r == CUDA_SUCCESS && i < live.nmaps; i++) {
+	CUresult r = sync ? shim_live_cu.cuCtxSynchronize() : CUDA_SUCCESS;
+	uint8_t **tmp = calloc(shim_live.nmaps + 1, sizeof(*tmp));
+	for (uint32_t i = 0; tmp && r == CUDA_SUCCESS && i < shim_live.nmaps; i++) {
 		if (c->host[i]) { /* a ring buffer is drained, not copied: only its drop counts */
 			r = rb_drops_copy(c, i);
 			continue;
 		}
-		if (!c->base[i] || !live.maps[i].bytes)
+		if (!c->base[i] || !shim_live.maps[i].bytes)
 			continue;
-		tmp[i] = malloc(live.maps[i].bytes);
-		r = tmp[i] ? live_cu.cuMemcpyDtoHAsync_v2(tmp[i], c->base[i], live.maps[i].bytes,
+		tmp[i] = malloc(shim_live.maps[i].bytes);
+		r = tmp[i] ? shim_live_cu.cuMemcpyDtoHAsync_v2(tmp[i], c->base[i], shim_live.maps[i].bytes,
 							  c->stream)
 			   : CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	if (r == CUDA_SUCCESS)
-		r = live_cu.cuStreamSynchronize(c->stream);
-	live_cu.cuCtxPopCurrent_v2(&popped);
-	for (uint32_t i = 0; tmp && i < live.nmaps; i++) {
+		r = shim_live_cu.cuStreamSynchronize(c->stream);
+	shim_live_cu.cuCtxPopCurrent_v2(&popped);
+	for (uint32_t i = 0; tmp && i < shim_live.nmaps; i++) {
 		if (r == CUDA_SUCCESS) {
 			free(c->snap[i]);
 			c->snap[i] = tmp[i];
@@ -570,11 +570,11 @@ static void snapshot(struct live_ctx *c, bool sync)
 		c->snap_ns = shim_now_ns();
 	else /* a context already gone at exit is expected once its teardown was seen */
 		shim_log(c->snap_ns ? SHIM_LOG_DEBUG : SHIM_LOG_WARN, "live: reading the maps of "
-			 "context %p: %s%s", (void *)c->ctx, live_cu_error(r),
+			 "context %p: %s%s", (void *)c->ctx, shim_live_cu_error(r),
 			 c->snap_ns ? "; the copy read at its teardown stands" : "");
 }
 
-void live_snapshot_all(bool sync)
+void shim_live_snapshot_all(bool sync)
 {
 	pthread_mutex_lock(&lock);
 	for (struct live_ctx *c = ctxs; c; c = c->next)
@@ -593,9 +593,9 @@ static void rb_drain_last(struct live_ctx *c)
 {
 	static uint8_t *scratch;
 	bool rings = false;
-	for (uint32_t i = 0; i < live.nmaps; i++)
+	for (uint32_t i = 0; i < shim_live.nmaps; i++)
 		rings |= c->host[i] != NULL;
-	if (!rings || (!scratch && !(scratch = malloc(live.ringbuf_bytes ? live.ringbuf_bytes : 1))))
+	if (!rings || (!scratch && !(scratch = malloc(shim_live.ringbuf_bytes ? shim_live.ringbuf_bytes : 1))))
 		return;
 	rb_drain_ctx(c, 0, 1, scratch, NULL);
 }
@@ -608,12 +608,12 @@ static CUcontext primary_of(CUdevice dev)
 	unsigned flags = 0;
 	int active = 0;
 	CUcontext p = NULL;
-	if (!live_cu.cuDevicePrimaryCtxGetState || !live_cu.cuDevicePrimaryCtxRetain ||
-	    !live_cu.cuDevicePrimaryCtxRelease_v2 ||
-	    live_cu.cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS || !active ||
-	    live_cu.cuDevicePrimaryCtxRetain(&p, dev) != CUDA_SUCCESS)
+	if (!shim_live_cu.cuDevicePrimaryCtxGetState || !shim_live_cu.cuDevicePrimaryCtxRetain ||
+	    !shim_live_cu.cuDevicePrimaryCtxRelease_v2 ||
+	    shim_live_cu.cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS || !active ||
+	    shim_live_cu.cuDevicePrimaryCtxRetain(&p, dev) != CUDA_SUCCESS)
 		return NULL;
-	live_cu.cuDevicePrimaryCtxRelease_v2(dev);
+	shim_live_cu.cuDevicePrimaryCtxRelease_v2(dev);
 	return p;
 }
 
@@ -624,11 +624,11 @@ static CUcontext primary_of(CUdevice dev)
  * which one that is, every context of the device, as before). */
 void shim_live_teardown(CUcontext ctx, CUdevice dev, int primary)
 {
-	live_spans_teardown(ctx, dev, primary);
-	if (!live.nprogs || !live_cu.cuCtxPushCurrent_v2 || live.forked)
+	shim_live_spans_teardown(ctx, dev, primary);
+	if (!shim_live.nprogs || !shim_live_cu.cuCtxPushCurrent_v2 || shim_live.forked)
 		return;
 	CUcontext target = primary ? primary_of(dev) : ctx;
-	bool any_of_device = primary && !live_cu.cuDevicePrimaryCtxGetState;
+	bool any_of_device = primary && !shim_live_cu.cuDevicePrimaryCtxGetState;
 	uint32_t me = shim_tid();
 	bool marked = false;
 	pthread_mutex_lock(&lock);
@@ -660,17 +660,17 @@ static void report_map(FILE *out, bool print, const struct live_ctx *c, uint32_t
  * went with it.  The caller holds `lock` and has unlinked c under ctxs_rw. */
 static void ctx_forget(struct live_ctx *c)
 {
-	bool print = live.dump_maps || shim_log_enabled(SHIM_LOG_DEBUG);
-	for (uint32_t i = 0; c->snap_ns && i < live.nmaps; i++)
+	bool print = shim_live.dump_maps || shim_log_enabled(SHIM_LOG_DEBUG);
+	for (uint32_t i = 0; c->snap_ns && i < shim_live.nmaps; i++)
 		if (c->snap[i]) {
-			if (live.trace)
+			if (shim_live.trace)
 				trace_map(c, i);
 			report_map(stderr, print, c, i);
 		}
 	gone_device_bytes += c->device_bytes;
 	gone_pinned_bytes += c->pinned_bytes;
 	gone_contexts++;
-	for (uint32_t i = 0; i < live.nmaps; i++)
+	for (uint32_t i = 0; i < shim_live.nmaps; i++)
 		free(c->snap[i]);
 	/* ctx_free without the driver's part: the driver freed those with the context */
 	free(c->base);
@@ -691,15 +691,15 @@ static bool gone(CUdevice dev, int primary, CUresult r)
 		return false;
 	if (primary != SHIM_PRIMARY_RELEASE)
 		return true;
-	return live_cu.cuDevicePrimaryCtxGetState &&
-	       live_cu.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && !active;
+	return shim_live_cu.cuDevicePrimaryCtxGetState &&
+	       shim_live_cu.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && !active;
 }
 
 /* After the real call (wrap_ctx.c): the contexts this thread marked are forgotten when gone, and
  * taken up again otherwise.  Then the module substitutes forget them too. */
 void shim_live_torn_down(CUcontext ctx, CUdevice dev, int primary, CUresult r)
 {
-	if (!live.nprogs || !live_cu.cuCtxPushCurrent_v2 || live.forked)
+	if (!shim_live.nprogs || !shim_live_cu.cuCtxPushCurrent_v2 || shim_live.forked)
 		return;
 	uint32_t me = shim_tid();
 	bool is_gone = gone(dev, primary, r);
@@ -728,13 +728,13 @@ void shim_live_torn_down(CUcontext ctx, CUdevice dev, int primary, CUresult r)
 	}
 	pthread_mutex_unlock(&lock);
 	if (is_gone && !primary)
-		live_module_ctx_gone(ctx);
+		shim_live_module_ctx_gone(ctx);
 	for (unsigned i = 0; i < nforgotten; i++)
 		if (!(!primary && forgotten[i] == ctx))
-			live_module_ctx_gone(forgotten[i]);
+			shim_live_module_ctx_gone(forgotten[i]);
 }
 
-void live_maps_memory(uint64_t *device_bytes, uint64_t *pinned_bytes, uint32_t *contexts)
+void shim_live_maps_memory(uint64_t *device_bytes, uint64_t *pinned_bytes, uint32_t *contexts)
 {
 	pthread_mutex_lock(&lock);
 	*device_bytes += gone_device_bytes;
@@ -768,10 +768,10 @@ static void refresh_clocks(void)
 {
 	for (struct live_ctx *c = ctxs; c; c = c->next) {
 		CUcontext popped;
-		if (retiring(c) || live_cu.cuCtxPushCurrent_v2(c->ctx) != CUDA_SUCCESS)
+		if (retiring(c) || shim_live_cu.cuCtxPushCurrent_v2(c->ctx) != CUDA_SUCCESS)
 			continue;
-		live_clock_calibrate(c);
-		live_cu.cuCtxPopCurrent_v2(&popped);
+		shim_live_clock_calibrate(c);
+		shim_live_cu.cuCtxPopCurrent_v2(&popped);
 	}
 }
 
@@ -780,28 +780,28 @@ static void *snapshot_main(void *arg)
 	(void)arg;
 	uint64_t since_clock = 0;
 	while (atomic_load(&thread_state) == 1) {
-		nap_ms(live.interval_ms);
+		nap_ms(shim_live.interval_ms);
 		if (atomic_load(&thread_state) != 1)
 			break;
 		pthread_mutex_lock(&lock);
 		for (struct live_ctx *c = ctxs; c; c = c->next)
 			if (!retiring(c))
 				snapshot(c, false);
-		since_clock += live.interval_ms;
+		since_clock += shim_live.interval_ms;
 		if (since_clock >= CLOCK_EVERY_MS) {
 			refresh_clocks();
 			since_clock = 0;
 		}
 		pthread_mutex_unlock(&lock);
-		live_maps_trace();
+		shim_live_maps_trace();
 	}
 	return NULL;
 }
 
-void live_maps_start_thread(void)
+void shim_live_maps_start_thread(void)
 {
 	int expect = 0;
-	if (!live.trace || !atomic_compare_exchange_strong(&thread_state, &expect, 1))
+	if (!shim_live.trace || !atomic_compare_exchange_strong(&thread_state, &expect, 1))
 		return;
 	/* The application's signals stay with the application's threads. */
 	sigset_t all, old;
@@ -812,12 +812,12 @@ void live_maps_start_thread(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-bool live_maps_have_contexts(void)
+bool shim_live_maps_have_contexts(void)
 {
 	return __atomic_load_n(&ctxs, __ATOMIC_ACQUIRE) != NULL;
 }
 
-void live_maps_fork_child(void)
+void shim_live_maps_fork_child(void)
 {
 	pthread_rwlockattr_t a;
 	atomic_store(&thread_state, 0);
@@ -828,7 +828,7 @@ void live_maps_fork_child(void)
 	pthread_rwlockattr_destroy(&a);
 }
 
-void live_maps_stop_thread(void)
+void shim_live_maps_stop_thread(void)
 {
 	int expect = 1;
 	if (atomic_compare_exchange_strong(&thread_state, &expect, 2))
@@ -837,7 +837,7 @@ void live_maps_stop_thread(void)
 
 /* ---- the ring buffer drain ------------------------------------------------------------------
  * Drain threads poll every lane of every ring buffer and append each lane's run of committed
- * records to the trace at once (live_rb_drain_runs, live_rb_to_trace: PROBE records, one
+ * records to the trace at once (shim_live_rb_drain_runs, shim_live_rb_to_trace: PROBE records, one
  * timestamp per run); without a trace records are only counted.  Thread 0 always runs, about
  * every millisecond while idle; when records keep coming (at least RB_HELPER_RATE a second over
  * a window of RB_WINDOW_NS), it starts helpers, one per RB_LANES_PER_THREAD lanes, at most
@@ -874,15 +874,15 @@ static uint64_t rb_drain_ctx(struct live_ctx *c, uint32_t k, uint32_t step, uint
 			     struct store_trace_local *local)
 {
 	uint64_t taken = 0;
-	for (uint32_t i = 0; i < live.nmaps; i++) {
+	for (uint32_t i = 0; i < shim_live.nmaps; i++) {
 		if (!c->host[i])
 			continue;
-		struct live_map *m = &live.maps[i];
+		struct live_map *m = &shim_live.maps[i];
 		struct live_rb_trace sink = {
-			live.trace, { .prog = m->obj, .map = m->index,
+			shim_live.trace, { .prog = m->obj, .map = m->index,
 				      .device = (uint32_t)c->dev }, local };
 		struct live_rb_taken t = { 0 };
-		uint64_t n = live_rb_drain_runs(c->host[i], k, step, scratch, live_rb_to_trace,
+		uint64_t n = shim_live_rb_drain_runs(c->host[i], k, step, scratch, shim_live_rb_to_trace,
 						&sink, &t);
 		atomic_fetch_add_explicit(&m->records, n, memory_order_relaxed);
 		if (t.bytes) /* tails moved: rb_sync_all copies them to the device */
@@ -893,13 +893,13 @@ static uint64_t rb_drain_ctx(struct live_ctx *c, uint32_t k, uint32_t step, uint
 				 "header stopped a lane", m->def.name);
 		if (k != 0)
 			continue;
-		uint64_t drops = live_rb_drops(c->host[i]);
-		if (drops > c->drops_seen[i] && live.trace) {
+		uint64_t drops = shim_live_rb_drops(c->host[i]);
+		if (drops > c->drops_seen[i] && shim_live.trace) {
 			struct store_rec_drop d = {
 				.ts_ns = shim_now_ns(), .source = STORE_DROP_RINGBUF,
 				.prog = m->obj, .map = m->index,
 				.records = drops - c->drops_seen[i] };
-			store_trace_drop(live.trace, &d);
+			store_trace_drop(shim_live.trace, &d);
 		}
 		c->drops_seen[i] = drops;
 	}
@@ -931,7 +931,7 @@ static uint64_t rb_monotonic_ns(void)
 static bool rb_sync_due(const struct live_ctx *c, uint64_t now)
 {
 	bool rings = false;
-	for (uint32_t i = 0; i < live.nmaps; i++) {
+	for (uint32_t i = 0; i < shim_live.nmaps; i++) {
 		if (!c->host[i])
 			continue;
 		rings = true;
@@ -957,11 +957,11 @@ static void rb_sync_all(void)
 	for (struct live_ctx *c = ctxs; c; c = c->next) {
 		CUcontext popped;
 		if (retiring(c) || !rb_sync_due(c, now) ||
-		    live_cu.cuCtxPushCurrent_v2(c->ctx) != CUDA_SUCCESS)
+		    shim_live_cu.cuCtxPushCurrent_v2(c->ctx) != CUDA_SUCCESS)
 			continue;
-		CUresult r = live_cu.cuStreamQuery(c->stream);
+		CUresult r = shim_live_cu.cuStreamQuery(c->stream);
 		bool tails = false;
-		for (uint32_t i = 0; r == CUDA_SUCCESS && i < live.nmaps; i++) {
+		for (uint32_t i = 0; r == CUDA_SUCCESS && i < shim_live.nmaps; i++) {
 			if (!c->host[i])
 				continue;
 			uint64_t moved = atomic_load_explicit(&c->rb_moved[i], memory_order_acquire);
@@ -983,9 +983,9 @@ static void rb_sync_all(void)
 			c->rb_sync_warned = true;
 			shim_log(SHIM_LOG_WARN, "live: ring buffers of context %p: copying tails and "
 				 "drops: %s; their lanes stay full once filled (records dropped, "
-				 "counted)", (void *)c->ctx, live_cu_error(r));
+				 "counted)", (void *)c->ctx, shim_live_cu_error(r));
 		}
-		live_cu.cuCtxPopCurrent_v2(&popped);
+		shim_live_cu.cuCtxPopCurrent_v2(&popped);
 	}
 	pthread_mutex_unlock(&lock);
 }
@@ -993,10 +993,10 @@ static void rb_sync_all(void)
 /* Threads wanted for the widest ring buffer: one per RB_LANES_PER_THREAD lanes, bounded. */
 static uint32_t rb_threads_wanted(void)
 {
-	uint32_t lanes = 0, max = live.ringbuf_threads;
+	uint32_t lanes = 0, max = shim_live.ringbuf_threads;
 	pthread_rwlock_rdlock(&ctxs_rw);
 	for (struct live_ctx *c = ctxs_head(); c; c = c->next)
-		for (uint32_t i = 0; i < live.nmaps; i++)
+		for (uint32_t i = 0; i < shim_live.nmaps; i++)
 			if (c->host[i] && !retiring(c) &&
 			    ((struct cubpf_rb_header *)c->host[i])->lanes > lanes)
 				lanes = ((struct cubpf_rb_header *)c->host[i])->lanes;
@@ -1012,7 +1012,7 @@ static void *rb_main(void *arg);
 static void rb_start_helpers(void)
 {
 	uint32_t want = rb_threads_wanted();
-	uint64_t lane_max = live.ringbuf_bytes ? live.ringbuf_bytes : 1;
+	uint64_t lane_max = shim_live.ringbuf_bytes ? shim_live.ringbuf_bytes : 1;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -1039,7 +1039,7 @@ static void *rb_main(void *arg)
 	uint32_t k = (uint32_t)(uintptr_t)arg;
 	uint64_t taken = 0, window = 0, since = 0; /* thread 0: records taken in the window */
 	/* records go into a trace batch of this thread's own (NULL: the writer's, locked) */
-	struct store_trace_local *local = live.trace ? store_trace_local_new(live.trace) : NULL;
+	struct store_trace_local *local = shim_live.trace ? store_trace_local_new(shim_live.trace) : NULL;
 	while (atomic_load(&rb_state) == 1) {
 		uint32_t step = atomic_load(&rb_step);
 		if (step == 0 || k >= step)
@@ -1064,14 +1064,14 @@ static void *rb_main(void *arg)
 		since = now;
 		window = 0;
 	}
-	store_trace_local_free(local); /* live_ringbuf_finish joins us before the trace closes */
+	store_trace_local_free(local); /* shim_live_ringbuf_finish joins us before the trace closes */
 	return NULL;
 }
 
-void live_ringbuf_start(void)
+void shim_live_ringbuf_start(void)
 {
 	int expect = 0;
-	uint64_t lane_max = live.ringbuf_bytes;
+	uint64_t lane_max = shim_live.ringbuf_bytes;
 	if (!rb_scratch[0] && !(rb_scratch[0] = malloc(lane_max ? lane_max : 1)))
 		return;
 	if (!atomic_compare_exchange_strong(&rb_state, &expect, 1))
@@ -1086,7 +1086,7 @@ void live_ringbuf_start(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-void live_ringbuf_finish(void)
+void shim_live_ringbuf_finish(void)
 {
 	int expect = 1;
 	if (atomic_compare_exchange_strong(&rb_state, &expect, 2)) {
@@ -1098,13 +1098,13 @@ void live_ringbuf_finish(void)
 		rb_drain_pass(0, 1, rb_scratch[0], NULL); /* what is left, every lane */
 	pthread_mutex_lock(&lock);
 	for (struct live_ctx *c = ctxs; c; c = c->next)
-		for (uint32_t i = 0; i < live.nmaps; i++)
+		for (uint32_t i = 0; i < shim_live.nmaps; i++)
 			if (c->host[i])
 				shim_log(SHIM_LOG_INFO, "live: ring buffer %s: %llu records taken, %llu "
 					 "dropped on device %d (lanes full); tails copied to the device "
 					 "%llu times (%llu times the last copy was still running)",
-					 live.maps[i].def.name,
-					 (unsigned long long)atomic_load(&live.maps[i].records),
+					 shim_live.maps[i].def.name,
+					 (unsigned long long)atomic_load(&shim_live.maps[i].records),
 					 (unsigned long long)c->drops_seen[i], (int)c->dev,
 					 (unsigned long long)c->rb_syncs,
 					 (unsigned long long)c->rb_sync_busy);
@@ -1137,7 +1137,7 @@ static uint64_t perthread_threads(const uint8_t *snap)
 {
 	uint64_t t;
 	memcpy(&t, snap, sizeof(t));
-	return t < live.perthread_threads ? t : live.perthread_threads;
+	return t < shim_live.perthread_threads ? t : shim_live.perthread_threads;
 }
 
 static int entries_add(struct entries *e, uint64_t *cap, const void *key, const void *value)
@@ -1159,7 +1159,7 @@ static int entries_add(struct entries *e, uint64_t *cap, const void *key, const 
 
 static int map_entries(const struct live_ctx *c, uint32_t i, struct entries *e)
 {
-	const struct vm_map_def *d = &live.maps[i].def;
+	const struct vm_map_def *d = &shim_live.maps[i].def;
 	const uint8_t *snap = c->snap[i];
 	uint64_t stride = ptx_map_value_stride(d), cap = 0;
 	uint32_t type = d->origin == VM_MAP_USER ? d->type : CUBPF_MAP_ARRAY;
@@ -1279,7 +1279,7 @@ static void format_key(const struct entries *e, const uint8_t *k, char *out, siz
 static void report_line(FILE *out, const struct live_ctx *c, uint32_t i, const struct entries *e,
 			uint64_t sum, uint32_t sms)
 {
-	const struct vm_map_def *d = &live.maps[i].def;
+	const struct vm_map_def *d = &shim_live.maps[i].def;
 	char sumtxt[40] = "", shape[96] = "";
 	if (d->value_size == 4 || d->value_size == 8)
 		snprintf(sumtxt, sizeof(sumtxt), ", sum %" PRIu64, sum);
@@ -1302,7 +1302,7 @@ static void report_line(FILE *out, const struct live_ctx *c, uint32_t i, const s
 
 static void report_map(FILE *out, bool print, const struct live_ctx *c, uint32_t i)
 {
-	const struct vm_map_def *d = &live.maps[i].def;
+	const struct vm_map_def *d = &shim_live.maps[i].def;
 	struct entries e;
 	if (map_entries(c, i, &e) != 0) {
 		free(e.kv);
@@ -1364,7 +1364,7 @@ static void report_map(FILE *out, bool print, const struct live_ctx *c, uint32_t
 /* One MAP record per map and context: the non-zero entries (map_entries). */
 static void trace_map(const struct live_ctx *c, uint32_t i)
 {
-	const struct live_map *m = &live.maps[i];
+	const struct live_map *m = &shim_live.maps[i];
 	struct entries e;
 	if (map_entries(c, i, &e) != 0) {
 		free(e.kv);
@@ -1372,30 +1372,30 @@ static void trace_map(const struct live_ctx *c, uint32_t i)
 	}
 	struct store_rec_map rec = {
 		.ts_ns = c->snap_ns, .prog = m->obj, .map = m->index,
-		.name = store_trace_intern(live.trace, m->def.name), .map_type = m->def.type,
+		.name = store_trace_intern(shim_live.trace, m->def.name), .map_type = m->def.type,
 		.key_size = e.key_size, .value_size = e.value_size, .count = e.count,
 		.ctx = c->num,
 	};
-	store_trace_map(live.trace, &rec, e.kv, (size_t)e.count * (e.key_size + e.value_size));
+	store_trace_map(shim_live.trace, &rec, e.kv, (size_t)e.count * (e.key_size + e.value_size));
 	free(e.kv);
 }
 
-void live_maps_trace(void)
+void shim_live_maps_trace(void)
 {
 	pthread_mutex_lock(&lock);
-	for (struct live_ctx *c = ctxs; live.trace && c; c = c->next)
-		for (uint32_t i = 0; c->snap_ns && i < live.nmaps; i++)
+	for (struct live_ctx *c = ctxs; shim_live.trace && c; c = c->next)
+		for (uint32_t i = 0; c->snap_ns && i < shim_live.nmaps; i++)
 			if (c->snap[i])
 				trace_map(c, i);
 	pthread_mutex_unlock(&lock);
 }
 
-void live_maps_report(FILE *out, bool print)
+void shim_live_maps_report(FILE *out, bool print)
 {
-	live_maps_trace();
+	shim_live_maps_trace();
 	pthread_mutex_lock(&lock);
 	for (struct live_ctx *c = ctxs; c; c = c->next)
-		for (uint32_t i = 0; c->snap_ns && i < live.nmaps; i++)
+		for (uint32_t i = 0; c->snap_ns && i < shim_live.nmaps; i++)
 			if (c->snap[i])
 				report_map(out, print, c, i);
 	pthread_mutex_unlock(&lock);

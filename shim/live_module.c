@@ -74,8 +74,8 @@ static uint64_t now_ns(void)
 
 static void fallback(uint32_t reason, const char *api, const char *label, const char *why)
 {
-	atomic_fetch_add(&live.n.modules_fallback, 1);
-	live_note(SHIM_LOG_WARN, reason, api, label, 0, 0,
+	atomic_fetch_add(&shim_live.n.modules_fallback, 1);
+	shim_live_note(SHIM_LOG_WARN, reason, api, label, 0, 0,
 		  "live: %s: %s not instrumented, the original module runs: %s", api, label, why);
 }
 
@@ -84,9 +84,9 @@ static void fallback(uint32_t reason, const char *api, const char *label, const 
 /* Kernels without PTX cubpf can use: the message says why, and what would help. */
 static void note_no_ptx(const struct shim_module_event *ev, uint32_t sm, const char *why)
 {
-	atomic_fetch_add(&live.n.modules_no_ptx, 1);
-	atomic_fetch_add(&live.n.kernels_no_ptx, ev->info.nkernels);
-	live_note(SHIM_LOG_INFO, STORE_NOINST_NO_PTX, ev->api_name, ev->path, ev->info.nkernels, sm,
+	atomic_fetch_add(&shim_live.n.modules_no_ptx, 1);
+	atomic_fetch_add(&shim_live.n.kernels_no_ptx, ev->info.nkernels);
+	shim_live_note(SHIM_LOG_INFO, STORE_NOINST_NO_PTX, ev->api_name, ev->path, ev->info.nkernels, sm,
 		  "live: %s: %u kernel%s not instrumentable: %s", ev->api_name, ev->info.nkernels,
 		  ev->info.nkernels == 1 ? "" : "s", why);
 }
@@ -146,30 +146,30 @@ static void *jit_link(const struct live_part *parts, size_t np, bool definitions
 	int n = jit_asm ? jit_options_of(jit_asm, 0, opt + 2, val + 2, err, errlen) : 0;
 	if (n < 0)
 		return NULL;
-	atomic_fetch_add(&live.n.jit_compiles, 1);
-	CUresult r = live_cu.cuLinkCreate_v2(2 + (unsigned)n, opt, val, &st);
+	atomic_fetch_add(&shim_live.n.jit_compiles, 1);
+	CUresult r = shim_live_cu.cuLinkCreate_v2(2 + (unsigned)n, opt, val, &st);
 	if (r != CUDA_SUCCESS)
-		return snprintf(err, errlen, "cuLinkCreate: %s", live_cu_error(r)), NULL;
-	if (definitions && live_link_definitions(st, err, errlen)) {
-		live_cu.cuLinkDestroy(st);
+		return snprintf(err, errlen, "cuLinkCreate: %s", shim_live_cu_error(r)), NULL;
+	if (definitions && shim_live_link_definitions(st, err, errlen)) {
+		shim_live_cu.cuLinkDestroy(st);
 		return NULL;
 	}
 	for (size_t i = 0; r == CUDA_SUCCESS && i < np; i++)
-		r = live_cu.cuLinkAddData_v2(st, CU_JIT_INPUT_PTX, parts[i].out, parts[i].out_len + 1,
+		r = shim_live_cu.cuLinkAddData_v2(st, CU_JIT_INPUT_PTX, parts[i].out, parts[i].out_len + 1,
 					     "cubpf.ptx", 0, NULL, NULL);
 	if (r == CUDA_SUCCESS)
-		r = live_cu.cuLinkComplete(st, &cubin, &size);
+		r = shim_live_cu.cuLinkComplete(st, &cubin, &size);
 	if (r == CUDA_SUCCESS && !(copy = malloc(size ? size : 1)))
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	else if (r == CUDA_SUCCESS)
 		memcpy(copy, cubin, size);
-	live_cu.cuLinkDestroy(st);
+	shim_live_cu.cuLinkDestroy(st);
 	if (r != CUDA_SUCCESS) {
 		log[sizeof(log) - 1] = 0;
 		for (char *p = log; *p; p++)
 			*p = *p == '\n' ? ' ' : *p;
 		snprintf(err, errlen, "the driver's JIT refused the instrumented %s (%s): %s", what,
-			 live_cu_error(r), log);
+			 shim_live_cu_error(r), log);
 		return NULL;
 	}
 	*cubin_size = size;
@@ -177,13 +177,13 @@ static void *jit_link(const struct live_part *parts, size_t np, bool definitions
 }
 
 /* Compiles PTX text (NUL-terminated) to a cubin for the current context's device. */
-void *live_jit(const char *ptx, size_t len, size_t *cubin_size, char *err, size_t errlen)
+void *shim_live_jit(const char *ptx, size_t len, size_t *cubin_size, char *err, size_t errlen)
 {
 	const struct live_part one = { .out = (char *)ptx, .out_len = len };
 	return jit_link(&one, 1, false, "PTX", cubin_size, err, errlen);
 }
 
-void *live_jit_parts(struct live_part *parts, size_t np, size_t *cubin_size, char *err,
+void *shim_live_jit_parts(struct live_part *parts, size_t np, size_t *cubin_size, char *err,
 		     size_t errlen)
 {
 	return jit_link(parts, np, true, "objects", cubin_size, err, errlen);
@@ -527,7 +527,7 @@ static void jit_check(struct work *w, long elf)
 	    cubin_entry_data(w->img, (size_t)elf, &data, &size))
 		return;
 	jit_asm = &w->embedded.opts;
-	void *cubin = live_jit(w->ptx, w->ptx_len, &jsize, err, sizeof(err));
+	void *cubin = shim_live_jit(w->ptx, w->ptx_len, &jsize, err, sizeof(err));
 	jit_asm = NULL;
 	int rc = cubin ? cubin_same_code(data, size, cubin, jsize, why, sizeof(why)) : -1;
 	shim_log(SHIM_LOG_INFO, "live: jit check (%s %s): %s%s%s", w->embedded.opts.tool,
@@ -576,7 +576,7 @@ static bool image_key(struct work *w)
 	const struct cubin_image *img = w->img;
 	if (img->kind != CUBIN_IMAGE_WRAPPER)
 		return img->size && img->size != CUBIN_SIZE_UNKNOWN &&
-		       live_cache_key(img->data, img->size, w->sm, w->origin, &w->key);
+		       shim_live_cache_key(img->data, img->size, w->sm, w->origin, &w->key);
 	size_t n = img->fatbin_count;
 	XXH128_canonical_t *d = calloc(n + 1, sizeof(*d));
 	if (!d || !n) {
@@ -585,7 +585,7 @@ static bool image_key(struct work *w)
 	}
 	for (size_t i = 0; i < n; i++)
 		XXH128_canonicalFromHash(&d[i], XXH3_128bits(img->fatbins[i].data, img->fatbins[i].size));
-	bool ok = live_cache_key(d, n * sizeof(*d), w->sm, w->origin, &w->key);
+	bool ok = shim_live_cache_key(d, n * sizeof(*d), w->sm, w->origin, &w->key);
 	free(d);
 	return ok;
 }
@@ -594,31 +594,31 @@ static bool image_key(struct work *w)
 static uint32_t record_id(void *user, const char *mangled)
 {
 	struct work *w = user;
-	uint32_t id = live_kernel_id(NULL, mangled);
+	uint32_t id = shim_live_kernel_id(NULL, mangled);
 	if (w->cached)
-		live_manifest_add(&w->manifest, mangled, id);
+		shim_live_manifest_add(&w->manifest, mangled, id);
 	return id;
 }
 
 /* Instruments the image's PTX.  Returns 1 when kernels were instrumented (w->out), 0 when there
  * is nothing to do, -1 on failure (w->err). */
-int live_instrument(const char *ptx, size_t len, uint32_t (*kernel_id)(void *, const char *),
+int shim_live_instrument(const char *ptx, size_t len, uint32_t (*kernel_id)(void *, const char *),
 		    void *user, char **out, size_t *out_len, struct ptx_inject_report *rep,
 		    char *err, size_t errlen)
 {
 	struct ptx_inject_opts o = {
-		.progs = live.progs, .prog_cnt = live.nprogs, .kernel_glob = live.kernel_glob,
-		.kernel_id = kernel_id, .user = user, .enable_words = live.enable_words,
+		.progs = shim_live.progs, .prog_cnt = shim_live.nprogs, .kernel_glob = shim_live.kernel_glob,
+		.kernel_id = kernel_id, .user = user, .enable_words = shim_live.enable_words,
 	};
-	struct vm_map_def *defs = calloc(live.nmaps + 1, sizeof(*defs));
-	for (uint32_t i = 0; defs && i < live.nmaps; i++)
-		defs[i] = live.maps[i].def;
-	o.maps = defs, o.map_cnt = live.nmaps;
+	struct vm_map_def *defs = calloc(shim_live.nmaps + 1, sizeof(*defs));
+	for (uint32_t i = 0; defs && i < shim_live.nmaps; i++)
+		defs[i] = shim_live.maps[i].def;
+	o.maps = defs, o.map_cnt = shim_live.nmaps;
 	int rc = defs ? ptx_instrument(ptx, strnlen(ptx, len), &o, out, out_len, rep, err, errlen)
 		      : -1;
 	free(defs);
 	if (rc == 0 && rep->instrumented == 0) {
-		atomic_fetch_add(&live.n.modules_untouched, 1);
+		atomic_fetch_add(&shim_live.n.modules_untouched, 1);
 		free(*out);
 		*out = NULL;
 	}
@@ -629,7 +629,7 @@ int live_instrument(const char *ptx, size_t len, uint32_t (*kernel_id)(void *, c
 
 
 /* The objects of an -rdc program: each instrumented (or kept as it is), with the maps declared
- * .extern (live_jit_parts adds their definitions); w->out is their text one after the other,
+ * .extern (shim_live_jit_parts adds their definitions); w->out is their text one after the other,
  * for the cache.  Same returns as instrument(). */
 static int instrument_parts(struct work *w)
 {
@@ -637,7 +637,7 @@ static int instrument_parts(struct work *w)
 	size_t total = 0;
 	for (size_t i = 0; i < w->nparts; i++) {
 		struct live_part *p = &w->parts[i];
-		int rc = live_instrument(p->ptx, p->len, record_id, w, &p->out, &p->out_len, &rep,
+		int rc = shim_live_instrument(p->ptx, p->len, record_id, w, &p->out, &p->out_len, &rep,
 					 w->err, sizeof(w->err));
 		if (rc < 0)
 			return -1;
@@ -645,14 +645,14 @@ static int instrument_parts(struct work *w)
 			return snprintf(w->err, sizeof(w->err), "out of memory"), -1;
 		if (rc == 0)
 			p->out_len = p->len;
-		live_extern_maps(p->out);
+		shim_live_extern_maps(p->out);
 		w->rep.instrumented += rep.instrumented, w->rep.kernels += rep.kernels;
 		w->rep.entry_sites += rep.entry_sites, w->rep.exit_sites += rep.exit_sites;
 		w->rep.mem_sites += rep.mem_sites;
 		total += p->out_len + 32;
 		if (rc > 0 && !w->label[0]) {
 			snprintf(w->label, sizeof(w->label), "rdc objects");
-			live_ptx_label(p->out, p->out_len, "module", w->label, sizeof(w->label));
+			shim_live_ptx_label(p->out, p->out_len, "module", w->label, sizeof(w->label));
 		}
 	}
 	if (!w->rep.instrumented)
@@ -670,7 +670,7 @@ static int instrument(struct work *w)
 {
 	uint64_t t0 = now_ns();
 	int rc = w->nparts ? instrument_parts(w)
-			   : live_instrument(w->ptx, w->ptx_len, record_id, w, &w->out,
+			   : shim_live_instrument(w->ptx, w->ptx_len, record_id, w, &w->out,
 					     &w->out_len, &w->rep, w->err, sizeof(w->err));
 	w->rewrite_ns = now_ns() - t0;
 	return rc;
@@ -690,7 +690,7 @@ static void free_parts(struct work *w)
 	w->nowned = 0;
 }
 
-void live_ptx_label(const char *ptx, size_t len, const char *fallback, char *label, size_t n)
+void shim_live_ptx_label(const char *ptx, size_t len, const char *fallback, char *label, size_t n)
 {
 	struct cubin_kernels k;
 	char err[CUBIN_ERRLEN];
@@ -737,15 +737,15 @@ static struct sub *make_sub(struct work *w, size_t *size)
 	uint64_t t0 = now_ns();
 	void *cubin;
 	if (w->nparts) {
-		cubin = live_jit_parts(w->parts, w->nparts, size, w->err, sizeof(w->err));
-		if (cubin && live_regs_fit_parts(w->img, w->sm, w->parts, w->nparts, &cubin, size,
+		cubin = shim_live_jit_parts(w->parts, w->nparts, size, w->err, sizeof(w->err));
+		if (cubin && shim_live_regs_fit_parts(w->img, w->sm, w->parts, w->nparts, &cubin, size,
 						 w->err, sizeof(w->err)) != 0) {
 			free(cubin);
 			cubin = NULL;
 		}
 	} else {
-		cubin = live_jit(w->out, w->out_len, size, w->err, sizeof(w->err));
-		if (cubin && live_regs_fit(w->img, w->ptx_entry, w->sm, &w->out, &w->out_len, &cubin,
+		cubin = shim_live_jit(w->out, w->out_len, size, w->err, sizeof(w->err));
+		if (cubin && shim_live_regs_fit(w->img, w->ptx_entry, w->sm, &w->out, &w->out_len, &cubin,
 					   size, w->err, sizeof(w->err)) != 0) {
 			free(cubin);
 			cubin = NULL;
@@ -777,39 +777,39 @@ static int cache_lookup(struct work *w, uint64_t t0)
 {
 	struct store_cache_entry e;
 	uint64_t t1 = now_ns();
-	int rc = live_cache_get(&w->key, &e);
+	int rc = shim_live_cache_get(&w->key, &e);
 	uint64_t t2 = now_ns();
 	if (rc <= 0) {
 		if (rc == 0)
-			atomic_fetch_add(&live.n.cache_misses, 1);
+			atomic_fetch_add(&shim_live.n.cache_misses, 1);
 		w->cached = rc == 0;
 		return 0;
 	}
 	uint32_t n = 0;
-	rc = live_manifest_claim(e.manifest, e.manifest_size, &n, NULL, 0);
+	rc = shim_live_manifest_claim(e.manifest, e.manifest_size, &n, NULL, 0);
 	if (rc != 0) { /* made with other kernel ids than this process would give: a miss */
 		if (rc < 0)
-			live_cache_drop(&w->key);
+			shim_live_cache_drop(&w->key);
 		shim_log(SHIM_LOG_DEBUG, "live: cache entry for %s %s; instrumenting again", e.name,
 			 rc < 0 ? "unreadable" : "made with other kernel ids");
 		store_cache_entry_free(&e);
-		atomic_fetch_add(&live.n.cache_misses, 1);
+		atomic_fetch_add(&shim_live.n.cache_misses, 1);
 		return 0;
 	}
-	atomic_fetch_add(&live.n.cache_hits, 1);
+	atomic_fetch_add(&shim_live.n.cache_hits, 1);
 	shim_log(SHIM_LOG_DEBUG, "live: cache hit: image and key %llu us, read %llu us, kernel ids "
 		 "%llu us", (unsigned long long)(t1 - t0) / 1000, (unsigned long long)(t2 - t1) / 1000,
 		 (unsigned long long)(now_ns() - t2) / 1000);
 	snprintf(w->label, sizeof(w->label), "%s", e.name && e.name[0] ? e.name : "module");
 	if (!e.cubin_size) { /* the rewriter found nothing to instrument here */
-		atomic_fetch_add(&live.n.modules_untouched, 1);
+		atomic_fetch_add(&shim_live.n.modules_untouched, 1);
 		shim_log(SHIM_LOG_INFO, "live: cache hit for %s (no kernel to instrument, %llu us)",
 			 w->label, (unsigned long long)(now_ns() - t0) / 1000);
 		store_cache_entry_free(&e);
 		return 1;
 	}
 	struct sub *s = NULL;
-	if (!live_ctx_get(w->ctx, w->err, sizeof(w->err)))
+	if (!shim_live_ctx_get(w->ctx, w->err, sizeof(w->err)))
 		fallback(STORE_NOINST_MAPS, w->ev->api_name, w->label, w->err);
 	else if (!(s = calloc(1, sizeof(*s))))
 		fallback(STORE_NOINST_OTHER, w->ev->api_name, w->label, "out of memory");
@@ -826,7 +826,7 @@ static int cache_lookup(struct work *w, uint64_t t0)
 	e.cubin = NULL;
 	store_cache_entry_free(&e);
 	substitute((struct shim_module_event *)w->ev, s, true);
-	atomic_fetch_add(&live.n.kernels_instrumented, n);
+	atomic_fetch_add(&shim_live.n.kernels_instrumented, n);
 	shim_log(SHIM_LOG_INFO, "live: cache hit for %s (%u kernel%s, cubin %zu bytes, %llu us)",
 		 w->label, n, n == 1 ? "" : "s", s->size, (unsigned long long)(now_ns() - t0) / 1000);
 	return 1;
@@ -837,18 +837,18 @@ static int cache_lookup(struct work *w, uint64_t t0)
 static void put_untouched(struct work *w)
 {
 	size_t msize = 0;
-	char *m = live_manifest_finish(&w->manifest, &msize);
+	char *m = shim_live_manifest_finish(&w->manifest, &msize);
 	struct store_cache_entry e = { .manifest = m, .manifest_size = msize, .name = "module",
 				       .sm = w->sm, .rewrite_ns = w->rewrite_ns };
 	if (m)
-		live_cache_put(&w->key, &e);
+		shim_live_cache_put(&w->key, &e);
 	free(m);
 }
 
 /* Keeps what the put needs (after the driver accepts the cubin) in the substitute. */
 static void keep_for_put(struct work *w, struct sub *s)
 {
-	s->manifest = live_manifest_finish(&w->manifest, &s->manifest_size);
+	s->manifest = shim_live_manifest_finish(&w->manifest, &s->manifest_size);
 	if (!s->manifest)
 		return;
 	s->put = true;
@@ -863,12 +863,12 @@ static void keep_for_put(struct work *w, struct sub *s)
 
 static void module_loading(struct shim_module_event *ev);
 
-void live_module_loading(struct shim_module_event *ev, void *user)
+void shim_live_module_loading(struct shim_module_event *ev, void *user)
 {
 	(void)user;
-	live_kernel_module(ev->path); /* KERNEL_ID records name a file load's path */
+	shim_live_kernel_module(ev->path); /* KERNEL_ID records name a file load's path */
 	module_loading(ev);
-	live_kernel_module(NULL);
+	shim_live_kernel_module(NULL);
 }
 
 /* A cubin linked from instrumented inputs (live_link.c): loaded as it is, its maps filled. */
@@ -876,7 +876,7 @@ static bool linked_output(struct shim_module_event *ev)
 {
 	char label[96];
 	if (ev->api == SHIM_LOAD_MODULE_LOAD || ev->api == SHIM_LOAD_LIBRARY_FILE ||
-	    !live_link_output(ev->image, ev->info.size, label, sizeof(label)))
+	    !shim_live_link_output(ev->image, ev->info.size, label, sizeof(label)))
 		return false;
 	struct sub *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -894,24 +894,24 @@ static bool linked_output(struct shim_module_event *ev)
 static void module_loading(struct shim_module_event *ev)
 {
 	pending = NULL;
-	if (!live.nprogs) /* host programs only */
+	if (!shim_live.nprogs) /* host programs only */
 		return;
 	if (ev->api == SHIM_LOAD_LINK_DATA || ev->api == SHIM_LOAD_LINK_FILE) {
-		live_link_loading(ev);
+		shim_live_link_loading(ev);
 		return;
 	}
 	if (ev->image && linked_output(ev))
 		return;
 	if (!handled(ev)) {
 		if (ev->api <= SHIM_LOAD_LIBRARY_FILE)
-			atomic_fetch_add(&live.n.modules_skipped, 1);
+			atomic_fetch_add(&shim_live.n.modules_skipped, 1);
 		return;
 	}
 	uint64_t t0 = now_ns();
 	struct work w = { .ev = ev };
-	if (live_cu.cuCtxGetCurrent(&w.ctx) != CUDA_SUCCESS)
+	if (shim_live_cu.cuCtxGetCurrent(&w.ctx) != CUDA_SUCCESS)
 		w.ctx = NULL;
-	w.sm = live_ctx_sm(w.ctx);
+	w.sm = shim_live_ctx_sm(w.ctx);
 	int rc = -1;
 	if (!w.sm)
 		snprintf(w.err, sizeof(w.err), "the device's compute capability is unknown");
@@ -935,14 +935,14 @@ static void module_loading(struct shim_module_event *ev)
 		if (rc < 0)
 			fallback(w.sm ? STORE_NOINST_REWRITE : STORE_NOINST_OTHER, ev->api_name,
 				 "module", w.err);
-		live_manifest_reset(&w.manifest);
+		shim_live_manifest_reset(&w.manifest);
 		return;
 	}
 	if (!w.nparts) /* (the objects' label is their first instrumented kernel already) */
-		live_ptx_label(w.out, w.out_len, "module", w.label, sizeof(w.label));
+		shim_live_ptx_label(w.out, w.out_len, "module", w.label, sizeof(w.label));
 	size_t size = 0;
 	struct sub *s = NULL;
-	if (w.ctx && !live_ctx_get(w.ctx, w.err, sizeof(w.err)))
+	if (w.ctx && !shim_live_ctx_get(w.ctx, w.err, sizeof(w.err)))
 		fallback(STORE_NOINST_MAPS, ev->api_name, w.label, w.err);
 	else {
 		/* compiled as ptxas compiled it */
@@ -962,7 +962,7 @@ static void module_loading(struct shim_module_event *ev)
 			keep_for_put(&w, s);
 	}
 	free(w.out);
-	live_manifest_reset(&w.manifest);
+	shim_live_manifest_reset(&w.manifest);
 	if (!s)
 		return;
 	substitute(ev, s, w.ctx != NULL);
@@ -975,7 +975,7 @@ static void module_loading(struct shim_module_event *ev)
 		shim_log(SHIM_LOG_INFO, "live: cache miss for %s (rewrite %llu us, JIT %llu us)",
 			 w.label, (unsigned long long)w.rewrite_ns / 1000,
 			 (unsigned long long)w.jit_ns / 1000);
-	atomic_fetch_add(&live.n.kernels_instrumented, w.rep.instrumented);
+	atomic_fetch_add(&shim_live.n.kernels_instrumented, w.rep.instrumented);
 }
 
 /* ---- module_loaded ------------------------------------------------------------------------- */
@@ -987,11 +987,11 @@ static int fill_locked(struct sub *s, CUcontext ctx)
 	for (unsigned i = 0; i < s->nfilled; i++)
 		if (s->filled[i] == ctx)
 			return 0;
-	struct live_ctx *c = live_ctx_get(ctx, err, sizeof(err));
-	if (!c || live_fill(c, s->library ? NULL : (CUmodule)s->handle,
+	struct live_ctx *c = shim_live_ctx_get(ctx, err, sizeof(err));
+	if (!c || shim_live_fill(c, s->library ? NULL : (CUmodule)s->handle,
 			    s->library ? (CUlibrary)s->handle : NULL, err, sizeof(err)) != 0) {
-		atomic_fetch_add(&live.n.fill_failures, 1);
-		live_note(SHIM_LOG_WARN, STORE_NOINST_UNREACHABLE, NULL, s->label, 0, 0,
+		atomic_fetch_add(&shim_live.n.fill_failures, 1);
+		shim_live_note(SHIM_LOG_WARN, STORE_NOINST_UNREACHABLE, NULL, s->label, 0, 0,
 			  "live: %s (context %p): the probes' maps are not reachable: %s", s->label,
 			  (void *)ctx, err);
 		return -1;
@@ -1001,11 +1001,11 @@ static int fill_locked(struct sub *s, CUcontext ctx)
 	return 0;
 }
 
-void live_module_loaded(const struct shim_module_event *ev, void *user)
+void shim_live_module_loaded(const struct shim_module_event *ev, void *user)
 {
 	(void)user;
 	if (ev->api >= SHIM_LOAD_LINK_DATA) {
-		live_link_loaded(ev);
+		shim_live_link_loaded(ev);
 		return;
 	}
 	struct sub *s = pending;
@@ -1014,9 +1014,9 @@ void live_module_loaded(const struct shim_module_event *ev, void *user)
 	pending = NULL;
 	if (ev->result != CUDA_SUCCESS) { /* the wrapper loads the original image next */
 		fallback(STORE_NOINST_REFUSED, ev->api_name, s->label,
-			 live_cu_error((CUresult)ev->result));
+			 shim_live_cu_error((CUresult)ev->result));
 		if (s->from_cache) /* never offer it again */
-			live_cache_drop(&s->key);
+			shim_live_cache_drop(&s->key);
 		free(s->ptx);
 		free(s->manifest);
 		if (!s->borrowed)
@@ -1031,7 +1031,7 @@ void live_module_loaded(const struct shim_module_event *ev, void *user)
 			.manifest_size = s->manifest_size, .name = s->label, .sm = s->sm,
 			.rewrite_ns = s->rewrite_ns, .jit_ns = s->jit_ns,
 		};
-		live_cache_put(&s->key, &e);
+		shim_live_cache_put(&s->key, &e);
 		free(s->ptx);
 		free(s->manifest);
 		s->ptx = s->manifest = NULL;
@@ -1040,18 +1040,18 @@ void live_module_loaded(const struct shim_module_event *ev, void *user)
 	s->handle = s->library ? (const void *)ev->library : (const void *)ev->module;
 	CUcontext ctx = NULL;
 	pthread_mutex_lock(&lock);
-	if (live_cu.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx)
+	if (shim_live_cu.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx)
 		fill_locked(s, ctx);
 	s->ctx = ctx;
 	s->next = subs;
 	subs = s;
 	pthread_mutex_unlock(&lock);
-	atomic_fetch_add(&live.n.modules_instrumented, 1);
+	atomic_fetch_add(&shim_live.n.modules_instrumented, 1);
 	if (s->library)
 		atomic_fetch_add(&nsubs, 1);
 }
 
-void live_module_unloaded(shim_module_t module, shim_library_t library, int result, void *user)
+void shim_live_module_unloaded(shim_module_t module, shim_library_t library, int result, void *user)
 {
 	(void)user;
 	const void *h = module ? (const void *)module : (const void *)library;
@@ -1080,7 +1080,7 @@ static void sub_free(struct sub *s)
 	free(s);
 }
 
-void live_module_ctx_gone(CUcontext ctx)
+void shim_live_module_ctx_gone(CUcontext ctx)
 {
 	if (!ctx)
 		return;
@@ -1115,23 +1115,23 @@ static void sample(const struct shim_launch_event *ev, const struct shim_kernel_
 	if (ev->api == SHIM_LAUNCH_GRAPH_NODE || ev->api == SHIM_LAUNCH_LEGACY ||
 	    ev->api == SHIM_LAUNCH_MULTI_DEVICE)
 		return; /* not a launch on a stream we can order against */
-	if (live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx || !(c = live_ctx_find(ctx)))
+	if (shim_live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx || !(c = shim_live_ctx_find(ctx)))
 		return;
-	uint32_t id = live_kernel_launch(k->name, &n);
+	uint32_t id = shim_live_kernel_launch(k->name, &n);
 	if (!id || id >= CUBPF_ENABLE_WORDS)
 		return;
-	uint32_t word = n % live.sample == 0 ? live_control_mask() : 0;
+	uint32_t word = n % shim_live.sample == 0 ? shim_live_control_mask() : 0;
 	if (__atomic_exchange_n(&c->enable_set[id], word, __ATOMIC_RELAXED) == word)
 		return;
 	size_t len = strlen(ev->api_name);
 	bool ptsz = len > 5 && !strcmp(ev->api_name + len - 5, "_ptsz");
-	CUresult r = (ptsz ? live_cu.cuMemsetD32Async_ptsz : live_cu.cuMemsetD32Async)(
+	CUresult r = (ptsz ? shim_live_cu.cuMemsetD32Async_ptsz : shim_live_cu.cuMemsetD32Async)(
 		c->enable + id * sizeof(uint32_t), word, 1, (CUstream)ev->stream);
 	if (r != CUDA_SUCCESS)
-		shim_log(SHIM_LOG_DEBUG, "live: sampling %s: %s", k->name, live_cu_error(r));
+		shim_log(SHIM_LOG_DEBUG, "live: sampling %s: %s", k->name, shim_live_cu_error(r));
 }
 
-void live_launching(struct shim_launch_event *ev, void *user)
+void shim_live_launching(struct shim_launch_event *ev, void *user)
 {
 	(void)user;
 	static __thread const void *last_lib;
@@ -1139,12 +1139,12 @@ void live_launching(struct shim_launch_event *ev, void *user)
 	static __thread unsigned last_gen;
 	const struct shim_kernel_info *k = ev->kernel;
 	CUcontext ctx = NULL;
-	live_host_launch(ev, false);
-	if ((live.sample > 1 || live.control_path) && k)
+	shim_live_host_launch(ev, false);
+	if ((shim_live.sample > 1 || shim_live.control_path) && k)
 		sample(ev, k);
 	if (!atomic_load_explicit(&nsubs, memory_order_relaxed) || !k || !k->library)
 		return;
-	if (live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+	if (shim_live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
 		return;
 	unsigned g = atomic_load(&gone_gen);
 	if (k->library == last_lib && ctx == last_ctx && g == last_gen) /* filled it already */
@@ -1159,8 +1159,8 @@ void live_launching(struct shim_launch_event *ev, void *user)
 	pthread_mutex_unlock(&lock);
 }
 
-/* fork() child: see live_maps_fork_child. */
-void live_module_fork_child(void)
+/* fork() child: see shim_live_maps_fork_child. */
+void shim_live_module_fork_child(void)
 {
 	pthread_mutex_init(&lock, NULL);
 }

@@ -42,19 +42,19 @@ static uint8_t *lane_data(void *mem, uint32_t i)
 	return (uint8_t *)mem + CUBPF_RB_LANE_OFFSET(i, hdr(mem)->lanes, hdr(mem)->lane_bytes);
 }
 
-uint64_t live_rb_bytes(uint32_t lanes, uint64_t lane_bytes)
+uint64_t shim_live_rb_bytes(uint32_t lanes, uint64_t lane_bytes)
 {
 	return CUBPF_RB_MAP_BYTES(lanes, lane_bytes);
 }
 
-uint64_t live_rb_state_bytes(uint32_t lanes)
+uint64_t shim_live_rb_state_bytes(uint32_t lanes)
 {
 	return CUBPF_RB_STATE_BYTES(lanes);
 }
 
-void live_rb_init(void *mem, uint32_t lanes, uint32_t warps, uint64_t lane_bytes, uint64_t state)
+void shim_live_rb_init(void *mem, uint32_t lanes, uint32_t warps, uint64_t lane_bytes, uint64_t state)
 {
-	memset(mem, 0, live_rb_bytes(lanes, lane_bytes));
+	memset(mem, 0, shim_live_rb_bytes(lanes, lane_bytes));
 	struct cubpf_rb_header *h = mem;
 	h->version = CUBPF_RB_VERSION;
 	h->lanes = lanes;
@@ -63,7 +63,7 @@ void live_rb_init(void *mem, uint32_t lanes, uint32_t warps, uint64_t lane_bytes
 	h->state = state;
 }
 
-struct cubpf_rb_state live_rb_state_header(uint32_t lanes, uint32_t warps, uint64_t lane_bytes,
+struct cubpf_rb_state shim_live_rb_state_header(uint32_t lanes, uint32_t warps, uint64_t lane_bytes,
 					   uint64_t state, uint64_t ring)
 {
 	return (struct cubpf_rb_state){
@@ -75,12 +75,12 @@ struct cubpf_rb_state live_rb_state_header(uint32_t lanes, uint32_t warps, uint6
 	};
 }
 
-void *live_rb_tails(void *mem)
+void *shim_live_rb_tails(void *mem)
 {
 	return tail_at(mem, 0);
 }
 
-void *live_rb_drops_copy(void *mem)
+void *shim_live_rb_drops_copy(void *mem)
 {
 	return drops_at(mem, 0);
 }
@@ -188,7 +188,7 @@ static uint64_t drain_lane_runs(void *mem, uint32_t i, uint8_t *scratch, live_rb
 	return n;
 }
 
-uint64_t live_rb_drain_runs(void *mem, uint32_t first, uint32_t step, void *scratch,
+uint64_t shim_live_rb_drain_runs(void *mem, uint32_t first, uint32_t step, void *scratch,
 			    live_rb_run_fn fn, void *user, struct live_rb_taken *t)
 {
 	uint64_t n = 0;
@@ -209,16 +209,16 @@ static void per_record(void *user, uint32_t lane, const struct store_probe_data 
 		p->fn(p->user, lane, recs[i].data, recs[i].len);
 }
 
-uint64_t live_rb_drain(void *mem, void *scratch, live_rb_fn fn, void *user, uint64_t *damaged)
+uint64_t shim_live_rb_drain(void *mem, void *scratch, live_rb_fn fn, void *user, uint64_t *damaged)
 {
 	struct per_record p = { fn, user };
 	struct live_rb_taken t = { 0 };
-	uint64_t n = live_rb_drain_runs(mem, 0, 1, scratch, per_record, &p, &t);
+	uint64_t n = shim_live_rb_drain_runs(mem, 0, 1, scratch, per_record, &p, &t);
 	*damaged += t.damaged;
 	return n;
 }
 
-void live_rb_to_trace(void *user, uint32_t lane, const struct store_probe_data *recs, uint32_t n)
+void shim_live_rb_to_trace(void *user, uint32_t lane, const struct store_probe_data *recs, uint32_t n)
 {
 	struct live_rb_trace *s = user;
 	(void)lane;
@@ -233,7 +233,7 @@ void live_rb_to_trace(void *user, uint32_t lane, const struct store_probe_data *
 		store_trace_probes(s->w, &s->probe, recs, n);
 }
 
-uint64_t live_rb_drops(const void *mem)
+uint64_t shim_live_rb_drops(const void *mem)
 {
 	uint64_t d = 0;
 	for (uint32_t i = 0; i < hdr(mem)->lanes; i++)
@@ -251,7 +251,7 @@ static uint64_t *state_word(const void *mem, size_t array, uint32_t lane)
 }
 
 /* Step 1 of the protocol: *head = the reserved position, *pad = padding bytes before the batch.
- * The tail is the device's copy, which only the host's copy (live_rb_sync) raises.  The fit
+ * The tail is the device's copy, which only the host's copy (shim_live_rb_sync) raises.  The fit
  * test is signed: a head read before the tail passed it (stale) must retry, not drop. */
 static int reserve(uint64_t *headp, const uint64_t *tailp, uint64_t size, uint64_t batch,
 		   uint64_t *head, uint64_t *pad)
@@ -294,7 +294,7 @@ static void write_batch(uint8_t *data, uint64_t size, uint64_t head, uint64_t pa
 	__atomic_store_n(&b[1], CUBPF_RB_TAG(pos), __ATOMIC_RELAXED);
 }
 
-int live_rb_produce_batch(void *mem, uint32_t lane, const void *recs, uint32_t k, uint32_t len)
+int shim_live_rb_produce_batch(void *mem, uint32_t lane, const void *recs, uint32_t k, uint32_t len)
 {
 	const struct cubpf_rb_header *h = hdr(mem);
 	lane %= h->lanes;
@@ -310,15 +310,15 @@ int live_rb_produce_batch(void *mem, uint32_t lane, const void *recs, uint32_t k
 	return 0;
 }
 
-int live_rb_produce(void *mem, uint32_t lane, const void *data, uint32_t len)
+int shim_live_rb_produce(void *mem, uint32_t lane, const void *data, uint32_t len)
 {
-	return live_rb_produce_batch(mem, lane, data, 1, len);
+	return shim_live_rb_produce_batch(mem, lane, data, 1, len);
 }
 
 /* What the shim does with two copies on its stream (live_maps.c), word by word: tails in, drops
  * out.  A word-by-word copy may interleave with the drain's stores; every word it writes is a
  * value its source held, and both only grow, so readers see old values, never wrong ones. */
-void live_rb_sync(void *mem)
+void shim_live_rb_sync(void *mem)
 {
 	const struct cubpf_rb_header *h = hdr(mem);
 	for (uint32_t i = 0; i < h->lanes; i++) {

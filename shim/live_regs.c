@@ -46,7 +46,7 @@ static int original_kernels(struct cubin_image *img, long ptx_entry, uint32_t sm
 	if (ptx_entry < 0 || cubin_entry_data(img, (size_t)ptx_entry, &data, &size) != 0)
 		return -1;
 	size_t cubin_size;
-	void *cubin = live_jit((const char *)data, strnlen((const char *)data, size), &cubin_size,
+	void *cubin = shim_live_jit((const char *)data, strnlen((const char *)data, size), &cubin_size,
 			       err, sizeof(err));
 	int rc = cubin ? cubin_elf_kernels(cubin, cubin_size, out, err, sizeof(err)) : -1;
 	free(cubin);
@@ -83,7 +83,7 @@ static size_t choose_limits(const struct cubin_kernels *inst, struct cubin_image
 	return n;
 }
 
-int live_regs_fit(struct cubin_image *img, long ptx_entry, uint32_t sm, char **ptx,
+int shim_live_regs_fit(struct cubin_image *img, long ptx_entry, uint32_t sm, char **ptx,
 		  size_t *ptx_len, void **cubin, size_t *cubin_size, char *err, size_t errlen)
 {
 	struct cubin_kernels inst;
@@ -99,7 +99,7 @@ int live_regs_fit(struct cubin_image *img, long ptx_entry, uint32_t sm, char **p
 	if (n && ptx_limit_registers(*ptx, *ptx_len, names, limits, n, &limited, &limited_len, err,
 				     errlen) > 0) {
 		size_t size;
-		void *again = live_jit(limited, limited_len, &size, err, errlen);
+		void *again = shim_live_jit(limited, limited_len, &size, err, errlen);
 		if (again) {
 			free(*ptx), free(*cubin);
 			*ptx = limited, *ptx_len = limited_len;
@@ -116,9 +116,9 @@ int live_regs_fit(struct cubin_image *img, long ptx_entry, uint32_t sm, char **p
 	return rc;
 }
 
-/* The same for the objects of an -rdc program linked instrumented (live_jit_parts): the limits
+/* The same for the objects of an -rdc program linked instrumented (shim_live_jit_parts): the limits
  * come from the linked cubin, each object's PTX gets those of its own kernels. */
-int live_regs_fit_parts(struct cubin_image *img, uint32_t sm, struct live_part *parts, size_t np,
+int shim_live_regs_fit_parts(struct cubin_image *img, uint32_t sm, struct live_part *parts, size_t np,
 			void **cubin, size_t *cubin_size, char *err, size_t errlen)
 {
 	struct cubin_kernels inst;
@@ -141,7 +141,7 @@ int live_regs_fit_parts(struct cubin_image *img, uint32_t sm, struct live_part *
 	}
 	if (rc == 0 && changed) {
 		size_t size;
-		void *again = live_jit_parts(parts, np, &size, err, errlen);
+		void *again = shim_live_jit_parts(parts, np, &size, err, errlen);
 		if (again)
 			free(*cubin), *cubin = again, *cubin_size = size;
 		else

@@ -140,10 +140,10 @@ static __thread struct {
 #define LOAD(field, name)                                                                         \
 	((ev_cu.field = (__typeof__(ev_cu.field))shim_real(name)) != NULL)
 
-bool live_spans_init(void)
+bool shim_live_spans_init(void)
 {
 	const char *v = getenv("CUBPF_SPANS");
-	if (!live.trace || (v && !strcmp(v, "0")))
+	if (!shim_live.trace || (v && !strcmp(v, "0")))
 		return false;
 	bool ok = LOAD(create, "cuEventCreate") && LOAD(destroy, "cuEventDestroy_v2") &&
 		  LOAD(query, "cuEventQuery") && LOAD(sync, "cuEventSynchronize") &&
@@ -256,7 +256,7 @@ static struct span_ctx *sctx_new(CUcontext ctx)
 	sc->pending = malloc(SPAN_SLOTS * sizeof(uint32_t));
 	sc->work = malloc(SPAN_SLOTS * sizeof(uint32_t));
 	bool ok = sc->slots && sc->free_list && sc->pending && sc->work &&
-		  live_cu.cuCtxGetDevice(&sc->dev) == CUDA_SUCCESS &&
+		  shim_live_cu.cuCtxGetDevice(&sc->dev) == CUDA_SUCCESS &&
 		  ev_cu.stream_create(&sc->stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS;
 	for (int i = 0; ok && i < REF_EVENTS; i++)
 		ok = ev_cu.create(&sc->refs[i], CU_EVENT_DEFAULT) == CUDA_SUCCESS;
@@ -273,7 +273,7 @@ static struct span_ctx *sctx_new(CUcontext ctx)
 		sctx_free(sc);
 		return NULL;
 	}
-	live_exit_arm(); /* spans are collected at exit before the runtime's handlers run */
+	shim_live_exit_arm(); /* spans are collected at exit before the runtime's handlers run */
 	shim_log(SHIM_LOG_INFO, "live: kernel spans in context %p (device %d): reference event "
 		 "+/- %u ns, %u event pairs at most", (void *)ctx, (int)sc->dev, sc->ref_unc_ns,
 		 SPAN_SLOTS);
@@ -505,7 +505,7 @@ static void pre_disarm(void)
 	if (!pre.armed)
 		return;
 	pre.armed = false;
-	if (!spans_on || live.forked)
+	if (!spans_on || shim_live.forked)
 		return;
 	pthread_mutex_lock(&list_lock);
 	if (atomic_load(&gen) == pre.gen)
@@ -529,7 +529,7 @@ static void pre_key_make(void)
 static void arm(const struct shim_event_call *ev)
 {
 	CUcontext ctx = NULL;
-	if (untimed_has(ev->event) || live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+	if (untimed_has(ev->event) || shim_live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
 		return;
 	struct span_ctx *sc = sctx_of(ctx);
 	if (!sc)
@@ -563,10 +563,10 @@ static void arm(const struct shim_event_call *ev)
 	pre.sc = sc, pre.slot = i, pre.gen = g, pre.stream = (uintptr_t)s, pre.armed = true;
 }
 
-void live_spans_event(const struct shim_event_call *ev, void *user)
+void shim_live_spans_event(const struct shim_event_call *ev, void *user)
 {
 	(void)user;
-	if (!spans_on || live.forked)
+	if (!spans_on || shim_live.forked)
 		return;
 	switch (ev->op) {
 	case SHIM_EVENT_CREATED:
@@ -582,7 +582,7 @@ void live_spans_event(const struct shim_event_call *ev, void *user)
 	}
 }
 
-void live_spans_other_call(void)
+void shim_live_spans_other_call(void)
 {
 	if (pre.armed)
 		pre_disarm();
@@ -603,10 +603,10 @@ static uint32_t pre_take(struct span_ctx *sc, uint64_t stream)
 	return pre.slot;
 }
 
-void live_spans_launching(const struct shim_launch_event *ev)
+void shim_live_spans_launching(const struct shim_launch_event *ev)
 {
 	cur.armed = false;
-	if (!spans_on || live.forked)
+	if (!spans_on || shim_live.forked)
 		return;
 	if (ev->api != SHIM_LAUNCH_KERNEL && ev->api != SHIM_LAUNCH_KERNEL_EX &&
 	    ev->api != SHIM_LAUNCH_COOPERATIVE) {
@@ -614,7 +614,7 @@ void live_spans_launching(const struct shim_launch_event *ev)
 		return;
 	}
 	CUcontext ctx = NULL;
-	if (live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+	if (shim_live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
 		return;
 	struct span_ctx *sc = sctx_of(ctx);
 	if (!sc)
@@ -638,12 +638,12 @@ void live_spans_launching(const struct shim_launch_event *ev)
 	cur.sc = sc, cur.slot = i, cur.stream = (uintptr_t)s, cur.armed = true;
 }
 
-uint64_t live_spans_stream(const struct shim_launch_event *ev)
+uint64_t shim_live_spans_stream(const struct shim_launch_event *ev)
 {
 	return (uintptr_t)span_stream(ev->stream, ev->api_name);
 }
 
-void live_spans_launched(const struct shim_launch_event *ev, uint64_t corr, uint32_t name)
+void shim_live_spans_launched(const struct shim_launch_event *ev, uint64_t corr, uint32_t name)
 {
 	if (!cur.armed)
 		return;
@@ -711,8 +711,8 @@ static int collect(struct span_ctx *sc, struct slot *s, bool wait)
 	struct store_rec_kspan k = { .corr = s->corr, .begin_ns = begin, .end_ns = begin + dur,
 				     .stream = s->stream, .name = s->name, .device = (uint32_t)sc->dev,
 				     .ref_uncertainty_ns = unc };
-	if (live.trace)
-		store_trace_kspan(live.trace, &k);
+	if (shim_live.trace)
+		store_trace_kspan(shim_live.trace, &k);
 	sc->written++;
 	return 1;
 }
@@ -753,10 +753,10 @@ static void poll_ctx(struct span_ctx *sc, bool wait)
 	memcpy(sc->free_list + sc->nfree, done, ndone * sizeof(uint32_t));
 	sc->nfree += ndone;
 	pthread_mutex_unlock(&sc->lock);
-	if (dropped > sc->dropped_written && live.trace) {
+	if (dropped > sc->dropped_written && shim_live.trace) {
 		struct store_rec_drop d = { .ts_ns = shim_now_ns(), .source = STORE_DROP_SPANS,
 					    .records = dropped - sc->dropped_written };
-		store_trace_drop(live.trace, &d);
+		store_trace_drop(shim_live.trace, &d);
 		sc->dropped_written = dropped;
 	}
 }
@@ -766,10 +766,10 @@ static void poll_all(bool wait)
 	pthread_mutex_lock(&list_lock);
 	for (struct span_ctx *sc = sctxs; sc; sc = sc->next) {
 		CUcontext popped;
-		if (live_cu.cuCtxPushCurrent_v2(sc->ctx) != CUDA_SUCCESS)
+		if (shim_live_cu.cuCtxPushCurrent_v2(sc->ctx) != CUDA_SUCCESS)
 			continue;
 		poll_ctx(sc, wait);
-		live_cu.cuCtxPopCurrent_v2(&popped);
+		shim_live_cu.cuCtxPopCurrent_v2(&popped);
 	}
 	pthread_mutex_unlock(&list_lock);
 }
@@ -817,12 +817,12 @@ static void report(const struct span_ctx *sc)
 
 /* Exit (before the trace is closed): stops the poller and collects every pending span, waiting
  * for its kernel (the application is done; the maps are read the same way). */
-void live_spans_finish(void)
+void shim_live_spans_finish(void)
 {
 	int expect = 1;
 	if (atomic_compare_exchange_strong(&poller_state, &expect, 2))
 		pthread_join(poller, NULL);
-	if (!spans_on || live.forked)
+	if (!spans_on || shim_live.forked)
 		return;
 	poll_all(true);
 	pthread_mutex_lock(&list_lock);
@@ -834,9 +834,9 @@ void live_spans_finish(void)
 
 /* A context is about to go (primary: every context of device dev): its spans are collected,
  * waiting for them, and its events freed. */
-void live_spans_teardown(CUcontext ctx, CUdevice dev, int primary)
+void shim_live_spans_teardown(CUcontext ctx, CUdevice dev, int primary)
 {
-	if (!spans_on || live.forked)
+	if (!spans_on || shim_live.forked)
 		return;
 	pthread_mutex_lock(&list_lock);
 	for (struct span_ctx **p = &sctxs; *p;) {
@@ -846,14 +846,14 @@ void live_spans_teardown(CUcontext ctx, CUdevice dev, int primary)
 			continue;
 		}
 		CUcontext popped;
-		if (live_cu.cuCtxPushCurrent_v2(sc->ctx) == CUDA_SUCCESS) {
+		if (shim_live_cu.cuCtxPushCurrent_v2(sc->ctx) == CUDA_SUCCESS) {
 			poll_ctx(sc, true);
 			if (!finished)
 				report(sc);
 			*p = sc->next;
 			atomic_fetch_add(&gen, 1);
 			sctx_free(sc);
-			live_cu.cuCtxPopCurrent_v2(&popped);
+			shim_live_cu.cuCtxPopCurrent_v2(&popped);
 		} else {
 			p = &sc->next;
 		}
@@ -863,7 +863,7 @@ void live_spans_teardown(CUcontext ctx, CUdevice dev, int primary)
 
 /* fork() child: the poller does not exist there, and the parent's contexts are not its own.  A
  * child of a process without contexts (fresh) may make its own: its spans stay on as set. */
-void live_spans_fork_child(bool fresh)
+void shim_live_spans_fork_child(bool fresh)
 {
 	atomic_store(&poller_state, 0);
 	spans_on = spans_on && fresh;

@@ -41,7 +41,7 @@ struct search {
 	char tried[1024];
 };
 
-int dropin_disabled(void)
+int shim_dropin_disabled(void)
 {
 	const char *d = getenv("CUBPF_DISABLE");
 	return d && *d && strcmp(d, "0") != 0;
@@ -159,7 +159,7 @@ static int log_level(void)
 }
 
 /* One log line (level 1: warning, 2: info, 3: debug), through CUBPF_LOG_FD like the shim's. */
-void dropin_log(int level, const char *fmt, ...)
+void shim_dropin_log(int level, const char *fmt, ...)
 {
 	if (level > log_level())
 		return;
@@ -178,12 +178,12 @@ void dropin_log(int level, const char *fmt, ...)
 		return;
 }
 
-int dropin_load(struct dropin_lib *lib)
+int shim_dropin_load(struct dropin_lib *lib)
 {
 	struct search s = { .lib = lib };
 	Dl_info self;
 	struct stat st;
-	if (dladdr((void *)dropin_load, &self) && self.dli_fname && stat(self.dli_fname, &st) == 0) {
+	if (dladdr((void *)shim_dropin_load, &self) && self.dli_fname && stat(self.dli_fname, &st) == 0) {
 		s.self_dev = st.st_dev;
 		s.self_ino = st.st_ino;
 	}
@@ -198,19 +198,19 @@ int dropin_load(struct dropin_lib *lib)
 		__atomic_store_n(&lib->slots[i], p, __ATOMIC_RELEASE);
 	}
 	if (!lib->handle) {
-		dropin_log(1, "no real %s found (%s%s); its functions fail (set %s to its path)",
+		shim_dropin_log(1, "no real %s found (%s%s); its functions fail (set %s to its path)",
 			   lib->soname, s.tried[0] ? s.tried : "searched LD_LIBRARY_PATH, the folders "
 			   "of loaded libraries, /etc/ld.so.cache, CUDA_HOME, /usr/local/cuda",
 			   "", lib->env);
 		snprintf(lib->path, sizeof(lib->path), "%s", s.tried);
 		return -1;
 	}
-	dropin_log(3, "real %s: %s (%u of %zu names missing)%s", lib->soname, lib->path, missing,
-		   lib->count, dropin_disabled() ? " (CUBPF_DISABLE: pass-through)" : "");
+	shim_dropin_log(3, "real %s: %s (%u of %zu names missing)%s", lib->soname, lib->path, missing,
+		   lib->count, shim_dropin_disabled() ? " (CUBPF_DISABLE: pass-through)" : "");
 	return 0;
 }
 
-void *dropin_slot(struct dropin_lib *lib, unsigned index)
+void *shim_dropin_slot(struct dropin_lib *lib, unsigned index)
 {
 	return index < lib->count ? __atomic_load_n(&lib->slots[index], __ATOMIC_ACQUIRE) : NULL;
 }
@@ -222,25 +222,25 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load_once(void)
 {
-	dropin_load(the_lib);
+	shim_dropin_load(the_lib);
 }
 
-void *dropin_lazy_slot(struct dropin_lib *lib, unsigned index)
+void *shim_dropin_lazy_slot(struct dropin_lib *lib, unsigned index)
 {
 	the_lib = lib;
 	pthread_once(&once, load_once);
-	return dropin_slot(lib, index);
+	return shim_dropin_slot(lib, index);
 }
 
-void *dropin_real(struct dropin_lib *lib, const char *name)
+void *shim_dropin_real(struct dropin_lib *lib, const char *name)
 {
 	for (size_t i = 0; i < lib->count; i++)
 		if (!strcmp(lib->names[i], name))
-			return dropin_slot(lib, (unsigned)i);
+			return shim_dropin_slot(lib, (unsigned)i);
 	return NULL;
 }
 
-int dropin_has_option(int n, const char *const *opts, const char *const *names)
+int shim_dropin_has_option(int n, const char *const *opts, const char *const *names)
 {
 	for (int i = 0; i < n && opts; i++)
 		for (size_t j = 0; opts[i] && names[j]; j++)
@@ -249,7 +249,7 @@ int dropin_has_option(int n, const char *const *opts, const char *const *names)
 	return 0;
 }
 
-const char **dropin_add_option(int n, const char *const *opts, const char *extra)
+const char **shim_dropin_add_option(int n, const char *const *opts, const char *extra)
 {
 	const char **out = malloc(sizeof(*out) * (size_t)(n + 1));
 	if (!out)

@@ -24,29 +24,29 @@ struct dropin_lib {
 /* Loads the real library and fills every slot (missing ones with lib->missing).  Called once,
  * under pthread_once, by the library's lazy target.  Returns 0, or -1 with lib->path saying
  * what was searched (every slot then holds lib->missing). */
-int dropin_load(struct dropin_lib *lib);
+int shim_dropin_load(struct dropin_lib *lib);
 
 /* Slot i after loading. */
-void *dropin_slot(struct dropin_lib *lib, unsigned index);
+void *shim_dropin_slot(struct dropin_lib *lib, unsigned index);
 /* Slot i, loading the real library on the first call (once per process: every drop-in is a
  * shared object of its own with one library). */
-void *dropin_lazy_slot(struct dropin_lib *lib, unsigned index);
+void *shim_dropin_lazy_slot(struct dropin_lib *lib, unsigned index);
 
 /* 1 when CUBPF_DISABLE is set to anything but "" or "0": the drop-in only forwards. */
-int dropin_disabled(void);
+int shim_dropin_disabled(void);
 
 /* 1 when one of opts[0..n) equals one of the NULL-terminated names. */
-int dropin_has_option(int n, const char *const *opts, const char *const *names);
+int shim_dropin_has_option(int n, const char *const *opts, const char *const *names);
 
 /* A copy of opts[0..n) with extra appended, in a malloc'd array the caller frees (the strings
  * are not copied); NULL when out of memory. */
-const char **dropin_add_option(int n, const char *const *opts, const char *extra);
+const char **shim_dropin_add_option(int n, const char *const *opts, const char *extra);
 
 /* One log line "cubpf: ..." (level 1: warning, 2: info, 3: debug; CUBPF_LOG chooses, warn by
  * default), written to CUBPF_LOG_FD when set (cubpf run), else stderr, as the shim's are. */
-void dropin_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void shim_dropin_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The real function for a name of the generated table (an intercepted one). */
-void *dropin_real(struct dropin_lib *lib, const char *name);
+void *shim_dropin_real(struct dropin_lib *lib, const char *name);
 
 #endif

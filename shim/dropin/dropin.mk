@@ -9,7 +9,7 @@ DROPIN_LIBS  :=
 
 # dropin_lib(NAME, SONAME, PREFIX, SOURCES): the rules of one drop-in.
 define dropin_lib
-$(DROPIN_GEN)/$(1)/exports.def: shim/dropin/gen.sh shim/dropin/$(1).list $(wildcard $(4))
+$(DROPIN_GEN)/$(1)/exports.def: shim/dropin/gen.sh shim/dropin/dropin.mk shim/dropin/$(1).list $(wildcard $(4))
 	@mkdir -p $$(@D)
 	shim/dropin/gen.sh $(DROPIN_GEN)/$(1) $(3) $(2) shim/dropin/$(1).list $(4)
 $(DROPIN_GEN)/$(1)/trampolines.S $(DROPIN_GEN)/$(1)/lib.map: $(DROPIN_GEN)/$(1)/exports.def
@@ -28,9 +28,9 @@ $(BUILD)/lib/$(basename $(2)): $(BUILD)/lib/$(2)
 DROPIN_LIBS += $(BUILD)/lib/$(2) $(BUILD)/lib/$(basename $(2))
 endef
 
-$(eval $(call dropin_lib,nvrtc,libnvrtc.so.13,nvrtc,\
+$(eval $(call dropin_lib,nvrtc,libnvrtc.so.13,shim_nvrtc,\
   $(CUDA_HOME)/lib64/libnvrtc.so.13 shim/dropin/libnvrtc-13.0-exports.txt))
-$(eval $(call dropin_lib,nvjitlink,libnvJitLink.so.13,jitlink,\
+$(eval $(call dropin_lib,nvjitlink,libnvJitLink.so.13,shim_jitlink,\
   $(CUDA_HOME)/lib64/libnvJitLink.so.13 shim/dropin/libnvJitLink-13.0-exports.txt))
 BINS += $(DROPIN_LIBS)
 

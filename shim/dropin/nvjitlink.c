@@ -29,7 +29,7 @@ static const char *const names[] = {
 #undef DROPIN_EXPORT
 };
 
-extern void *jitlink_slots[];
+extern void *shim_jitlink_slots[];
 
 static jitlink_result missing(void)
 {
@@ -40,15 +40,15 @@ static struct dropin_lib lib = {
 	.soname = "libnvJitLink.so.13",
 	.env = "CUBPF_REAL_LIBNVJITLINK",
 	.names = names,
-	.slots = jitlink_slots,
+	.slots = shim_jitlink_slots,
 	.count = NSLOTS,
 	.missing = (void *)missing,
 	.missing_string = (void *)missing,
 };
 
-__attribute__((visibility("hidden"))) void *jitlink_lazy_target(unsigned index)
+__attribute__((visibility("hidden"))) void *shim_jitlink_lazy_target(unsigned index)
 {
-	return dropin_lazy_slot(&lib, index);
+	return shim_dropin_lazy_slot(&lib, index);
 }
 
 typedef jitlink_result (*create_fn)(void *handle, uint32_t n, const char **opts);
@@ -57,13 +57,13 @@ static const char *const with_lines[] = { "-lineinfo", "-g", NULL };
 
 static jitlink_result create(unsigned slot, void *handle, uint32_t n, const char **opts)
 {
-	create_fn real = (create_fn)jitlink_lazy_target(slot);
-	if (dropin_disabled() || n > 4096 || dropin_has_option((int)n, opts, with_lines))
+	create_fn real = (create_fn)shim_jitlink_lazy_target(slot);
+	if (shim_dropin_disabled() || n > 4096 || shim_dropin_has_option((int)n, opts, with_lines))
 		return real(handle, n, opts);
-	const char **more = dropin_add_option((int)n, opts, "-lineinfo");
+	const char **more = shim_dropin_add_option((int)n, opts, "-lineinfo");
 	if (!more)
 		return real(handle, n, opts);
-	dropin_log(3, "nvJitLinkCreate: -lineinfo added to the program's %u options", n);
+	shim_dropin_log(3, "nvJitLinkCreate: -lineinfo added to the program's %u options", n);
 	jitlink_result rc = real(handle, n + 1, more);
 	free(more);
 	return rc;

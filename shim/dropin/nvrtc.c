@@ -26,7 +26,7 @@ static const char *const names[] = {
 #undef DROPIN_EXPORT
 };
 
-extern void *nvrtc_slots[];
+extern void *shim_nvrtc_slots[];
 
 static nvrtc_result missing(void)
 {
@@ -42,15 +42,15 @@ static struct dropin_lib lib = {
 	.soname = "libnvrtc.so.13",
 	.env = "CUBPF_REAL_LIBNVRTC",
 	.names = names,
-	.slots = nvrtc_slots,
+	.slots = shim_nvrtc_slots,
 	.count = NSLOTS,
 	.missing = (void *)missing,
 	.missing_string = (void *)missing_string,
 };
 
-__attribute__((visibility("hidden"))) void *nvrtc_lazy_target(unsigned index)
+__attribute__((visibility("hidden"))) void *shim_nvrtc_lazy_target(unsigned index)
 {
-	return dropin_lazy_slot(&lib, index);
+	return shim_dropin_lazy_slot(&lib, index);
 }
 
 typedef nvrtc_result (*compile_fn)(void *prog, int n, const char *const *opts);
@@ -64,13 +64,13 @@ static const char *const with_lines[] = {
 __attribute__((visibility("default")))
 nvrtc_result nvrtcCompileProgram(void *prog, int n, const char *const *opts)
 {
-	compile_fn real = (compile_fn)nvrtc_lazy_target(SLOT_nvrtcCompileProgram);
-	if (dropin_disabled() || n < 0 || dropin_has_option(n, opts, with_lines))
+	compile_fn real = (compile_fn)shim_nvrtc_lazy_target(SLOT_nvrtcCompileProgram);
+	if (shim_dropin_disabled() || n < 0 || shim_dropin_has_option(n, opts, with_lines))
 		return real(prog, n, opts);
-	const char **more = dropin_add_option(n, opts, "-lineinfo");
+	const char **more = shim_dropin_add_option(n, opts, "-lineinfo");
 	if (!more)
 		return real(prog, n, opts);
-	dropin_log(3, "nvrtcCompileProgram: -lineinfo added to the program's %d options", n);
+	shim_dropin_log(3, "nvrtcCompileProgram: -lineinfo added to the program's %d options", n);
 	nvrtc_result rc = real(prog, n + 1, more);
 	free(more);
 	return rc;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark (CPU; no GPU needed): the host side of kernelretsnoop's stream.  Producer threads
 # fill 8448 lanes of 7808 bytes (an H100's warp slots, 64 MiB) with batches of 32 48-byte records
-# through the CPU model of the device producer (live_rb_produce_batch) while the shim's drain
+# through the CPU model of the device producer (shim_live_rb_produce_batch) while the shim's drain
 # path takes them into a real trace file in $TMPDIR.
 # Prints records/s and MB/s taken (ring bytes: payload + its share of the batch header), ring
 # drops, the trace writer's

@@ -1,6 +1,6 @@
 /* tests/bench/rbdrain_bench.c: the host side of GPU ring buffers on the CPU alone.  Producer
  * threads fill the lanes of one map with the CPU model of the device producer
- * (live_rb_produce_batch: batches of -K kernelretsnoop-sized 48-byte records, 32 by default as
+ * (shim_live_rb_produce_batch: batches of -K kernelretsnoop-sized 48-byte records, 32 by default as
  * a full warp writes them; 8448 lanes of 7808 bytes as the shim sizes its 64 MiB budget on an
  * H100's 132 SMs x 64 warp slots) while drain threads take them with the shim's drain path into
  * a real trace file.
@@ -9,7 +9,7 @@
  *                 [-w trace workers] [-o trace path | -n (no trace: count only)]
  *                 [-m batch|record] [-K records per batch] [-F rounds] [-k]
  *
- * -m record is the drain as it was before batching (live_rb_drain, one clock read and one
+ * -m record is the drain as it was before batching (shim_live_rb_drain, one clock read and one
  * store_trace_probe per record), kept to compare.  Prints the records and bytes taken per second
  * (ring bytes per record: the payload and its share of the batch's header and padding), the records produced and dropped, the trace
  * writer's losses and the file's size, then one RESULT line.  -F N: N rounds of "fill every lane,
@@ -65,7 +65,7 @@ static void *producer(void *arg)
 		for (int k = 0; k < 64; k++) {
 			for (uint32_t r = 0; r < opt.batch; r++)
 				rec[r][0] = n++, rec[r][1] = p;
-			live_rb_produce_batch(map, lane, rec, opt.batch, PAYLOAD);
+			shim_live_rb_produce_batch(map, lane, rec, opt.batch, PAYLOAD);
 			lane += (uint32_t)opt.producers;
 			if (lane >= opt.lanes)
 				lane = p;
@@ -93,16 +93,16 @@ static uint64_t drain_pass(uint32_t k, void *scratch)
 {
 	uint64_t damaged = 0, n;
 	if (opt.per_record) {
-		n = live_rb_drain(map, scratch, per_record, NULL, &damaged);
+		n = shim_live_rb_drain(map, scratch, per_record, NULL, &damaged);
 	} else {
 		struct live_rb_trace sink = { trace, { .prog = 0, .map = 0, .device = 0 }, NULL };
 		struct live_rb_taken t = { 0 };
-		n = live_rb_drain_runs(map, k, (uint32_t)opt.drains, scratch, live_rb_to_trace,
+		n = shim_live_rb_drain_runs(map, k, (uint32_t)opt.drains, scratch, shim_live_rb_to_trace,
 				       &sink, &t);
 		atomic_fetch_add_explicit(&taken, n, memory_order_relaxed);
 	}
 	if (k == 0) /* the shim's thread 0: the tails to the producers, the drops back */
-		live_rb_sync(map);
+		shim_live_rb_sync(map);
 	return n;
 }
 
@@ -148,7 +148,7 @@ static int parse(int argc, char **argv)
 	    opt.batch > 32)
 		return -1;
 	if (opt.per_record)
-		opt.drains = 1; /* live_rb_drain takes every lane: one thread only */
+		opt.drains = 1; /* shim_live_rb_drain takes every lane: one thread only */
 	return 0;
 }
 
@@ -167,7 +167,7 @@ static int fill_then_drain(void)
 	uint64_t rec[32][PAYLOAD / 8] = { { 0 } }, ns = 0, cpu = 0, n = 0, made = 0;
 	for (int r = 0; r < opt.fill_rounds; r++) {
 		for (uint32_t lane = 0; lane < opt.lanes; lane++)
-			while (live_rb_produce_batch(map, lane, rec, opt.batch, PAYLOAD) == 0)
+			while (shim_live_rb_produce_batch(map, lane, rec, opt.batch, PAYLOAD) == 0)
 				made += opt.batch;
 		uint64_t t0 = now_ns(), c0 = cpu_ns();
 		for (uint32_t k = 0; k < (uint32_t)opt.drains; k++)
@@ -205,16 +205,16 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	/* the ring, then the producers' part (device memory on the GPU; host memory here) */
-	uint64_t ring = (live_rb_bytes(opt.lanes, opt.lane_bytes) + 4095) & ~4095ull;
-	map = aligned_alloc(4096, ring + ((live_rb_state_bytes(opt.lanes) + 4095) & ~4095ull));
+	uint64_t ring = (shim_live_rb_bytes(opt.lanes, opt.lane_bytes) + 4095) & ~4095ull;
+	map = aligned_alloc(4096, ring + ((shim_live_rb_state_bytes(opt.lanes) + 4095) & ~4095ull));
 	if (!map)
 		return 1;
 	uint8_t *state = (uint8_t *)map + ring;
-	memset(state, 0, live_rb_state_bytes(opt.lanes));
-	struct cubpf_rb_state sh = live_rb_state_header(opt.lanes, 64, opt.lane_bytes,
+	memset(state, 0, shim_live_rb_state_bytes(opt.lanes));
+	struct cubpf_rb_state sh = shim_live_rb_state_header(opt.lanes, 64, opt.lane_bytes,
 							(uintptr_t)state, (uintptr_t)map);
 	memcpy(state, &sh, sizeof(sh));
-	live_rb_init(map, opt.lanes, 64, opt.lane_bytes, (uintptr_t)state);
+	shim_live_rb_init(map, opt.lanes, 64, opt.lane_bytes, (uintptr_t)state);
 	if (opt.path) {
 		struct store_trace_options o = { .workers = opt.workers };
 		trace = store_trace_create(opt.path, NULL, &o, err, sizeof(err));
@@ -257,7 +257,7 @@ int main(int argc, char **argv)
 		if (stat(opt.path, &st) == 0)
 			file_bytes = (long long)st.st_size;
 	}
-	uint64_t drops = live_rb_drops(map), all = atomic_load(&taken), made = atomic_load(&produced);
+	uint64_t drops = shim_live_rb_drops(map), all = atomic_load(&taken), made = atomic_load(&produced);
 	double s = (double)(t1 - t0) / 1e9, rps = (double)taken_run / s;
 	double mbps = rps * ring_bytes_per_record() / 1e6;
 	printf("mode=%s producers=%d drains=%d lanes=%u lane_bytes=%llu batch=%u seconds=%.2f "

@@ -25,9 +25,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct vm_object *a = NULL, *b = NULL;
 	struct live_verdict *va = NULL, *vb = NULL;
 	char err_a[VM_ERRLEN], err_b[VM_ERRLEN];
-	int ra = live_guard_load(data, size, "fuzz.o", &here, &a, &va, err_a, sizeof(err_a));
+	int ra = shim_live_guard_load(data, size, "fuzz.o", &here, &a, &va, err_a, sizeof(err_a));
 	if ((size & 15) == 0) {
-		int rb = live_guard_load(data, size, "fuzz.o", &forked, &b, &vb, err_b, sizeof(err_b));
+		int rb = shim_live_guard_load(data, size, "fuzz.o", &forked, &b, &vb, err_b, sizeof(err_b));
 		if (ra != rb || (ra == 0 && verdicts_differ(a, va, b, vb)) ||
 		    (ra != 0 && strcmp(err_a, err_b)))
 			__builtin_trap(); /* the checker's report was lost or misread */

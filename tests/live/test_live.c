@@ -257,7 +257,7 @@ static int child_ctx_cycles(void)
 		if (ring) { /* a record in the ring buffer; its lanes go with the context */
 			void *rb = ((void *(*)(void))dlsym(fake, "fake_last_host_alloc"))();
 			uint64_t rec[2] = { 0xabc0 + (uint64_t)i, (uint64_t)i };
-			if (!rb || live_rb_produce(rb, (uint32_t)i, rec, sizeof(rec)) != 0)
+			if (!rb || shim_live_rb_produce(rb, (uint32_t)i, rec, sizeof(rec)) != 0)
 				return child_fail("cycle %d: produce", i);
 		}
 		uint64_t *entries = (uint64_t *)(uintptr_t)global(mod, "__cubpf_map_0");
@@ -491,20 +491,20 @@ static int child_ring(void)
 		return child_fail("ring buffer producers' header");
 	for (uint64_t i = 0; i < 3; i++) {
 		uint64_t rec[2] = { 0xabc0 + i, i };
-		if (live_rb_produce(rb, (uint32_t)i, rec, sizeof(rec)) != 0)
+		if (shim_live_rb_produce(rb, (uint32_t)i, rec, sizeof(rec)) != 0)
 			return child_fail("produce");
 	}
 	usleep(50 * 1000); /* the drain thread takes them */
 	static uint8_t big[4000];
 	int dropped = 0;
 	for (int i = 0; i < 6; i++) /* 4 batches of 4016 bytes fit a 16256-byte lane */
-		dropped += live_rb_produce(rb, 3, big, sizeof(big)) != 0;
+		dropped += shim_live_rb_produce(rb, 3, big, sizeof(big)) != 0;
 	if (dropped != 2)
 		return child_fail("%d of 6 big records dropped (expected 2)", dropped);
 	/* the drain frees the lane and copies its tail to the producers' side: room again */
 	for (int tries = 0; tries < 100; tries++) {
 		usleep(10 * 1000);
-		if (live_rb_produce(rb, 3, big, sizeof(big)) == 0)
+		if (shim_live_rb_produce(rb, 3, big, sizeof(big)) == 0)
 			return 0;
 		dropped++;
 	}
@@ -601,7 +601,7 @@ static int child_ring_threads(void)
 	do {
 		for (uint32_t k = 0; k < 4 * 132; k++, seq++) { /* batches of 1, every 16th lane */
 			uint64_t rec[6] = { seq, seq ^ 0x5555, 0, 0, 0, ~seq };
-			made += live_rb_produce(rb, (seq * 16) % h->lanes, rec, sizeof(rec)) == 0;
+			made += shim_live_rb_produce(rb, (seq * 16) % h->lanes, rec, sizeof(rec)) == 0;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		ns = (uint64_t)((t.tv_sec - t0.tv_sec) * 1000000000ll + (t.tv_nsec - t0.tv_nsec));

@@ -41,14 +41,14 @@ static void collect(void *user, uint32_t lane, const void *data, uint32_t len)
  * the CPU producer reaches it through the header's `state`). */
 static void *new_map(uint32_t lanes, uint64_t lane_bytes)
 {
-	uint64_t ring = (live_rb_bytes(lanes, lane_bytes) + 127) & ~127ull;
-	uint8_t *m = aligned_alloc(128, ring + ((live_rb_state_bytes(lanes) + 127) & ~127ull));
+	uint64_t ring = (shim_live_rb_bytes(lanes, lane_bytes) + 127) & ~127ull;
+	uint8_t *m = aligned_alloc(128, ring + ((shim_live_rb_state_bytes(lanes) + 127) & ~127ull));
 	assert_non_null(m);
-	memset(m + ring, 0, live_rb_state_bytes(lanes));
-	struct cubpf_rb_state st = live_rb_state_header(lanes, 1, lane_bytes, (uintptr_t)(m + ring),
+	memset(m + ring, 0, shim_live_rb_state_bytes(lanes));
+	struct cubpf_rb_state st = shim_live_rb_state_header(lanes, 1, lane_bytes, (uintptr_t)(m + ring),
 							(uintptr_t)m);
 	memcpy(m + ring, &st, sizeof(st));
-	live_rb_init(m, lanes, 1, lane_bytes, (uintptr_t)(m + ring));
+	shim_live_rb_init(m, lanes, 1, lane_bytes, (uintptr_t)(m + ring));
 	return m;
 }
 
@@ -71,26 +71,26 @@ static uint64_t *head_of(void *m, uint32_t i)
 }
 
 /* The drains as the shim runs them: after taking records, the tails go to the producers' copy
- * and the drop counts come back (live_rb_sync). */
+ * and the drop counts come back (shim_live_rb_sync). */
 static uint64_t drain(void *m, void *scratch, live_rb_fn fn, void *user, uint64_t *damaged)
 {
-	uint64_t n = live_rb_drain(m, scratch, fn, user, damaged);
-	live_rb_sync(m);
+	uint64_t n = shim_live_rb_drain(m, scratch, fn, user, damaged);
+	shim_live_rb_sync(m);
 	return n;
 }
 
 static uint64_t drain_runs(void *m, uint32_t first, uint32_t step, void *scratch,
 			   live_rb_run_fn fn, void *user, struct live_rb_taken *t)
 {
-	uint64_t n = live_rb_drain_runs(m, first, step, scratch, fn, user, t);
-	live_rb_sync(m);
+	uint64_t n = shim_live_rb_drain_runs(m, first, step, scratch, fn, user, t);
+	shim_live_rb_sync(m);
 	return n;
 }
 
 static uint64_t drops(void *m)
 {
-	live_rb_sync(m);
-	return live_rb_drops(m);
+	shim_live_rb_sync(m);
+	return shim_live_rb_drops(m);
 }
 
 static bool lane_all_zero(void *m, uint32_t i)
@@ -133,7 +133,7 @@ static void test_batch_is_field_major(void **state)
 	for (int r = 0; r < 5; r++)
 		for (int j = 0; j < 20; j++)
 			recs[r][j] = (uint8_t)(r * 32 + j);
-	assert_int_equal(live_rb_produce_batch(m, 1, recs, 5, 20), 0);
+	assert_int_equal(shim_live_rb_produce_batch(m, 1, recs, 5, 20), 0);
 	const uint64_t *b = (const uint64_t *)lane_data(m, 1);
 	assert_int_equal(b[0], (20ull << 32) | 5);
 	assert_int_equal(b[1], CUBPF_RB_TAG(0));
@@ -170,7 +170,7 @@ static void test_records_come_in_order_across_the_wrap(void **state)
 	for (int round = 0; round < 50; round++) {
 		for (int k = 0; k < 3; k++) { /* 3 x (16 + 40, padded to 64) = 192 of 256 bytes */
 			uint64_t rec[5] = { seq, seq * 3, seq * 5, seq * 7, ~seq };
-			assert_int_equal(live_rb_produce(m, 0, rec, 36 + (seq % 4)), 0);
+			assert_int_equal(shim_live_rb_produce(m, 0, rec, 36 + (seq % 4)), 0);
 			seq++;
 		}
 		struct got g = { 0 };
@@ -195,12 +195,12 @@ static void test_padding_before_the_end(void **state)
 	uint8_t scratch[256], recs[4][24];
 	uint64_t damaged = 0;
 	memset(recs, 0x5a, sizeof(recs));
-	assert_int_equal(live_rb_produce_batch(m, 0, recs, 4, 24), 0); /* 16 + 96 = 112 */
-	assert_int_equal(live_rb_produce_batch(m, 0, recs, 4, 24), 0); /* 224 */
+	assert_int_equal(shim_live_rb_produce_batch(m, 0, recs, 4, 24), 0); /* 16 + 96 = 112 */
+	assert_int_equal(shim_live_rb_produce_batch(m, 0, recs, 4, 24), 0); /* 224 */
 	struct got g = { 0 };
 	assert_int_equal(drain(m, scratch, collect, &g, &damaged), 8);
 	recs[0][0] = 7;
-	assert_int_equal(live_rb_produce_batch(m, 0, recs, 4, 24), 0); /* 32 left: padding */
+	assert_int_equal(shim_live_rb_produce_batch(m, 0, recs, 4, 24), 0); /* 32 left: padding */
 	assert_int_equal(*head_of(m, 0), 256 + 112);
 	const uint64_t *pad = (const uint64_t *)(lane_data(m, 0) + 224);
 	assert_int_equal(pad[0], 0);
@@ -223,19 +223,19 @@ static void test_full_lane_drops_and_recovers(void **state)
 	uint64_t damaged = 0;
 	int ok = 0, dropped = 0;
 	for (int i = 0; i < 10; i++)
-		live_rb_produce(m, 1, rec, sizeof(rec)) == 0 ? ok++ : dropped++;
+		shim_live_rb_produce(m, 1, rec, sizeof(rec)) == 0 ? ok++ : dropped++;
 	assert_int_equal(ok, 2); /* 2 x 48 bytes; the third needs 32 of padding + 48 */
 	assert_int_equal(dropped, 8);
 	assert_int_equal(drops(m), 8);
 	/* a batch counts all its records */
-	assert_int_equal(live_rb_produce_batch(m, 1, four, 4, 24), -1);
+	assert_int_equal(shim_live_rb_produce_batch(m, 1, four, 4, 24), -1);
 	assert_int_equal(drops(m), 12);
 	struct got g = { 0 };
 	assert_int_equal(drain(m, scratch, collect, &g, &damaged), 2);
-	assert_int_equal(live_rb_produce(m, 1, rec, sizeof(rec)), 0);
+	assert_int_equal(shim_live_rb_produce(m, 1, rec, sizeof(rec)), 0);
 	/* a batch larger than the lane never fits */
 	uint8_t big[200] = { 0 };
-	assert_int_equal(live_rb_produce(m, 0, big, sizeof(big)), -1);
+	assert_int_equal(shim_live_rb_produce(m, 0, big, sizeof(big)), -1);
 	assert_int_equal(drops(m), 13);
 	free(m);
 }
@@ -250,15 +250,15 @@ static void test_tails_reach_producers_by_copy(void **state)
 	uint8_t scratch[256];
 	uint64_t a = 1, damaged = 0;
 	for (int i = 0; i < 8; i++) /* 8 x 32 bytes: full */
-		assert_int_equal(live_rb_produce(m, 0, &a, 8), 0);
+		assert_int_equal(shim_live_rb_produce(m, 0, &a, 8), 0);
 	struct got g = { 0 };
-	assert_int_equal(live_rb_drain(m, scratch, collect, &g, &damaged), 8);
+	assert_int_equal(shim_live_rb_drain(m, scratch, collect, &g, &damaged), 8);
 	assert_int_equal(*tail_of(m, 0), 256);
-	assert_int_equal(live_rb_produce(m, 0, &a, 8), -1); /* the device's tail: still 0 */
-	assert_int_equal(live_rb_drops(m), 0);               /* not copied back yet */
-	live_rb_sync(m);
-	assert_int_equal(live_rb_drops(m), 1);
-	assert_int_equal(live_rb_produce(m, 0, &a, 8), 0);
+	assert_int_equal(shim_live_rb_produce(m, 0, &a, 8), -1); /* the device's tail: still 0 */
+	assert_int_equal(shim_live_rb_drops(m), 0);               /* not copied back yet */
+	shim_live_rb_sync(m);
+	assert_int_equal(shim_live_rb_drops(m), 1);
+	assert_int_equal(shim_live_rb_produce(m, 0, &a, 8), 0);
 	assert_int_equal(*head_of(m, 0), 288);
 	free(m);
 }
@@ -271,13 +271,13 @@ static void test_uncommitted_batch_holds_back_later_ones(void **state)
 	void *m = new_map(1, 256);
 	uint8_t scratch[256];
 	uint64_t damaged = 0, a = 11, b = 22;
-	assert_int_equal(live_rb_produce(m, 0, &a, 8), 0);
+	assert_int_equal(shim_live_rb_produce(m, 0, &a, 8), 0);
 	/* a producer that reserved a batch of one 8-byte record (32 bytes) at 32 */
 	uint64_t *hdr = (uint64_t *)(lane_data(m, 0) + *head_of(m, 0));
 	*head_of(m, 0) += 32;
 	hdr[0] = (8ull << 32) | 1;
 	hdr[2] = 33;
-	assert_int_equal(live_rb_produce(m, 0, &b, 8), 0);
+	assert_int_equal(shim_live_rb_produce(m, 0, &b, 8), 0);
 	struct got g = { 0 };
 	assert_int_equal(drain(m, scratch, collect, &g, &damaged), 1);
 	assert_int_equal(g.first[0], 11);
@@ -301,8 +301,8 @@ static void test_damaged_header_stops_the_lane(void **state)
 	void *m = new_map(2, 128);
 	uint8_t scratch[128];
 	uint64_t damaged = 0, a = 5;
-	assert_int_equal(live_rb_produce(m, 0, &a, 8), 0);
-	assert_int_equal(live_rb_produce(m, 1, &a, 8), 0);
+	assert_int_equal(shim_live_rb_produce(m, 0, &a, 8), 0);
+	assert_int_equal(shim_live_rb_produce(m, 1, &a, 8), 0);
 	uint64_t *b0 = (uint64_t *)lane_data(m, 0), *b1 = (uint64_t *)lane_data(m, 1);
 	b0[0] = (8ull << 32) | 40; /* more records than a warp */
 	b1[0] = (200ull << 32) | 1; /* longer than the lane */
@@ -376,7 +376,7 @@ static void *producer(void *arg)
 		uint64_t packed[32 * 4];
 		for (uint32_t r = 0; r < k; r++)
 			memcpy(packed + r * words, w[r], 8 * words);
-		if (live_rb_produce_batch(st->map, lane, packed, k, 8 * words) != 0) {
+		if (shim_live_rb_produce_batch(st->map, lane, packed, k, 8 * words) != 0) {
 			st->dropped += k;
 			sched_yield(); /* the drain has the core: most records should arrive */
 		}
@@ -425,7 +425,7 @@ static void test_concurrent_producers_lose_nothing_uncounted(void **state)
 	free(m);
 }
 
-/* ---- the batched drain (live_rb_drain_runs) ------------------------------------------------- */
+/* ---- the batched drain (shim_live_rb_drain_runs) ------------------------------------------------- */
 
 /* Runs cross the end of the lane (after padding): each record comes whole and in order, one
  * call per run, tail moves to the end of the run and the ring is zeroed. */
@@ -441,7 +441,7 @@ static void test_runs_across_the_wrap(void **state)
 			uint8_t rec[40];
 			for (int j = 0; j < 40; j++)
 				rec[j] = (uint8_t)(seq * 13 + (uint64_t)j);
-			assert_int_equal(live_rb_produce(m, 0, rec, 33 + (uint32_t)(seq % 8)), 0);
+			assert_int_equal(shim_live_rb_produce(m, 0, rec, 33 + (uint32_t)(seq % 8)), 0);
 			seq++;
 		}
 		struct runs *r = calloc(1, sizeof(*r));
@@ -471,11 +471,11 @@ static void test_uncommitted_batch_ends_the_run(void **state)
 	uint8_t scratch[256];
 	uint64_t a = 11, b = 22, c = 44;
 	struct live_rb_taken t = { 0 };
-	assert_int_equal(live_rb_produce(m, 0, &a, 8), 0);
-	assert_int_equal(live_rb_produce(m, 0, &c, 8), 0);
+	assert_int_equal(shim_live_rb_produce(m, 0, &a, 8), 0);
+	assert_int_equal(shim_live_rb_produce(m, 0, &c, 8), 0);
 	uint64_t *hdr = (uint64_t *)(lane_data(m, 0) + *head_of(m, 0));
 	*head_of(m, 0) += 32;
-	assert_int_equal(live_rb_produce(m, 0, &b, 8), 0);
+	assert_int_equal(shim_live_rb_produce(m, 0, &b, 8), 0);
 	struct runs *r = calloc(1, sizeof(*r));
 	assert_int_equal(drain_runs(m, 0, 1, scratch, collect_run, r, &t), 2);
 	assert_int_equal(r->calls, 1);
@@ -509,12 +509,12 @@ static void test_runs_are_bounded_and_lanes_shared(void **state)
 	for (uint64_t i = 0; i < 50; i++) { /* 50 batches of 30: 1500 records, 50 x 256 bytes */
 		for (int r = 0; r < 30; r++)
 			v[r] = i * 30 + (uint64_t)r;
-		assert_int_equal(live_rb_produce_batch(m, 1, v, 30, 8), 0);
+		assert_int_equal(shim_live_rb_produce_batch(m, 1, v, 30, 8), 0);
 	}
 	uint64_t x = 7;
-	assert_int_equal(live_rb_produce(m, 3, &x, 8), 0);
-	assert_int_equal(live_rb_produce(m, 2, &x, 8), 0);
-	assert_int_equal(live_rb_produce(m, 0, &x, 8), 0);
+	assert_int_equal(shim_live_rb_produce(m, 3, &x, 8), 0);
+	assert_int_equal(shim_live_rb_produce(m, 2, &x, 8), 0);
+	assert_int_equal(shim_live_rb_produce(m, 0, &x, 8), 0);
 	*(uint64_t *)lane_data(m, 0) = (100000ull << 32) | 1; /* lane 0: longer than the lane */
 	struct runs *r = calloc(1, sizeof(*r));
 	assert_int_equal(drain_runs(m, 1, 2, scratch, collect_run, r, &t), 1501);
@@ -616,9 +616,9 @@ static void runs_to_trace(bool local)
 				uint64_t v[6] = { seq, seq * 3, seq * 5, seq * 7, seq * 11, ~seq };
 				memcpy(rec[r], v, sizeof(v));
 			}
-			assert_int_equal(live_rb_produce_batch(m, k, rec, 4, sizeof(rec[0])), 0);
+			assert_int_equal(shim_live_rb_produce_batch(m, k, rec, 4, sizeof(rec[0])), 0);
 		}
-		assert_int_equal(drain_runs(m, 0, 1, scratch, live_rb_to_trace, &sink, &t), 12);
+		assert_int_equal(drain_runs(m, 0, 1, scratch, shim_live_rb_to_trace, &sink, &t), 12);
 	}
 	store_trace_local_free(sink.local);
 	assert_int_equal(store_trace_close(w, err, sizeof(err)), 0);
