@@ -101,7 +101,7 @@ static const char wrapper[] =
 	"\tcall (rv), cubpf_prog, (p0, p1);\n\tld.param.b64 %a3, [rv];\n\t}\n"
 	"\tst.global.u64 [%a2], %a3;\n\tret;\n}\n";
 
-int plugin_gpu_ptx(const void *code, size_t code_len, struct ptx_buf *out, char *err,
+int tool_plugin_gpu_ptx(const void *code, size_t code_len, struct ptx_buf *out, char *err,
 		   size_t errlen)
 {
 	if (code_len == 0 || code_len % 8) {
@@ -180,12 +180,12 @@ static int run_on_device(struct cuda *c, const char *ptx, void *mem, size_t mem_
 	return rc;
 }
 
-int plugin_gpu_run(const void *code, size_t code_len, void *mem, size_t mem_len, uint64_t *r0,
+int tool_plugin_gpu_run(const void *code, size_t code_len, void *mem, size_t mem_len, uint64_t *r0,
 		   char *err, size_t errlen)
 {
 	struct ptx_buf ptx = {0};
 	struct cuda c = {0};
-	int rc = plugin_gpu_ptx(code, code_len, &ptx, err, errlen);
+	int rc = tool_plugin_gpu_ptx(code, code_len, &ptx, err, errlen);
 	if (rc == 0)
 		rc = cuda_open(&c, err, errlen);
 	if (rc == 0) {

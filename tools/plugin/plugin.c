@@ -110,7 +110,7 @@ static void write_ptx(const void *code, size_t len)
 	struct ptx_buf b = {0};
 	char err[VM_ERRLEN];
 	FILE *f = NULL;
-	if (plugin_gpu_ptx(code, len, &b, err, sizeof(err)) == 0 && (f = fopen(ptx_out, "w")))
+	if (tool_plugin_gpu_ptx(code, len, &b, err, sizeof(err)) == 0 && (f = fopen(ptx_out, "w")))
 		fwrite(b.data, 1, b.len, f);
 	else
 		fprintf(stderr, "cubpf-bpf-plugin: cannot write %s\n", ptx_out);
@@ -143,7 +143,7 @@ int main(int argc, char **argv)
 	}
 	char err[VM_ERRLEN];
 	uint64_t r0;
-	int rc = gpu ? plugin_gpu_run(code, (size_t)code_len, mem, (size_t)mem_len, &r0, err,
+	int rc = gpu ? tool_plugin_gpu_run(code, (size_t)code_len, mem, (size_t)mem_len, &r0, err,
 				      sizeof(err))
 		     : vm_run_raw(code, (size_t)code_len, mem, (size_t)mem_len, &r0, err, sizeof(err));
 	if (gpu && ptx_out)
