@@ -48,9 +48,17 @@ CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 LDFLAGS  += -fsanitize=address,undefined
 endif
 
-# Static archives of the compression libraries, linked into everything we ship so that the
-# shim and the tool run on machines that lack them (see DESIGN.md: no shared deps but glibc).
-DEP_LIBS := -Wl,-Bstatic -lzstd -llz4 -lxxhash -Wl,-Bdynamic -lpthread -ldl -lm
+# One copy of each bundled library per build, and every user compiles against the header of
+# the library it links.  zstd is built here from Debian's source package (store/module.mk:
+# Debian's libzstd.a is not position-independent, and the shim must carry it), so every object
+# finds its zstd.h in $(ZSTD_DIR)/lib and every program links $(ZSTD_PIC_LIB), never -lzstd:
+# tests/ci checks both.  lz4 and xxHash are Debian's (liblz4-dev, libxxhash-dev), header and
+# static archive from the same package.  Static, so that the shim and the tool run on machines
+# that lack them (see DESIGN.md: no shared deps but glibc).
+ZSTD_DIR     := $(BUILD)/zstd
+ZSTD_PIC_LIB := $(BUILD)/lib/libcubpf-zstd.a
+DEP_LIBS := $(ZSTD_PIC_LIB) -Wl,-Bstatic -llz4 -lxxhash -Wl,-Bdynamic -lpthread -ldl -lm
+CFLAGS   += -I$(ZSTD_DIR)/lib
 
 LIBS       :=
 BINS       :=
@@ -69,7 +77,8 @@ $(DEPS_STAMP):
 	@mkdir -p $(@D) && touch $@
 deps: $(DEPS_STAMP)
 
-$(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
+# zstd.h (fetched with its sources) before any object: each finds it in $(ZSTD_DIR)/lib.
+$(BUILD)/obj/%.o: %.c | $(DEPS_STAMP) $(ZSTD_DIR)/lib/zstd.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -83,7 +92,8 @@ objs = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 # libFuzzer targets (tests/fuzz/module.mk); defined before the fragments, which use them.
 FUZZ_BUILD := $(BUILD)/fuzz
-FUZZ_CFLAGS := -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -I. -I$(ZSTD_DIR)/lib -fsanitize=fuzzer,address,undefined \
+  -fno-omit-frame-pointer
 
 include cubin/module.mk
 include vm/module.mk
@@ -94,6 +104,9 @@ include tools/module.mk
 include tests/module.mk
 
 all: $(LIBS) $(BINS)
+
+# Every program that links one of our archives links DEP_LIBS, and with it $(ZSTD_PIC_LIB).
+$(filter-out $(ZSTD_PIC_LIB),$(LIBS)): | $(ZSTD_PIC_LIB)
 
 # ---- tests -----------------------------------------------------------------------------
 # unit: run the cmocka programs of this build (plain or sanitized) and write a summary.

@@ -6,13 +6,12 @@ set -euo pipefail
 
 # header or file that proves a package is installed -> package name
 declare -A need=(
-  [/usr/include/zstd.h]=libzstd-dev
   [/usr/include/lz4.h]=liblz4-dev
   [/usr/include/xxhash.h]=libxxhash-dev
   [/usr/include/cmocka.h]=libcmocka-dev
   [/usr/include/linux/bpf.h]=linux-libc-dev
   # store/ compiles SQLite and zstd from Debian's source packages (store/fetch-*.sh): Debian's
-  # static archives are not PIC.  Fetching, checking and unpacking them takes apt-get source
+  # static archives are not PIC.  That zstd is the build's only one: no libzstd-dev.  Fetching, checking and unpacking them takes apt-get source
   # (apt), the archive keyring and dpkg-source; SQLite's amalgamation is made with tclsh.
   [/usr/share/keyrings/debian-archive-keyring.gpg]=debian-archive-keyring
   [/usr/bin/dpkg-source]=dpkg-dev

@@ -10,8 +10,8 @@ LIVE_SRCS    := $(wildcard shim/live*.c)
 SHIM_SRCS    := $(filter-out $(LIVE_SRCS),$(wildcard shim/*.c))
 SHIM_OBJS    := $(call objs,$(SHIM_SRCS))
 LIVE_OBJS    := $(call objs,$(LIVE_SRCS))
-# What the shim links, users first.  zstd comes from store's PIC build (Debian's libzstd.a is
-# not position-independent); it is listed before DEP_LIBS so that its symbols are the ones used.
+# What the shim links, users first.  zstd is store's PIC build (Debian's libzstd.a is not
+# position-independent), the build's only one (it is in DEP_LIBS too).
 SHIM_LINK_LIBS := $(STORE_LIB) $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB) $(ZSTD_PIC_LIB)
 SHIM_LIB     := $(BUILD)/lib/libcuda.so.1
 CUDA_INCLUDE ?= $(CUDA_HOME)/include
@@ -35,7 +35,6 @@ $(SHIM_GEN)/trampolines.S $(SHIM_GEN)/libcuda.map $(SHIM_GEN)/exports.txt: $(SHI
 
 $(SHIM_OBJS) $(LIVE_OBJS): CFLAGS += -I$(SHIM_GEN) -I$(CUDA_INCLUDE)
 $(SHIM_OBJS) $(LIVE_OBJS): $(SHIM_GEN)/exports.def
-$(LIVE_OBJS): | $(ZSTD_DIR)/lib/zstd.h
 
 $(SHIM_GEN)/trampolines.o: $(SHIM_GEN)/trampolines.S
 	$(CC) -c $< -o $@

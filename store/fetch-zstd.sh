@@ -3,8 +3,8 @@
 # symbols: Debian's libzstd.a is not position-independent (its zstd_compress.o has R_X86_64_PC32
 # relocations), so the shim, which compresses traces, cannot link it.
 #
-# Source: Debian's source package libzstd of bookworm (zstd 1.5.4, the version of bookworm's
-# libzstd-dev, whose zstd.h the rest of cubpf includes, with Debian's patches), fetched from
+# Source: Debian's source package libzstd of bookworm (zstd 1.5.4, with Debian's patches; the
+# build's only zstd: every object includes this zstd.h and every program links it), fetched from
 # Debian's archive and checked against the SHA-256 pins below by store/debian-source.sh (which
 # says where it looks, and why), cached outside git in $CUBPF_DEPS_CACHE (default
 # ~/.cache/cubpf-deps); once cached, no network.  DEST/SOURCE records what it was made from.

@@ -31,11 +31,9 @@ $(SQLITE_OBJ): $(SQLITE_DIR)/sqlite3.c
 
 # zstd, built here too: Debian's libzstd.a is not position-independent either (zstd_compress.o
 # has R_X86_64_PC32 relocations), and the shim compresses traces.  The sources (lib/ of Debian's
-# source package libzstd, bookworm, 1.5.4: the version of the zstd.h that libzstd-dev gives the
-# rest of cubpf) come from store/fetch-zstd.sh, pinned by hash.  Symbols hidden.
-# ZSTD_PIC_LIB replaces -lzstd wherever a shared object is linked.
-ZSTD_DIR     := $(BUILD)/zstd
-ZSTD_PIC_LIB := $(BUILD)/lib/libcubpf-zstd.a
+# source package libzstd, bookworm, 1.5.4) come from store/fetch-zstd.sh, pinned by hash.  Symbols
+# hidden.  It is the build's only zstd: ZSTD_DIR and ZSTD_PIC_LIB are defined in the top Makefile,
+# where every object gets -I$(ZSTD_DIR)/lib and every program $(ZSTD_PIC_LIB) (in DEP_LIBS).
 ZSTD_NAMES   := common/debug common/entropy_common common/error_private common/fse_decompress \
   common/pool common/threading common/xxhash common/zstd_common compress/fse_compress \
   compress/hist compress/huf_compress compress/zstd_compress compress/zstd_compress_literals \
@@ -70,9 +68,10 @@ $(BUILD)/obj/zstd/%.o: $(ZSTD_DIR)/lib/%.S $(ZSTD_DIR)/lib/zstd.h
 $(ZSTD_PIC_LIB): $(ZSTD_OBJS)
 LIBS += $(ZSTD_PIC_LIB)
 
-# store's own objects find sqlite3.h and zstd.h in the build folder, before the system's.
-$(call objs,$(STORE_SRCS)): CFLAGS += -I$(SQLITE_DIR) -I$(ZSTD_DIR)/lib
-$(call objs,$(STORE_SRCS)): | $(SQLITE_DIR)/sqlite3.h $(ZSTD_DIR)/lib/zstd.h
+# store's own objects find sqlite3.h in the build folder, before the system's (zstd.h: the
+# top Makefile).
+$(call objs,$(STORE_SRCS)): CFLAGS += -I$(SQLITE_DIR)
+$(call objs,$(STORE_SRCS)): | $(SQLITE_DIR)/sqlite3.h
 
 $(STORE_LIB): $(call objs,$(STORE_SRCS)) $(SQLITE_OBJ)
 LIBS += $(STORE_LIB)

@@ -4,7 +4,7 @@
 # fuzz_rule(NAME, SOURCES[, FLAGS]): builds $(FUZZ_BUILD)/NAME from tests/fuzz/NAME.c and SOURCES
 # (objects too: linked as they are), compiled with FLAGS added.
 define fuzz_rule
-$(FUZZ_BUILD)/$(1): tests/fuzz/$(1).c $(2) | $(DEPS_STAMP)
+$(FUZZ_BUILD)/$(1): tests/fuzz/$(1).c $(2) | $(DEPS_STAMP) $(ZSTD_PIC_LIB)
 	@mkdir -p $$(@D)
 	$(CLANG) $(FUZZ_CFLAGS) $(3) -o $$@ $$^ $(DEP_LIBS)
 FUZZ_BINS += $(FUZZ_BUILD)/$(1)
@@ -43,7 +43,7 @@ $(FUZZ_BUILD)/fuzz_store_cache: | $(SQLITE_DIR)/sqlite3.h
 # fixed seed and replays tests/fuzz/ptxdiff-repro.
 SOUND_BIN := $(FUZZ_BUILD)/sound
 $(SOUND_BIN): tests/fuzz/sound.c tests/fuzz/sound_gen.c tests/fuzz/sound.h tests/ptx/ptxdiff.c \
-		tests/ptx/ptxdiff.h $(VM_SRCS) $(CUBIN_SRCS) $(PTX_SRCS) | $(DEPS_STAMP)
+		tests/ptx/ptxdiff.h $(VM_SRCS) $(CUBIN_SRCS) $(PTX_SRCS) | $(DEPS_STAMP) $(ZSTD_PIC_LIB)
 	@mkdir -p $(@D)
 	$(CLANG) $(filter-out -fsanitize=fuzzer%,$(FUZZ_CFLAGS)) -fsanitize=address,undefined \
 	  -o $@ $(filter %.c,$^) $(DEP_LIBS)

@@ -9,7 +9,7 @@ $(LIVE_PROBEDIR)/%.bpf.o: tests/live/probes/%.bpf.c $(PROBE_HEADER_DEPS)
 	$(CLANG) -O2 -g -target bpf -I tools/include -I/usr/include/x86_64-linux-gnu -c $< -o $@
 
 $(call objs,tests/live/test_live.c): CFLAGS += -DLIVE_TEST_BUILD='"$(abspath $(BUILD))"' \
-  -DLIVE_TEST_FIXTURES='"$(abspath $(FIXTURES))"' -I$(ZSTD_DIR)/lib
+  -DLIVE_TEST_FIXTURES='"$(abspath $(FIXTURES))"'
 $(BUILD)/tests/test_live: $(call objs,tests/live/test_live.c shim/live_rb.c) $(STORE_LIB) $(CUBIN_LIB) \
 		| $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so $(LIVE_PROBES) $(PROBE_OBJS) \
 		  $(FIXTURES)/shim/app.cubin $(addprefix $(FIXTURES)/cubin/,lineinfo.cubin \

@@ -141,7 +141,7 @@ BENCH_BINS += $(PTX_BENCH_ALL)
 endif
 
 # libFuzzer target (clang): the reader, the instrumenter and the code generator on damaged input.
-$(FUZZ_BUILD)/fuzz_ptx: tests/ptx/fuzz_ptx.c $(PTX_SRCS) | $(DEPS_STAMP)
+$(FUZZ_BUILD)/fuzz_ptx: tests/ptx/fuzz_ptx.c $(PTX_SRCS) | $(DEPS_STAMP) $(ZSTD_PIC_LIB)
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) -o $@ $^ $(DEP_LIBS)
 FUZZ_BINS += $(FUZZ_BUILD)/fuzz_ptx
