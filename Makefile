@@ -66,7 +66,8 @@ TEST_BINS  :=
 FUZZ_BINS  :=
 BENCH_BINS :=
 
-.PHONY: all test check-deps unit test-asan fuzz fuzz-smoke demo gpu-test bench bench-build install clean deps
+.PHONY: all test check-deps check-names unit test-asan fuzz fuzz-smoke demo gpu-test bench bench-build \
+  install clean deps
 
 all:
 
@@ -125,20 +126,29 @@ test-asan:
 check-deps:
 	@ci/check-deps.sh
 
+# check-names: every global name of our objects carries its module's prefix (ci/check-names.sh
+# lists those that do not and fails).  `make test` runs it after the build, one test in the
+# summary.
+check-names: all
+	@ci/check-names.sh $(BUILD)
+
 test:
 	@rm -f $(BUILD)/test-summary.txt $(BUILD)/asan/test-summary.txt $(BUILD)/fuzz-summary.txt \
-	  $(BUILD)/deps-summary.txt
+	  $(BUILD)/deps-summary.txt $(BUILD)/names-summary.txt
 	@mkdir -p $(BUILD)
 	@echo "== include order (make check-deps) =="
 	@if $(MAKE) --no-print-directory check-deps; then echo "1 0" >$(BUILD)/deps-summary.txt; \
 	  else echo "0 1" >$(BUILD)/deps-summary.txt; fi
 	@$(MAKE) --no-print-directory all
+	@echo "== global names (make check-names) =="
+	@if $(MAKE) --no-print-directory check-names; then echo "1 0" >$(BUILD)/names-summary.txt; \
+	  else echo "0 1" >$(BUILD)/names-summary.txt; fi
 	@$(MAKE) --no-print-directory -k unit || true
 	@echo "== sanitizer pass (ASan+UBSan) =="
 	@$(MAKE) --no-print-directory -k test-asan || true
 	@echo "== fuzz smoke run =="
 	@$(MAKE) --no-print-directory -k fuzz-smoke || true
-	@tests/summary.sh $(BUILD)/deps-summary.txt $(BUILD)/test-summary.txt \
+	@tests/summary.sh $(BUILD)/deps-summary.txt $(BUILD)/names-summary.txt $(BUILD)/test-summary.txt \
 	  $(BUILD)/asan/test-summary.txt $(BUILD)/fuzz-summary.txt
 
 # ---- fuzzing (libFuzzer, clang) ------------------------------------------------------------
