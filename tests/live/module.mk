@@ -21,7 +21,7 @@ $(BUILD)/tests/test_live: $(call objs,tests/live/test_live.c shim/live_rb.c) $(S
 TEST_BINS += $(BUILD)/tests/test_live
 
 # Ring buffers: the drain against the CPU model of the producer (no driver needed).
-# The batched drain's trace sink (live_rb_to_trace) writes through store/: linked with it.
+# The batched drain's trace sink (shim_live_rb_to_trace) writes through store/: linked with it.
 $(BUILD)/tests/test_live_rb: $(call objs,tests/live/test_rb.c shim/live_rb.c) $(STORE_LIB) $(ZSTD_PIC_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) -lcmocka -lpthread
