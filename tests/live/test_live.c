@@ -30,7 +30,8 @@ static char shim_path[4096], fake_path[4096], probe_path[4096], cubin_path[4096]
 static char host_probes[8192], ring_probe[4096], bad_probe[4096], kinds_probe[4096];
 static char shared_probe[4096];
 static char child_err[1 << 16];
-static const char trace_path[] = "/tmp/cubpf-live-test.trace";
+/* per process: test_live runs of other build folders at the same time write their own */
+static char trace_path[64];
 /* Every child gets a fresh module cache unless the case names one (CUBPF_CACHE in its env). */
 static char fresh_cache[256];
 
@@ -2452,6 +2453,7 @@ int main(void)
 	if (getenv("TEST_FILTER")) /* one test, or a glob of them, while chasing a failure */
 		cmocka_set_test_filter(getenv("TEST_FILTER"));
 	const char *build = getenv("CUBPF_BUILD") ? getenv("CUBPF_BUILD") : LIVE_TEST_BUILD;
+	snprintf(trace_path, sizeof(trace_path), "/tmp/cubpf-live-test-%d.trace", (int)getpid());
 	const char *fix = getenv("CUBPF_FIXTURES") ? getenv("CUBPF_FIXTURES") : LIVE_TEST_FIXTURES;
 	snprintf(shim_path, sizeof(shim_path), "%s/lib/libcuda.so.1", build);
 	snprintf(fake_path, sizeof(fake_path), "%s/tests/libcuda-fake.so", build);
