@@ -67,6 +67,15 @@ $(BUILD)/obj/zstd/%.o: $(ZSTD_DIR)/lib/%.S $(ZSTD_DIR)/lib/zstd.h
   $(ZSTD_DIR)/lib/decompress/huf_decompress_amd64.S
 $(ZSTD_PIC_LIB): $(ZSTD_OBJS)
 LIBS += $(ZSTD_PIC_LIB)
+# The sources that include zstd.h are made again when this zstd is new to the build folder:
+# objects made before the build had one zstd (cubin/, some tests) read /usr/include/zstd.h, and a
+# change of flags alone does not remake them (tests/ci checks that none is left).
+ZSTD_STAMP := $(ZSTD_DIR)/lib/.users-stamp
+ZSTD_USERS := $(call objs,$(shell grep -rl --include='*.c' '^\#include <zstd.h>' \
+  cubin vm ptx-rewriter store shim tools tests 2>/dev/null))
+$(ZSTD_USERS): $(ZSTD_STAMP)
+$(ZSTD_STAMP): | $(ZSTD_DIR)/lib/zstd.h
+	@touch $@
 
 # store's own objects find sqlite3.h in the build folder, before the system's (zstd.h: the
 # top Makefile).
