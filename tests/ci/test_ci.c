@@ -17,30 +17,14 @@
 #include <sys/wait.h>
 
 #include <cmocka.h>
+
+#include "tests/shell.h"
 #include <lz4.h>
 #include <xxhash.h>
 #include <zstd.h>
 
-static char out[1 << 16];
 static const char *build;
 
-/* Runs a shell command, its stdout and stderr into out; its exit status. */
-static int sh(const char *fmt, ...)
-{
-	char cmd[4096] = "{ ";
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd + 2, sizeof(cmd) - 2, fmt, ap);
-	va_end(ap);
-	size_t n = strlen(cmd);
-	snprintf(cmd + n, sizeof(cmd) - n, "\n} 2>&1");
-	FILE *p = popen(cmd, "r");
-	assert_non_null(p);
-	n = fread(out, 1, sizeof(out) - 1, p);
-	out[n] = '\0';
-	int st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static void test_names_pass(void **state)
 {

@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include "tests/shell.h"
+
 #ifndef DEPS_TEST_SRC
 #define DEPS_TEST_SRC "."
 #endif
@@ -25,32 +27,8 @@
 #define SCRIPT DEPS_TEST_SRC "/ci/check-deps.sh"
 #define MODULES "cubin vm ptx-rewriter store shim tools"
 
-static char out[1 << 16];
 static char tmp[] = "/tmp/cubpf-test-deps-XXXXXX";
 
-/* Runs a shell command, its stdout and stderr into out; its exit status. */
-static int sh(const char *fmt, ...)
-{
-	char cmd[4096] = "{ ";
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd + 2, sizeof(cmd) - 2, fmt, ap);
-	va_end(ap);
-	size_t n = strlen(cmd);
-	snprintf(cmd + n, sizeof(cmd) - n, "\n} 2>&1");
-	FILE *p = popen(cmd, "r");
-	assert_non_null(p);
-	n = fread(out, 1, sizeof(out) - 1, p);
-	out[n] = '\0';
-	int st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void has(const char *needle)
-{
-	if (!strstr(out, needle))
-		fail_msg("missing \"%s\" in:\n%s", needle, out);
-}
 
 /* Lines of out naming an include (" includes "): the violations the script named. */
 static int named(void)

@@ -22,6 +22,8 @@
 
 #include <cmocka.h>
 
+#include "tests/shell.h"
+
 #ifndef DIST_TEST_BUILD
 #define DIST_TEST_BUILD "build"
 #endif
@@ -38,38 +40,8 @@
 #define SHIM B "/lib/libcuda.so.1"
 #define OTHER B "/tests/interposer/libcuda.so.1"
 
-static char out[1 << 17];
 static char tmp[] = "/tmp/cubpf-test-dist-XXXXXX";
 
-/* Runs a shell command, its stdout and stderr into out; its exit status. */
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192] = "{ ";
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd + 2, sizeof(cmd) - 2, fmt, ap);
-	va_end(ap);
-	size_t n = strlen(cmd);
-	snprintf(cmd + n, sizeof(cmd) - n, "\n} 2>&1");
-	FILE *p = popen(cmd, "r");
-	assert_non_null(p);
-	n = fread(out, 1, sizeof(out) - 1, p);
-	out[n] = '\0';
-	int st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void has(const char *needle)
-{
-	if (!strstr(out, needle))
-		fail_msg("missing \"%s\" in:\n%s", needle, out);
-}
-
-static void lacks(const char *needle)
-{
-	if (strstr(out, needle))
-		fail_msg("unexpected \"%s\" in:\n%s", needle, out);
-}
 
 static int setup(void **state)
 {
