@@ -20,6 +20,7 @@
  * are opened with O_NOFOLLOW from the root folder's descriptor), so that an image cannot turn
  * the write into one on the host. */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #include "tools/commands.h"
+#include "tools/tools.h"
 
 #define CDI_VERSION "1.1.0" /* the current CDI spec; mounts, hooks and env exist since 0.3.0 */
 #define CDI_KIND "cubpf.dev/layer"
@@ -84,27 +86,12 @@ static void cdi_usage(FILE *out)
 }
 
 /* ---- the spec -------------------------------------------------------------------------------- */
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 static void mount_entry(FILE *f, const char *host, const char *container, int rw, int *first)
 {
 	fprintf(f, "%s\n          {\"hostPath\": ", *first ? "" : ",");
-	json_str(f, host);
+	tool_json_string(f, host);
 	fprintf(f, ", \"containerPath\": ");
-	json_str(f, container);
+	tool_json_string(f, container);
 	fprintf(f, ", \"options\": [\"%s\", \"nosuid\", \"nodev\", \"bind\"]}", rw ? "rw" : "ro");
 	*first = 0;
 }
@@ -137,7 +124,7 @@ static void print_env(FILE *f, const struct cdi_opts *o)
 			snprintf(v + strlen(v), sizeof(v) - strlen(v), "%s%s/%s/%s", i ? ":" : "",
 				 o->container_path, o->lib, preload_libs[i]);
 		fprintf(f, "\n          ");
-		json_str(f, v);
+		tool_json_string(f, v);
 		first = 0;
 	}
 	if (o->nprobe) {
@@ -147,7 +134,7 @@ static void print_env(FILE *f, const struct cdi_opts *o)
 			snprintf(v + strlen(v), sizeof(v) - strlen(v), "%s%s", i ? ":" : "", cont);
 		}
 		fprintf(f, "%s\n          ", first ? "" : ",");
-		json_str(f, v);
+		tool_json_string(f, v);
 		first = 0;
 	}
 	if (o->trace) {
@@ -157,7 +144,7 @@ static void print_env(FILE *f, const struct cdi_opts *o)
 	if (o->log) {
 		snprintf(v, sizeof(v), "CUBPF_LOG=%s", o->log);
 		fprintf(f, "%s\n          ", first ? "" : ",");
-		json_str(f, v);
+		tool_json_string(f, v);
 		first = 0;
 	}
 	fprintf(f, "\n        ],\n");
@@ -168,12 +155,12 @@ static void print_hooks(FILE *f, const struct cdi_opts *o)
 	char path[PATH_MAX + 16], lib[PATH_MAX + 64];
 	snprintf(path, sizeof(path), "%s/bin/cubpf", o->prefix);
 	fprintf(f, ",\n        \"hooks\": [\n          {\"hookName\": \"createContainer\", \"path\": ");
-	json_str(f, path);
+	tool_json_string(f, path);
 	fprintf(f, ",\n           \"args\": [\"cubpf\", \"cdi-hook\", \"--preload\"");
 	for (size_t i = 0; i < sizeof(preload_libs) / sizeof(*preload_libs); i++) {
 		snprintf(lib, sizeof(lib), "%s/%s/%s", o->container_path, o->lib, preload_libs[i]);
 		fprintf(f, ", ");
-		json_str(f, lib);
+		tool_json_string(f, lib);
 	}
 	fprintf(f, "]}\n        ]");
 }
@@ -183,7 +170,7 @@ static void print_spec(FILE *f, const struct cdi_opts *o)
 	char host[PATH_MAX], cont[PATH_MAX + 64];
 	int first = 1;
 	fprintf(f, "{\n  \"cdiVersion\": ");
-	json_str(f, o->cdi_version);
+	tool_json_string(f, o->cdi_version);
 	fprintf(f, ",\n  \"kind\": \"" CDI_KIND "\",\n  \"devices\": [\n    {\n      \"name\": \""
 		CDI_DEVICE "\",\n      \"containerEdits\": {\n");
 	print_env(f, o);
@@ -350,6 +337,9 @@ static const char *json_string(const char *p, char *out, size_t len)
 			const char *e = *++p ? strchr(from, *p) : NULL;
 			if (*p == 'u') {
 				unsigned v;
+				for (int i = 1; i <= 4; i++) /* all four digits: p + 4 stays in the text */
+					if (!isxdigit((unsigned char)p[i]))
+						return NULL;
 				if (sscanf(p + 1, "%4x", &v) != 1 || v == 0 || v > 0x7f)
 					return NULL; /* paths we need are ASCII */
 				c = (char)v;
@@ -493,7 +483,7 @@ static int add_preload_lines(const char *root, char **lines, int n)
 	char *old = read_all(f);
 	fseek(f, 0, SEEK_END);
 	int last_nl = !old || !old[0] || old[strlen(old) - 1] == '\n';
-	rc = 0;
+	rc = old ? 0 : -1; /* unread, the lines there cannot be compared: nothing written */
 	for (int i = 0; i < n && old; i++) {
 		size_t l = strlen(lines[i]);
 		int have = 0;

@@ -1136,6 +1136,42 @@ static void test_run_fake(void **state)
 	assert_contains(out, "{\"final\":true,\"maps\":[{\"name\":\"kstats\"");
 }
 
+/* cubpf cdi-hook reads the container state JSON a runtime gives it on stdin: every truncation
+ * of a state, and escapes cut short, are refused with a message, never read past their end
+ * (the sanitized pass runs the sanitized cubpf). */
+static void test_cdi_hook_damaged_state(void **state)
+{
+	(void)state;
+	static const char good[] = "{\"ociVersion\":\"1.0.2\",\"bundle\":\"/nonexistent/b\\u0041\","
+				   "\"annotations\":{\"k\":[1,{\"x\":\"y\"}]}}";
+	static const char *const odd[] = {"{\"bundle\":\"\\u41", "{\"bundle\":\"\\", "{\"bundle\":",
+					  "{\"a\":[[[[", "\"bundle\"", "{\"bundle\":\"\\u0000\"}", ""};
+	char path[] = "/tmp/cubpf-test-hook-XXXXXX", cmd[1024], out[8192];
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	for (size_t n = 0; n <= sizeof(good) - 1 + sizeof(odd) / sizeof(odd[0]); n++) {
+		FILE *f = fopen(path, "w");
+		assert_non_null(f);
+		if (n < sizeof(good) - 1)
+			fwrite(good, 1, n, f);
+		else if (n > sizeof(good) - 1)
+			fputs(odd[n - sizeof(good)], f);
+		fclose(f);
+		snprintf(cmd, sizeof(cmd), "%s/bin/cubpf cdi-hook --preload /x.so < %s 2>&1", TOOLS_TEST_BUILD,
+			 path);
+		FILE *p = popen(cmd, "r");
+		assert_non_null(p);
+		size_t got = fread(out, 1, sizeof(out) - 1, p);
+		out[got] = '\0';
+		int st = pclose(p);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 1 || !strstr(out, "cubpf cdi-hook: ") ||
+		    strstr(out, "Sanitizer") || strstr(out, "runtime error"))
+			fail_msg("state of %zu bytes: status %d:\n%s", n, st, out);
+	}
+	unlink(path);
+}
+
 /* ---- programs of several processes (issue 17) ---------------------------------------------- */
 /* A trace of one process: kernel ids as given, kstats (kcount) and counts (memtrace) keyed by
  * them, one launch per kernel. */
@@ -1364,6 +1400,7 @@ int main(void)
 		cmocka_unit_test(test_run_processes_fork_exit),
 		cmocka_unit_test(test_run_processes_file),
 		cmocka_unit_test(test_processes_renumbered),
+		cmocka_unit_test(test_cdi_hook_damaged_state),
 		cmocka_unit_test(test_run_python_multiprocessing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
