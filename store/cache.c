@@ -862,12 +862,12 @@ static void flush(struct store_cache *c)
 	}
 }
 
-/* From a lookup: the counts are written when no other process is writing, else at a later
- * lookup (a lookup waits for nobody).  A full list of hits is made room for by a write that
- * waits, as at close. */
+/* From a lookup or a put: the counts are written when no other process is writing, else at a
+ * later call; a module load waits for nobody's write to save statistics.  When the list of
+ * hits is full and the lock still taken, those counts go (with the warning flush gives). */
 static void flush_now_or_later(struct store_cache *c)
 {
-	c->wait_ms = c->pend.n == PEND_MAX ? c->opt.busy_timeout_ms : 0;
+	c->wait_ms = 0;
 	int rc = flush_pending(c);
 	c->wait_ms = c->opt.busy_timeout_ms;
 	if (rc && c->pend.n == PEND_MAX) {
