@@ -2,7 +2,7 @@
  *
  * The ring-buffer protocol, the enable words and the layouts of GPU maps: the contract between
  * the code the generator emits (ptx-rewriter/maps.c, inject.c) and the host side that allocates,
- * fills and drains that memory (shim/live*).  Not probe ABI: probe programs never see these
+ * fills and drains that memory (shim/live/).  Not probe ABI: probe programs never see these
  * layouts (they call helpers); the probe ABI is vm/include/cubpf_abi.h, included here for the
  * map types and limits.  Plain macros and structs over <linux/types.h>, so that test and
  * benchmark programs compile it alone.  A layout changed here changes generated code and the

@@ -1,7 +1,7 @@
 /* Register limits on kernels: `.maxnreg N` added to an .entry's performance directives (before
  * its body), so that ptxas keeps the kernel within N registers per thread (spilling if it must).
  * The shim uses it to keep an instrumented kernel launchable with the block sizes the original
- * allowed (shim/live_regs.c). */
+ * allowed (shim/live/regs.c). */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>

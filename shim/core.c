@@ -203,7 +203,7 @@ static void init_locked(void)
 	fill_slots();
 	shim_procaddr_setup();
 	pthread_atfork(shim_kernel_fork_prepare, shim_kernel_fork_done, forked_child);
-	/* Live probes (shim/live*.c) install their hooks before any load can happen.  Weak: the
+	/* Live probes (shim/live/) install their hooks before any load can happen.  Weak: the
 	 * test copy of the shim with a hooks plug-in (tests/shim) is built without them. */
 	if (!shim_state.disabled && shim_live_init) {
 		const struct shim_hooks *live = shim_live_init();

@@ -4,12 +4,10 @@
 # driver's exports (if any), the toolkit stub's and the list measured on the GPU machine; the
 # names of shim/intercept.list get hand-written wrappers, the others one-jump trampolines.
 SHIM_GEN     := $(BUILD)/shim
-# Live probes (shim/live*.c) are kept apart from the forwarding core, so that the test copy of
-# the shim with a hooks plug-in (tests/shim) links without them (core.c refers to them weakly).
-LIVE_SRCS    := $(wildcard shim/live*.c)
-SHIM_SRCS    := $(filter-out $(LIVE_SRCS),$(wildcard shim/*.c))
+SHIM_SRCS    := $(wildcard shim/*.c)
 SHIM_OBJS    := $(call objs,$(SHIM_SRCS))
-LIVE_OBJS    := $(call objs,$(LIVE_SRCS))
+# Live probes: a plug-in of the forwarding core (shim/live/module.mk gives LIVE_OBJS).
+include shim/live/module.mk
 # What the shim links, users first.  zstd is store's PIC build (Debian's libzstd.a is not
 # position-independent), the build's only one (it is in DEP_LIBS too).
 SHIM_LINK_LIBS := $(STORE_LIB) $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB) $(ZSTD_PIC_LIB)

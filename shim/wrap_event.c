@@ -1,6 +1,6 @@
 /* shim/wrap_event.c: CUDA events.
  *
- * Kernel spans (shim/live_spans.c) bracket a launch with cubpf's own events.  When the
+ * Kernel spans (shim/live/spans.c) bracket a launch with cubpf's own events.  When the
  * application times a launch itself, its start event comes just before the launch; a span that
  * begins after it would sit inside the application's pair, which would then measure cubpf's
  * event too.  Seeing the application's event records lets the span begin just before them

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Module load time with the module cache (shim/live_cache.c), tests/bench/modload_bench.c: one
+# Module load time with the module cache (shim/live/cache.c), tests/bench/modload_bench.c: one
 # cuModuleLoadData of an image, timed inside a fresh process after a warm-up load (so the shim's
 # per-process work -- cache database, device maps, clock calibration -- is not counted), for:
 #   app: the device code of tests/cuda/tools_known.cu (5 kernels), a fatbin with sm_90 SASS +
@@ -80,7 +80,7 @@ for name in ${MODLOAD_IMAGES:-app appptx gen genptx}; do
   kernels=$(awk '/^load_us/ {print $4; exit}' "$TMP/modload_$name.native.out")
   grep -m1 'cache hit for \(modload_k\|_Z\)' "$TMP/modload_$name.hit.err" | sed 's/^/    /'
   grep -m1 'cache miss for \(modload_k\|_Z\)' "$TMP/modload_$name.cold.err" | sed 's/^/    /'
-  # where a hit's time goes (debug line of live_module.c)
+  # where a hit's time goes (debug line of shim/live/module.c)
   LOG=debug one "$img" hit "$hitdb" >/dev/null
   grep 'cache hit: ' "$TMP/modload_$name.hit.err" | tail -1 | sed 's/^/    /'
   n=${med[native]:-0}

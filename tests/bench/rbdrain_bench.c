@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shim/live_rb.h"
+#include "shim/live/rb.h"
 #include "store/store.h"
 
 #define PAYLOAD 48

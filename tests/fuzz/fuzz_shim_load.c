@@ -1,11 +1,11 @@
 /* libFuzzer target: any bytes as a probe object given to the shim (CUBPF_PROGRAMS), through the
- * entry the shim itself uses (shim/live_guard.c): loaded and verified in this process (where
+ * entry the shim itself uses (shim/live/guard.c): loaded and verified in this process (where
  * ASan sees any fault), and for one input in 16 also through the forked checker, whose verdicts
  * must be the same. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/live_guard.h"
+#include "shim/live/guard.h"
 
 static int verdicts_differ(const struct vm_object *a, const struct live_verdict *va,
 			   const struct vm_object *b, const struct live_verdict *vb)

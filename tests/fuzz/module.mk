@@ -16,7 +16,7 @@ $(eval $(call fuzz_rule,fuzz_cubin_ptx,$(CUBIN_SRCS)))
 $(eval $(call fuzz_rule,fuzz_store_trace,store/trace_read.c store/ids.c))
 $(eval $(call fuzz_rule,fuzz_vm_object,$(VM_SRCS) $(CUBIN_SRCS)))
 $(eval $(call fuzz_rule,fuzz_vm_verify,$(VM_SRCS) $(CUBIN_SRCS)))
-$(eval $(call fuzz_rule,fuzz_shim_load,shim/live_guard.c $(VM_SRCS) $(CUBIN_SRCS)))
+$(eval $(call fuzz_rule,fuzz_shim_load,shim/live/guard.c $(VM_SRCS) $(CUBIN_SRCS)))
 # The trace commands (tools/cmd_trace.c) and the tools' reports on any bytes as a trace; the
 # replay's host programs are tests/store/replay.bpf.c, built beside the binary.
 FUZZ_TRACE_CMD_SRCS := tools/cmd_trace.c tools/tool_common.c tools/tool_data.c tools/tool_reports.c \

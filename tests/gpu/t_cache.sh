@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The module cache on a real GPU (shim/live_cache.c): two programs, each run twice under the
+# The module cache on a real GPU (shim/live/cache.c): two programs, each run twice under the
 # shim with a fresh cache database ($OUT/tmp/cache.db):
 #   live_count (tests/cuda/live_count.cu) with tests/live/probes/count.bpf.c, and
 #   tools_known (tests/cuda/tools_known.cu) with the bundled kcount probe (build/probes).

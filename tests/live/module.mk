@@ -1,4 +1,4 @@
-# tests/live: live probes in the shim (shim/live*.c) against the fake driver of tests/shim, and
+# tests/live: live probes in the shim (shim/live/*.c) against the fake driver of tests/shim, and
 # the GPU programs and probe objects of tests/gpu/t_live*.sh and tests/bench/b_live.sh.
 
 # Probe objects (clang -target bpf; the GPU machine has no clang: they travel in $(BUILD)).
@@ -10,19 +10,19 @@ $(LIVE_PROBEDIR)/%.bpf.o: tests/live/probes/%.bpf.c $(PROBE_HEADER_DEPS)
 
 $(call objs,tests/live/test_live.c): CFLAGS += -DLIVE_TEST_BUILD='"$(abspath $(BUILD))"' \
   -DLIVE_TEST_FIXTURES='"$(abspath $(FIXTURES))"'
-$(BUILD)/tests/test_live: $(call objs,tests/live/test_live.c shim/live_rb.c) $(STORE_LIB) $(CUBIN_LIB) \
+$(BUILD)/tests/test_live: $(call objs,tests/live/test_live.c shim/live/rb.c) $(STORE_LIB) $(CUBIN_LIB) \
 		| $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so $(LIVE_PROBES) $(PROBE_OBJS) \
 		  $(FIXTURES)/shim/app.cubin $(addprefix $(FIXTURES)/cubin/,lineinfo.cubin \
 		  ptxas_o2.cubin ptxas_loc.cubin nvrtc_arch.cubin nvjitlink2.cubin rdc_app \
 		  notk_int.cubin notk_float.cubin)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/live/test_live.c shim/live_rb.c) $(STORE_LIB) $(CUBIN_LIB) $(ZSTD_PIC_LIB) \
+	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/live/test_live.c shim/live/rb.c) $(STORE_LIB) $(CUBIN_LIB) $(ZSTD_PIC_LIB) \
 	  $(DEP_LIBS) -lcmocka -ldl -lpthread
 TEST_BINS += $(BUILD)/tests/test_live
 
 # Ring buffers: the drain against the CPU model of the producer (no driver needed).
 # The batched drain's trace sink (shim_live_rb_to_trace) writes through store/: linked with it.
-$(BUILD)/tests/test_live_rb: $(call objs,tests/live/test_rb.c shim/live_rb.c) $(STORE_LIB) $(ZSTD_PIC_LIB)
+$(BUILD)/tests/test_live_rb: $(call objs,tests/live/test_rb.c shim/live/rb.c) $(STORE_LIB) $(ZSTD_PIC_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) -lcmocka -lpthread
 TEST_BINS += $(BUILD)/tests/test_live_rb
@@ -40,7 +40,7 @@ endif
 
 # Benchmark (CPU): the ring buffer drain into a trace against CPU producers
 # (tests/bench/rbdrain_bench.c, run by tests/bench/b_rbdrain.sh).
-$(BUILD)/bench/rbdrain_bench: $(call objs,tests/bench/rbdrain_bench.c shim/live_rb.c) $(STORE_LIB) $(ZSTD_PIC_LIB)
+$(BUILD)/bench/rbdrain_bench: $(call objs,tests/bench/rbdrain_bench.c shim/live/rb.c) $(STORE_LIB) $(ZSTD_PIC_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(LDLIBS)
 BENCH_BINS += $(BUILD)/bench/rbdrain_bench

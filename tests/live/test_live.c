@@ -1,4 +1,4 @@
-/* tests/live: live probes in the shim (shim/live*.c) against the fake driver of tests/shim.
+/* tests/live: live probes in the shim (shim/live/*.c) against the fake driver of tests/shim.
  *
  * Each case runs in a child process that loads the shim (with CUBPF_PROGRAMS set) over the fake
  * driver, loads modules through it and plays the kernel by writing counts into the device maps
@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "cubin/cubin.h"
-#include "shim/live_rb.h"
+#include "shim/live/rb.h"
 #include "ptx-rewriter/layout.h"
 #include "store/store.h"
 
@@ -1379,7 +1379,7 @@ static void test_not_instrumented_is_in_the_trace(void **state)
 			"CUDA_ERROR_INVALID_IMAGE");
 }
 
-/* ---- kernel spans (live_spans.c) -------------------------------------------------------------
+/* ---- kernel spans (shim/live/spans.c) -------------------------------------------------------------
  * The fake's events hold the host clock of their record (completing fake_event_delay ns later):
  * every launch must get a KSPAN with its KERNEL's corr, name and stream, near its launch time;
  * _ptsz launches on stream 0 record on CU_STREAM_PER_THREAD (2), never on the legacy stream. */
@@ -2175,7 +2175,7 @@ static void test_sampling_compiles_the_enable_check_in(void **state)
 	assert_int_equal(run_child(&env, child_sample_enable), 0);
 }
 
-/* ---- PTX kept in cubins (the PTX source step of live_module.c) ------------------------------ */
+/* ---- PTX kept in cubins (the PTX source step of shim/live/module.c) ------------------------------ */
 
 static char embedded_dir[4096], kcount_probe[4096];
 
@@ -2321,7 +2321,7 @@ static void test_embedded_ptx_cache_hit(void **state)
 	cache_teardown();
 }
 
-/* ---- PTX given to the driver's linker (live_link.c) ------------------------------------------ */
+/* ---- PTX given to the driver's linker (shim/live/link.c) ------------------------------------------ */
 
 typedef int (*link_create_fn)(unsigned, int *, void **, void **);
 typedef int (*link_add_fn)(void *, int, void *, size_t, const char *, unsigned, int *, void **);
@@ -2393,7 +2393,7 @@ static void test_link_refusal_adds_the_original(void **state)
 	want("test: __cubpf_map_0 defined 1, extern 0\n"); /* cubpf's definitions only */
 }
 
-/* ---- -rdc programs: the objects' PTX linked instrumented (live_module.c rdc_source) ---------- */
+/* ---- -rdc programs: the objects' PTX linked instrumented (shim/live/module.c rdc_source) ---------- */
 
 /* Registers the device-linked image of the -rdc fixture as the CUDA runtime does: a version 2
  * wrapper of its linked fatbin (.nv_fatbin) whose list holds the objects' fatbins

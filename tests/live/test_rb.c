@@ -1,4 +1,4 @@
-/* tests/live/test_rb.c: the host side of GPU ring buffers (shim/live_rb.c) against the CPU model
+/* tests/live/test_rb.c: the host side of GPU ring buffers (shim/live/rb.c) against the CPU model
  * of the producer (batches, ptx-rewriter/layout.h): the field-major batch layout, order, padding
  * and wrap-around, drops when full (counted exactly), batches not yet committed or carrying a stale
  * commit word held back, damaged headers, and many producers writing batches of several sizes
@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "shim/live_rb.h"
+#include "shim/live/rb.h"
 
 struct got {
 	uint32_t n;

@@ -277,7 +277,7 @@ FAKE_EXPORT int cuFuncGetName(const char **name, void *f)
 	return FAKE_BASE + FAKE_IDX_cuFuncGetName;
 }
 
-/* ---- what live probes (shim/live*.c) need: a context, device memory, globals, the JIT ----------
+/* ---- what live probes (shim/live/*.c) need: a context, device memory, globals, the JIT ----------
  * Device memory is host memory (calloc), so a test can play the kernel: it finds a map through
  * the `__cubpf_map_<i>` global of the loaded module and writes counts there.  The "JIT" turns
  * PTX into "FAKECUBIN\n" + the PTX; PTX containing "fake_jit_error" fails with a log. */
@@ -953,7 +953,7 @@ FAKE_EXPORT int cuMemsetD32Async_ptsz(uint64_t d, unsigned v, size_t n, void *s)
 	return memset32(d, v, n, FAKE_IDX_cuMemsetD32Async_ptsz);
 }
 
-/* ---- events (kernel spans, shim/live_spans.c) ---------------------------------------------
+/* ---- events (kernel spans, shim/live/spans.c) ---------------------------------------------
  * An event holds the host CLOCK_MONOTONIC time of its last record and the stream it was
  * recorded on; it is complete at once unless fake_event_delay is set (then an event recorded on
  * an application's stream completes that long after its record, like a kernel still running;

@@ -1,5 +1,5 @@
 /* ring: a ring buffer map beside a counting kprobe.  The device code for bpf_ringbuf_output is
- * not there yet, so the CPU test (tests/live) plays the GPU producer (shim/live_rb.c's model)
+ * not there yet, so the CPU test (tests/live) plays the GPU producer (shim/live/rb.c's model)
  * on the lanes the shim allocated, and checks what the drain takes. */
 #include "cubpf_helpers.h"
 

@@ -1,7 +1,7 @@
-/* shim/live*: live probes inside the shim — the folder-private interface of live.c (set-up,
- * programs, exit report), live_module.c (module substitution) and live_maps.c (device maps).
+/* shim/live/: live probes inside the shim — the folder-private interface of live.c (set-up,
+ * programs, exit report), module.c (module substitution) and maps.c (device maps).
  *
- * Design as built: shim/LIVE.md.  Everything here runs on the application's threads, inside
+ * Design as built: shim/live/README.md.  Everything here runs on the application's threads, inside
  * its driver calls, so every failure is a fallback (the original module, a warning, a count),
  * never an error the application sees.
  */
@@ -76,9 +76,9 @@ struct live_map {
 	uint32_t obj;              /* index of the object that defined it */
 	uint32_t index;            /* index of the map in that object */
 	uint64_t bytes;            /* device storage; 0 when the kind has no device layout yet */
-	bool ringbuf;              /* a ring buffer: pinned mapped lanes (live_rb.h), drained */
+	bool ringbuf;              /* a ring buffer: pinned mapped lanes (rb.h), drained */
 	bool shared;               /* an array used by host and GPU programs of its object: one
-				    * storage in managed memory for both (live_maps.c share_map) */
+				    * storage in managed memory for both (maps.c share_map) */
 	CUdeviceptr shared_dev;    /* that storage (host address = device address), 0 = none */
 	CUcontext shared_owner;    /* the context it was allocated in */
 	atomic_uint_fast64_t records; /* ring buffer records drained (all contexts) */
@@ -95,7 +95,7 @@ struct live_counters {
 	atomic_uint jit_compiles;           /* cuLink* compilations of instrumented PTX */
 };
 
-struct live_state {
+struct live_session {
 	struct vm_object **objs;
 	char **paths;
 	uint32_t nobjs;
@@ -110,14 +110,14 @@ struct live_state {
 	bool dump_maps;            /* CUBPF_DUMP_MAPS=1: every map printed at exit */
 	uint64_t interval_ms;      /* CUBPF_INTERVAL_MS: map snapshots into the trace (1000) */
 	uint32_t sample;           /* CUBPF_SAMPLE=N: probes run on every Nth launch of a kernel */
-	const char *control_path;  /* CUBPF_CONTROL: the file that switches programs (live_control.c) */
+	const char *control_path;  /* CUBPF_CONTROL: the file that switches programs (control.c) */
 	bool enable_words;         /* modules honour the enable words (sampling on) */
 	uint64_t perthread_threads; /* thread copies of per-thread arrays (CUBPF_PERTHREAD_THREADS) */
 	struct store_trace_writer *trace; /* CUBPF_TRACE, or NULL */
 	bool forked;               /* this is a fork()ed child: its parent's GPU state is not its own */
 	struct live_counters n;
 };
-extern struct live_state shim_live;
+extern struct live_session shim_live_session;
 
 /* live.c: device bytes of a map in its ptx-rewriter/layout.h layout (0: none on the device). */
 uint64_t shim_live_map_bytes(const struct vm_map_def *d);
@@ -144,7 +144,7 @@ int shim_live_kernel_ids_claim(const char *const *names, const uint32_t *ids, ui
  * before this one (the counter is incremented). */
 uint32_t shim_live_kernel_launch(const char *mangled, uint64_t *launch);
 
-/* ---- device maps (live_maps.c) ----------------------------------------------------------- */
+/* ---- device maps (maps.c) ----------------------------------------------------------- */
 
 /* The maps of one context: one allocation per map, shared by every module of the context. */
 struct live_ctx {
@@ -168,7 +168,7 @@ struct live_ctx {
 	uint64_t snap_ns;           /* when it was read (CLOCK_REALTIME), 0 = never */
 	CUdeviceptr enable;         /* CUBPF_ENABLE_WORDS enable words (ptx-rewriter/layout.h) */
 	uint32_t *enable_set;       /* the value each word was last set to, host copy */
-	CUmodule clock_mod;         /* cubpf's %globaltimer kernel (live_clock.c), or NULL */
+	CUmodule clock_mod;         /* cubpf's %globaltimer kernel (clock.c), or NULL */
 	CUfunction clock_fn;
 	CUdeviceptr clock_buf;
 	uint32_t retiring;          /* being torn down by this thread id: cubpf leaves it alone */
@@ -209,13 +209,13 @@ void shim_live_maps_fork_child(void);
 /* Whether any context has maps (read in a fork child, which has one thread). */
 bool shim_live_maps_have_contexts(void);
 
-/* ---- clock calibration (live_clock.c) ------------------------------------------------------- */
+/* ---- clock calibration (clock.c) ------------------------------------------------------- */
 /* Measures host CLOCK_REALTIME against the device's %globaltimer in context c (current), best
  * of a few round trips on cubpf's stream; writes a CLOCK record and logs the offset.  Returns
  * 0, or -1 (the calibration kernel cannot run: the trace simply has no CLOCK record). */
 int shim_live_clock_calibrate(struct live_ctx *c);
 
-/* ---- module substitution (live_module.c) --------------------------------------------------- */
+/* ---- module substitution (module.c) --------------------------------------------------- */
 /* Instruments PTX text with the loaded GPU programs; kernel_id(user, name) gives each kernel's
  * id.  Returns 1 with *out (malloc'ed, NUL-terminated), 0 when no kernel matched, -1 with err. */
 /* The first kernel of PTX text ("name, ..." when there are more), to name a module in messages;
@@ -224,7 +224,7 @@ void shim_live_ptx_label(const char *ptx, size_t len, const char *fallback, char
 int shim_live_instrument(const char *ptx, size_t len, uint32_t (*kernel_id)(void *, const char *),
 		    void *user, char **out, size_t *out_len, struct ptx_inject_report *rep,
 		    char *err, size_t errlen);
-/* live_link.c: PTX given to the driver's linker (cuLinkAddData / cuLinkAddFile with PTX) is
+/* link.c: PTX given to the driver's linker (cuLinkAddData / cuLinkAddFile with PTX) is
  * instrumented before the link; the linked cubin, once loaded, gets its maps' pointers. */
 void shim_live_link_loading(struct shim_module_event *ev);
 void shim_live_link_loaded(const struct shim_module_event *ev);
@@ -247,7 +247,7 @@ void shim_live_module_loaded(const struct shim_module_event *ev, void *user);
 void shim_live_module_unloaded(shim_module_t module, shim_library_t library, int result, void *user);
 void shim_live_launching(struct shim_launch_event *ev, void *user);
 
-/* ---- module cache (live_cache.c) ------------------------------------------------------------ */
+/* ---- module cache (cache.c) ------------------------------------------------------------ */
 /* The key of a load (opening the database at the first call); false when the cache is off.
  * origin: where the PTX came from and how it is compiled (NULL for a fatbin's PTX entry). */
 bool shim_live_cache_key(const void *image, size_t size, uint32_t sm, const char *origin,
@@ -282,14 +282,14 @@ int shim_live_manifest_claim(const void *data, size_t size, uint32_t *count, cha
 /* Registers the exit report again once the driver is initialised (live.c). */
 void shim_live_exit_arm(void);
 
-/* ---- host probes and host events (live_host.c) ---------------------------------------------- */
+/* ---- host probes and host events (host.c) ---------------------------------------------- */
 /* Adds host program `prog` of object number `obj` (verified).  0, or -1 after a warning. */
 int shim_live_host_add(const struct vm_object *o, uint32_t obj, uint32_t prog);
 bool shim_live_host_any(void);
-/* live_module.c: the driver's JIT of NUL-terminated PTX for the current context's device: a
+/* module.c: the driver's JIT of NUL-terminated PTX for the current context's device: a
  * malloc'ed cubin, or NULL with the JIT's log in err. */
 void *shim_live_jit(const char *ptx, size_t len, size_t *cubin_size, char *err, size_t errlen);
-/* live_regs.c: instrumented kernels that would allow smaller blocks than their originals (more
+/* regs.c: instrumented kernels that would allow smaller blocks than their originals (more
  * registers) get .maxnreg, and the PTX and cubin are remade; `img`/`ptx_entry` are the original
  * image and its PTX entry.  Returns 0 (nothing to do, or done), or -1 with err when the limited
  * module cannot be compiled (fall back to the original). */
@@ -304,14 +304,14 @@ struct live_part {
 	char *out;
 	size_t out_len;
 };
-/* live_module.c: the driver's JIT link of the parts' `out` texts with cubpf's map definitions,
+/* module.c: the driver's JIT link of the parts' `out` texts with cubpf's map definitions,
  * with the options of the code being compiled; a malloc'ed cubin, or NULL with err. */
 void *shim_live_jit_parts(struct live_part *parts, size_t n, size_t *cubin_size, char *err,
 		     size_t errlen);
-/* live_regs.c: shim_live_regs_fit for parts (limits from the linked cubin, the parts relinked). */
+/* regs.c: shim_live_regs_fit for parts (limits from the linked cubin, the parts relinked). */
 int shim_live_regs_fit_parts(struct cubin_image *img, uint32_t sm, struct live_part *parts, size_t n,
 			void **cubin, size_t *cubin_size, char *err, size_t errlen);
-/* live_control.c: the GPU programs switched on by CUBPF_CONTROL (bit p = program p; all ones
+/* control.c: the GPU programs switched on by CUBPF_CONTROL (bit p = program p; all ones
  * without it), the file looked at again at most every 100 ms. */
 uint32_t shim_live_control_mask(void);
 /* The host maps of object `obj` (NULL when it has no host programs). */
@@ -323,7 +323,7 @@ void shim_live_trace_launch(const struct shim_launch_event *ev);
 /* A DEVICE record for device ordinal dev (compute capability sm, 90 = 9.0), once per device. */
 void shim_live_trace_device(int dev, uint32_t sm);
 
-/* ---- kernel spans (live_spans.c): CUDA events around every launch while tracing ------------ */
+/* ---- kernel spans (spans.c): CUDA events around every launch while tracing ------------ */
 /* Reads CUBPF_SPANS and the driver's event functions (after the trace is opened); true when
  * spans are on. */
 bool shim_live_spans_init(void);

@@ -1,4 +1,4 @@
-/* shim/live_spans.c: GPU kernel spans for the trace (KSPAN records, store/FORMAT.md 1.1).
+/* shim/live/spans.c: GPU kernel spans for the trace (KSPAN records, store/FORMAT.md 1.1).
  *
  * While a trace is written (and CUBPF_SPANS is not 0), every kernel launch (instrumented or
  * not) is bracketed by two CUDA events recorded on the launch's own stream, just before and
@@ -54,7 +54,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "shim/live.h"
+#include "shim/live/internal.h"
 
 #define SPAN_SLOTS 4096       /* event pairs per context: how far the GPU may fall behind */
 #define SPAN_PREMADE 256      /* pairs made with the context's state, off the launch path */
@@ -143,7 +143,7 @@ static __thread struct {
 bool shim_live_spans_init(void)
 {
 	const char *v = getenv("CUBPF_SPANS");
-	if (!shim_live.trace || (v && !strcmp(v, "0")))
+	if (!shim_live_session.trace || (v && !strcmp(v, "0")))
 		return false;
 	bool ok = LOAD(create, "cuEventCreate") && LOAD(destroy, "cuEventDestroy_v2") &&
 		  LOAD(query, "cuEventQuery") && LOAD(sync, "cuEventSynchronize") &&
@@ -505,7 +505,7 @@ static void pre_disarm(void)
 	if (!pre.armed)
 		return;
 	pre.armed = false;
-	if (!spans_on || shim_live.forked)
+	if (!spans_on || shim_live_session.forked)
 		return;
 	pthread_mutex_lock(&list_lock);
 	if (atomic_load(&gen) == pre.gen)
@@ -566,7 +566,7 @@ static void arm(const struct shim_event_call *ev)
 void shim_live_spans_event(const struct shim_event_call *ev, void *user)
 {
 	(void)user;
-	if (!spans_on || shim_live.forked)
+	if (!spans_on || shim_live_session.forked)
 		return;
 	switch (ev->op) {
 	case SHIM_EVENT_CREATED:
@@ -606,7 +606,7 @@ static uint32_t pre_take(struct span_ctx *sc, uint64_t stream)
 void shim_live_spans_launching(const struct shim_launch_event *ev)
 {
 	cur.armed = false;
-	if (!spans_on || shim_live.forked)
+	if (!spans_on || shim_live_session.forked)
 		return;
 	if (ev->api != SHIM_LAUNCH_KERNEL && ev->api != SHIM_LAUNCH_KERNEL_EX &&
 	    ev->api != SHIM_LAUNCH_COOPERATIVE) {
@@ -711,8 +711,8 @@ static int collect(struct span_ctx *sc, struct slot *s, bool wait)
 	struct store_rec_kspan k = { .corr = s->corr, .begin_ns = begin, .end_ns = begin + dur,
 				     .stream = s->stream, .name = s->name, .device = (uint32_t)sc->dev,
 				     .ref_uncertainty_ns = unc };
-	if (shim_live.trace)
-		store_trace_kspan(shim_live.trace, &k);
+	if (shim_live_session.trace)
+		store_trace_kspan(shim_live_session.trace, &k);
 	sc->written++;
 	return 1;
 }
@@ -753,10 +753,10 @@ static void poll_ctx(struct span_ctx *sc, bool wait)
 	memcpy(sc->free_list + sc->nfree, done, ndone * sizeof(uint32_t));
 	sc->nfree += ndone;
 	pthread_mutex_unlock(&sc->lock);
-	if (dropped > sc->dropped_written && shim_live.trace) {
+	if (dropped > sc->dropped_written && shim_live_session.trace) {
 		struct store_rec_drop d = { .ts_ns = shim_now_ns(), .source = STORE_DROP_SPANS,
 					    .records = dropped - sc->dropped_written };
-		store_trace_drop(shim_live.trace, &d);
+		store_trace_drop(shim_live_session.trace, &d);
 		sc->dropped_written = dropped;
 	}
 }
@@ -822,7 +822,7 @@ void shim_live_spans_finish(void)
 	int expect = 1;
 	if (atomic_compare_exchange_strong(&poller_state, &expect, 2))
 		pthread_join(poller, NULL);
-	if (!spans_on || shim_live.forked)
+	if (!spans_on || shim_live_session.forked)
 		return;
 	poll_all(true);
 	pthread_mutex_lock(&list_lock);
@@ -836,7 +836,7 @@ void shim_live_spans_finish(void)
  * waiting for them, and its events freed. */
 void shim_live_spans_teardown(CUcontext ctx, CUdevice dev, int primary)
 {
-	if (!spans_on || shim_live.forked)
+	if (!spans_on || shim_live_session.forked)
 		return;
 	pthread_mutex_lock(&list_lock);
 	for (struct span_ctx **p = &sctxs; *p;) {

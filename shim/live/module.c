@@ -1,18 +1,18 @@
-/* shim/live_module.c: module substitution.
+/* shim/live/module.c: module substitution.
  *
  * module_loading: the PTX of the image for the device is found (the PTX source step below: a
  * fatbin's PTX entry; the PTX ptxas kept in the cubin, one module or one per linked input,
  * compiled back with ptxas's recorded options; an -rdc program's objects) and instrumented
  * (ptx-rewriter/); several modules (linked inputs, -rdc objects) are linked again by the
  * driver's linker with the maps defined once.  PTX the application gives the driver's linker
- * itself is live_link.c's.  Each source is used only when it is the image's own code (kernels,
+ * itself is link.c's.  Each source is used only when it is the image's own code (kernels,
  * parameters, target); otherwise the original runs and the reason says what would help.
  * With a current context it is compiled to a cubin by the driver's JIT right away (cuLink*), so
  * that a JIT error shows here, with the JIT's log, and the original image is loaded instead.
  * Without a current context the instrumented PTX itself is substituted (the driver compiles it
  * when it loads the module).  The substitute lives until the module or library is unloaded.
  *
- * With a context, the module cache (live_cache.c) is looked up first: a hit registers the kernel
+ * With a context, the module cache (cache.c) is looked up first: a hit registers the kernel
  * ids the entry was made with and substitutes its cubin (no PTX read, no rewrite, no JIT); a
  * miss instruments and compiles, and the result is put into the cache once the driver has
  * accepted it.  A cached cubin the driver refuses is dropped from the cache.
@@ -30,7 +30,7 @@
 #include <xxhash.h>
 
 #include "cubin/cubin.h"
-#include "shim/live.h"
+#include "shim/live/internal.h"
 
 #define MAX_PARTS 64
 
@@ -74,7 +74,7 @@ static uint64_t now_ns(void)
 
 static void fallback(uint32_t reason, const char *api, const char *label, const char *why)
 {
-	atomic_fetch_add(&shim_live.n.modules_fallback, 1);
+	atomic_fetch_add(&shim_live_session.n.modules_fallback, 1);
 	shim_live_note(SHIM_LOG_WARN, reason, api, label, 0, 0,
 		  "live: %s: %s not instrumented, the original module runs: %s", api, label, why);
 }
@@ -84,15 +84,15 @@ static void fallback(uint32_t reason, const char *api, const char *label, const 
 /* Kernels without PTX cubpf can use: the message says why, and what would help. */
 static void note_no_ptx(const struct shim_module_event *ev, uint32_t sm, const char *why)
 {
-	atomic_fetch_add(&shim_live.n.modules_no_ptx, 1);
-	atomic_fetch_add(&shim_live.n.kernels_no_ptx, ev->info.nkernels);
+	atomic_fetch_add(&shim_live_session.n.modules_no_ptx, 1);
+	atomic_fetch_add(&shim_live_session.n.kernels_no_ptx, ev->info.nkernels);
 	shim_live_note(SHIM_LOG_INFO, STORE_NOINST_NO_PTX, ev->api_name, ev->path, ev->info.nkernels, sm,
 		  "live: %s: %u kernel%s not instrumentable: %s", ev->api_name, ev->info.nkernels,
 		  ev->info.nkernels == 1 ? "" : "s", why);
 }
 
 /* The options of the code being compiled on this thread (NULL: the JIT's defaults), for every
- * JIT of it, live_regs.c's included: PTX kept in a cubin is compiled as ptxas compiled it. */
+ * JIT of it, regs.c's included: PTX kept in a cubin is compiled as ptxas compiled it. */
 static __thread const struct cubin_asm_options *jit_asm;
 
 #define JIT_MAX_OPTS 8
@@ -146,7 +146,7 @@ static void *jit_link(const struct live_part *parts, size_t np, bool definitions
 	int n = jit_asm ? jit_options_of(jit_asm, 0, opt + 2, val + 2, err, errlen) : 0;
 	if (n < 0)
 		return NULL;
-	atomic_fetch_add(&shim_live.n.jit_compiles, 1);
+	atomic_fetch_add(&shim_live_session.n.jit_compiles, 1);
 	CUresult r = shim_live_cu.cuLinkCreate_v2(2 + (unsigned)n, opt, val, &st);
 	if (r != CUDA_SUCCESS)
 		return snprintf(err, errlen, "cuLinkCreate: %s", shim_live_cu_error(r)), NULL;
@@ -607,18 +607,18 @@ int shim_live_instrument(const char *ptx, size_t len, uint32_t (*kernel_id)(void
 		    char *err, size_t errlen)
 {
 	struct ptx_inject_opts o = {
-		.progs = shim_live.progs, .prog_cnt = shim_live.nprogs, .kernel_glob = shim_live.kernel_glob,
-		.kernel_id = kernel_id, .user = user, .enable_words = shim_live.enable_words,
+		.progs = shim_live_session.progs, .prog_cnt = shim_live_session.nprogs, .kernel_glob = shim_live_session.kernel_glob,
+		.kernel_id = kernel_id, .user = user, .enable_words = shim_live_session.enable_words,
 	};
-	struct vm_map_def *defs = calloc(shim_live.nmaps + 1, sizeof(*defs));
-	for (uint32_t i = 0; defs && i < shim_live.nmaps; i++)
-		defs[i] = shim_live.maps[i].def;
-	o.maps = defs, o.map_cnt = shim_live.nmaps;
+	struct vm_map_def *defs = calloc(shim_live_session.nmaps + 1, sizeof(*defs));
+	for (uint32_t i = 0; defs && i < shim_live_session.nmaps; i++)
+		defs[i] = shim_live_session.maps[i].def;
+	o.maps = defs, o.map_cnt = shim_live_session.nmaps;
 	int rc = defs ? ptx_instrument(ptx, strnlen(ptx, len), &o, out, out_len, rep, err, errlen)
 		      : -1;
 	free(defs);
 	if (rc == 0 && rep->instrumented == 0) {
-		atomic_fetch_add(&shim_live.n.modules_untouched, 1);
+		atomic_fetch_add(&shim_live_session.n.modules_untouched, 1);
 		free(*out);
 		*out = NULL;
 	}
@@ -713,7 +713,7 @@ static bool handled(const struct shim_module_event *ev)
 	case SHIM_LOAD_LIBRARY_FILE:
 		break;
 	default:
-		return false; /* link steps: live_link.c */
+		return false; /* link steps: link.c */
 	}
 	return ev->image && (ev->info.kind == SHIM_IMAGE_PTX || ev->info.kind == SHIM_IMAGE_FATBIN ||
 			     ev->info.kind == SHIM_IMAGE_FATBIN_WRAPPER ||
@@ -781,7 +781,7 @@ static int cache_lookup(struct work *w, uint64_t t0)
 	uint64_t t2 = now_ns();
 	if (rc <= 0) {
 		if (rc == 0)
-			atomic_fetch_add(&shim_live.n.cache_misses, 1);
+			atomic_fetch_add(&shim_live_session.n.cache_misses, 1);
 		w->cached = rc == 0;
 		return 0;
 	}
@@ -793,16 +793,16 @@ static int cache_lookup(struct work *w, uint64_t t0)
 		shim_log(SHIM_LOG_DEBUG, "live: cache entry for %s %s; instrumenting again", e.name,
 			 rc < 0 ? "unreadable" : "made with other kernel ids");
 		store_cache_entry_free(&e);
-		atomic_fetch_add(&shim_live.n.cache_misses, 1);
+		atomic_fetch_add(&shim_live_session.n.cache_misses, 1);
 		return 0;
 	}
-	atomic_fetch_add(&shim_live.n.cache_hits, 1);
+	atomic_fetch_add(&shim_live_session.n.cache_hits, 1);
 	shim_log(SHIM_LOG_DEBUG, "live: cache hit: image and key %llu us, read %llu us, kernel ids "
 		 "%llu us", (unsigned long long)(t1 - t0) / 1000, (unsigned long long)(t2 - t1) / 1000,
 		 (unsigned long long)(now_ns() - t2) / 1000);
 	snprintf(w->label, sizeof(w->label), "%s", e.name && e.name[0] ? e.name : "module");
 	if (!e.cubin_size) { /* the rewriter found nothing to instrument here */
-		atomic_fetch_add(&shim_live.n.modules_untouched, 1);
+		atomic_fetch_add(&shim_live_session.n.modules_untouched, 1);
 		shim_log(SHIM_LOG_INFO, "live: cache hit for %s (no kernel to instrument, %llu us)",
 			 w->label, (unsigned long long)(now_ns() - t0) / 1000);
 		store_cache_entry_free(&e);
@@ -826,7 +826,7 @@ static int cache_lookup(struct work *w, uint64_t t0)
 	e.cubin = NULL;
 	store_cache_entry_free(&e);
 	substitute((struct shim_module_event *)w->ev, s, true);
-	atomic_fetch_add(&shim_live.n.kernels_instrumented, n);
+	atomic_fetch_add(&shim_live_session.n.kernels_instrumented, n);
 	shim_log(SHIM_LOG_INFO, "live: cache hit for %s (%u kernel%s, cubin %zu bytes, %llu us)",
 		 w->label, n, n == 1 ? "" : "s", s->size, (unsigned long long)(now_ns() - t0) / 1000);
 	return 1;
@@ -871,7 +871,7 @@ void shim_live_module_loading(struct shim_module_event *ev, void *user)
 	shim_live_kernel_module(NULL);
 }
 
-/* A cubin linked from instrumented inputs (live_link.c): loaded as it is, its maps filled. */
+/* A cubin linked from instrumented inputs (link.c): loaded as it is, its maps filled. */
 static bool linked_output(struct shim_module_event *ev)
 {
 	char label[96];
@@ -894,7 +894,7 @@ static bool linked_output(struct shim_module_event *ev)
 static void module_loading(struct shim_module_event *ev)
 {
 	pending = NULL;
-	if (!shim_live.nprogs) /* host programs only */
+	if (!shim_live_session.nprogs) /* host programs only */
 		return;
 	if (ev->api == SHIM_LOAD_LINK_DATA || ev->api == SHIM_LOAD_LINK_FILE) {
 		shim_live_link_loading(ev);
@@ -904,7 +904,7 @@ static void module_loading(struct shim_module_event *ev)
 		return;
 	if (!handled(ev)) {
 		if (ev->api <= SHIM_LOAD_LIBRARY_FILE)
-			atomic_fetch_add(&shim_live.n.modules_skipped, 1);
+			atomic_fetch_add(&shim_live_session.n.modules_skipped, 1);
 		return;
 	}
 	uint64_t t0 = now_ns();
@@ -975,7 +975,7 @@ static void module_loading(struct shim_module_event *ev)
 		shim_log(SHIM_LOG_INFO, "live: cache miss for %s (rewrite %llu us, JIT %llu us)",
 			 w.label, (unsigned long long)w.rewrite_ns / 1000,
 			 (unsigned long long)w.jit_ns / 1000);
-	atomic_fetch_add(&shim_live.n.kernels_instrumented, w.rep.instrumented);
+	atomic_fetch_add(&shim_live_session.n.kernels_instrumented, w.rep.instrumented);
 }
 
 /* ---- module_loaded ------------------------------------------------------------------------- */
@@ -990,7 +990,7 @@ static int fill_locked(struct sub *s, CUcontext ctx)
 	struct live_ctx *c = shim_live_ctx_get(ctx, err, sizeof(err));
 	if (!c || shim_live_fill(c, s->library ? NULL : (CUmodule)s->handle,
 			    s->library ? (CUlibrary)s->handle : NULL, err, sizeof(err)) != 0) {
-		atomic_fetch_add(&shim_live.n.fill_failures, 1);
+		atomic_fetch_add(&shim_live_session.n.fill_failures, 1);
 		shim_live_note(SHIM_LOG_WARN, STORE_NOINST_UNREACHABLE, NULL, s->label, 0, 0,
 			  "live: %s (context %p): the probes' maps are not reachable: %s", s->label,
 			  (void *)ctx, err);
@@ -1046,7 +1046,7 @@ void shim_live_module_loaded(const struct shim_module_event *ev, void *user)
 	s->next = subs;
 	subs = s;
 	pthread_mutex_unlock(&lock);
-	atomic_fetch_add(&shim_live.n.modules_instrumented, 1);
+	atomic_fetch_add(&shim_live_session.n.modules_instrumented, 1);
 	if (s->library)
 		atomic_fetch_add(&nsubs, 1);
 }
@@ -1120,7 +1120,7 @@ static void sample(const struct shim_launch_event *ev, const struct shim_kernel_
 	uint32_t id = shim_live_kernel_launch(k->name, &n);
 	if (!id || id >= CUBPF_ENABLE_WORDS)
 		return;
-	uint32_t word = n % shim_live.sample == 0 ? shim_live_control_mask() : 0;
+	uint32_t word = n % shim_live_session.sample == 0 ? shim_live_control_mask() : 0;
 	if (__atomic_exchange_n(&c->enable_set[id], word, __ATOMIC_RELAXED) == word)
 		return;
 	size_t len = strlen(ev->api_name);
@@ -1140,7 +1140,7 @@ void shim_live_launching(struct shim_launch_event *ev, void *user)
 	const struct shim_kernel_info *k = ev->kernel;
 	CUcontext ctx = NULL;
 	shim_live_host_launch(ev, false);
-	if ((shim_live.sample > 1 || shim_live.control_path) && k)
+	if ((shim_live_session.sample > 1 || shim_live_session.control_path) && k)
 		sample(ev, k);
 	if (!atomic_load_explicit(&nsubs, memory_order_relaxed) || !k || !k->library)
 		return;

@@ -1,4 +1,4 @@
-/* shim/live.c: live probes — set-up from the environment, the programs, kernel ids, the report
+/* shim/live/live.c: live probes — set-up from the environment, the programs, kernel ids, the report
  * at exit.
  *
  * Started by shim_init (core.c) when CUBPF_PROGRAMS is set and CUBPF_DISABLE is not: it loads
@@ -15,7 +15,7 @@
  * CUBPF_SAMPLE (probes on every Nth launch of a kernel,
  * through the enable words), CUBPF_INTERVAL_MS (how often the maps
  * and the clock calibration go into the trace while the application runs, default 1000),
- * CUBPF_SPANS=0 (no GPU kernel spans in the trace, live_spans.c).
+ * CUBPF_SPANS=0 (no GPU kernel spans in the trace, spans.c).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -28,10 +28,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "shim/live.h"
-#include "shim/live_guard.h"
+#include "shim/live/internal.h"
+#include "shim/live/guard.h"
 
-struct live_state shim_live;
+struct live_session shim_live_session;
 struct live_driver shim_live_cu;
 
 /* Half the CPUs, at least lo and at most hi. */
@@ -44,7 +44,7 @@ static uint64_t half_cpus(uint64_t lo, uint64_t hi)
 /* Most ring buffer drain threads by default: half the CPUs, 4 to 8.  One thread takes about
  * 6 GB/s of records off the lanes; 8 took 40-50 GB/s (73-90% of the device-to-host bandwidth)
  * on an H100's 16-core host, 4 only 17-27 GB/s (tests/bench/b_rbstream.sh).  Helpers start only
- * while records stream (live_maps.c), so an idle ring buffer costs one thread. */
+ * while records stream (maps.c), so an idle ring buffer costs one thread. */
 static uint64_t default_drain_threads(void)
 {
 	return half_cpus(4, 8);
@@ -57,8 +57,8 @@ static uint64_t default_drain_threads(void)
 static uint64_t default_trace_threads(void)
 {
 	bool rings = false;
-	for (uint32_t i = 0; i < shim_live.nmaps; i++)
-		rings |= shim_live.maps[i].ringbuf;
+	for (uint32_t i = 0; i < shim_live_session.nmaps; i++)
+		rings |= shim_live_session.maps[i].ringbuf;
 	return rings ? half_cpus(2, 8) : 2;
 }
 
@@ -185,12 +185,12 @@ static struct kid *kid_add(const char *mangled)
 	kids = k;
 	k->hnext = *b;
 	*b = k;
-	if (shim_live.trace) { /* the trace names kernel ids itself (format 1.2), not only the log */
+	if (shim_live_session.trace) { /* the trace names kernel ids itself (format 1.2), not only the log */
 		struct store_rec_kernel_id r = {
-			.id = k->id, .name = store_trace_intern(shim_live.trace, mangled),
-			.module = kid_module ? store_trace_intern(shim_live.trace, kid_module) : 0,
+			.id = k->id, .name = store_trace_intern(shim_live_session.trace, mangled),
+			.module = kid_module ? store_trace_intern(shim_live_session.trace, kid_module) : 0,
 		};
-		store_trace_kernel_id(shim_live.trace, &r);
+		store_trace_kernel_id(shim_live_session.trace, &r);
 	}
 	return k;
 }
@@ -255,13 +255,13 @@ void shim_live_note(enum shim_log_level level, uint32_t reason, const char *api,
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	shim_log(level, "%s", msg);
-	if (!shim_live.trace)
+	if (!shim_live_session.trace)
 		return;
 	struct store_rec_not_instrumented r = {
 		.ts_ns = shim_now_ns(), .reason = reason, .kernels = kernels, .sm = sm,
 		.device = UINT32_MAX,
-		.api = api ? store_trace_intern(shim_live.trace, api) : 0,
-		.label = label ? store_trace_intern(shim_live.trace, label) : 0,
+		.api = api ? store_trace_intern(shim_live_session.trace, api) : 0,
+		.label = label ? store_trace_intern(shim_live_session.trace, label) : 0,
 	};
 	CUcontext ctx = NULL;
 	CUdevice dev;
@@ -270,7 +270,7 @@ void shim_live_note(enum shim_log_level level, uint32_t reason, const char *api,
 		r.device = (uint32_t)dev;
 	if (!r.sm && ctx)
 		r.sm = shim_live_ctx_sm(ctx);
-	store_trace_not_instrumented(shim_live.trace, &r, msg);
+	store_trace_not_instrumented(shim_live_session.trace, &r, msg);
 }
 
 /* ---- programs ------------------------------------------------------------------------------ */
@@ -307,7 +307,7 @@ uint64_t shim_live_map_bytes(const struct vm_map_def *d)
 	case CUBPF_MAP_PERCPU_ARRAY:
 		return CUBPF_PERCPU_MAP_BYTES(d->max_entries, d->value_size);
 	case CUBPF_MAP_PERTHREAD_ARRAY:
-		return CUBPF_PERTHREAD_MAP_BYTES(d->max_entries, shim_live.perthread_threads,
+		return CUBPF_PERTHREAD_MAP_BYTES(d->max_entries, shim_live_session.perthread_threads,
 						 d->value_size);
 	case CUBPF_MAP_HASH:
 		return d->key_size && d->key_size <= CUBPF_HASH_MAX_KEY
@@ -320,12 +320,12 @@ uint64_t shim_live_map_bytes(const struct vm_map_def *d)
 
 static int add_maps(const struct vm_object *o, uint32_t obj)
 {
-	struct live_map *m = realloc(shim_live.maps, sizeof(*m) * (shim_live.nmaps + o->map_cnt + 1));
+	struct live_map *m = realloc(shim_live_session.maps, sizeof(*m) * (shim_live_session.nmaps + o->map_cnt + 1));
 	if (!m)
 		return -1;
-	shim_live.maps = m;
+	shim_live_session.maps = m;
 	for (uint32_t i = 0; i < o->map_cnt; i++) {
-		struct live_map *lm = &shim_live.maps[shim_live.nmaps++];
+		struct live_map *lm = &shim_live_session.maps[shim_live_session.nmaps++];
 		lm->def = o->maps[i];
 		lm->obj = obj;
 		lm->index = i;
@@ -340,15 +340,15 @@ static int add_maps(const struct vm_object *o, uint32_t obj)
 	return 0;
 }
 
-/* Adds the GPU and host programs of an object the verifier accepted (verdicts: live_guard.c);
+/* Adds the GPU and host programs of an object the verifier accepted (verdicts: guard.c);
  * a rejected program is skipped with one warning carrying the verifier's reason. */
 static int add_progs(const struct vm_object *o, const struct live_verdict *verdicts,
 		     uint32_t map_base)
 {
-	struct ptx_prog *p = realloc(shim_live.progs, sizeof(*p) * (shim_live.nprogs + o->prog_cnt + 1));
+	struct ptx_prog *p = realloc(shim_live_session.progs, sizeof(*p) * (shim_live_session.nprogs + o->prog_cnt + 1));
 	if (!p)
 		return -1;
-	shim_live.progs = p;
+	shim_live_session.progs = p;
 	for (uint32_t i = 0; i < o->prog_cnt; i++) {
 		const struct vm_prog *vp = &o->progs[i];
 		bool host = vp->kind == VM_PROG_UPROBE || vp->kind == VM_PROG_URETPROBE;
@@ -360,13 +360,13 @@ static int add_progs(const struct vm_object *o, const struct live_verdict *verdi
 			continue;
 		}
 		if (host) {
-			shim_live_host_add(o, shim_live.nobjs, i);
+			shim_live_host_add(o, shim_live_session.nobjs, i);
 			continue;
 		}
 		struct bpf_insn *in = renumber(vp, map_base);
 		if (!in)
 			return -1;
-		shim_live.progs[shim_live.nprogs++] = (struct ptx_prog){ vp->name, vp->kind, vp->attach, in,
+		shim_live_session.progs[shim_live_session.nprogs++] = (struct ptx_prog){ vp->name, vp->kind, vp->attach, in,
 							       vp->insn_cnt };
 	}
 	return 0;
@@ -385,7 +385,7 @@ static bool prog_uses_map(const struct vm_prog *p, uint32_t map)
 	return false;
 }
 
-/* Arrays that both host and GPU programs of the object use get one storage (live_maps.c), so
+/* Arrays that both host and GPU programs of the object use get one storage (maps.c), so
  * that what a host probe writes is what the kernels read and the other way round. */
 static void mark_shared(const struct vm_object *o, uint32_t base)
 {
@@ -400,8 +400,8 @@ static void mark_shared(const struct vm_object *o, uint32_t base)
 			else if (vm_kind_is_gpu(p->kind))
 				gpu = true;
 		}
-		shim_live.maps[base + m].shared = host && gpu && vm_map_array_bytes(&o->maps[m]) &&
-					     shim_live.maps[base + m].bytes;
+		shim_live_session.maps[base + m].shared = host && gpu && vm_map_array_bytes(&o->maps[m]) &&
+					     shim_live_session.maps[base + m].bytes;
 	}
 }
 
@@ -440,8 +440,8 @@ static bool maps_fit_cap(const struct vm_object *o, const char *path)
 	for (uint32_t i = 0; i < o->map_cnt; i++) {
 		const struct vm_map_def *d = &o->maps[i];
 		uint64_t b = shim_live_map_bytes(d);
-		over |= d->value_size > shim_live.map_cap_bytes || d->max_entries > shim_live.map_cap_bytes ||
-			b > shim_live.map_cap_bytes || (total += b) > shim_live.map_cap_bytes;
+		over |= d->value_size > shim_live_session.map_cap_bytes || d->max_entries > shim_live_session.map_cap_bytes ||
+			b > shim_live_session.map_cap_bytes || (total += b) > shim_live_session.map_cap_bytes;
 		if (b > shim_live_map_bytes(&o->maps[big]))
 			big = i;
 	}
@@ -451,7 +451,7 @@ static bool maps_fit_cap(const struct vm_object *o, const char *path)
 	shim_live_map_describe(&o->maps[big], what, sizeof(what));
 	shim_log(SHIM_LOG_WARN, "live: %s: probe object refused, the application runs without it: "
 		 "its maps need more than the device memory cap of %llu bytes (CUBPF_MAP_MAX_MB); "
-		 "the largest is %s", path, (unsigned long long)shim_live.map_cap_bytes, what);
+		 "the largest is %s", path, (unsigned long long)shim_live_session.map_cap_bytes, what);
 	return false;
 }
 
@@ -466,23 +466,23 @@ static int add_object(const char *path)
 		vm_object_free(o);
 		return 0;
 	}
-	struct vm_object **objs = realloc(shim_live.objs, sizeof(*objs) * (shim_live.nobjs + 1));
-	char **paths = realloc(shim_live.paths, sizeof(*paths) * (shim_live.nobjs + 1));
+	struct vm_object **objs = realloc(shim_live_session.objs, sizeof(*objs) * (shim_live_session.nobjs + 1));
+	char **paths = realloc(shim_live_session.paths, sizeof(*paths) * (shim_live_session.nobjs + 1));
 	if (objs)
-		shim_live.objs = objs;
+		shim_live_session.objs = objs;
 	if (paths)
-		shim_live.paths = paths;
-	uint32_t base = shim_live.nmaps;
-	int rc = !objs || !paths || add_maps(o, shim_live.nobjs) != 0 || add_progs(o, verdicts, base) != 0;
+		shim_live_session.paths = paths;
+	uint32_t base = shim_live_session.nmaps;
+	int rc = !objs || !paths || add_maps(o, shim_live_session.nobjs) != 0 || add_progs(o, verdicts, base) != 0;
 	free(verdicts);
 	if (rc) {
 		vm_object_free(o);
 		return -1;
 	}
 	mark_shared(o, base);
-	shim_live.objs[shim_live.nobjs] = o;
-	shim_live.paths[shim_live.nobjs] = strdup(path);
-	shim_live.nobjs++;
+	shim_live_session.objs[shim_live_session.nobjs] = o;
+	shim_live_session.paths[shim_live_session.nobjs] = strdup(path);
+	shim_live_session.nobjs++;
 	return 0;
 }
 
@@ -580,18 +580,18 @@ static void trace_open(const char *path)
 	if (trace_claim(file, sizeof(file)) != 0)
 		snprintf(err, sizeof(err), "%s", strerror(errno));
 	else
-		shim_live.trace = store_trace_create(file, &p, &opt, err, sizeof(err));
+		shim_live_session.trace = store_trace_create(file, &p, &opt, err, sizeof(err));
 	snprintf(trace_file, sizeof(trace_file), "%s", file);
-	if (!shim_live.trace) {
+	if (!shim_live_session.trace) {
 		shim_log(SHIM_LOG_WARN, "live: CUBPF_TRACE=%s: %s; no trace is written", file, err);
 		return;
 	}
-	for (uint32_t i = 0; i < shim_live.nobjs; i++) {
-		struct store_rec_program rp = { .index = i, .nmaps = shim_live.objs[i]->map_cnt };
-		store_trace_program(shim_live.trace, &rp, shim_live.objs[i]->name, shim_live.paths[i]);
+	for (uint32_t i = 0; i < shim_live_session.nobjs; i++) {
+		struct store_rec_program rp = { .index = i, .nmaps = shim_live_session.objs[i]->map_cnt };
+		store_trace_program(shim_live_session.trace, &rp, shim_live_session.objs[i]->name, shim_live_session.paths[i]);
 	}
-	for (uint32_t i = 0; i < shim_live.nmaps; i++)
-		store_trace_intern(shim_live.trace, shim_live.maps[i].def.name);
+	for (uint32_t i = 0; i < shim_live_session.nmaps; i++)
+		store_trace_intern(shim_live_session.trace, shim_live_session.maps[i].def.name);
 }
 
 /* ---- exit ---------------------------------------------------------------------------------- */
@@ -605,17 +605,17 @@ static void report_counters(void)
 		 "original, %u without PTX for the device (%u kernels not instrumentable), %u with no "
 		 "matching kernel, %u loads not handled; maps: %llu device bytes in %u contexts, %llu "
 		 "pinned bytes; cache: %u hits, %u misses, %u JIT compiles%s",
-		 atomic_load(&shim_live.n.modules_instrumented), atomic_load(&shim_live.n.kernels_instrumented),
-		 atomic_load(&shim_live.n.modules_fallback), atomic_load(&shim_live.n.modules_no_ptx),
-		 atomic_load(&shim_live.n.kernels_no_ptx), atomic_load(&shim_live.n.modules_untouched),
-		 atomic_load(&shim_live.n.modules_skipped), (unsigned long long)dev, nctx,
-		 (unsigned long long)pinned, atomic_load(&shim_live.n.cache_hits),
-		 atomic_load(&shim_live.n.cache_misses), atomic_load(&shim_live.n.jit_compiles),
+		 atomic_load(&shim_live_session.n.modules_instrumented), atomic_load(&shim_live_session.n.kernels_instrumented),
+		 atomic_load(&shim_live_session.n.modules_fallback), atomic_load(&shim_live_session.n.modules_no_ptx),
+		 atomic_load(&shim_live_session.n.kernels_no_ptx), atomic_load(&shim_live_session.n.modules_untouched),
+		 atomic_load(&shim_live_session.n.modules_skipped), (unsigned long long)dev, nctx,
+		 (unsigned long long)pinned, atomic_load(&shim_live_session.n.cache_hits),
+		 atomic_load(&shim_live_session.n.cache_misses), atomic_load(&shim_live_session.n.jit_compiles),
 		 shim_live_cache_off() ? " (cache off)" : "");
-	if (atomic_load(&shim_live.n.modules_fallback) || atomic_load(&shim_live.n.fill_failures))
+	if (atomic_load(&shim_live_session.n.modules_fallback) || atomic_load(&shim_live_session.n.fill_failures))
 		shim_log(SHIM_LOG_WARN, "live: %u modules ran uninstrumented after a failure, %u map "
 			 "pointers could not be stored (see the warnings above)",
-			 atomic_load(&shim_live.n.modules_fallback), atomic_load(&shim_live.n.fill_failures));
+			 atomic_load(&shim_live_session.n.modules_fallback), atomic_load(&shim_live_session.n.fill_failures));
 }
 
 /* The kernel ids given out, so that a reader of the maps can name them. */
@@ -641,21 +641,21 @@ static void live_exit(void)
 	/* The contexts and the trace file are the parent's.  The writer is left alone, not
 	 * closed: in a child its workers' buffers belong to threads that do not exist there, and
 	 * store_trace_close frees the writer without them (a leak report under ASan). */
-	if (shim_live.forked)
+	if (shim_live_session.forked)
 		return;
 	shim_live_maps_stop_thread();
 	shim_live_spans_finish();
 	shim_live_snapshot_all(true);
 	shim_live_ringbuf_finish();
 	report_kernel_ids();
-	shim_live_maps_report(stderr, shim_live.dump_maps || shim_log_enabled(SHIM_LOG_DEBUG));
+	shim_live_maps_report(stderr, shim_live_session.dump_maps || shim_log_enabled(SHIM_LOG_DEBUG));
 	shim_live_host_report(stderr);
 	report_counters();
 	shim_live_cache_close();
-	if (shim_live.trace) {
+	if (shim_live_session.trace) {
 		char err[STORE_ERRLEN];
-		struct store_trace_writer *w = shim_live.trace;
-		shim_live.trace = NULL;
+		struct store_trace_writer *w = shim_live_session.trace;
+		shim_live_session.trace = NULL;
 		if (store_trace_close(w, err, sizeof(err)) != 0)
 			shim_log(SHIM_LOG_WARN, "live: trace: %s", err);
 	}
@@ -677,15 +677,15 @@ void shim_live_exit_arm(void)
 static void fork_prepare(void)
 {
 	shim_live_cache_fork_prepare();
-	if (shim_live.trace)
-		store_trace_fork_prepare(shim_live.trace);
+	if (shim_live_session.trace)
+		store_trace_fork_prepare(shim_live_session.trace);
 }
 
 static void fork_parent(void)
 {
 	shim_live_cache_fork_parent();
-	if (shim_live.trace)
-		store_trace_fork_parent(shim_live.trace);
+	if (shim_live_session.trace)
+		store_trace_fork_parent(shim_live_session.trace);
 }
 
 /* A child forked before its parent made any context (a launcher, a pool of workers started
@@ -717,24 +717,24 @@ static void child_start(void)
 {
 	if (!atomic_exchange(&child_pending, false))
 		return;
-	shim_live.forked = false;
+	shim_live_session.forked = false;
 	live_pid = getpid();
 	/* the parent's writer is left as it is (its workers are the parent's threads) */
 	const char *trace = getenv("CUBPF_TRACE");
-	shim_live.trace = NULL;
+	shim_live_session.trace = NULL;
 	if (trace && *trace)
 		trace_open(trace);
 	shim_log(SHIM_LOG_INFO, "live: forked child %d makes driver calls: probes on%s%s",
-		 (int)getpid(), shim_live.trace ? ", trace " : "", shim_live.trace ? trace_file : "");
+		 (int)getpid(), shim_live_session.trace ? ", trace " : "", shim_live_session.trace ? trace_file : "");
 }
 
 static void fork_child(void)
 {
 	bool fresh = !shim_live_maps_have_contexts();
 	shim_live_cache_fork_child();
-	if (shim_live.trace)
-		store_trace_fork_child(shim_live.trace);
-	shim_live.forked = true;
+	if (shim_live_session.trace)
+		store_trace_fork_child(shim_live_session.trace);
+	shim_live_session.forked = true;
 	atomic_store(&child_pending, fresh);
 	pthread_mutex_init(&kid_lock, NULL);
 	shim_live_maps_fork_child();
@@ -801,44 +801,44 @@ const struct shim_hooks *shim_live_init(void)
 	}
 	/* per-thread arrays are sized when their objects load, and an object whose maps cannot
 	 * fit the cap is refused there */
-	shim_live.perthread_threads = env_u64("CUBPF_PERTHREAD_THREADS", 1u << 20);
-	shim_live.perthread_threads = shim_live.perthread_threads ? shim_live.perthread_threads : 1;
-	shim_live.map_cap_bytes = env_u64("CUBPF_MAP_MAX_MB", 4096) << 20;
+	shim_live_session.perthread_threads = env_u64("CUBPF_PERTHREAD_THREADS", 1u << 20);
+	shim_live_session.perthread_threads = shim_live_session.perthread_threads ? shim_live_session.perthread_threads : 1;
+	shim_live_session.map_cap_bytes = env_u64("CUBPF_MAP_MAX_MB", 4096) << 20;
 	if (load_programs(programs) != 0) {
 		shim_log(SHIM_LOG_WARN, "live: out of memory loading %s; probes disabled", programs);
 		return NULL;
 	}
 	const char *glob = getenv("CUBPF_KERNELS");
-	shim_live.kernel_glob = glob && *glob ? glob : NULL;
-	shim_live.ringbuf_bytes = env_u64("CUBPF_RINGBUF_MB", 64) << 20;
-	shim_live.ringbuf_threads = (uint32_t)env_u64("CUBPF_RINGBUF_THREADS", default_drain_threads());
-	shim_live.sample = (uint32_t)env_u64("CUBPF_SAMPLE", 1);
+	shim_live_session.kernel_glob = glob && *glob ? glob : NULL;
+	shim_live_session.ringbuf_bytes = env_u64("CUBPF_RINGBUF_MB", 64) << 20;
+	shim_live_session.ringbuf_threads = (uint32_t)env_u64("CUBPF_RINGBUF_THREADS", default_drain_threads());
+	shim_live_session.sample = (uint32_t)env_u64("CUBPF_SAMPLE", 1);
 	/* The enable-word check costs every probe site a dependent load (the word) and a branch:
 	 * small, not nil (memory probes run it per access), so it is compiled in only when
 	 * something switches probes off: sampling, a control file, or CUBPF_ENABLE_WORDS=1. */
 	const char *control = getenv("CUBPF_CONTROL");
-	shim_live.control_path = control && *control ? control : NULL;
-	shim_live.enable_words = shim_live.sample > 1 || shim_live.control_path ||
+	shim_live_session.control_path = control && *control ? control : NULL;
+	shim_live_session.enable_words = shim_live_session.sample > 1 || shim_live_session.control_path ||
 			    env_u64("CUBPF_ENABLE_WORDS", 0) != 0;
-	shim_live.interval_ms = env_u64("CUBPF_INTERVAL_MS", 1000);
-	shim_live.interval_ms = shim_live.interval_ms ? shim_live.interval_ms : 1000;
+	shim_live_session.interval_ms = env_u64("CUBPF_INTERVAL_MS", 1000);
+	shim_live_session.interval_ms = shim_live_session.interval_ms ? shim_live_session.interval_ms : 1000;
 	const char *dump = getenv("CUBPF_DUMP_MAPS");
-	shim_live.dump_maps = dump && *dump && strcmp(dump, "0") != 0;
+	shim_live_session.dump_maps = dump && *dump && strcmp(dump, "0") != 0;
 	const char *trace = getenv("CUBPF_TRACE");
 	if (trace && *trace)
 		trace_open(trace);
 	if (shim_live_spans_init())
 		live_hooks.event_call = shim_live_spans_event;
 	shim_log(SHIM_LOG_INFO, "live: %u probe objects, %u GPU programs, %s host programs, %u "
-		 "maps%s%s%s", shim_live.nobjs, shim_live.nprogs, shim_live_host_any() ? "some" : "no", shim_live.nmaps,
-		 shim_live.kernel_glob ? ", kernels " : "", shim_live.kernel_glob ? shim_live.kernel_glob : "",
-		 shim_live.trace ? ", tracing" : "");
+		 "maps%s%s%s", shim_live_session.nobjs, shim_live_session.nprogs, shim_live_host_any() ? "some" : "no", shim_live_session.nmaps,
+		 shim_live_session.kernel_glob ? ", kernels " : "", shim_live_session.kernel_glob ? shim_live_session.kernel_glob : "",
+		 shim_live_session.trace ? ", tracing" : "");
 	atexit(live_exit);
 	live_pid = getpid();
 	register_exit_hook();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	/* Copies and synchronisations are timed only when someone reads them. */
-	if (shim_live_host_any() || shim_live.trace)
+	if (shim_live_host_any() || shim_live_session.trace)
 		live_hooks.api_call = api_call;
-	return shim_live.nprogs || shim_live_host_any() || shim_live.trace ? &live_hooks : NULL;
+	return shim_live_session.nprogs || shim_live_host_any() || shim_live_session.trace ? &live_hooks : NULL;
 }

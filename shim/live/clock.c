@@ -1,4 +1,4 @@
-/* shim/live_clock.c: clock calibration between the host's CLOCK_REALTIME and the device's
+/* shim/live/clock.c: clock calibration between the host's CLOCK_REALTIME and the device's
  * %globaltimer, so that host and device timestamps can be subtracted.
  *
  * A kernel of cubpf's own (one thread: store %globaltimer) runs on cubpf's stream between two
@@ -9,7 +9,7 @@
 #define _GNU_SOURCE
 #include <inttypes.h>
 
-#include "shim/live.h"
+#include "shim/live/internal.h"
 
 static const char clock_ptx[] =
 	".version 7.0\n.target sm_70\n.address_size 64\n"
@@ -70,8 +70,8 @@ int shim_live_clock_calibrate(struct live_ctx *c)
 	}
 	struct store_rec_clock rec = { .host_ns = host, .gpu_ns = gpu_best,
 				       .uncertainty_ns = best / 2, .device = (uint32_t)c->dev };
-	if (shim_live.trace)
-		store_trace_clock(shim_live.trace, &rec);
+	if (shim_live_session.trace)
+		store_trace_clock(shim_live_session.trace, &rec);
 	shim_log(SHIM_LOG_INFO, "live: clock device %d: host - gpu = %" PRId64 " ns (+/- %" PRIu64
 		 " ns)", (int)c->dev, (int64_t)(host - gpu_best), best / 2);
 	return 0;

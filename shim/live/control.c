@@ -1,11 +1,11 @@
-/* shim/live_control.c: switching GPU probes on and off while the application runs, without
+/* shim/live/control.c: switching GPU probes on and off while the application runs, without
  * reloading modules: CUBPF_CONTROL names a file whose lines say which programs run
  *     off            every program off        on            every program on
  *     off NAME       program NAME off         on NAME       program NAME on
  * read in order from "all on" each time the file changes (a missing or empty file: all on).
  * NAME is a GPU program's name (its function) or a glob.  The result is a mask of GPU programs
  * (bit p = program p, the enable-word layout of ptx-rewriter/layout.h) that the launching hook
- * folds into the kernel's enable word (live_module.c sample()); the file is looked at, at most
+ * folds into the kernel's enable word (module.c sample()); the file is looked at, at most
  * every 100 ms, from a launch. */
 #define _GNU_SOURCE
 #include <fnmatch.h>
@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "shim/live.h"
+#include "shim/live/internal.h"
 
 #define CONTROL_EVERY_NS (100 * 1000 * 1000ull)
 
@@ -36,8 +36,8 @@ static uint64_t mono_ns(void)
 static uint32_t bits_of(const char *name)
 {
 	uint32_t b = 0;
-	for (uint32_t p = 0; p < shim_live.nprogs; p++)
-		if (!strcmp(shim_live.progs[p].name, name) || fnmatch(name, shim_live.progs[p].name, 0) == 0)
+	for (uint32_t p = 0; p < shim_live_session.nprogs; p++)
+		if (!strcmp(shim_live_session.progs[p].name, name) || fnmatch(name, shim_live_session.progs[p].name, 0) == 0)
 			b |= 1u << (p < 31 ? p : 31);
 	return b;
 }
@@ -75,7 +75,7 @@ static uint32_t read_control(const char *path)
 
 uint32_t shim_live_control_mask(void)
 {
-	if (!shim_live.control_path)
+	if (!shim_live_session.control_path)
 		return UINT32_MAX;
 	uint64_t now = mono_ns();
 	if (now < atomic_load_explicit(&next_look_ns, memory_order_relaxed) ||
@@ -83,12 +83,12 @@ uint32_t shim_live_control_mask(void)
 		return (uint32_t)atomic_load_explicit(&mask, memory_order_relaxed);
 	atomic_store(&next_look_ns, now + CONTROL_EVERY_NS);
 	struct stat st;
-	bool exists = stat(shim_live.control_path, &st) == 0;
+	bool exists = stat(shim_live_session.control_path, &st) == 0;
 	off_t size = exists ? st.st_size : -1;
 	struct timespec mt = exists ? st.st_mtim : (struct timespec){ 0, 0 };
 	if (size != seen_size || mt.tv_sec != seen_mtime.tv_sec || mt.tv_nsec != seen_mtime.tv_nsec) {
 		seen_size = size, seen_mtime = mt;
-		uint32_t m = exists ? read_control(shim_live.control_path) : UINT32_MAX;
+		uint32_t m = exists ? read_control(shim_live_session.control_path) : UINT32_MAX;
 		if (atomic_exchange(&mask, m) != m)
 			shim_log(SHIM_LOG_INFO, "live: CUBPF_CONTROL: GPU programs now %s (mask %#x)",
 				 m == UINT32_MAX ? "all on" : m ? "partly on" : "all off", m);

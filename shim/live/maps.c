@@ -1,4 +1,4 @@
-/* shim/live_maps.c: device maps — one allocation per map per context, the pointers stored in
+/* shim/live/maps.c: device maps — one allocation per map per context, the pointers stored in
  * the instrumented modules, the copies read back at exit, the bpftool-like report.
  *
  * Per context rather than per device: an allocation belongs to a context and the kernels of
@@ -16,8 +16,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "shim/live.h"
-#include "shim/live_rb.h"
+#include "shim/live/internal.h"
+#include "shim/live/rb.h"
 
 static struct live_ctx *ctxs;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -52,7 +52,7 @@ uint32_t shim_live_ctx_sm(CUcontext ctx)
 
 static void ctx_free(struct live_ctx *c)
 {
-	for (uint32_t i = 0; c->base && i < shim_live.nmaps; i++) {
+	for (uint32_t i = 0; c->base && i < shim_live_session.nmaps; i++) {
 		if (c->host && c->host[i]) /* a ring buffer: the ring, and the producers' part */
 			shim_live_cu.cuMemFreeHost(c->host[i]);
 		if (c->base[i])
@@ -115,7 +115,7 @@ static CUresult ringbuf_state(struct live_ctx *c, uint32_t i, uint32_t lanes, ui
 static int ringbuf_alloc(struct live_ctx *c, uint32_t i, uint32_t sms, uint32_t warps,
 			 uint64_t want, uint64_t budget, char *err, size_t errlen)
 {
-	const struct live_map *m = &shim_live.maps[i];
+	const struct live_map *m = &shim_live_session.maps[i];
 	uint32_t lanes = sms * warps;
 	uint64_t lane = rb_lane_size(want, lanes, budget), bytes = shim_live_rb_bytes(lanes, lane);
 	if (bytes > budget) {
@@ -159,13 +159,13 @@ static int ringbufs_alloc(struct live_ctx *c, char *err, size_t errlen)
 {
 	uint32_t sms, warps, left = 0;
 	ringbuf_geometry(c, &sms, &warps);
-	for (uint32_t i = 0; i < shim_live.nmaps; i++)
-		left += shim_live.maps[i].ringbuf;
-	for (uint32_t i = 0; i < shim_live.nmaps; i++) {
-		if (!shim_live.maps[i].ringbuf)
+	for (uint32_t i = 0; i < shim_live_session.nmaps; i++)
+		left += shim_live_session.maps[i].ringbuf;
+	for (uint32_t i = 0; i < shim_live_session.nmaps; i++) {
+		if (!shim_live_session.maps[i].ringbuf)
 			continue;
-		uint64_t budget = shim_live.ringbuf_bytes - c->pinned_bytes, share = budget / left--;
-		uint64_t want = shim_live.maps[i].def.max_entries;
+		uint64_t budget = shim_live_session.ringbuf_bytes - c->pinned_bytes, share = budget / left--;
+		uint64_t want = shim_live_session.maps[i].def.max_entries;
 		if (ringbuf_alloc(c, i, sms, warps, want > share ? want : share, budget, err,
 				  errlen) != 0)
 			return -1;
@@ -177,15 +177,15 @@ static int ringbufs_alloc(struct live_ctx *c, char *err, size_t errlen)
  * array's thread capacity into its header (ptx-rewriter/layout.h). */
 static CUresult map_init(struct live_ctx *c, uint32_t i)
 {
-	const struct live_map *m = &shim_live.maps[i];
+	const struct live_map *m = &shim_live_session.maps[i];
 	CUresult r = shim_live_cu.cuMemsetD8Async(c->base[i], 0, m->bytes, c->stream);
 	if (r == CUDA_SUCCESS && m->def.init && m->def.value_size)
 		r = shim_live_cu.cuMemcpyHtoDAsync_v2(c->base[i], m->def.init, m->def.value_size,
 						 c->stream);
 	if (r == CUDA_SUCCESS && m->def.origin == VM_MAP_USER &&
 	    m->def.type == CUBPF_MAP_PERTHREAD_ARRAY) /* a static source: outlives the copy */
-		r = shim_live_cu.cuMemcpyHtoDAsync_v2(c->base[i], &shim_live.perthread_threads,
-						 sizeof(shim_live.perthread_threads), c->stream);
+		r = shim_live_cu.cuMemcpyHtoDAsync_v2(c->base[i], &shim_live_session.perthread_threads,
+						 sizeof(shim_live_session.perthread_threads), c->stream);
 	return r;
 }
 
@@ -215,7 +215,7 @@ static void map_shape(const struct vm_map_def *d, char *out, size_t len)
 			 CUBPF_PERCPU_SLOTS, stride);
 	else if (d->origin == VM_MAP_USER && d->type == CUBPF_MAP_PERTHREAD_ARRAY)
 		snprintf(out, len, "%u entries x %" PRIu64 " threads (CUBPF_PERTHREAD_THREADS) x %"
-			 PRIu64 " B", d->max_entries, shim_live.perthread_threads, stride);
+			 PRIu64 " B", d->max_entries, shim_live_session.perthread_threads, stride);
 	else if (d->origin == VM_MAP_USER && d->type == CUBPF_MAP_HASH)
 		snprintf(out, len, "%u slots x %" PRIu64 " B", cubpf_hash_capacity(d->max_entries),
 			 (uint64_t)CUBPF_HASH_SLOT_BYTES(d->key_size, d->value_size));
@@ -237,24 +237,24 @@ static int check_size(uint64_t total, char *err, size_t errlen)
 	size_t free_b = 0, total_b = 0;
 	bool over_free = shim_live_cu.cuMemGetInfo_v2(&free_b, &total_b) == CUDA_SUCCESS &&
 			 total > free_b;
-	if (total <= shim_live.map_cap_bytes && !over_free)
+	if (total <= shim_live_session.map_cap_bytes && !over_free)
 		return 0;
 	uint32_t big = 0;
-	for (uint32_t i = 1; i < shim_live.nmaps; i++)
-		if (shim_live.maps[i].bytes > shim_live.maps[big].bytes)
+	for (uint32_t i = 1; i < shim_live_session.nmaps; i++)
+		if (shim_live_session.maps[i].bytes > shim_live_session.maps[big].bytes)
 			big = i;
 	char shape[160];
-	map_shape(&shim_live.maps[big].def, shape, sizeof(shape));
-	if (total > shim_live.map_cap_bytes)
+	map_shape(&shim_live_session.maps[big].def, shape, sizeof(shape));
+	if (total > shim_live_session.map_cap_bytes)
 		snprintf(err, errlen, "the maps need %" PRIu64 " bytes of device memory, more than "
 			 "the cap of %" PRIu64 " (CUBPF_MAP_MAX_MB); the largest is %s (%s, %s = %"
-			 PRIu64 " bytes)", total, shim_live.map_cap_bytes, shim_live.maps[big].def.name,
-			 map_kind(&shim_live.maps[big].def), shape, shim_live.maps[big].bytes);
+			 PRIu64 " bytes)", total, shim_live_session.map_cap_bytes, shim_live_session.maps[big].def.name,
+			 map_kind(&shim_live_session.maps[big].def), shape, shim_live_session.maps[big].bytes);
 	else
 		snprintf(err, errlen, "the maps need %" PRIu64 " bytes of device memory, the device "
 			 "has %zu free; the largest is %s (%s, %s = %" PRIu64 " bytes)", total, free_b,
-			 shim_live.maps[big].def.name, map_kind(&shim_live.maps[big].def), shape,
-			 shim_live.maps[big].bytes);
+			 shim_live_session.maps[big].def.name, map_kind(&shim_live_session.maps[big].def), shape,
+			 shim_live_session.maps[big].bytes);
 	return -1;
 }
 
@@ -267,7 +267,7 @@ static int check_size(uint64_t total, char *err, size_t errlen)
  * (unshare_maps), so that host probes never touch freed memory. */
 static bool share_map(struct live_ctx *c, uint32_t i)
 {
-	struct live_map *m = &shim_live.maps[i];
+	struct live_map *m = &shim_live_session.maps[i];
 	struct vm_runtime *rt = shim_live_host_runtime(m->obj);
 	char err[VM_ERRLEN] = "";
 	CUdeviceptr d = 0;
@@ -305,12 +305,12 @@ static bool share_map(struct live_ctx *c, uint32_t i)
  * what the kernels left in them. */
 static void unshare_maps(struct live_ctx *c)
 {
-	for (uint32_t i = 0; i < shim_live.nmaps; i++) {
-		struct live_map *m = &shim_live.maps[i];
+	for (uint32_t i = 0; i < shim_live_session.nmaps; i++) {
+		struct live_map *m = &shim_live_session.maps[i];
 		if (!m->shared_dev || m->shared_owner != c->ctx)
 			continue;
 		char err[VM_ERRLEN];
-		/* reachable from shim_live.maps for the life of the process: host probes may run to
+		/* reachable from shim_live_session.maps for the life of the process: host probes may run to
 		 * the end */
 		void *copy = aligned_alloc(64, (m->bytes + 63) & ~(uint64_t)63);
 		struct vm_runtime *rt = shim_live_host_runtime(m->obj);
@@ -328,8 +328,8 @@ static void unshare_maps(struct live_ctx *c)
 static int ctx_alloc(struct live_ctx *c, char *err, size_t errlen)
 {
 	uint64_t total = 0;
-	for (uint32_t i = 0; i < shim_live.nmaps; i++)
-		total += shim_live.maps[i].bytes;
+	for (uint32_t i = 0; i < shim_live_session.nmaps; i++)
+		total += shim_live_session.maps[i].bytes;
 	if (check_size(total, err, errlen) != 0)
 		return -1;
 	CUresult r = shim_live_cu.cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING);
@@ -342,10 +342,10 @@ static int ctx_alloc(struct live_ctx *c, char *err, size_t errlen)
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	if (r == CUDA_SUCCESS)
 		memset(c->enable_set, 0xff, CUBPF_ENABLE_WORDS * sizeof(uint32_t));
-	for (uint32_t i = 0; r == CUDA_SUCCESS && i < shim_live.nmaps; i++) {
-		if (!shim_live.maps[i].bytes || (shim_live.maps[i].shared && share_map(c, i)))
+	for (uint32_t i = 0; r == CUDA_SUCCESS && i < shim_live_session.nmaps; i++) {
+		if (!shim_live_session.maps[i].bytes || (shim_live_session.maps[i].shared && share_map(c, i)))
 			continue;
-		r = shim_live_cu.cuMemAlloc_v2(&c->base[i], shim_live.maps[i].bytes);
+		r = shim_live_cu.cuMemAlloc_v2(&c->base[i], shim_live_session.maps[i].bytes);
 		if (r == CUDA_SUCCESS)
 			r = map_init(c, i);
 	}
@@ -365,7 +365,7 @@ static int ctx_alloc(struct live_ctx *c, char *err, size_t errlen)
 void shim_live_trace_device(int dev, uint32_t sm)
 {
 	static _Atomic uint64_t written; /* bit per device ordinal below 64 */
-	if (!shim_live.trace || dev < 0 || dev >= 64 ||
+	if (!shim_live_session.trace || dev < 0 || dev >= 64 ||
 	    (atomic_fetch_or(&written, 1ull << dev) & (1ull << dev)))
 		return;
 	struct store_rec_device d = { .ordinal = (uint32_t)dev, .sm = sm };
@@ -379,20 +379,20 @@ void shim_live_trace_device(int dev, uint32_t sm)
 		d.memory_bytes = mem;
 	if (shim_live_cu.cuDeviceGetUuid_v2 && shim_live_cu.cuDeviceGetUuid_v2(&uuid, cd) == CUDA_SUCCESS)
 		memcpy(d.uuid, uuid.bytes, sizeof(d.uuid));
-	store_trace_device(shim_live.trace, &d, name);
+	store_trace_device(shim_live_session.trace, &d, name);
 }
 
 /* A MAP_MEMORY record: what the log's "maps on device" line says, for readers of the trace. */
 static void trace_memory(const struct live_ctx *c)
 {
-	if (!shim_live.trace)
+	if (!shim_live_session.trace)
 		return;
 	struct store_rec_map_memory m = {
 		.ts_ns = shim_now_ns(), .context = (uint64_t)(uintptr_t)c->ctx,
 		.device_bytes = c->device_bytes, .pinned_bytes = c->pinned_bytes,
-		.device = (uint32_t)c->dev, .nmaps = shim_live.nmaps, .ctx = c->num,
+		.device = (uint32_t)c->dev, .nmaps = shim_live_session.nmaps, .ctx = c->num,
 	};
-	store_trace_map_memory(shim_live.trace, &m);
+	store_trace_map_memory(shim_live_session.trace, &m);
 }
 
 struct live_ctx *shim_live_ctx_find(CUcontext ctx)
@@ -417,12 +417,12 @@ struct live_ctx *shim_live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 	}
 	c = calloc(1, sizeof(*c));
 	if (c) {
-		c->base = calloc(shim_live.nmaps + 1, sizeof(*c->base));
-		c->host = calloc(shim_live.nmaps + 1, sizeof(*c->host));
-		c->drops_seen = calloc(shim_live.nmaps + 1, sizeof(*c->drops_seen));
-		c->rb_moved = calloc(shim_live.nmaps + 1, sizeof(*c->rb_moved));
-		c->rb_synced = calloc(shim_live.nmaps + 1, sizeof(*c->rb_synced));
-		c->snap = calloc(shim_live.nmaps + 1, sizeof(*c->snap));
+		c->base = calloc(shim_live_session.nmaps + 1, sizeof(*c->base));
+		c->host = calloc(shim_live_session.nmaps + 1, sizeof(*c->host));
+		c->drops_seen = calloc(shim_live_session.nmaps + 1, sizeof(*c->drops_seen));
+		c->rb_moved = calloc(shim_live_session.nmaps + 1, sizeof(*c->rb_moved));
+		c->rb_synced = calloc(shim_live_session.nmaps + 1, sizeof(*c->rb_synced));
+		c->snap = calloc(shim_live_session.nmaps + 1, sizeof(*c->snap));
 	}
 	if (!c || !c->base || !c->host || !c->drops_seen || !c->rb_moved || !c->rb_synced ||
 	    !c->snap) {
@@ -454,7 +454,7 @@ struct live_ctx *shim_live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 			 c->rb_state_bytes);
 	shim_log(SHIM_LOG_INFO, "live: maps on device %d (context %p): %" PRIu64 " device bytes, "
 		 "%" PRIu64 " pinned bytes, %u maps%s", (int)c->dev, (void *)ctx, c->device_bytes,
-		 c->pinned_bytes, shim_live.nmaps, rb);
+		 c->pinned_bytes, shim_live_session.nmaps, rb);
 	shim_live_exit_arm(); /* the driver is initialised by now: see live_exit */
 	shim_live_clock_calibrate(c); /* the context is current: this is the application's thread */
 	shim_live_maps_start_thread();
@@ -467,7 +467,7 @@ int shim_live_fill(struct live_ctx *c, CUmodule mod, CUlibrary lib, char *err, s
 {
 	CUresult r = CUDA_SUCCESS;
 	unsigned filled = 0;
-	for (uint32_t i = 0; i < shim_live.nmaps; i++) {
+	for (uint32_t i = 0; i < shim_live_session.nmaps; i++) {
 		char name[32];
 		CUdeviceptr sym = 0;
 		size_t size = 0;
@@ -541,23 +541,23 @@ static void snapshot(struct live_ctx *c, bool sync)
 		return;
 	}
 	CUresult r = sync ? shim_live_cu.cuCtxSynchronize() : CUDA_SUCCESS;
-	uint8_t **tmp = calloc(shim_live.nmaps + 1, sizeof(*tmp));
-	for (uint32_t i = 0; tmp && r == CUDA_SUCCESS && i < shim_live.nmaps; i++) {
+	uint8_t **tmp = calloc(shim_live_session.nmaps + 1, sizeof(*tmp));
+	for (uint32_t i = 0; tmp && r == CUDA_SUCCESS && i < shim_live_session.nmaps; i++) {
 		if (c->host[i]) { /* a ring buffer is drained, not copied: only its drop counts */
 			r = rb_drops_copy(c, i);
 			continue;
 		}
-		if (!c->base[i] || !shim_live.maps[i].bytes)
+		if (!c->base[i] || !shim_live_session.maps[i].bytes)
 			continue;
-		tmp[i] = malloc(shim_live.maps[i].bytes);
-		r = tmp[i] ? shim_live_cu.cuMemcpyDtoHAsync_v2(tmp[i], c->base[i], shim_live.maps[i].bytes,
+		tmp[i] = malloc(shim_live_session.maps[i].bytes);
+		r = tmp[i] ? shim_live_cu.cuMemcpyDtoHAsync_v2(tmp[i], c->base[i], shim_live_session.maps[i].bytes,
 							  c->stream)
 			   : CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	if (r == CUDA_SUCCESS)
 		r = shim_live_cu.cuStreamSynchronize(c->stream);
 	shim_live_cu.cuCtxPopCurrent_v2(&popped);
-	for (uint32_t i = 0; tmp && i < shim_live.nmaps; i++) {
+	for (uint32_t i = 0; tmp && i < shim_live_session.nmaps; i++) {
 		if (r == CUDA_SUCCESS) {
 			free(c->snap[i]);
 			c->snap[i] = tmp[i];
@@ -593,9 +593,9 @@ static void rb_drain_last(struct live_ctx *c)
 {
 	static uint8_t *scratch;
 	bool rings = false;
-	for (uint32_t i = 0; i < shim_live.nmaps; i++)
+	for (uint32_t i = 0; i < shim_live_session.nmaps; i++)
 		rings |= c->host[i] != NULL;
-	if (!rings || (!scratch && !(scratch = malloc(shim_live.ringbuf_bytes ? shim_live.ringbuf_bytes : 1))))
+	if (!rings || (!scratch && !(scratch = malloc(shim_live_session.ringbuf_bytes ? shim_live_session.ringbuf_bytes : 1))))
 		return;
 	rb_drain_ctx(c, 0, 1, scratch, NULL);
 }
@@ -625,7 +625,7 @@ static CUcontext primary_of(CUdevice dev)
 void shim_live_teardown(CUcontext ctx, CUdevice dev, int primary)
 {
 	shim_live_spans_teardown(ctx, dev, primary);
-	if (!shim_live.nprogs || !shim_live_cu.cuCtxPushCurrent_v2 || shim_live.forked)
+	if (!shim_live_session.nprogs || !shim_live_cu.cuCtxPushCurrent_v2 || shim_live_session.forked)
 		return;
 	CUcontext target = primary ? primary_of(dev) : ctx;
 	bool any_of_device = primary && !shim_live_cu.cuDevicePrimaryCtxGetState;
@@ -660,17 +660,17 @@ static void report_map(FILE *out, bool print, const struct live_ctx *c, uint32_t
  * went with it.  The caller holds `lock` and has unlinked c under ctxs_rw. */
 static void ctx_forget(struct live_ctx *c)
 {
-	bool print = shim_live.dump_maps || shim_log_enabled(SHIM_LOG_DEBUG);
-	for (uint32_t i = 0; c->snap_ns && i < shim_live.nmaps; i++)
+	bool print = shim_live_session.dump_maps || shim_log_enabled(SHIM_LOG_DEBUG);
+	for (uint32_t i = 0; c->snap_ns && i < shim_live_session.nmaps; i++)
 		if (c->snap[i]) {
-			if (shim_live.trace)
+			if (shim_live_session.trace)
 				trace_map(c, i);
 			report_map(stderr, print, c, i);
 		}
 	gone_device_bytes += c->device_bytes;
 	gone_pinned_bytes += c->pinned_bytes;
 	gone_contexts++;
-	for (uint32_t i = 0; i < shim_live.nmaps; i++)
+	for (uint32_t i = 0; i < shim_live_session.nmaps; i++)
 		free(c->snap[i]);
 	/* ctx_free without the driver's part: the driver freed those with the context */
 	free(c->base);
@@ -699,7 +699,7 @@ static bool gone(CUdevice dev, int primary, CUresult r)
  * taken up again otherwise.  Then the module substitutes forget them too. */
 void shim_live_torn_down(CUcontext ctx, CUdevice dev, int primary, CUresult r)
 {
-	if (!shim_live.nprogs || !shim_live_cu.cuCtxPushCurrent_v2 || shim_live.forked)
+	if (!shim_live_session.nprogs || !shim_live_cu.cuCtxPushCurrent_v2 || shim_live_session.forked)
 		return;
 	uint32_t me = shim_tid();
 	bool is_gone = gone(dev, primary, r);
@@ -780,14 +780,14 @@ static void *snapshot_main(void *arg)
 	(void)arg;
 	uint64_t since_clock = 0;
 	while (atomic_load(&thread_state) == 1) {
-		nap_ms(shim_live.interval_ms);
+		nap_ms(shim_live_session.interval_ms);
 		if (atomic_load(&thread_state) != 1)
 			break;
 		pthread_mutex_lock(&lock);
 		for (struct live_ctx *c = ctxs; c; c = c->next)
 			if (!retiring(c))
 				snapshot(c, false);
-		since_clock += shim_live.interval_ms;
+		since_clock += shim_live_session.interval_ms;
 		if (since_clock >= CLOCK_EVERY_MS) {
 			refresh_clocks();
 			since_clock = 0;
@@ -801,7 +801,7 @@ static void *snapshot_main(void *arg)
 void shim_live_maps_start_thread(void)
 {
 	int expect = 0;
-	if (!shim_live.trace || !atomic_compare_exchange_strong(&thread_state, &expect, 1))
+	if (!shim_live_session.trace || !atomic_compare_exchange_strong(&thread_state, &expect, 1))
 		return;
 	/* The application's signals stay with the application's threads. */
 	sigset_t all, old;
@@ -874,12 +874,12 @@ static uint64_t rb_drain_ctx(struct live_ctx *c, uint32_t k, uint32_t step, uint
 			     struct store_trace_local *local)
 {
 	uint64_t taken = 0;
-	for (uint32_t i = 0; i < shim_live.nmaps; i++) {
+	for (uint32_t i = 0; i < shim_live_session.nmaps; i++) {
 		if (!c->host[i])
 			continue;
-		struct live_map *m = &shim_live.maps[i];
+		struct live_map *m = &shim_live_session.maps[i];
 		struct live_rb_trace sink = {
-			shim_live.trace, { .prog = m->obj, .map = m->index,
+			shim_live_session.trace, { .prog = m->obj, .map = m->index,
 				      .device = (uint32_t)c->dev }, local };
 		struct live_rb_taken t = { 0 };
 		uint64_t n = shim_live_rb_drain_runs(c->host[i], k, step, scratch, shim_live_rb_to_trace,
@@ -894,12 +894,12 @@ static uint64_t rb_drain_ctx(struct live_ctx *c, uint32_t k, uint32_t step, uint
 		if (k != 0)
 			continue;
 		uint64_t drops = shim_live_rb_drops(c->host[i]);
-		if (drops > c->drops_seen[i] && shim_live.trace) {
+		if (drops > c->drops_seen[i] && shim_live_session.trace) {
 			struct store_rec_drop d = {
 				.ts_ns = shim_now_ns(), .source = STORE_DROP_RINGBUF,
 				.prog = m->obj, .map = m->index,
 				.records = drops - c->drops_seen[i] };
-			store_trace_drop(shim_live.trace, &d);
+			store_trace_drop(shim_live_session.trace, &d);
 		}
 		c->drops_seen[i] = drops;
 	}
@@ -931,7 +931,7 @@ static uint64_t rb_monotonic_ns(void)
 static bool rb_sync_due(const struct live_ctx *c, uint64_t now)
 {
 	bool rings = false;
-	for (uint32_t i = 0; i < shim_live.nmaps; i++) {
+	for (uint32_t i = 0; i < shim_live_session.nmaps; i++) {
 		if (!c->host[i])
 			continue;
 		rings = true;
@@ -961,7 +961,7 @@ static void rb_sync_all(void)
 			continue;
 		CUresult r = shim_live_cu.cuStreamQuery(c->stream);
 		bool tails = false;
-		for (uint32_t i = 0; r == CUDA_SUCCESS && i < shim_live.nmaps; i++) {
+		for (uint32_t i = 0; r == CUDA_SUCCESS && i < shim_live_session.nmaps; i++) {
 			if (!c->host[i])
 				continue;
 			uint64_t moved = atomic_load_explicit(&c->rb_moved[i], memory_order_acquire);
@@ -993,10 +993,10 @@ static void rb_sync_all(void)
 /* Threads wanted for the widest ring buffer: one per RB_LANES_PER_THREAD lanes, bounded. */
 static uint32_t rb_threads_wanted(void)
 {
-	uint32_t lanes = 0, max = shim_live.ringbuf_threads;
+	uint32_t lanes = 0, max = shim_live_session.ringbuf_threads;
 	pthread_rwlock_rdlock(&ctxs_rw);
 	for (struct live_ctx *c = ctxs_head(); c; c = c->next)
-		for (uint32_t i = 0; i < shim_live.nmaps; i++)
+		for (uint32_t i = 0; i < shim_live_session.nmaps; i++)
 			if (c->host[i] && !retiring(c) &&
 			    ((struct cubpf_rb_header *)c->host[i])->lanes > lanes)
 				lanes = ((struct cubpf_rb_header *)c->host[i])->lanes;
@@ -1012,7 +1012,7 @@ static void *rb_main(void *arg);
 static void rb_start_helpers(void)
 {
 	uint32_t want = rb_threads_wanted();
-	uint64_t lane_max = shim_live.ringbuf_bytes ? shim_live.ringbuf_bytes : 1;
+	uint64_t lane_max = shim_live_session.ringbuf_bytes ? shim_live_session.ringbuf_bytes : 1;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -1039,7 +1039,7 @@ static void *rb_main(void *arg)
 	uint32_t k = (uint32_t)(uintptr_t)arg;
 	uint64_t taken = 0, window = 0, since = 0; /* thread 0: records taken in the window */
 	/* records go into a trace batch of this thread's own (NULL: the writer's, locked) */
-	struct store_trace_local *local = shim_live.trace ? store_trace_local_new(shim_live.trace) : NULL;
+	struct store_trace_local *local = shim_live_session.trace ? store_trace_local_new(shim_live_session.trace) : NULL;
 	while (atomic_load(&rb_state) == 1) {
 		uint32_t step = atomic_load(&rb_step);
 		if (step == 0 || k >= step)
@@ -1071,7 +1071,7 @@ static void *rb_main(void *arg)
 void shim_live_ringbuf_start(void)
 {
 	int expect = 0;
-	uint64_t lane_max = shim_live.ringbuf_bytes;
+	uint64_t lane_max = shim_live_session.ringbuf_bytes;
 	if (!rb_scratch[0] && !(rb_scratch[0] = malloc(lane_max ? lane_max : 1)))
 		return;
 	if (!atomic_compare_exchange_strong(&rb_state, &expect, 1))
@@ -1098,13 +1098,13 @@ void shim_live_ringbuf_finish(void)
 		rb_drain_pass(0, 1, rb_scratch[0], NULL); /* what is left, every lane */
 	pthread_mutex_lock(&lock);
 	for (struct live_ctx *c = ctxs; c; c = c->next)
-		for (uint32_t i = 0; i < shim_live.nmaps; i++)
+		for (uint32_t i = 0; i < shim_live_session.nmaps; i++)
 			if (c->host[i])
 				shim_log(SHIM_LOG_INFO, "live: ring buffer %s: %llu records taken, %llu "
 					 "dropped on device %d (lanes full); tails copied to the device "
 					 "%llu times (%llu times the last copy was still running)",
-					 shim_live.maps[i].def.name,
-					 (unsigned long long)atomic_load(&shim_live.maps[i].records),
+					 shim_live_session.maps[i].def.name,
+					 (unsigned long long)atomic_load(&shim_live_session.maps[i].records),
 					 (unsigned long long)c->drops_seen[i], (int)c->dev,
 					 (unsigned long long)c->rb_syncs,
 					 (unsigned long long)c->rb_sync_busy);
@@ -1137,7 +1137,7 @@ static uint64_t perthread_threads(const uint8_t *snap)
 {
 	uint64_t t;
 	memcpy(&t, snap, sizeof(t));
-	return t < shim_live.perthread_threads ? t : shim_live.perthread_threads;
+	return t < shim_live_session.perthread_threads ? t : shim_live_session.perthread_threads;
 }
 
 static int entries_add(struct entries *e, uint64_t *cap, const void *key, const void *value)
@@ -1159,7 +1159,7 @@ static int entries_add(struct entries *e, uint64_t *cap, const void *key, const 
 
 static int map_entries(const struct live_ctx *c, uint32_t i, struct entries *e)
 {
-	const struct vm_map_def *d = &shim_live.maps[i].def;
+	const struct vm_map_def *d = &shim_live_session.maps[i].def;
 	const uint8_t *snap = c->snap[i];
 	uint64_t stride = ptx_map_value_stride(d), cap = 0;
 	uint32_t type = d->origin == VM_MAP_USER ? d->type : CUBPF_MAP_ARRAY;
@@ -1279,7 +1279,7 @@ static void format_key(const struct entries *e, const uint8_t *k, char *out, siz
 static void report_line(FILE *out, const struct live_ctx *c, uint32_t i, const struct entries *e,
 			uint64_t sum, uint32_t sms)
 {
-	const struct vm_map_def *d = &shim_live.maps[i].def;
+	const struct vm_map_def *d = &shim_live_session.maps[i].def;
 	char sumtxt[40] = "", shape[96] = "";
 	if (d->value_size == 4 || d->value_size == 8)
 		snprintf(sumtxt, sizeof(sumtxt), ", sum %" PRIu64, sum);
@@ -1302,7 +1302,7 @@ static void report_line(FILE *out, const struct live_ctx *c, uint32_t i, const s
 
 static void report_map(FILE *out, bool print, const struct live_ctx *c, uint32_t i)
 {
-	const struct vm_map_def *d = &shim_live.maps[i].def;
+	const struct vm_map_def *d = &shim_live_session.maps[i].def;
 	struct entries e;
 	if (map_entries(c, i, &e) != 0) {
 		free(e.kv);
@@ -1364,7 +1364,7 @@ static void report_map(FILE *out, bool print, const struct live_ctx *c, uint32_t
 /* One MAP record per map and context: the non-zero entries (map_entries). */
 static void trace_map(const struct live_ctx *c, uint32_t i)
 {
-	const struct live_map *m = &shim_live.maps[i];
+	const struct live_map *m = &shim_live_session.maps[i];
 	struct entries e;
 	if (map_entries(c, i, &e) != 0) {
 		free(e.kv);
@@ -1372,19 +1372,19 @@ static void trace_map(const struct live_ctx *c, uint32_t i)
 	}
 	struct store_rec_map rec = {
 		.ts_ns = c->snap_ns, .prog = m->obj, .map = m->index,
-		.name = store_trace_intern(shim_live.trace, m->def.name), .map_type = m->def.type,
+		.name = store_trace_intern(shim_live_session.trace, m->def.name), .map_type = m->def.type,
 		.key_size = e.key_size, .value_size = e.value_size, .count = e.count,
 		.ctx = c->num,
 	};
-	store_trace_map(shim_live.trace, &rec, e.kv, (size_t)e.count * (e.key_size + e.value_size));
+	store_trace_map(shim_live_session.trace, &rec, e.kv, (size_t)e.count * (e.key_size + e.value_size));
 	free(e.kv);
 }
 
 void shim_live_maps_trace(void)
 {
 	pthread_mutex_lock(&lock);
-	for (struct live_ctx *c = ctxs; shim_live.trace && c; c = c->next)
-		for (uint32_t i = 0; c->snap_ns && i < shim_live.nmaps; i++)
+	for (struct live_ctx *c = ctxs; shim_live_session.trace && c; c = c->next)
+		for (uint32_t i = 0; c->snap_ns && i < shim_live_session.nmaps; i++)
 			if (c->snap[i])
 				trace_map(c, i);
 	pthread_mutex_unlock(&lock);
@@ -1395,7 +1395,7 @@ void shim_live_maps_report(FILE *out, bool print)
 	shim_live_maps_trace();
 	pthread_mutex_lock(&lock);
 	for (struct live_ctx *c = ctxs; c; c = c->next)
-		for (uint32_t i = 0; c->snap_ns && i < shim_live.nmaps; i++)
+		for (uint32_t i = 0; c->snap_ns && i < shim_live_session.nmaps; i++)
 			if (c->snap[i])
 				report_map(out, print, c, i);
 	pthread_mutex_unlock(&lock);

@@ -1,4 +1,4 @@
-/* shim/live_guard.c: a probe object is loaded and verified behind a process boundary.
+/* shim/live/guard.c: a probe object is loaded and verified behind a process boundary.
  *
  * The shim runs inside the application: a loader or verifier bug, or a pathological program
  * (a state explosion the verifier's budget does not stop in time), must not crash or hang it.
@@ -10,7 +10,7 @@
  * never runs in the application's process at all.
  *
  * Cost: one fork (page tables: grows with the parent's mapped memory) and one load; measured in
- * shim/LIVE.md ("Probe objects behind a boundary").  glibc's fork() keeps malloc consistent in
+ * shim/live/README.md ("Probe objects behind a boundary").  glibc's fork() keeps malloc consistent in
  * the child even when other threads held its locks.
  */
 #define _GNU_SOURCE
@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shim/live_guard.h"
+#include "shim/live/guard.h"
 
 #define GUARD_MAGIC 0x43425046u  /* "CBPF" */
 #define GUARD_END 0x454e4421u    /* "END!" */

@@ -1,4 +1,4 @@
-/* shim/live_host.c: host probes (uprobe/uretprobe on intercepted driver calls) on vm/'s
+/* shim/live/host.c: host probes (uprobe/uretprobe on intercepted driver calls) on vm/'s
  * interpreter, and the host events written into the trace.
  *
  * A program attached to FUNC runs on the application's thread, in the call:
@@ -11,7 +11,7 @@
  * FUNC matches the exported name exactly, as a glob, or without a variant suffix
  * (uprobe/cuLaunchKernel also sees cuLaunchKernel_ptsz).  Host programs have maps of their own
  * in host memory (vm_runtime); an array that the object's GPU programs use too moves into managed
- * memory that both sides reach (live_maps.c share_map).
+ * memory that both sides reach (maps.c share_map).
  */
 #define _GNU_SOURCE
 #include <fnmatch.h>
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/live.h"
+#include "shim/live/internal.h"
 
 struct hprog {
 	struct vm_exec *ex;
@@ -195,12 +195,12 @@ static uint32_t launch_device(void)
 }
 
 /* Launches get a correlation id (from 1) shared by their API record (the host call, on the
- * thread's track), their KERNEL record and their KSPAN record (GPU begin/end, live_spans.c). */
+ * thread's track), their KERNEL record and their KSPAN record (GPU begin/end, spans.c). */
 static atomic_uint_fast64_t launch_seq;
 
 void shim_live_trace_launch(const struct shim_launch_event *ev)
 {
-	if (!shim_live.trace || ev->api == SHIM_LAUNCH_GRAPH_NODE) {
+	if (!shim_live_session.trace || ev->api == SHIM_LAUNCH_GRAPH_NODE) {
 		shim_live_spans_launched(ev, 0, 0);
 		return;
 	}
@@ -208,34 +208,34 @@ void shim_live_trace_launch(const struct shim_launch_event *ev)
 	uint64_t stream = shim_live_spans_stream(ev);
 	struct store_rec_api a = { .begin_ns = ev->ts_begin, .end_ns = ev->ts_end, .stream = stream,
 				   .corr = ev->kernel ? corr : 0,
-				   .name = store_trace_intern(shim_live.trace, ev->api_name),
+				   .name = store_trace_intern(shim_live_session.trace, ev->api_name),
 				   .tid = ev->tid, .result = ev->result };
-	store_trace_api(shim_live.trace, &a);
+	store_trace_api(shim_live_session.trace, &a);
 	if (!ev->kernel) {
 		shim_live_spans_launched(ev, 0, 0);
 		return;
 	}
 	struct store_rec_kernel k = {
 		.launch_ns = ev->ts_begin, .stream = stream, .corr = corr,
-		.name = store_trace_intern(shim_live.trace, ev->kernel->name),
+		.name = store_trace_intern(shim_live_session.trace, ev->kernel->name),
 		.device = launch_device(),
 		.grid = { ev->grid[0], ev->grid[1], ev->grid[2] },
 		.block = { ev->block[0], ev->block[1], ev->block[2] },
 		.shared_bytes = ev->shared_bytes, .tid = ev->tid,
 	};
-	store_trace_kernel(shim_live.trace, &k);
+	store_trace_kernel(shim_live_session.trace, &k);
 	shim_live_spans_launched(ev, corr, k.name);
 }
 
 void shim_live_trace_api(const struct shim_api_event *ev)
 {
-	if (!shim_live.trace)
+	if (!shim_live_session.trace)
 		return;
 	struct store_rec_api a = { .begin_ns = ev->ts_begin, .end_ns = ev->ts_end,
 				   .stream = (uintptr_t)ev->stream, .bytes = ev->bytes,
-				   .name = store_trace_intern(shim_live.trace, ev->name),
+				   .name = store_trace_intern(shim_live_session.trace, ev->name),
 				   .tid = ev->tid, .result = ev->result };
-	store_trace_api(shim_live.trace, &a);
+	store_trace_api(shim_live_session.trace, &a);
 }
 
 /* ---- report ---------------------------------------------------------------------------------- */
@@ -286,5 +286,5 @@ void shim_live_host_report(FILE *out)
 		 (unsigned long long)atomic_load(&runs), (unsigned long long)atomic_load(&faults));
 	for (uint32_t i = 0; i < nrts; i++)
 		if (rts[i] && shim_log_enabled(SHIM_LOG_INFO))
-			report_runtime(out, shim_live.objs[i], rts[i]);
+			report_runtime(out, shim_live_session.objs[i], rts[i]);
 }

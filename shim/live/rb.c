@@ -1,4 +1,4 @@
-/* shim/live_rb.c: the host side of GPU ring buffers — draining lanes, and the CPU model of the
+/* shim/live/rb.c: the host side of GPU ring buffers — draining lanes, and the CPU model of the
  * producer.  The protocol is in ptx-rewriter/layout.h; the reasons for its shape:
  *  - a producer never waits: reservation is a compare-and-swap on head that gives up (and counts
  *    a drop) when the batch does not fit, instead of an add that could not be undone;
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "shim/live_rb.h"
+#include "shim/live/rb.h"
 
 #define RB_WARP 32u /* most records in a batch: the lanes of a warp */
 
@@ -315,7 +315,7 @@ int shim_live_rb_produce(void *mem, uint32_t lane, const void *data, uint32_t le
 	return shim_live_rb_produce_batch(mem, lane, data, 1, len);
 }
 
-/* What the shim does with two copies on its stream (live_maps.c), word by word: tails in, drops
+/* What the shim does with two copies on its stream (maps.c), word by word: tails in, drops
  * out.  A word-by-word copy may interleave with the drain's stores; every word it writes is a
  * value its source held, and both only grow, so readers see old values, never wrong ones. */
 void shim_live_rb_sync(void *mem)

@@ -1,4 +1,4 @@
-/* shim/live_regs.c: an instrumented kernel keeps the block sizes its original could launch.
+/* shim/live/regs.c: an instrumented kernel keeps the block sizes its original could launch.
  *
  * A kernel declared without launch bounds can be launched with any block size its registers
  * allow (a block has 65536 registers on sm_70 to sm_90).  Probe code adds registers: were the
@@ -14,7 +14,7 @@
 
 #include "cubin/cubin.h"
 #include "ptx-rewriter/ptx.h"
-#include "shim/live.h"
+#include "shim/live/internal.h"
 
 static int32_t regs_of(const struct cubin_kernels *k, const char *name)
 {

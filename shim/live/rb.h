@@ -1,4 +1,4 @@
-/* shim/live_rb.h: the host side of GPU ring buffers (layout and protocol: ptx-rewriter/layout.h,
+/* shim/live/rb.h: the host side of GPU ring buffers (layout and protocol: ptx-rewriter/layout.h,
  * "GPU ring buffers").  Plain memory operations, no driver calls: the shim applies them to pinned
  * mapped memory, the tests to ordinary memory with a CPU producer. */
 #ifndef CUBPF_SHIM_LIVE_RB_H

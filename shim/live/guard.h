@@ -1,4 +1,4 @@
-/* shim/live_guard.h: loading and verifying a probe object behind a boundary, so that no object
+/* shim/live/guard.h: loading and verifying a probe object behind a boundary, so that no object
  * (damaged, hostile, or one that finds a bug in the loader or the verifier) can crash or hang
  * the application.  No driver calls, no logging: the fuzz target tests/fuzz/fuzz_shim_load.c
  * runs the same entry the shim does. */

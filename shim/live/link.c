@@ -1,4 +1,4 @@
-/* shim/live_link.c: PTX given to the driver's linker (what Numba and NVIDIA's ptxjit sample do).
+/* shim/live/link.c: PTX given to the driver's linker (what Numba and NVIDIA's ptxjit sample do).
  *
  * cuLinkAddData / cuLinkAddFile with PTX: the input is instrumented and handed to the linker in
  * place of the original (the driver compiles a PTX input when it is added: an instrumented input
@@ -12,7 +12,7 @@
  * cuLinkComplete: the linked cubin of a link with an instrumented input is remembered (its
  * address, size and a hash of its bytes, since programs often copy it before loading it), and
  * when it is loaded, the module is not instrumented again and its maps' pointers are stored
- * (live_module.c asks shim_live_link_output).  The instrumented input is freed then. */
+ * (module.c asks shim_live_link_output).  The instrumented input is freed then. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
@@ -21,7 +21,7 @@
 #include <xxhash.h>
 
 #include "cubin/cubin.h"
-#include "shim/live.h"
+#include "shim/live/internal.h"
 
 #define MAX_INPUTS 64
 
@@ -71,14 +71,14 @@ void shim_live_extern_maps(char *ptx)
 
 int shim_live_link_definitions(void *state, char *err, size_t errlen)
 {
-	size_t cap = 128 + (size_t)(shim_live.nmaps + 1) * 64, len;
+	size_t cap = 128 + (size_t)(shim_live_session.nmaps + 1) * 64, len;
 	char *ptx = malloc(cap);
 	if (!ptx)
 		return snprintf(err, errlen, "out of memory"), -1;
 	len = (size_t)snprintf(ptx, cap, ".version 7.0\n.target sm_50\n.address_size 64\n");
-	for (uint32_t i = 0; i < shim_live.nmaps && i < 64; i++)
+	for (uint32_t i = 0; i < shim_live_session.nmaps && i < 64; i++)
 		len += (size_t)snprintf(ptx + len, cap - len, DECL PTX_MAP_SYMBOL_FMT ";\n", i);
-	if (shim_live.enable_words)
+	if (shim_live_session.enable_words)
 		len += (size_t)snprintf(ptx + len, cap - len, DECL CUBPF_ENABLE_SYMBOL ";\n");
 	CUresult r = shim_live_cu.cuLinkAddData_v2((CUlinkState)state, CU_JIT_INPUT_PTX, ptx, len + 1,
 					      "cubpf_maps.ptx", 0, NULL, NULL);
@@ -114,7 +114,7 @@ void shim_live_link_loading(struct shim_module_event *ev)
 	char err[LIVE_ERRLEN] = "", *out = NULL;
 	size_t len = 0;
 	struct ptx_inject_report rep;
-	if (!shim_live.nprogs || !ev->image || ev->info.kind != SHIM_IMAGE_PTX || !ev->link_state)
+	if (!shim_live_session.nprogs || !ev->image || ev->info.kind != SHIM_IMAGE_PTX || !ev->link_state)
 		return;
 	size_t max = ev->info.size ? ev->info.size : strlen(ev->image) + 1;
 	int rc = shim_live_instrument(ev->image, max, link_kernel_id, NULL, &out, &len, &rep, err,
@@ -149,20 +149,20 @@ void shim_live_link_loading(struct shim_module_event *ev)
 	shim_log(SHIM_LOG_INFO, "live: %s: instrumented %u of %u kernels of a link input (%s; %u "
 		 "entry, %u exit, %u memory sites)", ev->api_name, rep.instrumented, rep.kernels,
 		 label, rep.entry_sites, rep.exit_sites, rep.mem_sites);
-	atomic_fetch_add(&shim_live.n.kernels_instrumented, rep.instrumented);
+	atomic_fetch_add(&shim_live_session.n.kernels_instrumented, rep.instrumented);
 }
 
 /* The linker refused the instrumented input: it is forgotten (the wrapper adds the original). */
 static void refused(struct link *l, const struct shim_module_event *ev)
 {
-	atomic_fetch_add(&shim_live.n.modules_fallback, 1);
+	atomic_fetch_add(&shim_live_session.n.modules_fallback, 1);
 	shim_live_note(SHIM_LOG_WARN, STORE_NOINST_JIT, ev->api_name, l->label, 0, 0,
 		  "live: %s: %s not instrumented, the original input is linked: the linker refused "
 		  "the instrumented PTX (%s)", ev->api_name, l->label,
 		  shim_live_cu_error((CUresult)ev->result));
 	free(l->ptx[--l->ninputs]);
 	l->ptx[l->ninputs] = NULL;
-	atomic_fetch_sub(&shim_live.n.kernels_instrumented, l->kernels[l->ninputs]);
+	atomic_fetch_sub(&shim_live_session.n.kernels_instrumented, l->kernels[l->ninputs]);
 	if (l->ninputs == 0)
 		l->label[0] = 0;
 }

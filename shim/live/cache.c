@@ -1,4 +1,4 @@
-/* shim/live_cache.c: the module cache (store/ part 1) as the shim uses it.
+/* shim/live/cache.c: the module cache (store/ part 1) as the shim uses it.
  *
  * The instrumented cubin of a module is kept in a sqlite database shared by every process of
  * the user, under a key over everything that decides it (store_key_input): the image's bytes,
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/live.h"
+#include "shim/live/internal.h"
 
 enum { CACHE_UNOPENED, CACHE_OPEN, CACHE_OFF };
 
@@ -33,12 +33,12 @@ static struct store_blob *objs;    /* the probe objects' bytes, in CUBPF_PROGRAM
 static char rewriter[128];         /* "cubpf ptx-rewriter, build <build id>" */
 static uint32_t driver_version;
 
-/* The JIT options of live_module.c's jit() (an error-log buffer only) and the rewriter options
+/* The JIT options of module.c's jit() (an error-log buffer only) and the rewriter options
  * that are not in other key fields (the enable-word check is compiled in or not: sampling and
  * CUBPF_CONTROL need it).  Change them when either changes. */
 static const char *jit_options(void)
 {
-	return shim_live.enable_words ? "cuLinkAddData PTX; no JIT options; enable_words=1"
+	return shim_live_session.enable_words ? "cuLinkAddData PTX; no JIT options; enable_words=1"
 				 : "cuLinkAddData PTX; no JIT options; enable_words=0";
 }
 
@@ -148,10 +148,10 @@ static void open_cache(void)
 		return;
 	}
 	if (!objs) /* a fork()ed child opening again has them */
-		objs = calloc(shim_live.nobjs + 1, sizeof(*objs));
-	for (uint32_t i = 0; objs && i < shim_live.nobjs && !objs[i].data; i++)
-		if (read_file(shim_live.paths[i], &objs[i]) != 0) {
-			snprintf(err, sizeof(err), "cannot read the probe object %s", shim_live.paths[i]);
+		objs = calloc(shim_live_session.nobjs + 1, sizeof(*objs));
+	for (uint32_t i = 0; objs && i < shim_live_session.nobjs && !objs[i].data; i++)
+		if (read_file(shim_live_session.paths[i], &objs[i]) != 0) {
+			snprintf(err, sizeof(err), "cannot read the probe object %s", shim_live_session.paths[i]);
 			give_up(path, err);
 			return;
 		}
@@ -207,9 +207,9 @@ bool shim_live_cache_key(const void *image, size_t size, uint32_t sm, const char
 	if (!ready())
 		return false;
 	struct store_key_input in = {
-		.image = { image, size }, .programs = objs, .nprograms = shim_live.nobjs,
+		.image = { image, size }, .programs = objs, .nprograms = shim_live_session.nobjs,
 		.rewriter_version = rewriter, .sm = sm, .driver_version = driver_version,
-		.jit_options = jit_options(), .kernel_glob = shim_live.kernel_glob,
+		.jit_options = jit_options(), .kernel_glob = shim_live_session.kernel_glob,
 		.kernel_id_base = shim_live_kernel_next_id(), .origin = origin,
 	};
 	store_key_compute(&in, key);
@@ -235,7 +235,7 @@ void shim_live_cache_put(const store_key *key, const struct store_cache_entry *e
 	if (cache && !shim_live_cache_off()) {
 		int rc = store_cache_put(cache, key, e);
 		if (rc == 0)
-			atomic_fetch_add(&shim_live.n.cache_puts, 1);
+			atomic_fetch_add(&shim_live_session.n.cache_puts, 1);
 		else if (rc > 0) /* another process was writing: the next load stores it */
 			shim_log(SHIM_LOG_DEBUG, "live: %s not cached: %s", e->name,
 				 store_cache_error(cache));
