@@ -2,7 +2,8 @@
 # ci/check-deps.sh [ROOT]: the include graph of cubpf's modules points one way (issue 18).
 #
 #   tools/                        may include every module below
-#   shim/                         ptx-rewriter, vm, store, cubin
+#   shim/live/                    shim, ptx-rewriter, vm, store, cubin (a plug-in of the shim)
+#   shim/                         ptx-rewriter, vm, store, cubin (never its plug-in, shim/live/)
 #   ptx-rewriter/                 vm, store, cubin
 #   vm/                           cubin (the ELF reader every module uses: vm/object.c)
 #   store/, cubin/                none of ours
@@ -24,8 +25,11 @@ root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 root=$(cd "$root" && pwd)
 
 modules="tools shim ptx-rewriter vm store cubin"
+# Sub-modules: folders inside a module that count as a module of their own, above their parent.
+submodules="shim/live"
 declare -A allowed=(
-	[tools]="shim ptx-rewriter vm store cubin"
+	[tools]="shim/live shim ptx-rewriter vm store cubin"
+	[shim/live]="shim ptx-rewriter vm store cubin"
 	[shim]="ptx-rewriter vm store cubin"
 	[ptx-rewriter]="vm store cubin"
 	[vm]="cubin"
@@ -33,7 +37,16 @@ declare -A allowed=(
 	[cubin]=""
 )
 
-is_module() { case " $modules " in *" $1 "*) return 0 ;; esac; return 1; }
+is_module() { case " $modules $submodules " in *" $1 "*) return 0 ;; esac; return 1; }
+
+# The module a path (relative to ROOT) belongs to: its sub-module if it lies in one.
+module_of() {
+	local s
+	for s in $submodules; do
+		case $1 in "$s"/*) echo "$s"; return ;; esac
+	done
+	echo "${1%%/*}"
+}
 
 # Path P (relative, may hold . and ..) made canonical without touching the file system; empty
 # when it climbs above ROOT.
@@ -66,7 +79,7 @@ list_includes() {
 
 violations=0
 while IFS=$'\t' read -r file line kind target; do
-	from=${file%%/*}
+	from=$(module_of "$file")
 	dir=$(dirname "$file")
 	resolved=""
 	if [ "$kind" = q ]; then
@@ -86,7 +99,7 @@ while IFS=$'\t' read -r file line kind target; do
 		fi
 	fi
 	[ -n "$resolved" ] || continue
-	to=${resolved%%/*}
+	to=$(module_of "$resolved")
 	is_module "$to" || continue
 	[ "$to" = "$from" ] && continue
 	case " ${allowed[$from]} " in *" $to "*) continue ;; esac
@@ -96,9 +109,9 @@ done < <(list_includes)
 
 if [ "$violations" -gt 0 ]; then
 	echo "check-deps: $violations include(s) against the module order" \
-		"(tools > shim > ptx-rewriter > vm > cubin; store and cubin include none of ours):" \
+		"(tools > shim/live > shim > ptx-rewriter > vm > cubin; store and cubin include none of ours):" \
 		"move the shared declaration down (CONTRIBUTING.md, \"Dependencies\")" >&2
 	exit 1
 fi
-echo "check-deps: $(echo $modules | wc -w) modules, $(list_includes | wc -l) include lines, none points up"
+echo "check-deps: $(echo $modules $submodules | wc -w) modules, $(list_includes | wc -l) include lines, none points up"
 exit 0

@@ -1,4 +1,4 @@
-/* shim/core.c: one-time initialization, the slot table, logging, hooks.
+/* shim/core.c: one-time initialization, the slot table, hooks and plug-ins.
  *
  * Initialization runs once, on the first driver call, whichever thread makes it and whenever
  * (from a library constructor of the application, say): until then every slot holds a lazy
@@ -32,12 +32,12 @@ const char *const shim_names[SHIM_NSLOTS] = {
 };
 
 struct shim_state shim_state;
-int shim_log_level = SHIM_LOG_WARN;
 _Atomic(const struct shim_hooks *) shim_hooks_now;
 atomic_int shim_init_done;
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread int init_running;
+static const struct shim_plugin *plugin; /* the library's plug-in, or NULL */
 
 /* ---- what calls return when there is no driver to forward to ------------------------------ */
 
@@ -73,88 +73,6 @@ static void *nodrv_target(unsigned idx)
 
 /* ---- init ------------------------------------------------------------------------------- */
 
-static void read_log_level(void)
-{
-	static const char *const names[] = { "off", "error", "warn", "info", "debug" };
-	const char *v = getenv("CUBPF_LOG");
-	if (!v || !*v)
-		return;
-	for (int i = 0; i < 5; i++)
-		if (!strcasecmp(v, names[i])) {
-			shim_log_level = i;
-			return;
-		}
-	shim_log(SHIM_LOG_WARN, "CUBPF_LOG=%s is not one of off|error|warn|info|debug; using warn", v);
-}
-
-/* Where log lines go: stderr unless CUBPF_LOG_FD names an open descriptor (cubpf run passes a
- * pipe, so that the application's own stderr is left alone) or CUBPF_LOG_FILE a file to append
- * to ("%p" in it becomes the process id, so that the ranks of a job keep their own files). */
-static int log_fd = 2;
-static dev_t log_dev;  /* what log_fd was when chosen: an application that closes it and */
-static ino_t log_ino;  /* opens a file of its own under the same number never gets our lines */
-
-static int remember_log_fd(int fd, const char *want_id)
-{
-	struct stat st;
-	if (fstat(fd, &st) != 0)
-		return -1;
-	if (want_id) { /* "DEV:INO" from cubpf run: the very pipe it made, not one of the app's */
-		unsigned long long dev, ino;
-		if (sscanf(want_id, "%llu:%llu", &dev, &ino) != 2 ||
-		    dev != (unsigned long long)st.st_dev || ino != (unsigned long long)st.st_ino)
-			return -1;
-	}
-	log_fd = fd, log_dev = st.st_dev, log_ino = st.st_ino;
-	return 0;
-}
-
-/* Whether log_fd is still the descriptor we chose (stderr always is). */
-static int log_fd_unchanged(void)
-{
-	struct stat st;
-	return log_fd == 2 || (fstat(log_fd, &st) == 0 && st.st_dev == log_dev &&
-			       st.st_ino == log_ino);
-}
-
-void shim_expand_pid(const char *in, char *out, size_t size)
-{
-	size_t o = 0;
-	for (; *in && o + 1 < size; in++) {
-		if (in[0] == '%' && in[1] == 'p') {
-			o += (size_t)snprintf(out + o, size - o, "%d", (int)getpid());
-			in++;
-		} else {
-			out[o++] = *in;
-		}
-		if (o >= size)
-			o = size - 1;
-	}
-	out[o] = 0;
-}
-
-static void read_log_destination(void)
-{
-	const char *fd = getenv("CUBPF_LOG_FD"), *file = getenv("CUBPF_LOG_FILE");
-	if (fd && *fd) {
-		char *end;
-		long n = strtol(fd, &end, 10);
-		if ((*end && *end != ':') || n < 0 || n > INT32_MAX ||
-		    remember_log_fd((int)n, *end ? end + 1 : NULL) != 0)
-			shim_log(SHIM_LOG_WARN, "CUBPF_LOG_FD=%s is not an open descriptor (or not "
-				 "the one named); logging to stderr", fd);
-		return;
-	}
-	if (file && *file) {
-		char path[4096];
-		shim_expand_pid(file, path, sizeof(path));
-		int f = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-		if (f < 0 || remember_log_fd(f, NULL) != 0)
-			shim_log(SHIM_LOG_WARN, "CUBPF_LOG_FILE=%s: %s; logging to stderr", path,
-				 strerror(errno));
-	}
-}
-
 /* Fills every slot: the real driver's function, or the answer for a missing one. */
 static void fill_slots(void)
 {
@@ -182,11 +100,22 @@ static void forked_child(void)
 	shim_report_forked();
 }
 
+/* Starts the plug-in: its hooks are in force from here on.  Called once, with init_lock held:
+ * from the init, or from a registration that comes after it. */
+static void plugin_start(void)
+{
+	if (shim_state.disabled)
+		return;
+	const struct shim_hooks *h = plugin->start();
+	if (h)
+		atomic_store(&shim_hooks_now, h);
+	shim_log(SHIM_LOG_DEBUG, "plug-in %s: %s", plugin->name, h ? "started" : "stays out");
+}
+
 static void init_locked(void)
 {
 	char why[1024] = "";
-	read_log_level();
-	read_log_destination();
+	shim_log_setup();
 	const char *d = getenv("CUBPF_DISABLE");
 	shim_state.disabled = d && *d && strcmp(d, "0") != 0;
 	shim_state.real_handle = shim_find_driver(shim_state.real_path,
@@ -203,13 +132,9 @@ static void init_locked(void)
 	fill_slots();
 	shim_procaddr_setup();
 	pthread_atfork(shim_kernel_fork_prepare, shim_kernel_fork_done, forked_child);
-	/* Live probes (shim/live/) install their hooks before any load can happen.  Weak: the
-	 * test copy of the shim with a hooks plug-in (tests/shim) is built without them. */
-	if (!shim_state.disabled && shim_live_init) {
-		const struct shim_hooks *live = shim_live_init();
-		if (live)
-			atomic_store(&shim_hooks_now, live);
-	}
+	/* the plug-in installs its hooks before any load can happen */
+	if (plugin)
+		plugin_start();
 }
 
 void shim_init(void)
@@ -241,6 +166,24 @@ __attribute__((destructor)) static void shim_destructor(void)
 }
 
 /* ---- public helpers ----------------------------------------------------------------------- */
+
+int shim_plugin_register(const struct shim_plugin *p)
+{
+	int r = 0;
+	pthread_mutex_lock(&init_lock);
+	if (plugin) {
+		r = -1;
+	} else {
+		plugin = p;
+		if (atomic_load_explicit(&shim_init_done, memory_order_acquire))
+			plugin_start(); /* a driver call came before the library's constructors */
+	}
+	pthread_mutex_unlock(&init_lock);
+	if (r)
+		shim_log(SHIM_LOG_WARN, "plug-in %s not started: %s is registered already", p->name,
+			 plugin->name);
+	return r;
+}
 
 int shim_set_hooks(const struct shim_hooks *hooks)
 {
@@ -274,34 +217,6 @@ const char *shim_real_path(void)
 {
 	shim_ensure_init();
 	return shim_state.have_driver ? shim_state.real_path : NULL;
-}
-
-int shim_log_enabled(enum shim_log_level level)
-{
-	return level != SHIM_LOG_OFF && (int)level <= shim_log_level;
-}
-
-void shim_log(enum shim_log_level level, const char *fmt, ...)
-{
-	if (!shim_log_enabled(level))
-		return;
-	char line[1040];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(line + 7, 1024, fmt, ap);
-	va_end(ap);
-	memcpy(line, "cubpf: ", 7);
-	n = 7 + (n < 0 ? 0 : n > 1023 ? 1023 : n);
-	line[n++] = '\n';
-	/* One write per line, so that lines of several threads do not interleave. */
-	int saved = errno; /* logging inside a driver call must not change the caller's errno */
-	if (!log_fd_unchanged())
-		log_fd = 2; /* the application closed it (and may have reused the number) */
-	ssize_t w;
-	while ((w = write(log_fd, line, (size_t)n)) < 0 && errno == EINTR)
-		;
-	(void)w;
-	errno = saved;
 }
 
 uint64_t shim_now_ns(void)

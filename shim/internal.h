@@ -38,7 +38,6 @@ struct shim_state {
 	void *real_handle;
 };
 extern struct shim_state shim_state;
-extern int shim_log_level;
 
 /* The hooks in force, or NULL (read on every intercepted call). */
 extern _Atomic(const struct shim_hooks *) shim_hooks_now;
@@ -94,21 +93,6 @@ void shim_report_exit(void);
 /* In a fork()ed child: its exit summary is printed only if it loads modules of its own (a child
  * of a process that never used CUDA may; otherwise its counts are its parent's). */
 void shim_report_forked(void);
-
-/* Live probes (live.c): reads CUBPF_PROGRAMS and returns the hooks to install, or NULL.  Called
- * once from init; weak so that a copy of the shim without live/ still links. */
-const struct shim_hooks *shim_live_init(void) __attribute__((weak));
-/* Live probes: a context is about to be destroyed (ctx), or a device's primary context released
- * or reset (primary: dev; SHIM_PRIMARY_RELEASE or SHIM_PRIMARY_RESET); its maps are read back
- * first, and cubpf's threads stop touching it.  Weak, as above. */
-enum { SHIM_PRIMARY_RELEASE = 1, SHIM_PRIMARY_RESET = 2 };
-void shim_live_teardown(CUcontext ctx, CUdevice dev, int primary) __attribute__((weak));
-/* After the real call (result r): when the context is gone (destroyed, reset, or its last
- * primary reference released) everything cubpf held for it is forgotten without another driver
- * call on it (the driver freed its memory, streams and modules with it: the handle may come
- * back for a new context); otherwise cubpf goes on using it.  Weak, as above. */
-void shim_live_torn_down(CUcontext ctx, CUdevice dev, int primary, CUresult r)
-	__attribute__((weak));
 
 /* Per-thread id (cached gettid). */
 uint32_t shim_tid(void);

@@ -3,7 +3,10 @@
  * libcuda.so.1 forwards every driver call to the real driver.  Most functions are one indirect
  * jump (generated trampolines); the calls that matter to cubpf have hand-written wrappers that
  * report what they see through the hooks below.  Later work (live probes, the trace writer, the
- * ring-buffer drain) is compiled into the same library and plugs in with shim_set_hooks().
+ * ring-buffer drain, shim/live/) is compiled into the same library as a plug-in: it registers
+ * itself (shim_plugin_register) and the shim's init starts it, which gives the shim its hooks.
+ * The forwarding core never names a plug-in; the CPU tests' copy of the shim links another
+ * plug-in (tests/shim/hooks_plugin.c) through the same interface.
  *
  * Events, all delivered on the application's thread that made the call, while it is in it:
  *   module load   before the real call (a hook may substitute the image) and after it;
@@ -13,7 +16,10 @@
  *   api           after copies, memsets, synchronisations, context and stream creation and graph
  *                 launches, with
  *                 begin/end timestamps (CLOCK_REALTIME ns, as struct cubpf_api_ctx) and thread id;
- *   event         after an event is created, before it is destroyed, before it is recorded.
+ *   event         after an event is created, before it is destroyed, before it is recorded;
+ *   context end   before and after cuCtxDestroy, and the release or reset of a device's primary
+ *                 context (the CUDA runtime releases it at exit): the last moment to read what
+ *                 lives in the context's memory, and the point after which its handle is stale.
  * Hooks must be thread-safe: applications call the driver from many threads at once.  With no
  * hooks installed the wrappers do only their bookkeeping (a lock-free table look-up and a
  * counter per launch); with CUBPF_DISABLE=1 they do nothing but forward.
@@ -33,6 +39,7 @@ typedef struct CUmod_st *shim_module_t;     /* CUmodule */
 typedef struct CUlib_st *shim_library_t;    /* CUlibrary */
 typedef struct CUstream_st *shim_stream_t;  /* CUstream */
 typedef struct CUevent_st *shim_event_t;    /* CUevent */
+typedef struct CUctx_st *shim_context_t;    /* CUcontext */
 
 /* What a loaded image is, from its first bytes. */
 enum shim_image_kind {
@@ -159,6 +166,21 @@ struct shim_event_call {
 	unsigned flags;
 };
 
+/* A context going away. */
+enum shim_context_end {
+	SHIM_CONTEXT_DESTROY = 0,     /* cuCtxDestroy / _v2: `context` */
+	SHIM_PRIMARY_RELEASE = 1,     /* cuDevicePrimaryCtxRelease / _v2: `device`'s primary context,
+				       * gone only if that was its last reference */
+	SHIM_PRIMARY_RESET = 2,       /* cuDevicePrimaryCtxReset / _v2: `device`'s primary context */
+};
+
+struct shim_context_event {
+	enum shim_context_end how;
+	shim_context_t context;     /* SHIM_CONTEXT_DESTROY: the context; otherwise NULL */
+	int device;                 /* primary release or reset: the device ordinal; otherwise 0 */
+	int result;                 /* context_ended: the CUresult of the real call */
+};
+
 /* Every member may be NULL.  The structure is copied by shim_set_hooks. */
 struct shim_hooks {
 	/* Before a module load.  May set ev->image (and ev->info) to a substitute image that must
@@ -174,8 +196,28 @@ struct shim_hooks {
 	void (*launched)(const struct shim_launch_event *ev, void *user);
 	void (*api_call)(const struct shim_api_event *ev, void *user);
 	void (*event_call)(const struct shim_event_call *ev, void *user);
+	/* Before the real call: the context still works (a hook may read its memory, on the
+	 * caller's thread, before the driver frees it). */
+	void (*context_ending)(const struct shim_context_event *ev, void *user);
+	/* After it: when the context is gone (result 0 and, for a primary release, no reference
+	 * left), nothing may touch its handle, streams or memory again. */
+	void (*context_ended)(const struct shim_context_event *ev, void *user);
 	void *user;
 };
+
+/* A plug-in: work compiled into the library that the shim starts once, on the application's
+ * first driver call (or at registration, if that came first), after the real driver is found
+ * and never with CUBPF_DISABLE=1.  start() returns the hooks to install (NULL: stay out; the
+ * pointer must stay valid).  A plug-in registers from a constructor of the library, which costs
+ * nothing until CUDA is used. */
+struct shim_plugin {
+	const char *name;           /* for messages */
+	const struct shim_hooks *(*start)(void);
+};
+
+/* Registers the library's plug-in (one per library).  Returns 0, or -1 when one is registered
+ * already (this one is not started). */
+int shim_plugin_register(const struct shim_plugin *plugin);
 
 /* Installs (or, with NULL, removes) the hooks.  Returns 0, or -1 when CUBPF_DISABLE=1 is set
  * (pass-through takes no hooks). */
@@ -192,9 +234,11 @@ const char *shim_real_path(void);
 const struct shim_kernel_info *shim_kernel_lookup(const void *handle);
 
 /* Logging with the "cubpf:" prefix, filtered by CUBPF_LOG, to stderr or to CUBPF_LOG_FD /
- * CUBPF_LOG_FILE (core.c). */
+ * CUBPF_LOG_FILE (log.c, a leaf: it calls nothing else of the shim). */
 enum shim_log_level { SHIM_LOG_OFF, SHIM_LOG_ERROR, SHIM_LOG_WARN, SHIM_LOG_INFO, SHIM_LOG_DEBUG };
 int shim_log_enabled(enum shim_log_level level);
+/* Reads CUBPF_LOG and the destination (log.c; once, from the shim's init). */
+void shim_log_setup(void);
 void shim_log(enum shim_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

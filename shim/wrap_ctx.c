@@ -1,39 +1,45 @@
 /* shim/wrap_ctx.c: context teardown.
  *
  * Before a context goes away (cuCtxDestroy, or the last release / a reset of a device's primary
- * context, which the CUDA runtime does at exit), live probes read back the maps that live in
- * it: afterwards they are gone.  After the real call, live probes forget what they held for a
- * context that is gone, so that nothing of cubpf's touches it again (issue 16: the exit report
- * pushed a destroyed context and the driver crashed).  With live probes off these are plain
- * forwards.
+ * context, which the CUDA runtime does at exit), the context_ending hook may read what lives in
+ * it (live probes read back their maps): afterwards it is gone.  After the real call the
+ * context_ended hook hears the result, so that a plug-in forgets what it held for a context that
+ * is gone and nothing of cubpf's touches it again (issue 16: the exit report pushed a destroyed
+ * context and the driver crashed).  Without hooks these are plain forwards.
  */
 #include "shim/internal.h"
 
-static void teardown(CUcontext ctx, CUdevice dev, int primary)
+/* The hooks in force, which hear the end too (the same ones: a plug-in that saw the context
+ * ending is the one that must forget it). */
+static const struct shim_hooks *ending(struct shim_context_event *ev)
 {
-	shim_ensure_init();
-	if (!shim_state.disabled && shim_live_teardown)
-		shim_live_teardown(ctx, dev, primary);
+	const struct shim_hooks *h = shim_hooks_get();
+	if (h && h->context_ending)
+		h->context_ending(ev, h->user);
+	return h;
 }
 
-static CUresult torn_down(CUcontext ctx, CUdevice dev, int primary, CUresult r)
+static CUresult ended(const struct shim_hooks *h, struct shim_context_event *ev, CUresult r)
 {
-	if (!shim_state.disabled && shim_live_torn_down)
-		shim_live_torn_down(ctx, dev, primary, r);
+	ev->result = r;
+	if (h && h->context_ended)
+		h->context_ended(ev, h->user);
 	return r;
 }
 
 #define PRIMARY(fn, kind)                                                                         \
 	SHIM_API_EXPORT CUresult fn(CUdevice dev)                                                 \
 	{                                                                                         \
-		teardown(NULL, dev, kind);                                                        \
-		return torn_down(NULL, dev, kind, SHIM_REAL(fn)(dev));                            \
+		struct shim_context_event ev = { .how = kind, .device = dev };                    \
+		const struct shim_hooks *h = ending(&ev);                                         \
+		return ended(h, &ev, SHIM_REAL(fn)(dev));                                         \
 	}
 #define DESTROY(fn)                                                                               \
 	SHIM_API_EXPORT CUresult fn(CUcontext ctx)                                                \
 	{                                                                                         \
-		teardown(ctx, 0, 0);                                                              \
-		return torn_down(ctx, 0, 0, SHIM_REAL(fn)(ctx));                                  \
+		struct shim_context_event ev = { .how = SHIM_CONTEXT_DESTROY, .context = ctx };   \
+		const struct shim_hooks *h = ending(&ev);                                         \
+		return ended(h, &ev, SHIM_REAL(fn)(ctx));                                         \
 	}
 
 PRIMARY(cuDevicePrimaryCtxRelease, SHIM_PRIMARY_RELEASE)

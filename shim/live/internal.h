@@ -206,6 +206,14 @@ void shim_live_maps_stop_thread(void);
  * thread of the parent held at the fork would stay held: the child has only the forking
  * thread).  The other files' *_fork_child functions do the same for their locks. */
 void shim_live_maps_fork_child(void);
+/* The context_ending and context_ended hooks (shim.h): before the real call, the maps of the
+ * context about to go (ctx; for a primary release or reset, primary = SHIM_PRIMARY_*, dev's primary
+ * context) are read back and cubpf's threads stop touching it; after it (result r), a context
+ * that is gone is forgotten without another driver call on it (the driver freed its memory,
+ * streams and modules: the handle may come back for a new context), one that is not is taken up
+ * again. */
+void shim_live_teardown(CUcontext ctx, CUdevice dev, int primary);
+void shim_live_torn_down(CUcontext ctx, CUdevice dev, int primary, CUresult r);
 /* Whether any context has maps (read in a fork child, which has one thread). */
 bool shim_live_maps_have_contexts(void);
 

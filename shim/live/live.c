@@ -781,15 +781,30 @@ static void api_call(const struct shim_api_event *ev, void *user)
 	shim_live_spans_other_call();
 }
 
+static void context_ending(const struct shim_context_event *ev, void *user)
+{
+	(void)user;
+	shim_live_teardown(ev->context, ev->device, ev->how);
+}
+
+static void context_ended(const struct shim_context_event *ev, void *user)
+{
+	(void)user;
+	shim_live_torn_down(ev->context, ev->device, ev->how, ev->result);
+}
+
 static struct shim_hooks live_hooks = {
 	.module_loading = module_loading,
 	.module_loaded = shim_live_module_loaded,
 	.module_unloaded = shim_live_module_unloaded,
 	.launching = launching,
 	.launched = launched,
+	.context_ending = context_ending,
+	.context_ended = context_ended,
 };
 
-const struct shim_hooks *shim_live_init(void)
+/* Reads CUBPF_PROGRAMS and the settings; the hooks, or NULL when there is nothing to do. */
+static const struct shim_hooks *live_start(void)
 {
 	const char *programs = getenv("CUBPF_PROGRAMS");
 	char err[LIVE_ERRLEN];
@@ -841,4 +856,11 @@ const struct shim_hooks *shim_live_init(void)
 	if (shim_live_host_any() || shim_live_session.trace)
 		live_hooks.api_call = api_call;
 	return shim_live_session.nprogs || shim_live_host_any() || shim_live_session.trace ? &live_hooks : NULL;
+}
+
+static const struct shim_plugin live_plugin = { .name = "live probes", .start = live_start };
+
+__attribute__((constructor)) static void live_register(void)
+{
+	shim_plugin_register(&live_plugin);
 }

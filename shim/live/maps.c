@@ -617,7 +617,7 @@ static CUcontext primary_of(CUdevice dev)
 	return p;
 }
 
-/* Called by the teardown wrappers (wrap_ctx.c) before the real call: the maps of the context
+/* The context_ending hook (shim/wrap_ctx.c), before the real call: the maps of the context
  * about to go are read back, waiting for its work (the application is done with it), and it is
  * marked so that cubpf's threads leave it alone while the driver tears it down.  A primary
  * release or reset concerns the device's primary context only (without the driver's answer to
@@ -695,7 +695,7 @@ static bool gone(CUdevice dev, int primary, CUresult r)
 	       shim_live_cu.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && !active;
 }
 
-/* After the real call (wrap_ctx.c): the contexts this thread marked are forgotten when gone, and
+/* The context_ended hook, after the real call: the contexts this thread marked are forgotten when gone, and
  * taken up again otherwise.  Then the module substitutes forget them too. */
 void shim_live_torn_down(CUcontext ctx, CUdevice dev, int primary, CUresult r)
 {

@@ -1,5 +1,6 @@
 /* A test plug-in for shim/shim.h, linked into a test copy of libcuda.so.1 (never into the real
- * one): with CUBPF_TEST_HOOKS=FILE set it installs hooks that write one line per event to FILE,
+ * one) and registered the way live probes are (shim/live/live.c): with CUBPF_TEST_HOOKS=FILE set
+ * it installs hooks that write one line per event to FILE,
  * substitute the image of PTX loads that name kern_a (a copy that also has kern_subst), and
  * redirect launches of kern_a to kern_b.  The test reads FILE and what the fake driver got. */
 #include <stdio.h>
@@ -78,21 +79,55 @@ static void api_call(const struct shim_api_event *ev, void *user)
 		ev->ts_end >= ev->ts_begin && ev->ts_begin ? "ok" : "bad");
 }
 
-__attribute__((constructor)) static void plugin_start(void)
+static void context_ending(const struct shim_context_event *ev, void *user)
 {
+	(void)user;
+	fprintf(out, "context ending how=%d context=%s device=%d\n", ev->how,
+		ev->context ? "set" : "none", ev->device);
+}
+
+static void context_ended(const struct shim_context_event *ev, void *user)
+{
+	(void)user;
+	fprintf(out, "context ended how=%d context=%s device=%d result=%d\n", ev->how,
+		ev->context ? "set" : "none", ev->device, ev->result);
+}
+
+static const struct shim_hooks hooks = {
+	.module_loading = module_loading,
+	.module_loaded = module_loaded,
+	.module_unloaded = module_unloaded,
+	.kernel_found = kernel_found,
+	.launching = launching,
+	.launched = launched,
+	.api_call = api_call,
+	.context_ending = context_ending,
+	.context_ended = context_ended,
+};
+
+static const struct shim_hooks *start(void)
+{
+	fprintf(out, "started\n");
+	return &hooks;
+}
+
+/* A second plug-in of the same library is refused (one per library). */
+static const struct shim_hooks *start_second(void)
+{
+	fprintf(out, "second started\n");
+	return NULL;
+}
+
+__attribute__((constructor)) static void plugin_register(void)
+{
+	static const struct shim_plugin plugin = { .name = "test hooks", .start = start };
+	static const struct shim_plugin second = { .name = "second", .start = start_second };
 	const char *path = getenv("CUBPF_TEST_HOOKS");
 	if (!path || !(out = fopen(path, "w")))
 		return;
 	setvbuf(out, NULL, _IOLBF, 0);
-	struct shim_hooks h = {
-		.module_loading = module_loading,
-		.module_loaded = module_loaded,
-		.module_unloaded = module_unloaded,
-		.kernel_found = kernel_found,
-		.launching = launching,
-		.launched = launched,
-		.api_call = api_call,
-	};
-	if (shim_set_hooks(&h) != 0)
-		fprintf(out, "set_hooks refused\n");
+	if (shim_plugin_register(&plugin) != 0)
+		fprintf(out, "register refused\n");
+	if (shim_plugin_register(&second) == 0)
+		fprintf(out, "second registered\n");
 }

@@ -858,6 +858,13 @@ static int child_hooks(void)
 	htod(0x1000, buf, sizeof(buf));
 	memset_async(0x2000, 7, 100, (void *)0x77);
 	((int (*)(void *))dlsym(shim, "cuModuleUnload"))(mod);
+	void *ctx = NULL;
+	if (((int (*)(void **, void *, unsigned, int))dlsym(shim, "cuCtxCreate_v4"))(&ctx, NULL, 0, 0))
+		bad += child_fail("cuCtxCreate_v4 failed");
+	((int (*)(void *))dlsym(shim, "cuCtxDestroy_v2"))(ctx);
+	int (*release)(int) = (int (*)(int))dlsym(shim, "cuDevicePrimaryCtxRelease_v2");
+	for (int i = 0; i < 8 && release(3) == 0; i++) /* down to the fake's error: no reference */
+		;
 	return bad;
 }
 
@@ -890,10 +897,23 @@ static void test_hooks_see_and_substitute(void **state)
 	assert_non_null(strstr(log, "api cuMemsetD32Async_ptsz kind=2 bytes=400 result="));
 	assert_non_null(strstr(log, "stream=0x77 time=ok\n"));
 	assert_non_null(strstr(log, "unloaded module=set library=none result="));
+	/* the plug-in interface: started once, a second plug-in refused, context ends heard
+	 * before and after the real call, with its result (the fake says 201 for a release with
+	 * no reference left) */
+	assert_non_null(strstr(log, "started\n"));
+	assert_null(strstr(log, "second"));
+	assert_null(strstr(log, "register refused"));
+	const char *end = strstr(log, "context ending how=0 context=set device=0\n");
+	assert_non_null(end);
+	assert_non_null(strstr(end, "context ended how=0 context=set device=0 result=0\n"));
+	end = strstr(log, "context ending how=1 context=none device=3\n");
+	assert_non_null(end);
+	assert_non_null(strstr(end, "context ended how=1 context=none device=3 result=0\n"));
+	assert_non_null(strstr(end, "context ended how=1 context=none device=3 result=201\n"));
 	unlink(hooks_log);
 }
 
-/* CUBPF_DISABLE=1: the plug-in is refused, nothing is observed, calls still arrive. */
+/* CUBPF_DISABLE=1: the plug-in is never started, nothing is observed, calls still arrive. */
 static void test_hooks_refused_when_disabled(void **state)
 {
 	(void)state;
@@ -902,8 +922,9 @@ static void test_hooks_refused_when_disabled(void **state)
 				 .value = hooks_log };
 	assert_int_not_equal(run_child(&env, child_hooks), 0); /* no substitution happened */
 	char *log = slurp(hooks_log);
-	assert_non_null(strstr(log, "set_hooks refused"));
+	assert_null(strstr(log, "started"));
 	assert_null(strstr(log, "loading"));
+	assert_null(strstr(log, "context"));
 	unlink(hooks_log);
 }
 
