@@ -15,6 +15,8 @@
 # then tools/include, their documented -I), and prints each include that reaches a module the
 # including one may not use:
 #     FILE:LINE: MODULE includes OTHER/PATH
+# A folder's internal.h is private to that folder's files: an include of it from anywhere else
+# is named too, as FILE:LINE: MODULE includes PATH (private to FOLDER/).
 # Exit status 1 when there is one, 0 when there is none, 2 on a usage error.  Includes that
 # resolve nowhere (system headers, generated files such as exports.def) are not ours: skipped,
 # unless X itself names a module (`"vm/foo.h"`), which counts as that module.  Bash, find, awk.
@@ -99,6 +101,12 @@ while IFS=$'\t' read -r file line kind target; do
 		fi
 	fi
 	[ -n "$resolved" ] || continue
+	# a folder's internal.h is private to the files of that folder (a plug-in included)
+	if [ "${resolved##*/}" = internal.h ] && [ "$(dirname "$resolved")" != "$dir" ]; then
+		echo "$file:$line: $from includes $resolved (private to $(dirname "$resolved")/)"
+		violations=$((violations + 1))
+		continue
+	fi
 	to=$(module_of "$resolved")
 	is_module "$to" || continue
 	[ "$to" = "$from" ] && continue

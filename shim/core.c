@@ -226,6 +226,20 @@ uint64_t shim_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+uint32_t shim_api_id(const char *name)
+{
+	static __thread const char *last; /* events pass the table's own pointers: mostly one test */
+	static __thread uint32_t last_id;
+	if (name == last)
+		return last_id;
+	for (uint32_t i = 0; i < SHIM_NSLOTS; i++)
+		if (shim_names[i] == name || !strcmp(shim_names[i], name)) {
+			last = name, last_id = i;
+			return i;
+		}
+	return UINT32_MAX;
+}
+
 uint32_t shim_tid(void)
 {
 	static __thread uint32_t tid;

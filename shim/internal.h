@@ -1,4 +1,5 @@
-/* shim/: private declarations shared by the files of the folder. */
+/* shim/: private declarations shared by the files of the folder (the forwarding core; plug-ins
+ * such as shim/live/ see only shim/shim.h, which make check-deps enforces). */
 #ifndef CUBPF_SHIM_INTERNAL_H
 #define CUBPF_SHIM_INTERNAL_H
 
@@ -93,9 +94,6 @@ void shim_report_exit(void);
 /* In a fork()ed child: its exit summary is printed only if it loads modules of its own (a child
  * of a process that never used CUDA may; otherwise its counts are its parent's). */
 void shim_report_forked(void);
-
-/* Per-thread id (cached gettid). */
-uint32_t shim_tid(void);
 
 /* cuGetProcAddress mapping (procaddr.c): our wrapper for a real driver pointer, or the pointer. */
 void *shim_wrapper_for(void *real);

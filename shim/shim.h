@@ -230,6 +230,13 @@ void *shim_real(const char *name);
 /* Path of the real driver in use, or NULL when none was found. */
 const char *shim_real_path(void);
 
+/* The calling thread's id (gettid, cached): the `tid` of every event. */
+uint32_t shim_tid(void);
+
+/* The index of an exported driver function's name (the `func_id` of API events; launch events
+ * carry the name), or UINT32_MAX when the shim does not export it. */
+uint32_t shim_api_id(const char *name);
+
 /* The kernel registered for a CUfunction or CUkernel handle, or NULL. */
 const struct shim_kernel_info *shim_kernel_lookup(const void *handle);
 

@@ -102,21 +102,6 @@ static bool attached(const char *attach, const char *name)
 	return !strncmp(attach, name, n) && variant_suffix(name + n);
 }
 
-/* The shim's index of an exported name (cubpf_api_ctx.func_id); names come from shim_names. */
-static uint32_t func_id(const char *name)
-{
-	static __thread const char *last;
-	static __thread uint32_t last_id;
-	if (name == last)
-		return last_id;
-	for (uint32_t i = 0; i < SHIM_NSLOTS; i++)
-		if (shim_names[i] == name || !strcmp(shim_names[i], name)) {
-			last = name, last_id = i;
-			return i;
-		}
-	return UINT32_MAX;
-}
-
 static void run_matching(enum vm_prog_kind kind, const char *name, struct cubpf_api_ctx *ctx)
 {
 	for (uint32_t i = 0; i < nhprogs; i++) {
@@ -154,7 +139,7 @@ void shim_live_host_launch(const struct shim_launch_event *ev, bool after)
 	if (!nhprogs || ev->api == SHIM_LAUNCH_GRAPH_NODE)
 		return;
 	struct cubpf_api_ctx c = { .ts_ns = shim_now_ns(), .tid = ev->tid,
-				   .func_id = func_id(ev->api_name) };
+				   .func_id = shim_api_id(ev->api_name) };
 	launch_args(ev, &c);
 	c.ret = after ? (uint64_t)(int64_t)ev->result : 0;
 	run_matching(after ? VM_PROG_URETPROBE : VM_PROG_UPROBE, ev->api_name, &c);

@@ -11,8 +11,15 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+/* The driver's functions by their exact exported names (cuCtxPushCurrent_v2, ...), as the
+ * shim's own files ask for them, instead of cuda.h's version-renaming macros. */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
 #include "ptx-rewriter/ptx.h"
-#include "shim/internal.h"
+#include "shim/shim.h"
 #include "store/store.h"
 #include "vm/vm.h"
 

@@ -92,6 +92,7 @@ static void test_planted_includes_fail(void **state)
 	plant("ptx-rewriter/internal.h", "#include <shim/shim.h>");     /* angled */
 	plant("vm/verifier.h", "#include \"tools/no-such-header.h\"");  /* names a module */
 	plant("shim/wrap_ctx.c", "#include \"live/internal.h\"");      /* core to its plug-in */
+	plant("shim/live/rb.c", "#include \"shim/internal.h\"");      /* a private header */
 	assert_int_equal(sh("printf '#include \"cubpf_helpers.h\"\\n' > %s/tree/shim/p.bpf.c", tmp), 0);
 	int rc = sh(SCRIPT " %s/tree", tmp);
 	if (rc != 1)
@@ -102,9 +103,10 @@ static void test_planted_includes_fail(void **state)
 	has("ptx-rewriter/internal.h:1: ptx-rewriter includes shim/shim.h\n");
 	has("vm/verifier.h:1: vm includes tools/no-such-header.h\n");
 	has("shim/p.bpf.c:1: shim includes tools/include/cubpf_helpers.h\n");
-	has("shim/wrap_ctx.c:1: shim includes shim/live/internal.h\n");
-	if (named() != 7)
-		fail_msg("expected exactly the 7 planted includes named:\n%s", out);
+	has("shim/wrap_ctx.c:1: shim includes shim/live/internal.h (private to shim/live/)\n");
+	has("shim/live/rb.c:1: shim/live includes shim/internal.h (private to shim/)\n");
+	if (named() != 8)
+		fail_msg("expected exactly the 8 planted includes named:\n%s", out);
 }
 
 static void test_allowed_includes_pass(void **state)
