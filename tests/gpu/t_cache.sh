@@ -6,7 +6,8 @@
 # First run: every instrumented module a miss, JIT compiles > 0.  Second run: every instrumented
 # module a hit, 0 misses, 0 JIT compiles (cuLink calls).  Both runs print what the native run
 # prints, and the probes' maps read back at exit are the same in both runs.  Then: a damaged
-# database is a warning and a run as if there were no cache; CUBPF_CACHE=off compiles again.
+# database is a warning and a run as if there were no cache; a file that is not one is left
+# untouched; CUBPF_CACHE=off compiles again.
 # The driver's own JIT cache is off (CUDA_CACHE_DISABLE=1) so that no run leans on it.
 set -u
 BUILD=${BUILD:-build}
@@ -87,9 +88,10 @@ for app in $APPS; do
     CUBPF_CACHE="$db" "$BUILD/bin/cubpf" cache stats 2>&1 | sed 's/^/    /'; fi
 done
 
-# A damaged database: one warning, moved aside, a new one made; same output.
+# A damaged cubpf database (its header kept, so it says whose it is; the schema's b-tree
+# behind it overwritten): one warning, moved aside, a new one made; same output.
 app=live_count; db=$TMP/$app.cache.db
-head -c 8192 /dev/urandom | dd of="$db" conv=notrunc status=none
+head -c 4000 /dev/urandom | dd of="$db" bs=1 seek=100 conv=notrunc status=none
 rm -f "$db-wal" "$db-shm"
 under "$app" damaged CUBPF_CACHE="$db"; rc=$?
 warn=$(grep -c 'is damaged' "$TMP/$app.damaged.err")
@@ -98,6 +100,19 @@ if [ "$rc" -eq 0 ] && [ "$warn" -ge 1 ] && cmp -s "$TMP/$app.native.out" "$TMP/$
    cmp -s "$TMP/$app.first.maps" <(results "$TMP/$app.damaged.err"); then
   pass "a damaged cache database: a warning, the same results"
 else fail "damaged cache database"; tail -5 "$TMP/$app.damaged.err"; fi
+
+# A file whose header is gone cannot say it was cubpf's: left untouched (byte for byte), the run
+# goes on without the cache, with a warning; same output.
+head -c 8192 /dev/urandom | dd of="$db" conv=notrunc status=none
+rm -f "$db-wal" "$db-shm"; cp "$db" "$TMP/$app.foreign.copy"
+under "$app" foreign CUBPF_CACHE="$db"; rc=$?
+warn=$(grep -c 'not a cubpf cache.*left untouched' "$TMP/$app.foreign.err")
+echo "RESULT cache foreign: rc=$rc warnings=$warn untouched=$(cmp -s "$db" "$TMP/$app.foreign.copy" && echo yes || echo no)"
+if [ "$rc" -eq 0 ] && [ "$warn" -ge 1 ] && cmp -s "$db" "$TMP/$app.foreign.copy" &&
+   cmp -s "$TMP/$app.native.out" "$TMP/$app.foreign.out" &&
+   cmp -s "$TMP/$app.first.maps" <(results "$TMP/$app.foreign.err"); then
+  pass "a file that is not a cubpf cache: left untouched, a warning, the same results"
+else fail "foreign file at CUBPF_CACHE"; tail -5 "$TMP/$app.foreign.err"; fi
 
 # CUBPF_CACHE=off: no lookups, the JIT runs again.
 under "$app" off CUBPF_CACHE=off; rc=$?
