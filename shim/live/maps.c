@@ -392,7 +392,7 @@ static void trace_memory(const struct live_ctx *c)
 		.device_bytes = c->device_bytes, .pinned_bytes = c->pinned_bytes,
 		.device = (uint32_t)c->dev, .nmaps = shim_live_session.nmaps, .ctx = c->num,
 	};
-	store_trace_map_memory(shim_live_session.trace, &m);
+	store_trace_map_memory(shim_live_session.trace, &m, c->rb_state_bytes);
 }
 
 struct live_ctx *shim_live_ctx_find(CUcontext ctx)

@@ -675,7 +675,7 @@ static void test_trace_run_metadata(void **state)
 	store_trace_device(w, &d, "NVIDIA H100");
 	struct store_rec_map_memory mm = {.ts_ns = 1, .context = 0x55, .device_bytes = 8192,
 					  .pinned_bytes = 4096, .device = 1, .nmaps = 2, .ctx = 1};
-	store_trace_map_memory(w, &mm);
+	store_trace_map_memory(w, &mm, 0);
 	struct store_rec_kernel_id k = {.id = 1, .name = store_trace_intern(w, "_Z4spinm")};
 	store_trace_kernel_id(w, &k);
 	struct store_rec_not_instrumented n = {.ts_ns = 2, .reason = STORE_NOINST_JIT, .kernels = 1,

@@ -187,7 +187,7 @@ static void test_roundtrip_run_metadata(void **state)
 	assert_int_equal(store_trace_not_instrumented(w, &ni, msg), 0);
 	struct store_rec_map_memory mm = {.ts_ns = 78, .context = 0xabc, .device_bytes = 4096,
 					  .pinned_bytes = 65536, .device = 1, .nmaps = 2, .ctx = 2};
-	assert_int_equal(store_trace_map_memory(w, &mm), 0);
+	assert_int_equal(store_trace_map_memory(w, &mm, 0), 0);
 	struct store_rec_map m = {.ts_ns = 79, .name = store_trace_intern(w, "counts"),
 				  .map_type = 2, .key_size = 4, .value_size = 8, .count = 0, .ctx = 2};
 	assert_int_equal(store_trace_map(w, &m, NULL, 0), 0);
