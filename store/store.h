@@ -148,8 +148,10 @@ int64_t store_cache_clear(struct store_cache *c);
 
 #define STORE_TRACE_MAGIC "CUBPFTRC"
 #define STORE_TRACE_MAJOR 1
-#define STORE_TRACE_MINOR 4 /* 1.1 added KSPAN; 1.2 KERNEL_ID, NOT_INSTRUMENTED, MAP_MEMORY;
-			    * 1.3 PROBES; 1.4 the parent's pid after HEADER's strings */
+#define STORE_TRACE_MINOR 5 /* 1.1 added KSPAN; 1.2 KERNEL_ID, NOT_INSTRUMENTED, MAP_MEMORY;
+			    * 1.3 PROBES; 1.4 the parent's pid after HEADER's strings; 1.5 HOST_MAP,
+			    * RINGBUF,
+			    * MAP_MEMORY's ring buffer bookkeeping, NOT_INSTRUMENTED reason 8 */
 
 /* Every record: this header, then len payload bytes.  Readers skip types they do not know. */
 struct store_rec_hdr {
@@ -179,7 +181,9 @@ enum store_rec_type {
 	STORE_REC_PROBES = 17, /* store_rec_probe + u32 count + count x (u32 len + bytes) (1.3):
 				* samples of one map sharing the fixed part; the reader hands
 				* them out as PROBE records, never as PROBES */
-	STORE_REC_MAX_KNOWN = 17
+	STORE_REC_HOST_MAP = 18, /* store_rec_map + pairs, as MAP (1.5): a host map at exit */
+	STORE_REC_RINGBUF = 19,  /* store_rec_ringbuf (1.5): a ring buffer's counts at exit */
+	STORE_REC_MAX_KNOWN = 19
 };
 
 /* Strings inside records: u32 length, then the bytes (no NUL). */
@@ -321,7 +325,8 @@ struct store_rec_end {
 } __attribute__((packed));
 
 /* Format 1.2: what the tools learned from the shim's log lines before, so that a trace alone
- * says it.  All three are metadata: never dropped, in file order after the strings they use. */
+ * says it (1.5 adds what was left: host maps, ring buffer bookkeeping, verifier rejections; the
+ * tools read no log line since).  All three are metadata: never dropped, in file order after the strings they use. */
 
 /* A kernel id the shim gave (probe programs see it as ctx->kernel_id). */
 struct store_rec_kernel_id {
@@ -338,7 +343,9 @@ enum store_noinst_reason {
 	STORE_NOINST_MAPS = 4,        /* the context's maps could not be had (memory, cap) */
 	STORE_NOINST_REFUSED = 5,     /* the driver refused the substitute at load */
 	STORE_NOINST_UNREACHABLE = 6, /* instrumented, but the maps' pointers could not be stored */
-	STORE_NOINST_OTHER = 7        /* anything else (out of memory, unknown SM) */
+	STORE_NOINST_OTHER = 7,       /* anything else (out of memory, unknown SM) */
+	STORE_NOINST_VERIFIER = 8     /* (1.5) a probe program the verifier rejected: no kernel
+				       * runs it (label: the program's name) */
 };
 
 /* Kernels of one load that run without probes, and why.  Followed by a string: the message as
@@ -353,7 +360,9 @@ struct store_rec_not_instrumented {
 	uint32_t label;             /* string id of the module's label (first kernel, path), 0 = none */
 } __attribute__((packed));
 
-/* The memory the maps of one context take, written when they are allocated. */
+/* The memory the maps of one context take, written when they are allocated.  Since 1.5 the
+ * fixed part is followed by a u64: the bytes of device_bytes that are the ring buffers'
+ * producer bookkeeping (readers of 1.4 ignore it; a record without it says 0). */
 struct store_rec_map_memory {
 	uint64_t ts_ns;
 	uint64_t context;           /* CUcontext value (for messages; numbers may be reused) */
@@ -363,6 +372,18 @@ struct store_rec_map_memory {
 	uint32_t nmaps;
 	uint32_t ctx;               /* the writer's context number, from 1 (MAP records' ctx) */
 	uint32_t flags;             /* 0 for now */
+} __attribute__((packed));
+
+/* Format 1.5: one ring buffer of one context when the shim stops draining it (exit). */
+struct store_rec_ringbuf {
+	uint64_t ts_ns;
+	uint64_t taken;             /* records the drain took from the map (all contexts) */
+	uint64_t dropped;           /* records lost on this device: its lanes were full */
+	uint64_t syncs;             /* times the drained tails were copied to the device */
+	uint64_t sync_busy;         /* of them: times the previous copy was still running */
+	uint32_t prog, map;         /* PROGRAM index, map index within it */
+	uint32_t name;              /* string id of the map's name */
+	uint32_t device;            /* device ordinal */
 } __attribute__((packed));
 
 /* ==== Part 2: trace writer ================================================================ */
@@ -408,7 +429,14 @@ int store_trace_program(struct store_trace_writer *w, const struct store_rec_pro
 int store_trace_kernel_id(struct store_trace_writer *w, const struct store_rec_kernel_id *k);
 int store_trace_not_instrumented(struct store_trace_writer *w,
 				 const struct store_rec_not_instrumented *n, const char *message);
-int store_trace_map_memory(struct store_trace_writer *w, const struct store_rec_map_memory *m);
+int store_trace_map_memory(struct store_trace_writer *w, const struct store_rec_map_memory *m,
+			   uint64_t rb_state_bytes);
+/* Format 1.5 (never dropped): the contents of a host map (host programs' maps, which no MAP
+ * record carries) as a MAP record lays them out: prog, map, name, types, count pairs. */
+int store_trace_host_map(struct store_trace_writer *w, const struct store_rec_map *m,
+			 const void *kv, size_t kv_size);
+/* Format 1.5 (never dropped): a ring buffer's counts when its drain stops. */
+int store_trace_ringbuf(struct store_trace_writer *w, const struct store_rec_ringbuf *r);
 /* Name of a reason ("no PTX", ...; "unknown" otherwise). */
 const char *store_noinst_reason_name(uint32_t reason);
 /* Losses outside the writer (device ring buffers), as counted by the caller. */

@@ -81,13 +81,14 @@ static const char *const type_names[] = {
 	[STORE_REC_MAP] = "map",       [STORE_REC_DROP] = "drop",     [STORE_REC_END] = "end",
 	[STORE_REC_KSPAN] = "kspan",   [STORE_REC_KERNEL_ID] = "kernel_id",
 	[STORE_REC_NOT_INSTRUMENTED] = "not_instrumented", [STORE_REC_MAP_MEMORY] = "map_memory",
+	[STORE_REC_HOST_MAP] = "host_map", [STORE_REC_RINGBUF] = "ringbuf",
 };
 
 static const char *const reason_names[] = {
 	[STORE_NOINST_NO_PTX] = "no PTX",          [STORE_NOINST_REWRITE] = "rewriter",
 	[STORE_NOINST_JIT] = "JIT",                [STORE_NOINST_MAPS] = "maps",
 	[STORE_NOINST_REFUSED] = "driver refused", [STORE_NOINST_UNREACHABLE] = "maps unreachable",
-	[STORE_NOINST_OTHER] = "other",
+	[STORE_NOINST_OTHER] = "other",            [STORE_NOINST_VERIFIER] = "verifier",
 };
 
 const char *store_noinst_reason_name(uint32_t reason)

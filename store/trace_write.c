@@ -531,9 +531,25 @@ int store_trace_not_instrumented(struct store_trace_writer *w,
 	return rc;
 }
 
-int store_trace_map_memory(struct store_trace_writer *w, const struct store_rec_map_memory *m)
+int store_trace_map_memory(struct store_trace_writer *w, const struct store_rec_map_memory *m,
+			   uint64_t rb_state_bytes)
 {
-	return meta_record(w, STORE_REC_MAP_MEMORY, m, sizeof(*m), NULL);
+	struct growbuf t = {.p = (uint8_t *)&rb_state_bytes, .len = sizeof(rb_state_bytes)};
+	return meta_record(w, STORE_REC_MAP_MEMORY, m, sizeof(*m), &t);
+}
+
+int store_trace_ringbuf(struct store_trace_writer *w, const struct store_rec_ringbuf *r)
+{
+	return meta_record(w, STORE_REC_RINGBUF, r, sizeof(*r), NULL);
+}
+
+/* Metadata, not an event: written once at exit, and `cubpf run -p` shows nothing else of a
+ * host map. */
+int store_trace_host_map(struct store_trace_writer *w, const struct store_rec_map *m,
+			 const void *kv, size_t kv_size)
+{
+	struct growbuf t = {.p = (uint8_t *)kv, .len = kv_size};
+	return meta_record(w, STORE_REC_HOST_MAP, m, sizeof(*m), &t);
 }
 
 static int strtab_grow(struct store_trace_writer *w)

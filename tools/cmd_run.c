@@ -410,7 +410,8 @@ static int set_environment(const struct run_opts *o, const char *shim_dir)
 		rc |= setenv("CUBPF_KERNELS", o->kernel_glob, 1);
 	if (o->trace)
 		rc |= setenv("CUBPF_TRACE", o->trace, 1);
-	/* the report needs the shim's info lines (kernel ids, memory, what was not instrumented) */
+	/* info: what -l shows, or the terminal when no report is made (the report itself reads
+	 * only the trace's records, whatever the level, off included) */
 	if (o->log_level)
 		rc |= setenv("CUBPF_LOG", o->log_level, 1);
 	else if (o->programs[0])
@@ -460,15 +461,13 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* One line of the shim's log (CUBPF_LOG_FD): it feeds the report, and goes to our stderr
- * when asked (-l) or when no report is made. */
+/* One line of the shim's log (CUBPF_LOG_FD): to our stderr, unchanged, when asked (-l) or
+ * when no report is made.  Nothing of the report comes from it: the trace says it all. */
 static void child_line(struct follow *fw, const char *line, size_t n)
 {
 	int shim = n >= 7 && !strncmp(line, "cubpf: ", 7), nl = n && line[n - 1] == '\n';
 	char buf[sizeof(fw->line) + 1];
 	snprintf(buf, sizeof(buf), "%.*s", (int)(n - nl), line);
-	if (shim)
-		tool_data_log_line(&fw->data, buf + 7);
 	if (!shim || fw->echo_cubpf) { /* the shim quotes the program's kernel and module names */
 		tool_text_put(stderr, buf, 0);
 		if (nl)
@@ -603,8 +602,7 @@ static void run_traces(const struct follow *fw, struct trace_set *s, int only_wr
 		}
 }
 
-/* A run of several processes: every trace read into one report, the shim's log lines (all
- * processes write to the one pipe) added for the reasons and host maps they carry. */
+/* A run of several processes: every trace read into one report. */
 static void load_processes(const struct follow *fw, const struct trace_set *s,
 			   struct tool_data *d, int final)
 {
@@ -615,14 +613,14 @@ static void load_processes(const struct follow *fw, const struct trace_set *s,
 		if (err[0] && final)
 			tool_warn("cubpf run: %s%s", err, rc ? " (left out of the report)" : "");
 	}
-	tool_data_add_log(d, &fw->data);
 }
 
 /* Why a program makes no driver call through cubpf, the usual two reasons. */
 #define NO_CALL_WHY "it never loaded libcuda.so.1, or it loaded a driver by its absolute path, " \
 		    "which LD_LIBRARY_PATH cannot redirect"
 
-/* One trace: read into fw->data, where the shim's log lines are.  0, or -1 (said when final). */
+/* One trace: read into fw->data (kernels keep their ids between reads).  0, or -1 (said when
+ * final). */
 static int load_one(struct follow *fw, const char *trace, int final)
 {
 	char err[512] = "";

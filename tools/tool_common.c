@@ -328,7 +328,7 @@ static void common_json(const struct tool_data *d, FILE *f)
 	fputc(']', f);
 	processes_json(d, f);
 	fputs(",\"not_instrumented\":[", f);
-	if (d->have_log || d->have_meta)
+	if (d->have_meta)
 		not_instrumented(d, f, 1);
 	fputs("],\"notes\":[", f);
 	for (size_t i = 0; i < d->nnotes; i++) {
@@ -351,15 +351,16 @@ void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FI
 	}
 	if (d->nprocs > 1)
 		processes_text(d, f);
-	/* kernel ids, memory and reasons come from the log or, format 1.2, from the trace */
-	if ((d->have_log || d->have_mapmem) && d->log_rb_state_bytes)
+	/* kernel ids, memory and reasons come from the trace's run metadata (format 1.2); a
+	 * trace of 1.2 or later without MAP_MEMORY says no context made maps: 0 bytes */
+	if ((d->have_meta || d->have_mapmem) && d->rb_state_bytes)
 		fprintf(f, "maps and buffers: %" PRIu64 " device bytes (%" PRIu64 " of them ring "
 			"buffer bookkeeping), %" PRIu64 " pinned host bytes\n", d->device_bytes,
-			d->log_rb_state_bytes, d->pinned_bytes);
-	else if (d->have_log || d->have_mapmem)
+			d->rb_state_bytes, d->pinned_bytes);
+	else if (d->have_meta || d->have_mapmem)
 		fprintf(f, "maps and buffers: %" PRIu64 " device bytes, %" PRIu64 " pinned host bytes\n",
 			d->device_bytes, d->pinned_bytes);
-	if (d->have_log || d->have_meta) {
+	if (d->have_meta) {
 		size_t instrumented = 0, missing = 0;
 		for (size_t i = 0; i < d->nkernels; i++) {
 			instrumented += d->kernels[i].id != 0;

@@ -1,5 +1,6 @@
 /* tools/tool_data.c: what a `cubpf run` recorded, gathered for the tools' formatters: the
- * trace's records and the shim's log lines. */
+ * trace's records only.  The shim's log is for people: a reworded line, or a run with the log
+ * off, changes no report (store/FORMAT.md, "Run metadata"). */
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <stdlib.h>
@@ -59,59 +60,14 @@ static int add_string(char ***v, size_t *n, const char *s)
 	return 0;
 }
 
-/* The maps' memory: the trace's MAP_MEMORY records when it has them (the log says the same), else
- * the log's lines. */
-static void memory_settle(struct tool_data *d)
-{
-	d->device_bytes = d->have_mapmem ? d->trace_device_bytes : d->log_device_bytes;
-	d->pinned_bytes = d->have_mapmem ? d->trace_pinned_bytes : d->log_pinned_bytes;
-}
-
-/* One note (a reason something runs without probes), once: PyTorch logs the same reason per
- * module, and the trace repeats the log's lines. */
+/* One note (a reason something runs without probes), once: PyTorch loads modules that get the
+ * same reason many times, and the processes of a run share their reasons. */
 static int add_note(struct tool_data *d, const char *line)
 {
 	for (size_t i = 0; i < d->nnotes; i++)
 		if (!strcmp(d->notes[i], line))
 			return 0;
 	return add_string(&d->notes, &d->nnotes, line);
-}
-
-/* The shim's log lines: kernel ids, the memory the maps take, kernels not instrumented and
- * why, host maps.  Traces of format 1.2 say the first three too (on_run_meta). */
-int tool_data_log_line(struct tool_data *d, const char *line)
-{
-	unsigned id, nmaps;
-	int dev, off = 0;
-	uint64_t devb, pinb;
-	d->have_log = 1;
-	if (sscanf(line, "live: kernel id %u = %n", &id, &off) == 1 && off > 0) {
-		struct tool_kernel *k = kernel_get(d, line + off);
-		if (k)
-			k->id = id;
-		return 1;
-	}
-	if (sscanf(line, "live: maps on device %d (context %*[^)]): %" SCNu64 " device bytes, %"
-		   SCNu64 " pinned bytes, %u maps", &dev, &devb, &pinb, &nmaps) == 4) {
-		const char *rb = strstr(line, "; ring buffer bookkeeping ");
-		uint64_t rbb = 0;
-		d->log_device_bytes += devb;
-		d->log_pinned_bytes += pinb;
-		if (rb && sscanf(rb, "; ring buffer bookkeeping %" SCNu64, &rbb) == 1)
-			d->log_rb_state_bytes += rbb;
-		memory_settle(d);
-		return 1;
-	}
-	if (strstr(line, " modules instrumented (")) /* the exit counters: not a reason */
-		return 0;
-	if (strstr(line, "not instrumentable") || strstr(line, "not instrumented") ||
-	    strstr(line, "rejected by the verifier") || strstr(line, "probes disabled") ||
-	    strstr(line, "not reachable") || strstr(line, "cannot load the probe object") ||
-	    strstr(line, "dropped on device"))
-		return add_note(d, line) == 0;
-	if (!strncmp(line, "map ", 4) && strstr(line, "(host)"))
-		return add_string(&d->maplines, &d->nmaplines, line) == 0;
-	return 0;
 }
 
 static int on_kernel(struct tool_data *d, const struct load *ld, const struct store_trace_reader *r,
@@ -503,7 +459,6 @@ int tool_ctx_device(const struct tool_data *d, uint32_t ctx)
 	return ctx < d->nctx_device && d->ctx_device[ctx] ? (int)(d->ctx_device[ctx] - 1) : -1;
 }
 
-/* Format 1.2: what the log's lines say, from the trace. */
 /* An id for kernel t in the run: its own id in this process when no other kernel has it (a
  * run's first process keeps its numbers), else one past the largest. */
 static uint32_t free_run_id(const struct tool_data *d, uint32_t want)
@@ -538,6 +493,81 @@ static int renumber_kernel(struct tool_data *d, struct tool_kernel *t, uint32_t 
 	return 0;
 }
 
+/* 1.5 follows the fixed part with the ring buffers' bookkeeping bytes; older records say 0. */
+static int on_map_memory(struct tool_data *d, const struct load *ld,
+			 const struct store_trace_record *rec)
+{
+	struct store_rec_map_memory m;
+	uint64_t rb = 0;
+	size_t rest;
+	const uint8_t *p = store_rec_fixed(rec, &m, sizeof(m), &rest);
+	if (!p)
+		return 0;
+	if (rest >= sizeof(rb))
+		memcpy(&rb, p, sizeof(rb));
+	if (note_ctx_device(d, ld, m.ctx, m.device) < 0)
+		return -1;
+	d->device_bytes += m.device_bytes;
+	d->pinned_bytes += m.pinned_bytes;
+	d->rb_state_bytes += rb;
+	d->have_mapmem = 1;
+	return 0;
+}
+
+/* RINGBUF (1.5): a ring buffer's counts at exit, a note in the words the shim logs them. */
+static int on_ringbuf(struct tool_data *d, const struct store_trace_reader *r,
+		      const struct store_trace_record *rec)
+{
+	struct store_rec_ringbuf b;
+	if (!store_rec_fixed(rec, &b, sizeof(b), NULL))
+		return 0;
+	const char *name = store_trace_string(r, b.name);
+	char note[512];
+	snprintf(note, sizeof(note), "live: ring buffer %s: %" PRIu64 " records taken, %" PRIu64
+		 " dropped on device %d (lanes full); tails copied to the device %" PRIu64 " times (%"
+		 PRIu64 " times the last copy was still running)", name ? name : "?", b.taken,
+		 b.dropped, (int)b.device, b.syncs, b.sync_busy);
+	return add_note(d, note);
+}
+
+/* A key or value as the shim's log line of a host map shows it: a u32 or u64 in decimal,
+ * other sizes as hex bytes (at most what 200 characters hold). */
+static void host_bytes(const uint8_t *v, uint32_t size, char *out, size_t len)
+{
+	if (size == 4 || size == 8) {
+		uint64_t x = 0;
+		memcpy(&x, v, size);
+		snprintf(out, len, "%" PRIu64, x);
+		return;
+	}
+	size_t o = 0;
+	out[0] = '\0';
+	for (uint32_t i = 0; i < size && o + 4 < len; i++)
+		o += (size_t)snprintf(out + o, len - o, "%s%02x", i ? " " : "", v[i]);
+}
+
+/* HOST_MAP (1.5): a host map's entries, one "map NAME[KEY] = VALUE (host)" line each. */
+static int on_host_map(struct tool_data *d, const struct store_trace_reader *r,
+		       const struct store_trace_record *rec)
+{
+	struct store_rec_map h;
+	size_t rest;
+	const uint8_t *kv = store_rec_fixed(rec, &h, sizeof(h), &rest);
+	size_t pair = (size_t)h.key_size + h.value_size;
+	if (!kv || pair == 0 || (uint64_t)h.count * pair > rest)
+		return 0;
+	const char *name = store_trace_string(r, h.name);
+	for (uint32_t i = 0; i < h.count; i++, kv += pair) {
+		char kt[200], vt[200], line[512];
+		host_bytes(kv, h.key_size, kt, sizeof(kt));
+		host_bytes(kv + h.key_size, h.value_size, vt, sizeof(vt));
+		snprintf(line, sizeof(line), "map %s[%s] = %s (host)", name ? name : "?", kt, vt);
+		if (add_string(&d->maplines, &d->nmaplines, line) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int on_run_meta(struct tool_data *d, const struct load *ld,
 		       const struct store_trace_reader *r, const struct store_trace_record *rec)
 {
@@ -562,15 +592,9 @@ static int on_run_meta(struct tool_data *d, const struct load *ld,
 		free(msg);
 		return rc;
 	} else if (rec->type == STORE_REC_MAP_MEMORY) {
-		struct store_rec_map_memory m;
-		if (!store_rec_fixed(rec, &m, sizeof(m), NULL))
-			return 0;
-		if (note_ctx_device(d, ld, m.ctx, m.device) < 0)
-			return -1;
-		d->trace_device_bytes += m.device_bytes;
-		d->trace_pinned_bytes += m.pinned_bytes;
-		d->have_mapmem = 1;
-		memory_settle(d);
+		return on_map_memory(d, ld, rec);
+	} else if (rec->type == STORE_REC_RINGBUF) {
+		return on_ringbuf(d, r, rec);
 	}
 	return 0;
 }
@@ -581,7 +605,9 @@ static int on_record(struct tool_data *d, const struct load *ld,
 	switch (rec->type) {
 	case STORE_REC_KERNEL_ID:
 	case STORE_REC_NOT_INSTRUMENTED:
-	case STORE_REC_MAP_MEMORY: return on_run_meta(d, ld, r, rec);
+	case STORE_REC_MAP_MEMORY:
+	case STORE_REC_RINGBUF: return on_run_meta(d, ld, r, rec);
+	case STORE_REC_HOST_MAP: return on_host_map(d, r, rec);
 	case STORE_REC_KERNEL: return on_kernel(d, ld, r, rec);
 	case STORE_REC_MAP: return on_map(d, ld, r, rec);
 	case STORE_REC_PROBE: return on_probe(d, ld, rec);
@@ -763,19 +789,6 @@ int tool_data_load_process(struct tool_data *d, const char *trace,
 	return load_trace(d, trace, 1, keys, err, errlen);
 }
 
-int tool_data_add_log(struct tool_data *d, const struct tool_data *log)
-{
-	for (size_t i = 0; i < log->nnotes; i++)
-		if (add_note(d, log->notes[i]) != 0)
-			return -1;
-	for (size_t i = 0; i < log->nmaplines; i++)
-		if (add_string(&d->maplines, &d->nmaplines, log->maplines[i]) != 0)
-			return -1;
-	d->have_log |= log->have_log;
-	d->log_rb_state_bytes += log->log_rb_state_bytes;
-	return 0;
-}
-
 const struct tool_kernel *tool_kernel_by_id(const struct tool_data *d, uint32_t id)
 {
 	for (size_t i = 0; i < d->nkernels; i++)
@@ -848,6 +861,15 @@ uint64_t tool_gpu_to_host(const struct tool_data *d, uint32_t device, uint64_t t
 	return best ? t + (best->host_ns - best->gpu_ns) : t;
 }
 
+static void strings_free(char ***v, size_t *n)
+{
+	for (size_t i = 0; i < *n; i++)
+		free((*v)[i]);
+	free(*v);
+	*v = NULL;
+	*n = 0;
+}
+
 void tool_data_reset_trace(struct tool_data *d)
 {
 	for (size_t i = 0; i < d->nkernels; i++) {
@@ -877,8 +899,10 @@ void tool_data_reset_trace(struct tool_data *d)
 	d->warps = NULL;
 	d->nwarps = d->nwarps_cap = 0;
 	d->probes = d->rb_drops = d->writer_drops = d->span_drops = 0;
-	d->trace_device_bytes = d->trace_pinned_bytes = 0;
+	d->device_bytes = d->pinned_bytes = d->rb_state_bytes = 0;
 	d->have_mapmem = d->have_meta = 0;
+	strings_free(&d->notes, &d->nnotes);
+	strings_free(&d->maplines, &d->nmaplines);
 	free(d->ctx_device);
 	d->ctx_device = NULL;
 	d->nctx_device = 0;
@@ -890,7 +914,6 @@ void tool_data_reset_trace(struct tool_data *d)
 	free(d->remap);
 	d->remap = NULL;
 	d->nremap = 0;
-	memory_settle(d);
 }
 
 void tool_data_free(struct tool_data *d)
@@ -899,11 +922,5 @@ void tool_data_free(struct tool_data *d)
 	for (size_t i = 0; i < d->nkernels; i++)
 		free(d->kernels[i].name);
 	free(d->kernels);
-	for (size_t i = 0; i < d->nnotes; i++)
-		free(d->notes[i]);
-	free(d->notes);
-	for (size_t i = 0; i < d->nmaplines; i++)
-		free(d->maplines[i]);
-	free(d->maplines);
 	memset(d, 0, sizeof(*d));
 }

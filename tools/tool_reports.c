@@ -831,7 +831,7 @@ void tool_report_maps(const struct tool_data *d, const struct tool_opts *o, FILE
 		}
 		fputs("],", f);
 	} else {
-		for (size_t i = 0; i < d->nmaplines; i++) { /* the shim's lines, with the map's name */
+		for (size_t i = 0; i < d->nmaplines; i++) { /* HOST_MAP records, as the shim logs them */
 			tool_text_put(f, d->maplines[i], 0);
 			fputc('\n', f);
 		}

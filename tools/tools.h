@@ -2,9 +2,9 @@
  *
  * A tool is a probe object (tools/probes/NAME.bpf.c, built into PREFIX/probes) plus a formatter
  * that reads what the run recorded: the trace (MAP snapshots, KERNEL records, PROBE samples,
- * CLOCK, DEVICE, DROP, and since format 1.2 KERNEL_ID, NOT_INSTRUMENTED, MAP_MEMORY) and the
- * shim's log lines, which say the same for traces written before 1.2.  The formatters only read a struct tool_data, so the
- * tests feed them traces written with store/'s writer. */
+ * CLOCK, DEVICE, DROP, since format 1.2 KERNEL_ID, NOT_INSTRUMENTED, MAP_MEMORY, since 1.5
+ * HOST_MAP), never the shim's log, whose wording is for people and may change.  The formatters
+ * only read a struct tool_data, so the tests feed them traces written with store/'s writer. */
 #ifndef CUBPF_TOOLS_TOOLS_H
 #define CUBPF_TOOLS_TOOLS_H
 #include <stddef.h>
@@ -23,8 +23,7 @@ struct tool_exit_event {
 
 struct tool_kernel {
 	char *name;                 /* mangled, as the trace and the shim name it */
-	uint32_t id;                /* cubpf's kernel id (KERNEL_ID record or the shim's log);
-				     * 0 = not instrumented */
+	uint32_t id;                /* cubpf's kernel id (KERNEL_ID record); 0 = not instrumented */
 	uint32_t device;
 	uint64_t launches, threads; /* from KERNEL records */
 	uint64_t *launch_ns;        /* host time of each launch call, in record order */
@@ -95,17 +94,14 @@ struct tool_data {
 	struct tool_warp *warps;    /* open-addressing table, nwarps_cap slots */
 	size_t nwarps, nwarps_cap;
 	const char *state;          /* "complete", "no end (process killed?)", ... */
-	/* from the shim's log, or (kernel ids, notes, memory) from the 1.2 records of the trace */
-	char **notes;               /* not instrumentable / fallback / rejected lines, as logged */
+	/* from the run metadata of the trace (format 1.2 and later) */
+	char **notes;               /* NOT_INSTRUMENTED messages (the shim logs the same text) */
 	size_t nnotes;
-	char **maplines;            /* "map NAME[KEY] = VALUE (host)" lines, for -p */
+	char **maplines;            /* "map NAME[KEY] = VALUE (host)", from HOST_MAP, for -p */
 	size_t nmaplines;
-	uint64_t device_bytes, pinned_bytes; /* the trace's MAP_MEMORY sums when it has them */
-	uint64_t log_device_bytes, log_pinned_bytes;     /* the log's lines */
-	uint64_t log_rb_state_bytes; /* of the device bytes: ring buffers' producer bookkeeping */
-	uint64_t trace_device_bytes, trace_pinned_bytes; /* the trace's MAP_MEMORY records */
-	int have_log;
-	int have_meta;              /* the trace has 1.2 records: it says what the log says */
+	uint64_t device_bytes, pinned_bytes; /* the MAP_MEMORY records' sums */
+	uint64_t rb_state_bytes;    /* of the device bytes: ring buffers' producer bookkeeping */
+	int have_meta;              /* format 1.2 or later: the trace names ids, reasons, memory */
 	int have_mapmem;
 	uint32_t *ctx_device;       /* [ctx] = device ordinal + 1 (0: not known), from MAP_MEMORY */
 	size_t nctx_device;
@@ -130,13 +126,6 @@ int tool_data_load(struct tool_data *d, const char *trace, char *err, size_t err
  * of their own, so that the tools' sums run over every process.  0, or -1 with err. */
 int tool_data_load_process(struct tool_data *d, const char *trace,
 			   const struct tool_kernel_key *keys, char *err, size_t errlen);
-/* Adds what the shim's log lines in `log` said (reasons, host maps) to d: a run of several
- * processes reports from their traces (tool_data_load_process) and the log of all of them.
- * 0, or -1 out of memory. */
-int tool_data_add_log(struct tool_data *d, const struct tool_data *log);
-/* Feeds one line of the shim's log (without "cubpf: "); returns 1 when the line was used. */
-int tool_data_log_line(struct tool_data *d, const char *line);
-/* Names kernel ids from the log after a load (ids before load, or after: either order). */
 void tool_data_free(struct tool_data *d);
 /* The device of a map snapshot's context (MAP records' ctx), or -1 when the trace does not say. */
 int tool_ctx_device(const struct tool_data *d, uint32_t ctx);

@@ -263,13 +263,55 @@ static void report_runtime(FILE *out, const struct vm_object *o, struct vm_runti
 	}
 }
 
+/* One HOST_MAP record of map m's entries (those the log lines show, in their order): what the
+ * tools report of host maps, whatever the log level. */
+static void trace_host_map(uint32_t obj, uint32_t m, const struct vm_map_def *d,
+			   struct vm_runtime *rt)
+{
+	size_t pair = (size_t)d->key_size + d->value_size, n = 0, cap = 0;
+	uint8_t *kv = NULL, key[64], next[64];
+	const void *k = NULL;
+	for (uint32_t seen = 0; vm_map_next_key(rt, m, k, next) == 0 && seen < 100000; seen++) {
+		memcpy(key, next, d->key_size);
+		k = key;
+		if (n == cap) {
+			uint8_t *q = realloc(kv, (cap = cap ? 2 * cap : 64) * pair);
+			if (!q)
+				break; /* what was read so far is written */
+			kv = q;
+		}
+		memcpy(kv + n * pair, key, d->key_size);
+		n += vm_map_lookup(rt, m, key, kv + n * pair + d->key_size) == 0;
+	}
+	struct store_rec_map r = {
+		.ts_ns = shim_now_ns(), .prog = obj, .map = m,
+		.name = store_trace_intern(shim_live_session.trace, d->name), .map_type = d->type,
+		.key_size = d->key_size, .value_size = d->value_size, .count = (uint32_t)n,
+	};
+	store_trace_host_map(shim_live_session.trace, &r, kv, n * pair);
+	free(kv);
+}
+
+static void trace_runtime(uint32_t obj, const struct vm_object *o, struct vm_runtime *rt)
+{
+	for (uint32_t m = 0; m < o->map_cnt; m++) {
+		const struct vm_map_def *d = &o->maps[m];
+		if (d->type != CUBPF_MAP_RINGBUF && d->type != CUBPF_MAP_GPU_RINGBUF &&
+		    d->key_size <= 64 && d->value_size <= 4096)
+			trace_host_map(obj, m, d, rt);
+	}
+}
+
 void shim_live_host_report(FILE *out)
 {
 	if (!nhprogs)
 		return;
 	shim_log(SHIM_LOG_INFO, "live: %u host programs ran %llu times (%llu faults)", nhprogs,
 		 (unsigned long long)atomic_load(&runs), (unsigned long long)atomic_load(&faults));
-	for (uint32_t i = 0; i < nrts; i++)
+	for (uint32_t i = 0; i < nrts; i++) {
+		if (rts[i] && shim_live_session.trace)
+			trace_runtime(i, shim_live_session.objs[i], rts[i]);
 		if (rts[i] && shim_log_enabled(SHIM_LOG_INFO))
 			report_runtime(out, shim_live_session.objs[i], rts[i]);
+	}
 }

@@ -340,6 +340,43 @@ static int add_maps(const struct vm_object *o, uint32_t obj)
 	return 0;
 }
 
+/* Programs the verifier rejected.  They are logged when the objects load, before the trace
+ * exists, so they are kept and written into it when it opens (a forked child's trace too), as
+ * NOT_INSTRUMENTED records: the tools read those, not the log. */
+struct rejection {
+	uint64_t ts_ns;
+	char *prog, *msg;
+};
+static struct rejection *rejections;
+static uint32_t nrejections;
+
+static void reject(const struct vm_object *o, const struct vm_prog *vp, const char *reason)
+{
+	char msg[1024]; /* shim_log's own bound, as shim_live_note */
+	snprintf(msg, sizeof(msg), "live: %s: program %s rejected by the verifier, skipped: %s",
+		 o->name, vp->name, reason);
+	shim_log(SHIM_LOG_WARN, "%s", msg);
+	struct rejection *q = realloc(rejections, sizeof(*q) * (nrejections + 1));
+	if (!q)
+		return; /* the log says it still */
+	rejections = q;
+	q[nrejections] = (struct rejection){shim_now_ns(), strdup(vp->name), strdup(msg)};
+	if (q[nrejections].prog && q[nrejections].msg)
+		nrejections++;
+}
+
+static void trace_rejections(void)
+{
+	for (uint32_t i = 0; i < nrejections; i++) {
+		struct store_rec_not_instrumented r = {
+			.ts_ns = rejections[i].ts_ns, .reason = STORE_NOINST_VERIFIER,
+			.device = UINT32_MAX,
+			.label = store_trace_intern(shim_live_session.trace, rejections[i].prog),
+		};
+		store_trace_not_instrumented(shim_live_session.trace, &r, rejections[i].msg);
+	}
+}
+
 /* Adds the GPU and host programs of an object the verifier accepted (verdicts: guard.c);
  * a rejected program is skipped with one warning carrying the verifier's reason. */
 static int add_progs(const struct vm_object *o, const struct live_verdict *verdicts,
@@ -355,8 +392,7 @@ static int add_progs(const struct vm_object *o, const struct live_verdict *verdi
 		if (!vm_kind_is_gpu(vp->kind) && !host)
 			continue;
 		if (!verdicts[i].ok) {
-			shim_log(SHIM_LOG_WARN, "live: %s: program %s rejected by the verifier, "
-				 "skipped: %s", o->name, vp->name, verdicts[i].reason);
+			reject(o, vp, verdicts[i].reason);
 			continue;
 		}
 		if (host) {
@@ -592,6 +628,7 @@ static void trace_open(const char *path)
 	}
 	for (uint32_t i = 0; i < shim_live_session.nmaps; i++)
 		store_trace_intern(shim_live_session.trace, shim_live_session.maps[i].def.name);
+	trace_rejections();
 }
 
 /* ---- exit ---------------------------------------------------------------------------------- */

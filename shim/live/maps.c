@@ -382,7 +382,8 @@ void shim_live_trace_device(int dev, uint32_t sm)
 	store_trace_device(shim_live_session.trace, &d, name);
 }
 
-/* A MAP_MEMORY record: what the log's "maps on device" line says, for readers of the trace. */
+/* A MAP_MEMORY record: what the log's "maps on device" line says, for readers of the trace
+ * (the tools read this record, never the line). */
 static void trace_memory(const struct live_ctx *c)
 {
 	if (!shim_live_session.trace)
@@ -392,7 +393,7 @@ static void trace_memory(const struct live_ctx *c)
 		.device_bytes = c->device_bytes, .pinned_bytes = c->pinned_bytes,
 		.device = (uint32_t)c->dev, .nmaps = shim_live_session.nmaps, .ctx = c->num,
 	};
-	store_trace_map_memory(shim_live_session.trace, &m);
+	store_trace_map_memory(shim_live_session.trace, &m, c->rb_state_bytes);
 }
 
 struct live_ctx *shim_live_ctx_find(CUcontext ctx)
@@ -448,7 +449,7 @@ struct live_ctx *shim_live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 	c->next = ctxs;
 	__atomic_store_n(&ctxs, c, __ATOMIC_RELEASE); /* the drain threads read it without the lock */
 	pthread_mutex_unlock(&lock);
-	char rb[96] = ""; /* appended: the line's start is what readers parse (tools/tool_data.c) */
+	char rb[96] = ""; /* for people: the tools read the MAP_MEMORY record */
 	if (c->rb_state_bytes)
 		snprintf(rb, sizeof(rb), "; ring buffer bookkeeping %" PRIu64 " of the device bytes",
 			 c->rb_state_bytes);
@@ -1086,6 +1087,22 @@ void shim_live_ringbuf_start(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* What the log's "ring buffer NAME: ... taken, ... dropped on device" line says, as a RINGBUF
+ * record: the tools read this, not the line. */
+static void trace_ringbuf(const struct live_ctx *c, uint32_t i)
+{
+	const struct live_map *m = &shim_live_session.maps[i];
+	if (!shim_live_session.trace)
+		return;
+	struct store_rec_ringbuf r = {
+		.ts_ns = shim_now_ns(), .taken = atomic_load(&m->records), .dropped = c->drops_seen[i],
+		.syncs = c->rb_syncs, .sync_busy = c->rb_sync_busy, .prog = m->obj, .map = m->index,
+		.name = store_trace_intern(shim_live_session.trace, m->def.name),
+		.device = (uint32_t)c->dev,
+	};
+	store_trace_ringbuf(shim_live_session.trace, &r);
+}
+
 void shim_live_ringbuf_finish(void)
 {
 	int expect = 1;
@@ -1098,16 +1115,19 @@ void shim_live_ringbuf_finish(void)
 		rb_drain_pass(0, 1, rb_scratch[0], NULL); /* what is left, every lane */
 	pthread_mutex_lock(&lock);
 	for (struct live_ctx *c = ctxs; c; c = c->next)
-		for (uint32_t i = 0; i < shim_live_session.nmaps; i++)
-			if (c->host[i])
-				shim_log(SHIM_LOG_INFO, "live: ring buffer %s: %llu records taken, %llu "
-					 "dropped on device %d (lanes full); tails copied to the device "
-					 "%llu times (%llu times the last copy was still running)",
-					 shim_live_session.maps[i].def.name,
-					 (unsigned long long)atomic_load(&shim_live_session.maps[i].records),
-					 (unsigned long long)c->drops_seen[i], (int)c->dev,
-					 (unsigned long long)c->rb_syncs,
-					 (unsigned long long)c->rb_sync_busy);
+		for (uint32_t i = 0; i < shim_live_session.nmaps; i++) {
+			if (!c->host[i])
+				continue;
+			trace_ringbuf(c, i);
+			shim_log(SHIM_LOG_INFO, "live: ring buffer %s: %llu records taken, %llu "
+				 "dropped on device %d (lanes full); tails copied to the device "
+				 "%llu times (%llu times the last copy was still running)",
+				 shim_live_session.maps[i].def.name,
+				 (unsigned long long)atomic_load(&shim_live_session.maps[i].records),
+				 (unsigned long long)c->drops_seen[i], (int)c->dev,
+				 (unsigned long long)c->rb_syncs,
+				 (unsigned long long)c->rb_sync_busy);
+		}
 	pthread_mutex_unlock(&lock);
 }
 

@@ -24,6 +24,8 @@ static void decode(struct store_trace_reader *r, const struct store_trace_record
 		[STORE_REC_KERNEL_ID] = sizeof(struct store_rec_kernel_id),
 		[STORE_REC_NOT_INSTRUMENTED] = sizeof(struct store_rec_not_instrumented),
 		[STORE_REC_MAP_MEMORY] = sizeof(struct store_rec_map_memory),
+		[STORE_REC_HOST_MAP] = sizeof(struct store_rec_map),
+		[STORE_REC_RINGBUF] = sizeof(struct store_rec_ringbuf),
 	};
 	size_t rest = 0;
 	if (rec->type > STORE_REC_MAX_KNOWN || !sizes[rec->type])

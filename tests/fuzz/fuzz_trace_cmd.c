@@ -54,7 +54,6 @@ static void tool_reports(void)
 	size_t n;
 	const struct tool *tools = tool_list(&n);
 	memset(&d, 0, sizeof(d));
-	(void)tool_data_log_line(&d, "live: kernel id 1 = _Z1kv");
 	if (tool_data_load(&d, trace_path, err, sizeof(err)) == 0)
 		for (int json = 0; json < 2; json++) {
 			struct tool_opts o = {.json = json, .top = 10};

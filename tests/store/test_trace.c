@@ -100,7 +100,7 @@ static void test_roundtrip(void **state)
 	assert_int_equal(h->pid, 4242);
 	assert_int_equal(h->driver_version, 13000);
 	assert_int_equal(h->major, 1);
-	assert_int_equal(h->minor, 4);
+	assert_int_equal(h->minor, 5);
 	assert_string_equal(store_trace_header_string(r, 2), "./app --flag");
 	assert_int_equal(store_trace_parent_pid(r), 4241);
 	struct store_trace_record rec;
@@ -187,7 +187,14 @@ static void test_roundtrip_run_metadata(void **state)
 	assert_int_equal(store_trace_not_instrumented(w, &ni, msg), 0);
 	struct store_rec_map_memory mm = {.ts_ns = 78, .context = 0xabc, .device_bytes = 4096,
 					  .pinned_bytes = 65536, .device = 1, .nmaps = 2, .ctx = 2};
-	assert_int_equal(store_trace_map_memory(w, &mm), 0);
+	assert_int_equal(store_trace_map_memory(w, &mm, 1234), 0);
+	uint8_t hkv[12] = {7, 0, 0, 0, 3};
+	struct store_rec_map hm = {.ts_ns = 80, .name = store_trace_intern(w, "calls"),
+				   .map_type = 2, .key_size = 4, .value_size = 8, .count = 1};
+	assert_int_equal(store_trace_host_map(w, &hm, hkv, sizeof(hkv)), 0);
+	struct store_rec_ringbuf rb = {.ts_ns = 81, .taken = 9, .dropped = 2, .syncs = 3,
+				       .name = store_trace_intern(w, "events"), .device = 1};
+	assert_int_equal(store_trace_ringbuf(w, &rb), 0);
 	struct store_rec_map m = {.ts_ns = 79, .name = store_trace_intern(w, "counts"),
 				  .map_type = 2, .key_size = 4, .value_size = 8, .count = 0, .ctx = 2};
 	assert_int_equal(store_trace_map(w, &m, NULL, 0), 0);
@@ -222,9 +229,32 @@ static void test_roundtrip_run_metadata(void **state)
 			seen |= 2;
 		} else if (rec.type == STORE_REC_MAP_MEMORY) {
 			struct store_rec_map_memory g;
-			assert_non_null(store_rec_fixed(&rec, &g, sizeof(g), NULL));
+			uint64_t rbb;
+			size_t rest;
+			const uint8_t *p = store_rec_fixed(&rec, &g, sizeof(g), &rest);
+			assert_non_null(p);
 			assert_memory_equal(&g, &mm, sizeof(g));
+			assert_int_equal(rest, sizeof(rbb)); /* 1.5: the bookkeeping bytes follow */
+			memcpy(&rbb, p, sizeof(rbb));
+			assert_int_equal(rbb, 1234);
 			seen |= 4;
+		} else if (rec.type == STORE_REC_HOST_MAP) {
+			struct store_rec_map g;
+			size_t rest;
+			const uint8_t *p = store_rec_fixed(&rec, &g, sizeof(g), &rest);
+			assert_non_null(p);
+			assert_memory_equal(&g, &hm, sizeof(g));
+			assert_int_equal(rest, sizeof(hkv));
+			assert_memory_equal(p, hkv, sizeof(hkv));
+			assert_string_equal(store_rec_type_name(rec.type), "host_map");
+			seen |= 16;
+		} else if (rec.type == STORE_REC_RINGBUF) {
+			struct store_rec_ringbuf g;
+			assert_int_equal(rec.len, sizeof(g));
+			assert_non_null(store_rec_fixed(&rec, &g, sizeof(g), NULL));
+			assert_memory_equal(&g, &rb, sizeof(g));
+			assert_string_equal(store_trace_string(r, g.name), "events");
+			seen |= 32;
 		} else if (rec.type == STORE_REC_MAP) {
 			struct store_rec_map g;
 			assert_non_null(store_rec_fixed(&rec, &g, sizeof(g), NULL));
@@ -232,8 +262,9 @@ static void test_roundtrip_run_metadata(void **state)
 			seen |= 8;
 		}
 	}
-	assert_int_equal(seen, 15);
+	assert_int_equal(seen, 63);
 	assert_int_equal(store_trace_state(r), STORE_TRACE_COMPLETE);
+	assert_string_equal(store_noinst_reason_name(STORE_NOINST_VERIFIER), "verifier");
 	assert_string_equal(store_noinst_reason_name(99), "unknown");
 	store_trace_close_reader(r);
 	rm_tree(dir);

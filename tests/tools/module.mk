@@ -17,7 +17,7 @@ $(BUILD)/tests/tools_fake_app: $(call objs,tests/tools/fake_app.c)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ -ldl
 $(BUILD)/tests/test_tools: | $(BUILD)/tests/tools_fake_app $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so \
-  $(PROBE_OBJS)
+  $(PROBE_OBJS) $(BUILD)/live-probes/host.bpf.o
 
 # GPU programs with known answers (tests/cuda/tools_*.cu), built here with nvcc.
 ifneq ($(SAN),1)

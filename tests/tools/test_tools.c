@@ -1,5 +1,5 @@
 /* tests/tools: the formatters of `cubpf run -t TOOL`, fed with traces written through store/'s
- * writer and the shim's log lines, and cubpf run's option errors (the built binary). */
+ * writer (the tools read no log line), and cubpf run's option errors (the built binary). */
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <setjmp.h>
@@ -80,13 +80,23 @@ static void map_percpu(struct store_trace_writer *w, const char *name, uint64_t 
 	free(kv);
 }
 
-static void finish(struct store_trace_writer *w, struct tool_data *d, const char *const *log)
+/* A HOST_MAP record of one u32 key and u64 value, as the shim writes a host map at exit. */
+static void host_map_u32(struct store_trace_writer *w, const char *name, uint32_t key,
+			 uint64_t value)
+{
+	uint8_t kv[12];
+	memcpy(kv, &key, 4);
+	memcpy(kv + 4, &value, 8);
+	struct store_rec_map m = {.name = store_trace_intern(w, name), .map_type = 1, .key_size = 4,
+				  .value_size = 8, .count = 1};
+	assert_int_equal(store_trace_host_map(w, &m, kv, sizeof(kv)), 0);
+}
+
+static void finish(struct store_trace_writer *w, struct tool_data *d)
 {
 	char err[STORE_ERRLEN];
 	assert_int_equal(store_trace_close(w, err, sizeof(err)), 0);
 	memset(d, 0, sizeof(*d));
-	for (; log && *log; log++)
-		tool_data_log_line(d, *log);
 	err[0] = '\0';
 	assert_int_equal(tool_data_load(d, trace_path, err, sizeof(err)), 0);
 	assert_string_equal(err, "");
@@ -130,24 +140,35 @@ static void assert_contains(const char *hay, const char *needle)
 		fail_msg("expected \"%s\" in:\n%s", needle, hay);
 }
 
-static const char *const log_a[] = {
-	"live: kernel id 1 = _Z6vecaddPfS_i",
-	"live: maps on device 0 (context 0x1234): 131072 device bytes, 0 pinned bytes, 1 maps",
-	"live: cuModuleLoadData: 3 kernels not instrumentable: no PTX for sm_90 in the image "
-	"(1 cubins, SASS only)",
-	"live: something else entirely",
-	NULL};
+static const char noinst_a[] = "live: cuModuleLoadData: 3 kernels not instrumentable: no PTX "
+			       "for sm_90 in the image (1 cubins, SASS only)";
 
-/* The ring buffers' producer bookkeeping (device memory) is named in the memory line. */
+/* The run metadata the shim writes for one module of vecadd (kernel id 1), one context's maps
+ * and a SASS-only module. */
+static void meta_a(struct store_trace_writer *w)
+{
+	struct store_rec_kernel_id k = {.id = 1, .name = store_trace_intern(w, "_Z6vecaddPfS_i")};
+	assert_int_equal(store_trace_kernel_id(w, &k), 0);
+	struct store_rec_map_memory mm = {.context = 0x1234, .device_bytes = 131072, .nmaps = 1,
+					  .ctx = 1};
+	assert_int_equal(store_trace_map_memory(w, &mm, 0), 0);
+	struct store_rec_not_instrumented n = {
+		.reason = STORE_NOINST_NO_PTX, .kernels = 3, .sm = 90,
+		.api = store_trace_intern(w, "cuModuleLoadData")};
+	assert_int_equal(store_trace_not_instrumented(w, &n, noinst_a), 0);
+}
+
+/* The ring buffers' producer bookkeeping (device memory) is named in the memory line: MAP_MEMORY
+ * of format 1.5 says it after its fixed part. */
 static void test_ringbuf_bookkeeping_in_the_memory_line(void **state)
 {
 	(void)state;
-	static const char *const log[] = {
-		"live: maps on device 0 (context 0x1234): 8768 device bytes, 4165760 pinned bytes, "
-		"2 maps; ring buffer bookkeeping 8256 of the device bytes",
-		NULL};
+	struct store_trace_writer *w = create();
+	struct store_rec_map_memory mm = {.device_bytes = 8768, .pinned_bytes = 4165760, .nmaps = 2,
+					  .ctx = 1};
+	assert_int_equal(store_trace_map_memory(w, &mm, 8256), 0);
 	struct tool_data d;
-	finish(create(), &d, log);
+	finish(w, &d);
 	char *out = report("kcount", &d, 0);
 	assert_contains(out, "maps and buffers: 8768 device bytes (8256 of them ring buffer "
 			     "bookkeeping), 4165760 pinned host bytes");
@@ -170,7 +191,8 @@ static void test_kcount(void **state)
 	memcpy(vals + 5 * 16, sm5, sizeof(sm5));
 	map_percpu(w, "kstats", 10, keys, vals, 1, 16);
 	struct tool_data d;
-	finish(w, &d, log_a);
+	meta_a(w);
+	finish(w, &d);
 	char *out = report("kcount", &d, 0);
 	assert_contains(out, "vecadd");
 	assert_contains(out, "        2         1280         2          250.0");
@@ -190,23 +212,14 @@ static void test_kcount(void **state)
 	tool_data_free(&d);
 }
 
-/* Format 1.2: a trace that names kernel ids, the maps' memory and the kernels not instrumented
- * gives, with no log line at all, the report the log gave: same kernel names, same list of
- * kernels not instrumented, same reasons; with the log too, nothing is counted twice. */
-static void kcount_trace(struct tool_data *d, int meta, const char *const *log)
+/* The report says kernel ids, the maps' memory and the kernels not instrumented from the run
+ * metadata records alone (no log line is read): the same trace without them reports every
+ * kernel as not instrumented, 0 bytes and no reason. */
+static void kcount_trace(struct tool_data *d, int meta)
 {
 	struct store_trace_writer *w = create();
-	if (meta) {
-		struct store_rec_kernel_id k = {.id = 1, .name = store_trace_intern(w, "_Z6vecaddPfS_i")};
-		assert_int_equal(store_trace_kernel_id(w, &k), 0);
-		struct store_rec_map_memory mm = {.context = 0x1234, .device_bytes = 131072, .nmaps = 1,
-						  .ctx = 1};
-		assert_int_equal(store_trace_map_memory(w, &mm), 0);
-		struct store_rec_not_instrumented n = {
-			.reason = STORE_NOINST_NO_PTX, .kernels = 3, .sm = 90,
-			.api = store_trace_intern(w, "cuModuleLoadData")};
-		assert_int_equal(store_trace_not_instrumented(w, &n, log_a[2]), 0);
-	}
+	if (meta)
+		meta_a(w);
 	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
 	kernel(w, "_Z6vecaddPfS_i", 200, 2, 128);
 	kernel(w, "sass_only_kernel", 300, 1, 32);
@@ -215,38 +228,42 @@ static void kcount_trace(struct tool_data *d, int meta, const char *const *log)
 	const uint64_t sm0[] = {1, 768, 1000000, 1200000};
 	memcpy(vals, sm0, sizeof(sm0));
 	map_percpu(w, "kstats", 10, keys, vals, 1, 16);
-	finish(w, d, log);
+	finish(w, d);
 }
 
 static void test_report_from_trace_alone(void **state)
 {
 	(void)state;
-	struct tool_data from_log, from_trace, both;
-	kcount_trace(&from_log, 0, log_a);
-	kcount_trace(&from_trace, 1, NULL);
-	kcount_trace(&both, 1, log_a);
-	assert_int_equal(from_trace.have_log, 0);
-	for (int json = 0; json < 2; json++) {
-		char *a = report("kcount", &from_log, json), *b = report("kcount", &from_trace, json),
-		     *c = report("kcount", &both, json);
-		assert_contains(b, json ? "\"not_instrumented\":[\"sass_only_kernel\"]"
-					: "kernels launched but not instrumented: 1\n  sass_only_kernel");
-		assert_contains(b, json ? "no PTX for sm_90" : "reasons:\n  - cuModuleLoadData: 3 "
-							      "kernels not instrumentable: no PTX for sm_90");
-		assert_contains(b, json ? "\"device_bytes\":131072" : "maps and buffers: 131072 device bytes");
-		assert_string_equal(a, b);
-		assert_string_equal(a, c);
-		free(a);
-		free(b);
-		free(c);
-	}
-	/* cubpf run reloads the trace for each report: the memory is not added up again */
+	struct tool_data bare, from_trace;
+	kcount_trace(&bare, 0);
+	kcount_trace(&from_trace, 1);
+	char *a = report("kcount", &bare, 0), *b = report("kcount", &from_trace, 0);
+	assert_contains(a, "maps and buffers: 0 device bytes, 0 pinned host bytes\n");
+	assert_contains(a, "kernels instrumented: 0\nkernels launched but not instrumented: 2\n");
+	assert_null(strstr(a, "reasons:"));
+	assert_contains(b, "maps and buffers: 131072 device bytes, 0 pinned host bytes\n");
+	assert_contains(b, "kernels instrumented: 1\nkernels launched but not instrumented: 1\n"
+			   "  sass_only_kernel (1 launches)\nreasons:\n  - cuModuleLoadData: 3 kernels "
+			   "not instrumentable: no PTX for sm_90");
+	free(a);
+	free(b);
+	b = report("kcount", &from_trace, 1);
+	assert_json(b);
+	assert_contains(b, "\"device_bytes\":131072");
+	assert_contains(b, "\"not_instrumented\":[\"sass_only_kernel\"],\"notes\":[\"live: "
+			   "cuModuleLoadData: 3 kernels not instrumentable");
+	free(b);
+	/* cubpf run reloads the trace for each report: the memory, the reasons and the host maps
+	 * are not added up again */
 	char err[STORE_ERRLEN] = "";
 	struct store_trace_writer *w = create();
 	struct store_rec_map_memory mm = {.device_bytes = 4096, .pinned_bytes = 8, .ctx = 1};
-	store_trace_map_memory(w, &mm);
+	store_trace_map_memory(w, &mm, 0);
 	mm.ctx = 2; /* a second GPU */
-	store_trace_map_memory(w, &mm);
+	store_trace_map_memory(w, &mm, 0);
+	struct store_rec_not_instrumented n = {.reason = STORE_NOINST_JIT};
+	store_trace_not_instrumented(w, &n, "live: a reason");
+	host_map_u32(w, "hits", 0, 7);
 	struct tool_data d;
 	char path[sizeof(trace_path)];
 	strcpy(path, trace_path);
@@ -257,13 +274,14 @@ static void test_report_from_trace_alone(void **state)
 		assert_int_equal(tool_data_load(&d, path, err, sizeof(err)), 0);
 		assert_int_equal(d.device_bytes, 8192);
 		assert_int_equal(d.pinned_bytes, 16);
+		assert_int_equal(d.nnotes, 1);
+		assert_int_equal(d.nmaplines, 1);
 	}
 	unlink(path);
 	strcpy(trace_path, "/tmp/cubpf-test-tools-XXXXXX");
 	tool_data_free(&d);
-	tool_data_free(&from_log);
+	tool_data_free(&bare);
 	tool_data_free(&from_trace);
-	tool_data_free(&both);
 }
 
 /* Format 1.2: MAP records name their context; the tools keep the latest snapshot of each and
@@ -292,7 +310,7 @@ static void test_maps_of_two_gpus_are_combined(void **state)
 	map_percpu(w, "kstats", 8, keys, vals, 1, 16); /* older than ctx 1's: still its latest */
 	map_ctx = 0;
 	struct tool_data d;
-	finish(w, &d, NULL);
+	finish(w, &d);
 	assert_int_equal(d.nmaps, 1);
 	assert_int_equal(d.maps[0].contexts, 2);
 	assert_int_equal(tool_map_copies(&d.maps[0]), 512);
@@ -331,7 +349,7 @@ static void test_maps_too_sparse_to_combine(void **state)
 	}
 	map_ctx = 0;
 	struct tool_data d;
-	finish(w, &d, NULL);
+	finish(w, &d);
 	assert_int_equal(d.nmaps, 1);
 	assert_int_equal(d.maps[0].count, 1);
 	assert_int_equal(d.maps[0].contexts, 1);
@@ -362,14 +380,15 @@ static void test_threadhist(void **state)
 	map_u64(w, "threads", 2000, keys, a, 10, 1); /* the same snapshot written again */
 	map_u64(w, "threads", 1500, keys, b, 10, 1); /* an older one, late */
 	struct tool_data d;
-	finish(w, &d, log_a);
+	meta_a(w);
+	finish(w, &d);
 	char *out = report("threadhist", &d, 0);
 	assert_contains(out, "           3             5\n");
 	assert_contains(out, "           1             5\n");
 	assert_contains(out, "threads 10 (ids 0..9)  min 1  max 3  mean 2.000  stddev 1.000");
 	assert_contains(out, "most loaded: 0=3 1=3 2=3 3=3 4=3 5=1");
 	assert_contains(out, "least loaded: 9=1 8=1");
-	/* log_a names _Z6vecaddPfS_i kernel id 1; the trace launched none of it */
+	/* meta_a names _Z6vecaddPfS_i kernel id 1; the trace launched none of it */
 	assert_contains(out, "executions 20 of 0 threads launched (instrumented kernels)");
 	free(out);
 	out = report("threadhist", &d, 1);
@@ -394,7 +413,8 @@ static void test_launchlate(void **state)
 	uint64_t vals[] = {3000000 - 1000 + 6000, 2000000 - 1000 + 5000};
 	map_u64(w, "starts", 5, keys, vals, 2, 1);
 	struct tool_data d;
-	finish(w, &d, log_a);
+	meta_a(w);
+	finish(w, &d);
 	char *out = report("launchlate", &d, 1);
 	assert_json(out);
 	free(out);
@@ -418,7 +438,7 @@ static void test_launchlate_two_gpus(void **state)
 		assert_int_equal(store_trace_clock(w, &c), 0);
 		struct store_rec_map_memory mm = {.ts_ns = 1, .device_bytes = 4096, .device = dev,
 						  .nmaps = 3, .ctx = dev + 1};
-		assert_int_equal(store_trace_map_memory(w, &mm), 0);
+		assert_int_equal(store_trace_map_memory(w, &mm, 0), 0);
 		struct store_rec_kernel k = {.launch_ns = dev ? 3000000 : 2000000,
 					     .name = store_trace_intern(w, "_Z6vecaddPfS_i"),
 					     .grid = {1, 1, 1}, .block = {32, 1, 1}, .device = dev};
@@ -436,7 +456,8 @@ static void test_launchlate_two_gpus(void **state)
 		assert_int_equal(store_trace_map(w, &m, kv[dev], sizeof(kv[dev])), 0);
 	}
 	struct tool_data d;
-	finish(w, &d, log_a);
+	meta_a(w);
+	finish(w, &d);
 	char *out = report("launchlate", &d, 0);
 	assert_contains(out, "kernel = vecadd  (2 samples of 2 launches, mean 6.0 us)");
 	assert_contains(out, "     4096 -> 8191     : 2 ");
@@ -456,7 +477,8 @@ static void test_threadhist_warps(void **state)
 	map_u64(w, "warps", 10, gk, gv, 3, 1);
 	map_u64(w, "threads", 10, tk, tv, 1, 1);
 	struct tool_data d;
-	finish(w, &d, log_a);
+	meta_a(w);
+	finish(w, &d);
 	char *out = report("threadhist", &d, 0);
 	assert_contains(out, "           1            31\n");
 	assert_contains(out, "           2            65\n");
@@ -480,7 +502,8 @@ static void test_threadhist_warps(void **state)
 	map_u64(w, "warps", 10, keys, vals, 1u << 20, 1);
 	free(keys);
 	free(vals);
-	finish(w, &d, log_a);
+	meta_a(w);
+	finish(w, &d);
 	out = report("threadhist", &d, 0);
 	assert_contains(out, "           1      33554432\n");
 	assert_contains(out, "threads 33554432 (ids 0..33554431)  min 1  max 1");
@@ -501,7 +524,8 @@ static void test_threadhist_edges(void **state)
 	map_u64(w, "edges", 10, ek, ev, 3, 1);
 	map_u64(w, "threads", 10, tk, tv, 1, 1);
 	struct tool_data d;
-	finish(w, &d, log_a);
+	meta_a(w);
+	finish(w, &d);
 	char *out = report("threadhist", &d, 0);
 	assert_contains(out, "           2            65\n");
 	assert_contains(out, "           1            63\n");
@@ -563,7 +587,8 @@ static void test_threadhist_blocks(void **state)
 	map_u32(w, "blocks", 10, k1, v1, 4);
 	map_ctx = 0;
 	struct tool_data d;
-	finish(w, &d, log_a);
+	meta_a(w);
+	finish(w, &d);
 	char *out = report("threadhist", &d, 0);
 	assert_contains(out, "           4            32\n");
 	assert_contains(out, "           3           480\n");
@@ -588,7 +613,8 @@ static void test_threadhist_blocks_clamp(void **state)
 	assert_int_equal(th_slot((1u << 21) - 1, 1), TH_BLOCKS - 1);
 	map_u32(w, "blocks", 10, k, v, 2);
 	struct tool_data d;
-	finish(w, &d, log_a);
+	meta_a(w);
+	finish(w, &d);
 	char *out = report("threadhist", &d, 0);
 	assert_contains(out, "           0      67107840\n");
 	assert_contains(out, "           1           992\n");
@@ -713,7 +739,8 @@ static void test_threadhist_probe_known(void **state)
 	struct store_trace_writer *w = create();
 	th_probe_trace(w, l, 4);
 	struct tool_data d;
-	finish(w, &d, log_a);
+	meta_a(w);
+	finish(w, &d);
 	char *out = report("threadhist", &d, 0);
 	for (int c = 1; c <= 4; c++) {
 		char row[64];
@@ -747,7 +774,8 @@ static void test_threadhist_probe_shapes(void **state)
 	struct store_trace_writer *w = create();
 	th_probe_trace(w, l, nl);
 	struct tool_data d;
-	finish(w, &d, log_a);
+	meta_a(w);
+	finish(w, &d);
 	char *out = report("threadhist", &d, 0), line[128];
 	uint64_t rows[16] = {0}, max = 0;
 	for (uint64_t t = 0; t < n; t++) {
@@ -830,7 +858,8 @@ static void test_memtrace(void **state)
 	v[1 * 32 + 24 + 1] = 1536, v[2 * 32 + 24 + 1] = (uint64_t)-512;
 	map_percpu(w, "counts", 5, keys, v, 1, 32);
 	struct tool_data d;
-	finish(w, &d, log_a);
+	meta_a(w);
+	finish(w, &d);
 	char *out = report("memtrace", &d, 1);
 	assert_json(out);
 	assert_contains(out, "\"global_bytes\":6144,\"global_accesses\":1536,\"ideal_sectors\":192,"
@@ -863,7 +892,8 @@ static void test_kernelretsnoop(void **state)
 			exit_event(w, 1000 + lane, lane, b);
 	exit_event(w, 500000, 45, 2); /* block 2's lane 45 leaves again, late (a second exit) */
 	struct tool_data d;
-	finish(w, &d, log_a);
+	meta_a(w);
+	finish(w, &d);
 	char *out = report("kernelretsnoop", &d, 0);
 	assert_contains(out, "193 thread exits in 6 warps");
 	/* the first row is the slow lane, 500000 - 1032 behind its warp's first exit */
@@ -892,8 +922,8 @@ static void test_maps_dump(void **state)
 	uint32_t pk[] = {2};
 	map_percpu(w, "per_sm", 5, pk, per_sm, 1, 1);
 	struct tool_data d;
-	static const char *const log[] = {"map hits[0] = 7 (host)", NULL};
-	finish(w, &d, log);
+	host_map_u32(w, "hits", 0, 7);
+	finish(w, &d);
 	char *out = report("maps", &d, 0);
 	assert_contains(out, "map counts (program 0, map 0, type 1503, key 4 B, value 8 B;");
 	assert_contains(out, "key: 01 00 00 00  value: 05 00 00 00 00 00 00 00\n");
@@ -905,6 +935,46 @@ static void test_maps_dump(void **state)
 	out = report("maps", &d, 1);
 	assert_json(out);
 	assert_contains(out, "{\"key\":[\"0x01\",\"0x00\",\"0x00\",\"0x00\"],\"value\":[\"0x05\"");
+	assert_contains(out, "\"host_maps\":[\"map hits[0] = 7 (host)\"]");
+	free(out);
+	tool_data_free(&d);
+}
+
+/* Issue 18: the facts the tools once took from the shim's log lines come from records of format
+ * 1.5, in the words the shim logs them: a ring buffer's counts at exit (RINGBUF), a program the
+ * verifier rejected (NOT_INSTRUMENTED, reason 8), host maps of any key size (HOST_MAP); and a
+ * MAP_MEMORY record of 1.4 (no bookkeeping bytes after it) still reads, as 0 of them. */
+static void test_run_metadata_of_format_1_5(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	struct store_rec_ringbuf rb = {.taken = 1234, .dropped = 5, .syncs = 7, .sync_busy = 1,
+				       .name = store_trace_intern(w, "events"), .device = 1};
+	assert_int_equal(store_trace_ringbuf(w, &rb), 0);
+	struct store_rec_not_instrumented n = {.reason = STORE_NOINST_VERIFIER,
+					       .device = UINT32_MAX,
+					       .label = store_trace_intern(w, "on_exit")};
+	const char *why = "live: k.bpf.o: program on_exit rejected by the verifier, skipped: R1 !read_ok";
+	assert_int_equal(store_trace_not_instrumented(w, &n, why), 0);
+	uint8_t kv[3 + 2] = {0xab, 0x01, 0xff, 0x10, 0x20};
+	struct store_rec_map hm = {.name = store_trace_intern(w, "odd"), .key_size = 3,
+				   .value_size = 2, .count = 1};
+	assert_int_equal(store_trace_host_map(w, &hm, kv, sizeof(kv)), 0);
+	struct store_rec_map_memory mm = {.device_bytes = 100, .pinned_bytes = 10, .ctx = 1};
+	assert_int_equal(store_trace_append(w, STORE_REC_MAP_MEMORY, &mm, sizeof(mm), NULL, 0), 0);
+	struct tool_data d;
+	finish(w, &d);
+	assert_int_equal(d.nnotes, 2);
+	assert_string_equal(d.notes[0], "live: ring buffer events: 1234 records taken, 5 dropped on "
+					"device 1 (lanes full); tails copied to the device 7 times (1 "
+					"times the last copy was still running)");
+	assert_string_equal(d.notes[1], why);
+	assert_int_equal(d.nmaplines, 1);
+	assert_string_equal(d.maplines[0], "map odd[ab 01 ff] = 10 20 (host)");
+	char *out = report("kcount", &d, 0);
+	assert_contains(out, "maps and buffers: 100 device bytes, 10 pinned host bytes\n");
+	assert_contains(out, "reasons:\n  - ring buffer events: 1234 records taken, 5 dropped");
+	assert_contains(out, "  - k.bpf.o: program on_exit rejected by the verifier, skipped: ");
 	free(out);
 	tool_data_free(&d);
 }
@@ -1017,7 +1087,7 @@ static void test_report_names_escaped(void **state)
 	struct store_rec_not_instrumented n = {.reason = STORE_NOINST_NO_PTX, .kernels = 1};
 	assert_int_equal(store_trace_not_instrumented(w, &n, "live: no PTX for \x1b[8mhidden"), 0);
 	struct tool_data d;
-	finish(w, &d, NULL);
+	finish(w, &d);
 	for (int json = 0; json < 2; json++) {
 		char *out = report("kcount", &d, json);
 		for (const char *c = out; *c; c++)
@@ -1134,6 +1204,43 @@ static void test_run_fake(void **state)
 		 TOOLS_TEST_BUILD, TOOLS_TEST_BUILD);
 	assert_int_equal(run_cubpf(args, out, sizeof(out)), 0);
 	assert_contains(out, "{\"final\":true,\"maps\":[{\"name\":\"kstats\"");
+}
+
+/* The report after "--- at exit ---" (its time stamp's line left out), copied. */
+static char *at_exit_part(const char *out)
+{
+	const char *p = strstr(out, "--- at exit ---\n");
+	assert_non_null(p);
+	return strdup(p);
+}
+
+/* Issue 18: the report comes from the trace's records alone.  With the shim's log off (no
+ * kernel id, memory, reason or host map line written at all), cubpf run reports the same kernel
+ * ids, map memory and host maps, word for word, as with the log on. */
+static void test_run_report_without_log(void **state)
+{
+	(void)state;
+	static char out[1 << 16];
+	char args[1024], *with_log, *without_log;
+	const char *fmt = "-t kcount %s-p %s/live-probes/host.bpf.o --real-libcuda "
+			  "%s/tests/libcuda-fake.so -- %s/tests/tools_fake_app";
+	snprintf(args, sizeof(args), fmt, "", TOOLS_TEST_BUILD, TOOLS_TEST_BUILD, TOOLS_TEST_BUILD);
+	assert_int_equal(run_cubpf(args, out, sizeof(out)), 0);
+	with_log = at_exit_part(out);
+	snprintf(args, sizeof(args), fmt, "-l off ", TOOLS_TEST_BUILD, TOOLS_TEST_BUILD,
+		 TOOLS_TEST_BUILD);
+	assert_int_equal(run_cubpf(args, out, sizeof(out)), 0);
+	assert_null(strstr(out, "cubpf: ")); /* the log is off, and -l echoes it: no line */
+	without_log = at_exit_part(out);
+	assert_contains(without_log, "tools_k                                          3          480");
+	assert_contains(without_log, "kernels instrumented: 1\n");
+	assert_contains(without_log, "map calls[0] = 3 (host)\n"); /* the host program's count */
+	assert_contains(without_log, "map calls[2] = 3 (host)\n");
+	assert_contains(without_log, "maps and buffers: ");
+	assert_null(strstr(without_log, "maps and buffers: 0 device bytes"));
+	assert_string_equal(with_log, without_log);
+	free(with_log);
+	free(without_log);
 }
 
 /* cubpf cdi-hook reads the container state JSON a runtime gives it on stdin: every truncation
@@ -1381,6 +1488,7 @@ int main(void)
 		cmocka_unit_test(test_kcount),
 		cmocka_unit_test(test_ringbuf_bookkeeping_in_the_memory_line),
 		cmocka_unit_test(test_report_from_trace_alone),
+		cmocka_unit_test(test_run_metadata_of_format_1_5),
 		cmocka_unit_test(test_maps_of_two_gpus_are_combined),
 		cmocka_unit_test(test_maps_too_sparse_to_combine),
 		cmocka_unit_test(test_threadhist),
@@ -1397,6 +1505,7 @@ int main(void)
 		cmocka_unit_test(test_bad_trace),     cmocka_unit_test(test_run_options),
 		cmocka_unit_test(test_text_escaping), cmocka_unit_test(test_report_names_escaped),
 		cmocka_unit_test(test_run_fake),      cmocka_unit_test(test_run_processes),
+		cmocka_unit_test(test_run_report_without_log),
 		cmocka_unit_test(test_run_processes_fork_exit),
 		cmocka_unit_test(test_run_processes_file),
 		cmocka_unit_test(test_processes_renumbered),
