@@ -1,4 +1,4 @@
-/* tests/live: live probes in the shim (shim/live/*.c) against the fake driver of tests/shim.
+/* tests/live: live probes in the shim (shim/live/) against the fake driver of tests/shim.
  *
  * Each case runs in a child process that loads the shim (with CUBPF_PROGRAMS set) over the fake
  * driver, loads modules through it and plays the kernel by writing counts into the device maps

@@ -277,7 +277,7 @@ FAKE_EXPORT int cuFuncGetName(const char **name, void *f)
 	return FAKE_BASE + FAKE_IDX_cuFuncGetName;
 }
 
-/* ---- what live probes (shim/live/*.c) need: a context, device memory, globals, the JIT ----------
+/* ---- what live probes (shim/live/) need: a context, device memory, globals, the JIT ----------
  * Device memory is host memory (calloc), so a test can play the kernel: it finds a map through
  * the `__cubpf_map_<i>` global of the loaded module and writes counts there.  The "JIT" turns
  * PTX into "FAKECUBIN\n" + the PTX; PTX containing "fake_jit_error" fails with a log. */
