@@ -869,6 +869,10 @@ void shim_live_module_loading(struct shim_module_event *ev, void *user)
 	shim_live_kernel_module(ev->path); /* KERNEL_ID records name a file load's path */
 	module_loading(ev);
 	shim_live_kernel_module(NULL);
+	/* Process totals, so that a test loading one module sees what its load cost (the core's
+	 * description of the image included). */
+	shim_log(SHIM_LOG_DEBUG, "live: load path: %lu image opens, %lu PTX lexes (%lu rewriter "
+		 "parses) so far", cubin_image_opens(), cubin_ptx_lexes(), ptx_parses());
 }
 
 /* A cubin linked from instrumented inputs (link.c): loaded as it is, its maps filled. */
