@@ -187,6 +187,7 @@ struct cubin_image {
 				  * filled at registration; cubin_prelinked() reads it then */
 	int in_memory;           /* opened with CUBIN_OPEN_IN_MEMORY */
 	size_t wrapper_count;    /* host ELF: wrappers in .nvFatBinSegment */
+	size_t ptx_kernels;      /* PTX image: its .entry count, read when opened; else 0 */
 	uint16_t elf_machine;    /* host ELF / cubin: e_machine */
 	struct cubin_fatbin *fatbins;
 	size_t fatbin_count;

@@ -357,6 +357,7 @@ static int read_ptx(struct builder *b)
 	if (!rc) {
 		b->img->entries[0].major = k.ptx_major;
 		b->img->entries[0].minor = k.ptx_minor;
+		b->img->ptx_kernels = k.count; /* (describing the image needs no second pass) */
 	}
 	cubin_kernels_free(&k);
 	return rc;

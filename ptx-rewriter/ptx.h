@@ -258,6 +258,9 @@ struct ptx_inject_report {
 	uint32_t instrumented;         /* kernels that received at least one probe */
 	uint32_t funcs;                /* .funcs that received memory probes */
 	uint32_t entry_sites, exit_sites, mem_sites;
+	char label[96];                /* the first .entry's name, with ", ..." when there are
+					* more ("" when none): what logs call the module, read
+					* from the parse the rewrite used */
 };
 
 /* FNV-1a of the mangled name: the default kernel id. */

@@ -2483,12 +2483,22 @@ static void test_one_load_opens_and_lexes_once(void **state)
 {
 	(void)state;
 	unsigned long opens, lexes, parses;
+	/* A fatbin: opened once (by the core, handed to the hook), its PTX entry lexed once, by the
+	 * rewriter's parse (the label comes from it).  Before: 2 opens, 2 passes of 2 lexers. */
 	load_path(kcount_probe, child_fatbin, &opens, &lexes, &parses);
 	printf("one fatbin load: %lu image opens, %lu PTX lexes (%lu rewriter parses)\n", opens,
 	       lexes, parses);
+	assert_int_equal(opens, 1);
+	assert_int_equal(parses, 1);
+	assert_int_equal(lexes, 1);
+	/* PTX text: opening it lists its entries (one pass), the rewrite parses it (a second).
+	 * Before: 2 opens, 5 passes. */
 	load_path(probe_path, child_module, &opens, &lexes, &parses);
 	printf("one PTX load: %lu image opens, %lu PTX lexes (%lu rewriter parses)\n", opens,
 	       lexes, parses);
+	assert_int_equal(opens, 1);
+	assert_int_equal(parses, 1);
+	assert_int_equal(lexes, 2);
 }
 
 int main(void)
