@@ -3,7 +3,7 @@
  * Contents: (1) a bounds-checked ELF64 reader; (2) images: fatbin wrappers, fatbins, their
  * entries and payloads (raw, zstd, LZ4), host ELF files with .nv_fatbin sections, static
  * libraries of them, standalone cubins and PTX; (3) kernel lists of cubin ELF images and of PTX text; (4) choosing the PTX to
- * instrument for a device.
+ * instrument for a device; (5) the PTX lexer every module uses.
  *
  * Part 1, the ELF64 reader: a small bounds-checked reader of little-endian ELF64 images, used
  * for cubins, host executables and libraries (.nv_fatbin), and eBPF objects (vm/).  libelf's
@@ -187,6 +187,7 @@ struct cubin_image {
 				  * filled at registration; cubin_prelinked() reads it then */
 	int in_memory;           /* opened with CUBIN_OPEN_IN_MEMORY */
 	size_t wrapper_count;    /* host ELF: wrappers in .nvFatBinSegment */
+	size_t ptx_kernels;      /* PTX image: its .entry count, read when opened; else 0 */
 	uint16_t elf_machine;    /* host ELF / cubin: e_machine */
 	struct cubin_fatbin *fatbins;
 	size_t fatbin_count;
@@ -215,6 +216,10 @@ int cubin_image_open(struct cubin_image **out, const void *data, size_t size, un
  * many the list holds (0: not such a wrapper, or an empty list), or -1 when the list holds
  * something that is not a fatbin or does not end within `max` entries. */
 long cubin_prelinked(const struct cubin_image *image, const void **out, size_t max);
+
+/* How many times cubin_image_open() ran in this process (relaxed counter, never reset): the
+ * tests measure the module-load path with it (one load should open its image once). */
+unsigned long cubin_image_opens(void);
 
 /* Releases the image and every buffer it made.  NULL is accepted. */
 void cubin_image_free(struct cubin_image *image);
@@ -296,6 +301,42 @@ int cubin_ptx_kernels(const char *text, size_t len, struct cubin_kernels *out, c
 		      size_t errlen);
 
 void cubin_kernels_free(struct cubin_kernels *list);
+
+/* ---- PTX tokens (lex.c) ----------------------------------------------------------------------
+ * The one PTX lexer: cubin_ptx_kernels() and the rewriter's parser (ptx-rewriter/parse.c) walk
+ * text with it.  A token is an identifier or directive (".param", "%r1", "_Z3fooi"), a number
+ * ("9.0", "0x10"), a quoted string (a backslash escapes the next character), or one other
+ * character ("{", ";", "@").  Blanks and comments (// and block comments) separate tokens.
+ * Tokens point into the caller's text, which must outlive them; nothing is allocated, nothing
+ * is read at or past `len`.  A lexer is a plain value: copy it to look ahead. */
+
+struct cubin_ptx_lexer {
+	const char *s;           /* the text (caller-owned) */
+	size_t n;                /* its length */
+	size_t at;               /* offset of what comes next */
+	int depth;               /* '{' minus '}' tokens read so far (never below 0) */
+};
+
+struct cubin_ptx_token {
+	const char *p;           /* inside the text */
+	size_t len;              /* >= 1 */
+};
+
+/* Starts a pass over `len` bytes of text (counted: cubin_ptx_lexes). */
+void cubin_ptx_lex_start(struct cubin_ptx_lexer *lx, const char *text, size_t len);
+
+/* Moves past blanks and comments. */
+void cubin_ptx_lex_skip(struct cubin_ptx_lexer *lx);
+
+/* The next token.  Returns 1, or 0 at the end of the text. */
+int cubin_ptx_lex_next(struct cubin_ptx_lexer *lx, struct cubin_ptx_token *t);
+
+/* Whether the token is exactly `word`. */
+int cubin_ptx_tok_is(const struct cubin_ptx_token *t, const char *word);
+
+/* How many lexing passes ran in this process (relaxed counter, never reset): the tests measure
+ * the module-load path with it. */
+unsigned long cubin_ptx_lexes(void);
 
 /* ---- PTX embedded in a cubin (embedded.c) ---------------------------------------------------
  * ptxas keeps the PTX it assembled in .nv_debug_ptx_txt sections (nvJitLink:

@@ -2,6 +2,7 @@
  * files, standalone cubins and PTX (see cubin.h for ownership).  Payloads are not touched
  * here; decompress.c turns them into bytes on demand. */
 #include <elf.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "cubin/cubin.h"
@@ -356,6 +357,7 @@ static int read_ptx(struct builder *b)
 	if (!rc) {
 		b->img->entries[0].major = k.ptx_major;
 		b->img->entries[0].minor = k.ptx_minor;
+		b->img->ptx_kernels = k.count; /* (describing the image needs no second pass) */
 	}
 	cubin_kernels_free(&k);
 	return rc;
@@ -421,9 +423,17 @@ static const char *unknown_reason(const uint8_t *p, size_t size)
 	return "not a fatbin, fatbin wrapper, ELF file, static library or PTX text";
 }
 
+static atomic_ulong opens;
+
+unsigned long cubin_image_opens(void)
+{
+	return atomic_load_explicit(&opens, memory_order_relaxed);
+}
+
 int cubin_image_open(struct cubin_image **out, const void *data, size_t size, unsigned flags,
 		     char *err, size_t errlen)
 {
+	atomic_fetch_add_explicit(&opens, 1, memory_order_relaxed);
 	struct cubin_image *img = calloc(1, sizeof(*img));
 	struct builder b = {.img = img};
 	*out = NULL;

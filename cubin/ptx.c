@@ -1,5 +1,5 @@
 /* PTX header and kernel list: .version, .target, .address_size and every .entry with its
- * parameters.  A small tokenizer walks the text once; function bodies are skipped by brace
+ * parameters.  The PTX lexer (lex.c) walks the text once; function bodies are skipped by brace
  * depth, so the cost is one pass over the bytes whatever the module's size. */
 #include <ctype.h>
 #include <stdlib.h>
@@ -7,79 +7,23 @@
 #include "cubin/cubin.h"
 #include "cubin/internal.h"
 
-struct lexer {
-	const char *s;
-	size_t n, at;
-	int depth;           /* brace depth at the current position */
-};
+/* Short names for the lexer's calls, which this file makes on nearly every line. */
+static inline int next(struct cubin_ptx_lexer *lx, struct cubin_ptx_token *t)
+{
+	return cubin_ptx_lex_next(lx, t);
+}
 
-struct token {
-	const char *p;
-	size_t len;
-};
+static inline int tok_is(const struct cubin_ptx_token *t, const char *word)
+{
+	return cubin_ptx_tok_is(t, word);
+}
 
 static int is_ident(int c)
 {
 	return isalnum(c) || c == '_' || c == '$';
 }
 
-static void skip_space_and_comments(struct lexer *lx)
-{
-	while (lx->at < lx->n) {
-		const char *s = lx->s + lx->at;
-		size_t left = lx->n - lx->at;
-		if (isspace((unsigned char)*s)) {
-			lx->at++;
-		} else if (left >= 2 && s[0] == '/' && s[1] == '/') {
-			const char *nl = memchr(s, '\n', left);
-			lx->at = nl ? (size_t)(nl - lx->s) + 1 : lx->n;
-		} else if (left >= 2 && s[0] == '/' && s[1] == '*') {
-			size_t i = 2;
-			while (i + 1 < left && !(s[i] == '*' && s[i + 1] == '/'))
-				i++;
-			lx->at += i + 2 <= left ? i + 2 : left;
-		} else {
-			return;
-		}
-	}
-}
-
-/* Next token: an identifier or directive (".param", "%r1", "_Z3fooi"), a number ("9.0",
- * "0x10"), a quoted string, or one punctuation character.  Returns 0 at the end. */
-static int next(struct lexer *lx, struct token *t)
-{
-	skip_space_and_comments(lx);
-	if (lx->at >= lx->n)
-		return 0;
-	const char *s = lx->s + lx->at;
-	size_t left = lx->n - lx->at, len = 1;
-	if (*s == '"') {
-		while (len < left && s[len] != '"')
-			len++;
-		len = len < left ? len + 1 : left;
-	} else if (isdigit((unsigned char)*s)) {
-		while (len < left && (is_ident((unsigned char)s[len]) || s[len] == '.'))
-			len++;
-	} else if (is_ident((unsigned char)*s) || *s == '.' || *s == '%') {
-		while (len < left && is_ident((unsigned char)s[len]))
-			len++;
-	}
-	if (*s == '{')
-		lx->depth++;
-	else if (*s == '}' && lx->depth > 0)
-		lx->depth--;
-	t->p = s;
-	t->len = len;
-	lx->at += len;
-	return 1;
-}
-
-static int tok_is(const struct token *t, const char *word)
-{
-	return t->len == strlen(word) && !memcmp(t->p, word, t->len);
-}
-
-static uint64_t tok_number(const struct token *t)
+static uint64_t tok_number(const struct cubin_ptx_token *t)
 {
 	char buf[32];
 	size_t n = t->len < sizeof(buf) - 1 ? t->len : sizeof(buf) - 1;
@@ -92,7 +36,7 @@ static uint64_t tok_number(const struct token *t)
 }
 
 /* Size in bytes of a PTX fundamental type directive, 0 when it is not one. */
-static uint32_t type_size(const struct token *t)
+static uint32_t type_size(const struct cubin_ptx_token *t)
 {
 	static const struct { const char *name; uint32_t size; } types[] = {
 		{".b8", 1}, {".u8", 1}, {".s8", 1}, {".b16", 2}, {".u16", 2}, {".s16", 2},
@@ -107,7 +51,7 @@ static uint32_t type_size(const struct token *t)
 }
 
 struct ctx {
-	struct lexer lx;
+	struct cubin_ptx_lexer lx;
 	struct cubin_kernels *out;
 	size_t cap;
 	char *err;
@@ -125,9 +69,9 @@ static int line_of(const struct ctx *c)
 }
 
 /* One ".param ... name[N]" up to the ',' or ')' that ends it (consumed, returned in *end). */
-static int parse_param(struct ctx *c, struct cubin_kernel *k, struct token *end)
+static int parse_param(struct ctx *c, struct cubin_kernel *k, struct cubin_ptx_token *end)
 {
-	struct token t;
+	struct cubin_ptx_token t;
 	uint32_t size = 0, align = 0, count = 1;
 	int is_ptr = 0, named = 0;
 	while (next(&c->lx, &t)) {
@@ -173,7 +117,7 @@ static int parse_param(struct ctx *c, struct cubin_kernel *k, struct token *end)
 
 static int parse_params(struct ctx *c, struct cubin_kernel *k)
 {
-	struct token t = {0};
+	struct cubin_ptx_token t = {0};
 	while (1) {
 		if (!next(&c->lx, &t))
 			return PFAIL(c, "PTX: parameter list of .entry %s is not closed", k->name);
@@ -191,8 +135,8 @@ static int parse_params(struct ctx *c, struct cubin_kernel *k)
 /* Performance directives between the parameter list and the body. */
 static void parse_tuning(struct ctx *c, struct cubin_kernel *k)
 {
-	struct lexer save = c->lx;
-	struct token t;
+	struct cubin_ptx_lexer save = c->lx;
+	struct cubin_ptx_token t;
 	while (next(&c->lx, &t) && !tok_is(&t, "{") && !tok_is(&t, ";")) {
 		if (tok_is(&t, ".maxntid") || tok_is(&t, ".reqntid")) {
 			int64_t prod = 1;
@@ -214,7 +158,7 @@ static void parse_tuning(struct ctx *c, struct cubin_kernel *k)
 
 static int parse_entry(struct ctx *c)
 {
-	struct token name, t;
+	struct cubin_ptx_token name, t;
 	if (!next(&c->lx, &name) || !(is_ident((unsigned char)name.p[0]) || name.p[0] == '$'))
 		return PFAIL(c, "PTX line %d: .entry without a name", line_of(c));
 	struct cubin_kernels *out = c->out;
@@ -235,7 +179,7 @@ static int parse_entry(struct ctx *c)
 	if (!(k->name = strndup(name.p, name.len)))
 		return PFAIL(c, "out of memory");
 	out->count++;
-	struct lexer save = c->lx;
+	struct cubin_ptx_lexer save = c->lx;
 	if (next(&c->lx, &t) && tok_is(&t, "(")) {
 		if (parse_params(c, k))
 			return -1;
@@ -248,8 +192,8 @@ static int parse_entry(struct ctx *c)
 
 static void parse_target(struct ctx *c)
 {
-	struct token t;
-	struct lexer save = c->lx;
+	struct cubin_ptx_token t;
+	struct cubin_ptx_lexer save = c->lx;
 	size_t used = 0;
 	while (next(&c->lx, &t) && (t.p[0] != '.' || t.len == 1) && c->lx.depth == 0) {
 		if (tok_is(&t, ","))
@@ -278,7 +222,7 @@ keep:
 
 static int parse_top(struct ctx *c)
 {
-	struct token t;
+	struct cubin_ptx_token t;
 	int have_version = 0;
 	while (next(&c->lx, &t)) {
 		if (c->lx.depth > 0 || t.p[0] == '}')
@@ -288,7 +232,8 @@ static int parse_top(struct ctx *c)
 				return PFAIL(c, "PTX line %d: .version without a number", line_of(c));
 			/* Digits of the token only: the text need not be NUL-terminated. */
 			const char *dot = memchr(t.p, '.', t.len);
-			struct token minor = {dot ? dot + 1 : t.p + t.len, dot ? t.len - (size_t)(dot + 1 - t.p) : 0};
+			struct cubin_ptx_token minor = {dot ? dot + 1 : t.p + t.len,
+							dot ? t.len - (size_t)(dot + 1 - t.p) : 0};
 			c->out->ptx_major = (uint16_t)tok_number(&t);
 			c->out->ptx_minor = (uint16_t)tok_number(&minor);
 			have_version = 1;
@@ -314,8 +259,8 @@ int cubin_ptx_kernels(const char *text, size_t len, struct cubin_kernels *out, c
 	if (!text)
 		return cubin_fail(err, errlen, "not PTX: no text");
 	const char *nul = memchr(text, 0, len);
-	struct ctx c = {.lx = {.s = text, .n = nul ? (size_t)(nul - text) : len},
-			.out = out, .err = err, .errlen = errlen};
+	struct ctx c = {.out = out, .err = err, .errlen = errlen};
+	cubin_ptx_lex_start(&c.lx, text, nul ? (size_t)(nul - text) : len);
 	out->address_size = 32; /* the PTX ISA default when .address_size is absent */
 	if (parse_top(&c)) {
 		cubin_kernels_free(out);

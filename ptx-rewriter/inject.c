@@ -779,6 +779,17 @@ static void cleanup(struct inj *j)
 	free(j->ed.v);
 }
 
+static void report_label(const struct ptx_module *m, struct ptx_inject_report *rep)
+{
+	const char *first = NULL;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < m->func_cnt; i++)
+		if (m->funcs[i].is_entry && n++ == 0)
+			first = m->funcs[i].name;
+	if (first)
+		snprintf(rep->label, sizeof(rep->label), "%s%s", first, n > 1 ? ", ..." : "");
+}
+
 int ptx_instrument(const char *text, size_t len, const struct ptx_inject_opts *opts, char **out,
 		   size_t *out_len, struct ptx_inject_report *rep, char *err, size_t errlen)
 {
@@ -793,6 +804,7 @@ int ptx_instrument(const char *text, size_t len, const struct ptx_inject_opts *o
 	struct ptx_module *m;
 	if (ptx_parse(text, len, &m, err, errlen))
 		return -1;
+	report_label(m, rep);
 	if (strstr(m->text, "%__cb_r") || strstr(m->text, "$__cubpf_exit")) {
 		ptx_seterr(err, errlen, "the module is already instrumented by cubpf");
 		ptx_module_free(m);

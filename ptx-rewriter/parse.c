@@ -3,20 +3,34 @@
  * byte.  It understands statements at module level (directives, variables with initialisers,
  * .section blocks of debug builds, function prototypes and definitions) and inside bodies
  * (declarations, labels, nested blocks of inline asm, predicated instructions, operands with
- * vectors, brackets and call argument lists). */
+ * vectors, brackets and call argument lists).  Blanks, comments, strings and the ends of
+ * statements and blocks are found with cubin's PTX lexer (cubin_ptx_lex_*), the one that also
+ * lists a module's entries, so the two can never disagree on where a statement ends. */
 #include <ctype.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cubin/cubin.h"
 #include "ptx-rewriter/internal.h"
 
 struct rd {
 	const char *s;
 	size_t n, i;
+	struct cubin_ptx_lexer lx; /* over [s, s + n): copied to scan from an offset */
 	char *err;
 	size_t errlen;
 };
+
+/* The lexer of r's text, at offset `at`. */
+static struct cubin_ptx_lexer lexer_at(const struct rd *r, size_t at)
+{
+	struct cubin_ptx_lexer lx = r->lx;
+	lx.at = at;
+	lx.depth = 0;
+	return lx;
+}
 
 static int line_of(const struct rd *r, size_t off)
 {
@@ -35,22 +49,9 @@ static int rd_fail(struct rd *r, size_t off, const char *what)
 /* Skips blanks and comments. */
 static void skip_ws(struct rd *r)
 {
-	while (r->i < r->n) {
-		char c = r->s[r->i];
-		if (isspace((unsigned char)c)) {
-			r->i++;
-		} else if (c == '/' && r->i + 1 < r->n && r->s[r->i + 1] == '/') {
-			while (r->i < r->n && r->s[r->i] != '\n')
-				r->i++;
-		} else if (c == '/' && r->i + 1 < r->n && r->s[r->i + 1] == '*') {
-			r->i += 2;
-			while (r->i + 1 < r->n && !(r->s[r->i] == '*' && r->s[r->i + 1] == '/'))
-				r->i++;
-			r->i = r->i + 2 < r->n ? r->i + 2 : r->n;
-		} else {
-			return;
-		}
-	}
+	struct cubin_ptx_lexer lx = lexer_at(r, r->i);
+	cubin_ptx_lex_skip(&lx);
+	r->i = lx.at;
 }
 
 static bool is_ident(char c)
@@ -62,23 +63,15 @@ static bool is_ident(char c)
  * strings, comments, parentheses and initialiser braces.  Returns its offset or n. */
 static size_t stmt_end(const struct rd *r, size_t i, bool stop_brace)
 {
+	struct cubin_ptx_lexer lx = lexer_at(r, i);
+	struct cubin_ptx_token t;
 	int paren = 0, brace = 0;
 	bool init = false;
-	while (i < r->n) {
-		char c = r->s[i];
-		if (c == '"') {
-			for (i++; i < r->n && r->s[i] != '"'; i++)
-				if (r->s[i] == '\\')
-					i++;
-		} else if (c == '/' && i + 1 < r->n && r->s[i + 1] == '/') {
-			while (i < r->n && r->s[i] != '\n')
-				i++;
+	while (cubin_ptx_lex_next(&lx, &t)) {
+		if (t.len != 1) /* words, numbers and strings hold none of these */
 			continue;
-		} else if (c == '/' && i + 1 < r->n && r->s[i + 1] == '*') {
-			for (i += 2; i + 1 < r->n && !(r->s[i] == '*' && r->s[i + 1] == '/'); i++)
-				;
-			i++;
-		} else if (c == '(') {
+		char c = t.p[0];
+		if (c == '(') {
 			paren++;
 		} else if (c == ')') {
 			paren--;
@@ -86,14 +79,13 @@ static size_t stmt_end(const struct rd *r, size_t i, bool stop_brace)
 			init = true;
 		} else if (c == '{') {
 			if (stop_brace && !init && paren == 0 && brace == 0)
-				return i;
+				return (size_t)(t.p - r->s);
 			brace++;
 		} else if (c == '}') {
 			brace--;
 		} else if (c == ';' && paren <= 0 && brace <= 0) {
-			return i;
+			return (size_t)(t.p - r->s);
 		}
-		i++;
 	}
 	return r->n;
 }
@@ -121,24 +113,14 @@ static size_t line_end(const struct rd *r, size_t i)
 /* Matching close brace of the '{' at i, or n. */
 static size_t match_brace(const struct rd *r, size_t i)
 {
+	struct cubin_ptx_lexer lx = lexer_at(r, i);
+	struct cubin_ptx_token t;
 	int depth = 0;
-	for (; i < r->n; i++) {
-		char c = r->s[i];
-		if (c == '"') {
-			for (i++; i < r->n && r->s[i] != '"'; i++)
-				;
-		} else if (c == '/' && i + 1 < r->n && r->s[i + 1] == '/') {
-			while (i < r->n && r->s[i] != '\n')
-				i++;
-		} else if (c == '/' && i + 1 < r->n && r->s[i + 1] == '*') {
-			for (i += 2; i + 1 < r->n && !(r->s[i] == '*' && r->s[i + 1] == '/'); i++)
-				;
-			i++;
-		} else if (c == '{') {
+	while (cubin_ptx_lex_next(&lx, &t)) {
+		if (cubin_ptx_tok_is(&t, "{"))
 			depth++;
-		} else if (c == '}' && --depth == 0) {
-			return i;
-		}
+		else if (cubin_ptx_tok_is(&t, "}") && --depth == 0)
+			return (size_t)(t.p - r->s);
 	}
 	return r->n;
 }
@@ -152,21 +134,32 @@ static char *dup_trim(const char *s, size_t n)
 	return strndup(s, n);
 }
 
-/* Does token `w` occur in [s, s+n) as a whole word outside parentheses? */
-static const char *find_word(const char *s, size_t n, const char *w)
+/* The first ".entry" and the first ".func" of the statement [b, end) outside parentheses, as
+ * whole words (not part of "x.entry" or ".entry.x"); NULL when absent. */
+static void find_keywords(const struct rd *r, size_t b, size_t end, const char **entry,
+			  const char **func)
 {
-	size_t l = strlen(w);
+	struct cubin_ptx_lexer lx = lexer_at(r, b);
+	struct cubin_ptx_token t;
 	int paren = 0;
-	for (size_t i = 0; i + l <= n; i++) {
-		if (s[i] == '(')
-			paren++;
-		else if (s[i] == ')')
-			paren--;
-		if (paren == 0 && !strncmp(s + i, w, l) && (i == 0 || !is_ident(s[i - 1])) &&
-		    (i + l == n || !is_ident(s[i + l])))
-			return s + i;
+	lx.n = end;
+	*entry = *func = NULL;
+	while (cubin_ptx_lex_next(&lx, &t)) {
+		if (t.p[0] == '(' || t.p[0] == ')') {
+			paren += t.p[0] == '(' ? 1 : -1;
+			continue;
+		}
+		if (t.p[0] != '.' || (t.len != 6 && t.len != 5)) /* cheap test first */
+			continue;
+		bool is_entry = cubin_ptx_tok_is(&t, ".entry");
+		if (paren || !(is_entry || cubin_ptx_tok_is(&t, ".func")) ||
+		    (t.p > r->s + b && is_ident(t.p[-1])) || (lx.at < end && is_ident(r->s[lx.at])))
+			continue;
+		if (is_entry && !*entry)
+			*entry = t.p;
+		else if (!is_entry && !*func)
+			*func = t.p;
 	}
-	return NULL;
 }
 
 /* ---- parameters ---- */
@@ -588,11 +581,12 @@ static int module_stmt(struct rd *r, struct ptx_module *m)
 		return 0;
 	}
 	size_t end = stmt_end(r, b, true);
-	const char *kw;
-	if ((kw = find_word(s + b, end - b, ".entry")))
-		return module_func(r, m, b, end, kw, true);
-	if ((kw = find_word(s + b, end - b, ".func")))
-		return module_func(r, m, b, end, kw, false);
+	const char *entry, *func;
+	find_keywords(r, b, end, &entry, &func);
+	if (entry)
+		return module_func(r, m, b, end, entry, true);
+	if (func)
+		return module_func(r, m, b, end, func, false);
 	if (end < r->n && s[end] == '{') { /* .section and other blocks */
 		size_t close = match_brace(r, end);
 		if (close >= r->n)
@@ -608,8 +602,16 @@ static int module_stmt(struct rd *r, struct ptx_module *m)
 	return 0;
 }
 
+static atomic_ulong parses;
+
+unsigned long ptx_parses(void)
+{
+	return atomic_load_explicit(&parses, memory_order_relaxed);
+}
+
 int ptx_parse(const char *text, size_t len, struct ptx_module **out, char *err, size_t errlen)
 {
+	atomic_fetch_add_explicit(&parses, 1, memory_order_relaxed);
 	/* PTX taken from fatbins is often followed by NUL padding: the text ends at the first NUL */
 	len = strnlen(text, len);
 	struct ptx_module *m = calloc(1, sizeof(*m));
@@ -628,6 +630,7 @@ int ptx_parse(const char *text, size_t len, struct ptx_module **out, char *err, 
 	m->len = len;
 	m->address_size = 64;
 	struct rd r = {.s = m->text, .n = len, .err = err, .errlen = errlen};
+	cubin_ptx_lex_start(&r.lx, m->text, len);
 	for (;;) {
 		skip_ws(&r);
 		if (r.i >= r.n)

@@ -158,6 +158,9 @@ struct ptx_module {
  * ("line N: ...") in err.  Never reads past len. */
 int ptx_parse(const char *text, size_t len, struct ptx_module **out, char *err, size_t errlen);
 void ptx_module_free(struct ptx_module *m);
+/* How many times ptx_parse() ran in this process (relaxed counter, never reset): the tests
+ * measure the module-load path with it. */
+unsigned long ptx_parses(void);
 const struct ptx_func *ptx_find_func(const struct ptx_module *m, const char *name);
 
 /* Memory access of an instruction, or false when it is not ld/ldu/st/atom/red. */
@@ -255,6 +258,9 @@ struct ptx_inject_report {
 	uint32_t instrumented;         /* kernels that received at least one probe */
 	uint32_t funcs;                /* .funcs that received memory probes */
 	uint32_t entry_sites, exit_sites, mem_sites;
+	char label[96];                /* the first .entry's name, with ", ..." when there are
+					* more ("" when none): what logs call the module, read
+					* from the parse the rewrite used */
 };
 
 /* FNV-1a of the mangled name: the default kernel id. */

@@ -87,6 +87,10 @@ void shim_kernel_fork_done(void);
 
 /* Module-load statistics and log line (report.c). */
 void shim_image_describe(const void *image, size_t size_hint, struct shim_image_info *info);
+/* The same, keeping the opened image in *opened (NULL when it could not be opened): free it
+ * with cubin_image_free. */
+void shim_image_describe_open(const void *image, size_t size_hint, struct shim_image_info *info,
+			      struct cubin_image **opened);
 void shim_report_load(const struct shim_module_event *ev);
 void shim_report_unload(CUresult r);
 void shim_report_graph_launch(void);

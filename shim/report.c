@@ -42,6 +42,8 @@ static unsigned entry_kernels(struct cubin_image *img, size_t i)
 	struct cubin_kernels list;
 	char err[CUBIN_ERRLEN];
 	int rc = -1;
+	if (img->kind == CUBIN_IMAGE_PTX) /* listed when it was opened */
+		return (unsigned)img->ptx_kernels;
 	if (cubin_entry_data(img, i, &data, &size) != 0)
 		return 0;
 	if (img->entries[i].kind == CUBIN_ENTRY_ELF)
@@ -75,7 +77,15 @@ static void describe_entries(struct cubin_image *img, struct shim_image_info *in
 
 void shim_image_describe(const void *image, size_t size_hint, struct shim_image_info *info)
 {
+	shim_image_describe_open(image, size_hint, info, NULL);
+}
+
+void shim_image_describe_open(const void *image, size_t size_hint, struct shim_image_info *info,
+			      struct cubin_image **opened)
+{
 	memset(info, 0, sizeof(*info));
+	if (opened)
+		*opened = NULL;
 	if (!image)
 		return;
 	enum cubin_image_kind kind;
@@ -90,7 +100,10 @@ void shim_image_describe(const void *image, size_t size_hint, struct shim_image_
 		return;
 	info->readable = 1;
 	describe_entries(img, info);
-	cubin_image_free(img);
+	if (opened)
+		*opened = img; /* (the caller's hooks read it: one open per load) */
+	else
+		cubin_image_free(img);
 }
 
 static const char *kind_name(enum shim_image_kind k)

@@ -76,6 +76,8 @@ struct shim_image_info {
 	int readable;         /* 1 when the contents were read, 0 when only the kind is known */
 };
 
+struct cubin_image; /* cubin/cubin.h */
+
 struct shim_module_event {
 	enum shim_load_api api;
 	const char *api_name;       /* "cuLibraryLoadData", ... */
@@ -88,6 +90,11 @@ struct shim_module_event {
 	int result;                 /* after: the CUresult */
 	uint64_t ts_begin, ts_end;  /* CLOCK_REALTIME ns */
 	uint32_t tid;
+	/* During module_loading only: the image as the core opened it to describe it (NULL when it
+	 * did not), so that a hook reads it without opening it again.  The hook may read entries
+	 * through it (cubin_entry_data keeps what it decompresses) but must not free it or keep it:
+	 * the core frees it when module_loading returns. */
+	struct cubin_image *opened;
 };
 
 /* A kernel as the shim knows it.  `handle` is a CUfunction or a CUkernel; both map to the same

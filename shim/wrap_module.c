@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cubin/cubin.h"
 #include "shim/internal.h"
 
 /* The hooks, or NULL when nothing listens (then loads cost one extra branch). */
@@ -95,13 +96,16 @@ static void load_begin(struct shim_module_event *ev, const struct shim_hooks *h,
 	ev->tid = shim_tid();
 	if (describing(h)) {
 		if (image)
-			shim_image_describe(image, size, &ev->info);
+			shim_image_describe_open(image, size, &ev->info,
+						 h && h->module_loading ? &ev->opened : NULL);
 		else if (path && api != SHIM_LOAD_LINK_DATA) /* (a link input's name is a label) */
 			describe_file(path, &ev->info);
 	}
 	ev->ts_begin = shim_now_ns();
 	if (h && h->module_loading)
 		h->module_loading(ev, h->user);
+	cubin_image_free(ev->opened); /* (it points into the application's bytes) */
+	ev->opened = NULL;
 }
 
 static CUresult load_end(struct shim_module_event *ev, const struct shim_hooks *h, CUresult r)

@@ -196,6 +196,7 @@ struct work {
 	CUcontext ctx;
 	uint32_t sm;
 	struct cubin_image *img;    /* the original image (headers read) */
+	bool img_borrowed;          /* img is the core's (ev->opened): not ours to free */
 	long ptx_entry;             /* its PTX entry for sm, or -1 */
 	const char *ptx;            /* the PTX to instrument: the entry's, or embedded.text */
 	size_t ptx_len;
@@ -536,14 +537,36 @@ static void jit_check(struct work *w, long elf)
 	free(cubin);
 }
 
-/* Opens the image (headers only) and finds its PTX for the device.  Returns 1, 0 when the image
- * has no usable PTX (said once, with the reason), -1 on an unreadable image (w->err). */
-static int open_image(struct work *w)
+/* The image, opened once per load: the one the core opened to describe it (ev->opened) when
+ * there is one, else opened here (headers only).  Returns 0, or -1 (w->err). */
+static int take_image(struct work *w)
 {
 	const struct shim_module_event *ev = w->ev;
 	size_t max = ev->info.size ? ev->info.size : CUBIN_SIZE_UNKNOWN;
+	if (ev->opened && ev->opened->data == ev->image) {
+		w->img = ev->opened;
+		w->img_borrowed = true;
+		return 0;
+	}
+	return cubin_image_open(&w->img, ev->image, max, CUBIN_OPEN_IN_MEMORY, w->err,
+				sizeof(w->err));
+}
+
+static void release_image(struct work *w)
+{
+	if (!w->img_borrowed)
+		cubin_image_free(w->img);
+	w->img = NULL;
+}
+
+/* Takes the image and finds its PTX for the device, once for the whole load.  Returns 1, 0 when
+ * the image has no usable PTX (said once, with the reason), -1 on an unreadable image
+ * (w->err). */
+static int open_image(struct work *w)
+{
+	const struct shim_module_event *ev = w->ev;
 	char why[LIVE_ERRLEN];
-	if (cubin_image_open(&w->img, ev->image, max, CUBIN_OPEN_IN_MEMORY, w->err, sizeof(w->err)))
+	if (take_image(w))
 		return -1;
 	w->ptx_entry = cubin_choose_ptx(w->img, SIZE_MAX, w->sm);
 	if (w->ptx_entry >= 0) {
@@ -650,10 +673,8 @@ static int instrument_parts(struct work *w)
 		w->rep.entry_sites += rep.entry_sites, w->rep.exit_sites += rep.exit_sites;
 		w->rep.mem_sites += rep.mem_sites;
 		total += p->out_len + 32;
-		if (rc > 0 && !w->label[0]) {
-			snprintf(w->label, sizeof(w->label), "rdc objects");
-			shim_live_ptx_label(p->out, p->out_len, "module", w->label, sizeof(w->label));
-		}
+		if (rc > 0 && !w->label[0]) /* (the rewriter's parse named it: no lexing again) */
+			snprintf(w->label, sizeof(w->label), "%s", rep.label[0] ? rep.label : "module");
 	}
 	if (!w->rep.instrumented)
 		return 0;
@@ -869,6 +890,10 @@ void shim_live_module_loading(struct shim_module_event *ev, void *user)
 	shim_live_kernel_module(ev->path); /* KERNEL_ID records name a file load's path */
 	module_loading(ev);
 	shim_live_kernel_module(NULL);
+	/* Process totals, so that a test loading one module sees what its load cost (the core's
+	 * description of the image included). */
+	shim_log(SHIM_LOG_DEBUG, "live: load path: %lu image opens, %lu PTX lexes (%lu rewriter "
+		 "parses) so far", cubin_image_opens(), cubin_ptx_lexes(), ptx_parses());
 }
 
 /* A cubin linked from instrumented inputs (link.c): loaded as it is, its maps filled. */
@@ -921,7 +946,7 @@ static void module_loading(struct shim_module_event *ev)
 		if (w.cached && cache_lookup(&w, t0)) {
 			cubin_embedded_ptx_free(&w.embedded);
 			free_parts(&w);
-			cubin_image_free(w.img);
+			release_image(&w);
 			return;
 		}
 		rc = instrument(&w);
@@ -931,7 +956,7 @@ static void module_loading(struct shim_module_event *ev)
 	if (rc <= 0) {
 		cubin_embedded_ptx_free(&w.embedded);
 		free_parts(&w);
-		cubin_image_free(w.img);
+		release_image(&w);
 		if (rc < 0)
 			fallback(w.sm ? STORE_NOINST_REWRITE : STORE_NOINST_OTHER, ev->api_name,
 				 "module", w.err);
@@ -939,7 +964,7 @@ static void module_loading(struct shim_module_event *ev)
 		return;
 	}
 	if (!w.nparts) /* (the objects' label is their first instrumented kernel already) */
-		shim_live_ptx_label(w.out, w.out_len, "module", w.label, sizeof(w.label));
+		snprintf(w.label, sizeof(w.label), "%s", w.rep.label[0] ? w.rep.label : "module");
 	size_t size = 0;
 	struct sub *s = NULL;
 	if (w.ctx && !shim_live_ctx_get(w.ctx, w.err, sizeof(w.err)))
@@ -955,7 +980,7 @@ static void module_loading(struct shim_module_event *ev)
 	}
 	cubin_embedded_ptx_free(&w.embedded);
 	free_parts(&w);
-	cubin_image_free(w.img); /* (make_sub may read the original's registers) */
+	release_image(&w); /* (make_sub may read the original's registers) */
 	if (s) {
 		s->size = size;
 		if (w.cached)

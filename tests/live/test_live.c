@@ -2448,6 +2448,59 @@ static void test_rdc_objects_are_linked_instrumented(void **state)
 	want("module original");
 }
 
+/* The module-load path, measured: one load of a fatbin (SASS and PTX for sm_90) in a fresh
+ * process, with the counts of image opens and PTX lexing passes the debug log gives. */
+static char fatbin_path[4200];
+
+static int child_fatbin(void)
+{
+	FILE *f = fopen(fatbin_path, "rb");
+	static char buf[1 << 20];
+	void *mod = NULL;
+	if (!f)
+		return child_fail("no fixture %s", fatbin_path);
+	size_t n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	if (!n || open_both() || load(&mod, buf) != 0 || instrumented(mod, "FAKECUBIN"))
+		return 1;
+	return 0;
+}
+
+/* The counts a child's debug log gives after its one load. */
+static void load_path(const char *probe, int (*fn)(void), unsigned long *opens,
+		      unsigned long *lexes, unsigned long *parses)
+{
+	struct child_env env = { { "CUBPF_LOG", "CUBPF_PROGRAMS" }, { "debug", probe } };
+	assert_int_equal(run_child(&env, fn), 0);
+	assert_non_null(strstr(child_err, "live: cuModuleLoadData: instrumented"));
+	const char *line = strstr(child_err, "live: load path: ");
+	assert_non_null(line);
+	assert_int_equal(sscanf(line, "live: load path: %lu image opens, %lu PTX lexes (%lu rewriter "
+				"parses)", opens, lexes, parses), 3);
+}
+
+static void test_one_load_opens_and_lexes_once(void **state)
+{
+	(void)state;
+	unsigned long opens, lexes, parses;
+	/* A fatbin: opened once (by the core, handed to the hook), its PTX entry lexed once, by the
+	 * rewriter's parse (the label comes from it).  Before: 2 opens, 2 passes of 2 lexers. */
+	load_path(kcount_probe, child_fatbin, &opens, &lexes, &parses);
+	printf("one fatbin load: %lu image opens, %lu PTX lexes (%lu rewriter parses)\n", opens,
+	       lexes, parses);
+	assert_int_equal(opens, 1);
+	assert_int_equal(parses, 1);
+	assert_int_equal(lexes, 1);
+	/* PTX text: opening it lists its entries (one pass), the rewrite parses it (a second).
+	 * Before: 2 opens, 5 passes. */
+	load_path(probe_path, child_module, &opens, &lexes, &parses);
+	printf("one PTX load: %lu image opens, %lu PTX lexes (%lu rewriter parses)\n", opens,
+	       lexes, parses);
+	assert_int_equal(opens, 1);
+	assert_int_equal(parses, 1);
+	assert_int_equal(lexes, 2);
+}
+
 int main(void)
 {
 	if (getenv("TEST_FILTER")) /* one test, or a glob of them, while chasing a failure */
@@ -2459,6 +2512,7 @@ int main(void)
 	snprintf(fake_path, sizeof(fake_path), "%s/tests/libcuda-fake.so", build);
 	snprintf(probe_path, sizeof(probe_path), "%s/live-probes/count.bpf.o", build);
 	snprintf(cubin_path, sizeof(cubin_path), "%s/shim/app.cubin", fix);
+	snprintf(fatbin_path, sizeof(fatbin_path), "%s/shim/app.fatbin", fix);
 	snprintf(embedded_dir, sizeof(embedded_dir), "%s/cubin", fix);
 	snprintf(kcount_probe, sizeof(kcount_probe), "%s/probes/kcount.bpf.o", build);
 	snprintf(ring_probe, sizeof(ring_probe), "%s/live-probes/ring.bpf.o", build);
@@ -2489,6 +2543,7 @@ int main(void)
 		cmocka_unit_test(test_checker_hang_is_cut_short),
 		cmocka_unit_test(test_in_process_verification_gives_the_same_verdicts),
 		cmocka_unit_test(test_cubin_kernels_are_listed_as_not_instrumentable),
+		cmocka_unit_test(test_one_load_opens_and_lexes_once),
 		cmocka_unit_test(test_file_loads_are_instrumented),
 		cmocka_unit_test(test_instrumented_kernels_keep_their_block_size),
 		cmocka_unit_test(test_maps_are_written_to_the_trace),

@@ -57,7 +57,7 @@ TEST_BINS += $(BUILD)/tests/test_ptx
 $(BUILD)/tests/test_ptx_gen: $(call objs,tests/ptx/test_ptx_gen.c) $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/ptx/test_ptx_gen.c) $(PTX_LIB) $(VM_LIB) \
-		$(DEP_LIBS) -lcmocka $(LDLIBS)
+		$(CUBIN_LIB) $(DEP_LIBS) -lcmocka $(LDLIBS)
 TEST_BINS += $(BUILD)/tests/test_ptx_gen
 
 # ---- GPU inputs, built here (the GPU machine has no clang): $(BUILD)/gpu/ ------------------
@@ -69,9 +69,10 @@ PTX_GPU_CC   := $(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror -I. -I$(CUDA_HOME)
 PTX_GPU_LINK := -L$(dir $(CUDA_STUB)) -lcuda
 PTX_CUBPF    := $(BUILD)/bin/cubpf
 
-$(PTX_GPU)/ptx_conf_gen: tests/ptx/gpu/conf_gen.c tests/ptx/conf.c tests/ptx/conf.h $(PTX_LIB)
+$(PTX_GPU)/ptx_conf_gen: tests/ptx/gpu/conf_gen.c tests/ptx/conf.c tests/ptx/conf.h $(PTX_LIB) \
+		$(CUBIN_LIB)
 	@mkdir -p $(@D)
-	$(PTX_GPU_CC) -o $@ tests/ptx/gpu/conf_gen.c tests/ptx/conf.c $(PTX_LIB)
+	$(PTX_GPU_CC) -o $@ tests/ptx/gpu/conf_gen.c tests/ptx/conf.c $(PTX_LIB) $(CUBIN_LIB)
 $(PTX_GPU)/ptx_conformance.ptx: $(PTX_GPU)/ptx_conf_gen
 	$(PTX_GPU)/ptx_conf_gen $(SHARED)/bpf_conformance $(PTX_GPU)
 $(PTX_GPU)/ptx_conf_run: tests/ptx/gpu/conf_run.c tests/ptx/gpu/common.h
@@ -141,7 +142,7 @@ BENCH_BINS += $(PTX_BENCH_ALL)
 endif
 
 # libFuzzer target (clang): the reader, the instrumenter and the code generator on damaged input.
-$(FUZZ_BUILD)/fuzz_ptx: tests/ptx/fuzz_ptx.c $(PTX_SRCS) | $(DEPS_STAMP) $(ZSTD_PIC_LIB)
+$(FUZZ_BUILD)/fuzz_ptx: tests/ptx/fuzz_ptx.c $(PTX_SRCS) cubin/lex.c | $(DEPS_STAMP) $(ZSTD_PIC_LIB)
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) -o $@ $^ $(DEP_LIBS)
 FUZZ_BINS += $(FUZZ_BUILD)/fuzz_ptx
