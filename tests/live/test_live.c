@@ -16,6 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <dlfcn.h>
+#include <glob.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -2501,6 +2502,19 @@ static void test_one_load_opens_and_lexes_once(void **state)
 	assert_int_equal(lexes, 2);
 }
 
+/* The traces of fork()ed children (TRACE.PID, one per process) are the tests' to remove too. */
+static void remove_child_traces(void)
+{
+	char pattern[80];
+	glob_t g;
+	snprintf(pattern, sizeof(pattern), "%s.*", trace_path);
+	if (glob(pattern, 0, NULL, &g) != 0)
+		return;
+	for (size_t i = 0; i < g.gl_pathc; i++)
+		unlink(g.gl_pathv[i]);
+	globfree(&g);
+}
+
 int main(void)
 {
 	if (getenv("TEST_FILTER")) /* one test, or a glob of them, while chasing a failure */
@@ -2580,5 +2594,7 @@ int main(void)
 		cmocka_unit_test(test_link_refusal_adds_the_original),
 		cmocka_unit_test(test_rdc_objects_are_linked_instrumented),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	int failed = cmocka_run_group_tests(tests, NULL, NULL);
+	remove_child_traces();
+	return failed;
 }
