@@ -344,8 +344,11 @@ enum store_noinst_reason {
 	STORE_NOINST_REFUSED = 5,     /* the driver refused the substitute at load */
 	STORE_NOINST_UNREACHABLE = 6, /* instrumented, but the maps' pointers could not be stored */
 	STORE_NOINST_OTHER = 7,       /* anything else (out of memory, unknown SM) */
-	STORE_NOINST_VERIFIER = 8     /* (1.5) a probe program the verifier rejected: no kernel
+	STORE_NOINST_VERIFIER = 8,    /* (1.5) a probe program the verifier rejected: no kernel
 				       * runs it (label: the program's name) */
+	STORE_NOINST_PROBE_OBJECT = 9 /* (1.5) a probe object refused whole (unreadable, damaged,
+				       * maps over the cap): none of its programs runs (label: its
+				       * path) */
 };
 
 /* Kernels of one load that run without probes, and why.  Followed by a string: the message as

@@ -89,6 +89,7 @@ static const char *const reason_names[] = {
 	[STORE_NOINST_JIT] = "JIT",                [STORE_NOINST_MAPS] = "maps",
 	[STORE_NOINST_REFUSED] = "driver refused", [STORE_NOINST_UNREACHABLE] = "maps unreachable",
 	[STORE_NOINST_OTHER] = "other",            [STORE_NOINST_VERIFIER] = "verifier",
+	[STORE_NOINST_PROBE_OBJECT] = "probe object",
 };
 
 const char *store_noinst_reason_name(uint32_t reason)

@@ -340,40 +340,47 @@ static int add_maps(const struct vm_object *o, uint32_t obj)
 	return 0;
 }
 
-/* Programs the verifier rejected.  They are logged when the objects load, before the trace
- * exists, so they are kept and written into it when it opens (a forked child's trace too), as
- * NOT_INSTRUMENTED records: the tools read those, not the log. */
-struct rejection {
+/* What start-up left out: probe objects refused whole and programs the verifier rejected.  They
+ * are logged when the objects load, before the trace exists, so they are kept and written into
+ * it when it opens (a forked child's trace too), as NOT_INSTRUMENTED records: the tools read
+ * those, not the log. */
+struct startup_note {
 	uint64_t ts_ns;
-	char *prog, *msg;
+	uint32_t reason;           /* STORE_NOINST_PROBE_OBJECT or STORE_NOINST_VERIFIER */
+	char *label, *msg;         /* the object's path or the program's name; the log's words */
 };
-static struct rejection *rejections;
-static uint32_t nrejections;
+static struct startup_note *startup_notes;
+static uint32_t nstartup_notes;
 
-static void reject(const struct vm_object *o, const struct vm_prog *vp, const char *reason)
+static void startup_note(uint32_t reason, const char *label, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void startup_note(uint32_t reason, const char *label, const char *fmt, ...)
 {
 	char msg[1024]; /* shim_log's own bound, as shim_live_note */
-	snprintf(msg, sizeof(msg), "live: %s: program %s rejected by the verifier, skipped: %s",
-		 o->name, vp->name, reason);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
 	shim_log(SHIM_LOG_WARN, "%s", msg);
-	struct rejection *q = realloc(rejections, sizeof(*q) * (nrejections + 1));
+	struct startup_note *q = realloc(startup_notes, sizeof(*q) * (nstartup_notes + 1));
 	if (!q)
 		return; /* the log says it still */
-	rejections = q;
-	q[nrejections] = (struct rejection){shim_now_ns(), strdup(vp->name), strdup(msg)};
-	if (q[nrejections].prog && q[nrejections].msg)
-		nrejections++;
+	startup_notes = q;
+	q[nstartup_notes] = (struct startup_note){shim_now_ns(), reason, strdup(label), strdup(msg)};
+	if (q[nstartup_notes].label && q[nstartup_notes].msg)
+		nstartup_notes++;
 }
 
-static void trace_rejections(void)
+static void trace_startup_notes(void)
 {
-	for (uint32_t i = 0; i < nrejections; i++) {
+	for (uint32_t i = 0; i < nstartup_notes; i++) {
 		struct store_rec_not_instrumented r = {
-			.ts_ns = rejections[i].ts_ns, .reason = STORE_NOINST_VERIFIER,
+			.ts_ns = startup_notes[i].ts_ns, .reason = startup_notes[i].reason,
 			.device = UINT32_MAX,
-			.label = store_trace_intern(shim_live_session.trace, rejections[i].prog),
+			.label = store_trace_intern(shim_live_session.trace, startup_notes[i].label),
 		};
-		store_trace_not_instrumented(shim_live_session.trace, &r, rejections[i].msg);
+		store_trace_not_instrumented(shim_live_session.trace, &r, startup_notes[i].msg);
 	}
 }
 
@@ -392,7 +399,9 @@ static int add_progs(const struct vm_object *o, const struct live_verdict *verdi
 		if (!vm_kind_is_gpu(vp->kind) && !host)
 			continue;
 		if (!verdicts[i].ok) {
-			reject(o, vp, verdicts[i].reason);
+			startup_note(STORE_NOINST_VERIFIER, vp->name, "live: %s: program %s "
+				     "rejected by the verifier, skipped: %s", o->name, vp->name,
+				     verdicts[i].reason);
 			continue;
 		}
 		if (host) {
@@ -459,8 +468,8 @@ static int guarded_load(const char *path, struct vm_object **o, struct live_verd
 	int rc = data ? shim_live_guard_load(data, size, path, &opts, o, verdicts, err, sizeof(err)) : -1;
 	free(data);
 	if (rc != 0)
-		shim_log(SHIM_LOG_WARN, "live: %s: probe object refused, the application runs without "
-			 "it: %s", path, err);
+		startup_note(STORE_NOINST_PROBE_OBJECT, path, "live: %s: probe object refused, the "
+			     "application runs without it: %s", path, err);
 	return rc != 0;
 }
 
@@ -485,9 +494,10 @@ static bool maps_fit_cap(const struct vm_object *o, const char *path)
 		return true;
 	char what[320];
 	shim_live_map_describe(&o->maps[big], what, sizeof(what));
-	shim_log(SHIM_LOG_WARN, "live: %s: probe object refused, the application runs without it: "
-		 "its maps need more than the device memory cap of %llu bytes (CUBPF_MAP_MAX_MB); "
-		 "the largest is %s", path, (unsigned long long)shim_live_session.map_cap_bytes, what);
+	startup_note(STORE_NOINST_PROBE_OBJECT, path, "live: %s: probe object refused, the "
+		     "application runs without it: its maps need more than the device memory cap of "
+		     "%llu bytes (CUBPF_MAP_MAX_MB); the largest is %s", path,
+		     (unsigned long long)shim_live_session.map_cap_bytes, what);
 	return false;
 }
 
@@ -628,7 +638,7 @@ static void trace_open(const char *path)
 	}
 	for (uint32_t i = 0; i < shim_live_session.nmaps; i++)
 		store_trace_intern(shim_live_session.trace, shim_live_session.maps[i].def.name);
-	trace_rejections();
+	trace_startup_notes();
 }
 
 /* ---- exit ---------------------------------------------------------------------------------- */

@@ -2502,6 +2502,49 @@ static void test_one_load_opens_and_lexes_once(void **state)
 	assert_int_equal(lexes, 2);
 }
 
+/* What start-up leaves out is in the trace, not only in the log (the tools read records only):
+ * a probe object refused whole (here a fatbin given as one: reason 9, labelled with its path)
+ * and a program the verifier rejected (reason 8, labelled with its name), both written when the
+ * trace opens, after the objects loaded. */
+static void test_startup_refusals_are_in_the_trace(void **state)
+{
+	(void)state;
+	char progs[8400], err[STORE_ERRLEN];
+	snprintf(progs, sizeof(progs), "%s:%s", fatbin_path, bad_probe);
+	struct child_env env = { { "CUBPF_PROGRAMS", "CUBPF_TRACE" }, { progs, trace_path } };
+	unlink(trace_path);
+	assert_int_equal(run_child(&env, child_rejected), 0);
+	assert_non_null(strstr(child_err, "probe object refused"));
+	struct store_trace_reader *r = store_trace_open(trace_path, err, sizeof(err));
+	assert_non_null(r);
+	struct store_trace_record rec;
+	int objects = 0, programs = 0, others = 0;
+	while (store_trace_next(r, &rec) == 1) {
+		struct store_rec_not_instrumented ni;
+		size_t rest;
+		const uint8_t *p = rec.type == STORE_REC_NOT_INSTRUMENTED ?
+					   store_rec_fixed(&rec, &ni, sizeof(ni), &rest) : NULL;
+		if (!p)
+			continue;
+		char *msg = store_rec_string(&p, &rest);
+		const char *label = store_trace_string(r, ni.label);
+		if (ni.reason == STORE_NOINST_PROBE_OBJECT && label && !strcmp(label, fatbin_path) &&
+		    msg && strstr(msg, "probe object refused, the application runs without it"))
+			objects++;
+		else if (ni.reason == STORE_NOINST_VERIFIER && label && !strcmp(label, "unchecked") &&
+			 msg && strstr(msg, "program unchecked rejected by the verifier"))
+			programs++;
+		else
+			others++;
+		free(msg);
+	}
+	store_trace_close_reader(r);
+	unlink(trace_path);
+	assert_int_equal(objects, 1);
+	assert_int_equal(programs, 1);
+	assert_int_equal(others, 0);
+}
+
 /* The traces of fork()ed children (TRACE.PID, one per process) are the tests' to remove too. */
 static void remove_child_traces(void)
 {
@@ -2558,6 +2601,7 @@ int main(void)
 		cmocka_unit_test(test_in_process_verification_gives_the_same_verdicts),
 		cmocka_unit_test(test_cubin_kernels_are_listed_as_not_instrumentable),
 		cmocka_unit_test(test_one_load_opens_and_lexes_once),
+		cmocka_unit_test(test_startup_refusals_are_in_the_trace),
 		cmocka_unit_test(test_file_loads_are_instrumented),
 		cmocka_unit_test(test_instrumented_kernels_keep_their_block_size),
 		cmocka_unit_test(test_maps_are_written_to_the_trace),

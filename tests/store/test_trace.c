@@ -265,6 +265,7 @@ static void test_roundtrip_run_metadata(void **state)
 	assert_int_equal(seen, 63);
 	assert_int_equal(store_trace_state(r), STORE_TRACE_COMPLETE);
 	assert_string_equal(store_noinst_reason_name(STORE_NOINST_VERIFIER), "verifier");
+	assert_string_equal(store_noinst_reason_name(STORE_NOINST_PROBE_OBJECT), "probe object");
 	assert_string_equal(store_noinst_reason_name(99), "unknown");
 	store_trace_close_reader(r);
 	rm_tree(dir);
