@@ -9,6 +9,7 @@
 #include "store/store.h"
 #include "ptx-rewriter/layout.h"
 #include "tools/tools.h"
+#include "vm/vm.h"
 
 static void *grow(void *p, size_t *cap, size_t need, size_t size)
 {
@@ -94,6 +95,16 @@ static int on_kernel(struct tool_data *d, const struct load *ld, const struct st
 	return 0;
 }
 
+/* A MAP or HOST_MAP record's header and its key/value pairs, or NULL when the record is too
+ * short for what its header says (a damaged trace). */
+static const uint8_t *map_pairs(const struct store_trace_record *rec, struct store_rec_map *h)
+{
+	size_t rest;
+	const uint8_t *kv = store_rec_fixed(rec, h, sizeof(*h), &rest);
+	size_t pair = kv ? (size_t)h->key_size + h->value_size : 0;
+	return kv && pair && (uint64_t)h->count * pair <= rest ? kv : NULL;
+}
+
 /* A map is (program, map index, name): the name too, so that a writer numbering maps of
  * several objects alike cannot mix two maps up.  A snapshot is that and the context. */
 static struct tool_map *snap_slot(struct tool_data *d, uint32_t prog, uint32_t map,
@@ -124,11 +135,10 @@ static int on_map(struct tool_data *d, const struct load *ld, const struct store
 		  const struct store_trace_record *rec)
 {
 	struct store_rec_map h;
-	size_t rest;
-	const uint8_t *kv = store_rec_fixed(rec, &h, sizeof(h), &rest);
-	size_t pair = (size_t)h.key_size + h.value_size;
-	if (!kv || pair == 0 || (uint64_t)h.count * pair > rest)
+	const uint8_t *kv = map_pairs(rec, &h);
+	if (!kv)
 		return 0;
+	size_t pair = (size_t)h.key_size + h.value_size;
 	const char *name = store_trace_string(r, h.name);
 	name = name ? name : "?";
 	if (ld->renumber && h.ctx >= TOOL_PROCESS_CTX)
@@ -530,37 +540,20 @@ static int on_ringbuf(struct tool_data *d, const struct store_trace_reader *r,
 	return add_note(d, note);
 }
 
-/* A key or value as the shim's log line of a host map shows it: a u32 or u64 in decimal,
- * other sizes as hex bytes (at most what 200 characters hold). */
-static void host_bytes(const uint8_t *v, uint32_t size, char *out, size_t len)
-{
-	if (size == 4 || size == 8) {
-		uint64_t x = 0;
-		memcpy(&x, v, size);
-		snprintf(out, len, "%" PRIu64, x);
-		return;
-	}
-	size_t o = 0;
-	out[0] = '\0';
-	for (uint32_t i = 0; i < size && o + 4 < len; i++)
-		o += (size_t)snprintf(out + o, len - o, "%s%02x", i ? " " : "", v[i]);
-}
-
 /* HOST_MAP (1.5): a host map's entries, one "map NAME[KEY] = VALUE (host)" line each. */
 static int on_host_map(struct tool_data *d, const struct store_trace_reader *r,
 		       const struct store_trace_record *rec)
 {
 	struct store_rec_map h;
-	size_t rest;
-	const uint8_t *kv = store_rec_fixed(rec, &h, sizeof(h), &rest);
-	size_t pair = (size_t)h.key_size + h.value_size;
-	if (!kv || pair == 0 || (uint64_t)h.count * pair > rest)
+	const uint8_t *kv = map_pairs(rec, &h);
+	if (!kv)
 		return 0;
+	size_t pair = (size_t)h.key_size + h.value_size;
 	const char *name = store_trace_string(r, h.name);
 	for (uint32_t i = 0; i < h.count; i++, kv += pair) {
 		char kt[200], vt[200], line[512];
-		host_bytes(kv, h.key_size, kt, sizeof(kt));
-		host_bytes(kv + h.key_size, h.value_size, vt, sizeof(vt));
+		vm_map_format_bytes(kv, h.key_size, kt, sizeof(kt));
+		vm_map_format_bytes(kv + h.key_size, h.value_size, vt, sizeof(vt));
 		snprintf(line, sizeof(line), "map %s[%s] = %s (host)", name ? name : "?", kt, vt);
 		if (add_string(&d->maplines, &d->nmaplines, line) != 0)
 			return -1;

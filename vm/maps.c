@@ -4,6 +4,8 @@
  * the element is deleted, and checked runs can bound pointers by map storage. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -508,4 +510,21 @@ size_t vm_ringbuf_consume(struct vm_runtime *rt, uint32_t map, void *buf, size_t
 	}
 	pthread_mutex_unlock(&r->lock);
 	return n;
+}
+
+void vm_map_format_bytes(const void *bytes, uint32_t size, char *out, size_t len)
+{
+	const uint8_t *v = bytes;
+	if (!len)
+		return;
+	out[0] = '\0';
+	if (size == 4 || size == 8) {
+		uint64_t x = 0;
+		memcpy(&x, v, size);
+		snprintf(out, len, "%" PRIu64, x);
+		return;
+	}
+	size_t o = 0;
+	for (uint32_t i = 0; i < size && o + 4 < len; i++)
+		o += (size_t)snprintf(out + o, len - o, "%s%02x", i ? " " : "", v[i]);
 }

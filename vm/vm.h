@@ -266,6 +266,11 @@ int vm_runtime_share_array(struct vm_runtime *rt, uint32_t map, void *storage, s
 /* Bytes an array map needs for vm_runtime_share_array (0 for other kinds). */
 size_t vm_map_array_bytes(const struct vm_map_def *def);
 
+/* A key or value as cubpf prints a map entry (the shim's report of host maps, and the tools'
+ * from the trace's HOST_MAP records): 4 and 8 bytes as an unsigned decimal, other sizes as hex
+ * bytes separated by spaces, as many as `len` holds.  Always NUL-terminated. */
+void vm_map_format_bytes(const void *bytes, uint32_t size, char *out, size_t len);
+
 /* Host-side helper implementation, for engines that bring their own (conformance plugin). */
 typedef uint64_t (*vm_helper_fn)(void *env, uint64_t r1, uint64_t r2, uint64_t r3, uint64_t r4,
 				 uint64_t r5);

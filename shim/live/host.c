@@ -225,19 +225,6 @@ void shim_live_trace_api(const struct shim_api_event *ev)
 
 /* ---- report ---------------------------------------------------------------------------------- */
 
-static void format_bytes(const uint8_t *v, uint32_t size, char *out, size_t len)
-{
-	if (size == 4 || size == 8) {
-		uint64_t x = 0;
-		memcpy(&x, v, size);
-		snprintf(out, len, "%" PRIu64, x);
-		return;
-	}
-	size_t o = 0;
-	for (uint32_t i = 0; i < size && o + 4 < len; i++)
-		o += (size_t)snprintf(out + o, len - o, "%s%02x", i ? " " : "", v[i]);
-}
-
 /* Host maps of the objects with host programs: every entry, bpftool-like. */
 static void report_runtime(FILE *out, const struct vm_object *o, struct vm_runtime *rt)
 {
@@ -256,8 +243,8 @@ static void report_runtime(FILE *out, const struct vm_object *o, struct vm_runti
 			if (vm_map_lookup(rt, m, key, value) != 0)
 				continue;
 			char kt[200], vt[200];
-			format_bytes(key, d->key_size, kt, sizeof(kt));
-			format_bytes(value, d->value_size, vt, sizeof(vt));
+			vm_map_format_bytes(key, d->key_size, kt, sizeof(kt));
+			vm_map_format_bytes(value, d->value_size, vt, sizeof(vt));
 			fprintf(out, "cubpf: map %s[%s] = %s (host)\n", d->name, kt, vt);
 		}
 	}
