@@ -69,12 +69,27 @@ struct live_driver {
 	CUresult (*cuDevicePrimaryCtxGetState)(CUdevice dev, unsigned int *flags, int *active);
 	CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *pctx, CUdevice dev);
 	CUresult (*cuDevicePrimaryCtxRelease_v2)(CUdevice dev);
+	/* Optional (cubpf's calls and the application's stream capture: shim_live_relax) */
+	CUresult (*cuThreadExchangeStreamCaptureMode)(CUstreamCaptureMode *mode);
 };
 #undef LIVE_FN
 extern struct live_driver shim_live_cu;
 
 /* The name of a CUresult, for messages. */
 const char *shim_live_cu_error(CUresult r);
+
+/* cubpf's own driver calls never break an application's stream capture.  While any thread
+ * captures a stream in global mode (PyTorch's and XLA's default), an allocation, a free, a
+ * synchronisation or a query from a thread in global mode invalidates that capture, and so does
+ * such a call on the capturing thread itself (a module loaded, or a library first launched,
+ * inside the capture).  cubpf's calls of that kind only touch cubpf's own memory and streams, so
+ * they are made in relaxed mode: its own threads switch to it once (shim_live_thread_relax, at
+ * their start), and a hook that runs on an application's thread and may make such calls
+ * switches for its duration and restores the application's mode (shim_live_relax ...
+ * shim_live_unrelax; they nest).  Without the driver function nothing changes. */
+CUstreamCaptureMode shim_live_relax(void);
+void shim_live_unrelax(CUstreamCaptureMode previous);
+void shim_live_thread_relax(void);
 
 /* One map as every module sees it: the maps of all loaded objects, concatenated (programs'
  * map references are renumbered to this table, see live.c). */

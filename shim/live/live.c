@@ -118,6 +118,9 @@ static int live_driver_load(char *err, size_t errlen)
 		shim_real("cuDevicePrimaryCtxRetain");
 	shim_live_cu.cuDevicePrimaryCtxRelease_v2 = (__typeof__(shim_live_cu.cuDevicePrimaryCtxRelease_v2))
 		shim_real("cuDevicePrimaryCtxRelease_v2");
+	shim_live_cu.cuThreadExchangeStreamCaptureMode =
+		(__typeof__(shim_live_cu.cuThreadExchangeStreamCaptureMode))
+			shim_real("cuThreadExchangeStreamCaptureMode");
 	return 0;
 }
 #undef LOAD
@@ -128,6 +131,28 @@ const char *shim_live_cu_error(CUresult r)
 	if (shim_live_cu.cuGetErrorName && shim_live_cu.cuGetErrorName(r, &s) == CUDA_SUCCESS && s)
 		return s;
 	return "unknown CUresult";
+}
+
+/* ---- stream capture (internal.h says why) --------------------------------------------------- */
+
+CUstreamCaptureMode shim_live_relax(void)
+{
+	CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+	if (!shim_live_cu.cuThreadExchangeStreamCaptureMode ||
+	    shim_live_cu.cuThreadExchangeStreamCaptureMode(&mode) != CUDA_SUCCESS)
+		return CU_STREAM_CAPTURE_MODE_RELAXED; /* nothing to restore */
+	return mode;
+}
+
+void shim_live_unrelax(CUstreamCaptureMode previous)
+{
+	if (previous != CU_STREAM_CAPTURE_MODE_RELAXED && shim_live_cu.cuThreadExchangeStreamCaptureMode)
+		shim_live_cu.cuThreadExchangeStreamCaptureMode(&previous);
+}
+
+void shim_live_thread_relax(void)
+{
+	(void)shim_live_relax();
 }
 
 /* ---- kernel ids ------------------------------------------------------------------------------
@@ -690,6 +715,7 @@ static void live_exit(void)
 	 * store_trace_close frees the writer without them (a leak report under ASan). */
 	if (shim_live_session.forked)
 		return;
+	CUstreamCaptureMode mode = shim_live_relax(); /* the last reads of every context's maps */
 	shim_live_maps_stop_thread();
 	shim_live_spans_finish();
 	shim_live_snapshot_all(true);
@@ -706,6 +732,7 @@ static void live_exit(void)
 		if (store_trace_close(w, err, sizeof(err)) != 0)
 			shim_log(SHIM_LOG_WARN, "live: trace: %s", err);
 	}
+	shim_live_unrelax(mode);
 }
 
 static void arm_exit(void)
@@ -802,7 +829,23 @@ static inline void child_check(void)
 static void module_loading(struct shim_module_event *ev, void *user)
 {
 	child_check();
+	CUstreamCaptureMode mode = shim_live_relax(); /* maps, the JIT, the cache's copies */
 	shim_live_module_loading(ev, user);
+	shim_live_unrelax(mode);
+}
+
+static void module_loaded(const struct shim_module_event *ev, void *user)
+{
+	CUstreamCaptureMode mode = shim_live_relax(); /* map pointers stored, maps allocated */
+	shim_live_module_loaded(ev, user);
+	shim_live_unrelax(mode);
+}
+
+static void module_unloaded(shim_module_t module, shim_library_t library, int result, void *user)
+{
+	CUstreamCaptureMode mode = shim_live_relax();
+	shim_live_module_unloaded(module, library, result, user);
+	shim_live_unrelax(mode);
 }
 
 static void launching(struct shim_launch_event *ev, void *user)
@@ -831,19 +874,23 @@ static void api_call(const struct shim_api_event *ev, void *user)
 static void context_ending(const struct shim_context_event *ev, void *user)
 {
 	(void)user;
+	CUstreamCaptureMode mode = shim_live_relax(); /* the last read of the context's maps */
 	shim_live_teardown(ev->context, ev->device, ev->how);
+	shim_live_unrelax(mode);
 }
 
 static void context_ended(const struct shim_context_event *ev, void *user)
 {
 	(void)user;
+	CUstreamCaptureMode mode = shim_live_relax(); /* cubpf's memory of the context freed */
 	shim_live_torn_down(ev->context, ev->device, ev->how, ev->result);
+	shim_live_unrelax(mode);
 }
 
 static struct shim_hooks live_hooks = {
 	.module_loading = module_loading,
-	.module_loaded = shim_live_module_loaded,
-	.module_unloaded = shim_live_module_unloaded,
+	.module_loaded = module_loaded,
+	.module_unloaded = module_unloaded,
 	.launching = launching,
 	.launched = launched,
 	.context_ending = context_ending,

@@ -780,6 +780,7 @@ static void *snapshot_main(void *arg)
 {
 	(void)arg;
 	uint64_t since_clock = 0;
+	shim_live_thread_relax();
 	while (atomic_load(&thread_state) == 1) {
 		nap_ms(shim_live_session.interval_ms);
 		if (atomic_load(&thread_state) != 1)
@@ -1039,6 +1040,7 @@ static void *rb_main(void *arg)
 {
 	uint32_t k = (uint32_t)(uintptr_t)arg;
 	uint64_t taken = 0, window = 0, since = 0; /* thread 0: records taken in the window */
+	shim_live_thread_relax(); /* tails copied, the stream queried while applications capture */
 	/* records go into a trace batch of this thread's own (NULL: the writer's, locked) */
 	struct store_trace_local *local = shim_live_session.trace ? store_trace_local_new(shim_live_session.trace) : NULL;
 	while (atomic_load(&rb_state) == 1) {

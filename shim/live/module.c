@@ -1012,9 +1012,13 @@ static int fill_locked(struct sub *s, CUcontext ctx)
 	for (unsigned i = 0; i < s->nfilled; i++)
 		if (s->filled[i] == ctx)
 			return 0;
+	/* a library's first launch in a context may be inside the application's capture */
+	CUstreamCaptureMode mode = shim_live_relax();
 	struct live_ctx *c = shim_live_ctx_get(ctx, err, sizeof(err));
-	if (!c || shim_live_fill(c, s->library ? NULL : (CUmodule)s->handle,
-			    s->library ? (CUlibrary)s->handle : NULL, err, sizeof(err)) != 0) {
+	int r = !c || shim_live_fill(c, s->library ? NULL : (CUmodule)s->handle,
+				     s->library ? (CUlibrary)s->handle : NULL, err, sizeof(err));
+	shim_live_unrelax(mode);
+	if (r != 0) {
 		atomic_fetch_add(&shim_live_session.n.fill_failures, 1);
 		shim_live_note(SHIM_LOG_WARN, STORE_NOINST_UNREACHABLE, NULL, s->label, 0, 0,
 			  "live: %s (context %p): the probes' maps are not reachable: %s", s->label,

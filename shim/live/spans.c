@@ -72,7 +72,6 @@ typedef CUresult (*elapsed_fn)(float *, CUevent, CUevent);
 typedef CUresult (*capturing_fn)(CUstream, CUstreamCaptureStatus *);
 typedef CUresult (*stream_create_fn)(CUstream *, unsigned);
 typedef CUresult (*stream_destroy_fn)(CUstream);
-typedef CUresult (*capture_mode_fn)(CUstreamCaptureMode *);
 
 static struct {
 	event_create_fn create;
@@ -82,7 +81,6 @@ static struct {
 	capturing_fn capturing;
 	stream_create_fn stream_create;
 	stream_destroy_fn stream_destroy;
-	capture_mode_fn capture_mode; /* optional */
 } ev_cu;
 
 struct slot {
@@ -151,7 +149,6 @@ bool shim_live_spans_init(void)
 		  LOAD(stream_create, "cuStreamCreate") && LOAD(stream_destroy, "cuStreamDestroy_v2");
 	if (ok && !LOAD(elapsed, "cuEventElapsedTime_v2"))
 		ok = LOAD(elapsed, "cuEventElapsedTime");
-	ev_cu.capture_mode = (capture_mode_fn)shim_real("cuThreadExchangeStreamCaptureMode");
 	if (!ok) {
 		shim_log(SHIM_LOG_WARN, "live: the driver lacks the event functions: no kernel spans");
 		return false;
@@ -301,11 +298,9 @@ static struct span_ctx *sctx_of(CUcontext ctx)
 		/* The first launch in a context may be captured into a graph: the reference round
 		 * (an event query) must not be an "unsafe" call that invalidates the application's
 		 * capture (issue 16: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED at that launch). */
-		CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-		bool relaxed = ev_cu.capture_mode && ev_cu.capture_mode(&mode) == CUDA_SUCCESS;
+		CUstreamCaptureMode mode = shim_live_relax();
 		sc = sctx_new(ctx);
-		if (relaxed)
-			ev_cu.capture_mode(&mode);
+		shim_live_unrelax(mode);
 		if (sc) {
 			sc->next = sctxs;
 			sctxs = sc;
@@ -779,9 +774,7 @@ static void *poller_main(void *arg)
 	(void)arg;
 	/* Relaxed: this thread's queries are never "unsafe" calls during an application's
 	 * global-mode stream capture (they would fail, or invalidate the capture). */
-	CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-	if (ev_cu.capture_mode)
-		ev_cu.capture_mode(&mode);
+	shim_live_thread_relax();
 	while (atomic_load(&poller_state) == 1) {
 		nanosleep(&(struct timespec){ 0, POLL_US * 1000 }, NULL);
 		poll_all(false);

@@ -645,9 +645,120 @@ static int m_graph(int launches)
 	return 0;
 }
 
-// The process ends while a kernel still runs: exit() from another thread, SIGINT, SIGTERM.
+// Stream capture from several threads at once, in global, thread-local and relaxed mode (issue
+// 28): cubpf's own driver calls (ring-buffer drains, map snapshots, span queries, a library's
+// first launch in the context, made inside a capture) must never invalidate one.  Each round has
+// two phases separated by barriers, so that the program itself makes no "unsafe" call while a
+// global-mode capture runs: (1) every thread captures a graph on its own stream (a memset and two
+// kernels, the library kernel's first launch in round 0), held open for 20 ms while kernels
+// launched before on a stream of their own still run and make records; (2) every thread
+// instantiates, launches and checks its graph.
 static CUfunction spin_fn;
 static CUdeviceptr spin_done;
+
+enum { CAP_THREADS = 3 };
+static pthread_barrier_t cap_barrier;
+static CUcontext cap_ctx;
+static CUfunction cap_square;
+static CUkernel cap_lib_square;
+static CUdeviceptr cap_buf[CAP_THREADS];
+static long long cap_sum[CAP_THREADS][64];
+static int cap_rounds;
+static const CUstreamCaptureMode cap_modes[CAP_THREADS] = {
+	CU_STREAM_CAPTURE_MODE_GLOBAL, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+	CU_STREAM_CAPTURE_MODE_RELAXED
+};
+
+static void *capturer(void *arg)
+{
+	int t = (int)(long)arg, n = 4096;
+	CK(cuCtxSetCurrent(cap_ctx));
+	CUstream s;
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	std::vector<int> h(n);
+	for (int r = 0; r < cap_rounds; r++) {
+		pthread_barrier_wait(&cap_barrier); // phase 1: everyone captures
+		int m = 1024 + 256 * r + 64 * t;
+		CK(cuStreamBeginCapture(s, cap_modes[t]));
+		CK(cuMemsetD32Async(cap_buf[t], 0, n, s));
+		void *params[] = { &cap_buf[t], &m };
+		CUfunction f = t == 0 && r % 2 == 0 ? (CUfunction)cap_lib_square : cap_square;
+		CK(cuLaunchKernel(f, (m + 255) / 256, 1, 1, 256, 1, 1, 0, s, params, NULL));
+		usleep(20000);
+		CK(cuLaunchKernel(cap_square, (m + 255) / 256, 1, 1, 256, 1, 1, 0, s, params, NULL));
+		CUgraph g;
+		CK(cuStreamEndCapture(s, &g));
+		pthread_barrier_wait(&cap_barrier); // phase 2: run and check
+		CUgraphExec ge;
+		CK(cuGraphInstantiate(&ge, g, 0));
+		CK(cuGraphLaunch(ge, s));
+		CK(cuStreamSynchronize(s));
+		CK(cuMemcpyDtoH(h.data(), cap_buf[t], n * sizeof(int)));
+		long long sum = 0;
+		for (int i = 0; i < n; i++)
+			sum += h[i];
+		cap_sum[t][r] = sum;
+		CK(cuGraphExecDestroy(ge));
+		CK(cuGraphDestroy(g));
+		pthread_barrier_wait(&cap_barrier); // nobody captures while the next spin is launched
+	}
+	CK(cuStreamDestroy(s));
+	return NULL;
+}
+
+static int m_capture(int rounds)
+{
+	init();
+	cap_rounds = rounds < 1 ? 1 : rounds > 64 ? 64 : rounds;
+	CK(cuDevicePrimaryCtxRetain(&cap_ctx, dev0));
+	CK(cuCtxSetCurrent(cap_ctx));
+	mod3 m = load3();
+	cap_square = m.square;
+	CUlibrary lib;
+	CK(cuLibraryLoadData(&lib, fatbin.data(), NULL, NULL, 0, NULL, NULL, 0));
+	CK(cuLibraryGetKernel(&cap_lib_square, lib, "tk_square"));
+	CUmodule spin_mod;
+	CK(cuModuleLoadData(&spin_mod, fatbin.data()));
+	CK(cuModuleGetFunction(&spin_fn, spin_mod, "tk_spin"));
+	CK(cuMemAlloc(&spin_done, sizeof(int)));
+	for (int t = 0; t < CAP_THREADS; t++)
+		CK(cuMemAlloc(&cap_buf[t], 4096 * sizeof(int)));
+	CUstream busy;
+	CK(cuStreamCreate(&busy, CU_STREAM_NON_BLOCKING));
+	pthread_barrier_init(&cap_barrier, NULL, CAP_THREADS + 1);
+	pthread_t th[CAP_THREADS];
+	for (int t = 0; t < CAP_THREADS; t++)
+		pthread_create(&th[t], NULL, capturer, (void *)(long)t);
+	for (int r = 0; r < cap_rounds; r++) {
+		// kernels that run (and end, making records) while the others capture
+		unsigned long long ns = 2000000;
+		void *params[] = { &ns, &spin_done };
+		for (int k = 0; k < 8; k++)
+			CK(cuLaunchKernel(spin_fn, 4, 1, 1, 32, 1, 1, 0, busy, params, NULL));
+		pthread_barrier_wait(&cap_barrier); // phase 1
+		pthread_barrier_wait(&cap_barrier); // phase 2
+		CK(cuStreamSynchronize(busy));
+		pthread_barrier_wait(&cap_barrier);
+	}
+	for (int t = 0; t < CAP_THREADS; t++)
+		pthread_join(th[t], NULL);
+	for (int t = 0; t < CAP_THREADS; t++)
+		for (int r = 0; r < cap_rounds; r++)
+			printf("capture thread %d (mode %d) round %d: sum %lld\n", t, (int)cap_modes[t],
+			       r, cap_sum[t][r]);
+	CK(cuStreamDestroy(busy));
+	for (int t = 0; t < CAP_THREADS; t++)
+		CK(cuMemFree(cap_buf[t]));
+	CK(cuMemFree(spin_done));
+	CK(cuModuleUnload(spin_mod));
+	CK(cuModuleUnload(m.mod));
+	CK(cuLibraryUnload(lib));
+	CK(cuDevicePrimaryCtxRelease(dev0));
+	printf("done\n");
+	return 0;
+}
+
+// The process ends while a kernel still runs: exit() from another thread, SIGINT, SIGTERM.
 
 static void launch_spin(unsigned long long ns)
 {
@@ -777,6 +888,8 @@ int main(int argc, char **argv)
 		return m_ending(mode);
 	if (!strcmp(mode, "fork"))
 		return m_fork(n);
+	if (!strcmp(mode, "capture"))
+		return m_capture(n ? n : 8);
 	if (!strcmp(mode, "noinit"))
 		return m_noinit(n);
 	if (!strcmp(mode, "symbol"))

@@ -9,6 +9,9 @@
 # TORTURE_CYCLES (30) cycles under everything, `ctxlong` TORTURE_LONG_CYCLES (1000) natively and
 # under kcount (TORTURE_LONG_LABELS): 182 s natively on an H100 (1.3x that under kcount), the
 # other modes about 150 s in all, so run this test with TEST_TIMEOUT=900 (tests/gpu/run.sh).
+# `capture` (issue 28): three threads capture graphs at once in global, thread-local and relaxed
+# mode while kernels of another stream run and end, a library kernel's first launch inside a
+# capture: cubpf's own driver calls must never invalidate a capture (output identical).
 # TORTURE_MODES="repro graph" runs a subset.  TORTURE_LONG_LABELS="shim tool:kcount ... prog" with
 # TORTURE_LONG_PARALLEL=1 runs the long loop under each of them at once (one process each on the
 # one GPU), so that 1000 cycles under every tool fit one device call; device memory is then read
@@ -25,7 +28,7 @@ T=${TORTURE_TIMEOUT:-240}
 CYC=${TORTURE_CYCLES:-30}
 LONG=${TORTURE_LONG_CYCLES:-1000}
 LONG_LABELS=${TORTURE_LONG_LABELS:-tool:kcount}
-MODES=${TORTURE_MODES:-repro ctxloop ctxlong threads primary modules library attrs launch graph exit sigint sigterm fork noinit symbol}
+MODES=${TORTURE_MODES:-repro ctxloop ctxlong threads primary modules library attrs launch graph capture exit sigint sigterm fork noinit symbol}
 W=$OUT/torture; mkdir -p "$W"
 failed=0; runs=0
 if [ ! -x "$APP" ] || [ ! -x "$CUBPF" ] || [ ! -e "$PROBE" ]; then echo "FAIL missing $APP, $CUBPF or $PROBE"; exit 1; fi

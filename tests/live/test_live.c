@@ -17,6 +17,7 @@
 #include <cmocka.h>
 #include <dlfcn.h>
 #include <glob.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -660,6 +661,112 @@ static void test_ring_buffer_drain_threads(void **state)
 	assert_int_equal(probes, made);
 	store_trace_close_reader(r);
 	unlink(trace_path);
+}
+
+/* Issue 28: an application's stream capture while cubpf works for itself.  The fake driver
+ * invalidates a capture the way a real one does (tests/shim/fake_driver.c: an allocation, a
+ * free, a synchronisation or a query from a thread not in relaxed mode), and counts each such
+ * call.  The application captures in CAPTURE_MODE (0 global, 1 thread-local, 2 relaxed), on its
+ * own thread or, with CAPTURE_OTHER=1, on a second thread; inside the capture it loads a module
+ * (the context's maps, the ring buffer's pinned lanes and the JIT are cubpf's first calls then),
+ * launches on the captured stream, and keeps the ring buffer's drain, the map snapshots (every
+ * 2 ms) and the kernel spans' poller busy for 150 ms.  The capture must end well and no call of
+ * cubpf's may have been "unsafe". */
+struct capture_job {
+	void *stream;
+	int mode, begun, end_result;
+	volatile int done;
+};
+
+static int capture_begin(struct capture_job *j)
+{
+	typedef int (*create_fn)(void **, unsigned);
+	typedef int (*begin_fn)(void *, int);
+	if (((create_fn)dlsym(shim, "cuStreamCreate"))(&j->stream, 1) != 0)
+		return child_fail("cuStreamCreate");
+	j->begun = ((begin_fn)dlsym(shim, "cuStreamBeginCapture_v2"))(j->stream, j->mode);
+	return j->begun ? child_fail("cuStreamBeginCapture_v2: %d", j->begun) : 0;
+}
+
+static void capture_end(struct capture_job *j)
+{
+	void *graph = NULL;
+	j->end_result = ((int (*)(void *, void **))dlsym(shim, "cuStreamEndCapture"))(j->stream,
+										     &graph);
+}
+
+static void *capture_thread(void *arg)
+{
+	struct capture_job *j = arg;
+	if (capture_begin(j) == 0) {
+		while (!j->done)
+			usleep(1000);
+		capture_end(j);
+	}
+	return NULL;
+}
+
+static int child_capture(void)
+{
+	struct capture_job j = { .mode = atoi(getenv("CAPTURE_MODE")) };
+	bool other = getenv("CAPTURE_OTHER") != NULL;
+	pthread_t t;
+	void *mod = NULL, *f = NULL;
+	if (open_both())
+		return 1;
+	unsigned (*violations)(void) = (unsigned (*)(void))dlsym(fake, "fake_capture_violations");
+	const char *(*culprit)(void) = (const char *(*)(void))dlsym(fake, "fake_capture_culprit");
+	if (other ? pthread_create(&t, NULL, capture_thread, &j) != 0 : capture_begin(&j) != 0)
+		return child_fail("the capture did not begin");
+	while (other && !j.stream && !j.begun)
+		usleep(1000);
+	if (load(&mod, live_ptx) != 0 || instrumented(mod, "FAKECUBIN"))
+		return 1;
+	if (((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0 ||
+	    ((launch_fn)dlsym(shim, "cuLaunchKernel"))(f, 1, 1, 1, 32, 1, 1, 0, other ? NULL : j.stream,
+						    NULL, NULL) != 0)
+		return child_fail("launch");
+	void *rb = ((void *(*)(void))dlsym(fake, "fake_last_host_alloc"))();
+	for (int i = 0; rb && i < 150; i++) { /* records: the drain copies tails and queries */
+		uint64_t rec[2] = { 0xabc0 + (uint64_t)i, (uint64_t)i };
+		shim_live_rb_produce(rb, (uint32_t)i % 4, rec, sizeof(rec));
+		usleep(1000);
+	}
+	j.done = 1;
+	if (other)
+		pthread_join(t, NULL);
+	else
+		capture_end(&j);
+	fprintf(stderr, "child: capture mode %d on %s thread ended with %d; %u unsafe calls (%s)\n",
+		j.mode, other ? "another" : "the loading", j.end_result, violations(), culprit());
+	if (!rb)
+		return child_fail("no ring buffer");
+	return j.end_result != 0 || violations() != 0;
+}
+
+static void capture_case(const char *mode, const char *other)
+{
+	unlink(trace_path);
+	struct child_env env = { { "CUBPF_PROGRAMS", "CUBPF_TRACE", "CUBPF_INTERVAL_MS",
+				   "CAPTURE_MODE", other ? "CAPTURE_OTHER" : NULL },
+				 { ring_probe, trace_path, "2", mode, other } };
+	int rc = run_child(&env, child_capture);
+	const char *line = strstr(child_err, "child: capture mode");
+	print_message("%.*s\n", line ? (int)strcspn(line, "\n") : 0, line ? line : "");
+	assert_int_equal(rc, 0);
+	assert_non_null(line);
+	assert_true(trace_records(trace_path, STORE_REC_PROBE) > 0); /* the drain did run */
+	unlink(trace_path);
+}
+
+static void test_capture_survives_cubpf_calls(void **state)
+{
+	(void)state;
+	capture_case("0", NULL); /* global, on the thread that loads and launches */
+	capture_case("0", "1");  /* global, on another thread */
+	capture_case("1", NULL); /* thread-local */
+	capture_case("1", "1");
+	capture_case("2", NULL); /* relaxed */
 }
 
 /* Sampling: with CUBPF_SAMPLE=3 the kernel's enable word is on for launches 1, 4, 7... and off
@@ -2588,6 +2695,7 @@ int main(void)
 		cmocka_unit_test(test_control_file_switches_programs),
 		cmocka_unit_test(test_ring_buffers_are_drained_into_the_trace),
 		cmocka_unit_test(test_ring_buffer_drain_threads),
+		cmocka_unit_test(test_capture_survives_cubpf_calls),
 		cmocka_unit_test(test_jit_error_falls_back),
 		cmocka_unit_test(test_refused_substitute_loads_the_original),
 		cmocka_unit_test(test_unmatched_kernels_stay_untouched),

@@ -17,6 +17,8 @@
 
 #include "tests/shim/fake.h"
 
+static int fake_unsafe(const char *name);
+
 /* What a call with all-zero arguments returns. */
 FAKE_EXPORT int fake_result(const char *name)
 {
@@ -44,7 +46,8 @@ FAKE_EXPORT int fake_result(const char *name)
 		"cuEventRecord", "cuEventRecord_ptsz", "cuEventRecordWithFlags",
 		"cuEventRecordWithFlags_ptsz",
 		"cuEventQuery", "cuEventSynchronize", "cuEventElapsedTime", "cuEventElapsedTime_v2",
-		"cuStreamIsCapturing", "cuThreadExchangeStreamCaptureMode", "cuDriverGetVersion", NULL };
+		"cuStreamIsCapturing", "cuThreadExchangeStreamCaptureMode", "cuDriverGetVersion",
+		"cuStreamBeginCapture", "cuStreamBeginCapture_v2", "cuStreamEndCapture", NULL };
 	for (int i = 0; live_ok[i]; i++)
 		if (!strcmp(name, live_ok[i]))
 			return 0;
@@ -500,6 +503,8 @@ FAKE_EXPORT int cuCtxGetDevice(int *dev)
 FAKE_EXPORT int cuCtxSynchronize(void)
 {
 	FAKE_HIT(cuCtxSynchronize);
+	if (fake_unsafe("cuCtxSynchronize"))
+		return 900;
 	return 0;
 }
 
@@ -583,6 +588,8 @@ FAKE_EXPORT int cuDeviceGetAttribute(int *v, int attr, int dev)
 FAKE_EXPORT int cuMemAlloc_v2(uint64_t *p, size_t n)
 {
 	FAKE_HIT(cuMemAlloc_v2);
+	if (fake_unsafe("cuMemAlloc_v2"))
+		return 900;
 	if (!p || !n)
 		return 1;
 	void *m = calloc(1, n);
@@ -598,6 +605,8 @@ FAKE_EXPORT int cuMemAllocManaged(uint64_t *p, size_t n, unsigned flags)
 {
 	(void)flags;
 	FAKE_HIT(cuMemAllocManaged);
+	if (fake_unsafe("cuMemAllocManaged"))
+		return 900;
 	if (!p || !n)
 		return 1;
 	if (getenv("FAKE_NO_MANAGED"))
@@ -613,6 +622,8 @@ FAKE_EXPORT int cuMemAllocManaged(uint64_t *p, size_t n, unsigned flags)
 FAKE_EXPORT int cuMemFree_v2(uint64_t p)
 {
 	FAKE_HIT(cuMemFree_v2);
+	if (fake_unsafe("cuMemFree_v2"))
+		return 900;
 	if (!p)
 		return 1;
 	disown((void *)(uintptr_t)p);
@@ -697,6 +708,8 @@ FAKE_EXPORT int cuStreamSynchronize(void *s)
 {
 	(void)s;
 	FAKE_HIT(cuStreamSynchronize);
+	if (fake_unsafe("cuStreamSynchronize"))
+		return 900;
 	return 0;
 }
 
@@ -705,6 +718,8 @@ FAKE_EXPORT int cuStreamQuery(void *s)
 {
 	(void)s;
 	FAKE_HIT(cuStreamQuery);
+	if (fake_unsafe("cuStreamQuery"))
+		return 900;
 	return 0;
 }
 
@@ -889,6 +904,8 @@ FAKE_EXPORT int cuMemHostAlloc(void **p, size_t n, unsigned flags)
 {
 	(void)flags;
 	FAKE_HIT(cuMemHostAlloc);
+	if (fake_unsafe("cuMemHostAlloc"))
+		return 900;
 	if (!p || !n)
 		return 1;
 	*p = aligned_alloc(64, (n + 63) & ~(size_t)63);
@@ -918,6 +935,8 @@ FAKE_EXPORT int cuMemHostGetDevicePointer_v2(uint64_t *d, void *p, unsigned flag
 FAKE_EXPORT int cuMemFreeHost(void *p)
 {
 	FAKE_HIT(cuMemFreeHost);
+	if (fake_unsafe("cuMemFreeHost"))
+		return 900;
 	if (!p)
 		return 1;
 	for (int i = 0; i < 256; i++)
@@ -1077,6 +1096,8 @@ FAKE_EXPORT int cuEventRecordWithFlags_ptsz(void *e, void *s, unsigned flags)
 FAKE_EXPORT int cuEventQuery(void *e)
 {
 	FAKE_HIT(cuEventQuery);
+	if (fake_unsafe("cuEventQuery"))
+		return 900;
 	struct fake_event *ev = e;
 	if (!ev)
 		return 1;
@@ -1086,6 +1107,8 @@ FAKE_EXPORT int cuEventQuery(void *e)
 FAKE_EXPORT int cuEventSynchronize(void *e)
 {
 	FAKE_HIT(cuEventSynchronize);
+	if (fake_unsafe("cuEventSynchronize"))
+		return 900;
 	struct fake_event *ev = e;
 	if (!ev)
 		return 1;
@@ -1120,15 +1143,6 @@ FAKE_EXPORT int cuEventElapsedTime_v2(float *ms, void *a, void *b)
 	return elapsed(ms, a, b);
 }
 
-FAKE_EXPORT int cuStreamIsCapturing(void *s, int *status)
-{
-	(void)s;
-	FAKE_HIT(cuStreamIsCapturing);
-	if (!status)
-		return 1;
-	*status = 0;
-	return 0;
-}
 
 FAKE_EXPORT int cuStreamDestroy_v2(void *s)
 {
@@ -1137,11 +1151,133 @@ FAKE_EXPORT int cuStreamDestroy_v2(void *s)
 	return 0;
 }
 
+
+/* ---- stream capture: what a real driver makes of "potentially unsafe" calls ------------------
+ * While a stream is captured into a graph, a call that is not enqueued on a stream (an
+ * allocation, a free, a synchronisation, a query) is prohibited for a thread whose capture
+ * interaction mode is not relaxed when that thread captures itself (unless its capture began
+ * relaxed), or when its mode is global and another thread captures in global mode.  The driver
+ * then fails the call with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture,
+ * which cuStreamEndCapture reports as CUDA_ERROR_STREAM_CAPTURE_INVALIDATED.  Modelled here so
+ * that the tests can see every call cubpf makes on its own behalf that would do so. */
+enum { CAPTURE_GLOBAL = 0, CAPTURE_THREAD_LOCAL = 1, CAPTURE_RELAXED = 2 };
+struct fake_capture {
+	void *stream;
+	int mode;
+	pthread_t owner;
+	int invalid;
+};
+static struct fake_capture captures[8];
+static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread int capture_thread_mode; /* CAPTURE_GLOBAL until exchanged */
+static unsigned capture_violations;
+static char capture_culprit[64];
+
+FAKE_EXPORT unsigned fake_capture_violations(void)
+{
+	return __atomic_load_n(&capture_violations, __ATOMIC_ACQUIRE);
+}
+
+FAKE_EXPORT const char *fake_capture_culprit(void)
+{
+	return capture_culprit;
+}
+
+static bool capture_prohibits(const struct fake_capture *c)
+{
+	if (!c->stream || capture_thread_mode == CAPTURE_RELAXED)
+		return false;
+	if (pthread_equal(c->owner, pthread_self()))
+		return c->mode != CAPTURE_RELAXED;
+	return capture_thread_mode == CAPTURE_GLOBAL && c->mode == CAPTURE_GLOBAL;
+}
+
+/* 0, or 900 (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) after invalidating the captures the call
+ * of `name` breaks. */
+static int fake_unsafe(const char *name)
+{
+	int r = 0;
+	pthread_mutex_lock(&capture_lock);
+	for (unsigned i = 0; i < sizeof(captures) / sizeof(captures[0]); i++)
+		if (capture_prohibits(&captures[i])) {
+			captures[i].invalid = 1;
+			r = 900;
+		}
+	if (r) {
+		snprintf(capture_culprit, sizeof(capture_culprit), "%s", name);
+		__atomic_fetch_add(&capture_violations, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&capture_lock);
+	return r;
+}
+
+static struct fake_capture *capture_of(void *s)
+{
+	for (unsigned i = 0; i < sizeof(captures) / sizeof(captures[0]); i++)
+		if (captures[i].stream && captures[i].stream == s)
+			return &captures[i];
+	return NULL;
+}
+
+static int begin_capture(void *s, int mode)
+{
+	int r = 1;
+	pthread_mutex_lock(&capture_lock);
+	for (unsigned i = 0; s && !capture_of(s) && i < sizeof(captures) / sizeof(captures[0]); i++)
+		if (!captures[i].stream) {
+			captures[i] = (struct fake_capture){ s, mode, pthread_self(), 0 };
+			r = 0;
+			break;
+		}
+	pthread_mutex_unlock(&capture_lock);
+	return r;
+}
+
+FAKE_EXPORT int cuStreamBeginCapture_v2(void *s, int mode)
+{
+	FAKE_HIT(cuStreamBeginCapture_v2);
+	return begin_capture(s, mode);
+}
+
+FAKE_EXPORT int cuStreamBeginCapture(void *s)
+{
+	FAKE_HIT(cuStreamBeginCapture);
+	return begin_capture(s, CAPTURE_GLOBAL);
+}
+
+FAKE_EXPORT int cuStreamEndCapture(void *s, void **graph)
+{
+	FAKE_HIT(cuStreamEndCapture);
+	pthread_mutex_lock(&capture_lock);
+	struct fake_capture *c = capture_of(s);
+	int r = !c || !graph ? 1 : c->invalid ? 901 : 0; /* CUDA_ERROR_STREAM_CAPTURE_INVALIDATED */
+	if (c)
+		memset(c, 0, sizeof(*c));
+	pthread_mutex_unlock(&capture_lock);
+	if (r == 0)
+		*graph = new_handle();
+	return r;
+}
+
+FAKE_EXPORT int cuStreamIsCapturing(void *s, int *status)
+{
+	FAKE_HIT(cuStreamIsCapturing);
+	if (!status)
+		return 1;
+	pthread_mutex_lock(&capture_lock);
+	const struct fake_capture *c = capture_of(s);
+	*status = !c ? 0 : c->invalid ? 2 : 1; /* NONE, ACTIVE, INVALIDATED */
+	pthread_mutex_unlock(&capture_lock);
+	return 0;
+}
+
 FAKE_EXPORT int cuThreadExchangeStreamCaptureMode(int *mode)
 {
 	FAKE_HIT(cuThreadExchangeStreamCaptureMode);
-	if (!mode)
+	if (!mode || *mode < CAPTURE_GLOBAL || *mode > CAPTURE_RELAXED)
 		return 1;
-	*mode = 0;
+	int old = capture_thread_mode;
+	capture_thread_mode = *mode;
+	*mode = old;
 	return 0;
 }
