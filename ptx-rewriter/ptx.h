@@ -294,4 +294,11 @@ int ptx_limit_registers(const char *text, size_t len, const char *const *kernels
  * (NUL-terminated, malloc'ed, always set), or -1 when out of memory. */
 int ptx_no_contraction(const char *text, size_t len, char **out, size_t *out_len);
 
+/* How many float adds and subs without a rounding modifier take, as an operand, a value that may
+ * be the product of a float mul without one (directly, or through copies, conversions, selects,
+ * negations, shuffles and memory): the pairs ptxas -fmad=true may fuse into an FMA and -fmad=false
+ * keeps apart.  0 means the option cannot change what the code computes.  -1 when out of
+ * memory.  Conservative: a register written by several instructions counts as any of them. */
+int ptx_fusable_adds(const char *text, size_t len);
+
 #endif /* CUBPF_PTX_H */

@@ -327,25 +327,22 @@ static int embedded_parts(struct work *w, char *why, size_t n)
 
 /* A cubin that keeps its PTX but not the options ptxas was given (Triton's own ptxas writes no
  * .note.nv.tkinfo).  Of ptxas's options only -fmad changes what a kernel computes, and only
- * through float adds, subs and muls without a rounding modifier, which it may fuse into FMAs:
- * PTX with none of them computes the same whatever -fmad was, and is compiled with ptxas's
- * defaults.  Returns 1 (use it), 0 with why, -1 out of memory (w->err). */
+ * where an add or sub takes a multiply's product (ptx_fusable_adds follows the products): PTX
+ * with no such pair computes the same whatever -fmad was, and is compiled with ptxas's defaults.
+ * Returns 1 (use it), 0 with why, -1 out of memory (w->err). */
 static int unknown_options_harmless(struct work *w, char *why, size_t n)
 {
 	struct cubin_embedded_ptx *e = &w->embedded;
-	char *t = NULL;
-	size_t len;
-	int fusable = ptx_no_contraction(e->text, e->len, &t, &len);
-	free(t);
+	int fusable = ptx_fusable_adds(e->text, e->len);
 	if (fusable < 0)
 		return snprintf(w->err, sizeof(w->err), "out of memory"), -1;
 	if (fusable > 0)
 		return snprintf(why, n, "its cubin keeps PTX but not the options it was assembled "
-				"with (no .note.nv.tkinfo), and %d float adds, subs or muls in it may "
-				"have been fused or not (-fmad)", fusable), 0;
+				"with (no .note.nv.tkinfo), and %d float adds or subs in it take a "
+				"product that -fmad may have fused with them or not", fusable), 0;
 	snprintf(e->opts.tool, sizeof(e->opts.tool), "ptxas");
-	snprintf(e->opts.raw, sizeof(e->opts.raw), "(options not recorded; no float arithmetic "
-		 "they could change: ptxas's defaults)");
+	snprintf(e->opts.raw, sizeof(e->opts.raw), "(options not recorded; no multiply-add that "
+		 "they could fuse: ptxas's defaults)");
 	return 1;
 }
 

@@ -6,6 +6,7 @@
  * (every .text.* section byte for byte), and instrumented with the bundled kcount and memtrace
  * probes (cubpf ptx) it assembles for sm_90 and sm_80.  Needs $PTXAS and $CUBPF_BUILD (make
  * test sets them); without ptxas the assembling tests are skipped, and say so. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -536,6 +537,136 @@ static void llvm_style(void **state)
 	free(buf);
 }
 
+/* ---- ptx_fusable_adds against ptxas (issue 30) ---------------------------------------------
+ * Each body computes %f10 from %f1..%f3 (floats loaded from global memory) in one of the ways a
+ * product can reach an add.  The analysis is sound when ptxas -fmad=true and -fmad=false give
+ * the same machine code for every text it counts no pair in: every case is assembled both ways
+ * and "the code differs" must imply "counted".  The expected counts pin the analysis down. */
+struct fusable_case {
+	const char *name;
+	int want;           /* ptx_fusable_adds */
+	const char *body;
+};
+
+static const struct fusable_case fusable_cases[] = {
+	{ "add_only", 0, "add.f32 %f4, %f1, %f2;\n add.f32 %f10, %f4, %f3;\n" },
+	{ "mul_add", 1, "mul.f32 %f4, %f1, %f2;\n add.f32 %f10, %f4, %f3;\n" },
+	{ "mul_sub_both", 2, "mul.f32 %f4, %f1, %f2;\n sub.f32 %f5, %f3, %f4;\n"
+			     " sub.ftz.f32 %f10, %f4, %f5;\n" },
+	{ "mul_rn_add", 0, "mul.rn.f32 %f4, %f1, %f2;\n add.f32 %f10, %f4, %f3;\n" },
+	{ "mul_add_rn", 0, "mul.f32 %f4, %f1, %f2;\n add.rn.f32 %f10, %f4, %f3;\n" },
+	{ "mul_mul", 0, "mul.f32 %f4, %f1, %f2;\n mul.f32 %f10, %f4, %f3;\n" },
+	{ "fma_only", 0, "fma.rn.f32 %f10, %f1, %f2, %f3;\n" },
+	/* conservative: the product is stored, and a load (the adds' operands) may see it */
+	{ "add_then_mul", 1, "add.f32 %f4, %f1, %f2;\n mul.f32 %f10, %f4, %f3;\n" },
+	{ "via_mov", 1, "mul.f32 %f4, %f1, %f2;\n mov.f32 %f5, %f4;\n add.f32 %f10, %f5, %f3;\n" },
+	{ "via_bits", 1, "mul.f32 %f4, %f1, %f2;\n mov.b32 %r2, %f4;\n mov.b32 %f5, %r2;\n"
+			 " sub.f32 %f10, %f3, %f5;\n" },
+	{ "via_vector", 1, "mul.f32 %f4, %f1, %f2;\n mov.b64 %rd8, {%f4, %f3};\n"
+			   " mov.b64 {%f5, %f6}, %rd8;\n add.f32 %f10, %f5, %f6;\n" },
+	{ "via_neg", 1, "mul.f32 %f4, %f1, %f2;\n neg.f32 %f5, %f4;\n add.f32 %f10, %f5, %f3;\n" },
+	{ "via_selp", 1, "setp.gt.f32 %p1, %f1, 0f00000000;\n mul.f32 %f4, %f1, %f2;\n"
+			 " selp.f32 %f5, %f4, %f3, %p1;\n add.f32 %f10, %f5, %f2;\n" },
+	{ "via_local", 1, "mul.f32 %f4, %f1, %f2;\n st.local.f32 [loc], %f4;\n"
+			  " ld.local.f32 %f5, [loc];\n add.f32 %f10, %f5, %f3;\n" },
+	{ "via_global", 1, "mul.f32 %f4, %f1, %f2;\n st.global.f32 [%rd7], %f4;\n"
+			   " ld.global.f32 %f5, [%rd7];\n add.f32 %f10, %f5, %f3;\n" },
+	{ "predicated", 1, "setp.gt.f32 %p1, %f1, 0f00000000;\n mov.f32 %f10, %f3;\n"
+			   " mul.f32 %f4, %f1, %f2;\n @%p1 add.f32 %f10, %f4, %f3;\n" },
+	{ "loop", 1, "mov.f32 %f4, %f3;\n mov.f32 %f10, %f3;\n$L__loop:\n"
+		     " add.f32 %f10, %f4, %f2;\n mul.f32 %f4, %f10, %f1;\n"
+		     " setp.lt.f32 %p1, %f10, 0f42C80000;\n @%p1 bra $L__loop;\n" },
+	{ "f16x2", 1, "mov.b32 %r2, %f1;\n mov.b32 %r3, %f2;\n mul.f16x2 %r4, %r2, %r3;\n"
+		      " add.f16x2 %r5, %r4, %r3;\n mov.b32 %f10, %r5;\n" },
+	{ "f64", 1, "cvt.f64.f32 %fd1, %f1;\n cvt.f64.f32 %fd2, %f2;\n mul.f64 %fd3, %fd1, %fd2;\n"
+		    " add.f64 %fd4, %fd3, %fd1;\n cvt.rn.f32.f64 %f10, %fd4;\n" },
+	{ "comments", 0, "// mul.f32 %f4, %f1, %f2;\n /* mul.f32 %f4, %f1, %f2; */"
+			 " add.f32 %f4, %f1, %f2;\n add.f32 %f10, %f4, %f3;\n" },
+	{ "triton_add", 0, "ld.global.v2.b32 {%r6, %r7}, [%rd6];\n mov.b32 %f4, %r6;\n"
+			   " mov.b32 %f5, %r7;\n add.f32 %f6, %f4, %f5;\n add.f32 %f10, %f6, %f1;\n" },
+};
+
+static char *fusable_kernel(const char *body)
+{
+	static const char head[] =
+		".version 8.0\n.target sm_90\n.address_size 64\n\n"
+		".visible .entry fusable_k(\n\t.param .u64 fusable_k_p0,\n\t.param .u64 fusable_k_p1\n)\n"
+		"{\n\t.local .align 4 .b8 loc[16];\n\t.reg .f32 %f<16>;\n\t.reg .b32 %r<16>;\n"
+		"\t.reg .f64 %fd<8>;\n\t.reg .b64 %rd<16>;\n\t.reg .pred %p<4>;\n"
+		" ld.param.u64 %rd1, [fusable_k_p0];\n ld.param.u64 %rd2, [fusable_k_p1];\n"
+		" cvta.to.global.u64 %rd3, %rd1;\n cvta.to.global.u64 %rd4, %rd2;\n"
+		" mov.u32 %r1, %tid.x;\n mul.wide.u32 %rd5, %r1, 16;\n add.s64 %rd6, %rd3, %rd5;\n"
+		" add.s64 %rd7, %rd4, %rd5;\n ld.global.f32 %f1, [%rd6];\n"
+		" ld.global.f32 %f2, [%rd6+4];\n ld.global.f32 %f3, [%rd6+8];\n";
+	static const char tail[] = " st.global.f32 [%rd7+8], %f10;\n ret;\n}\n";
+	size_t n = strlen(head) + strlen(body) + strlen(tail) + 1;
+	char *t = malloc(n);
+	assert_non_null(t);
+	snprintf(t, n, "%s %s%s", head, body, tail);
+	return t;
+}
+
+/* The kernel's machine code assembled with -fmad=`fmad` (malloc'ed), its size in *size. */
+static uint8_t *fusable_text(const char *as, const char *ptx, const char *fmad, size_t *size)
+{
+	char cub[512], cmd[2048];
+	tmp_path(cub, sizeof(cub), "fusable", fmad);
+	snprintf(cmd, sizeof(cmd), "%s -arch sm_90 -fmad=%s %s -o %s", as, fmad, ptx, cub);
+	run_or_fail(cmd);
+	size_t n;
+	uint8_t *buf = read_file_or_fail(cub, &n);
+	unlink(cub);
+	struct cubin_elf e;
+	struct cubin_elf_section sec;
+	assert_int_equal(cubin_elf_open(&e, buf, n), 0);
+	assert_int_equal(cubin_elf_section_by_name(&e, ".text.fusable_k", &sec), 0);
+	uint8_t *text = malloc(sec.size);
+	assert_non_null(text);
+	memcpy(text, sec.data, sec.size);
+	*size = sec.size;
+	free(buf);
+	return text;
+}
+
+static void fusable_adds_are_what_fmad_changes(void **state)
+{
+	(void)state;
+	const char *as = ptxas();
+	unsigned differ = 0, same = 0;
+	char ptx[512];
+	tmp_path(ptx, sizeof(ptx), "fusable", ".ptx");
+	for (size_t i = 0; i < sizeof(fusable_cases) / sizeof(fusable_cases[0]); i++) {
+		const struct fusable_case *c = &fusable_cases[i];
+		char *text = fusable_kernel(c->body);
+		int got = ptx_fusable_adds(text, strlen(text));
+		if (got != c->want)
+			fail_msg("%s: %d fusable adds, want %d", c->name, got, c->want);
+		if (!as) {
+			free(text);
+			continue;
+		}
+		write_or_fail(ptx, text, strlen(text));
+		size_t on_size, off_size;
+		uint8_t *on = fusable_text(as, ptx, "true", &on_size);
+		uint8_t *off = fusable_text(as, ptx, "false", &off_size);
+		bool changed = on_size != off_size || memcmp(on, off, on_size) != 0;
+		if (changed && got == 0)
+			fail_msg("%s: -fmad changes the machine code, but no fusable add was counted",
+				 c->name);
+		differ += changed;
+		same += !changed;
+		free(on);
+		free(off);
+		free(text);
+	}
+	unlink(ptx);
+	if (!as)
+		skip();
+	print_message("fusable adds: %u cases where -fmad changed the code (all counted), %u where "
+		      "it did not\n", differ, same);
+	assert_true(differ >= 5); /* the check can fail: ptxas does fuse what is counted */
+}
+
 size_t embedded_tests(struct CMUnitTest *out)
 {
 	const struct CMUnitTest t[] = {
@@ -545,6 +676,7 @@ size_t embedded_tests(struct CMUnitTest *out)
 		cmocka_unit_test(plain_cubin),    cmocka_unit_test(mismatch), cmocka_unit_test(mismatch_names_the_parameter),
 		cmocka_unit_test(options),        cmocka_unit_test(rdc_objects),
 		cmocka_unit_test(fmad_false_in_the_ptx), cmocka_unit_test(llvm_style),
+		cmocka_unit_test(fusable_adds_are_what_fmad_changes),
 	};
 	memcpy(out, t, sizeof(t));
 	return sizeof(t) / sizeof(t[0]);

@@ -2373,9 +2373,10 @@ static void test_embedded_ptx_jit_check(void **state)
 	}
 }
 
-/* A cubin that keeps its PTX but no .note.nv.tkinfo (Triton's bundled ptxas): PTX without
- * float arithmetic is compiled with ptxas's defaults (-fmad cannot change it); PTX with float
- * adds or muls stays as it is, with the reason. */
+/* A cubin that keeps its PTX but no .note.nv.tkinfo (Triton's bundled ptxas): PTX in which no
+ * add takes a product is compiled with ptxas's defaults (-fmad cannot change it: integer code,
+ * or float adds alone as in Triton's `x + y`); PTX with multiply-add pairs stays as it is, with
+ * the reason. */
 static void test_embedded_ptx_without_options(void **state)
 {
 	(void)state;
@@ -2383,10 +2384,18 @@ static void test_embedded_ptx_without_options(void **state)
 	want("live: cuModuleLoadData: instrumented 1 of 1 kernels");
 	want("test: module instrumented");
 	want("test: jit options <>");
+	assert_int_equal(run_embedded("notk_fadd.cubin", NULL), 0);
+	want("live: cuModuleLoadData: instrumented 1 of 1 kernels");
+	want("test: module instrumented");
+	want("test: float adds: plain"); /* ptxas's defaults: nothing rounded on purpose */
+	/* nvcc's own PTX: its multiply-adds are fma.rn already (NVVM contracts), nothing left to fuse */
 	assert_int_equal(run_embedded("notk_float.cubin", NULL), 0);
+	want("live: cuModuleLoadData: instrumented 5 of 5 kernels");
+	/* a mul.f32 and an add.f32 of its product, as ptxas -fmad=false was given them */
+	assert_int_equal(run_embedded("notk_mul.cubin", NULL), 0);
 	want("test: module original");
 	want("no .note.nv.tkinfo), and ");
-	want("float adds, subs or muls in it may have been fused or not (-fmad)");
+	want("float adds or subs in it take a product that -fmad may have fused with them or not");
 }
 
 /* A cubin without line info says how to get it. */
