@@ -184,6 +184,9 @@ void tool_text_put(FILE *f, const char *s, int keep_newlines);
 void tool_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A JSON string of s: valid and UTF-8 whatever s holds (see tool_common.c). */
 void tool_json_string(FILE *f, const char *s);
+/* The demangled name of a mangled one (caller frees), NULL when it is not C++ or cannot be
+ * demangled: cubpf's demangler, then libstdc++'s (tools/cmd_inspect.c). */
+char *tool_demangle(const char *mangled);
 /* The readable part of a mangled name (_Z6vecaddPfS_i -> vecadd), escaped as tool_text. */
 const char *tool_short_name(const char *mangled, char *buf, size_t len);
 void tool_log2_hist(FILE *f, const char *unit, const uint64_t *slots, int nslots);

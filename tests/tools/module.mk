@@ -29,3 +29,14 @@ $(BUILD)/gpu/tools_%: tests/cuda/tools_%.cu tests/cuda/check.h
 BINS += $(TOOLS_GPU)
 endif
 endif
+
+# test_export: `cubpf trace export --format sqlite` read back with the sqlite3 tool (issue 33).
+$(call objs,tests/tools/test_export.c): CFLAGS += -DTOOLS_TEST_BUILD='"$(abspath $(BUILD))"' \
+  -DTOOLS_TEST_SRC='"$(abspath .)"'
+$(BUILD)/tests/test_export: $(call objs,tests/tools/test_export.c) $(STORE_LIB) $(ZSTD_PIC_LIB) \
+  | $(BUILD)/bin/cubpf $(BUILD)/tests/tools_fake_app $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so \
+  $(PROBE_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/tools/test_export.c) $(STORE_LIB) $(ZSTD_PIC_LIB) \
+	  $(DEP_LIBS) -lcmocka $(LDLIBS)
+TEST_BINS += $(BUILD)/tests/test_export
