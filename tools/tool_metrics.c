@@ -193,6 +193,45 @@ static void launchlate(FILE *f, const struct tool_metrics_proc *p, size_t n)
 	}
 }
 
+/* ---- threadhist: executions per GPU thread ---------------------------------------------------
+ * One histogram per process (threadhist counts by thread id over every kernel): an observation
+ * per thread, its value the thread's executions.  Unlike launchlate's, a thread moves to a
+ * higher bucket as it runs again, so lower buckets can shrink: read it as it is
+ * (histogram_quantile over the series, not over rate()). */
+static void threadhist(FILE *f, const struct tool_metrics_proc *p, size_t n)
+{
+	static const char name[] = "cubpf_threadhist_executions";
+	family(f, name, "histogram", "executions per GPU thread id, over every instrumented kernel "
+	       "(threadhist; log2 buckets, a distribution: buckets may shrink)");
+	for (size_t i = 0; i < n; i++) {
+		size_t nrows;
+		struct tool_th_row *rows = tool_threadhist_rows(p[i].d, &nrows);
+		uint64_t slots[65] = {0}, threads = 0, sum = 0;
+		int top = 0;
+		for (size_t r = 0; r < nrows; r++) { /* slot b: executions <= 2^b */
+			int b = 0;
+			while (b < 64 && (1ull << b) < rows[r].executions)
+				b++;
+			slots[b] += rows[r].threads;
+			top = b > top ? b : top;
+			threads += rows[r].threads;
+			sum += rows[r].executions * rows[r].threads;
+		}
+		free(rows);
+		if (!threads)
+			continue;
+		uint64_t cum = 0;
+		for (int b = 0; b <= top && b < 64; b++) {
+			cum += slots[b];
+			fprintf(f, "%s_bucket{pid=\"%u\",le=\"%llu\"} %" PRIu64 "\n", name, p[i].pid,
+				1ull << b, cum);
+		}
+		fprintf(f, "%s_bucket{pid=\"%u\",le=\"+Inf\"} %" PRIu64 "\n%s_sum{pid=\"%u\"} %" PRIu64
+			"\n%s_count{pid=\"%u\"} %" PRIu64 "\n", name, p[i].pid, threads, name, p[i].pid,
+			sum, name, p[i].pid, threads);
+	}
+}
+
 /* ---- memtrace: bytes and accesses per kernel, space and operation ----------------------------- */
 
 static const char *const mt_spaces[MT_SPACES] = {"generic", "global", "shared", "local",
@@ -303,6 +342,8 @@ void tool_metrics_write(FILE *f, const char *tool, const struct tool_metrics_pro
 		kcount(f, p, n);
 	else if (tool && !strcmp(tool, "launchlate"))
 		launchlate(f, p, n);
+	else if (tool && !strcmp(tool, "threadhist"))
+		threadhist(f, p, n);
 	else if (tool && !strcmp(tool, "memtrace")) {
 		memtrace_family(f, p, n, 1);
 		memtrace_family(f, p, n, 0);

@@ -415,6 +415,21 @@ void tool_report_threadhist(const struct tool_data *d, const struct tool_opts *o
 	free(ids), free(cnt), free(rows), free(h.groups), free(h.threads);
 }
 
+/* The report's distribution for the metrics endpoint: (executions, threads) rows, most
+ * executions first; NULL when nothing was recorded. */
+struct tool_th_row *tool_threadhist_rows(const struct tool_data *d, size_t *n)
+{
+	struct thist h;
+	size_t nrows = 0;
+	struct dist_row *rows = th_load(d, &h) == 0 ? th_dist(&h, &nrows) : NULL;
+	struct tool_th_row *out = rows && nrows ? calloc(nrows, sizeof(*out)) : NULL;
+	for (size_t i = 0; out && i < nrows; i++)
+		out[i] = (struct tool_th_row){rows[i].executions, rows[i].threads};
+	*n = out ? nrows : 0;
+	free(rows), free(h.groups), free(h.threads);
+	return out;
+}
+
 /* ---- launchlate ----------------------------------------------------------------------------- */
 #define LL_LAUNCHES 1024
 

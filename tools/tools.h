@@ -171,6 +171,13 @@ const struct tool *tool_list(size_t *n);
 void tool_launchlate_latencies(const struct tool_data *d, const struct tool_kernel *k,
 			       uint64_t slots[64], uint64_t *n, uint64_t *total_ns);
 
+/* threadhist's distribution as its report lists it: how many threads ran how many times, most
+ * executions first (caller frees); NULL and *n = 0 when the trace has none. */
+struct tool_th_row {
+	uint64_t executions, threads;
+};
+struct tool_th_row *tool_threadhist_rows(const struct tool_data *d, size_t *n);
+
 /* The common footer: memory the maps take, kernels not instrumented (with reasons), drops. */
 void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 /* -p: every map of the latest snapshots, as `bpftool map dump` prints them. */

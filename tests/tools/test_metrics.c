@@ -351,6 +351,37 @@ static void test_metrics_launchlate(void **state)
 	free(text);
 }
 
+/* threadhist: 5 threads ran 3 times, 5 once (the report's distribution) as a histogram. */
+static void test_metrics_threadhist(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	uint8_t kv[10][12];
+	for (uint32_t i = 0; i < 10; i++) {
+		uint64_t v = i < 5 ? 3 : 1;
+		memcpy(kv[i], &i, 4);
+		memcpy(kv[i] + 4, &v, 8);
+	}
+	struct store_rec_map m = {.name = store_trace_intern(w, "threads"), .map_type = 1503,
+				  .key_size = 4, .value_size = 8, .count = 10};
+	assert_int_equal(store_trace_map(w, &m, kv, sizeof(kv)), 0);
+	char *report, *text = exposition(w, "threadhist", &report);
+	assert_contains(report, "           3             5\n");
+	assert_contains(report, "           1             5\n");
+	static const char *const want[] = {
+		"# TYPE cubpf_threadhist_executions histogram\n",
+		"cubpf_threadhist_executions_bucket{pid=\"42\",le=\"1\"} 5\n",
+		"cubpf_threadhist_executions_bucket{pid=\"42\",le=\"2\"} 5\n",
+		"cubpf_threadhist_executions_bucket{pid=\"42\",le=\"4\"} 10\n",
+		"cubpf_threadhist_executions_bucket{pid=\"42\",le=\"+Inf\"} 10\n",
+		"cubpf_threadhist_executions_sum{pid=\"42\"} 20\n",
+		"cubpf_threadhist_executions_count{pid=\"42\"} 10\n"};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_contains(text, want[i]);
+	free(report);
+	free(text);
+}
+
 /* More kernels than the cap: the first TOOL_METRICS_KERNELS named, the rest summed. */
 static void test_metrics_kernel_cap(void **state)
 {
@@ -383,6 +414,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_metrics_memtrace),
 		cmocka_unit_test(test_metrics_launchlate),
+		cmocka_unit_test(test_metrics_threadhist),
 		cmocka_unit_test(test_metrics_kernel_cap),
 		cmocka_unit_test(test_metrics_promtool_and_port_in_use),
 		cmocka_unit_test(test_metrics_prometheus),
