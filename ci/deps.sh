@@ -17,6 +17,12 @@ declare -A need=(
   [/usr/bin/dpkg-source]=dpkg-dev
   [/usr/bin/xz]=xz-utils
   [/usr/bin/tclsh]=tcl
+  # the tests of issue 33 read what cubpf writes with other people's tools: the SQLite export
+  # with the sqlite3 command-line tool, the metrics endpoint with a Prometheus server (and its
+  # promtool); a test that cannot find them fails and says so
+  [/usr/bin/sqlite3]=sqlite3
+  [/usr/bin/prometheus]=prometheus
+  [/usr/bin/promtool]=prometheus
 )
 
 missing=()

@@ -82,7 +82,7 @@ static demangle_fn cxa_demangler(void)
 }
 
 /* The demangled name (caller frees) or NULL when not a C++ name or not demanglable. */
-static char *demangle(const char *name)
+char *tool_demangle(const char *name)
 {
 	if (strncmp(name, "_Z", 2))
 		return NULL;
@@ -454,7 +454,7 @@ static void print_kernels(const struct model *m, const struct group *g, const st
 			snprintf(shared, sizeof(shared), "%lld", (long long)k->info->shared_bytes);
 		param_text(k->info, params, sizeof(params));
 		arch_cells(m, k, sass, ptx, sizeof(sass));
-		char *dm = o->mangled ? NULL : demangle(k->name), t[TOOL_TEXT_MAX];
+		char *dm = o->mangled ? NULL : tool_demangle(k->name), t[TOOL_TEXT_MAX];
 		printf("    %-4s %6s %-20s %-*s %-*s %s\n", regs, shared, params, ws, sass, wp, ptx,
 		       tool_text(dm ? dm : k->name, t, sizeof(t)));
 		free(dm);
@@ -544,7 +544,7 @@ static void json_arch_array(const struct model *m, const struct kern *k, uint16_
 static void json_kernel(const struct model *m, const struct kern *k)
 {
 	const struct cubin_kernel *ki = k->info;
-	char *dm = demangle(k->name);
+	char *dm = tool_demangle(k->name);
 	printf("{\"name\":");
 	json_string(k->name);
 	if (dm) {

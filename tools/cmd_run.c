@@ -36,6 +36,7 @@ struct run_opts {
 	const char *cache;
 	const char *ringbuf_mb, *map_max_mb, *sample; /* validated numbers, passed on as text */
 	const char *control;
+	const char *metrics;         /* --metrics [ADDR:]PORT */
 	int disable;
 	int preload; /* --preload: the shim through LD_PRELOAD, LD_LIBRARY_PATH left alone */
 	int json, help, list_tools;
@@ -77,6 +78,10 @@ static void run_usage(FILE *out)
 		"                          (CUBPF_SAMPLE)\n"
 		"      --control FILE      switch GPU probes while CMD runs: lines 'off', 'on',\n"
 		"                          'off PROGRAM', 'on PROGRAM' (CUBPF_CONTROL)\n"
+		"      --metrics [ADDR:]PORT  serve the run's metrics while CMD runs, in Prometheus's\n"
+		"                          text format at http://ADDR:PORT/metrics (ADDR defaults to\n"
+		"                          127.0.0.1): the tool's maps per process, device and kernel,\n"
+		"                          and cubpf's health; one endpoint for every process\n"
 		"      --disable           pure pass-through, nothing intercepted (CUBPF_DISABLE=1)\n"
 		"      --preload           load cubpf's libcuda.so.1 through LD_PRELOAD (after your\n"
 		"                          own preloads) instead of putting its folder first on\n"
@@ -174,7 +179,7 @@ static const char *parse_count(const char *opt, const char *v, unsigned long max
 static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 {
 	enum { OPT_REAL = 256, OPT_CACHE, OPT_DISABLE, OPT_JSON, OPT_LIST, OPT_RINGBUF, OPT_MAPMAX,
-	       OPT_SAMPLE, OPT_CONTROL, OPT_PRELOAD };
+	       OPT_SAMPLE, OPT_CONTROL, OPT_PRELOAD, OPT_METRICS };
 	static const struct option longopts[] = {
 		{"tool", required_argument, 0, 't'},     {"prog", required_argument, 0, 'p'},
 		{"kernel", required_argument, 0, 'k'},   {"output", required_argument, 0, 'o'},
@@ -187,6 +192,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 		{"sample", required_argument, 0, OPT_SAMPLE},
 		{"control", required_argument, 0, OPT_CONTROL},
 		{"preload", no_argument, 0, OPT_PRELOAD},
+		{"metrics", required_argument, 0, OPT_METRICS},
 		{"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
 	};
 	int c;
@@ -216,6 +222,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 				return -1;
 			break;
 		case OPT_CONTROL: o->control = optarg; break;
+		case OPT_METRICS: o->metrics = optarg; break;
 		case OPT_SAMPLE:
 			if (!(o->sample = parse_count("--sample", optarg, 1ul << 31)))
 				return -1;
@@ -452,6 +459,7 @@ struct follow {
 	const char *trace_base;     /* own temporary trace: each process writes BASE.PID */
 	int out_dir;                /* -o DIR: each process writes DIR/cubpf-PID.trace */
 	pid_t child;                /* the process cubpf run started */
+	struct tool_metrics_server *metrics; /* --metrics: started once the child is */
 };
 
 static double now_s(void)
@@ -741,6 +749,38 @@ static void follow_child(struct follow *fw, pid_t pid, int fd)
 		child_line(fw, fw->line, fw->used);
 }
 
+/* ---- --metrics: the run's traces, each read alone, as Prometheus metrics ----------------------
+ * Called by the server's thread on each scrape (tools/tool_metrics_http.c): it reads the files
+ * the program's processes write and never touches what the main thread reads (fw->data), so a
+ * scrape neither waits for nor slows the report, nor the program. */
+static void metrics_body(void *ctx, FILE *f)
+{
+	const struct follow *fw = ctx;
+	struct trace_set s = {0};
+	run_traces(fw, &s, 1);
+	struct tool_data *d = calloc(s.n ? s.n : 1, sizeof(*d));
+	struct tool_metrics_proc *p = calloc(s.n ? s.n : 1, sizeof(*p));
+	size_t n = 0;
+	for (size_t i = 0; d && p && i < s.n; i++) {
+		char err[512];
+		struct stat st;
+		if (tool_data_load(&d[n], s.path[i], err, sizeof(err)) != 0 || !d[n].nprocs) {
+			tool_data_free(&d[n]);
+			memset(&d[n], 0, sizeof(d[n]));
+			continue;
+		}
+		p[n] = (struct tool_metrics_proc){.pid = d[n].procs[0].pid, .d = &d[n],
+			.trace_bytes = stat(s.path[i], &st) == 0 ? (uint64_t)st.st_size : 0};
+		n++;
+	}
+	tool_metrics_write(f, fw->tool ? fw->tool->name : NULL, p, n);
+	for (size_t i = 0; d && i < n; i++)
+		tool_data_free(&d[i]);
+	free(d);
+	free(p);
+	set_free(&s);
+}
+
 static int run_child(char **cmd, struct follow *fw)
 {
 	/* Without a report to make nor a duration to keep, the shim logs to the program's stderr. */
@@ -776,6 +816,8 @@ static int run_child(char **cmd, struct follow *fw)
 		_exit(127);
 	}
 	fw->child = pid;
+	if (fw->metrics && tool_metrics_start(fw->metrics, metrics_body, fw) != 0)
+		fprintf(stderr, "cubpf run: --metrics: cannot start the server thread\n");
 	/* Ctrl-C reaches the child through the process group; we stay to print the report. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
@@ -893,6 +935,18 @@ static int temp_trace(char *path, size_t len)
 	return 0;
 }
 
+/* --metrics: the port taken before the program starts (one in use: said, nothing run). */
+static int listen_metrics(const struct run_opts *o, struct follow *fw)
+{
+	char err[512];
+	if (!(fw->metrics = tool_metrics_listen(o->metrics, err, sizeof(err)))) {
+		fprintf(stderr, "cubpf run: --metrics %s: %s\n", o->metrics, err);
+		return -1;
+	}
+	fprintf(stderr, "cubpf run: metrics at http://%s/metrics\n", tool_metrics_address(fw->metrics));
+	return 0;
+}
+
 /* Checks what can be checked before the program starts; 0, 1 (done: help/list), -1 (error). */
 static int prepare(struct run_opts *o, const struct tool **tool)
 {
@@ -937,7 +991,7 @@ int cmd_run(int argc, char **argv)
 				"(looked in ../lib and ../lib/cubpf): reinstall cubpf or run 'make'\n");
 		return 2;
 	}
-	int own_trace = (tool || o.have_prog) && !o.trace;
+	int own_trace = (tool || o.have_prog || o.metrics) && !o.trace;
 	if (own_trace) {
 		if (temp_trace(tmp, sizeof(tmp)) != 0)
 			return 2;
@@ -961,6 +1015,11 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "cubpf run: cannot set the environment: %s\n", strerror(errno));
 		return 2;
 	}
+	if (o.metrics && listen_metrics(&o, &fw) != 0) {
+		if (own_trace)
+			remove_traces(tmp);
+		return 2;
+	}
 	int rc = run_child(argv + first, &fw);
 	if (tool || o.have_prog)
 		print_report(&fw, 1);
@@ -968,6 +1027,7 @@ int cmd_run(int argc, char **argv)
 		say_if_no_trace(&fw, argv[first]);
 	if (rc != 0)
 		fprintf(stderr, "cubpf run: %s exited with status %d\n", argv[first], rc);
+	tool_metrics_stop(fw.metrics);
 	tool_data_free(&fw.data);
 	if (own_trace)
 		remove_traces(tmp);

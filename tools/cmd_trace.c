@@ -28,6 +28,7 @@ static const char usage_text[] =
 	"       cubpf trace dump [--json] FILE... | DIR\n"
 	"       cubpf trace stats FILE... | DIR\n"
 	"       cubpf trace export --format chrome|csv [-o OUT] [--no-probes] FILE... | DIR\n"
+	"       cubpf trace export --format sqlite -o OUT.sqlite FILE... | DIR\n"
 	"       cubpf trace replay -p PROG.bpf.o FILE... | DIR\n"
 	"\n"
 	"  info    header, devices, probe programs, record counts, drops, size and ratio\n"
@@ -36,7 +37,8 @@ static const char usage_text[] =
 	"  export  chrome: Trace Event JSON for Perfetto or chrome://tracing (host API calls on\n"
 	"          thread tracks; kernels as spans on per-stream GPU tracks, timed by the shim's\n"
 	"          CUDA events where the trace has them, else an instant at the launch; copies;\n"
-	"          probe events); csv: map snapshots\n"
+	"          probe events); csv: map snapshots; sqlite: one database of the whole\n"
+	"          run (schema in README.md, \"Traces as SQL\")\n"
 	"  replay  runs the host programs (uprobe/, uretprobe/) of PROG.bpf.o over the recorded\n"
 	"          API calls on the interpreter, and prints their maps and output\n"
 	"\n"
@@ -1746,15 +1748,38 @@ static int export_csv(const struct trace_set *s, FILE *f)
 static int check_export(const struct opts *o)
 {
 	int chrome = o->format && !strcmp(o->format, "chrome");
-	if (!o->format || (!chrome && strcmp(o->format, "csv"))) {
-		fprintf(stderr, "cubpf trace export: --format chrome or --format csv is required\n");
+	int sqlite = o->format && !strcmp(o->format, "sqlite");
+	if (!o->format || (!chrome && !sqlite && strcmp(o->format, "csv"))) {
+		fprintf(stderr, "cubpf trace export: --format chrome, csv or sqlite is required\n");
+		return 2;
+	}
+	if (sqlite && (!o->out || !strcmp(o->out, "-"))) {
+		fprintf(stderr, "cubpf trace export: --format sqlite writes a database: -o FILE is "
+				"required\n");
 		return 2;
 	}
 	return 0;
 }
 
+/* sqlite: tools/cmd_export_sqlite.c reads the traces itself (whole database or none). */
+static int export_sqlite(const struct opts *o, const struct trace_set *s)
+{
+	const char **paths = calloc(s->n ? s->n : 1, sizeof(*paths));
+	if (!paths) {
+		fprintf(stderr, "cubpf trace export: out of memory\n");
+		return 1;
+	}
+	for (size_t i = 0; i < s->n; i++)
+		paths[i] = s->t[i].path;
+	int rc = cmd_export_sqlite(o->out, paths, s->n);
+	free(paths);
+	return rc;
+}
+
 static int cmd_export(const struct opts *o, const struct trace_set *s)
 {
+	if (!strcmp(o->format, "sqlite"))
+		return export_sqlite(o, s);
 	FILE *f = o->out && strcmp(o->out, "-") ? fopen(o->out, "w") : stdout;
 	if (!f) {
 		perror(o->out);

@@ -6,6 +6,9 @@ $(BUILD)/bin/cubpf: $(call objs,$(TOOLS_SRCS)) $(CUBPF_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(call objs,$(TOOLS_SRCS)) $(CUBPF_LIBS) $(DEP_LIBS) $(LDLIBS)
 BINS += $(BUILD)/bin/cubpf
+# The SQLite export uses the build's one SQLite (store/module.mk), which STORE_LIB carries.
+$(call objs,tools/cmd_export_sqlite.c): CFLAGS += -I$(SQLITE_DIR)
+$(call objs,tools/cmd_export_sqlite.c): | $(SQLITE_DIR)/sqlite3.h
 
 # The conformance plugin (issue 4): cubpf's eBPF engines behind bpf_conformance's protocol.
 PLUGIN_SRCS := $(wildcard tools/plugin/*.c)

@@ -415,6 +415,21 @@ void tool_report_threadhist(const struct tool_data *d, const struct tool_opts *o
 	free(ids), free(cnt), free(rows), free(h.groups), free(h.threads);
 }
 
+/* The report's distribution for the metrics endpoint: (executions, threads) rows, most
+ * executions first; NULL when nothing was recorded. */
+struct tool_th_row *tool_threadhist_rows(const struct tool_data *d, size_t *n)
+{
+	struct thist h;
+	size_t nrows = 0;
+	struct dist_row *rows = th_load(d, &h) == 0 ? th_dist(&h, &nrows) : NULL;
+	struct tool_th_row *out = rows && nrows ? calloc(nrows, sizeof(*out)) : NULL;
+	for (size_t i = 0; out && i < nrows; i++)
+		out[i] = (struct tool_th_row){rows[i].executions, rows[i].threads};
+	*n = out ? nrows : 0;
+	free(rows), free(h.groups), free(h.threads);
+	return out;
+}
+
 /* ---- launchlate ----------------------------------------------------------------------------- */
 #define LL_LAUNCHES 1024
 
@@ -471,16 +486,38 @@ static void launchlate_join(const struct tool_data *d, const struct tool_kernel 
 	free(host);
 }
 
+/* Every GPU's launches of k joined (the report and the metrics endpoint read the same). */
+static void launchlate_acc(const struct tool_data *d, const struct tool_kernel *k, struct ll_acc *a)
+{
+	memset(a, 0, sizeof(*a));
+	for (size_t i = 0; i < d->nsnaps; i++) {
+		const struct tool_map *s = &d->snaps[i];
+		if (s->name && !strcmp(s->name, "starts") && map_ok(s, 8))
+			launchlate_join(d, k, s, tool_ctx_device(d, s->ctx), a);
+	}
+}
+
+void tool_launchlate_latencies(const struct tool_data *d, const struct tool_kernel *k,
+			       uint64_t slots[64], uint64_t *n, uint64_t *total_ns)
+{
+	struct ll_acc a;
+	const struct tool_map *m = tool_map_by_name(d, "starts");
+	if (!m || !map_ok(m, 8) || !k->id || !k->nlaunch) {
+		memset(slots, 0, 64 * sizeof(*slots));
+		*n = *total_ns = 0;
+		return;
+	}
+	launchlate_acc(d, k, &a);
+	memcpy(slots, a.slots, sizeof(a.slots));
+	*n = a.n;
+	*total_ns = a.total;
+}
+
 static void launchlate_kernel(const struct tool_data *d, const struct tool_kernel *k,
 			      const struct tool_opts *o, FILE *f, int *first)
 {
 	struct ll_acc a;
-	memset(&a, 0, sizeof(a));
-	for (size_t i = 0; i < d->nsnaps; i++) {
-		const struct tool_map *s = &d->snaps[i];
-		if (s->name && !strcmp(s->name, "starts") && map_ok(s, 8))
-			launchlate_join(d, k, s, tool_ctx_device(d, s->ctx), &a);
-	}
+	launchlate_acc(d, k, &a);
 	size_t n = a.n, neg = a.neg;
 	uint64_t total = a.total, *slots = a.slots;
 	char sn[64];

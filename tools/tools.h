@@ -165,10 +165,47 @@ struct tool {
 
 const struct tool *tool_find(const char *name);
 const struct tool *tool_list(size_t *n);
+/* launchlate's latencies of kernel k (launch call -> GPU start) over every GPU, as its report
+ * counts them: log2 slots of ns (slot b: 2^b .. 2^(b+1) - 1; 0 and 1 ns in slot 0), samples,
+ * their sum; all 0 when the trace has no launchlate map or k no launch. */
+void tool_launchlate_latencies(const struct tool_data *d, const struct tool_kernel *k,
+			       uint64_t slots[64], uint64_t *n, uint64_t *total_ns);
+
+/* threadhist's distribution as its report lists it: how many threads ran how many times, most
+ * executions first (caller frees); NULL and *n = 0 when the trace has none. */
+struct tool_th_row {
+	uint64_t executions, threads;
+};
+struct tool_th_row *tool_threadhist_rows(const struct tool_data *d, size_t *n);
+
 /* The common footer: memory the maps take, kernels not instrumented (with reasons), drops. */
 void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 /* -p: every map of the latest snapshots, as `bpftool map dump` prints them. */
 void tool_report_maps(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+
+/* ---- metrics (tools/tool_metrics.c, served by tools/tool_metrics_http.c) -------------------- */
+/* Kernels of a process with series of their own; the others are summed as kernel="_other". */
+#define TOOL_METRICS_KERNELS 200
+/* One process of the run as the endpoint shows it: its trace read alone (labels pid=). */
+struct tool_metrics_proc {
+	uint32_t pid;
+	const struct tool_data *d;
+	uint64_t trace_bytes;
+};
+/* The Prometheus text exposition (0.0.4) of the run: cubpf's health, launches and threads per
+ * kernel, and the maps of `tool` (kcount, launchlate, memtrace; NULL or another: none). */
+void tool_metrics_write(FILE *f, const char *tool, const struct tool_metrics_proc *p, size_t n);
+
+/* An HTTP endpoint on [ADDR:]PORT (ADDR defaults to 127.0.0.1): GET /metrics (or /) answers
+ * with what body writes, from a thread of its own that holds no lock of the caller's.  listen
+ * binds at once (NULL + err: a port in use is said before anything starts); start runs the
+ * thread; stop ends it and closes the socket. */
+struct tool_metrics_server;
+struct tool_metrics_server *tool_metrics_listen(const char *spec, char *err, size_t errlen);
+int tool_metrics_start(struct tool_metrics_server *s, void (*body)(void *ctx, FILE *f), void *ctx);
+/* The address it listens on, "127.0.0.1:9400" (the port the system gave for port 0). */
+const char *tool_metrics_address(const struct tool_metrics_server *s);
+void tool_metrics_stop(struct tool_metrics_server *s);
 
 /* Text from a file (kernel, module, map and program names, paths, messages) for a terminal:
  * valid UTF-8 stays as it is; C0 controls, DEL, C1 controls (ESC and CSI sequences), bidi
@@ -184,6 +221,9 @@ void tool_text_put(FILE *f, const char *s, int keep_newlines);
 void tool_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A JSON string of s: valid and UTF-8 whatever s holds (see tool_common.c). */
 void tool_json_string(FILE *f, const char *s);
+/* The demangled name of a mangled one (caller frees), NULL when it is not C++ or cannot be
+ * demangled: cubpf's demangler, then libstdc++'s (tools/cmd_inspect.c). */
+char *tool_demangle(const char *mangled);
 /* The readable part of a mangled name (_Z6vecaddPfS_i -> vecadd), escaped as tool_text. */
 const char *tool_short_name(const char *mangled, char *buf, size_t len);
 void tool_log2_hist(FILE *f, const char *unit, const uint64_t *slots, int nslots);

@@ -29,3 +29,27 @@ $(BUILD)/gpu/tools_%: tests/cuda/tools_%.cu tests/cuda/check.h
 BINS += $(TOOLS_GPU)
 endif
 endif
+
+# test_export: `cubpf trace export --format sqlite` read back with the sqlite3 tool (issue 33).
+$(call objs,tests/tools/test_export.c): CFLAGS += -DTOOLS_TEST_BUILD='"$(abspath $(BUILD))"' \
+  -DTOOLS_TEST_SRC='"$(abspath .)"'
+$(BUILD)/tests/test_export: $(call objs,tests/tools/test_export.c) $(STORE_LIB) $(ZSTD_PIC_LIB) \
+  | $(BUILD)/bin/cubpf $(BUILD)/tests/tools_fake_app $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so \
+  $(PROBE_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/tools/test_export.c) $(STORE_LIB) $(ZSTD_PIC_LIB) \
+	  $(DEP_LIBS) -lcmocka $(LDLIBS)
+TEST_BINS += $(BUILD)/tests/test_export
+
+# test_metrics: `cubpf run --metrics` scraped by a real Prometheus server (issue 33), and the
+# exposition of tools/tool_metrics.c on traces written by the test.
+METRICS_TEST_OBJS := $(call objs,tests/tools/test_metrics.c tools/tool_metrics.c tools/tool_data.c \
+  tools/tool_common.c tools/tool_reports.c)
+$(call objs,tests/tools/test_metrics.c): CFLAGS += -DTOOLS_TEST_BUILD='"$(abspath $(BUILD))"'
+$(BUILD)/tests/test_metrics: $(METRICS_TEST_OBJS) $(STORE_LIB) $(VM_LIB) $(CUBIN_LIB) $(ZSTD_PIC_LIB) \
+  | $(BUILD)/bin/cubpf $(BUILD)/tests/tools_fake_app $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so \
+  $(PROBE_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(METRICS_TEST_OBJS) $(STORE_LIB) $(VM_LIB) $(CUBIN_LIB) $(ZSTD_PIC_LIB) \
+	  $(DEP_LIBS) -lcmocka $(LDLIBS)
+TEST_BINS += $(BUILD)/tests/test_metrics

@@ -1,0 +1,423 @@
+/* test_metrics: `cubpf run --metrics` (tools/tool_metrics.c, tools/tool_metrics_http.c).
+ *
+ * - a run of two processes over the fake driver scraped by a real Prometheus server (Debian's
+ *   package, started here on 127.0.0.1 with a temporary configuration and data folder, bounded
+ *   in time, killed at the end); the values read back through its HTTP query API equal the
+ *   tool's report at exit;
+ * - the endpoint's text passes `promtool check metrics`;
+ * - a port in use: cubpf run says so in one line and runs nothing;
+ * - the exposition itself on traces written here: memtrace's bytes and launchlate's histogram
+ *   are the reports' numbers, kernels past the cap fold into kernel="_other".
+ * Prometheus, promtool or python3 missing fails the test and says which. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "store/store.h"
+#include "tools/tools.h"
+
+#define BUILD TOOLS_TEST_BUILD
+#define BIN BUILD "/bin/cubpf"
+
+static int sh(char **out, const char *fmt, ...)
+{
+	char cmd[16384], *full;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	assert_true(asprintf(&full, "( %s ) 2>&1", cmd) > 0);
+	FILE *p = popen(full, "r");
+	free(full);
+	assert_non_null(p);
+	size_t n = 0, cap = 4096;
+	char *buf = malloc(cap);
+	assert_non_null(buf);
+	for (size_t r; (r = fread(buf + n, 1, cap - n - 1, p)) > 0;)
+		if ((n += r) == cap - 1)
+			assert_non_null(buf = realloc(buf, cap *= 2));
+	buf[n] = '\0';
+	int st = pclose(p);
+	*out = buf;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void assert_contains(const char *hay, const char *needle)
+{
+	if (!strstr(hay, needle))
+		fail_msg("'%s' not in:\n%s", needle, hay);
+}
+
+/* A free TCP port of 127.0.0.1 (the system's choice, released at once). */
+static int free_port(void)
+{
+	char *out;
+	assert_int_equal(sh(&out, "python3 -c 'import socket; s=socket.socket(); "
+				  "s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1])'"), 0);
+	int port = atoi(out);
+	free(out);
+	assert_true(port > 0);
+	return port;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	static const char *const need[] = {"prometheus", "promtool", "python3"};
+	int rc = 0;
+	for (size_t i = 0; i < 3; i++) {
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "command -v %s >/dev/null", need[i]);
+		if (system(cmd) != 0) {
+			fprintf(stderr, "test_metrics: %s is missing (Debian package %s; ci/deps.sh "
+					"installs it)\n", need[i], i < 2 ? "prometheus" : "python3");
+			rc = -1;
+		}
+	}
+	return rc;
+}
+
+/* ---- a real Prometheus server --------------------------------------------------------------- */
+
+/* python3: Prometheus's answer to an instant query, as "value" of the first series, "none"
+ * when no series matches, "unreachable: ..." while the server is not up yet. */
+static const char query_py[] =
+	"import json,sys,urllib.request,urllib.parse\n"
+	"u='http://127.0.0.1:'+sys.argv[1]+'/api/v1/query?query='+urllib.parse.quote(sys.argv[2])\n"
+	"try:\n"
+	"    r=json.load(urllib.request.urlopen(u, timeout=5))\n"
+	"except OSError as e:\n"
+	"    print('unreachable:', e); sys.exit(0)\n"
+	"res=r['data']['result']\n"
+	"print(res[0]['value'][1] if res else 'none')\n";
+
+static char *prom_query(const char *dir, int pport, const char *q)
+{
+	char *out;
+	if (sh(&out, "python3 %s/query.py %d '%s'", dir, pport, q) != 0)
+		fail_msg("query %s: %s", q, out);
+	out[strcspn(out, "\n")] = '\0';
+	return out;
+}
+
+/* Waits (at most ~30 s) until Prometheus answers q with want; returns its last answer. */
+static char *prom_wait(const char *dir, int pport, const char *q, const char *want)
+{
+	char *v = NULL;
+	for (int i = 0; i < 60; i++) {
+		free(v);
+		v = prom_query(dir, pport, q);
+		if (!strcmp(v, want))
+			break;
+		usleep(500 * 1000);
+	}
+	return v;
+}
+
+static void write_file(const char *path, const char *fmt, ...)
+{
+	FILE *f = fopen(path, "w");
+	va_list ap;
+	assert_non_null(f);
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fclose(f);
+}
+
+/* The report's kcount row for tools_k: launches and threads. */
+static void report_row(const char *report, unsigned long *launches, unsigned long *threads)
+{
+	const char *at = strstr(report, "--- at exit ---");
+	const char *row = at ? strstr(at, "\ntools_k ") : NULL;
+	if (!row || sscanf(row + 9, "%lu %lu", launches, threads) != 2)
+		fail_msg("no tools_k row at exit:\n%s", report);
+}
+
+static void test_metrics_prometheus(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/cubpf-test-metrics-XXXXXX", path[512], *out, *v;
+	assert_non_null(mkdtemp(dir));
+	int port = free_port(), pport = free_port();
+	snprintf(path, sizeof(path), "%s/query.py", dir);
+	write_file(path, "%s", query_py);
+	snprintf(path, sizeof(path), "%s/prometheus.yml", dir);
+	write_file(path, "global:\n  scrape_interval: 500ms\n  scrape_timeout: 500ms\n"
+			 "scrape_configs:\n  - job_name: cubpf\n    static_configs:\n"
+			 "      - targets: ['127.0.0.1:%d']\n", port);
+	/* the program: two processes with CUDA, then 8 s without, so that scrapes follow the
+	 * last snapshot; cubpf run in the background, its report in run.out */
+	assert_int_equal(sh(&out, "cd %s && (%s run -t kcount --metrics 127.0.0.1:%d --real-libcuda "
+				  "%s/tests/libcuda-fake.so -- sh -c '%s/tests/tools_fake_app 0 exec; "
+				  "sleep 8' > run.out 2>&1; echo $? > run.rc) >/dev/null 2>&1 &",
+			    dir, BIN, port, BUILD, BUILD), 0);
+	free(out);
+	assert_int_equal(sh(&out, "cd %s && (timeout 60 prometheus --config.file=prometheus.yml "
+				  "--storage.tsdb.path=data --web.listen-address=127.0.0.1:%d "
+				  "> prom.log 2>&1 & echo $! > prom.pid)", dir, pport), 0);
+	free(out);
+	/* the values while the program still runs (its sleep), from Prometheus's database */
+	v = prom_wait(dir, pport, "sum(cubpf_kernel_launches_total{kernel=\"tools_k\"})", "6");
+	char *threads = prom_query(dir, pport, "sum(cubpf_kernel_threads_total{kernel=\"tools_k\"})");
+	char *procs = prom_query(dir, pport, "cubpf_processes");
+	char *runs = prom_query(dir, pport, "sum(cubpf_kcount_gpu_runs_total)");
+	/* scrapes succeeded (one may time out on a loaded machine: its up is 0 for that one) */
+	char *up = prom_query(dir, pport, "max_over_time(up{job=\"cubpf\"}[1m])");
+	assert_int_equal(sh(&out, "cd %s && kill $(cat prom.pid); for i in $(seq 100); do "
+				  "[ -f run.rc ] && break; sleep 0.2; done; cat run.out; cat run.rc",
+			    dir), 0);
+	unsigned long launches, nthreads;
+	report_row(out, &launches, &nthreads);
+	char want[64];
+	snprintf(want, sizeof(want), "%lu", launches);
+	if (strcmp(v, want) || launches != 6)
+		fail_msg("launches: Prometheus %s, report %lu:\n%s", v, launches, out);
+	snprintf(want, sizeof(want), "%lu", nthreads);
+	assert_string_equal(threads, want);
+	assert_string_equal(procs, "2");
+	assert_string_equal(runs, "0"); /* the fake driver runs no kernel: the map stays 0 */
+	assert_string_equal(up, "1");
+	assert_contains(out, "metrics at http://127.0.0.1:");
+	free(out), free(v), free(threads), free(procs), free(runs), free(up);
+	assert_int_equal(sh(&out, "rm -rf %s", dir), 0);
+	free(out);
+}
+
+/* ---- promtool, and a port in use ------------------------------------------------------------ */
+
+static void test_metrics_promtool_and_port_in_use(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/cubpf-test-metrics-XXXXXX", *out;
+	assert_non_null(mkdtemp(dir));
+	int port = free_port();
+	assert_int_equal(sh(&out, "cd %s && (%s run -t kcount --metrics %d --real-libcuda "
+				  "%s/tests/libcuda-fake.so -- sh -c '%s/tests/tools_fake_app 0 exec; "
+				  "sleep 4' > run.out 2>&1 &) >/dev/null 2>&1", dir, BIN, port, BUILD,
+			    BUILD), 0);
+	free(out);
+	/* scraped with python (no curl needed) once both processes' launches are in */
+	int rc = sh(&out, "for i in $(seq 50); do python3 -c 'import urllib.request,sys; "
+			  "sys.stdout.write(urllib.request.urlopen(\"http://127.0.0.1:%d/metrics\")"
+			  ".read().decode())' > %s/m.txt 2>/dev/null && grep -q 'cubpf_processes 2' "
+			  "%s/m.txt && break; sleep 0.2; done; promtool check metrics < %s/m.txt && "
+			  "cat %s/m.txt", port, dir, dir, dir, dir);
+	if (rc != 0)
+		fail_msg("promtool: %s", out);
+	assert_contains(out, "# TYPE cubpf_kernel_launches_total counter\n");
+	assert_contains(out, ",kernel=\"tools_k\",name=\"tools_k\"} 3\n");
+	free(out);
+	/* the same port again: one line, status 2, the command not run */
+	rc = sh(&out, "%s run -t kcount --metrics 127.0.0.1:%d -- touch %s/ran", BIN, port, dir);
+	assert_int_equal(rc, 2);
+	assert_contains(out, "--metrics 127.0.0.1:");
+	assert_contains(out, "Address already in use");
+	assert_true(strchr(out, '\n') == out + strlen(out) - 1);
+	free(out);
+	assert_int_equal(sh(&out, "test ! -e %s/ran", dir), 0);
+	free(out);
+	assert_int_equal(sh(&out, "%s run --metrics 'no:port' -- true", BIN), 2);
+	assert_contains(out, "is not [ADDR:]PORT");
+	free(out);
+	assert_int_equal(sh(&out, "sleep 4; rm -rf %s", dir), 0);
+	free(out);
+}
+
+/* ---- the exposition on traces written here -------------------------------------------------- */
+
+static char trace_path[] = "/tmp/cubpf-test-metrics-trace-XXXXXX";
+
+static struct store_trace_writer *create(void)
+{
+	char err[STORE_ERRLEN];
+	struct store_trace_process p = {.pid = 42, .cubpf_version = "test", .hostname = "h",
+					.cmdline = "./app"};
+	int fd = mkstemp(trace_path);
+	assert_true(fd >= 0);
+	close(fd);
+	struct store_trace_writer *w = store_trace_create(trace_path, &p, NULL, err, sizeof(err));
+	if (!w)
+		fail_msg("%s", err);
+	return w;
+}
+
+static char *exposition(struct store_trace_writer *w, const char *tool, char **report)
+{
+	char err[STORE_ERRLEN] = "", *buf = NULL;
+	size_t len = 0;
+	struct tool_data d = {0};
+	assert_int_equal(store_trace_close(w, err, sizeof(err)), 0);
+	assert_int_equal(tool_data_load(&d, trace_path, err, sizeof(err)), 0);
+	struct tool_metrics_proc p = {.pid = d.procs[0].pid, .d = &d, .trace_bytes = 1};
+	FILE *f = open_memstream(&buf, &len);
+	tool_metrics_write(f, tool, &p, 1);
+	fclose(f);
+	if (report) {
+		char *r = NULL;
+		size_t rl = 0;
+		struct tool_opts o = {.top = 10};
+		f = open_memstream(&r, &rl);
+		tool_find(tool)->report(&d, &o, f);
+		fclose(f);
+		*report = r;
+	}
+	tool_data_free(&d);
+	unlink(trace_path);
+	strcpy(trace_path, "/tmp/cubpf-test-metrics-trace-XXXXXX");
+	return buf;
+}
+
+static void kernel_id(struct store_trace_writer *w, uint32_t id, const char *name)
+{
+	struct store_rec_kernel_id k = {.id = id, .name = store_trace_intern(w, name)};
+	assert_int_equal(store_trace_kernel_id(w, &k), 0);
+}
+
+/* memtrace: kernel 1 loads 1024 x 4 B from global over two SMs (the report's 4096 bytes). */
+static void test_metrics_memtrace(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	kernel_id(w, 1, "_Z6vecaddPfS_i");
+	size_t value = 256 * 32 * 8, pair = 4 + value;
+	uint8_t *kv = calloc(1, pair);
+	uint32_t key = 1 * 8 + 1;
+	uint64_t a = 1000, b = 24;
+	assert_non_null(kv);
+	memcpy(kv, &key, 4);
+	memcpy(kv + 4 + (0 * 32 + 2) * 8, &a, 8);
+	memcpy(kv + 4 + (7 * 32 + 2) * 8, &b, 8);
+	struct store_rec_map m = {.name = store_trace_intern(w, "counts"), .map_type = 6,
+				  .key_size = 4, .value_size = (uint32_t)value, .count = 1};
+	assert_int_equal(store_trace_map(w, &m, kv, pair), 0);
+	free(kv);
+	char *report, *text = exposition(w, "memtrace", &report);
+	assert_contains(report, "    global     load             4096           1024");
+	assert_contains(text, "cubpf_memtrace_bytes_total{pid=\"42\",device=\"0\",kernel=\"vecadd\","
+			      "name=\"_Z6vecaddPfS_i\",space=\"global\",op=\"load\"} 4096\n");
+	assert_contains(text, "cubpf_memtrace_accesses_total{pid=\"42\",device=\"0\",kernel=\"vecadd\","
+			      "name=\"_Z6vecaddPfS_i\",space=\"global\",op=\"load\"} 1024\n");
+	free(report);
+	free(text);
+}
+
+/* launchlate: two launches whose GPU starts come 1000 and 3000 ns after the calls. */
+static void test_metrics_launchlate(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	kernel_id(w, 1, "_Z1kv");
+	uint32_t name = store_trace_intern(w, "_Z1kv");
+	for (int i = 0; i < 2; i++) {
+		struct store_rec_kernel k = {.launch_ns = 1000000 + i * 10000ull, .name = name,
+					     .grid = {1, 1, 1}, .block = {32, 1, 1}};
+		assert_int_equal(store_trace_kernel(w, &k), 0);
+	}
+	/* starts: key = id * 1024 + launch number, value = the GPU start (no CLOCK: host time) */
+	uint8_t kv[2][12];
+	uint64_t starts[2] = {1001000, 1013000};
+	for (uint32_t i = 0; i < 2; i++) {
+		uint32_t key = 1024 + i;
+		memcpy(kv[i], &key, 4);
+		memcpy(kv[i] + 4, &starts[i], 8);
+	}
+	struct store_rec_map m = {.name = store_trace_intern(w, "starts"), .map_type = 1503,
+				  .key_size = 4, .value_size = 8, .count = 2};
+	assert_int_equal(store_trace_map(w, &m, kv, sizeof(kv)), 0);
+	char *report, *text = exposition(w, "launchlate", &report);
+	assert_contains(report, "(2 samples of 2 launches, mean 2.0 us)");
+	static const char *const want[] = {
+		/* 1000 ns in slot 9 (512..1023): le 1024 ns; 3000 in slot 11: le 4096 ns */
+		"cubpf_launchlate_latency_seconds_bucket{pid=\"42\",device=\"0\",kernel=\"k\","
+		"name=\"_Z1kv\",le=\"1.024e-06\"} 1\n",
+		"le=\"2.048e-06\"} 1\n", "le=\"4.096e-06\"} 2\n", "le=\"+Inf\"} 2\n",
+		"cubpf_launchlate_latency_seconds_sum{pid=\"42\",device=\"0\",kernel=\"k\","
+		"name=\"_Z1kv\"} 0.000004000\n",
+		"cubpf_launchlate_latency_seconds_count{pid=\"42\",device=\"0\",kernel=\"k\","
+		"name=\"_Z1kv\"} 2\n",
+		"# TYPE cubpf_launchlate_latency_seconds histogram\n"};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_contains(text, want[i]);
+	free(report);
+	free(text);
+}
+
+/* threadhist: 5 threads ran 3 times, 5 once (the report's distribution) as a histogram. */
+static void test_metrics_threadhist(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	uint8_t kv[10][12];
+	for (uint32_t i = 0; i < 10; i++) {
+		uint64_t v = i < 5 ? 3 : 1;
+		memcpy(kv[i], &i, 4);
+		memcpy(kv[i] + 4, &v, 8);
+	}
+	struct store_rec_map m = {.name = store_trace_intern(w, "threads"), .map_type = 1503,
+				  .key_size = 4, .value_size = 8, .count = 10};
+	assert_int_equal(store_trace_map(w, &m, kv, sizeof(kv)), 0);
+	char *report, *text = exposition(w, "threadhist", &report);
+	assert_contains(report, "           3             5\n");
+	assert_contains(report, "           1             5\n");
+	static const char *const want[] = {
+		"# TYPE cubpf_threadhist_executions histogram\n",
+		"cubpf_threadhist_executions_bucket{pid=\"42\",le=\"1\"} 5\n",
+		"cubpf_threadhist_executions_bucket{pid=\"42\",le=\"2\"} 5\n",
+		"cubpf_threadhist_executions_bucket{pid=\"42\",le=\"4\"} 10\n",
+		"cubpf_threadhist_executions_bucket{pid=\"42\",le=\"+Inf\"} 10\n",
+		"cubpf_threadhist_executions_sum{pid=\"42\"} 20\n",
+		"cubpf_threadhist_executions_count{pid=\"42\"} 10\n"};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_contains(text, want[i]);
+	free(report);
+	free(text);
+}
+
+/* More kernels than the cap: the first TOOL_METRICS_KERNELS named, the rest summed. */
+static void test_metrics_kernel_cap(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	for (unsigned i = 0; i < TOOL_METRICS_KERNELS + 5; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "kernel_%u", i);
+		struct store_rec_kernel k = {.name = store_trace_intern(w, name), .grid = {1, 1, 1},
+					     .block = {i + 1, 1, 1}};
+		assert_int_equal(store_trace_kernel(w, &k), 0);
+	}
+	char *text = exposition(w, "kcount", NULL), line[256];
+	size_t series = 0;
+	for (const char *p = text; (p = strstr(p, "\ncubpf_kernel_threads_total{")); p++)
+		series++;
+	assert_int_equal(series, TOOL_METRICS_KERNELS + 1);
+	snprintf(line, sizeof(line), "kernel=\"kernel_%u\",name=\"kernel_%u\"} %u\n",
+		 TOOL_METRICS_KERNELS - 1, TOOL_METRICS_KERNELS - 1, TOOL_METRICS_KERNELS);
+	assert_contains(text, line);
+	/* threads of the 5 folded: 201 + 202 + 203 + 204 + 205 */
+	assert_contains(text, "cubpf_kernel_threads_total{pid=\"42\",device=\"any\",kernel=\"_other\","
+			      "name=\"_other\"} 1015\n");
+	assert_null(strstr(text, "kernel_200\""));
+	free(text);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_metrics_memtrace),
+		cmocka_unit_test(test_metrics_launchlate),
+		cmocka_unit_test(test_metrics_threadhist),
+		cmocka_unit_test(test_metrics_kernel_cap),
+		cmocka_unit_test(test_metrics_promtool_and_port_in_use),
+		cmocka_unit_test(test_metrics_prometheus),
+	};
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
