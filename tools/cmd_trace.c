@@ -1270,6 +1270,35 @@ static int stats_one(const char *path, const char *label, struct stats *st)
 	return rc;
 }
 
+/* How much ran with probes (issue 30): the run's line, and each process's when there are
+ * several, as the tools' reports print them. */
+static int stats_coverage(const struct trace_set *s)
+{
+	struct tool_data d = {0};
+	char err[STORE_ERRLEN];
+	for (size_t i = 0; i < s->n; i++)
+		if (tool_data_load_process(&d, s->t[i].path, NULL, err, sizeof(err)) != 0) {
+			fprintf(stderr, "cubpf trace stats: %s\n", err);
+			tool_data_free(&d);
+			return 1;
+		}
+	printf("\n");
+	if (d.have_meta) {
+		struct tool_coverage c;
+		tool_coverage_of(&d, NULL, &c);
+		tool_coverage_print(&c, 0, stdout);
+		for (size_t i = 0; d.nprocs > 1 && i < d.nprocs; i++) {
+			tool_coverage_of(&d, &d.procs[i], &c);
+			printf("  pid %u ", d.procs[i].pid);
+			tool_coverage_print(&c, 0, stdout);
+		}
+	} else {
+		printf("probed: not known (a trace of format 1.1 or older names no kernel ids)\n");
+	}
+	tool_data_free(&d);
+	return 0;
+}
+
 /* One set of tables over every trace: counts and totals summed, percentiles over all samples. */
 static int cmd_stats(const struct opts *o, const struct trace_set *s)
 {
@@ -1290,6 +1319,7 @@ static int cmd_stats(const struct opts *o, const struct trace_set *s)
 	printf("\n");
 	st.oom |= print_table("host API calls (wall time)", &st.apis, &st.names);
 	st.oom |= print_copies(&st.copies);
+	rc |= stats_coverage(s);
 	free_table(&st.kernels);
 	free_table(&st.apis);
 	free_table(&st.copies);

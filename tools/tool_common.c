@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -302,15 +303,70 @@ static void processes_text(const struct tool_data *d, FILE *f)
 		fprintf(f, "  ... %zu more (all of them in --json)\n", d->nprocs - 20);
 }
 
+/* ---- coverage: how much of the run ran with probes (issue 30) ------------------------------ */
+
+void tool_coverage_of(const struct tool_data *d, const struct tool_process *p,
+		      struct tool_coverage *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < d->nkernels; i++) {
+		const struct tool_kernel *k = &d->kernels[i];
+		uint64_t n = !p ? k->launches : i < p->k_cap ? p->k_launches[i] : 0;
+		uint64_t ns = !p ? k->gpu_ns : i < p->k_cap ? p->k_gpu_ns[i] : 0;
+		uint64_t spans = !p ? k->spans : i < p->k_cap ? p->k_spans[i] : 0;
+		bool probed = k->id != 0;
+		if (!n && !spans)
+			continue;
+		c->kernels++;
+		c->kernels_probed += probed;
+		c->launches += n;
+		c->launches_probed += probed ? n : 0;
+		c->spans += spans;
+		c->gpu_ns += ns;
+		c->gpu_ns_probed += probed ? ns : 0;
+	}
+}
+
+static double share(uint64_t part, uint64_t all)
+{
+	return all ? 100.0 * (double)part / (double)all : 0.0;
+}
+
+void tool_coverage_print(const struct tool_coverage *c, int json, FILE *f)
+{
+	if (json) {
+		fprintf(f, "\"kernels_launched\":%" PRIu64 ",\"kernels_instrumented\":%" PRIu64
+			",\"launches\":%" PRIu64 ",\"launches_instrumented\":%" PRIu64
+			",\"timed_launches\":%" PRIu64 ",\"gpu_ns\":%" PRIu64
+			",\"gpu_ns_instrumented\":%" PRIu64, c->kernels, c->kernels_probed, c->launches,
+			c->launches_probed, c->spans, c->gpu_ns, c->gpu_ns_probed);
+		return;
+	}
+	fprintf(f, "probed: %" PRIu64 " of %" PRIu64 " kernels launched, %" PRIu64 " of %" PRIu64
+		" launches (%.1f%%)", c->kernels_probed, c->kernels, c->launches_probed, c->launches,
+		share(c->launches_probed, c->launches));
+	if (c->spans)
+		fprintf(f, ", %.1f%% of the GPU time of %" PRIu64 " timed launches (%.3f of %.3f ms)",
+			share(c->gpu_ns_probed, c->gpu_ns), c->spans, (double)c->gpu_ns_probed / 1e6,
+			(double)c->gpu_ns / 1e6);
+	else
+		fputs(", GPU time not measured (no kernel spans in the trace)", f);
+	fputc('\n', f);
+}
+
 static void processes_json(const struct tool_data *d, FILE *f)
 {
 	fprintf(f, ",\"processes\":%zu,\"process_list\":[", d->nprocs ? d->nprocs : 1);
 	for (size_t i = 0; i < d->nprocs; i++) {
 		const struct tool_process *p = &d->procs[i];
+		struct tool_coverage c;
 		fprintf(f, "%s{\"pid\":%u,\"ppid\":%u,\"launches\":%" PRIu64 ",\"trace\":\"%s\","
 			"\"cmdline\":", i ? "," : "", p->pid, p->ppid, p->launches, p->state);
 		tool_json_string(f, p->cmdline);
-		fputc('}', f);
+		tool_coverage_of(d, p, &c);
+		fputs(",\"coverage\":{", f);
+		tool_coverage_print(&c, 1, f);
+		fputs("}}", f);
 	}
 	fputc(']', f);
 }
@@ -326,6 +382,11 @@ static void common_json(const struct tool_data *d, FILE *f)
 		tool_json_string(f, d->devices[i]);
 	}
 	fputc(']', f);
+	struct tool_coverage c;
+	tool_coverage_of(d, NULL, &c);
+	fputs(",\"coverage\":{", f);
+	tool_coverage_print(&c, 1, f);
+	fputc('}', f);
 	processes_json(d, f);
 	fputs(",\"not_instrumented\":[", f);
 	if (d->have_meta)
@@ -336,6 +397,19 @@ static void common_json(const struct tool_data *d, FILE *f)
 		tool_json_string(f, d->notes[i]);
 	}
 	fputs("]}", f);
+}
+
+/* The run's coverage line, and each process's when there are several. */
+static void coverage_text(const struct tool_data *d, FILE *f)
+{
+	struct tool_coverage c;
+	tool_coverage_of(d, NULL, &c);
+	tool_coverage_print(&c, 0, f);
+	for (size_t i = 0; d->nprocs > 1 && i < d->nprocs && i < 20; i++) {
+		tool_coverage_of(d, &d->procs[i], &c);
+		fprintf(f, "  pid %u ", d->procs[i].pid);
+		tool_coverage_print(&c, 0, f);
+	}
 }
 
 void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FILE *f)
@@ -379,6 +453,7 @@ void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FI
 		}
 		if (shown < d->nnotes)
 			fprintf(f, "  ... %zu more (all of them in --json)\n", d->nnotes - shown);
+		coverage_text(d, f);
 	}
 	if (d->rb_drops || d->writer_drops)
 		fprintf(f, "lost: %" PRIu64 " ring-buffer records (device buffers full), %" PRIu64

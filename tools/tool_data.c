@@ -71,6 +71,32 @@ static int add_note(struct tool_data *d, const char *line)
 	return add_string(&d->notes, &d->nnotes, line);
 }
 
+/* Process p's counters of kernel index i, grown as kernels appear. */
+static int proc_slot(struct tool_process *p, size_t i)
+{
+	if (i < p->k_cap)
+		return 0;
+	size_t cap = p->k_cap ? p->k_cap : 16;
+	while (cap <= i)
+		cap *= 2;
+	uint64_t *a[3] = { p->k_launches, p->k_gpu_ns, p->k_spans };
+	for (int j = 0; j < 3; j++) {
+		uint64_t *g = realloc(a[j], cap * sizeof(*g));
+		if (!g)
+			return -1;
+		memset(g + p->k_cap, 0, (cap - p->k_cap) * sizeof(*g));
+		a[j] = g;
+		if (j == 0)
+			p->k_launches = g;
+		else if (j == 1)
+			p->k_gpu_ns = g;
+		else
+			p->k_spans = g;
+	}
+	p->k_cap = cap;
+	return 0;
+}
+
 static int on_kernel(struct tool_data *d, const struct load *ld, const struct store_trace_reader *r,
 		     const struct store_trace_record *rec)
 {
@@ -81,8 +107,18 @@ static int on_kernel(struct tool_data *d, const struct load *ld, const struct st
 	struct tool_kernel *t = kernel_get(d, name ? name : "?");
 	if (!t)
 		return -1;
+	size_t i = (size_t)(t - d->kernels);
+	if (proc_slot(ld->proc, i) != 0)
+		return -1;
 	t->launches++;
 	ld->proc->launches++;
+	ld->proc->k_launches[i]++;
+	if (k.gpu_start && k.gpu_end >= k.gpu_start) { /* device times in the record itself */
+		t->gpu_ns += k.gpu_end - k.gpu_start;
+		t->spans++;
+		ld->proc->k_gpu_ns[i] += k.gpu_end - k.gpu_start;
+		ld->proc->k_spans[i]++;
+	}
 	t->threads += (uint64_t)k.grid[0] * k.grid[1] * k.grid[2] * k.block[0] * k.block[1] *
 		      k.block[2];
 	k.device += ld->dev_base;
@@ -92,6 +128,25 @@ static int on_kernel(struct tool_data *d, const struct load *ld, const struct st
 		return -1;
 	t->launch_dev[t->nlaunch] = k.device;
 	t->launch_ns[t->nlaunch++] = k.launch_ns;
+	return 0;
+}
+
+/* A launch's GPU begin and end (format 1.1), by its kernel's name. */
+static int on_kspan(struct tool_data *d, const struct load *ld, const struct store_trace_reader *r,
+		    const struct store_trace_record *rec)
+{
+	struct store_rec_kspan s;
+	if (!store_rec_fixed(rec, &s, sizeof(s), NULL) || s.end_ns < s.begin_ns)
+		return 0;
+	const char *name = store_trace_string(r, s.name);
+	struct tool_kernel *t = kernel_get(d, name ? name : "?");
+	size_t i = t ? (size_t)(t - d->kernels) : 0;
+	if (!t || proc_slot(ld->proc, i) != 0)
+		return -1;
+	t->gpu_ns += s.end_ns - s.begin_ns;
+	t->spans++;
+	ld->proc->k_gpu_ns[i] += s.end_ns - s.begin_ns;
+	ld->proc->k_spans[i]++;
 	return 0;
 }
 
@@ -602,6 +657,7 @@ static int on_record(struct tool_data *d, const struct load *ld,
 	case STORE_REC_RINGBUF: return on_run_meta(d, ld, r, rec);
 	case STORE_REC_HOST_MAP: return on_host_map(d, r, rec);
 	case STORE_REC_KERNEL: return on_kernel(d, ld, r, rec);
+	case STORE_REC_KSPAN: return on_kspan(d, ld, r, rec);
 	case STORE_REC_MAP: return on_map(d, ld, r, rec);
 	case STORE_REC_PROBE: return on_probe(d, ld, rec);
 	default: return on_meta(d, ld, rec);
@@ -872,7 +928,7 @@ void tool_data_reset_trace(struct tool_data *d)
 		k->launch_ns = NULL;
 		k->launch_dev = NULL;
 		k->nlaunch = k->cap = k->dev_cap = 0;
-		k->launches = k->threads = 0;
+		k->launches = k->threads = k->gpu_ns = k->spans = 0;
 	}
 	maps_free(d->maps, d->nmaps);
 	d->maps = NULL;
@@ -899,8 +955,12 @@ void tool_data_reset_trace(struct tool_data *d)
 	free(d->ctx_device);
 	d->ctx_device = NULL;
 	d->nctx_device = 0;
-	for (size_t i = 0; i < d->nprocs; i++)
+	for (size_t i = 0; i < d->nprocs; i++) {
 		free(d->procs[i].cmdline);
+		free(d->procs[i].k_launches);
+		free(d->procs[i].k_gpu_ns);
+		free(d->procs[i].k_spans);
+	}
 	free(d->procs);
 	d->procs = NULL;
 	d->nprocs = 0;

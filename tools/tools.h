@@ -26,6 +26,7 @@ struct tool_kernel {
 	uint32_t id;                /* cubpf's kernel id (KERNEL_ID record); 0 = not instrumented */
 	uint32_t device;
 	uint64_t launches, threads; /* from KERNEL records */
+	uint64_t gpu_ns, spans;     /* device time of its timed launches (KSPAN, or KERNEL's own) */
 	uint64_t *launch_ns;        /* host time of each launch call, in record order */
 	uint32_t *launch_dev;       /* the device of each launch (same order) */
 	size_t nlaunch, cap, dev_cap;
@@ -67,7 +68,12 @@ struct tool_process {
 	char *cmdline;
 	const char *state;          /* its trace's, as tool_data.state */
 	uint64_t launches;          /* its KERNEL records */
+	/* per kernel of the run (index into tool_data.kernels): this process's launches and
+	 * device time, for its own coverage line */
+	uint64_t *k_launches, *k_gpu_ns, *k_spans;
+	size_t k_cap;
 };
+
 
 /* Maps whose keys hold a kernel id: key = (id, or id % kernels when kernels != 0) * per_kernel
  * + the rest.  Kernel ids are numbered per process; a run of several processes renumbers each
@@ -127,6 +133,21 @@ int tool_data_load(struct tool_data *d, const char *trace, char *err, size_t err
 int tool_data_load_process(struct tool_data *d, const char *trace,
 			   const struct tool_kernel_key *keys, char *err, size_t errlen);
 void tool_data_free(struct tool_data *d);
+
+/* How much of a run (or of one of its processes) ran with probes: kernels launched and
+ * instrumented, their launches, and the device time of the launches that have a kernel span
+ * (kernels of CUDA graphs have none; spans off, none at all). */
+struct tool_coverage {
+	uint64_t kernels, kernels_probed;
+	uint64_t launches, launches_probed;
+	uint64_t spans, gpu_ns, gpu_ns_probed;
+};
+/* p = NULL: the whole run. */
+void tool_coverage_of(const struct tool_data *d, const struct tool_process *p,
+		      struct tool_coverage *c);
+/* "probed: K of N kernels launched, L of M launches (x%), y% of the GPU time of T timed
+ * launches": one line, or the JSON object's members (no braces). */
+void tool_coverage_print(const struct tool_coverage *c, int json, FILE *f);
 /* The device of a map snapshot's context (MAP records' ctx), or -1 when the trace does not say. */
 int tool_ctx_device(const struct tool_data *d, uint32_t ctx);
 /* Drops what the trace gave (kernels keep their ids), for a reload while following. */

@@ -128,6 +128,9 @@ static void test_trace_commands(void **state)
 	assert_non_null(strstr(out, "4.400"));
 	assert_non_null(strstr(out, "6.900  _Z6vecAddPKfS0_Pfi"));
 	assert_non_null(strstr(out, "cuMemcpyHtoDAsync_v2"));
+	/* issue 30: no kernel id in the trace, so none of its kernels ran with probes */
+	assert_non_null(strstr(out, "probed: 0 of 1 kernels launched, 0 of 50 launches (0.0%), 0.0% "
+				    "of the GPU time of 50 timed launches (0.000 of 0.223 ms)"));
 	free(out);
 
 	char json[4200], py[4200];

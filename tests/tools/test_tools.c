@@ -212,6 +212,44 @@ static void test_kcount(void **state)
 	tool_data_free(&d);
 }
 
+/* Issue 30: the report says how much ran with probes: kernels and launches instrumented of
+ * those launched, and the share of the device time (kernel spans) spent in instrumented kernels;
+ * --json says the same. */
+static void span(struct store_trace_writer *w, const char *name, uint64_t corr, uint64_t ns)
+{
+	struct store_rec_kspan k = {.corr = corr, .begin_ns = 1000000, .end_ns = 1000000 + ns,
+				    .name = store_trace_intern(w, name)};
+	assert_int_equal(store_trace_kspan(w, &k), 0);
+}
+
+static void test_coverage(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	meta_a(w); /* _Z6vecaddPfS_i has kernel id 1: instrumented */
+	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
+	kernel(w, "_Z6vecaddPfS_i", 200, 2, 128);
+	kernel(w, "sass_only_kernel", 300, 1, 32);
+	kernel(w, "sass_only_kernel", 400, 1, 32);
+	span(w, "_Z6vecaddPfS_i", 1, 3000);
+	span(w, "_Z6vecaddPfS_i", 2, 3000);
+	span(w, "sass_only_kernel", 3, 2000);
+	/* the fourth launch has no span (a graph's, say) */
+	struct tool_data d;
+	finish(w, &d);
+	char *out = report("kcount", &d, 0);
+	assert_contains(out, "probed: 1 of 2 kernels launched, 2 of 4 launches (50.0%), 75.0% of "
+			     "the GPU time of 3 timed launches (0.006 of 0.008 ms)\n");
+	free(out);
+	out = report("kcount", &d, 1);
+	assert_json(out);
+	assert_contains(out, "\"coverage\":{\"kernels_launched\":2,\"kernels_instrumented\":1,"
+			     "\"launches\":4,\"launches_instrumented\":2,\"timed_launches\":3,"
+			     "\"gpu_ns\":8000,\"gpu_ns_instrumented\":6000}");
+	free(out);
+	tool_data_free(&d);
+}
+
 /* The report says kernel ids, the maps' memory and the kernels not instrumented from the run
  * metadata records alone (no log line is read): the same trace without them reports every
  * kernel as not instrumented, 0 bytes and no reason. */
@@ -1486,6 +1524,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kcount),
+		cmocka_unit_test(test_coverage),
 		cmocka_unit_test(test_ringbuf_bookkeeping_in_the_memory_line),
 		cmocka_unit_test(test_report_from_trace_alone),
 		cmocka_unit_test(test_run_metadata_of_format_1_5),
