@@ -11,9 +11,11 @@
  * statement starts (after `{`, `;`, `:` or a line start, and an optional `@%p` / `@!%p` guard).
  */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cubin/cubin.h"
 #include "ptx-rewriter/ptx.h"
 
 static const char *const float_types[] = {".f32", ".f64", ".f16", ".f16x2", ".bf16", ".bf16x2"};
@@ -381,4 +383,31 @@ int ptx_fusable_adds(const char *text, size_t len)
 		free(st.tainted.names[i]);
 	free(st.tainted.names);
 	return rc;
+}
+
+/* ---- ptx_embedded_verdict -------------------------------------------------------------------- */
+
+int ptx_embedded_verdict(const void *cubin, size_t size, const struct cubin_embedded_ptx *e,
+			 char *why, size_t n)
+{
+	if (!e->sections)
+		return snprintf(why, n, "its cubin keeps no PTX (assembled without line info)"), 0;
+	if (!e->text) /* a link of several PTX inputs: each is checked when it is linked again */
+		return e->has_options ? 1
+				      : (snprintf(why, n, "its cubin keeps PTX but not the options it "
+						      "was assembled with (no .note.nv.tkinfo)"), 0);
+	char mismatch[160];
+	if (cubin_embedded_ptx_matches(cubin, size, e->text, e->len, mismatch, sizeof(mismatch)))
+		return snprintf(why, n, "the PTX kept in its cubin is not that cubin's code: %s",
+				mismatch), 0;
+	if (e->has_options)
+		return 1;
+	int fusable = ptx_fusable_adds(e->text, e->len);
+	if (fusable < 0)
+		return -1;
+	if (fusable > 0)
+		return snprintf(why, n, "its cubin keeps PTX but not the options it was assembled "
+				"with (no .note.nv.tkinfo), and %d float adds or subs in it take a "
+				"product that -fmad may have fused with them or not", fusable), 0;
+	return 1;
 }

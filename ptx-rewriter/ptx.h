@@ -301,4 +301,14 @@ int ptx_no_contraction(const char *text, size_t len, char **out, size_t *out_len
  * memory.  Conservative: a register written by several instructions counts as any of them. */
 int ptx_fusable_adds(const char *text, size_t len);
 
+/* Whether the PTX a cubin keeps (e, from cubin_embedded_ptx on the same bytes) can stand in for
+ * its machine code, as far as the files tell: it is there, it is the cubin's code (same kernels
+ * and parameters), and ptxas's options are recorded or cannot have changed what it computes
+ * (no .note.nv.tkinfo and no multiply-add pair, ptx_fusable_adds).  Compiling it with those
+ * options is the caller's part (the shim: with a current context).  The one decision of the shim
+ * and of `cubpf inspect`.  Returns 1, 0 with why, -1 when out of memory. */
+struct cubin_embedded_ptx;
+int ptx_embedded_verdict(const void *cubin, size_t size, const struct cubin_embedded_ptx *e,
+			 char *why, size_t n);
+
 #endif /* CUBPF_PTX_H */

@@ -29,6 +29,8 @@ struct kern {
 	size_t *entries;
 	size_t n_entries;
 	int ptx_usable;
+	int embedded_usable;        /* no PTX entry, but its cubin's kept PTX stands in (the shim's
+				     * ptx_embedded_verdict) */
 };
 
 /* A fatbin, or the whole image for a standalone cubin / PTX file. */
@@ -45,6 +47,8 @@ struct embedded {
 	uint64_t bytes;
 	int has_options, lineinfo;
 	char tool[16], options[192];
+	int usable;                 /* ptx_embedded_verdict: the shim would instrument from it */
+	char why[256];              /* else why not */
 };
 
 struct model {
@@ -60,6 +64,7 @@ struct model {
 	size_t n_comp[3];
 	uint64_t stored, uncompressed;
 	size_t kernels, kernels_ptx, ptx_usable_entries;
+	size_t kernels_embedded;    /* of kernels_ptx: through their cubin's kept PTX */
 };
 
 /* ---- demangling --------------------------------------------------------------------------
@@ -121,6 +126,8 @@ static void embedded_of(struct model *m, size_t i, const uint8_t *data, size_t s
 	for (size_t n = strlen(out->options); n && out->options[n - 1] == ' ';)
 		out->options[--n] = 0;
 	m->n_embedded += e.sections > 0;
+	if (e.sections)
+		out->usable = ptx_embedded_verdict(data, size, &e, out->why, sizeof(out->why)) == 1;
 	cubin_embedded_ptx_free(&e);
 }
 
@@ -188,6 +195,31 @@ static int merge_run(struct model *m, struct kern *k, const struct slot *s, size
 	return 0;
 }
 
+/* The cubin the shim would take for `sm` in this group (the highest SM it can run), or -1. */
+static long group_elf(const struct model *m, const struct group *g, uint32_t sm)
+{
+	long best = -1;
+	for (size_t i = g->first; i < g->first + g->count; i++) {
+		const struct cubin_entry *e = &m->img->entries[i];
+		if (e->kind == CUBIN_ENTRY_ELF && cubin_sass_usable(e->sm, cubin_entry_arch_suffix(e), sm) &&
+		    (best < 0 || e->sm > m->img->entries[best].sm))
+			best = (long)i;
+	}
+	return best;
+}
+
+/* Kernels without a usable PTX entry that the chosen cubin's kept PTX covers. */
+static void mark_embedded(const struct model *m, struct group *g, uint32_t sm)
+{
+	long elf = group_elf(m, g, sm);
+	if (elf < 0 || !m->emb[elf].usable)
+		return;
+	for (size_t k = 0; k < g->n_kerns; k++)
+		for (size_t j = 0; !g->kerns[k].ptx_usable && j < g->kerns[k].n_entries; j++)
+			if (g->kerns[k].entries[j] == (size_t)elf)
+				g->kerns[k].embedded_usable = 1;
+}
+
 static int group_kernels(struct model *m, struct group *g, uint32_t sm)
 {
 	size_t n = 0, at = 0;
@@ -225,9 +257,12 @@ static int make_groups(struct model *m, uint32_t sm)
 		g->count = img->fatbin_count ? img->fatbins[i].entry_count : img->entry_count;
 		if (group_kernels(m, g, sm))
 			return -1;
+		mark_embedded(m, g, sm);
 		m->kernels += g->n_kerns;
-		for (size_t k = 0; k < g->n_kerns; k++)
-			m->kernels_ptx += g->kerns[k].ptx_usable;
+		for (size_t k = 0; k < g->n_kerns; k++) {
+			m->kernels_ptx += g->kerns[k].ptx_usable || g->kerns[k].embedded_usable;
+			m->kernels_embedded += g->kerns[k].embedded_usable;
+		}
 	}
 	return 0;
 }
@@ -367,12 +402,19 @@ static void print_summary(const struct model *m, const struct options *o)
 	       m->n_comp[CUBIN_ZSTD], m->n_comp[CUBIN_LZ4]);
 	printf("  payloads:     %s stored, %s uncompressed\n", human(m->stored, a, sizeof(a)),
 	       human(m->uncompressed, b, sizeof(b)));
-	printf("  kernels:      %zu; PTX usable on sm_%u for %zu of them (usable PTX entries: %zu)\n",
+	printf("  kernels:      %zu; PTX usable on sm_%u for %zu of them (usable PTX entries: %zu",
 	       m->kernels, o->sm, m->kernels_ptx, m->ptx_usable_entries);
+	if (m->kernels_embedded)
+		printf("; %zu through the PTX their cubin keeps", m->kernels_embedded);
+	printf(")\n");
 	if (m->n_embedded)
 		printf("  embedded PTX: %zu of %zu cubins keep the PTX ptxas assembled "
 		       "(.nv_debug_ptx_txt)\n", m->n_embedded, m->n_kind[0]);
-	if (m->kernels && !m->kernels_ptx && !m->n_embedded)
+	if (m->kernels && m->kernels_ptx == m->kernels_embedded && m->kernels_embedded)
+		printf("  note:         no PTX entry for sm_%u: %zu kernels are instrumented from the "
+		       "PTX their cubin keeps (compiled as ptxas did, with a current context)\n", o->sm,
+		       m->kernels_embedded);
+	else if (m->kernels && !m->kernels_ptx && !m->n_embedded)
 		printf("  note:         no PTX for sm_%u: these kernels cannot be instrumented at PTX "
 		       "level (host-side probes still work); cubins built with -lineinfo keep theirs\n",
 		       o->sm);
@@ -393,6 +435,8 @@ static void print_embedded(const struct embedded *e)
 		       (unsigned long long)e->bytes,
 		       e->has_options ? tool_text(e->tool, t1, sizeof(t1)) : "assembler",
 		       e->has_options ? tool_text(e->options, t2, sizeof(t2)) : "options not recorded");
+	if (e->sections && !e->usable)
+		printf("          not instrumented from it: %s\n", tool_text(e->why, t1, sizeof(t1)));
 	else if (e->has_options && !e->lineinfo)
 		printf("          no embedded PTX (%s %s: no line info)\n", tool_text(e->tool, t1, sizeof(t1)),
 		       tool_text(e->options, t2, sizeof(t2)));
@@ -430,7 +474,9 @@ static void arch_cells(const struct model *m, const struct kern *k, char *sass, 
 {
 	arch_list(m, k, CUBIN_ENTRY_ELF, sass, len);
 	arch_list(m, k, CUBIN_ENTRY_PTX, ptx, len);
-	if (!k->ptx_usable)
+	if (!k->ptx_usable && k->embedded_usable)
+		snprintf(ptx, len, "%s", "embedded");
+	else if (!k->ptx_usable)
 		snprintf(ptx, len, "%s", strcmp(ptx, "-") ? "no (too new)" : "no");
 }
 
@@ -561,7 +607,9 @@ static void json_kernel(const struct model *m, const struct kern *k)
 	json_arch_array(m, k, CUBIN_ENTRY_ELF);
 	printf(",\"ptx\":");
 	json_arch_array(m, k, CUBIN_ENTRY_PTX);
-	printf(",\"ptx_usable\":%s}", k->ptx_usable ? "true" : "false"); /* on device_sm */
+	printf(",\"ptx_usable\":%s,\"ptx_source\":%s}", /* on device_sm */
+	       k->ptx_usable || k->embedded_usable ? "true" : "false",
+	       k->ptx_usable ? "\"entry\"" : k->embedded_usable ? "\"embedded\"" : "null");
 }
 
 static void json_group(const struct model *m, const struct group *g, const struct options *o)
@@ -602,11 +650,11 @@ static void print_json(const struct model *m, const struct options *o, int first
 	       "\"compression\":{\"none\":%zu,\"zstd\":%zu,\"lz4\":%zu},"
 	       "\"stored_bytes\":%llu,\"uncompressed_bytes\":%llu,\"kernel_count\":%zu,"
 	       "\"device_sm\":%u,\"kernels_with_usable_ptx\":%zu,\"usable_ptx_entries\":%zu,"
-	       "\"cubins_with_embedded_ptx\":%zu",
+	       "\"cubins_with_embedded_ptx\":%zu,\"kernels_through_embedded_ptx\":%zu",
 	       m->file_size, img->fatbin_count, img->wrapper_count, img->entry_count, m->n_kind[0],
 	       m->n_kind[1], m->n_kind[2], m->n_comp[0], m->n_comp[1], m->n_comp[2],
 	       (unsigned long long)m->stored, (unsigned long long)m->uncompressed, m->kernels, o->sm,
-	       m->kernels_ptx, m->ptx_usable_entries, m->n_embedded);
+	       m->kernels_ptx, m->ptx_usable_entries, m->n_embedded, m->kernels_embedded);
 	if (!o->summary_only) {
 		printf(",\"%s\":[", m->img->fatbin_count ? "fatbins" : "images");
 		for (size_t i = 0; i < m->n_groups; i++) {

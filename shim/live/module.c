@@ -325,27 +325,6 @@ static int embedded_parts(struct work *w, char *why, size_t n)
 	return 1;
 }
 
-/* A cubin that keeps its PTX but not the options ptxas was given (Triton's own ptxas writes no
- * .note.nv.tkinfo).  Of ptxas's options only -fmad changes what a kernel computes, and only
- * where an add or sub takes a multiply's product (ptx_fusable_adds follows the products): PTX
- * with no such pair computes the same whatever -fmad was, and is compiled with ptxas's defaults.
- * Returns 1 (use it), 0 with why, -1 out of memory (w->err). */
-static int unknown_options_harmless(struct work *w, char *why, size_t n)
-{
-	struct cubin_embedded_ptx *e = &w->embedded;
-	int fusable = ptx_fusable_adds(e->text, e->len);
-	if (fusable < 0)
-		return snprintf(w->err, sizeof(w->err), "out of memory"), -1;
-	if (fusable > 0)
-		return snprintf(why, n, "its cubin keeps PTX but not the options it was assembled "
-				"with (no .note.nv.tkinfo), and %d float adds or subs in it take a "
-				"product that -fmad may have fused with them or not", fusable), 0;
-	snprintf(e->opts.tool, sizeof(e->opts.tool), "ptxas");
-	snprintf(e->opts.raw, sizeof(e->opts.raw), "(options not recorded; no multiply-add that "
-		 "they could fuse: ptxas's defaults)");
-	return 1;
-}
-
 /* The embedded PTX of cubin entry `elf`, if cubpf can compile it as ptxas did.  Returns 1 (it
  * is w->ptx), 0 with why (not usable), -1 on an unreadable entry (w->err). */
 static int embedded_source(struct work *w, long elf, char *why, size_t n)
@@ -366,13 +345,16 @@ static int embedded_source(struct work *w, long elf, char *why, size_t n)
 	}
 	if (!e->text)
 		return embedded_parts(w, why, n);
-	char mismatch[160];
-	int rc = cubin_embedded_ptx_matches(data, size, e->text, e->len, mismatch, sizeof(mismatch));
-	if (rc != 0)
-		return snprintf(why, n, "the PTX kept in its cubin is not that cubin's code: %s",
-				mismatch), 0;
-	if (!e->has_options && (rc = unknown_options_harmless(w, why, n)) != 1)
-		return rc;
+	int rc = ptx_embedded_verdict(data, size, e, why, n);
+	if (rc < 0)
+		return snprintf(w->err, sizeof(w->err), "out of memory"), -1;
+	if (rc == 0)
+		return 0;
+	if (!e->has_options) { /* nothing -fmad could change (the verdict): ptxas's defaults */
+		snprintf(e->opts.tool, sizeof(e->opts.tool), "ptxas");
+		snprintf(e->opts.raw, sizeof(e->opts.raw), "(options not recorded; no multiply-add "
+			 "that they could fuse: ptxas's defaults)");
+	}
 	char jwhy[160];
 	int nopt = jit_options_of(&e->opts, w->sm, opt, val, jwhy, sizeof(jwhy));
 	if (nopt < 0)

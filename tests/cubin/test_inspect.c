@@ -225,6 +225,26 @@ static void embedded(void **s)
 	assert_non_null(strstr(out, "\"embedded_ptx\":null")); /* kernels.cubin */
 	free(out);
 	free(err);
+	/* issue 30: a kernel the shim instruments from its cubin's kept PTX is shown and counted as
+	 * such (Triton's x + y without ptxas's note); one it refuses says why */
+	assert_int_equal(run_cubpf("inspect notk_fadd.cubin notk_mul.cubin", &out, &err), 0);
+	assert_non_null(strstr(out, "PTX usable on sm_90 for 1 of them (usable PTX entries: 0; 1 "
+				    "through the PTX their cubin keeps)"));
+	assert_non_null(strstr(out, "sm_90 embedded  fadd"));
+	assert_non_null(strstr(out, "sm_90 no        nofma_k"));
+	assert_non_null(strstr(out, "not instrumented from it: its cubin keeps PTX but not the "
+				    "options it was assembled with (no .note.nv.tkinfo), and 2 float "
+				    "adds or subs in it take a product"));
+	free(out);
+	free(err);
+	assert_int_equal(run_cubpf("inspect --json notk_fadd.cubin", &out, &err), 0);
+	if (!json_valid(out))
+		fail_msg("invalid JSON:\n%.2000s", out);
+	assert_non_null(strstr(out, "\"kernels_with_usable_ptx\":1"));
+	assert_non_null(strstr(out, "\"kernels_through_embedded_ptx\":1"));
+	assert_non_null(strstr(out, "\"ptx_usable\":true,\"ptx_source\":\"embedded\""));
+	free(out);
+	free(err);
 }
 
 size_t inspect_tests(struct CMUnitTest *out)
