@@ -408,6 +408,7 @@ int ptx_embedded_verdict(const void *cubin, size_t size, const struct cubin_embe
 	if (fusable > 0)
 		return snprintf(why, n, "its cubin keeps PTX but not the options it was assembled "
 				"with (no .note.nv.tkinfo), and %d float adds or subs in it take a "
-				"product that -fmad may have fused with them or not", fusable), 0;
+				"product that -fmad may have fused with them or not", fusable),
+		       PTX_EMBEDDED_FMAD_UNKNOWN;
 	return 1;
 }

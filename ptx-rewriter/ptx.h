@@ -306,7 +306,10 @@ int ptx_fusable_adds(const char *text, size_t len);
  * and parameters), and ptxas's options are recorded or cannot have changed what it computes
  * (no .note.nv.tkinfo and no multiply-add pair, ptx_fusable_adds).  Compiling it with those
  * options is the caller's part (the shim: with a current context).  The one decision of the shim
- * and of `cubpf inspect`.  Returns 1, 0 with why, -1 when out of memory. */
+ * and of `cubpf inspect`.  Returns 1, 0 with why, -1 when out of memory, or
+ * PTX_EMBEDDED_FMAD_UNKNOWN with why: usable once -fmad is known (the shim reproduces the
+ * cubin's machine code with each value). */
+#define PTX_EMBEDDED_FMAD_UNKNOWN 2
 struct cubin_embedded_ptx;
 int ptx_embedded_verdict(const void *cubin, size_t size, const struct cubin_embedded_ptx *e,
 			 char *why, size_t n);

@@ -30,7 +30,7 @@ struct kern {
 	size_t n_entries;
 	int ptx_usable;
 	int embedded_usable;        /* no PTX entry, but its cubin's kept PTX stands in (the shim's
-				     * ptx_embedded_verdict) */
+				     * ptx_embedded_verdict): 1, or 2 if -fmad is reproduced */
 };
 
 /* A fatbin, or the whole image for a standalone cubin / PTX file. */
@@ -47,7 +47,8 @@ struct embedded {
 	uint64_t bytes;
 	int has_options, lineinfo;
 	char tool[16], options[192];
-	int usable;                 /* ptx_embedded_verdict: the shim would instrument from it */
+	int usable;                 /* ptx_embedded_verdict: the shim would instrument from it (1),
+				     * if it reproduces the machine code with one -fmad (2) */
 	char why[256];              /* else why not */
 };
 
@@ -126,8 +127,10 @@ static void embedded_of(struct model *m, size_t i, const uint8_t *data, size_t s
 	for (size_t n = strlen(out->options); n && out->options[n - 1] == ' ';)
 		out->options[--n] = 0;
 	m->n_embedded += e.sections > 0;
-	if (e.sections)
-		out->usable = ptx_embedded_verdict(data, size, &e, out->why, sizeof(out->why)) == 1;
+	if (e.sections) {
+		int v = ptx_embedded_verdict(data, size, &e, out->why, sizeof(out->why));
+		out->usable = v == 1 ? 1 : v == PTX_EMBEDDED_FMAD_UNKNOWN ? 2 : 0;
+	}
 	cubin_embedded_ptx_free(&e);
 }
 
@@ -217,7 +220,7 @@ static void mark_embedded(const struct model *m, struct group *g, uint32_t sm)
 	for (size_t k = 0; k < g->n_kerns; k++)
 		for (size_t j = 0; !g->kerns[k].ptx_usable && j < g->kerns[k].n_entries; j++)
 			if (g->kerns[k].entries[j] == (size_t)elf)
-				g->kerns[k].embedded_usable = 1;
+				g->kerns[k].embedded_usable = m->emb[elf].usable;
 }
 
 static int group_kernels(struct model *m, struct group *g, uint32_t sm)
@@ -260,8 +263,8 @@ static int make_groups(struct model *m, uint32_t sm)
 		mark_embedded(m, g, sm);
 		m->kernels += g->n_kerns;
 		for (size_t k = 0; k < g->n_kerns; k++) {
-			m->kernels_ptx += g->kerns[k].ptx_usable || g->kerns[k].embedded_usable;
-			m->kernels_embedded += g->kerns[k].embedded_usable;
+			m->kernels_ptx += g->kerns[k].ptx_usable || g->kerns[k].embedded_usable == 1;
+			m->kernels_embedded += g->kerns[k].embedded_usable == 1;
 		}
 	}
 	return 0;
@@ -437,6 +440,9 @@ static void print_embedded(const struct embedded *e)
 		       e->has_options ? tool_text(e->options, t2, sizeof(t2)) : "options not recorded");
 	if (e->sections && !e->usable)
 		printf("          not instrumented from it: %s\n", tool_text(e->why, t1, sizeof(t1)));
+	else if (e->sections && e->usable == 2)
+		printf("          instrumented from it if the driver's JIT reproduces its machine code "
+		       "with -fmad=true or false: %s\n", tool_text(e->why, t1, sizeof(t1)));
 	else if (e->has_options && !e->lineinfo)
 		printf("          no embedded PTX (%s %s: no line info)\n", tool_text(e->tool, t1, sizeof(t1)),
 		       tool_text(e->options, t2, sizeof(t2)));
@@ -475,7 +481,7 @@ static void arch_cells(const struct model *m, const struct kern *k, char *sass, 
 	arch_list(m, k, CUBIN_ENTRY_ELF, sass, len);
 	arch_list(m, k, CUBIN_ENTRY_PTX, ptx, len);
 	if (!k->ptx_usable && k->embedded_usable)
-		snprintf(ptx, len, "%s", "embedded");
+		snprintf(ptx, len, "%s", k->embedded_usable == 1 ? "embedded" : "embedded?");
 	else if (!k->ptx_usable)
 		snprintf(ptx, len, "%s", strcmp(ptx, "-") ? "no (too new)" : "no");
 }
@@ -608,8 +614,9 @@ static void json_kernel(const struct model *m, const struct kern *k)
 	printf(",\"ptx\":");
 	json_arch_array(m, k, CUBIN_ENTRY_PTX);
 	printf(",\"ptx_usable\":%s,\"ptx_source\":%s}", /* on device_sm */
-	       k->ptx_usable || k->embedded_usable ? "true" : "false",
-	       k->ptx_usable ? "\"entry\"" : k->embedded_usable ? "\"embedded\"" : "null");
+	       k->ptx_usable || k->embedded_usable == 1 ? "true" : "false",
+	       k->ptx_usable ? "\"entry\"" : k->embedded_usable == 1 ? "\"embedded\""
+	       : k->embedded_usable ? "\"embedded if -fmad is reproduced\"" : "null");
 }
 
 static void json_group(const struct model *m, const struct group *g, const struct options *o)

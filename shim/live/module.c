@@ -325,6 +325,59 @@ static int embedded_parts(struct work *w, char *why, size_t n)
 	return 1;
 }
 
+/* Whether the PTX, compiled by the driver's JIT at ptxas's default level with line info (Triton
+ * passes -lineinfo; it leaves .text alone), gives the cubin's machine code.  1, 0, or -1 (OOM). */
+static int reproduces(const char *ptx, size_t len, const uint8_t *data, size_t size)
+{
+	struct cubin_asm_options opts = { .opt_level = 3, .fmad = 1, .lineinfo = 1 };
+	char err[LIVE_ERRLEN], why[160];
+	size_t jsize;
+	jit_asm = &opts;
+	void *cubin = shim_live_jit(ptx, len, &jsize, err, sizeof(err));
+	jit_asm = NULL;
+	int same = cubin && cubin_same_code(data, size, cubin, jsize, why, sizeof(why)) == 0;
+	shim_log(SHIM_LOG_DEBUG, "live: reproducing a cubin's machine code: %s", same ? "same"
+		 : cubin ? why : err);
+	free(cubin);
+	return same;
+}
+
+/* The embedded PTX has multiply-add pairs and no record of -fmad (Triton's ptxas writes no
+ * .note.nv.tkinfo; enable_fp_fusion=False passes -fmad=false): the value that made the cubin is
+ * found by compiling the PTX both ways (fusion on, ptxas's default, first; off as .rn in the
+ * text) and keeping the one whose machine code is the cubin's own.  The JIT is the driver's
+ * ptxas: a cubin made by another ptxas version matches neither and stays refused.  Paid once per
+ * module: the instrumented result is cached.  Returns 1 (e->text and opts set), 0 (why), -1. */
+static int reproduce_fmad(struct work *w, const uint8_t *data, size_t size, char *why, size_t n)
+{
+	struct cubin_embedded_ptx *e = &w->embedded;
+	if (!w->ctx)
+		return snprintf(why + strlen(why), n - strlen(why), "; with a current context cubpf "
+				"would find which by reproducing the cubin's machine code"), 0;
+	for (int fmad = 1; fmad >= 0; fmad--) {
+		char *text = NULL;
+		size_t len = e->len;
+		if (!fmad && ptx_no_contraction(e->text, e->len, &text, &len) < 0)
+			return snprintf(w->err, sizeof(w->err), "out of memory"), -1;
+		int same = reproduces(fmad ? e->text : text, len, data, size);
+		if (same == 1) {
+			if (text) {
+				free(e->text);
+				e->text = text, e->len = len;
+			}
+			snprintf(e->opts.tool, sizeof(e->opts.tool), "ptxas");
+			snprintf(e->opts.raw, sizeof(e->opts.raw), "(options not recorded; -fmad=%s "
+				 "reproduces the cubin's machine code)", fmad ? "true" : "false");
+			e->opts.opt_level = 3, e->opts.lineinfo = 1, e->opts.fmad = 1;
+			return 1;
+		}
+		free(text);
+	}
+	return snprintf(why + strlen(why), n - strlen(why), "; neither -fmad=true nor -fmad=false "
+			"gives the cubin's machine code with the driver's JIT (another ptxas made it)"),
+	       0;
+}
+
 /* The embedded PTX of cubin entry `elf`, if cubpf can compile it as ptxas did.  Returns 1 (it
  * is w->ptx), 0 with why (not usable), -1 on an unreadable entry (w->err). */
 static int embedded_source(struct work *w, long elf, char *why, size_t n)
@@ -348,9 +401,11 @@ static int embedded_source(struct work *w, long elf, char *why, size_t n)
 	int rc = ptx_embedded_verdict(data, size, e, why, n);
 	if (rc < 0)
 		return snprintf(w->err, sizeof(w->err), "out of memory"), -1;
-	if (rc == 0)
-		return 0;
-	if (!e->has_options) { /* nothing -fmad could change (the verdict): ptxas's defaults */
+	if (rc == PTX_EMBEDDED_FMAD_UNKNOWN && (rc = reproduce_fmad(w, data, size, why, n)) == 1)
+		rc = 2; /* options found: e->opts says them */
+	if (rc <= 0)
+		return rc;
+	if (rc == 1 && !e->has_options) { /* nothing -fmad could change: ptxas's defaults */
 		snprintf(e->opts.tool, sizeof(e->opts.tool), "ptxas");
 		snprintf(e->opts.raw, sizeof(e->opts.raw), "(options not recorded; no multiply-add "
 			 "that they could fuse: ptxas's defaults)");

@@ -14,7 +14,7 @@ $(BUILD)/tests/test_live: $(call objs,tests/live/test_live.c shim/live/rb.c) $(S
 		| $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so $(LIVE_PROBES) $(PROBE_OBJS) \
 		  $(FIXTURES)/shim/app.cubin $(FIXTURES)/shim/app.fatbin $(addprefix $(FIXTURES)/cubin/,lineinfo.cubin \
 		  ptxas_o2.cubin ptxas_loc.cubin nvrtc_arch.cubin nvjitlink2.cubin rdc_app \
-		  notk_int.cubin notk_float.cubin notk_fadd.cubin notk_mul.cubin)
+		  notk_int.cubin notk_float.cubin notk_fadd.cubin notk_mul.cubin notk_fused.cubin)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/live/test_live.c shim/live/rb.c) $(STORE_LIB) $(CUBIN_LIB) $(ZSTD_PIC_LIB) \
 	  $(DEP_LIBS) -lcmocka -ldl -lpthread

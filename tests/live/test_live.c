@@ -2310,6 +2310,13 @@ static int child_embedded(void)
 	if (t)
 		fprintf(stderr, "test: float adds: %s\n", strstr(t, "\nadd.f32") ? "plain"
 						  : strstr(t, "\nadd.rn.f32") ? "rounded" : "none");
+	/* the last text the JIT was given (with FAKE_PTXAS the module holds a real cubin) */
+	const char *in = ((const char *(*)(void))dlsym(fake, "fake_link_inputs"))(), *last = NULL;
+	for (const char *p = in; p && (p = strstr(p, ".version")); p++)
+		last = p;
+	if (last && strstr(last, "__cubpf_map_0"))
+		fprintf(stderr, "test: jit input float adds: %s\n", strstr(last, "\nadd.f32") ? "plain"
+			: strstr(last, "\nadd.rn.f32") ? "rounded" : "none");
 	return 0;
 }
 
@@ -2391,11 +2398,33 @@ static void test_embedded_ptx_without_options(void **state)
 	/* nvcc's own PTX: its multiply-adds are fma.rn already (NVVM contracts), nothing left to fuse */
 	assert_int_equal(run_embedded("notk_float.cubin", NULL), 0);
 	want("live: cuModuleLoadData: instrumented 5 of 5 kernels");
-	/* a mul.f32 and an add.f32 of its product, as ptxas -fmad=false was given them */
+	/* a mul.f32 and an add.f32 of its product: -fmad is found by reproducing the cubin's
+	 * machine code, which the fake driver's JIT cannot (its cubins are not real): refused */
 	assert_int_equal(run_embedded("notk_mul.cubin", NULL), 0);
 	want("test: module original");
 	want("no .note.nv.tkinfo), and ");
-	want("float adds or subs in it take a product that -fmad may have fused with them or not");
+	want("float adds or subs in it take a product that -fmad may have fused with them or not; "
+	     "neither -fmad=true nor -fmad=false gives the cubin's machine code");
+}
+
+/* The same with a JIT that is ptxas (FAKE_PTXAS): the cubin assembled with -fmad=false is
+ * reproduced by the PTX with .rn on its float arithmetic, the one assembled with ptxas's
+ * default by the PTX as it is; each is instrumented so. */
+static void test_embedded_ptx_fmad_reproduced(void **state)
+{
+	(void)state;
+	const char *as = getenv("PTXAS");
+	if (!as || access(as, X_OK))
+		fail_msg("no ptxas (PTXAS=%s): make test sets it", as ? as : "unset");
+	struct child_env env = { { "LIVE_EMBEDDED", "CUBPF_PROGRAMS", "FAKE_PTXAS" },
+				 { "notk_mul.cubin", kcount_probe, as } };
+	assert_int_equal(run_child(&env, child_embedded), 0);
+	want("live: cuModuleLoadData: instrumented 1 of 1 kernels");
+	want("test: jit input float adds: rounded");
+	env.values[0] = "notk_fused.cubin";
+	assert_int_equal(run_child(&env, child_embedded), 0);
+	want("live: cuModuleLoadData: instrumented 1 of 1 kernels");
+	want("test: jit input float adds: plain");
 }
 
 /* A cubin without line info says how to get it. */
@@ -2747,6 +2776,7 @@ int main(void)
 		cmocka_unit_test(test_embedded_ptx_is_instrumented),
 		cmocka_unit_test(test_embedded_ptx_refused_with_reasons),
 	cmocka_unit_test(test_embedded_ptx_without_options),
+	cmocka_unit_test(test_embedded_ptx_fmad_reproduced),
 		cmocka_unit_test(test_embedded_ptx_cache_hit),
 		cmocka_unit_test(test_embedded_ptx_of_linked_inputs),
 		cmocka_unit_test(test_embedded_ptx_without_fma),
