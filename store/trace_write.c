@@ -6,20 +6,30 @@
  * and the budget is spent, the batch just filled is thrown away whole and counted, so a caller
  * never waits for the disk or the compressor.  Records that later records depend on (the string
  * table, devices, programs, clock calibrations, drop counts) go to a separate, never-dropped
- * list that the thread writes before any batch it takes at the same time. */
+ * list that the thread writes before any batch it takes at the same time.
+ *
+ * Faults (store.h says what is promised): a frame is written at the end of the last good one
+ * only when it fits under RLIMIT_FSIZE and its blocks could be reserved (fallocate), with
+ * TRAILER_RESERVE bytes more kept for the LOST and END records; a write that fails anyway is
+ * cut off (ftruncate).  Losses are counted and said in LOST records. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <xxhash.h>
+#define ZSTD_STATIC_LINKING_ONLY /* a compressor in memory taken once: ZSTD_initStaticCCtx */
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "store/store.h"
 
@@ -28,6 +38,12 @@
 #define DEFAULT_FLUSH_MS 100
 #define DEFAULT_WORKERS 2
 #define MAX_WORKERS 16
+/* Room kept on disk (and under RLIMIT_FSIZE) past the last frame for the trailer: a frame of a
+ * LOST and an END record takes about 150 bytes; one block of most file systems. */
+#define TRAILER_RESERVE 4096
+/* Memory given back when an allocation for metadata fails, so that the retry can succeed under
+ * a memory limit (ulimit -v): a process's string table and metadata are rarely larger. */
+#define META_RESERVE (1u << 20)
 
 struct worker;
 
@@ -71,6 +87,13 @@ struct store_trace_writer {
 	struct worker *workers;
 	int nworkers;
 	int fd;
+	int regular;                         /* a regular file: frames can be cut off again */
+	int no_falloc;                       /* its file system cannot reserve blocks */
+	int broken;                          /* not regular and a write failed: nothing more */
+	int meta_failed;                     /* metadata did not go out: wait for a flush */
+	uint64_t good_end;                   /* file offset after the last whole frame */
+	void *mem_reserve;                   /* META_RESERVE bytes, freed when memory runs out */
+	struct store_rec_lost lost;          /* losses not yet in a LOST record */
 	struct store_trace_options opt;
 	char error[STORE_ERRLEN];
 };
@@ -91,14 +114,27 @@ static uint64_t monotonic_ns(void)
 
 /* ---- buffers ---------------------------------------------------------------------------- */
 
-static int grow(struct growbuf *g, size_t more)
+/* realloc for what must not be lost (metadata): when memory runs out, the writer's reserve is
+ * given back and the allocation tried again.  w may be NULL (a plain realloc). */
+static void *keep_realloc(struct store_trace_writer *w, void *p, size_t n)
+{
+	void *q = realloc(p, n);
+	if (!q && w && w->mem_reserve) {
+		free(w->mem_reserve);
+		w->mem_reserve = NULL;
+		q = realloc(p, n);
+	}
+	return q;
+}
+
+static int grow_in(struct store_trace_writer *w, struct growbuf *g, size_t more)
 {
 	if (g->len + more <= g->cap)
 		return 0;
 	size_t cap = g->cap ? g->cap : 4096;
 	while (cap < g->len + more)
 		cap *= 2;
-	uint8_t *p = realloc(g->p, cap);
+	uint8_t *p = keep_realloc(w, g->p, cap);
 	if (!p)
 		return -1;
 	g->p = p;
@@ -106,12 +142,17 @@ static int grow(struct growbuf *g, size_t more)
 	return 0;
 }
 
-/* Appends one record (header, then a and b) to g. */
-static int put_record(struct growbuf *g, uint16_t type, const void *a, size_t alen, const void *b,
-		      size_t blen)
+static int grow(struct growbuf *g, size_t more)
+{
+	return grow_in(NULL, g, more);
+}
+
+/* Appends one record (header, then a and b) to g, growing it with w's reserve (w may be NULL). */
+static int put_record_in(struct store_trace_writer *w, struct growbuf *g, uint16_t type,
+			 const void *a, size_t alen, const void *b, size_t blen)
 {
 	struct store_rec_hdr h = {type, 0, (uint32_t)(alen + blen)};
-	if (alen + blen > UINT32_MAX || grow(g, sizeof(h) + alen + blen))
+	if (alen + blen > UINT32_MAX || grow_in(w, g, sizeof(h) + alen + blen))
 		return -1;
 	memcpy(g->p + g->len, &h, sizeof(h));
 	if (alen)
@@ -120,6 +161,12 @@ static int put_record(struct growbuf *g, uint16_t type, const void *a, size_t al
 		memcpy(g->p + g->len + sizeof(h) + alen, b, blen);
 	g->len += sizeof(h) + alen + blen;
 	return 0;
+}
+
+static int put_record(struct growbuf *g, uint16_t type, const void *a, size_t alen, const void *b,
+		      size_t blen)
+{
+	return put_record_in(NULL, g, type, a, alen, b, blen);
 }
 
 static int put_u32(struct growbuf *g, uint32_t v)
@@ -195,6 +242,93 @@ static void count_drop(struct store_trace_writer *w, struct batch *b)
 	w->cnt.dropped_records += b->records;
 	w->cnt.dropped_batches++;
 	w->cnt.dropped_bytes += b->len;
+}
+
+static uint32_t lost_cause(int err)
+{
+	switch (err) {
+	case ENOSPC:
+	case EDQUOT:
+		return STORE_LOST_DISK_FULL;
+	case EFBIG:
+		return STORE_LOST_SIZE_LIMIT;
+	case ENOMEM:
+		return STORE_LOST_MEMORY;
+	case 0:
+		return STORE_LOST_COMPRESS;
+	default:
+		return STORE_LOST_IO;
+	}
+}
+
+/* Counts records that were accepted and will not be in the file (a frame that could not be
+ * written or compressed: frames 1; metadata that could not be kept: frames 0).  The lock is
+ * held.  err is the errno, 0 for the compressor. */
+static void count_lost(struct store_trace_writer *w, uint64_t records, uint64_t frames,
+		       size_t bytes, int err)
+{
+	if (!w->lost.records && !w->lost.frames)
+		w->lost.first_ns = realtime_ns();
+	w->lost.records += records;
+	w->lost.frames += frames;
+	w->lost.bytes += bytes;
+	w->lost.cause = lost_cause(err);
+	w->lost.err = err;
+	w->cnt.lost_records += records;
+	w->cnt.lost_frames += frames;
+	w->cnt.lost_bytes += bytes;
+	w->cnt.lost_cause = w->lost.cause;
+	w->cnt.io_error = 1;
+	if (!w->error[0])
+		snprintf(w->error, sizeof(w->error), "writing the trace: %s",
+			 err ? strerror(err) : "the compressor failed");
+}
+
+/* A LOST or writer's DROP record that did not reach the file: its counts go back to the
+ * pending ones, to be said in the next (the trailer's).  0 when rec is neither. */
+static int loss_back(struct store_trace_writer *w, const struct store_rec_hdr *h, const uint8_t *p)
+{
+	struct store_rec_lost l;
+	struct store_rec_drop d;
+	if (h->type == STORE_REC_LOST && h->len >= sizeof(l)) {
+		memcpy(&l, p, sizeof(l));
+		if (!w->lost.records && !w->lost.frames) {
+			w->lost.first_ns = l.first_ns;
+			w->lost.cause = l.cause;
+			w->lost.err = l.err;
+		}
+		w->lost.records += l.records;
+		w->lost.frames += l.frames;
+		w->lost.bytes += l.bytes;
+		return 1;
+	}
+	if (h->type == STORE_REC_DROP && h->len >= sizeof(d)) {
+		memcpy(&d, p, sizeof(d));
+		if (d.source != STORE_DROP_WRITER)
+			return 0;
+		w->pend_drop_records += d.records;
+		w->pend_drop_batches += d.batches;
+		w->pend_drop_bytes += d.bytes;
+		return 1;
+	}
+	return 0;
+}
+
+/* Metadata that will never be written (n bytes of whole records; the lock is held): counted as
+ * lost, except the writer's own loss records, whose counts go to the trailer's. */
+static void meta_give_up(struct store_trace_writer *w, const uint8_t *p, size_t n, int err)
+{
+	struct store_rec_hdr h;
+	uint64_t k = 0, bytes = 0;
+	for (size_t off = 0; off + sizeof(h) <= n; off += sizeof(h) + h.len) {
+		memcpy(&h, p + off, sizeof(h));
+		if (!loss_back(w, &h, p + off + sizeof(h))) {
+			k++;
+			bytes += sizeof(h) + h.len;
+		}
+	}
+	if (k)
+		count_lost(w, k, 0, bytes, err);
 }
 
 /* Makes room for need bytes in the current batch.  Returns 1 when a batch had to be dropped,
@@ -476,12 +610,16 @@ int store_trace_map(struct store_trace_writer *w, const struct store_rec_map *m,
 
 /* ---- never-dropped metadata ------------------------------------------------------------------- */
 
+/* Memory for it can run out, even after the reserve: then it is counted as lost (never silent). */
 static int meta_record(struct store_trace_writer *w, uint16_t type, const void *a, size_t alen,
 		       const struct growbuf *tail)
 {
 	int rc;
 	pthread_mutex_lock(&w->lock);
-	rc = put_record(&w->meta, type, a, alen, tail ? tail->p : NULL, tail ? tail->len : 0);
+	rc = put_record_in(w, &w->meta, type, a, alen, tail ? tail->p : NULL, tail ? tail->len : 0);
+	if (rc)
+		count_lost(w, 1, 0, sizeof(struct store_rec_hdr) + alen + (tail ? tail->len : 0),
+			   ENOMEM);
 	pthread_mutex_unlock(&w->lock);
 	return rc;
 }
@@ -555,9 +693,10 @@ int store_trace_host_map(struct store_trace_writer *w, const struct store_rec_ma
 static int strtab_grow(struct store_trace_writer *w)
 {
 	size_t cap = w->strcap ? w->strcap * 2 : 256;
-	struct strent **t = calloc(cap, sizeof(*t));
+	struct strent **t = keep_realloc(w, NULL, cap * sizeof(*t));
 	if (!t)
 		return -1;
+	memset(t, 0, cap * sizeof(*t));
 	for (size_t i = 0; i < w->strcap; i++)
 		for (struct strent *e = w->strtab[i], *n; e; e = n) {
 			n = e->next;
@@ -583,16 +722,16 @@ uint32_t store_trace_intern(struct store_trace_writer *w, const char *s)
 			goto out;
 		}
 	if (w->nstr + 1 > w->strcap / 2 && strtab_grow(w))
-		goto out;
-	struct strent *e = malloc(sizeof(*e) + n + 1);
+		goto lost;
+	struct strent *e = keep_realloc(w, NULL, sizeof(*e) + n + 1);
 	if (!e)
-		goto out;
+		goto lost;
 	e->hash = h;
 	e->id = (uint32_t)w->nstr + 1;
 	memcpy(e->s, s, n + 1);
-	if (put_record(&w->meta, STORE_REC_STRING, &e->id, sizeof(e->id), s, n)) {
+	if (put_record_in(w, &w->meta, STORE_REC_STRING, &e->id, sizeof(e->id), s, n)) {
 		free(e);
-		goto out;
+		goto lost;
 	}
 	e->next = w->strtab[h & (w->strcap - 1)];
 	w->strtab[h & (w->strcap - 1)] = e;
@@ -601,6 +740,9 @@ uint32_t store_trace_intern(struct store_trace_writer *w, const char *s)
 out:
 	pthread_mutex_unlock(&w->lock);
 	return id;
+lost: /* the records that use it will name id 0 */
+	count_lost(w, 1, 0, sizeof(struct store_rec_hdr) + 4 + n, ENOMEM);
+	goto out;
 }
 
 /* ---- the compressing threads --------------------------------------------------------------------
@@ -608,102 +750,6 @@ out:
  * outside the lock, then waits for its turn to write: jobs are numbered when taken and written
  * in that order, so frames keep the order of the batches and the metadata always precedes the
  * first record that uses it.  Several threads make the compressor, not the disk, scale. */
-
-struct compressor {
-	ZSTD_CCtx *cctx;
-	uint8_t *buf;
-	size_t cap, len;
-};
-
-struct worker {
-	struct store_trace_writer *w;
-	pthread_t thread;
-	struct compressor meta, data;
-};
-
-static void io_fail(struct store_trace_writer *w, const char *what, int err)
-{
-	pthread_mutex_lock(&w->lock);
-	if (!w->error[0])
-		snprintf(w->error, sizeof(w->error), "%s: %s", what, strerror(err));
-	w->cnt.io_error = 1;
-	pthread_mutex_unlock(&w->lock);
-}
-
-static int write_all(struct store_trace_writer *w, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t k = write(w->fd, p, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			io_fail(w, "writing the trace", k < 0 ? errno : ENOSPC);
-			return -1;
-		}
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-static int compressor_init(struct compressor *z, int level)
-{
-	z->cctx = ZSTD_createCCtx();
-	if (!z->cctx)
-		return -1;
-	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, level);
-	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_checksumFlag, 1);
-	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_contentSizeFlag, 1);
-	return 0;
-}
-
-static void compressor_free(struct compressor *z)
-{
-	ZSTD_freeCCtx(z->cctx);
-	free(z->buf);
-}
-
-/* Compresses n bytes of whole records into one frame in z->buf (z->len = 0 when n is 0). */
-static int compress_frame(struct store_trace_writer *w, struct compressor *z, const void *src, size_t n)
-{
-	size_t bound = ZSTD_compressBound(n);
-	z->len = 0;
-	if (!n)
-		return 0;
-	if (bound > z->cap) {
-		uint8_t *p = realloc(z->buf, bound);
-		if (!p) {
-			io_fail(w, "compressing the trace", ENOMEM);
-			return -1;
-		}
-		z->buf = p;
-		z->cap = bound;
-	}
-	size_t r = ZSTD_compress2(z->cctx, z->buf, z->cap, src, n);
-	if (ZSTD_isError(r)) {
-		io_fail(w, "compressing the trace", EINVAL);
-		return -1;
-	}
-	z->len = r;
-	return 0;
-}
-
-/* Writes a compressed frame and counts it; the caller holds the write turn. */
-static void emit(struct store_trace_writer *w, const struct compressor *z)
-{
-	if (!z->len || write_all(w, z->buf, z->len))
-		return;
-	pthread_mutex_lock(&w->lock);
-	w->cnt.frames++;
-	w->cnt.compressed_bytes += z->len;
-	pthread_mutex_unlock(&w->lock);
-}
-
-struct job {
-	uint64_t seq;
-	struct growbuf meta;
-	struct batch *batch;
-};
 
 static void deadline_after(struct timespec *ts, unsigned ms)
 {
@@ -723,61 +769,343 @@ static int past(const struct timespec *d)
 	return now.tv_sec > d->tv_sec || (now.tv_sec == d->tv_sec && now.tv_nsec >= d->tv_nsec);
 }
 
-/* Takes a job under the lock: pending metadata (with a DROP record for the writer's own
- * losses), and the oldest full batch; at flush time the current batch joins the queue first.
- * Returns 0 when there is nothing to do. */
+struct compressor {
+	ZSTD_CCtx *cctx;
+	void *work;      /* the context's memory, taken once (ZSTD_initStaticCCtx) */
+	uint8_t *buf;    /* a frame of one batch fits without growing */
+	size_t cap, len;
+};
+
+struct worker {
+	struct store_trace_writer *w;
+	pthread_t thread;
+	struct compressor meta, data;
+};
+
+/* The compressor's memory is taken here, at create: a memory limit reached later must cost
+ * events, not the compressor (zstd otherwise allocates its tables at the first frame and may
+ * reallocate them later).  The parameters are those of a batch at this level, fixed, so that
+ * a larger input (a record larger than a batch) fits in the same tables. */
+static int compressor_init(struct compressor *z, int level, size_t batch)
+{
+	ZSTD_compressionParameters cp = ZSTD_getCParams(level, batch, 0);
+	size_t ws = ZSTD_estimateCCtxSize_usingCParams(cp);
+	z->work = malloc(ws);
+	z->cctx = z->work ? ZSTD_initStaticCCtx(z->work, ws) : NULL;
+	z->cap = ZSTD_compressBound(batch);
+	z->buf = malloc(z->cap);
+	if (!z->cctx || !z->buf)
+		return -1;
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_windowLog, (int)cp.windowLog);
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_chainLog, (int)cp.chainLog);
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_hashLog, (int)cp.hashLog);
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_searchLog, (int)cp.searchLog);
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_minMatch, (int)cp.minMatch);
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_targetLength, (int)cp.targetLength);
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_strategy, (int)cp.strategy);
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_checksumFlag, 1);
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_contentSizeFlag, 1);
+	return 0;
+}
+
+static void compressor_free(struct compressor *z)
+{
+	free(z->work); /* a static context lives in it: nothing else to free */
+	free(z->buf);
+	z->cctx = NULL;
+	z->work = z->buf = NULL;
+}
+
+/* Compresses n bytes of whole records into one frame in z->buf (z->len = 0 when n is 0).
+ * 0, or -1 with errno: ENOMEM (no memory for a frame larger than a batch, or for the
+ * compressor's tables), 0 (the compressor failed otherwise). */
+static int compress_frame(struct compressor *z, const void *src, size_t n)
+{
+	size_t bound = ZSTD_compressBound(n);
+	z->len = 0;
+	if (!n)
+		return 0;
+	if (bound > z->cap) {
+		uint8_t *p = realloc(z->buf, bound);
+		if (!p) {
+			errno = ENOMEM;
+			return -1;
+		}
+		z->buf = p;
+		z->cap = bound;
+	}
+	size_t r = z->cctx ? ZSTD_compress2(z->cctx, z->buf, z->cap, src, n) : (size_t)-1;
+	if (ZSTD_isError(r)) {
+		errno = !z->cctx || ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? ENOMEM : 0;
+		return -1;
+	}
+	z->len = r;
+	return 0;
+}
+
+/* ---- frames into the file ---------------------------------------------------------------------- */
+
+/* Whether a frame of n bytes may go after the last good one: under RLIMIT_FSIZE and in blocks
+ * reserved on disk first, with TRAILER_RESERVE bytes more kept for the trailer unless this is
+ * the trailer (which takes them).  0, or -1 with errno (EFBIG, ENOSPC, EDQUOT) and nothing
+ * written: the file still ends on a frame boundary, and no write raises SIGXFSZ. */
+static int frame_fits(struct store_trace_writer *w, size_t n, int trailer)
+{
+	struct rlimit rl;
+	uint64_t keep = trailer ? 0 : TRAILER_RESERVE;
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    w->good_end + n + keep > (uint64_t)rl.rlim_cur) {
+		errno = EFBIG;
+		return -1;
+	}
+	if (trailer || w->no_falloc || !w->regular)
+		return 0;
+	if (fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->good_end, (off_t)(n + keep)) == 0)
+		return 0;
+	if (errno == ENOSPC || errno == EDQUOT)
+		return -1;
+	w->no_falloc = 1; /* EOPNOTSUPP and the like: write, and cut off what fails */
+	return 0;
+}
+
+/* Writes a frame after the last good one, whole or not at all: a write that fails part way
+ * (the disk filled between the reservation and the write, an I/O error) is cut off again, so
+ * that the next frame follows the last good one directly.  0, or -1 with errno. */
+static int put_frame(struct store_trace_writer *w, const uint8_t *p, size_t n, int trailer)
+{
+	size_t done = 0;
+	if (w->broken) {
+		errno = EIO;
+		return -1;
+	}
+	if (frame_fits(w, n, trailer))
+		return -1;
+	while (done < n) {
+		ssize_t k = w->regular ? pwrite(w->fd, p + done, n - done, (off_t)(w->good_end + done))
+				       : write(w->fd, p + done, n - done);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			int err = k < 0 ? errno : ENOSPC;
+			if (!w->regular ? done > 0 : done > 0 && ftruncate(w->fd, (off_t)w->good_end))
+				w->broken = 1; /* a pipe keeps what it took: the stream is cut */
+			errno = err;
+			return -1;
+		}
+		done += (size_t)k;
+	}
+	w->good_end += n;
+	return 0;
+}
+
+/* Writes from the caller's thread (the header at create, the trailer at close): a write past
+ * RLIMIT_FSIZE raises SIGXFSZ and one into a pipe without reader SIGPIPE, both fatal by
+ * default, and the application must not die of cubpf's file.  frame_fits keeps writes under
+ * the limit; this covers the rest (a limit lowered meanwhile, a pipe): both signals blocked
+ * around the write, and taken when the write raised one that was not pending before. */
+struct quiet {
+	sigset_t old, before;
+};
+
+static void quiet_begin(struct quiet *q)
+{
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGXFSZ);
+	sigaddset(&s, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &s, &q->old);
+	sigpending(&q->before);
+}
+
+static void quiet_end(struct quiet *q)
+{
+	static const int sigs[] = {SIGXFSZ, SIGPIPE};
+	static const struct timespec now = {0, 0};
+	sigset_t pending, one;
+	sigpending(&pending);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (sigismember(&pending, sigs[i]) && !sigismember(&q->before, sigs[i]) &&
+		    !sigismember(&q->old, sigs[i])) {
+			sigemptyset(&one);
+			sigaddset(&one, sigs[i]);
+			sigtimedwait(&one, NULL, &now);
+		}
+	pthread_sigmask(SIG_SETMASK, &q->old, NULL);
+}
+
+/* Counts a frame written. */
+static void count_frame(struct store_trace_writer *w, size_t len)
+{
+	pthread_mutex_lock(&w->lock);
+	w->cnt.frames++;
+	w->cnt.compressed_bytes += len;
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* Compresses n bytes of whole records and writes them as one frame.  0, or -1 with errno. */
+static int put_records(struct store_trace_writer *w, struct compressor *z, const uint8_t *p,
+		       size_t n, int trailer)
+{
+	if (compress_frame(z, p, n) || put_frame(w, z->buf, z->len, trailer))
+		return -1;
+	count_frame(w, z->len);
+	return 0;
+}
+
+struct job {
+	uint64_t seq;
+	struct batch *batch;
+	int packed, err; /* batch compressed into the worker's data compressor; else errno */
+};
+
+/* Adds the DROP record of the writer's drops and the LOST record of its losses not yet said to
+ * m; the lock is held.  When m cannot grow they stay pending (said later). */
+static void loss_records(struct store_trace_writer *w, struct growbuf *m)
+{
+	if (w->pend_drop_records || w->pend_drop_batches) {
+		struct store_rec_drop d = {.ts_ns = realtime_ns(), .source = STORE_DROP_WRITER,
+					   .records = w->pend_drop_records,
+					   .batches = w->pend_drop_batches,
+					   .bytes = w->pend_drop_bytes};
+		if (put_record_in(w, m, STORE_REC_DROP, &d, sizeof(d), NULL, 0) == 0)
+			w->pend_drop_records = w->pend_drop_batches = w->pend_drop_bytes = 0;
+	}
+	if (w->lost.records || w->lost.frames) {
+		w->lost.ts_ns = realtime_ns();
+		if (put_record_in(w, m, STORE_REC_LOST, &w->lost, sizeof(w->lost), NULL, 0) == 0)
+			memset(&w->lost, 0, sizeof(w->lost));
+	}
+}
+
+/* How many bytes of m from off make the next metadata frame: whole records, at most a batch
+ * (the compressor's buffer), at least one record. */
+static size_t meta_chunk(const struct store_trace_writer *w, const struct growbuf *m, size_t off)
+{
+	size_t end = off;
+	struct store_rec_hdr h;
+	while (end + sizeof(h) <= m->len) {
+		memcpy(&h, m->p + end, sizeof(h));
+		size_t next = end + sizeof(h) + h.len;
+		if (next - off > w->opt.batch_bytes && end > off)
+			break;
+		end = next;
+	}
+	return end - off;
+}
+
+/* Puts m's bytes from off (metadata that could not be written) back in front of the pending
+ * metadata, to be written before anything else; the lock is held.  When memory for that is
+ * not there even with the reserve, they are counted as lost. */
+static void meta_back(struct store_trace_writer *w, struct growbuf *m, size_t off)
+{
+	size_t rest = m->len - off;
+	memmove(m->p, m->p + off, rest);
+	m->len = rest;
+	if (w->meta.len && grow_in(w, m, w->meta.len)) {
+		meta_give_up(w, m->p, rest, ENOMEM);
+		m->len = 0;
+	}
+	if (w->meta.len)
+		memcpy(m->p + m->len, w->meta.p, w->meta.len);
+	m->len += w->meta.len;
+	free(w->meta.p);
+	w->meta = *m;
+}
+
+/* Writes the pending metadata (with the loss records), in frames of at most a batch.  What
+ * cannot be written goes back to be written first next time.  0, or -1 with errno. */
+static int write_meta(struct store_trace_writer *w, struct compressor *z, int trailer)
+{
+	struct growbuf m;
+	size_t off = 0, n;
+	pthread_mutex_lock(&w->lock);
+	loss_records(w, &w->meta);
+	m = w->meta;
+	memset(&w->meta, 0, sizeof(w->meta));
+	pthread_mutex_unlock(&w->lock);
+	while (off < m.len && (n = meta_chunk(w, &m, off)) && put_records(w, z, m.p + off, n, trailer) == 0)
+		off += n;
+	if (off == m.len) {
+		free(m.p);
+		pthread_mutex_lock(&w->lock);
+		if (!w->mem_reserve) /* memory came back: take the reserve again */
+			w->mem_reserve = malloc(META_RESERVE);
+		pthread_mutex_unlock(&w->lock);
+		return 0;
+	}
+	int err = errno;
+	pthread_mutex_lock(&w->lock);
+	meta_back(w, &m, off);
+	w->meta_failed = 1;
+	pthread_mutex_unlock(&w->lock);
+	errno = err;
+	return -1;
+}
+
+/* Takes a job under the lock: the oldest full batch (at flush time the current batch joins the
+ * queue first), or none with metadata or losses to say and no job in flight (which would write
+ * them in its turn), unless metadata failed to go out since the last flush.  Returns 0 when
+ * there is nothing to do. */
 static int take_job(struct store_trace_writer *w, struct job *j)
 {
 	int flush = w->stop || w->flush_now || past(&w->deadline);
 	if (flush) {
 		w->flush_now = 0;
+		if (!w->stop)
+			w->meta_failed = 0;
 		deadline_after(&w->deadline, w->opt.flush_ms);
 		if (w->cur && w->cur->len) {
 			queue_batch(w, w->cur);
 			w->cur = NULL; /* the next caller takes a spare */
 		}
 	}
-	j->meta = w->meta;
-	memset(&w->meta, 0, sizeof(w->meta));
-	if (w->pend_drop_records || w->pend_drop_batches) {
-		struct store_rec_drop d = {.ts_ns = realtime_ns(), .source = STORE_DROP_WRITER,
-					   .records = w->pend_drop_records,
-					   .batches = w->pend_drop_batches,
-					   .bytes = w->pend_drop_bytes};
-		if (put_record(&j->meta, STORE_REC_DROP, &d, sizeof(d), NULL, 0) == 0)
-			w->pend_drop_records = w->pend_drop_batches = w->pend_drop_bytes = 0;
-	}
 	j->batch = w->full;
 	if (j->batch) {
 		w->full = j->batch->next;
 		if (!w->full)
 			w->full_tail = &w->full;
-	}
-	if (!j->meta.len && !j->batch) {
-		free(j->meta.p);
+	} else if (w->meta_failed || w->next_seq != w->write_seq ||
+		   !(w->meta.len || w->pend_drop_records || w->pend_drop_batches || w->lost.records ||
+		     w->lost.frames)) {
 		return 0;
 	}
 	j->seq = w->next_seq++;
 	return 1;
 }
 
+/* In the job's turn: the metadata pending now (so everything the batch's records use), then
+ * the batch.  A batch after metadata that could not be written is lost too: its records
+ * would name strings the file lacks. */
+static void write_job(struct worker *k, struct job *j)
+{
+	struct store_trace_writer *w = k->w;
+	int err = 0;
+	if (write_meta(w, &k->meta, 0))
+		err = errno;
+	else if (j->batch && !j->packed)
+		err = j->err;
+	else if (j->batch && put_frame(w, k->data.buf, k->data.len, 0))
+		err = errno;
+	else if (j->batch)
+		count_frame(w, k->data.len);
+	if (j->batch && (err || !j->packed)) {
+		pthread_mutex_lock(&w->lock);
+		count_lost(w, j->batch->records, 1, j->batch->len, err);
+		pthread_mutex_unlock(&w->lock);
+	}
+}
+
 static void run_job(struct worker *k, struct job *j)
 {
 	struct store_trace_writer *w = k->w;
-	int ok = compress_frame(w, &k->meta, j->meta.p, j->meta.len) == 0;
-	if (ok && j->batch)
-		ok = compress_frame(w, &k->data, j->batch->data, j->batch->len) == 0;
-	free(j->meta.p);
+	j->packed = j->batch && compress_frame(&k->data, j->batch->data, j->batch->len) == 0;
+	j->err = j->packed ? 0 : errno;
 
 	pthread_mutex_lock(&w->lock);
 	while (w->write_seq != j->seq)
 		pthread_cond_wait(&w->turn, &w->lock);
 	pthread_mutex_unlock(&w->lock);
-	if (ok) {
-		emit(w, &k->meta);
-		if (j->batch)
-			emit(w, &k->data);
-	}
+	write_job(k, j);
 	pthread_mutex_lock(&w->lock);
 	w->write_seq++;
 	pthread_cond_broadcast(&w->turn);
@@ -818,17 +1146,22 @@ static int header_frame(struct store_trace_writer *w, const struct store_trace_p
 				     .start_monotonic_ns = monotonic_ns(),
 				     .driver_version = p ? p->driver_version : 0};
 	struct growbuf s = {0}, rec = {0};
-	struct compressor z = {0};
+	struct quiet q;
 	int rc = -1;
 
 	memcpy(h.magic, STORE_TRACE_MAGIC, sizeof(h.magic));
+	errno = ENOMEM;
+	quiet_begin(&q);
 	if (!put_string(&s, p ? p->cubpf_version : NULL) && !put_string(&s, p ? p->hostname : NULL) &&
 	    !put_string(&s, p ? p->cmdline : NULL) && !put_u32(&s, p ? p->ppid : 0) &&
 	    !put_record(&rec, STORE_REC_HEADER, &h, sizeof(h), s.p, s.len) &&
-	    !compressor_init(&z, w->opt.level) && !compress_frame(w, &z, rec.p, rec.len) &&
-	    !write_all(w, z.buf, z.len))
+	    !put_records(w, &w->workers[0].meta, rec.p, rec.len, 0))
 		rc = 0;
-	compressor_free(&z);
+	int e = errno;
+	quiet_end(&q);
+	if (rc)
+		snprintf(w->error, sizeof(w->error), "cannot write the trace's header: %s",
+			 e ? strerror(e) : "the compressor failed");
 	free(s.p);
 	free(rec.p);
 	return rc;
@@ -861,6 +1194,7 @@ static void writer_free(struct store_trace_writer *w)
 		compressor_free(&w->workers[i].data);
 	}
 	free(w->workers);
+	free(w->mem_reserve);
 	if (w->fd >= 0)
 		close(w->fd);
 	pthread_mutex_destroy(&w->lock);
@@ -903,22 +1237,40 @@ static int init_sync(struct store_trace_writer *w)
 	return rc ? -1 : 0;
 }
 
-static int start_workers(struct store_trace_writer *w)
+/* Everything the writer needs to go on under a memory limit, taken now: the compressors (the
+ * header is written with the first) and the metadata's reserve. */
+static int take_memory(struct store_trace_writer *w)
 {
 	w->workers = calloc((size_t)w->opt.workers, sizeof(*w->workers));
-	if (!w->workers)
+	w->mem_reserve = malloc(META_RESERVE);
+	if (!w->workers || !w->mem_reserve)
 		return -1;
-	deadline_after(&w->deadline, w->opt.flush_ms);
 	for (int i = 0; i < w->opt.workers; i++) {
 		struct worker *k = &w->workers[i];
 		k->w = w;
-		if (compressor_init(&k->meta, w->opt.level) || compressor_init(&k->data, w->opt.level))
+		if (compressor_init(&k->meta, w->opt.level, w->opt.batch_bytes) ||
+		    compressor_init(&k->data, w->opt.level, w->opt.batch_bytes))
 			return -1;
-		if (pthread_create(&k->thread, NULL, worker_main, k))
-			return -1;
-		w->nworkers++;
 	}
 	return 0;
+}
+
+/* The threads block every signal: a signal their writes raise (SIGXFSZ past RLIMIT_FSIZE,
+ * SIGPIPE) would otherwise kill the application, and the application's own signals are for
+ * its threads.  They inherit the mask of the thread that creates them. */
+static int start_workers(struct store_trace_writer *w)
+{
+	sigset_t all, old;
+	int rc = 0;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	deadline_after(&w->deadline, w->opt.flush_ms);
+	for (int i = 0; i < w->opt.workers && !rc; i++) {
+		rc = pthread_create(&w->workers[i].thread, NULL, worker_main, &w->workers[i]) ? -1 : 0;
+		w->nworkers += !rc;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
 }
 
 static void stop_workers(struct store_trace_writer *w)
@@ -943,14 +1295,23 @@ struct store_trace_writer *store_trace_create(const char *path, const struct sto
 	}
 	w->full_tail = &w->full;
 	set_options(w, opt);
+	if (take_memory(w)) {
+		snprintf(err, errlen, "out of memory for the trace writer");
+		writer_free(w);
+		return NULL;
+	}
 	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (w->fd < 0) {
+	struct stat st;
+	if (w->fd < 0 || fstat(w->fd, &st)) {
 		snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
 		writer_free(w);
 		return NULL;
 	}
+	w->regular = S_ISREG(st.st_mode);
 	if (header_frame(w, p)) {
-		snprintf(err, errlen, "%s: %s", path, w->error[0] ? w->error : "out of memory");
+		snprintf(err, errlen, "%s: %s", path, w->error);
+		if (w->regular)
+			unlink(path); /* an empty file would only say "empty" */
 		writer_free(w);
 		return NULL;
 	}
@@ -963,11 +1324,44 @@ struct store_trace_writer *store_trace_create(const char *path, const struct sto
 	return w;
 }
 
+/* The last frames, from the caller's thread: the metadata still pending (what cannot be
+ * written now is lost, and counted), then the trailer, into the room kept for it: the LOST
+ * record of losses not yet said, and END. */
+static void write_last(struct store_trace_writer *w)
+{
+	struct compressor *z = &w->workers[0].meta;
+	struct growbuf rec = {0};
+	struct quiet q;
+
+	quiet_begin(&q);
+	if (write_meta(w, z, 0)) {
+		int err = errno;
+		pthread_mutex_lock(&w->lock);
+		meta_give_up(w, w->meta.p, w->meta.len, err);
+		w->meta.len = 0;
+		pthread_mutex_unlock(&w->lock);
+	}
+	pthread_mutex_lock(&w->lock);
+	struct store_rec_end end = {.end_realtime_ns = realtime_ns(), .records = w->cnt.records,
+				    .dropped_records = w->cnt.dropped_records + w->cnt.lost_records,
+				    .dropped_batches = w->cnt.dropped_batches};
+	loss_records(w, &rec);
+	pthread_mutex_unlock(&w->lock);
+	if (put_record_in(w, &rec, STORE_REC_END, &end, sizeof(end), NULL, 0) ||
+	    put_records(w, z, rec.p, rec.len, 1)) {
+		pthread_mutex_lock(&w->lock);
+		if (!w->error[0])
+			snprintf(w->error, sizeof(w->error), "writing the trace's end: %s",
+				 strerror(errno));
+		w->cnt.io_error = 1;
+		pthread_mutex_unlock(&w->lock);
+	}
+	quiet_end(&q);
+	free(rec.p);
+}
+
 int store_trace_close(struct store_trace_writer *w, char *err, size_t errlen)
 {
-	struct store_rec_end end;
-	struct growbuf rec = {0};
-	struct compressor z = {0};
 	int rc;
 
 	if (!w)
@@ -977,17 +1371,15 @@ int store_trace_close(struct store_trace_writer *w, char *err, size_t errlen)
 		writer_free(w);
 		return 0;
 	}
-	stop_workers(w); /* they write everything that is left before they return */
-	end = (struct store_rec_end){.end_realtime_ns = realtime_ns(), .records = w->cnt.records,
-				     .dropped_records = w->cnt.dropped_records,
-				     .dropped_batches = w->cnt.dropped_batches};
-	if (put_record(&rec, STORE_REC_END, &end, sizeof(end), NULL, 0) == 0 &&
-	    compressor_init(&z, w->opt.level) == 0 && compress_frame(w, &z, rec.p, rec.len) == 0)
-		emit(w, &z);
-	compressor_free(&z);
-	free(rec.p);
-	if (close(w->fd) && !w->cnt.io_error)
-		io_fail(w, "closing the trace", errno);
+	stop_workers(w); /* they write every batch that is left before they return */
+	write_last(w);
+	if (w->regular && ftruncate(w->fd, (off_t)w->good_end) == 0) {
+		/* gives back the blocks reserved past the end */
+	}
+	if (close(w->fd) && !w->error[0]) {
+		snprintf(w->error, sizeof(w->error), "closing the trace: %s", strerror(errno));
+		w->cnt.io_error = 1;
+	}
 	w->fd = -1;
 	rc = w->cnt.io_error || w->error[0] ? -1 : 0;
 	if (rc && err)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/store.h"
 #include "tools/tools.h"
 
 void tool_report_kcount(const struct tool_data *d, const struct tool_opts *o, FILE *f);
@@ -383,6 +384,10 @@ void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FI
 	if (d->rb_drops || d->writer_drops)
 		fprintf(f, "lost: %" PRIu64 " ring-buffer records (device buffers full), %" PRIu64
 			" trace records (writer full)\n", d->rb_drops, d->writer_drops);
+	if (d->writer_lost)
+		fprintf(f, "lost: %" PRIu64 " trace records the writer could not write (%s%s%s)\n",
+			d->writer_lost, store_lost_cause_name(d->lost_cause), d->lost_err ? ": " : "",
+			d->lost_err ? strerror(d->lost_err) : "");
 	if (d->span_drops)
 		fprintf(f, "note: %" PRIu64 " launches have no GPU span (cubpf's event pool was full)\n",
 			d->span_drops);
