@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -452,6 +453,8 @@ struct follow {
 	const char *trace_base;     /* own temporary trace: each process writes BASE.PID */
 	int out_dir;                /* -o DIR: each process writes DIR/cubpf-PID.trace */
 	pid_t child;                /* the process cubpf run started */
+	int claim_fd;               /* -o: the lock held for the run's life (claim_output), or -1 */
+	char claim[PATH_MAX + 16];
 };
 
 static double now_s(void)
@@ -824,6 +827,80 @@ static int clear_old_traces(const struct follow *fw)
 	return rc;
 }
 
+/* ---- the claim on -o ------------------------------------------------------------------------
+ * Two `cubpf run -o SAME` at once: the second would remove the first's live trace as an
+ * earlier run's, and the first would then report the second's data as its own.  So a run
+ * claims its -o for its whole life with a lock file beside it (FILE.lock, DIR/cubpf.lock),
+ * flock()ed, and a second run is refused with the first's pid.  A lock file, not the trace:
+ * the trace is removed and made again by the program's processes.  Making it is also the check
+ * that the trace can be made at all (a missing folder, a read-only or full file system), said
+ * before the program runs. */
+
+/* The lock open in fd is the one at fw->claim now (not one its last holder removed). */
+static int claim_current(const struct follow *fw, int fd)
+{
+	struct stat a, b;
+	return fstat(fd, &a) == 0 && stat(fw->claim, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/* Says who holds the claim (its pid, as it wrote it) and refuses. */
+static int claim_refused(const struct follow *fw, int fd)
+{
+	char pid[32] = "";
+	ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+	pid[n > 0 ? n : 0] = 0;
+	pid[strcspn(pid, "\n")] = 0;
+	fprintf(stderr, "cubpf run: %s is the output of another cubpf run still running (process "
+			"%s, lock %s): give this run another -o\n", fw->o->trace, *pid ? pid : "?",
+		fw->claim);
+	close(fd);
+	return -1;
+}
+
+/* Takes the claim on fw->o->trace (a file, or the folder when fw->out_dir); 0, or -1 said. */
+static int claim_output(struct follow *fw)
+{
+	char pid[32];
+	snprintf(fw->claim, sizeof(fw->claim), fw->out_dir ? "%s/cubpf.lock" : "%s.lock",
+		 fw->o->trace);
+	for (int tries = 0; tries < 8; tries++) {
+		int fd = open(fw->claim, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0)
+			break;
+		if (flock(fd, LOCK_EX | LOCK_NB) != 0)
+			return errno == EWOULDBLOCK ? claim_refused(fw, fd) : (close(fd), -1);
+		if (!claim_current(fw, fd)) { /* its holder ended and removed it meanwhile */
+			close(fd);
+			continue;
+		}
+		int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+		if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
+			int e = errno;
+			unlink(fw->claim);
+			close(fd);
+			errno = e;
+			break;
+		}
+		fw->claim_fd = fd;
+		return 0;
+	}
+	fprintf(stderr, "cubpf run: cannot make the trace %s: %s (making %s)\n", fw->o->trace,
+		strerror(errno), fw->claim);
+	return -1;
+}
+
+/* Ends the claim: the lock goes before its lock is let go, so that a run waiting on it
+ * finds it gone (claim_current) and makes its own. */
+static void claim_release(struct follow *fw)
+{
+	if (fw->claim_fd < 0)
+		return;
+	unlink(fw->claim);
+	close(fw->claim_fd);
+	fw->claim_fd = -1;
+}
+
 /* -o DIR (a folder, or a name ending in '/', made here): each process writes DIR/cubpf-PID.trace
  * (the shim does so when CUBPF_TRACE names a folder). */
 static int prepare_output(struct run_opts *o, struct follow *fw, char *dir, size_t len)
@@ -831,7 +908,8 @@ static int prepare_output(struct run_opts *o, struct follow *fw, char *dir, size
 	struct stat st;
 	size_t n = strlen(o->trace);
 	if (strchr(o->trace, '%'))
-		return 0; /* the user's own per-process pattern: the shim expands it */
+		return 0; /* the user's own per-process pattern: the shim expands it (no claim: each
+			   * process has a name of its own) */
 	fw->out_dir = (n && o->trace[n - 1] == '/') || (stat(o->trace, &st) == 0 && S_ISDIR(st.st_mode));
 	if (fw->out_dir) {
 		snprintf(dir, len, "%.*s", (int)(n > 1 && o->trace[n - 1] == '/' ? n - 1 : n), o->trace);
@@ -842,6 +920,8 @@ static int prepare_output(struct run_opts *o, struct follow *fw, char *dir, size
 		}
 		o->trace = dir;
 	}
+	if (claim_output(fw) != 0)
+		return -1;
 	return clear_old_traces(fw);
 }
 
@@ -954,11 +1034,14 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	struct follow fw = {.o = &o, .tool = tool, .echo_cubpf = o.log_level || !(tool || o.have_prog),
-			    .trace_base = own_trace ? tmp : NULL};
-	if (!own_trace && o.trace && prepare_output(&o, &fw, out_dir, sizeof(out_dir)) != 0)
+			    .trace_base = own_trace ? tmp : NULL, .claim_fd = -1};
+	if (!own_trace && o.trace && prepare_output(&o, &fw, out_dir, sizeof(out_dir)) != 0) {
+		claim_release(&fw);
 		return 2;
+	}
 	if (set_environment(&o, shim_dir) != 0) {
 		fprintf(stderr, "cubpf run: cannot set the environment: %s\n", strerror(errno));
+		claim_release(&fw);
 		return 2;
 	}
 	int rc = run_child(argv + first, &fw);
@@ -969,6 +1052,7 @@ int cmd_run(int argc, char **argv)
 	if (rc != 0)
 		fprintf(stderr, "cubpf run: %s exited with status %d\n", argv[first], rc);
 	tool_data_free(&fw.data);
+	claim_release(&fw);
 	if (own_trace)
 		remove_traces(tmp);
 	return rc;
