@@ -66,6 +66,17 @@ struct strent {
 	char s[];
 };
 
+/* Entries of the string table are never freed before the writer: they are cut from chunks,
+ * the first taken at create, so that interning needs no allocation of its own most of the
+ * time, and the last chunk can be the memory reserve itself. */
+#define STR_CHUNK (64u << 10)
+#define STR_TABLE 4096 /* slots taken at create: 2048 strings before the table grows */
+struct strchunk {
+	struct strchunk *next;
+	size_t used, cap;
+	_Alignas(16) uint8_t data[];
+};
+
 struct store_trace_writer {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
@@ -74,6 +85,8 @@ struct store_trace_writer {
 	struct batch *spare;                 /* free batches of the standard size */
 	size_t allocated;                    /* bytes of every batch in existence */
 	struct growbuf meta;                 /* never-dropped records, not yet taken */
+	struct growbuf meta_spare;           /* the other of meta's two buffers (write_meta) */
+	struct strchunk *strmem;             /* the string table's entries live here */
 	struct strent **strtab;
 	size_t strcap, nstr;
 	uint64_t pend_drop_records, pend_drop_batches, pend_drop_bytes; /* not yet reported */
@@ -115,16 +128,27 @@ static uint64_t monotonic_ns(void)
 /* ---- buffers ---------------------------------------------------------------------------- */
 
 /* realloc for what must not be lost (metadata): when memory runs out, the writer's reserve is
- * given back and the allocation tried again.  w may be NULL (a plain realloc). */
+ * given back and the allocation tried again.  w may be NULL (a plain realloc).  Any thread, with
+ * or without the lock: the reserve changes hands atomically. */
 static void *keep_realloc(struct store_trace_writer *w, void *p, size_t n)
 {
-	void *q = realloc(p, n);
-	if (!q && w && w->mem_reserve) {
-		free(w->mem_reserve);
-		w->mem_reserve = NULL;
+	void *q = realloc(p, n), *r;
+	if (!q && w && (r = __atomic_exchange_n(&w->mem_reserve, NULL, __ATOMIC_ACQ_REL))) {
+		free(r);
 		q = realloc(p, n);
 	}
 	return q;
+}
+
+/* Takes the reserve again once memory came back. */
+static void retake_reserve(struct store_trace_writer *w)
+{
+	void *r, *none = NULL;
+	if (__atomic_load_n(&w->mem_reserve, __ATOMIC_ACQUIRE) || !(r = malloc(META_RESERVE)))
+		return;
+	if (!__atomic_compare_exchange_n(&w->mem_reserve, &none, r, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		free(r);
 }
 
 static int grow_in(struct store_trace_writer *w, struct growbuf *g, size_t more)
@@ -179,16 +203,21 @@ static int put_u32(struct growbuf *g, uint32_t v)
 }
 
 /* Appends a length-prefixed string to g (no record header). */
-static int put_string(struct growbuf *g, const char *s)
+static int put_string_in(struct store_trace_writer *w, struct growbuf *g, const char *s)
 {
 	uint32_t n = s ? (uint32_t)strlen(s) : 0;
-	if (grow(g, sizeof(n) + n))
+	if (grow_in(w, g, sizeof(n) + n))
 		return -1;
 	memcpy(g->p + g->len, &n, sizeof(n));
 	if (n)
 		memcpy(g->p + g->len + sizeof(n), s, n);
 	g->len += sizeof(n) + n;
 	return 0;
+}
+
+static int put_string(struct growbuf *g, const char *s)
+{
+	return put_string_in(NULL, g, s);
 }
 
 /* A batch for callers, or NULL when the budget is spent.  Called with the lock held. */
@@ -624,10 +653,20 @@ static int meta_record(struct store_trace_writer *w, uint16_t type, const void *
 	return rc;
 }
 
+/* A metadata record whose parts could not even be put together (no memory): counted. */
+static int meta_lost(struct store_trace_writer *w, size_t bytes)
+{
+	pthread_mutex_lock(&w->lock);
+	count_lost(w, 1, 0, bytes, ENOMEM);
+	pthread_mutex_unlock(&w->lock);
+	return -1;
+}
+
 int store_trace_device(struct store_trace_writer *w, const struct store_rec_device *d, const char *name)
 {
 	struct growbuf s = {0};
-	int rc = put_string(&s, name) ? -1 : meta_record(w, STORE_REC_DEVICE, d, sizeof(*d), &s);
+	int rc = put_string_in(w, &s, name) ? meta_lost(w, sizeof(*d))
+					    : meta_record(w, STORE_REC_DEVICE, d, sizeof(*d), &s);
 	free(s.p);
 	return rc;
 }
@@ -641,8 +680,8 @@ int store_trace_program(struct store_trace_writer *w, const struct store_rec_pro
 			const char *name, const char *path)
 {
 	struct growbuf s = {0};
-	int rc = (put_string(&s, name) || put_string(&s, path))
-			 ? -1
+	int rc = (put_string_in(w, &s, name) || put_string_in(w, &s, path))
+			 ? meta_lost(w, sizeof(*p))
 			 : meta_record(w, STORE_REC_PROGRAM, p, sizeof(*p), &s);
 	free(s.p);
 	return rc;
@@ -662,8 +701,8 @@ int store_trace_not_instrumented(struct store_trace_writer *w,
 				 const struct store_rec_not_instrumented *n, const char *message)
 {
 	struct growbuf s = {0};
-	int rc = put_string(&s, message ? message : "")
-			 ? -1
+	int rc = put_string_in(w, &s, message ? message : "")
+			 ? meta_lost(w, sizeof(*n))
 			 : meta_record(w, STORE_REC_NOT_INSTRUMENTED, n, sizeof(*n), &s);
 	free(s.p);
 	return rc;
@@ -688,6 +727,30 @@ int store_trace_host_map(struct store_trace_writer *w, const struct store_rec_ma
 {
 	struct growbuf t = {.p = (uint8_t *)kv, .len = kv_size};
 	return meta_record(w, STORE_REC_HOST_MAP, m, sizeof(*m), &t);
+}
+
+/* Room for one entry of the string table: from the current chunk, a new one, or, when memory
+ * ran out, the reserve taken as the last chunk.  The lock is held. */
+static struct strent *strent_alloc(struct store_trace_writer *w, size_t size)
+{
+	struct strchunk *c = w->strmem;
+	size = (size + 15) & ~(size_t)15;
+	if (!c || c->cap - c->used < size) {
+		size_t cap = size > STR_CHUNK ? size : STR_CHUNK;
+		c = malloc(sizeof(*c) + cap);
+		if (!c && META_RESERVE >= sizeof(*c) + size &&
+		    (c = __atomic_exchange_n(&w->mem_reserve, NULL, __ATOMIC_ACQ_REL)))
+			cap = META_RESERVE - sizeof(*c);
+		if (!c)
+			return NULL;
+		c->next = w->strmem;
+		c->used = 0;
+		c->cap = cap;
+		w->strmem = c;
+	}
+	void *e = c->data + c->used;
+	c->used += size;
+	return e;
 }
 
 static int strtab_grow(struct store_trace_writer *w)
@@ -723,16 +786,14 @@ uint32_t store_trace_intern(struct store_trace_writer *w, const char *s)
 		}
 	if (w->nstr + 1 > w->strcap / 2 && strtab_grow(w))
 		goto lost;
-	struct strent *e = keep_realloc(w, NULL, sizeof(*e) + n + 1);
+	struct strent *e = strent_alloc(w, sizeof(*e) + n + 1);
 	if (!e)
 		goto lost;
 	e->hash = h;
 	e->id = (uint32_t)w->nstr + 1;
 	memcpy(e->s, s, n + 1);
-	if (put_record_in(w, &w->meta, STORE_REC_STRING, &e->id, sizeof(e->id), s, n)) {
-		free(e);
-		goto lost;
-	}
+	if (put_record_in(w, &w->meta, STORE_REC_STRING, &e->id, sizeof(e->id), s, n))
+		goto lost; /* its room in the chunk stays unused */
 	e->next = w->strtab[h & (w->strcap - 1)];
 	w->strtab[h & (w->strcap - 1)] = e;
 	w->nstr++;
@@ -959,8 +1020,8 @@ struct job {
 };
 
 /* Adds the DROP record of the writer's drops and the LOST record of its losses not yet said to
- * m; the lock is held.  When m cannot grow they stay pending (said later). */
-static void loss_records(struct store_trace_writer *w, struct growbuf *m)
+ * m; the lock is held.  When m cannot grow they stay pending (said later): returns -1 then. */
+static int loss_records(struct store_trace_writer *w, struct growbuf *m)
 {
 	if (w->pend_drop_records || w->pend_drop_batches) {
 		struct store_rec_drop d = {.ts_ns = realtime_ns(), .source = STORE_DROP_WRITER,
@@ -975,6 +1036,8 @@ static void loss_records(struct store_trace_writer *w, struct growbuf *m)
 		if (put_record_in(w, m, STORE_REC_LOST, &w->lost, sizeof(w->lost), NULL, 0) == 0)
 			memset(&w->lost, 0, sizeof(w->lost));
 	}
+	return w->pend_drop_records || w->pend_drop_batches || w->lost.records || w->lost.frames
+		       ? -1 : 0;
 }
 
 /* How many bytes of m from off make the next metadata frame: whole records, at most a batch
@@ -1008,7 +1071,11 @@ static void meta_back(struct store_trace_writer *w, struct growbuf *m, size_t of
 	if (w->meta.len)
 		memcpy(m->p + m->len, w->meta.p, w->meta.len);
 	m->len += w->meta.len;
-	free(w->meta.p);
+	w->meta.len = 0;
+	if (!w->meta_spare.p) /* kept as the other buffer */
+		w->meta_spare = w->meta;
+	else
+		free(w->meta.p);
 	w->meta = *m;
 }
 
@@ -1019,18 +1086,24 @@ static int write_meta(struct store_trace_writer *w, struct compressor *z, int tr
 	struct growbuf m;
 	size_t off = 0, n;
 	pthread_mutex_lock(&w->lock);
-	loss_records(w, &w->meta);
+	/* no memory to say them: not again before the next flush (a job for them would spin) */
+	if (loss_records(w, &w->meta))
+		w->meta_failed = 1;
 	m = w->meta;
-	memset(&w->meta, 0, sizeof(w->meta));
+	w->meta = w->meta_spare; /* the other buffer: no allocation while this one is written */
+	memset(&w->meta_spare, 0, sizeof(w->meta_spare));
 	pthread_mutex_unlock(&w->lock);
 	while (off < m.len && (n = meta_chunk(w, &m, off)) && put_records(w, z, m.p + off, n, trailer) == 0)
 		off += n;
 	if (off == m.len) {
-		free(m.p);
+		m.len = 0;
 		pthread_mutex_lock(&w->lock);
-		if (!w->mem_reserve) /* memory came back: take the reserve again */
-			w->mem_reserve = malloc(META_RESERVE);
+		if (!w->meta_spare.p)
+			w->meta_spare = m;
+		else
+			free(m.p);
 		pthread_mutex_unlock(&w->lock);
+		retake_reserve(w);
 		return 0;
 	}
 	int err = errno;
@@ -1182,12 +1255,12 @@ static void writer_free(struct store_trace_writer *w)
 	free_batches(w->cur, 1);
 	free_batches(w->full, 0);
 	free_batches(w->spare, 0);
-	for (size_t i = 0; i < w->strcap; i++)
-		for (struct strent *e = w->strtab[i], *n; e; e = n) {
-			n = e->next;
-			free(e);
-		}
+	for (struct strchunk *c = w->strmem, *n; c; c = n) {
+		n = c->next;
+		free(c);
+	}
 	free(w->strtab);
+	free(w->meta_spare.p);
 	free(w->meta.p);
 	for (int i = 0; i < w->nworkers; i++) {
 		compressor_free(&w->workers[i].meta);
@@ -1243,8 +1316,12 @@ static int take_memory(struct store_trace_writer *w)
 {
 	w->workers = calloc((size_t)w->opt.workers, sizeof(*w->workers));
 	w->mem_reserve = malloc(META_RESERVE);
-	if (!w->workers || !w->mem_reserve)
+	w->strtab = calloc(STR_TABLE, sizeof(*w->strtab));
+	w->strcap = STR_TABLE;
+	if (!w->workers || !w->mem_reserve || !w->strtab || grow(&w->meta, STR_CHUNK) ||
+	    grow(&w->meta_spare, STR_CHUNK) || !strent_alloc(w, 1))
 		return -1;
+	w->strmem->used = 0; /* the first chunk, taken now */
 	for (int i = 0; i < w->opt.workers; i++) {
 		struct worker *k = &w->workers[i];
 		k->w = w;
@@ -1330,7 +1407,8 @@ struct store_trace_writer *store_trace_create(const char *path, const struct sto
 static void write_last(struct store_trace_writer *w)
 {
 	struct compressor *z = &w->workers[0].meta;
-	struct growbuf rec = {0};
+	uint8_t tb[256]; /* DROP, LOST and END: 152 bytes, never an allocation */
+	struct growbuf rec = {.p = tb, .cap = sizeof(tb)};
 	struct quiet q;
 
 	quiet_begin(&q);
@@ -1357,7 +1435,6 @@ static void write_last(struct store_trace_writer *w)
 		pthread_mutex_unlock(&w->lock);
 	}
 	quiet_end(&q);
-	free(rec.p);
 }
 
 int store_trace_close(struct store_trace_writer *w, char *err, size_t errlen)
