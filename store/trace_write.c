@@ -10,8 +10,8 @@
  *
  * Faults (store.h says what is promised): a frame is written at the end of the last good one
  * only when it fits under RLIMIT_FSIZE and its blocks could be reserved (fallocate), with
- * TRAILER_RESERVE bytes more kept for the LOST and END records; a write that fails anyway is
- * cut off (ftruncate).  Losses are counted and said in LOST records. */
+ * room kept (TRAILER_MAX, TRAILER_RESERVE) for the LOST and END records; a write that fails
+ * anyway is cut off (ftruncate).  Losses are counted and said in LOST records. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -38,8 +38,9 @@
 #define DEFAULT_FLUSH_MS 100
 #define DEFAULT_WORKERS 2
 #define MAX_WORKERS 16
-/* Room kept on disk (and under RLIMIT_FSIZE) past the last frame for the trailer: a frame of a
- * LOST and an END record takes about 150 bytes; one block of most file systems. */
+/* Room kept past the last frame for the trailer (a frame of DROP, LOST and END records: about
+ * 170 bytes): TRAILER_MAX under RLIMIT_FSIZE, a block of most file systems on disk. */
+#define TRAILER_MAX 512
 #define TRAILER_RESERVE 4096
 /* Memory given back when an allocation for metadata fails, so that the retry can succeed under
  * a memory limit (ulimit -v): a process's string table and metadata are rarely larger. */
@@ -907,15 +908,15 @@ static int compress_frame(struct compressor *z, const void *src, size_t n)
 /* ---- frames into the file ---------------------------------------------------------------------- */
 
 /* Whether a frame of n bytes may go after the last good one: under RLIMIT_FSIZE and in blocks
- * reserved on disk first, with TRAILER_RESERVE bytes more kept for the trailer unless this is
- * the trailer (which takes them).  0, or -1 with errno (EFBIG, ENOSPC, EDQUOT) and nothing
+ * reserved on disk first, with room kept for the trailer (TRAILER_MAX bytes under the limit,
+ * TRAILER_RESERVE on disk) unless this is the trailer (which takes them).  0, or -1 with errno (EFBIG, ENOSPC, EDQUOT) and nothing
  * written: the file still ends on a frame boundary, and no write raises SIGXFSZ. */
 static int frame_fits(struct store_trace_writer *w, size_t n, int trailer)
 {
 	struct rlimit rl;
 	uint64_t keep = trailer ? 0 : TRAILER_RESERVE;
 	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    w->good_end + n + keep > (uint64_t)rl.rlim_cur) {
+	    w->good_end + n + (trailer ? 0 : TRAILER_MAX) > (uint64_t)rl.rlim_cur) {
 		errno = EFBIG;
 		return -1;
 	}

@@ -619,6 +619,8 @@ static void load_processes(const struct follow *fw, const struct trace_set *s,
 }
 
 /* Why a program makes no driver call through cubpf, the usual two reasons. */
+/* The other reason a process leaves no trace: its header could not be written. */
+#define NO_TRACE_WHY "a full disk, a file size limit: -l warn shows cubpf's warning"
 #define NO_CALL_WHY "it never loaded libcuda.so.1, or it loaded a driver by its absolute path, " \
 		    "which LD_LIBRARY_PATH cannot redirect"
 
@@ -646,10 +648,11 @@ static void print_report(struct follow *fw, int final)
 	run_traces(fw, &s, 1);
 	if (!s.n) {
 		if (final)
-			fprintf(stderr, "cubpf run: no report: the program made no CUDA driver call "
-					"through cubpf (%s%s%s)\n", fw->trace_base ? "" : "nothing "
-					"was recorded in ", fw->trace_base ? "" : o->trace,
-					fw->trace_base ? NO_CALL_WHY : "; " NO_CALL_WHY);
+			fprintf(stderr, "cubpf run: no report: %s%s%sthe program made no CUDA driver "
+					"call through cubpf (%s), or cubpf could not write its trace "
+					"(%s)\n", fw->trace_base ? "" : "nothing was recorded in ",
+				fw->trace_base ? "" : o->trace, fw->trace_base ? "" : ": ", NO_CALL_WHY,
+				NO_TRACE_WHY);
 		return;
 	}
 	if (s.n > 1) {
@@ -935,8 +938,8 @@ static void say_if_no_trace(const struct follow *fw, const char *program)
 	run_traces(fw, &s, 0);
 	if (!s.n)
 		fprintf(stderr, "cubpf run: no trace written %s %s: %s made no CUDA driver call "
-				"through cubpf (%s)\n", fw->out_dir ? "in" : "to", fw->o->trace, program,
-			NO_CALL_WHY);
+				"through cubpf (%s), or cubpf could not write its trace (%s)\n",
+			fw->out_dir ? "in" : "to", fw->o->trace, program, NO_CALL_WHY, NO_TRACE_WHY);
 	else if (s.n > 1)
 		fprintf(stderr, "cubpf run: %zu processes wrote a trace each: %s%s (cubpf trace "
 				"reads them together)\n", s.n, fw->o->trace,
