@@ -1396,6 +1396,8 @@ struct store_trace_writer *store_trace_create(const char *path, const struct sto
 	if (start_workers(w)) {
 		snprintf(err, errlen, "cannot start the trace writer threads");
 		stop_workers(w);
+		if (w->regular)
+			unlink(path);
 		writer_free(w);
 		return NULL;
 	}

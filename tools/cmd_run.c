@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -878,7 +879,10 @@ static int claim_output(struct follow *fw)
 			continue;
 		}
 		int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-		if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
+		struct rlimit rl; /* a write past RLIMIT_FSIZE would kill cubpf run (SIGXFSZ) */
+		if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur < (rlim_t)n)
+			errno = EFBIG;
+		if (errno == EFBIG || ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
 			int e = errno;
 			unlink(fw->claim);
 			close(fd);
