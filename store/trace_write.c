@@ -663,7 +663,8 @@ static int meta_lost(struct store_trace_writer *w, size_t bytes)
 	return -1;
 }
 
-int store_trace_device(struct store_trace_writer *w, const struct store_rec_device *d, const char *name)
+int store_trace_device(struct store_trace_writer *w, const struct store_rec_device *d,
+		       const char *name)
 {
 	struct growbuf s = {0};
 	int rc = put_string_in(w, &s, name) ? meta_lost(w, sizeof(*d))
@@ -905,12 +906,14 @@ static int compress_frame(struct compressor *z, const void *src, size_t n)
 	return 0;
 }
 
-/* ---- frames into the file ---------------------------------------------------------------------- */
+/* ---- frames into the file ------------------------------------------------------------------- */
 
 /* Whether a frame of n bytes may go after the last good one: under RLIMIT_FSIZE and in blocks
  * reserved on disk first, with room kept for the trailer (TRAILER_MAX bytes under the limit,
- * TRAILER_RESERVE on disk) unless this is the trailer (which takes them).  0, or -1 with errno (EFBIG, ENOSPC, EDQUOT) and nothing
- * written: the file still ends on a frame boundary, and no write raises SIGXFSZ. */
+ * TRAILER_RESERVE on disk) unless this is the trailer (which takes them).  0, or -1 with errno
+ * (EFBIG, ENOSPC, EDQUOT) and nothing written: the file still ends on a frame boundary, and no
+ * write raises SIGXFSZ.  (fallocate past RLIMIT_FSIZE fails with EFBIG and raises SIGXFSZ too:
+ * the limit is checked first.) */
 static int frame_fits(struct store_trace_writer *w, size_t n, int trailer)
 {
 	struct rlimit rl;
@@ -1094,7 +1097,8 @@ static int write_meta(struct store_trace_writer *w, struct compressor *z, int tr
 	w->meta = w->meta_spare; /* the other buffer: no allocation while this one is written */
 	memset(&w->meta_spare, 0, sizeof(w->meta_spare));
 	pthread_mutex_unlock(&w->lock);
-	while (off < m.len && (n = meta_chunk(w, &m, off)) && put_records(w, z, m.p + off, n, trailer) == 0)
+	while (off < m.len && (n = meta_chunk(w, &m, off)) &&
+	       put_records(w, z, m.p + off, n, trailer) == 0)
 		off += n;
 	if (off == m.len) {
 		m.len = 0;

@@ -65,7 +65,8 @@ __attribute__((visibility("default"))) ssize_t write(int fd, const void *buf, si
 	return k < 0 ? -1 : real(fd, buf, (size_t)k);
 }
 
-__attribute__((visibility("default"))) ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
+__attribute__((visibility("default"))) ssize_t pwrite64(int fd, const void *buf, size_t n,
+							 off_t off)
 {
 	static ssize_t (*real)(int, const void *, size_t, off_t);
 	if (!real)

@@ -305,8 +305,9 @@ static void test_size_limit_app(void **state)
 	char *dir = temp_dir(), cmd[8192], path[4200], *out;
 	struct kept k;
 	snprintf(path, sizeof(path), "%s/app.trace", dir);
-	snprintf(cmd, sizeof(cmd), "prlimit --fsize=768 " LIMIT B "/bin/cubpf run -t kcount --cache off -o %s "
-		 "--real-libcuda " B "/tests/libcuda-fake.so -- " B "/tests/tools_fake_app 0", path);
+	snprintf(cmd, sizeof(cmd), "prlimit --fsize=768 " LIMIT B "/bin/cubpf run -t kcount "
+		 "--cache off -o %s --real-libcuda " B "/tests/libcuda-fake.so -- "
+		 B "/tests/tools_fake_app 0", path);
 	int rc = run(cmd, &out);
 	read_trace(path, &k);
 	print_message("  app under RLIMIT_FSIZE 768 bytes: status %d, trace %s (%lld bytes), kept %" PRIu64
@@ -321,8 +322,9 @@ static void test_size_limit_app(void **state)
 	assert_non_null(strstr(out, "the writer could not write (file size limit"));
 	assert_true(file_size(path) <= 768);
 	free(out);
-	snprintf(cmd, sizeof(cmd), "prlimit --fsize=0 " LIMIT B "/bin/cubpf run -t kcount --cache off -o %s "
-		 "--real-libcuda " B "/tests/libcuda-fake.so -- " B "/tests/tools_fake_app 0", path);
+	snprintf(cmd, sizeof(cmd), "prlimit --fsize=0 " LIMIT B "/bin/cubpf run -t kcount "
+		 "--cache off -o %s --real-libcuda " B "/tests/libcuda-fake.so -- "
+		 B "/tests/tools_fake_app 0", path);
 	rc = run(cmd, &out);
 	print_message("  app under RLIMIT_FSIZE 0: status %d: %s", rc, out);
 	assert_int_equal(rc, 2);
