@@ -649,10 +649,10 @@ static void print_report(struct follow *fw, int final)
 	run_traces(fw, &s, 1);
 	if (!s.n) {
 		if (final)
-			fprintf(stderr, "cubpf run: no report: %s%s%sthe program made no CUDA driver "
-					"call through cubpf (%s), or cubpf could not write its trace "
+			fprintf(stderr, "cubpf run: no report: the program made no CUDA driver call "
+					"through cubpf (%s%s%s%s), or cubpf could not write its trace "
 					"(%s)\n", fw->trace_base ? "" : "nothing was recorded in ",
-				fw->trace_base ? "" : o->trace, fw->trace_base ? "" : ": ", NO_CALL_WHY,
+				fw->trace_base ? "" : o->trace, fw->trace_base ? "" : "; ", NO_CALL_WHY,
 				NO_TRACE_WHY);
 		return;
 	}
