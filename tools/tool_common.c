@@ -319,9 +319,9 @@ static void processes_json(const struct tool_data *d, FILE *f)
 static void common_json(const struct tool_data *d, FILE *f)
 {
 	fprintf(f, "\"run\":{\"trace\":\"%s\",\"device_bytes\":%" PRIu64 ",\"pinned_bytes\":%" PRIu64
-		",\"ringbuf_drops\":%" PRIu64 ",\"writer_drops\":%" PRIu64 ",\"devices\":[",
-		d->state ? d->state : "none", d->device_bytes, d->pinned_bytes, d->rb_drops,
-		d->writer_drops);
+		",\"ringbuf_drops\":%" PRIu64 ",\"writer_drops\":%" PRIu64 ",\"writer_lost\":%" PRIu64
+		",\"devices\":[", d->state ? d->state : "none", d->device_bytes, d->pinned_bytes,
+		d->rb_drops, d->writer_drops, d->writer_lost);
 	for (size_t i = 0; i < d->ndevices; i++) {
 		fputs(i ? "," : "", f);
 		tool_json_string(f, d->devices[i]);
