@@ -88,6 +88,7 @@ struct store_trace_writer {
 	struct growbuf meta;                 /* never-dropped records, not yet taken */
 	struct growbuf meta_spare;           /* the other of meta's two buffers (write_meta) */
 	struct strchunk *strmem;             /* the string table's entries live here */
+	struct compressor *metaz;            /* metadata is compressed in the write turn: one */
 	struct strent **strtab;
 	size_t strcap, nstr;
 	uint64_t pend_drop_records, pend_drop_batches, pend_drop_bytes; /* not yet reported */
@@ -842,7 +843,7 @@ struct compressor {
 struct worker {
 	struct store_trace_writer *w;
 	pthread_t thread;
-	struct compressor meta, data;
+	struct compressor data;             /* its batches (metadata: the writer's metaz) */
 };
 
 /* The compressor's memory is taken here, at create: a memory limit reached later must cost
@@ -1158,7 +1159,7 @@ static void write_job(struct worker *k, struct job *j)
 {
 	struct store_trace_writer *w = k->w;
 	int err = 0;
-	if (write_meta(w, &k->meta, 0))
+	if (write_meta(w, w->metaz, 0))
 		err = errno;
 	else if (j->batch && !j->packed)
 		err = j->err;
@@ -1233,7 +1234,7 @@ static int header_frame(struct store_trace_writer *w, const struct store_trace_p
 	if (!put_string(&s, p ? p->cubpf_version : NULL) && !put_string(&s, p ? p->hostname : NULL) &&
 	    !put_string(&s, p ? p->cmdline : NULL) && !put_u32(&s, p ? p->ppid : 0) &&
 	    !put_record(&rec, STORE_REC_HEADER, &h, sizeof(h), s.p, s.len) &&
-	    !put_records(w, &w->workers[0].meta, rec.p, rec.len, 0))
+	    !put_records(w, w->metaz, rec.p, rec.len, 0))
 		rc = 0;
 	int e = errno;
 	quiet_end(&q);
@@ -1268,10 +1269,12 @@ static void writer_free(struct store_trace_writer *w)
 	free(w->meta_spare.p);
 	free(w->meta.p);
 	for (int i = 0; i < w->nworkers; i++) {
-		compressor_free(&w->workers[i].meta);
 		compressor_free(&w->workers[i].data);
 	}
 	free(w->workers);
+	if (w->metaz)
+		compressor_free(w->metaz);
+	free(w->metaz);
 	free(w->mem_reserve);
 	if (w->fd >= 0)
 		close(w->fd);
@@ -1323,15 +1326,16 @@ static int take_memory(struct store_trace_writer *w)
 	w->mem_reserve = malloc(META_RESERVE);
 	w->strtab = calloc(STR_TABLE, sizeof(*w->strtab));
 	w->strcap = STR_TABLE;
-	if (!w->workers || !w->mem_reserve || !w->strtab || grow(&w->meta, STR_CHUNK) ||
-	    grow(&w->meta_spare, STR_CHUNK) || !strent_alloc(w, 1))
+	w->metaz = calloc(1, sizeof(*w->metaz));
+	if (!w->workers || !w->mem_reserve || !w->strtab || !w->metaz ||
+	    compressor_init(w->metaz, w->opt.level, w->opt.batch_bytes) ||
+	    grow(&w->meta, STR_CHUNK) || grow(&w->meta_spare, STR_CHUNK) || !strent_alloc(w, 1))
 		return -1;
 	w->strmem->used = 0; /* the first chunk, taken now */
 	for (int i = 0; i < w->opt.workers; i++) {
 		struct worker *k = &w->workers[i];
 		k->w = w;
-		if (compressor_init(&k->meta, w->opt.level, w->opt.batch_bytes) ||
-		    compressor_init(&k->data, w->opt.level, w->opt.batch_bytes))
+		if (compressor_init(&k->data, w->opt.level, w->opt.batch_bytes))
 			return -1;
 	}
 	return 0;
@@ -1413,7 +1417,7 @@ struct store_trace_writer *store_trace_create(const char *path, const struct sto
  * record of losses not yet said, and END. */
 static void write_last(struct store_trace_writer *w)
 {
-	struct compressor *z = &w->workers[0].meta;
+	struct compressor *z = w->metaz;
 	uint8_t tb[256]; /* DROP, LOST and END: 152 bytes, never an allocation */
 	struct growbuf rec = {.p = tb, .cap = sizeof(tb)};
 	struct quiet q;
