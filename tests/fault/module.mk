@@ -10,9 +10,10 @@ FAULT_PRELOAD := $(BUILD)/tests/failwrite.so
 $(FAULT_WRITER): $(call objs,tests/fault/fault_writer.c) $(STORE_LIB) $(ZSTD_PIC_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEP_LIBS) $(LDLIBS)
+# Never sanitized: preloaded into a sanitized program it would come before the sanitizer's runtime.
 $(FAULT_PRELOAD): tests/fault/failwrite.c
 	@mkdir -p $(@D)
-	$(CC) $(filter-out -MMD -MP,$(CFLAGS)) $(LDFLAGS) -shared -o $@ $< -ldl
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror -fPIC -shared -o $@ $< -ldl
 $(call objs,tests/fault/test_fault.c): CFLAGS += -DFAULT_TEST_BUILD='"$(abspath $(BUILD))"'
 $(BUILD)/tests/test_fault: $(call objs,tests/fault/test_fault.c) $(STORE_LIB) $(ZSTD_PIC_LIB) \
   | $(FAULT_WRITER) $(FAULT_PRELOAD) $(BUILD)/bin/cubpf $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so \
