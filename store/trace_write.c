@@ -38,10 +38,18 @@
 #define DEFAULT_FLUSH_MS 100
 #define DEFAULT_WORKERS 2
 #define MAX_WORKERS 16
+/* A batch is one frame's input, and its compressed bound is taken at create for each thread:
+ * larger asks are taken as this (a record larger than a batch still gets one of its own). */
+#define MAX_BATCH (64u << 20)
 /* Room kept past the last frame for the trailer (a frame of DROP, LOST and END records: about
  * 170 bytes): TRAILER_MAX under RLIMIT_FSIZE, a block of most file systems on disk. */
 #define TRAILER_MAX 512
 #define TRAILER_RESERVE 4096
+/* Room only metadata may take, past what batches may: when the file stops growing, the string
+ * table and the rest go on a little longer than the events that need them (~500 strings). */
+#define META_ROOM (16u << 10)
+
+enum frame_kind { FRAME_DATA, FRAME_META, FRAME_TRAILER };
 /* Memory given back when an allocation for metadata fails, so that the retry can succeed under
  * a memory limit (ulimit -v): a process's string table and metadata are rarely larger. */
 #define META_RESERVE (1u << 20)
@@ -911,20 +919,23 @@ static int compress_frame(struct compressor *z, const void *src, size_t n)
 
 /* Whether a frame of n bytes may go after the last good one: under RLIMIT_FSIZE and in blocks
  * reserved on disk first, with room kept for the trailer (TRAILER_MAX bytes under the limit,
- * TRAILER_RESERVE on disk) unless this is the trailer (which takes them).  0, or -1 with errno
+ * TRAILER_RESERVE on disk) unless this is the trailer (which takes them), and META_ROOM more
+ * for metadata when this is a batch.  0, or -1 with errno
  * (EFBIG, ENOSPC, EDQUOT) and nothing written: the file still ends on a frame boundary, and no
  * write raises SIGXFSZ.  (fallocate past RLIMIT_FSIZE fails with EFBIG and raises SIGXFSZ too:
  * the limit is checked first.) */
-static int frame_fits(struct store_trace_writer *w, size_t n, int trailer)
+static int frame_fits(struct store_trace_writer *w, size_t n, enum frame_kind kind)
 {
 	struct rlimit rl;
-	uint64_t keep = trailer ? 0 : TRAILER_RESERVE;
+	uint64_t meta = kind == FRAME_DATA ? META_ROOM : 0;
+	uint64_t keep = kind == FRAME_TRAILER ? 0 : TRAILER_RESERVE + meta;
 	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    w->good_end + n + (trailer ? 0 : TRAILER_MAX) > (uint64_t)rl.rlim_cur) {
+	    w->good_end + n + (kind == FRAME_TRAILER ? 0 : TRAILER_MAX + meta) >
+		    (uint64_t)rl.rlim_cur) {
 		errno = EFBIG;
 		return -1;
 	}
-	if (trailer || w->no_falloc || !w->regular)
+	if (kind == FRAME_TRAILER || w->no_falloc || !w->regular)
 		return 0;
 	if (fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->good_end, (off_t)(n + keep)) == 0)
 		return 0;
@@ -937,14 +948,15 @@ static int frame_fits(struct store_trace_writer *w, size_t n, int trailer)
 /* Writes a frame after the last good one, whole or not at all: a write that fails part way
  * (the disk filled between the reservation and the write, an I/O error) is cut off again, so
  * that the next frame follows the last good one directly.  0, or -1 with errno. */
-static int put_frame(struct store_trace_writer *w, const uint8_t *p, size_t n, int trailer)
+static int put_frame(struct store_trace_writer *w, const uint8_t *p, size_t n,
+		     enum frame_kind kind)
 {
 	size_t done = 0;
 	if (w->broken) {
 		errno = EIO;
 		return -1;
 	}
-	if (frame_fits(w, n, trailer))
+	if (frame_fits(w, n, kind))
 		return -1;
 	while (done < n) {
 		ssize_t k = w->regular ? pwrite(w->fd, p + done, n - done, (off_t)(w->good_end + done))
@@ -1010,9 +1022,9 @@ static void count_frame(struct store_trace_writer *w, size_t len)
 
 /* Compresses n bytes of whole records and writes them as one frame.  0, or -1 with errno. */
 static int put_records(struct store_trace_writer *w, struct compressor *z, const uint8_t *p,
-		       size_t n, int trailer)
+		       size_t n, enum frame_kind kind)
 {
-	if (compress_frame(z, p, n) || put_frame(w, z->buf, z->len, trailer))
+	if (compress_frame(z, p, n) || put_frame(w, z->buf, z->len, kind))
 		return -1;
 	count_frame(w, z->len);
 	return 0;
@@ -1086,7 +1098,7 @@ static void meta_back(struct store_trace_writer *w, struct growbuf *m, size_t of
 
 /* Writes the pending metadata (with the loss records), in frames of at most a batch.  What
  * cannot be written goes back to be written first next time.  0, or -1 with errno. */
-static int write_meta(struct store_trace_writer *w, struct compressor *z, int trailer)
+static int write_meta(struct store_trace_writer *w, struct compressor *z)
 {
 	struct growbuf m;
 	size_t off = 0, n;
@@ -1099,7 +1111,7 @@ static int write_meta(struct store_trace_writer *w, struct compressor *z, int tr
 	memset(&w->meta_spare, 0, sizeof(w->meta_spare));
 	pthread_mutex_unlock(&w->lock);
 	while (off < m.len && (n = meta_chunk(w, &m, off)) &&
-	       put_records(w, z, m.p + off, n, trailer) == 0)
+	       put_records(w, z, m.p + off, n, FRAME_META) == 0)
 		off += n;
 	if (off == m.len) {
 		m.len = 0;
@@ -1159,11 +1171,11 @@ static void write_job(struct worker *k, struct job *j)
 {
 	struct store_trace_writer *w = k->w;
 	int err = 0;
-	if (write_meta(w, w->metaz, 0))
+	if (write_meta(w, w->metaz))
 		err = errno;
 	else if (j->batch && !j->packed)
 		err = j->err;
-	else if (j->batch && put_frame(w, k->data.buf, k->data.len, 0))
+	else if (j->batch && put_frame(w, k->data.buf, k->data.len, FRAME_DATA))
 		err = errno;
 	else if (j->batch)
 		count_frame(w, k->data.len);
@@ -1234,7 +1246,7 @@ static int header_frame(struct store_trace_writer *w, const struct store_trace_p
 	if (!put_string(&s, p ? p->cubpf_version : NULL) && !put_string(&s, p ? p->hostname : NULL) &&
 	    !put_string(&s, p ? p->cmdline : NULL) && !put_u32(&s, p ? p->ppid : 0) &&
 	    !put_record(&rec, STORE_REC_HEADER, &h, sizeof(h), s.p, s.len) &&
-	    !put_records(w, w->metaz, rec.p, rec.len, 0))
+	    !put_records(w, w->metaz, rec.p, rec.len, FRAME_META))
 		rc = 0;
 	int e = errno;
 	quiet_end(&q);
@@ -1268,9 +1280,8 @@ static void writer_free(struct store_trace_writer *w)
 	free(w->strtab);
 	free(w->meta_spare.p);
 	free(w->meta.p);
-	for (int i = 0; i < w->nworkers; i++) {
+	for (int i = 0; w->workers && i < w->opt.workers; i++) /* taken for all, started or not */
 		compressor_free(&w->workers[i].data);
-	}
 	free(w->workers);
 	if (w->metaz)
 		compressor_free(w->metaz);
@@ -1292,6 +1303,8 @@ static void set_options(struct store_trace_writer *w, const struct store_trace_o
 		w->opt.buffer_bytes = DEFAULT_BUFFER;
 	if (!w->opt.batch_bytes)
 		w->opt.batch_bytes = DEFAULT_BATCH;
+	if (w->opt.batch_bytes > MAX_BATCH)
+		w->opt.batch_bytes = MAX_BATCH;
 	if (w->opt.batch_bytes > w->opt.buffer_bytes / 2)
 		w->opt.batch_bytes = w->opt.buffer_bytes / 2; /* at least two batches in flight */
 	if (w->opt.batch_bytes < 4096)
@@ -1423,7 +1436,7 @@ static void write_last(struct store_trace_writer *w)
 	struct quiet q;
 
 	quiet_begin(&q);
-	if (write_meta(w, z, 0)) {
+	if (write_meta(w, z)) {
 		int err = errno;
 		pthread_mutex_lock(&w->lock);
 		meta_give_up(w, w->meta.p, w->meta.len, err);
@@ -1437,7 +1450,7 @@ static void write_last(struct store_trace_writer *w)
 	loss_records(w, &rec);
 	pthread_mutex_unlock(&w->lock);
 	if (put_record_in(w, &rec, STORE_REC_END, &end, sizeof(end), NULL, 0) ||
-	    put_records(w, z, rec.p, rec.len, 1)) {
+	    put_records(w, z, rec.p, rec.len, FRAME_TRAILER)) {
 		pthread_mutex_lock(&w->lock);
 		if (!w->error[0])
 			snprintf(w->error, sizeof(w->error), "writing the trace's end: %s",
