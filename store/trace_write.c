@@ -1170,20 +1170,24 @@ static int take_job(struct store_trace_writer *w, struct job *j)
 static void write_job(struct worker *k, struct job *j)
 {
 	struct store_trace_writer *w = k->w;
-	int err = 0;
+	int err = 0, failed = 1; /* err is 0 when the compressor failed */
 	if (write_meta(w, w->metaz))
 		err = errno;
 	else if (j->batch && !j->packed)
 		err = j->err;
 	else if (j->batch && put_frame(w, k->data.buf, k->data.len, FRAME_DATA))
 		err = errno;
-	else if (j->batch)
+	else
+		failed = 0;
+	if (!j->batch)
+		return;
+	if (!failed) {
 		count_frame(w, k->data.len);
-	if (j->batch && (err || !j->packed)) {
-		pthread_mutex_lock(&w->lock);
-		count_lost(w, j->batch->records, 1, j->batch->len, err);
-		pthread_mutex_unlock(&w->lock);
+		return;
 	}
+	pthread_mutex_lock(&w->lock);
+	count_lost(w, j->batch->records, 1, j->batch->len, err);
+	pthread_mutex_unlock(&w->lock);
 }
 
 static void run_job(struct worker *k, struct job *j)
