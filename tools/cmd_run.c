@@ -620,10 +620,10 @@ static void load_processes(const struct follow *fw, const struct trace_set *s,
 }
 
 /* Why a program makes no driver call through cubpf, the usual two reasons. */
-/* The other reason a process leaves no trace: its header could not be written. */
-#define NO_TRACE_WHY "a full disk, a file size limit: -l warn shows cubpf's warning"
 #define NO_CALL_WHY "it never loaded libcuda.so.1, or it loaded a driver by its absolute path, " \
 		    "which LD_LIBRARY_PATH cannot redirect"
+/* The other reason a process leaves no trace: its header could not be written. */
+#define NO_TRACE_WHY "a full disk, a file size limit: -l warn shows cubpf's warning"
 
 /* One trace: read into fw->data (kernels keep their ids between reads).  0, or -1 (said when
  * final). */
@@ -872,17 +872,25 @@ static int claim_output(struct follow *fw)
 		int fd = open(fw->claim, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd < 0)
 			break;
-		if (flock(fd, LOCK_EX | LOCK_NB) != 0)
-			return errno == EWOULDBLOCK ? claim_refused(fw, fd) : (close(fd), -1);
+		int locked = flock(fd, LOCK_EX | LOCK_NB) == 0;
+		if (!locked && errno == EWOULDBLOCK)
+			return claim_refused(fw, fd);
+		if (!locked) { /* no locks on this file system: said, as any failure */
+			int e = errno;
+			close(fd);
+			errno = e;
+			break;
+		}
 		if (!claim_current(fw, fd)) { /* its holder ended and removed it meanwhile */
 			close(fd);
 			continue;
 		}
 		int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
 		struct rlimit rl; /* a write past RLIMIT_FSIZE would kill cubpf run (SIGXFSZ) */
-		if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur < (rlim_t)n)
+		int big = getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur < (rlim_t)n;
+		if (big)
 			errno = EFBIG;
-		if (errno == EFBIG || ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
+		if (big || ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
 			int e = errno;
 			unlink(fw->claim);
 			close(fd);
@@ -897,8 +905,8 @@ static int claim_output(struct follow *fw)
 	return -1;
 }
 
-/* Ends the claim: the lock goes before its lock is let go, so that a run waiting on it
- * finds it gone (claim_current) and makes its own. */
+/* Ends the claim: the lock file goes before its lock is let go, so that a run that opened it
+ * meanwhile finds it gone (claim_current) and makes its own. */
 static void claim_release(struct follow *fw)
 {
 	if (fw->claim_fd < 0)
