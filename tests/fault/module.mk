@@ -6,6 +6,10 @@
 # traces, FIFOs and devices as inputs, absurd settings.  Each case prints what was written,
 # kept and counted as lost.
 FAULT_WRITER := $(BUILD)/tests/fault_writer
+FAULT_APP := $(BUILD)/tests/fault_app
+$(FAULT_APP): $(call objs,tests/fault/fault_app.c)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ -ldl
 FAULT_PRELOAD := $(BUILD)/tests/failwrite.so
 $(FAULT_WRITER): $(call objs,tests/fault/fault_writer.c) $(STORE_LIB) $(ZSTD_PIC_LIB)
 	@mkdir -p $(@D)
@@ -16,7 +20,7 @@ $(FAULT_PRELOAD): tests/fault/failwrite.c
 	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror -fPIC -shared -o $@ $< -ldl
 $(call objs,tests/fault/test_fault.c): CFLAGS += -DFAULT_TEST_BUILD='"$(abspath $(BUILD))"'
 $(BUILD)/tests/test_fault: $(call objs,tests/fault/test_fault.c) $(STORE_LIB) $(ZSTD_PIC_LIB) \
-  | $(FAULT_WRITER) $(FAULT_PRELOAD) $(BUILD)/bin/cubpf $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so \
+  | $(FAULT_WRITER) $(FAULT_APP) $(FAULT_PRELOAD) $(BUILD)/bin/cubpf $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so \
   $(BUILD)/tests/tools_fake_app
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/fault/test_fault.c) $(STORE_LIB) $(ZSTD_PIC_LIB) \

@@ -493,6 +493,77 @@ static void test_killed_at_random_points(void **state)
 	free(dir);
 }
 
+/* The last "launched N" line fault_app printed. */
+static uint64_t last_launched(const char *out)
+{
+	FILE *f = fopen(out, "r");
+	char line[256];
+	unsigned long long n = 0, v;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "launched %llu", &v) == 1)
+			n = v;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Kernel launches (KERNEL records) in a trace, and how it ends. */
+static uint64_t launches_in(const char *path, struct kept *k)
+{
+	struct store_trace_record rec;
+	uint64_t n = 0;
+	memset(k, 0, sizeof(*k));
+	struct store_trace_reader *r = store_trace_open(path, k->error, sizeof(k->error));
+	if (!r)
+		return 0;
+	k->opened = 1;
+	while (store_trace_next(r, &rec) == 1)
+		n += rec.type == STORE_REC_KERNEL;
+	k->state = store_trace_state(r);
+	store_trace_close_reader(r);
+	return n;
+}
+
+/* An application under the shim killed (SIGKILL) at random points while it launches: its
+ * trace reads to its last whole frame, never damaged, with no launch it did not make, and all
+ * but the last flush interval's (100 ms; launches every 2 ms here) of those it reported. */
+static void test_app_killed_at_random_points(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200], out[4200], cmd[8192];
+	unsigned seed = (unsigned)time(NULL) ^ 0x5eed;
+	print_message("  seed %u\n", seed);
+	srand(seed);
+	for (int i = 0; i < 4; i++) {
+		struct kept k;
+		int ms = 100 + rand() % 500;
+		snprintf(path, sizeof(path), "%s/app%d.trace", dir, i);
+		snprintf(out, sizeof(out), "%s/app%d.out", dir, i);
+		snprintf(cmd, sizeof(cmd), "exec env CUBPF_CACHE=off CUBPF_TRACE=%s CUBPF_PROGRAMS="
+			 B "/probes/kcount.bpf.o CUBPF_REAL_LIBCUDA=" B "/tests/libcuda-fake.so "
+			 "LD_LIBRARY_PATH=" B "/lib " LIMIT B "/tests/fault_app 1000000 2000", path);
+		pid_t pid = spawn(cmd, out);
+		assert_true(pid > 0);
+		usleep((useconds_t)ms * 1000);
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		uint64_t said = last_launched(out), kept = launches_in(path, &k);
+		print_message("  app killed after %d ms: launched at least %" PRIu64 ", trace holds %"
+			      PRIu64 " launches, %s\n", ms, said, kept,
+			      k.opened ? state_name(k.state) : k.error);
+		if (!k.opened) { /* killed before the trace was made */
+			assert_true(said == 0 && file_size(path) <= 0);
+			continue;
+		}
+		assert_true(k.state == STORE_TRACE_NO_END || k.state == STORE_TRACE_CUT);
+		assert_true(kept <= said + 10);
+		assert_true(kept + 100 >= said); /* 100 ms of launches every 2 ms, and a margin */
+	}
+	rm_tree(dir);
+	free(dir);
+}
+
 /* ---- two runs on one -o ------------------------------------------------------------------- */
 
 static int wait_for_file(const char *path, int ms)
@@ -705,6 +776,7 @@ int main(void)
 		cmocka_unit_test(test_memory_limit),
 		cmocka_unit_test(test_memory_limit_from_start),
 		cmocka_unit_test(test_killed_at_random_points),
+		cmocka_unit_test(test_app_killed_at_random_points),
 		cmocka_unit_test(test_two_runs_one_output),
 		cmocka_unit_test(test_joined_traces),
 		cmocka_unit_test(test_damaged_trace),
