@@ -1478,16 +1478,20 @@ int store_trace_close(struct store_trace_writer *w, char *err, size_t errlen)
 	}
 	stop_workers(w); /* they write every batch that is left before they return */
 	write_last(w);
-	if (w->regular && ftruncate(w->fd, (off_t)w->good_end) == 0) {
-		/* gives back the blocks reserved past the end */
-	}
+	if (w->regular)
+		(void)!ftruncate(w->fd, (off_t)w->good_end); /* gives back the blocks kept past it */
 	if (close(w->fd) && !w->error[0]) {
 		snprintf(w->error, sizeof(w->error), "closing the trace: %s", strerror(errno));
 		w->cnt.io_error = 1;
 	}
 	w->fd = -1;
 	rc = w->cnt.io_error || w->error[0] ? -1 : 0;
-	if (rc && err)
+	if (rc && err && (w->cnt.lost_records || w->cnt.lost_frames))
+		snprintf(err, errlen, "%llu records in %llu frames not written (%s; first: %s)",
+			 (unsigned long long)w->cnt.lost_records,
+			 (unsigned long long)w->cnt.lost_frames,
+			 store_lost_cause_name(w->cnt.lost_cause), w->error);
+	else if (rc && err)
 		snprintf(err, errlen, "%s", w->error);
 	writer_free(w);
 	return rc;
