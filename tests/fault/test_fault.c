@@ -96,12 +96,28 @@ static int run(const char *cmd, char **out)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* The tmpfs mounted by the case running: unmounted after it even when it fails part way. */
+static char mounted_at[4200];
+
 /* A tmpfs of size bytes at DIR/m: 0, or -1 when this machine does not let us mount. */
 static int mount_tmpfs(const char *dir, const char *opts, char *m, size_t len)
 {
 	snprintf(m, len, "%s/m", dir);
 	mkdir(m, 0700);
-	return mount("tmpfs", m, "tmpfs", 0, opts);
+	if (mount("tmpfs", m, "tmpfs", 0, opts) != 0)
+		return -1;
+	snprintf(mounted_at, sizeof(mounted_at), "%s", m);
+	return 0;
+}
+
+static int unmount_left(void **state)
+{
+	(void)state;
+	if (mounted_at[0] && umount2(mounted_at, MNT_DETACH) != 0 && errno != EINVAL &&
+	    errno != ENOENT) /* unmounted and removed by the case itself */
+		print_message("  (could not unmount %s: %s)\n", mounted_at, strerror(errno));
+	mounted_at[0] = 0;
+	return 0;
 }
 
 struct written {
@@ -767,9 +783,9 @@ static void test_absurd_writer_options(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_disk_full),
-		cmocka_unit_test(test_disk_full_from_start),
-		cmocka_unit_test(test_read_only),
+		cmocka_unit_test_teardown(test_disk_full, unmount_left),
+		cmocka_unit_test_teardown(test_disk_full_from_start, unmount_left),
+		cmocka_unit_test_teardown(test_read_only, unmount_left),
 		cmocka_unit_test(test_size_limit),
 		cmocka_unit_test(test_size_limit_app),
 		cmocka_unit_test(test_write_fails_for_a_moment),
