@@ -148,10 +148,10 @@ int64_t store_cache_clear(struct store_cache *c);
 
 #define STORE_TRACE_MAGIC "CUBPFTRC"
 #define STORE_TRACE_MAJOR 1
-#define STORE_TRACE_MINOR 5 /* 1.1 added KSPAN; 1.2 KERNEL_ID, NOT_INSTRUMENTED, MAP_MEMORY;
+#define STORE_TRACE_MINOR 6 /* 1.1 added KSPAN; 1.2 KERNEL_ID, NOT_INSTRUMENTED, MAP_MEMORY;
 			    * 1.3 PROBES; 1.4 the parent's pid after HEADER's strings; 1.5 HOST_MAP,
 			    * RINGBUF,
-			    * MAP_MEMORY's ring buffer bookkeeping, NOT_INSTRUMENTED reason 8 */
+			    * MAP_MEMORY's ring buffer bookkeeping, NOT_INSTRUMENTED reason 8; 1.6 LOST */
 
 /* Every record: this header, then len payload bytes.  Readers skip types they do not know. */
 struct store_rec_hdr {
@@ -183,7 +183,8 @@ enum store_rec_type {
 				* them out as PROBE records, never as PROBES */
 	STORE_REC_HOST_MAP = 18, /* store_rec_map + pairs, as MAP (1.5): a host map at exit */
 	STORE_REC_RINGBUF = 19,  /* store_rec_ringbuf (1.5): a ring buffer's counts at exit */
-	STORE_REC_MAX_KNOWN = 19
+	STORE_REC_LOST = 20,     /* store_rec_lost (1.6): frames the writer could not write */
+	STORE_REC_MAX_KNOWN = 20
 };
 
 /* Strings inside records: u32 length, then the bytes (no NUL). */
@@ -320,7 +321,7 @@ struct store_rec_drop {
 struct store_rec_end {
 	uint64_t end_realtime_ns;
 	uint64_t records;           /* records written in all */
-	uint64_t dropped_records;   /* records the writer dropped in all */
+	uint64_t dropped_records;   /* records the writer dropped in all (1.6: and lost, LOST) */
 	uint64_t dropped_batches;
 } __attribute__((packed));
 
@@ -389,6 +390,32 @@ struct store_rec_ringbuf {
 	uint32_t device;            /* device ordinal */
 } __attribute__((packed));
 
+/* Format 1.6: records the writer accepted but could not put in the file (the disk was full, the
+ * file reached RLIMIT_FSIZE, memory ran out, the write or the compressor failed), since the
+ * previous LOST record.  Written as metadata with the next frame that can be written, and
+ * last, before END, into room the writer keeps for it: a trace that lost records says so and
+ * why.  Readers sum them. */
+enum store_lost_cause {
+	STORE_LOST_DISK_FULL = 1,   /* ENOSPC, EDQUOT */
+	STORE_LOST_SIZE_LIMIT = 2,  /* the file reached RLIMIT_FSIZE (EFBIG) */
+	STORE_LOST_MEMORY = 3,      /* no memory to compress or keep them */
+	STORE_LOST_IO = 4,          /* any other write error (err says which) */
+	STORE_LOST_COMPRESS = 5     /* the compressor failed */
+};
+
+struct store_rec_lost {
+	uint64_t ts_ns;             /* host CLOCK_REALTIME when the record was made */
+	uint64_t first_ns;          /* when the first of these losses happened */
+	uint64_t records;           /* records lost (events and metadata), as END counts them */
+	uint64_t frames;            /* frames (batches, metadata) not written */
+	uint64_t bytes;             /* their decoded bytes */
+	uint32_t cause;             /* enum store_lost_cause of the latest loss */
+	int32_t err;                /* its errno, 0 = none */
+} __attribute__((packed));
+
+/* Name of a cause ("disk full", ...; "unknown" otherwise). */
+const char *store_lost_cause_name(uint32_t cause);
+
 /* ==== Part 2: trace writer ================================================================ */
 
 struct store_trace_writer;
@@ -410,7 +437,20 @@ struct store_trace_process {
 	uint32_t ppid;              /* the parent process (getppid()), 0 = not said */
 };
 
-/* Creates path (0600, truncating) and writes the header frame at once.  NULL + err on failure. */
+/* Creates path (0600, truncating) and writes the header frame at once.  NULL + err on failure
+ * (the file is removed again when its header could not be written).
+ *
+ * Under faults the writer never harms the application and never loses silently: its threads
+ * block every signal (a write past RLIMIT_FSIZE raises SIGXFSZ, fatal by default), and the
+ * writes it makes from the caller's thread (header, trailer) block and take SIGXFSZ and
+ * SIGPIPE; a frame goes to the file whole or not at all (it must fit under RLIMIT_FSIZE and in
+ * space reserved on disk first, and a write that fails anyway is cut off again), so the file
+ * always ends on its last good frame and frames written after a passing failure are readable;
+ * room for the trailer (LOST and END records, ~200 bytes) is kept past the last frame; a
+ * batch that cannot be compressed or written is counted (LOST records, END's dropped_records,
+ * the counters' lost_*); metadata that cannot be written is kept and written first when the
+ * file takes writes again; the compressors' memory and a reserve for metadata are taken at
+ * create, so that a memory limit reached later costs events, not names. */
 struct store_trace_writer *store_trace_create(const char *path, const struct store_trace_process *p,
 					      const struct store_trace_options *opt,
 					      char *err, size_t errlen);
@@ -506,6 +546,9 @@ struct store_trace_counters {
 	uint64_t dropped_records, dropped_batches, dropped_bytes;
 	uint64_t frames, compressed_bytes;         /* written to the file */
 	int io_error;
+	/* accepted, then not written (LOST records): events and metadata alike */
+	uint64_t lost_records, lost_frames, lost_bytes;
+	uint32_t lost_cause;                       /* enum store_lost_cause of the latest */
 };
 void store_trace_counters(struct store_trace_writer *w, struct store_trace_counters *out);
 

@@ -36,6 +36,7 @@ _Static_assert(sizeof(struct store_rec_map) == 40, "MAP");
 _Static_assert(sizeof(struct store_rec_drop) == 48, "DROP");
 _Static_assert(sizeof(struct store_rec_end) == 32, "END");
 _Static_assert(sizeof(struct store_rec_kspan) == 48, "KSPAN");
+_Static_assert(sizeof(struct store_rec_lost) == 48, "LOST");
 
 #define MAX_FRAME_RAW (1ull << 30) /* far above what the writer makes (a batch) */
 #define ZSTD_MAGIC 0xFD2FB528u
@@ -82,6 +83,13 @@ static const char *const type_names[] = {
 	[STORE_REC_KSPAN] = "kspan",   [STORE_REC_KERNEL_ID] = "kernel_id",
 	[STORE_REC_NOT_INSTRUMENTED] = "not_instrumented", [STORE_REC_MAP_MEMORY] = "map_memory",
 	[STORE_REC_HOST_MAP] = "host_map", [STORE_REC_RINGBUF] = "ringbuf",
+	[STORE_REC_LOST] = "lost",
+};
+
+static const char *const cause_names[] = {
+	[STORE_LOST_DISK_FULL] = "disk full",   [STORE_LOST_SIZE_LIMIT] = "file size limit",
+	[STORE_LOST_MEMORY] = "out of memory",  [STORE_LOST_IO] = "write error",
+	[STORE_LOST_COMPRESS] = "compressor failed",
 };
 
 static const char *const reason_names[] = {
@@ -96,6 +104,13 @@ const char *store_noinst_reason_name(uint32_t reason)
 {
 	if (reason < sizeof(reason_names) / sizeof(reason_names[0]) && reason_names[reason])
 		return reason_names[reason];
+	return "unknown";
+}
+
+const char *store_lost_cause_name(uint32_t cause)
+{
+	if (cause < sizeof(cause_names) / sizeof(cause_names[0]) && cause_names[cause])
+		return cause_names[cause];
 	return "unknown";
 }
 
@@ -372,6 +387,17 @@ static int start_probes(struct store_trace_reader *r, const struct store_trace_r
 	return 0;
 }
 
+/* A HEADER after the first record, or any record after END: not this process's trace any
+ * more (files concatenated: `cat A B`, a writer that reopened the file).  Reading stops there,
+ * so that two processes never read as one, nor as complete. */
+static int another_trace(struct store_trace_reader *r, const struct store_rec_hdr *h)
+{
+	if (h->type == STORE_REC_HEADER)
+		return record_damaged(r, h->type, "a second trace's header: files joined together? "
+				      "(the records before it are this trace's)");
+	return record_damaged(r, h->type, "a record after the end record: files joined together?");
+}
+
 int store_trace_next(struct store_trace_reader *r, struct store_trace_record *rec)
 {
 	struct store_rec_hdr h;
@@ -398,6 +424,8 @@ again:
 	if (h.len > r->raw_len - r->raw_pos - sizeof(h))
 		return record_damaged(r, h.type, "declares %u payload bytes, its frame holds %zu more",
 				      h.len, r->raw_len - r->raw_pos - sizeof(h));
+	if (r->nrec > 1 && (h.type == STORE_REC_HEADER || r->end_seen))
+		return another_trace(r, &h);
 	rec->type = h.type;
 	rec->len = h.len;
 	rec->payload = r->raw + r->raw_pos + sizeof(h);
@@ -470,7 +498,8 @@ struct store_trace_reader *store_trace_open(const char *path, char *err, size_t 
 {
 	struct stat st;
 	void *map = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO for reading waits for a writer; it is refused below */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
 	if (fd < 0 || fstat(fd, &st)) {
 		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));

@@ -6,20 +6,30 @@
  * and the budget is spent, the batch just filled is thrown away whole and counted, so a caller
  * never waits for the disk or the compressor.  Records that later records depend on (the string
  * table, devices, programs, clock calibrations, drop counts) go to a separate, never-dropped
- * list that the thread writes before any batch it takes at the same time. */
+ * list that the thread writes before any batch it takes at the same time.
+ *
+ * Faults (store.h says what is promised): a frame is written at the end of the last good one
+ * only when it fits under RLIMIT_FSIZE and its blocks could be reserved (fallocate), with
+ * room kept (TRAILER_MAX, TRAILER_RESERVE) for the LOST and END records; a write that fails
+ * anyway is cut off (ftruncate).  Losses are counted and said in LOST records. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <xxhash.h>
+#define ZSTD_STATIC_LINKING_ONLY /* a compressor in memory taken once: ZSTD_initStaticCCtx */
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "store/store.h"
 
@@ -28,6 +38,21 @@
 #define DEFAULT_FLUSH_MS 100
 #define DEFAULT_WORKERS 2
 #define MAX_WORKERS 16
+/* A batch is one frame's input, and its compressed bound is taken at create for each thread:
+ * larger asks are taken as this (a record larger than a batch still gets one of its own). */
+#define MAX_BATCH (64u << 20)
+/* Room kept past the last frame for the trailer (a frame of DROP, LOST and END records: about
+ * 170 bytes): TRAILER_MAX under RLIMIT_FSIZE, a block of most file systems on disk. */
+#define TRAILER_MAX 512
+#define TRAILER_RESERVE 4096
+/* Room only metadata may take, past what batches may: when the file stops growing, the string
+ * table and the rest go on a little longer than the events that need them (~500 strings). */
+#define META_ROOM (16u << 10)
+
+enum frame_kind { FRAME_DATA, FRAME_META, FRAME_TRAILER };
+/* Memory given back when an allocation for metadata fails, so that the retry can succeed under
+ * a memory limit (ulimit -v): a process's string table and metadata are rarely larger. */
+#define META_RESERVE (1u << 20)
 
 struct worker;
 
@@ -50,6 +75,17 @@ struct strent {
 	char s[];
 };
 
+/* Entries of the string table are never freed before the writer: they are cut from chunks,
+ * the first taken at create, so that interning needs no allocation of its own most of the
+ * time, and the last chunk can be the memory reserve itself. */
+#define STR_CHUNK (64u << 10)
+#define STR_TABLE 4096 /* slots taken at create: 2048 strings before the table grows */
+struct strchunk {
+	struct strchunk *next;
+	size_t used, cap;
+	_Alignas(16) uint8_t data[];
+};
+
 struct store_trace_writer {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
@@ -58,6 +94,9 @@ struct store_trace_writer {
 	struct batch *spare;                 /* free batches of the standard size */
 	size_t allocated;                    /* bytes of every batch in existence */
 	struct growbuf meta;                 /* never-dropped records, not yet taken */
+	struct growbuf meta_spare;           /* the other of meta's two buffers (write_meta) */
+	struct strchunk *strmem;             /* the string table's entries live here */
+	struct compressor *metaz;            /* metadata is compressed in the write turn: one */
 	struct strent **strtab;
 	size_t strcap, nstr;
 	uint64_t pend_drop_records, pend_drop_batches, pend_drop_bytes; /* not yet reported */
@@ -71,6 +110,13 @@ struct store_trace_writer {
 	struct worker *workers;
 	int nworkers;
 	int fd;
+	int regular;                         /* a regular file: frames can be cut off again */
+	int no_falloc;                       /* its file system cannot reserve blocks */
+	int broken;                          /* not regular and a write failed: nothing more */
+	int meta_failed;                     /* metadata did not go out: wait for a flush */
+	uint64_t good_end;                   /* file offset after the last whole frame */
+	void *mem_reserve;                   /* META_RESERVE bytes, freed when memory runs out */
+	struct store_rec_lost lost;          /* losses not yet in a LOST record */
 	struct store_trace_options opt;
 	char error[STORE_ERRLEN];
 };
@@ -91,14 +137,38 @@ static uint64_t monotonic_ns(void)
 
 /* ---- buffers ---------------------------------------------------------------------------- */
 
-static int grow(struct growbuf *g, size_t more)
+/* realloc for what must not be lost (metadata): when memory runs out, the writer's reserve is
+ * given back and the allocation tried again.  w may be NULL (a plain realloc).  Any thread, with
+ * or without the lock: the reserve changes hands atomically. */
+static void *keep_realloc(struct store_trace_writer *w, void *p, size_t n)
+{
+	void *q = realloc(p, n), *r;
+	if (!q && w && (r = __atomic_exchange_n(&w->mem_reserve, NULL, __ATOMIC_ACQ_REL))) {
+		free(r);
+		q = realloc(p, n);
+	}
+	return q;
+}
+
+/* Takes the reserve again once memory came back. */
+static void retake_reserve(struct store_trace_writer *w)
+{
+	void *r, *none = NULL;
+	if (__atomic_load_n(&w->mem_reserve, __ATOMIC_ACQUIRE) || !(r = malloc(META_RESERVE)))
+		return;
+	if (!__atomic_compare_exchange_n(&w->mem_reserve, &none, r, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		free(r);
+}
+
+static int grow_in(struct store_trace_writer *w, struct growbuf *g, size_t more)
 {
 	if (g->len + more <= g->cap)
 		return 0;
 	size_t cap = g->cap ? g->cap : 4096;
 	while (cap < g->len + more)
 		cap *= 2;
-	uint8_t *p = realloc(g->p, cap);
+	uint8_t *p = keep_realloc(w, g->p, cap);
 	if (!p)
 		return -1;
 	g->p = p;
@@ -106,12 +176,17 @@ static int grow(struct growbuf *g, size_t more)
 	return 0;
 }
 
-/* Appends one record (header, then a and b) to g. */
-static int put_record(struct growbuf *g, uint16_t type, const void *a, size_t alen, const void *b,
-		      size_t blen)
+static int grow(struct growbuf *g, size_t more)
+{
+	return grow_in(NULL, g, more);
+}
+
+/* Appends one record (header, then a and b) to g, growing it with w's reserve (w may be NULL). */
+static int put_record_in(struct store_trace_writer *w, struct growbuf *g, uint16_t type,
+			 const void *a, size_t alen, const void *b, size_t blen)
 {
 	struct store_rec_hdr h = {type, 0, (uint32_t)(alen + blen)};
-	if (alen + blen > UINT32_MAX || grow(g, sizeof(h) + alen + blen))
+	if (alen + blen > UINT32_MAX || grow_in(w, g, sizeof(h) + alen + blen))
 		return -1;
 	memcpy(g->p + g->len, &h, sizeof(h));
 	if (alen)
@@ -120,6 +195,12 @@ static int put_record(struct growbuf *g, uint16_t type, const void *a, size_t al
 		memcpy(g->p + g->len + sizeof(h) + alen, b, blen);
 	g->len += sizeof(h) + alen + blen;
 	return 0;
+}
+
+static int put_record(struct growbuf *g, uint16_t type, const void *a, size_t alen, const void *b,
+		      size_t blen)
+{
+	return put_record_in(NULL, g, type, a, alen, b, blen);
 }
 
 static int put_u32(struct growbuf *g, uint32_t v)
@@ -132,16 +213,21 @@ static int put_u32(struct growbuf *g, uint32_t v)
 }
 
 /* Appends a length-prefixed string to g (no record header). */
-static int put_string(struct growbuf *g, const char *s)
+static int put_string_in(struct store_trace_writer *w, struct growbuf *g, const char *s)
 {
 	uint32_t n = s ? (uint32_t)strlen(s) : 0;
-	if (grow(g, sizeof(n) + n))
+	if (grow_in(w, g, sizeof(n) + n))
 		return -1;
 	memcpy(g->p + g->len, &n, sizeof(n));
 	if (n)
 		memcpy(g->p + g->len + sizeof(n), s, n);
 	g->len += sizeof(n) + n;
 	return 0;
+}
+
+static int put_string(struct growbuf *g, const char *s)
+{
+	return put_string_in(NULL, g, s);
 }
 
 /* A batch for callers, or NULL when the budget is spent.  Called with the lock held. */
@@ -195,6 +281,93 @@ static void count_drop(struct store_trace_writer *w, struct batch *b)
 	w->cnt.dropped_records += b->records;
 	w->cnt.dropped_batches++;
 	w->cnt.dropped_bytes += b->len;
+}
+
+static uint32_t lost_cause(int err)
+{
+	switch (err) {
+	case ENOSPC:
+	case EDQUOT:
+		return STORE_LOST_DISK_FULL;
+	case EFBIG:
+		return STORE_LOST_SIZE_LIMIT;
+	case ENOMEM:
+		return STORE_LOST_MEMORY;
+	case 0:
+		return STORE_LOST_COMPRESS;
+	default:
+		return STORE_LOST_IO;
+	}
+}
+
+/* Counts records that were accepted and will not be in the file (a frame that could not be
+ * written or compressed: frames 1; metadata that could not be kept: frames 0).  The lock is
+ * held.  err is the errno, 0 for the compressor. */
+static void count_lost(struct store_trace_writer *w, uint64_t records, uint64_t frames,
+		       size_t bytes, int err)
+{
+	if (!w->lost.records && !w->lost.frames)
+		w->lost.first_ns = realtime_ns();
+	w->lost.records += records;
+	w->lost.frames += frames;
+	w->lost.bytes += bytes;
+	w->lost.cause = lost_cause(err);
+	w->lost.err = err;
+	w->cnt.lost_records += records;
+	w->cnt.lost_frames += frames;
+	w->cnt.lost_bytes += bytes;
+	w->cnt.lost_cause = w->lost.cause;
+	w->cnt.io_error = 1;
+	if (!w->error[0])
+		snprintf(w->error, sizeof(w->error), "writing the trace: %s",
+			 err ? strerror(err) : "the compressor failed");
+}
+
+/* A LOST or writer's DROP record that did not reach the file: its counts go back to the
+ * pending ones, to be said in the next (the trailer's).  0 when rec is neither. */
+static int loss_back(struct store_trace_writer *w, const struct store_rec_hdr *h, const uint8_t *p)
+{
+	struct store_rec_lost l;
+	struct store_rec_drop d;
+	if (h->type == STORE_REC_LOST && h->len >= sizeof(l)) {
+		memcpy(&l, p, sizeof(l));
+		if (!w->lost.records && !w->lost.frames) {
+			w->lost.first_ns = l.first_ns;
+			w->lost.cause = l.cause;
+			w->lost.err = l.err;
+		}
+		w->lost.records += l.records;
+		w->lost.frames += l.frames;
+		w->lost.bytes += l.bytes;
+		return 1;
+	}
+	if (h->type == STORE_REC_DROP && h->len >= sizeof(d)) {
+		memcpy(&d, p, sizeof(d));
+		if (d.source != STORE_DROP_WRITER)
+			return 0;
+		w->pend_drop_records += d.records;
+		w->pend_drop_batches += d.batches;
+		w->pend_drop_bytes += d.bytes;
+		return 1;
+	}
+	return 0;
+}
+
+/* Metadata that will never be written (n bytes of whole records; the lock is held): counted as
+ * lost, except the writer's own loss records, whose counts go to the trailer's. */
+static void meta_give_up(struct store_trace_writer *w, const uint8_t *p, size_t n, int err)
+{
+	struct store_rec_hdr h;
+	uint64_t k = 0, bytes = 0;
+	for (size_t off = 0; off + sizeof(h) <= n; off += sizeof(h) + h.len) {
+		memcpy(&h, p + off, sizeof(h));
+		if (!loss_back(w, &h, p + off + sizeof(h))) {
+			k++;
+			bytes += sizeof(h) + h.len;
+		}
+	}
+	if (k)
+		count_lost(w, k, 0, bytes, err);
 }
 
 /* Makes room for need bytes in the current batch.  Returns 1 when a batch had to be dropped,
@@ -476,20 +649,35 @@ int store_trace_map(struct store_trace_writer *w, const struct store_rec_map *m,
 
 /* ---- never-dropped metadata ------------------------------------------------------------------- */
 
+/* Memory for it can run out, even after the reserve: then it is counted as lost (never silent). */
 static int meta_record(struct store_trace_writer *w, uint16_t type, const void *a, size_t alen,
 		       const struct growbuf *tail)
 {
 	int rc;
 	pthread_mutex_lock(&w->lock);
-	rc = put_record(&w->meta, type, a, alen, tail ? tail->p : NULL, tail ? tail->len : 0);
+	rc = put_record_in(w, &w->meta, type, a, alen, tail ? tail->p : NULL, tail ? tail->len : 0);
+	if (rc)
+		count_lost(w, 1, 0, sizeof(struct store_rec_hdr) + alen + (tail ? tail->len : 0),
+			   ENOMEM);
 	pthread_mutex_unlock(&w->lock);
 	return rc;
 }
 
-int store_trace_device(struct store_trace_writer *w, const struct store_rec_device *d, const char *name)
+/* A metadata record whose parts could not even be put together (no memory): counted. */
+static int meta_lost(struct store_trace_writer *w, size_t bytes)
+{
+	pthread_mutex_lock(&w->lock);
+	count_lost(w, 1, 0, bytes, ENOMEM);
+	pthread_mutex_unlock(&w->lock);
+	return -1;
+}
+
+int store_trace_device(struct store_trace_writer *w, const struct store_rec_device *d,
+		       const char *name)
 {
 	struct growbuf s = {0};
-	int rc = put_string(&s, name) ? -1 : meta_record(w, STORE_REC_DEVICE, d, sizeof(*d), &s);
+	int rc = put_string_in(w, &s, name) ? meta_lost(w, sizeof(*d))
+					    : meta_record(w, STORE_REC_DEVICE, d, sizeof(*d), &s);
 	free(s.p);
 	return rc;
 }
@@ -503,8 +691,8 @@ int store_trace_program(struct store_trace_writer *w, const struct store_rec_pro
 			const char *name, const char *path)
 {
 	struct growbuf s = {0};
-	int rc = (put_string(&s, name) || put_string(&s, path))
-			 ? -1
+	int rc = (put_string_in(w, &s, name) || put_string_in(w, &s, path))
+			 ? meta_lost(w, sizeof(*p))
 			 : meta_record(w, STORE_REC_PROGRAM, p, sizeof(*p), &s);
 	free(s.p);
 	return rc;
@@ -524,8 +712,8 @@ int store_trace_not_instrumented(struct store_trace_writer *w,
 				 const struct store_rec_not_instrumented *n, const char *message)
 {
 	struct growbuf s = {0};
-	int rc = put_string(&s, message ? message : "")
-			 ? -1
+	int rc = put_string_in(w, &s, message ? message : "")
+			 ? meta_lost(w, sizeof(*n))
 			 : meta_record(w, STORE_REC_NOT_INSTRUMENTED, n, sizeof(*n), &s);
 	free(s.p);
 	return rc;
@@ -552,12 +740,37 @@ int store_trace_host_map(struct store_trace_writer *w, const struct store_rec_ma
 	return meta_record(w, STORE_REC_HOST_MAP, m, sizeof(*m), &t);
 }
 
+/* Room for one entry of the string table: from the current chunk, a new one, or, when memory
+ * ran out, the reserve taken as the last chunk.  The lock is held. */
+static struct strent *strent_alloc(struct store_trace_writer *w, size_t size)
+{
+	struct strchunk *c = w->strmem;
+	size = (size + 15) & ~(size_t)15;
+	if (!c || c->cap - c->used < size) {
+		size_t cap = size > STR_CHUNK ? size : STR_CHUNK;
+		c = malloc(sizeof(*c) + cap);
+		if (!c && META_RESERVE >= sizeof(*c) + size &&
+		    (c = __atomic_exchange_n(&w->mem_reserve, NULL, __ATOMIC_ACQ_REL)))
+			cap = META_RESERVE - sizeof(*c);
+		if (!c)
+			return NULL;
+		c->next = w->strmem;
+		c->used = 0;
+		c->cap = cap;
+		w->strmem = c;
+	}
+	void *e = c->data + c->used;
+	c->used += size;
+	return e;
+}
+
 static int strtab_grow(struct store_trace_writer *w)
 {
 	size_t cap = w->strcap ? w->strcap * 2 : 256;
-	struct strent **t = calloc(cap, sizeof(*t));
+	struct strent **t = keep_realloc(w, NULL, cap * sizeof(*t));
 	if (!t)
 		return -1;
+	memset(t, 0, cap * sizeof(*t));
 	for (size_t i = 0; i < w->strcap; i++)
 		for (struct strent *e = w->strtab[i], *n; e; e = n) {
 			n = e->next;
@@ -583,17 +796,15 @@ uint32_t store_trace_intern(struct store_trace_writer *w, const char *s)
 			goto out;
 		}
 	if (w->nstr + 1 > w->strcap / 2 && strtab_grow(w))
-		goto out;
-	struct strent *e = malloc(sizeof(*e) + n + 1);
+		goto lost;
+	struct strent *e = strent_alloc(w, sizeof(*e) + n + 1);
 	if (!e)
-		goto out;
+		goto lost;
 	e->hash = h;
 	e->id = (uint32_t)w->nstr + 1;
 	memcpy(e->s, s, n + 1);
-	if (put_record(&w->meta, STORE_REC_STRING, &e->id, sizeof(e->id), s, n)) {
-		free(e);
-		goto out;
-	}
+	if (put_record_in(w, &w->meta, STORE_REC_STRING, &e->id, sizeof(e->id), s, n))
+		goto lost; /* its room in the chunk stays unused */
 	e->next = w->strtab[h & (w->strcap - 1)];
 	w->strtab[h & (w->strcap - 1)] = e;
 	w->nstr++;
@@ -601,6 +812,9 @@ uint32_t store_trace_intern(struct store_trace_writer *w, const char *s)
 out:
 	pthread_mutex_unlock(&w->lock);
 	return id;
+lost: /* the records that use it will name id 0 */
+	count_lost(w, 1, 0, sizeof(struct store_rec_hdr) + 4 + n, ENOMEM);
+	goto out;
 }
 
 /* ---- the compressing threads --------------------------------------------------------------------
@@ -608,102 +822,6 @@ out:
  * outside the lock, then waits for its turn to write: jobs are numbered when taken and written
  * in that order, so frames keep the order of the batches and the metadata always precedes the
  * first record that uses it.  Several threads make the compressor, not the disk, scale. */
-
-struct compressor {
-	ZSTD_CCtx *cctx;
-	uint8_t *buf;
-	size_t cap, len;
-};
-
-struct worker {
-	struct store_trace_writer *w;
-	pthread_t thread;
-	struct compressor meta, data;
-};
-
-static void io_fail(struct store_trace_writer *w, const char *what, int err)
-{
-	pthread_mutex_lock(&w->lock);
-	if (!w->error[0])
-		snprintf(w->error, sizeof(w->error), "%s: %s", what, strerror(err));
-	w->cnt.io_error = 1;
-	pthread_mutex_unlock(&w->lock);
-}
-
-static int write_all(struct store_trace_writer *w, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t k = write(w->fd, p, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			io_fail(w, "writing the trace", k < 0 ? errno : ENOSPC);
-			return -1;
-		}
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-static int compressor_init(struct compressor *z, int level)
-{
-	z->cctx = ZSTD_createCCtx();
-	if (!z->cctx)
-		return -1;
-	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, level);
-	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_checksumFlag, 1);
-	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_contentSizeFlag, 1);
-	return 0;
-}
-
-static void compressor_free(struct compressor *z)
-{
-	ZSTD_freeCCtx(z->cctx);
-	free(z->buf);
-}
-
-/* Compresses n bytes of whole records into one frame in z->buf (z->len = 0 when n is 0). */
-static int compress_frame(struct store_trace_writer *w, struct compressor *z, const void *src, size_t n)
-{
-	size_t bound = ZSTD_compressBound(n);
-	z->len = 0;
-	if (!n)
-		return 0;
-	if (bound > z->cap) {
-		uint8_t *p = realloc(z->buf, bound);
-		if (!p) {
-			io_fail(w, "compressing the trace", ENOMEM);
-			return -1;
-		}
-		z->buf = p;
-		z->cap = bound;
-	}
-	size_t r = ZSTD_compress2(z->cctx, z->buf, z->cap, src, n);
-	if (ZSTD_isError(r)) {
-		io_fail(w, "compressing the trace", EINVAL);
-		return -1;
-	}
-	z->len = r;
-	return 0;
-}
-
-/* Writes a compressed frame and counts it; the caller holds the write turn. */
-static void emit(struct store_trace_writer *w, const struct compressor *z)
-{
-	if (!z->len || write_all(w, z->buf, z->len))
-		return;
-	pthread_mutex_lock(&w->lock);
-	w->cnt.frames++;
-	w->cnt.compressed_bytes += z->len;
-	pthread_mutex_unlock(&w->lock);
-}
-
-struct job {
-	uint64_t seq;
-	struct growbuf meta;
-	struct batch *batch;
-};
 
 static void deadline_after(struct timespec *ts, unsigned ms)
 {
@@ -723,61 +841,366 @@ static int past(const struct timespec *d)
 	return now.tv_sec > d->tv_sec || (now.tv_sec == d->tv_sec && now.tv_nsec >= d->tv_nsec);
 }
 
-/* Takes a job under the lock: pending metadata (with a DROP record for the writer's own
- * losses), and the oldest full batch; at flush time the current batch joins the queue first.
- * Returns 0 when there is nothing to do. */
+struct compressor {
+	ZSTD_CCtx *cctx;
+	void *work;      /* the context's memory, taken once (ZSTD_initStaticCCtx) */
+	uint8_t *buf;    /* a frame of one batch fits without growing */
+	size_t cap, len;
+};
+
+struct worker {
+	struct store_trace_writer *w;
+	pthread_t thread;
+	struct compressor data;             /* its batches (metadata: the writer's metaz) */
+};
+
+/* The compressor's memory is taken here, at create: a memory limit reached later must cost
+ * events, not the compressor (zstd otherwise allocates its tables at the first frame and may
+ * reallocate them later).  The parameters are those of a batch at this level, fixed, so that
+ * a larger input (a record larger than a batch) fits in the same tables. */
+static int compressor_init(struct compressor *z, int level, size_t batch)
+{
+	ZSTD_compressionParameters cp = ZSTD_getCParams(level, batch, 0);
+	size_t ws = ZSTD_estimateCCtxSize_usingCParams(cp);
+	z->work = malloc(ws);
+	z->cctx = z->work ? ZSTD_initStaticCCtx(z->work, ws) : NULL;
+	z->cap = ZSTD_compressBound(batch);
+	z->buf = malloc(z->cap);
+	if (!z->cctx || !z->buf)
+		return -1;
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_windowLog, (int)cp.windowLog);
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_chainLog, (int)cp.chainLog);
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_hashLog, (int)cp.hashLog);
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_searchLog, (int)cp.searchLog);
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_minMatch, (int)cp.minMatch);
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_targetLength, (int)cp.targetLength);
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_strategy, (int)cp.strategy);
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_checksumFlag, 1);
+	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_contentSizeFlag, 1);
+	return 0;
+}
+
+static void compressor_free(struct compressor *z)
+{
+	free(z->work); /* a static context lives in it: nothing else to free */
+	free(z->buf);
+	z->cctx = NULL;
+	z->work = z->buf = NULL;
+}
+
+/* Compresses n bytes of whole records into one frame in z->buf (z->len = 0 when n is 0).
+ * 0, or -1 with errno: ENOMEM (no memory for a frame larger than a batch, or for the
+ * compressor's tables), 0 (the compressor failed otherwise). */
+static int compress_frame(struct compressor *z, const void *src, size_t n)
+{
+	size_t bound = ZSTD_compressBound(n);
+	z->len = 0;
+	if (!n)
+		return 0;
+	if (bound > z->cap) {
+		uint8_t *p = realloc(z->buf, bound);
+		if (!p) {
+			errno = ENOMEM;
+			return -1;
+		}
+		z->buf = p;
+		z->cap = bound;
+	}
+	size_t r = z->cctx ? ZSTD_compress2(z->cctx, z->buf, z->cap, src, n) : (size_t)-1;
+	if (ZSTD_isError(r)) {
+		errno = !z->cctx || ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? ENOMEM : 0;
+		return -1;
+	}
+	z->len = r;
+	return 0;
+}
+
+/* ---- frames into the file ------------------------------------------------------------------- */
+
+/* Whether a frame of n bytes may go after the last good one: under RLIMIT_FSIZE and in blocks
+ * reserved on disk first, with room kept for the trailer (TRAILER_MAX bytes under the limit,
+ * TRAILER_RESERVE on disk) unless this is the trailer (which takes them), and META_ROOM more
+ * for metadata when this is a batch.  0, or -1 with errno
+ * (EFBIG, ENOSPC, EDQUOT) and nothing written: the file still ends on a frame boundary, and no
+ * write raises SIGXFSZ.  (fallocate past RLIMIT_FSIZE fails with EFBIG and raises SIGXFSZ too:
+ * the limit is checked first.) */
+static int frame_fits(struct store_trace_writer *w, size_t n, enum frame_kind kind)
+{
+	struct rlimit rl;
+	uint64_t meta = kind == FRAME_DATA ? META_ROOM : 0;
+	uint64_t keep = kind == FRAME_TRAILER ? 0 : TRAILER_RESERVE + meta;
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    w->good_end + n + (kind == FRAME_TRAILER ? 0 : TRAILER_MAX + meta) >
+		    (uint64_t)rl.rlim_cur) {
+		errno = EFBIG;
+		return -1;
+	}
+	if (kind == FRAME_TRAILER || w->no_falloc || !w->regular)
+		return 0;
+	if (fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->good_end, (off_t)(n + keep)) == 0)
+		return 0;
+	if (errno == ENOSPC || errno == EDQUOT)
+		return -1;
+	w->no_falloc = 1; /* EOPNOTSUPP and the like: write, and cut off what fails */
+	return 0;
+}
+
+/* Writes a frame after the last good one, whole or not at all: a write that fails part way
+ * (the disk filled between the reservation and the write, an I/O error) is cut off again, so
+ * that the next frame follows the last good one directly.  0, or -1 with errno. */
+static int put_frame(struct store_trace_writer *w, const uint8_t *p, size_t n,
+		     enum frame_kind kind)
+{
+	size_t done = 0;
+	if (w->broken) {
+		errno = EIO;
+		return -1;
+	}
+	if (frame_fits(w, n, kind))
+		return -1;
+	while (done < n) {
+		ssize_t k = w->regular ? pwrite(w->fd, p + done, n - done, (off_t)(w->good_end + done))
+				       : write(w->fd, p + done, n - done);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			int err = k < 0 ? errno : ENOSPC;
+			if (!w->regular ? done > 0 : done > 0 && ftruncate(w->fd, (off_t)w->good_end))
+				w->broken = 1; /* a pipe keeps what it took: the stream is cut */
+			errno = err;
+			return -1;
+		}
+		done += (size_t)k;
+	}
+	w->good_end += n;
+	return 0;
+}
+
+/* Writes from the caller's thread (the header at create, the trailer at close): a write past
+ * RLIMIT_FSIZE raises SIGXFSZ and one into a pipe without reader SIGPIPE, both fatal by
+ * default, and the application must not die of cubpf's file.  frame_fits keeps writes under
+ * the limit; this covers the rest (a limit lowered meanwhile, a pipe): both signals blocked
+ * around the write, and taken when the write raised one that was not pending before. */
+struct quiet {
+	sigset_t old, before;
+};
+
+static void quiet_begin(struct quiet *q)
+{
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGXFSZ);
+	sigaddset(&s, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &s, &q->old);
+	sigpending(&q->before);
+}
+
+static void quiet_end(struct quiet *q)
+{
+	static const int sigs[] = {SIGXFSZ, SIGPIPE};
+	static const struct timespec now = {0, 0};
+	sigset_t pending, one;
+	sigpending(&pending);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (sigismember(&pending, sigs[i]) && !sigismember(&q->before, sigs[i]) &&
+		    !sigismember(&q->old, sigs[i])) {
+			sigemptyset(&one);
+			sigaddset(&one, sigs[i]);
+			sigtimedwait(&one, NULL, &now);
+		}
+	pthread_sigmask(SIG_SETMASK, &q->old, NULL);
+}
+
+/* Counts a frame written. */
+static void count_frame(struct store_trace_writer *w, size_t len)
+{
+	pthread_mutex_lock(&w->lock);
+	w->cnt.frames++;
+	w->cnt.compressed_bytes += len;
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* Compresses n bytes of whole records and writes them as one frame.  0, or -1 with errno. */
+static int put_records(struct store_trace_writer *w, struct compressor *z, const uint8_t *p,
+		       size_t n, enum frame_kind kind)
+{
+	if (compress_frame(z, p, n) || put_frame(w, z->buf, z->len, kind))
+		return -1;
+	count_frame(w, z->len);
+	return 0;
+}
+
+struct job {
+	uint64_t seq;
+	struct batch *batch;
+	int packed, err; /* batch compressed into the worker's data compressor; else errno */
+};
+
+/* Adds the DROP record of the writer's drops and the LOST record of its losses not yet said to
+ * m; the lock is held.  When m cannot grow they stay pending (said later): returns -1 then. */
+static int loss_records(struct store_trace_writer *w, struct growbuf *m)
+{
+	if (w->pend_drop_records || w->pend_drop_batches) {
+		struct store_rec_drop d = {.ts_ns = realtime_ns(), .source = STORE_DROP_WRITER,
+					   .records = w->pend_drop_records,
+					   .batches = w->pend_drop_batches,
+					   .bytes = w->pend_drop_bytes};
+		if (put_record_in(w, m, STORE_REC_DROP, &d, sizeof(d), NULL, 0) == 0)
+			w->pend_drop_records = w->pend_drop_batches = w->pend_drop_bytes = 0;
+	}
+	if (w->lost.records || w->lost.frames) {
+		w->lost.ts_ns = realtime_ns();
+		if (put_record_in(w, m, STORE_REC_LOST, &w->lost, sizeof(w->lost), NULL, 0) == 0)
+			memset(&w->lost, 0, sizeof(w->lost));
+	}
+	return w->pend_drop_records || w->pend_drop_batches || w->lost.records || w->lost.frames
+		       ? -1 : 0;
+}
+
+/* How many bytes of m from off make the next metadata frame: whole records, at most a batch
+ * (the compressor's buffer), at least one record. */
+static size_t meta_chunk(const struct store_trace_writer *w, const struct growbuf *m, size_t off)
+{
+	size_t end = off;
+	struct store_rec_hdr h;
+	while (end + sizeof(h) <= m->len) {
+		memcpy(&h, m->p + end, sizeof(h));
+		size_t next = end + sizeof(h) + h.len;
+		if (next - off > w->opt.batch_bytes && end > off)
+			break;
+		end = next;
+	}
+	return end - off;
+}
+
+/* Puts m's bytes from off (metadata that could not be written) back in front of the pending
+ * metadata, to be written before anything else; the lock is held.  When memory for that is
+ * not there even with the reserve, they are counted as lost. */
+static void meta_back(struct store_trace_writer *w, struct growbuf *m, size_t off)
+{
+	size_t rest = m->len - off;
+	memmove(m->p, m->p + off, rest);
+	m->len = rest;
+	if (w->meta.len && grow_in(w, m, w->meta.len)) {
+		meta_give_up(w, m->p, rest, ENOMEM);
+		m->len = 0;
+	}
+	if (w->meta.len)
+		memcpy(m->p + m->len, w->meta.p, w->meta.len);
+	m->len += w->meta.len;
+	w->meta.len = 0;
+	if (!w->meta_spare.p) /* kept as the other buffer */
+		w->meta_spare = w->meta;
+	else
+		free(w->meta.p);
+	w->meta = *m;
+}
+
+/* Writes the pending metadata (with the loss records), in frames of at most a batch.  What
+ * cannot be written goes back to be written first next time.  0, or -1 with errno. */
+static int write_meta(struct store_trace_writer *w, struct compressor *z)
+{
+	struct growbuf m;
+	size_t off = 0, n;
+	pthread_mutex_lock(&w->lock);
+	/* no memory to say them: not again before the next flush (a job for them would spin) */
+	if (loss_records(w, &w->meta))
+		w->meta_failed = 1;
+	m = w->meta;
+	w->meta = w->meta_spare; /* the other buffer: no allocation while this one is written */
+	memset(&w->meta_spare, 0, sizeof(w->meta_spare));
+	pthread_mutex_unlock(&w->lock);
+	while (off < m.len && (n = meta_chunk(w, &m, off)) &&
+	       put_records(w, z, m.p + off, n, FRAME_META) == 0)
+		off += n;
+	if (off == m.len) {
+		m.len = 0;
+		pthread_mutex_lock(&w->lock);
+		if (!w->meta_spare.p)
+			w->meta_spare = m;
+		else
+			free(m.p);
+		pthread_mutex_unlock(&w->lock);
+		retake_reserve(w);
+		return 0;
+	}
+	int err = errno;
+	pthread_mutex_lock(&w->lock);
+	meta_back(w, &m, off);
+	w->meta_failed = 1;
+	pthread_mutex_unlock(&w->lock);
+	errno = err;
+	return -1;
+}
+
+/* Takes a job under the lock: the oldest full batch (at flush time the current batch joins the
+ * queue first), or none with metadata or losses to say and no job in flight (which would write
+ * them in its turn), unless metadata failed to go out since the last flush.  Returns 0 when
+ * there is nothing to do. */
 static int take_job(struct store_trace_writer *w, struct job *j)
 {
 	int flush = w->stop || w->flush_now || past(&w->deadline);
 	if (flush) {
 		w->flush_now = 0;
+		if (!w->stop)
+			w->meta_failed = 0;
 		deadline_after(&w->deadline, w->opt.flush_ms);
 		if (w->cur && w->cur->len) {
 			queue_batch(w, w->cur);
 			w->cur = NULL; /* the next caller takes a spare */
 		}
 	}
-	j->meta = w->meta;
-	memset(&w->meta, 0, sizeof(w->meta));
-	if (w->pend_drop_records || w->pend_drop_batches) {
-		struct store_rec_drop d = {.ts_ns = realtime_ns(), .source = STORE_DROP_WRITER,
-					   .records = w->pend_drop_records,
-					   .batches = w->pend_drop_batches,
-					   .bytes = w->pend_drop_bytes};
-		if (put_record(&j->meta, STORE_REC_DROP, &d, sizeof(d), NULL, 0) == 0)
-			w->pend_drop_records = w->pend_drop_batches = w->pend_drop_bytes = 0;
-	}
 	j->batch = w->full;
 	if (j->batch) {
 		w->full = j->batch->next;
 		if (!w->full)
 			w->full_tail = &w->full;
-	}
-	if (!j->meta.len && !j->batch) {
-		free(j->meta.p);
+	} else if (w->meta_failed || w->next_seq != w->write_seq ||
+		   !(w->meta.len || w->pend_drop_records || w->pend_drop_batches || w->lost.records ||
+		     w->lost.frames)) {
 		return 0;
 	}
 	j->seq = w->next_seq++;
 	return 1;
 }
 
+/* In the job's turn: the metadata pending now (so everything the batch's records use), then
+ * the batch.  A batch after metadata that could not be written is lost too: its records
+ * would name strings the file lacks. */
+static void write_job(struct worker *k, struct job *j)
+{
+	struct store_trace_writer *w = k->w;
+	int err = 0, failed = 1; /* err is 0 when the compressor failed */
+	if (write_meta(w, w->metaz))
+		err = errno;
+	else if (j->batch && !j->packed)
+		err = j->err;
+	else if (j->batch && put_frame(w, k->data.buf, k->data.len, FRAME_DATA))
+		err = errno;
+	else
+		failed = 0;
+	if (!j->batch)
+		return;
+	if (!failed) {
+		count_frame(w, k->data.len);
+		return;
+	}
+	pthread_mutex_lock(&w->lock);
+	count_lost(w, j->batch->records, 1, j->batch->len, err);
+	pthread_mutex_unlock(&w->lock);
+}
+
 static void run_job(struct worker *k, struct job *j)
 {
 	struct store_trace_writer *w = k->w;
-	int ok = compress_frame(w, &k->meta, j->meta.p, j->meta.len) == 0;
-	if (ok && j->batch)
-		ok = compress_frame(w, &k->data, j->batch->data, j->batch->len) == 0;
-	free(j->meta.p);
+	j->packed = j->batch && compress_frame(&k->data, j->batch->data, j->batch->len) == 0;
+	j->err = j->packed ? 0 : errno;
 
 	pthread_mutex_lock(&w->lock);
 	while (w->write_seq != j->seq)
 		pthread_cond_wait(&w->turn, &w->lock);
 	pthread_mutex_unlock(&w->lock);
-	if (ok) {
-		emit(w, &k->meta);
-		if (j->batch)
-			emit(w, &k->data);
-	}
+	write_job(k, j);
 	pthread_mutex_lock(&w->lock);
 	w->write_seq++;
 	pthread_cond_broadcast(&w->turn);
@@ -818,17 +1241,22 @@ static int header_frame(struct store_trace_writer *w, const struct store_trace_p
 				     .start_monotonic_ns = monotonic_ns(),
 				     .driver_version = p ? p->driver_version : 0};
 	struct growbuf s = {0}, rec = {0};
-	struct compressor z = {0};
+	struct quiet q;
 	int rc = -1;
 
 	memcpy(h.magic, STORE_TRACE_MAGIC, sizeof(h.magic));
+	errno = ENOMEM;
+	quiet_begin(&q);
 	if (!put_string(&s, p ? p->cubpf_version : NULL) && !put_string(&s, p ? p->hostname : NULL) &&
 	    !put_string(&s, p ? p->cmdline : NULL) && !put_u32(&s, p ? p->ppid : 0) &&
 	    !put_record(&rec, STORE_REC_HEADER, &h, sizeof(h), s.p, s.len) &&
-	    !compressor_init(&z, w->opt.level) && !compress_frame(w, &z, rec.p, rec.len) &&
-	    !write_all(w, z.buf, z.len))
+	    !put_records(w, w->metaz, rec.p, rec.len, FRAME_META))
 		rc = 0;
-	compressor_free(&z);
+	int e = errno;
+	quiet_end(&q);
+	if (rc)
+		snprintf(w->error, sizeof(w->error), "cannot write the trace's header: %s",
+			 e ? strerror(e) : "the compressor failed");
 	free(s.p);
 	free(rec.p);
 	return rc;
@@ -849,18 +1277,20 @@ static void writer_free(struct store_trace_writer *w)
 	free_batches(w->cur, 1);
 	free_batches(w->full, 0);
 	free_batches(w->spare, 0);
-	for (size_t i = 0; i < w->strcap; i++)
-		for (struct strent *e = w->strtab[i], *n; e; e = n) {
-			n = e->next;
-			free(e);
-		}
-	free(w->strtab);
-	free(w->meta.p);
-	for (int i = 0; i < w->nworkers; i++) {
-		compressor_free(&w->workers[i].meta);
-		compressor_free(&w->workers[i].data);
+	for (struct strchunk *c = w->strmem, *n; c; c = n) {
+		n = c->next;
+		free(c);
 	}
+	free(w->strtab);
+	free(w->meta_spare.p);
+	free(w->meta.p);
+	for (int i = 0; w->workers && i < w->opt.workers; i++) /* taken for all, started or not */
+		compressor_free(&w->workers[i].data);
 	free(w->workers);
+	if (w->metaz)
+		compressor_free(w->metaz);
+	free(w->metaz);
+	free(w->mem_reserve);
 	if (w->fd >= 0)
 		close(w->fd);
 	pthread_mutex_destroy(&w->lock);
@@ -877,6 +1307,8 @@ static void set_options(struct store_trace_writer *w, const struct store_trace_o
 		w->opt.buffer_bytes = DEFAULT_BUFFER;
 	if (!w->opt.batch_bytes)
 		w->opt.batch_bytes = DEFAULT_BATCH;
+	if (w->opt.batch_bytes > MAX_BATCH)
+		w->opt.batch_bytes = MAX_BATCH;
 	if (w->opt.batch_bytes > w->opt.buffer_bytes / 2)
 		w->opt.batch_bytes = w->opt.buffer_bytes / 2; /* at least two batches in flight */
 	if (w->opt.batch_bytes < 4096)
@@ -903,22 +1335,45 @@ static int init_sync(struct store_trace_writer *w)
 	return rc ? -1 : 0;
 }
 
-static int start_workers(struct store_trace_writer *w)
+/* Everything the writer needs to go on under a memory limit, taken now: the compressors (the
+ * header is written with the first) and the metadata's reserve. */
+static int take_memory(struct store_trace_writer *w)
 {
 	w->workers = calloc((size_t)w->opt.workers, sizeof(*w->workers));
-	if (!w->workers)
+	w->mem_reserve = malloc(META_RESERVE);
+	w->strtab = calloc(STR_TABLE, sizeof(*w->strtab));
+	w->strcap = STR_TABLE;
+	w->metaz = calloc(1, sizeof(*w->metaz));
+	if (!w->workers || !w->mem_reserve || !w->strtab || !w->metaz ||
+	    compressor_init(w->metaz, w->opt.level, w->opt.batch_bytes) ||
+	    grow(&w->meta, STR_CHUNK) || grow(&w->meta_spare, STR_CHUNK) || !strent_alloc(w, 1))
 		return -1;
-	deadline_after(&w->deadline, w->opt.flush_ms);
+	w->strmem->used = 0; /* the first chunk, taken now */
 	for (int i = 0; i < w->opt.workers; i++) {
 		struct worker *k = &w->workers[i];
 		k->w = w;
-		if (compressor_init(&k->meta, w->opt.level) || compressor_init(&k->data, w->opt.level))
+		if (compressor_init(&k->data, w->opt.level, w->opt.batch_bytes))
 			return -1;
-		if (pthread_create(&k->thread, NULL, worker_main, k))
-			return -1;
-		w->nworkers++;
 	}
 	return 0;
+}
+
+/* The threads block every signal: a signal their writes raise (SIGXFSZ past RLIMIT_FSIZE,
+ * SIGPIPE) would otherwise kill the application, and the application's own signals are for
+ * its threads.  They inherit the mask of the thread that creates them. */
+static int start_workers(struct store_trace_writer *w)
+{
+	sigset_t all, old;
+	int rc = 0;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	deadline_after(&w->deadline, w->opt.flush_ms);
+	for (int i = 0; i < w->opt.workers && !rc; i++) {
+		rc = pthread_create(&w->workers[i].thread, NULL, worker_main, &w->workers[i]) ? -1 : 0;
+		w->nworkers += !rc;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
 }
 
 static void stop_workers(struct store_trace_writer *w)
@@ -943,31 +1398,75 @@ struct store_trace_writer *store_trace_create(const char *path, const struct sto
 	}
 	w->full_tail = &w->full;
 	set_options(w, opt);
+	if (take_memory(w)) {
+		snprintf(err, errlen, "out of memory for the trace writer");
+		writer_free(w);
+		return NULL;
+	}
 	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (w->fd < 0) {
+	struct stat st;
+	if (w->fd < 0 || fstat(w->fd, &st)) {
 		snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
 		writer_free(w);
 		return NULL;
 	}
+	w->regular = S_ISREG(st.st_mode);
 	if (header_frame(w, p)) {
-		snprintf(err, errlen, "%s: %s", path, w->error[0] ? w->error : "out of memory");
+		snprintf(err, errlen, "%s: %s", path, w->error);
+		if (w->regular)
+			unlink(path); /* an empty file would only say "empty" */
 		writer_free(w);
 		return NULL;
 	}
 	if (start_workers(w)) {
 		snprintf(err, errlen, "cannot start the trace writer threads");
 		stop_workers(w);
+		if (w->regular)
+			unlink(path);
 		writer_free(w);
 		return NULL;
 	}
 	return w;
 }
 
+/* The last frames, from the caller's thread: the metadata still pending (what cannot be
+ * written now is lost, and counted), then the trailer, into the room kept for it: the LOST
+ * record of losses not yet said, and END. */
+static void write_last(struct store_trace_writer *w)
+{
+	struct compressor *z = w->metaz;
+	uint8_t tb[256]; /* DROP, LOST and END: 152 bytes, never an allocation */
+	struct growbuf rec = {.p = tb, .cap = sizeof(tb)};
+	struct quiet q;
+
+	quiet_begin(&q);
+	if (write_meta(w, z)) {
+		int err = errno;
+		pthread_mutex_lock(&w->lock);
+		meta_give_up(w, w->meta.p, w->meta.len, err);
+		w->meta.len = 0;
+		pthread_mutex_unlock(&w->lock);
+	}
+	pthread_mutex_lock(&w->lock);
+	struct store_rec_end end = {.end_realtime_ns = realtime_ns(), .records = w->cnt.records,
+				    .dropped_records = w->cnt.dropped_records + w->cnt.lost_records,
+				    .dropped_batches = w->cnt.dropped_batches};
+	loss_records(w, &rec);
+	pthread_mutex_unlock(&w->lock);
+	if (put_record_in(w, &rec, STORE_REC_END, &end, sizeof(end), NULL, 0) ||
+	    put_records(w, z, rec.p, rec.len, FRAME_TRAILER)) {
+		pthread_mutex_lock(&w->lock);
+		if (!w->error[0])
+			snprintf(w->error, sizeof(w->error), "writing the trace's end: %s",
+				 strerror(errno));
+		w->cnt.io_error = 1;
+		pthread_mutex_unlock(&w->lock);
+	}
+	quiet_end(&q);
+}
+
 int store_trace_close(struct store_trace_writer *w, char *err, size_t errlen)
 {
-	struct store_rec_end end;
-	struct growbuf rec = {0};
-	struct compressor z = {0};
 	int rc;
 
 	if (!w)
@@ -977,20 +1476,22 @@ int store_trace_close(struct store_trace_writer *w, char *err, size_t errlen)
 		writer_free(w);
 		return 0;
 	}
-	stop_workers(w); /* they write everything that is left before they return */
-	end = (struct store_rec_end){.end_realtime_ns = realtime_ns(), .records = w->cnt.records,
-				     .dropped_records = w->cnt.dropped_records,
-				     .dropped_batches = w->cnt.dropped_batches};
-	if (put_record(&rec, STORE_REC_END, &end, sizeof(end), NULL, 0) == 0 &&
-	    compressor_init(&z, w->opt.level) == 0 && compress_frame(w, &z, rec.p, rec.len) == 0)
-		emit(w, &z);
-	compressor_free(&z);
-	free(rec.p);
-	if (close(w->fd) && !w->cnt.io_error)
-		io_fail(w, "closing the trace", errno);
+	stop_workers(w); /* they write every batch that is left before they return */
+	write_last(w);
+	if (w->regular)
+		(void)!ftruncate(w->fd, (off_t)w->good_end); /* gives back the blocks kept past it */
+	if (close(w->fd) && !w->error[0]) {
+		snprintf(w->error, sizeof(w->error), "closing the trace: %s", strerror(errno));
+		w->cnt.io_error = 1;
+	}
 	w->fd = -1;
 	rc = w->cnt.io_error || w->error[0] ? -1 : 0;
-	if (rc && err)
+	if (rc && err && (w->cnt.lost_records || w->cnt.lost_frames))
+		snprintf(err, errlen, "%llu records in %llu frames not written (%s; first: %s)",
+			 (unsigned long long)w->cnt.lost_records,
+			 (unsigned long long)w->cnt.lost_frames,
+			 store_lost_cause_name(w->cnt.lost_cause), w->error);
+	else if (rc && err)
 		snprintf(err, errlen, "%s", w->error);
 	writer_free(w);
 	return rc;

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -460,6 +462,8 @@ struct follow {
 	int out_dir;                /* -o DIR: each process writes DIR/cubpf-PID.trace */
 	pid_t child;                /* the process cubpf run started */
 	struct tool_metrics_server *metrics; /* --metrics: started once the child is */
+	int claim_fd;               /* -o: the lock held for the run's life (claim_output), or -1 */
+	char claim[PATH_MAX + 16];
 };
 
 static double now_s(void)
@@ -626,6 +630,8 @@ static void load_processes(const struct follow *fw, const struct trace_set *s,
 /* Why a program makes no driver call through cubpf, the usual two reasons. */
 #define NO_CALL_WHY "it never loaded libcuda.so.1, or it loaded a driver by its absolute path, " \
 		    "which LD_LIBRARY_PATH cannot redirect"
+/* The other reason a process leaves no trace: its header could not be written. */
+#define NO_TRACE_WHY "a full disk, a file size limit: -l warn shows cubpf's warning"
 
 /* One trace: read into fw->data (kernels keep their ids between reads).  0, or -1 (said when
  * final). */
@@ -652,9 +658,10 @@ static void print_report(struct follow *fw, int final)
 	if (!s.n) {
 		if (final)
 			fprintf(stderr, "cubpf run: no report: the program made no CUDA driver call "
-					"through cubpf (%s%s%s)\n", fw->trace_base ? "" : "nothing "
-					"was recorded in ", fw->trace_base ? "" : o->trace,
-					fw->trace_base ? NO_CALL_WHY : "; " NO_CALL_WHY);
+					"through cubpf (%s%s%s%s), or cubpf could not write its trace "
+					"(%s)\n", fw->trace_base ? "" : "nothing was recorded in ",
+				fw->trace_base ? "" : o->trace, fw->trace_base ? "" : "; ", NO_CALL_WHY,
+				NO_TRACE_WHY);
 		return;
 	}
 	if (s.n > 1) {
@@ -866,6 +873,91 @@ static int clear_old_traces(const struct follow *fw)
 	return rc;
 }
 
+/* ---- the claim on -o ------------------------------------------------------------------------
+ * Two `cubpf run -o SAME` at once: the second would remove the first's live trace as an
+ * earlier run's, and the first would then report the second's data as its own.  So a run
+ * claims its -o for its whole life with a lock file beside it (FILE.lock, DIR/cubpf.lock),
+ * flock()ed, and a second run is refused with the first's pid.  A lock file, not the trace:
+ * the trace is removed and made again by the program's processes.  Making it is also the check
+ * that the trace can be made at all (a missing folder, a read-only or full file system), said
+ * before the program runs. */
+
+/* The lock open in fd is the one at fw->claim now (not one its last holder removed). */
+static int claim_current(const struct follow *fw, int fd)
+{
+	struct stat a, b;
+	return fstat(fd, &a) == 0 && stat(fw->claim, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/* Says who holds the claim (its pid, as it wrote it) and refuses. */
+static int claim_refused(const struct follow *fw, int fd)
+{
+	char pid[32] = "";
+	ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+	pid[n > 0 ? n : 0] = 0;
+	pid[strcspn(pid, "\n")] = 0;
+	fprintf(stderr, "cubpf run: %s is the output of another cubpf run still running (process "
+			"%s, lock %s): give this run another -o\n", fw->o->trace, *pid ? pid : "?",
+		fw->claim);
+	close(fd);
+	return -1;
+}
+
+/* Takes the claim on fw->o->trace (a file, or the folder when fw->out_dir); 0, or -1 said. */
+static int claim_output(struct follow *fw)
+{
+	char pid[32];
+	snprintf(fw->claim, sizeof(fw->claim), fw->out_dir ? "%s/cubpf.lock" : "%s.lock",
+		 fw->o->trace);
+	for (int tries = 0; tries < 8; tries++) {
+		int fd = open(fw->claim, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0)
+			break;
+		int locked = flock(fd, LOCK_EX | LOCK_NB) == 0;
+		if (!locked && errno == EWOULDBLOCK)
+			return claim_refused(fw, fd);
+		if (!locked) { /* no locks on this file system: said, as any failure */
+			int e = errno;
+			close(fd);
+			errno = e;
+			break;
+		}
+		if (!claim_current(fw, fd)) { /* its holder ended and removed it meanwhile */
+			close(fd);
+			continue;
+		}
+		int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+		struct rlimit rl; /* a write past RLIMIT_FSIZE would kill cubpf run (SIGXFSZ) */
+		int big = getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur < (rlim_t)n;
+		if (big)
+			errno = EFBIG;
+		if (big || ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
+			int e = errno;
+			unlink(fw->claim);
+			close(fd);
+			errno = e;
+			break;
+		}
+		fw->claim_fd = fd;
+		return 0;
+	}
+	fprintf(stderr, "cubpf run: cannot make the trace %s: %s (making %s)\n", fw->o->trace,
+		strerror(errno), fw->claim);
+	return -1;
+}
+
+/* Ends the claim: the lock file goes before its lock is let go, so that a run that opened it
+ * meanwhile finds it gone (claim_current) and makes its own. */
+static void claim_release(struct follow *fw)
+{
+	if (fw->claim_fd < 0)
+		return;
+	unlink(fw->claim);
+	close(fw->claim_fd);
+	fw->claim_fd = -1;
+}
+
 /* -o DIR (a folder, or a name ending in '/', made here): each process writes DIR/cubpf-PID.trace
  * (the shim does so when CUBPF_TRACE names a folder). */
 static int prepare_output(struct run_opts *o, struct follow *fw, char *dir, size_t len)
@@ -873,7 +965,8 @@ static int prepare_output(struct run_opts *o, struct follow *fw, char *dir, size
 	struct stat st;
 	size_t n = strlen(o->trace);
 	if (strchr(o->trace, '%'))
-		return 0; /* the user's own per-process pattern: the shim expands it */
+		return 0; /* the user's own per-process pattern: the shim expands it (no claim: each
+			   * process has a name of its own) */
 	fw->out_dir = (n && o->trace[n - 1] == '/') || (stat(o->trace, &st) == 0 && S_ISDIR(st.st_mode));
 	if (fw->out_dir) {
 		snprintf(dir, len, "%.*s", (int)(n > 1 && o->trace[n - 1] == '/' ? n - 1 : n), o->trace);
@@ -884,6 +977,8 @@ static int prepare_output(struct run_opts *o, struct follow *fw, char *dir, size
 		}
 		o->trace = dir;
 	}
+	if (claim_output(fw) != 0)
+		return -1;
 	return clear_old_traces(fw);
 }
 
@@ -897,8 +992,8 @@ static void say_if_no_trace(const struct follow *fw, const char *program)
 	run_traces(fw, &s, 0);
 	if (!s.n)
 		fprintf(stderr, "cubpf run: no trace written %s %s: %s made no CUDA driver call "
-				"through cubpf (%s)\n", fw->out_dir ? "in" : "to", fw->o->trace, program,
-			NO_CALL_WHY);
+				"through cubpf (%s), or cubpf could not write its trace (%s)\n",
+			fw->out_dir ? "in" : "to", fw->o->trace, program, NO_CALL_WHY, NO_TRACE_WHY);
 	else if (s.n > 1)
 		fprintf(stderr, "cubpf run: %zu processes wrote a trace each: %s%s (cubpf trace "
 				"reads them together)\n", s.n, fw->o->trace,
@@ -1008,14 +1103,18 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	struct follow fw = {.o = &o, .tool = tool, .echo_cubpf = o.log_level || !(tool || o.have_prog),
-			    .trace_base = own_trace ? tmp : NULL};
-	if (!own_trace && o.trace && prepare_output(&o, &fw, out_dir, sizeof(out_dir)) != 0)
+			    .trace_base = own_trace ? tmp : NULL, .claim_fd = -1};
+	if (!own_trace && o.trace && prepare_output(&o, &fw, out_dir, sizeof(out_dir)) != 0) {
+		claim_release(&fw);
 		return 2;
+	}
 	if (set_environment(&o, shim_dir) != 0) {
 		fprintf(stderr, "cubpf run: cannot set the environment: %s\n", strerror(errno));
+		claim_release(&fw);
 		return 2;
 	}
 	if (o.metrics && listen_metrics(&o, &fw) != 0) {
+		claim_release(&fw);
 		if (own_trace)
 			remove_traces(tmp);
 		return 2;
@@ -1029,6 +1128,7 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "cubpf run: %s exited with status %d\n", argv[first], rc);
 	tool_metrics_stop(fw.metrics);
 	tool_data_free(&fw.data);
+	claim_release(&fw);
 	if (own_trace)
 		remove_traces(tmp);
 	return rc;

@@ -544,6 +544,7 @@ static void dump_meta(const struct store_trace_record *rec, int json, FILE *f)
 		struct store_rec_program pr;
 		struct store_rec_drop dr;
 		struct store_rec_end e;
+		struct store_rec_lost l;
 	} u;
 	char *s1 = NULL, *s2 = NULL;
 	const char *t = store_rec_type_name(rec->type);
@@ -605,6 +606,16 @@ static void dump_meta(const struct store_trace_record *rec, int json, FILE *f)
 				  ",\"dropped_records\":%" PRIu64 "}\n"
 				: "end     %" PRIu64 " records=%" PRIu64 " dropped=%" PRIu64 "\n",
 			u.e.end_realtime_ns, u.e.records, u.e.dropped_records);
+		break;
+	case STORE_REC_LOST:
+		if (!store_rec_fixed(rec, &u.l, sizeof(u.l), NULL))
+			break;
+		fprintf(f, json ? "{\"type\":\"lost\",\"ts_ns\":%" PRIu64 ",\"first_ns\":%" PRIu64
+				  ",\"records\":%" PRIu64 ",\"frames\":%" PRIu64 ",\"bytes\":%" PRIu64
+				  ",\"cause\":%u,\"err\":%d}\n"
+				: "lost    %" PRIu64 " first=%" PRIu64 " records=%" PRIu64 " frames=%" PRIu64
+				  " bytes=%" PRIu64 " cause=%u err=%d\n",
+			u.l.ts_ns, u.l.first_ns, u.l.records, u.l.frames, u.l.bytes, u.l.cause, u.l.err);
 		break;
 	default:
 		fprintf(f, json ? "{\"type\":\"%s\",\"code\":%u,\"len\":%u}\n" : "%-7s type=%u len=%u\n", t,
@@ -843,8 +854,36 @@ static void meta_free(struct run_meta *m)
 	free(m->kids);
 }
 
+/* LOST records (format 1.6): what the writer could not put in the file, and the latest cause. */
+struct lost_sum {
+	uint64_t records, frames;
+	uint32_t cause;
+	int32_t err;
+};
+
+static void lost_add(struct lost_sum *l, const struct store_trace_record *rec)
+{
+	struct store_rec_lost x;
+	if (rec->type != STORE_REC_LOST || !store_rec_fixed(rec, &x, sizeof(x), NULL))
+		return;
+	l->records += x.records;
+	l->frames += x.frames;
+	l->cause = x.cause;
+	l->err = x.err;
+}
+
+static void lost_print(const struct lost_sum *l)
+{
+	if (!l->records && !l->frames)
+		return;
+	printf("lost      %" PRIu64 " records in %" PRIu64 " frames the writer could not write (%s%s%s)\n",
+	       l->records, l->frames, store_lost_cause_name(l->cause), l->err ? ": " : "",
+	       l->err ? strerror(l->err) : "");
+}
+
 static int info_one(const char *path, const char *label)
 {
+	struct lost_sum lost = {0};
 	struct store_trace_reader *r = open_trace(path);
 	struct store_trace_record rec;
 	uint64_t count[STORE_REC_MAX_KNOWN + 2] = {0}, drops = 0, dropped_batches = 0, span_drops = 0;
@@ -864,6 +903,7 @@ static int info_one(const char *path, const char *label)
 	while ((rc = store_trace_next(r, &rec)) == 1) {
 		count[rec.type <= STORE_REC_MAX_KNOWN ? rec.type : STORE_REC_MAX_KNOWN + 1]++;
 		meta_add(&meta, &rec);
+		lost_add(&lost, &rec);
 		if (rec.type == STORE_REC_DEVICE || rec.type == STORE_REC_PROGRAM ||
 		    rec.type == STORE_REC_CLOCK)
 			dump_meta(&rec, 0, stdout);
@@ -897,6 +937,7 @@ static int info_one(const char *path, const char *label)
 	if (last > first)
 		printf("span      %.6f s of host API calls\n", (double)(last - first) / 1e9);
 	printf("dropped   %" PRIu64 " records in %" PRIu64 " batches\n", drops, dropped_batches);
+	lost_print(&lost);
 	if (count[STORE_REC_KSPAN] || span_drops)
 		printf("spans     %" PRIu64 " kernel spans, %" PRIu64 " launches without one (event pool "
 		       "full)\n", count[STORE_REC_KSPAN], span_drops);

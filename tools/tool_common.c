@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/store.h"
 #include "tools/tools.h"
 
 void tool_report_kcount(const struct tool_data *d, const struct tool_opts *o, FILE *f);
@@ -374,9 +375,9 @@ static void processes_json(const struct tool_data *d, FILE *f)
 static void common_json(const struct tool_data *d, FILE *f)
 {
 	fprintf(f, "\"run\":{\"trace\":\"%s\",\"device_bytes\":%" PRIu64 ",\"pinned_bytes\":%" PRIu64
-		",\"ringbuf_drops\":%" PRIu64 ",\"writer_drops\":%" PRIu64 ",\"devices\":[",
-		d->state ? d->state : "none", d->device_bytes, d->pinned_bytes, d->rb_drops,
-		d->writer_drops);
+		",\"ringbuf_drops\":%" PRIu64 ",\"writer_drops\":%" PRIu64 ",\"writer_lost\":%" PRIu64
+		",\"devices\":[", d->state ? d->state : "none", d->device_bytes, d->pinned_bytes,
+		d->rb_drops, d->writer_drops, d->writer_lost);
 	for (size_t i = 0; i < d->ndevices; i++) {
 		fputs(i ? "," : "", f);
 		tool_json_string(f, d->devices[i]);
@@ -458,6 +459,10 @@ void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FI
 	if (d->rb_drops || d->writer_drops)
 		fprintf(f, "lost: %" PRIu64 " ring-buffer records (device buffers full), %" PRIu64
 			" trace records (writer full)\n", d->rb_drops, d->writer_drops);
+	if (d->writer_lost)
+		fprintf(f, "lost: %" PRIu64 " trace records the writer could not write (%s%s%s)\n",
+			d->writer_lost, store_lost_cause_name(d->lost_cause), d->lost_err ? ": " : "",
+			d->lost_err ? strerror(d->lost_err) : "");
 	if (d->span_drops)
 		fprintf(f, "note: %" PRIu64 " launches have no GPU span (cubpf's event pool was full)\n",
 			d->span_drops);

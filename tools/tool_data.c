@@ -483,6 +483,13 @@ static int on_meta(struct tool_data *d, const struct load *ld, const struct stor
 			else
 				d->writer_drops += dr.records;
 		}
+	} else if (rec->type == STORE_REC_LOST) {
+		struct store_rec_lost l;
+		if (store_rec_fixed(rec, &l, sizeof(l), NULL)) {
+			d->writer_lost += l.records;
+			d->lost_cause = l.cause;
+			d->lost_err = l.err;
+		}
 	} else if (rec->type == STORE_REC_DEVICE) {
 		struct store_rec_device dv;
 		size_t n;
@@ -947,7 +954,7 @@ void tool_data_reset_trace(struct tool_data *d)
 	free(d->warps);
 	d->warps = NULL;
 	d->nwarps = d->nwarps_cap = 0;
-	d->probes = d->rb_drops = d->writer_drops = d->span_drops = 0;
+	d->probes = d->rb_drops = d->writer_drops = d->span_drops = d->writer_lost = 0;
 	d->device_bytes = d->pinned_bytes = d->rb_state_bytes = 0;
 	d->have_mapmem = d->have_meta = 0;
 	strings_free(&d->notes, &d->nnotes);

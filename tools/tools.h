@@ -96,6 +96,9 @@ struct tool_data {
 	size_t ndevices;
 	uint64_t probes;            /* PROBE records */
 	uint64_t rb_drops, writer_drops;
+	uint64_t writer_lost;       /* records the writer could not write (LOST, format 1.6) */
+	uint32_t lost_cause;        /* enum store_lost_cause of the latest */
+	int32_t lost_err;
 	uint64_t span_drops;        /* launches without a kernel span (event pool full) */
 	struct tool_warp *warps;    /* open-addressing table, nwarps_cap slots */
 	size_t nwarps, nwarps_cap;

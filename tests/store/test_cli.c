@@ -295,8 +295,8 @@ static void test_trace_several_processes(void **state)
 
 	snprintf(cmd, sizeof(cmd), "%s trace dump %s %s/run.trace.502", bin, parent, dir);
 	assert_int_equal(run(cmd, &out), 0);
-	if (!strstr(out, "== trace ") || !strstr(out, "run.trace (pid 500)\nheader  v1.5 pid=500") ||
-	    !strstr(out, "run.trace.502 (pid 502)\nheader  v1.5 pid=502") || strstr(out, "pid=501"))
+	if (!strstr(out, "== trace ") || !strstr(out, "run.trace (pid 500)\nheader  v1.6 pid=500") ||
+	    !strstr(out, "run.trace.502 (pid 502)\nheader  v1.6 pid=502") || strstr(out, "pid=501"))
 		fail_msg("dump: %s", out);
 	free(out);
 	snprintf(cmd, sizeof(cmd),
@@ -357,7 +357,7 @@ static void test_trace_several_bad(void **state)
 		const char *sub, *of_502; /* something of the next trace, read all the same */
 	} subs[] = {{"info", "process   pid 502 on box: ./worker 2\n"},
 		    {"stats", "  2.000  _Z4stepv\n"},
-		    {"dump", "header  v1.5 pid=502"},
+		    {"dump", "header  v1.6 pid=502"},
 		    {"export --format chrome", "\"pid\":502,\"tid\":502"},
 		    {"export --format csv", "\n502,"}};
 	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
@@ -459,7 +459,7 @@ static void test_trace_spans(void **state)
 
 	snprintf(cmd, sizeof(cmd), "%s trace info %s", bin, trace);
 	assert_int_equal(run(cmd, &out), 0);
-	assert_non_null(strstr(out, "(format 1.5)"));
+	assert_non_null(strstr(out, "(format 1.6)"));
 	assert_non_null(strstr(out, "kernel=20 end=1 kspan=20"));
 	assert_non_null(strstr(out, "spans     20 kernel spans, 0 launches without one"));
 	free(out);

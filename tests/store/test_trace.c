@@ -100,7 +100,7 @@ static void test_roundtrip(void **state)
 	assert_int_equal(h->pid, 4242);
 	assert_int_equal(h->driver_version, 13000);
 	assert_int_equal(h->major, 1);
-	assert_int_equal(h->minor, 5);
+	assert_int_equal(h->minor, 6);
 	assert_string_equal(store_trace_header_string(r, 2), "./app --flag");
 	assert_int_equal(store_trace_parent_pid(r), 4241);
 	struct store_trace_record rec;
