@@ -20,6 +20,7 @@
 #ifndef CUBPF_STORE_H
 #define CUBPF_STORE_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -626,5 +627,17 @@ long store_ids_find(const struct store_ids *t, uint32_t id);
 /* The number of id, added as count when new; -1 when out of memory. */
 long store_ids_add(struct store_ids *t, uint32_t id);
 void store_ids_free(struct store_ids *t);
+
+/* ---- cubpf's writes on an application's thread (quiet.c) -----------------------------------
+ * A write past RLIMIT_FSIZE raises SIGXFSZ, and one into a closed pipe SIGPIPE, both fatal by
+ * default: between begin and end both are blocked on the calling thread, and one raised there is
+ * taken at the end, so that the write fails (EFBIG, EPIPE) instead of the application dying.
+ * The trace writer's own threads block every signal; the module cache's writes and the writer's
+ * header and trailer run on the application's thread inside such a pair. */
+struct store_quiet {
+	sigset_t old, before;
+};
+void store_quiet_begin(struct store_quiet *q);
+void store_quiet_end(struct store_quiet *q);
 
 #endif /* CUBPF_STORE_H */

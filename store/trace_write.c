@@ -976,40 +976,6 @@ static int put_frame(struct store_trace_writer *w, const uint8_t *p, size_t n,
 	return 0;
 }
 
-/* Writes from the caller's thread (the header at create, the trailer at close): a write past
- * RLIMIT_FSIZE raises SIGXFSZ and one into a pipe without reader SIGPIPE, both fatal by
- * default, and the application must not die of cubpf's file.  frame_fits keeps writes under
- * the limit; this covers the rest (a limit lowered meanwhile, a pipe): both signals blocked
- * around the write, and taken when the write raised one that was not pending before. */
-struct quiet {
-	sigset_t old, before;
-};
-
-static void quiet_begin(struct quiet *q)
-{
-	sigset_t s;
-	sigemptyset(&s);
-	sigaddset(&s, SIGXFSZ);
-	sigaddset(&s, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &s, &q->old);
-	sigpending(&q->before);
-}
-
-static void quiet_end(struct quiet *q)
-{
-	static const int sigs[] = {SIGXFSZ, SIGPIPE};
-	static const struct timespec now = {0, 0};
-	sigset_t pending, one;
-	sigpending(&pending);
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		if (sigismember(&pending, sigs[i]) && !sigismember(&q->before, sigs[i]) &&
-		    !sigismember(&q->old, sigs[i])) {
-			sigemptyset(&one);
-			sigaddset(&one, sigs[i]);
-			sigtimedwait(&one, NULL, &now);
-		}
-	pthread_sigmask(SIG_SETMASK, &q->old, NULL);
-}
 
 /* Counts a frame written. */
 static void count_frame(struct store_trace_writer *w, size_t len)
@@ -1241,19 +1207,19 @@ static int header_frame(struct store_trace_writer *w, const struct store_trace_p
 				     .start_monotonic_ns = monotonic_ns(),
 				     .driver_version = p ? p->driver_version : 0};
 	struct growbuf s = {0}, rec = {0};
-	struct quiet q;
+	struct store_quiet q;
 	int rc = -1;
 
 	memcpy(h.magic, STORE_TRACE_MAGIC, sizeof(h.magic));
 	errno = ENOMEM;
-	quiet_begin(&q);
+	store_quiet_begin(&q);
 	if (!put_string(&s, p ? p->cubpf_version : NULL) && !put_string(&s, p ? p->hostname : NULL) &&
 	    !put_string(&s, p ? p->cmdline : NULL) && !put_u32(&s, p ? p->ppid : 0) &&
 	    !put_record(&rec, STORE_REC_HEADER, &h, sizeof(h), s.p, s.len) &&
 	    !put_records(w, w->metaz, rec.p, rec.len, FRAME_META))
 		rc = 0;
 	int e = errno;
-	quiet_end(&q);
+	store_quiet_end(&q);
 	if (rc)
 		snprintf(w->error, sizeof(w->error), "cannot write the trace's header: %s",
 			 e ? strerror(e) : "the compressor failed");
@@ -1437,9 +1403,9 @@ static void write_last(struct store_trace_writer *w)
 	struct compressor *z = w->metaz;
 	uint8_t tb[256]; /* DROP, LOST and END: 152 bytes, never an allocation */
 	struct growbuf rec = {.p = tb, .cap = sizeof(tb)};
-	struct quiet q;
+	struct store_quiet q;
 
-	quiet_begin(&q);
+	store_quiet_begin(&q);
 	if (write_meta(w, z)) {
 		int err = errno;
 		pthread_mutex_lock(&w->lock);
@@ -1462,7 +1428,7 @@ static void write_last(struct store_trace_writer *w)
 		w->cnt.io_error = 1;
 		pthread_mutex_unlock(&w->lock);
 	}
-	quiet_end(&q);
+	store_quiet_end(&q);
 }
 
 int store_trace_close(struct store_trace_writer *w, char *err, size_t errlen)

@@ -699,6 +699,26 @@ static void report_kernel_ids(void)
 	pthread_mutex_unlock(&kid_lock);
 }
 
+/* What a hook does on an application's thread when it may make driver calls or write files
+ * of cubpf's: the calls in relaxed capture mode (internal.h), the writes (the module cache)
+ * without SIGXFSZ or SIGPIPE (store_quiet): neither may break or kill the application. */
+struct own_work {
+	CUstreamCaptureMode mode;
+	struct store_quiet quiet;
+};
+
+static void own_begin(struct own_work *o)
+{
+	o->mode = shim_live_relax();
+	store_quiet_begin(&o->quiet);
+}
+
+static void own_end(struct own_work *o)
+{
+	store_quiet_end(&o->quiet);
+	shim_live_unrelax(o->mode);
+}
+
 /* Exit handlers run in the reverse order of their registration, and the real driver registers
  * its own (which shuts it down) inside the first cuInit, after cubpf's start.  So live_exit is
  * registered twice: at start (covers processes that never make a context) and again by
@@ -715,7 +735,8 @@ static void live_exit(void)
 	 * store_trace_close frees the writer without them (a leak report under ASan). */
 	if (shim_live_session.forked)
 		return;
-	CUstreamCaptureMode mode = shim_live_relax(); /* the last reads of every context's maps */
+	struct own_work o;
+	own_begin(&o); /* the last reads of every context's maps, the cache's counts */
 	shim_live_maps_stop_thread();
 	shim_live_spans_finish();
 	shim_live_snapshot_all(true);
@@ -732,7 +753,7 @@ static void live_exit(void)
 		if (store_trace_close(w, err, sizeof(err)) != 0)
 			shim_log(SHIM_LOG_WARN, "live: trace: %s", err);
 	}
-	shim_live_unrelax(mode);
+	own_end(&o);
 }
 
 static void arm_exit(void)
@@ -828,24 +849,27 @@ static inline void child_check(void)
 
 static void module_loading(struct shim_module_event *ev, void *user)
 {
+	struct own_work o;
 	child_check();
-	CUstreamCaptureMode mode = shim_live_relax(); /* maps, the JIT, the cache's copies */
+	own_begin(&o); /* maps, the JIT, the cache's look-up and copies */
 	shim_live_module_loading(ev, user);
-	shim_live_unrelax(mode);
+	own_end(&o);
 }
 
 static void module_loaded(const struct shim_module_event *ev, void *user)
 {
-	CUstreamCaptureMode mode = shim_live_relax(); /* map pointers stored, maps allocated */
+	struct own_work o;
+	own_begin(&o); /* map pointers stored, maps allocated, the cache's put */
 	shim_live_module_loaded(ev, user);
-	shim_live_unrelax(mode);
+	own_end(&o);
 }
 
 static void module_unloaded(shim_module_t module, shim_library_t library, int result, void *user)
 {
-	CUstreamCaptureMode mode = shim_live_relax();
+	struct own_work o;
+	own_begin(&o);
 	shim_live_module_unloaded(module, library, result, user);
-	shim_live_unrelax(mode);
+	own_end(&o);
 }
 
 static void launching(struct shim_launch_event *ev, void *user)
@@ -874,17 +898,19 @@ static void api_call(const struct shim_api_event *ev, void *user)
 static void context_ending(const struct shim_context_event *ev, void *user)
 {
 	(void)user;
-	CUstreamCaptureMode mode = shim_live_relax(); /* the last read of the context's maps */
+	struct own_work o;
+	own_begin(&o); /* the last read of the context's maps */
 	shim_live_teardown(ev->context, ev->device, ev->how);
-	shim_live_unrelax(mode);
+	own_end(&o);
 }
 
 static void context_ended(const struct shim_context_event *ev, void *user)
 {
 	(void)user;
-	CUstreamCaptureMode mode = shim_live_relax(); /* cubpf's memory of the context freed */
+	struct own_work o;
+	own_begin(&o); /* cubpf's memory of the context freed */
 	shim_live_torn_down(ev->context, ev->device, ev->how, ev->result);
-	shim_live_unrelax(mode);
+	own_end(&o);
 }
 
 static struct shim_hooks live_hooks = {
