@@ -10,7 +10,7 @@
 #   - threadhist: thread exits = kcount's thread entries;
 #   - the caches written under cubpf hold no cubpf code, and a native run reusing them (cache
 #     hits) prints exactly what the first native run printed.
-# NAME: triton inductor jax cupy nvrtc jitlink culink rdc.
+# NAME: triton inductor jax cupy nvrtc jitlink culink rdc triton_fmad.
 set -u
 BUILD=${BUILD:-build}
 OUT=${OUT:-$BUILD/gpu-out}
@@ -26,7 +26,7 @@ fail() { echo "FAIL $*"; failed=$((failed + 1)); }
 
 command_of() {
   case $1 in
-    triton|inductor|jax) echo "$PY tests/gpu/apps/${1}_app.py" ;;
+    triton|inductor|jax|triton_fmad) echo "$PY tests/gpu/apps/${1}_app.py" ;;
     cupy) echo "$PY tests/gpu/apps/cupy_kernels_app.py" ;;
     nvrtc|jitlink|culink) echo "$BUILD/gpu/rtc_app $1" ;;
     rdc) echo "$BUILD/gpu/rdc_app" ;;

@@ -50,6 +50,8 @@ def compiled_here(program, kernel):
     the others are libraries' kernels shipped as SASS (PyTorch's, XLA's runtime helpers)."""
     if program == "triton":
         return kernel == "add_kernel"
+    if program == "triton_fmad":
+        return kernel.endswith("_kernel")
     if program == "inductor":
         return kernel.startswith("triton_")
     if program == "jax":
