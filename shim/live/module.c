@@ -22,10 +22,12 @@
  * stored in each context where it is first launched (launching hook), before that launch.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <xxhash.h>
 
@@ -593,6 +595,35 @@ static void release_image(struct work *w)
 	w->img = NULL;
 }
 
+/* CUBPF_DUMP_REFUSED=DIR: a cubin that keeps PTX cubpf would not use is written to
+ * DIR/refused-PID-N.cubin with the reason beside it (.txt), so that a user can send it, or a
+ * developer see why (`cubpf inspect` shows the same verdict).  Best effort, and said once. */
+static void dump_refused(const struct work *w, long elf, const char *why)
+{
+	static atomic_uint n;
+	const char *dir = getenv("CUBPF_DUMP_REFUSED");
+	const uint8_t *data;
+	size_t size;
+	char path[4096];
+	if (!dir || !*dir || elf < 0 || !w->embedded.sections ||
+	    cubin_entry_data(w->img, (size_t)elf, &data, &size) != 0)
+		return;
+	unsigned i = atomic_fetch_add(&n, 1);
+	snprintf(path, sizeof(path), "%s/refused-%d-%u.cubin", dir, (int)getpid(), i);
+	FILE *f = fopen(path, "wbx");
+	bool ok = f && fwrite(data, 1, size, f) == size;
+	if (f)
+		ok &= fclose(f) == 0;
+	snprintf(path + strlen(path) - 6, 6, ".txt");
+	FILE *t = ok ? fopen(path, "wx") : NULL;
+	if (t) {
+		fprintf(t, "%s\n", why);
+		fclose(t);
+	}
+	shim_log(SHIM_LOG_INFO, "live: refused cubin written to %s (%s)", path,
+		 ok ? "with the reason" : strerror(errno));
+}
+
 /* Takes the image and finds its PTX for the device, once for the whole load.  Returns 1, 0 when
  * the image has no usable PTX (said once, with the reason), -1 on an unreadable image
  * (w->err). */
@@ -623,6 +654,7 @@ static int open_image(struct work *w)
 	if (!why[0])
 		no_entry_reason(w->img, w->sm, w->no_lineinfo, why, sizeof(why));
 	note_no_ptx(ev, w->sm, why);
+	dump_refused(w, elf, why);
 	return 0;
 }
 

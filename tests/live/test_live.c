@@ -2380,6 +2380,23 @@ static void test_embedded_ptx_jit_check(void **state)
 	}
 }
 
+/* A whole file (malloc'ed), or NULL. */
+static uint8_t *read_all(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	long len = 0;
+	uint8_t *buf = NULL;
+	if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (buf = malloc((size_t)len + 1)) && fread(buf, 1, (size_t)len, f) != (size_t)len) {
+		free(buf);
+		buf = NULL;
+	}
+	if (f)
+		fclose(f);
+	*n = (size_t)len;
+	return buf;
+}
+
 /* A cubin that keeps its PTX but no .note.nv.tkinfo (Triton's bundled ptxas): PTX in which no
  * add takes a product is compiled with ptxas's defaults (-fmad cannot change it: integer code,
  * or float adds alone as in Triton's `x + y`); PTX with multiply-add pairs stays as it is, with
@@ -2405,6 +2422,29 @@ static void test_embedded_ptx_without_options(void **state)
 	want("no .note.nv.tkinfo), and ");
 	want("float adds or subs in it take a product that -fmad may have fused with them or not; "
 	     "neither -fmad=true nor -fmad=false gives the cubin's machine code");
+	/* CUBPF_DUMP_REFUSED: the refused cubin, byte for byte, and its reason */
+	char dir[] = "/tmp/cubpf-refused-XXXXXX", pattern[64];
+	assert_non_null(mkdtemp(dir));
+	struct child_env env = { { "LIVE_EMBEDDED", "CUBPF_PROGRAMS", "CUBPF_DUMP_REFUSED" },
+				 { "notk_mul.cubin", kcount_probe, dir } };
+	assert_int_equal(run_child(&env, child_embedded), 0);
+	want("live: refused cubin written to ");
+	glob_t g;
+	snprintf(pattern, sizeof(pattern), "%s/refused-*", dir);
+	assert_int_equal(glob(pattern, 0, NULL, &g), 0);
+	assert_int_equal(g.gl_pathc, 2); /* .cubin and .txt */
+	size_t a, b;
+	char fx[4200];
+	snprintf(fx, sizeof(fx), "%s/cubin/notk_mul.cubin", getenv("CUBPF_FIXTURES") ?
+		 getenv("CUBPF_FIXTURES") : LIVE_TEST_FIXTURES);
+	uint8_t *want_bytes = read_all(fx, &a), *got = read_all(g.gl_pathv[0], &b);
+	assert_true(want_bytes && got && a == b && !memcmp(want_bytes, got, a));
+	free(want_bytes);
+	free(got);
+	for (size_t i = 0; i < g.gl_pathc; i++)
+		unlink(g.gl_pathv[i]);
+	globfree(&g);
+	rmdir(dir);
 }
 
 /* The same with a JIT that is ptxas (FAKE_PTXAS): the cubin assembled with -fmad=false is
