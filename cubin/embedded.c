@@ -304,6 +304,29 @@ static long first_other_param(const struct cubin_kernel *a, const struct cubin_k
 	return a->param_count == b->param_count ? -1 : (long)n;
 }
 
+/* ptxas places a kernel's parameters in constant bank 0 from a fixed address, 0x210 on sm_70 and
+ * newer, and aligns each parameter's address there, not its offset: a parameter aligned to 64
+ * bytes (a TMA descriptor, as XLA's and Triton's kernels pass) is preceded by 48 bytes of padding
+ * in the cubin (0x210 + 48 = 0x240) that offsets counted from 0 do not show.  The first parameter
+ * of p whose offset laid out that way differs from k's, or -1 when none does. */
+#define PARAM_BANK_BASE 0x210u
+
+static long first_other_param_in_bank(const struct cubin_kernel *k, const struct cubin_kernel *p)
+{
+	uint64_t end = PARAM_BANK_BASE;
+	if (k->param_count != p->param_count)
+		return k->param_count < p->param_count ? k->param_count : p->param_count;
+	for (uint32_t i = 0; i < p->param_count; i++) {
+		uint32_t a = p->params[i].align ? p->params[i].align : 1;
+		uint64_t at = (end + a - 1) / a * a;
+		if (k->params[i].size != p->params[i].size ||
+		    k->params[i].offset != at - PARAM_BANK_BASE)
+			return i;
+		end = at + p->params[i].size;
+	}
+	return -1;
+}
+
 /* "parameter 3: 8 bytes at 24 in the cubin, 16 at 32 in the PTX" (what a refusal names). */
 static void param_difference(const struct cubin_kernel *k, const struct cubin_kernel *p, long i,
 			     char *buf, size_t len)
@@ -328,6 +351,8 @@ static int compare_lists(const struct cubin_kernels *elf, const struct cubin_ker
 		if (!p)
 			return cubin_fail(why, whylen, "kernel %s is not in the PTX", k->name), 1;
 		long i = first_other_param(k, p);
+		if (i >= 0 && first_other_param_in_bank(k, p) < 0)
+			i = -1; /* the same parameters, padded to their alignment in the bank */
 		if (i >= 0) {
 			char diff[128];
 			param_difference(k, p, i, diff, sizeof(diff));

@@ -74,6 +74,10 @@ $(CUBIN_FIX)/fadd_loc.cubin: tests/cubin/fadd_loc.ptx
 	@$(PTXAS) -lineinfo -arch sm_90 -o $@ $< >$@.log 2>&1 || { echo "fixture $@ failed: see $@.log"; rm -f $@; }
 $(CUBIN_FIX)/notk_fadd.cubin: $(CUBIN_FIX)/fadd_loc.cubin
 	@$(DROP_TKINFO) $< > $@
+$(CUBIN_FIX)/xla_tma.cubin: tests/cubin/xla_tma.ptx
+	@mkdir -p $(@D)
+	@echo "PTXAS $@"
+	@$(PTXAS) -warn-spills -lineinfo -arch sm_90a -o $@ $< >$@.log 2>&1 || { echo "fixture $@ failed: see $@.log"; rm -f $@; }
 $(CUBIN_FIX)/notk_mul.cubin: $(CUBIN_FIX)/nofma.cubin
 	@$(DROP_TKINFO) $< > $@
 # the same PTX assembled with ptxas's default (-fmad=true), the note dropped
@@ -99,7 +103,7 @@ $(CUBIN_FIX)/nvrtc_lineinfo.cubin: $(BUILD)/tests/gen_rtc
 $(filter-out %/nvrtc_lineinfo.cubin,$(CUBIN_RTC)): $(CUBIN_FIX)/nvrtc_lineinfo.cubin
 CUBIN_FIXTURES += $(CUBIN_FIX)/ptxas_loc.cubin $(CUBIN_FIX)/ptxas_o2.cubin $(CUBIN_FIX)/nofma.cubin \
 	$(CUBIN_FIX)/llvm_style.cubin $(CUBIN_FIX)/notk_int.cubin $(CUBIN_FIX)/notk_float.cubin $(CUBIN_FIX)/notk_fadd.cubin \
-	$(CUBIN_FIX)/notk_mul.cubin $(CUBIN_FIX)/notk_fused.cubin \
+	$(CUBIN_FIX)/notk_mul.cubin $(CUBIN_FIX)/notk_fused.cubin $(CUBIN_FIX)/xla_tma.cubin \
 	$(CUBIN_RTC)
 .PHONY: cubin-fixtures
 cubin-fixtures: $(CUBIN_FIXTURES)
