@@ -143,8 +143,8 @@ static void open_cache(void)
 		shim_log(SHIM_LOG_INFO, "live: module cache off (CUBPF_CACHE=%s)", getenv("CUBPF_CACHE"));
 		return;
 	}
-	if (store_cache_default_path(path, sizeof(path)) != 0) {
-		give_up("", "no path (set CUBPF_CACHE, XDG_CACHE_HOME or HOME)");
+	if (store_cache_default_path(path, sizeof(path), err, sizeof(err)) != 0) {
+		give_up("", err);
 		return;
 	}
 	if (!objs) /* a fork()ed child opening again has them */
@@ -173,7 +173,13 @@ static void open_cache(void)
 	long wait = w && *w ? strtol(w, NULL, 10) : 5;
 	struct store_cache_options o = { .log = store_log,
 					 .write_wait_ms = (int)(wait > 0 && wait <= 60000 ? wait : 5) };
-	struct store_cache *c = store_cache_open(path, &o, err, sizeof(err));
+	if (store_cache_env_options(&o, err, sizeof(err))) {
+		give_up(path, err);
+		return;
+	}
+	/* NULL, not path: the default's folders (never a missing HOME) are made by the store */
+	struct store_cache *c = store_cache_open(getenv("CUBPF_CACHE") ? path : NULL, &o, err,
+						 sizeof(err));
 	if (!c) {
 		give_up(path, err);
 		return;
