@@ -3,9 +3,11 @@
  *   stats [--db PATH]    entries, bytes, hits, misses, time saved
  *   clear [--db PATH]    delete every entry */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -126,13 +128,26 @@ int cmd_cache(int argc, char **argv)
 	}
 	/* Looking must not create: say there is no cache instead. */
 	char def[4096];
-	if (!db && store_cache_default_path(def, sizeof(def)) == 0)
+	if (!db && store_cache_default_path(def, sizeof(def), err, sizeof(err)) != 0) {
+		fprintf(stderr, "cubpf cache: %s\n", err);
+		return 1;
+	}
+	if (!db)
 		db = def;
-	if (db && access(db, F_OK) != 0) {
+	struct stat st;
+	if (lstat(db, &st) != 0 && errno == ENOENT) {
 		printf("no cache at %s (nothing cached yet)\n", db);
 		return 0;
 	}
 	struct store_cache_options opt = {.log = log_stderr};
+	if (store_cache_env_options(&opt, err, sizeof(err))) {
+		fprintf(stderr, "cubpf cache: %s\n", err);
+		return 1;
+	}
+	/* Looking must not repair either: ls and stats read the file as it is, and a damaged one
+	 * is reported (exit 1) and left where it is for whoever wants to look at it. */
+	if (fn != do_clear)
+		opt.flags |= STORE_CACHE_OPEN_READ_ONLY;
 	struct store_cache *c = store_cache_open(db, &opt, err, sizeof(err));
 	if (!c) {
 		fprintf(stderr, "cubpf cache: %s\n", err);
