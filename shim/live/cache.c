@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cubin/cubin.h"
 #include "shim/live/internal.h"
 
 enum { CACHE_UNOPENED, CACHE_OPEN, CACHE_OFF };
@@ -112,20 +113,14 @@ static void rewriter_identity(void)
 
 static int read_file(const char *path, struct store_blob *b)
 {
-	FILE *f = fopen(path, "rb");
-	void *buf = NULL;
-	long n = -1;
-	if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (buf = malloc(n ? (size_t)n : 1)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
-		fclose(f);
-		b->data = buf;
-		b->size = (size_t)n;
-		return 0;
-	}
-	if (f)
-		fclose(f);
-	free(buf);
-	return -1;
+	char err[CUBIN_ERRLEN + 4096];
+	size_t n = 0;
+	uint8_t *buf = cubin_file_read(path, (size_t)1 << 30, &n, err, sizeof(err));
+	if (!buf)
+		return -1;
+	b->data = buf;
+	b->size = n;
+	return 0;
 }
 
 static bool env_off(const char *v)
