@@ -164,10 +164,8 @@ static void open_cache(void)
 	rewriter_identity();
 	/* a module load waits this long at most for another process's write (compile workers and
 	 * the main process store at once); past it the module is not stored this time */
-	const char *w = getenv("CUBPF_CACHE_WAIT_MS");
-	long wait = w && *w ? strtol(w, NULL, 10) : 5;
-	struct store_cache_options o = { .log = store_log,
-					 .write_wait_ms = (int)(wait > 0 && wait <= 60000 ? wait : 5) };
+	struct store_cache_options o = {
+		.log = store_log, .write_wait_ms = (int)shim_setting_env(SHIM_SET_CACHE_WAIT_MS, 5) };
 	if (store_cache_env_options(&o, err, sizeof(err))) {
 		give_up(path, err);
 		return;
