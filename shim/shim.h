@@ -255,6 +255,10 @@ int shim_log_enabled(enum shim_log_level level);
 void shim_log_setup(void);
 void shim_log(enum shim_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* One line to the same destination whatever the level: a report the caller decided to give
+ * (the maps at exit).  Never to stderr when cubpf run gave a descriptor: the program's own
+ * stderr is the program's. */
+void shim_log_print(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Numeric settings (settings.c): one table of names, options and ranges, read by the shim from
  * the environment and checked by `cubpf run` for its options and for the variables it passes

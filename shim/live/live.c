@@ -684,8 +684,8 @@ static void live_exit(void)
 	shim_live_snapshot_all(true);
 	shim_live_ringbuf_finish();
 	report_kernel_ids();
-	shim_live_maps_report(stderr, shim_live_session.dump_maps || shim_log_enabled(SHIM_LOG_DEBUG));
-	shim_live_host_report(stderr);
+	shim_live_maps_report(shim_live_session.dump_maps || shim_log_enabled(SHIM_LOG_DEBUG));
+	shim_live_host_report();
 	report_counters();
 	shim_live_cache_close();
 	if (shim_live_session.trace) {

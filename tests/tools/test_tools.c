@@ -1338,6 +1338,7 @@ static void test_run_fake(void **state)
 	assert_contains(out, "trace: complete");
 	assert_contains(out, "exited with status 3");
 	assert_null(strstr(out, "cubpf: live: kernel id")); /* the shim's lines are not echoed */
+	assert_null(strstr(out, "cubpf: map ")); /* nor its map report: it used to reach stderr */
 	assert_contains(out, "kernels launched but not instrumented: 0\n");
 	assert_null(strstr(out, "1 modules instrumented")); /* the counters are no reason */
 	snprintf(args, sizeof(args), "--json -p %s/probes/kcount.bpf.o --real-libcuda "
