@@ -31,6 +31,7 @@
 #ifndef CUBPF_SHIM_H
 #define CUBPF_SHIM_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -289,6 +290,12 @@ int shim_settings_check_env(char *err, size_t errlen);
 /* The environment's value, or dflt when the variable is unset or empty; a value set but
  * refused is one warning (with the message above) and dflt (settings_env.c: the shim only). */
 uint64_t shim_setting_env(enum shim_setting_id id, uint64_t dflt);
+
+/* Starts one of cubpf's own threads (thread.c): a stack of SHIM_THREAD_STACK, not the 8 MiB of
+ * RLIMIT_STACK (address space the application may need under `ulimit -v`), every signal
+ * blocked.  pthread_create's result. */
+#define SHIM_THREAD_STACK (1u << 20)
+int shim_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /* CLOCK_REALTIME in nanoseconds (the timestamps of every event). */
 uint64_t shim_now_ns(void);

@@ -804,13 +804,9 @@ void shim_live_maps_start_thread(void)
 	int expect = 0;
 	if (!shim_live_session.trace || !atomic_compare_exchange_strong(&thread_state, &expect, 1))
 		return;
-	/* The application's signals stay with the application's threads. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (pthread_create(&thread, NULL, snapshot_main, NULL) != 0)
+	/* a small stack, the application's signals left to the application's threads */
+	if (shim_thread_start(&thread, snapshot_main, NULL) != 0)
 		atomic_store(&thread_state, 0);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 bool shim_live_maps_have_contexts(void)
