@@ -1315,6 +1315,17 @@ static void test_fifo_inputs(void **state)
 	rc = sh_out(cmd, out, sizeof(out));
 	if (rc == 124 || !strstr(out, "is not a regular file"))
 		fail_msg("CUBPF_REAL_LIBCUDA=FIFO (%d):\n%s", rc, out);
+	/* the NVRTC drop-in's real library, the same way (through python, which cannot load a
+	 * sanitized library: not in the ASan pass) */
+#ifndef __SANITIZE_ADDRESS__
+	snprintf(cmd, sizeof(cmd), "CUBPF_REAL_LIBNVRTC=%s timeout 20 python3 -c 'import ctypes; "
+		 "l = ctypes.CDLL(\"%s/lib/libnvrtc.so.13\"); a = ctypes.c_int(); "
+		 "print(\"rc\", l.nvrtcVersion(ctypes.byref(a), ctypes.byref(a)))'", fifo,
+		 TOOLS_TEST_BUILD);
+	rc = sh_out(cmd, out, sizeof(out));
+	if (rc != 0 || !strstr(out, "is not a regular file") || !strstr(out, "rc "))
+		fail_msg("CUBPF_REAL_LIBNVRTC=FIFO (%d):\n%s", rc, out);
+#endif
 	unlink(fifo);
 }
 
