@@ -57,6 +57,24 @@ static void group_name(gid_t gid, char *out, size_t n)
 		snprintf(out, n, "gid %u", (unsigned)gid);
 }
 
+/* The user's private group (user private groups: Debian's and Fedora's scheme, where umask 002
+ * makes files group-writable): this process's group, named as its user, with nobody else
+ * named in it.  Writable by that group is writable by the user alone. */
+static int private_group(const struct walk *w, gid_t gid)
+{
+	struct passwd pw, *pres = NULL;
+	struct group gr, *gres = NULL;
+	char pbuf[1024], gbuf[4096];
+	if (gid != getegid() || getpwuid_r(w->euid, &pw, pbuf, sizeof(pbuf), &pres) || !pres ||
+	    getgrgid_r(gid, &gr, gbuf, sizeof(gbuf), &gres) || !gres ||
+	    strcmp(gres->gr_name, pres->pw_name))
+		return 0;
+	for (char **m = gres->gr_mem; m && *m; m++)
+		if (strcmp(*m, pres->pw_name))
+			return 0;
+	return 1;
+}
+
 static int owner_trusted(const struct walk *w, const struct stat *st)
 {
 	return st->st_uid == w->euid || st->st_uid == 0 ||
@@ -76,7 +94,7 @@ static int check_one(struct walk *w, const char *what, const struct stat *st, in
 		user_name(st->st_uid, who, sizeof(who));
 		problem = "is owned by";
 	} else if (!S_ISLNK(st->st_mode) && (st->st_mode & S_IWGRP) && !sticky &&
-		   !(w->t->group_trusted && st->st_gid == w->t->gid)) {
+		   !(w->t->group_trusted && st->st_gid == w->t->gid) && !private_group(w, st->st_gid)) {
 		group_name(st->st_gid, who, sizeof(who));
 		problem = "is writable by group";
 	} else if (!S_ISLNK(st->st_mode) && (st->st_mode & S_IWOTH) && !sticky) {

@@ -761,16 +761,24 @@ static void test_untrusted_cache_refused(void **state)
 	refused_with(path, 0, 0, "is writable by every user");
 	assert_int_equal(chmod(path, 0600), 0);
 
+	/* writable by a group of others (nogroup here), unless that group is trusted */
+	assert_int_equal(chown(sub, 0, 65534), 0);
 	assert_int_equal(chmod(sub, 0770), 0);
 	refused_with(path, 0, 0, "is writable by group");
-	struct store_cache_options o = {.flags = STORE_CACHE_OPEN_TRUST_GROUP, .trusted_gid = 0};
+	struct store_cache_options o = {.flags = STORE_CACHE_OPEN_TRUST_GROUP, .trusted_gid = 65534};
 	struct store_cache *c = store_cache_open(path, &o, err, sizeof(err));
 	if (!c)
 		fail_msg("a trusted group's folder: %s", err);
 	assert_int_equal(check_get(c, 1, 101, 200), 1);
 	store_cache_close(c);
+	/* writable by the user's private group (root's "root" here, as a user's own under umask
+	 * 002): the user's alone, used */
+	assert_int_equal(chown(sub, 0, 0), 0);
+	c = open_at(path, 0, NULL);
+	assert_int_equal(check_get(c, 1, 101, 200), 1);
+	store_cache_close(c);
 	assert_int_equal(chmod(sub, 01777), 0);
-	refused_with(path, STORE_CACHE_OPEN_TRUST_GROUP, 0, "is writable by every user");
+	refused_with(path, 0, 0, "is writable by every user");
 	assert_int_equal(chmod(sub, 0700), 0);
 
 	/* a folder another user owns, even one only that user can write */
