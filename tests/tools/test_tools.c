@@ -1329,6 +1329,63 @@ static void test_fifo_inputs(void **state)
 	unlink(fifo);
 }
 
+static int count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/* Issue 28, through the shim and the fake driver: a cache filled by one run gives the next run,
+ * read-only (CUBPF_CACHE_READONLY=1), its hit and is not written; a cache in a folder another
+ * group can write is not used, with one warning that says why and how to share, and the
+ * program runs; trusting that group (CUBPF_CACHE_GROUP) makes it usable. */
+static void test_cache_shared_through_the_shim(void **state)
+{
+	(void)state;
+	static char out[1 << 14];
+	char dir[64], db[128], cmd[2048];
+	snprintf(dir, sizeof(dir), "/tmp/cubpf-test-cache-%d", (int)getpid());
+	snprintf(db, sizeof(db), "%s/cache.db", dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	const char *fmt = "cd /tmp && LD_LIBRARY_PATH=%s/lib CUBPF_REAL_LIBCUDA=%s/tests/libcuda-fake.so "
+			  "CUBPF_PROGRAMS=%s/probes/kcount.bpf.o CUBPF_CACHE=%s CUBPF_LOG=info %s "
+			  "timeout 60 %s/tests/tools_fake_app";
+#define RUN(extra) (snprintf(cmd, sizeof(cmd), fmt, TOOLS_TEST_BUILD, TOOLS_TEST_BUILD, \
+			     TOOLS_TEST_BUILD, db, extra, TOOLS_TEST_BUILD), sh_out(cmd, out, sizeof(out)))
+	assert_int_equal(RUN(""), 0);
+	assert_contains(out, "cache: 0 hits, 1 misses");
+	FILE *f = fopen(db, "rb");
+	assert_non_null(f);
+	static uint8_t before[1 << 20], after[1 << 20];
+	size_t n0 = fread(before, 1, sizeof(before), f);
+	fclose(f);
+	assert_int_equal(RUN("CUBPF_CACHE_READONLY=1"), 0);
+	assert_contains(out, "cache: 1 hits, 0 misses, 0 JIT compiles");
+	f = fopen(db, "rb");
+	assert_non_null(f);
+	size_t n1 = fread(after, 1, sizeof(after), f);
+	fclose(f);
+	assert_int_equal(n0, n1);
+	assert_memory_equal(before, after, n0);
+
+	assert_int_equal(chown(dir, 0, 65534), 0);
+	assert_int_equal(chmod(dir, 0770), 0);
+	assert_int_equal(RUN(""), 0);
+	assert_contains(out, "fake_app: done");
+	assert_int_equal(count_of(out, "is writable by group"), 1);
+	assert_contains(out, "CUBPF_CACHE_GROUP=NAME");
+	assert_contains(out, "(cache off)");
+	assert_int_equal(RUN("CUBPF_CACHE_GROUP=65534"), 0);
+	assert_contains(out, "cache: 1 hits, 0 misses");
+#undef RUN
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* End to end on the CPU: cubpf run over the shim and the fake driver.  The fake runs no kernel
  * (the maps stay zero), but the launches, the kernel ids and the memory come through, and a
  * failing app's status is returned with the report printed. */
@@ -1657,6 +1714,7 @@ int main(void)
 		cmocka_unit_test(test_kernelretsnoop), cmocka_unit_test(test_maps_dump),
 		cmocka_unit_test(test_bad_trace),     cmocka_unit_test(test_run_options),
 		cmocka_unit_test(test_settings_refused_alike), cmocka_unit_test(test_fifo_inputs),
+		cmocka_unit_test(test_cache_shared_through_the_shim),
 		cmocka_unit_test(test_text_escaping), cmocka_unit_test(test_report_names_escaped),
 		cmocka_unit_test(test_run_fake),      cmocka_unit_test(test_run_processes),
 		cmocka_unit_test(test_run_report_without_log),
