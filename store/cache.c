@@ -6,8 +6,10 @@
  * cubpf database that sqlite reports as corrupt is renamed aside and rebuilt: the cache only
  * saves time, so losing it must never cost the application anything more.  But the path is the
  * user's to type: a file cubpf cannot recognise as its own (not SQLite, another application's
- * database, a damaged SQLite file without cubpf's application id) is never opened for writing,
- * moved or changed; opening the cache fails with a message that says what is there. */
+ * database, a damaged SQLite file without cubpf's application id or schema) is never opened for
+ * writing, moved or changed; opening the cache fails with a message that says what is there.
+ * And a cache is code that others' processes load: it is used only when no other user can
+ * change it (store/cache_trust.c), or read-only, trusting its owner. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -421,9 +423,10 @@ static enum file_kind header_kind(struct store_cache *c, int fd, const struct st
 	}
 	const char *bad = header_damage(h);
 	if (bad)
-		return not_ours(c, fd, st->st_size, "a damaged SQLite header", "%s has a damaged SQLite header (%s): nothing "
-				"in it says it was a cubpf cache; left untouched: remove it if it was, "
-				"or point CUBPF_CACHE (or --db) at another path", c->path, bad);
+		return not_ours(c, fd, st->st_size, "a damaged SQLite header",
+				"%s has a damaged SQLite header (%s): nothing in it says it was a "
+				"cubpf cache; left untouched: remove it if it was, or point "
+				"CUBPF_CACHE (or --db) at another path", c->path, bad);
 	uint32_t app = (uint32_t)h[SQLITE_APP_ID_AT] << 24 | (uint32_t)h[SQLITE_APP_ID_AT + 1] << 16 |
 		       (uint32_t)h[SQLITE_APP_ID_AT + 2] << 8 | h[SQLITE_APP_ID_AT + 3];
 	if (app == CACHE_APP_ID)

@@ -130,7 +130,8 @@ int store_cache_env_options(struct store_cache_options *o, char *err, size_t err
  * a symbolic link for the database is refused, never followed.  NULL, with why and what to
  * do in err, otherwise.  A damaged cubpf database (cubpf's application id in its SQLite header, or
  * seen to be cubpf's by this object) is moved aside to PATH.broken-TIME (with its -wal) and a
- * new one made; the log callback says so and where it went.  A file cubpf cannot tell to be
+ * new one made; the log callback says so and where it went.  So is one whose SQLite header is
+ * damaged or carries another id when cubpf's schema still follows it.  A file cubpf cannot tell to be
  * its own (not SQLite, another application's database, a damaged one without cubpf's id) is
  * never moved or written: NULL, with a message in err saying what is there.  An empty file or
  * an empty SQLite database becomes the cache.  NULL with a message on other failures too (no
