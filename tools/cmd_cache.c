@@ -23,7 +23,10 @@ static const char usage_text[] =
 	"  clear   delete every entry (the file stays; other processes may keep using it)\n"
 	"\n"
 	"The database is $CUBPF_CACHE, else $XDG_CACHE_HOME/cubpf/cache.db, else\n"
-	"~/.cache/cubpf/cache.db; --db names another.\n";
+	"~/.cache/cubpf/cache.db; --db names another.  ls and stats only read it (a damaged\n"
+	"database is reported, exit status 1, and left as it is).  A cache another user could\n"
+	"change is not used: CUBPF_CACHE_GROUP=NAME trusts a group, CUBPF_CACHE_READONLY=1 reads\n"
+	"another's cache without writing it.\n";
 
 static void log_stderr(void *ctx, const char *msg)
 {
