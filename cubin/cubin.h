@@ -22,6 +22,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* ---- files named by a path ------------------------------------------------------------ */
+
+/* Opens path read-only only when it is a regular file, never blocking on a FIFO or a device
+ * (O_NONBLOCK for the open, fstat on the descriptor); the size in *size (may be NULL).  The
+ * descriptor, or -1 with "cannot open PATH: ..." or "PATH is a FIFO, not a regular file" in
+ * err.  Every module above store/ opens the files users name through it (store/file.c is
+ * store's). */
+int cubin_file_open(const char *path, size_t *size, char *err, size_t errlen);
+/* The whole regular file in malloc'd memory (at most max bytes); NULL with a message. */
+uint8_t *cubin_file_read(const char *path, size_t max, size_t *size, char *err, size_t errlen);
+
 /* ---- ELF64 reader ---------------------------------------------------------------------- */
 
 #define CUBIN_ERRLEN 160

@@ -50,6 +50,12 @@ static int try_path(struct search *s, const char *path)
 	struct stat st;
 	if (s->handle || stat(path, &st) != 0)
 		return s->handle != NULL;
+	/* dlopen opens and reads without looking first: a FIFO there (CUBPF_REAL_LIBCUDA=FIFO)
+	 * blocked the application forever */
+	if (!S_ISREG(st.st_mode)) {
+		note(s, "%s is not a regular file", path);
+		return 0;
+	}
 	if (st.st_dev == s->self_dev && st.st_ino == s->self_ino) {
 		shim_log(SHIM_LOG_DEBUG, "%s is this shim, skipped", path);
 		return 0;

@@ -16,19 +16,20 @@
 
 int shim_is_cubpf_file(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char err[CUBIN_ERRLEN + 4096];
+	size_t size = 0;
+	int fd = cubin_file_open(path, &size, err, sizeof(err)); /* a FIFO: not waited on */
 	if (fd < 0)
 		return 0;
-	struct stat st;
 	int found = 0;
-	if (fstat(fd, &st) == 0 && st.st_size > 64) {
-		void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (size > 64) {
+		void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (map != MAP_FAILED) {
 			struct cubin_elf elf;
 			struct cubin_elf_section sec;
-			found = cubin_elf_open(&elf, map, (size_t)st.st_size) == 0 &&
+			found = cubin_elf_open(&elf, map, size) == 0 &&
 				cubin_elf_section_by_name(&elf, ".note.cubpf", &sec) == 0;
-			munmap(map, (size_t)st.st_size);
+			munmap(map, size);
 		}
 	}
 	close(fd);

@@ -114,15 +114,11 @@ int shim_log_enabled(enum shim_log_level level)
 	return level != SHIM_LOG_OFF && (int)level <= log_level;
 }
 
-void shim_log(enum shim_log_level level, const char *fmt, ...)
+/* One line, "cubpf: " and fmt, to the log's destination. */
+static void emit(const char *fmt, va_list ap)
 {
-	if (!shim_log_enabled(level))
-		return;
 	char line[1040];
-	va_list ap;
-	va_start(ap, fmt);
 	int n = vsnprintf(line + 7, 1024, fmt, ap);
-	va_end(ap);
 	memcpy(line, "cubpf: ", 7);
 	n = 7 + (n < 0 ? 0 : n > 1023 ? 1023 : n);
 	line[n++] = '\n';
@@ -135,4 +131,22 @@ void shim_log(enum shim_log_level level, const char *fmt, ...)
 		;
 	(void)w;
 	errno = saved;
+}
+
+void shim_log(enum shim_log_level level, const char *fmt, ...)
+{
+	if (!shim_log_enabled(level))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	emit(fmt, ap);
+	va_end(ap);
+}
+
+void shim_log_print(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	emit(fmt, ap);
+	va_end(ap);
 }

@@ -31,6 +31,7 @@
 #ifndef CUBPF_SHIM_H
 #define CUBPF_SHIM_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -255,6 +256,46 @@ int shim_log_enabled(enum shim_log_level level);
 void shim_log_setup(void);
 void shim_log(enum shim_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* One line to the same destination whatever the level: a report the caller decided to give
+ * (the maps at exit).  Never to stderr when cubpf run gave a descriptor: the program's own
+ * stderr is the program's. */
+void shim_log_print(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Numeric settings (settings.c): one table of names, options and ranges, read by the shim from
+ * the environment and checked by `cubpf run` for its options and for the variables it passes
+ * on, with the same function and the same message: "CUBPF_SAMPLE (--sample) '0': expected a
+ * whole number from 1 to 2147483648".  settings.c calls nothing else of the shim: the cubpf
+ * command links it too. */
+enum shim_setting_id {
+	SHIM_SET_SAMPLE,            /* CUBPF_SAMPLE: probes on every Nth launch of a kernel */
+	SHIM_SET_RINGBUF_MB,        /* CUBPF_RINGBUF_MB: pinned host memory per GPU */
+	SHIM_SET_MAP_MAX_MB,        /* CUBPF_MAP_MAX_MB: device memory cap of the maps */
+	SHIM_SET_INTERVAL_MS,       /* CUBPF_INTERVAL_MS: host map snapshots */
+	SHIM_SET_PERTHREAD_THREADS, /* CUBPF_PERTHREAD_THREADS: slots of per-thread arrays */
+	SHIM_SET_RINGBUF_THREADS,   /* CUBPF_RINGBUF_THREADS: drain threads */
+	SHIM_SET_TRACE_THREADS,     /* CUBPF_TRACE_THREADS: compressing threads */
+	SHIM_SET_VERIFY_TIMEOUT_MS, /* CUBPF_VERIFY_TIMEOUT_MS: the forked checker's limit */
+	SHIM_SET_CACHE_WAIT_MS,     /* CUBPF_CACHE_WAIT_MS: a put's wait for another's write */
+	SHIM_SET_ENABLE_WORDS,      /* CUBPF_ENABLE_WORDS: 0 or 1 */
+	SHIM_SET_COUNT
+};
+/* The variable's name (CUBPF_SAMPLE). */
+const char *shim_setting_name(enum shim_setting_id id);
+/* text as the setting's value: 0, or -1 with the message in err (absent, empty, signed,
+ * garbage after the digits, out of range, past 2^64: all refused). */
+int shim_setting_parse(enum shim_setting_id id, const char *text, uint64_t *out, char *err,
+		       size_t errlen);
+/* Each numeric setting set in the environment, parsed: 0, or -1 with the first refusal. */
+int shim_settings_check_env(char *err, size_t errlen);
+/* The environment's value, or dflt when the variable is unset or empty; a value set but
+ * refused is one warning (with the message above) and dflt (settings_env.c: the shim only). */
+uint64_t shim_setting_env(enum shim_setting_id id, uint64_t dflt);
+
+/* Starts one of cubpf's own threads (thread.c): a stack of SHIM_THREAD_STACK, not the 8 MiB of
+ * RLIMIT_STACK (address space the application may need under `ulimit -v`), every signal
+ * blocked.  pthread_create's result. */
+#define SHIM_THREAD_STACK (1u << 20)
+int shim_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /* CLOCK_REALTIME in nanoseconds (the timestamps of every event). */
 uint64_t shim_now_ns(void);

@@ -6,12 +6,15 @@
  * cubpf database that sqlite reports as corrupt is renamed aside and rebuilt: the cache only
  * saves time, so losing it must never cost the application anything more.  But the path is the
  * user's to type: a file cubpf cannot recognise as its own (not SQLite, another application's
- * database, a damaged SQLite file without cubpf's application id) is never opened for writing,
- * moved or changed; opening the cache fails with a message that says what is there. */
+ * database, a damaged SQLite file without cubpf's application id or schema) is never opened for
+ * writing, moved or changed; opening the cache fails with a message that says what is there.
+ * And a cache is code that others' processes load: it is used only when no other user can
+ * change it (store/cache_trust.c), or read-only, trusting its owner. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +27,7 @@
 #include <sqlite3.h>
 #include <xxhash.h>
 
+#include "store/internal.h"
 #include "store/store.h"
 
 #define CACHE_APP_ID 0x63425046 /* "cBPF" */
@@ -51,8 +55,10 @@ struct store_cache {
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_NSTMT];
 	char *path;
+	char *real;             /* path through no link, what sqlite opens (SQLITE_OPEN_NOFOLLOW) */
 	struct store_cache_options opt;
 	int ours;               /* the database was seen to be cubpf's (its application id) */
+	int read_only;          /* STORE_CACHE_OPEN_READ_ONLY: nothing written, moved or made */
 	int wait_ms;            /* how long the call in progress waits for another's lock */
 	int failed_rc;          /* sqlite's code of the last failure (fail()) */
 	char error[STORE_ERRLEN];
@@ -180,22 +186,91 @@ void store_key_hex(const store_key *key, char out[33])
 
 /* ---- paths ------------------------------------------------------------------------------ */
 
-int store_cache_default_path(char *buf, size_t size)
+/* $HOME/.cache/cubpf/cache.db, when HOME is a folder: cubpf makes .cache and .cache/cubpf in it
+ * but never a home folder (an account without one, a service's, is not given one). */
+static int home_path(const char *home, char *buf, size_t size, char *err, size_t errlen)
+{
+	struct stat st;
+	if (stat(home, &st) || !S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "no cache path: HOME (%s) is not a folder, and cubpf does not make "
+			 "one; set CUBPF_CACHE or XDG_CACHE_HOME, or CUBPF_CACHE=off", home);
+		return -1;
+	}
+	int n = snprintf(buf, size, "%s/.cache/cubpf/cache.db", home);
+	if (n < 0 || (size_t)n >= size) {
+		snprintf(err, errlen, "no cache path: HOME is %zu bytes long; the cache path under it "
+			 "would pass the %zu bytes a path may have", strlen(home), size - 1);
+		return -1;
+	}
+	return 0;
+}
+
+int store_cache_default_path(char *buf, size_t size, char *err, size_t errlen)
 {
 	const char *env = getenv("CUBPF_CACHE");
 	const char *xdg = getenv("XDG_CACHE_HOME");
 	const char *home = getenv("HOME");
 	int n;
 
-	if (env && *env)
+	if (env && *env) {
 		n = snprintf(buf, size, "%s", env);
-	else if (xdg && *xdg == '/')
+		if (n < 0 || (size_t)n >= size) {
+			snprintf(err, errlen, "CUBPF_CACHE is %zu bytes long, more than the %zu bytes a "
+				 "path may have", strlen(env), size - 1);
+			return -1;
+		}
+		return 0;
+	}
+	if (xdg && *xdg == '/') {
 		n = snprintf(buf, size, "%s/cubpf/cache.db", xdg);
-	else if (home && *home)
-		n = snprintf(buf, size, "%s/.cache/cubpf/cache.db", home);
-	else
+		if (n < 0 || (size_t)n >= size) {
+			snprintf(err, errlen, "no cache path: XDG_CACHE_HOME is %zu bytes long; the "
+				 "cache path under it would pass the %zu bytes a path may have",
+				 strlen(xdg), size - 1);
+			return -1;
+		}
+		return 0;
+	}
+	if (home && *home)
+		return home_path(home, buf, size, err, errlen);
+	snprintf(err, errlen, "no cache path: set CUBPF_CACHE, XDG_CACHE_HOME or HOME");
+	return -1;
+}
+
+/* CUBPF_CACHE_GROUP: a group by name or number. */
+static int env_group(const char *v, unsigned *gid, char *err, size_t errlen)
+{
+	struct group gr, *res = NULL;
+	char buf[4096], *end;
+	errno = 0;
+	unsigned long n = strtoul(v, &end, 10);
+	if (*v >= '0' && *v <= '9' && !*end && !errno && n < (gid_t)-1) {
+		*gid = (unsigned)n;
+		return 0;
+	}
+	if (getgrnam_r(v, &gr, buf, sizeof(buf), &res) == 0 && res) {
+		*gid = (unsigned)res->gr_gid;
+		return 0;
+	}
+	snprintf(err, errlen, "CUBPF_CACHE_GROUP=%s: no such group", v);
+	return -1;
+}
+
+int store_cache_env_options(struct store_cache_options *o, char *err, size_t errlen)
+{
+	const char *ro = getenv("CUBPF_CACHE_READONLY"), *grp = getenv("CUBPF_CACHE_GROUP");
+	if (ro && *ro && strcmp(ro, "0") && strcmp(ro, "1")) {
+		snprintf(err, errlen, "CUBPF_CACHE_READONLY=%s: expected 0 or 1", ro);
 		return -1;
-	return (n < 0 || (size_t)n >= size) ? -1 : 0;
+	}
+	if (ro && !strcmp(ro, "1"))
+		o->flags |= STORE_CACHE_OPEN_READ_ONLY;
+	if (grp && *grp) {
+		if (env_group(grp, &o->trusted_gid, err, errlen))
+			return -1;
+		o->flags |= STORE_CACHE_OPEN_TRUST_GROUP;
+	}
+	return 0;
 }
 
 /* mkdir -p of the folders above path, each new one 0700 (the cache holds other people's
@@ -222,9 +297,13 @@ static int make_parents(struct store_cache *c, const char *path)
 	return 0;
 }
 
+/* A new database: made here, never through a link; one that another process made meanwhile
+ * is the same cache (the trust check saw the folder: only trusted users can make it). */
 static int create_file(struct store_cache *c)
 {
-	int fd = open(c->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	int fd = open(c->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST)
+		return 0;
 	if (fd < 0) {
 		set_err(c, "cannot open %s: %s", c->path, strerror(errno));
 		return -1;
@@ -272,52 +351,109 @@ enum file_kind {
 	FILE_NEW,         /* nothing there, or an empty file (cubpf's, before sqlite wrote to it) */
 	FILE_OURS,        /* SQLite with cubpf's application id in its header */
 	FILE_SQLITE_ANON, /* SQLite without an application id: sqlite tells (through the WAL) */
+	FILE_OURS_BROKEN, /* cubpf's schema behind a header that is damaged or not cubpf's */
 	FILE_NOT_OURS     /* anything else: never written, moved or changed (message set) */
 };
 
 #define SQLITE_MAGIC "SQLite format 3"  /* and a NUL: the first 16 bytes of every database */
 #define SQLITE_APP_ID_AT 68             /* big-endian u32 in the 100-byte header */
+/* The text sqlite keeps of cubpf's blobs table (schema 3), in page 1's schema cells near the
+ * page's end: what still says whose a database is when its header does not. */
+#define CACHE_SCHEMA_MARK "TABLE blobs (id INTEGER PRIMARY KEY, manifest BLOB, cubin BLOB, ptx BLOB)"
+#define CACHE_MARK_SCAN (128u << 10)   /* page 1 of the largest page size, and then some */
 
-/* Tells from the file's first 100 bytes, before sqlite opens it, whether cubpf may use the
- * file at its path.  A new cubpf database has application id 0 in its file header until the
- * first checkpoint (the id sits in the WAL), hence FILE_SQLITE_ANON. */
-static enum file_kind file_kind(struct store_cache *c)
+/* What in a header with SQLite's magic sqlite itself would refuse; NULL when it looks sound. */
+static const char *header_damage(const uint8_t *h)
+{
+	unsigned ps = (unsigned)h[16] << 8 | h[17];
+	if (!(ps == 1 || (ps >= 512 && ps <= 32768 && !(ps & (ps - 1)))))
+		return "its page size";
+	if (h[18] < 1 || h[18] > 2 || h[19] < 1 || h[19] > 2)
+		return "its file format numbers";
+	if (h[21] != 64 || h[22] != 32 || h[23] != 32)
+		return "its payload fractions";
+	return NULL;
+}
+
+/* Whether the file holds cubpf's schema text: a cubpf database whose header was damaged. */
+static int has_our_schema(int fd, off_t size)
+{
+	size_t n = size < (off_t)CACHE_MARK_SCAN ? (size_t)size : CACHE_MARK_SCAN;
+	uint8_t *buf = malloc(n ? n : 1);
+	ssize_t got = buf ? pread(fd, buf, n, 0) : -1;
+	int found = got > 0 && memmem(buf, (size_t)got, CACHE_SCHEMA_MARK,
+				      sizeof(CACHE_SCHEMA_MARK) - 1) != NULL;
+	free(buf);
+	return found;
+}
+
+static enum file_kind not_ours(struct store_cache *c, int fd, off_t size, const char *broken,
+			      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* A header that does not say cubpf: the schema behind it may still (FILE_OURS_BROKEN, the
+ * message says what is wrong with the header: broken); else the message is fmt's. */
+static enum file_kind not_ours(struct store_cache *c, int fd, off_t size, const char *broken,
+			      const char *fmt, ...)
+{
+	if (has_our_schema(fd, size)) {
+		set_err(c, "%s, cubpf's schema behind it", broken);
+		return FILE_OURS_BROKEN;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->error, sizeof(c->error), fmt, ap);
+	va_end(ap);
+	return FILE_NOT_OURS;
+}
+
+/* Tells from the file's header, before sqlite opens it, whether cubpf may use the file at its
+ * path.  A new cubpf database has application id 0 in its file header until the first
+ * checkpoint (the id sits in the WAL), hence FILE_SQLITE_ANON. */
+static enum file_kind header_kind(struct store_cache *c, int fd, const struct stat *st)
 {
 	uint8_t h[100];
-	struct stat st;
-	int fd = open(c->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0 && errno == ENOENT)
-		return FILE_NEW;
-	if (fd < 0 || fstat(fd, &st)) {
-		set_err(c, "cannot open %s: %s", c->path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return FILE_NOT_OURS;
-	}
-	ssize_t n = S_ISREG(st.st_mode) ? pread(fd, h, sizeof(h), 0) : -1;
-	close(fd);
-	if (!S_ISREG(st.st_mode)) {
-		set_err(c, "%s is not a regular file, so not a cubpf cache; left untouched", c->path);
-		return FILE_NOT_OURS;
-	}
+	ssize_t n = pread(fd, h, sizeof(h), 0);
 	if (n == 0)
 		return FILE_NEW;
 	if (n < (ssize_t)sizeof(h) || memcmp(h, SQLITE_MAGIC, sizeof(SQLITE_MAGIC))) {
+		/* whatever follows: a file that does not even say SQLite is never taken */
 		set_err(c, "%s is not a cubpf cache (%lld bytes, not an SQLite database); left "
 			"untouched: point CUBPF_CACHE (or --db) at another path", c->path,
-			(long long)st.st_size);
+			(long long)st->st_size);
 		return FILE_NOT_OURS;
 	}
+	const char *bad = header_damage(h);
+	if (bad)
+		return not_ours(c, fd, st->st_size, "a damaged SQLite header",
+				"%s has a damaged SQLite header (%s): nothing in it says it was a "
+				"cubpf cache; left untouched: remove it if it was, or point "
+				"CUBPF_CACHE (or --db) at another path", c->path, bad);
 	uint32_t app = (uint32_t)h[SQLITE_APP_ID_AT] << 24 | (uint32_t)h[SQLITE_APP_ID_AT + 1] << 16 |
 		       (uint32_t)h[SQLITE_APP_ID_AT + 2] << 8 | h[SQLITE_APP_ID_AT + 3];
 	if (app == CACHE_APP_ID)
 		return FILE_OURS;
 	if (app == 0)
 		return FILE_SQLITE_ANON;
-	set_err(c, "%s is an SQLite database of another application (application id 0x%08x), not a "
-		"cubpf cache; left untouched: point CUBPF_CACHE (or --db) at another path", c->path,
-		app);
-	return FILE_NOT_OURS;
+	return not_ours(c, fd, st->st_size, "another application's id in its header",
+			"%s is an SQLite database of another application "
+			"(application id 0x%08x), not a cubpf cache; left untouched: point CUBPF_CACHE "
+			"(or --db) at another path", c->path, app);
+}
+
+/* What is at the path, looked at without following a link or blocking on a FIFO. */
+static enum file_kind file_kind(struct store_cache *c)
+{
+	struct stat st;
+	int fd = store_file_open(c->path, STORE_FILE_NOFOLLOW, &st, c->error, sizeof(c->error));
+	if (fd < 0 && errno == ENOENT)
+		return FILE_NEW;
+	if (fd < 0) {
+		size_t n = strlen(c->error);
+		snprintf(c->error + n, sizeof(c->error) - n, ", so not a cubpf cache; left untouched");
+		return FILE_NOT_OURS;
+	}
+	enum file_kind k = header_kind(c, fd, &st);
+	close(fd);
+	return k;
 }
 
 /* ---- opening ---------------------------------------------------------------------------- */
@@ -476,13 +612,22 @@ static int busy_wait(void *arg, int tries)
 static int db_connect(struct store_cache *c)
 {
 	enum file_kind k = file_kind(c);
+	if (k == FILE_OURS_BROKEN) {
+		c->ours = 1;
+		return SQLITE_CORRUPT; /* db_open sets it aside, or says why not */
+	}
 	if (k == FILE_NOT_OURS)
 		return SQLITE_MISMATCH;
 	c->ours |= k == FILE_OURS;
+	if (k == FILE_NEW && c->read_only) {
+		set_err(c, "no cubpf cache at %s (read-only: none is made)", c->path);
+		return SQLITE_CANTOPEN;
+	}
 	if (k == FILE_NEW && create_file(c))
 		return SQLITE_CANTOPEN;
-	int rc = sqlite3_open_v2(c->path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX,
-				 NULL);
+	int flags = (c->read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
+		    SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_FULLMUTEX;
+	int rc = sqlite3_open_v2(c->real, &c->db, flags, NULL);
 	if (rc != SQLITE_OK) {
 		set_err(c, "%s: %s", c->path, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
 		return rc;
@@ -494,11 +639,28 @@ static int db_connect(struct store_cache *c)
 	return rc;
 }
 
+/* Read-only: the schema must be there already, nothing is set or made. */
+static int db_check_schema(struct store_cache *c)
+{
+	int rc;
+	int64_t ver = pragma_int(c, "PRAGMA user_version", &rc);
+	if (rc == SQLITE_OK && (!c->ours || ver != CACHE_SCHEMA)) {
+		set_err(c, "%s holds no cubpf cache of schema %d (schema %lld); read-only: not "
+			"changed", c->path, CACHE_SCHEMA, (long long)ver);
+		return SQLITE_MISMATCH;
+	}
+	if (rc != SQLITE_OK && !c->error[0])
+		set_err(c, "%s: %s", c->path, sqlite3_errmsg(c->db));
+	return rc;
+}
+
 static int db_open_once(struct store_cache *c)
 {
 	int rc = db_connect(c);
 	if (rc != SQLITE_OK)
 		return rc;
+	if (c->read_only)
+		return db_check_schema(c);
 	/* A new file: large pages (a module is hundreds of KiB; 4 KiB pages make a blob a long
 	 * chain of page reads) and incremental vacuum (eviction gives space back).  Both must be
 	 * set before WAL and before the first table. */
@@ -567,6 +729,10 @@ static int db_open(struct store_cache *c)
 		return -1;
 	char why[STORE_ERRLEN];
 	snprintf(why, sizeof(why), "%s", c->error);
+	if (c->read_only) {
+		set_err(c, "%s is damaged (%s); read-only: left as it is", c->path, why);
+		return -1;
+	}
 	if (!c->ours) {
 		set_err(c, "%s is a damaged SQLite file that cubpf cannot tell to be its cache (%s); "
 			"left untouched: remove it if it is, or point CUBPF_CACHE (or --db) at another "
@@ -579,6 +745,25 @@ static int db_open(struct store_cache *c)
 	if (rc == SQLITE_OK)
 		return 0;
 	db_close(c);
+	return -1;
+}
+
+/* Who can change the cache decides whether it is used at all (store/cache_trust.c). */
+static int trusted(struct store_cache *c)
+{
+	struct store_trust t = {
+		.group_trusted = (c->opt.flags & STORE_CACHE_OPEN_TRUST_GROUP) != 0,
+		.gid = (gid_t)c->opt.trusted_gid,
+		.read_only = c->read_only,
+	};
+	char why[STORE_ERRLEN], real[4096];
+	if (store_cache_trust(c->path, &t, real, sizeof(real), why, sizeof(why)) == 0) {
+		c->real = strdup(real);
+		if (c->real)
+			return 0;
+		snprintf(why, sizeof(why), "out of memory");
+	}
+	set_err(c, "%s", why);
 	return -1;
 }
 
@@ -602,15 +787,15 @@ struct store_cache *store_cache_open(const char *path, const struct store_cache_
 	if (c->opt.write_wait_ms <= 0)
 		c->opt.write_wait_ms = c->opt.busy_timeout_ms;
 	c->wait_ms = c->opt.busy_timeout_ms;
-	if (!path && store_cache_default_path(def, sizeof(def)) == 0)
+	c->read_only = (c->opt.flags & STORE_CACHE_OPEN_READ_ONLY) != 0;
+	if (!path && store_cache_default_path(def, sizeof(def), err, errlen) == 0)
 		path = def;
 	if (!path) {
-		snprintf(err, errlen, "no cache path: set CUBPF_CACHE, XDG_CACHE_HOME or HOME");
 		free(c);
 		return NULL;
 	}
 	c->path = strdup(path);
-	if (!c->path || make_parents(c, path) || db_open(c)) {
+	if (!c->path || (!c->read_only && make_parents(c, path)) || trusted(c) || db_open(c)) {
 		snprintf(err, errlen, "%s", c->path ? c->error : "out of memory");
 		store_cache_close(c);
 		return NULL;
@@ -629,6 +814,7 @@ void store_cache_close(struct store_cache *c)
 	db_close(c);
 	pthread_mutex_destroy(&c->lock);
 	free(c->path);
+	free(c->real);
 	free(c);
 }
 
@@ -674,7 +860,9 @@ static int fail(struct store_cache *c, int rc, const char *what)
 		char why[STORE_ERRLEN];
 		snprintf(why, sizeof(why), "%s", c->error);
 		db_close(c);
-		if (c->ours && move_aside(c, why) == 0) /* once opened, it was seen to be cubpf's */
+		if (c->read_only)
+			set_err(c, "%s is damaged (%s); read-only: left as it is", c->path, why);
+		else if (c->ours && move_aside(c, why) == 0) /* once opened, seen to be cubpf's */
 			db_open(c); /* a new, empty cache for the next call */
 	}
 	return -1;
@@ -929,6 +1117,13 @@ static int get_locked(struct store_cache *c, const store_key *key, struct store_
 		set_err(c, "out of memory reading an entry");
 		return -1;
 	}
+	if (corrupt && c->read_only) {
+		char hex[33];
+		store_key_hex(key, hex);
+		warn(c, "cubpf cache: entry %s in %s failed its checksum; read-only: left there, "
+		     "taken as a miss", hex, c->path);
+		return 0;
+	}
 	if (corrupt) {
 		char hex[33];
 		store_key_hex(key, hex);
@@ -937,7 +1132,8 @@ static int get_locked(struct store_cache *c, const store_key *key, struct store_
 		if (drop_entry(c, key))
 			return -1;
 	}
-	note_lookup(c, got == 1 ? key : NULL, got == 1 ? out->rewrite_ns + out->jit_ns : 0);
+	if (!c->read_only) /* a read-only cache counts nothing: counting is writing */
+		note_lookup(c, got == 1 ? key : NULL, got == 1 ? out->rewrite_ns + out->jit_ns : 0);
 	return got == 1;
 }
 
@@ -1069,6 +1265,10 @@ static int put_locked(struct store_cache *c, const store_key *key, const struct 
 			(unsigned long long)size, (unsigned long long)c->opt.max_bytes);
 		return -1;
 	}
+	if (c->read_only) {
+		set_err(c, "%s is read-only: not stored", c->path);
+		return 1;
+	}
 	if (!c->db && db_open(c))
 		return -1;
 	/* A module load waits on another process's write for write_wait_ms at most: past it the
@@ -1181,6 +1381,10 @@ static int64_t clear_locked(struct store_cache *c)
 	int64_t n;
 	int rc;
 
+	if (c->read_only) {
+		set_err(c, "%s is opened read-only: not cleared", c->path);
+		return -1;
+	}
 	if (!c->db && db_open(c))
 		return -1;
 	flush(c);
@@ -1216,6 +1420,8 @@ int store_cache_get(struct store_cache *c, const store_key *key, struct store_ca
 
 static int delete_locked(struct store_cache *c, const store_key *key)
 {
+	if (c->read_only)
+		return 0; /* nothing is changed in a read-only cache */
 	if (!c->db && db_open(c))
 		return -1;
 	if (drop_entry(c, key))

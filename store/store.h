@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_ERRLEN 256
+#define STORE_ERRLEN 512 /* a cache refusal names a path, why, and what to do */
 
 /* Where log messages (warnings such as "database damaged, rebuilt") go; NULL = nowhere. */
 typedef void (*store_log_fn)(void *ctx, const char *msg);
@@ -72,7 +72,18 @@ struct store_cache_options {
 				 * Lookups never wait for a write: their use counts wait for later */
 	store_log_fn log;       /* warnings; may be NULL */
 	void *log_ctx;
+	unsigned flags;         /* STORE_CACHE_OPEN_* */
+	unsigned trusted_gid;   /* with STORE_CACHE_OPEN_TRUST_GROUP */
 };
+
+/* Read-only: lookups only.  sqlite opens the file read-only; nothing is made, written, counted,
+ * moved aside or dropped (a put returns 1, "read-only"; a damaged file is reported and left).
+ * The database's owner is trusted besides this user and root: the way to use a cache that
+ * another user (a CI account, an administrator) fills. */
+#define STORE_CACHE_OPEN_READ_ONLY 0x1u
+/* Members of trusted_gid may own and write the database and its folders: a cache shared by a
+ * group, by the user's explicit choice (CUBPF_CACHE_GROUP). */
+#define STORE_CACHE_OPEN_TRUST_GROUP 0x2u
 
 /* What goes in (put) and comes out (get).  get's buffers are malloc'd: store_cache_entry_free. */
 struct store_cache_entry {
@@ -103,13 +114,25 @@ struct store_cache_stats {
 };
 
 /* Default database path: $CUBPF_CACHE, else $XDG_CACHE_HOME/cubpf/cache.db, else
- * $HOME/.cache/cubpf/cache.db.  Returns 0, or -1 when no path fits or none can be made. */
-int store_cache_default_path(char *buf, size_t size);
+ * $HOME/.cache/cubpf/cache.db (per user, as ccache's and the CUDA JIT cache's).  Returns 0, or
+ * -1 with the reason in err: no variable set, a path longer than buf (CUBPF_CACHE of N bytes),
+ * a HOME that does not exist (cubpf never makes a home folder). */
+int store_cache_default_path(char *buf, size_t size, char *err, size_t errlen);
+
+/* The sharing settings of the environment, the same for the shim and `cubpf cache`:
+ * CUBPF_CACHE_READONLY=1 (STORE_CACHE_OPEN_READ_ONLY) and CUBPF_CACHE_GROUP=NAME|GID
+ * (STORE_CACHE_OPEN_TRUST_GROUP), added to o->flags.  0, or -1 with the reason in err. */
+int store_cache_env_options(struct store_cache_options *o, char *err, size_t errlen);
 
 /* Opens (creating with mode 0600, and missing folders 0700) the database at path (NULL = the
- * default path).  A damaged cubpf database (cubpf's application id in its SQLite header, or
+ * default path).  Only a cache that no other user can change is used (store/cache_trust.c):
+ * the database, its -wal and -shm, its folder and the folders above must be owned and writable
+ * by this user or root alone (sticky folders above its own excepted), unless trusted by flags;
+ * a symbolic link for the database is refused, never followed.  NULL, with why and what to
+ * do in err, otherwise.  A damaged cubpf database (cubpf's application id in its SQLite header, or
  * seen to be cubpf's by this object) is moved aside to PATH.broken-TIME (with its -wal) and a
- * new one made; the log callback says so and where it went.  A file cubpf cannot tell to be
+ * new one made; the log callback says so and where it went.  So is one whose SQLite header is
+ * damaged or carries another id when cubpf's schema still follows it.  A file cubpf cannot tell to be
  * its own (not SQLite, another application's database, a damaged one without cubpf's id) is
  * never moved or written: NULL, with a message in err saying what is there.  An empty file or
  * an empty SQLite database becomes the cache.  NULL with a message on other failures too (no

@@ -20,6 +20,7 @@
 
 #include <zstd.h>
 
+#include "store/internal.h"
 #include "store/store.h"
 
 /* The sizes FORMAT.md promises: a layout change must be a new record type or a new major. */
@@ -498,17 +499,15 @@ struct store_trace_reader *store_trace_open(const char *path, char *err, size_t 
 {
 	struct stat st;
 	void *map = NULL;
-	/* O_NONBLOCK: opening a FIFO for reading waits for a writer; it is refused below */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int fd = store_file_open(path, 0, &st, err, errlen); /* a FIFO is refused, not waited on */
 
-	if (fd < 0 || fstat(fd, &st)) {
-		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			snprintf(err, errlen, "cannot open %s: %s", path, strerror(ENOENT));
 		return NULL;
 	}
-	if (!S_ISREG(st.st_mode) || st.st_size == 0) {
-		snprintf(err, errlen, "%s: %s", path, S_ISREG(st.st_mode) ? "empty file" : "not a file");
+	if (st.st_size == 0) {
+		snprintf(err, errlen, "%s: empty file", path);
 		close(fd);
 		return NULL;
 	}

@@ -3,9 +3,11 @@
  *   stats [--db PATH]    entries, bytes, hits, misses, time saved
  *   clear [--db PATH]    delete every entry */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,7 +23,10 @@ static const char usage_text[] =
 	"  clear   delete every entry (the file stays; other processes may keep using it)\n"
 	"\n"
 	"The database is $CUBPF_CACHE, else $XDG_CACHE_HOME/cubpf/cache.db, else\n"
-	"~/.cache/cubpf/cache.db; --db names another.\n";
+	"~/.cache/cubpf/cache.db; --db names another.  ls and stats only read it (a damaged\n"
+	"database is reported, exit status 1, and left as it is).  A cache another user could\n"
+	"change is not used: CUBPF_CACHE_GROUP=NAME trusts a group, CUBPF_CACHE_READONLY=1 reads\n"
+	"another's cache without writing it.\n";
 
 static void log_stderr(void *ctx, const char *msg)
 {
@@ -126,13 +131,26 @@ int cmd_cache(int argc, char **argv)
 	}
 	/* Looking must not create: say there is no cache instead. */
 	char def[4096];
-	if (!db && store_cache_default_path(def, sizeof(def)) == 0)
+	if (!db && store_cache_default_path(def, sizeof(def), err, sizeof(err)) != 0) {
+		fprintf(stderr, "cubpf cache: %s\n", err);
+		return 1;
+	}
+	if (!db)
 		db = def;
-	if (db && access(db, F_OK) != 0) {
+	struct stat st;
+	if (lstat(db, &st) != 0 && errno == ENOENT) {
 		printf("no cache at %s (nothing cached yet)\n", db);
 		return 0;
 	}
 	struct store_cache_options opt = {.log = log_stderr};
+	if (store_cache_env_options(&opt, err, sizeof(err))) {
+		fprintf(stderr, "cubpf cache: %s\n", err);
+		return 1;
+	}
+	/* Looking must not repair either: ls and stats read the file as it is, and a damaged one
+	 * is reported (exit 1) and left where it is for whoever wants to look at it. */
+	if (fn != do_clear)
+		opt.flags |= STORE_CACHE_OPEN_READ_ONLY;
 	struct store_cache *c = store_cache_open(db, &opt, err, sizeof(err));
 	if (!c) {
 		fprintf(stderr, "cubpf cache: %s\n", err);

@@ -679,17 +679,12 @@ static int inspect_file(const char *path, const struct options *o, int *first_js
 {
 	struct model m = {.path = path};
 	char err[CUBIN_ERRLEN * 2] = "";
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	const char *why = fd < 0 || fstat(fd, &st) ? strerror(errno)
-			: !S_ISREG(st.st_mode) ? "not a regular file" : NULL;
-	if (why) {
-		tool_warn("cubpf inspect: %s: %s", path, why);
-		if (fd >= 0)
-			close(fd);
+	char why[CUBIN_ERRLEN + 4096];
+	int fd = cubin_file_open(path, &m.file_size, why, sizeof(why));
+	if (fd < 0) {
+		tool_warn("cubpf inspect: %s", why);
 		return 1;
 	}
-	m.file_size = (size_t)st.st_size;
 	void *map = m.file_size ? mmap(NULL, m.file_size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
 	close(fd);
 	if (map == MAP_FAILED) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cubin/cubin.h"
 #include "ptx-rewriter/ptx.h"
 #include "tools/commands.h"
 #include "tools/tools.h"
@@ -33,34 +34,20 @@ static void ptx_usage(FILE *out)
 		"probes use; whoever loads it must store the device address of map i's storage there.\n");
 }
 
-static char *read_all(const char *path, size_t *len)
+/* The PTX to rewrite, NUL-terminated; NULL with the reason in err (a FIFO is refused, not
+ * waited on). */
+static char *read_all(const char *path, size_t *len, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	char *d = NULL;
-	size_t cap = 0, n = 0, r;
-	do {
-		if (n + 65536 > cap) {
-			char *nd = realloc(d, cap = (cap ? cap * 2 : 65536) + 65536);
-			if (!nd) {
-				free(d);
-				fclose(f);
-				return NULL;
-			}
-			d = nd;
-		}
-		r = fread(d + n, 1, cap - n, f);
-		n += r;
-	} while (r > 0);
-	bool bad = ferror(f);
-	fclose(f);
-	if (bad) {
+	uint8_t *d = cubin_file_read(path, (size_t)1 << 31, len, err, errlen);
+	uint8_t *t = d ? realloc(d, *len + 1) : NULL;
+	if (!t) {
+		if (d)
+			snprintf(err, errlen, "%s: out of memory", path);
 		free(d);
 		return NULL;
 	}
-	*len = n;
-	return d;
+	t[*len] = 0;
+	return (char *)t;
 }
 
 /* Verifies the GPU programs and lists them for the rewriter. */
@@ -110,12 +97,13 @@ static int instrument(const char *prog_path, const char *in_path, const char *ou
 		return 1;
 	}
 	size_t len = 0;
-	char *text = read_all(in_path, &len);
+	char why[CUBIN_ERRLEN + 4096];
+	char *text = read_all(in_path, &len, why, sizeof(why));
 	struct ptx_prog *progs = calloc(obj->prog_cnt + 1, sizeof(*progs));
 	uint32_t cnt = 0;
 	int rc = 1;
 	if (!text) {
-		fprintf(stderr, "cubpf ptx: cannot read %s: %s\n", in_path, strerror(errno));
+		fprintf(stderr, "cubpf ptx: %s\n", why);
 	} else if (progs && !gpu_progs(obj, progs, &cnt)) {
 		if (!cnt)
 			fprintf(stderr, "cubpf ptx: warning: %s has no kprobe/kretprobe/memprobe program\n",

@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "shim/shim.h"
 #include "store/store.h"
 #include "tools/commands.h"
 #include "tools/tools.h"
@@ -164,15 +165,14 @@ static double parse_seconds(const char *opt, const char *v)
 	return d;
 }
 
-/* A whole number from 1 to max, for the options that become CUBPF_* variables. */
-static const char *parse_count(const char *opt, const char *v, unsigned long max)
+/* An option that becomes a CUBPF_* variable: checked by the shim's own table (settings.c), so
+ * that the option and the variable take the same values and are refused the same way. */
+static const char *parse_count(enum shim_setting_id id, const char *v)
 {
-	char *end;
-	errno = 0;
-	unsigned long n = strtoul(v, &end, 10);
-	if (errno || end == v || *end || *v == '-' || n == 0 || n > max) {
-		fprintf(stderr, "cubpf run: %s '%s': expected a whole number from 1 to %lu\n", opt, v,
-			max);
+	char err[256];
+	uint64_t n;
+	if (shim_setting_parse(id, v, &n, err, sizeof(err))) {
+		fprintf(stderr, "cubpf run: %s\n", err);
 		return NULL;
 	}
 	return v;
@@ -216,17 +216,17 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 		case OPT_JSON: o->json = 1; break;
 		case OPT_LIST: o->list_tools = 1; break;
 		case OPT_RINGBUF:
-			if (!(o->ringbuf_mb = parse_count("--ringbuf-mb", optarg, 1ul << 20)))
+			if (!(o->ringbuf_mb = parse_count(SHIM_SET_RINGBUF_MB, optarg)))
 				return -1;
 			break;
 		case OPT_MAPMAX:
-			if (!(o->map_max_mb = parse_count("--map-max-mb", optarg, 1ul << 24)))
+			if (!(o->map_max_mb = parse_count(SHIM_SET_MAP_MAX_MB, optarg)))
 				return -1;
 			break;
 		case OPT_CONTROL: o->control = optarg; break;
 		case OPT_METRICS: o->metrics = optarg; break;
 		case OPT_SAMPLE:
-			if (!(o->sample = parse_count("--sample", optarg, 1ul << 31)))
+			if (!(o->sample = parse_count(SHIM_SET_SAMPLE, optarg)))
 				return -1;
 			break;
 		case 'h': o->help = 1; break;
@@ -1117,6 +1117,12 @@ int cmd_run(int argc, char **argv)
 		claim_release(&fw);
 		if (own_trace)
 			remove_traces(tmp);
+		return 2;
+	}
+	/* the variables the program gets, the user's own included: refused as the options are */
+	char bad[256];
+	if (shim_settings_check_env(bad, sizeof(bad))) {
+		fprintf(stderr, "cubpf run: %s\n", bad);
 		return 2;
 	}
 	int rc = run_child(argv + first, &fw);

@@ -2,9 +2,12 @@
 # Link order: modules that use others come first.
 CUBPF_LIBS := $(STORE_LIB) $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB)
 TOOLS_SRCS := $(wildcard tools/*.c)
-$(BUILD)/bin/cubpf: $(call objs,$(TOOLS_SRCS)) $(CUBPF_LIBS)
+# The shim's table of numeric settings (shim/settings.c, a leaf): `cubpf run` checks its options
+# and the variables it passes on with the very code the shim reads them with.
+TOOLS_SHIM_OBJS := $(call objs,shim/settings.c)
+$(BUILD)/bin/cubpf: $(call objs,$(TOOLS_SRCS)) $(TOOLS_SHIM_OBJS) $(CUBPF_LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(call objs,$(TOOLS_SRCS)) $(CUBPF_LIBS) $(DEP_LIBS) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(call objs,$(TOOLS_SRCS)) $(TOOLS_SHIM_OBJS) $(CUBPF_LIBS) $(DEP_LIBS) $(LDLIBS)
 BINS += $(BUILD)/bin/cubpf
 # The SQLite export uses the build's one SQLite (store/module.mk), which STORE_LIB carries.
 $(call objs,tools/cmd_export_sqlite.c): CFLAGS += -I$(SQLITE_DIR)

@@ -523,31 +523,12 @@ int vm_object_load(const void *data, size_t size, const char *name, struct vm_ob
 
 uint8_t *vm_read_file(const char *path, size_t *size, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
-	size_t n = 0, cap = 0;
-	if (!f) {
-		vm_errf(err, errlen, "%s: %s", path, strerror(errno));
-		return NULL;
-	}
-	for (;;) {
-		if (n == cap) {
-			uint8_t *b = cap < (1u << 30) ? realloc(buf, cap = cap ? cap * 2 : 65536) : NULL;
-			if (!b) {
-				free(buf);
-				fclose(f);
-				vm_errf(err, errlen, "%s: too large or out of memory", path);
-				return NULL;
-			}
-			buf = b;
-		}
-		size_t got = fread(buf + n, 1, cap - n, f);
-		if (!got)
-			break;
-		n += got;
-	}
-	fclose(f);
-	*size = n;
+	/* through cubin's one opener: a FIFO named as a probe object (CUBPF_PROGRAMS=FIFO) used to
+	 * block the application's start forever, before the forked checker's timeout applied */
+	char why[CUBIN_ERRLEN + 4096];
+	uint8_t *buf = cubin_file_read(path, (size_t)1 << 30, size, why, sizeof(why));
+	if (!buf)
+		vm_errf(err, errlen, "%s", why);
 	return buf;
 }
 

@@ -52,6 +52,12 @@ static int try_path(struct search *s, const char *path)
 	struct stat st;
 	if (s->lib->handle || stat(path, &st) != 0)
 		return s->lib->handle != NULL;
+	if (!S_ISREG(st.st_mode)) { /* dlopen would block on a FIFO, as the driver search did */
+		size_t used = strlen(s->tried);
+		snprintf(s->tried + used, sizeof(s->tried) - used, "%s%s is not a regular file",
+			 used ? "; " : "", path);
+		return 0;
+	}
 	if ((st.st_dev == s->self_dev && st.st_ino == s->self_ino) || shim_is_cubpf_file(path))
 		return 0;
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);

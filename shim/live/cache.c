@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cubin/cubin.h"
 #include "shim/live/internal.h"
 
 enum { CACHE_UNOPENED, CACHE_OPEN, CACHE_OFF };
@@ -112,20 +113,14 @@ static void rewriter_identity(void)
 
 static int read_file(const char *path, struct store_blob *b)
 {
-	FILE *f = fopen(path, "rb");
-	void *buf = NULL;
-	long n = -1;
-	if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (buf = malloc(n ? (size_t)n : 1)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
-		fclose(f);
-		b->data = buf;
-		b->size = (size_t)n;
-		return 0;
-	}
-	if (f)
-		fclose(f);
-	free(buf);
-	return -1;
+	char err[CUBIN_ERRLEN + 4096];
+	size_t n = 0;
+	uint8_t *buf = cubin_file_read(path, (size_t)1 << 30, &n, err, sizeof(err));
+	if (!buf)
+		return -1;
+	b->data = buf;
+	b->size = n;
+	return 0;
 }
 
 static bool env_off(const char *v)
@@ -143,8 +138,8 @@ static void open_cache(void)
 		shim_log(SHIM_LOG_INFO, "live: module cache off (CUBPF_CACHE=%s)", getenv("CUBPF_CACHE"));
 		return;
 	}
-	if (store_cache_default_path(path, sizeof(path)) != 0) {
-		give_up("", "no path (set CUBPF_CACHE, XDG_CACHE_HOME or HOME)");
+	if (store_cache_default_path(path, sizeof(path), err, sizeof(err)) != 0) {
+		give_up("", err);
 		return;
 	}
 	if (!objs) /* a fork()ed child opening again has them */
@@ -169,11 +164,15 @@ static void open_cache(void)
 	rewriter_identity();
 	/* a module load waits this long at most for another process's write (compile workers and
 	 * the main process store at once); past it the module is not stored this time */
-	const char *w = getenv("CUBPF_CACHE_WAIT_MS");
-	long wait = w && *w ? strtol(w, NULL, 10) : 5;
-	struct store_cache_options o = { .log = store_log,
-					 .write_wait_ms = (int)(wait > 0 && wait <= 60000 ? wait : 5) };
-	struct store_cache *c = store_cache_open(path, &o, err, sizeof(err));
+	struct store_cache_options o = {
+		.log = store_log, .write_wait_ms = (int)shim_setting_env(SHIM_SET_CACHE_WAIT_MS, 5) };
+	if (store_cache_env_options(&o, err, sizeof(err))) {
+		give_up(path, err);
+		return;
+	}
+	/* NULL, not path: the default's folders (never a missing HOME) are made by the store */
+	struct store_cache *c = store_cache_open(getenv("CUBPF_CACHE") ? path : NULL, &o, err,
+						 sizeof(err));
 	if (!c) {
 		give_up(path, err);
 		return;

@@ -15,6 +15,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <unistd.h>
+
+#include "cubin/cubin.h"
 #include "shim/live/internal.h"
 
 #define CONTROL_EVERY_NS (100 * 1000 * 1000ull)
@@ -63,9 +66,14 @@ static void apply_line(char *line, uint32_t *m)
 static uint32_t read_control(const char *path)
 {
 	uint32_t m = UINT32_MAX;
-	FILE *f = fopen(path, "re");
-	if (!f)
+	char err[CUBIN_ERRLEN + 4096];
+	int fd = cubin_file_open(path, NULL, err, sizeof(err)); /* a FIFO is not waited on */
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
 		return m;
+	}
 	char line[512];
 	while (fgets(line, sizeof(line), f))
 		apply_line(line, &m);

@@ -226,7 +226,7 @@ void shim_live_trace_api(const struct shim_api_event *ev)
 /* ---- report ---------------------------------------------------------------------------------- */
 
 /* Host maps of the objects with host programs: every entry, bpftool-like. */
-static void report_runtime(FILE *out, const struct vm_object *o, struct vm_runtime *rt)
+static void report_runtime(const struct vm_object *o, struct vm_runtime *rt)
 {
 	for (uint32_t m = 0; m < o->map_cnt; m++) {
 		const struct vm_map_def *d = &o->maps[m];
@@ -245,7 +245,7 @@ static void report_runtime(FILE *out, const struct vm_object *o, struct vm_runti
 			char kt[200], vt[200];
 			vm_map_format_bytes(key, d->key_size, kt, sizeof(kt));
 			vm_map_format_bytes(value, d->value_size, vt, sizeof(vt));
-			fprintf(out, "cubpf: map %s[%s] = %s (host)\n", d->name, kt, vt);
+			shim_log_print("map %s[%s] = %s (host)", d->name, kt, vt);
 		}
 	}
 }
@@ -289,7 +289,7 @@ static void trace_runtime(uint32_t obj, const struct vm_object *o, struct vm_run
 	}
 }
 
-void shim_live_host_report(FILE *out)
+void shim_live_host_report(void)
 {
 	if (!nhprogs)
 		return;
@@ -299,6 +299,6 @@ void shim_live_host_report(FILE *out)
 		if (rts[i] && shim_live_session.trace)
 			trace_runtime(i, shim_live_session.objs[i], rts[i]);
 		if (rts[i] && shim_log_enabled(SHIM_LOG_INFO))
-			report_runtime(out, shim_live_session.objs[i], rts[i]);
+			report_runtime(shim_live_session.objs[i], rts[i]);
 	}
 }

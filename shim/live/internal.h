@@ -211,7 +211,7 @@ int shim_live_fill(struct live_ctx *c, CUmodule mod, CUlibrary lib, char *err, s
  * work first (exit only: never while the application runs). */
 void shim_live_snapshot_all(bool sync);
 /* Prints the maps (bpftool-like) to `out`, and writes them into the trace when there is one. */
-void shim_live_maps_report(FILE *out, bool print);
+void shim_live_maps_report(bool print);
 /* Writes the latest snapshots into the trace. */
 void shim_live_maps_trace(void);
 void shim_live_maps_memory(uint64_t *device_bytes, uint64_t *pinned_bytes, uint32_t *contexts);
@@ -348,7 +348,7 @@ uint32_t shim_live_control_mask(void);
 struct vm_runtime *shim_live_host_runtime(uint32_t obj);
 void shim_live_host_launch(const struct shim_launch_event *ev, bool after);
 void shim_live_host_api(const struct shim_api_event *ev);
-void shim_live_host_report(FILE *out);
+void shim_live_host_report(void);
 void shim_live_trace_launch(const struct shim_launch_event *ev);
 /* A DEVICE record for device ordinal dev (compute capability sm, 90 = 9.0), once per device. */
 void shim_live_trace_device(int dev, uint32_t sm);

@@ -485,10 +485,9 @@ static int guarded_load(const char *path, struct vm_object **o, struct live_verd
 	size_t size = 0;
 	uint8_t *data = vm_read_file(path, &size, err, sizeof(err));
 	const char *fork_env = getenv("CUBPF_VERIFY_FORK");
-	const char *tmo = getenv("CUBPF_VERIFY_TIMEOUT_MS");
 	struct live_guard_opts opts = {
 		.fork = !fork_env || strcmp(fork_env, "0") != 0,
-		.timeout_ms = tmo && *tmo ? (uint32_t)strtoul(tmo, NULL, 10) : 10000,
+		.timeout_ms = (uint32_t)shim_setting_env(SHIM_SET_VERIFY_TIMEOUT_MS, 10000),
 	};
 	int rc = data ? shim_live_guard_load(data, size, path, &opts, o, verdicts, err, sizeof(err)) : -1;
 	free(data);
@@ -573,16 +572,6 @@ static int load_programs(const char *list)
 
 /* ---- the trace ---------------------------------------------------------------------------- */
 
-static uint64_t env_u64(const char *name, uint64_t dflt)
-{
-	const char *v = getenv(name);
-	char *end;
-	if (!v || !*v)
-		return dflt;
-	unsigned long long x = strtoull(v, &end, 10);
-	return *end ? dflt : x;
-}
-
 /* A trace file is written by one process, ever: this one claims FILE by creating it, and when
  * FILE is there already (another process of the same job has it, or an earlier run left it)
  * writes FILE.PID instead; nothing recorded is overwritten or interleaved.  Returns 0 with the
@@ -646,7 +635,7 @@ static void trace_open(const char *path)
 					 .hostname = host, .cmdline = cmd, .ppid = (uint32_t)getppid() };
 	char file[4096];
 	trace_path(path, file, sizeof(file));
-	uint64_t workers = env_u64("CUBPF_TRACE_THREADS", default_trace_threads());
+	uint64_t workers = shim_setting_env(SHIM_SET_TRACE_THREADS, default_trace_threads());
 	struct store_trace_options opt = { .workers = (int)(workers > 64 ? 64 : workers) };
 	if (trace_claim(file, sizeof(file)) != 0)
 		snprintf(err, sizeof(err), "%s", strerror(errno));
@@ -742,8 +731,8 @@ static void live_exit(void)
 	shim_live_snapshot_all(true);
 	shim_live_ringbuf_finish();
 	report_kernel_ids();
-	shim_live_maps_report(stderr, shim_live_session.dump_maps || shim_log_enabled(SHIM_LOG_DEBUG));
-	shim_live_host_report(stderr);
+	shim_live_maps_report(shim_live_session.dump_maps || shim_log_enabled(SHIM_LOG_DEBUG));
+	shim_live_host_report();
 	report_counters();
 	shim_live_cache_close();
 	if (shim_live_session.trace) {
@@ -936,27 +925,28 @@ static const struct shim_hooks *live_start(void)
 	}
 	/* per-thread arrays are sized when their objects load, and an object whose maps cannot
 	 * fit the cap is refused there */
-	shim_live_session.perthread_threads = env_u64("CUBPF_PERTHREAD_THREADS", 1u << 20);
-	shim_live_session.perthread_threads = shim_live_session.perthread_threads ? shim_live_session.perthread_threads : 1;
-	shim_live_session.map_cap_bytes = env_u64("CUBPF_MAP_MAX_MB", 4096) << 20;
+	/* every number through settings.c's checks: one refused is a warning and its default */
+	shim_live_session.perthread_threads = shim_setting_env(SHIM_SET_PERTHREAD_THREADS, 1u << 20);
+	shim_live_session.map_cap_bytes = shim_setting_env(SHIM_SET_MAP_MAX_MB, 4096) << 20;
 	if (load_programs(programs) != 0) {
 		shim_log(SHIM_LOG_WARN, "live: out of memory loading %s; probes disabled", programs);
 		return NULL;
 	}
 	const char *glob = getenv("CUBPF_KERNELS");
 	shim_live_session.kernel_glob = glob && *glob ? glob : NULL;
-	shim_live_session.ringbuf_bytes = env_u64("CUBPF_RINGBUF_MB", 64) << 20;
-	shim_live_session.ringbuf_threads = (uint32_t)env_u64("CUBPF_RINGBUF_THREADS", default_drain_threads());
-	shim_live_session.sample = (uint32_t)env_u64("CUBPF_SAMPLE", 1);
+	shim_live_session.ringbuf_bytes = shim_setting_env(SHIM_SET_RINGBUF_MB, 64) << 20;
+	shim_live_session.ringbuf_threads =
+		(uint32_t)shim_setting_env(SHIM_SET_RINGBUF_THREADS, default_drain_threads());
+	/* at least 1, at most 2^31: never 0 once cut to 32 bits (it divides, module.c) */
+	shim_live_session.sample = (uint32_t)shim_setting_env(SHIM_SET_SAMPLE, 1);
 	/* The enable-word check costs every probe site a dependent load (the word) and a branch:
 	 * small, not nil (memory probes run it per access), so it is compiled in only when
 	 * something switches probes off: sampling, a control file, or CUBPF_ENABLE_WORDS=1. */
 	const char *control = getenv("CUBPF_CONTROL");
 	shim_live_session.control_path = control && *control ? control : NULL;
 	shim_live_session.enable_words = shim_live_session.sample > 1 || shim_live_session.control_path ||
-			    env_u64("CUBPF_ENABLE_WORDS", 0) != 0;
-	shim_live_session.interval_ms = env_u64("CUBPF_INTERVAL_MS", 1000);
-	shim_live_session.interval_ms = shim_live_session.interval_ms ? shim_live_session.interval_ms : 1000;
+			    shim_setting_env(SHIM_SET_ENABLE_WORDS, 0) != 0;
+	shim_live_session.interval_ms = shim_setting_env(SHIM_SET_INTERVAL_MS, 1000);
 	const char *dump = getenv("CUBPF_DUMP_MAPS");
 	shim_live_session.dump_maps = dump && *dump && strcmp(dump, "0") != 0;
 	const char *trace = getenv("CUBPF_TRACE");

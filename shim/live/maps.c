@@ -654,7 +654,7 @@ void shim_live_teardown(CUcontext ctx, CUdevice dev, int primary)
 }
 
 static void trace_map(const struct live_ctx *c, uint32_t i);
-static void report_map(FILE *out, bool print, const struct live_ctx *c, uint32_t i);
+static void report_map(bool print, const struct live_ctx *c, uint32_t i);
 
 /* A context that is gone: its last maps go into the trace and the report now (the exit report
  * no longer sees it), then its record is freed.  No driver call: its memory, stream and modules
@@ -666,7 +666,7 @@ static void ctx_forget(struct live_ctx *c)
 		if (c->snap[i]) {
 			if (shim_live_session.trace)
 				trace_map(c, i);
-			report_map(stderr, print, c, i);
+			report_map(print, c, i);
 		}
 	gone_device_bytes += c->device_bytes;
 	gone_pinned_bytes += c->pinned_bytes;
@@ -805,13 +805,9 @@ void shim_live_maps_start_thread(void)
 	int expect = 0;
 	if (!shim_live_session.trace || !atomic_compare_exchange_strong(&thread_state, &expect, 1))
 		return;
-	/* The application's signals stay with the application's threads. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (pthread_create(&thread, NULL, snapshot_main, NULL) != 0)
+	/* a small stack, the application's signals left to the application's threads */
+	if (shim_thread_start(&thread, snapshot_main, NULL) != 0)
 		atomic_store(&thread_state, 0);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 bool shim_live_maps_have_contexts(void)
@@ -1298,7 +1294,7 @@ static void format_key(const struct entries *e, const uint8_t *k, char *out, siz
 /* Entries shown at info level without CUBPF_DUMP_MAPS: enough to see that counts arrived. */
 #define REPORT_FIRST 8
 
-static void report_line(FILE *out, const struct live_ctx *c, uint32_t i, const struct entries *e,
+static void report_line(const struct live_ctx *c, uint32_t i, const struct entries *e,
 			uint64_t sum, uint32_t sms)
 {
 	const struct vm_map_def *d = &shim_live_session.maps[i].def;
@@ -1317,18 +1313,20 @@ static void report_line(FILE *out, const struct live_ctx *c, uint32_t i, const s
 			 cubpf_hash_capacity(d->max_entries), e->count);
 	else
 		snprintf(shape, sizeof(shape), "%u entries, %u non-zero", d->max_entries, e->count);
-	fprintf(out, "cubpf: map %s: %s, key %u B, value %u B, %s%s, device %d\n", d->name,
+	shim_log_print("map %s: %s, key %u B, value %u B, %s%s, device %d", d->name,
 		map_kind(d), type == CUBPF_MAP_ARRAY ? 4 : d->key_size, d->value_size, shape, sumtxt,
 		(int)c->dev);
 }
 
-static void report_map(FILE *out, bool print, const struct live_ctx *c, uint32_t i)
+/* The lines go where the log goes (shim_log_print): under cubpf run that is its pipe, never
+ * the program's stderr, where a "map kstats" line used to land. */
+static void report_map(bool print, const struct live_ctx *c, uint32_t i)
 {
 	const struct vm_map_def *d = &shim_live_session.maps[i].def;
 	struct entries e;
 	if (map_entries(c, i, &e) != 0) {
 		free(e.kv);
-		fprintf(out, "cubpf: map %s: out of memory reading it back\n", d->name);
+		shim_log_print("map %s: out of memory reading it back", d->name);
 		return;
 	}
 	size_t pair = (size_t)e.key_size + e.value_size;
@@ -1352,7 +1350,7 @@ static void report_map(FILE *out, bool print, const struct live_ctx *c, uint32_t
 					break;
 				}
 	if (shim_log_enabled(SHIM_LOG_INFO) || print)
-		report_line(out, c, i, &e, sum, sms);
+		report_line(c, i, &e, sum, sms);
 	uint32_t shown = 0;
 	for (uint32_t j = 0; j < e.count; j++) {
 		if (!print && (!shim_log_enabled(SHIM_LOG_INFO) || shown >= REPORT_FIRST))
@@ -1373,13 +1371,13 @@ static void report_map(FILE *out, bool print, const struct live_ctx *c, uint32_t
 		} else {
 			format_key(&e, k, key, sizeof(key));
 		}
-		fprintf(out, "cubpf: map %s[%s] = %s (device %d%s)\n", d->name, key, text, (int)c->dev,
-			spread);
+		shim_log_print("map %s[%s] = %s (device %d%s)", d->name, key, text, (int)c->dev,
+			       spread);
 		shown++;
 	}
 	if (!print && shown < e.count && shim_log_enabled(SHIM_LOG_INFO))
-		fprintf(out, "cubpf: map %s: %u more non-zero entries (CUBPF_DUMP_MAPS=1 shows "
-			"them)\n", d->name, e.count - shown);
+		shim_log_print("map %s: %u more non-zero entries (CUBPF_DUMP_MAPS=1 shows them)",
+			       d->name, e.count - shown);
 	free(e.kv);
 }
 
@@ -1412,13 +1410,13 @@ void shim_live_maps_trace(void)
 	pthread_mutex_unlock(&lock);
 }
 
-void shim_live_maps_report(FILE *out, bool print)
+void shim_live_maps_report(bool print)
 {
 	shim_live_maps_trace();
 	pthread_mutex_lock(&lock);
 	for (struct live_ctx *c = ctxs; c; c = c->next)
 		for (uint32_t i = 0; c->snap_ns && i < shim_live_session.nmaps; i++)
 			if (c->snap[i])
-				report_map(out, print, c, i);
+				report_map(print, c, i);
 	pthread_mutex_unlock(&lock);
 }

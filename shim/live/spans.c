@@ -49,7 +49,6 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -787,12 +786,8 @@ static void poller_start(void)
 	int expect = 0;
 	if (!atomic_compare_exchange_strong(&poller_state, &expect, 1))
 		return;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (pthread_create(&poller, NULL, poller_main, NULL) != 0)
+	if (shim_thread_start(&poller, poller_main, NULL) != 0) /* small stack, no signals */
 		atomic_store(&poller_state, 0);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* ---- exit, teardown, fork ----------------------------------------------------------------------- */

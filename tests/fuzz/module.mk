@@ -13,14 +13,14 @@ endef
 # Targets, one line each: $(eval $(call fuzz_rule,fuzz_NAME,$(MODULE_SRCS)))
 $(eval $(call fuzz_rule,fuzz_cubin_fatbin,$(CUBIN_SRCS)))
 $(eval $(call fuzz_rule,fuzz_cubin_ptx,$(CUBIN_SRCS)))
-$(eval $(call fuzz_rule,fuzz_store_trace,store/trace_read.c store/ids.c))
+$(eval $(call fuzz_rule,fuzz_store_trace,store/trace_read.c store/ids.c store/file.c))
 $(eval $(call fuzz_rule,fuzz_vm_object,$(VM_SRCS) $(CUBIN_SRCS)))
 $(eval $(call fuzz_rule,fuzz_vm_verify,$(VM_SRCS) $(CUBIN_SRCS)))
 $(eval $(call fuzz_rule,fuzz_shim_load,shim/live/guard.c $(VM_SRCS) $(CUBIN_SRCS)))
 # The trace commands (tools/cmd_trace.c) and the tools' reports on any bytes as a trace; the
 # replay's host programs are tests/store/replay.bpf.c, built beside the binary.
 FUZZ_TRACE_CMD_SRCS := tools/cmd_trace.c tools/tool_common.c tools/tool_data.c tools/tool_reports.c \
-  store/trace_read.c store/ids.c $(VM_SRCS) $(CUBIN_SRCS)
+  store/trace_read.c store/ids.c store/file.c $(VM_SRCS) $(CUBIN_SRCS)
 $(eval $(call fuzz_rule,fuzz_trace_cmd,$(FUZZ_TRACE_CMD_SRCS)))
 $(FUZZ_BUILD)/fuzz_trace_cmd: | $(FUZZ_BUILD)/fuzz_trace_cmd.bpf.o
 $(FUZZ_BUILD)/fuzz_trace_cmd.bpf.o: tests/store/replay.bpf.c $(PROBE_HEADER_DEPS)
@@ -28,7 +28,7 @@ $(FUZZ_BUILD)/fuzz_trace_cmd.bpf.o: tests/store/replay.bpf.c $(PROBE_HEADER_DEPS
 	$(CLANG) -O2 -g -target bpf -I tools/include -I/usr/include/x86_64-linux-gnu -c $< -o $@
 # The module cache's readers on any bytes as the database file; sqlite itself is the plain
 # build's object (not instrumented: the target is cubpf's handling of what sqlite says).
-$(eval $(call fuzz_rule,fuzz_store_cache,store/cache.c $(SQLITE_OBJ),-I$(SQLITE_DIR)))
+$(eval $(call fuzz_rule,fuzz_store_cache,store/cache.c store/cache_trust.c store/file.c $(SQLITE_OBJ),-I$(SQLITE_DIR)))
 $(FUZZ_BUILD)/fuzz_store_cache: | $(SQLITE_DIR)/sqlite3.h
 
 # The verifier's soundness fuzzer (tests/fuzz/sound.c): a plain program (no libFuzzer), built

@@ -662,22 +662,291 @@ static void test_eviction(void **state)
 static void test_default_path(void **state)
 {
 	(void)state;
-	char buf[4096], *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+	char buf[4096], err[STORE_ERRLEN] = "", *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
 	setenv("CUBPF_CACHE", "/x/y.db", 1);
-	assert_int_equal(store_cache_default_path(buf, sizeof(buf)), 0);
+	assert_int_equal(store_cache_default_path(buf, sizeof(buf), err, sizeof(err)), 0);
 	assert_string_equal(buf, "/x/y.db");
+	/* an over-long CUBPF_CACHE says so, not "no cache path" */
+	char *big = malloc(5001);
+	memset(big, 'a', 5000);
+	big[0] = '/', big[5000] = 0;
+	setenv("CUBPF_CACHE", big, 1);
+	free(big);
+	assert_int_equal(store_cache_default_path(buf, sizeof(buf), err, sizeof(err)), -1);
+	if (!strstr(err, "CUBPF_CACHE is 5000 bytes long, more than the 4095 bytes a path may have"))
+		fail_msg("%s", err);
 	unsetenv("CUBPF_CACHE");
 	setenv("XDG_CACHE_HOME", "/xdg", 1);
-	assert_int_equal(store_cache_default_path(buf, sizeof(buf)), 0);
+	assert_int_equal(store_cache_default_path(buf, sizeof(buf), err, sizeof(err)), 0);
 	assert_string_equal(buf, "/xdg/cubpf/cache.db");
 	unsetenv("XDG_CACHE_HOME");
-	setenv("HOME", "/home/u", 1);
-	assert_int_equal(store_cache_default_path(buf, sizeof(buf)), 0);
-	assert_string_equal(buf, "/home/u/.cache/cubpf/cache.db");
-	assert_int_equal(store_cache_default_path(buf, 8), -1);
+	char *dir = temp_dir();
+	setenv("HOME", dir, 1);
+	assert_int_equal(store_cache_default_path(buf, sizeof(buf), err, sizeof(err)), 0);
+	assert_string_equal(buf + strlen(dir), "/.cache/cubpf/cache.db");
+	assert_int_equal(store_cache_default_path(buf, 8, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "HOME is"));
+	/* a HOME that does not exist is not made, by the path or by an open of the default */
+	char gone[4200];
+	snprintf(gone, sizeof(gone), "%s/nobody-home", dir);
+	setenv("HOME", gone, 1);
+	assert_int_equal(store_cache_default_path(buf, sizeof(buf), err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "is not a folder, and cubpf does not make one"));
+	err[0] = 0;
+	assert_null(store_cache_open(NULL, NULL, err, sizeof(err)));
+	assert_non_null(strstr(err, "does not make one"));
+	struct stat st;
+	assert_int_equal(stat(gone, &st), -1);
 	if (home)
 		setenv("HOME", home, 1);
 	free(home);
+	rm_tree(dir);
+	free(dir);
+}
+
+/* Opens path and expects a refusal whose message holds want (and says what to do), with
+ * nothing made or changed at path. */
+static void refused_with(const char *path, unsigned flags, unsigned gid, const char *want)
+{
+	char err[STORE_ERRLEN] = "";
+	struct logbook l = {0};
+	struct stat before, after;
+	int had = lstat(path, &before) == 0;
+	struct store_cache_options o = {.log = log_cb, .log_ctx = &l, .flags = flags,
+					.trusted_gid = gid};
+	struct store_cache *c = store_cache_open(path, &o, err, sizeof(err));
+	if (c)
+		fail_msg("%s: opened, wanted a refusal with '%s'", path, want);
+	int says_what_to_do = (strstr(err, "CUBPF_CACHE_GROUP") &&
+			       strstr(err, "CUBPF_CACHE_READONLY=1")) ||
+			      strstr(err, "name the file itself"); /* a link */
+	if (!strstr(err, want) || !says_what_to_do)
+		fail_msg("%s: message '%s' lacks '%s' or what to do", path, err, want);
+	assert_int_equal(l.warnings, 0);
+	assert_int_equal(lstat(path, &after) == 0, had);
+	if (had) {
+		assert_int_equal(after.st_size, before.st_size);
+		assert_int_equal(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+	}
+}
+
+static void make_cache(const char *path, unsigned n)
+{
+	struct store_cache *c = open_at(path, 0, NULL);
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(put_n(c, i, 100 + i, 200), 0);
+	store_cache_close(c);
+}
+
+/* A cache another user can change is not used (issue 28): a database owned by another user,
+ * one every user may write, a folder its group may write, a folder writable by all even with
+ * the sticky bit (others could make its -wal), a link for the database, a link among the
+ * folders that another user owns.  Each refusal says why and how to share safely; a trusted
+ * group (the explicit setting) lets the group-writable one be used. */
+static void test_untrusted_cache_refused(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4300], sub[4200], link[4300], err[STORE_ERRLEN];
+	snprintf(sub, sizeof(sub), "%s/c", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	snprintf(path, sizeof(path), "%s/cache.db", sub);
+	make_cache(path, 2);
+
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	refused_with(path, 0, 0, "database ");
+	refused_with(path, 0, 0, "is owned by");
+	assert_int_equal(chown(path, 0, 0), 0);
+
+	assert_int_equal(chmod(path, 0606), 0);
+	refused_with(path, 0, 0, "is writable by every user");
+	assert_int_equal(chmod(path, 0600), 0);
+
+	/* writable by a group of others (nogroup here), unless that group is trusted */
+	assert_int_equal(chown(sub, 0, 65534), 0);
+	assert_int_equal(chmod(sub, 0770), 0);
+	refused_with(path, 0, 0, "is writable by group");
+	struct store_cache_options o = {.flags = STORE_CACHE_OPEN_TRUST_GROUP, .trusted_gid = 65534};
+	struct store_cache *c = store_cache_open(path, &o, err, sizeof(err));
+	if (!c)
+		fail_msg("a trusted group's folder: %s", err);
+	assert_int_equal(check_get(c, 1, 101, 200), 1);
+	store_cache_close(c);
+	/* writable by the user's private group (root's "root" here, as a user's own under umask
+	 * 002): the user's alone, used */
+	assert_int_equal(chown(sub, 0, 0), 0);
+	c = open_at(path, 0, NULL);
+	assert_int_equal(check_get(c, 1, 101, 200), 1);
+	store_cache_close(c);
+	assert_int_equal(chmod(sub, 01777), 0);
+	refused_with(path, 0, 0, "is writable by every user");
+	assert_int_equal(chmod(sub, 0700), 0);
+
+	/* a folder another user owns, even one only that user can write */
+	assert_int_equal(chown(sub, 65534, 65534), 0);
+	refused_with(path, 0, 0, "is owned by");
+	assert_int_equal(chown(sub, 0, 0), 0);
+
+	snprintf(link, sizeof(link), "%s/link.db", dir);
+	assert_int_equal(symlink(path, link), 0);
+	refused_with(link, 0, 0, "is a symbolic link");
+	snprintf(link, sizeof(link), "%s/linked-folder", dir);
+	assert_int_equal(symlink(sub, link), 0);
+	assert_int_equal(lchown(link, 65534, 65534), 0);
+	snprintf(link, sizeof(link), "%s/linked-folder/cache.db", dir);
+	refused_with(link, 0, 0, "link ");
+	/* the same link, owned by this user: the folder it leads to is checked and used */
+	snprintf(link, sizeof(link), "%s/linked-folder", dir);
+	assert_int_equal(lchown(link, 0, 0), 0);
+	snprintf(link, sizeof(link), "%s/linked-folder/cache.db", dir);
+	c = open_at(link, 0, NULL);
+	assert_int_equal(check_get(c, 0, 100, 200), 1);
+	store_cache_close(c);
+	rm_tree(dir);
+	free(dir);
+}
+
+struct snapshot {
+	struct stat st[3];
+	int there[3];
+	uint8_t *bytes;
+	size_t n;
+};
+
+static void snap(const char *path, struct snapshot *s)
+{
+	static const char *const suffix[] = {"", "-wal", "-shm"};
+	char p[4200];
+	for (int i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s%s", path, suffix[i]);
+		s->there[i] = stat(p, &s->st[i]) == 0;
+	}
+	s->bytes = slurp(path, &s->n);
+}
+
+/* A read-only cache gives hits and writes nothing: no count, no put, no drop, no file made or
+ * changed (bytes, size, time), also when the database is another user's (the owner is who a
+ * read-only user trusts) and when it is damaged (reported, left as it is). */
+static void test_read_only_cache(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200], err[STORE_ERRLEN];
+	snprintf(path, sizeof(path), "%s/cache.db", dir);
+	make_cache(path, 3);
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	assert_int_equal(chmod(path, 0644), 0);
+	struct snapshot a, b;
+	snap(path, &a);
+	usleep(20000); /* a write now would show in the times */
+	struct logbook l = {0};
+	struct store_cache_options o = {.flags = STORE_CACHE_OPEN_READ_ONLY, .log = log_cb,
+					.log_ctx = &l};
+	struct store_cache *c = store_cache_open(path, &o, err, sizeof(err));
+	if (!c)
+		fail_msg("read-only: %s", err);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(check_get(c, i, 100 + i, 200), 1);
+	assert_int_equal(check_get(c, 7, 10, 10), 0);
+	assert_int_equal(put_n(c, 9, 10, 10), 1);
+	assert_non_null(strstr(store_cache_error(c), "read-only: not stored"));
+	store_key k = key_of(1);
+	assert_int_equal(store_cache_delete(c, &k), 0);
+	assert_int_equal(store_cache_clear(c), -1);
+	store_cache_close(c);
+	snap(path, &b);
+	/* the database as it was; sqlite, as any reader of a WAL database, may make its lock
+	 * index (-shm) and an empty -wal beside it where the folder lets it: no data */
+	assert_int_equal(a.st[0].st_size, b.st[0].st_size);
+	assert_int_equal(a.st[0].st_mtim.tv_sec, b.st[0].st_mtim.tv_sec);
+	assert_int_equal(a.st[0].st_mtim.tv_nsec, b.st[0].st_mtim.tv_nsec);
+	assert_true(!b.there[1] || b.st[1].st_size == 0);
+	assert_int_equal(others_in(dir, "cache.db-wal", "cache.db-shm"), 1);
+	assert_int_equal(a.n, b.n);
+	assert_memory_equal(a.bytes, b.bytes, a.n);
+	assert_int_equal(l.warnings, 0);
+	free(b.bytes);
+	/* read-only does not make a cache, and does not mend a damaged one */
+	char none[4200];
+	snprintf(none, sizeof(none), "%s/none.db", dir);
+	assert_null(store_cache_open(none, &o, err, sizeof(err)));
+	assert_non_null(strstr(err, "read-only: none is made"));
+	assert_int_equal(access(none, F_OK), -1);
+	memset(a.bytes + 100, 0x5a, 4000);
+	spit(path, a.bytes, a.n);
+	snap(path, &b);
+	c = store_cache_open(path, &o, err, sizeof(err));
+	if (c) { /* sqlite may see the damage only at the first read */
+		store_key k1 = key_of(1);
+		struct store_cache_entry e;
+		assert_int_equal(store_cache_get(c, &k1, &e), -1);
+		snprintf(err, sizeof(err), "%s", store_cache_error(c));
+		store_cache_close(c);
+	}
+	if (!strstr(err, "read-only: left as it is"))
+		fail_msg("damaged, read-only: %s", err);
+	assert_int_equal(count_broken(dir), 0);
+	size_t n;
+	uint8_t *now = slurp(path, &n);
+	assert_int_equal(n, b.n);
+	assert_memory_equal(now, b.bytes, n);
+	free(now);
+	free(a.bytes);
+	free(b.bytes);
+	rm_tree(dir);
+	free(dir);
+}
+
+/* A cubpf database whose header is damaged, or carries another id, but whose schema still says
+ * it is cubpf's, is set aside and rebuilt like any damaged cubpf database (it used to be called
+ * "another application's database" at every run); a header damaged in a file with no cubpf
+ * schema is not called another application's either, and is left as it is. */
+static void test_damaged_header(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200];
+	snprintf(path, sizeof(path), "%s/cache.db", dir);
+	static const struct { size_t at; const char *bytes; size_t n; const char *why; } cases[] = {
+		{16, "\x12\x34\xff\xff\x00\x40\x20\x20", 8, "a damaged SQLite header"},
+		{68, "\x11\x22\x33\x44", 4, "another application's id in its header"},
+	};
+	/* no SQLite header at all: left untouched, whatever follows (tests/gpu/t_cache.sh) */
+	make_cache(path, 1);
+	size_t n0;
+	uint8_t *img0 = slurp(path, &n0);
+	memcpy(img0, "garbage garbage!", 16);
+	spit(path, img0, n0);
+	free(img0);
+	refused_untouched(dir, "cache.db", "not an SQLite database");
+	unlink(path);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		make_cache(path, 2);
+		size_t n;
+		uint8_t *img = slurp(path, &n);
+		memcpy(img + cases[i].at, cases[i].bytes, cases[i].n);
+		spit(path, img, n);
+		struct logbook l = {0};
+		struct store_cache *c = open_at(path, 0, &l);
+		assert_int_equal(l.warnings, 1);
+		if (!strstr(l.last, "is damaged") || !strstr(l.last, cases[i].why) ||
+		    !strstr(l.last, "cubpf's schema behind it") || !strstr(l.last, "moved it to"))
+			fail_msg("case %zu: %s", i, l.last);
+		assert_int_equal(count_broken(dir), (int)i + 1);
+		assert_int_equal(check_get(c, 1, 101, 200), 0);
+		store_cache_close(c);
+		unlink(path);
+		free(img);
+	}
+	/* no schema of cubpf's behind a damaged header: not "another application's" */
+	snprintf(path, sizeof(path), "%s/other.db", dir);
+	uint8_t h[4096] = "SQLite format 3";
+	h[16] = 0x12, h[17] = 0x34;
+	spit(path, h, sizeof(h));
+	char err[STORE_ERRLEN];
+	assert_null(store_cache_open(path, NULL, err, sizeof(err)));
+	if (!strstr(err, "has a damaged SQLite header (its page size)") ||
+	    !strstr(err, "left untouched") || strstr(err, "another application"))
+		fail_msg("%s", err);
+	rm_tree(dir);
+	free(dir);
 }
 
 /* Schema 3: the caller's manifest travels with the entry and is checksummed; a lookup without
@@ -779,5 +1048,8 @@ const struct CMUnitTest cache_tests[] = {
 	cmocka_unit_test(test_empty_counters),
 	cmocka_unit_test(test_eviction),
 	cmocka_unit_test(test_default_path),
+	cmocka_unit_test(test_untrusted_cache_refused),
+	cmocka_unit_test(test_read_only_cache),
+	cmocka_unit_test(test_damaged_header),
 };
 const size_t n_cache_tests = sizeof(cache_tests) / sizeof(cache_tests[0]);

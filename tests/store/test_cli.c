@@ -797,6 +797,51 @@ static void test_cache_foreign_file_and_empty_counters(void **state)
 	free(dir);
 }
 
+/* `cubpf cache ls` and `stats` only look: on a damaged cubpf database they say so and exit 1,
+ * and the file stays as it was, with nothing set aside or made beside it (ls used to rebuild
+ * the cache and exit 0, an empty listing). */
+static void test_cache_ls_damaged(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), *bin = cubpf_path(), path[4200], cmd[8192], *out, err[STORE_ERRLEN];
+	snprintf(path, sizeof(path), "%s/cache.db", dir);
+	struct store_cache *c = store_cache_open(path, NULL, err, sizeof(err));
+	assert_non_null(c);
+	struct store_key_input in = {.image = {"img", 3}, .sm = 90};
+	store_key k;
+	store_key_compute(&in, &k);
+	struct store_cache_entry e = {.ptx = "p", .ptx_size = 1, .cubin = "c", .cubin_size = 1,
+				      .name = "m", .sm = 90};
+	assert_int_equal(store_cache_put(c, &k, &e), 0);
+	store_cache_close(c);
+	size_t n, m;
+	uint8_t *img = slurp(path, &n);
+	memset(img + 100, 0x5a, 4000); /* the schema's b-tree, header kept */
+	spit(path, img, n);
+	setenv("CUBPF_CACHE", path, 1);
+	const char *const subs[] = {"ls", "stats"};
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(cmd, sizeof(cmd), "%s cache %s", bin, subs[i]);
+		int rc = run(cmd, &out);
+		if (rc != 1 || !strstr(out, "is damaged") || !strstr(out, "left as it is"))
+			fail_msg("cache %s (%d): %s", subs[i], rc, out);
+		free(out);
+		uint8_t *now = slurp(path, &m);
+		assert_int_equal(m, n);
+		assert_memory_equal(now, img, n);
+		free(now);
+		snprintf(cmd, sizeof(cmd), "ls %s | grep -c broken", dir);
+		run(cmd, &out);
+		assert_int_equal(atoi(out), 0);
+		free(out);
+	}
+	unsetenv("CUBPF_CACHE");
+	free(img);
+	free(bin);
+	rm_tree(dir);
+	free(dir);
+}
+
 /* Ids near 2^32 (a STRING record's own, a name no STRING defines, a copy kind): every command
  * reads the trace in memory that follows its records.  `trace stats` used to size a table by
  * the largest id (128 GiB: "out of memory", then "damaged trace: " with nothing after it). */
@@ -1006,6 +1051,7 @@ const struct CMUnitTest cli_tests[] = {
 	cmocka_unit_test(test_cache_commands),
 	cmocka_unit_test(test_trace_stats_huge_ids),
 	cmocka_unit_test(test_cache_foreign_file_and_empty_counters),
+	cmocka_unit_test(test_cache_ls_damaged),
 	cmocka_unit_test(test_names_escaped),
 };
 const size_t n_cli_tests = sizeof(cli_tests) / sizeof(cli_tests[0]);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1177,9 +1178,10 @@ static void test_run_options(void **state)
 	assert_int_equal(run_cubpf("-p /nonexistent.bpf.o -- true", out, sizeof(out)), 2);
 	assert_contains(out, "cannot read probe object '/nonexistent.bpf.o'");
 	assert_int_equal(run_cubpf("--sample 0 -- true", out, sizeof(out)), 2);
-	assert_contains(out, "--sample '0': expected a whole number from 1 to");
+	assert_contains(out, "CUBPF_SAMPLE (--sample) '0': expected a whole number from 1 to "
+			     "2147483648");
 	assert_int_equal(run_cubpf("--ringbuf-mb 1x -- true", out, sizeof(out)), 2);
-	assert_contains(out, "--ringbuf-mb '1x'");
+	assert_contains(out, "CUBPF_RINGBUF_MB (--ringbuf-mb) '1x'");
 	/* the memory and sampling options reach the program's environment */
 	assert_int_equal(run_cubpf("--ringbuf-mb 16 --map-max-mb 512 --sample 3 -- sh -c "
 				   "'echo rb=$CUBPF_RINGBUF_MB mm=$CUBPF_MAP_MAX_MB s=$CUBPF_SAMPLE'",
@@ -1215,6 +1217,213 @@ static void test_run_options(void **state)
 	assert_contains(out, "usage: cubpf run -t launchlate");
 }
 
+/* A shell command's status and output (stdout and stderr); -1 when it did not exit. */
+static int sh_out(const char *cmd, char *out, size_t len)
+{
+	char full[4096];
+	snprintf(full, sizeof(full), "%s 2>&1", cmd);
+	FILE *p = popen(full, "r");
+	assert_non_null(p);
+	size_t n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The first line of out that holds needle, without its newline (a refusal's message). */
+static void line_with(const char *out, const char *needle, char *line, size_t len)
+{
+	const char *p = strstr(out, needle);
+	if (!p)
+		fail_msg("no '%s' in:\n%s", needle, out);
+	while (p > out && p[-1] != '\n')
+		p--;
+	size_t n = strcspn(p, "\n");
+	snprintf(line, len, "%.*s", (int)n, p);
+}
+
+/* Issue 28: every numeric setting, as a `cubpf run` option and as the variable cubpf run passes
+ * on, takes the same values and refuses absurd ones (0, negative, 2^32, past 2^64, garbage,
+ * empty) with the same line; the shim alone takes such a value as its default with that line
+ * as a warning: CUBPF_SAMPLE=2^32 (0 once cut to 32 bits) with CUBPF_CONTROL used to end the
+ * application with SIGFPE at its first probed launch. */
+static void test_settings_refused_alike(void **state)
+{
+	(void)state;
+	static const struct { const char *env, *opt, *max; } set[] = {
+		{"CUBPF_SAMPLE", "--sample", "2147483648"},
+		{"CUBPF_RINGBUF_MB", "--ringbuf-mb", "1048576"},
+		{"CUBPF_MAP_MAX_MB", "--map-max-mb", "16777216"},
+		{"CUBPF_RINGBUF_THREADS", NULL, "16"},
+		{"CUBPF_TRACE_THREADS", NULL, "16"},
+		{"CUBPF_PERTHREAD_THREADS", NULL, "2147483648"},
+		{"CUBPF_VERIFY_TIMEOUT_MS", NULL, "3600000"},
+		{"CUBPF_CACHE_WAIT_MS", NULL, "60000"},
+		{"CUBPF_INTERVAL_MS", NULL, "10000000000"},
+		{"CUBPF_ENABLE_WORDS", NULL, "1"},
+	};
+	static const char *const absurd[] = {"0", "-1", "4294967296", "18446744073709551616",
+					     "99999999999999999999999", "12abc", "abc", " 5", "+5",
+					     "0x10"};
+	static char out[8192];
+	char cmd[2048], want[512], got[512];
+	int refusals = 0;
+	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++)
+		for (size_t j = 0; j < sizeof(absurd) / sizeof(absurd[0]); j++) {
+			if (!strcmp(set[i].env, "CUBPF_ENABLE_WORDS") && !strcmp(absurd[j], "0"))
+				continue; /* 0 is one of its two values */
+			if (!strcmp(set[i].env, "CUBPF_INTERVAL_MS") && !strcmp(absurd[j], "4294967296"))
+				continue; /* 49 days between snapshots: allowed (-i takes 10^7 s) */
+			snprintf(want, sizeof(want), "%s%s%s%s '%s': expected a whole number from",
+				 set[i].env, set[i].opt ? " (" : "", set[i].opt ? set[i].opt : "",
+				 set[i].opt ? ")" : "", absurd[j]);
+			snprintf(cmd, sizeof(cmd), "%s='%s' %s/bin/cubpf run -- true", set[i].env,
+				 absurd[j], TOOLS_TEST_BUILD);
+			if (sh_out(cmd, out, sizeof(out)) != 2)
+				fail_msg("%s=%s: not refused:\n%s", set[i].env, absurd[j], out);
+			line_with(out, want, got, sizeof(got));
+			assert_non_null(strstr(got, set[i].max));
+			refusals++;
+			if (!set[i].opt)
+				continue;
+			char env_line[512];
+			snprintf(env_line, sizeof(env_line), "%s", got);
+			snprintf(cmd, sizeof(cmd), "%s/bin/cubpf run %s '%s' -- true", TOOLS_TEST_BUILD,
+				 set[i].opt, absurd[j]);
+			if (sh_out(cmd, out, sizeof(out)) != 2)
+				fail_msg("%s %s: not refused:\n%s", set[i].opt, absurd[j], out);
+			line_with(out, want, got, sizeof(got));
+			assert_string_equal(got, env_line);
+			refusals++;
+		}
+	/* the largest value passes both ways */
+	assert_int_equal(sh_out("CUBPF_SAMPLE=2147483648 " TOOLS_TEST_BUILD "/bin/cubpf run "
+				"--sample 2147483648 -- true", out, sizeof(out)), 0);
+	print_message("settings: %d absurd values refused, option and variable word for word\n",
+		      refusals);
+
+	/* the shim alone: a warning, the default, and the program runs (it used to get SIGFPE) */
+	FILE *f = fopen("/tmp/cubpf-test-control", "w");
+	assert_non_null(f);
+	fputs("on\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "cd /tmp && LD_LIBRARY_PATH=%s/lib CUBPF_REAL_LIBCUDA=%s/tests/"
+		 "libcuda-fake.so CUBPF_PROGRAMS=%s/probes/kcount.bpf.o CUBPF_CACHE=off "
+		 "CUBPF_CONTROL=/tmp/cubpf-test-control CUBPF_SAMPLE=4294967296 timeout 60 "
+		 "%s/tests/tools_fake_app", TOOLS_TEST_BUILD, TOOLS_TEST_BUILD, TOOLS_TEST_BUILD,
+		 TOOLS_TEST_BUILD);
+	int rc = sh_out(cmd, out, sizeof(out));
+	if (rc != 0 || !strstr(out, "fake_app: done") ||
+	    !strstr(out, "CUBPF_SAMPLE (--sample) '4294967296': expected a whole number from 1 to "
+			 "2147483648; using the default, 1"))
+		fail_msg("CUBPF_SAMPLE=2^32 under CUBPF_CONTROL (%d):\n%s", rc, out);
+	unlink("/tmp/cubpf-test-control");
+}
+
+/* Issue 28: a FIFO where a file is expected is refused at once with what it is, never waited
+ * on: a trace for `cubpf trace`, a file for `cubpf inspect`, a probe object for `cubpf verify`,
+ * CUBPF_PROGRAMS and CUBPF_REAL_LIBCUDA in the shim (each bounded by timeout: a hang is 124). */
+static void test_fifo_inputs(void **state)
+{
+	(void)state;
+	static char out[1 << 14];
+	char fifo[128], cmd[2048];
+	snprintf(fifo, sizeof(fifo), "/tmp/cubpf-test-fifo-%d", (int)getpid());
+	unlink(fifo);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	static const char *const subs[] = {"trace info", "trace dump", "trace stats", "inspect",
+					   "verify", "disasm"};
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "timeout 20 %s/bin/cubpf %s %s", TOOLS_TEST_BUILD,
+			 subs[i], fifo);
+		int rc = sh_out(cmd, out, sizeof(out));
+		if (rc == 124 || rc == 0 || !strstr(out, "is a FIFO, not a regular file"))
+			fail_msg("cubpf %s FIFO (%d):\n%s", subs[i], rc, out);
+	}
+	/* the shim: the probe object is left out with a warning, the program runs */
+	snprintf(cmd, sizeof(cmd), "cd /tmp && LD_LIBRARY_PATH=%s/lib CUBPF_REAL_LIBCUDA=%s/tests/"
+		 "libcuda-fake.so CUBPF_PROGRAMS=%s CUBPF_CACHE=off timeout 20 %s/tests/tools_fake_app",
+		 TOOLS_TEST_BUILD, TOOLS_TEST_BUILD, fifo, TOOLS_TEST_BUILD);
+	int rc = sh_out(cmd, out, sizeof(out));
+	if (rc != 0 || !strstr(out, "is a FIFO, not a regular file") || !strstr(out, "fake_app: done"))
+		fail_msg("CUBPF_PROGRAMS=FIFO (%d):\n%s", rc, out);
+	/* the real driver: not found (the application's first call fails), said, no hang */
+	snprintf(cmd, sizeof(cmd), "cd /tmp && LD_LIBRARY_PATH=%s/lib CUBPF_REAL_LIBCUDA=%s "
+		 "timeout 20 %s/tests/tools_fake_app", TOOLS_TEST_BUILD, fifo, TOOLS_TEST_BUILD);
+	rc = sh_out(cmd, out, sizeof(out));
+	if (rc == 124 || !strstr(out, "is not a regular file"))
+		fail_msg("CUBPF_REAL_LIBCUDA=FIFO (%d):\n%s", rc, out);
+	/* the NVRTC drop-in's real library, the same way (through python, which cannot load a
+	 * sanitized library: not in the ASan pass) */
+#ifndef __SANITIZE_ADDRESS__
+	snprintf(cmd, sizeof(cmd), "CUBPF_REAL_LIBNVRTC=%s timeout 20 python3 -c 'import ctypes; "
+		 "l = ctypes.CDLL(\"%s/lib/libnvrtc.so.13\"); a = ctypes.c_int(); "
+		 "print(\"rc\", l.nvrtcVersion(ctypes.byref(a), ctypes.byref(a)))'", fifo,
+		 TOOLS_TEST_BUILD);
+	rc = sh_out(cmd, out, sizeof(out));
+	if (rc != 0 || !strstr(out, "is not a regular file") || !strstr(out, "rc "))
+		fail_msg("CUBPF_REAL_LIBNVRTC=FIFO (%d):\n%s", rc, out);
+#endif
+	unlink(fifo);
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/* Issue 28, through the shim and the fake driver: a cache filled by one run gives the next run,
+ * read-only (CUBPF_CACHE_READONLY=1), its hit and is not written; a cache in a folder another
+ * group can write is not used, with one warning that says why and how to share, and the
+ * program runs; trusting that group (CUBPF_CACHE_GROUP) makes it usable. */
+static void test_cache_shared_through_the_shim(void **state)
+{
+	(void)state;
+	static char out[1 << 14];
+	char dir[64], db[128], cmd[2048];
+	snprintf(dir, sizeof(dir), "/tmp/cubpf-test-cache-%d", (int)getpid());
+	snprintf(db, sizeof(db), "%s/cache.db", dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	const char *fmt = "cd /tmp && LD_LIBRARY_PATH=%s/lib CUBPF_REAL_LIBCUDA=%s/tests/libcuda-fake.so "
+			  "CUBPF_PROGRAMS=%s/probes/kcount.bpf.o CUBPF_CACHE=%s CUBPF_LOG=info %s "
+			  "timeout 60 %s/tests/tools_fake_app";
+#define RUN(extra) (snprintf(cmd, sizeof(cmd), fmt, TOOLS_TEST_BUILD, TOOLS_TEST_BUILD, \
+			     TOOLS_TEST_BUILD, db, extra, TOOLS_TEST_BUILD), sh_out(cmd, out, sizeof(out)))
+	assert_int_equal(RUN(""), 0);
+	assert_contains(out, "cache: 0 hits, 1 misses");
+	FILE *f = fopen(db, "rb");
+	assert_non_null(f);
+	static uint8_t before[1 << 20], after[1 << 20];
+	size_t n0 = fread(before, 1, sizeof(before), f);
+	fclose(f);
+	assert_int_equal(RUN("CUBPF_CACHE_READONLY=1"), 0);
+	assert_contains(out, "cache: 1 hits, 0 misses, 0 JIT compiles");
+	f = fopen(db, "rb");
+	assert_non_null(f);
+	size_t n1 = fread(after, 1, sizeof(after), f);
+	fclose(f);
+	assert_int_equal(n0, n1);
+	assert_memory_equal(before, after, n0);
+
+	assert_int_equal(chown(dir, 0, 65534), 0);
+	assert_int_equal(chmod(dir, 0770), 0);
+	assert_int_equal(RUN(""), 0);
+	assert_contains(out, "fake_app: done");
+	assert_int_equal(count_of(out, "is writable by group"), 1);
+	assert_contains(out, "CUBPF_CACHE_GROUP=NAME");
+	assert_contains(out, "(cache off)");
+	assert_int_equal(RUN("CUBPF_CACHE_GROUP=65534"), 0);
+	assert_contains(out, "cache: 1 hits, 0 misses");
+#undef RUN
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* End to end on the CPU: cubpf run over the shim and the fake driver.  The fake runs no kernel
  * (the maps stay zero), but the launches, the kernel ids and the memory come through, and a
  * failing app's status is returned with the report printed. */
@@ -1235,6 +1444,7 @@ static void test_run_fake(void **state)
 	assert_contains(out, "trace: complete");
 	assert_contains(out, "exited with status 3");
 	assert_null(strstr(out, "cubpf: live: kernel id")); /* the shim's lines are not echoed */
+	assert_null(strstr(out, "cubpf: map ")); /* nor its map report: it used to reach stderr */
 	assert_contains(out, "kernels launched but not instrumented: 0\n");
 	assert_null(strstr(out, "1 modules instrumented")); /* the counters are no reason */
 	snprintf(args, sizeof(args), "--json -p %s/probes/kcount.bpf.o --real-libcuda "
@@ -1542,6 +1752,8 @@ int main(void)
 		cmocka_unit_test(test_launchlate),    cmocka_unit_test(test_memtrace),
 		cmocka_unit_test(test_kernelretsnoop), cmocka_unit_test(test_maps_dump),
 		cmocka_unit_test(test_bad_trace),     cmocka_unit_test(test_run_options),
+		cmocka_unit_test(test_settings_refused_alike), cmocka_unit_test(test_fifo_inputs),
+		cmocka_unit_test(test_cache_shared_through_the_shim),
 		cmocka_unit_test(test_text_escaping), cmocka_unit_test(test_report_names_escaped),
 		cmocka_unit_test(test_run_fake),      cmocka_unit_test(test_run_processes),
 		cmocka_unit_test(test_run_report_without_log),
