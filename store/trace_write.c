@@ -1326,19 +1326,28 @@ static int take_memory(struct store_trace_writer *w)
 
 /* The threads block every signal: a signal their writes raise (SIGXFSZ past RLIMIT_FSIZE,
  * SIGPIPE) would otherwise kill the application, and the application's own signals are for
- * its threads.  They inherit the mask of the thread that creates them. */
+ * its threads.  They inherit the mask of the thread that creates them.  Their stacks are 1 MiB
+ * (compression state lives on the heap): glibc's default of 8 MiB each counts against an
+ * application's RLIMIT_AS (`ulimit -v`), where its own threads must still fit. */
+#define WORKER_STACK (1u << 20)
+
 static int start_workers(struct store_trace_writer *w)
 {
 	sigset_t all, old;
-	int rc = 0;
+	pthread_attr_t attr;
+	int rc = pthread_attr_init(&attr) ? -1 : 0;
+	if (rc)
+		return rc;
+	pthread_attr_setstacksize(&attr, WORKER_STACK);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	deadline_after(&w->deadline, w->opt.flush_ms);
 	for (int i = 0; i < w->opt.workers && !rc; i++) {
-		rc = pthread_create(&w->workers[i].thread, NULL, worker_main, &w->workers[i]) ? -1 : 0;
+		rc = pthread_create(&w->workers[i].thread, &attr, worker_main, &w->workers[i]) ? -1 : 0;
 		w->nworkers += !rc;
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
 	return rc;
 }
 

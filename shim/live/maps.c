@@ -1011,14 +1011,11 @@ static void rb_start_helpers(void)
 {
 	uint32_t want = rb_threads_wanted();
 	uint64_t lane_max = shim_live_session.ringbuf_bytes ? shim_live_session.ringbuf_bytes : 1;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	atomic_store(&rb_step, want);
 	uint32_t k = 1;
 	for (; k < want; k++)
 		if ((!rb_scratch[k] && !(rb_scratch[k] = malloc(lane_max))) ||
-		    pthread_create(&rb_threads[k], NULL, rb_main, (void *)(uintptr_t)k) != 0)
+		    shim_thread_start(&rb_threads[k], rb_main, (void *)(uintptr_t)k) != 0)
 			break;
 	if (k < want) { /* fewer than wanted: stop those started, go on alone */
 		atomic_store(&rb_step, 0); /* helpers see 0: they leave */
@@ -1028,7 +1025,6 @@ static void rb_start_helpers(void)
 	}
 	rb_nthreads = k;
 	atomic_store(&rb_step, k);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	shim_log(SHIM_LOG_INFO, "live: ring buffers: %u drain threads", k);
 }
 
@@ -1077,12 +1073,8 @@ void shim_live_ringbuf_start(void)
 		return;
 	rb_nthreads = 1;
 	atomic_store(&rb_step, 1);
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (pthread_create(&rb_threads[0], NULL, rb_main, (void *)(uintptr_t)0) != 0)
+	if (shim_thread_start(&rb_threads[0], rb_main, (void *)(uintptr_t)0) != 0) /* small stack */
 		atomic_store(&rb_state, 0);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* What the log's "ring buffer NAME: ... taken, ... dropped on device" line says, as a RINGBUF
