@@ -321,7 +321,7 @@ static void health(FILE *f, const struct tool_metrics_proc *p, size_t n)
 			   "cubpf_dropped_records_total{pid=\"%u\",source=\"spans\"} %" PRIu64 "\n",
 			p[i].pid, p[i].d->writer_drops, p[i].pid, p[i].d->rb_drops, p[i].pid,
 			p[i].d->span_drops);
-	family(f, "cubpf_trace_bytes", "gauge", "bytes of the process's trace file so far");
+	family(f, "cubpf_trace_bytes", "gauge", "bytes of the process's trace file read so far (whole frames)");
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "cubpf_trace_bytes{pid=\"%u\"} %" PRIu64 "\n", p[i].pid, p[i].trace_bytes);
 	family(f, "cubpf_map_memory_bytes", "gauge", "memory the probes' maps take (MAP_MEMORY)");
@@ -348,4 +348,72 @@ void tool_metrics_write(FILE *f, const char *tool, const struct tool_metrics_pro
 		memtrace_family(f, p, n, 1);
 		memtrace_family(f, p, n, 0);
 	}
+}
+
+/* ---- the run's traces, followed from scrape to scrape ------------------------------------------
+ * A scrape reads what each trace gained since the one before (tool_follow): its cost follows
+ * the program's rate of records, not the length of the run.  Traces are kept by path; one that
+ * cannot be opened yet (its header not written) is tried again at the next scrape. */
+struct tool_metrics_traces {
+	struct tool_follow **follow;
+	char **path;
+	size_t n;
+};
+
+struct tool_metrics_traces *tool_metrics_traces_new(void)
+{
+	return calloc(1, sizeof(struct tool_metrics_traces));
+}
+
+static struct tool_follow *traces_find(struct tool_metrics_traces *t, const char *path)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (!strcmp(t->path[i], path))
+			return t->follow[i];
+	char err[512];
+	struct tool_follow *f = tool_follow_open(path, err, sizeof(err));
+	struct tool_follow **q = f ? realloc(t->follow, (t->n + 1) * sizeof(*q)) : NULL;
+	char **p = q ? (t->follow = q, realloc(t->path, (t->n + 1) * sizeof(*p))) : NULL;
+	char *copy = p ? (t->path = p, strdup(path)) : NULL;
+	if (!copy) {
+		tool_follow_close(f);
+		return NULL;
+	}
+	t->follow[t->n] = f;
+	t->path[t->n++] = copy;
+	return f;
+}
+
+void tool_metrics_traces_write(struct tool_metrics_traces *t, FILE *f, const char *tool,
+			       char *const *paths, size_t n)
+{
+	struct tool_metrics_proc *p = calloc(n ? n : 1, sizeof(*p));
+	size_t np = 0;
+	for (size_t i = 0; p && i < n; i++) {
+		char err[512];
+		struct tool_follow *fl = traces_find(t, paths[i]);
+		if (!fl || tool_follow_update(fl, err, sizeof(err)) != 0)
+			continue;
+		const struct tool_data *d = tool_follow_data(fl);
+		if (!d->nprocs)
+			continue;
+		p[np] = (struct tool_metrics_proc){.pid = d->procs[0].pid, .d = d};
+		tool_follow_bytes(fl, &p[np].trace_bytes, NULL);
+		np++;
+	}
+	tool_metrics_write(f, tool, p, np);
+	free(p);
+}
+
+void tool_metrics_traces_free(struct tool_metrics_traces *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n; i++) {
+		tool_follow_close(t->follow[i]);
+		free(t->path[i]);
+	}
+	free(t->follow);
+	free(t->path);
+	free(t);
 }
