@@ -217,6 +217,8 @@ static void test_metrics_promtool_and_port_in_use(void **state)
 		fail_msg("promtool: %s", out);
 	assert_contains(out, "# TYPE cubpf_kernel_launches_total counter\n");
 	assert_contains(out, ",kernel=\"tools_k\",name=\"tools_k\"} 3\n");
+	assert_contains(out, ",id=\"1\",kernel=\"tools_k\",name=\"tools_k\"} 1\n");
+	assert_contains(out, "# TYPE cubpf_map_value gauge\n");
 	free(out);
 	/* the same port again: one line, status 2, the command not run */
 	rc = sh(&out, "%s run -t kcount --metrics 127.0.0.1:%d -- touch %s/ran", BIN, port, dir);
@@ -308,6 +310,10 @@ static void test_metrics_memtrace(void **state)
 			      "name=\"_Z6vecaddPfS_i\",space=\"global\",op=\"load\"} 4096\n");
 	assert_contains(text, "cubpf_memtrace_accesses_total{pid=\"42\",device=\"0\",kernel=\"vecadd\","
 			      "name=\"_Z6vecaddPfS_i\",space=\"global\",op=\"load\"} 1024\n");
+	/* the generic series (vm/metrics.c, the shim's endpoint's too): words summed over SMs */
+	assert_contains(text, "cubpf_map_value{pid=\"42\",map=\"counts\",key=\"9\",word=\"2\"} 1024\n");
+	assert_contains(text, "cubpf_kernel_info{pid=\"42\",id=\"1\",kernel=\"vecadd\","
+			      "name=\"_Z6vecaddPfS_i\"} 1\n");
 	free(report);
 	free(text);
 }
