@@ -194,6 +194,70 @@ static void test_metrics_prometheus(void **state)
 	free(out);
 }
 
+/* CUBPF_METRICS: the plain shim's endpoint, inside the process (no cubpf run), scraped by a
+ * real Prometheus server: the values it stored equal the shim's report at exit, and the text
+ * passes promtool.  The fake driver runs no kernel, so kcount's map stays 0 (no map series):
+ * the kernel-id table, the module counts and the process's pid are what can be compared. */
+static void test_metrics_shim_endpoint_prometheus(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/cubpf-test-metrics-XXXXXX", path[512], *out, *v;
+	assert_non_null(mkdtemp(dir));
+	int port = free_port(), pport = free_port();
+	snprintf(path, sizeof(path), "%s/query.py", dir);
+	write_file(path, "%s", query_py);
+	snprintf(path, sizeof(path), "%s/prometheus.yml", dir);
+	write_file(path, "global:\n  scrape_interval: 500ms\n  scrape_timeout: 500ms\n"
+			 "scrape_configs:\n  - job_name: app\n    static_configs:\n"
+			 "      - targets: ['127.0.0.1:%d']\n", port);
+	assert_int_equal(sh(&out, "cd %s && (LD_LIBRARY_PATH=%s/lib CUBPF_REAL_LIBCUDA=%s/tests/"
+				  "libcuda-fake.so CUBPF_PROGRAMS=%s/probes/kcount.bpf.o CUBPF_LOG=info "
+				  "CUBPF_METRICS=127.0.0.1:%d CUBPF_INTERVAL_MS=200 FAKE_APP_LINGER_S=15 "
+				  "%s/tests/tools_fake_app 0 > app.out 2>&1 & echo $! > app.pid; wait; "
+				  "echo $? > app.rc) >/dev/null 2>&1 &", dir, BUILD, BUILD, BUILD, port,
+			    BUILD), 0);
+	free(out);
+	assert_int_equal(sh(&out, "cd %s && (timeout 60 prometheus --config.file=prometheus.yml "
+				  "--storage.tsdb.path=data --web.listen-address=127.0.0.1:%d "
+				  "> prom.log 2>&1 & echo $! > prom.pid)", dir, pport), 0);
+	free(out);
+	v = prom_wait(dir, pport, "cubpf_kernel_info{kernel=\"tools_k\"}", "1");
+	char *mods = prom_query(dir, pport, "cubpf_modules_total{outcome=\"instrumented\"}");
+	char *kernels = prom_query(dir, pport, "cubpf_kernels_instrumented");
+	/* the pid label is the process's own */
+	assert_int_equal(sh(&out, "cat %s/app.pid", dir), 0);
+	out[strcspn(out, "\n")] = '\0';
+	char q[128];
+	snprintf(q, sizeof(q), "cubpf_kernels_instrumented{pid=\"%s\"}", out);
+	free(out);
+	char *pid = prom_query(dir, pport, q);
+	char *up = prom_query(dir, pport, "max_over_time(up{job=\"app\"}[1m])");
+	/* promtool on the endpoint's text while the process still runs */
+	int rc = sh(&out, "python3 -c 'import urllib.request,sys; sys.stdout.write(urllib.request."
+			  "urlopen(\"http://127.0.0.1:%d/metrics\").read().decode())' > %s/m.txt && "
+			  "promtool check metrics < %s/m.txt && cat %s/m.txt", port, dir, dir, dir);
+	if (rc != 0)
+		fail_msg("promtool (Prometheus said kernel_info %s): %s", v, out);
+	assert_contains(out, "# TYPE cubpf_kernel_info gauge\n");
+	free(out);
+	assert_int_equal(sh(&out, "cd %s && kill $(cat prom.pid); for i in $(seq 100); do "
+				  "[ -f app.rc ] && break; sleep 0.2; done; cat app.out; cat app.rc",
+			    dir), 0);
+	/* the report at exit: what Prometheus stored */
+	assert_contains(out, "live: 1 modules instrumented (1 kernels)");
+	assert_contains(out, "live: kernel id 1 = tools_k");
+	assert_contains(out, "live: metrics at http://127.0.0.1:");
+	assert_contains(out, "\n0\n"); /* the app's exit status */
+	assert_string_equal(v, "1");
+	assert_string_equal(mods, "1");
+	assert_string_equal(kernels, "1");
+	assert_string_equal(pid, "1");
+	assert_string_equal(up, "1");
+	free(out), free(v), free(mods), free(kernels), free(pid), free(up);
+	assert_int_equal(sh(&out, "rm -rf %s", dir), 0);
+	free(out);
+}
+
 /* ---- promtool, and a port in use ------------------------------------------------------------ */
 
 static void test_metrics_promtool_and_port_in_use(void **state)
@@ -613,6 +677,7 @@ int main(void)
 		cmocka_unit_test(test_metrics_scrapes_read_only_new_bytes),
 		cmocka_unit_test(test_metrics_promtool_and_port_in_use),
 		cmocka_unit_test(test_metrics_prometheus),
+		cmocka_unit_test(test_metrics_shim_endpoint_prometheus),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
