@@ -602,6 +602,15 @@ struct store_trace_reader *store_trace_open(const char *path, char *err, size_t 
 struct store_trace_reader *store_trace_open_mem(const void *data, size_t size, char *err,
 						size_t errlen);
 void store_trace_close_reader(struct store_trace_reader *r);
+/* A trace still being written (a running process's), read as it grows: opened like
+ * store_trace_open, its descriptor kept.  store_trace_next reads the whole frames there are and
+ * returns 0 at the end (state CUT when the writer is inside a frame, NO_END between frames);
+ * store_trace_refresh then maps what was appended since, and store_trace_next goes on from the
+ * first byte not consumed: a frame cut short is decoded whole once it is, never read twice.
+ * Records from before a refresh are no longer valid.  refresh: 1 = the file grew, 0 = nothing
+ * new (or the trace is complete or damaged, or not opened to follow), -1 + err. */
+struct store_trace_reader *store_trace_open_follow(const char *path, char *err, size_t errlen);
+int store_trace_refresh(struct store_trace_reader *r, char *err, size_t errlen);
 
 /* 1 = a record, 0 = no more (see store_trace_state), -1 = a damaged record (message in
  * store_trace_reader_error, naming the frame or record by index and file offset; state

@@ -50,6 +50,7 @@ struct store_trace_reader {
 	const uint8_t *file;
 	size_t size, pos;          /* compressed input and how far frames were consumed */
 	void *map;                 /* munmap on close, when mapped */
+	int fd;                    /* a followed file (store_trace_open_follow), else -1 */
 	ZSTD_DCtx *dctx;
 	uint8_t *raw;              /* the current frame, decoded */
 	size_t raw_len, raw_cap, raw_pos;
@@ -488,6 +489,7 @@ struct store_trace_reader *store_trace_open_mem(const void *data, size_t size, c
 	}
 	r->file = data;
 	r->size = size;
+	r->fd = -1;
 	if (read_header(r, err, errlen)) {
 		store_trace_close_reader(r);
 		return NULL;
@@ -495,7 +497,8 @@ struct store_trace_reader *store_trace_open_mem(const void *data, size_t size, c
 	return r;
 }
 
-struct store_trace_reader *store_trace_open(const char *path, char *err, size_t errlen)
+/* A file mapped whole and read; follow keeps its descriptor for store_trace_refresh. */
+static struct store_trace_reader *open_file(const char *path, int follow, char *err, size_t errlen)
 {
 	struct stat st;
 	void *map = NULL;
@@ -512,18 +515,65 @@ struct store_trace_reader *store_trace_open(const char *path, char *err, size_t 
 		return NULL;
 	}
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
 	if (map == MAP_FAILED) {
 		snprintf(err, errlen, "cannot map %s: %s", path, strerror(errno));
+		close(fd);
 		return NULL;
 	}
 	struct store_trace_reader *r = store_trace_open_mem(map, (size_t)st.st_size, err, errlen);
 	if (!r) {
 		munmap(map, (size_t)st.st_size);
+		close(fd);
 		return NULL;
 	}
 	r->map = map;
+	if (follow)
+		r->fd = fd;
+	else
+		close(fd);
 	return r;
+}
+
+struct store_trace_reader *store_trace_open(const char *path, char *err, size_t errlen)
+{
+	return open_file(path, 0, err, errlen);
+}
+
+struct store_trace_reader *store_trace_open_follow(const char *path, char *err, size_t errlen)
+{
+	return open_file(path, 1, err, errlen);
+}
+
+/* The end of the file was reached when it ended inside a frame (the writer was writing it) or
+ * after whole frames without END (still running): more may have come since.  The reader picks
+ * up at the first byte it has not consumed (r->pos): a frame cut short was never consumed, so
+ * it is decoded whole now or stays pending again.  A damaged or complete trace is over. */
+int store_trace_refresh(struct store_trace_reader *r, char *err, size_t errlen)
+{
+	struct stat st;
+	if (r->fd < 0 || r->state == STORE_TRACE_DAMAGED || r->state == STORE_TRACE_COMPLETE)
+		return 0;
+	if (fstat(r->fd, &st) != 0) {
+		snprintf(err, errlen, "cannot stat the trace: %s", strerror(errno));
+		return -1;
+	}
+	if ((uint64_t)st.st_size <= r->size)
+		return 0;
+	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, r->fd, 0);
+	if (map == MAP_FAILED) {
+		snprintf(err, errlen, "cannot map the trace: %s", strerror(errno));
+		return -1;
+	}
+	munmap(r->map, r->size);
+	r->map = map;
+	r->file = map;
+	r->size = (size_t)st.st_size;
+	if (r->done) { /* the end it reached is not the end any more */
+		r->done = 0;
+		r->state = STORE_TRACE_OK;
+		r->error[0] = '\0';
+	}
+	return 1;
 }
 
 void store_trace_close_reader(struct store_trace_reader *r)
@@ -532,6 +582,8 @@ void store_trace_close_reader(struct store_trace_reader *r)
 		return;
 	if (r->map)
 		munmap(r->map, r->size);
+	if (r->fd >= 0)
+		close(r->fd);
 	ZSTD_freeDCtx(r->dctx);
 	free(r->raw);
 	free(r->xbuf);

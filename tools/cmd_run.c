@@ -464,6 +464,7 @@ struct follow {
 	struct tool_metrics_server *metrics; /* --metrics: started once the child is */
 	int claim_fd;               /* -o: the lock held for the run's life (claim_output), or -1 */
 	char claim[PATH_MAX + 16];
+	struct tool_metrics_traces *mtraces; /* --metrics: the traces as the scrapes read them */
 };
 
 static double now_s(void)
@@ -757,34 +758,16 @@ static void follow_child(struct follow *fw, pid_t pid, int fd)
 }
 
 /* ---- --metrics: the run's traces, each read alone, as Prometheus metrics ----------------------
- * Called by the server's thread on each scrape (tools/tool_metrics_http.c): it reads the files
- * the program's processes write and never touches what the main thread reads (fw->data), so a
- * scrape neither waits for nor slows the report, nor the program. */
+ * Called by the server's thread on each scrape (tools/tool_metrics_http.c): it follows the files
+ * the program's processes write (what each gained since the last scrape) and never touches what
+ * the main thread reads (fw->data), so a scrape neither waits for nor slows the report, nor the
+ * program. */
 static void metrics_body(void *ctx, FILE *f)
 {
-	const struct follow *fw = ctx;
+	struct follow *fw = ctx;
 	struct trace_set s = {0};
 	run_traces(fw, &s, 1);
-	struct tool_data *d = calloc(s.n ? s.n : 1, sizeof(*d));
-	struct tool_metrics_proc *p = calloc(s.n ? s.n : 1, sizeof(*p));
-	size_t n = 0;
-	for (size_t i = 0; d && p && i < s.n; i++) {
-		char err[512];
-		struct stat st;
-		if (tool_data_load(&d[n], s.path[i], err, sizeof(err)) != 0 || !d[n].nprocs) {
-			tool_data_free(&d[n]);
-			memset(&d[n], 0, sizeof(d[n]));
-			continue;
-		}
-		p[n] = (struct tool_metrics_proc){.pid = d[n].procs[0].pid, .d = &d[n],
-			.trace_bytes = stat(s.path[i], &st) == 0 ? (uint64_t)st.st_size : 0};
-		n++;
-	}
-	tool_metrics_write(f, fw->tool ? fw->tool->name : NULL, p, n);
-	for (size_t i = 0; d && i < n; i++)
-		tool_data_free(&d[i]);
-	free(d);
-	free(p);
+	tool_metrics_traces_write(fw->mtraces, f, fw->tool ? fw->tool->name : NULL, s.path, s.n);
 	set_free(&s);
 }
 
@@ -823,7 +806,8 @@ static int run_child(char **cmd, struct follow *fw)
 		_exit(127);
 	}
 	fw->child = pid;
-	if (fw->metrics && tool_metrics_start(fw->metrics, metrics_body, fw) != 0)
+	if (fw->metrics && (!(fw->mtraces = tool_metrics_traces_new()) ||
+			    tool_metrics_start(fw->metrics, metrics_body, fw) != 0))
 		fprintf(stderr, "cubpf run: --metrics: cannot start the server thread\n");
 	/* Ctrl-C reaches the child through the process group; we stay to print the report. */
 	signal(SIGINT, SIG_IGN);
@@ -1133,6 +1117,7 @@ int cmd_run(int argc, char **argv)
 	if (rc != 0)
 		fprintf(stderr, "cubpf run: %s exited with status %d\n", argv[first], rc);
 	tool_metrics_stop(fw.metrics);
+	tool_metrics_traces_free(fw.mtraces);
 	tool_data_free(&fw.data);
 	claim_release(&fw);
 	if (own_trace)

@@ -791,42 +791,130 @@ static const char *run_state(const struct tool_data *d)
 	return d->nprocs ? d->procs[0].state : "none";
 }
 
-static int load_trace(struct tool_data *d, const char *trace, int several,
-		      const struct tool_kernel_key *keys, char *err, size_t errlen)
+/* Where one trace's numbers go in d (a fresh process of d's run), and whether its trace names
+ * kernel ids and reasons itself.  -1: out of memory. */
+static int load_begin(struct tool_data *d, struct load *ld, const struct store_trace_reader *r,
+		      int several)
 {
-	struct store_trace_reader *r = store_trace_open(trace, err, errlen);
-	if (!r)
-		return -1;
-	struct load ld = {.renumber = several};
+	*ld = (struct load){.renumber = several};
 	if (several) {
-		ld.ctx_base = (uint32_t)d->nprocs * TOOL_PROCESS_CTX;
-		ld.dev_base = (uint32_t)d->nprocs * TOOL_PROCESS_DEVICE;
+		ld->ctx_base = (uint32_t)d->nprocs * TOOL_PROCESS_CTX;
+		ld->dev_base = (uint32_t)d->nprocs * TOOL_PROCESS_DEVICE;
 		if (d->nremap)
 			memset(d->remap, 0, d->nremap * sizeof(*d->remap));
 	}
 	const struct store_rec_header *h = store_trace_header(r);
 	if (h->major > 1 || h->minor >= 2) /* the trace names kernel ids and reasons itself */
 		d->have_meta = 1;
+	return (ld->proc = process_add(d, r)) ? 0 : -1;
+}
+
+/* The records r has now, folded into d; the maps merged again and the state said.  0, 1 when
+ * the reader stopped at damage (message in err, the records before it kept), -1 out of memory. */
+static int load_records(struct tool_data *d, struct load *ld, struct store_trace_reader *r,
+			const char *trace, const struct tool_kernel_key *keys, char *err,
+			size_t errlen)
+{
 	struct store_trace_record rec;
-	int rc = 0;
-	if (!(ld.proc = process_add(d, r)))
-		goto oom;
+	int rc;
 	while ((rc = store_trace_next(r, &rec)) == 1)
-		if (on_record(d, &ld, r, &rec) != 0)
-			goto oom;
-	if ((several && renumber_keys(d, keys, ld.ctx_base) != 0) || merge_maps(d) != 0)
-		goto oom;
-	ld.proc->state = trace_states[store_trace_state(r)];
+		if (on_record(d, ld, r, &rec) != 0)
+			return -1;
+	if ((ld->renumber && renumber_keys(d, keys, ld->ctx_base) != 0) || merge_maps(d) != 0)
+		return -1;
+	ld->proc->state = trace_states[store_trace_state(r)];
 	d->state = run_state(d);
-	if (rc < 0)
-		snprintf(err, errlen, "%s: %s (records before it are kept)", trace,
-			 store_trace_reader_error(r));
+	if (rc >= 0)
+		return 0;
+	snprintf(err, errlen, "%s: %s (records before it are kept)", trace,
+		 store_trace_reader_error(r));
+	return 1;
+}
+
+static int load_trace(struct tool_data *d, const char *trace, int several,
+		      const struct tool_kernel_key *keys, char *err, size_t errlen)
+{
+	struct store_trace_reader *r = store_trace_open(trace, err, errlen);
+	if (!r)
+		return -1;
+	struct load ld;
+	int rc = load_begin(d, &ld, r, several);
+	if (rc == 0)
+		rc = load_records(d, &ld, r, trace, keys, err, errlen);
 	store_trace_close_reader(r);
-	return 0;
-oom:
+	if (rc >= 0)
+		return 0;
 	snprintf(err, errlen, "out of memory reading %s", trace);
-	store_trace_close_reader(r);
 	return -1;
+}
+
+/* ---- a trace followed as it grows ------------------------------------------------------------
+ * The reader stays open between updates and goes on where it stopped, so an update costs what
+ * was appended since the last, not the trace's length: every record handler here folds into
+ * what d holds (launches add up, the latest snapshot of a map wins by its time, notes and
+ * devices once), which is what a read of the whole file would have made. */
+struct tool_follow {
+	struct store_trace_reader *r;
+	struct tool_data d;
+	struct load ld;
+	char *path;
+	uint64_t read_before;       /* bytes consumed before the last update */
+};
+
+struct tool_follow *tool_follow_open(const char *trace, char *err, size_t errlen)
+{
+	struct tool_follow *f = calloc(1, sizeof(*f));
+	if (!f || !(f->path = strdup(trace))) {
+		snprintf(err, errlen, "out of memory");
+		free(f);
+		return NULL;
+	}
+	if (!(f->r = store_trace_open_follow(trace, err, errlen)))
+		goto fail;
+	if (load_begin(&f->d, &f->ld, f->r, 0) != 0) {
+		snprintf(err, errlen, "out of memory reading %s", trace);
+		goto fail;
+	}
+	return f;
+fail:
+	tool_follow_close(f);
+	return NULL;
+}
+
+int tool_follow_update(struct tool_follow *f, char *err, size_t errlen)
+{
+	store_trace_reader_sizes(f->r, &f->read_before, NULL, NULL);
+	if (store_trace_refresh(f->r, err, errlen) < 0)
+		return -1;
+	int rc = load_records(&f->d, &f->ld, f->r, f->path, NULL, err, errlen);
+	if (rc < 0)
+		snprintf(err, errlen, "out of memory reading %s", f->path);
+	return rc < 0 ? -1 : 0;
+}
+
+const struct tool_data *tool_follow_data(const struct tool_follow *f)
+{
+	return &f->d;
+}
+
+void tool_follow_bytes(const struct tool_follow *f, uint64_t *total, uint64_t *last_update)
+{
+	uint64_t now = 0;
+	store_trace_reader_sizes(f->r, &now, NULL, NULL);
+	if (total)
+		*total = now;
+	if (last_update)
+		*last_update = now - f->read_before;
+}
+
+void tool_follow_close(struct tool_follow *f)
+{
+	if (!f)
+		return;
+	store_trace_close_reader(f->r);
+	tool_data_free(&f->d);
+	free(f->path);
+	free(f);
 }
 
 int tool_data_load(struct tool_data *d, const char *trace, char *err, size_t errlen)

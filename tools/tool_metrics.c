@@ -19,44 +19,30 @@
 #include <string.h>
 
 #include "tools/tools.h"
+#include "vm/vm.h"
 
 #define MT_KERNELS 64 /* memtrace's layout (tools/probes/memtrace.bpf.c) */
 #define MT_SPACES 8
 #define MT_OPS 4
 #define MT_SIZES 6
 
-/* A label value: backslash, double quote and newline escaped, as the format asks. */
-static void label_value(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fputc('\\', f), fputc(*s, f);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
-	}
-}
-
+/* Families, label escaping and the kernel labels are vm/metrics.c's, the formatter the shim's
+ * endpoint (CUBPF_METRICS) uses too: one spelling of every shared series. */
 static void family(FILE *f, const char *name, const char *type, const char *help)
 {
-	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	vm_metrics_family(f, name, type, help);
 }
 
 /* {pid="..",device="..",kernel="..",name=".."; the caller adds its labels and the brace. */
 static void kernel_labels(FILE *f, uint32_t pid, const struct tool_kernel *k)
 {
-	char sn[TOOL_TEXT_MAX];
 	fprintf(f, "{pid=\"%u\",", pid);
 	if (!k) {
 		fputs("device=\"any\",kernel=\"_other\",name=\"_other\"", f);
 		return;
 	}
-	fprintf(f, "device=\"%u\",kernel=\"", k->device);
-	label_value(f, tool_short_name(k->name, sn, sizeof(sn)));
-	fputs("\",name=\"", f);
-	label_value(f, k->name);
-	fputc('"', f);
+	fprintf(f, "device=\"%u\",", k->device);
+	vm_metrics_kernel_labels(f, k->name);
 }
 
 static int kernel_listed(const struct tool_kernel *k)
@@ -321,7 +307,7 @@ static void health(FILE *f, const struct tool_metrics_proc *p, size_t n)
 			   "cubpf_dropped_records_total{pid=\"%u\",source=\"spans\"} %" PRIu64 "\n",
 			p[i].pid, p[i].d->writer_drops, p[i].pid, p[i].d->rb_drops, p[i].pid,
 			p[i].d->span_drops);
-	family(f, "cubpf_trace_bytes", "gauge", "bytes of the process's trace file so far");
+	family(f, "cubpf_trace_bytes", "gauge", "bytes of the process's trace file read so far (whole frames)");
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "cubpf_trace_bytes{pid=\"%u\"} %" PRIu64 "\n", p[i].pid, p[i].trace_bytes);
 	family(f, "cubpf_map_memory_bytes", "gauge", "memory the probes' maps take (MAP_MEMORY)");
@@ -331,9 +317,43 @@ static void health(FILE *f, const struct tool_metrics_proc *p, size_t n)
 			p[i].pid, p[i].d->device_bytes, p[i].pid, p[i].d->pinned_bytes);
 }
 
+/* ---- every map, whatever the tool: the generic series the shim's endpoint has too ------------
+ * Each context's latest snapshot (device labelled), and the kernel ids' names to join them on. */
+static void generic(FILE *f, const struct tool_metrics_proc *p, size_t n)
+{
+	family(f, "cubpf_kernel_info", "gauge", "cubpf's kernel ids and their kernels (join "
+	       "cubpf_map_value on key where a map's key is a kernel id)");
+	for (size_t i = 0; i < n; i++) {
+		char labels[32];
+		size_t named = 0;
+		snprintf(labels, sizeof(labels), "pid=\"%u\"", p[i].pid);
+		for (size_t j = 0; j < p[i].d->nkernels && named < TOOL_METRICS_KERNELS; j++)
+			if (p[i].d->kernels[j].id && ++named)
+				vm_metrics_kernel_info(f, labels, p[i].d->kernels[j].id,
+						       p[i].d->kernels[j].name);
+	}
+	family(f, "cubpf_map_value", "gauge", "a map's value per key and word (u64 words, summed "
+	       "over per-SM copies; non-zero ones)");
+	for (size_t i = 0; i < n; i++) {
+		char labels[32];
+		snprintf(labels, sizeof(labels), "pid=\"%u\"", p[i].pid);
+		for (size_t j = 0; j < p[i].d->nsnaps; j++) {
+			const struct tool_map *m = &p[i].d->snaps[j];
+			uint32_t copies = tool_map_copies(m);
+			if (!m->name || !copies)
+				continue;
+			struct vm_metrics_map vm = {.name = m->name, .key_size = m->key_size,
+				.device = tool_ctx_device(p[i].d, m->ctx), .copies = copies,
+				.value_size = m->value_size / copies, .kv = m->kv, .count = m->count};
+			vm_metrics_map_values(f, labels, &vm);
+		}
+	}
+}
+
 void tool_metrics_write(FILE *f, const char *tool, const struct tool_metrics_proc *p, size_t n)
 {
 	health(f, p, n);
+	generic(f, p, n);
 	family(f, "cubpf_kernel_launches_total", "counter", "kernel launches (KERNEL records)");
 	per_kernel(f, "cubpf_kernel_launches_total", p, n, launches);
 	family(f, "cubpf_kernel_threads_total", "counter", "threads launched (grid x block)");
@@ -348,4 +368,72 @@ void tool_metrics_write(FILE *f, const char *tool, const struct tool_metrics_pro
 		memtrace_family(f, p, n, 1);
 		memtrace_family(f, p, n, 0);
 	}
+}
+
+/* ---- the run's traces, followed from scrape to scrape ------------------------------------------
+ * A scrape reads what each trace gained since the one before (tool_follow): its cost follows
+ * the program's rate of records, not the length of the run.  Traces are kept by path; one that
+ * cannot be opened yet (its header not written) is tried again at the next scrape. */
+struct tool_metrics_traces {
+	struct tool_follow **follow;
+	char **path;
+	size_t n;
+};
+
+struct tool_metrics_traces *tool_metrics_traces_new(void)
+{
+	return calloc(1, sizeof(struct tool_metrics_traces));
+}
+
+static struct tool_follow *traces_find(struct tool_metrics_traces *t, const char *path)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (!strcmp(t->path[i], path))
+			return t->follow[i];
+	char err[512];
+	struct tool_follow *f = tool_follow_open(path, err, sizeof(err));
+	struct tool_follow **q = f ? realloc(t->follow, (t->n + 1) * sizeof(*q)) : NULL;
+	char **p = q ? (t->follow = q, realloc(t->path, (t->n + 1) * sizeof(*p))) : NULL;
+	char *copy = p ? (t->path = p, strdup(path)) : NULL;
+	if (!copy) {
+		tool_follow_close(f);
+		return NULL;
+	}
+	t->follow[t->n] = f;
+	t->path[t->n++] = copy;
+	return f;
+}
+
+void tool_metrics_traces_write(struct tool_metrics_traces *t, FILE *f, const char *tool,
+			       char *const *paths, size_t n)
+{
+	struct tool_metrics_proc *p = calloc(n ? n : 1, sizeof(*p));
+	size_t np = 0;
+	for (size_t i = 0; p && i < n; i++) {
+		char err[512];
+		struct tool_follow *fl = traces_find(t, paths[i]);
+		if (!fl || tool_follow_update(fl, err, sizeof(err)) != 0)
+			continue;
+		const struct tool_data *d = tool_follow_data(fl);
+		if (!d->nprocs)
+			continue;
+		p[np] = (struct tool_metrics_proc){.pid = d->procs[0].pid, .d = d};
+		tool_follow_bytes(fl, &p[np].trace_bytes, NULL);
+		np++;
+	}
+	tool_metrics_write(f, tool, p, np);
+	free(p);
+}
+
+void tool_metrics_traces_free(struct tool_metrics_traces *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n; i++) {
+		tool_follow_close(t->follow[i]);
+		free(t->path[i]);
+	}
+	free(t->follow);
+	free(t->path);
+	free(t);
 }

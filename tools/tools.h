@@ -155,6 +155,19 @@ void tool_coverage_print(const struct tool_coverage *c, int json, FILE *f);
 int tool_ctx_device(const struct tool_data *d, uint32_t ctx);
 /* Drops what the trace gave (kernels keep their ids), for a reload while following. */
 void tool_data_reset_trace(struct tool_data *d);
+/* A trace read as it grows (a running process's, for --metrics): open reads the header,
+ * each update reads only what was appended since the previous one (whole frames; a frame the
+ * writer is still writing waits for the next update) and folds it into the data, which then
+ * equals what tool_data_load of the file would give.  update: 0, or -1 with err (out of
+ * memory, the file unreadable); at damage, 0 with the message in err: the records before it
+ * are kept and reading stops there. */
+struct tool_follow;
+struct tool_follow *tool_follow_open(const char *trace, char *err, size_t errlen);
+int tool_follow_update(struct tool_follow *f, char *err, size_t errlen);
+const struct tool_data *tool_follow_data(const struct tool_follow *f);
+/* Compressed bytes of the file decoded: in all, and by the last update. */
+void tool_follow_bytes(const struct tool_follow *f, uint64_t *total, uint64_t *last_update);
+void tool_follow_close(struct tool_follow *f);
 
 const struct tool_kernel *tool_kernel_by_id(const struct tool_data *d, uint32_t id);
 const struct tool_map *tool_map_by_name(const struct tool_data *d, const char *name);
@@ -219,6 +232,14 @@ struct tool_metrics_proc {
 /* The Prometheus text exposition (0.0.4) of the run: cubpf's health, launches and threads per
  * kernel, and the maps of `tool` (kcount, launchlate, memtrace; NULL or another: none). */
 void tool_metrics_write(FILE *f, const char *tool, const struct tool_metrics_proc *p, size_t n);
+/* The run's traces kept open between scrapes (one thread uses it: the server's): each call
+ * reads what paths[0..n) gained since the last (a path new to it is opened), then writes the
+ * exposition as tool_metrics_write.  A trace's cubpf_trace_bytes is what was read of it. */
+struct tool_metrics_traces;
+struct tool_metrics_traces *tool_metrics_traces_new(void);
+void tool_metrics_traces_write(struct tool_metrics_traces *t, FILE *f, const char *tool,
+			       char *const *paths, size_t n);
+void tool_metrics_traces_free(struct tool_metrics_traces *t);
 
 /* An HTTP endpoint on [ADDR:]PORT (ADDR defaults to 127.0.0.1): GET /metrics (or /) answers
  * with what body writes, from a thread of its own that holds no lock of the caller's.  listen

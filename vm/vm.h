@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "vm/include/cubpf_abi.h"
 
@@ -270,6 +271,34 @@ size_t vm_map_array_bytes(const struct vm_map_def *def);
  * from the trace's HOST_MAP records): 4 and 8 bytes as an unsigned decimal, other sizes as hex
  * bytes separated by spaces, as many as `len` holds.  Always NUL-terminated. */
 void vm_map_format_bytes(const void *bytes, uint32_t size, char *out, size_t len);
+
+/* ---- maps as Prometheus metrics (vm/metrics.c): the one formatter of the generic series of
+ * both endpoints, the shim's (CUBPF_METRICS) and cubpf run's (--metrics).  `labels` is what
+ * every series of the caller carries first (`pid="42"`, or NULL/"" for none), already escaped. */
+#define VM_METRICS_KEYS 200        /* keys of a map with series of their own; the rest "_other" */
+#define VM_METRICS_WORDS 16        /* u64 words of a value shown (a 128-byte struct) */
+/* One map's entries: count pairs of key_size bytes of key, then copies values of value_size
+ * bytes (per-SM maps: one copy per SM slot, summed), as MAP records lay them out. */
+struct vm_metrics_map {
+	const char *name;
+	int device;                 /* the GPU's ordinal, -1: not said (no device label) */
+	uint32_t key_size, value_size, copies;
+	const uint8_t *kv;
+	size_t count;
+};
+/* A label value, escaped as the format asks (backslash, quote, newline); bytes that are not
+ * UTF-8 or are controls as \xHH text. */
+void vm_metrics_label(FILE *f, const char *s);
+void vm_metrics_family(FILE *f, const char *name, const char *type, const char *help);
+/* kernel="vecadd",name="_Z6vecaddPfS_i": the readable part of a mangled name, and the name. */
+void vm_metrics_kernel_labels(FILE *f, const char *mangled);
+/* cubpf_kernel_info{LABELS,id="3",kernel="..",name=".."} 1 (the caller writes the family). */
+void vm_metrics_kernel_info(FILE *f, const char *labels, uint32_t id, const char *mangled);
+/* cubpf_map_value{LABELS,map="..",device="..",key="..",word="W"} V: per key (as
+ * vm_map_format_bytes prints it) and word of the value (u64 words, a 4-byte value as one u32),
+ * summed over the copies; non-zero words only; the first VM_METRICS_KEYS keys in the order
+ * given, the rest summed as key="_other".  Values of other sizes are not numbers: none. */
+void vm_metrics_map_values(FILE *f, const char *labels, const struct vm_metrics_map *m);
 
 /* Host-side helper implementation, for engines that bring their own (conformance plugin). */
 typedef uint64_t (*vm_helper_fn)(void *env, uint64_t r1, uint64_t r2, uint64_t r3, uint64_t r4,

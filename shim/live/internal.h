@@ -239,6 +239,44 @@ void shim_live_torn_down(CUcontext ctx, CUdevice dev, int primary, CUresult r);
 /* Whether any context has maps (read in a fork child, which has one thread). */
 bool shim_live_maps_have_contexts(void);
 
+/* ---- CUBPF_METRICS: the process's Prometheus endpoint (metrics.c) ----------------------------
+ * What a scrape shows, copied by the snapshot thread and published whole: never changed after,
+ * freed by the last of the slot and the scrapes holding it. */
+struct live_pub_map {
+	char name[VM_NAME_MAX];
+	int device;
+	uint32_t key_size, value_size, copies; /* value_size: one copy (per-SM maps: 256 copies) */
+	uint8_t *kv;               /* count pairs as MAP records carry them (maps.c map_entries) */
+	uint32_t count;
+};
+struct live_pub {
+	atomic_int refs;
+	uint64_t mono_ns;          /* when published (CLOCK_MONOTONIC) */
+	struct live_pub_map *maps;
+	uint32_t nmaps;
+	char **kernels;            /* the first LIVE_PUB_KERNELS kernel ids' names, by id */
+	uint32_t *ids;
+	uint32_t nkernels, kernels_total;
+	uint64_t device_bytes, pinned_bytes;
+};
+#define LIVE_PUB_KERNELS VM_METRICS_KEYS
+/* Binds CUBPF_METRICS and starts the server thread (a port in use: one warning, no endpoint). */
+void shim_live_metrics_start(void);
+void shim_live_metrics_stop(void);
+void shim_live_metrics_fork_child(void);
+/* An endpoint is up; scrapes came lately (the snapshot thread publishes only then). */
+bool shim_live_metrics_on(void);
+bool shim_live_metrics_wanted(void);
+/* Replaces the published copy (p is the endpoint's from now on). */
+void shim_live_metrics_publish(struct live_pub *p);
+void shim_live_pub_free(struct live_pub *p);
+/* maps.c: a copy of every context's latest snapshot, published (snapshot thread, `lock` held). */
+void shim_live_maps_publish(void);
+bool shim_live_maps_thread_running(void);
+/* live.c: the first n kernel ids' names (lowest ids: a name never changes series), malloc'ed,
+ * into p; p->kernels_total = all ids given.  -1 out of memory. */
+int shim_live_kernel_names(struct live_pub *p, uint32_t n);
+
 /* ---- clock calibration (clock.c) ------------------------------------------------------- */
 /* Measures host CLOCK_REALTIME against the device's %globaltimer in context c (current), best
  * of a few round trips on cubpf's stream; writes a CLOCK record and logs the offset.  Returns

@@ -269,6 +269,29 @@ uint32_t shim_live_kernel_launch(const char *mangled, uint64_t *launch)
 	return id;
 }
 
+/* Ids are given from 1 in order, so the first n are those up to n, wherever they sit in the
+ * list (newest first). */
+int shim_live_kernel_names(struct live_pub *p, uint32_t n)
+{
+	int rc = 0;
+	pthread_mutex_lock(&kid_lock);
+	uint32_t total = next_kid - 1, want = total < n ? total : n;
+	p->kernels = calloc(want ? want : 1, sizeof(*p->kernels));
+	p->ids = calloc(want ? want : 1, sizeof(*p->ids));
+	if (!p->kernels || !p->ids)
+		rc = -1;
+	for (struct kid *k = kids; !rc && k; k = k->next)
+		if (k->id >= 1 && k->id <= want) {
+			if (!(p->kernels[k->id - 1] = strdup(k->name)))
+				rc = -1;
+			p->ids[k->id - 1] = k->id;
+		}
+	pthread_mutex_unlock(&kid_lock);
+	p->nkernels = p->kernels && p->ids ? want : 0; /* names NULL where out of memory */
+	p->kernels_total = total;
+	return rc;
+}
+
 /* ---- kernels not instrumented ---------------------------------------------------------------- */
 
 void shim_live_note(enum shim_log_level level, uint32_t reason, const char *api, const char *label,
@@ -727,6 +750,7 @@ static void live_exit(void)
 	struct own_work o;
 	own_begin(&o); /* the last reads of every context's maps, the cache's counts */
 	shim_live_maps_stop_thread();
+	shim_live_metrics_stop(); /* after the last publication */
 	shim_live_spans_finish();
 	shim_live_snapshot_all(true);
 	shim_live_ringbuf_finish();
@@ -808,6 +832,7 @@ static void child_start(void)
 	shim_live_session.trace = NULL;
 	if (trace && *trace)
 		trace_open(trace);
+	shim_live_metrics_start();
 	shim_log(SHIM_LOG_INFO, "live: forked child %d makes driver calls: probes on%s%s",
 		 (int)getpid(), shim_live_session.trace ? ", trace " : "", shim_live_session.trace ? trace_file : "");
 }
@@ -826,6 +851,7 @@ static void fork_child(void)
 	shim_live_module_fork_child();
 	shim_live_link_fork_child();
 	shim_live_control_fork_child();
+	shim_live_metrics_fork_child();
 }
 
 /* ---- start --------------------------------------------------------------------------------- */
@@ -952,6 +978,7 @@ static const struct shim_hooks *live_start(void)
 	const char *trace = getenv("CUBPF_TRACE");
 	if (trace && *trace)
 		trace_open(trace);
+	shim_live_metrics_start();
 	if (shim_live_spans_init())
 		live_hooks.event_call = shim_live_spans_event;
 	shim_log(SHIM_LOG_INFO, "live: %u probe objects, %u GPU programs, %s host programs, %u "

@@ -785,6 +785,10 @@ static void *snapshot_main(void *arg)
 		nap_ms(shim_live_session.interval_ms);
 		if (atomic_load(&thread_state) != 1)
 			break;
+		/* without a trace the maps are read back only while someone scrapes them */
+		bool publish = shim_live_metrics_wanted();
+		if (!shim_live_session.trace && !publish)
+			continue;
 		pthread_mutex_lock(&lock);
 		for (struct live_ctx *c = ctxs; c; c = c->next)
 			if (!retiring(c))
@@ -794,6 +798,8 @@ static void *snapshot_main(void *arg)
 			refresh_clocks();
 			since_clock = 0;
 		}
+		if (publish)
+			shim_live_maps_publish();
 		pthread_mutex_unlock(&lock);
 		shim_live_maps_trace();
 	}
@@ -803,11 +809,17 @@ static void *snapshot_main(void *arg)
 void shim_live_maps_start_thread(void)
 {
 	int expect = 0;
-	if (!shim_live_session.trace || !atomic_compare_exchange_strong(&thread_state, &expect, 1))
+	if ((!shim_live_session.trace && !shim_live_metrics_on()) ||
+	    !atomic_compare_exchange_strong(&thread_state, &expect, 1))
 		return;
 	/* a small stack, the application's signals left to the application's threads */
 	if (shim_thread_start(&thread, snapshot_main, NULL) != 0)
 		atomic_store(&thread_state, 0);
+}
+
+bool shim_live_maps_thread_running(void)
+{
+	return atomic_load(&thread_state) == 1;
 }
 
 bool shim_live_maps_have_contexts(void)
@@ -1411,4 +1423,48 @@ void shim_live_maps_report(bool print)
 			if (c->snap[i])
 				report_map(print, c, i);
 	pthread_mutex_unlock(&lock);
+}
+
+/* ---- CUBPF_METRICS: what a scrape shows, published by the snapshot thread -------------------- */
+
+/* One map of one context as a scrape shows it: its non-zero entries (map_entries), copied. */
+static int pub_map(const struct live_ctx *c, uint32_t i, struct live_pub_map *out)
+{
+	const struct vm_map_def *d = &shim_live_session.maps[i].def;
+	struct entries e;
+	if (map_entries(c, i, &e) != 0) {
+		free(e.kv);
+		return -1;
+	}
+	snprintf(out->name, sizeof(out->name), "%s", d->name);
+	out->device = (int)c->dev;
+	out->copies = copies(d);
+	out->key_size = e.key_size;
+	out->value_size = e.value_size / out->copies;
+	out->kv = e.kv;
+	out->count = e.count;
+	return 0;
+}
+
+/* `lock` held (the snapshot thread, right after its copies): builds the copy and hands it
+ * over; the launch path never waits on anything here but `lock`, as for the snapshots. */
+void shim_live_maps_publish(void)
+{
+	uint32_t n = 0;
+	struct live_pub *p = calloc(1, sizeof(*p));
+	for (struct live_ctx *c = ctxs; c; c = c->next)
+		n += shim_live_session.nmaps;
+	if (!p || !(p->maps = calloc(n ? n : 1, sizeof(*p->maps))) ||
+	    shim_live_kernel_names(p, LIVE_PUB_KERNELS) != 0) {
+		shim_live_pub_free(p);
+		return;
+	}
+	for (struct live_ctx *c = ctxs; c; c = c->next) {
+		p->device_bytes += c->device_bytes;
+		p->pinned_bytes += c->pinned_bytes;
+		for (uint32_t i = 0; c->snap_ns && i < shim_live_session.nmaps; i++)
+			if (c->snap[i] && !c->host[i] && pub_map(c, i, &p->maps[p->nmaps]) == 0)
+				p->nmaps++;
+	}
+	shim_live_metrics_publish(p);
 }

@@ -6,6 +6,8 @@
 #     last scrape's launches per kernel (summed over processes) equal the report at exit (--json);
 #     `promtool check metrics` is clean when promtool is there (the GPU machine may lack it:
 #     said, not failed; the CPU tests run it).
+#  1b. A Triton program under the plain shim with CUBPF_METRICS (its own endpoint, no cubpf run):
+#     kstats as cubpf_map_value grows while it runs; the last scrape equals the exit dump.
 #  2. The SQLite export of a torch.compile run of several processes (Inductor's compile workers,
 #     `cubpf run -t kcount -o DIR`): `cubpf trace export --format sqlite` of DIR, checked
 #     against `cubpf trace stats` (tests/tools/export_check.py, which also runs the README's
@@ -81,6 +83,74 @@ else
   echo "RESULT metrics: promtool not on this machine (the CPU tests run it)"
 fi
 grep -E '^cubpf_(processes|kernels_instrumented|not_instrumented_total|trace_bytes)' "$last" | head -8
+
+# ---- 1b. CUBPF_METRICS: the plain shim's endpoint, in the process ----
+# A Triton kernel launched for 6 s (tests/gpu/apps/metrics_triton_app.py: Triton loads PTX,
+# which cubpf instruments; PyTorch's own kernels are SASS only here) under the plain shim with
+# kcount: kstats as cubpf_map_value (word 0: GPU runs per kernel id, summed over SMs) grows while
+# the program runs; the last scrape (in the program's idle 3 s) equals the shim's exit dump
+# (CUBPF_DUMP_MAPS=1: "cubpf: map kstats[ID] = {runs, threads, ...}"); its cubpf_kernel_info
+# names the ids the exit log names ("live: kernel id N = NAME").
+port2=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+LD_LIBRARY_PATH="$(cd "$BUILD/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  CUBPF_PROGRAMS="$(cd "$BUILD/probes" && pwd)/kcount.bpf.o" CUBPF_METRICS="127.0.0.1:$port2" \
+  CUBPF_DUMP_MAPS=1 CUBPF_LOG=info CUBPF_CACHE="$WORK/cubpf3.db" TRITON_CACHE_DIR=$WORK/triton3 \
+  timeout 240 $PY tests/gpu/apps/metrics_triton_app.py >"$base.shim.out" 2>"$base.shim.err" &
+app=$!
+$PY - "$port2" "$base.shim" <<'PYEOF'
+import sys, time, urllib.request
+port, base = sys.argv[1], sys.argv[2]
+n, deadline = 0, time.time() + 200
+while time.time() < deadline:
+    try:
+        t0 = time.time()
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    except OSError:
+        if n:
+            break  # the process is gone
+        time.sleep(0.2)
+        continue
+    open(f"{base}.scrape{n}.txt", "w").write(body)
+    if n < 3:
+        print("RESULT metrics shim: scrape %d took %.1f ms" % (n, (time.time() - t0) * 1e3))
+    n += 1
+    time.sleep(0.5)
+print("RESULT metrics shim: scrapes=%d" % n)
+PYEOF
+wait $app
+rc=$?
+echo "RESULT metrics shim: rc=$rc"
+[ "$rc" -eq 0 ] || { fail "CUBPF_METRICS app: rc=$rc"; tail -20 "$base.shim.err"; }
+$PY - "$base.shim" <<'PYEOF' || failed=$((failed + 1))
+import glob, re, sys
+base = sys.argv[1]
+files = sorted(glob.glob(base + ".scrape*.txt"), key=lambda f: int(re.search(r"scrape(\d+)", f).group(1)))
+texts = [open(f).read() for f in files]
+def runs(text):
+    return {m.group(1): int(m.group(2)) for m in re.finditer(
+        r'^cubpf_map_value\{[^}]*map="kstats",device="\d+",key="(\d+)",word="0"\} (\d+)$', text, re.M)}
+err = open(base + ".err").read()
+dump = {m.group(1): int(m.group(2)) for m in re.finditer(r"^cubpf: map kstats\[(\d+)\] = \{(\d+),", err, re.M)}
+ids = {m.group(1): m.group(2) for m in re.finditer(r"^cubpf: live: kernel id (\d+) = (\S+)$", err, re.M)}
+series = [s for s in map(runs, texts) if s]
+if not texts or not dump or len(series) < 3:
+    sys.exit(f"FAIL metrics shim: {len(texts)} scrapes, {len(series)} with kstats values (want 3 "
+             f"or more), {len(dump)} kernel ids in the exit dump")
+top = max(series[-1], key=series[-1].get)
+grow = [s.get(top, 0) for s in series]
+print(f"RESULT metrics shim: kernel id {top} ({ids.get(top, '?')[:50]}) GPU runs over scrapes {grow[:3]} .. {grow[-1]}")
+if any(b < a for a, b in zip(grow, grow[1:])) or grow[-1] <= grow[0]:
+    sys.exit("FAIL metrics shim: kstats did not grow while the program ran")
+diff = {k: (v, dump.get(k)) for k, v in series[-1].items() if dump.get(k) != v}
+print(f"RESULT metrics shim: kernel ids with runs in the last scrape {len(series[-1])}, in the exit dump {len(dump)}, differing {len(diff)}")
+if diff or len(series[-1]) != len(dump):
+    sys.exit(f"FAIL metrics shim: last scrape vs exit dump: {list(diff.items())[:5]}")
+info = {m.group(1): m.group(2) for m in re.finditer(
+    r'^cubpf_kernel_info\{[^}]*id="(\d+)",kernel="[^"]*",name="([^"]*)"\} 1$', texts[-1], re.M)}
+if info != {k: v for k, v in ids.items() if int(k) <= 200}:
+    sys.exit(f"FAIL metrics shim: kernel_info {len(info)} ids, the exit log {len(ids)}")
+print(f"RESULT metrics shim: kernel_info names the exit log's {len(ids)} kernel ids")
+PYEOF
 
 # ---- 2. SQLite export of a torch.compile run of several processes ----
 TRITON_CACHE_DIR=$WORK/triton TORCHINDUCTOR_CACHE_DIR=$WORK/inductor CUBPF_CACHE="$WORK/cubpf2.db" \

@@ -18,7 +18,10 @@
 #include <dlfcn.h>
 #include <glob.h>
 #include <pthread.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1223,6 +1226,139 @@ static void test_maps_are_traced_while_running(void **state)
 	 * at exit */
 	assert_true(maps >= 3);
 	assert_true(complete);
+}
+
+/* ---- CUBPF_METRICS: the process's own endpoint (shim/live/metrics.c) ------------------------ */
+
+/* The body of GET PATH on 127.0.0.1:port (HTTP/1.0, read to the end), or NULL. */
+static char *http_get(int port, const char *path)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	char req[256], *buf = NULL;
+	size_t n = 0, cap = 0;
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	int len = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n\r\n", path);
+	if (write(fd, req, (size_t)len) != len) {
+		close(fd);
+		return NULL;
+	}
+	for (;;) {
+		if (n + 4096 + 1 > cap && !(buf = realloc(buf, cap = 2 * cap + 8192)))
+			break;
+		ssize_t r = read(fd, buf + n, 4096);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (buf)
+		buf[n] = '\0';
+	return buf;
+}
+
+/* A TCP port of 127.0.0.1 bound and listening (kept: "in use"), or free (closed) when !keep. */
+static int tcp_port(int keep, int *fd_out)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	if (keep)
+		*fd_out = fd;
+	else
+		close(fd);
+	return ntohs(a.sin_port);
+}
+
+static int metrics_port;
+
+static int expect_in(const char *body, const char *want)
+{
+	return strstr(body, want) ? 0 : child_fail("'%s' not in the scrape:\n%s", want, body);
+}
+
+/* The "kernel" counts; a scrape sees them, then sees them grow (a copy published again while
+ * scrapes come); a path that is not /metrics is 404; the kernel never waited for the server. */
+static int child_metrics(void)
+{
+	char want[256];
+	if (child_module())
+		return 1;
+	void *mod = NULL;
+	if (load(&mod, live_ptx) != 0)
+		return child_fail("second load");
+	uint64_t *entries = (uint64_t *)(uintptr_t)global(mod, "__cubpf_map_0");
+	char *body = http_get(metrics_port, "/metrics");
+	if (!body)
+		return child_fail("no answer on port %d", metrics_port);
+	snprintf(want, sizeof(want), "cubpf_map_value{pid=\"%d\",map=\"entries\",device=\"0\","
+		 "key=\"1\",word=\"0\"} 7\n", (int)getpid());
+	int rc = expect_in(body, "HTTP/1.1 200 OK\r\n") || expect_in(body, want);
+	snprintf(want, sizeof(want), "cubpf_kernel_info{pid=\"%d\",id=\"1\",kernel=\"live_k\","
+		 "name=\"live_k\"} 1\n", (int)getpid());
+	rc = rc || expect_in(body, want) || expect_in(body, "# TYPE cubpf_map_value gauge\n") ||
+	     expect_in(body, "outcome=\"instrumented\"} 2\n");
+	free(body);
+	entries[1] = 9; /* the kernel runs again */
+	for (int i = 0; !rc && i < 100; i++, usleep(20 * 1000)) {
+		body = http_get(metrics_port, "/metrics");
+		snprintf(want, sizeof(want), "key=\"1\",word=\"0\"} 9\n");
+		int seen = body && strstr(body, want);
+		free(body);
+		if (seen)
+			break;
+		if (i == 99)
+			rc = child_fail("the new count never showed");
+	}
+	body = http_get(metrics_port, "/other");
+	rc = rc || !body || expect_in(body, "HTTP/1.1 404 Not Found\r\n");
+	free(body);
+	return rc;
+}
+
+static void test_metrics_endpoint_in_the_process(void **state)
+{
+	(void)state;
+	char spec[64], interval[] = "50";
+	metrics_port = tcp_port(0, NULL);
+	snprintf(spec, sizeof(spec), "127.0.0.1:%d", metrics_port);
+	struct child_env env = { { "CUBPF_METRICS", "CUBPF_INTERVAL_MS" }, { spec, interval } };
+	assert_int_equal(run_child(&env, child_metrics), 0);
+	char said[128];
+	snprintf(said, sizeof(said), "live: metrics at http://127.0.0.1:%d/metrics", metrics_port);
+	assert_non_null(strstr(child_err, said));
+	/* the endpoint is gone with the process */
+	assert_null(http_get(metrics_port, "/metrics"));
+}
+
+/* Nobody scrapes: without a trace the maps are not even read back; a port in use is one
+ * warning and the application runs on, probed (its report at exit) but without the endpoint. */
+static void test_metrics_port_in_use_warns_once(void **state)
+{
+	(void)state;
+	int fd;
+	char spec[64];
+	metrics_port = tcp_port(1, &fd);
+	snprintf(spec, sizeof(spec), "%d", metrics_port);
+	struct child_env env = { { "CUBPF_METRICS", "CUBPF_DUMP_MAPS" }, { spec, "1" } };
+	assert_int_equal(run_child(&env, child_module), 0);
+	close(fd);
+	const char *w = strstr(child_err, "CUBPF_METRICS=");
+	assert_non_null(w);
+	assert_null(strstr(w + 1, "CUBPF_METRICS="));
+	assert_non_null(strstr(w, "Address already in use; the program runs without the metrics "
+				  "endpoint"));
+	assert_non_null(strstr(child_err, "cubpf: map entries[1] = 7 (device 0)"));
+	assert_null(strstr(child_err, "metrics at http"));
 }
 
 /* LeakSanitizer's check at exit takes every lock of ASan's allocator, and the libasan of gcc 12
@@ -2793,6 +2929,8 @@ int main(void)
 		cmocka_unit_test(test_maps_are_written_to_the_trace),
 		cmocka_unit_test(test_not_instrumented_is_in_the_trace),
 		cmocka_unit_test(test_maps_are_traced_while_running),
+		cmocka_unit_test(test_metrics_endpoint_in_the_process),
+		cmocka_unit_test(test_metrics_port_in_use_warns_once),
 		cmocka_unit_test(test_fork_child_stays_quiet),
 		cmocka_unit_test(test_a_trace_is_written_by_one_process),
 		cmocka_unit_test(test_fork_child_of_a_fresh_parent_is_probed),

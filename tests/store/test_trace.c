@@ -350,6 +350,89 @@ static void test_cut_anywhere(void **state)
 	free(dir);
 }
 
+/* A trace read while it grows (store_trace_open_follow, store_trace_refresh): the file gets
+ * the bytes of a finished trace in random steps, cut anywhere (inside a frame, inside a frame's
+ * magic), and the reader, refreshed after each, hands out every record exactly once and in
+ * order, and has consumed exactly the whole frames there are: a frame cut short is left for the
+ * next refresh, never decoded twice. */
+static void test_follow_growing_file(void **state)
+{
+	(void)state;
+	char *dir = temp_dir(), path[4200], grow[4200], err[STORE_ERRLEN];
+	snprintf(path, sizeof(path), "%s/t.cubpf", dir);
+	snprintf(grow, sizeof(grow), "%s/grow.cubpf", dir);
+	struct store_trace_options o = {.batch_bytes = 4096};
+	struct store_trace_writer *w = create(path, &o);
+	uint32_t name = store_trace_intern(w, "cuMemcpyHtoD_v2");
+	for (unsigned i = 0; i < 5000; i++) {
+		struct store_rec_api a = api_event(name, i);
+		store_trace_api(w, &a);
+	}
+	assert_int_equal(store_trace_close(w, NULL, 0), 0);
+	size_t n, ends[4096];
+	uint8_t *img = slurp(path, &n);
+	size_t nf = frame_ends(img, n, ends, 4096);
+	assert_true(nf > 20);
+
+	spit(grow, img, ends[0]); /* the header frame: what a writer writes at once */
+	struct store_trace_reader *r = store_trace_open_follow(grow, err, sizeof(err));
+	if (!r)
+		fail_msg("%s", err);
+	unsigned seed = (unsigned)time(NULL);
+	srand(seed);
+	uint64_t next_corr = 0, file_bytes;
+	int end_seen = 0;
+	for (size_t have = ends[0]; have < n;) {
+		size_t step = 1 + (size_t)rand() % 3000, upto = have + step < n ? have + step : n;
+		int fd = open(grow, O_WRONLY | O_APPEND);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, img + have, upto - have), (ssize_t)(upto - have));
+		close(fd);
+		have = upto;
+		assert_int_equal(store_trace_refresh(r, err, sizeof(err)), 1);
+		struct store_trace_record rec;
+		int rc;
+		while ((rc = store_trace_next(r, &rec)) == 1) {
+			struct store_rec_api a;
+			if (rec.type == STORE_REC_END) {
+				end_seen = 1;
+				continue;
+			}
+			if (rec.type != STORE_REC_API)
+				continue;
+			assert_non_null(store_rec_fixed(&rec, &a, sizeof(a), NULL));
+			if (a.corr != next_corr)
+				fail_msg("seed %u: at %zu of %zu bytes: record corr %llu, want %llu",
+					 seed, have, n, (unsigned long long)a.corr,
+					 (unsigned long long)next_corr);
+			assert_string_equal(store_trace_string(r, a.name), "cuMemcpyHtoD_v2");
+			next_corr++;
+		}
+		assert_int_equal(rc, 0);
+		size_t whole = 0;
+		while (whole + 1 < nf && ends[whole + 1] <= have)
+			whole++;
+		store_trace_reader_sizes(r, &file_bytes, NULL, NULL);
+		if (file_bytes != ends[whole])
+			fail_msg("seed %u: %zu bytes there, whole frames end at %zu, consumed %llu", seed,
+				 have, ends[whole], (unsigned long long)file_bytes);
+		assert_int_equal(store_trace_state(r), have == n ? STORE_TRACE_COMPLETE
+					: have == ends[whole] ? STORE_TRACE_NO_END : STORE_TRACE_CUT);
+	}
+	assert_int_equal(next_corr, 5000);
+	assert_true(end_seen);
+	/* complete: nothing more to read, whatever the file does */
+	assert_int_equal(store_trace_refresh(r, err, sizeof(err)), 0);
+	store_trace_close_reader(r);
+	/* a reader not opened to follow, or an image in memory, never refreshes */
+	r = open_r(path);
+	assert_int_equal(store_trace_refresh(r, err, sizeof(err)), 0);
+	store_trace_close_reader(r);
+	free(img);
+	rm_tree(dir);
+	free(dir);
+}
+
 static void test_sigkill(void **state)
 {
 	(void)state;
@@ -1023,6 +1106,7 @@ const struct CMUnitTest trace_tests[] = {
 	cmocka_unit_test(test_roundtrip),
 	cmocka_unit_test(test_roundtrip_run_metadata),
 	cmocka_unit_test(test_cut_anywhere),
+	cmocka_unit_test(test_follow_growing_file),
 	cmocka_unit_test(test_sigkill),
 	cmocka_unit_test(test_drops_never_block),
 	cmocka_unit_test(test_probes_batch_roundtrip),

@@ -7,7 +7,8 @@
  *   exec     a child started by fork() + exec() of this program
  *   spawn    a child started by posix_spawn() of this program
  *   nocuda   a fork()ed child that never touches CUDA (must write no trace)
- * The parent waits for its child, then makes its own calls. */
+ * The parent waits for its child, then makes its own calls.  FAKE_APP_LINGER_S=N: N seconds
+ * more before the exit. */
 #include <dlfcn.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -86,5 +87,7 @@ int main(int argc, char **argv)
 	if (rc)
 		return rc;
 	fprintf(stderr, "fake_app: a line of the app's own stderr\n");
+	if (getenv("FAKE_APP_LINGER_S")) /* a process that lives on (its CUBPF_METRICS scraped) */
+		sleep((unsigned)atoi(getenv("FAKE_APP_LINGER_S")));
 	return argc > 1 ? atoi(argv[1]) : 0;
 }
