@@ -16,6 +16,7 @@
 #define CUBPF_VM_H
 
 #include <linux/bpf.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -299,6 +300,15 @@ void vm_metrics_kernel_info(FILE *f, const char *labels, uint32_t id, const char
  * summed over the copies; non-zero words only; the first VM_METRICS_KEYS keys in the order
  * given, the rest summed as key="_other".  Values of other sizes are not numbers: none. */
 void vm_metrics_map_values(FILE *f, const char *labels, const struct vm_metrics_map *m);
+
+/* The endpoint (vm/metrics_http.c): a socket listening on "[ADDR:]PORT" (127.0.0.1 unless an
+ * address is given; [v6]:PORT for IPv6), its "HOST:PORT" in address; -1 with err.  Then
+ * vm_metrics_serve on a thread of the caller's answers GET /metrics (and GET /) with what body
+ * writes, one client at a time, while *running is non-zero (looked at every 100 ms); the caller
+ * closes fd after it returns. */
+typedef void (*vm_metrics_body_fn)(void *ctx, FILE *f);
+int vm_metrics_listen(const char *spec, char *address, size_t alen, char *err, size_t errlen);
+void vm_metrics_serve(int fd, vm_metrics_body_fn body, void *ctx, const atomic_int *running);
 
 /* Host-side helper implementation, for engines that bring their own (conformance plugin). */
 typedef uint64_t (*vm_helper_fn)(void *env, uint64_t r1, uint64_t r2, uint64_t r3, uint64_t r4,
