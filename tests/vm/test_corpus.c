@@ -57,6 +57,20 @@ static const struct ccase ccases[] = {
 	{"c10_precision", "ok_zero_loop", NULL, 5},
 	{"c10_precision", "ok_pointer_walk", NULL, 18},
 	{"c10_precision", "ok_value_loop", NULL, 28},
+	/* 11: helper arguments against their objects */
+	{"c11_helper_args", "rej_read_ctx_past_end", "invalid bpf_context access off=152 size=16", 0},
+	{"c11_helper_args", "rej_read_value_minus_8", "invalid access to map value, value_size=64 "
+	 "off=-8 size=8", 0},
+	{"c11_helper_args", "rej_read_record_past_end", "invalid access to ring buffer record, "
+	 "size=16 off=8 size=16", 0},
+	{"c11_helper_args", "rej_read_var_size_past_value", "invalid access to map value, "
+	 "value_size=64 off=8 size=64", 0},
+	{"c11_helper_args", "rej_write_record_past_end", "invalid access to ring buffer record, "
+	 "size=16 off=8 size=16", 0},
+	{"c11_helper_args", "rej_output_ctx_tail", "invalid bpf_context access off=152 size=16", 0},
+	{"c11_helper_args", "rej_update_value_tail", "invalid access to map value, value_size=64 "
+	 "off=32 size=64", 0},
+	{"c11_helper_args", "ok_reads_inside", NULL, 12},
 };
 
 #define NCCASES (sizeof(ccases) / sizeof(ccases[0]))
@@ -212,7 +226,7 @@ static const struct acase acases[] = {
 	       STX(BPF_DW, 10, 0, -8), MOV64_REG(1, 0), MOV64_IMM(2, 0),
 	       CALL(CUBPF_FN_ringbuf_submit), LDX(BPF_DW, 0, 10, -8), EXIT(), RET0),
 	/* 2: bpf_probe_read copying a spilled pointer from the stack into a map value */
-	REJECT("a2_probe_read_from_stack", UP, "leaks addr into helper bpf_probe_read",
+	REJECT("a2_probe_read_from_stack", UP, "leaks a pointer: stack slot fp-16 holds a pointer",
 	       LOOKUP_K(M_ARRAY, 0), JMP_IMM(BPF_JEQ, 0, 0, 7), STX(BPF_DW, 10, 0, -16),
 	       MOV64_REG(1, 0), MOV64_IMM(2, 8), MOV64_REG(3, 10), ALU64_IMM(BPF_ADD, 3, -16),
 	       CALL(CUBPF_FN_probe_read), RET0),
@@ -335,11 +349,12 @@ static void test_printk_no_nul(void **state)
 }
 
 static const char *const cfiles[] = {"c01_ptr_arith", "c02_leaks", "c03_uninit", "c04_frames",
-				     "c05_atomics", "c09_gpu_rules", "c10_precision"};
+				     "c05_atomics", "c09_gpu_rules", "c10_precision",
+				     "c11_helper_args"};
 
 size_t corpus_tests(struct CMUnitTest *out, size_t cap)
 {
-	static char names[NACASES + 8][96];
+	static char names[NACASES + sizeof(cfiles) / sizeof(cfiles[0])][96];
 	size_t n = 0, k = 0;
 	for (size_t i = 0; i < sizeof(cfiles) / sizeof(cfiles[0]) && n < cap; i++, k++) {
 		snprintf(names[k], sizeof(names[k]), "corpus/c/%s", cfiles[i]);
