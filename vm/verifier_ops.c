@@ -196,6 +196,11 @@ static int check_alu(struct verifier *v, uint32_t pc, const struct bpf_insn *in,
 		return REJ("R%d sign-extending move of a pointer prohibited", in->dst_reg);
 	if (dptr && sptr && op == BPF_SUB)
 		return alu_pointer_sub(v, pc, dst, &src, in->dst_reg);
+	if (dptr && dst->type == T_CTX && BPF_SRC(in->code) == BPF_X && vm_range_is_const(&src) &&
+	    gpu(v))
+		return REJ("R%d context pointer + register is not compiled in %s programs (the code "
+			   "generator follows only offsets it can see: write ctx + constant)",
+			   in->dst_reg, vm_prog_kind_name(v->prog->kind));
 	if (dptr)
 		return ptr_alu(v, pc, dst, &src, op, in->dst_reg);
 	if (sptr) {
@@ -374,6 +379,11 @@ static int stack_access(struct verifier *v, uint32_t pc, struct vstate *st, cons
 			return REJ("R%d the context pointer cannot be spilled to the stack in %s "
 				   "programs (keep it in a register; the code generator tracks it "
 				   "there only)", a->valreg, vm_prog_kind_name(v->prog->kind));
+		if (a->val && a->val->type == T_MAP_PTR && gpu(v))
+			return REJ("R%d a map pointer cannot be spilled to the stack in %s programs "
+				   "(the code generator names the map of each call at compile time, "
+				   "from registers only: load it again)", a->valreg,
+				   vm_prog_kind_name(v->prog->kind));
 		if (a->size == 8 && lo % 8 == 0) {
 			memset(&f->stype[slot_index(lo)], S_SPILL, 8);
 			f->spill[slot] = *a->val;
@@ -834,7 +844,12 @@ static int check_printk(struct verifier *v, uint32_t pc, struct vstate *st)
 static int check_gpu_helper(struct verifier *v, uint32_t pc, struct vstate *st,
 			    const struct vm_helper_proto *h, const struct call_ctx *cc)
 {
-	const struct vreg *r3 = &cur(st)->regs[3];
+	const struct vreg *r1 = &cur(st)->regs[1], *r3 = &cur(st)->regs[3];
+	if (h->id == CUBPF_FN_trace_printk &&
+	    (r1->type != T_MAP_VALUE || r1->smin != r1->smax ||
+	     vm_map_prog_writable(&v->obj->maps[r1->map]) || !v->obj->maps[r1->map].init))
+		return REJ("R1 the format of bpf_trace_printk must be a constant string in .rodata "
+			   "in %s programs (bpf_printk puts it there)", vm_prog_kind_name(v->prog->kind));
 	if (h->id == CUBPF_FN_ringbuf_output &&
 	    (!vm_range_is_const(r3) || r3->tv == 0 || r3->tv > CUBPF_RB_MAX_RECORD))
 		return REJ("R3 the record size of bpf_ringbuf_output must be a constant of 1 to %u "
@@ -992,6 +1007,12 @@ static int check_exit(struct verifier *v, uint32_t *pc, struct vstate *st)
 	}
 	if (f->regs[0].type == T_STACK && f->regs[0].frameno == st->cur)
 		return vm_reject(v, at, "cannot return a pointer to the callee's stack to the caller");
+	if ((f->regs[0].type == T_CTX || f->regs[0].type == T_MAP_PTR) && gpu(v))
+		return vm_reject(v, at, "R0 a function returns the %s in %s programs (the code "
+				 "generator follows it only within a function and into its callees: "
+				 "the caller would use a register it never set)",
+				 f->regs[0].type == T_CTX ? "context pointer" : "map pointer",
+				 vm_prog_kind_name(v->prog->kind));
 	struct vframe *caller = st->fr[st->cur - 1];
 	caller->regs[0] = f->regs[0];
 	for (int r = 1; r <= 5; r++)

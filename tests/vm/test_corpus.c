@@ -279,6 +279,34 @@ static const struct acase acases[] = {
 	       MOV64_IMM(0, 0), JMP_IMM(BPF_JNE, 1, 0, 1), MOV64_IMM(0, 1), EXIT()),
 	PASS_RUN("a9_host_ctx_null_check", UP, 0, MOV64_IMM(0, 0), JMP_IMM(BPF_JNE, 1, 0, 1),
 		 MOV64_IMM(0, 1), EXIT()),
+	/* 9 (issue 27): the context plus a constant, read back (ntid_z at 8 + 12): verified and
+	 * compiled (tests/ptx/test_ptx_refusals.c; the code generator refused the addition) */
+	PASS_RUN("a9_gpu_ctx_plus_k", KP, 0, ALU64_IMM(BPF_ADD, 1, 8), LDX(BPF_W, 0, 1, 12), EXIT()),
+	/* 9: the context plus a register the verifier knows constant, the code generator not */
+	REJECT("a9_gpu_ctx_plus_reg", KP, "context pointer + register is not compiled",
+	       LDX(BPF_W, 2, 1, 0), JMP_IMM(BPF_JNE, 2, 8, 3), ALU64_REG(BPF_ADD, 1, 2),
+	       LDX(BPF_W, 0, 1, 0), EXIT(), RET0),
+	PASS_RUN("a9_host_ctx_plus_reg", UP, 0, LDX(BPF_DW, 2, 1, 0), JMP_IMM(BPF_JNE, 2, 8, 3),
+		 ALU64_REG(BPF_ADD, 1, 2), LDX(BPF_DW, 0, 1, 0), EXIT(), RET0),
+	/* 9: a function returning the context, or a map, to its caller (the caller loaded
+	 * through a register the generated code never set) */
+	{"a9_gpu_returns_ctx", KP, "a function returns the context pointer",
+	 INSNS(CALL_LOCAL(2), LDX(BPF_W, 0, 0, 0), EXIT(), MOV64_REG(0, 1), EXIT()), SUBS(0, 3), 0},
+	{"a9_gpu_returns_map", KP, "a function returns the map pointer",
+	 INSNS(CALL_LOCAL(7), MOV64_REG(1, 0), ST(BPF_W, 10, -4, 0), MOV64_REG(2, 10),
+	       ALU64_IMM(BPF_ADD, 2, -4), CALL(CUBPF_FN_map_lookup_elem), RET0, LD_MAP(0, M_ARRAY),
+	       EXIT()), SUBS(0, 8), 0},
+	{"a9_host_returns_ctx", UP, NULL,
+	 INSNS(CALL_LOCAL(2), LDX(BPF_DW, 0, 0, 0), EXIT(), MOV64_REG(0, 1), EXIT()), SUBS(0, 3), 0},
+	/* 9: a map pointer spilled and filled before its call */
+	REJECT("a9_gpu_map_ptr_spill", KP, "a map pointer cannot be spilled", LD_MAP(6, M_ARRAY),
+	       STX(BPF_DW, 10, 6, -16), ST(BPF_W, 10, -4, 0), LDX(BPF_DW, 1, 10, -16),
+	       MOV64_REG(2, 10), ALU64_IMM(BPF_ADD, 2, -4), CALL(CUBPF_FN_map_lookup_elem), RET0),
+	/* 9: a printk format on the stack (its conversions unknown when the code is generated) */
+	REJECT("a9_gpu_printk_stack_fmt", KP, "format of bpf_trace_printk must be a constant",
+	       ST(BPF_DW, 10, -8, 0x6968), MOV64_REG(1, 10), ALU64_IMM(BPF_ADD, 1, -8),
+	       MOV64_IMM(2, 8), MOV64_IMM(3, 0), MOV64_IMM(4, 0), MOV64_IMM(5, 0),
+	       CALL(CUBPF_FN_trace_printk), RET0),
 	/* 9: scalar + context in a GPU program */
 	REJECT("a9_gpu_scalar_plus_ctx", KP, "scalar + context pointer", MOV64_IMM(2, 4),
 	       ALU64_REG(BPF_ADD, 2, 1), LDX(BPF_W, 0, 2, 0), EXIT()),
