@@ -840,6 +840,20 @@ static int check_printk(struct verifier *v, uint32_t pc, struct vstate *st)
 	return STEP_NEXT;
 }
 
+/* A constant format (checked above) whose NUL lies within the size r2 gives, as the code
+ * generator reads it (a size it does not know counts as the whole value). */
+static bool gpu_format_ends(struct verifier *v, const struct vreg *fmt, const struct vreg *sz)
+{
+	const struct vm_map_def *m = &v->obj->maps[fmt->map];
+	int64_t o = fmt->off + fmt->smin;
+	if (o < 0 || (uint64_t)o >= m->value_size)
+		return true; /* out of the value: the memory check says so */
+	size_t n = m->value_size - (size_t)o;
+	if (vm_range_is_const(sz) && sz->tv < n)
+		n = (size_t)sz->tv;
+	return memchr(m->init + o, 0, n) != NULL;
+}
+
 /* What the PTX code generator cannot compile, turned away here with a reason (GPU kinds). */
 static int check_gpu_helper(struct verifier *v, uint32_t pc, struct vstate *st,
 			    const struct vm_helper_proto *h, const struct call_ctx *cc)
@@ -850,6 +864,9 @@ static int check_gpu_helper(struct verifier *v, uint32_t pc, struct vstate *st,
 	     vm_map_prog_writable(&v->obj->maps[r1->map]) || !v->obj->maps[r1->map].init))
 		return REJ("R1 the format of bpf_trace_printk must be a constant string in .rodata "
 			   "in %s programs (bpf_printk puts it there)", vm_prog_kind_name(v->prog->kind));
+	if (h->id == CUBPF_FN_trace_printk && !gpu_format_ends(v, r1, &cur(st)->regs[2]))
+		return REJ("R2 the format of bpf_trace_printk has no NUL within its size in %s "
+			   "programs (the GPU formats up to the size)", vm_prog_kind_name(v->prog->kind));
 	if (h->id == CUBPF_FN_ringbuf_output &&
 	    (!vm_range_is_const(r3) || r3->tv == 0 || r3->tv > CUBPF_RB_MAX_RECORD))
 		return REJ("R3 the record size of bpf_ringbuf_output must be a constant of 1 to %u "
