@@ -332,7 +332,7 @@ struct access {
 	int regno;             /* the pointer register */
 	int64_t off;           /* the instruction's offset */
 	int size;
-	int size_min;          /* helpers: bytes surely written (instructions: size) */
+	int size_min;          /* helpers: the bytes a write surely initialises */
 	bool write, sx, atomic;
 	bool helper;           /* through a helper argument: a copy, not a load or a spill */
 	const struct vreg *val;/* stored value (stx register or st immediate), NULL for loads */
