@@ -80,6 +80,10 @@ static const struct refusal refusals[] = {
 	/* codegen.c */
 	SHAPE("the context pointer is used as a value", "context pointer cannot be spilled", KP, true,
 	      STX(BPF_DW, 10, 1, -8), RET0),
+	SHAPE("the context pointer is used as a value", "the code generator joins here", KP, true,
+	      LDX(BPF_W, 2, 1, 0), I(BPF_ALU64 | BPF_AND | BPF_K, 2, 0, 0, 1),
+	      I(BPF_JMP | BPF_JGT | BPF_K, 2, 0, 1, 1), I(BPF_JMP | BPF_JA, 0, 0, 1, 0), MOVK(1, 5),
+	      LDX(BPF_W, 0, 1, 0), EXIT),
 	SHAPE("byte swap width must be 16, 32 or 64", "", KP, true,
 	      MOVK(0, 1), I(BPF_ALU | BPF_END | BPF_K, 0, 0, 0, 8), EXIT),
 	SHAPE("bad movsx width", "", KP, false,

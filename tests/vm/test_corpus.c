@@ -298,6 +298,13 @@ static const struct acase acases[] = {
 	       EXIT()), SUBS(0, 8), 0},
 	{"a9_host_returns_ctx", UP, NULL,
 	 INSNS(CALL_LOCAL(2), LDX(BPF_DW, 0, 0, 0), EXIT(), MOV64_REG(0, 1), EXIT()), SUBS(0, 3), 0},
+	/* 9: r1 is the context on every path the walk takes, but 5 on a branch it proved never
+	 * taken (r2 & 1 > 1), which the code generator's analysis joins too */
+	REJECT("a9_gpu_ctx_dead_branch", KP, "the code generator joins here", LDX(BPF_W, 2, 1, 0),
+	       ALU64_IMM(BPF_AND, 2, 1), JMP_IMM(BPF_JGT, 2, 1, 1), JA(1), MOV64_IMM(1, 5),
+	       LDX(BPF_W, 0, 1, 0), EXIT()),
+	PASS_RUN("a9_host_ctx_dead_branch", UP, 0, LDX(BPF_DW, 2, 1, 0), ALU64_IMM(BPF_AND, 2, 1),
+		 JMP_IMM(BPF_JGT, 2, 1, 1), JA(1), MOV64_IMM(1, 5), LDX(BPF_DW, 0, 1, 0), EXIT()),
 	/* 9: a map pointer spilled and filled before its call */
 	REJECT("a9_gpu_map_ptr_spill", KP, "a map pointer cannot be spilled", LD_MAP(6, M_ARRAY),
 	       STX(BPF_DW, 10, 6, -16), ST(BPF_W, 10, -4, 0), LDX(BPF_DW, 1, 10, -16),
