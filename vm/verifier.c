@@ -308,6 +308,7 @@ static void record_ctx_uses(struct verifier *v, const struct path *p)
 {
 	uint16_t m = vm_value_reads(v, p->pc);
 	const struct vframe *f = p->st.fr[p->st.cur];
+	v->walked[p->pc] = 1;
 	for (int r = 0; r < 10; r++) {
 		const struct vreg *x = &f->regs[r];
 		struct ctxuse *u = &v->ctxuse[p->pc][r];
@@ -495,7 +496,8 @@ int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify
 	struct vstate init;
 	if (!e.prune || !e.at || !e.nat || initial_state(&v, &init) < 0)
 		vm_reject(&v, 0, "out of memory");
-	else if (vm_kind_is_gpu(v.prog->kind) && !(v.ctxuse = calloc(n + 1, sizeof(*v.ctxuse)))) {
+	else if (vm_kind_is_gpu(v.prog->kind) && (!(v.ctxuse = calloc(n + 1, sizeof(*v.ctxuse))) ||
+						  !(v.walked = calloc(n + 1, 1)))) {
 		vm_reject(&v, 0, "out of memory");
 		vm_state_free(&init);
 	} else if (vm_cfg_check(&v, e.prune) == 0 && vm_liveness(&v) == 0) {
@@ -520,6 +522,7 @@ int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify
 	}
 	vm_state_free(&v.fail_state);
 	free(v.ctxuse);
+	free(v.walked);
 	free(v.live);
 	explorer_free(&e);
 	return rc;

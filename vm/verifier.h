@@ -86,6 +86,7 @@ struct verifier {
 	char reason[512];                        /* why it was rejected */
 	struct vstate fail_state;                /* the state at the rejected instruction */
 	struct ctxuse (*ctxuse)[10];             /* GPU kinds: per instruction, r0-r9 */
+	uint8_t *walked;                         /* GPU kinds: per instruction, 1 once walked */
 };
 
 /* The structural pass (verifier_cfg.c): encodings, jumps, functions, reachability.  Marks the

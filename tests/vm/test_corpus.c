@@ -298,11 +298,21 @@ static const struct acase acases[] = {
 	       EXIT()), SUBS(0, 8), 0},
 	{"a9_host_returns_ctx", UP, NULL,
 	 INSNS(CALL_LOCAL(2), LDX(BPF_DW, 0, 0, 0), EXIT(), MOV64_REG(0, 1), EXIT()), SUBS(0, 3), 0},
-	/* 9: r1 is the context on every path the walk takes, but 5 on a branch it proved never
-	 * taken (r2 & 1 > 1), which the code generator's analysis joins too */
-	REJECT("a9_gpu_ctx_dead_branch", KP, "the code generator joins here", LDX(BPF_W, 2, 1, 0),
-	       ALU64_IMM(BPF_AND, 2, 1), JMP_IMM(BPF_JGT, 2, 1, 1), JA(1), MOV64_IMM(1, 5),
-	       LDX(BPF_W, 0, 1, 0), EXIT()),
+	/* 9: code behind a branch the walk proved never taken (r2 & 1 > 1): the code generator
+	 * compiles it all the same, with none of the walk's rules applied (here r1 = 5, loaded) */
+	REJECT("a9_gpu_ctx_dead_branch", KP, "no path the verifier walks reaches this instruction",
+	       LDX(BPF_W, 2, 1, 0), ALU64_IMM(BPF_AND, 2, 1), JMP_IMM(BPF_JGT, 2, 1, 1), JA(1),
+	       MOV64_IMM(1, 5), LDX(BPF_W, 0, 1, 0), EXIT()),
+	/* 9: every instruction walked, but the never-taken edge 3 -> 6 brings r6 = 5 to the join
+	 * where the walk's path brings the context: the generator's join mixes them */
+	REJECT("a9_gpu_ctx_dead_edge", KP, "the code generator joins here", LDX(BPF_W, 2, 1, 0),
+	       ALU64_IMM(BPF_AND, 2, 1), MOV64_IMM(6, 5), JMP_IMM(BPF_JGT, 2, 1, 2), MOV64_REG(6, 1),
+	       MOV64_IMM(0, 0), LDX(BPF_W, 0, 6, 0), EXIT()),
+	/* 9: a record size constant to the walk's ranges (r0 narrowed to 5), not to the generator */
+	REJECT("a9_gpu_record_size_by_range", KP, "a constant the code generator sees",
+	       LDX(BPF_W, 3, 1, 0), JMP_IMM(BPF_JNE, 3, 5, 7), ST(BPF_DW, 10, -8, 0),
+	       MOV64_REG(2, 10), ALU64_IMM(BPF_ADD, 2, -8), LD_MAP(1, M_RING), MOV64_IMM(4, 0),
+	       CALL(CUBPF_FN_ringbuf_output), RET0),
 	PASS_RUN("a9_host_ctx_dead_branch", UP, 0, LDX(BPF_DW, 2, 1, 0), ALU64_IMM(BPF_AND, 2, 1),
 		 JMP_IMM(BPF_JGT, 2, 1, 1), JA(1), MOV64_IMM(1, 5), LDX(BPF_DW, 0, 1, 0), EXIT()),
 	/* 9: a map pointer spilled and filled before its call */
