@@ -356,6 +356,11 @@ static int emit_alu(struct cg *g, uint32_t pc, const struct bpf_insn *in)
 	if (in->dst_reg > 9)
 		return fail(g, pc, "r10 is read-only");
 	uint8_t op = BPF_OP(in->code);
+	const struct av *d = &g->p->st[pc].r[in->dst_reg];
+	bool addk = BPF_CLASS(in->code) == BPF_ALU64 && (op == BPF_ADD || op == BPF_SUB) &&
+		    (BPF_SRC(in->code) == BPF_K || g->p->st[pc].r[in->src_reg].kind == AV_CONST);
+	if (addk && d->kind == AV_CTX)
+		return 0; /* ctx + constant: tracked statically (before val(), which refuses ctx) */
 	if (op != BPF_MOV && val(g, pc, in->dst_reg))
 		return -1;
 	if (BPF_SRC(in->code) == BPF_X && op != BPF_END && op != BPF_NEG) {
@@ -366,11 +371,6 @@ static int emit_alu(struct cg *g, uint32_t pc, const struct bpf_insn *in)
 		if (ctx_copy && (s->kind == AV_CTX || s->kind == AV_CONFLICT))
 			return 0; /* a copy of the context pointer: nothing to compute */
 	}
-	const struct av *d = &g->p->st[pc].r[in->dst_reg];
-	bool addk = BPF_CLASS(in->code) == BPF_ALU64 && (op == BPF_ADD || op == BPF_SUB) &&
-		    (BPF_SRC(in->code) == BPF_K || g->p->st[pc].r[in->src_reg].kind == AV_CONST);
-	if (addk && d->kind == AV_CTX)
-		return 0; /* ctx + constant: tracked statically */
 	/* Stack addresses that never escape are only used statically: computing them would
 	 * take the address of the stack array and keep the JIT from putting it in registers. */
 	bool stack_copy = op == BPF_MOV && BPF_CLASS(in->code) == BPF_ALU64 &&

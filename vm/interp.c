@@ -309,6 +309,77 @@ static bool region_ok(const struct vm_run *r, uint64_t addr, size_t size)
 	return r->env.rt && vm_maps_contain(r->env.rt, a, size);
 }
 
+/* Is [addr, addr+size) within a page of memory the program was given (and so, when not inside
+ * it, one of its objects read past its bounds rather than an address it was told)? */
+static bool region_near(const struct vm_run *r, uint64_t addr, size_t size)
+{
+	const uint64_t guard = 4096;
+	uint64_t lo[2] = {(uintptr_t)r->stack, (uintptr_t)r->env.ctx};
+	uint64_t hi[2] = {lo[0] + VM_STACK_SIZE * VM_MAX_CALL_DEPTH, lo[1] + r->env.ctx_size};
+	for (int i = 0; i < 2; i++)
+		if (lo[i] && addr + size + guard > lo[i] && addr < hi[i] + guard)
+			return true;
+	for (uint32_t i = 0; r->env.rt && i < r->env.rt->map_cnt; i++) {
+		uint64_t d = (uintptr_t)r->env.rt->maps[i].data;
+		if (d && addr + size + guard > d && addr < d + r->env.rt->maps[i].data_size + guard)
+			return true;
+	}
+	return false;
+}
+
+/* The map a helper's r1 names, or NULL when it is none of the runtime's. */
+static const struct vm_map *map_arg(const struct vm_run *r, uint64_t r1)
+{
+	for (uint32_t i = 0; r->env.rt && i < r->env.rt->map_cnt; i++)
+		if ((uintptr_t)&r->env.rt->maps[i] == r1)
+			return &r->env.rt->maps[i];
+	return NULL;
+}
+
+/* Bytes helper argument i (0-based) of prototype h reads or writes through, or 0 (none). */
+static uint64_t arg_bytes(const struct vm_run *r, const struct vm_helper_proto *h, int i,
+			  const uint64_t *reg)
+{
+	const struct vm_map *m;
+	switch (h->args[i]) {
+	case VM_ARG_PTR_TO_MEM:
+	case VM_ARG_PTR_TO_UNINIT_MEM:
+		return reg[i + 2];
+	case VM_ARG_PTR_TO_U64_OUT:
+		return 8;
+	case VM_ARG_PTR_TO_MAP_KEY:
+	case VM_ARG_PTR_TO_MAP_VALUE:
+		m = map_arg(r, reg[1]);
+		return !m ? 0 : h->args[i] == VM_ARG_PTR_TO_MAP_KEY ? m->def.key_size : m->def.value_size;
+	case VM_ARG_PTR_TO_READ_SRC:
+		for (int j = i - 1; j >= 0; j--)
+			if (h->args[j] == VM_ARG_CONST_SIZE || h->args[j] == VM_ARG_CONST_SIZE_OR_ZERO)
+				return reg[j + 1];
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* Checked mode: the memory a helper reads or writes through its arguments (its prototype says
+ * which, and how many bytes) is memory the program may touch, as a load or store would be.  A
+ * copy source may be any address; next to the program's memory it is taken as a pointer read
+ * past its object.  Returns the bad argument (1-5), or 0. */
+static int helper_args_ok(const struct vm_run *r, uint64_t id, const uint64_t *reg)
+{
+	const struct vm_helper_proto *h = vm_helper_proto((uint32_t)id);
+	for (int i = 0; h && i < 5 && h->args[i] != VM_ARG_NONE; i++) {
+		uint64_t n = arg_bytes(r, h, i, reg), p = reg[i + 1];
+		if (!n)
+			continue;
+		if (h->args[i] == VM_ARG_PTR_TO_READ_SRC && !region_near(r, p, (size_t)n))
+			continue;
+		if (n > (1u << 30) || !region_ok(r, p, (size_t)n))
+			return i + 1;
+	}
+	return 0;
+}
+
 static int fault(struct vm_run *r, uint32_t pc, const char *what, uint64_t addr)
 {
 	vm_errf(r->err, r->errlen, "instruction %u: %s (address 0x%llx)", pc, what,

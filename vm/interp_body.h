@@ -48,9 +48,17 @@ static int VM_BODY_NAME(struct vm_run *r, uint64_t *ret)
 		if (!region_ok(r, (addr), (size)))                                      \
 			return fault(r, (uint32_t)(ip - code), "out-of-bounds access", (addr)); \
 	} while (0)
+#define CHECK_ARGS(id)                                                                  \
+	do {                                                                            \
+		int bad_ = helper_args_ok(r, (id), reg);                                \
+		if (bad_)                                                               \
+			return fault(r, (uint32_t)(ip - code), "out-of-bounds helper argument", \
+				     reg[bad_]);                                        \
+	} while (0)
 #else
 #define DISPATCH goto *labels[ip->op]
 #define CHECK(addr, size) do { } while (0)
+#define CHECK_ARGS(id) do { } while (0)
 #endif
 #define NEXT do { ip++; DISPATCH; } while (0)
 #define DST reg[ip->dst]
@@ -146,6 +154,7 @@ L_CALL: {
 	vm_helper_fn fn = ip->k < VM_MAX_HELPER_ID ? helpers[ip->k] : NULL;
 	if (!fn)
 		return fault(r, (uint32_t)(ip - code), "call to an unknown helper", ip->k);
+	CHECK_ARGS(ip->k);
 	reg[0] = fn(&r->env, reg[1], reg[2], reg[3], reg[4], reg[5]);
 	if (r->env.stop) {
 		*ret = 0;
@@ -158,6 +167,7 @@ L_CALLX: {
 	vm_helper_fn fn = id < VM_MAX_HELPER_ID ? helpers[id] : NULL;
 	if (!fn)
 		return fault(r, (uint32_t)(ip - code), "callx to an unknown helper", id);
+	CHECK_ARGS(id);
 	reg[0] = fn(&r->env, reg[1], reg[2], reg[3], reg[4], reg[5]);
 	if (r->env.stop) {
 		*ret = 0;
@@ -280,6 +290,7 @@ L_INVALID:
 	return fault(r, (uint32_t)(ip - code), "jump into the middle of lddw or past the end", 0);
 #undef DISPATCH
 #undef CHECK
+#undef CHECK_ARGS
 #undef NEXT
 #undef DST
 #undef SRC

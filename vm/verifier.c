@@ -286,7 +286,7 @@ static void trace_insn(struct verifier *v, const struct path *p)
 
 /* Registers whose value the code generator needs at pc: copies (64-bit moves), bpf-to-bpf calls
  * (inlined) and exits only pass values on; a helper reads its arguments. */
-static uint16_t value_reads(const struct verifier *v, uint32_t pc)
+uint16_t vm_value_reads(const struct verifier *v, uint32_t pc)
 {
 	const struct bpf_insn *in = &v->prog->insns[pc];
 	uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
@@ -306,8 +306,9 @@ static uint16_t value_reads(const struct verifier *v, uint32_t pc)
 
 static void record_ctx_uses(struct verifier *v, const struct path *p)
 {
-	uint16_t m = value_reads(v, p->pc);
+	uint16_t m = vm_value_reads(v, p->pc);
 	const struct vframe *f = p->st.fr[p->st.cur];
+	v->walked[p->pc] = 1;
 	for (int r = 0; r < 10; r++) {
 		const struct vreg *x = &f->regs[r];
 		struct ctxuse *u = &v->ctxuse[p->pc][r];
@@ -495,13 +496,16 @@ int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify
 	struct vstate init;
 	if (!e.prune || !e.at || !e.nat || initial_state(&v, &init) < 0)
 		vm_reject(&v, 0, "out of memory");
-	else if (vm_kind_is_gpu(v.prog->kind) && !(v.ctxuse = calloc(n + 1, sizeof(*v.ctxuse)))) {
+	else if (vm_kind_is_gpu(v.prog->kind) && (!(v.ctxuse = calloc(n + 1, sizeof(*v.ctxuse))) ||
+						  !(v.walked = calloc(n + 1, 1)))) {
 		vm_reject(&v, 0, "out of memory");
 		vm_state_free(&init);
 	} else if (vm_cfg_check(&v, e.prune) == 0 && vm_liveness(&v) == 0) {
 		rc = explore(&e, &init);
 		if (rc == 0 && v.ctxuse)
 			rc = check_ctx_uses(&v);
+		if (rc == 0 && v.ctxuse)
+			rc = vm_gpu_joins(&v);
 	} else
 		vm_state_free(&init);
 	log_result(&v, rc, &o, &e);
@@ -518,6 +522,7 @@ int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify
 	}
 	vm_state_free(&v.fail_state);
 	free(v.ctxuse);
+	free(v.walked);
 	free(v.live);
 	explorer_free(&e);
 	return rc;

@@ -86,6 +86,7 @@ struct verifier {
 	char reason[512];                        /* why it was rejected */
 	struct vstate fail_state;                /* the state at the rejected instruction */
 	struct ctxuse (*ctxuse)[10];             /* GPU kinds: per instruction, r0-r9 */
+	uint8_t *walked;                         /* GPU kinds: per instruction, 1 once walked */
 };
 
 /* The structural pass (verifier_cfg.c): encodings, jumps, functions, reachability.  Marks the
@@ -96,6 +97,12 @@ int vm_cfg_check(struct verifier *v, uint8_t *prune);
 int vm_liveness(struct verifier *v);
 /* The registers an instruction reads (calls: r1-r5, exit: r0). */
 uint16_t vm_insn_uses(const struct bpf_insn *in);
+/* The registers whose value the code generator needs at pc (verifier.c): copies, exits and
+ * bpf-to-bpf calls pass values on; a helper reads as many as its prototype takes. */
+uint16_t vm_value_reads(const struct verifier *v, uint32_t pc);
+/* GPU kinds (verifier_gpu.c): no register read where the code generator's analysis, joining
+ * every edge, sees the context on one path and another value or offset on another. */
+int vm_gpu_joins(struct verifier *v);
 
 /* Result of one instruction. */
 enum vstep { STEP_NEXT, STEP_JUMP, STEP_BRANCH, STEP_EXIT, STEP_ERROR };

@@ -196,6 +196,11 @@ static int check_alu(struct verifier *v, uint32_t pc, const struct bpf_insn *in,
 		return REJ("R%d sign-extending move of a pointer prohibited", in->dst_reg);
 	if (dptr && sptr && op == BPF_SUB)
 		return alu_pointer_sub(v, pc, dst, &src, in->dst_reg);
+	if (dptr && dst->type == T_CTX && BPF_SRC(in->code) == BPF_X && vm_range_is_const(&src) &&
+	    gpu(v))
+		return REJ("R%d context pointer + register is not compiled in %s programs (the code "
+			   "generator follows only offsets it can see: write ctx + constant)",
+			   in->dst_reg, vm_prog_kind_name(v->prog->kind));
 	if (dptr)
 		return ptr_alu(v, pc, dst, &src, op, in->dst_reg);
 	if (sptr) {
@@ -319,15 +324,33 @@ static void load_result(struct vreg *dst, int size, bool sx)
 	}
 }
 
+/* One memory access, by an instruction or by a helper through an argument: [off, off + size)
+ * from the pointer in `regno`.  A helper's size may be a register: `size` is then its largest
+ * value (every byte up to it must be in bounds, and readable when read) and `size_min` its
+ * smallest (the bytes a write surely initialises). */
 struct access {
 	int regno;             /* the pointer register */
 	int64_t off;           /* the instruction's offset */
 	int size;
+	int size_min;          /* helpers: the bytes a write surely initialises */
 	bool write, sx, atomic;
+	bool helper;           /* through a helper argument: a copy, not a load or a spill */
 	const struct vreg *val;/* stored value (stx register or st immediate), NULL for loads */
 	int valreg;            /* its register number (-1 for an immediate) */
-	struct vreg *dst;      /* load destination */
+	struct vreg *dst;      /* load destination (NULL: nothing is loaded) */
 };
+
+/* A helper copies bytes: a read needs them all initialised and none a pointer's; a write of
+ * size_min..size bytes initialises the first size_min. */
+static int stack_helper_access(struct verifier *v, uint32_t pc, struct vframe *f, int64_t lo,
+			       const struct access *a)
+{
+	if (a->write) {
+		stack_write_upto(f, lo, (uint64_t)a->size_min, (uint64_t)a->size);
+		return STEP_NEXT;
+	}
+	return stack_read_ok(v, pc, f, lo, lo + a->size, a->regno, false);
+}
 
 static int stack_access(struct verifier *v, uint32_t pc, struct vstate *st, const struct vreg *p,
 			const struct access *a)
@@ -345,6 +368,8 @@ static int stack_access(struct verifier *v, uint32_t pc, struct vstate *st, cons
 		return STEP_ERROR;
 	if (stack_touch(v, pc, st, f, lo) == STEP_ERROR)
 		return STEP_ERROR;
+	if (a->helper)
+		return stack_helper_access(v, pc, f, lo, a);
 	int64_t slot = slot_index(lo) / 8;
 	if (a->write && !a->atomic) {
 		if (a->val && is_ptr(a->val) && (a->size != 8 || lo % 8))
@@ -354,6 +379,11 @@ static int stack_access(struct verifier *v, uint32_t pc, struct vstate *st, cons
 			return REJ("R%d the context pointer cannot be spilled to the stack in %s "
 				   "programs (keep it in a register; the code generator tracks it "
 				   "there only)", a->valreg, vm_prog_kind_name(v->prog->kind));
+		if (a->val && a->val->type == T_MAP_PTR && gpu(v))
+			return REJ("R%d a map pointer cannot be spilled to the stack in %s programs "
+				   "(the code generator names the map of each call at compile time, "
+				   "from registers only: load it again)", a->valreg,
+				   vm_prog_kind_name(v->prog->kind));
 		if (a->size == 8 && lo % 8 == 0) {
 			memset(&f->stype[slot_index(lo)], S_SPILL, 8);
 			f->spill[slot] = *a->val;
@@ -443,6 +473,22 @@ static int mem_access(struct verifier *v, uint32_t pc, const struct vreg *p, con
 	return STEP_NEXT;
 }
 
+/* A helper's copy of [off, off + size) of the context: whole fields back to back, so that it
+ * reads no padding (which the host never writes) and nothing a load could not read. */
+static bool ctx_fields_cover(const struct vm_ctx_layout *ctx, int64_t off, int64_t size)
+{
+	if (off < 0 || off + size > ctx->size)
+		return false;
+	for (int64_t o = off, end = off + size; o < end;) {
+		uint32_t w = ctx->field_ok((uint32_t)o, 8) ? 8 : ctx->field_ok((uint32_t)o, 4) ? 4
+			   : ctx->field_ok((uint32_t)o, 2) ? 2 : ctx->field_ok((uint32_t)o, 1) ? 1 : 0;
+		if (!w)
+			return false;
+		o += w;
+	}
+	return true;
+}
+
 static int ctx_access(struct verifier *v, uint32_t pc, const struct vreg *p, const struct access *a)
 {
 	if (a->write)
@@ -456,10 +502,13 @@ static int ctx_access(struct verifier *v, uint32_t pc, const struct vreg *p, con
 			   "field with its own size, then sign-extend it)",
 			   vm_prog_kind_name(v->prog->kind));
 	int64_t off = p->off + a->off;
-	if (off < 0 || off + a->size > v->ctx->size || !v->ctx->field_ok((uint32_t)off, (uint32_t)a->size))
+	bool whole = a->helper ? ctx_fields_cover(v->ctx, off, a->size)
+			       : off >= 0 && v->ctx->field_ok((uint32_t)off, (uint32_t)a->size);
+	if (off < 0 || off + a->size > v->ctx->size || !whole)
 		return REJ("invalid bpf_context access off=%lld size=%d (fields are read whole, with "
 			   "loads of their own size)", (long long)off, a->size);
-	load_result(a->dst, a->size, a->sx);
+	if (a->dst)
+		load_result(a->dst, a->size, a->sx);
 	return STEP_NEXT;
 }
 
@@ -576,7 +625,8 @@ struct call_ctx {
 };
 
 /* Checks that R`regno` points to `size` bytes readable or writable; a write covers at least
- * `min` of them (a variable size: [min, size]), and only those count as initialised. */
+ * `min` of them (a variable size: [min, size]), and only those count as initialised.  The
+ * bounds are those of a load or store of that size (check_access): one check, one message. */
 static int check_mem_arg(struct verifier *v, uint32_t pc, struct vstate *st, int regno,
 			 uint64_t min, uint64_t size, bool write, bool zero_ok)
 {
@@ -589,29 +639,37 @@ static int check_mem_arg(struct verifier *v, uint32_t pc, struct vstate *st, int
 	if (size > (1u << 29))
 		return REJ("R%d unbounded memory access: bound the size argument with 'if (n > "
 			   "CONST)' or 'n &= CONST'", regno + 1);
-	if (p->type != T_STACK && p->type != T_MAP_VALUE && p->type != T_MEM)
+	if (p->type != T_STACK && p->type != T_MAP_VALUE && p->type != T_MEM && p->type != T_CTX)
 		return REJ("R%d type=%s expected=fp or map_value (pointer to memory)", regno,
 			   vm_type_name(p->type));
-	if (p->type == T_STACK) {
-		struct vframe *f = stack_frame(v, pc, st, p, regno);
-		if (!f)
-			return STEP_ERROR;
-		if (p->smin != p->smax || p->smin < -(1ll << 29) || p->smin > (1ll << 29))
-			return REJ("R%d variable stack access prohibited", regno);
-		int64_t lo = p->off + p->smin, hi = lo + (int64_t)size;
-		if (stack_bounds(v, pc, lo, hi, regno) == STEP_ERROR)
-			return STEP_ERROR;
-		if (stack_touch(v, pc, st, f, lo) == STEP_ERROR)
-			return STEP_ERROR;
-		if (write) {
-			stack_write_upto(f, lo, min, size);
-			return STEP_NEXT;
-		}
-		return stack_read_ok(v, pc, f, lo, hi, regno, false);
-	}
-	struct access a = {.regno = regno, .off = 0, .size = (int)size, .write = write};
-	/* no destination: nothing is loaded */
-	return p->type == T_MEM ? mem_access(v, pc, p, &a) : map_value_access(v, pc, p, &a);
+	struct access a = {.regno = regno, .size = (int)size, .size_min = (int)min, .write = write,
+			   .helper = true};
+	return check_access(v, pc, st, &a);
+}
+
+/* The size register of argument i: the size argument before it (bpf_probe_read's r2). */
+static int size_reg_before(const struct vm_helper_proto *h, int i)
+{
+	while (--i >= 0)
+		if (h->args[i] == VM_ARG_CONST_SIZE || h->args[i] == VM_ARG_CONST_SIZE_OR_ZERO)
+			return i + 1;
+	return -1;
+}
+
+/* bpf_probe_read's source: a scalar is an address the helper copies from without faulting
+ * (what a probe reads of the application); a pointer is one of the program's objects, read
+ * through for the size's largest value, as a load of that size would be. */
+static int check_read_src(struct verifier *v, uint32_t pc, struct vstate *st,
+			  const struct vm_helper_proto *h, int i)
+{
+	int regno = i + 1, szreg = size_reg_before(h, i);
+	const struct vreg *r = &cur(st)->regs[regno];
+	if (!is_ptr(r))
+		return STEP_NEXT;
+	if (szreg < 0) /* a prototype without a size before: nothing to bound it with */
+		return REJ("R%d %s reads through a pointer of unknown size", regno, h->name);
+	const struct vreg *sz = &cur(st)->regs[szreg]; /* checked with the destination */
+	return check_mem_arg(v, pc, st, regno, sz->umin, sz->umax, false, true);
 }
 
 static int check_map_arg(struct verifier *v, uint32_t pc, const struct vm_helper_proto *h,
@@ -638,16 +696,22 @@ static int check_map_arg(struct verifier *v, uint32_t pc, const struct vm_helper
 	return STEP_NEXT;
 }
 
-static int check_const_str(struct verifier *v, uint32_t pc, const struct vreg *r)
+/* A constant string: read up to its NUL, which must lie inside the value (then the read of
+ * that many bytes is checked as any other). */
+static int check_const_str(struct verifier *v, uint32_t pc, struct vstate *st, int regno)
 {
+	const struct vreg *r = &cur(st)->regs[regno];
 	if (r->type != T_MAP_VALUE || r->smin != r->smax)
-		return REJ("R1 type=%s expected a constant string in .rodata", vm_type_name(r->type));
+		return REJ("R%d type=%s expected a constant string in .rodata", regno,
+			   vm_type_name(r->type));
 	const struct vm_map_def *m = &v->obj->maps[r->map];
 	int64_t o = r->off + r->smin;
+	const uint8_t *nul;
 	if (vm_map_prog_writable(m) || !m->init || o < 0 || o >= (int64_t)m->value_size ||
-	    !memchr(m->init + o, 0, m->value_size - (size_t)o))
-		return REJ("R1 does not point to a NUL-terminated string in read-only memory");
-	return STEP_NEXT;
+	    !(nul = memchr(m->init + o, 0, m->value_size - (size_t)o)))
+		return REJ("R%d does not point to a NUL-terminated string in read-only memory", regno);
+	uint64_t n = (uint64_t)(nul - (m->init + o)) + 1;
+	return check_mem_arg(v, pc, st, regno, n, n, false, false);
 }
 
 static int check_arg(struct verifier *v, uint32_t pc, struct vstate *st,
@@ -695,7 +759,7 @@ static int check_arg(struct verifier *v, uint32_t pc, struct vstate *st,
 	case VM_ARG_PTR_TO_U64_OUT:
 		return check_mem_arg(v, pc, st, regno, 8, 8, true, false);
 	case VM_ARG_CONST_STR:
-		return check_const_str(v, pc, r);
+		return check_const_str(v, pc, st, regno);
 	case VM_ARG_CONST_ALLOC_SIZE:
 		if (!vm_range_is_const(r) || r->tv == 0 || !cc->map || r->tv > cc->map->max_entries / 2)
 			return REJ("R%d must be a constant record size between 1 and %u", regno,
@@ -712,15 +776,10 @@ static int check_arg(struct verifier *v, uint32_t pc, struct vstate *st,
 			return REJ("R%d must point to the start of the reserved record", regno);
 		cc->release = r->ref;
 		return STEP_NEXT;
+	case VM_ARG_PTR_TO_READ_SRC:
+		return check_read_src(v, pc, st, h, i);
 	default:
-		/* a value a helper keeps, prints, compares or counts: never an address.  The source
-		 * of bpf_probe_read is read through, not disclosed: it may be memory that holds no
-		 * pointers (a map value, a record, the host context), never the stack (spills) or
-		 * a map's own structure */
-		if (is_ptr(r) && i == 2 && (h->id == CUBPF_FN_probe_read ||
-					   h->id == CUBPF_FN_probe_read_user) &&
-		    (r->type == T_MAP_VALUE || r->type == T_MEM || r->type == T_CTX))
-			return STEP_NEXT;
+		/* a value a helper keeps, prints, compares or counts: never an address */
 		if (is_ptr(r))
 			return REJ("R%d leaks addr into helper %s (a %s is passed as a value)", regno,
 				   h->name, vm_type_name(r->type));
@@ -781,11 +840,33 @@ static int check_printk(struct verifier *v, uint32_t pc, struct vstate *st)
 	return STEP_NEXT;
 }
 
+/* A constant format (checked above) whose NUL lies within the size r2 gives, as the code
+ * generator reads it (a size it does not know counts as the whole value). */
+static bool gpu_format_ends(struct verifier *v, const struct vreg *fmt, const struct vreg *sz)
+{
+	const struct vm_map_def *m = &v->obj->maps[fmt->map];
+	int64_t o = fmt->off + fmt->smin;
+	if (o < 0 || (uint64_t)o >= m->value_size)
+		return true; /* out of the value: the memory check says so */
+	size_t n = m->value_size - (size_t)o;
+	if (vm_range_is_const(sz) && sz->tv < n)
+		n = (size_t)sz->tv;
+	return memchr(m->init + o, 0, n) != NULL;
+}
+
 /* What the PTX code generator cannot compile, turned away here with a reason (GPU kinds). */
 static int check_gpu_helper(struct verifier *v, uint32_t pc, struct vstate *st,
 			    const struct vm_helper_proto *h, const struct call_ctx *cc)
 {
-	const struct vreg *r3 = &cur(st)->regs[3];
+	const struct vreg *r1 = &cur(st)->regs[1], *r3 = &cur(st)->regs[3];
+	if (h->id == CUBPF_FN_trace_printk &&
+	    (r1->type != T_MAP_VALUE || r1->smin != r1->smax ||
+	     vm_map_prog_writable(&v->obj->maps[r1->map]) || !v->obj->maps[r1->map].init))
+		return REJ("R1 the format of bpf_trace_printk must be a constant string in .rodata "
+			   "in %s programs (bpf_printk puts it there)", vm_prog_kind_name(v->prog->kind));
+	if (h->id == CUBPF_FN_trace_printk && !gpu_format_ends(v, r1, &cur(st)->regs[2]))
+		return REJ("R2 the format of bpf_trace_printk has no NUL within its size in %s "
+			   "programs (the GPU formats up to the size)", vm_prog_kind_name(v->prog->kind));
 	if (h->id == CUBPF_FN_ringbuf_output &&
 	    (!vm_range_is_const(r3) || r3->tv == 0 || r3->tv > CUBPF_RB_MAX_RECORD))
 		return REJ("R3 the record size of bpf_ringbuf_output must be a constant of 1 to %u "
@@ -943,6 +1024,12 @@ static int check_exit(struct verifier *v, uint32_t *pc, struct vstate *st)
 	}
 	if (f->regs[0].type == T_STACK && f->regs[0].frameno == st->cur)
 		return vm_reject(v, at, "cannot return a pointer to the callee's stack to the caller");
+	if ((f->regs[0].type == T_CTX || f->regs[0].type == T_MAP_PTR) && gpu(v))
+		return vm_reject(v, at, "R0 a function returns the %s in %s programs (the code "
+				 "generator follows it only within a function and into its callees: "
+				 "the caller would use a register it never set)",
+				 f->regs[0].type == T_CTX ? "context pointer" : "map pointer",
+				 vm_prog_kind_name(v->prog->kind));
 	struct vframe *caller = st->fr[st->cur - 1];
 	caller->regs[0] = f->regs[0];
 	for (int r = 1; r <= 5; r++)

@@ -168,6 +168,9 @@ enum vm_arg_type {
 	VM_ARG_CONST_STR,         /* NUL-terminated string in a read-only map (.rodata) */
 	VM_ARG_CONST_ALLOC_SIZE,  /* a known constant > 0: the size of a ring buffer record */
 	VM_ARG_PTR_TO_ALLOC_MEM,  /* the start of a reserved record; the call releases it */
+	VM_ARG_PTR_TO_READ_SRC,   /* copied from for the size argument before it: a scalar is
+				   * any address (read without faulting), a pointer is checked
+				   * as a read of that size from its object */
 };
 
 enum vm_ret_type {

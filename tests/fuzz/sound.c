@@ -2,7 +2,8 @@
  * and runs every accepted one on the checked interpreter over random contexts and map contents.
  *
  * Oracle: a verified program must not fault (the checked interpreter bounds every access to the
- * stack, the context and the maps' storage), and nothing it outputs may depend on where its
+ * stack, the context and the maps' storage, helper arguments included), a verified GPU program
+ * must compile to PTX (issue 27: the verifier, not the code generator, says no), and nothing it outputs may depend on where its
  * memory lies.  Each run is made twice, over the same context bytes and map contents but at
  * other addresses (another runtime, another context buffer, the stack shifted): the return
  * value, every map, the ring buffer records and the printk lines must come out the same.  A
@@ -44,6 +45,7 @@
 #include <time.h>
 
 #include "tests/fuzz/sound.h"
+#include "ptx-rewriter/ptx.h"
 #include "tests/ptx/ptxdiff.h"
 #include "vm/internal.h"
 
@@ -58,6 +60,7 @@ struct opts {
 
 struct figures {
 	uint64_t generated, accepted, executions, violations, faults, leaks, saved;
+	uint64_t refused;          /* GPU programs the code generator refused (violations too) */
 	uint64_t in_scope, same, differ, errors;   /* --ptxdiff */
 };
 
@@ -453,6 +456,31 @@ static int ptx_compare(const struct opts *op, struct figures *f, const struct so
 	return -1;
 }
 
+/* GPU kinds (issue 27): what the verifier accepts, the code generator compiles; a refusal is
+ * a violation.  The program goes into a kernel with a store, so that memprobes have a site. */
+static bool gen_refuses(const struct vm_object *o, char *why, size_t whylen)
+{
+	static const char kernel[] =
+		".version 8.0\n.target sm_80\n.address_size 64\n\n"
+		".visible .entry k(.param .u64 out)\n{\n\t.reg .b64 %rd<3>;\n\t.reg .b32 %r<2>;\n"
+		"\tld.param.u64 %rd1, [out];\n\tcvta.to.global.u64 %rd2, %rd1;\n"
+		"\tmov.u32 %r1, %tid.x;\n\tst.global.u32 [%rd2], %r1;\n\tret;\n}\n";
+	if (!vm_kind_is_gpu(o->progs[0].kind))
+		return false;
+	struct ptx_prog p;
+	ptx_progs_from_object(o, &p, 1);
+	struct ptx_inject_opts po = {.progs = &p, .prog_cnt = 1, .maps = o->maps,
+				     .map_cnt = o->map_cnt};
+	char *out, err[200];
+	size_t len;
+	if (ptx_instrument(kernel, sizeof(kernel) - 1, &po, &out, &len, NULL, err, sizeof(err))) {
+		snprintf(why, whylen, "the code generator refuses a verified program: %s", err);
+		return true;
+	}
+	free(out);
+	return false;
+}
+
 /* Verifies and runs one program.  Returns 1 accepted, 0 rejected, -1 violation. */
 static int check_one(const struct opts *op, struct figures *f, const struct sound_prog *p,
 		     uint64_t *rng, char *reason, size_t reasonlen)
@@ -489,6 +517,14 @@ static int check_one(const struct opts *op, struct figures *f, const struct soun
 				rc = -1;
 				break;
 			}
+		}
+		char why[300];
+		if (rc == 1 && gen_refuses(o, why, sizeof(why))) {
+			f->refused++;
+			f->violations++;
+			report(op, f, p, o, why, "sound");
+			snprintf(reason, reasonlen, "VIOLATION: %s", why);
+			rc = -1;
 		}
 		if (rc == 1 && op->ptxdiff && ptx_compare(op, f, p, o, reason, reasonlen))
 			rc = -1;
@@ -564,8 +600,9 @@ static int fuzz(const struct opts *op)
 	}
 	printf("sound: seed %" PRIu64 ": %" PRIu64 " programs generated, %" PRIu64 " accepted, %" PRIu64
 	       " executions, %" PRIu64 " violations (%" PRIu64 " faults, %" PRIu64
-	       " address leaks) in %.1f s\n", op->seed, f.generated, f.accepted, f.executions,
-	       f.violations, f.faults, f.leaks, now_s() - t0);
+	       " address leaks, %" PRIu64 " refused by the code generator) in %.1f s\n", op->seed,
+	       f.generated, f.accepted, f.executions, f.violations, f.faults, f.leaks, f.refused,
+	       now_s() - t0);
 	return f.violations != 0;
 }
 

@@ -6,7 +6,8 @@
  * arithmetic, stack stores and loads, pointer spills and fills (with partial overwrites),
  * map lookups, updates and deletes, accesses through map values at constant and variable
  * offsets, pointer arithmetic including pointer subtraction, atomics, helpers (printk, ring
- * buffers, probe_read, the GPU index helpers), forward branches, bounded loops and bpf-to-bpf
+ * buffers, probe_read, the GPU index helpers; helper pointer arguments at the bounds of the
+ * context, map values, records and the stack), forward branches, bounded loops and bpf-to-bpf
  * calls.  With a small probability each block takes a risky turn (a pointer where a scalar
  * belongs, an offset past the end, a misaligned atomic, a stale frame pointer, a read of an
  * unwritten slot): a sound verifier rejects those, and whatever it accepts must run safely.
@@ -620,6 +621,125 @@ static void b_probe_read(struct gen *g)
 	call_helper(g, CUBPF_FN_probe_read);
 }
 
+/* ---- helper arguments at the bounds of their objects (issue 27) ----
+ * A helper's pointer argument into the context, a map value, a ring buffer record or the stack,
+ * at offsets just inside, at and just past either end for the bytes the helper reads or writes
+ * (a constant, or a register of 1 to 16): the verifier must hold each against its object as a
+ * load or store of that size, and the checked interpreter faults on what gets through. */
+
+enum { EDGE_MAX = 16 };   /* the largest size a helper is given here */
+
+/* An offset (from the object's start) for n bytes of [0, size): in safe programs anywhere
+ * inside; in risky ones around either end. */
+static int32_t edge_off(struct gen *g, int32_t size, uint32_t n)
+{
+	static const int32_t jitter[] = {-8, -1, 0, 0, 1, 8};
+	int32_t room = size - (int32_t)n;
+	if (!risky(g, 60))
+		return room >= 0 ? (int32_t)rnd(g, (uint32_t)room + 1) : 0;
+	return (chance(g, 50) ? 0 : room) + jitter[rnd(g, sizeof(jitter) / sizeof(jitter[0]))];
+}
+
+/* r`a` = a pointer `off` bytes into the object register p points into (p's own offset taken
+ * off); the model forgets what it is (it may be out of bounds). */
+static void obj_ptr(struct gen *g, int a, int p, int32_t off)
+{
+	mov_reg(g, a, p);
+	emit(g, BPF_ALU64 | BPF_ADD | BPF_K, (uint8_t)a, 0, 0, off - g->r[p].off);
+	g->r[a] = (struct reg){.t = T_NONE};
+}
+
+/* r`a` = the size: a constant n, or a register of 1 to EDGE_MAX bytes; returns its largest. */
+static uint32_t edge_size(struct gen *g, int a, uint32_t n)
+{
+	int s = pick(g, T_SCALAR);
+	if (chance(g, 60) || s < 0) {
+		mov_imm(g, a, (int32_t)n);
+		return n;
+	}
+	mov_reg(g, a, s);
+	emit(g, BPF_ALU64 | BPF_AND | BPF_K, (uint8_t)a, 0, 0, EDGE_MAX - 1);
+	emit(g, BPF_ALU64 | BPF_ADD | BPF_K, (uint8_t)a, 0, 0, 1);
+	return EDGE_MAX;
+}
+
+/* The helper call with the object pointer (register p, `size` bytes) as its argument. */
+static void edge_call(struct gen *g, int p, int32_t size)
+{
+	uint32_t n = 1 + rnd(g, EDGE_MAX), which = rnd(g, 4);
+	if (which == 0) { /* bpf_probe_read(fp-128, n, obj + off): a source */
+		obj_ptr(g, 3, p, edge_off(g, size, EDGE_MAX));
+		edge_size(g, 2, n);
+		stack_ptr(g, 1, -128);
+		call_helper(g, CUBPF_FN_probe_read);
+	} else if (which == 1) { /* bpf_probe_read(obj + off, n, NULL): a destination */
+		obj_ptr(g, 1, p, edge_off(g, size, EDGE_MAX));
+		edge_size(g, 2, n);
+		mov_imm(g, 3, 0);
+		call_helper(g, CUBPF_FN_probe_read);
+	} else if (which == 2) { /* bpf_ringbuf_output(rb, obj + off, n, 0): a record's data */
+		obj_ptr(g, 2, p, edge_off(g, size, EDGE_MAX));
+		edge_size(g, 3, n);
+		ld_map(g, 1, SOUND_MAP_RING);
+		mov_imm(g, 4, 0);
+		call_helper(g, CUBPF_FN_ringbuf_output);
+	} else { /* bpf_map_lookup_elem(h, obj + off): a 4-byte key */
+		obj_ptr(g, 2, p, edge_off(g, size, 4));
+		ld_map(g, 1, SOUND_MAP_HASH);
+		call_helper(g, CUBPF_FN_map_lookup_elem);
+	}
+}
+
+/* The stack's top 64 bytes, written (zeros) so that reads of them are fine; fp is their end. */
+static void edge_stack(struct gen *g)
+{
+	for (int32_t off = -8; off >= -64; off -= 8) {
+		emit(g, BPF_ST | BPF_DW | BPF_MEM, 10, 0, (int16_t)off, 0);
+		g->slots |= 1ull << (-off / 8 - 1);
+		g->ptr_slots &= ~(1ull << (-off / 8 - 1));
+	}
+	int d = dest(g);
+	stack_ptr(g, d, -64);
+	edge_call(g, d, 64);
+}
+
+/* A record reserved, written, given to the helper, submitted. */
+static void edge_record(struct gen *g)
+{
+	uint32_t size = 8 * (1 + rnd(g, 3));
+	ld_map(g, 1, SOUND_MAP_RING);
+	mov_imm(g, 2, (int32_t)size);
+	mov_imm(g, 3, 0);
+	call_helper(g, CUBPF_FN_ringbuf_reserve);
+	jump_exit(g, BPF_JEQ, 0, 0);
+	int d = chance(g, 50) ? 7 : 8;
+	mov_reg(g, d, 0);
+	g->r[d] = (struct reg){.t = T_REC};
+	for (uint32_t i = 0; i < size; i += 8)
+		emit(g, BPF_ST | BPF_DW | BPF_MEM, (uint8_t)d, 0, (int16_t)i, 0);
+	edge_call(g, d, (int32_t)size);
+	mov_reg(g, 1, d);
+	mov_imm(g, 2, 0);
+	call_helper(g, CUBPF_FN_ringbuf_submit);
+	g->r[d] = (struct reg){.t = T_NONE};
+}
+
+static void b_helper_edge(struct gen *g)
+{
+	if (ptx_scope) /* (the differential check's programs stay as they were) */
+		return;
+	uint32_t which = rnd(g, 4);
+	int p = pick(g, T_MAPVAL);
+	if (which == 0 && g->r[6].t == T_CTX && (!vm_kind_is_gpu(g->kind) || risky(g, 20)))
+		edge_call(g, 6, (int32_t)sound_ctx_size(g->kind));
+	else if (which == 1 && p >= 0)
+		edge_call(g, p, (int32_t)maps[g->r[p].map].value_size);
+	else if (which == 2 && !g->loop && (!vm_kind_is_gpu(g->kind) || risky(g, 5)))
+		edge_record(g);
+	else if (which == 3)
+		edge_stack(g);
+}
+
 static void b_gpu_index(struct gen *g)
 {
 	static const uint32_t ids[] = {CUBPF_FN_get_thread_idx, CUBPF_FN_get_block_idx,
@@ -806,7 +926,8 @@ static void block(struct gen *g)
 		b_imm, b_alu, b_alu, b_ctx_load, b_ctx_load, b_stack_store, b_stack_load, b_spill,
 		b_lookup, b_lookup, b_mapval_access, b_mapval_access, b_mapval_access, b_ptr_alu,
 		b_ptr_alu, b_atomic, b_update, b_printk, b_ringbuf_output, b_reserve, b_probe_read,
-		b_gpu_index, b_branch, b_branch, b_loop, b_call, b_arg_store,
+		b_gpu_index, b_branch, b_branch, b_loop, b_call, b_arg_store, b_helper_edge,
+		b_helper_edge,
 	};
 	g->budget--;
 	if (ptx_scope && chance(g, 12)) { /* (the fuzzer's own programs stay as they were) */

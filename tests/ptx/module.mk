@@ -54,6 +54,14 @@ $(BUILD)/tests/test_ptx: $(call objs,$(TEST_PTX_SRCS)) $(PTX_LIB) $(VM_LIB) $(CU
 		$(DEP_LIBS) -lcmocka $(LDLIBS)
 TEST_BINS += $(BUILD)/tests/test_ptx
 
+# Every refusal of the code generator with the verifier's reason (reads ptx-rewriter/*.c).
+$(BUILD)/tests/test_ptx_refusals: $(call objs,tests/ptx/test_ptx_refusals.c) $(PTX_LIB) $(VM_LIB) \
+		$(CUBIN_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/ptx/test_ptx_refusals.c) $(PTX_LIB) $(VM_LIB) \
+		$(CUBIN_LIB) $(DEP_LIBS) -lcmocka $(LDLIBS)
+TEST_BINS += $(BUILD)/tests/test_ptx_refusals
+
 $(BUILD)/tests/test_ptx_gen: $(call objs,tests/ptx/test_ptx_gen.c) $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/ptx/test_ptx_gen.c) $(PTX_LIB) $(VM_LIB) \

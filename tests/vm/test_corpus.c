@@ -57,6 +57,20 @@ static const struct ccase ccases[] = {
 	{"c10_precision", "ok_zero_loop", NULL, 5},
 	{"c10_precision", "ok_pointer_walk", NULL, 18},
 	{"c10_precision", "ok_value_loop", NULL, 28},
+	/* 11: helper arguments against their objects */
+	{"c11_helper_args", "rej_read_ctx_past_end", "invalid bpf_context access off=152 size=16", 0},
+	{"c11_helper_args", "rej_read_value_minus_8", "invalid access to map value, value_size=64 "
+	 "off=-8 size=8", 0},
+	{"c11_helper_args", "rej_read_record_past_end", "invalid access to ring buffer record, "
+	 "size=16 off=8 size=16", 0},
+	{"c11_helper_args", "rej_read_var_size_past_value", "invalid access to map value, "
+	 "value_size=64 off=8 size=64", 0},
+	{"c11_helper_args", "rej_write_record_past_end", "invalid access to ring buffer record, "
+	 "size=16 off=8 size=16", 0},
+	{"c11_helper_args", "rej_output_ctx_tail", "invalid bpf_context access off=152 size=16", 0},
+	{"c11_helper_args", "rej_update_value_tail", "invalid access to map value, value_size=64 "
+	 "off=32 size=64", 0},
+	{"c11_helper_args", "ok_reads_inside", NULL, 12},
 };
 
 #define NCCASES (sizeof(ccases) / sizeof(ccases[0]))
@@ -212,7 +226,7 @@ static const struct acase acases[] = {
 	       STX(BPF_DW, 10, 0, -8), MOV64_REG(1, 0), MOV64_IMM(2, 0),
 	       CALL(CUBPF_FN_ringbuf_submit), LDX(BPF_DW, 0, 10, -8), EXIT(), RET0),
 	/* 2: bpf_probe_read copying a spilled pointer from the stack into a map value */
-	REJECT("a2_probe_read_from_stack", UP, "leaks addr into helper bpf_probe_read",
+	REJECT("a2_probe_read_from_stack", UP, "leaks a pointer: stack slot fp-16 holds a pointer",
 	       LOOKUP_K(M_ARRAY, 0), JMP_IMM(BPF_JEQ, 0, 0, 7), STX(BPF_DW, 10, 0, -16),
 	       MOV64_REG(1, 0), MOV64_IMM(2, 8), MOV64_REG(3, 10), ALU64_IMM(BPF_ADD, 3, -16),
 	       CALL(CUBPF_FN_probe_read), RET0),
@@ -265,6 +279,51 @@ static const struct acase acases[] = {
 	       MOV64_IMM(0, 0), JMP_IMM(BPF_JNE, 1, 0, 1), MOV64_IMM(0, 1), EXIT()),
 	PASS_RUN("a9_host_ctx_null_check", UP, 0, MOV64_IMM(0, 0), JMP_IMM(BPF_JNE, 1, 0, 1),
 		 MOV64_IMM(0, 1), EXIT()),
+	/* 9 (issue 27): the context plus a constant, read back (ntid_z at 8 + 12): verified and
+	 * compiled (tests/ptx/test_ptx_refusals.c; the code generator refused the addition) */
+	PASS_RUN("a9_gpu_ctx_plus_k", KP, 0, ALU64_IMM(BPF_ADD, 1, 8), LDX(BPF_W, 0, 1, 12), EXIT()),
+	/* 9: the context plus a register the verifier knows constant, the code generator not */
+	REJECT("a9_gpu_ctx_plus_reg", KP, "context pointer + register is not compiled",
+	       LDX(BPF_W, 2, 1, 0), JMP_IMM(BPF_JNE, 2, 8, 3), ALU64_REG(BPF_ADD, 1, 2),
+	       LDX(BPF_W, 0, 1, 0), EXIT(), RET0),
+	PASS_RUN("a9_host_ctx_plus_reg", UP, 0, LDX(BPF_DW, 2, 1, 0), JMP_IMM(BPF_JNE, 2, 8, 3),
+		 ALU64_REG(BPF_ADD, 1, 2), LDX(BPF_DW, 0, 1, 0), EXIT(), RET0),
+	/* 9: a function returning the context, or a map, to its caller (the caller loaded
+	 * through a register the generated code never set) */
+	{"a9_gpu_returns_ctx", KP, "a function returns the context pointer",
+	 INSNS(CALL_LOCAL(2), LDX(BPF_W, 0, 0, 0), EXIT(), MOV64_REG(0, 1), EXIT()), SUBS(0, 3), 0},
+	{"a9_gpu_returns_map", KP, "a function returns the map pointer",
+	 INSNS(CALL_LOCAL(7), MOV64_REG(1, 0), ST(BPF_W, 10, -4, 0), MOV64_REG(2, 10),
+	       ALU64_IMM(BPF_ADD, 2, -4), CALL(CUBPF_FN_map_lookup_elem), RET0, LD_MAP(0, M_ARRAY),
+	       EXIT()), SUBS(0, 8), 0},
+	{"a9_host_returns_ctx", UP, NULL,
+	 INSNS(CALL_LOCAL(2), LDX(BPF_DW, 0, 0, 0), EXIT(), MOV64_REG(0, 1), EXIT()), SUBS(0, 3), 0},
+	/* 9: code behind a branch the walk proved never taken (r2 & 1 > 1): the code generator
+	 * compiles it all the same, with none of the walk's rules applied (here r1 = 5, loaded) */
+	REJECT("a9_gpu_ctx_dead_branch", KP, "no path the verifier walks reaches this instruction",
+	       LDX(BPF_W, 2, 1, 0), ALU64_IMM(BPF_AND, 2, 1), JMP_IMM(BPF_JGT, 2, 1, 1), JA(1),
+	       MOV64_IMM(1, 5), LDX(BPF_W, 0, 1, 0), EXIT()),
+	/* 9: every instruction walked, but the never-taken edge 3 -> 6 brings r6 = 5 to the join
+	 * where the walk's path brings the context: the generator's join mixes them */
+	REJECT("a9_gpu_ctx_dead_edge", KP, "the code generator joins here", LDX(BPF_W, 2, 1, 0),
+	       ALU64_IMM(BPF_AND, 2, 1), MOV64_IMM(6, 5), JMP_IMM(BPF_JGT, 2, 1, 2), MOV64_REG(6, 1),
+	       MOV64_IMM(0, 0), LDX(BPF_W, 0, 6, 0), EXIT()),
+	/* 9: a record size constant to the walk's ranges (r0 narrowed to 5), not to the generator */
+	REJECT("a9_gpu_record_size_by_range", KP, "a constant the code generator sees",
+	       LDX(BPF_W, 3, 1, 0), JMP_IMM(BPF_JNE, 3, 5, 7), ST(BPF_DW, 10, -8, 0),
+	       MOV64_REG(2, 10), ALU64_IMM(BPF_ADD, 2, -8), LD_MAP(1, M_RING), MOV64_IMM(4, 0),
+	       CALL(CUBPF_FN_ringbuf_output), RET0),
+	PASS_RUN("a9_host_ctx_dead_branch", UP, 0, LDX(BPF_DW, 2, 1, 0), ALU64_IMM(BPF_AND, 2, 1),
+		 JMP_IMM(BPF_JGT, 2, 1, 1), JA(1), MOV64_IMM(1, 5), LDX(BPF_DW, 0, 1, 0), EXIT()),
+	/* 9: a map pointer spilled and filled before its call */
+	REJECT("a9_gpu_map_ptr_spill", KP, "a map pointer cannot be spilled", LD_MAP(6, M_ARRAY),
+	       STX(BPF_DW, 10, 6, -16), ST(BPF_W, 10, -4, 0), LDX(BPF_DW, 1, 10, -16),
+	       MOV64_REG(2, 10), ALU64_IMM(BPF_ADD, 2, -4), CALL(CUBPF_FN_map_lookup_elem), RET0),
+	/* 9: a printk format on the stack (its conversions unknown when the code is generated) */
+	REJECT("a9_gpu_printk_stack_fmt", KP, "format of bpf_trace_printk must be a constant",
+	       ST(BPF_DW, 10, -8, 0x6968), MOV64_REG(1, 10), ALU64_IMM(BPF_ADD, 1, -8),
+	       MOV64_IMM(2, 8), MOV64_IMM(3, 0), MOV64_IMM(4, 0), MOV64_IMM(5, 0),
+	       CALL(CUBPF_FN_trace_printk), RET0),
 	/* 9: scalar + context in a GPU program */
 	REJECT("a9_gpu_scalar_plus_ctx", KP, "scalar + context pointer", MOV64_IMM(2, 4),
 	       ALU64_REG(BPF_ADD, 2, 1), LDX(BPF_W, 0, 2, 0), EXIT()),
@@ -335,11 +394,12 @@ static void test_printk_no_nul(void **state)
 }
 
 static const char *const cfiles[] = {"c01_ptr_arith", "c02_leaks", "c03_uninit", "c04_frames",
-				     "c05_atomics", "c09_gpu_rules", "c10_precision"};
+				     "c05_atomics", "c09_gpu_rules", "c10_precision",
+				     "c11_helper_args"};
 
 size_t corpus_tests(struct CMUnitTest *out, size_t cap)
 {
-	static char names[NACASES + 8][96];
+	static char names[NACASES + sizeof(cfiles) / sizeof(cfiles[0])][96];
 	size_t n = 0, k = 0;
 	for (size_t i = 0; i < sizeof(cfiles) / sizeof(cfiles[0]) && n < cap; i++, k++) {
 		snprintf(names[k], sizeof(names[k]), "corpus/c/%s", cfiles[i]);

@@ -1,5 +1,6 @@
 /* Host maps, helpers, the interpreter's own behaviour (checked mode, frames, threads) and the
  * disassembler's syntax. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,6 +291,45 @@ static void test_checked_mode(void **state)
 	assert_int_equal(vm_run_raw(fall, sizeof(fall), NULL, 0, &r0, err, sizeof(err)), -1);
 }
 
+/* Checked mode bounds what helpers read and write through their arguments as it bounds loads
+ * and stores: bpf_probe_read(fp-16, 16, mem + K) copies 16 bytes of the 16-byte input from
+ * K = 0, faults from K = 8 (past its end) and K = -8; a destination past the stack's top
+ * faults; an address far from the program's memory (NULL) is read as the helper reads any. */
+static void test_checked_helper_args(void **state)
+{
+	(void)state;
+	char err[VM_ERRLEN];
+	uint64_t r0;
+	uint8_t mem[16] = {1, 2, 3};
+	static const int32_t ks[] = {0, 8, -8};
+	for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
+		const struct bpf_insn rd[] = {
+			MOV64_REG(3, 1), ALU64_IMM(BPF_ADD, 3, ks[i]), MOV64_REG(1, 10),
+			ALU64_IMM(BPF_ADD, 1, -16), MOV64_IMM(2, 16), CALL(CUBPF_FN_probe_read),
+			LDX(BPF_B, 0, 10, -15), EXIT()};
+		int rc = vm_run_raw(rd, sizeof(rd), mem, sizeof(mem), &r0, err, sizeof(err));
+		if (ks[i] == 0) {
+			if (rc != 0)
+				fail_msg("in bounds: %s", err);
+			assert_int_equal(r0, 2);
+		} else {
+			assert_int_equal(rc, -1);
+			assert_non_null(strstr(err, "out-of-bounds helper argument"));
+		}
+	}
+	const struct bpf_insn dst[] = {
+		MOV64_IMM(3, 0), MOV64_REG(1, 10), ALU64_IMM(BPF_ADD, 1, -8), MOV64_IMM(2, 16),
+		CALL(CUBPF_FN_probe_read), MOV64_IMM(0, 0), EXIT()};
+	assert_int_equal(vm_run_raw(dst, sizeof(dst), mem, sizeof(mem), &r0, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "out-of-bounds helper argument"));
+	const struct bpf_insn far[] = {
+		MOV64_IMM(3, 0), MOV64_REG(1, 10), ALU64_IMM(BPF_ADD, 1, -16), MOV64_IMM(2, 16),
+		CALL(CUBPF_FN_probe_read), EXIT()};
+	if (vm_run_raw(far, sizeof(far), mem, sizeof(mem), &r0, err, sizeof(err)) != 0)
+		fail_msg("NULL source: %s", err);
+	assert_int_equal((int64_t)r0, -EFAULT);
+}
+
 static void dis(const struct bpf_insn *in, size_t n, size_t pc, const char *want)
 {
 	char buf[160];
@@ -363,6 +403,7 @@ size_t runtime_tests(struct CMUnitTest *out, size_t cap)
 		cmocka_unit_test(test_ringbuf_reserve),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_checked_mode),
+		cmocka_unit_test(test_checked_helper_args),
 		cmocka_unit_test(test_disasm),
 		cmocka_unit_test(test_helper_table),
 	};

@@ -190,7 +190,7 @@ static const struct vcase cases[] = {
 	       MOV64_IMM(4, 0), CALL(CUBPF_FN_ringbuf_output), RET0),
 	REJECT("probe_read_size_uninit", UP, "R2 !read_ok", MOV64_REG(1, 10),
 	       ALU64_IMM(BPF_ADD, 1, -8), MOV64_IMM(3, 0), CALL(CUBPF_FN_probe_read), RET0),
-	REJECT("probe_read_into_ctx", UP, "expected=fp or map_value", MOV64_IMM(2, 8),
+	REJECT("probe_read_into_ctx", UP, "cannot write into ctx", MOV64_IMM(2, 8),
 	       MOV64_IMM(3, 0), CALL(CUBPF_FN_probe_read), RET0),
 	REJECT("printk_zero_size", KP, "zero-sized", LD_MAP_VALUE(1, M_RODATA, 0), MOV64_IMM(2, 0),
 	       CALL(CUBPF_FN_trace_printk), RET0),
