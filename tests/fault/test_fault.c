@@ -442,17 +442,29 @@ static void test_memory_limit(void **state)
 	free(dir);
 }
 
-/* RLIMIT_AS (ulimit -v) too small for the writer at all: it is not made, with a message, and
- * leaves no file; nothing crashes. */
+/* RLIMIT_AS (ulimit -v) from the start: with 16 MB the writer is made and keeps everything (its
+ * threads' stacks are 1 MiB, not glibc's 8 MiB each: a limit the application fits in must not
+ * be spent on them); with 4 MB, too small for the writer at all, it is not made, with a message,
+ * and leaves no file; nothing crashes either way. */
 static void test_memory_limit_from_start(void **state)
 {
 	(void)state;
 	skip_if_sanitized();
 	char *dir = temp_dir(), path[4200];
 	struct written w;
+	struct kept k;
 	snprintf(path, sizeof(path), "%s/a.trace", dir);
 	write_under("prlimit --as=16000000", path, 1000, &w);
 	print_message("  RLIMIT_AS 16 MB from the start: status %d: %s", w.status, w.out);
+	assert_int_equal(w.status, 0);
+	read_trace(path, &k);
+	check_accounted("RLIMIT_AS 16 MB", &w, &k);
+	assert_int_equal(k.events, 1000);
+	assert_int_equal(k.state, STORE_TRACE_COMPLETE);
+	free(w.out);
+	unlink(path);
+	write_under("prlimit --as=4000000", path, 1000, &w);
+	print_message("  RLIMIT_AS 4 MB from the start: status %d: %s", w.status, w.out);
 	assert_int_equal(w.status, 3);
 	assert_non_null(strstr(w.out, "create failed: "));
 	assert_int_equal(file_size(path), -1);
