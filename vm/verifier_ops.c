@@ -728,28 +728,10 @@ static int check_arg(struct verifier *v, uint32_t pc, struct vstate *st,
 	}
 }
 
-/* Arguments a format like bpf_trace_printk's converts (as vm/helpers.c formats it), at most 3. */
-static int printk_conversions(const char *fmt, size_t len)
-{
-	int n = 0;
-	for (size_t i = 0; i < len && fmt[i]; i++) {
-		if (fmt[i] != '%' || i + 1 >= len)
-			continue;
-		size_t j = i + 1;
-		while (j < len && fmt[j] == 'l')
-			j++;
-		char c = j < len ? fmt[j] : 0;
-		if (c && strchr("diuxXpcs", c))
-			n++;
-		if (c == '%' || (c && strchr("diuxXpcs", c)))
-			i = j;
-	}
-	return n < 3 ? n : 3;
-}
-
 /* bpf_trace_printk's r3-r5: as many as a constant format converts up to its NUL (all three when
  * the format is not a constant), each initialised, none a pointer: the helper prints what it is
- * given.  A constant format must have its NUL inside its map: the GPU's vprintf reads up to it
+ * given, %p and %x alike.  A constant format is read with the grammar both formatters use
+ * (vm/printk.c); what it does not describe is refused here, with its offset.  A constant format must have its NUL inside its map: the GPU's vprintf reads up to it
  * whatever the size argument says. */
 static int check_printk(struct verifier *v, uint32_t pc, struct vstate *st)
 {
@@ -765,7 +747,13 @@ static int check_printk(struct verifier *v, uint32_t pc, struct vstate *st)
 			if (!memchr(text, 0, room))
 				return REJ("bpf_trace_printk format is not NUL-terminated (no NUL before "
 					   "the end of map '%s')", m->name);
-			nargs = printk_conversions(text, room);
+			struct vm_printk_fmt pf;
+			uint32_t at = 0;
+			char why[128];
+			if (vm_printk_parse(text, room, &pf, &at, why, sizeof(why)) < 0)
+				return REJ("bpf_trace_printk format at offset %u: %s (\"%.40s\")", at,
+					   why, text);
+			nargs = (int)pf.nconv;
 		}
 	}
 	for (int i = 0; i < nargs; i++) {

@@ -53,6 +53,19 @@ static const struct ccase ccases[] = {
 	{"c09_gpu_rules", "rej_gpu_hash_key_80", "80-byte keys: kprobe programs take 1 to 64", 0},
 	{"c09_gpu_rules", "rej_host_reserve_gpu_ring", "is a GPU ring buffer: uprobe programs", 0},
 	{"c09_gpu_rules", "ok_gpu_record_4096", NULL, 1},
+	/* 11: printk formats, one grammar (issue 27) */
+	{"c11_printk", "rej_printk_width_ptr", "leaks addr into helper bpf_trace_printk", 0},
+	{"c11_printk", "rej_printk_alt_ptr", "leaks addr into helper bpf_trace_printk", 0},
+	{"c11_printk", "rej_printk_p_ptr", "leaks addr into helper bpf_trace_printk", 0},
+	{"c11_printk", "rej_printk_h_unset", "bpf_trace_printk argument 1 is not set", 0},
+	{"c11_printk", "rej_printk_float", "format at offset 3: '%a' is not a printk conversion", 0},
+	{"c11_printk", "rej_printk_star", "format at offset 1: '*' width", 0},
+	{"c11_printk", "rej_printk_n", "format at offset 3: '%n' is not a printk conversion", 0},
+	{"c11_printk", "rej_printk_lc", "format at offset 0: a length modifier on %c", 0},
+	{"c11_printk", "rej_printk_wide", "format at offset 1: width above 64", 0},
+	{"c11_printk", "rej_printk_four", "format at offset 9: more than 3 conversions", 0},
+	{"c11_printk", "rej_printk_trailing", "format at offset 4: the conversion at the end", 0},
+	{"c11_printk", "ok_printk_shapes", NULL, 0},
 	/* 10: precision */
 	{"c10_precision", "ok_zero_loop", NULL, 5},
 	{"c10_precision", "ok_pointer_walk", NULL, 18},
@@ -335,7 +348,8 @@ static void test_printk_no_nul(void **state)
 }
 
 static const char *const cfiles[] = {"c01_ptr_arith", "c02_leaks", "c03_uninit", "c04_frames",
-				     "c05_atomics", "c09_gpu_rules", "c10_precision"};
+				     "c05_atomics", "c09_gpu_rules", "c10_precision",
+				     "c11_printk"};
 
 size_t corpus_tests(struct CMUnitTest *out, size_t cap)
 {
