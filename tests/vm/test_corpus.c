@@ -211,6 +211,16 @@ static const struct acase acases[] = {
 	       ALU64_IMM(BPF_ADD, 2, -16), STX(BPF_DW, 10, 2, -8), LDX(BPF_W, 3, 9, 0),
 	       JMP_IMM(BPF_JNE, 3, 0, 3), ST(BPF_W, 10, -8, 0), ST(BPF_W, 10, -4, 1), JA(1),
 	       ST(BPF_W, 10, -8, 0), LDX(BPF_W, 0, 10, -4), EXIT()),
+	/* 3 (issue 27): `if r7 & ~15 goto out` leaves r7 in [0, 15] on the fall-through: an offset
+	 * into a 16-byte value; ~31 leaves [0, 31], past its end; a 32-bit test says nothing of the
+	 * high half, so the 64-bit r7 stays unbounded */
+#define JSET_VALUE(test) MOV64_REG(6, 1), LOOKUP_K(M_ARRAY, 0), JMP_IMM(BPF_JEQ, 0, 0, 5), \
+		LDX(BPF_DW, 7, 6, 0), test, ALU64_REG(BPF_ADD, 0, 7), LDX(BPF_B, 0, 0, 0), EXIT(), RET0
+	PASS_RUN("a3_jset_bounds", UP, 0, JSET_VALUE(JMP_IMM(BPF_JSET, 7, ~15, 3))),
+	REJECT("a3_jset_too_wide", UP, "invalid access to map value",
+	       JSET_VALUE(JMP_IMM(BPF_JSET, 7, ~31, 3))),
+	REJECT("a3_jset32_high_half", UP, "min value is negative",
+	       JSET_VALUE(I(BPF_JMP32 | BPF_JSET | BPF_K, 7, 0, 3, ~15))),
 	/* 2: a pointer tested bit by bit */
 	REJECT("a2_jset_pointer", KP, "pointer comparison prohibited", MOV64_REG(2, 10),
 	       MOV64_IMM(0, 0), JMP_IMM(BPF_JSET, 2, 0x1000, 1), MOV64_IMM(0, 1), EXIT()),
