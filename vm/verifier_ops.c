@@ -272,9 +272,10 @@ static void stack_write_upto(struct vframe *f, int64_t lo, uint64_t min, uint64_
 		memset(&f->stype[slot_index(lo)], S_MISC, (size_t)min);
 }
 
-static int stack_read_ok(struct verifier *v, uint32_t pc, struct vframe *f, int64_t lo, int64_t hi,
-			 int regno, bool allow_ptr)
+static int stack_read_ok(struct verifier *v, uint32_t pc, const struct vreg *p, struct vframe *f,
+			 int64_t lo, int64_t hi, int regno, bool allow_ptr)
 {
+	vm_stack_read(v, p->frameno, lo, hi);
 	for (int64_t o = lo; o < hi; o++) {
 		uint8_t t = f->stype[slot_index(o)];
 		if (t == S_INVALID)
@@ -354,6 +355,7 @@ static int stack_access(struct verifier *v, uint32_t pc, struct vstate *st, cons
 			return REJ("R%d the context pointer cannot be spilled to the stack in %s "
 				   "programs (keep it in a register; the code generator tracks it "
 				   "there only)", a->valreg, vm_prog_kind_name(v->prog->kind));
+		vm_stack_written(v, p->frameno, lo, hi);
 		if (a->size == 8 && lo % 8 == 0) {
 			memset(&f->stype[slot_index(lo)], S_SPILL, 8);
 			f->spill[slot] = *a->val;
@@ -362,9 +364,10 @@ static int stack_access(struct verifier *v, uint32_t pc, struct vstate *st, cons
 		stack_write_misc(f, lo, hi);
 		return STEP_NEXT;
 	}
-	if (stack_read_ok(v, pc, f, lo, hi, a->regno, !a->atomic) == STEP_ERROR)
+	if (stack_read_ok(v, pc, p, f, lo, hi, a->regno, !a->atomic) == STEP_ERROR)
 		return STEP_ERROR;
 	if (a->atomic) {
+		vm_stack_written(v, p->frameno, lo, hi);
 		stack_write_misc(f, lo, hi);
 		return STEP_NEXT;
 	}
@@ -604,10 +607,11 @@ static int check_mem_arg(struct verifier *v, uint32_t pc, struct vstate *st, int
 		if (stack_touch(v, pc, st, f, lo) == STEP_ERROR)
 			return STEP_ERROR;
 		if (write) {
+			vm_stack_written(v, p->frameno, lo, lo + (int64_t)min); /* surely written */
 			stack_write_upto(f, lo, min, size);
 			return STEP_NEXT;
 		}
-		return stack_read_ok(v, pc, f, lo, hi, regno, false);
+		return stack_read_ok(v, pc, p, f, lo, hi, regno, false);
 	}
 	struct access a = {.regno = regno, .off = 0, .size = (int)size, .write = write};
 	/* no destination: nothing is loaded */
@@ -890,6 +894,7 @@ static int check_call_local(struct verifier *v, uint32_t *pc, struct vstate *st)
 	nf->regs[10].frameno = (uint8_t)(st->cur + 1);
 	nf->callsite = at;
 	st->fr[++st->cur] = nf;
+	vm_stack_new_frame(v, st->cur);
 	if (st->cur + 1 > v->max_frames)
 		v->max_frames = st->cur + 1;
 	*pc = target;
