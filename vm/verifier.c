@@ -217,6 +217,7 @@ struct ckpt {
 	struct ckpt *parent;      /* the checkpoint this one's path came through */
 	struct ckpt *next;        /* others at the same instruction */
 	uint32_t branches;        /* live paths and unfinished checkpoints below it */
+	uint32_t hits, misses;    /* as a complete state: paths it pruned, paths it did not */
 	/* per frame: bytes read by some path from here before it wrote them (complete once
 	 * branches is 0), and bytes written between the parent and here (they screen the
 	 * parent from reads below) */
@@ -325,11 +326,20 @@ enum { VISIT_GO, VISIT_PRUNED, VISIT_ERROR };
 static int visit(struct explorer *e, struct path *p)
 {
 	uint16_t live = e->v->live[p->pc];
-	for (struct ckpt *c = e->at[p->pc]; c; c = c->next) {
+	for (struct ckpt **pc = &e->at[p->pc], *c; (c = *pc);) {
 		if (c->branches == 0) {
 			if (state_covers_live(&c->st, &p->st, live, c->read)) {
+				c->hits++;
 				inherit_reads(p, c);
 				return VISIT_PRUNED;
+			}
+			/* as Linux: a state that keeps missing leaves the list (it stays in e->all
+			 * until the end), so that a loop's head, one state per iteration, is not
+			 * compared with every earlier iteration at every visit */
+			if (++c->misses > c->hits * 3 + 3) {
+				*pc = c->next;
+				e->nat[p->pc]--;
+				continue;
 			}
 		} else if (state_covers(&c->st, &p->st, live) && state_covers(&p->st, &c->st, live) &&
 			   is_ancestor(c, p->parent)) { /* the walk up the path last: it is long */
@@ -337,6 +347,7 @@ static int visit(struct explorer *e, struct path *p)
 				 "repeats on its own path", p->pc);
 			return VISIT_ERROR;
 		}
+		pc = &c->next;
 	}
 	if (e->nat[p->pc] >= MAX_STATES_PER_INSN || e->nall >= MAX_STATES_TOTAL)
 		return VISIT_GO;
