@@ -754,9 +754,15 @@ static int check_printk(struct verifier *v, uint32_t pc, struct vstate *st)
 			struct vm_printk_fmt pf;
 			uint32_t at = 0;
 			char why[128];
-			if (vm_printk_parse(text, room, &pf, &at, why, sizeof(why)) < 0)
-				return REJ("bpf_trace_printk format at offset %u: %s (\"%.40s\")", at,
-					   why, text);
+			if (vm_printk_parse(text, room, &pf, &at, why, sizeof(why)) < 0) {
+				char shown[41]; /* the format on one log line */
+				size_t k = 0;
+				for (; k < sizeof(shown) - 1 && k < room && text[k]; k++)
+					shown[k] = text[k] >= 0x20 && text[k] < 0x7f ? text[k] : '.';
+				shown[k] = 0;
+				return REJ("bpf_trace_printk format at offset %u: %s (\"%s\")", at, why,
+					   shown);
+			}
 			nargs = (int)pf.nconv;
 		}
 	}

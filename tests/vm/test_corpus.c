@@ -387,7 +387,7 @@ static const char *const cfiles[] = {"c01_ptr_arith", "c02_leaks", "c03_uninit",
 
 size_t corpus_tests(struct CMUnitTest *out, size_t cap)
 {
-	static char names[NACASES + 8][96];
+	static char names[NACASES + sizeof(cfiles) / sizeof(cfiles[0])][96];
 	size_t n = 0, k = 0;
 	for (size_t i = 0; i < sizeof(cfiles) / sizeof(cfiles[0]) && n < cap; i++, k++) {
 		snprintf(names[k], sizeof(names[k]), "corpus/c/%s", cfiles[i]);

@@ -412,6 +412,13 @@ static void test_printk_grammar(void **state)
 	assert_int_equal(pf.conv[0].size, 4);
 	assert_int_equal(pf.conv[1].size, 8);
 	assert_int_equal(pf.conv[2].size, 8);
+	/* the lines tests/ptx/safety/printk_grammar.bpf.c prints on the GPU (t_ptx_safety.sh) */
+	char line[128];
+	const uint64_t g1[3] = {0x1234, 42, (uint64_t)-5}, g2[3] = {7, 65539, 'Z'};
+	vm_printk_format(line, sizeof(line), "cubpf-printk: %16lx|%#x|%-5hhd|", 64, g1);
+	assert_string_equal(line, "cubpf-printk:             1234|0x2a|-5   |");
+	vm_printk_format(line, sizeof(line), "cubpf-printk: %+.3lld|%08hu|%c|", 64, g2);
+	assert_string_equal(line, "cubpf-printk: +007|00000003|Z|");
 	/* a tiny buffer is never overrun and always terminated */
 	char small[5];
 	assert_int_equal(vm_printk_format(small, sizeof(small), "%16lx", 8, args), 4);
