@@ -197,39 +197,6 @@ static int h_xyz(struct cg *g, uint32_t pc, uint32_t depth, const char *sr)
 	return 0;
 }
 
-/* The byte size of each vprintf argument of a known format: C promotes to int or to 8 bytes;
- * str[i]: argument i is a %s string.  Returns the number of conversions, -1 for a format
- * vprintf would read more than it is given for (a '*' width, %n, a % at the end). */
-static int fmt_sizes(const char *f, size_t n, uint32_t sizes[3], bool str[3])
-{
-	int cnt = 0;
-	for (size_t i = 0; i < n && f[i]; i++) {
-		if (f[i] != '%')
-			continue;
-		if (i + 1 < n && f[i + 1] == '%') {
-			i++;
-			continue;
-		}
-		uint32_t sz = 4;
-		for (i++; i < n && f[i] && strchr("-+ #0123456789.*", f[i]); i++)
-			if (f[i] == '*')
-				return -1; /* a width argument: the count would be wrong */
-		for (; i < n && f[i] && strchr("hlLqjzt", f[i]); i++)
-			if (f[i] != 'h')
-				sz = 8;
-		if (i >= n || !f[i] || f[i] == 'n')
-			return -1; /* a dangling % or %n */
-		if (strchr("psfeEgGaA", f[i]))
-			sz = 8;
-		if (cnt < 3) {
-			sizes[cnt] = sz;
-			str[cnt] = i < n && f[i] == 's';
-		}
-		cnt++;
-	}
-	return cnt;
-}
-
 static void vprintf_call(struct cg *g)
 {
 	g->res->vprintf = true;
@@ -259,9 +226,8 @@ static int h_puts(struct cg *g, uint32_t pc)
 	if (!end)
 		return hfail(g, pc, CUBPF_FN_gpu_puts, "on the GPU the string must be a NUL-terminated "
 				"constant in .rodata");
-	uint32_t sizes[3];
-	bool sv[3];
-	if (fmt_sizes(str, (size_t)(end - str), sizes, sv) != 0)
+	struct vm_printk_fmt pf;
+	if (vm_printk_parse(str, (size_t)(end - str), &pf, NULL, NULL, 0) < 0 || pf.nconv)
 		return hfail(g, pc, CUBPF_FN_gpu_puts, "the string has a % conversion (write %% or use "
 				"bpf_printk)");
 	vprintf_call(g);
@@ -313,8 +279,6 @@ static int printk_str(struct cg *g, uint32_t depth, const char *ip, int r, int i
 static int h_printk(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
 {
 	const struct av *f = arg(g, pc, 1), *fs = arg(g, pc, 2);
-	uint32_t sizes[3] = {8, 8, 8};
-	bool str[3] = {false, false, false};
 	const struct vm_map_def *d = f->kind == AV_MAPVAL && f->map < g->p->map_cnt
 					     ? &g->p->maps[f->map] : NULL;
 	if (!d || !d->init || f->v < 0 || (uint64_t)f->v >= d->value_size)
@@ -327,21 +291,28 @@ static int h_printk(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
 	if (!memchr(fmt, 0, n))
 		return hfail(g, pc, CUBPF_FN_trace_printk, "the format has no terminating NUL within "
 				"its size");
-	if ((unsigned)fmt_sizes(fmt, n, sizes, str) > 3)
-		return hfail(g, pc, CUBPF_FN_trace_printk, "the format takes more than 3 arguments "
-				"or has a conversion the GPU cannot check ('*' width, %n, a trailing %)");
+	struct vm_printk_fmt pf;
+	uint32_t at = 0;
+	char why[128];
+	if (vm_printk_parse(fmt, n, &pf, &at, why, sizeof(why)) < 0) {
+		char msg[192];
+		snprintf(msg, sizeof(msg), "the format at offset %u: %s", at, why);
+		return hfail(g, pc, CUBPF_FN_trace_printk, msg);
+	}
 	uint32_t off = 0;
-	for (int i = 0; i < 3; i++) {
+	for (uint32_t i = 0; i < pf.nconv; i++) { /* only what the format converts: r3-r5 past it
+						   * may never have been set */
 		char R[24];
-		snprintf(R, sizeof(R), "%%__cb_r%d", i + 3);
-		if (str[i]) {
+		uint32_t size = pf.conv[i].size;
+		snprintf(R, sizeof(R), "%%__cb_r%u", i + 3);
+		if (pf.conv[i].conv == 's') {
 			snprintf(R, sizeof(R), "%%__cb_v2");
-			if (printk_str(g, depth, ip, i + 3, i, "%__cb_v2"))
+			if (printk_str(g, depth, ip, (int)i + 3, (int)i, "%__cb_v2"))
 				return -1;
 		}
-		off = (off + sizes[i] - 1) & ~(sizes[i] - 1);
-		OUT("st.local.u%u [__cubpf_pbuf+%u], %s;\n", sizes[i] * 8, off, R);
-		off += sizes[i];
+		off = (off + size - 1) & ~(size - 1);
+		OUT("st.local.u%u [__cubpf_pbuf+%u], %s;\n", size * 8, off, R);
+		off += size;
 	}
 	vprintf_call(g);
 	return 0;

@@ -248,69 +248,12 @@ HELPER(h_ringbuf_discard)
 	return 0;
 }
 
-/* bpf_trace_printk: the format's %d %i %u %x %X %ld %lld %lu %llu %lx %llx %p %s %c %% with at
- * most three arguments, as Linux accepts them. */
-static void printk_format(char *out, size_t cap, const char *fmt, size_t fmt_len,
-			  const uint64_t *args)
-{
-	size_t o = 0;
-	int ai = 0;
-	for (size_t i = 0; i < fmt_len && fmt[i] && o + 1 < cap; i++) {
-		if (fmt[i] != '%' || i + 1 >= fmt_len) {
-			out[o++] = fmt[i];
-			continue;
-		}
-		size_t j = i + 1;
-		while (j < fmt_len && fmt[j] == 'l')
-			j++;
-		char c = j < fmt_len ? fmt[j] : 0;
-		uint64_t v = ai < 3 ? args[ai] : 0;
-		int n = 0;
-		bool lng = j > i + 1;
-		switch (c) {
-		case 'd': case 'i':
-			n = snprintf(out + o, cap - o, "%" PRId64, lng ? (int64_t)v : (int64_t)(int32_t)v);
-			break;
-		case 'u':
-			n = snprintf(out + o, cap - o, "%" PRIu64, lng ? v : (uint32_t)v);
-			break;
-		case 'x': case 'X':
-			n = snprintf(out + o, cap - o, c == 'x' ? "%" PRIx64 : "%" PRIX64,
-				     lng ? v : (uint32_t)v);
-			break;
-		case 'p':
-			n = snprintf(out + o, cap - o, "0x%" PRIx64, v);
-			break;
-		case 'c':
-			n = snprintf(out + o, cap - o, "%c", (char)v);
-			break;
-		case 's':
-			n = snprintf(out + o, cap - o, "%s", "(str)"); /* strings need probe_read */
-			break;
-		case '%':
-			out[o++] = '%';
-			i = j;
-			continue;
-		default:
-			out[o++] = fmt[i];
-			continue;
-		}
-		ai++;
-		o += n > 0 ? (size_t)n : 0;
-		if (o >= cap)
-			o = cap - 1;
-		i = j;
-	}
-	out[o] = 0;
-}
-
 HELPER(h_printk)
 {
 	struct vm_env *env = envp;
 	char line[512];
 	uint64_t args[3] = {r3, r4, r5};
-	printk_format(line, sizeof(line), (const char *)(uintptr_t)r1, r2, args);
-	size_t n = strlen(line);
+	size_t n = vm_printk_format(line, sizeof(line), (const char *)(uintptr_t)r1, r2, args);
 	if (n && line[n - 1] == '\n')
 		line[n - 1] = 0;
 	if (env->rt && env->rt->out.printk)

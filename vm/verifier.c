@@ -8,7 +8,7 @@
 
 #include "vm/verifier.h"
 
-#define MAX_STATES_PER_INSN 64
+#define MAX_STATES_PER_INSN 512 /* a loop keeps one state per iteration at its head */
 #define MAX_STATES_TOTAL 20000 /* about 100 MB of states at most */
 
 /* ---- log ---------------------------------------------------------------------------------------- */
@@ -136,42 +136,78 @@ static bool reg_covers(const struct vreg *o, const struct vreg *c, struct idmap 
 	return vm_range_covers(o, c);
 }
 
-/* `live`: registers that matter (all of them in caller frames). */
+/* One bit per stack byte of a frame (index = 512 + offset from r10, as in stype). */
+#define SB_WORDS (VM_STACK_SIZE / 64)
+typedef uint64_t stackbits[SB_WORDS];
+
+static bool sb_test(const uint64_t *b, int i)
+{
+	return (b[i / 64] >> (i % 64)) & 1;
+}
+
+/* Byte i of the old state covers byte i of the current one. */
+static bool byte_covers(const struct vframe *o, const struct vframe *c, int i, struct idmap *ids,
+			bool *spill_done)
+{
+	uint8_t ot = o->stype[i], ct = c->stype[i];
+	if (ot == S_INVALID || ot == S_POISON) /* the old path could not read these bytes */
+		return true;
+	if (ct == S_INVALID || ct == S_POISON)
+		return false;
+	if (ot == S_MISC && ct == S_SPILL && c->spill[i / 8].type != T_SCALAR)
+		return false;
+	if (ot != S_SPILL)
+		return true;
+	if (ct != S_SPILL)
+		return false;
+	if (*spill_done) /* the slot's spilled register, once per slot */
+		return true;
+	*spill_done = true;
+	return reg_covers(&o->spill[i / 8], &c->spill[i / 8], ids);
+}
+
+/* `live`: registers that matter (all of them in caller frames); `read`: the stack bytes some
+ * path from the old state reads before writing them (NULL: all of them, for a state whose
+ * paths are not all explored yet). */
 static bool frame_covers(const struct vframe *o, const struct vframe *c, struct idmap *ids,
-			 uint16_t live)
+			 uint16_t live, const uint64_t *read)
 {
 	if (o->callsite != c->callsite || c->depth > o->depth)
 		return false;
 	for (int r = 0; r < 11; r++)
 		if (((live >> r) & 1) && !reg_covers(&o->regs[r], &c->regs[r], ids))
 			return false;
-	for (int i = 0; i < VM_STACK_SIZE; i++) {
-		uint8_t ot = o->stype[i], ct = c->stype[i];
-		if (ot == S_INVALID || ot == S_POISON) /* the old path never read these bytes */
-			continue;
-		if (ct == S_INVALID || ct == S_POISON)
-			return false;
-		if (ot == S_MISC && ct == S_SPILL && c->spill[i / 8].type != T_SCALAR)
-			return false;
-		if (ot == S_SPILL && (ct != S_SPILL || (i % 8 == 0 &&
-				       !reg_covers(&o->spill[i / 8], &c->spill[i / 8], ids))))
-			return false;
+	for (int s = 0; s < VM_STACK_SIZE; s += 8) {
+		bool spill_done = false;
+		if (read && !((read[s / 64] >> (s % 64)) & 0xff))
+			continue; /* no byte of this slot is read later */
+		for (int i = s; i < s + 8; i++)
+			if ((!read || sb_test(read, i)) && !byte_covers(o, c, i, ids, &spill_done))
+				return false;
 	}
 	return true;
 }
 
-static bool state_covers(const struct vstate *o, const struct vstate *c, uint16_t live)
+static bool state_covers_live(const struct vstate *o, const struct vstate *c, uint16_t live,
+			      const stackbits *read)
 {
-	struct idmap ids = {.n = 0};
+	struct idmap ids;
+	ids.n = 0; /* not the arrays: states are compared often (at every kept state of a pc) */
 	if (o->cur != c->cur || o->nrefs != c->nrefs)
 		return false;
 	for (uint32_t i = 0; i < o->nrefs; i++)
 		if (!id_match(&ids, o->refs[i], c->refs[i]))
 			return false;
 	for (uint32_t i = 0; i <= o->cur; i++)
-		if (!frame_covers(o->fr[i], c->fr[i], &ids, i == o->cur ? live : 0xffff))
+		if (!frame_covers(o->fr[i], c->fr[i], &ids, i == o->cur ? live : 0xffff,
+				  read ? read[i] : NULL))
 			return false;
 	return true;
+}
+
+static bool state_covers(const struct vstate *o, const struct vstate *c, uint16_t live)
+{
+	return state_covers_live(o, c, live, NULL);
 }
 
 /* ---- exploration ------------------------------------------------------------------------------ */
@@ -181,12 +217,18 @@ struct ckpt {
 	struct ckpt *parent;      /* the checkpoint this one's path came through */
 	struct ckpt *next;        /* others at the same instruction */
 	uint32_t branches;        /* live paths and unfinished checkpoints below it */
+	uint32_t hits, misses;    /* as a complete state: paths it pruned, paths it did not */
+	/* per frame: bytes read by some path from here before it wrote them (complete once
+	 * branches is 0), and bytes written between the parent and here (they screen the
+	 * parent from reads below) */
+	stackbits read[VM_MAX_CALL_DEPTH], wr[VM_MAX_CALL_DEPTH];
 };
 
 struct path {
 	struct vstate st;
 	uint32_t pc;
 	struct ckpt *parent;
+	stackbits wr[VM_MAX_CALL_DEPTH]; /* bytes written since `parent` */
 };
 
 struct explorer {
@@ -216,21 +258,96 @@ static bool is_ancestor(const struct ckpt *c, const struct ckpt *of)
 	return false;
 }
 
+/* ---- stack liveness ----------------------------------------------------------------------------
+ * As Linux's read marks: a read of a byte not written since the path's last checkpoint marks
+ * that checkpoint, and up its parents until one whose segment wrote the byte.  A path pruned by
+ * a complete checkpoint will do what that checkpoint's paths did: their reads are marked on the
+ * pruned path as its own. */
+
+static void mark_read(struct path *p, uint32_t f, int i)
+{
+	uint64_t bit = 1ull << (i % 64);
+	int w = i / 64;
+	if (p->wr[f][w] & bit)
+		return;
+	for (struct ckpt *c = p->parent; c; c = c->parent) {
+		if (c->read[f][w] & bit)
+			return; /* marked before, and its parents with it */
+		c->read[f][w] |= bit;
+		if (c->wr[f][w] & bit)
+			return;
+	}
+}
+
+static bool stack_range(uint32_t frameno, int64_t lo, int64_t hi)
+{
+	return frameno < VM_MAX_CALL_DEPTH && lo >= -VM_STACK_SIZE && hi <= 0 && lo < hi;
+}
+
+void vm_stack_read(struct verifier *v, uint32_t frameno, int64_t lo, int64_t hi)
+{
+	struct path *p = v->walking;
+	if (!p || !stack_range(frameno, lo, hi))
+		return; /* out of range: the access is rejected */
+	for (int64_t o = lo; o < hi; o++)
+		mark_read(p, frameno, (int)(VM_STACK_SIZE + o));
+}
+
+void vm_stack_written(struct verifier *v, uint32_t frameno, int64_t lo, int64_t hi)
+{
+	struct path *p = v->walking;
+	if (!p || !stack_range(frameno, lo, hi))
+		return;
+	for (int64_t o = lo; o < hi; o++) {
+		int i = (int)(VM_STACK_SIZE + o);
+		p->wr[frameno][i / 64] |= 1ull << (i % 64);
+	}
+}
+
+/* A new frame starts with nothing readable: nothing below its call reaches the frame of that
+ * number in the states above (another call's, or none). */
+void vm_stack_new_frame(struct verifier *v, uint32_t frameno)
+{
+	struct path *p = v->walking;
+	if (p && frameno < VM_MAX_CALL_DEPTH)
+		memset(p->wr[frameno], 0xff, sizeof(p->wr[frameno]));
+}
+
+static void inherit_reads(struct path *p, const struct ckpt *c)
+{
+	for (uint32_t f = 0; f <= c->st.cur; f++)
+		for (int w = 0; w < SB_WORDS; w++)
+			for (uint64_t m = c->read[f][w] & ~p->wr[f][w]; m; m &= m - 1)
+				mark_read(p, f, w * 64 + __builtin_ctzll(m));
+}
+
 enum { VISIT_GO, VISIT_PRUNED, VISIT_ERROR };
 
 static int visit(struct explorer *e, struct path *p)
 {
 	uint16_t live = e->v->live[p->pc];
-	for (struct ckpt *c = e->at[p->pc]; c; c = c->next) {
+	for (struct ckpt **pc = &e->at[p->pc], *c; (c = *pc);) {
 		if (c->branches == 0) {
-			if (state_covers(&c->st, &p->st, live))
+			if (state_covers_live(&c->st, &p->st, live, c->read)) {
+				c->hits++;
+				inherit_reads(p, c);
 				return VISIT_PRUNED;
-		} else if (is_ancestor(c, p->parent) && state_covers(&c->st, &p->st, live) &&
-			   state_covers(&p->st, &c->st, live)) {
+			}
+			/* as Linux: a state that keeps missing leaves the list (it stays in e->all
+			 * until the end), so that a loop's head, one state per iteration, is not
+			 * compared with every earlier iteration at every visit */
+			if (++c->misses > c->hits * 3 + 3) {
+				*pc = c->next;
+				e->nat[p->pc]--;
+				continue;
+			}
+		} else if (state_covers(&c->st, &p->st, live) && state_covers(&p->st, &c->st, live) &&
+			   is_ancestor(c, p->parent)) { /* the walk up the path last: it is long */
 			vm_reject(e->v, p->pc, "infinite loop detected: the state at instruction %u "
 				 "repeats on its own path", p->pc);
 			return VISIT_ERROR;
 		}
+		pc = &c->next;
 	}
 	if (e->nat[p->pc] >= MAX_STATES_PER_INSN || e->nall >= MAX_STATES_TOTAL)
 		return VISIT_GO;
@@ -248,6 +365,8 @@ static int visit(struct explorer *e, struct path *p)
 	}
 	c->parent = p->parent;
 	c->branches = 1;
+	memcpy(c->wr, p->wr, sizeof(c->wr));
+	memset(p->wr, 0, sizeof(p->wr));
 	c->next = e->at[p->pc];
 	e->at[p->pc] = c;
 	e->nat[p->pc]++;
@@ -256,7 +375,8 @@ static int visit(struct explorer *e, struct path *p)
 	return VISIT_GO;
 }
 
-static int push(struct explorer *e, struct vstate *st, uint32_t pc, struct ckpt *parent)
+static int push(struct explorer *e, struct vstate *st, uint32_t pc, struct ckpt *parent,
+		const stackbits *wr)
 {
 	if (e->sp == e->cap) {
 		uint32_t cap = e->cap ? e->cap * 2 : 64;
@@ -265,7 +385,12 @@ static int push(struct explorer *e, struct vstate *st, uint32_t pc, struct ckpt 
 			return -1;
 		e->stack = s, e->cap = cap;
 	}
-	e->stack[e->sp++] = (struct path){*st, pc, parent};
+	struct path *p = &e->stack[e->sp++];
+	p->st = *st, p->pc = pc, p->parent = parent;
+	if (wr)
+		memcpy(p->wr, wr, sizeof(p->wr));
+	else
+		memset(p->wr, 0, sizeof(p->wr));
 	if (parent)
 		parent->branches++;
 	return 0;
@@ -398,7 +523,8 @@ static int walk(struct explorer *e, struct path *p)
 			path_done(p->parent);
 			return 0;
 		}
-		if (rc == STEP_BRANCH && push(e, &other, other_pc, p->parent) < 0) {
+		if (rc == STEP_BRANCH && push(e, &other, other_pc, p->parent,
+					       (const stackbits *)p->wr) < 0) {
 			vm_state_free(&other);
 			vm_reject(v, p->pc, "out of memory");
 			return -1;
@@ -409,11 +535,13 @@ static int walk(struct explorer *e, struct path *p)
 static int explore(struct explorer *e, struct vstate *init)
 {
 	int rc = 0;
-	if (push(e, init, 0, NULL) < 0)
+	if (push(e, init, 0, NULL, NULL) < 0)
 		return vm_reject(e->v, 0, "out of memory"), -1;
 	while (e->sp > 0) {
 		struct path p = e->stack[--e->sp];
+		e->v->walking = &p;
 		rc = walk(e, &p);
+		e->v->walking = NULL;
 		vm_state_free(&p.st);
 		if (rc < 0)
 			break;

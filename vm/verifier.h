@@ -87,7 +87,17 @@ struct verifier {
 	struct vstate fail_state;                /* the state at the rejected instruction */
 	struct ctxuse (*ctxuse)[10];             /* GPU kinds: per instruction, r0-r9 */
 	uint8_t *walked;                         /* GPU kinds: per instruction, 1 once walked */
+	void *walking;                           /* verifier.c: the path being walked (liveness) */
 };
+
+/* Stack slot liveness (verifier.c).  The instruction being walked reads or writes bytes
+ * [lo, hi) (offsets from r10) of frame `frameno`; a call starts frame `frameno` afresh.  States
+ * kept for pruning learn which of their stack bytes some later instruction reads before writing
+ * them, and compare only those: a key written on one branch and dead after the join no longer
+ * tells the paths apart.  Every stack read and write of verifier_ops.c must be reported here. */
+void vm_stack_read(struct verifier *v, uint32_t frameno, int64_t lo, int64_t hi);
+void vm_stack_written(struct verifier *v, uint32_t frameno, int64_t lo, int64_t hi);
+void vm_stack_new_frame(struct verifier *v, uint32_t frameno);
 
 /* The structural pass (verifier_cfg.c): encodings, jumps, functions, reachability.  Marks the
  * instructions where states are kept (jump targets, branch fall-throughs, call returns). */

@@ -277,9 +277,10 @@ static void stack_write_upto(struct vframe *f, int64_t lo, uint64_t min, uint64_
 		memset(&f->stype[slot_index(lo)], S_MISC, (size_t)min);
 }
 
-static int stack_read_ok(struct verifier *v, uint32_t pc, struct vframe *f, int64_t lo, int64_t hi,
-			 int regno, bool allow_ptr)
+static int stack_read_ok(struct verifier *v, uint32_t pc, const struct vreg *p, struct vframe *f,
+			 int64_t lo, int64_t hi, int regno, bool allow_ptr)
 {
+	vm_stack_read(v, p->frameno, lo, hi);
 	for (int64_t o = lo; o < hi; o++) {
 		uint8_t t = f->stype[slot_index(o)];
 		if (t == S_INVALID)
@@ -342,14 +343,18 @@ struct access {
 
 /* A helper copies bytes: a read needs them all initialised and none a pointer's; a write of
  * size_min..size bytes initialises the first size_min. */
-static int stack_helper_access(struct verifier *v, uint32_t pc, struct vframe *f, int64_t lo,
-			       const struct access *a)
+/* A helper's memory argument on the stack.  Liveness (state pruning): a read marks the bytes
+ * read; a write marks as written only the bytes it surely writes (size_min), since the rest
+ * may keep what an earlier path left there. */
+static int stack_helper_access(struct verifier *v, uint32_t pc, const struct vreg *p,
+			       struct vframe *f, int64_t lo, const struct access *a)
 {
 	if (a->write) {
+		vm_stack_written(v, p->frameno, lo, lo + a->size_min);
 		stack_write_upto(f, lo, (uint64_t)a->size_min, (uint64_t)a->size);
 		return STEP_NEXT;
 	}
-	return stack_read_ok(v, pc, f, lo, lo + a->size, a->regno, false);
+	return stack_read_ok(v, pc, p, f, lo, lo + a->size, a->regno, false);
 }
 
 static int stack_access(struct verifier *v, uint32_t pc, struct vstate *st, const struct vreg *p,
@@ -369,7 +374,7 @@ static int stack_access(struct verifier *v, uint32_t pc, struct vstate *st, cons
 	if (stack_touch(v, pc, st, f, lo) == STEP_ERROR)
 		return STEP_ERROR;
 	if (a->helper)
-		return stack_helper_access(v, pc, f, lo, a);
+		return stack_helper_access(v, pc, p, f, lo, a);
 	int64_t slot = slot_index(lo) / 8;
 	if (a->write && !a->atomic) {
 		if (a->val && is_ptr(a->val) && (a->size != 8 || lo % 8))
@@ -384,6 +389,7 @@ static int stack_access(struct verifier *v, uint32_t pc, struct vstate *st, cons
 				   "(the code generator names the map of each call at compile time, "
 				   "from registers only: load it again)", a->valreg,
 				   vm_prog_kind_name(v->prog->kind));
+		vm_stack_written(v, p->frameno, lo, hi);
 		if (a->size == 8 && lo % 8 == 0) {
 			memset(&f->stype[slot_index(lo)], S_SPILL, 8);
 			f->spill[slot] = *a->val;
@@ -392,9 +398,10 @@ static int stack_access(struct verifier *v, uint32_t pc, struct vstate *st, cons
 		stack_write_misc(f, lo, hi);
 		return STEP_NEXT;
 	}
-	if (stack_read_ok(v, pc, f, lo, hi, a->regno, !a->atomic) == STEP_ERROR)
+	if (stack_read_ok(v, pc, p, f, lo, hi, a->regno, !a->atomic) == STEP_ERROR)
 		return STEP_ERROR;
 	if (a->atomic) {
+		vm_stack_written(v, p->frameno, lo, hi);
 		stack_write_misc(f, lo, hi);
 		return STEP_NEXT;
 	}
@@ -787,28 +794,10 @@ static int check_arg(struct verifier *v, uint32_t pc, struct vstate *st,
 	}
 }
 
-/* Arguments a format like bpf_trace_printk's converts (as vm/helpers.c formats it), at most 3. */
-static int printk_conversions(const char *fmt, size_t len)
-{
-	int n = 0;
-	for (size_t i = 0; i < len && fmt[i]; i++) {
-		if (fmt[i] != '%' || i + 1 >= len)
-			continue;
-		size_t j = i + 1;
-		while (j < len && fmt[j] == 'l')
-			j++;
-		char c = j < len ? fmt[j] : 0;
-		if (c && strchr("diuxXpcs", c))
-			n++;
-		if (c == '%' || (c && strchr("diuxXpcs", c)))
-			i = j;
-	}
-	return n < 3 ? n : 3;
-}
-
 /* bpf_trace_printk's r3-r5: as many as a constant format converts up to its NUL (all three when
  * the format is not a constant), each initialised, none a pointer: the helper prints what it is
- * given.  A constant format must have its NUL inside its map: the GPU's vprintf reads up to it
+ * given, %p and %x alike.  A constant format is read with the grammar both formatters use
+ * (vm/printk.c); what it does not describe is refused here, with its offset.  A constant format must have its NUL inside its map: the GPU's vprintf reads up to it
  * whatever the size argument says. */
 static int check_printk(struct verifier *v, uint32_t pc, struct vstate *st)
 {
@@ -824,7 +813,19 @@ static int check_printk(struct verifier *v, uint32_t pc, struct vstate *st)
 			if (!memchr(text, 0, room))
 				return REJ("bpf_trace_printk format is not NUL-terminated (no NUL before "
 					   "the end of map '%s')", m->name);
-			nargs = printk_conversions(text, room);
+			struct vm_printk_fmt pf;
+			uint32_t at = 0;
+			char why[128];
+			if (vm_printk_parse(text, room, &pf, &at, why, sizeof(why)) < 0) {
+				char shown[41]; /* the format on one log line */
+				size_t k = 0;
+				for (; k < sizeof(shown) - 1 && k < room && text[k]; k++)
+					shown[k] = text[k] >= 0x20 && text[k] < 0x7f ? text[k] : '.';
+				shown[k] = 0;
+				return REJ("bpf_trace_printk format at offset %u: %s (\"%s\")", at, why,
+					   shown);
+			}
+			nargs = (int)pf.nconv;
 		}
 	}
 	for (int i = 0; i < nargs; i++) {
@@ -983,6 +984,7 @@ static int check_call_local(struct verifier *v, uint32_t *pc, struct vstate *st)
 	nf->regs[10].frameno = (uint8_t)(st->cur + 1);
 	nf->callsite = at;
 	st->fr[++st->cur] = nf;
+	vm_stack_new_frame(v, st->cur);
 	if (st->cur + 1 > v->max_frames)
 		v->max_frames = st->cur + 1;
 	*pc = target;

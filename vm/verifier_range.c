@@ -441,10 +441,39 @@ static void refine_true(struct vreg *a, struct vreg *b, uint8_t op)
 	}
 }
 
+/* `if a & b goto`: on the fall-through every bit known set in one operand is clear in the other
+ * (`if r1 & ~63 goto out` leaves r1 in [0, 63]); when taken and one operand is a single known
+ * bit, that bit is set in the other.  A 32-bit test says so of the low 32 bits only. */
+static void refine_jset_side(struct vreg *a, const struct vreg *b, bool is64, bool taken)
+{
+	uint64_t bits = is64 ? b->tv : b->tv & U32MAX;
+	if (!taken) {
+		a->tv &= ~bits;
+		a->tm &= ~bits;
+	} else if (vm_range_is_const(b) && bits && !(bits & (bits - 1))) {
+		a->tv |= bits;
+		a->tm &= ~bits;
+	}
+}
+
+static void refine_jset(struct vreg *a, struct vreg *b, bool is64, bool taken)
+{
+	struct vreg a0 = *a;
+	refine_jset_side(a, b, is64, taken);
+	refine_jset_side(b, &a0, is64, taken);
+	/* the ranges learn from the narrower bits; what they knew before holds as well */
+	vm_range_sync(a);
+	vm_range_sync(b);
+}
+
 void vm_range_refine(struct vreg *a, struct vreg *b, uint8_t op, bool is64, bool taken)
 {
-	if (a->type != T_SCALAR || b->type != T_SCALAR || op == BPF_JSET)
+	if (a->type != T_SCALAR || b->type != T_SCALAR)
 		return;
+	if (op == BPF_JSET) {
+		refine_jset(a, b, is64, taken);
+		return;
+	}
 	if (!is64 && !cmp32_as64(a, b, op))
 		return;
 	refine_true(a, b, taken ? op : negate(op));

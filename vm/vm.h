@@ -312,6 +312,51 @@ void vm_metrics_map_values(FILE *f, const char *labels, const struct vm_metrics_
 typedef void (*vm_metrics_body_fn)(void *ctx, FILE *f);
 int vm_metrics_listen(const char *spec, char *address, size_t alen, char *err, size_t errlen);
 void vm_metrics_serve(int fd, vm_metrics_body_fn body, void *ctx, const atomic_int *running);
+/* ---- bpf_trace_printk's format grammar (printk.c) ---------------------------------------------
+ * One description for the verifier (which counts and types the arguments), the host formatter
+ * and the PTX code generator (whose vprintf gets the format text as it is):
+ *
+ *   %%                       a percent sign, no argument
+ *   %[flags][width][.prec][length]conv
+ *     flags   any of # 0 - + space   (c, s, p take only -; # only x X)
+ *     width   1 to 64, digits only   (no '*': an argument vprintf would read)
+ *     prec    0 to 64, digits only   (d i u x X s; not c or p)
+ *     length  hh h l ll              (d i u x X only)
+ *     conv    d i u x X (integers: 4 bytes as vprintf reads them, 8 with l/ll), c (4),
+ *             s (a string the helper reads itself, 8), p (8)
+ *
+ * At most VM_PRINTK_MAX_ARGS conversions.  Anything else (floating conversions, %n, %o, '*',
+ * wide characters, a % at the end) is refused with its offset in the format. */
+#define VM_PRINTK_MAX_ARGS 3
+#define VM_PRINTK_MAX_WIDTH 64
+
+enum { VM_PF_ALT = 1, VM_PF_ZERO = 2, VM_PF_LEFT = 4, VM_PF_PLUS = 8, VM_PF_SPACE = 16 };
+enum vm_printk_len { VM_PL_NONE, VM_PL_HH, VM_PL_H, VM_PL_L, VM_PL_LL };
+
+struct vm_printk_conv {
+	uint32_t pos, len;     /* the spec: fmt[pos] is its '%', fmt[pos + len - 1] its conversion */
+	char conv;             /* d i u x X c s p */
+	uint8_t flags;         /* VM_PF_* */
+	uint8_t length;        /* enum vm_printk_len */
+	uint8_t size;          /* bytes vprintf reads for it: 4 or 8 */
+	int width, prec;       /* -1: none */
+};
+
+struct vm_printk_fmt {
+	uint32_t len;          /* bytes of format before its NUL (or the bound) */
+	uint32_t nconv;
+	struct vm_printk_conv conv[VM_PRINTK_MAX_ARGS];
+};
+
+/* Parses fmt up to its first NUL or `bound` bytes.  Returns 0, or -1 with *errpos (offset in
+ * the format) and a reason in err ("'%f' is not a printk conversion"). */
+int vm_printk_parse(const char *fmt, size_t bound, struct vm_printk_fmt *out, uint32_t *errpos,
+		    char *err, size_t errlen);
+/* Formats like the host's bpf_trace_printk: args[i] for conversion i, %s as "(str)" (the host
+ * does not read strings), %p as 0x and hex.  A format the grammar refuses is copied verbatim,
+ * converting nothing.  Always NUL-terminated; returns the length written. */
+size_t vm_printk_format(char *out, size_t cap, const char *fmt, size_t bound,
+			const uint64_t args[VM_PRINTK_MAX_ARGS]);
 
 /* Host-side helper implementation, for engines that bring their own (conformance plugin). */
 typedef uint64_t (*vm_helper_fn)(void *env, uint64_t r1, uint64_t r2, uint64_t r3, uint64_t r4,

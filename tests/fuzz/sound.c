@@ -66,8 +66,6 @@ struct figures {
 
 /* ---- objects ---------------------------------------------------------------------------------- */
 
-static const char rodata[32] = "%llx %llx %llx\n";
-
 static struct vm_object *make_object(const struct sound_prog *p, char *err, size_t errlen)
 {
 	struct vm_object *o = vm_object_from_insns(p->insns, p->n, p->kind, err, errlen);
@@ -94,9 +92,9 @@ static struct vm_object *make_object(const struct sound_prog *p, char *err, size
 	}
 	o->maps[SOUND_MAP_RODATA].origin = VM_MAP_RODATA;
 	o->maps[SOUND_MAP_RODATA].flags = BPF_F_RDONLY_PROG;
-	o->maps[SOUND_MAP_RODATA].init = malloc(sizeof(rodata));
+	o->maps[SOUND_MAP_RODATA].init = malloc(sizeof(p->rodata));
 	if (o->maps[SOUND_MAP_RODATA].init)
-		memcpy(o->maps[SOUND_MAP_RODATA].init, rodata, sizeof(rodata));
+		memcpy(o->maps[SOUND_MAP_RODATA].init, p->rodata, sizeof(p->rodata));
 	o->maps[SOUND_MAP_BSS].origin = VM_MAP_BSS;
 	o->maps[SOUND_MAP_RO].flags = BPF_F_RDONLY_PROG;
 	return o;
@@ -117,6 +115,12 @@ static void write_prog(FILE *f, const struct sound_prog *p, const struct vm_obje
 	for (uint32_t i = 0; i < p->nsubprogs; i++)
 		fprintf(f, " %u", p->subprogs[i]);
 	fprintf(f, "\n");
+	for (int i = 0; i < SOUND_FMT_SLOTS; i++) { /* the printk formats, as hex bytes */
+		fprintf(f, "rodata %d ", i);
+		for (int k = 0; k < SOUND_FMT_LEN; k++)
+			fprintf(f, "%02x", (unsigned char)p->rodata[i * SOUND_FMT_LEN + k]);
+		fprintf(f, "\n");
+	}
 	for (uint32_t pc = 0; pc < p->n; pc++) {
 		uint64_t raw;
 		char text[160] = "";
@@ -144,12 +148,21 @@ static int read_prog(const char *path, struct sound_prog *p)
 	if (!f)
 		return -1;
 	memset(p, 0, sizeof(*p));
+	sound_rodata_default(p); /* files saved before the formats: slot 0 only */
 	while (fgets(line, sizeof(line), f)) {
-		int kind;
+		int kind, slot, at;
 		uint64_t raw;
 		if (line[0] == '#')
 			continue;
-		if (sscanf(line, "kind %d", &kind) == 1)
+		if (sscanf(line, "rodata %d %n", &slot, &at) == 1 && slot >= 0 &&
+		    slot < SOUND_FMT_SLOTS) {
+			for (int k = 0; k < SOUND_FMT_LEN; k++) {
+				unsigned b = 0;
+				if (sscanf(line + at + 2 * k, "%2x", &b) != 1)
+					break;
+				p->rodata[slot * SOUND_FMT_LEN + k] = (char)b;
+			}
+		} else if (sscanf(line, "kind %d", &kind) == 1)
 			p->kind = (enum vm_prog_kind)kind;
 		else if (!strncmp(line, "subprogs", 8)) {
 			char *s = line + 8, *end;
@@ -294,7 +307,7 @@ static bool scan(const struct side *s, size_t ctx_size, const uint8_t *buf, size
  * NULL. */
 static const char *compare_maps(struct side *a, struct side *b, size_t ctx_size)
 {
-	uint8_t va[64], vb[64], rec_a[4096], rec_b[4096];
+	uint8_t va[SOUND_RODATA_SIZE], vb[SOUND_RODATA_SIZE], rec_a[4096], rec_b[4096]; /* .rodata: the largest value */
 	for (uint32_t m = 0; m < SOUND_MAPS; m++) {
 		const struct sound_map_info *mi = sound_map(m);
 		if (m == SOUND_MAP_RING) {

@@ -19,8 +19,16 @@ struct sound_map_info {
 	uint32_t type, key_size, value_size, max_entries;
 };
 
+/* .rodata holds SOUND_FMT_SLOTS printk formats of SOUND_FMT_LEN bytes: slot 0 the fixed
+ * "%llx %llx %llx\n", the others drawn from the whole printk grammar (vm/printk.c) per program,
+ * valid ones mostly, refused ones in risky programs. */
+#define SOUND_FMT_SLOTS 8
+#define SOUND_FMT_LEN 32
+#define SOUND_RODATA_SIZE (SOUND_FMT_SLOTS * SOUND_FMT_LEN)
+
 struct sound_prog {
 	enum vm_prog_kind kind;
+	char rodata[SOUND_RODATA_SIZE];
 	uint32_t n;
 	uint32_t subprogs[SOUND_MAX_SUBS + 1]; /* start of each function; [0] == 0 */
 	uint32_t nsubprogs;
@@ -35,6 +43,8 @@ uint32_t sound_ctx_size(enum vm_prog_kind kind);
 /* On: generate only what the differential check (tests/ptx/ptxdiff.h) compares: GPU kinds,
  * every map an array (sound_map answers so), no printk, ring buffer or thread index helpers. */
 void sound_set_ptx_scope(bool on);
+/* The .rodata of programs saved before it held formats: slot 0 only. */
+void sound_rodata_default(struct sound_prog *p);
 /* Generates one program into *p; false when it came out too large (skip it). */
 bool sound_generate(uint64_t *rng, struct sound_prog *p);
 

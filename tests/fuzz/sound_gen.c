@@ -14,6 +14,7 @@
  * Deterministic: the same seed gives the same programs.
  */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,12 +57,13 @@ struct builder {
 	} f[SOUND_MAX_SUBS + 1];
 	uint32_t nf;
 	uint32_t risk;            /* of every function of the program */
+	int fmt_args[SOUND_FMT_SLOTS]; /* conversions of each .rodata format (-1: refused) */
 };
 
 static const struct sound_map_info maps[SOUND_MAPS] = {
 	[SOUND_MAP_HASH] = {"h", CUBPF_MAP_HASH, 4, 8, 16},
 	[SOUND_MAP_ARRAY] = {"a", CUBPF_MAP_ARRAY, 4, 16, 4},
-	[SOUND_MAP_RODATA] = {".rodata", CUBPF_MAP_ARRAY, 4, 32, 1},
+	[SOUND_MAP_RODATA] = {".rodata", CUBPF_MAP_ARRAY, 4, SOUND_RODATA_SIZE, 1},
 	[SOUND_MAP_RING] = {"rb", CUBPF_MAP_RINGBUF, 0, 0, 4096},
 	[SOUND_MAP_BSS] = {".bss", CUBPF_MAP_ARRAY, 4, 64, 1},
 	[SOUND_MAP_RO] = {"ro", CUBPF_MAP_ARRAY, 4, 8, 2},
@@ -72,7 +74,7 @@ static const struct sound_map_info maps[SOUND_MAPS] = {
 static const struct sound_map_info ptx_maps[SOUND_MAPS] = {
 	[SOUND_MAP_HASH] = {"h", CUBPF_MAP_ARRAY, 4, 8, 16},
 	[SOUND_MAP_ARRAY] = {"a", CUBPF_MAP_ARRAY, 4, 16, 4},
-	[SOUND_MAP_RODATA] = {".rodata", CUBPF_MAP_ARRAY, 4, 32, 1},
+	[SOUND_MAP_RODATA] = {".rodata", CUBPF_MAP_ARRAY, 4, SOUND_RODATA_SIZE, 1},
 	[SOUND_MAP_RING] = {"rb", CUBPF_MAP_ARRAY, 4, 8, 1},
 	[SOUND_MAP_BSS] = {".bss", CUBPF_MAP_ARRAY, 4, 64, 1},
 	[SOUND_MAP_RO] = {"ro", CUBPF_MAP_ARRAY, 4, 8, 2},
@@ -510,20 +512,28 @@ static void b_update(struct gen *g)
 	}
 }
 
+/* bpf_trace_printk of one of the program's formats.  Its arguments: three scalars, or only as
+ * many as the format converts (the others left as they are: unset, or pointers); risky: one
+ * fewer, or any register (a pointer). */
 static void b_printk(struct gen *g)
 {
 	int a[3];
 	if (ptx_scope) /* output, not compared */
 		return;
+	uint32_t slot = rnd(g, SOUND_FMT_SLOTS);
+	int need = g->b->fmt_args[slot];
+	int set = need >= 0 && chance(g, 50) ? need : 3;
+	if (set > 0 && need > 0 && risky(g, 10))
+		set = need - 1;
 	for (int i = 0; i < 3; i++) /* pick first: loading r1/r2 below would clobber them */
-		a[i] = risky(g, 10) ? pick(g, T_NONE) : scalar(g);
+		a[i] = i >= set ? 3 + i : risky(g, 10) ? pick(g, T_NONE) : scalar(g);
 	for (int i = 0; i < 3; i++)
 		if (a[i] >= 0 && a[i] != 3 + i)
 			mov_reg(g, 3 + i, a[i]);
 	emit(g, BPF_LD | BPF_DW | BPF_IMM, 1, BPF_PSEUDO_MAP_VALUE, 0, SOUND_MAP_RODATA);
-	emit(g, 0, 0, 0, 0, 0);
-	mov_imm(g, 2, 16);
-	for (int i = 0; i < 3; i++)
+	emit(g, 0, 0, 0, 0, (int32_t)(slot * SOUND_FMT_LEN));
+	mov_imm(g, 2, SOUND_FMT_LEN);
+	for (int i = 0; i < set; i++)
 		if (a[i] < 0)
 			mov_imm(g, 3 + i, 0);
 	call_helper(g, CUBPF_FN_trace_printk);
@@ -920,6 +930,75 @@ static void b_walk(struct gen *g)
 		g->slots |= 1ull << (-off / 8 - 1);
 }
 
+/* A loop of up to 300 iterations with a branch in it (issue 27: pruning with slot liveness):
+ * on the iterations whose bit of a scalar is set, a map update with a key and value written on
+ * that branch only (dead after the join), and sometimes an offset written there and read after
+ * the join, as an index into a map value: in bounds, or (risky) past the map, which a sound
+ * verifier must see through the join. */
+static void b_loop_cond(struct gen *g)
+{
+	if (g->loop || g->n > 2500 || ptx_scope || chance(g, 50)) /* (half as often: slow) */
+		return;
+	bool idx = chance(g, 40);
+	/* risky: past the whole map (4 x 16 bytes): the checked interpreter sees only what leaves
+	 * a map's storage */
+	int32_t bad = risky(g, 30) ? 64 + (int32_t)rnd(g, 200) : (int32_t)rnd(g, 16);
+	if (g->r[6].t == T_CTX) { /* bits the verifier cannot know: both branches walked */
+		uint32_t size, off = ctx_field(g, &size);
+		emit(g, BPF_LDX | size_code(size) | BPF_MEM, 8, 6, (int16_t)off, 0);
+	} else
+		mov_reg(g, 8, scalar(g));
+	for (int o = -8; o >= -24; o -= 8) /* scalars in fp-8..fp-24 on every path */
+		emit(g, BPF_ST | BPF_MEM | BPF_DW, 10, 0, (int16_t)o, 0);
+	g->slots |= 7, g->ptr_slots &= ~7ull;
+	for (int r = 3; r <= 5; r++) /* alike on both branches at the join (see below) */
+		mov_imm(g, r, 0);
+	mov_imm(g, 9, (int32_t)(1 + (chance(g, 15) ? rnd(g, 300) : rnd(g, 24)))); /* (time) */
+	uint32_t top = g->n;
+	mov_reg(g, 1, 9);
+	emit(g, BPF_ALU64 | BPF_AND | BPF_K, 1, 0, 0, 31);
+	mov_reg(g, 2, 8);
+	emit(g, BPF_ALU64 | BPF_RSH | BPF_X, 2, 1, 0, 0);
+	emit(g, BPF_ALU64 | BPF_AND | BPF_K, 2, 0, 0, 1);
+	/* the branch that writes is the jump's target: the verifier walks the fall-through
+	 * first, so the state kept at the join is the one without the write */
+	emit(g, BPF_JMP | BPF_JNE | BPF_K, 2, 0, 1, 0);
+	uint32_t skip = emit(g, BPF_JMP | BPF_JA, 0, 0, 0, 0);
+	mov_reg(g, 1, 9);
+	emit(g, BPF_ALU64 | BPF_AND | BPF_K, 1, 0, 0, 3);
+	emit(g, BPF_STX | BPF_MEM | BPF_W, 10, 1, -4, 0);
+	emit(g, BPF_STX | BPF_MEM | BPF_DW, 10, 9, -16, 0);
+	if (idx)
+		emit(g, BPF_ST | BPF_MEM | BPF_DW, 10, 0, -24, bad);
+	ld_map(g, 1, SOUND_MAP_HASH);
+	stack_ptr(g, 2, -4);
+	stack_ptr(g, 3, -16);
+	mov_imm(g, 4, 0);
+	call_helper(g, CUBPF_FN_map_update_elem);
+	/* pruning takes a helper to read all of r1-r5: the update leaves r3-r5 unset where the
+	 * other branch has them set, and the paths would double at each iteration */
+	for (int r = 3; r <= 5; r++)
+		mov_imm(g, r, 0);
+	g->code[skip].off = (int16_t)(g->n - skip - 1);
+	if (idx) { /* after the join: array[0] + fp-24 */
+		emit(g, BPF_LDX | BPF_MEM | BPF_DW, 7, 10, -24, 0);
+		emit(g, BPF_ST | BPF_MEM | BPF_W, 10, 0, -4, 0);
+		ld_map(g, 1, SOUND_MAP_ARRAY);
+		stack_ptr(g, 2, -4);
+		call_helper(g, CUBPF_FN_map_lookup_elem);
+		emit(g, BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2, 0);
+		emit(g, BPF_ALU64 | BPF_ADD | BPF_X, 0, 7, 0, 0);
+		emit(g, BPF_LDX | BPF_MEM | BPF_B, 0, 0, 0, 0);
+		g->r[7] = (struct reg){.t = T_SCALAR};
+	}
+	emit(g, BPF_ALU64 | BPF_SUB | BPF_K, 9, 0, 0, 1);
+	uint32_t at = emit(g, BPF_JMP | BPF_JNE | BPF_K, 9, 0, 0, 0);
+	g->code[at].off = (int16_t)((int32_t)top - (int32_t)at - 1);
+	for (int i = 0; i <= 5; i++) /* a join of both branches: the call's clobbers */
+		g->r[i] = (struct reg){.t = T_NONE};
+	g->r[8] = g->r[9] = (struct reg){.t = T_SCALAR};
+}
+
 static void block(struct gen *g)
 {
 	static void (*const blocks[])(struct gen *) = {
@@ -927,7 +1006,7 @@ static void block(struct gen *g)
 		b_lookup, b_lookup, b_mapval_access, b_mapval_access, b_mapval_access, b_ptr_alu,
 		b_ptr_alu, b_atomic, b_update, b_printk, b_ringbuf_output, b_reserve, b_probe_read,
 		b_gpu_index, b_branch, b_branch, b_loop, b_call, b_arg_store, b_helper_edge,
-		b_helper_edge,
+		b_helper_edge, b_loop_cond,
 	};
 	g->budget--;
 	if (ptx_scope && chance(g, 12)) { /* (the fuzzer's own programs stay as they were) */
@@ -1012,6 +1091,94 @@ static bool layout(struct builder *b, struct sound_prog *p)
 	return true;
 }
 
+/* ---- printk formats ---------------------------------------------------------------------------
+ * Drawn from the grammar of vm/printk.c, piece by piece, counting conversions as they are made
+ * (not with the grammar's parser: the count is what the verifier is checked against). */
+
+static const char *const bad_specs[] = {"%a", "%f", "%e", "%G", "%n", "%o", "%*d", "%.*x",
+					"%99d", "%.70u", "%lc", "%hs", "%#d", "%+p", "%.2c", "%lld%",
+					"%q", "%Lf", "%jd", "%zu", "%"};
+
+static uint64_t fmt_rand(uint64_t *rng, uint64_t n)
+{
+	return sound_rand(rng) % n;
+}
+
+/* One valid conversion spec ("%-08.3hhx") into out; returns its length. */
+static int good_spec(uint64_t *rng, char *out)
+{
+	static const char convs[] = "diuxXcsp";
+	char conv = convs[fmt_rand(rng, 8)];
+	bool integer = conv != 'c' && conv != 's' && conv != 'p';
+	int n = 0;
+	out[n++] = '%';
+	for (int i = 0; i < 5; i++)
+		if (fmt_rand(rng, 4) == 0) {
+			char f = "#0-+ "[i];
+			if ((!integer && f != '-') || (f == '#' && conv != 'x' && conv != 'X'))
+				continue;
+			out[n++] = f;
+		}
+	if (fmt_rand(rng, 3) == 0)
+		n += sprintf(out + n, "%d", 1 + (int)fmt_rand(rng, VM_PRINTK_MAX_WIDTH));
+	if (fmt_rand(rng, 4) == 0 && conv != 'c' && conv != 'p')
+		n += fmt_rand(rng, 4) ? sprintf(out + n, ".%d", (int)fmt_rand(rng, 65))
+				      : sprintf(out + n, ".");
+	if (integer) {
+		static const char *const lens[] = {"", "", "h", "hh", "l", "ll"};
+		n += sprintf(out + n, "%s", lens[fmt_rand(rng, 6)]);
+	}
+	out[n++] = conv;
+	return n;
+}
+
+/* A format of at most SOUND_FMT_LEN - 1 bytes; *nconv its conversions, -1 when it holds a
+ * piece the grammar refuses (only with `bad`). */
+static void gen_format(uint64_t *rng, bool bad, char *out, int *nconv)
+{
+	int n = 0, conv = 0, want = (int)fmt_rand(rng, 4);
+	bool refused = false;
+	memset(out, 0, SOUND_FMT_LEN);
+	while (n < SOUND_FMT_LEN - 12) {
+		char piece[24];
+		int len;
+		uint64_t k = fmt_rand(rng, 8);
+		if (bad && fmt_rand(rng, 6) == 0) {
+			len = sprintf(piece, "%s", bad_specs[fmt_rand(rng, sizeof(bad_specs) /
+								   sizeof(bad_specs[0]))]);
+			refused = true;
+		} else if (k < 3 && conv < want) {
+			len = good_spec(rng, piece);
+			conv++;
+		} else if (k == 3)
+			len = sprintf(piece, "%%%%");
+		else if (k < 7)
+			len = sprintf(piece, "%c", " x=:|ab\n"[fmt_rand(rng, 8)]);
+		else
+			break;
+		memcpy(out + n, piece, (size_t)len);
+		n += len;
+	}
+	if (bad && conv == 3 && fmt_rand(rng, 2) == 0 && n < SOUND_FMT_LEN - 3)
+		memcpy(out + n, "%d", 2), refused = true; /* a fourth conversion */
+	*nconv = refused ? -1 : conv;
+}
+
+void sound_rodata_default(struct sound_prog *p)
+{
+	memset(p->rodata, 0, sizeof(p->rodata));
+	strcpy(p->rodata, "%llx %llx %llx\n");
+}
+
+static void gen_formats(uint64_t *rng, struct builder *b, struct sound_prog *p)
+{
+	sound_rodata_default(p);
+	b->fmt_args[0] = 3;
+	for (int i = 1; i < SOUND_FMT_SLOTS; i++)
+		gen_format(rng, b->risk && fmt_rand(rng, 3) == 0, p->rodata + i * SOUND_FMT_LEN,
+			   &b->fmt_args[i]);
+}
+
 bool sound_generate(uint64_t *rng, struct sound_prog *p)
 {
 	static const enum vm_prog_kind kinds[] = {VM_PROG_KPROBE, VM_PROG_KRETPROBE,
@@ -1021,6 +1188,7 @@ bool sound_generate(uint64_t *rng, struct sound_prog *p)
 	struct builder b = {.nf = 1, .risk = risks[sound_rand(rng) % 6]};
 	int ret_stack = 0;
 	p->kind = kinds[sound_rand(rng) % (ptx_scope ? 3 : 5)]; /* (GPU kinds first) */
+	gen_formats(rng, &b, p);
 	function(&b, 0, 0, p->kind, rng, 4 + (int)(sound_rand(rng) % 28), &ret_stack);
 	bool ok = layout(&b, p);
 	for (uint32_t i = 0; i < b.nf; i++)

@@ -10,6 +10,11 @@
 #     succeed with its output identical to a native run (the probes' one printk line aside), every
 #     bad read must have returned -EFAULT with a zeroed destination, the memory probe's reads of
 #     its own access must have succeeded, and the %s strings must print empty.
+# (c) Issue 27, one printk grammar: the shapes that once printed a map's device address or an
+#     unset register ("%16lx", "%#lx", "%-20p" of a map value, "%hx" with no argument, "%a";
+#     tests/ptx/safety/printk_leaks.bpf.c) are refused by the verifier, every one, and under
+#     `cubpf run` print nothing; widths, flags, precisions and h/hh/l/ll on scalars
+#     (printk_grammar.bpf.c) print on the GPU exactly the lines the host formatter gives.
 set -u
 BUILD=${BUILD:-build}
 OUT=${OUT:-$BUILD/gpu-out}
@@ -71,6 +76,32 @@ else
   { [ "${own_ok:-0}" -gt 0 ] && [ "${own_bad:-0}" -eq 0 ]; } || fail "a memory probe could not read its own access"
   [ "$line" = "cubpf-safety: bad strings [] []" ] || fail "printk of unreadable %s strings: '$line'"
   grep -E '^cubpf: (warning|error)' "$OUT/ptx_safety.run.err" | head -5
+fi
+# ---- (c) printk formats: one grammar for the verifier and both formatters ---------------------
+LEAKS=$BUILD/ptx-safety/printk_leaks.bpf.o
+GRAMMAR=$BUILD/ptx-safety/printk_grammar.bpf.o
+if [ ! -x "$APP" ] || [ ! -f "$LEAKS" ] || [ ! -f "$GRAMMAR" ] || [ ! -x "$CUBPF" ]; then
+  fail "missing $APP, $LEAKS, $GRAMMAR or $CUBPF (build them with make on the build machine)"
+else
+  "$CUBPF" verify "$LEAKS" >"$OUT/ptx_safety.printk_verify.log" 2>&1
+  progs=$("$CUBPF" disasm "$LEAKS" | grep -c ': section ')
+  refused=$(grep -c ': REJECTED$' "$OUT/ptx_safety.printk_verify.log")
+  "$CUBPF" run -p "$LEAKS" -p "$GRAMMAR" -- sh -c "exec '$APP' > '$OUT/ptx_safety.printk.out'" \
+    >"$OUT/ptx_safety.printk_run.out" 2>"$OUT/ptx_safety.printk_run.err"; rc3=$?
+  leaks=$(grep -c 'cubpf-printk-leak' "$OUT/ptx_safety.printk.out")
+  want1='cubpf-printk:             1234|0x2a|-5   |'
+  want2='cubpf-printk: +007|00000003|Z|'
+  got1=$(grep -cFx "$want1" "$OUT/ptx_safety.printk.out")
+  got2=$(grep -cFx "$want2" "$OUT/ptx_safety.printk.out")
+  other=$(grep '^cubpf-printk' "$OUT/ptx_safety.printk.out" | grep -cvFx -e "$want1" -e "$want2")
+  echo "RESULT ptx_safety printk leaks: $refused of $progs programs refused by the verifier, $leaks lines printed (rc=$rc3)"
+  echo "RESULT ptx_safety printk grammar: line1=$got1 line2=$got2 other=$other"
+  grep '^cubpf-printk' "$OUT/ptx_safety.printk.out" | sort | uniq -c | head -5
+  { [ "$progs" -gt 0 ] && [ "$refused" -eq "$progs" ]; } || {
+    fail "printk leak shapes: not every program refused"; cat "$OUT/ptx_safety.printk_verify.log"; }
+  { [ "$rc3" -eq 0 ] && [ "$leaks" -eq 0 ]; } || {
+    fail "printk leak shapes printed under cubpf run"; tail -20 "$OUT/ptx_safety.printk_run.err"; }
+  { [ "$got1" -ge 1 ] && [ "$got1" -eq "$got2" ] && [ "$other" -eq 0 ]; } || fail "printk grammar lines on the GPU"
 fi
 echo "RESULT ptx_safety failures=$failed"
 [ "$failed" -eq 0 ]

@@ -77,10 +77,10 @@ PTX_GPU_CC   := $(CC) -std=gnu11 -O2 -g -Wall -Wextra -Werror -I. -I$(CUDA_HOME)
 PTX_GPU_LINK := -L$(dir $(CUDA_STUB)) -lcuda
 PTX_CUBPF    := $(BUILD)/bin/cubpf
 
-$(PTX_GPU)/ptx_conf_gen: tests/ptx/gpu/conf_gen.c tests/ptx/conf.c tests/ptx/conf.h $(PTX_LIB) \
+$(PTX_GPU)/ptx_conf_gen: tests/ptx/gpu/conf_gen.c tests/ptx/conf.c tests/ptx/conf.h $(PTX_LIB) $(VM_LIB) \
 		$(CUBIN_LIB)
 	@mkdir -p $(@D)
-	$(PTX_GPU_CC) -o $@ tests/ptx/gpu/conf_gen.c tests/ptx/conf.c $(PTX_LIB) $(CUBIN_LIB)
+	$(PTX_GPU_CC) -o $@ tests/ptx/gpu/conf_gen.c tests/ptx/conf.c $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB)
 $(PTX_GPU)/ptx_conformance.ptx: $(PTX_GPU)/ptx_conf_gen
 	$(PTX_GPU)/ptx_conf_gen $(SHARED)/bpf_conformance $(PTX_GPU)
 $(PTX_GPU)/ptx_conf_run: tests/ptx/gpu/conf_run.c tests/ptx/gpu/common.h

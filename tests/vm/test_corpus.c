@@ -53,6 +53,22 @@ static const struct ccase ccases[] = {
 	{"c09_gpu_rules", "rej_gpu_hash_key_80", "80-byte keys: kprobe programs take 1 to 64", 0},
 	{"c09_gpu_rules", "rej_host_reserve_gpu_ring", "is a GPU ring buffer: uprobe programs", 0},
 	{"c09_gpu_rules", "ok_gpu_record_4096", NULL, 1},
+	/* 11: printk formats, one grammar (issue 27) */
+	{"c11_printk", "rej_printk_width_ptr", "leaks addr into helper bpf_trace_printk", 0},
+	{"c11_printk", "rej_printk_alt_ptr", "leaks addr into helper bpf_trace_printk", 0},
+	{"c11_printk", "rej_printk_p_ptr", "leaks addr into helper bpf_trace_printk", 0},
+	{"c11_printk", "rej_printk_h_unset", "bpf_trace_printk argument 1 is not set", 0},
+	{"c11_printk", "rej_printk_float", "format at offset 3: '%a' is not a printk conversion", 0},
+	{"c11_printk", "rej_printk_star", "format at offset 1: '*' width", 0},
+	{"c11_printk", "rej_printk_n", "format at offset 3: '%n' is not a printk conversion", 0},
+	{"c11_printk", "rej_printk_lc", "format at offset 0: a length modifier on %c", 0},
+	{"c11_printk", "rej_printk_wide", "format at offset 1: width above 64", 0},
+	{"c11_printk", "rej_printk_four", "format at offset 9: more than 3 conversions", 0},
+	{"c11_printk", "rej_printk_trailing", "format at offset 4: the conversion at the end", 0},
+	{"c11_printk", "ok_printk_shapes", NULL, 0},
+	/* 12: loops with branches, slot liveness in pruning (issue 27) */
+	{"c12_loops", "ok_loop_cond_update", NULL, 0},
+	{"c12_loops", "ok_loop_lookup_or_print", NULL, 1},
 	/* 10: precision */
 	{"c10_precision", "ok_zero_loop", NULL, 5},
 	{"c10_precision", "ok_pointer_walk", NULL, 18},
@@ -212,6 +228,37 @@ static const struct acase acases[] = {
 	       ALU64_IMM(BPF_ADD, 2, -16), STX(BPF_DW, 10, 2, -8), LDX(BPF_W, 3, 9, 0),
 	       JMP_IMM(BPF_JNE, 3, 0, 3), ST(BPF_W, 10, -8, 0), ST(BPF_W, 10, -4, 1), JA(1),
 	       ST(BPF_W, 10, -8, 0), LDX(BPF_W, 0, 10, -4), EXIT()),
+	/* 3 (issue 27): `if r7 & ~15 goto out` leaves r7 in [0, 15] on the fall-through: an offset
+	 * into a 16-byte value; ~31 leaves [0, 31], past its end; a 32-bit test says nothing of the
+	 * high half, so the 64-bit r7 stays unbounded */
+#define JSET_VALUE(test) MOV64_REG(6, 1), LOOKUP_K(M_ARRAY, 0), JMP_IMM(BPF_JEQ, 0, 0, 5), \
+		LDX(BPF_DW, 7, 6, 0), test, ALU64_REG(BPF_ADD, 0, 7), LDX(BPF_B, 0, 0, 0), EXIT(), RET0
+	PASS_RUN("a3_jset_bounds", UP, 0, JSET_VALUE(JMP_IMM(BPF_JSET, 7, ~15, 3))),
+	REJECT("a3_jset_too_wide", UP, "invalid access to map value",
+	       JSET_VALUE(JMP_IMM(BPF_JSET, 7, ~31, 3))),
+	REJECT("a3_jset32_high_half", UP, "min value is negative",
+	       JSET_VALUE(I(BPF_JMP32 | BPF_JSET | BPF_K, 7, 0, 3, ~15))),
+	/* 12 (issue 27): pruning compares only the stack bytes read later, so a byte read after a
+	 * join must be marked read in the state kept there.  The path explored first leaves 0 in
+	 * fp-8, the second 100 (or a pointer); the second must not be pruned by the first, whether
+	 * the byte is read directly, by a helper or by a callee through a pointer */
+#define JOIN_PROLOGUE(second) MOV64_REG(9, 1), ST(BPF_DW, 10, -8, 0), LDX(BPF_W, 2, 9, 0), \
+		JMP_IMM(BPF_JNE, 2, 0, 1), JA(2), second, MOV64_IMM(2, 0) /* r2 alike at the join */
+#define INDEX_R6 LOOKUP_K(M_ARRAY, 0), JMP_IMM(BPF_JEQ, 0, 0, 3), ALU64_REG(BPF_ADD, 0, 6), \
+		LDX(BPF_B, 0, 0, 0), EXIT(), RET0
+	REJECT("a12_live_read_after_join", KP, "invalid access to map value",
+	       JOIN_PROLOGUE(ST(BPF_DW, 10, -8, 100)), LDX(BPF_DW, 6, 10, -8), INDEX_R6),
+	REJECT("a12_live_helper_read", KP, "stack slot fp-8 holds a pointer",
+	       JOIN_PROLOGUE(STX(BPF_DW, 10, 10, -8)), MOV64_REG(2, 10), ALU64_IMM(BPF_ADD, 2, -8),
+	       LD_MAP(1, M_HASH), CALL(CUBPF_FN_map_lookup_elem), RET0),
+	{"a12_live_callee_read", KP, "invalid access to map value",
+	 INSNS(JOIN_PROLOGUE(ST(BPF_DW, 10, -8, 100)), MOV64_REG(1, 10), ALU64_IMM(BPF_ADD, 1, -8),
+	       CALL_LOCAL(13), MOV64_REG(6, 0), INDEX_R6,
+	       LDX(BPF_DW, 0, 1, 0), EXIT()),
+	 SUBS(0, 23), 0},
+	/* 12: the same shape with the second path's value in bounds is accepted (and run) */
+	PASS_RUN("a12_live_join_ok", KP, 0,
+		 JOIN_PROLOGUE(ST(BPF_DW, 10, -8, 15)), LDX(BPF_DW, 6, 10, -8), INDEX_R6),
 	/* 2: a pointer tested bit by bit */
 	REJECT("a2_jset_pointer", KP, "pointer comparison prohibited", MOV64_REG(2, 10),
 	       MOV64_IMM(0, 0), JMP_IMM(BPF_JSET, 2, 0x1000, 1), MOV64_IMM(0, 1), EXIT()),
@@ -395,7 +442,8 @@ static void test_printk_no_nul(void **state)
 
 static const char *const cfiles[] = {"c01_ptr_arith", "c02_leaks", "c03_uninit", "c04_frames",
 				     "c05_atomics", "c09_gpu_rules", "c10_precision",
-				     "c11_helper_args"};
+				     "c11_helper_args",
+				     "c11_printk", "c12_loops"};
 
 size_t corpus_tests(struct CMUnitTest *out, size_t cap)
 {

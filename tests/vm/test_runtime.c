@@ -393,6 +393,78 @@ static void test_helper_table(void **state)
 	assert_int_equal(vm_prog_kind_from_section("xdp", &attach), -1);
 }
 
+/* The printk grammar (vm/printk.c): what each format converts, how the host prints it, and the
+ * offset and reason of each refusal; a refused format is printed verbatim, converting nothing. */
+static void test_printk_grammar(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *fmt;
+		int nconv;                  /* -1: refused */
+		uint32_t at;                /* refused: offset */
+		const char *out;            /* accepted: the host's line for args 0x1234, -5, 'A' */
+	} c[] = {
+		{"%16lx|%d", 2, 0, "            1234|-5"},
+		{"%#x %-4hhd|%c", 3, 0, "0x1234 -5  |A"},
+		{"%08.3lld", 1, 0, "    4660"},
+		{"%5.2s|%%|%p", 2, 0, "   (s|%|0xfffffffffffffffb"},
+		{"%hu %llu", 2, 0, "4660 18446744073709551611"},
+		{"100%%", 0, 0, "100%"},
+		{"%a", -1, 1, NULL},
+		{"x%*d", -1, 2, NULL},
+		{"%.*d", -1, 2, NULL},
+		{"%n", -1, 1, NULL},
+		{"%o", -1, 1, NULL},
+		{"%lc", -1, 0, NULL},
+		{"%#d", -1, 0, NULL},
+		{"%.3p", -1, 0, NULL},
+		{"%65d", -1, 1, NULL},
+		{"%d %d %d %d", -1, 9, NULL},
+		{"ab%", -1, 2, NULL},
+		{"%l", -1, 0, NULL},
+	};
+	const uint64_t args[3] = {0x1234, (uint64_t)-5, 'A'};
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct vm_printk_fmt pf;
+		uint32_t at = 99;
+		char why[128], line[128];
+		int rc = vm_printk_parse(c[i].fmt, strlen(c[i].fmt) + 1, &pf, &at, why, sizeof(why));
+		vm_printk_format(line, sizeof(line), c[i].fmt, strlen(c[i].fmt) + 1, args);
+		if (c[i].nconv < 0) {
+			if (rc == 0 || at != c[i].at || !why[0])
+				fail_msg("'%s': rc %d at %u (expected refused at %u)", c[i].fmt, rc, at,
+					 c[i].at);
+			assert_string_equal(line, c[i].fmt);
+			continue;
+		}
+		if (rc != 0 || (int)pf.nconv != c[i].nconv)
+			fail_msg("'%s': rc %d (%s), %u conversions, expected %d", c[i].fmt, rc, why,
+				 pf.nconv, c[i].nconv);
+		assert_string_equal(line, c[i].out);
+	}
+	/* the bound stops the scan as a NUL would; a cut-off conversion is refused */
+	struct vm_printk_fmt pf;
+	assert_int_equal(vm_printk_parse("%d %d", 2, &pf, NULL, NULL, 0), 0);
+	assert_int_equal(pf.nconv, 1);
+	assert_int_equal(vm_printk_parse("%ld", 2, &pf, NULL, NULL, 0), -1);
+	/* vprintf's argument sizes: 4 up to int, 8 for l, ll, s, p */
+	assert_int_equal(vm_printk_parse("%hhd%ld%s", 16, &pf, NULL, NULL, 0), 0);
+	assert_int_equal(pf.conv[0].size, 4);
+	assert_int_equal(pf.conv[1].size, 8);
+	assert_int_equal(pf.conv[2].size, 8);
+	/* the lines tests/ptx/safety/printk_grammar.bpf.c prints on the GPU (t_ptx_safety.sh) */
+	char line[128];
+	const uint64_t g1[3] = {0x1234, 42, (uint64_t)-5}, g2[3] = {7, 65539, 'Z'};
+	vm_printk_format(line, sizeof(line), "cubpf-printk: %16lx|%#x|%-5hhd|", 64, g1);
+	assert_string_equal(line, "cubpf-printk:             1234|0x2a|-5   |");
+	vm_printk_format(line, sizeof(line), "cubpf-printk: %+.3lld|%08hu|%c|", 64, g2);
+	assert_string_equal(line, "cubpf-printk: +007|00000003|Z|");
+	/* a tiny buffer is never overrun and always terminated */
+	char small[5];
+	assert_int_equal(vm_printk_format(small, sizeof(small), "%16lx", 8, args), 4);
+	assert_string_equal(small, "    ");
+}
+
 size_t runtime_tests(struct CMUnitTest *out, size_t cap)
 {
 	static const struct CMUnitTest t[] = {
@@ -406,6 +478,7 @@ size_t runtime_tests(struct CMUnitTest *out, size_t cap)
 		cmocka_unit_test(test_checked_helper_args),
 		cmocka_unit_test(test_disasm),
 		cmocka_unit_test(test_helper_table),
+		cmocka_unit_test(test_printk_grammar),
 	};
 	size_t n = sizeof(t) / sizeof(t[0]);
 	if (n > cap)
