@@ -150,7 +150,7 @@ BENCH_BINS += $(PTX_BENCH_ALL)
 endif
 
 # libFuzzer target (clang): the reader, the instrumenter and the code generator on damaged input.
-$(FUZZ_BUILD)/fuzz_ptx: tests/ptx/fuzz_ptx.c $(PTX_SRCS) cubin/lex.c | $(DEPS_STAMP) $(ZSTD_PIC_LIB)
+$(FUZZ_BUILD)/fuzz_ptx: tests/ptx/fuzz_ptx.c $(PTX_SRCS) $(CUBIN_SRCS) vm/printk.c | $(DEPS_STAMP) $(ZSTD_PIC_LIB)
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) -o $@ $^ $(DEP_LIBS)
 FUZZ_BINS += $(FUZZ_BUILD)/fuzz_ptx
