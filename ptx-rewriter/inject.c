@@ -50,7 +50,7 @@ static uint32_t type_bits_of(const char *t)
 
 static const char *kind_name(enum vm_prog_kind k)
 {
-	return k == VM_PROG_KPROBE ? "kprobe" : k == VM_PROG_KRETPROBE ? "kretprobe" : "memprobe";
+	return vm_prog_kind_name(k);
 }
 
 /* ---- kernel selection ---- */
@@ -152,6 +152,7 @@ struct site {
 	const struct ptx_insn *insn;   /* memprobe only */
 	struct ptx_mem_access acc;
 	uint32_t insn_index;
+	bool block_end;                /* block probes: ctx->end */
 };
 
 static const char *const sreg_names[12] = {
@@ -349,6 +350,49 @@ static int mem_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32
 	return -1;
 }
 
+/* Block probes: the grid's special registers, %smid, %globaltimer, and two constants. */
+static bool block_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *val)
+{
+	const struct site *s = user;
+	typedef struct cubpf_block_ctx B;
+	if (size != 4)
+		return false;
+	if (off == offsetof(B, kernel_id))
+		*val = s->kernel_id;
+	else if (off == offsetof(B, end))
+		*val = s->block_end;
+	else
+		return false;
+	return true;
+}
+
+static int block_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_t off,
+			  uint32_t size, char *err, size_t errlen)
+{
+	typedef struct cubpf_block_ctx B;
+	/* ctaid, nctaid, ntid in the context; sreg_names holds tid, ntid, ctaid, nctaid */
+	static const uint8_t sreg_of[9] = {6, 7, 8, 9, 10, 11, 3, 4, 5};
+	uint64_t v;
+	if (block_ctx_const(user, off, size, &v)) {
+		buf_printf(out, "\tmov.b64 %s, %llu;\n", dst, (unsigned long long)v);
+		return 0;
+	}
+	if (size == 4 && off % 4 == 0 && off / 4 < 9) {
+		load_sreg(out, dst, sreg_names[sreg_of[off / 4]]);
+		return 0;
+	}
+	if (size == 4 && off == offsetof(B, sm_id)) {
+		load_sreg(out, dst, "%smid");
+		return 0;
+	}
+	if (size == 8 && off == offsetof(B, time_ns)) {
+		buf_printf(out, "\tmov.u64 %s, %%globaltimer;\n", dst);
+		return 0;
+	}
+	ptx_seterr(err, errlen, "block context has no %u-byte field at offset %u", size, off);
+	return -1;
+}
+
 /* ---- per kernel ---- */
 
 struct inj {
@@ -406,9 +450,12 @@ static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, str
 			   j->o->progs[p].name ? j->o->progs[p].name : "");
 		if (j->o->enable_words)
 			enable_check(j, s, p, cnt == 0, lbl, out);
-		bool mem = kind == VM_PROG_MEMPROBE;
-		struct cg_ctxsrc src = {.load = mem ? mem_ctx_load : kernel_ctx_load,
-					.constant = mem ? mem_ctx_const : kernel_ctx_const, .user = s};
+		struct cg_ctxsrc src = {.load = kernel_ctx_load, .constant = kernel_ctx_const,
+					.user = s};
+		if (kind == VM_PROG_MEMPROBE)
+			src.load = mem_ctx_load, src.constant = mem_ctx_const;
+		else if (kind == VM_PROG_BLOCKPROBE || kind == VM_PROG_BLOCKRETPROBE)
+			src.load = block_ctx_load, src.constant = block_ctx_const;
 		struct cg_result res = {0};
 		if (ptx_cg_emit(j->cp[p], &src, lbl, out, &res, j->err, j->errlen))
 			return -1;
@@ -435,25 +482,111 @@ static bool is_exit(const struct ptx_insn *in)
 	       !strcmp(in->opcode, "exit");
 }
 
-static int do_entry_exit(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
-			 struct cg_result *fneed, bool *touched)
+static bool any_kind(const struct inj *j, const bool *sel, enum vm_prog_kind kind)
+{
+	for (uint32_t p = 0; p < j->o->prog_cnt; p++)
+		if (sel[p] && j->o->progs[p].kind == kind)
+			return true;
+	return false;
+}
+
+/* Thread block begin, at the kernel's entry.  Thread (0,0,0) runs the blockprobes; with
+ * blockretprobes it also sets the block's count of threads still running (a .shared word: a
+ * block's shared memory starts undefined) and every thread waits for it at a barrier, so that
+ * no thread can leave before the count is there.  The barrier is the kernel's first
+ * instruction for every thread of the block, so it cannot meet one of the kernel's own. */
+static int block_begin(struct inj *j, const bool *sel, struct site *s, struct ptx_buf *b,
+		       struct cg_result *fneed, bool end)
+{
+	uint32_t skip = j->site++;
+	ptx_buf_puts(b, "\t// cubpf: thread block begin (thread 0,0,0)\n"
+		     "\tmov.u32 %__cb_b0, %tid.x;\n\tmov.u32 %__cb_b1, %tid.y;\n"
+		     "\tor.b32 %__cb_b0, %__cb_b0, %__cb_b1;\n\tmov.u32 %__cb_b1, %tid.z;\n"
+		     "\tor.b32 %__cb_b0, %__cb_b0, %__cb_b1;\n"
+		     "\tsetp.ne.u32 %__cb_bp0, %__cb_b0, 0;\n");
+	if (end)
+		ptx_buf_puts(b, "\tmov.u32 %__cb_b1, %ntid.x;\n\tmov.u32 %__cb_b2, %ntid.y;\n"
+			     "\tmul.lo.u32 %__cb_b1, %__cb_b1, %__cb_b2;\n\tmov.u32 %__cb_b2, %ntid.z;\n"
+			     "\tmul.lo.u32 %__cb_b1, %__cb_b1, %__cb_b2;\n"
+			     "\t@!%__cb_bp0 st.shared.u32 [__cubpf_blk_left], %__cb_b1;\n");
+	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bskip;\n", skip);
+	s->block_end = false;
+	int n = emit_kind(j, sel, VM_PROG_BLOCKPROBE, s, b, fneed);
+	if (n < 0)
+		return -1;
+	buf_printf(b, "$__cb%u_bskip:\n", skip);
+	if (end)
+		ptx_buf_puts(b, "\tbar.sync 0;\n");
+	j->rep->block_sites += n > 0;
+	return 0;
+}
+
+/* Thread block end, in the exit block: the lowest lane of each group of lanes leaving together
+ * takes the group off the count; the group that brings it to zero is the last to leave, and its
+ * lowest lane runs the blockretprobes. */
+static int block_end(struct inj *j, const bool *sel, struct site *s, struct ptx_buf *b,
+		     struct cg_result *fneed)
+{
+	uint32_t done = j->site++;
+	ptx_buf_puts(b, "\t// cubpf: thread block end (the last group of lanes to leave)\n"
+		     "\tactivemask.b32 %__cb_b0;\n\tpopc.b32 %__cb_b1, %__cb_b0;\n"
+		     "\tmov.u32 %__cb_b2, %lanemask_lt;\n\tand.b32 %__cb_b2, %__cb_b2, %__cb_b0;\n"
+		     "\tsetp.ne.u32 %__cb_bp0, %__cb_b2, 0;\n");
+	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bdone;\n", done);
+	ptx_buf_puts(b, "\tneg.s32 %__cb_b2, %__cb_b1;\n"
+		     "\tatom.shared.add.u32 %__cb_b3, [__cubpf_blk_left], %__cb_b2;\n"
+		     "\tsetp.ne.u32 %__cb_bp0, %__cb_b3, %__cb_b1;\n");
+	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bdone;\n", done);
+	s->block_end = true;
+	int n = emit_kind(j, sel, VM_PROG_BLOCKRETPROBE, s, b, fneed);
+	if (n < 0)
+		return -1;
+	buf_printf(b, "$__cb%u_bdone:\n", done);
+	j->rep->block_sites += n > 0;
+	return 0;
+}
+
+static int do_entry(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
+		    struct cg_result *fneed, bool *touched, bool *blocks)
 {
 	struct ptx_buf b = {0};
-	bool ls;
+	bool ls, begin = any_kind(j, sel, VM_PROG_BLOCKPROBE);
+	bool end = any_kind(j, sel, VM_PROG_BLOCKRETPROBE);
 	size_t at = insert_at(j->m->text, f->first_insn_line, &ls);
-	int n = emit_kind(j, sel, VM_PROG_KPROBE, s, &b, fneed);
-	if (n > 0 && !ls)
-		ptx_buf_puts(&b, "\t");
-	if (n < 0 || (n > 0 && edit_add(&j->ed, at, 0, &b)))
+	if ((begin || end) && block_begin(j, sel, s, &b, fneed, end))
 		goto fail;
-	if (n > 0)
-		j->rep->entry_sites++, *touched = true;
-	ptx_buf_free(&b);
-	ptx_buf_puts(&b, "$__cubpf_exit:\n");
-	n = emit_kind(j, sel, VM_PROG_KRETPROBE, s, &b, fneed);
+	*blocks |= begin || end;
+	int n = emit_kind(j, sel, VM_PROG_KPROBE, s, &b, fneed);
 	if (n < 0)
 		goto fail;
-	if (n == 0) {
+	if (n > 0)
+		j->rep->entry_sites++;
+	if (b.len && !ls)
+		ptx_buf_puts(&b, "\t");
+	if (b.len && edit_add(&j->ed, at, 0, &b))
+		goto fail;
+	*touched |= *blocks || n > 0;
+	ptx_buf_free(&b);
+	return 0;
+fail:
+	ptx_buf_free(&b);
+	if (!j->err[0])
+		ptx_seterr(j->err, j->errlen, "out of memory");
+	return -1;
+}
+
+/* kretprobes and block ends: every ret/exit becomes a branch to one exit block that runs them
+ * and returns (code that falls off the body's end reaches it too). */
+static int do_exit(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
+		   struct cg_result *fneed, bool *touched)
+{
+	struct ptx_buf b = {0};
+	bool end = any_kind(j, sel, VM_PROG_BLOCKRETPROBE);
+	ptx_buf_puts(&b, "$__cubpf_exit:\n");
+	int n = emit_kind(j, sel, VM_PROG_KRETPROBE, s, &b, fneed);
+	if (n < 0 || (end && block_end(j, sel, s, &b, fneed)))
+		goto fail;
+	if (n == 0 && !end) {
 		ptx_buf_free(&b);
 		return 0;
 	}
@@ -540,11 +673,15 @@ static void select_progs(const struct inj *j, const struct ptx_func *f, bool *se
 	}
 }
 
-static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_result *fneed)
+static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_result *fneed,
+		     bool blocks)
 {
 	struct ptx_buf b = {0};
 	ptx_buf_puts(&b, "\n\t// cubpf: probe registers and stack\n");
 	ptx_cg_emit_decls(fneed, &b);
+	if (blocks)
+		ptx_buf_puts(&b, "\t.reg .b32 %__cb_b<4>;\n\t.reg .pred %__cb_bp<1>;\n"
+			     "\t.shared .align 4 .u32 __cubpf_blk_left;\n");
 	if (edit_add(&j->ed, f->body_open + 1, 0, &b))
 		return -1;
 	need_merge(&j->need, fneed);
@@ -556,14 +693,16 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 	struct site s = {.m = j->m, .f = f};
 	s.kernel_id = j->o->kernel_id ? j->o->kernel_id(j->o->user, f->name) : ptx_kernel_id(f->name);
 	struct cg_result fneed = {0};
-	bool touched = false;
-	int rc = do_entry_exit(j, f, sel, &s, &fneed, &touched);
+	bool touched = false, blocks = false;
+	int rc = do_entry(j, f, sel, &s, &fneed, &touched, &blocks);
+	if (!rc)
+		rc = do_exit(j, f, sel, &s, &fneed, &touched);
 	if (!rc)
 		rc = do_mem(j, f, sel, &s, &fneed, &touched);
 	if (rc || !touched)
 		return rc;
 	j->rep->instrumented++;
-	return add_decls(j, f, &fneed);
+	return add_decls(j, f, &fneed, blocks);
 }
 
 /* ---- device functions: memory probes in .funcs the selected kernels call ---- */
@@ -628,7 +767,7 @@ static int do_funcs(struct inj *j, const bool *fsel, const uint32_t *reached_by)
 			return -1;
 		if (touched) {
 			j->rep->funcs++;
-			if (add_decls(j, f, &fneed))
+			if (add_decls(j, f, &fneed, false))
 				return -1;
 		}
 	}

@@ -37,6 +37,10 @@
  *  - kprobe: after the kernel's declarations, before its first instruction;
  *  - kretprobe: every `ret`/`exit` of a selected .entry (predicated ones included) becomes a
  *    branch to one exit block that runs the probes then returns;
+ *  - blockprobe: at the kernel's entry, run by thread (0,0,0) only; blockretprobe: in the exit
+ *    block, run by one lane of the last group of threads of the block to leave (a .shared
+ *    count of the block's threads still running, __cubpf_blk_left, set by thread (0,0,0)
+ *    before a `bar.sync 0` at entry and decremented once per group of lanes leaving together);
  *  - memprobe: just before every ld/st/atom/red (and ldu) of the global, shared, local and generic
  *    spaces, scalar and vector, under the access's own predicate: in the selected kernels' bodies
  *    and in the .funcs they call directly or transitively (direct calls; an indirect call's
@@ -258,6 +262,7 @@ struct ptx_inject_report {
 	uint32_t instrumented;         /* kernels that received at least one probe */
 	uint32_t funcs;                /* .funcs that received memory probes */
 	uint32_t entry_sites, exit_sites, mem_sites;
+	uint32_t block_sites;          /* thread block begins and ends that run probes */
 	char label[96];                /* the first .entry's name, with ", ..." when there are
 					* more ("" when none): what logs call the module, read
 					* from the parse the rewrite used */

@@ -45,13 +45,17 @@ enum vm_prog_kind {
 	VM_PROG_UPROBE,        /* SEC("uprobe/FUNC"):    host driver call,  ctx cubpf_api_ctx */
 	VM_PROG_URETPROBE,     /* SEC("uretprobe/FUNC"): host driver return, ctx cubpf_api_ctx */
 	VM_PROG_RAW,           /* raw programs (conformance vectors): r1 = memory, r2 = its length */
+	/* issue 32 (added after RAW: vm_prog_kind is internal, but its order is kept) */
+	VM_PROG_BLOCKPROBE,    /* SEC("blockprobe/GLOB"):    thread block begin, ctx cubpf_block_ctx */
+	VM_PROG_BLOCKRETPROBE, /* SEC("blockretprobe/GLOB"): thread block end, ctx cubpf_block_ctx */
 	VM_PROG_KIND_COUNT
 };
 
 /* Bit of a kind in a mask (helper availability). */
 #define VM_KIND_BIT(k) (1u << (k))
 #define VM_KINDS_GPU (VM_KIND_BIT(VM_PROG_KPROBE) | VM_KIND_BIT(VM_PROG_KRETPROBE) | \
-		      VM_KIND_BIT(VM_PROG_MEMPROBE))
+		      VM_KIND_BIT(VM_PROG_MEMPROBE) | VM_KIND_BIT(VM_PROG_BLOCKPROBE) | \
+		      VM_KIND_BIT(VM_PROG_BLOCKRETPROBE))
 #define VM_KINDS_HOST (VM_KIND_BIT(VM_PROG_UPROBE) | VM_KIND_BIT(VM_PROG_URETPROBE))
 #define VM_KINDS_ALL ((1u << VM_PROG_KIND_COUNT) - 1)
 

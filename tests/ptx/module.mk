@@ -40,7 +40,7 @@ $(BUILD)/bin/ptx-diff: $(call objs,tests/ptx/ptxdiff_main.c $(PTXDIFF_SRCS)) $(P
 BINS += $(BUILD)/bin/ptx-diff
 
 $(BUILD)/tests/test_ptx_diff: $(call objs,tests/ptx/test_ptx_diff.c $(PTXDIFF_SRCS)) $(PTX_LIB) \
-		$(VM_LIB) $(CUBIN_LIB) | $(PTX_SHAPES) $(PTX_SAFE)
+		$(VM_LIB) $(CUBIN_LIB) | $(PTX_SHAPES) $(PTX_SAFE) $(PTX_PROBES)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/ptx/test_ptx_diff.c $(PTXDIFF_SRCS)) $(PTX_LIB) \
 		$(VM_LIB) $(CUBIN_LIB) $(DEP_LIBS) -lcmocka $(LDLIBS)

@@ -552,6 +552,131 @@ static void test_untouched_identical(void **state)
 	vm_object_free(p.obj);
 }
 
+/* ---- thread block probes (issue 32) ---- */
+
+static size_t count_of(const char *hay, const char *needle)
+{
+	size_t n = 0;
+	for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+/* Begin and end of every block, in every fixture kernel: assembles for sm_90 and sm_80; one
+ * begin (thread 0,0,0, then the entry barrier) and one end per kernel; every exit goes through
+ * the block-end code, whose count of threads still running is the block's own .shared word. */
+static void test_block_probes(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("block.bpf.o", &p);
+	const size_t nfix = sizeof(cu_fixtures) / sizeof(cu_fixtures[0]);
+	for (size_t fi = 0; fi < nfix + NHAND; fi++) {
+		const char *name = fi < nfix ? cu_fixtures[fi] : hand_fixtures[fi - nfix];
+		size_t len, olen;
+		char *t = fixture(name, &len), *out, err[PTX_ERRLEN], what[256];
+		struct ptx_inject_report rep;
+		if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+			fail_msg("%s with block.bpf.o: %s", name, err);
+		assert_true(rep.instrumented >= 1);
+		assert_int_equal(rep.instrumented, rep.kernels);
+		assert_int_equal(rep.block_sites, 2 * rep.kernels);
+		assert_int_equal(rep.entry_sites, 0);
+		assert_true(rep.exit_sites >= rep.kernels);
+		assert_int_equal(count_of(out, ".shared .align 4 .u32 __cubpf_blk_left;"), rep.kernels);
+		/* one barrier added per kernel: the entry's */
+		assert_int_equal(count_of(out, "\tbar.sync 0;"), count_of(t, "\tbar.sync 0;") +
+				 rep.kernels);
+		assert_int_equal(count_of(out, "atom.shared.add.u32 %__cb_b3, [__cubpf_blk_left]"),
+				 rep.kernels);
+		/* the only ret left in each kernel is the exit block's */
+		assert_int_equal(count_of(out, "$__cubpf_exit:\n"), rep.kernels);
+		/* ctx->end is a constant: the begin probe's test of it is gone */
+		assert_non_null(strstr(out, "mov.u64 %__cb_r1, %globaltimer;"));
+		snprintf(what, sizeof(what), "%s with thread block probes", name);
+		assert_assembles(out, olen, what);
+		free(out);
+		free(t);
+	}
+	vm_object_free(p.obj);
+}
+
+/* The block begin precedes the kernel's first instruction and the entry barrier follows the
+ * begin probe; the early returns of early_ret all reach the block end. */
+static void test_block_probe_placement(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("block.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture(hand_fixtures[0], &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_int_equal(rep.exit_sites, 5); /* @%p1 ret, @!%p2 ret, @%p3 exit, ret.uni, ret */
+	const char *begin = strstr(out, "// cubpf: thread block begin");
+	const char *probe = strstr(out, "// cubpf: blockprobe on_block_begin");
+	const char *bar = strstr(out, "\tbar.sync 0;");
+	const char *exitb = strstr(out, "$__cubpf_exit:");
+	const char *endp = strstr(out, "// cubpf: blockretprobe on_block_end");
+	assert_non_null(begin);
+	assert_non_null(probe);
+	assert_non_null(bar);
+	assert_non_null(exitb);
+	assert_non_null(endp);
+	assert_true(begin < probe && probe < bar && bar < exitb && exitb < endp);
+	/* thread (0,0,0) sets the count before the barrier, under the same predicate that skips
+	 * the begin probe for every other thread */
+	const char *set = strstr(out, "@!%__cb_bp0 st.shared.u32 [__cubpf_blk_left], %__cb_b1;");
+	assert_non_null(set);
+	assert_true(begin < set && set < probe);
+	/* nothing but a branch to the exit block is left of the kernel's own returns */
+	assert_null(strstr(out, "\tret.uni;"));
+	assert_int_equal(count_of(out, "\tret;"), 1);
+	assert_int_equal(count_of(out, "\texit;"), 0);
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
+/* Programs for vec_add only: vec_scale comes out byte for byte; with -k matching nothing, the
+ * whole module does. */
+static void test_block_probe_untouched(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("block_vecadd.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("vecadd.ptx", &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, "no_such_kernel*", &out, &olen, &rep, err), 0);
+	assert_int_equal(rep.instrumented, 0);
+	assert_int_equal(olen, len);
+	assert_memory_equal(out, t, len);
+	free(out);
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_int_equal(rep.kernels, 2);
+	assert_int_equal(rep.instrumented, 1);
+	assert_int_equal(rep.block_sites, 2);
+	assert_assembles(out, olen, "vecadd.ptx with block probes on vec_add");
+	struct ptx_module *a, *b;
+	assert_int_equal(ptx_parse(t, len, &a, err, sizeof(err)), 0);
+	assert_int_equal(ptx_parse(out, olen, &b, err, sizeof(err)), 0);
+	const struct ptx_func *fa = ptx_find_func(a, "_Z9vec_scalePffi");
+	const struct ptx_func *fb = ptx_find_func(b, "_Z9vec_scalePffi");
+	assert_non_null(fa);
+	assert_non_null(fb);
+	size_t na = fa->body_close + 1 - fa->start, nb = fb->body_close + 1 - fb->start;
+	assert_int_equal(na, nb);
+	assert_memory_equal(a->text + fa->start, b->text + fb->start, na);
+	/* ctx->end folded to 1: the end probe adds a constant */
+	assert_null(strstr(out, "%__cb_r1, %globaltimer"));
+	ptx_module_free(a);
+	ptx_module_free(b);
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
 /* ---- code generator ---- */
 
 #define INSN(c, d, s, o, i) ((struct bpf_insn){.code = (c), .dst_reg = (d), .src_reg = (s), \
@@ -762,6 +887,9 @@ int main(void)
 		cmocka_unit_test(test_instrument_assembles),
 		cmocka_unit_test(test_sites_counted),
 		cmocka_unit_test(test_untouched_identical),
+		cmocka_unit_test(test_block_probes),
+		cmocka_unit_test(test_block_probe_placement),
+		cmocka_unit_test(test_block_probe_untouched),
 		cmocka_unit_test(test_codegen_errors),
 		cmocka_unit_test(test_stack_promoted),
 		cmocka_unit_test(test_conformance_assembles),

@@ -30,6 +30,8 @@ struct vcase {
 #define KP VM_PROG_KPROBE
 #define UP VM_PROG_UPROBE
 #define MP VM_PROG_MEMPROBE
+#define BP VM_PROG_BLOCKPROBE
+#define BRP VM_PROG_BLOCKRETPROBE
 
 /* r2 = &key (4 zero bytes at fp-4), r1 = map, call lookup: 6 slots */
 #define LOOKUP(m) ST(BPF_W, 10, -4, 0), MOV64_REG(2, 10), ALU64_IMM(BPF_ADD, 2, -4), LD_MAP(1, m), \
@@ -110,6 +112,20 @@ static const struct vcase cases[] = {
 	       ALU64_REG(BPF_ADD, 1, 2), LDX(BPF_W, 0, 1, 0), EXIT()),
 	REJECT("ctx_atomic", KP, "atomic operation on ctx", MOV64_IMM(2, 1),
 	       ATOMIC(BPF_W, BPF_ADD, 1, 2, 0), RET0),
+	/* thread block probes (issue 32): twelve u32 fields, then time_ns (u64 at 48) */
+	REJECT("ctx_block_write", BP, "cannot write into ctx", ST(BPF_W, 1, 44, 1), RET0),
+	REJECT("ctx_block_write_time", BRP, "cannot write into ctx", ST(BPF_DW, 1, 48, 0), RET0),
+	REJECT("ctx_block_time_narrow", BP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 48),
+	       EXIT()),
+	REJECT("ctx_block_u32_wide", BRP, "invalid bpf_context access", LDX(BPF_DW, 0, 1, 40),
+	       EXIT()),
+	REJECT("ctx_block_past_end", BP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 56), EXIT()),
+	REJECT("ctx_block_no_params", BRP, "invalid bpf_context access", LDX(BPF_DW, 0, 1, 56),
+	       EXIT()),
+	REJECT("ctx_block_host_helper", BP, "not available in blockprobe programs",
+	       CALL(CUBPF_FN_get_current_pid_tgid), EXIT()),
+	REJECT("ctx_block_to_helper", BRP, "cannot be passed to helpers", MOV64_REG(2, 1),
+	       LD_MAP(1, M_ARRAY), CALL(CUBPF_FN_map_lookup_elem), RET0),
 	/* ---- maps ---- */
 	REJECT("lookup_unchecked", KP, "invalid mem access 'map_value_or_null'", LOOKUP(M_HASH),
 	       LDX(BPF_DW, 0, 0, 0), EXIT()),
@@ -258,6 +274,14 @@ static const struct vcase cases[] = {
 	     STX(BPF_W, 1, 0, 4), MOV64_IMM(2, 0), CALL(CUBPF_FN_ringbuf_discard), RET0),
 
 	/* ---- must pass ---- */
+	/* every field of the thread block context, GPU helpers allowed */
+	PASS("ctx_block_fields", BP, LDX(BPF_W, 0, 1, 0), LDX(BPF_W, 2, 1, 16), LDX(BPF_W, 3, 1, 32),
+	     LDX(BPF_W, 4, 1, 36), LDX(BPF_W, 5, 1, 44), ALU64_REG(BPF_ADD, 0, 2),
+	     ALU64_REG(BPF_ADD, 0, 3), ALU64_REG(BPF_ADD, 0, 4), ALU64_REG(BPF_ADD, 0, 5),
+	     LDX(BPF_DW, 2, 1, 48), ALU64_REG(BPF_ADD, 0, 2), LDX(BPF_W, 2, 1, 40),
+	     ALU64_REG(BPF_ADD, 0, 2), EXIT()),
+	PASS("ctx_block_end_gpu_helper", BRP, LDX(BPF_W, 6, 1, 44), CALL(CUBPF_FN_get_sm_id),
+	     ALU64_REG(BPF_ADD, 0, 6), EXIT()),
 	PASS("lookup_checked_increment", KP, LOOKUP(M_HASH), JMP_IMM(BPF_JEQ, 0, 0, 3),
 	     LDX(BPF_DW, 1, 0, 0), ALU64_IMM(BPF_ADD, 1, 1), STX(BPF_DW, 0, 1, 0), RET0),
 	PASS("null_check_through_copy", KP, LOOKUP(M_HASH), MOV64_REG(6, 0),

@@ -23,6 +23,8 @@
  *   SEC("memprobe/GLOB")    GPU memory access (ld/st/atom/red)          ctx: cubpf_mem_ctx
  *   SEC("uprobe/FUNC")      host driver call entry (FUNC = cuLaunchKernel, ...) ctx: cubpf_api_ctx
  *   SEC("uretprobe/FUNC")   host driver call return                      ctx: cubpf_api_ctx
+ *   SEC("blockprobe/GLOB")  thread block begin, once per block           ctx: cubpf_block_ctx
+ *   SEC("blockretprobe/GLOB") thread block end, once, after its last thread left ctx: cubpf_block_ctx
  * GLOB matches the kernel's mangled or demangled name (fnmatch syntax; "*" = every kernel).
  */
 
@@ -72,6 +74,21 @@ struct cubpf_mem_ctx {
 	__u32 kernel_id;
 	__u32 tid_x, tid_y, tid_z;
 	__u32 ctaid_x, ctaid_y, ctaid_z;
+};
+
+/* Context of blockprobe/blockretprobe programs: run once per thread block, at its begin by
+ * thread (0,0,0) before any thread of the block runs the kernel's code, and at its end by one
+ * lane of the last warp to leave, after every other thread of the block has left (early and
+ * predicated returns included).  Read-only; `end` and kernel_id are constants where the probe
+ * sits, so a program shared by both kinds folds its test of `end` away. */
+struct cubpf_block_ctx {
+	__u32 ctaid_x, ctaid_y, ctaid_z;    /* %ctaid: this block's index in the grid */
+	__u32 nctaid_x, nctaid_y, nctaid_z; /* %nctaid: grid dimensions */
+	__u32 ntid_x, ntid_y, ntid_z;       /* %ntid: block dimensions */
+	__u32 kernel_id;
+	__u32 sm_id;                        /* %smid: the SM the block runs on */
+	__u32 end;                          /* 0 in blockprobe, 1 in blockretprobe */
+	__u64 time_ns;                      /* %globaltimer at the probe, ns (32 ns ticks on sm_90) */
 };
 
 /* Context of uprobe/uretprobe programs on the host. */
