@@ -143,6 +143,60 @@ bool ptx_insn_mem_access(const struct ptx_insn *insn, struct ptx_mem_access *acc
 	return true;
 }
 
+/* ---- barriers and fences ---- */
+
+static bool starts(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+/* The barrier number operand of bar/barrier (.sync, .arrive, .red): the first operand, the
+ * second for .red (whose first is its result). */
+static void sync_id(const struct ptx_insn *in, bool red, struct ptx_sync *out)
+{
+	uint32_t k = red ? 1 : 0;
+	out->id = CUBPF_SYNC_ID_NONE;
+	out->id_reg = NULL;
+	if (k >= in->op_cnt)
+		return;
+	const char *op = in->ops[k];
+	if (op[0] >= '0' && op[0] <= '9')
+		out->id = (uint32_t)strtoul(op, NULL, 0);
+	else if (op[0] == '%')
+		out->id_reg = op;
+}
+
+bool ptx_insn_sync(const struct ptx_insn *in, struct ptx_sync *out)
+{
+	char o[64];
+	snprintf(o, sizeof(o), "%s", in->opcode);
+	/* bar.cta.sync, barrier.cta.arrive: .cta is the default scope, spelled out */
+	char *cta = strstr(o, ".cta.");
+	if (cta && (cta - o == 3 || cta - o == 7) && (starts(o, "bar.") || starts(o, "barrier.")))
+		memmove(cta, cta + 4, strlen(cta + 4) + 1);
+	memset(out, 0, sizeof(*out));
+	out->id = CUBPF_SYNC_ID_NONE;
+	if (starts(o, "fence") || starts(o, "membar"))
+		out->kind = CUBPF_SYNC_FENCE;
+	else if (starts(o, "mbarrier.try_wait") || starts(o, "mbarrier.test_wait"))
+		out->kind = CUBPF_SYNC_MBARRIER;
+	else if (starts(o, "barrier.cluster."))
+		out->kind = CUBPF_SYNC_CLUSTER;
+	else if (starts(o, "bar.warp.sync"))
+		out->kind = CUBPF_SYNC_WARP;
+	else if (starts(o, "bar.red") || starts(o, "barrier.red"))
+		out->kind = CUBPF_SYNC_BAR_RED;
+	else if (starts(o, "bar.arrive") || starts(o, "barrier.arrive"))
+		out->kind = CUBPF_SYNC_BAR_ARRIVE;
+	else if (starts(o, "bar.sync") || starts(o, "barrier.sync"))
+		out->kind = CUBPF_SYNC_BAR;
+	else
+		return false;
+	if (out->kind <= CUBPF_SYNC_BAR_RED)
+		sync_id(in, out->kind == CUBPF_SYNC_BAR_RED, out);
+	return true;
+}
+
 /* ---- context sources ---- */
 
 struct site {
@@ -153,6 +207,8 @@ struct site {
 	struct ptx_mem_access acc;
 	uint32_t insn_index;
 	bool block_end;                /* block probes: ctx->end */
+	struct ptx_sync sync;          /* syncprobe only */
+	bool sync_after;
 };
 
 static const char *const sreg_names[12] = {
@@ -393,7 +449,71 @@ static int block_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint
 	return -1;
 }
 
+/* Sync probes: constants of the site, the barrier number from its register, the thread's
+ * special registers, %smid and %globaltimer. */
+static bool sync_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *val)
+{
+	const struct site *s = user;
+	typedef struct cubpf_sync_ctx S;
+	if (size != 4)
+		return false;
+	if (off == offsetof(S, kind))
+		*val = s->sync.kind;
+	else if (off == offsetof(S, id) && !s->sync.id_reg)
+		*val = s->sync.id;
+	else if (off == offsetof(S, after))
+		*val = s->sync_after;
+	else if (off == offsetof(S, site))
+		*val = s->insn_index;
+	else if (off == offsetof(S, kernel_id))
+		*val = s->kernel_id;
+	else
+		return false;
+	return true;
+}
+
+static int sync_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_t off,
+			 uint32_t size, char *err, size_t errlen)
+{
+	const struct site *s = user;
+	typedef struct cubpf_sync_ctx S;
+	uint64_t v;
+	if (sync_ctx_const(user, off, size, &v)) {
+		buf_printf(out, "\tmov.b64 %s, %llu;\n", dst, (unsigned long long)v);
+		return 0;
+	}
+	if (size == 4 && off == offsetof(S, id)) {
+		const char *r = s->sync.id_reg;
+		if (reg_bits(s->f, r, strlen(r)) != 32) {
+			ptx_seterr(err, errlen, "barrier number register %s is not 32 bits", r);
+			return -1;
+		}
+		buf_printf(out, "\tcvt.u64.u32 %s, %s;\n", dst, r);
+		return 0;
+	}
+	static const uint32_t sr_off[6] = {offsetof(S, tid_x), offsetof(S, tid_y), offsetof(S, tid_z),
+					   offsetof(S, ctaid_x), offsetof(S, ctaid_y),
+					   offsetof(S, ctaid_z)};
+	for (int i = 0; i < 6 && size == 4; i++)
+		if (off == sr_off[i]) {
+			load_sreg(out, dst, sreg_names[i < 3 ? i : i + 3]);
+			return 0;
+		}
+	if (size == 4 && off == offsetof(S, sm_id)) {
+		load_sreg(out, dst, "%smid");
+		return 0;
+	}
+	if (size == 8 && off == offsetof(S, time_ns)) {
+		buf_printf(out, "\tmov.u64 %s, %%globaltimer;\n", dst);
+		return 0;
+	}
+	ptx_seterr(err, errlen, "sync context has no %u-byte field at offset %u", size, off);
+	return -1;
+}
+
 /* ---- per kernel ---- */
+
+enum { DECL_BLOCKS = 1, DECL_SYNC = 2 }; /* declarations beyond the code generator's */
 
 struct inj {
 	const struct ptx_inject_opts *o;
@@ -456,6 +576,8 @@ static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, str
 			src.load = mem_ctx_load, src.constant = mem_ctx_const;
 		else if (kind == VM_PROG_BLOCKPROBE || kind == VM_PROG_BLOCKRETPROBE)
 			src.load = block_ctx_load, src.constant = block_ctx_const;
+		else if (kind == VM_PROG_SYNCPROBE)
+			src.load = sync_ctx_load, src.constant = sync_ctx_const;
 		struct cg_result res = {0};
 		if (ptx_cg_emit(j->cp[p], &src, lbl, out, &res, j->err, j->errlen))
 			return -1;
@@ -660,6 +782,60 @@ static int do_mem(struct inj *j, const struct ptx_func *f, const bool *sel, stru
 	return 0;
 }
 
+/* One side of a sync site: the probes under the instruction's predicate, as it was before the
+ * instruction (saved in %__cb_sg: the instruction may write its own guard, as
+ * mbarrier.try_wait can). */
+static int sync_side(struct inj *j, const bool *sel, const struct ptx_insn *in, struct site *s,
+		     bool after, struct ptx_buf *b, struct cg_result *fneed)
+{
+	uint32_t skip = j->site++;
+	s->sync_after = after;
+	if (in->pred && !after)
+		buf_printf(b, "\tmov.pred %%__cb_sg, %s;\n", in->pred);
+	if (in->pred)
+		buf_printf(b, "\t@%s%%__cb_sg bra $__cb%u_sskip;\n", in->pred_neg ? "" : "!", skip);
+	if (emit_kind(j, sel, VM_PROG_SYNCPROBE, s, b, fneed) < 0)
+		return -1;
+	if (in->pred)
+		buf_printf(b, "$__cb%u_sskip:\n", skip);
+	return 0;
+}
+
+static int do_sync(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
+		   struct cg_result *fneed, bool *touched, unsigned *extra)
+{
+	if (!any_kind(j, sel, VM_PROG_SYNCPROBE))
+		return 0;
+	for (uint32_t i = 0; i < f->insn_cnt; i++) {
+		const struct ptx_insn *in = &f->insns[i];
+		if (!ptx_insn_sync(in, &s->sync))
+			continue;
+		s->insn_index = i;
+		struct ptx_buf b = {0}, a = {0};
+		bool ls;
+		size_t at = insert_at(j->m->text, in->off, &ls);
+		if (sync_side(j, sel, in, s, false, &b, fneed))
+			goto fail;
+		if (!ls)
+			ptx_buf_puts(&b, "\t");
+		ptx_buf_puts(&a, "\n");
+		if (sync_side(j, sel, in, s, true, &a, fneed) || edit_add(&j->ed, at, 0, &b) ||
+		    edit_add(&j->ed, in->off + in->len, 0, &a))
+			goto fail;
+		j->rep->sync_sites++;
+		*touched = true;
+		*extra |= in->pred ? DECL_SYNC : 0;
+		continue;
+fail:
+		ptx_buf_free(&b);
+		ptx_buf_free(&a);
+		if (!j->err[0])
+			ptx_seterr(j->err, j->errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
 static bool kernel_selected(const struct ptx_inject_opts *o, const struct ptx_func *f)
 {
 	return !o->kernel_glob || ptx_kernel_matches(o->kernel_glob, f->name);
@@ -674,12 +850,14 @@ static void select_progs(const struct inj *j, const struct ptx_func *f, bool *se
 }
 
 static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_result *fneed,
-		     bool blocks)
+		     unsigned extra)
 {
 	struct ptx_buf b = {0};
 	ptx_buf_puts(&b, "\n\t// cubpf: probe registers and stack\n");
 	ptx_cg_emit_decls(fneed, &b);
-	if (blocks)
+	if (extra & DECL_SYNC)
+		ptx_buf_puts(&b, "\t.reg .pred %__cb_sg;\n");
+	if (extra & DECL_BLOCKS)
 		ptx_buf_puts(&b, "\t.reg .b32 %__cb_b<4>;\n\t.reg .pred %__cb_bp<1>;\n"
 			     "\t.shared .align 4 .u32 __cubpf_blk_left;\n");
 	if (edit_add(&j->ed, f->body_open + 1, 0, &b))
@@ -694,15 +872,18 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 	s.kernel_id = j->o->kernel_id ? j->o->kernel_id(j->o->user, f->name) : ptx_kernel_id(f->name);
 	struct cg_result fneed = {0};
 	bool touched = false, blocks = false;
+	unsigned extra = 0;
 	int rc = do_entry(j, f, sel, &s, &fneed, &touched, &blocks);
 	if (!rc)
 		rc = do_exit(j, f, sel, &s, &fneed, &touched);
 	if (!rc)
 		rc = do_mem(j, f, sel, &s, &fneed, &touched);
+	if (!rc)
+		rc = do_sync(j, f, sel, &s, &fneed, &touched, &extra);
 	if (rc || !touched)
 		return rc;
 	j->rep->instrumented++;
-	return add_decls(j, f, &fneed, blocks);
+	return add_decls(j, f, &fneed, extra | (blocks ? DECL_BLOCKS : 0));
 }
 
 /* ---- device functions: memory probes in .funcs the selected kernels call ---- */
@@ -763,11 +944,14 @@ static int do_funcs(struct inj *j, const bool *fsel, const uint32_t *reached_by)
 		}
 		struct cg_result fneed = {0};
 		bool touched = false;
-		if (do_mem(j, f, fsel + (size_t)i * j->o->prog_cnt, &s, &fneed, &touched))
+		unsigned extra = 0;
+		const bool *sel = fsel + (size_t)i * j->o->prog_cnt;
+		if (do_mem(j, f, sel, &s, &fneed, &touched) ||
+		    do_sync(j, f, sel, &s, &fneed, &touched, &extra))
 			return -1;
 		if (touched) {
 			j->rep->funcs++;
-			if (add_decls(j, f, &fneed, false))
+			if (add_decls(j, f, &fneed, extra))
 				return -1;
 		}
 	}
@@ -799,7 +983,8 @@ static int do_module(struct inj *j)
 		}
 		memset(visited, 0, m->func_cnt * sizeof(*visited));
 		for (uint32_t p = 0; p < j->o->prog_cnt; p++)
-			ksel[p] &= j->o->progs[p].kind == VM_PROG_MEMPROBE;
+			ksel[p] &= j->o->progs[p].kind == VM_PROG_MEMPROBE ||
+				   j->o->progs[p].kind == VM_PROG_SYNCPROBE;
 		reach(j, i, i, ksel, fsel, reached_by, visited);
 	}
 	if (!rc)

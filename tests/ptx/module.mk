@@ -3,7 +3,8 @@
 
 PTX_FIXDIR  := $(FIXTURES)/ptx
 PTX_FIX_CU  := vecadd reduce early_ret calls asmvec
-PTX_FIXES   := $(patsubst %,$(PTX_FIXDIR)/%.ptx,$(PTX_FIX_CU)) $(PTX_FIXDIR)/vecadd_g.ptx
+PTX_FIXES   := $(patsubst %,$(PTX_FIXDIR)/%.ptx,$(PTX_FIX_CU)) $(PTX_FIXDIR)/vecadd_g.ptx \
+	$(PTX_FIXDIR)/sync.ptx
 PTX_PROBEDIR := $(BUILD)/ptx-probes
 PTX_PROBES  := $(patsubst tests/ptx/probes/%.bpf.c,$(PTX_PROBEDIR)/%.bpf.o,$(wildcard tests/ptx/probes/*.bpf.c))
 

@@ -677,6 +677,145 @@ static void test_block_probe_untouched(void **state)
 	vm_object_free(p.obj);
 }
 
+/* ---- barriers and fences (issue 32) ---- */
+
+/* What each barrier and fence form is, and the id it names. */
+static void test_insn_sync(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *opcode, *op0, *op1;
+		int kind; /* 0: not a sync site */
+		uint32_t id;
+		bool id_reg;
+	} cases[] = {
+		{"bar.sync", "0", NULL, CUBPF_SYNC_BAR, 0, false},
+		{"bar.sync", "%r4", "64", CUBPF_SYNC_BAR, CUBPF_SYNC_ID_NONE, true},
+		{"bar.cta.sync", "3", "64", CUBPF_SYNC_BAR, 3, false},
+		{"barrier.sync.aligned", "2", NULL, CUBPF_SYNC_BAR, 2, false},
+		{"barrier.cta.sync", "5", NULL, CUBPF_SYNC_BAR, 5, false},
+		{"bar.arrive", "1", "128", CUBPF_SYNC_BAR_ARRIVE, 1, false},
+		{"barrier.cta.arrive.aligned", "3", "64", CUBPF_SYNC_BAR_ARRIVE, 3, false},
+		{"bar.red.popc.u32", "%r7", "0", CUBPF_SYNC_BAR_RED, 0, false},
+		{"barrier.red.or.pred", "%p2", "6", CUBPF_SYNC_BAR_RED, 6, false},
+		{"bar.warp.sync", "-1", NULL, CUBPF_SYNC_WARP, CUBPF_SYNC_ID_NONE, false},
+		{"barrier.cluster.arrive.release.aligned", NULL, NULL, CUBPF_SYNC_CLUSTER,
+		 CUBPF_SYNC_ID_NONE, false},
+		{"barrier.cluster.wait", NULL, NULL, CUBPF_SYNC_CLUSTER, CUBPF_SYNC_ID_NONE, false},
+		{"mbarrier.try_wait.parity.shared::cta.b64", "P1", "[%r2]", CUBPF_SYNC_MBARRIER,
+		 CUBPF_SYNC_ID_NONE, false},
+		{"mbarrier.test_wait.shared.b64", "p", "[%r5]", CUBPF_SYNC_MBARRIER,
+		 CUBPF_SYNC_ID_NONE, false},
+		{"fence.proxy.async.shared::cta", NULL, NULL, CUBPF_SYNC_FENCE, CUBPF_SYNC_ID_NONE, false},
+		{"fence.acq_rel.gpu", NULL, NULL, CUBPF_SYNC_FENCE, CUBPF_SYNC_ID_NONE, false},
+		{"membar.gl", NULL, NULL, CUBPF_SYNC_FENCE, CUBPF_SYNC_ID_NONE, false},
+		/* not barriers: arrivals on an mbarrier, its set-up, a branch named like one */
+		{"mbarrier.arrive.shared.b64", "%rd4", "[%r5]", 0, 0, false},
+		{"mbarrier.init.shared.b64", "[%r3]", "%r4", 0, 0, false},
+		{"bra.uni", "$L__barrier", NULL, 0, 0, false},
+		{"barrierx", NULL, NULL, 0, 0, false},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *ops[2] = {(char *)cases[i].op0, (char *)cases[i].op1};
+		struct ptx_insn in = {.opcode = (char *)cases[i].opcode, .ops = ops,
+				      .op_cnt = cases[i].op1 ? 2 : cases[i].op0 ? 1 : 0};
+		struct ptx_sync sy;
+		bool is = ptx_insn_sync(&in, &sy);
+		if (is != (cases[i].kind != 0) || (is && (sy.kind != (uint32_t)cases[i].kind ||
+							  sy.id != cases[i].id ||
+							  (sy.id_reg != NULL) != cases[i].id_reg)))
+			fail_msg("%s: sync %d kind %u id %u reg %s", cases[i].opcode, is, sy.kind, sy.id,
+				 sy.id_reg ? sy.id_reg : "-");
+	}
+}
+
+/* Sync probes in every fixture kernel: a site per barrier and fence (counted here from the
+ * opcodes), assembled for sm_90 and sm_80 (sync90.ptx, sm_90 only); modules without barriers
+ * or fences come out byte for byte. */
+static void test_sync_probes(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("sync.bpf.o", &p);
+	const char *const extra[] = {"sync.ptx", "tests/ptx/kernels/sync90.ptx"};
+	const size_t nfix = sizeof(cu_fixtures) / sizeof(cu_fixtures[0]);
+	uint32_t total = 0;
+	for (size_t fi = 0; fi < nfix + NHAND + 2; fi++) {
+		const char *name = fi < nfix ? cu_fixtures[fi]
+				   : fi < nfix + NHAND ? hand_fixtures[fi - nfix] : extra[fi - nfix - NHAND];
+		size_t len, olen;
+		char *t = fixture(name, &len), *out, err[PTX_ERRLEN], what[256];
+		struct ptx_inject_report rep;
+		if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+			fail_msg("%s with sync.bpf.o: %s", name, err);
+		struct ptx_module *m;
+		assert_int_equal(ptx_parse(t, len, &m, err, sizeof(err)), 0);
+		uint32_t want = 0, kernels = 0;
+		for (uint32_t f = 0; f < m->func_cnt; f++) {
+			uint32_t n = 0;
+			for (uint32_t i = 0; i < m->funcs[f].insn_cnt; i++) {
+				const char *o = m->funcs[f].insns[i].opcode;
+				n += !strncmp(o, "bar.", 4) || !strncmp(o, "barrier.", 8) ||
+				     !strncmp(o, "fence", 5) || !strncmp(o, "membar", 6) ||
+				     !strncmp(o, "mbarrier.try_wait", 17) ||
+				     !strncmp(o, "mbarrier.test_wait", 18);
+			}
+			want += n;
+			kernels += n && m->funcs[f].is_entry;
+		}
+		ptx_module_free(m);
+		assert_int_equal(rep.sync_sites, want);
+		assert_int_equal(rep.instrumented, kernels);
+		total += want;
+		if (!want) {
+			assert_int_equal(olen, len);
+			assert_memory_equal(out, t, len);
+		} else if (strstr(t, ".target sm_90\n")) {
+			char log[4096];
+			if (ptxas(out, olen, "sm_90", log, sizeof(log)))
+				fail_msg("%s with sync probes does not assemble for sm_90:\n%s", name, log);
+		} else {
+			snprintf(what, sizeof(what), "%s with sync probes", name);
+			assert_assembles(out, olen, what);
+		}
+		free(out);
+		free(t);
+	}
+	assert_true(total >= 13 + 12 + 9); /* sync.ptx, sync90.ptx, reduce.ptx at least */
+	vm_object_free(p.obj);
+}
+
+/* A predicated wait that writes its own guard: both probes follow the guard as it was before
+ * the instruction; the wait loop runs the probes at every attempt. */
+static void test_sync_probe_placement(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("sync.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("tests/ptx/kernels/sync90.ptx", &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	const char *save = strstr(out, "\tmov.pred %__cb_sg, %p2;\n\t@!%__cb_sg bra ");
+	const char *wait = strstr(out, "@%p2 mbarrier.try_wait.parity.shared::cta.b64 %p2,");
+	assert_non_null(save);
+	assert_non_null(wait);
+	assert_true(save < wait);
+	assert_non_null(strstr(wait, "%p2, [%r2], %r3;\n\t@!%__cb_sg bra "));
+	/* @!%p2 membar.sys: skipped when %p2 held */
+	assert_non_null(strstr(out, "\tmov.pred %__cb_sg, %p2;\n\t@%__cb_sg bra "));
+	/* the loop's label is above the probe before the attempt */
+	const char *lab = strstr(out, "LAB_WAIT:");
+	const char *before = strstr(lab, "// cubpf: syncprobe on_sync");
+	const char *attempt = strstr(lab, "mbarrier.try_wait.parity.shared::cta.b64 P1");
+	assert_true(lab < before && before < attempt);
+	/* the register id of bar.cta.sync %r4, 64 is read at run time */
+	assert_non_null(strstr(out, "cvt.u64.u32 %__cb_r"));
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
 /* ---- code generator ---- */
 
 #define INSN(c, d, s, o, i) ((struct bpf_insn){.code = (c), .dst_reg = (d), .src_reg = (s), \
@@ -890,6 +1029,9 @@ int main(void)
 		cmocka_unit_test(test_block_probes),
 		cmocka_unit_test(test_block_probe_placement),
 		cmocka_unit_test(test_block_probe_untouched),
+		cmocka_unit_test(test_insn_sync),
+		cmocka_unit_test(test_sync_probes),
+		cmocka_unit_test(test_sync_probe_placement),
 		cmocka_unit_test(test_codegen_errors),
 		cmocka_unit_test(test_stack_promoted),
 		cmocka_unit_test(test_conformance_assembles),

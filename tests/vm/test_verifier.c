@@ -32,6 +32,7 @@ struct vcase {
 #define MP VM_PROG_MEMPROBE
 #define BP VM_PROG_BLOCKPROBE
 #define BRP VM_PROG_BLOCKRETPROBE
+#define SP VM_PROG_SYNCPROBE
 
 /* r2 = &key (4 zero bytes at fp-4), r1 = map, call lookup: 6 slots */
 #define LOOKUP(m) ST(BPF_W, 10, -4, 0), MOV64_REG(2, 10), ALU64_IMM(BPF_ADD, 2, -4), LD_MAP(1, m), \
@@ -124,6 +125,13 @@ static const struct vcase cases[] = {
 	       EXIT()),
 	REJECT("ctx_block_host_helper", BP, "not available in blockprobe programs",
 	       CALL(CUBPF_FN_get_current_pid_tgid), EXIT()),
+	/* barrier probes: twelve u32 fields, then time_ns (u64 at 48) */
+	REJECT("ctx_sync_write", SP, "cannot write into ctx", ST(BPF_W, 1, 8, 1), RET0),
+	REJECT("ctx_sync_time_narrow", SP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 52),
+	       EXIT()),
+	REJECT("ctx_sync_kind_wide", SP, "invalid bpf_context access", LDX(BPF_DW, 0, 1, 0), EXIT()),
+	REJECT("ctx_sync_past_end", SP, "invalid bpf_context access", LDX(BPF_DW, 0, 1, 56), EXIT()),
+	REJECT("ctx_sync_byte", SP, "invalid bpf_context access", LDX(BPF_B, 0, 1, 1), EXIT()),
 	REJECT("ctx_block_to_helper", BRP, "cannot be passed to helpers", MOV64_REG(2, 1),
 	       LD_MAP(1, M_ARRAY), CALL(CUBPF_FN_map_lookup_elem), RET0),
 	/* ---- maps ---- */
@@ -280,6 +288,9 @@ static const struct vcase cases[] = {
 	     ALU64_REG(BPF_ADD, 0, 3), ALU64_REG(BPF_ADD, 0, 4), ALU64_REG(BPF_ADD, 0, 5),
 	     LDX(BPF_DW, 2, 1, 48), ALU64_REG(BPF_ADD, 0, 2), LDX(BPF_W, 2, 1, 40),
 	     ALU64_REG(BPF_ADD, 0, 2), EXIT()),
+	PASS("ctx_sync_fields", SP, LDX(BPF_W, 0, 1, 0), LDX(BPF_W, 2, 1, 4), LDX(BPF_W, 3, 1, 8),
+	     LDX(BPF_W, 4, 1, 44), LDX(BPF_DW, 5, 1, 48), ALU64_REG(BPF_ADD, 0, 2),
+	     ALU64_REG(BPF_ADD, 0, 3), ALU64_REG(BPF_ADD, 0, 4), ALU64_REG(BPF_ADD, 0, 5), EXIT()),
 	PASS("ctx_block_end_gpu_helper", BRP, LDX(BPF_W, 6, 1, 44), CALL(CUBPF_FN_get_sm_id),
 	     ALU64_REG(BPF_ADD, 0, 6), EXIT()),
 	PASS("lookup_checked_increment", KP, LOOKUP(M_HASH), JMP_IMM(BPF_JEQ, 0, 0, 3),

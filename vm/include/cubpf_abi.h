@@ -25,6 +25,7 @@
  *   SEC("uretprobe/FUNC")   host driver call return                      ctx: cubpf_api_ctx
  *   SEC("blockprobe/GLOB")  thread block begin, once per block           ctx: cubpf_block_ctx
  *   SEC("blockretprobe/GLOB") thread block end, once, after its last thread left ctx: cubpf_block_ctx
+ *   SEC("syncprobe/GLOB")   before and after every barrier and fence     ctx: cubpf_sync_ctx
  * GLOB matches the kernel's mangled or demangled name (fnmatch syntax; "*" = every kernel).
  */
 
@@ -89,6 +90,38 @@ struct cubpf_block_ctx {
 	__u32 sm_id;                        /* %smid: the SM the block runs on */
 	__u32 end;                          /* 0 in blockprobe, 1 in blockretprobe */
 	__u64 time_ns;                      /* %globaltimer at the probe, ns (32 ns ticks on sm_90) */
+};
+
+/* What a syncprobe sits on. */
+enum cubpf_sync_kind {
+	CUBPF_SYNC_BAR = 1,        /* bar.sync, bar, barrier.sync[.aligned]: CTA barrier, waits */
+	CUBPF_SYNC_BAR_ARRIVE = 2, /* bar.arrive, barrier.arrive: arrives without waiting */
+	CUBPF_SYNC_BAR_RED = 3,    /* bar.red, barrier.red: waits and reduces a predicate */
+	CUBPF_SYNC_WARP = 4,       /* bar.warp.sync (__syncwarp) */
+	CUBPF_SYNC_CLUSTER = 5,    /* barrier.cluster.arrive / barrier.cluster.wait (sm_90) */
+	CUBPF_SYNC_MBARRIER = 6,   /* mbarrier.try_wait / mbarrier.test_wait: one attempt each */
+	CUBPF_SYNC_FENCE = 7,      /* fence.*, membar.* */
+};
+
+/* ctx->id of a barrier whose id the instruction does not name (warp, cluster, mbarrier, fence). */
+#define CUBPF_SYNC_ID_NONE 0xffffffffu
+
+/* Context of syncprobe programs: run by each thread that executes the barrier or fence (under
+ * the instruction's own predicate), once just before it and once just after it, so that a
+ * program can take the time spent waiting.  Read-only; kind, id (when the instruction names it
+ * as a literal), after, site and kernel_id are constants where the probe sits. */
+struct cubpf_sync_ctx {
+	__u32 kind;                         /* enum cubpf_sync_kind */
+	__u32 id;                           /* barrier number (bar.sync 1: 1; a register's value at
+					     * run time), CUBPF_SYNC_ID_NONE for the others */
+	__u32 after;                        /* 0 before the instruction, 1 after it */
+	__u32 site;                         /* index of the instruction in its function */
+	__u32 kernel_id;                    /* CUBPF_KERNEL_ID_SHARED (0xffffffff) in a .func that
+					     * several probed kernels call */
+	__u32 tid_x, tid_y, tid_z;
+	__u32 ctaid_x, ctaid_y, ctaid_z;
+	__u32 sm_id;                        /* %smid */
+	__u64 time_ns;                      /* %globaltimer at the probe, ns */
 };
 
 /* Context of uprobe/uretprobe programs on the host. */
