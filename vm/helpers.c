@@ -63,6 +63,7 @@ static const struct vm_helper_proto protos[] = {
 	{CUBPF_FN_get_clock, "bpf_get_clock", VM_RET_INTEGER, A(0), VM_KINDS_GPU},
 	{CUBPF_FN_get_active_count, "bpf_get_active_count", VM_RET_INTEGER, A(0), VM_KINDS_GPU},
 	{CUBPF_FN_is_warp_leader, "bpf_is_warp_leader", VM_RET_INTEGER, A(0), VM_KINDS_GPU},
+	{CUBPF_FN_gpu_delay_ns, "bpf_gpu_delay_ns", VM_RET_INTEGER, A(VM_ARG_DELAY_NS), VM_KINDS_GPU},
 	{CUBPF_FN_warp_count_unique, "bpf_warp_count_unique", VM_RET_INTEGER, A(VM_ARG_ANYTHING),
 	 VM_KINDS_GPU},
 };
@@ -230,6 +231,17 @@ HELPER(h_globaltimer)
 {
 	UNUSED_ARGS;
 	return clock_ns(CLOCK_REALTIME); /* %globaltimer reads epoch nanoseconds */
+}
+
+/* The GPU's spin, on the host's clock (the interpreter runs GPU programs in tests and replays):
+ * the verifier bounds ns to CUBPF_MAX_DELAY_NS. */
+HELPER(h_delay)
+{
+	UNUSED_ARGS;
+	uint64_t end = clock_ns(CLOCK_MONOTONIC) + (r1 < CUBPF_MAX_DELAY_NS ? r1 : CUBPF_MAX_DELAY_NS);
+	while (clock_ns(CLOCK_MONOTONIC) < end)
+		;
+	return 0;
 }
 
 HELPER(h_cpu)
@@ -449,6 +461,7 @@ vm_helper_fn vm_host_helper(uint32_t id)
 	case CUBPF_FN_is_warp_leader:
 	case CUBPF_FN_warp_count_unique: return h_active_mask;
 	case CUBPF_FN_get_clock: return h_clock;
+	case CUBPF_FN_gpu_delay_ns: return h_delay;
 	default: return NULL;
 	}
 }

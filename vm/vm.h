@@ -171,6 +171,7 @@ enum vm_arg_type {
 	VM_ARG_CONST_STR,         /* NUL-terminated string in a read-only map (.rodata) */
 	VM_ARG_CONST_ALLOC_SIZE,  /* a known constant > 0: the size of a ring buffer record */
 	VM_ARG_PTR_TO_ALLOC_MEM,  /* the start of a reserved record; the call releases it */
+	VM_ARG_DELAY_NS,          /* a scalar proven <= CUBPF_MAX_DELAY_NS (bpf_gpu_delay_ns) */
 };
 
 enum vm_ret_type {

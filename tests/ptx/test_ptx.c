@@ -816,6 +816,42 @@ static void test_sync_probe_placement(void **state)
 	vm_object_free(p.obj);
 }
 
+/* bpf_gpu_delay_ns in a memory probe: a spin on %globaltimer before each global load of every
+ * fixture kernel (none before stores), assembled for sm_90 and sm_80. */
+static void test_delay_probe(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("delay.bpf.o", &p);
+	const size_t nfix = sizeof(cu_fixtures) / sizeof(cu_fixtures[0]);
+	for (size_t fi = 0; fi < nfix + NHAND; fi++) {
+		const char *name = fi < nfix ? cu_fixtures[fi] : hand_fixtures[fi - nfix];
+		size_t len, olen;
+		char *t = fixture(name, &len), *out, err[PTX_ERRLEN], what[256];
+		struct ptx_inject_report rep;
+		if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+			fail_msg("%s with delay.bpf.o: %s", name, err);
+		struct ptx_module *m;
+		assert_int_equal(ptx_parse(t, len, &m, err, sizeof(err)), 0);
+		size_t loads = 0;
+		for (uint32_t f = 0; f < m->func_cnt; f++)
+			for (uint32_t i = 0; i < m->funcs[f].insn_cnt; i++) {
+				struct ptx_mem_access acc;
+				if (ptx_insn_mem_access(&m->funcs[f].insns[i], &acc) &&
+				    acc.op == CUBPF_MEM_LOAD && acc.space == PTX_SPACE_GLOBAL)
+					loads++;
+			}
+		ptx_module_free(m);
+		/* one spin per global load: its loop's branch back to the first reading */
+		assert_int_equal(count_of(out, "setp.lt.u64 %__cb_p0, %__cb_t1, %__cb_r1;"), loads);
+		snprintf(what, sizeof(what), "%s with a delay before global loads", name);
+		assert_assembles(out, olen, what);
+		free(out);
+		free(t);
+	}
+	vm_object_free(p.obj);
+}
+
 /* ---- code generator ---- */
 
 #define INSN(c, d, s, o, i) ((struct bpf_insn){.code = (c), .dst_reg = (d), .src_reg = (s), \
@@ -1032,6 +1068,7 @@ int main(void)
 		cmocka_unit_test(test_insn_sync),
 		cmocka_unit_test(test_sync_probes),
 		cmocka_unit_test(test_sync_probe_placement),
+		cmocka_unit_test(test_delay_probe),
 		cmocka_unit_test(test_codegen_errors),
 		cmocka_unit_test(test_stack_promoted),
 		cmocka_unit_test(test_conformance_assembles),

@@ -86,6 +86,9 @@ static __u64 (*bpf_get_clock)(void) = (void *)CUBPF_FN_get_clock;
 static __u64 (*bpf_get_active_count)(void) = (void *)CUBPF_FN_get_active_count;
 static __u64 (*bpf_is_warp_leader)(void) = (void *)CUBPF_FN_is_warp_leader;
 static __u64 (*bpf_warp_count_unique)(__u64 v) = (void *)CUBPF_FN_warp_count_unique;
+/* Spins ns nanoseconds on %globaltimer (32 ns ticks on sm_90) and returns 0.  The verifier
+ * wants ns proven <= CUBPF_MAX_DELAY_NS (1 ms): a constant, or `if (ns > CONST) ns = CONST;`. */
+static long (*bpf_gpu_delay_ns)(__u64 ns) = (void *)CUBPF_FN_gpu_delay_ns;
 
 /* ---- small utilities ----------------------------------------------------------------------- */
 /* floor(log2(v)) for v > 0, 0 for v == 0, without loops (the verifier likes that). */

@@ -173,6 +173,10 @@ enum cubpf_helper_id {
 	CUBPF_FN_is_warp_leader = 524,       /* () -> 1 on the lowest active lane, else 0 */
 	CUBPF_FN_warp_count_unique = 525,    /* (u64 v) -> distinct v among the active lanes
 					      * (match.any.sync: sm_70 and later) */
+	/* (u64 ns) -> 0 after spinning on %globaltimer until ns have passed: a memprobe makes
+	 * the access it sits on that much slower (memory-latency sensitivity).  ns must be
+	 * proven <= CUBPF_MAX_DELAY_NS by the verifier (a constant, or a bounded register). */
+	CUBPF_FN_gpu_delay_ns = 526,
 };
 
 /* ---- map types ---------------------------------------------------------------------------
@@ -190,5 +194,6 @@ enum cubpf_map_type {
 /* ---- limits of GPU programs, enforced by the verifier (and again by the code generator) ----- */
 #define CUBPF_RB_MAX_RECORD 4096u /* payload bytes of one record (bpf_ringbuf_output size) */
 #define CUBPF_HASH_MAX_KEY 64u    /* key bytes of a hash map used by GPU programs */
+#define CUBPF_MAX_DELAY_NS 1000000u /* bpf_gpu_delay_ns: at most 1 ms per call */
 
 #endif /* CUBPF_ABI_H */
