@@ -425,6 +425,7 @@ static bool block_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *v
 static int block_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_t off,
 			  uint32_t size, char *err, size_t errlen)
 {
+	const struct site *s = user;
 	typedef struct cubpf_block_ctx B;
 	/* ctaid, nctaid, ntid in the context; sreg_names holds tid, ntid, ctaid, nctaid */
 	static const uint8_t sreg_of[9] = {6, 7, 8, 9, 10, 11, 3, 4, 5};
@@ -441,8 +442,13 @@ static int block_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint
 		load_sreg(out, dst, "%smid");
 		return 0;
 	}
-	if (size == 8 && off == offsetof(B, time_ns)) {
+	if (size == 8 && (off == offsetof(B, time_ns) ||
+			  (off == offsetof(B, begin_ns) && !s->block_end))) {
 		buf_printf(out, "\tmov.u64 %s, %%globaltimer;\n", dst);
+		return 0;
+	}
+	if (size == 8 && off == offsetof(B, begin_ns)) { /* thread (0,0,0) kept it at begin */
+		buf_printf(out, "\tld.shared.u64 %s, [__cubpf_blk_t0];\n", dst);
 		return 0;
 	}
 	ptx_seterr(err, errlen, "block context has no %u-byte field at offset %u", size, off);
@@ -614,7 +620,8 @@ static bool any_kind(const struct inj *j, const bool *sel, enum vm_prog_kind kin
 
 /* Thread block begin, at the kernel's entry.  Thread (0,0,0) runs the blockprobes; with
  * blockretprobes it also sets the block's count of threads still running (a .shared word: a
- * block's shared memory starts undefined) and every thread waits for it at a barrier, so that
+ * block's shared memory starts undefined) and its begin time (ctx->begin_ns at the end), and
+ * every thread waits for them at a barrier, so that
  * no thread can leave before the count is there.  The barrier is the kernel's first
  * instruction for every thread of the block, so it cannot meet one of the kernel's own. */
 static int block_begin(struct inj *j, const bool *sel, struct site *s, struct ptx_buf *b,
@@ -630,7 +637,9 @@ static int block_begin(struct inj *j, const bool *sel, struct site *s, struct pt
 		ptx_buf_puts(b, "\tmov.u32 %__cb_b1, %ntid.x;\n\tmov.u32 %__cb_b2, %ntid.y;\n"
 			     "\tmul.lo.u32 %__cb_b1, %__cb_b1, %__cb_b2;\n\tmov.u32 %__cb_b2, %ntid.z;\n"
 			     "\tmul.lo.u32 %__cb_b1, %__cb_b1, %__cb_b2;\n"
-			     "\t@!%__cb_bp0 st.shared.u32 [__cubpf_blk_left], %__cb_b1;\n");
+			     "\t@!%__cb_bp0 st.shared.u32 [__cubpf_blk_left], %__cb_b1;\n"
+			     "\tmov.u64 %__cb_bt, %globaltimer;\n"
+			     "\t@!%__cb_bp0 st.shared.u64 [__cubpf_blk_t0], %__cb_bt;\n");
 	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bskip;\n", skip);
 	s->block_end = false;
 	int n = emit_kind(j, sel, VM_PROG_BLOCKPROBE, s, b, fneed);
@@ -859,6 +868,7 @@ static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_re
 		ptx_buf_puts(&b, "\t.reg .pred %__cb_sg;\n");
 	if (extra & DECL_BLOCKS)
 		ptx_buf_puts(&b, "\t.reg .b32 %__cb_b<4>;\n\t.reg .pred %__cb_bp<1>;\n"
+			     "\t.reg .b64 %__cb_bt;\n\t.shared .align 8 .u64 __cubpf_blk_t0;\n"
 			     "\t.shared .align 4 .u32 __cubpf_blk_left;\n");
 	if (edit_add(&j->ed, f->body_open + 1, 0, &b))
 		return -1;

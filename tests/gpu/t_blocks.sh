@@ -5,7 +5,9 @@
 # thread, 3-D grids), and the probe counts:
 #   counts[0] blocks begun = counts[1] blocks ended = the blocks launched (the app's expect line);
 #   counts[2] = counts[3] = the sum of n(n+1)/2 over launches (every block once, by its index);
-#   counts[4] = 0 blocks whose end came before their begin; counts[5] = 0 (ctx->end at begin).
+#   counts[4] = 0 blocks whose end came before their begin; counts[5] = 0 (ctx->end at begin);
+#   counts[6] = 0 ends whose ctx->begin_ns (kept by cubpf in shared memory) is not a time before
+#   their own.
 # The program's stdout must be identical to a native run.
 set -u
 BUILD=${BUILD:-build}
@@ -35,12 +37,13 @@ for part in early tail all; do
   want_b=$(sed -n 's/^expect blocks=\([0-9]*\) .*/\1/p' "$OUT/blocks_$part.native")
   want_s=$(sed -n 's/^expect .* linear_sum=\([0-9]*\).*/\1/p' "$OUT/blocks_$part.native")
   b0=$(count 0); b1=$(count 1); s2=$(count 2); s3=$(count 3); bad=$(count 4); endflag=$(count 5)
-  echo "RESULT blocks $part: begun=$b0 ended=$b1 expected=${want_b:-none} begin_sum=$s2 end_sum=$s3 expected_sum=${want_s:-none} end_before_begin=$bad end_flag_at_begin=$endflag"
+  badbegin=$(count 6)
+  echo "RESULT blocks $part: begun=$b0 ended=$b1 expected=${want_b:-none} begin_sum=$s2 end_sum=$s3 expected_sum=${want_s:-none} end_before_begin=$bad end_flag_at_begin=$endflag bad_begin_ns=$badbegin"
   if [ -n "$want_b" ] && [ "$b0" = "$want_b" ] && [ "$b1" = "$want_b" ]; then ok "$part: every block began and ended once ($want_b)"
   else fail "$part: begun $b0, ended $b1, launched ${want_b:-?}"; fi
   if [ -n "$want_s" ] && [ "$s2" = "$want_s" ] && [ "$s3" = "$want_s" ]; then ok "$part: each block by its own index"
   else fail "$part: index sums $s2 / $s3, expected ${want_s:-?}"; fi
-  [ "$bad" = 0 ] && [ "$endflag" = 0 ] || fail "$part: $bad ends before their begin, $endflag begins with ctx->end set"
+  [ "$bad" = 0 ] && [ "$endflag" = 0 ] && [ "$badbegin" = 0 ] || fail "$part: $bad ends before their begin, $endflag begins with ctx->end set, $badbegin bad begin_ns"
 done
 echo "RESULT blocks: $failed failed"
 [ "$failed" -eq 0 ]

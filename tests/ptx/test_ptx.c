@@ -584,6 +584,10 @@ static void test_block_probes(void **state)
 		assert_int_equal(rep.entry_sites, 0);
 		assert_true(rep.exit_sites >= rep.kernels);
 		assert_int_equal(count_of(out, ".shared .align 4 .u32 __cubpf_blk_left;"), rep.kernels);
+		/* the end probe's begin_ns: kept by thread (0,0,0), read back at the end */
+		assert_int_equal(count_of(out, "@!%__cb_bp0 st.shared.u64 [__cubpf_blk_t0], %__cb_bt;"),
+				 rep.kernels);
+		assert_true(count_of(out, "ld.shared.u64 %__cb_r") >= rep.kernels);
 		/* one barrier added per kernel: the entry's */
 		assert_int_equal(count_of(out, "\tbar.sync 0;"), count_of(t, "\tbar.sync 0;") +
 				 rep.kernels);

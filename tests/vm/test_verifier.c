@@ -113,7 +113,8 @@ static const struct vcase cases[] = {
 	       ALU64_REG(BPF_ADD, 1, 2), LDX(BPF_W, 0, 1, 0), EXIT()),
 	REJECT("ctx_atomic", KP, "atomic operation on ctx", MOV64_IMM(2, 1),
 	       ATOMIC(BPF_W, BPF_ADD, 1, 2, 0), RET0),
-	/* thread block probes (issue 32): twelve u32 fields, then time_ns (u64 at 48) */
+	/* thread block probes (issue 32): twelve u32 fields, then time_ns and begin_ns (u64s at 48
+	 * and 56) */
 	REJECT("ctx_block_write", BP, "cannot write into ctx", ST(BPF_W, 1, 44, 1), RET0),
 	REJECT("ctx_block_write_time", BRP, "cannot write into ctx", ST(BPF_DW, 1, 48, 0), RET0),
 	REJECT("ctx_block_time_narrow", BP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 48),
@@ -121,7 +122,7 @@ static const struct vcase cases[] = {
 	REJECT("ctx_block_u32_wide", BRP, "invalid bpf_context access", LDX(BPF_DW, 0, 1, 40),
 	       EXIT()),
 	REJECT("ctx_block_past_end", BP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 56), EXIT()),
-	REJECT("ctx_block_no_params", BRP, "invalid bpf_context access", LDX(BPF_DW, 0, 1, 56),
+	REJECT("ctx_block_no_params", BRP, "invalid bpf_context access", LDX(BPF_DW, 0, 1, 64),
 	       EXIT()),
 	REJECT("ctx_block_host_helper", BP, "not available in blockprobe programs",
 	       CALL(CUBPF_FN_get_current_pid_tgid), EXIT()),
@@ -297,7 +298,8 @@ static const struct vcase cases[] = {
 	PASS("ctx_block_fields", BP, LDX(BPF_W, 0, 1, 0), LDX(BPF_W, 2, 1, 16), LDX(BPF_W, 3, 1, 32),
 	     LDX(BPF_W, 4, 1, 36), LDX(BPF_W, 5, 1, 44), ALU64_REG(BPF_ADD, 0, 2),
 	     ALU64_REG(BPF_ADD, 0, 3), ALU64_REG(BPF_ADD, 0, 4), ALU64_REG(BPF_ADD, 0, 5),
-	     LDX(BPF_DW, 2, 1, 48), ALU64_REG(BPF_ADD, 0, 2), LDX(BPF_W, 2, 1, 40),
+	     LDX(BPF_DW, 2, 1, 48), ALU64_REG(BPF_ADD, 0, 2), LDX(BPF_DW, 2, 1, 56),
+	     ALU64_REG(BPF_ADD, 0, 2), LDX(BPF_W, 2, 1, 40),
 	     ALU64_REG(BPF_ADD, 0, 2), EXIT()),
 	PASS("delay_const", MP, MOV64_IMM(1, 1000000), CALL(CUBPF_FN_gpu_delay_ns), EXIT()),
 	PASS("delay_bounded_reg", MP, LDX(BPF_W, 1, 1, 8), JMP_IMM(BPF_JLE, 1, 1000000, 1),

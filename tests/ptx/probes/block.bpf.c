@@ -2,7 +2,8 @@
  * counts[0] blocks begun, counts[1] blocks ended, counts[2] the sum of their linear block
  * indices plus one at begin, counts[3] the same at end (both n(n+1)/2 for a grid of n blocks),
  * counts[4] blocks whose end came before their begin (0), counts[5] begin reads of ctx->end
- * (0: it is the constant 0 there).  Per block, begin and end times in times[2*b], times[2*b+1]
+ * (0: it is the constant 0 there), counts[6] ends whose ctx->begin_ns is 0 or after their
+ * time_ns, or more than 1 s before it (0).  Per block, begin and end times in times[2*b], times[2*b+1]
  * (the first 4096 blocks). */
 #include "probe.h"
 
@@ -53,6 +54,9 @@ int on_block_end(struct cubpf_block_ctx *ctx)
 	__u32 b = linear(ctx);
 	add(1, 1);
 	add(3, (__u64)b + 1);
+	if (ctx->begin_ns == 0 || ctx->begin_ns > ctx->time_ns ||
+	    ctx->time_ns - ctx->begin_ns > 1000000000ull)
+		add(6, 1);
 	__u32 k = 2 * b;
 	if (k < 8192) {
 		__u64 *begin = bpf_map_lookup_elem(&times, &k);
