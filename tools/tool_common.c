@@ -17,6 +17,8 @@ void tool_report_memtrace(const struct tool_data *d, const struct tool_opts *o, 
 void tool_report_kernelretsnoop(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 extern const struct tool_kernel_key tool_keys_kcount[], tool_keys_launchlate[], tool_keys_memtrace[];
 void tool_report_maps(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+void tool_report_blocklat(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+extern const struct tool_kernel_key tool_keys_blocklat[];
 
 static const struct tool tools[] = {
 	{"kcount", "kcount.bpf.o", "per-kernel launches, threads and GPU time",
@@ -46,6 +48,13 @@ static const struct tool tools[] = {
 	 "first and last exit of each warp as a log2 histogram, and the lanes that left longest\n"
 	 "after their warp's first lane.  Records that do not fit are dropped and counted.\n",
 	 tool_report_kernelretsnoop, NULL},
+	{"blocklat", "blocklat.bpf.o", "thread block durations, spread per SM, stragglers and tail",
+	 "Per kernel: blocks, mean/least/largest block duration (first thread in to last thread\n"
+	 "out, blockprobe's begin_ns and end), the slowest block and its SM, blocks and busy time\n"
+	 "per SM (least and most), the tail (first SM's last block end to the last SM's), and a\n"
+	 "log2 histogram of the durations.  Runs once per block (a barrier at block entry and one\n"
+	 "shared atomic per group of lanes leaving); kernel ids from 1024 on are not counted.\n",
+	 tool_report_blocklat, tool_keys_blocklat},
 };
 
 const struct tool *tool_list(size_t *n)

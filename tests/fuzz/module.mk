@@ -20,7 +20,7 @@ $(eval $(call fuzz_rule,fuzz_shim_load,shim/live/guard.c $(VM_SRCS) $(CUBIN_SRCS
 # The trace commands (tools/cmd_trace.c) and the tools' reports on any bytes as a trace; the
 # replay's host programs are tests/store/replay.bpf.c, built beside the binary.
 FUZZ_TRACE_CMD_SRCS := tools/cmd_trace.c tools/tool_common.c tools/tool_data.c tools/tool_reports.c \
-  store/trace_read.c store/ids.c store/file.c $(VM_SRCS) $(CUBIN_SRCS)
+  tools/tool_blocks.c store/trace_read.c store/ids.c store/file.c $(VM_SRCS) $(CUBIN_SRCS)
 $(eval $(call fuzz_rule,fuzz_trace_cmd,$(FUZZ_TRACE_CMD_SRCS)))
 $(FUZZ_BUILD)/fuzz_trace_cmd: | $(FUZZ_BUILD)/fuzz_trace_cmd.bpf.o
 $(FUZZ_BUILD)/fuzz_trace_cmd.bpf.o: tests/store/replay.bpf.c $(PROBE_HEADER_DEPS)

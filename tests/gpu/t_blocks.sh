@@ -45,5 +45,23 @@ for part in early tail all; do
   else fail "$part: index sums $s2 / $s3, expected ${want_s:-?}"; fi
   [ "$bad" = 0 ] && [ "$endflag" = 0 ] && [ "$badbegin" = 0 ] || fail "$part: $bad ends before their begin, $endflag begins with ctx->end set, $badbegin bad begin_ns"
 done
+# blocklat on the tail part: 264 blocks of blk_tail, block 263 doing about 5x the most work of
+# any other (40 units against at most 8): the slowest block, and at least 5x the mean.
+CUBPF=$BUILD/bin/cubpf
+"$CUBPF" run -t blocklat -k '*blk_tail*' -o "$OUT/blocklat.trace" -- sh -c "exec '$(cd "$BUILD/gpu" && pwd)/tools_blocks' tail > '$OUT/blocklat.app'" \
+  >"$OUT/blocklat.out" 2>"$OUT/blocklat.err"; rc=$?
+cmp -s "$OUT/blocks_tail.native" "$OUT/blocklat.app" && same=yes || same=no
+echo "RESULT blocklat run: rc=$rc identical_stdout=$same"; cat "$OUT/blocklat.out"
+[ "$rc" -eq 0 ] && [ "$same" = yes ] || { fail "blocklat: rc=$rc or the program's output changed"; tail -20 "$OUT/blocklat.err"; }
+row=$(grep -m1 '^blk_tail ' "$OUT/blocklat.out")
+set -- $row
+echo "RESULT blocklat blk_tail: blocks=${2:-none} mean_us=${3:-none} max_us=${5:-none} slowest=${6:-none}"
+if [ "${2:-}" = 264 ] && [ "${6:-}" = 263 ] && awk -v m="${3:-0}" -v x="${5:-0}" 'BEGIN { exit !(x >= 4 * m && m > 0) }'; then
+  ok "blocklat: 264 blocks, the straggler is block 263"
+else fail "blocklat: row '${row:-none}'"; fi
+"$CUBPF" run -t blocklat --json -k '*blk_tail*' -- "$(cd "$BUILD/gpu" && pwd)/tools_blocks" tail >"$OUT/blocklat.json" 2>/dev/null
+python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]' "$OUT/blocklat.json" \
+  && ok "blocklat --json parses" || fail "blocklat --json: $(head -c 300 "$OUT/blocklat.json")"
+
 echo "RESULT blocks: $failed failed"
 [ "$failed" -eq 0 ]

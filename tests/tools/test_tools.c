@@ -213,6 +213,54 @@ static void test_kcount(void **state)
 	tool_data_free(&d);
 }
 
+/* blocklat (issue 32): per-SM block statistics of one kernel on SMs 0 and 5 are combined (sums,
+ * least, largest, the slowest block where the largest was), the spread per SM and the tail
+ * come out of the SM copies, and the histogram is the kernel's. */
+static void test_blocklat(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
+	uint32_t keys[] = {1};
+	static uint64_t vals[256 * 16];
+	/* blocks, sum, max, min + 1, first begin, last end, slowest block + 1 */
+	const uint64_t sm0[] = {3, 30000, 15000, 5001, 1000000, 1040000, 8};
+	const uint64_t sm5[] = {1, 50000, 50000, 50001, 1001000, 1051000, 3};
+	memcpy(vals, sm0, sizeof(sm0));
+	memcpy(vals + 5 * 16, sm5, sizeof(sm5));
+	map_percpu(w, "blstats", 10, keys, vals, 1, 16);
+	uint32_t hkeys[] = {32 + 12, 32 + 13, 32 + 15};
+	uint64_t hvals[] = {1, 2, 1};
+	map_u64(w, "blhist", 10, hkeys, hvals, 3, 1);
+	meta_a(w);
+	struct tool_data d;
+	finish(w, &d);
+	char *out = report("blocklat", &d, 0);
+	assert_contains(out, "vecadd                              4       20.0        5.0       50.0"
+			     "        2     5    2     1-3            30.0        50.0       11.0\n");
+	assert_contains(out, "vecadd: block durations\n");
+	assert_contains(out, "     8192 -> 16383    : 2 ");
+	assert_contains(out, "    32768 -> 65535    : 1 ");
+	free(out);
+	out = report("blocklat", &d, 1);
+	assert_json(out);
+	assert_contains(out, "\"tool\":\"blocklat\",\"kernels\":[{\"name\":\"_Z6vecaddPfS_i\","
+			     "\"blocks\":4,\"mean_ns\":20000,\"min_ns\":5000,\"max_ns\":50000,"
+			     "\"slowest_block\":2,\"slowest_sm_slot\":5,\"sms\":2,\"sm_blocks_min\":1,"
+			     "\"sm_blocks_max\":3,\"sm_busy_min_ns\":30000,\"sm_busy_max_ns\":50000,"
+			     "\"tail_ns\":11000,\"hist_log2_ns\":[0,0,0,0,0,0,0,0,0,0,0,0,1,2,0,1,");
+	free(out);
+	tool_data_free(&d);
+	/* nothing recorded: said, not an empty table */
+	w = create();
+	meta_a(w);
+	finish(w, &d);
+	out = report("blocklat", &d, 0);
+	assert_contains(out, "(no thread block ended in a probed kernel)");
+	free(out);
+	tool_data_free(&d);
+}
+
 /* Issue 30: the report says how much ran with probes: kernels and launches instrumented of
  * those launched, and the share of the device time (kernel spans) spent in instrumented kernels;
  * --json says the same. */
@@ -1734,6 +1782,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kcount),
+		cmocka_unit_test(test_blocklat),
 		cmocka_unit_test(test_coverage),
 		cmocka_unit_test(test_ringbuf_bookkeeping_in_the_memory_line),
 		cmocka_unit_test(test_report_from_trace_alone),

@@ -1,0 +1,169 @@
+/* tools/tool_blocks.c: the formatters of the tools built on issue 32's attach points: blocklat
+ * (thread block durations per kernel and per SM, from blockretprobe).  They read the maps of the
+ * trace's latest snapshots only, as the other tools do (tools/tools.h). */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vm/include/cubpf_abi.h"
+#include "tools/tools.h"
+
+void tool_report_blocklat(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+extern const struct tool_kernel_key tool_keys_blocklat[];
+
+/* Word `word` of copy `copy` (an SM slot of a per-SM map; a context of a map several GPUs
+ * merged) of the value at key; 0 when absent. */
+static uint64_t copy_u64(const struct tool_map *m, uint32_t key, uint32_t copy, uint32_t word)
+{
+	uint32_t n = tool_map_copies(m), vs = m->value_size / n;
+	size_t pair = (size_t)m->key_size + m->value_size;
+	if (m->key_size != 4 || copy >= n || (word + 1) * 8u > vs)
+		return 0;
+	for (size_t i = 0; i < m->count; i++) {
+		uint32_t k;
+		memcpy(&k, m->kv + i * pair, 4);
+		if (k != key)
+			continue;
+		uint64_t v;
+		memcpy(&v, m->kv + i * pair + 4 + (size_t)copy * vs + word * 8u, 8);
+		return v;
+	}
+	return 0;
+}
+
+/* ---- blocklat ------------------------------------------------------------------------------- */
+/* blstats: per kernel id and SM, struct blstat of tools/probes/blocklat.bpf.c (words: blocks,
+ * sum, max, min + 1, first begin, last end, slowest block + 1); blhist: key = id * 32 + log2 slot
+ * of the duration. */
+#define BL_SLOTS 32
+const struct tool_kernel_key tool_keys_blocklat[] = {{"blstats", 1, 0}, {"blhist", BL_SLOTS, 0},
+						     {NULL, 0, 0}};
+
+struct bl_kernel {
+	uint64_t blocks, sum, min, max, slowest;
+	uint32_t slowest_sm, sms;
+	uint64_t busy_min, busy_max;  /* per SM: the sum of its blocks' durations */
+	uint64_t blocks_min, blocks_max;
+	uint64_t end_min, end_max;    /* per SM: its last block's end; the spread is the tail */
+	uint64_t first_begin;
+	uint64_t hist[BL_SLOTS];
+};
+
+static void bl_sm(struct bl_kernel *b, const struct tool_map *m, uint32_t id, uint32_t s)
+{
+	uint64_t n = copy_u64(m, id, s, 0);
+	if (!n)
+		return;
+	uint64_t sum = copy_u64(m, id, s, 1), max = copy_u64(m, id, s, 2);
+	uint64_t min = copy_u64(m, id, s, 3), t0 = copy_u64(m, id, s, 4), t1 = copy_u64(m, id, s, 5);
+	bool first = b->sms++ == 0;
+	b->blocks += n;
+	b->sum += sum;
+	if (max > b->max || first) {
+		b->max = max;
+		b->slowest = copy_u64(m, id, s, 6);
+		b->slowest_sm = s;
+	}
+	if (min && (!b->min || min - 1 < b->min))
+		b->min = min - 1;
+	if (first || sum < b->busy_min)
+		b->busy_min = sum;
+	if (sum > b->busy_max)
+		b->busy_max = sum;
+	if (first || n < b->blocks_min)
+		b->blocks_min = n;
+	if (n > b->blocks_max)
+		b->blocks_max = n;
+	if (first || t1 < b->end_min)
+		b->end_min = t1;
+	if (t1 > b->end_max)
+		b->end_max = t1;
+	if (t0 && (!b->first_begin || t0 < b->first_begin))
+		b->first_begin = t0;
+}
+
+/* The figures of kernel `id` over every SM (and GPU) copy; false when no block of it ended. */
+static bool bl_kernel_of(const struct tool_data *d, uint32_t id, struct bl_kernel *b)
+{
+	const struct tool_map *m = tool_map_by_name(d, "blstats");
+	memset(b, 0, sizeof(*b));
+	if (!m || m->key_size != 4 || m->value_size / tool_map_copies(m) < 56)
+		return false;
+	for (uint32_t s = 0; s < tool_map_copies(m); s++)
+		bl_sm(b, m, id, s);
+	const struct tool_map *h = tool_map_by_name(d, "blhist");
+	for (uint32_t i = 0; h && i < BL_SLOTS; i++)
+		b->hist[i] = tool_map_u64(h, id * BL_SLOTS + i, 0);
+	return b->blocks > 0;
+}
+
+static void bl_json(const struct tool_kernel *k, const struct bl_kernel *b, bool first, FILE *f)
+{
+	fprintf(f, "%s{\"name\":", first ? "" : ",");
+	tool_json_string(f, k->name);
+	fprintf(f, ",\"blocks\":%" PRIu64 ",\"mean_ns\":%" PRIu64 ",\"min_ns\":%" PRIu64
+		",\"max_ns\":%" PRIu64 ",\"slowest_block\":%" PRId64 ",\"slowest_sm_slot\":%u"
+		",\"sms\":%u,\"sm_blocks_min\":%" PRIu64 ",\"sm_blocks_max\":%" PRIu64
+		",\"sm_busy_min_ns\":%" PRIu64 ",\"sm_busy_max_ns\":%" PRIu64 ",\"tail_ns\":%" PRIu64
+		",\"hist_log2_ns\":[", b->blocks, b->sum / b->blocks, b->min, b->max,
+		(int64_t)b->slowest - 1, b->slowest_sm, b->sms, b->blocks_min, b->blocks_max,
+		b->busy_min, b->busy_max, b->end_max - b->end_min);
+	for (int i = 0; i < BL_SLOTS; i++)
+		fprintf(f, "%s%" PRIu64, i ? "," : "", b->hist[i]);
+	fputs("]}", f);
+}
+
+static void bl_text(const struct tool_kernel *k, const struct bl_kernel *b, FILE *f)
+{
+	char sn[48];
+	fprintf(f, "%-28s %8" PRIu64 " %10.1f %10.1f %10.1f %8" PRId64 " %5u %4u %5" PRIu64 "-%-5"
+		PRIu64 " %11.1f %11.1f %10.1f\n", tool_short_name(k->name, sn, sizeof(sn)), b->blocks,
+		(double)b->sum / (double)b->blocks / 1e3, (double)b->min / 1e3, (double)b->max / 1e3,
+		(int64_t)b->slowest - 1, b->slowest_sm, b->sms, b->blocks_min, b->blocks_max,
+		(double)b->busy_min / 1e3, (double)b->busy_max / 1e3,
+		(double)(b->end_max - b->end_min) / 1e3);
+}
+
+void tool_report_blocklat(const struct tool_data *d, const struct tool_opts *o, FILE *f)
+{
+	struct bl_kernel b;
+	bool first = true;
+	if (o->json)
+		fputs("\"tool\":\"blocklat\",\"kernels\":[", f);
+	else
+		fprintf(f, "%-28s %8s %10s %10s %10s %8s %5s %4s %11s %11s %11s %10s\n", "KERNEL",
+			"BLOCKS", "MEAN_us", "MIN_us", "MAX_us", "SLOWEST", "ON_SM", "SMS",
+			"BLOCKS/SM", "BUSY_MIN_us", "BUSY_MAX_us", "TAIL_us");
+	for (size_t i = 0; i < d->nkernels; i++) {
+		const struct tool_kernel *k = &d->kernels[i];
+		if (!k->id || !bl_kernel_of(d, k->id, &b))
+			continue;
+		if (o->json)
+			bl_json(k, &b, first, f);
+		else
+			bl_text(k, &b, f);
+		first = false;
+	}
+	if (o->json) {
+		fputs("],", f);
+		return;
+	}
+	if (first) {
+		fputs("(no thread block ended in a probed kernel)\n", f);
+		return;
+	}
+	fputs("\nMEAN/MIN/MAX: block durations (first thread in to last thread out); SLOWEST: its\n"
+	      "linear block index and ON_SM the SM (slot: %smid % 256) it ran on; per SM: the least\n"
+	      "and most blocks and busy time (the sum of its blocks' durations); TAIL: from the first\n"
+	      "SM's last block end to the last SM's.\n", f);
+	for (size_t i = 0; i < d->nkernels; i++) {
+		const struct tool_kernel *k = &d->kernels[i];
+		char sn[48];
+		if (!k->id || !bl_kernel_of(d, k->id, &b))
+			continue;
+		fprintf(f, "\n%s: block durations\n", tool_short_name(k->name, sn, sizeof(sn)));
+		tool_log2_hist(f, "ns", b.hist, BL_SLOTS);
+	}
+}
