@@ -209,6 +209,7 @@ struct site {
 	bool block_end;                /* block probes: ctx->end */
 	struct ptx_sync sync;          /* syncprobe only */
 	bool sync_after;
+	bool sync_reads_before;        /* an after-probe read before_ns: the before side saves it */
 };
 
 static const char *const sreg_names[12] = {
@@ -509,8 +510,14 @@ static int sync_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint3
 		load_sreg(out, dst, "%smid");
 		return 0;
 	}
-	if (size == 8 && off == offsetof(S, time_ns)) {
+	if (size == 8 && (off == offsetof(S, time_ns) ||
+			  (off == offsetof(S, before_ns) && !s->sync_after))) {
 		buf_printf(out, "\tmov.u64 %s, %%globaltimer;\n", dst);
+		return 0;
+	}
+	if (size == 8 && off == offsetof(S, before_ns)) { /* saved just before the instruction */
+		((struct site *)user)->sync_reads_before = true;
+		buf_printf(out, "\tmov.b64 %s, %%__cb_sb;\n", dst);
 		return 0;
 	}
 	ptx_seterr(err, errlen, "sync context has no %u-byte field at offset %u", size, off);
@@ -519,7 +526,9 @@ static int sync_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint3
 
 /* ---- per kernel ---- */
 
-enum { DECL_BLOCKS = 1, DECL_SYNC = 2 }; /* declarations beyond the code generator's */
+/* declarations beyond the code generator's: block counts, a sync site's saved guard, its
+ * saved time */
+enum { DECL_BLOCKS = 1, DECL_SYNC = 2, DECL_SYNC_TIME = 4 };
 
 struct inj {
 	const struct ptx_inject_opts *o;
@@ -823,17 +832,20 @@ static int do_sync(struct inj *j, const struct ptx_func *f, const bool *sel, str
 		struct ptx_buf b = {0}, a = {0};
 		bool ls;
 		size_t at = insert_at(j->m->text, in->off, &ls);
-		if (sync_side(j, sel, in, s, false, &b, fneed))
+		/* the after side first: whether it reads before_ns decides the save */
+		s->sync_reads_before = false;
+		ptx_buf_puts(&a, "\n");
+		if (sync_side(j, sel, in, s, true, &a, fneed) || sync_side(j, sel, in, s, false, &b, fneed))
 			goto fail;
+		if (s->sync_reads_before)
+			ptx_buf_puts(&b, "\tmov.u64 %__cb_sb, %globaltimer;\n");
 		if (!ls)
 			ptx_buf_puts(&b, "\t");
-		ptx_buf_puts(&a, "\n");
-		if (sync_side(j, sel, in, s, true, &a, fneed) || edit_add(&j->ed, at, 0, &b) ||
-		    edit_add(&j->ed, in->off + in->len, 0, &a))
+		if (edit_add(&j->ed, at, 0, &b) || edit_add(&j->ed, in->off + in->len, 0, &a))
 			goto fail;
 		j->rep->sync_sites++;
 		*touched = true;
-		*extra |= in->pred ? DECL_SYNC : 0;
+		*extra |= (in->pred ? DECL_SYNC : 0) | (s->sync_reads_before ? DECL_SYNC_TIME : 0);
 		continue;
 fail:
 		ptx_buf_free(&b);
@@ -866,6 +878,8 @@ static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_re
 	ptx_cg_emit_decls(fneed, &b);
 	if (extra & DECL_SYNC)
 		ptx_buf_puts(&b, "\t.reg .pred %__cb_sg;\n");
+	if (extra & DECL_SYNC_TIME)
+		ptx_buf_puts(&b, "\t.reg .b64 %__cb_sb;\n");
 	if (extra & DECL_BLOCKS)
 		ptx_buf_puts(&b, "\t.reg .b32 %__cb_b<4>;\n\t.reg .pred %__cb_bp<1>;\n"
 			     "\t.reg .b64 %__cb_bt;\n\t.shared .align 8 .u64 __cubpf_blk_t0;\n"

@@ -5,7 +5,8 @@
 # Known answers (the app's expect line): bar.sync = barriers x threads (a reduction of 64 blocks
 # of 256 threads: 9 __syncthreads each, plus named barriers 1 and 2 and a late-warp kernel),
 # bar.red and bar.warp.sync once per thread, a fence once per block; before = after for each;
-# counts[48] = 0 (no thread's clock ran backwards across a barrier).  The program's stdout must
+# counts[48] = 0 (no thread's clock ran backwards across a barrier), counts[49] = 0 (ctx->before_ns,
+# kept by cubpf in a register, lies between the thread's before and after probes).  The program's stdout must
 # be identical to a native run.
 set -u
 BUILD=${BUILD:-build}
@@ -41,9 +42,11 @@ check bar.sync 1 "$(want bar)"
 check bar.red 3 "$(want red)"
 check bar.warp.sync 4 "$(want warp)"
 check fence 7 "$(want fence)"
-ids=$(count 33); back=$(count 48)
+ids=$(count 33); back=$(count 48); badbefore=$(count 49)
 echo "RESULT sync bar ids: sum=$ids expected=$(want bar_ids) clock_backwards=$back"
 [ "$ids" = "$(want bar_ids)" ] && ok "barrier ids (literal and register)" || fail "barrier id sum $ids"
 [ "$back" = 0 ] || fail "$back threads saw the clock go backwards across a barrier"
+echo "RESULT sync before_ns outside the barrier: $badbefore"
+[ "$badbefore" = 0 ] || fail "$badbefore threads got a before_ns outside their barrier"
 echo "RESULT sync: $failed failed"
 [ "$failed" -eq 0 ]

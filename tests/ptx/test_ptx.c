@@ -815,6 +815,10 @@ static void test_sync_probe_placement(void **state)
 	assert_true(lab < before && before < attempt);
 	/* the register id of bar.cta.sync %r4, 64 is read at run time */
 	assert_non_null(strstr(out, "cvt.u64.u32 %__cb_r"));
+	/* before_ns: the time just before each instruction, saved in a register and read back */
+	assert_int_equal(count_of(out, "\tmov.u64 %__cb_sb, %globaltimer;\n"), rep.sync_sites);
+	assert_non_null(strstr(out, "mov.u64 %__cb_sb, %globaltimer;\n\t@%p2 mbarrier.try_wait"));
+	assert_non_null(strstr(out, ", %__cb_sb;\n"));
 	free(out);
 	free(t);
 	vm_object_free(p.obj);

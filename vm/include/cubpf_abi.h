@@ -124,6 +124,9 @@ struct cubpf_sync_ctx {
 	__u32 ctaid_x, ctaid_y, ctaid_z;
 	__u32 sm_id;                        /* %smid */
 	__u64 time_ns;                      /* %globaltimer at the probe, ns */
+	__u64 before_ns;                    /* after: %globaltimer just before the instruction (kept
+					     * in a register by cubpf: time_ns - before_ns is the
+					     * time spent in it); before: as time_ns */
 };
 
 /* Context of uprobe/uretprobe programs on the host. */

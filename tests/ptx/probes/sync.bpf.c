@@ -2,7 +2,9 @@
  *   counts[2*kind]     threads before a barrier or fence of that kind (enum cubpf_sync_kind),
  *   counts[2*kind + 1] threads after it,
  *   counts[32 + kind]  the sum of the barrier ids seen before (ids the instruction names),
- *   counts[48]         threads after a barrier whose clock went backwards (0). */
+ *   counts[48]         threads after a barrier whose clock went backwards (0),
+ *   counts[49]         threads after a barrier whose ctx->before_ns is not a time between
+ *                      their own before probe's and their after probe's (0). */
 #include "probe.h"
 
 struct {
@@ -39,8 +41,11 @@ int on_sync(struct cubpf_sync_ctx *ctx)
 			add(32 + ctx->kind, ctx->id);
 		if (t)
 			*t = ctx->time_ns;
-	} else if (t && ctx->time_ns < *t) {
-		add(48, 1);
+	} else if (t) {
+		if (ctx->time_ns < *t)
+			add(48, 1);
+		if (ctx->before_ns < *t || ctx->before_ns > ctx->time_ns)
+			add(49, 1);
 	}
 	return 0;
 }
