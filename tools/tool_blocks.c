@@ -1,5 +1,6 @@
 /* tools/tool_blocks.c: the formatters of the tools built on issue 32's attach points: blocklat
- * (thread block durations per kernel and per SM, from blockretprobe).  They read the maps of the
+ * (thread block durations per kernel and per SM, from blockretprobe) and syncwait (time at
+ * barriers per kernel and site, from syncprobe).  They read the maps of the
  * trace's latest snapshots only, as the other tools do (tools/tools.h). */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -11,7 +12,8 @@
 #include "tools/tools.h"
 
 void tool_report_blocklat(const struct tool_data *d, const struct tool_opts *o, FILE *f);
-extern const struct tool_kernel_key tool_keys_blocklat[];
+void tool_report_syncwait(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+extern const struct tool_kernel_key tool_keys_blocklat[], tool_keys_syncwait[];
 
 /* Word `word` of copy `copy` (an SM slot of a per-SM map; a context of a map several GPUs
  * merged) of the value at key; 0 when absent. */
@@ -166,4 +168,134 @@ void tool_report_blocklat(const struct tool_data *d, const struct tool_opts *o, 
 		fprintf(f, "\n%s: block durations\n", tool_short_name(k->name, sn, sizeof(sn)));
 		tool_log2_hist(f, "ns", b.hist, BL_SLOTS);
 	}
+}
+
+/* ---- syncwait ------------------------------------------------------------------------------- */
+/* swsites: key = kernel id * 64 + site (the barrier's instruction index, 63 for the rest), per
+ * SM: threads, wait_ns, max_ns, kind << 32 | id (struct swstat, tools/probes/syncwait.bpf.c). */
+#define SW_SITES 64
+const struct tool_kernel_key tool_keys_syncwait[] = {{"swsites", SW_SITES, 0}, {NULL, 0, 0}};
+
+struct sw_row {
+	const struct tool_kernel *k;
+	uint32_t site, kind, id;
+	uint64_t threads, wait, max, kernel_wait;
+};
+
+static const char *sync_kind_name(uint32_t kind)
+{
+	static const char *const names[] = {"?", "bar.sync", "bar.arrive", "bar.red",
+					    "bar.warp.sync", "barrier.cluster", "mbarrier.wait",
+					    "fence"};
+	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
+}
+
+/* The site's record over every SM copy; false when no thread passed it. */
+static bool sw_site(const struct tool_map *m, uint32_t key, struct sw_row *r)
+{
+	uint32_t n = tool_map_copies(m);
+	r->threads = r->wait = r->max = 0;
+	for (uint32_t c = 0; c < n; c++) {
+		uint64_t t = copy_u64(m, key, c, 0);
+		if (!t)
+			continue;
+		uint64_t what = copy_u64(m, key, c, 3), mx = copy_u64(m, key, c, 2);
+		r->threads += t;
+		r->wait += copy_u64(m, key, c, 1);
+		r->max = mx > r->max ? mx : r->max;
+		r->kind = (uint32_t)(what >> 32);
+		r->id = (uint32_t)what;
+	}
+	return r->threads > 0;
+}
+
+static int sw_cmp(const void *a, const void *b)
+{
+	const struct sw_row *x = a, *y = b;
+	return x->wait < y->wait ? 1 : x->wait > y->wait ? -1 : 0;
+}
+
+/* Every site of every probed kernel that a thread passed, most time first. */
+static struct sw_row *sw_rows(const struct tool_data *d, size_t *n)
+{
+	const struct tool_map *m = tool_map_by_name(d, "swsites");
+	struct sw_row *rows = NULL;
+	size_t cap = 0;
+	*n = 0;
+	if (!m || m->key_size != 4 || m->value_size / tool_map_copies(m) < 32)
+		return NULL;
+	for (size_t i = 0; i < d->nkernels; i++) {
+		const struct tool_kernel *k = &d->kernels[i];
+		uint64_t total = 0;
+		size_t first = *n;
+		for (uint32_t s = 0; k->id && s < SW_SITES; s++) {
+			struct sw_row r = {.k = k, .site = s};
+			if (!sw_site(m, k->id * SW_SITES + s, &r))
+				continue;
+			if (*n == cap) {
+				struct sw_row *g = realloc(rows, (cap = cap ? 2 * cap : 16) * sizeof(*g));
+				if (!g)
+					break;
+				rows = g;
+			}
+			rows[(*n)++] = r;
+			total += r.wait;
+		}
+		for (size_t j = first; j < *n; j++)
+			rows[j].kernel_wait = total;
+	}
+	if (*n)
+		qsort(rows, *n, sizeof(*rows), sw_cmp);
+	return rows;
+}
+
+static void sw_json(const struct sw_row *r, size_t n, FILE *f)
+{
+	fputs("\"tool\":\"syncwait\",\"sites\":[", f);
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "%s{\"kernel\":", i ? "," : "");
+		tool_json_string(f, r[i].k->name);
+		fprintf(f, ",\"site\":%u,\"kind\":\"%s\",\"id\":%" PRId64 ",\"threads\":%" PRIu64
+			",\"wait_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 ",\"kernel_wait_ns\":%" PRIu64 "}",
+			r[i].site, sync_kind_name(r[i].kind),
+			r[i].id == CUBPF_SYNC_ID_NONE ? (int64_t)-1 : (int64_t)r[i].id, r[i].threads,
+			r[i].wait, r[i].max, r[i].kernel_wait);
+	}
+	fputs("],", f);
+}
+
+void tool_report_syncwait(const struct tool_data *d, const struct tool_opts *o, FILE *f)
+{
+	size_t n;
+	struct sw_row *r = sw_rows(d, &n);
+	if (o->json) {
+		sw_json(r, n, f);
+		free(r);
+		return;
+	}
+	if (!n) {
+		fputs("(no thread passed a barrier or fence in a probed kernel)\n", f);
+		free(r);
+		return;
+	}
+	fprintf(f, "%-28s %5s %-15s %4s %10s %12s %10s %10s %6s\n", "KERNEL", "SITE", "KIND", "ID",
+		"THREADS", "WAIT_us", "MEAN_ns", "MAX_us", "SHARE");
+	size_t top = o->top > 0 && (size_t)o->top < n ? (size_t)o->top : n;
+	for (size_t i = 0; i < top; i++) {
+		char sn[48], id[16] = "-";
+		if (r[i].id != CUBPF_SYNC_ID_NONE)
+			snprintf(id, sizeof(id), "%u", r[i].id);
+		fprintf(f, "%-28s %5u %-15s %4s %10" PRIu64 " %12.1f %10.0f %10.1f %5.1f%%\n",
+			tool_short_name(r[i].k->name, sn, sizeof(sn)), r[i].site,
+			sync_kind_name(r[i].kind), id, r[i].threads, (double)r[i].wait / 1e3,
+			(double)r[i].wait / (double)r[i].threads, (double)r[i].max / 1e3,
+			r[i].kernel_wait ? 100.0 * (double)r[i].wait / (double)r[i].kernel_wait : 0.0);
+	}
+	if (top < n)
+		fprintf(f, "(%zu more sites)\n", n - top);
+	fputs("\nSITE: the barrier's instruction index in its function (sites from 63 on share 63);\n"
+	      "WAIT: the threads' time in it, summed (each warp's time counted for each of its\n"
+	      "lanes); MAX: the longest a warp spent there; SHARE: of the kernel's time at barriers.\n",
+	      f);
+	free(r);
 }

@@ -18,7 +18,8 @@ void tool_report_kernelretsnoop(const struct tool_data *d, const struct tool_opt
 extern const struct tool_kernel_key tool_keys_kcount[], tool_keys_launchlate[], tool_keys_memtrace[];
 void tool_report_maps(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 void tool_report_blocklat(const struct tool_data *d, const struct tool_opts *o, FILE *f);
-extern const struct tool_kernel_key tool_keys_blocklat[];
+void tool_report_syncwait(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+extern const struct tool_kernel_key tool_keys_blocklat[], tool_keys_syncwait[];
 
 static const struct tool tools[] = {
 	{"kcount", "kcount.bpf.o", "per-kernel launches, threads and GPU time",
@@ -55,6 +56,13 @@ static const struct tool tools[] = {
 	 "log2 histogram of the durations.  Runs once per block (a barrier at block entry and one\n"
 	 "shared atomic per group of lanes leaving); kernel ids from 1024 on are not counted.\n",
 	 tool_report_blocklat, tool_keys_blocklat},
+	{"syncwait", "syncwait.bpf.o", "time threads spend at barriers, per kernel and barrier site",
+	 "After every barrier, fence and mbarrier wait attempt of the probed kernels, the time\n"
+	 "the thread spent in it (syncprobe's before_ns), counted once per warp for its lanes.\n"
+	 "Prints the sites with the most time first: kernel, site (instruction index), kind and\n"
+	 "barrier id, threads, time summed, mean, longest, share of the kernel's barrier time.\n"
+	 "Kernel ids from 64 on are not counted; sites from 63 on share one row.\n",
+	 tool_report_syncwait, tool_keys_syncwait},
 };
 
 const struct tool *tool_list(size_t *n)

@@ -48,5 +48,30 @@ echo "RESULT sync bar ids: sum=$ids expected=$(want bar_ids) clock_backwards=$ba
 [ "$back" = 0 ] || fail "$back threads saw the clock go backwards across a barrier"
 echo "RESULT sync before_ns outside the barrier: $badbefore"
 [ "$badbefore" = 0 ] || fail "$badbefore threads got a before_ns outside their barrier"
+# syncwait: on sync_late, warp 7 of each of 32 blocks of 256 threads spins ~100 us before the
+# __syncthreads the other 7 warps wait at: one site, 8192 threads, a mean wait of tens of us;
+# on the reduction, the bar.sync rows of sync_reduce add up to 9 x 64 x 256 threads.
+CUBPF=$BUILD/bin/cubpf
+APPDIR=$(cd "$BUILD/gpu" && pwd)
+for part in late reduce; do
+  "$CUBPF" run -t syncwait -k '*sync_*' -o "$OUT/syncwait_$part.trace" -- sh -c "exec '$APPDIR/tools_sync' $part > '$OUT/syncwait_$part.app'" \
+    >"$OUT/syncwait_$part.out" 2>"$OUT/syncwait_$part.err"; rc=$?
+  "$APP" "$part" >"$OUT/syncwait_$part.native" 2>/dev/null
+  cmp -s "$OUT/syncwait_$part.native" "$OUT/syncwait_$part.app" && same=yes || same=no
+  echo "RESULT syncwait $part run: rc=$rc identical_stdout=$same"; cat "$OUT/syncwait_$part.out"
+  [ "$rc" -eq 0 ] && [ "$same" = yes ] || { fail "syncwait $part: rc=$rc or the program's output changed"; tail -20 "$OUT/syncwait_$part.err"; }
+done
+row=$(awk '$1 == "sync_late" && $3 == "bar.sync"' "$OUT/syncwait_late.out" | head -1)
+set -- $row
+echo "RESULT syncwait sync_late: threads=${5:-none} mean_ns=${7:-none}"
+if [ "${5:-}" = 8192 ] && [ "${7:-0}" -ge 20000 ] 2>/dev/null; then ok "syncwait: the late warp's barrier, 8192 threads, mean ${7} ns"
+else fail "syncwait sync_late row: '${row:-none}'"; fi
+bar=$(awk '$1 == "sync_reduce" && $3 == "bar.sync" { n += $5 } END { print n + 0 }' "$OUT/syncwait_reduce.out")
+echo "RESULT syncwait sync_reduce bar.sync threads=$bar expected=$((9 * 64 * 256))"
+[ "$bar" = $((9 * 64 * 256)) ] && ok "syncwait: barriers x threads on the reduction" || fail "syncwait reduce: $bar threads at bar.sync"
+"$CUBPF" run -t syncwait --json -k '*sync_*' -- "$APPDIR/tools_sync" late >"$OUT/syncwait.json" 2>/dev/null
+python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]' "$OUT/syncwait.json" \
+  && ok "syncwait --json parses" || fail "syncwait --json: $(head -c 300 "$OUT/syncwait.json")"
+
 echo "RESULT sync: $failed failed"
 [ "$failed" -eq 0 ]

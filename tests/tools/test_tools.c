@@ -261,6 +261,44 @@ static void test_blocklat(void **state)
 	tool_data_free(&d);
 }
 
+/* syncwait (issue 32): a site's SM copies add up, sites come most time first with their kind,
+ * id and share of the kernel's barrier time; --json says the same. */
+static void test_syncwait(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
+	uint32_t keys[] = {64 + 3, 64 + 9};
+	static uint64_t vals[2 * 256 * 4];
+	/* threads, wait_ns, max_ns, kind << 32 | id */
+	const uint64_t fence0[] = {32, 3200, 100, 7ull << 32 | 0xffffffffu};
+	const uint64_t bar0[] = {64, 640000, 12000, 1ull << 32 | 0};
+	const uint64_t bar2[] = {32, 160000, 9000, 1ull << 32 | 0};
+	memcpy(vals, fence0, sizeof(fence0));
+	memcpy(vals + 256 * 4, bar0, sizeof(bar0));
+	memcpy(vals + 256 * 4 + 2 * 4, bar2, sizeof(bar2));
+	map_percpu(w, "swsites", 10, keys, vals, 2, 4);
+	meta_a(w);
+	struct tool_data d;
+	finish(w, &d);
+	char *out = report("syncwait", &d, 0);
+	const char *bar = strstr(out, "vecadd                           9 bar.sync           0         "
+				      "96        800.0       8333       12.0  99.6%\n");
+	const char *fence = strstr(out, "vecadd                           3 fence              -         "
+					"32          3.2        100        0.1   0.4%\n");
+	if (!bar || !fence || fence < bar)
+		fail_msg("syncwait rows missing or out of order:\n%s", out);
+	free(out);
+	out = report("syncwait", &d, 1);
+	assert_json(out);
+	assert_contains(out, "\"tool\":\"syncwait\",\"sites\":[{\"kernel\":\"_Z6vecaddPfS_i\","
+			     "\"site\":9,\"kind\":\"bar.sync\",\"id\":0,\"threads\":96,\"wait_ns\":800000,"
+			     "\"max_ns\":12000,\"kernel_wait_ns\":803200},{\"kernel\":\"_Z6vecaddPfS_i\","
+			     "\"site\":3,\"kind\":\"fence\",\"id\":-1,");
+	free(out);
+	tool_data_free(&d);
+}
+
 /* Issue 30: the report says how much ran with probes: kernels and launches instrumented of
  * those launched, and the share of the device time (kernel spans) spent in instrumented kernels;
  * --json says the same. */
@@ -1783,6 +1821,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kcount),
 		cmocka_unit_test(test_blocklat),
+		cmocka_unit_test(test_syncwait),
 		cmocka_unit_test(test_coverage),
 		cmocka_unit_test(test_ringbuf_bookkeeping_in_the_memory_line),
 		cmocka_unit_test(test_report_from_trace_alone),
