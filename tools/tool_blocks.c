@@ -1,6 +1,7 @@
 /* tools/tool_blocks.c: the formatters of the tools built on issue 32's attach points: blocklat
- * (thread block durations per kernel and per SM, from blockretprobe) and syncwait (time at
- * barriers per kernel and site, from syncprobe).  They read the maps of the
+ * (thread block durations per kernel and per SM, from blockretprobe), syncwait (time at
+ * barriers per kernel and site, from syncprobe) and memdelay (kernels' slowdown when every
+ * global load waits longer, from bpf_gpu_delay_ns).  They read the maps of the
  * trace's latest snapshots only, as the other tools do (tools/tools.h). */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -13,7 +14,8 @@
 
 void tool_report_blocklat(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 void tool_report_syncwait(const struct tool_data *d, const struct tool_opts *o, FILE *f);
-extern const struct tool_kernel_key tool_keys_blocklat[], tool_keys_syncwait[];
+void tool_report_memdelay(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+extern const struct tool_kernel_key tool_keys_blocklat[], tool_keys_syncwait[], tool_keys_memdelay[];
 
 /* Word `word` of copy `copy` (an SM slot of a per-SM map; a context of a map several GPUs
  * merged) of the value at key; 0 when absent. */
@@ -298,4 +300,113 @@ void tool_report_syncwait(const struct tool_data *d, const struct tool_opts *o, 
 	      "lanes); MAX: the longest a warp spent there; SHARE: of the kernel's time at barriers.\n",
 	      f);
 	free(r);
+}
+
+/* ---- memdelay ------------------------------------------------------------------------------- */
+/* mdstats: per kernel id and SM, the global loads delayed and the delay.  The probes ran on
+ * every other launch of each kernel (cubpf run sets --sample 2: the shim enables them on its
+ * launches 0, 2, 4, ... of the kernel), so that a kernel's timed launches (KSPAN) split into
+ * delayed ones (even places among its launches, in launch order) and native ones. */
+const struct tool_kernel_key tool_keys_memdelay[] = {{"mdstats", 1, 0}, {NULL, 0, 0}};
+
+struct md_kernel {
+	uint64_t delayed, native;       /* timed launches of each kind */
+	uint64_t delayed_ns, native_ns; /* their device times, summed */
+	uint64_t loads, delay_ns;
+};
+
+/* The place of launch `corr` among the kernel's launches (launch_corr rises in record order),
+ * or -1. */
+static int64_t md_place(const struct tool_kernel *k, uint64_t corr)
+{
+	size_t lo = 0, hi = k->nlaunch;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (k->launch_corr[mid] < corr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < k->nlaunch && k->launch_corr[lo] == corr ? (int64_t)lo : -1;
+}
+
+static void md_kernel_of(const struct tool_data *d, const struct tool_kernel *k, struct md_kernel *m)
+{
+	memset(m, 0, sizeof(*m));
+	for (size_t i = 0; i < k->nspan; i++) {
+		int64_t at = md_place(k, k->span_corr[i]);
+		if (at < 0)
+			continue;
+		if (at % 2 == 0)
+			m->delayed++, m->delayed_ns += k->span_ns[i];
+		else
+			m->native++, m->native_ns += k->span_ns[i];
+	}
+	const struct tool_map *s = tool_map_by_name(d, "mdstats");
+	if (s && k->id) {
+		m->loads = tool_map_u64(s, k->id, 0);
+		m->delay_ns = tool_map_reduce(s, k->id, 1, TOOL_MAX);
+	}
+}
+
+static double md_slowdown(const struct md_kernel *m)
+{
+	if (!m->delayed || !m->native || !m->native_ns)
+		return 0;
+	return ((double)m->delayed_ns / (double)m->delayed) / ((double)m->native_ns / (double)m->native);
+}
+
+static void md_json(const struct tool_kernel *k, const struct md_kernel *m, bool first, FILE *f)
+{
+	fprintf(f, "%s{\"name\":", first ? "" : ",");
+	tool_json_string(f, k->name);
+	fprintf(f, ",\"launches\":%" PRIu64 ",\"delayed_runs\":%" PRIu64 ",\"native_runs\":%" PRIu64
+		",\"delayed_mean_ns\":%" PRIu64 ",\"native_mean_ns\":%" PRIu64 ",\"slowdown\":%.4f"
+		",\"loads_delayed\":%" PRIu64 ",\"delay_ns\":%" PRIu64 "}", k->launches, m->delayed,
+		m->native, m->delayed ? m->delayed_ns / m->delayed : 0,
+		m->native ? m->native_ns / m->native : 0, md_slowdown(m), m->loads, m->delay_ns);
+}
+
+static void md_text(const struct tool_kernel *k, const struct md_kernel *m, FILE *f)
+{
+	char sn[48], slow[16] = "-";
+	double sd = md_slowdown(m);
+	if (sd > 0)
+		snprintf(slow, sizeof(slow), "%.3fx", sd);
+	fprintf(f, "%-28s %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %12.1f %12.1f %9s %14" PRIu64
+		" %8" PRIu64 "\n", tool_short_name(k->name, sn, sizeof(sn)), k->launches, m->delayed,
+		m->native, m->delayed ? (double)m->delayed_ns / (double)m->delayed / 1e3 : 0.0,
+		m->native ? (double)m->native_ns / (double)m->native / 1e3 : 0.0, slow, m->loads,
+		m->delay_ns);
+}
+
+void tool_report_memdelay(const struct tool_data *d, const struct tool_opts *o, FILE *f)
+{
+	struct md_kernel m;
+	bool first = true;
+	if (o->json)
+		fputs("\"tool\":\"memdelay\",\"kernels\":[", f);
+	else
+		fprintf(f, "%-28s %8s %8s %8s %12s %12s %9s %14s %8s\n", "KERNEL", "LAUNCHES",
+			"DELAYED", "NATIVE", "DELAYED_us", "NATIVE_us", "SLOWDOWN", "LOADS_DELAYED",
+			"DELAY_ns");
+	for (size_t i = 0; i < d->nkernels; i++) {
+		const struct tool_kernel *k = &d->kernels[i];
+		if (!k->id || !k->launches)
+			continue;
+		md_kernel_of(d, k, &m);
+		if (o->json)
+			md_json(k, &m, first, f);
+		else
+			md_text(k, &m, f);
+		first = false;
+	}
+	if (o->json) {
+		fputs("],", f);
+		return;
+	}
+	fputs("\nDELAYED/NATIVE: timed launches with and without the delay (the probes run on every\n"
+	      "other launch of each kernel) and their mean device time; SLOWDOWN: delayed over\n"
+	      "native (\"-\": a kernel needs two timed launches); LOADS_DELAYED: global loads that\n"
+	      "waited DELAY_ns, thread by thread, over the delayed launches.\n", f);
 }

@@ -19,7 +19,8 @@ extern const struct tool_kernel_key tool_keys_kcount[], tool_keys_launchlate[], 
 void tool_report_maps(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 void tool_report_blocklat(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 void tool_report_syncwait(const struct tool_data *d, const struct tool_opts *o, FILE *f);
-extern const struct tool_kernel_key tool_keys_blocklat[], tool_keys_syncwait[];
+void tool_report_memdelay(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+extern const struct tool_kernel_key tool_keys_blocklat[], tool_keys_syncwait[], tool_keys_memdelay[];
 
 static const struct tool tools[] = {
 	{"kcount", "kcount.bpf.o", "per-kernel launches, threads and GPU time",
@@ -63,6 +64,13 @@ static const struct tool tools[] = {
 	 "barrier id, threads, time summed, mean, longest, share of the kernel's barrier time.\n"
 	 "Kernel ids from 64 on are not counted; sites from 63 on share one row.\n",
 	 tool_report_syncwait, tool_keys_syncwait},
+	{"memdelay", "memdelay.bpf.o", "slowdown of kernels when every global load waits -n NS longer",
+	 "Every global load of the probed kernels waits NS nanoseconds more (-n NS, 1 to 1000000,\n"
+	 "default 1000: bpf_gpu_delay_ns spins on %globaltimer), on every other launch of each\n"
+	 "kernel (--sample 2, kernel spans on).  Per kernel: the mean device time of the launches\n"
+	 "with and without the delay and their ratio (memory-latency sensitivity), and the loads\n"
+	 "delayed.  A kernel needs two timed launches for a ratio; graph launches have no spans.\n",
+	 tool_report_memdelay, tool_keys_memdelay},
 };
 
 const struct tool *tool_list(size_t *n)

@@ -299,6 +299,86 @@ static void test_syncwait(void **state)
 	tool_data_free(&d);
 }
 
+/* memdelay (issue 32): the kernel's timed launches split by their place among its launches
+ * (the probes ran on places 0, 2, ...: cubpf run's --sample 2), the ratio of the mean device
+ * times, and the loads the SM copies counted; a kernel with one timed launch has no ratio. */
+static void kernel_corr(struct store_trace_writer *w, const char *name, uint64_t corr)
+{
+	struct store_rec_kernel k = {.launch_ns = 1000 + corr, .name = store_trace_intern(w, name),
+				     .corr = corr, .grid = {4, 1, 1}, .block = {256, 1, 1}};
+	assert_int_equal(store_trace_kernel(w, &k), 0);
+}
+
+static void span(struct store_trace_writer *w, const char *name, uint64_t corr, uint64_t ns);
+
+static void test_memdelay(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	const uint64_t ns[] = {300000, 100000, 310000, 100000};
+	for (uint64_t c = 1; c <= 4; c++)
+		kernel_corr(w, "_Z6vecaddPfS_i", c * 2); /* another kernel's launches between */
+	for (int i = 3; i >= 0; i--) /* spans come when their events complete: any order */
+		span(w, "_Z6vecaddPfS_i", (uint64_t)(i + 1) * 2, ns[i]);
+	kernel_corr(w, "_Z4oncev", 9);
+	span(w, "_Z4oncev", 9, 5000);
+	uint32_t keys[] = {1};
+	static uint64_t vals[256 * 16];
+	vals[0] = 1000, vals[1] = 250;
+	vals[3 * 16] = 24, vals[3 * 16 + 1] = 250;
+	map_percpu(w, "mdstats", 10, keys, vals, 1, 16);
+	meta_a(w);
+	struct store_rec_kernel_id kid = {.id = 2, .name = store_trace_intern(w, "_Z4oncev")};
+	assert_int_equal(store_trace_kernel_id(w, &kid), 0);
+	struct tool_data d;
+	finish(w, &d);
+	char *out = report("memdelay", &d, 0);
+	assert_contains(out, "vecadd                              4        2        2        305.0"
+			     "        100.0    3.050x           1024      250\n");
+	assert_contains(out, "once                                1        1        0          5.0"
+			     "          0.0         -              0        0\n");
+	free(out);
+	out = report("memdelay", &d, 1);
+	assert_json(out);
+	assert_contains(out, "{\"name\":\"_Z6vecaddPfS_i\",\"launches\":4,\"delayed_runs\":2,"
+			     "\"native_runs\":2,\"delayed_mean_ns\":305000,\"native_mean_ns\":100000,"
+			     "\"slowdown\":3.0500,\"loads_delayed\":1024,\"delay_ns\":250}");
+	free(out);
+	tool_data_free(&d);
+}
+
+/* The probe object memdelay runs: delay_ns written into .rodata, the rest byte for byte. */
+static void test_patch_rodata(void **state)
+{
+	(void)state;
+	char err[256], out[] = "/tmp/cubpf-test-patch-XXXXXX";
+	const char *in = TOOLS_TEST_BUILD "/probes/memdelay.bpf.o";
+	int fd = mkstemp(out);
+	assert_true(fd >= 0);
+	close(fd);
+	if (tool_patch_rodata_u64(in, "delay_ns", 123456, out, err, sizeof(err)))
+		fail_msg("%s", err);
+	struct vm_object *a, *b;
+	assert_int_equal(vm_object_load_file(in, &a, err, sizeof(err)), 0);
+	assert_int_equal(vm_object_load_file(out, &b, err, sizeof(err)), 0);
+	uint64_t va = 0, vb = 0;
+	for (uint32_t i = 0; i < b->map_cnt; i++)
+		if (b->maps[i].origin == VM_MAP_RODATA && b->maps[i].value_size >= 8) {
+			memcpy(&va, a->maps[i].init, 8);
+			memcpy(&vb, b->maps[i].init, 8);
+		}
+	assert_int_equal(va, 1000);
+	assert_int_equal(vb, 123456);
+	assert_int_equal(vm_verify(b, 0, NULL, NULL, NULL, 0), 0);
+	vm_object_free(a);
+	vm_object_free(b);
+	assert_int_equal(tool_patch_rodata_u64(in, "no_such", 1, out, err, sizeof(err)), -1);
+	assert_string_equal(err, "no symbol no_such");
+	assert_int_equal(tool_patch_rodata_u64(in, "memdelay", 1, out, err, sizeof(err)), -1);
+	assert_contains(err, "is not a 8-byte constant in .rodata");
+	unlink(out);
+}
+
 /* Issue 30: the report says how much ran with probes: kernels and launches instrumented of
  * those launched, and the share of the device time (kernel spans) spent in instrumented kernels;
  * --json says the same. */
@@ -1273,6 +1353,23 @@ static void test_run_options(void **state)
 				   "'echo rb=$CUBPF_RINGBUF_MB mm=$CUBPF_MAP_MAX_MB s=$CUBPF_SAMPLE'",
 				   out, sizeof(out)), 0);
 	assert_contains(out, "rb=16 mm=512 s=3");
+	/* memdelay: -n in range, its own; it samples every other launch with spans on, and its
+	 * probe object is a patched copy, gone after the run */
+	assert_int_equal(run_cubpf("-t memdelay -n 0 -- true", out, sizeof(out)), 2);
+	assert_contains(out, "-n '0': expected nanoseconds from 1 to 1000000");
+	assert_int_equal(run_cubpf("-t memdelay -n 1000001 -- true", out, sizeof(out)), 2);
+	assert_int_equal(run_cubpf("-t kcount -n 5 -- true", out, sizeof(out)), 2);
+	assert_contains(out, "-n is memdelay's option, not kcount's");
+	assert_int_equal(run_cubpf("-t memdelay -n 250 -- sh -c 'echo s=$CUBPF_SAMPLE "
+				   "sp=$CUBPF_SPANS p=$CUBPF_PROGRAMS; test -s $CUBPF_PROGRAMS'",
+				   out, sizeof(out)), 0);
+	assert_contains(out, "s=2 sp=1 p=");
+	const char *p = strstr(out, " p="), *e = p ? strpbrk(p + 3, " \n") : NULL;
+	assert_non_null(e);
+	char obj[512];
+	snprintf(obj, sizeof(obj), "%.*s", (int)(e - p - 3), p + 3);
+	assert_non_null(strstr(obj, "cubpf-memdelay-"));
+	assert_int_not_equal(access(obj, F_OK), 0);
 	/* a tool's own temporary trace goes without kernel spans; a kept one (-o) has them */
 	assert_int_equal(run_cubpf("-t kcount -- sh -c 'echo spans=$CUBPF_SPANS.'", out,
 				   sizeof(out)), 0);
@@ -1822,6 +1919,8 @@ int main(void)
 		cmocka_unit_test(test_kcount),
 		cmocka_unit_test(test_blocklat),
 		cmocka_unit_test(test_syncwait),
+		cmocka_unit_test(test_memdelay),
+		cmocka_unit_test(test_patch_rodata),
 		cmocka_unit_test(test_coverage),
 		cmocka_unit_test(test_ringbuf_bookkeeping_in_the_memory_line),
 		cmocka_unit_test(test_report_from_trace_alone),
