@@ -48,9 +48,18 @@ static uint32_t type_bits_of(const char *t)
 	return (uint32_t)strtoul(t, NULL, 10);
 }
 
+/* Not vm_prog_kind_name: the PTX library links without vm's (the fuzzer, conf_gen). */
 static const char *kind_name(enum vm_prog_kind k)
 {
-	return vm_prog_kind_name(k);
+	switch (k) {
+	case VM_PROG_KPROBE: return "kprobe";
+	case VM_PROG_KRETPROBE: return "kretprobe";
+	case VM_PROG_MEMPROBE: return "memprobe";
+	case VM_PROG_BLOCKPROBE: return "blockprobe";
+	case VM_PROG_BLOCKRETPROBE: return "blockretprobe";
+	case VM_PROG_SYNCPROBE: return "syncprobe";
+	default: return "probe";
+	}
 }
 
 /* ---- kernel selection ---- */

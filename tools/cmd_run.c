@@ -259,9 +259,10 @@ static void list_tools(FILE *f)
 
 static void tool_help(const struct tool *t, FILE *f)
 {
-	fprintf(f, "usage: cubpf run -t %s [-k GLOB] [-i SECONDS] [-d SECONDS] [--json] [-o TRACE] "
+	fprintf(f, "usage: cubpf run -t %s%s [-k GLOB] [-i SECONDS] [-d SECONDS] [--json] [-o TRACE] "
 		"-- CMD [ARGS...]\n\n%s: %s\n\n%s\nprobe program: %s (tools/probes/ in the sources)\n",
-		t->name, t->name, t->summary, t->help, t->probe);
+		t->name, strcmp(t->name, "memdelay") ? "" : " [-n NS]", t->name, t->summary, t->help,
+		t->probe);
 }
 
 /* The folder next to the binary holding `sub` (build/bin -> build/SUB, PREFIX/bin ->
