@@ -15,7 +15,8 @@
 void tool_report_blocklat(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 void tool_report_syncwait(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 void tool_report_memdelay(const struct tool_data *d, const struct tool_opts *o, FILE *f);
-extern const struct tool_kernel_key tool_keys_blocklat[], tool_keys_syncwait[], tool_keys_memdelay[];
+extern const struct tool_kernel_key tool_keys_blocklat[], tool_keys_syncwait[],
+	tool_keys_memdelay[];
 
 /* Word `word` of copy `copy` (an SM slot of a per-SM map; a context of a map several GPUs
  * merged) of the value at key; 0 when absent. */
@@ -330,7 +331,8 @@ static int64_t md_place(const struct tool_kernel *k, uint64_t corr)
 	return lo < k->nlaunch && k->launch_corr[lo] == corr ? (int64_t)lo : -1;
 }
 
-static void md_kernel_of(const struct tool_data *d, const struct tool_kernel *k, struct md_kernel *m)
+static void md_kernel_of(const struct tool_data *d, const struct tool_kernel *k,
+			 struct md_kernel *m)
 {
 	memset(m, 0, sizeof(*m));
 	for (size_t i = 0; i < k->nspan; i++) {

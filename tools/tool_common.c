@@ -20,7 +20,8 @@ void tool_report_maps(const struct tool_data *d, const struct tool_opts *o, FILE
 void tool_report_blocklat(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 void tool_report_syncwait(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 void tool_report_memdelay(const struct tool_data *d, const struct tool_opts *o, FILE *f);
-extern const struct tool_kernel_key tool_keys_blocklat[], tool_keys_syncwait[], tool_keys_memdelay[];
+extern const struct tool_kernel_key tool_keys_blocklat[], tool_keys_syncwait[],
+	tool_keys_memdelay[];
 
 static const struct tool tools[] = {
 	{"kcount", "kcount.bpf.o", "per-kernel launches, threads and GPU time",

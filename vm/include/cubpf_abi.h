@@ -23,9 +23,9 @@
  *   SEC("memprobe/GLOB")    GPU memory access (ld/st/atom/red)          ctx: cubpf_mem_ctx
  *   SEC("uprobe/FUNC")      host driver call entry (FUNC = cuLaunchKernel, ...) ctx: cubpf_api_ctx
  *   SEC("uretprobe/FUNC")   host driver call return                      ctx: cubpf_api_ctx
- *   SEC("blockprobe/GLOB")  thread block begin, once per block           ctx: cubpf_block_ctx
- *   SEC("blockretprobe/GLOB") thread block end, once, after its last thread left ctx: cubpf_block_ctx
- *   SEC("syncprobe/GLOB")   before and after every barrier and fence     ctx: cubpf_sync_ctx
+ *   SEC("blockprobe/GLOB")  thread block begin, once per block          ctx: cubpf_block_ctx
+ *   SEC("blockretprobe/GLOB") thread block end, once its last thread left ctx: cubpf_block_ctx
+ *   SEC("syncprobe/GLOB")   before and after every barrier and fence    ctx: cubpf_sync_ctx
  * GLOB matches the kernel's mangled or demangled name (fnmatch syntax; "*" = every kernel).
  */
 
