@@ -171,8 +171,8 @@ static void sync_id(const struct ptx_insn *in, bool red, struct ptx_sync *out)
 	const char *op = in->ops[k];
 	if (op[0] >= '0' && op[0] <= '9')
 		out->id = (uint32_t)strtoul(op, NULL, 0);
-	else if (op[0] == '%')
-		out->id_reg = op;
+	else if (op[0] == '%' || op[0] == '_' || ((op[0] | 0x20) >= 'a' && (op[0] | 0x20) <= 'z'))
+		out->id_reg = op; /* a register: %r4, or an asm block's own R */
 }
 
 bool ptx_insn_sync(const struct ptx_insn *in, struct ptx_sync *out)
@@ -498,13 +498,9 @@ static int sync_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint3
 		buf_printf(out, "\tmov.b64 %s, %llu;\n", dst, (unsigned long long)v);
 		return 0;
 	}
-	if (size == 4 && off == offsetof(S, id)) {
-		const char *r = s->sync.id_reg;
-		if (reg_bits(s->f, r, strlen(r)) != 32) {
-			ptx_seterr(err, errlen, "barrier number register %s is not 32 bits", r);
-			return -1;
-		}
-		buf_printf(out, "\tcvt.u64.u32 %s, %s;\n", dst, r);
+	if (size == 4 && off == offsetof(S, id)) { /* PTX's barrier operand is a .u32 (a register
+						      * of an asm block's own scope, too) */
+		buf_printf(out, "\tcvt.u64.u32 %s, %s;\n", dst, s->sync.id_reg);
 		return 0;
 	}
 	static const uint32_t sr_off[6] = {offsetof(S, tid_x), offsetof(S, tid_y), offsetof(S, tid_z),

@@ -705,6 +705,7 @@ static void test_insn_sync(void **state)
 	} cases[] = {
 		{"bar.sync", "0", NULL, CUBPF_SYNC_BAR, 0, false},
 		{"bar.sync", "%r4", "64", CUBPF_SYNC_BAR, CUBPF_SYNC_ID_NONE, true},
+		{"bar.sync", "R", "64", CUBPF_SYNC_BAR, CUBPF_SYNC_ID_NONE, true}, /* asm's own */
 		{"bar.cta.sync", "3", "64", CUBPF_SYNC_BAR, 3, false},
 		{"barrier.sync.aligned", "2", NULL, CUBPF_SYNC_BAR, 2, false},
 		{"barrier.cta.sync", "5", NULL, CUBPF_SYNC_BAR, 5, false},
@@ -823,8 +824,10 @@ static void test_sync_probe_placement(void **state)
 	const char *before = strstr(lab, "// cubpf: syncprobe on_sync");
 	const char *attempt = strstr(lab, "mbarrier.try_wait.parity.shared::cta.b64 P1");
 	assert_true(lab < before && before < attempt);
-	/* the register id of bar.cta.sync %r4, 64 is read at run time */
+	/* the register id of bar.cta.sync %r4, 64 is read at run time, and so is that of an asm
+	 * block's own register */
 	assert_non_null(strstr(out, "cvt.u64.u32 %__cb_r"));
+	assert_non_null(strstr(out, ", R;\n"));
 	/* before_ns: the time just before each instruction, saved in a register and read back */
 	assert_int_equal(count_of(out, "\tmov.u64 %__cb_sb, %globaltimer;\n"), rep.sync_sites);
 	assert_non_null(strstr(out, "mov.u64 %__cb_sb, %globaltimer;\n\t@%p2 mbarrier.try_wait"));
