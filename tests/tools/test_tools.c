@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -932,6 +933,152 @@ static void th_probe_trace(struct store_trace_writer *w, const struct th_launch 
 	th_vm_record(w, &v, "edges");
 	th_vm_record(w, &v, "tedges");
 	th_vm_close(&v);
+}
+
+/* ---- issue 32's probes on vm/'s interpreter: what they put in their maps ---- */
+
+struct probe_vm {
+	struct vm_object *obj;
+	struct vm_runtime *rt;
+	struct vm_exec *ex;
+};
+
+static void probe_vm_open(struct probe_vm *v, const char *path)
+{
+	char err[VM_ERRLEN];
+	if (vm_object_load_file(path, &v->obj, err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+	if (vm_verify(v->obj, 0, NULL, NULL, err, sizeof(err)))
+		fail_msg("%s: %s", path, err);
+	v->rt = vm_runtime_new(v->obj, err, sizeof(err));
+	v->ex = v->rt ? vm_exec_new(v->rt, 0, err, sizeof(err)) : NULL;
+	if (!v->ex)
+		fail_msg("%s", err);
+}
+
+static void probe_vm_run(struct probe_vm *v, void *ctx, size_t size)
+{
+	char err[VM_ERRLEN];
+	uint64_t r0;
+	if (vm_exec_run(v->ex, ctx, size, &r0, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+}
+
+/* Word `word` of the value at key of a per-SM map, summed over the host's copies. */
+static uint64_t probe_vm_word(struct probe_vm *v, const char *map, uint32_t key, uint32_t word)
+{
+	for (uint32_t m = 0; m < v->obj->map_cnt; m++) {
+		if (strcmp(v->obj->maps[m].name, map))
+			continue;
+		uint32_t n = vm_percpu_slots(), vs = (v->obj->maps[m].value_size + 7) & ~7u;
+		uint64_t *all = calloc(n, vs), sum = 0;
+		assert_non_null(all);
+		assert_int_equal(vm_map_lookup_percpu(v->rt, m, &key, all), 0);
+		for (uint32_t s = 0; s < n; s++)
+			sum += all[(size_t)s * (vs / 8) + word];
+		free(all);
+		return sum;
+	}
+	fail_msg("no map %s", map);
+	return 0;
+}
+
+static void probe_vm_close(struct probe_vm *v)
+{
+	vm_exec_free(v->ex);
+	vm_runtime_free(v->rt);
+	vm_object_free(v->obj);
+}
+
+/* blocklat's probe: three blocks of kernel 3 (durations 5000, 20000 and 9000 ns): blocks,
+ * sum, largest with its block, least (+ 1), first begin, last end, and the histogram. */
+static void test_blocklat_probe(void **state)
+{
+	(void)state;
+	struct probe_vm v;
+	probe_vm_open(&v, TOOLS_TEST_BUILD "/probes/blocklat.bpf.o");
+	const uint64_t begin[] = {1000000, 1001000, 1002000}, dur[] = {5000, 20000, 9000};
+	for (uint32_t b = 0; b < 3; b++) {
+		struct cubpf_block_ctx c = {.ctaid_x = b, .nctaid_x = 3, .nctaid_y = 1, .nctaid_z = 1,
+					    .ntid_x = 64, .ntid_y = 1, .ntid_z = 1, .kernel_id = 3,
+					    .end = 1, .begin_ns = begin[b],
+					    .time_ns = begin[b] + dur[b]};
+		probe_vm_run(&v, &c, sizeof(c));
+	}
+	assert_int_equal(probe_vm_word(&v, "blstats", 3, 0), 3);
+	assert_int_equal(probe_vm_word(&v, "blstats", 3, 1), 34000);
+	assert_int_equal(probe_vm_word(&v, "blstats", 3, 2), 20000);
+	assert_int_equal(probe_vm_word(&v, "blstats", 3, 3), 5001);
+	assert_int_equal(probe_vm_word(&v, "blstats", 3, 4), 1000000);
+	assert_int_equal(probe_vm_word(&v, "blstats", 3, 5), 1011000); /* the last store */
+	assert_int_equal(probe_vm_word(&v, "blstats", 3, 6), 2);       /* block 1, + 1 */
+	uint64_t h;
+	uint32_t m = 0, k = 3 * 32 + 12; /* 5000 and 9000 ns: 4096 .. 8191, 8192 .. 16383 */
+	while (strcmp(v.obj->maps[m].name, "blhist"))
+		m++;
+	assert_int_equal(vm_map_lookup(v.rt, m, &k, &h), 0);
+	assert_int_equal(h, 1);
+	k = 3 * 32 + 14; /* 20000 ns */
+	assert_int_equal(vm_map_lookup(v.rt, m, &k, &h), 0);
+	assert_int_equal(h, 1);
+	probe_vm_close(&v);
+}
+
+/* syncwait's probe: nothing before a barrier; after it, the time since before_ns for the warp
+ * of one lane (the host's interpreter) at the site of its kernel, with kind and id. */
+static void test_syncwait_probe(void **state)
+{
+	(void)state;
+	struct probe_vm v;
+	probe_vm_open(&v, TOOLS_TEST_BUILD "/probes/syncwait.bpf.o");
+	struct cubpf_sync_ctx c = {.kind = CUBPF_SYNC_BAR, .id = 1, .after = 0, .site = 7,
+				   .kernel_id = 2, .time_ns = 5000, .before_ns = 5000};
+	probe_vm_run(&v, &c, sizeof(c));
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 7, 0), 0);
+	c.after = 1, c.time_ns = 8000, c.before_ns = 5100;
+	probe_vm_run(&v, &c, sizeof(c));
+	c.time_ns = 9000, c.before_ns = 8900;
+	probe_vm_run(&v, &c, sizeof(c));
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 7, 0), 2);
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 7, 1), 3000);
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 7, 2), 2900);
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 7, 3), 1ull << 32 | 1);
+	c.site = 200; /* sites from 63 on share 63 */
+	probe_vm_run(&v, &c, sizeof(c));
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 63, 0), 1);
+	probe_vm_close(&v);
+}
+
+/* memdelay's probe: global loads wait (the interpreter spins too) and count; stores and
+ * shared loads do neither; the delay is the .rodata constant, patched as cubpf run does. */
+static void test_memdelay_probe(void **state)
+{
+	(void)state;
+	char out[] = "/tmp/cubpf-test-md-XXXXXX", err[256];
+	int fd = mkstemp(out);
+	assert_true(fd >= 0);
+	close(fd);
+	if (tool_patch_rodata_u64(TOOLS_TEST_BUILD "/probes/memdelay.bpf.o", "delay_ns", 200000, out,
+				  err, sizeof(err)))
+		fail_msg("%s", err);
+	struct probe_vm v;
+	probe_vm_open(&v, out);
+	struct cubpf_mem_ctx c = {.op = CUBPF_MEM_LOAD, .space = CUBPF_SPACE_GLOBAL, .size = 4,
+				  .kernel_id = 5};
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	probe_vm_run(&v, &c, sizeof(c));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	int64_t ns = (t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec);
+	assert_true(ns >= 200000);
+	c.op = CUBPF_MEM_STORE;
+	probe_vm_run(&v, &c, sizeof(c));
+	c.op = CUBPF_MEM_LOAD, c.space = CUBPF_SPACE_SHARED;
+	probe_vm_run(&v, &c, sizeof(c));
+	assert_int_equal(probe_vm_word(&v, "mdstats", 5, 0), 1);
+	assert_int_equal(probe_vm_word(&v, "mdstats", 5, 1), 200000);
+	probe_vm_close(&v);
+	unlink(out);
 }
 
 /* tests/cuda/tools_known.cu's hist part (what tests/gpu/t_tools.sh expects on the GPU): 8, 6, 4
@@ -1921,6 +2068,9 @@ int main(void)
 		cmocka_unit_test(test_syncwait),
 		cmocka_unit_test(test_memdelay),
 		cmocka_unit_test(test_patch_rodata),
+		cmocka_unit_test(test_blocklat_probe),
+		cmocka_unit_test(test_syncwait_probe),
+		cmocka_unit_test(test_memdelay_probe),
 		cmocka_unit_test(test_coverage),
 		cmocka_unit_test(test_ringbuf_bookkeeping_in_the_memory_line),
 		cmocka_unit_test(test_report_from_trace_alone),
