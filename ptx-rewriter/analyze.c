@@ -10,7 +10,7 @@
 
 bool ptx_cg_is_gpu_kind(enum vm_prog_kind k)
 {
-	return k == VM_PROG_KPROBE || k == VM_PROG_KRETPROBE || k == VM_PROG_MEMPROBE;
+	return vm_kind_is_gpu(k);
 }
 
 static uint64_t bswap(uint64_t v, int width)

@@ -436,6 +436,21 @@ static void warp_count_unique(struct cg *g, const char *ip)
 	buf_printf(g->out, "%s:\n", done);
 }
 
+/* bpf_gpu_delay_ns(ns): spins until %globaltimer has moved ns past its first reading (the
+ * verifier bounds ns to CUBPF_MAX_DELAY_NS).  %globaltimer rather than %clock64: nanoseconds
+ * whatever the SM's clock does. */
+static void gpu_delay(struct cg *g, const char *ip)
+{
+	uint32_t inst = g->next_inst++;
+	OUT("mov.u64 %%__cb_t0, %%globaltimer;\n");
+	buf_printf(g->out, "%sd%u:\n", ip, inst);
+	OUT("mov.u64 %%__cb_t1, %%globaltimer;\n");
+	OUT("sub.u64 %%__cb_t1, %%__cb_t1, %%__cb_t0;\n");
+	OUT("setp.lt.u64 %%__cb_p0, %%__cb_t1, %%__cb_r1;\n");
+	OUT("@%%__cb_p0 bra %sd%u;\n", ip, inst);
+	OUT("mov.b64 %%__cb_r0, 0;\n");
+}
+
 int ptx_cg_helper(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const char *ip)
 {
 	switch (id) {
@@ -509,6 +524,9 @@ int ptx_cg_helper(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const 
 		return 0;
 	case CUBPF_FN_warp_count_unique:
 		warp_count_unique(g, ip);
+		return 0;
+	case CUBPF_FN_gpu_delay_ns:
+		gpu_delay(g, ip);
 		return 0;
 	}
 	return hfail(g, pc, id, "not available on the GPU");

@@ -48,9 +48,18 @@ static uint32_t type_bits_of(const char *t)
 	return (uint32_t)strtoul(t, NULL, 10);
 }
 
+/* Not vm_prog_kind_name: the PTX library links without vm's (the fuzzer, conf_gen). */
 static const char *kind_name(enum vm_prog_kind k)
 {
-	return k == VM_PROG_KPROBE ? "kprobe" : k == VM_PROG_KRETPROBE ? "kretprobe" : "memprobe";
+	switch (k) {
+	case VM_PROG_KPROBE: return "kprobe";
+	case VM_PROG_KRETPROBE: return "kretprobe";
+	case VM_PROG_MEMPROBE: return "memprobe";
+	case VM_PROG_BLOCKPROBE: return "blockprobe";
+	case VM_PROG_BLOCKRETPROBE: return "blockretprobe";
+	case VM_PROG_SYNCPROBE: return "syncprobe";
+	default: return "probe";
+	}
 }
 
 /* ---- kernel selection ---- */
@@ -143,6 +152,60 @@ bool ptx_insn_mem_access(const struct ptx_insn *insn, struct ptx_mem_access *acc
 	return true;
 }
 
+/* ---- barriers and fences ---- */
+
+static bool starts(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+/* The barrier number operand of bar/barrier (.sync, .arrive, .red): the first operand, the
+ * second for .red (whose first is its result). */
+static void sync_id(const struct ptx_insn *in, bool red, struct ptx_sync *out)
+{
+	uint32_t k = red ? 1 : 0;
+	out->id = CUBPF_SYNC_ID_NONE;
+	out->id_reg = NULL;
+	if (k >= in->op_cnt)
+		return;
+	const char *op = in->ops[k];
+	if (op[0] >= '0' && op[0] <= '9')
+		out->id = (uint32_t)strtoul(op, NULL, 0);
+	else if (op[0] == '%' || op[0] == '_' || ((op[0] | 0x20) >= 'a' && (op[0] | 0x20) <= 'z'))
+		out->id_reg = op; /* a register: %r4, or an asm block's own R */
+}
+
+bool ptx_insn_sync(const struct ptx_insn *in, struct ptx_sync *out)
+{
+	char o[64];
+	snprintf(o, sizeof(o), "%s", in->opcode);
+	/* bar.cta.sync, barrier.cta.arrive: .cta is the default scope, spelled out */
+	char *cta = strstr(o, ".cta.");
+	if (cta && (cta - o == 3 || cta - o == 7) && (starts(o, "bar.") || starts(o, "barrier.")))
+		memmove(cta, cta + 4, strlen(cta + 4) + 1);
+	memset(out, 0, sizeof(*out));
+	out->id = CUBPF_SYNC_ID_NONE;
+	if (starts(o, "fence") || starts(o, "membar"))
+		out->kind = CUBPF_SYNC_FENCE;
+	else if (starts(o, "mbarrier.try_wait") || starts(o, "mbarrier.test_wait"))
+		out->kind = CUBPF_SYNC_MBARRIER;
+	else if (starts(o, "barrier.cluster."))
+		out->kind = CUBPF_SYNC_CLUSTER;
+	else if (starts(o, "bar.warp.sync"))
+		out->kind = CUBPF_SYNC_WARP;
+	else if (starts(o, "bar.red") || starts(o, "barrier.red"))
+		out->kind = CUBPF_SYNC_BAR_RED;
+	else if (starts(o, "bar.arrive") || starts(o, "barrier.arrive"))
+		out->kind = CUBPF_SYNC_BAR_ARRIVE;
+	else if (starts(o, "bar.sync") || starts(o, "barrier.sync"))
+		out->kind = CUBPF_SYNC_BAR;
+	else
+		return false;
+	if (out->kind <= CUBPF_SYNC_BAR_RED)
+		sync_id(in, out->kind == CUBPF_SYNC_BAR_RED, out);
+	return true;
+}
+
 /* ---- context sources ---- */
 
 struct site {
@@ -152,6 +215,10 @@ struct site {
 	const struct ptx_insn *insn;   /* memprobe only */
 	struct ptx_mem_access acc;
 	uint32_t insn_index;
+	bool block_end;                /* block probes: ctx->end */
+	struct ptx_sync sync;          /* syncprobe only */
+	bool sync_after;
+	bool sync_reads_before;        /* an after-probe read before_ns: the before side saves it */
 };
 
 static const char *const sreg_names[12] = {
@@ -349,7 +416,124 @@ static int mem_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32
 	return -1;
 }
 
+/* Block probes: the grid's special registers, %smid, %globaltimer, and two constants. */
+static bool block_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *val)
+{
+	const struct site *s = user;
+	typedef struct cubpf_block_ctx B;
+	if (size != 4)
+		return false;
+	if (off == offsetof(B, kernel_id))
+		*val = s->kernel_id;
+	else if (off == offsetof(B, end))
+		*val = s->block_end;
+	else
+		return false;
+	return true;
+}
+
+static int block_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_t off,
+			  uint32_t size, char *err, size_t errlen)
+{
+	const struct site *s = user;
+	typedef struct cubpf_block_ctx B;
+	/* ctaid, nctaid, ntid in the context; sreg_names holds tid, ntid, ctaid, nctaid */
+	static const uint8_t sreg_of[9] = {6, 7, 8, 9, 10, 11, 3, 4, 5};
+	uint64_t v;
+	if (block_ctx_const(user, off, size, &v)) {
+		buf_printf(out, "\tmov.b64 %s, %llu;\n", dst, (unsigned long long)v);
+		return 0;
+	}
+	if (size == 4 && off % 4 == 0 && off / 4 < 9) {
+		load_sreg(out, dst, sreg_names[sreg_of[off / 4]]);
+		return 0;
+	}
+	if (size == 4 && off == offsetof(B, sm_id)) {
+		load_sreg(out, dst, "%smid");
+		return 0;
+	}
+	if (size == 8 && (off == offsetof(B, time_ns) ||
+			  (off == offsetof(B, begin_ns) && !s->block_end))) {
+		buf_printf(out, "\tmov.u64 %s, %%globaltimer;\n", dst);
+		return 0;
+	}
+	if (size == 8 && off == offsetof(B, begin_ns)) { /* thread (0,0,0) kept it at begin */
+		buf_printf(out, "\tld.shared.u64 %s, [__cubpf_blk_t0];\n", dst);
+		return 0;
+	}
+	ptx_seterr(err, errlen, "block context has no %u-byte field at offset %u", size, off);
+	return -1;
+}
+
+/* Sync probes: constants of the site, the barrier number from its register, the thread's
+ * special registers, %smid and %globaltimer. */
+static bool sync_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *val)
+{
+	const struct site *s = user;
+	typedef struct cubpf_sync_ctx S;
+	if (size != 4)
+		return false;
+	if (off == offsetof(S, kind))
+		*val = s->sync.kind;
+	else if (off == offsetof(S, id) && !s->sync.id_reg)
+		*val = s->sync.id;
+	else if (off == offsetof(S, after))
+		*val = s->sync_after;
+	else if (off == offsetof(S, site))
+		*val = s->insn_index;
+	else if (off == offsetof(S, kernel_id))
+		*val = s->kernel_id;
+	else
+		return false;
+	return true;
+}
+
+static int sync_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_t off,
+			 uint32_t size, char *err, size_t errlen)
+{
+	const struct site *s = user;
+	typedef struct cubpf_sync_ctx S;
+	uint64_t v;
+	if (sync_ctx_const(user, off, size, &v)) {
+		buf_printf(out, "\tmov.b64 %s, %llu;\n", dst, (unsigned long long)v);
+		return 0;
+	}
+	if (size == 4 && off == offsetof(S, id)) { /* PTX's barrier operand is a .u32 (a register
+						      * of an asm block's own scope, too) */
+		buf_printf(out, "\tcvt.u64.u32 %s, %s;\n", dst, s->sync.id_reg);
+		return 0;
+	}
+	static const uint32_t sr_off[6] = {offsetof(S, tid_x), offsetof(S, tid_y), offsetof(S, tid_z),
+					   offsetof(S, ctaid_x), offsetof(S, ctaid_y),
+					   offsetof(S, ctaid_z)};
+	for (int i = 0; i < 6 && size == 4; i++)
+		if (off == sr_off[i]) {
+			load_sreg(out, dst, sreg_names[i < 3 ? i : i + 3]);
+			return 0;
+		}
+	if (size == 4 && off == offsetof(S, sm_id)) {
+		load_sreg(out, dst, "%smid");
+		return 0;
+	}
+	if (size == 8 && (off == offsetof(S, time_ns) ||
+			  (off == offsetof(S, before_ns) && !s->sync_after))) {
+		buf_printf(out, "\tmov.u64 %s, %%globaltimer;\n", dst);
+		return 0;
+	}
+	if (size == 8 && off == offsetof(S, before_ns)) { /* saved just before the instruction */
+		((struct site *)user)->sync_reads_before = true;
+		buf_printf(out, "\tmov.b64 %s, %%__cb_sb;\n", dst);
+		return 0;
+	}
+	ptx_seterr(err, errlen, "sync context has no %u-byte field at offset %u", size, off);
+	return -1;
+}
+
 /* ---- per kernel ---- */
+
+/* declarations beyond the code generator's: block counts, a sync site's saved guard, its
+ * saved time */
+enum { DECL_BLOCKS = 1, DECL_SYNC = 2, DECL_SYNC_TIME = 4 };
 
 struct inj {
 	const struct ptx_inject_opts *o;
@@ -406,9 +590,14 @@ static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, str
 			   j->o->progs[p].name ? j->o->progs[p].name : "");
 		if (j->o->enable_words)
 			enable_check(j, s, p, cnt == 0, lbl, out);
-		bool mem = kind == VM_PROG_MEMPROBE;
-		struct cg_ctxsrc src = {.load = mem ? mem_ctx_load : kernel_ctx_load,
-					.constant = mem ? mem_ctx_const : kernel_ctx_const, .user = s};
+		struct cg_ctxsrc src = {.load = kernel_ctx_load, .constant = kernel_ctx_const,
+					.user = s};
+		if (kind == VM_PROG_MEMPROBE)
+			src.load = mem_ctx_load, src.constant = mem_ctx_const;
+		else if (kind == VM_PROG_BLOCKPROBE || kind == VM_PROG_BLOCKRETPROBE)
+			src.load = block_ctx_load, src.constant = block_ctx_const;
+		else if (kind == VM_PROG_SYNCPROBE)
+			src.load = sync_ctx_load, src.constant = sync_ctx_const;
 		struct cg_result res = {0};
 		if (ptx_cg_emit(j->cp[p], &src, lbl, out, &res, j->err, j->errlen))
 			return -1;
@@ -435,25 +624,114 @@ static bool is_exit(const struct ptx_insn *in)
 	       !strcmp(in->opcode, "exit");
 }
 
-static int do_entry_exit(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
-			 struct cg_result *fneed, bool *touched)
+static bool any_kind(const struct inj *j, const bool *sel, enum vm_prog_kind kind)
+{
+	for (uint32_t p = 0; p < j->o->prog_cnt; p++)
+		if (sel[p] && j->o->progs[p].kind == kind)
+			return true;
+	return false;
+}
+
+/* Thread block begin, at the kernel's entry.  Thread (0,0,0) runs the blockprobes; with
+ * blockretprobes it also sets the block's count of threads still running (a .shared word: a
+ * block's shared memory starts undefined) and its begin time (ctx->begin_ns at the end), and
+ * every thread waits for them at a barrier, so that
+ * no thread can leave before the count is there.  The barrier is the kernel's first
+ * instruction for every thread of the block, so it cannot meet one of the kernel's own. */
+static int block_begin(struct inj *j, const bool *sel, struct site *s, struct ptx_buf *b,
+		       struct cg_result *fneed, bool end)
+{
+	uint32_t skip = j->site++;
+	ptx_buf_puts(b, "\t// cubpf: thread block begin (thread 0,0,0)\n"
+		     "\tmov.u32 %__cb_b0, %tid.x;\n\tmov.u32 %__cb_b1, %tid.y;\n"
+		     "\tor.b32 %__cb_b0, %__cb_b0, %__cb_b1;\n\tmov.u32 %__cb_b1, %tid.z;\n"
+		     "\tor.b32 %__cb_b0, %__cb_b0, %__cb_b1;\n"
+		     "\tsetp.ne.u32 %__cb_bp0, %__cb_b0, 0;\n");
+	if (end)
+		ptx_buf_puts(b, "\tmov.u32 %__cb_b1, %ntid.x;\n\tmov.u32 %__cb_b2, %ntid.y;\n"
+			     "\tmul.lo.u32 %__cb_b1, %__cb_b1, %__cb_b2;\n\tmov.u32 %__cb_b2, %ntid.z;\n"
+			     "\tmul.lo.u32 %__cb_b1, %__cb_b1, %__cb_b2;\n"
+			     "\t@!%__cb_bp0 st.shared.u32 [__cubpf_blk_left], %__cb_b1;\n"
+			     "\tmov.u64 %__cb_bt, %globaltimer;\n"
+			     "\t@!%__cb_bp0 st.shared.u64 [__cubpf_blk_t0], %__cb_bt;\n");
+	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bskip;\n", skip);
+	s->block_end = false;
+	int n = emit_kind(j, sel, VM_PROG_BLOCKPROBE, s, b, fneed);
+	if (n < 0)
+		return -1;
+	buf_printf(b, "$__cb%u_bskip:\n", skip);
+	if (end)
+		ptx_buf_puts(b, "\tbar.sync 0;\n");
+	j->rep->block_sites += n > 0;
+	return 0;
+}
+
+/* Thread block end, in the exit block: the lowest lane of each group of lanes leaving together
+ * takes the group off the count; the group that brings it to zero is the last to leave, and its
+ * lowest lane runs the blockretprobes. */
+static int block_end(struct inj *j, const bool *sel, struct site *s, struct ptx_buf *b,
+		     struct cg_result *fneed)
+{
+	uint32_t done = j->site++;
+	ptx_buf_puts(b, "\t// cubpf: thread block end (the last group of lanes to leave)\n"
+		     "\tactivemask.b32 %__cb_b0;\n\tpopc.b32 %__cb_b1, %__cb_b0;\n"
+		     "\tmov.u32 %__cb_b2, %lanemask_lt;\n\tand.b32 %__cb_b2, %__cb_b2, %__cb_b0;\n"
+		     "\tsetp.ne.u32 %__cb_bp0, %__cb_b2, 0;\n");
+	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bdone;\n", done);
+	ptx_buf_puts(b, "\tneg.s32 %__cb_b2, %__cb_b1;\n"
+		     "\tatom.shared.add.u32 %__cb_b3, [__cubpf_blk_left], %__cb_b2;\n"
+		     "\tsetp.ne.u32 %__cb_bp0, %__cb_b3, %__cb_b1;\n");
+	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bdone;\n", done);
+	s->block_end = true;
+	int n = emit_kind(j, sel, VM_PROG_BLOCKRETPROBE, s, b, fneed);
+	if (n < 0)
+		return -1;
+	buf_printf(b, "$__cb%u_bdone:\n", done);
+	j->rep->block_sites += n > 0;
+	return 0;
+}
+
+static int do_entry(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
+		    struct cg_result *fneed, bool *touched, bool *blocks)
 {
 	struct ptx_buf b = {0};
-	bool ls;
+	bool ls, begin = any_kind(j, sel, VM_PROG_BLOCKPROBE);
+	bool end = any_kind(j, sel, VM_PROG_BLOCKRETPROBE);
 	size_t at = insert_at(j->m->text, f->first_insn_line, &ls);
-	int n = emit_kind(j, sel, VM_PROG_KPROBE, s, &b, fneed);
-	if (n > 0 && !ls)
-		ptx_buf_puts(&b, "\t");
-	if (n < 0 || (n > 0 && edit_add(&j->ed, at, 0, &b)))
+	if ((begin || end) && block_begin(j, sel, s, &b, fneed, end))
 		goto fail;
-	if (n > 0)
-		j->rep->entry_sites++, *touched = true;
-	ptx_buf_free(&b);
-	ptx_buf_puts(&b, "$__cubpf_exit:\n");
-	n = emit_kind(j, sel, VM_PROG_KRETPROBE, s, &b, fneed);
+	*blocks |= begin || end;
+	int n = emit_kind(j, sel, VM_PROG_KPROBE, s, &b, fneed);
 	if (n < 0)
 		goto fail;
-	if (n == 0) {
+	if (n > 0)
+		j->rep->entry_sites++;
+	if (b.len && !ls)
+		ptx_buf_puts(&b, "\t");
+	if (b.len && edit_add(&j->ed, at, 0, &b))
+		goto fail;
+	*touched |= *blocks || n > 0;
+	ptx_buf_free(&b);
+	return 0;
+fail:
+	ptx_buf_free(&b);
+	if (!j->err[0])
+		ptx_seterr(j->err, j->errlen, "out of memory");
+	return -1;
+}
+
+/* kretprobes and block ends: every ret/exit becomes a branch to one exit block that runs them
+ * and returns (code that falls off the body's end reaches it too). */
+static int do_exit(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
+		   struct cg_result *fneed, bool *touched)
+{
+	struct ptx_buf b = {0};
+	bool end = any_kind(j, sel, VM_PROG_BLOCKRETPROBE);
+	ptx_buf_puts(&b, "$__cubpf_exit:\n");
+	int n = emit_kind(j, sel, VM_PROG_KRETPROBE, s, &b, fneed);
+	if (n < 0 || (end && block_end(j, sel, s, &b, fneed)))
+		goto fail;
+	if (n == 0 && !end) {
 		ptx_buf_free(&b);
 		return 0;
 	}
@@ -527,6 +805,63 @@ static int do_mem(struct inj *j, const struct ptx_func *f, const bool *sel, stru
 	return 0;
 }
 
+/* One side of a sync site: the probes under the instruction's predicate, as it was before the
+ * instruction (saved in %__cb_sg: the instruction may write its own guard, as
+ * mbarrier.try_wait can). */
+static int sync_side(struct inj *j, const bool *sel, const struct ptx_insn *in, struct site *s,
+		     bool after, struct ptx_buf *b, struct cg_result *fneed)
+{
+	uint32_t skip = j->site++;
+	s->sync_after = after;
+	if (in->pred && !after)
+		buf_printf(b, "\tmov.pred %%__cb_sg, %s;\n", in->pred);
+	if (in->pred)
+		buf_printf(b, "\t@%s%%__cb_sg bra $__cb%u_sskip;\n", in->pred_neg ? "" : "!", skip);
+	if (emit_kind(j, sel, VM_PROG_SYNCPROBE, s, b, fneed) < 0)
+		return -1;
+	if (in->pred)
+		buf_printf(b, "$__cb%u_sskip:\n", skip);
+	return 0;
+}
+
+static int do_sync(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
+		   struct cg_result *fneed, bool *touched, unsigned *extra)
+{
+	if (!any_kind(j, sel, VM_PROG_SYNCPROBE))
+		return 0;
+	for (uint32_t i = 0; i < f->insn_cnt; i++) {
+		const struct ptx_insn *in = &f->insns[i];
+		if (!ptx_insn_sync(in, &s->sync))
+			continue;
+		s->insn_index = i;
+		struct ptx_buf b = {0}, a = {0};
+		bool ls;
+		size_t at = insert_at(j->m->text, in->off, &ls);
+		/* the after side first: whether it reads before_ns decides the save */
+		s->sync_reads_before = false;
+		ptx_buf_puts(&a, "\n");
+		if (sync_side(j, sel, in, s, true, &a, fneed) || sync_side(j, sel, in, s, false, &b, fneed))
+			goto fail;
+		if (s->sync_reads_before)
+			ptx_buf_puts(&b, "\tmov.u64 %__cb_sb, %globaltimer;\n");
+		if (!ls)
+			ptx_buf_puts(&b, "\t");
+		if (edit_add(&j->ed, at, 0, &b) || edit_add(&j->ed, in->off + in->len, 0, &a))
+			goto fail;
+		j->rep->sync_sites++;
+		*touched = true;
+		*extra |= (in->pred ? DECL_SYNC : 0) | (s->sync_reads_before ? DECL_SYNC_TIME : 0);
+		continue;
+fail:
+		ptx_buf_free(&b);
+		ptx_buf_free(&a);
+		if (!j->err[0])
+			ptx_seterr(j->err, j->errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
 static bool kernel_selected(const struct ptx_inject_opts *o, const struct ptx_func *f)
 {
 	return !o->kernel_glob || ptx_kernel_matches(o->kernel_glob, f->name);
@@ -540,11 +875,20 @@ static void select_progs(const struct inj *j, const struct ptx_func *f, bool *se
 	}
 }
 
-static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_result *fneed)
+static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_result *fneed,
+		     unsigned extra)
 {
 	struct ptx_buf b = {0};
 	ptx_buf_puts(&b, "\n\t// cubpf: probe registers and stack\n");
 	ptx_cg_emit_decls(fneed, &b);
+	if (extra & DECL_SYNC)
+		ptx_buf_puts(&b, "\t.reg .pred %__cb_sg;\n");
+	if (extra & DECL_SYNC_TIME)
+		ptx_buf_puts(&b, "\t.reg .b64 %__cb_sb;\n");
+	if (extra & DECL_BLOCKS)
+		ptx_buf_puts(&b, "\t.reg .b32 %__cb_b<4>;\n\t.reg .pred %__cb_bp<1>;\n"
+			     "\t.reg .b64 %__cb_bt;\n\t.shared .align 8 .u64 __cubpf_blk_t0;\n"
+			     "\t.shared .align 4 .u32 __cubpf_blk_left;\n");
 	if (edit_add(&j->ed, f->body_open + 1, 0, &b))
 		return -1;
 	need_merge(&j->need, fneed);
@@ -556,14 +900,19 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 	struct site s = {.m = j->m, .f = f};
 	s.kernel_id = j->o->kernel_id ? j->o->kernel_id(j->o->user, f->name) : ptx_kernel_id(f->name);
 	struct cg_result fneed = {0};
-	bool touched = false;
-	int rc = do_entry_exit(j, f, sel, &s, &fneed, &touched);
+	bool touched = false, blocks = false;
+	unsigned extra = 0;
+	int rc = do_entry(j, f, sel, &s, &fneed, &touched, &blocks);
+	if (!rc)
+		rc = do_exit(j, f, sel, &s, &fneed, &touched);
 	if (!rc)
 		rc = do_mem(j, f, sel, &s, &fneed, &touched);
+	if (!rc)
+		rc = do_sync(j, f, sel, &s, &fneed, &touched, &extra);
 	if (rc || !touched)
 		return rc;
 	j->rep->instrumented++;
-	return add_decls(j, f, &fneed);
+	return add_decls(j, f, &fneed, extra | (blocks ? DECL_BLOCKS : 0));
 }
 
 /* ---- device functions: memory probes in .funcs the selected kernels call ---- */
@@ -624,11 +973,14 @@ static int do_funcs(struct inj *j, const bool *fsel, const uint32_t *reached_by)
 		}
 		struct cg_result fneed = {0};
 		bool touched = false;
-		if (do_mem(j, f, fsel + (size_t)i * j->o->prog_cnt, &s, &fneed, &touched))
+		unsigned extra = 0;
+		const bool *sel = fsel + (size_t)i * j->o->prog_cnt;
+		if (do_mem(j, f, sel, &s, &fneed, &touched) ||
+		    do_sync(j, f, sel, &s, &fneed, &touched, &extra))
 			return -1;
 		if (touched) {
 			j->rep->funcs++;
-			if (add_decls(j, f, &fneed))
+			if (add_decls(j, f, &fneed, extra))
 				return -1;
 		}
 	}
@@ -660,7 +1012,8 @@ static int do_module(struct inj *j)
 		}
 		memset(visited, 0, m->func_cnt * sizeof(*visited));
 		for (uint32_t p = 0; p < j->o->prog_cnt; p++)
-			ksel[p] &= j->o->progs[p].kind == VM_PROG_MEMPROBE;
+			ksel[p] &= j->o->progs[p].kind == VM_PROG_MEMPROBE ||
+				   j->o->progs[p].kind == VM_PROG_SYNCPROBE;
 		reach(j, i, i, ksel, fsel, reached_by, visited);
 	}
 	if (!rc)

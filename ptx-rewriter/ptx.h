@@ -37,6 +37,13 @@
  *  - kprobe: after the kernel's declarations, before its first instruction;
  *  - kretprobe: every `ret`/`exit` of a selected .entry (predicated ones included) becomes a
  *    branch to one exit block that runs the probes then returns;
+ *  - blockprobe: at the kernel's entry, run by thread (0,0,0) only; blockretprobe: in the exit
+ *    block, run by one lane of the last group of threads of the block to leave (a .shared
+ *    count of the block's threads still running, __cubpf_blk_left, set by thread (0,0,0)
+ *    before a `bar.sync 0` at entry and decremented once per group of lanes leaving together);
+ *  - syncprobe: just before and just after every barrier (bar/barrier .sync/.arrive/.red,
+ *    bar.warp.sync, barrier.cluster.*, mbarrier.try_wait/test_wait) and fence (fence.*,
+ *    membar.*), under the instruction's own predicate, in the kernels and the .funcs they call;
  *  - memprobe: just before every ld/st/atom/red (and ldu) of the global, shared, local and generic
  *    spaces, scalar and vector, under the access's own predicate: in the selected kernels' bodies
  *    and in the .funcs they call directly or transitively (direct calls; an indirect call's
@@ -173,6 +180,14 @@ struct ptx_mem_access {
 };
 bool ptx_insn_mem_access(const struct ptx_insn *insn, struct ptx_mem_access *acc);
 
+/* Barrier or fence of an instruction (syncprobe sites), or false when it is neither. */
+struct ptx_sync {
+	uint32_t kind;         /* enum cubpf_sync_kind */
+	uint32_t id;           /* literal barrier number, or CUBPF_SYNC_ID_NONE */
+	const char *id_reg;    /* the barrier number's register (inside insn->ops), or NULL */
+};
+bool ptx_insn_sync(const struct ptx_insn *insn, struct ptx_sync *sync);
+
 /* Demangles an Itanium C++ name as nvcc emits kernel names ("_Z6vecaddPfS_S_i" ->
  * "vecadd(float*, float*, float*, int)"): nested names, namespaces, templates with type and
  * integer arguments, builtin, pointer, reference, const/volatile and substitutions.  Not
@@ -258,6 +273,8 @@ struct ptx_inject_report {
 	uint32_t instrumented;         /* kernels that received at least one probe */
 	uint32_t funcs;                /* .funcs that received memory probes */
 	uint32_t entry_sites, exit_sites, mem_sites;
+	uint32_t block_sites;          /* thread block begins and ends that run probes */
+	uint32_t sync_sites;           /* barriers and fences probed (before and after: one site) */
 	char label[96];                /* the first .entry's name, with ", ..." when there are
 					* more ("" when none): what logs call the module, read
 					* from the parse the rewrite used */

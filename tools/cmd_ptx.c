@@ -17,8 +17,9 @@ static void ptx_usage(FILE *out)
 	fprintf(out,
 		"usage: cubpf ptx -p PROG.bpf.o [-k KERNEL_GLOB] [-e] [-o OUT.ptx] IN.ptx\n"
 		"\n"
-		"Injects the kprobe/, kretprobe/ and memprobe/ programs of PROG.bpf.o into the kernels\n"
-		"of IN.ptx and writes the result to OUT.ptx (standard output when -o is absent or '-').\n"
+		"Injects the GPU programs (kprobe/, kretprobe/, memprobe/, blockprobe/, blockretprobe/,\n"
+		"syncprobe/) of PROG.bpf.o into the kernels of IN.ptx and writes the result to OUT.ptx\n"
+		"(standard output when -o is absent or '-').\n"
 		"Each program applies to the kernels its section's glob matches (mangled or demangled\n"
 		"name); -k narrows the kernels further.  Programs are verified first.  Kernels no\n"
 		"program applies to are copied byte for byte.  A summary goes to standard error.\n"
@@ -106,7 +107,7 @@ static int instrument(const char *prog_path, const char *in_path, const char *ou
 		fprintf(stderr, "cubpf ptx: %s\n", why);
 	} else if (progs && !gpu_progs(obj, progs, &cnt)) {
 		if (!cnt)
-			fprintf(stderr, "cubpf ptx: warning: %s has no kprobe/kretprobe/memprobe program\n",
+			fprintf(stderr, "cubpf ptx: warning: %s has no GPU program\n",
 				prog_path);
 		struct ptx_inject_opts o = {.progs = progs, .prog_cnt = cnt, .maps = obj->maps,
 					    .map_cnt = obj->map_cnt, .kernel_glob = glob,
@@ -120,9 +121,10 @@ static int instrument(const char *prog_path, const char *in_path, const char *ou
 			rc = write_out(out_path, out, out_len) ? 1 : 0;
 			fprintf(stderr,
 				"cubpf ptx: %u of %u kernels instrumented (+%u device functions): %u entry, "
-				"%u exit, %u memory probe sites (%u programs, %u maps)\n",
+				"%u exit, %u memory, %u thread block, %u barrier/fence probe sites (%u "
+				"programs, %u maps)\n",
 				rep.instrumented, rep.kernels, rep.funcs, rep.entry_sites, rep.exit_sites,
-				rep.mem_sites, cnt, obj->map_cnt);
+				rep.mem_sites, rep.block_sites, rep.sync_sites, cnt, obj->map_cnt);
 			free(out);
 		}
 	}

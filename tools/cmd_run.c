@@ -28,6 +28,7 @@
 #include "store/store.h"
 #include "tools/commands.h"
 #include "tools/tools.h"
+#include "vm/include/cubpf_abi.h"
 
 struct run_opts {
 	const char *tool;
@@ -45,6 +46,8 @@ struct run_opts {
 	int json, help, list_tools;
 	double interval_s, duration_s; /* 0 = none */
 	int have_prog;
+	const char *delay_ns;        /* -n NS: memdelay's delay per global load */
+	char patched[PATH_MAX];      /* memdelay's probe with the delay written in (removed) */
 };
 
 static void run_usage(FILE *out)
@@ -61,6 +64,8 @@ static void run_usage(FILE *out)
 		"  -p, --prog PROG.bpf.o   a probe object (repeatable); its maps are printed at exit\n"
 		"                          as `bpftool map dump` does\n"
 		"  -k, --kernel GLOB       probe only kernels whose name matches GLOB\n"
+		"  -n NS                   memdelay: nanoseconds added to each global load (1 to\n"
+		"                          1000000, default 1000)\n"
 		"  -i, --interval SECONDS  print the tool's view every SECONDS while CMD runs\n"
 		"  -d, --duration SECONDS  stop CMD after SECONDS (SIGINT, then SIGTERM 5 s later)\n"
 		"      --json              the report as one JSON object per view\n"
@@ -200,11 +205,12 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 	int c;
 	optind = 1;
 	opterr = 1;
-	while ((c = getopt_long(argc, argv, "+t:p:k:o:l:i:d:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+t:p:k:o:l:i:d:n:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't': o->tool = optarg; break;
 		case 'p': if (add_program(o, optarg)) return -1; o->have_prog = 1; break;
 		case 'k': o->kernel_glob = optarg; break;
+		case 'n': o->delay_ns = optarg; break;
 		case 'o': o->trace = optarg; break;
 		case 'l': o->log_level = optarg; break;
 		case 'i': if ((o->interval_s = parse_seconds("-i", optarg)) < 0) return -1; break;
@@ -253,9 +259,10 @@ static void list_tools(FILE *f)
 
 static void tool_help(const struct tool *t, FILE *f)
 {
-	fprintf(f, "usage: cubpf run -t %s [-k GLOB] [-i SECONDS] [-d SECONDS] [--json] [-o TRACE] "
+	fprintf(f, "usage: cubpf run -t %s%s [-k GLOB] [-i SECONDS] [-d SECONDS] [--json] [-o TRACE] "
 		"-- CMD [ARGS...]\n\n%s: %s\n\n%s\nprobe program: %s (tools/probes/ in the sources)\n",
-		t->name, t->name, t->summary, t->help, t->probe);
+		t->name, strcmp(t->name, "memdelay") ? "" : " [-n NS]", t->name, t->summary, t->help,
+		t->probe);
 }
 
 /* The folder next to the binary holding `sub` (build/bin -> build/SUB, PREFIX/bin ->
@@ -275,6 +282,41 @@ static int find_beside(const char *sub, char *out, size_t len)
 	return -1;
 }
 
+/* memdelay: a copy of its probe with -n's delay in its .rodata (the verifier then knows the
+ * bound), run on every other launch of each kernel (unless --sample says otherwise) with kernel
+ * spans on, so that the report compares launches with and without the delay. */
+static int memdelay_probe(struct run_opts *o, const char *probe)
+{
+	char *end, err[256];
+	const char *dir = getenv("TMPDIR");
+	errno = 0;
+	unsigned long long ns = o->delay_ns ? strtoull(o->delay_ns, &end, 10) : 1000;
+	if (o->delay_ns && (errno || end == o->delay_ns || *end || !ns || ns > CUBPF_MAX_DELAY_NS)) {
+		fprintf(stderr, "cubpf run: -n '%s': expected nanoseconds from 1 to %u\n", o->delay_ns,
+			CUBPF_MAX_DELAY_NS);
+		return -1;
+	}
+	snprintf(o->patched, sizeof(o->patched), "%s/cubpf-memdelay-XXXXXX", dir && *dir ? dir : "/tmp");
+	int fd = mkstemp(o->patched);
+	if (fd < 0) {
+		fprintf(stderr, "cubpf run: memdelay: cannot make a temporary file: %s\n", strerror(errno));
+		o->patched[0] = 0;
+		return -1;
+	}
+	close(fd);
+	if (tool_patch_rodata_u64(probe, "delay_ns", ns, o->patched, err, sizeof(err))) {
+		fprintf(stderr, "cubpf run: memdelay: %s: %s\n", probe, err);
+		return -1;
+	}
+	if (!o->sample)
+		o->sample = "2";
+	if (setenv("CUBPF_SPANS", "1", 0) != 0) {
+		fprintf(stderr, "cubpf run: cannot set the environment: %s\n", strerror(errno));
+		return -1;
+	}
+	return add_program(o, o->patched);
+}
+
 static int add_tool_probe(struct run_opts *o, const struct tool *t)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 64];
@@ -284,6 +326,12 @@ static int add_tool_probe(struct run_opts *o, const struct tool *t)
 		return -1;
 	}
 	snprintf(path, sizeof(path), "%s/%s", dir, t->probe);
+	if (!strcmp(t->name, "memdelay"))
+		return memdelay_probe(o, path);
+	if (o->delay_ns) {
+		fprintf(stderr, "cubpf run: -n is memdelay's option, not %s's\n", t->name);
+		return -1;
+	}
 	return add_program(o, path);
 }
 
@@ -1047,6 +1095,10 @@ static int prepare(struct run_opts *o, const struct tool **tool)
 	}
 	if (*tool && add_tool_probe(o, *tool) != 0)
 		return -1;
+	if (!*tool && o->delay_ns) {
+		fprintf(stderr, "cubpf run: -n is memdelay's option (-t memdelay -n NS)\n");
+		return -1;
+	}
 	if ((o->interval_s > 0 || o->json) && !*tool && !o->have_prog) {
 		fprintf(stderr, "cubpf run: -i and --json need a tool (-t) or a program (-p)\n");
 		return -1;
@@ -1054,14 +1106,13 @@ static int prepare(struct run_opts *o, const struct tool **tool)
 	return 0;
 }
 
-int cmd_run(int argc, char **argv)
+static int run_main(struct run_opts *o, int argc, char **argv)
 {
-	struct run_opts o = {0};
 	const struct tool *tool = NULL;
-	int first = parse_run_opts(argc, argv, &o);
+	int first = parse_run_opts(argc, argv, o);
 	if (first < 0)
 		return 2;
-	int p = prepare(&o, &tool);
+	int p = prepare(o, &tool);
 	if (p != 0)
 		return p > 0 ? 0 : 2;
 	char shim_dir[PATH_MAX], tmp[PATH_MAX], per_process[PATH_MAX + 8], out_dir[PATH_MAX];
@@ -1070,14 +1121,14 @@ int cmd_run(int argc, char **argv)
 				"(looked in ../lib and ../lib/cubpf): reinstall cubpf or run 'make'\n");
 		return 2;
 	}
-	int own_trace = (tool || o.have_prog || o.metrics) && !o.trace;
+	int own_trace = (tool || o->have_prog || o->metrics) && !o->trace;
 	if (own_trace) {
 		if (temp_trace(tmp, sizeof(tmp)) != 0)
 			return 2;
 		/* One trace per process ("%p"): a framework's helper processes (Inductor's compile
 		 * workers load the shim too) would otherwise write into the program's trace. */
 		snprintf(per_process, sizeof(per_process), "%s.%%p", tmp);
-		o.trace = per_process;
+		o->trace = per_process;
 		/* The reports read probes, not kernel spans, whose two timing events per launch
 		 * cost the GPU 4-5 us each (b_trace_app.sh): a trace of one's own keeps them
 		 * (-o), an environment that asks for them too. */
@@ -1086,18 +1137,18 @@ int cmd_run(int argc, char **argv)
 			return 2;
 		}
 	}
-	struct follow fw = {.o = &o, .tool = tool, .echo_cubpf = o.log_level || !(tool || o.have_prog),
+	struct follow fw = {.o = o, .tool = tool, .echo_cubpf = o->log_level || !(tool || o->have_prog),
 			    .trace_base = own_trace ? tmp : NULL, .claim_fd = -1};
-	if (!own_trace && o.trace && prepare_output(&o, &fw, out_dir, sizeof(out_dir)) != 0) {
+	if (!own_trace && o->trace && prepare_output(o, &fw, out_dir, sizeof(out_dir)) != 0) {
 		claim_release(&fw);
 		return 2;
 	}
-	if (set_environment(&o, shim_dir) != 0) {
+	if (set_environment(o, shim_dir) != 0) {
 		fprintf(stderr, "cubpf run: cannot set the environment: %s\n", strerror(errno));
 		claim_release(&fw);
 		return 2;
 	}
-	if (o.metrics && listen_metrics(&o, &fw) != 0) {
+	if (o->metrics && listen_metrics(o, &fw) != 0) {
 		claim_release(&fw);
 		if (own_trace)
 			remove_traces(tmp);
@@ -1110,9 +1161,9 @@ int cmd_run(int argc, char **argv)
 		return 2;
 	}
 	int rc = run_child(argv + first, &fw);
-	if (tool || o.have_prog)
+	if (tool || o->have_prog)
 		print_report(&fw, 1);
-	else if (o.trace)
+	else if (o->trace)
 		say_if_no_trace(&fw, argv[first]);
 	if (rc != 0)
 		fprintf(stderr, "cubpf run: %s exited with status %d\n", argv[first], rc);
@@ -1122,5 +1173,14 @@ int cmd_run(int argc, char **argv)
 	claim_release(&fw);
 	if (own_trace)
 		remove_traces(tmp);
+	return rc;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_opts o = {0};
+	int rc = run_main(&o, argc, argv);
+	if (o.patched[0])
+		unlink(o.patched);
 	return rc;
 }

@@ -17,6 +17,11 @@ void tool_report_memtrace(const struct tool_data *d, const struct tool_opts *o, 
 void tool_report_kernelretsnoop(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 extern const struct tool_kernel_key tool_keys_kcount[], tool_keys_launchlate[], tool_keys_memtrace[];
 void tool_report_maps(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+void tool_report_blocklat(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+void tool_report_syncwait(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+void tool_report_memdelay(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+extern const struct tool_kernel_key tool_keys_blocklat[], tool_keys_syncwait[],
+	tool_keys_memdelay[];
 
 static const struct tool tools[] = {
 	{"kcount", "kcount.bpf.o", "per-kernel launches, threads and GPU time",
@@ -46,6 +51,27 @@ static const struct tool tools[] = {
 	 "first and last exit of each warp as a log2 histogram, and the lanes that left longest\n"
 	 "after their warp's first lane.  Records that do not fit are dropped and counted.\n",
 	 tool_report_kernelretsnoop, NULL},
+	{"blocklat", "blocklat.bpf.o", "thread block durations, spread per SM, stragglers and tail",
+	 "Per kernel: blocks, mean/least/largest block duration (first thread in to last thread\n"
+	 "out, blockprobe's begin_ns and end), the slowest block and its SM, blocks and busy time\n"
+	 "per SM (least and most), the tail (first SM's last block end to the last SM's), and a\n"
+	 "log2 histogram of the durations.  Runs once per block (a barrier at block entry and one\n"
+	 "shared atomic per group of lanes leaving); kernel ids from 1024 on are not counted.\n",
+	 tool_report_blocklat, tool_keys_blocklat},
+	{"syncwait", "syncwait.bpf.o", "time threads spend at barriers, per kernel and barrier site",
+	 "After every barrier, fence and mbarrier wait attempt of the probed kernels, the time\n"
+	 "the thread spent in it (syncprobe's before_ns), counted once per warp for its lanes.\n"
+	 "Prints the sites with the most time first: kernel, site (instruction index), kind and\n"
+	 "barrier id, threads, time summed, mean, longest, share of the kernel's barrier time.\n"
+	 "Kernel ids from 64 on are not counted; sites from 63 on share one row.\n",
+	 tool_report_syncwait, tool_keys_syncwait},
+	{"memdelay", "memdelay.bpf.o", "slowdown of kernels when every global load waits -n NS longer",
+	 "Every global load of the probed kernels waits NS nanoseconds more (-n NS, 1 to 1000000,\n"
+	 "default 1000: bpf_gpu_delay_ns spins on %globaltimer), on every other launch of each\n"
+	 "kernel (--sample 2, kernel spans on).  Per kernel: the mean device time of the launches\n"
+	 "with and without the delay and their ratio (memory-latency sensitivity), and the loads\n"
+	 "delayed.  A kernel needs two timed launches for a ratio; graph launches have no spans.\n",
+	 tool_report_memdelay, tool_keys_memdelay},
 };
 
 const struct tool *tool_list(size_t *n)

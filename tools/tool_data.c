@@ -124,9 +124,11 @@ static int on_kernel(struct tool_data *d, const struct load *ld, const struct st
 	k.device += ld->dev_base;
 	t->device = k.device;
 	if (!(t->launch_ns = grow(t->launch_ns, &t->cap, t->nlaunch + 1, sizeof(uint64_t))) ||
-	    !(t->launch_dev = grow(t->launch_dev, &t->dev_cap, t->nlaunch + 1, sizeof(uint32_t))))
+	    !(t->launch_dev = grow(t->launch_dev, &t->dev_cap, t->nlaunch + 1, sizeof(uint32_t))) ||
+	    !(t->launch_corr = grow(t->launch_corr, &t->corr_cap, t->nlaunch + 1, sizeof(uint64_t))))
 		return -1;
 	t->launch_dev[t->nlaunch] = k.device;
+	t->launch_corr[t->nlaunch] = k.corr;
 	t->launch_ns[t->nlaunch++] = k.launch_ns;
 	return 0;
 }
@@ -147,6 +149,11 @@ static int on_kspan(struct tool_data *d, const struct load *ld, const struct sto
 	t->spans++;
 	ld->proc->k_gpu_ns[i] += s.end_ns - s.begin_ns;
 	ld->proc->k_spans[i]++;
+	if (!(t->span_corr = grow(t->span_corr, &t->span_cap, t->nspan + 1, sizeof(uint64_t))) ||
+	    !(t->span_ns = grow(t->span_ns, &t->span_ns_cap, t->nspan + 1, sizeof(uint64_t))))
+		return -1;
+	t->span_corr[t->nspan] = s.corr;
+	t->span_ns[t->nspan++] = s.end_ns - s.begin_ns;
 	return 0;
 }
 
@@ -1020,9 +1027,14 @@ void tool_data_reset_trace(struct tool_data *d)
 		struct tool_kernel *k = &d->kernels[i];
 		free(k->launch_ns);
 		free(k->launch_dev);
+		free(k->launch_corr);
+		free(k->span_corr);
+		free(k->span_ns);
 		k->launch_ns = NULL;
 		k->launch_dev = NULL;
-		k->nlaunch = k->cap = k->dev_cap = 0;
+		k->launch_corr = k->span_corr = k->span_ns = NULL;
+		k->nlaunch = k->cap = k->dev_cap = k->corr_cap = 0;
+		k->nspan = k->span_cap = k->span_ns_cap = 0;
 		k->launches = k->threads = k->gpu_ns = k->spans = 0;
 	}
 	maps_free(d->maps, d->nmaps);

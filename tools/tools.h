@@ -29,7 +29,12 @@ struct tool_kernel {
 	uint64_t gpu_ns, spans;     /* device time of its timed launches (KSPAN, or KERNEL's own) */
 	uint64_t *launch_ns;        /* host time of each launch call, in record order */
 	uint32_t *launch_dev;       /* the device of each launch (same order) */
-	size_t nlaunch, cap, dev_cap;
+	uint64_t *launch_corr;      /* the shim's launch sequence number of each (same order) */
+	size_t nlaunch, cap, dev_cap, corr_cap;
+	/* each timed launch (KSPAN): its launch sequence number and device time, in record order
+	 * (memdelay joins them to launch_corr: which launches ran with probes) */
+	uint64_t *span_corr, *span_ns;
+	size_t nspan, span_cap, span_ns_cap;
 };
 
 /* The latest snapshot of one map.  MAP records of format 1.2 say their context (GPU): the
@@ -214,6 +219,11 @@ struct tool_th_row {
 	uint64_t executions, threads;
 };
 struct tool_th_row *tool_threadhist_rows(const struct tool_data *d, size_t *n);
+
+/* Copies the probe object `in` to `out` with the 8-byte .rodata constant `sym` (a `const
+ * volatile __u64` global) set to value (tools/tool_patch.c).  0, or -1 with err. */
+int tool_patch_rodata_u64(const char *in, const char *sym, uint64_t value, const char *out,
+			  char *err, size_t errlen);
 
 /* The common footer: memory the maps take, kernels not instrumented (with reasons), drops. */
 void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FILE *f);

@@ -21,6 +21,8 @@ static const struct {
 	{"kprobe/", VM_PROG_KPROBE},     {"kretprobe/", VM_PROG_KRETPROBE},
 	{"memprobe/", VM_PROG_MEMPROBE}, {"uprobe/", VM_PROG_UPROBE},
 	{"uretprobe/", VM_PROG_URETPROBE},
+	{"blockprobe/", VM_PROG_BLOCKPROBE}, {"blockretprobe/", VM_PROG_BLOCKRETPROBE},
+	{"syncprobe/", VM_PROG_SYNCPROBE},
 };
 
 int vm_prog_kind_from_section(const char *section, const char **attach)
@@ -39,7 +41,9 @@ int vm_prog_kind_from_section(const char *section, const char **attach)
 const char *vm_prog_kind_name(enum vm_prog_kind kind)
 {
 	static const char *const names[] = {"kprobe", "kretprobe", "memprobe", "uprobe",
-					    "uretprobe", "raw"};
+					    "uretprobe", "raw", "blockprobe", "blockretprobe",
+					    "syncprobe"};
+	_Static_assert(sizeof(names) / sizeof(names[0]) == VM_PROG_KIND_COUNT, "a kind without a name");
 	return (unsigned)kind < VM_PROG_KIND_COUNT ? names[kind] : "unknown";
 }
 

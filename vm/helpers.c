@@ -65,6 +65,7 @@ static const struct vm_helper_proto protos[] = {
 	{CUBPF_FN_get_clock, "bpf_get_clock", VM_RET_INTEGER, A(0), VM_KINDS_GPU},
 	{CUBPF_FN_get_active_count, "bpf_get_active_count", VM_RET_INTEGER, A(0), VM_KINDS_GPU},
 	{CUBPF_FN_is_warp_leader, "bpf_is_warp_leader", VM_RET_INTEGER, A(0), VM_KINDS_GPU},
+	{CUBPF_FN_gpu_delay_ns, "bpf_gpu_delay_ns", VM_RET_INTEGER, A(VM_ARG_DELAY_NS), VM_KINDS_GPU},
 	{CUBPF_FN_warp_count_unique, "bpf_warp_count_unique", VM_RET_INTEGER, A(VM_ARG_ANYTHING),
 	 VM_KINDS_GPU},
 };
@@ -119,6 +120,24 @@ static bool mem_field_ok(uint32_t off, uint32_t size)
 	return fields_ok(runs, 2, off, size);
 }
 
+static bool block_field_ok(uint32_t off, uint32_t size)
+{
+	static const struct field_run runs[] = {
+		{0, offsetof(struct cubpf_block_ctx, time_ns) / 4, 4},
+		{offsetof(struct cubpf_block_ctx, time_ns), 2, 8},
+	};
+	return fields_ok(runs, 2, off, size);
+}
+
+static bool sync_field_ok(uint32_t off, uint32_t size)
+{
+	static const struct field_run runs[] = {
+		{0, offsetof(struct cubpf_sync_ctx, time_ns) / 4, 4},
+		{offsetof(struct cubpf_sync_ctx, time_ns), 2, 8},
+	};
+	return fields_ok(runs, 2, off, size);
+}
+
 static bool api_field_ok(uint32_t off, uint32_t size)
 {
 	static const struct field_run runs[] = {
@@ -133,12 +152,19 @@ const struct vm_ctx_layout *vm_ctx_layout(enum vm_prog_kind kind)
 	static const struct vm_ctx_layout kernel = {sizeof(struct cubpf_kernel_ctx), kernel_field_ok};
 	static const struct vm_ctx_layout mem = {sizeof(struct cubpf_mem_ctx), mem_field_ok};
 	static const struct vm_ctx_layout api = {sizeof(struct cubpf_api_ctx), api_field_ok};
+	static const struct vm_ctx_layout block = {sizeof(struct cubpf_block_ctx), block_field_ok};
+	static const struct vm_ctx_layout sync = {sizeof(struct cubpf_sync_ctx), sync_field_ok};
 	switch (kind) {
 	case VM_PROG_KPROBE:
 	case VM_PROG_KRETPROBE:
 		return &kernel;
 	case VM_PROG_MEMPROBE:
 		return &mem;
+	case VM_PROG_BLOCKPROBE:
+	case VM_PROG_BLOCKRETPROBE:
+		return &block;
+	case VM_PROG_SYNCPROBE:
+		return &sync;
 	case VM_PROG_UPROBE:
 	case VM_PROG_URETPROBE:
 		return &api;
@@ -207,6 +233,17 @@ HELPER(h_globaltimer)
 {
 	UNUSED_ARGS;
 	return clock_ns(CLOCK_REALTIME); /* %globaltimer reads epoch nanoseconds */
+}
+
+/* The GPU's spin, on the host's clock (the interpreter runs GPU programs in tests and replays):
+ * the verifier bounds ns to CUBPF_MAX_DELAY_NS. */
+HELPER(h_delay)
+{
+	UNUSED_ARGS;
+	uint64_t end = clock_ns(CLOCK_MONOTONIC) + (r1 < CUBPF_MAX_DELAY_NS ? r1 : CUBPF_MAX_DELAY_NS);
+	while (clock_ns(CLOCK_MONOTONIC) < end)
+		;
+	return 0;
 }
 
 HELPER(h_cpu)
@@ -369,6 +406,7 @@ vm_helper_fn vm_host_helper(uint32_t id)
 	case CUBPF_FN_is_warp_leader:
 	case CUBPF_FN_warp_count_unique: return h_active_mask;
 	case CUBPF_FN_get_clock: return h_clock;
+	case CUBPF_FN_gpu_delay_ns: return h_delay;
 	default: return NULL;
 	}
 }

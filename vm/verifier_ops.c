@@ -773,6 +773,15 @@ static int check_arg(struct verifier *v, uint32_t pc, struct vstate *st,
 				   cc->map ? cc->map->max_entries / 2 : 0);
 		cc->alloc_size = (uint32_t)r->tv;
 		return STEP_NEXT;
+	case VM_ARG_DELAY_NS: /* a GPU thread must not be held longer than this per call */
+		if (r->type != T_SCALAR)
+			return REJ("R%d type=%s expected=scalar (nanoseconds)", regno,
+				   vm_type_name(r->type));
+		if (r->umax > CUBPF_MAX_DELAY_NS)
+			return REJ("R%d delay may exceed %u ns (max %llu): bound it with 'if (ns > "
+				   "CONST)' or use a constant", regno, CUBPF_MAX_DELAY_NS,
+				   (unsigned long long)r->umax);
+		return STEP_NEXT;
 	case VM_ARG_PTR_TO_ALLOC_MEM:
 		if (r->type == T_MEM_OR_NULL)
 			return REJ("R%d may be NULL: check the reservation before %s", regno, h->name);

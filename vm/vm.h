@@ -47,13 +47,18 @@ enum vm_prog_kind {
 	VM_PROG_UPROBE,        /* SEC("uprobe/FUNC"):    host driver call,  ctx cubpf_api_ctx */
 	VM_PROG_URETPROBE,     /* SEC("uretprobe/FUNC"): host driver return, ctx cubpf_api_ctx */
 	VM_PROG_RAW,           /* raw programs (conformance vectors): r1 = memory, r2 = its length */
+	/* issue 32 (added after RAW: vm_prog_kind is internal, but its order is kept) */
+	VM_PROG_BLOCKPROBE,    /* SEC("blockprobe/GLOB"):    thread block begin, ctx cubpf_block_ctx */
+	VM_PROG_BLOCKRETPROBE, /* SEC("blockretprobe/GLOB"): thread block end, ctx cubpf_block_ctx */
+	VM_PROG_SYNCPROBE,     /* SEC("syncprobe/GLOB"): before/after barriers, ctx cubpf_sync_ctx */
 	VM_PROG_KIND_COUNT
 };
 
 /* Bit of a kind in a mask (helper availability). */
 #define VM_KIND_BIT(k) (1u << (k))
 #define VM_KINDS_GPU (VM_KIND_BIT(VM_PROG_KPROBE) | VM_KIND_BIT(VM_PROG_KRETPROBE) | \
-		      VM_KIND_BIT(VM_PROG_MEMPROBE))
+		      VM_KIND_BIT(VM_PROG_MEMPROBE) | VM_KIND_BIT(VM_PROG_BLOCKPROBE) | \
+		      VM_KIND_BIT(VM_PROG_BLOCKRETPROBE) | VM_KIND_BIT(VM_PROG_SYNCPROBE))
 #define VM_KINDS_HOST (VM_KIND_BIT(VM_PROG_UPROBE) | VM_KIND_BIT(VM_PROG_URETPROBE))
 #define VM_KINDS_ALL ((1u << VM_PROG_KIND_COUNT) - 1)
 
@@ -171,6 +176,7 @@ enum vm_arg_type {
 	VM_ARG_PTR_TO_READ_SRC,   /* copied from for the size argument before it: a scalar is
 				   * any address (read without faulting), a pointer is checked
 				   * as a read of that size from its object */
+	VM_ARG_DELAY_NS,          /* a scalar proven <= CUBPF_MAX_DELAY_NS (bpf_gpu_delay_ns) */
 };
 
 enum vm_ret_type {

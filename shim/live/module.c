@@ -737,7 +737,8 @@ static int instrument_parts(struct work *w)
 		shim_live_extern_maps(p->out);
 		w->rep.instrumented += rep.instrumented, w->rep.kernels += rep.kernels;
 		w->rep.entry_sites += rep.entry_sites, w->rep.exit_sites += rep.exit_sites;
-		w->rep.mem_sites += rep.mem_sites;
+		w->rep.mem_sites += rep.mem_sites, w->rep.block_sites += rep.block_sites;
+		w->rep.sync_sites += rep.sync_sites;
 		total += p->out_len + 32;
 		if (rc > 0 && !w->label[0]) /* (the rewriter's parse named it: no lexing again) */
 			snprintf(w->label, sizeof(w->label), "%s", rep.label[0] ? rep.label : "module");

@@ -31,6 +31,15 @@ static const struct bpf_insn entry_prog[] = {
 	I(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
 };
 
+/* blockprobe/blockretprobe and syncprobe (issue 32): a u32 field and the u64 at 56 (begin_ns,
+ * before_ns: the values cubpf keeps for the end and after sides) */
+static const struct bpf_insn block_sync_prog[] = {
+	I(BPF_LDX | BPF_MEM | BPF_W, 0, 1, 8, 0),
+	I(BPF_LDX | BPF_MEM | BPF_DW, 3, 1, 56, 0),
+	I(BPF_ALU64 | BPF_ADD | BPF_X, 0, 3, 0, 0),
+	I(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+};
+
 static const char head[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
 			   ".visible .entry k(.param .u64 p0, .param .u32 p1)\n{\n"
 			   "\t.reg .b64 %rd<8>;\n\t.reg .b32 %r<8>;\n\t.reg .pred %p<4>;\n";
@@ -43,8 +52,11 @@ static void instrument(const char *text, size_t len)
 		{"e", VM_PROG_KPROBE, "*", entry_prog, sizeof(entry_prog) / sizeof(entry_prog[0])},
 		{"x", VM_PROG_KRETPROBE, "k*", entry_prog, sizeof(entry_prog) / sizeof(entry_prog[0])},
 		{"m", VM_PROG_MEMPROBE, "*", mem_prog, sizeof(mem_prog) / sizeof(mem_prog[0])},
+		{"b", VM_PROG_BLOCKPROBE, "*", block_sync_prog, 4},
+		{"be", VM_PROG_BLOCKRETPROBE, "k*", block_sync_prog, 4},
+		{"s", VM_PROG_SYNCPROBE, "*", block_sync_prog, 4},
 	};
-	struct ptx_inject_opts o = {.progs = progs, .prog_cnt = 3, .maps = maps, .map_cnt = 1,
+	struct ptx_inject_opts o = {.progs = progs, .prog_cnt = 6, .maps = maps, .map_cnt = 1,
 				    .enable_words = len % 2};
 	char *out = NULL, err[PTX_ERRLEN];
 	size_t olen;

@@ -3,7 +3,8 @@
 
 PTX_FIXDIR  := $(FIXTURES)/ptx
 PTX_FIX_CU  := vecadd reduce early_ret calls asmvec
-PTX_FIXES   := $(patsubst %,$(PTX_FIXDIR)/%.ptx,$(PTX_FIX_CU)) $(PTX_FIXDIR)/vecadd_g.ptx
+PTX_FIXES   := $(patsubst %,$(PTX_FIXDIR)/%.ptx,$(PTX_FIX_CU)) $(PTX_FIXDIR)/vecadd_g.ptx \
+	$(PTX_FIXDIR)/sync.ptx
 PTX_PROBEDIR := $(BUILD)/ptx-probes
 PTX_PROBES  := $(patsubst tests/ptx/probes/%.bpf.c,$(PTX_PROBEDIR)/%.bpf.o,$(wildcard tests/ptx/probes/*.bpf.c))
 
@@ -40,7 +41,7 @@ $(BUILD)/bin/ptx-diff: $(call objs,tests/ptx/ptxdiff_main.c $(PTXDIFF_SRCS)) $(P
 BINS += $(BUILD)/bin/ptx-diff
 
 $(BUILD)/tests/test_ptx_diff: $(call objs,tests/ptx/test_ptx_diff.c $(PTXDIFF_SRCS)) $(PTX_LIB) \
-		$(VM_LIB) $(CUBIN_LIB) | $(PTX_SHAPES) $(PTX_SAFE)
+		$(VM_LIB) $(CUBIN_LIB) | $(PTX_SHAPES) $(PTX_SAFE) $(PTX_PROBES)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/ptx/test_ptx_diff.c $(PTXDIFF_SRCS)) $(PTX_LIB) \
 		$(VM_LIB) $(CUBIN_LIB) $(DEP_LIBS) -lcmocka $(LDLIBS)

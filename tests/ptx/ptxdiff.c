@@ -79,6 +79,10 @@ static uint32_t ctx_bytes(const struct vm_prog *p, const struct ptxdiff_opts *o)
 		return sizeof(struct cubpf_kernel_ctx);
 	if (p->kind == VM_PROG_MEMPROBE)
 		return sizeof(struct cubpf_mem_ctx);
+	if (p->kind == VM_PROG_BLOCKPROBE || p->kind == VM_PROG_BLOCKRETPROBE)
+		return sizeof(struct cubpf_block_ctx);
+	if (p->kind == VM_PROG_SYNCPROBE)
+		return sizeof(struct cubpf_sync_ctx);
 	return o->ctx_size ? o->ctx_size : 64;
 }
 

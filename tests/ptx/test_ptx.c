@@ -128,7 +128,7 @@ static int instrument(const char *text, size_t len, const struct probes *p, cons
 /* ---- reader ---- */
 
 static const char *const cu_fixtures[] = {"vecadd.ptx", "reduce.ptx", "early_ret.ptx",
-					  "calls.ptx", "asmvec.ptx", "vecadd_g.ptx"};
+					  "calls.ptx", "asmvec.ptx", "vecadd_g.ptx", "sync.ptx"};
 static const char *const hand_fixtures[] = {"tests/ptx/kernels/pred_ret.ptx",
 					    "tests/ptx/kernels/features.ptx",
 					    "tests/ptx/kernels/triton_style.ptx"};
@@ -552,6 +552,327 @@ static void test_untouched_identical(void **state)
 	vm_object_free(p.obj);
 }
 
+/* ---- thread block probes (issue 32) ---- */
+
+static size_t count_of(const char *hay, const char *needle)
+{
+	size_t n = 0;
+	for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+/* Begin and end of every block, in every fixture kernel: assembles for sm_90 and sm_80; one
+ * begin (thread 0,0,0, then the entry barrier) and one end per kernel; every exit goes through
+ * the block-end code, whose count of threads still running is the block's own .shared word. */
+static void test_block_probes(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("block.bpf.o", &p);
+	const size_t nfix = sizeof(cu_fixtures) / sizeof(cu_fixtures[0]);
+	for (size_t fi = 0; fi < nfix + NHAND; fi++) {
+		const char *name = fi < nfix ? cu_fixtures[fi] : hand_fixtures[fi - nfix];
+		size_t len, olen;
+		char *t = fixture(name, &len), *out, err[PTX_ERRLEN], what[256];
+		struct ptx_inject_report rep;
+		if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+			fail_msg("%s with block.bpf.o: %s", name, err);
+		assert_true(rep.instrumented >= 1);
+		assert_int_equal(rep.instrumented, rep.kernels);
+		assert_int_equal(rep.block_sites, 2 * rep.kernels);
+		assert_int_equal(rep.entry_sites, 0);
+		assert_true(rep.exit_sites >= rep.kernels);
+		assert_int_equal(count_of(out, ".shared .align 4 .u32 __cubpf_blk_left;"), rep.kernels);
+		/* the end probe's begin_ns: kept by thread (0,0,0), read back at the end */
+		assert_int_equal(count_of(out, "@!%__cb_bp0 st.shared.u64 [__cubpf_blk_t0], %__cb_bt;"),
+				 rep.kernels);
+		assert_true(count_of(out, "ld.shared.u64 %__cb_r") >= rep.kernels);
+		/* one barrier added per kernel: the entry's */
+		assert_int_equal(count_of(out, "\tbar.sync 0;"), count_of(t, "\tbar.sync 0;") +
+				 rep.kernels);
+		assert_int_equal(count_of(out, "atom.shared.add.u32 %__cb_b3, [__cubpf_blk_left]"),
+				 rep.kernels);
+		/* the only ret left in each kernel is the exit block's */
+		assert_int_equal(count_of(out, "$__cubpf_exit:\n"), rep.kernels);
+		/* ctx->end is a constant: the begin probe's test of it is gone */
+		assert_non_null(strstr(out, "mov.u64 %__cb_r1, %globaltimer;"));
+		snprintf(what, sizeof(what), "%s with thread block probes", name);
+		assert_assembles(out, olen, what);
+		free(out);
+		free(t);
+	}
+	/* a kernel of a cluster (sm_90): its cluster barriers are its own, the entry's is the CTA's */
+	size_t len, olen;
+	char *t = fixture("tests/ptx/kernels/sync90.ptx", &len), *out, err[PTX_ERRLEN], log[4096];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_int_equal(rep.block_sites, 2);
+	if (ptxas(out, olen, "sm_90", log, sizeof(log)))
+		fail_msg("sync90.ptx with thread block probes does not assemble for sm_90:\n%s", log);
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
+/* The block begin precedes the kernel's first instruction and the entry barrier follows the
+ * begin probe; the early returns of early_ret all reach the block end. */
+static void test_block_probe_placement(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("block.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture(hand_fixtures[0], &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_int_equal(rep.exit_sites, 5); /* @%p1 ret, @!%p2 ret, @%p3 exit, ret.uni, ret */
+	const char *begin = strstr(out, "// cubpf: thread block begin");
+	const char *probe = strstr(out, "// cubpf: blockprobe on_block_begin");
+	const char *bar = strstr(out, "\tbar.sync 0;");
+	const char *exitb = strstr(out, "$__cubpf_exit:");
+	const char *endp = strstr(out, "// cubpf: blockretprobe on_block_end");
+	assert_non_null(begin);
+	assert_non_null(probe);
+	assert_non_null(bar);
+	assert_non_null(exitb);
+	assert_non_null(endp);
+	assert_true(begin < probe && probe < bar && bar < exitb && exitb < endp);
+	/* thread (0,0,0) sets the count before the barrier, under the same predicate that skips
+	 * the begin probe for every other thread */
+	const char *set = strstr(out, "@!%__cb_bp0 st.shared.u32 [__cubpf_blk_left], %__cb_b1;");
+	assert_non_null(set);
+	assert_true(begin < set && set < probe);
+	/* nothing but a branch to the exit block is left of the kernel's own returns */
+	assert_null(strstr(out, "\tret.uni;"));
+	assert_int_equal(count_of(out, "\tret;"), 1);
+	assert_int_equal(count_of(out, "\texit;"), 0);
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
+/* Programs for vec_add only: vec_scale comes out byte for byte; with -k matching nothing, the
+ * whole module does. */
+static void test_block_probe_untouched(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("block_vecadd.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("vecadd.ptx", &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, "no_such_kernel*", &out, &olen, &rep, err), 0);
+	assert_int_equal(rep.instrumented, 0);
+	assert_int_equal(olen, len);
+	assert_memory_equal(out, t, len);
+	free(out);
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_int_equal(rep.kernels, 2);
+	assert_int_equal(rep.instrumented, 1);
+	assert_int_equal(rep.block_sites, 2);
+	assert_assembles(out, olen, "vecadd.ptx with block probes on vec_add");
+	struct ptx_module *a, *b;
+	assert_int_equal(ptx_parse(t, len, &a, err, sizeof(err)), 0);
+	assert_int_equal(ptx_parse(out, olen, &b, err, sizeof(err)), 0);
+	const struct ptx_func *fa = ptx_find_func(a, "_Z9vec_scalePffi");
+	const struct ptx_func *fb = ptx_find_func(b, "_Z9vec_scalePffi");
+	assert_non_null(fa);
+	assert_non_null(fb);
+	size_t na = fa->body_close + 1 - fa->start, nb = fb->body_close + 1 - fb->start;
+	assert_int_equal(na, nb);
+	assert_memory_equal(a->text + fa->start, b->text + fb->start, na);
+	/* ctx->end folded to 1: the end probe adds a constant */
+	assert_null(strstr(out, "%__cb_r1, %globaltimer"));
+	ptx_module_free(a);
+	ptx_module_free(b);
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
+/* ---- barriers and fences (issue 32) ---- */
+
+/* What each barrier and fence form is, and the id it names. */
+static void test_insn_sync(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *opcode, *op0, *op1;
+		int kind; /* 0: not a sync site */
+		uint32_t id;
+		bool id_reg;
+	} cases[] = {
+		{"bar.sync", "0", NULL, CUBPF_SYNC_BAR, 0, false},
+		{"bar.sync", "%r4", "64", CUBPF_SYNC_BAR, CUBPF_SYNC_ID_NONE, true},
+		{"bar.sync", "R", "64", CUBPF_SYNC_BAR, CUBPF_SYNC_ID_NONE, true}, /* asm's own */
+		{"bar.cta.sync", "3", "64", CUBPF_SYNC_BAR, 3, false},
+		{"barrier.sync.aligned", "2", NULL, CUBPF_SYNC_BAR, 2, false},
+		{"barrier.cta.sync", "5", NULL, CUBPF_SYNC_BAR, 5, false},
+		{"bar.arrive", "1", "128", CUBPF_SYNC_BAR_ARRIVE, 1, false},
+		{"barrier.cta.arrive.aligned", "3", "64", CUBPF_SYNC_BAR_ARRIVE, 3, false},
+		{"bar.red.popc.u32", "%r7", "0", CUBPF_SYNC_BAR_RED, 0, false},
+		{"barrier.red.or.pred", "%p2", "6", CUBPF_SYNC_BAR_RED, 6, false},
+		{"bar.warp.sync", "-1", NULL, CUBPF_SYNC_WARP, CUBPF_SYNC_ID_NONE, false},
+		{"barrier.cluster.arrive.release.aligned", NULL, NULL, CUBPF_SYNC_CLUSTER,
+		 CUBPF_SYNC_ID_NONE, false},
+		{"barrier.cluster.wait", NULL, NULL, CUBPF_SYNC_CLUSTER, CUBPF_SYNC_ID_NONE, false},
+		{"mbarrier.try_wait.parity.shared::cta.b64", "P1", "[%r2]", CUBPF_SYNC_MBARRIER,
+		 CUBPF_SYNC_ID_NONE, false},
+		{"mbarrier.test_wait.shared.b64", "p", "[%r5]", CUBPF_SYNC_MBARRIER,
+		 CUBPF_SYNC_ID_NONE, false},
+		{"fence.proxy.async.shared::cta", NULL, NULL, CUBPF_SYNC_FENCE, CUBPF_SYNC_ID_NONE, false},
+		{"fence.acq_rel.gpu", NULL, NULL, CUBPF_SYNC_FENCE, CUBPF_SYNC_ID_NONE, false},
+		{"membar.gl", NULL, NULL, CUBPF_SYNC_FENCE, CUBPF_SYNC_ID_NONE, false},
+		/* not barriers: arrivals on an mbarrier, its set-up, a branch named like one */
+		{"mbarrier.arrive.shared.b64", "%rd4", "[%r5]", 0, 0, false},
+		{"mbarrier.init.shared.b64", "[%r3]", "%r4", 0, 0, false},
+		{"bra.uni", "$L__barrier", NULL, 0, 0, false},
+		{"barrierx", NULL, NULL, 0, 0, false},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *ops[2] = {(char *)cases[i].op0, (char *)cases[i].op1};
+		struct ptx_insn in = {.opcode = (char *)cases[i].opcode, .ops = ops,
+				      .op_cnt = cases[i].op1 ? 2 : cases[i].op0 ? 1 : 0};
+		struct ptx_sync sy;
+		bool is = ptx_insn_sync(&in, &sy);
+		if (is != (cases[i].kind != 0) || (is && (sy.kind != (uint32_t)cases[i].kind ||
+							  sy.id != cases[i].id ||
+							  (sy.id_reg != NULL) != cases[i].id_reg)))
+			fail_msg("%s: sync %d kind %u id %u reg %s", cases[i].opcode, is, sy.kind, sy.id,
+				 sy.id_reg ? sy.id_reg : "-");
+	}
+}
+
+/* Sync probes in every fixture kernel: a site per barrier and fence (counted here from the
+ * opcodes), assembled for sm_90 and sm_80 (sync90.ptx, sm_90 only); modules without barriers
+ * or fences come out byte for byte. */
+static void test_sync_probes(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("sync.bpf.o", &p);
+	const char *const extra[] = {"tests/ptx/kernels/sync90.ptx"};
+	const size_t nfix = sizeof(cu_fixtures) / sizeof(cu_fixtures[0]);
+	uint32_t total = 0;
+	for (size_t fi = 0; fi < nfix + NHAND + 1; fi++) {
+		const char *name = fi < nfix ? cu_fixtures[fi]
+				   : fi < nfix + NHAND ? hand_fixtures[fi - nfix] : extra[fi - nfix - NHAND];
+		size_t len, olen;
+		char *t = fixture(name, &len), *out, err[PTX_ERRLEN], what[256];
+		struct ptx_inject_report rep;
+		if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+			fail_msg("%s with sync.bpf.o: %s", name, err);
+		struct ptx_module *m;
+		assert_int_equal(ptx_parse(t, len, &m, err, sizeof(err)), 0);
+		uint32_t want = 0, kernels = 0;
+		for (uint32_t f = 0; f < m->func_cnt; f++) {
+			uint32_t n = 0;
+			for (uint32_t i = 0; i < m->funcs[f].insn_cnt; i++) {
+				const char *o = m->funcs[f].insns[i].opcode;
+				n += !strncmp(o, "bar.", 4) || !strncmp(o, "barrier.", 8) ||
+				     !strncmp(o, "fence", 5) || !strncmp(o, "membar", 6) ||
+				     !strncmp(o, "mbarrier.try_wait", 17) ||
+				     !strncmp(o, "mbarrier.test_wait", 18);
+			}
+			want += n;
+			kernels += n && m->funcs[f].is_entry;
+		}
+		ptx_module_free(m);
+		assert_int_equal(rep.sync_sites, want);
+		assert_int_equal(rep.instrumented, kernels);
+		total += want;
+		if (!want) {
+			assert_int_equal(olen, len);
+			assert_memory_equal(out, t, len);
+		} else if (strstr(t, ".target sm_90\n")) {
+			char log[4096];
+			if (ptxas(out, olen, "sm_90", log, sizeof(log)))
+				fail_msg("%s with sync probes does not assemble for sm_90:\n%s", name, log);
+		} else {
+			snprintf(what, sizeof(what), "%s with sync probes", name);
+			assert_assembles(out, olen, what);
+		}
+		free(out);
+		free(t);
+	}
+	assert_true(total >= 13 + 12 + 9); /* sync.ptx, sync90.ptx, reduce.ptx at least */
+	vm_object_free(p.obj);
+}
+
+/* A predicated wait that writes its own guard: both probes follow the guard as it was before
+ * the instruction; the wait loop runs the probes at every attempt. */
+static void test_sync_probe_placement(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("sync.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("tests/ptx/kernels/sync90.ptx", &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	const char *save = strstr(out, "\tmov.pred %__cb_sg, %p2;\n\t@!%__cb_sg bra ");
+	const char *wait = strstr(out, "@%p2 mbarrier.try_wait.parity.shared::cta.b64 %p2,");
+	assert_non_null(save);
+	assert_non_null(wait);
+	assert_true(save < wait);
+	assert_non_null(strstr(wait, "%p2, [%r2], %r3;\n\t@!%__cb_sg bra "));
+	/* @!%p2 membar.sys: skipped when %p2 held */
+	assert_non_null(strstr(out, "\tmov.pred %__cb_sg, %p2;\n\t@%__cb_sg bra "));
+	/* the loop's label is above the probe before the attempt */
+	const char *lab = strstr(out, "LAB_WAIT:");
+	const char *before = strstr(lab, "// cubpf: syncprobe on_sync");
+	const char *attempt = strstr(lab, "mbarrier.try_wait.parity.shared::cta.b64 P1");
+	assert_true(lab < before && before < attempt);
+	/* the register id of bar.cta.sync %r4, 64 is read at run time, and so is that of an asm
+	 * block's own register */
+	assert_non_null(strstr(out, "cvt.u64.u32 %__cb_r"));
+	assert_non_null(strstr(out, ", R;\n"));
+	/* before_ns: the time just before each instruction, saved in a register and read back */
+	assert_int_equal(count_of(out, "\tmov.u64 %__cb_sb, %globaltimer;\n"), rep.sync_sites);
+	assert_non_null(strstr(out, "mov.u64 %__cb_sb, %globaltimer;\n\t@%p2 mbarrier.try_wait"));
+	assert_non_null(strstr(out, ", %__cb_sb;\n"));
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
+/* bpf_gpu_delay_ns in a memory probe: a spin on %globaltimer before each global load of every
+ * fixture kernel (none before stores), assembled for sm_90 and sm_80. */
+static void test_delay_probe(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("delay.bpf.o", &p);
+	const size_t nfix = sizeof(cu_fixtures) / sizeof(cu_fixtures[0]);
+	for (size_t fi = 0; fi < nfix + NHAND; fi++) {
+		const char *name = fi < nfix ? cu_fixtures[fi] : hand_fixtures[fi - nfix];
+		size_t len, olen;
+		char *t = fixture(name, &len), *out, err[PTX_ERRLEN], what[256];
+		struct ptx_inject_report rep;
+		if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+			fail_msg("%s with delay.bpf.o: %s", name, err);
+		struct ptx_module *m;
+		assert_int_equal(ptx_parse(t, len, &m, err, sizeof(err)), 0);
+		size_t loads = 0;
+		for (uint32_t f = 0; f < m->func_cnt; f++)
+			for (uint32_t i = 0; i < m->funcs[f].insn_cnt; i++) {
+				struct ptx_mem_access acc;
+				if (ptx_insn_mem_access(&m->funcs[f].insns[i], &acc) &&
+				    acc.op == CUBPF_MEM_LOAD && acc.space == PTX_SPACE_GLOBAL)
+					loads++;
+			}
+		ptx_module_free(m);
+		/* one spin per global load: its loop's branch back to the first reading */
+		assert_int_equal(count_of(out, "setp.lt.u64 %__cb_p0, %__cb_t1, %__cb_r1;"), loads);
+		snprintf(what, sizeof(what), "%s with a delay before global loads", name);
+		assert_assembles(out, olen, what);
+		free(out);
+		free(t);
+	}
+	vm_object_free(p.obj);
+}
+
 /* ---- code generator ---- */
 
 #define INSN(c, d, s, o, i) ((struct bpf_insn){.code = (c), .dst_reg = (d), .src_reg = (s), \
@@ -762,6 +1083,13 @@ int main(void)
 		cmocka_unit_test(test_instrument_assembles),
 		cmocka_unit_test(test_sites_counted),
 		cmocka_unit_test(test_untouched_identical),
+		cmocka_unit_test(test_block_probes),
+		cmocka_unit_test(test_block_probe_placement),
+		cmocka_unit_test(test_block_probe_untouched),
+		cmocka_unit_test(test_insn_sync),
+		cmocka_unit_test(test_sync_probes),
+		cmocka_unit_test(test_sync_probe_placement),
+		cmocka_unit_test(test_delay_probe),
 		cmocka_unit_test(test_codegen_errors),
 		cmocka_unit_test(test_stack_promoted),
 		cmocka_unit_test(test_conformance_assembles),

@@ -64,6 +64,27 @@ static void test_shapes_folded(void **state)
 	check_all(true);
 }
 
+/* The thread block probes (issue 32) on the interpreter and on the PTX path, over random
+ * contexts of their kind: the same r0 and map bytes. */
+static void test_block_probes(void **state)
+{
+	(void)state;
+	struct vm_object *o = load("ptx-probes/block.bpf.o");
+	assert_int_equal(o->prog_cnt, 2);
+	for (uint32_t i = 0; i < o->prog_cnt; i++) {
+		assert_true(o->progs[i].kind == VM_PROG_BLOCKPROBE ||
+			    o->progs[i].kind == VM_PROG_BLOCKRETPROBE);
+		for (int fold = 0; fold < 2; fold++) {
+			struct ptxdiff_opts opt = {.runs = 16, .seed = 32 + i, .fold = fold};
+			char err[1024];
+			int rc = ptxdiff_check(o, i, &opt, err, sizeof(err));
+			if (rc)
+				fail_msg("%s: %d: %s", o->progs[i].name, rc, err);
+		}
+	}
+	vm_object_free(o);
+}
+
 /* A stack address chosen on a branch makes the stack addressable: r10 is a generic address of
  * the .local stack, and the access goes through the chosen register. */
 static void test_chosen_pointer_addressable(void **state)
@@ -210,6 +231,7 @@ int main(void)
 		cmocka_unit_test(test_printk_rules),
 		cmocka_unit_test(test_atomic_maybe_stack),
 		cmocka_unit_test(test_fold_wraps),
+		cmocka_unit_test(test_block_probes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

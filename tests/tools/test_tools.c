@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -211,6 +212,172 @@ static void test_kcount(void **state)
 	assert_contains(out, "\"not_instrumented\":[\"sass_only_kernel\"]");
 	free(out);
 	tool_data_free(&d);
+}
+
+/* blocklat (issue 32): per-SM block statistics of one kernel on SMs 0 and 5 are combined (sums,
+ * least, largest, the slowest block where the largest was), the spread per SM and the tail
+ * come out of the SM copies, and the histogram is the kernel's. */
+static void test_blocklat(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
+	uint32_t keys[] = {1};
+	static uint64_t vals[256 * 16];
+	/* blocks, sum, max, min + 1, first begin, last end, slowest block + 1 */
+	const uint64_t sm0[] = {3, 30000, 15000, 5001, 1000000, 1040000, 8};
+	const uint64_t sm5[] = {1, 50000, 50000, 50001, 1001000, 1051000, 3};
+	memcpy(vals, sm0, sizeof(sm0));
+	memcpy(vals + 5 * 16, sm5, sizeof(sm5));
+	map_percpu(w, "blstats", 10, keys, vals, 1, 16);
+	uint32_t hkeys[] = {32 + 12, 32 + 13, 32 + 15};
+	uint64_t hvals[] = {1, 2, 1};
+	map_u64(w, "blhist", 10, hkeys, hvals, 3, 1);
+	meta_a(w);
+	struct tool_data d;
+	finish(w, &d);
+	char *out = report("blocklat", &d, 0);
+	assert_contains(out, "vecadd                              4       20.0        5.0       50.0"
+			     "        2     5    2     1-3            30.0        50.0       11.0\n");
+	assert_contains(out, "vecadd: block durations\n");
+	assert_contains(out, "     8192 -> 16383    : 2 ");
+	assert_contains(out, "    32768 -> 65535    : 1 ");
+	free(out);
+	out = report("blocklat", &d, 1);
+	assert_json(out);
+	assert_contains(out, "\"tool\":\"blocklat\",\"kernels\":[{\"name\":\"_Z6vecaddPfS_i\","
+			     "\"blocks\":4,\"mean_ns\":20000,\"min_ns\":5000,\"max_ns\":50000,"
+			     "\"slowest_block\":2,\"slowest_sm_slot\":5,\"sms\":2,\"sm_blocks_min\":1,"
+			     "\"sm_blocks_max\":3,\"sm_busy_min_ns\":30000,\"sm_busy_max_ns\":50000,"
+			     "\"tail_ns\":11000,\"hist_log2_ns\":[0,0,0,0,0,0,0,0,0,0,0,0,1,2,0,1,");
+	free(out);
+	tool_data_free(&d);
+	/* nothing recorded: said, not an empty table */
+	w = create();
+	meta_a(w);
+	finish(w, &d);
+	out = report("blocklat", &d, 0);
+	assert_contains(out, "(no thread block ended in a probed kernel)");
+	free(out);
+	tool_data_free(&d);
+}
+
+/* syncwait (issue 32): a site's SM copies add up, sites come most time first with their kind,
+ * id and share of the kernel's barrier time; --json says the same. */
+static void test_syncwait(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
+	uint32_t keys[] = {64 + 3, 64 + 9};
+	static uint64_t vals[2 * 256 * 4];
+	/* threads, wait_ns, max_ns, kind << 32 | id */
+	const uint64_t fence0[] = {32, 3200, 100, 7ull << 32 | 0xffffffffu};
+	const uint64_t bar0[] = {64, 640000, 12000, 1ull << 32 | 0};
+	const uint64_t bar2[] = {32, 160000, 9000, 1ull << 32 | 0};
+	memcpy(vals, fence0, sizeof(fence0));
+	memcpy(vals + 256 * 4, bar0, sizeof(bar0));
+	memcpy(vals + 256 * 4 + 2 * 4, bar2, sizeof(bar2));
+	map_percpu(w, "swsites", 10, keys, vals, 2, 4);
+	meta_a(w);
+	struct tool_data d;
+	finish(w, &d);
+	char *out = report("syncwait", &d, 0);
+	const char *bar = strstr(out, "vecadd                           9 bar.sync           0         "
+				      "96        800.0       8333       12.0  99.6%\n");
+	const char *fence = strstr(out, "vecadd                           3 fence              -         "
+					"32          3.2        100        0.1   0.4%\n");
+	if (!bar || !fence || fence < bar)
+		fail_msg("syncwait rows missing or out of order:\n%s", out);
+	free(out);
+	out = report("syncwait", &d, 1);
+	assert_json(out);
+	assert_contains(out, "\"tool\":\"syncwait\",\"sites\":[{\"kernel\":\"_Z6vecaddPfS_i\","
+			     "\"site\":9,\"kind\":\"bar.sync\",\"id\":0,\"threads\":96,\"wait_ns\":800000,"
+			     "\"max_ns\":12000,\"kernel_wait_ns\":803200},{\"kernel\":\"_Z6vecaddPfS_i\","
+			     "\"site\":3,\"kind\":\"fence\",\"id\":-1,");
+	free(out);
+	tool_data_free(&d);
+}
+
+/* memdelay (issue 32): the kernel's timed launches split by their place among its launches
+ * (the probes ran on places 0, 2, ...: cubpf run's --sample 2), the ratio of the mean device
+ * times, and the loads the SM copies counted; a kernel with one timed launch has no ratio. */
+static void kernel_corr(struct store_trace_writer *w, const char *name, uint64_t corr)
+{
+	struct store_rec_kernel k = {.launch_ns = 1000 + corr, .name = store_trace_intern(w, name),
+				     .corr = corr, .grid = {4, 1, 1}, .block = {256, 1, 1}};
+	assert_int_equal(store_trace_kernel(w, &k), 0);
+}
+
+static void span(struct store_trace_writer *w, const char *name, uint64_t corr, uint64_t ns);
+
+static void test_memdelay(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	const uint64_t ns[] = {300000, 100000, 310000, 100000};
+	for (uint64_t c = 1; c <= 4; c++)
+		kernel_corr(w, "_Z6vecaddPfS_i", c * 2); /* another kernel's launches between */
+	for (int i = 3; i >= 0; i--) /* spans come when their events complete: any order */
+		span(w, "_Z6vecaddPfS_i", (uint64_t)(i + 1) * 2, ns[i]);
+	kernel_corr(w, "_Z4oncev", 9);
+	span(w, "_Z4oncev", 9, 5000);
+	uint32_t keys[] = {1};
+	static uint64_t vals[256 * 16];
+	vals[0] = 1000, vals[1] = 250;
+	vals[3 * 16] = 24, vals[3 * 16 + 1] = 250;
+	map_percpu(w, "mdstats", 10, keys, vals, 1, 16);
+	meta_a(w);
+	struct store_rec_kernel_id kid = {.id = 2, .name = store_trace_intern(w, "_Z4oncev")};
+	assert_int_equal(store_trace_kernel_id(w, &kid), 0);
+	struct tool_data d;
+	finish(w, &d);
+	char *out = report("memdelay", &d, 0);
+	assert_contains(out, "vecadd                              4        2        2        305.0"
+			     "        100.0    3.050x           1024      250\n");
+	assert_contains(out, "once                                1        1        0          5.0"
+			     "          0.0         -              0        0\n");
+	free(out);
+	out = report("memdelay", &d, 1);
+	assert_json(out);
+	assert_contains(out, "{\"name\":\"_Z6vecaddPfS_i\",\"launches\":4,\"delayed_runs\":2,"
+			     "\"native_runs\":2,\"delayed_mean_ns\":305000,\"native_mean_ns\":100000,"
+			     "\"slowdown\":3.0500,\"loads_delayed\":1024,\"delay_ns\":250}");
+	free(out);
+	tool_data_free(&d);
+}
+
+/* The probe object memdelay runs: delay_ns written into .rodata, the rest byte for byte. */
+static void test_patch_rodata(void **state)
+{
+	(void)state;
+	char err[256], out[] = "/tmp/cubpf-test-patch-XXXXXX";
+	const char *in = TOOLS_TEST_BUILD "/probes/memdelay.bpf.o";
+	int fd = mkstemp(out);
+	assert_true(fd >= 0);
+	close(fd);
+	if (tool_patch_rodata_u64(in, "delay_ns", 123456, out, err, sizeof(err)))
+		fail_msg("%s", err);
+	struct vm_object *a, *b;
+	assert_int_equal(vm_object_load_file(in, &a, err, sizeof(err)), 0);
+	assert_int_equal(vm_object_load_file(out, &b, err, sizeof(err)), 0);
+	uint64_t va = 0, vb = 0;
+	for (uint32_t i = 0; i < b->map_cnt; i++)
+		if (b->maps[i].origin == VM_MAP_RODATA && b->maps[i].value_size >= 8) {
+			memcpy(&va, a->maps[i].init, 8);
+			memcpy(&vb, b->maps[i].init, 8);
+		}
+	assert_int_equal(va, 1000);
+	assert_int_equal(vb, 123456);
+	assert_int_equal(vm_verify(b, 0, NULL, NULL, NULL, 0), 0);
+	vm_object_free(a);
+	vm_object_free(b);
+	assert_int_equal(tool_patch_rodata_u64(in, "no_such", 1, out, err, sizeof(err)), -1);
+	assert_string_equal(err, "no symbol no_such");
+	assert_int_equal(tool_patch_rodata_u64(in, "memdelay", 1, out, err, sizeof(err)), -1);
+	assert_contains(err, "is not a 8-byte constant in .rodata");
+	unlink(out);
 }
 
 /* Issue 30: the report says how much ran with probes: kernels and launches instrumented of
@@ -768,6 +935,152 @@ static void th_probe_trace(struct store_trace_writer *w, const struct th_launch 
 	th_vm_close(&v);
 }
 
+/* ---- issue 32's probes on vm/'s interpreter: what they put in their maps ---- */
+
+struct probe_vm {
+	struct vm_object *obj;
+	struct vm_runtime *rt;
+	struct vm_exec *ex;
+};
+
+static void probe_vm_open(struct probe_vm *v, const char *path)
+{
+	char err[VM_ERRLEN];
+	if (vm_object_load_file(path, &v->obj, err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+	if (vm_verify(v->obj, 0, NULL, NULL, err, sizeof(err)))
+		fail_msg("%s: %s", path, err);
+	v->rt = vm_runtime_new(v->obj, err, sizeof(err));
+	v->ex = v->rt ? vm_exec_new(v->rt, 0, err, sizeof(err)) : NULL;
+	if (!v->ex)
+		fail_msg("%s", err);
+}
+
+static void probe_vm_run(struct probe_vm *v, void *ctx, size_t size)
+{
+	char err[VM_ERRLEN];
+	uint64_t r0;
+	if (vm_exec_run(v->ex, ctx, size, &r0, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+}
+
+/* Word `word` of the value at key of a per-SM map, summed over the host's copies. */
+static uint64_t probe_vm_word(struct probe_vm *v, const char *map, uint32_t key, uint32_t word)
+{
+	for (uint32_t m = 0; m < v->obj->map_cnt; m++) {
+		if (strcmp(v->obj->maps[m].name, map))
+			continue;
+		uint32_t n = vm_percpu_slots(), vs = (v->obj->maps[m].value_size + 7) & ~7u;
+		uint64_t *all = calloc(n, vs), sum = 0;
+		assert_non_null(all);
+		assert_int_equal(vm_map_lookup_percpu(v->rt, m, &key, all), 0);
+		for (uint32_t s = 0; s < n; s++)
+			sum += all[(size_t)s * (vs / 8) + word];
+		free(all);
+		return sum;
+	}
+	fail_msg("no map %s", map);
+	return 0;
+}
+
+static void probe_vm_close(struct probe_vm *v)
+{
+	vm_exec_free(v->ex);
+	vm_runtime_free(v->rt);
+	vm_object_free(v->obj);
+}
+
+/* blocklat's probe: three blocks of kernel 3 (durations 5000, 20000 and 9000 ns): blocks,
+ * sum, largest with its block, least (+ 1), first begin, last end, and the histogram. */
+static void test_blocklat_probe(void **state)
+{
+	(void)state;
+	struct probe_vm v;
+	probe_vm_open(&v, TOOLS_TEST_BUILD "/probes/blocklat.bpf.o");
+	const uint64_t begin[] = {1000000, 1001000, 1002000}, dur[] = {5000, 20000, 9000};
+	for (uint32_t b = 0; b < 3; b++) {
+		struct cubpf_block_ctx c = {.ctaid_x = b, .nctaid_x = 3, .nctaid_y = 1, .nctaid_z = 1,
+					    .ntid_x = 64, .ntid_y = 1, .ntid_z = 1, .kernel_id = 3,
+					    .end = 1, .begin_ns = begin[b],
+					    .time_ns = begin[b] + dur[b]};
+		probe_vm_run(&v, &c, sizeof(c));
+	}
+	assert_int_equal(probe_vm_word(&v, "blstats", 3, 0), 3);
+	assert_int_equal(probe_vm_word(&v, "blstats", 3, 1), 34000);
+	assert_int_equal(probe_vm_word(&v, "blstats", 3, 2), 20000);
+	assert_int_equal(probe_vm_word(&v, "blstats", 3, 3), 5001);
+	assert_int_equal(probe_vm_word(&v, "blstats", 3, 4), 1000000);
+	assert_int_equal(probe_vm_word(&v, "blstats", 3, 5), 1011000); /* the last store */
+	assert_int_equal(probe_vm_word(&v, "blstats", 3, 6), 2);       /* block 1, + 1 */
+	uint64_t h;
+	uint32_t m = 0, k = 3 * 32 + 12; /* 5000 and 9000 ns: 4096 .. 8191, 8192 .. 16383 */
+	while (strcmp(v.obj->maps[m].name, "blhist"))
+		m++;
+	assert_int_equal(vm_map_lookup(v.rt, m, &k, &h), 0);
+	assert_int_equal(h, 1);
+	k = 3 * 32 + 14; /* 20000 ns */
+	assert_int_equal(vm_map_lookup(v.rt, m, &k, &h), 0);
+	assert_int_equal(h, 1);
+	probe_vm_close(&v);
+}
+
+/* syncwait's probe: nothing before a barrier; after it, the time since before_ns for the warp
+ * of one lane (the host's interpreter) at the site of its kernel, with kind and id. */
+static void test_syncwait_probe(void **state)
+{
+	(void)state;
+	struct probe_vm v;
+	probe_vm_open(&v, TOOLS_TEST_BUILD "/probes/syncwait.bpf.o");
+	struct cubpf_sync_ctx c = {.kind = CUBPF_SYNC_BAR, .id = 1, .after = 0, .site = 7,
+				   .kernel_id = 2, .time_ns = 5000, .before_ns = 5000};
+	probe_vm_run(&v, &c, sizeof(c));
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 7, 0), 0);
+	c.after = 1, c.time_ns = 8000, c.before_ns = 5100;
+	probe_vm_run(&v, &c, sizeof(c));
+	c.time_ns = 9000, c.before_ns = 8900;
+	probe_vm_run(&v, &c, sizeof(c));
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 7, 0), 2);
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 7, 1), 3000);
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 7, 2), 2900);
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 7, 3), 1ull << 32 | 1);
+	c.site = 200; /* sites from 63 on share 63 */
+	probe_vm_run(&v, &c, sizeof(c));
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 63, 0), 1);
+	probe_vm_close(&v);
+}
+
+/* memdelay's probe: global loads wait (the interpreter spins too) and count; stores and
+ * shared loads do neither; the delay is the .rodata constant, patched as cubpf run does. */
+static void test_memdelay_probe(void **state)
+{
+	(void)state;
+	char out[] = "/tmp/cubpf-test-md-XXXXXX", err[256];
+	int fd = mkstemp(out);
+	assert_true(fd >= 0);
+	close(fd);
+	if (tool_patch_rodata_u64(TOOLS_TEST_BUILD "/probes/memdelay.bpf.o", "delay_ns", 200000, out,
+				  err, sizeof(err)))
+		fail_msg("%s", err);
+	struct probe_vm v;
+	probe_vm_open(&v, out);
+	struct cubpf_mem_ctx c = {.op = CUBPF_MEM_LOAD, .space = CUBPF_SPACE_GLOBAL, .size = 4,
+				  .kernel_id = 5};
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	probe_vm_run(&v, &c, sizeof(c));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	int64_t ns = (t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec);
+	assert_true(ns >= 200000);
+	c.op = CUBPF_MEM_STORE;
+	probe_vm_run(&v, &c, sizeof(c));
+	c.op = CUBPF_MEM_LOAD, c.space = CUBPF_SPACE_SHARED;
+	probe_vm_run(&v, &c, sizeof(c));
+	assert_int_equal(probe_vm_word(&v, "mdstats", 5, 0), 1);
+	assert_int_equal(probe_vm_word(&v, "mdstats", 5, 1), 200000);
+	probe_vm_close(&v);
+	unlink(out);
+}
+
 /* tests/cuda/tools_known.cu's hist part (what tests/gpu/t_tools.sh expects on the GPU): 8, 6, 4
  * and 2 blocks of 64 threads: 128 threads each ran 4, 3, 2 and 1 times. */
 static void test_threadhist_probe_known(void **state)
@@ -1187,6 +1500,23 @@ static void test_run_options(void **state)
 				   "'echo rb=$CUBPF_RINGBUF_MB mm=$CUBPF_MAP_MAX_MB s=$CUBPF_SAMPLE'",
 				   out, sizeof(out)), 0);
 	assert_contains(out, "rb=16 mm=512 s=3");
+	/* memdelay: -n in range, its own; it samples every other launch with spans on, and its
+	 * probe object is a patched copy, gone after the run */
+	assert_int_equal(run_cubpf("-t memdelay -n 0 -- true", out, sizeof(out)), 2);
+	assert_contains(out, "-n '0': expected nanoseconds from 1 to 1000000");
+	assert_int_equal(run_cubpf("-t memdelay -n 1000001 -- true", out, sizeof(out)), 2);
+	assert_int_equal(run_cubpf("-t kcount -n 5 -- true", out, sizeof(out)), 2);
+	assert_contains(out, "-n is memdelay's option, not kcount's");
+	assert_int_equal(run_cubpf("-t memdelay -n 250 -- sh -c 'echo s=$CUBPF_SAMPLE "
+				   "sp=$CUBPF_SPANS p=$CUBPF_PROGRAMS; test -s $CUBPF_PROGRAMS'",
+				   out, sizeof(out)), 0);
+	assert_contains(out, "s=2 sp=1 p=");
+	const char *p = strstr(out, " p="), *e = p ? strpbrk(p + 3, " \n") : NULL;
+	assert_non_null(e);
+	char obj[512];
+	snprintf(obj, sizeof(obj), "%.*s", (int)(e - p - 3), p + 3);
+	assert_non_null(strstr(obj, "cubpf-memdelay-"));
+	assert_int_not_equal(access(obj, F_OK), 0);
 	/* a tool's own temporary trace goes without kernel spans; a kept one (-o) has them */
 	assert_int_equal(run_cubpf("-t kcount -- sh -c 'echo spans=$CUBPF_SPANS.'", out,
 				   sizeof(out)), 0);
@@ -1734,6 +2064,13 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kcount),
+		cmocka_unit_test(test_blocklat),
+		cmocka_unit_test(test_syncwait),
+		cmocka_unit_test(test_memdelay),
+		cmocka_unit_test(test_patch_rodata),
+		cmocka_unit_test(test_blocklat_probe),
+		cmocka_unit_test(test_syncwait_probe),
+		cmocka_unit_test(test_memdelay_probe),
 		cmocka_unit_test(test_coverage),
 		cmocka_unit_test(test_ringbuf_bookkeeping_in_the_memory_line),
 		cmocka_unit_test(test_report_from_trace_alone),

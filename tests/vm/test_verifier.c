@@ -30,6 +30,9 @@ struct vcase {
 #define KP VM_PROG_KPROBE
 #define UP VM_PROG_UPROBE
 #define MP VM_PROG_MEMPROBE
+#define BP VM_PROG_BLOCKPROBE
+#define BRP VM_PROG_BLOCKRETPROBE
+#define SP VM_PROG_SYNCPROBE
 
 /* r2 = &key (4 zero bytes at fp-4), r1 = map, call lookup: 6 slots */
 #define LOOKUP(m) ST(BPF_W, 10, -4, 0), MOV64_REG(2, 10), ALU64_IMM(BPF_ADD, 2, -4), LD_MAP(1, m), \
@@ -110,6 +113,41 @@ static const struct vcase cases[] = {
 	       ALU64_REG(BPF_ADD, 1, 2), LDX(BPF_W, 0, 1, 0), EXIT()),
 	REJECT("ctx_atomic", KP, "atomic operation on ctx", MOV64_IMM(2, 1),
 	       ATOMIC(BPF_W, BPF_ADD, 1, 2, 0), RET0),
+	/* thread block probes (issue 32): twelve u32 fields, then time_ns and begin_ns (u64s at 48
+	 * and 56) */
+	REJECT("ctx_block_write", BP, "cannot write into ctx", ST(BPF_W, 1, 44, 1), RET0),
+	REJECT("ctx_block_write_time", BRP, "cannot write into ctx", ST(BPF_DW, 1, 48, 0), RET0),
+	REJECT("ctx_block_time_narrow", BP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 48),
+	       EXIT()),
+	REJECT("ctx_block_u32_wide", BRP, "invalid bpf_context access", LDX(BPF_DW, 0, 1, 40),
+	       EXIT()),
+	REJECT("ctx_block_past_end", BP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 56), EXIT()),
+	REJECT("ctx_block_no_params", BRP, "invalid bpf_context access", LDX(BPF_DW, 0, 1, 64),
+	       EXIT()),
+	REJECT("ctx_block_host_helper", BP, "not available in blockprobe programs",
+	       CALL(CUBPF_FN_get_current_pid_tgid), EXIT()),
+	/* bpf_gpu_delay_ns: at most CUBPF_MAX_DELAY_NS (1 ms) per call, proven */
+	REJECT("delay_over_limit", MP, "delay may exceed 1000000 ns", MOV64_IMM(1, 1000001),
+	       CALL(CUBPF_FN_gpu_delay_ns), EXIT()),
+	REJECT("delay_unbounded", MP, "delay may exceed 1000000 ns", LDX(BPF_DW, 1, 1, 0),
+	       CALL(CUBPF_FN_gpu_delay_ns), EXIT()),
+	REJECT("delay_bound_too_high", KP, "delay may exceed", LDX(BPF_W, 1, 1, 0),
+	       JMP_IMM(BPF_JGT, 1, 2000000, 1), CALL(CUBPF_FN_gpu_delay_ns), RET0),
+	REJECT("delay_pointer", MP, "expected=scalar", MOV64_REG(1, 10), CALL(CUBPF_FN_gpu_delay_ns),
+	       EXIT()),
+	REJECT("delay_on_host", UP, "not available in uprobe programs", MOV64_IMM(1, 10),
+	       CALL(CUBPF_FN_gpu_delay_ns), EXIT()),
+	/* barrier probes: twelve u32 fields, then time_ns and before_ns (u64s at 48 and 56) */
+	REJECT("ctx_sync_write", SP, "cannot write into ctx", ST(BPF_W, 1, 8, 1), RET0),
+	REJECT("ctx_sync_time_narrow", SP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 52),
+	       EXIT()),
+	REJECT("ctx_sync_kind_wide", SP, "invalid bpf_context access", LDX(BPF_DW, 0, 1, 0), EXIT()),
+	REJECT("ctx_sync_past_end", SP, "invalid bpf_context access", LDX(BPF_DW, 0, 1, 64), EXIT()),
+	REJECT("ctx_sync_before_narrow", SP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 56),
+	       EXIT()),
+	REJECT("ctx_sync_byte", SP, "invalid bpf_context access", LDX(BPF_B, 0, 1, 1), EXIT()),
+	REJECT("ctx_block_to_helper", BRP, "cannot be passed to helpers", MOV64_REG(2, 1),
+	       LD_MAP(1, M_ARRAY), CALL(CUBPF_FN_map_lookup_elem), RET0),
 	/* ---- maps ---- */
 	REJECT("lookup_unchecked", KP, "invalid mem access 'map_value_or_null'", LOOKUP(M_HASH),
 	       LDX(BPF_DW, 0, 0, 0), EXIT()),
@@ -258,6 +296,24 @@ static const struct vcase cases[] = {
 	     STX(BPF_W, 1, 0, 4), MOV64_IMM(2, 0), CALL(CUBPF_FN_ringbuf_discard), RET0),
 
 	/* ---- must pass ---- */
+	/* every field of the thread block context, GPU helpers allowed */
+	PASS("ctx_block_fields", BP, LDX(BPF_W, 0, 1, 0), LDX(BPF_W, 2, 1, 16), LDX(BPF_W, 3, 1, 32),
+	     LDX(BPF_W, 4, 1, 36), LDX(BPF_W, 5, 1, 44), ALU64_REG(BPF_ADD, 0, 2),
+	     ALU64_REG(BPF_ADD, 0, 3), ALU64_REG(BPF_ADD, 0, 4), ALU64_REG(BPF_ADD, 0, 5),
+	     LDX(BPF_DW, 2, 1, 48), ALU64_REG(BPF_ADD, 0, 2), LDX(BPF_DW, 2, 1, 56),
+	     ALU64_REG(BPF_ADD, 0, 2), LDX(BPF_W, 2, 1, 40),
+	     ALU64_REG(BPF_ADD, 0, 2), EXIT()),
+	PASS("delay_const", MP, MOV64_IMM(1, 1000000), CALL(CUBPF_FN_gpu_delay_ns), EXIT()),
+	PASS("delay_bounded_reg", MP, LDX(BPF_W, 1, 1, 8), JMP_IMM(BPF_JLE, 1, 1000000, 1),
+	     MOV64_IMM(1, 1000000), CALL(CUBPF_FN_gpu_delay_ns), EXIT()),
+	PASS("delay_masked", BRP, LDX(BPF_DW, 1, 1, 48), ALU64_IMM(BPF_AND, 1, 0xffff),
+	     CALL(CUBPF_FN_gpu_delay_ns), EXIT()),
+	PASS("ctx_sync_fields", SP, LDX(BPF_W, 0, 1, 0), LDX(BPF_W, 2, 1, 4), LDX(BPF_W, 3, 1, 8),
+	     LDX(BPF_W, 4, 1, 44), LDX(BPF_DW, 5, 1, 48), ALU64_REG(BPF_ADD, 0, 2),
+	     ALU64_REG(BPF_ADD, 0, 3), ALU64_REG(BPF_ADD, 0, 4), ALU64_REG(BPF_ADD, 0, 5),
+	     LDX(BPF_DW, 5, 1, 56), ALU64_REG(BPF_ADD, 0, 5), EXIT()),
+	PASS("ctx_block_end_gpu_helper", BRP, LDX(BPF_W, 6, 1, 44), CALL(CUBPF_FN_get_sm_id),
+	     ALU64_REG(BPF_ADD, 0, 6), EXIT()),
 	PASS("lookup_checked_increment", KP, LOOKUP(M_HASH), JMP_IMM(BPF_JEQ, 0, 0, 3),
 	     LDX(BPF_DW, 1, 0, 0), ALU64_IMM(BPF_ADD, 1, 1), STX(BPF_DW, 0, 1, 0), RET0),
 	PASS("null_check_through_copy", KP, LOOKUP(M_HASH), MOV64_REG(6, 0),

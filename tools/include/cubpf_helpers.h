@@ -6,8 +6,9 @@
  * libbpf-style: SEC("kprobe/GLOB") etc. name the program kind (see cubpf_abi.h), maps are
  * BTF-defined structs in SEC(".maps") built with __uint/__type, globals live in .rodata/.data/
  * .bss.  Helpers are called through the usual `static ret (*name)(args) = (void *)ID` pointers.
- * GPU helpers may only be called from kprobe/kretprobe/memprobe programs, host helpers
- * (ktime, pid/tgid, cpu) only from uprobe/uretprobe programs: the verifier checks it.
+ * GPU helpers may only be called from GPU programs (kprobe, kretprobe, memprobe, blockprobe,
+ * blockretprobe), host helpers (ktime, pid/tgid, cpu) only from uprobe/uretprobe programs: the
+ * verifier checks it.
  */
 #ifndef CUBPF_HELPERS_H
 #define CUBPF_HELPERS_H
@@ -64,7 +65,7 @@ static __u64 (*bpf_ktime_get_ns)(void) = (void *)CUBPF_FN_ktime_get_ns;
 static __u32 (*bpf_get_smp_processor_id)(void) = (void *)CUBPF_FN_get_smp_processor_id;
 static __u64 (*bpf_get_current_pid_tgid)(void) = (void *)CUBPF_FN_get_current_pid_tgid;
 
-/* ---- GPU helpers (kprobe / kretprobe / memprobe) ------------------------------------------- */
+/* ---- GPU helpers (kprobe, kretprobe, memprobe, blockprobe, blockretprobe) ------------------ */
 static long (*bpf_gpu_puts)(const char *str) = (void *)CUBPF_FN_gpu_puts;
 static __u64 (*bpf_get_globaltimer)(void) = (void *)CUBPF_FN_get_globaltimer;
 static long (*bpf_get_block_idx)(__u64 *x, __u64 *y, __u64 *z) = (void *)CUBPF_FN_get_block_idx;
@@ -85,6 +86,9 @@ static __u64 (*bpf_get_clock)(void) = (void *)CUBPF_FN_get_clock;
 static __u64 (*bpf_get_active_count)(void) = (void *)CUBPF_FN_get_active_count;
 static __u64 (*bpf_is_warp_leader)(void) = (void *)CUBPF_FN_is_warp_leader;
 static __u64 (*bpf_warp_count_unique)(__u64 v) = (void *)CUBPF_FN_warp_count_unique;
+/* Spins ns nanoseconds on %globaltimer (32 ns ticks on sm_90) and returns 0.  The verifier
+ * wants ns proven <= CUBPF_MAX_DELAY_NS (1 ms): a constant, or `if (ns > CONST) ns = CONST;`. */
+static long (*bpf_gpu_delay_ns)(__u64 ns) = (void *)CUBPF_FN_gpu_delay_ns;
 
 /* ---- small utilities ----------------------------------------------------------------------- */
 /* floor(log2(v)) for v > 0, 0 for v == 0, without loops (the verifier likes that). */

@@ -23,6 +23,9 @@
  *   SEC("memprobe/GLOB")    GPU memory access (ld/st/atom/red)          ctx: cubpf_mem_ctx
  *   SEC("uprobe/FUNC")      host driver call entry (FUNC = cuLaunchKernel, ...) ctx: cubpf_api_ctx
  *   SEC("uretprobe/FUNC")   host driver call return                      ctx: cubpf_api_ctx
+ *   SEC("blockprobe/GLOB")  thread block begin, once per block          ctx: cubpf_block_ctx
+ *   SEC("blockretprobe/GLOB") thread block end, once its last thread left ctx: cubpf_block_ctx
+ *   SEC("syncprobe/GLOB")   before and after every barrier and fence    ctx: cubpf_sync_ctx
  * GLOB matches the kernel's mangled or demangled name (fnmatch syntax; "*" = every kernel).
  */
 
@@ -74,6 +77,58 @@ struct cubpf_mem_ctx {
 	__u32 ctaid_x, ctaid_y, ctaid_z;
 };
 
+/* Context of blockprobe/blockretprobe programs: run once per thread block, at its begin by
+ * thread (0,0,0) before any thread of the block runs the kernel's code, and at its end by one
+ * lane of the last warp to leave, after every other thread of the block has left (early and
+ * predicated returns included).  Read-only; `end` and kernel_id are constants where the probe
+ * sits, so a program shared by both kinds folds its test of `end` away. */
+struct cubpf_block_ctx {
+	__u32 ctaid_x, ctaid_y, ctaid_z;    /* %ctaid: this block's index in the grid */
+	__u32 nctaid_x, nctaid_y, nctaid_z; /* %nctaid: grid dimensions */
+	__u32 ntid_x, ntid_y, ntid_z;       /* %ntid: block dimensions */
+	__u32 kernel_id;
+	__u32 sm_id;                        /* %smid: the SM the block runs on */
+	__u32 end;                          /* 0 in blockprobe, 1 in blockretprobe */
+	__u64 time_ns;                      /* %globaltimer at the probe, ns (32 ns ticks on sm_90) */
+	__u64 begin_ns;                     /* %globaltimer when the block began (kept in shared
+					     * memory by cubpf): end - begin is the block's time */
+};
+
+/* What a syncprobe sits on. */
+enum cubpf_sync_kind {
+	CUBPF_SYNC_BAR = 1,        /* bar.sync, bar, barrier.sync[.aligned]: CTA barrier, waits */
+	CUBPF_SYNC_BAR_ARRIVE = 2, /* bar.arrive, barrier.arrive: arrives without waiting */
+	CUBPF_SYNC_BAR_RED = 3,    /* bar.red, barrier.red: waits and reduces a predicate */
+	CUBPF_SYNC_WARP = 4,       /* bar.warp.sync (__syncwarp) */
+	CUBPF_SYNC_CLUSTER = 5,    /* barrier.cluster.arrive / barrier.cluster.wait (sm_90) */
+	CUBPF_SYNC_MBARRIER = 6,   /* mbarrier.try_wait / mbarrier.test_wait: one attempt each */
+	CUBPF_SYNC_FENCE = 7,      /* fence.*, membar.* */
+};
+
+/* ctx->id of a barrier whose id the instruction does not name (warp, cluster, mbarrier, fence). */
+#define CUBPF_SYNC_ID_NONE 0xffffffffu
+
+/* Context of syncprobe programs: run by each thread that executes the barrier or fence (under
+ * the instruction's own predicate), once just before it and once just after it, so that a
+ * program can take the time spent waiting.  Read-only; kind, id (when the instruction names it
+ * as a literal), after, site and kernel_id are constants where the probe sits. */
+struct cubpf_sync_ctx {
+	__u32 kind;                         /* enum cubpf_sync_kind */
+	__u32 id;                           /* barrier number (bar.sync 1: 1; a register's value at
+					     * run time), CUBPF_SYNC_ID_NONE for the others */
+	__u32 after;                        /* 0 before the instruction, 1 after it */
+	__u32 site;                         /* index of the instruction in its function */
+	__u32 kernel_id;                    /* CUBPF_KERNEL_ID_SHARED (0xffffffff) in a .func that
+					     * several probed kernels call */
+	__u32 tid_x, tid_y, tid_z;
+	__u32 ctaid_x, ctaid_y, ctaid_z;
+	__u32 sm_id;                        /* %smid */
+	__u64 time_ns;                      /* %globaltimer at the probe, ns */
+	__u64 before_ns;                    /* after: %globaltimer just before the instruction (kept
+					     * in a register by cubpf: time_ns - before_ns is the
+					     * time spent in it); before: as time_ns */
+};
+
 /* Context of uprobe/uretprobe programs on the host. */
 struct cubpf_api_ctx {
 	__u64 args[CUBPF_MAX_API_ARGS]; /* the call's arguments, as integers (pointers included) */
@@ -123,6 +178,10 @@ enum cubpf_helper_id {
 	CUBPF_FN_is_warp_leader = 524,       /* () -> 1 on the lowest active lane, else 0 */
 	CUBPF_FN_warp_count_unique = 525,    /* (u64 v) -> distinct v among the active lanes
 					      * (match.any.sync: sm_70 and later) */
+	/* (u64 ns) -> 0 after spinning on %globaltimer until ns have passed: a memprobe makes
+	 * the access it sits on that much slower (memory-latency sensitivity).  ns must be
+	 * proven <= CUBPF_MAX_DELAY_NS by the verifier (a constant, or a bounded register). */
+	CUBPF_FN_gpu_delay_ns = 526,
 };
 
 /* ---- map types ---------------------------------------------------------------------------
@@ -140,5 +199,6 @@ enum cubpf_map_type {
 /* ---- limits of GPU programs, enforced by the verifier (and again by the code generator) ----- */
 #define CUBPF_RB_MAX_RECORD 4096u /* payload bytes of one record (bpf_ringbuf_output size) */
 #define CUBPF_HASH_MAX_KEY 64u    /* key bytes of a hash map used by GPU programs */
+#define CUBPF_MAX_DELAY_NS 1000000u /* bpf_gpu_delay_ns: at most 1 ms per call */
 
 #endif /* CUBPF_ABI_H */

@@ -1,0 +1,88 @@
+/* blocklat: how long thread blocks take, per kernel and per SM (issue 32).  At each block's end
+ * (blockretprobe: the last group of its threads to leave), duration = time_ns - begin_ns (cubpf
+ * keeps the begin in the block's shared memory).  Per kernel id and per SM (a per-SM map, each
+ * copy a 128-byte line of its own, as kcount's): blocks, the sum, least and largest duration,
+ * the SM's first begin and last end, and its slowest block; per kernel a log2 histogram of the
+ * durations.  One probe run per block: nothing runs per thread but cubpf's count of the
+ * threads still running (one shared atomic per group of lanes leaving).  Kernel ids from 1024
+ * on are not counted. */
+#include "cubpf_helpers.h"
+
+#define BL_KERNELS 1024
+#define BL_SLOTS 32 /* log2 slots of the histogram: 1 ns .. 2^31 ns (2 s) and above */
+
+struct blstat {
+	__u64 blocks;
+	__u64 sum_ns;
+	__u64 max_ns;
+	__u64 min_ns;      /* 0: none yet */
+	__u64 first_begin; /* earliest block begin on this SM */
+	__u64 last_end;    /* latest block end on this SM (last store wins: blocks of an SM end
+			    * one after the other) */
+	__u64 slowest;     /* linear index + 1 of the block that set max_ns */
+	__u64 pad[9];      /* 128 bytes: a cache line per SM copy */
+};
+
+struct {
+	__uint(type, CUBPF_MAP_PERCPU_ARRAY);
+	__uint(max_entries, BL_KERNELS);
+	__type(key, __u32);
+	__type(value, struct blstat);
+} blstats SEC(".maps");
+
+struct {
+	__uint(type, CUBPF_MAP_ARRAY);
+	__uint(max_entries, BL_KERNELS * BL_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} blhist SEC(".maps");
+
+SEC("blockretprobe/*")
+int blocklat_end(struct cubpf_block_ctx *ctx)
+{
+	__u32 id = ctx->kernel_id;
+	if (id >= BL_KERNELS)
+		return 0;
+	struct blstat *s = bpf_map_lookup_elem(&blstats, &id);
+	if (!s)
+		return 0;
+	__u64 end = ctx->time_ns, begin = ctx->begin_ns;
+	__u64 d = end > begin ? end - begin : 0;
+	__sync_fetch_and_add(&s->blocks, 1);
+	__sync_fetch_and_add(&s->sum_ns, d);
+	/* the largest and least: a few compare-and-swap rounds (one block at a time per SM) */
+	for (int i = 0; i < 4; i++) {
+		__u64 old = s->max_ns;
+		if (old >= d)
+			break;
+		if (__sync_val_compare_and_swap(&s->max_ns, old, d) == old) {
+			s->slowest = ctx->ctaid_x +
+				     ctx->nctaid_x * (ctx->ctaid_y + ctx->nctaid_y * (__u64)ctx->ctaid_z) + 1;
+			break;
+		}
+	}
+	for (int i = 0; i < 4; i++) {
+		__u64 old = s->min_ns;
+		if (old != 0 && old <= d + 1)
+			break;
+		if (__sync_val_compare_and_swap(&s->min_ns, old, d + 1) == old)
+			break;
+	}
+	for (int i = 0; i < 4; i++) {
+		__u64 old = s->first_begin;
+		if (old != 0 && old <= begin)
+			break;
+		if (__sync_val_compare_and_swap(&s->first_begin, old, begin) == old)
+			break;
+	}
+	s->last_end = end;
+	__u32 k = id * BL_SLOTS + (d ? cubpf_log2(d) : 0);
+	if (k >= BL_KERNELS * BL_SLOTS)
+		return 0;
+	__u64 *h = bpf_map_lookup_elem(&blhist, &k);
+	if (h)
+		__sync_fetch_and_add(h, 1);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

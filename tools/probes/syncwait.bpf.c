@@ -1,0 +1,54 @@
+/* syncwait: time threads spend at barriers, per kernel and per barrier site (issue 32).  After
+ * each barrier, fence and mbarrier wait attempt (syncprobe), the time spent in it is
+ * time_ns - before_ns (cubpf keeps before_ns in a register: no memory at the before side).
+ * Lanes leave a barrier together, so the lowest lane of the lanes leaving together adds their
+ * number and its own wait times that number: one update per warp and site, to its SM's copy
+ * (a per-SM map) of the site's record.  Sites are the barrier's instruction index in its
+ * function (indexes from 63 on share the last record); kernel ids from 64 on are not counted.
+ * Device memory: 64 kernels x 64 sites x 256 SM slots x 32 bytes = 32 MiB. */
+#include "cubpf_helpers.h"
+
+#define SW_KERNELS 64
+#define SW_SITES 64
+
+struct swstat {
+	__u64 threads;  /* threads that passed the site */
+	__u64 wait_ns;  /* their time in it, summed */
+	__u64 max_ns;   /* the longest one warp waited */
+	__u64 what;     /* kind << 32 | barrier id (CUBPF_SYNC_ID_NONE when it names none) */
+};
+
+struct {
+	__uint(type, CUBPF_MAP_PERCPU_ARRAY);
+	__uint(max_entries, SW_KERNELS * SW_SITES);
+	__type(key, __u32);
+	__type(value, struct swstat);
+} swsites SEC(".maps");
+
+SEC("syncprobe/*")
+int syncwait(struct cubpf_sync_ctx *ctx)
+{
+	if (!ctx->after) /* folds away: nothing runs before the barrier */
+		return 0;
+	__u64 n = bpf_get_active_count();
+	if (!bpf_is_warp_leader())
+		return 0;
+	__u32 id = ctx->kernel_id, site = ctx->site;
+	if (id >= SW_KERNELS)
+		return 0;
+	if (site >= SW_SITES)
+		site = SW_SITES - 1;
+	__u32 k = id * SW_SITES + site;
+	struct swstat *s = bpf_map_lookup_elem(&swsites, &k);
+	if (!s)
+		return 0;
+	__u64 w = ctx->time_ns - ctx->before_ns;
+	__sync_fetch_and_add(&s->threads, n);
+	__sync_fetch_and_add(&s->wait_ns, w * n);
+	if (w > s->max_ns)
+		s->max_ns = w; /* a plain store: a lost race loses a near maximum */
+	s->what = (__u64)ctx->kind << 32 | ctx->id;
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
