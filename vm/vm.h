@@ -327,7 +327,7 @@ void vm_metrics_serve(int fd, vm_metrics_body_fn body, void *ctx, const atomic_i
  *     flags   any of # 0 - + space   (c, s, p take only -; # only x X)
  *     width   1 to 64, digits only   (no '*': an argument vprintf would read)
  *     prec    0 to 64, digits only   (d i u x X s; not c or p)
- *     length  hh h l ll              (d i u x X only)
+ *     length  h l ll                 (d i u x X only; hh is refused: CUDA's printf misreads it)
  *     conv    d i u x X (integers: 4 bytes as vprintf reads them, 8 with l/ll), c (4),
  *             s (a string the helper reads itself, 8), p (8)
  *

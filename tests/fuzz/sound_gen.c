@@ -1104,7 +1104,7 @@ static uint64_t fmt_rand(uint64_t *rng, uint64_t n)
 	return sound_rand(rng) % n;
 }
 
-/* One valid conversion spec ("%-08.3hhx") into out; returns its length. */
+/* One valid conversion spec ("%-08.3hx") into out; returns its length. */
 static int good_spec(uint64_t *rng, char *out)
 {
 	static const char convs[] = "diuxXcsp";
@@ -1125,7 +1125,7 @@ static int good_spec(uint64_t *rng, char *out)
 		n += fmt_rand(rng, 4) ? sprintf(out + n, ".%d", (int)fmt_rand(rng, 65))
 				      : sprintf(out + n, ".");
 	if (integer) {
-		static const char *const lens[] = {"", "", "h", "hh", "l", "ll"};
+		static const char *const lens[] = {"", "", "h", "h", "l", "ll"}; /* hh: refused */
 		n += sprintf(out + n, "%s", lens[fmt_rand(rng, 6)]);
 	}
 	out[n++] = conv;

@@ -62,8 +62,22 @@ else
     >"$OUT/ptx_safety.run.out" 2>"$OUT/ptx_safety.run.err"; rc2=$?
   grep -v '^cubpf-safety: ' "$OUT/ptx_safety.app.out" >"$OUT/ptx_safety.app.filtered"
   same=no; cmp -s "$OUT/ptx_safety.native.out" "$OUT/ptx_safety.app.filtered" && same=yes
-  m() { cat "$OUT/ptx_safety.run.out" "$OUT/ptx_safety.run.err" |
-          sed -n "s/^cubpf: map res\[$1\] = \([0-9]*\) (device 0.*/\1/p" | head -1; }
+  # res[K] from the report's bpftool-style dump of map res ("key: 02 00 00 00  value: 00 00 90
+  # 00 ..."), little-endian; a key not listed is 0
+  m() { python3 - "$1" "$OUT/ptx_safety.run.out" <<'PY'
+import sys
+want, inmap, v = int(sys.argv[1]), False, 0
+for line in open(sys.argv[2]):
+    w = line.split()
+    if line.startswith("map "):
+        inmap = w[1] == "res"
+    elif inmap and w[:1] == ["key:"] and "value:" in w:
+        i = w.index("value:")
+        if int("".join(reversed(w[1:i])), 16) == want:
+            v = int("".join(reversed(w[i + 1:])), 16)
+print(v)
+PY
+  }
   clean=$(m 0); unclean=$(m 1); own_ok=$(m 2); own_bad=$(m 3)
   line=$(grep -m1 '^cubpf-safety: ' "$OUT/ptx_safety.app.out")
   echo "RESULT ptx_safety app: native_rc=$rc1 probed_rc=$rc2 identical_stdout=$same"

@@ -405,7 +405,8 @@ static void test_printk_grammar(void **state)
 		const char *out;            /* accepted: the host's line for args 0x1234, -5, 'A' */
 	} c[] = {
 		{"%16lx|%d", 2, 0, "            1234|-5"},
-		{"%#x %-4hhd|%c", 3, 0, "0x1234 -5  |A"},
+		{"%#x %-4hd|%c", 3, 0, "0x1234 -5  |A"},
+		{"%-4hhd", -1, 3, NULL}, /* hh: CUDA's printf misreads it (on an H100) */
 		{"%08.3lld", 1, 0, "    4660"},
 		{"%5.2s|%%|%p", 2, 0, "   (s|%|0xfffffffffffffffb"},
 		{"%hu %llu", 2, 0, "4660 18446744073709551611"},
@@ -448,14 +449,14 @@ static void test_printk_grammar(void **state)
 	assert_int_equal(pf.nconv, 1);
 	assert_int_equal(vm_printk_parse("%ld", 2, &pf, NULL, NULL, 0), -1);
 	/* vprintf's argument sizes: 4 up to int, 8 for l, ll, s, p */
-	assert_int_equal(vm_printk_parse("%hhd%ld%s", 16, &pf, NULL, NULL, 0), 0);
+	assert_int_equal(vm_printk_parse("%hd%ld%s", 16, &pf, NULL, NULL, 0), 0);
 	assert_int_equal(pf.conv[0].size, 4);
 	assert_int_equal(pf.conv[1].size, 8);
 	assert_int_equal(pf.conv[2].size, 8);
 	/* the lines tests/ptx/safety/printk_grammar.bpf.c prints on the GPU (t_ptx_safety.sh) */
 	char line[128];
 	const uint64_t g1[3] = {0x1234, 42, (uint64_t)-5}, g2[3] = {7, 65539, 'Z'};
-	vm_printk_format(line, sizeof(line), "cubpf-printk: %16lx|%#x|%-5hhd|", 64, g1);
+	vm_printk_format(line, sizeof(line), "cubpf-printk: %16lx|%#x|%-5hd|", 64, g1);
 	assert_string_equal(line, "cubpf-printk:             1234|0x2a|-5   |");
 	vm_printk_format(line, sizeof(line), "cubpf-printk: %+.3lld|%08hu|%c|", 64, g2);
 	assert_string_equal(line, "cubpf-printk: +007|00000003|Z|");

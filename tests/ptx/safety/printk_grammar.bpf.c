@@ -15,7 +15,7 @@ int printk_grammar(struct cubpf_kernel_ctx *ctx)
 	__u32 b = 42, c = 65539;
 	__s32 d = -5;
 	asm volatile("" : "+r"(a), "+r"(b), "+r"(d), "+r"(n), "+r"(c));
-	bpf_printk("cubpf-printk: %16lx|%#x|%-5hhd|\n", a, b, d);
+	bpf_printk("cubpf-printk: %16lx|%#x|%-5hd|\n", a, b, d);
 	bpf_printk("cubpf-printk: %+.3lld|%08hu|%c|\n", n, c, 'Z');
 	return 0;
 }

@@ -106,7 +106,7 @@ int rej_printk_trailing(struct cubpf_kernel_ctx *ctx)
 SEC("kprobe/*")
 int ok_printk_shapes(struct cubpf_kernel_ctx *ctx)
 {
-	bpf_printk("%16lx|%#x|%-5hhd", ctx->kernel_id, ctx->tid_x, ctx->tid_y);
+	bpf_printk("%16lx|%#x|%-5hd", ctx->kernel_id, ctx->tid_x, ctx->tid_y);
 	bpf_printk("%+.3lld|% 08hu|%5.2s", ctx->tid_x, ctx->tid_y, ctx->tid_z);
 	bpf_printk("%%%-18p%%|%c", ctx->kernel_id, 'a');
 	return 0;
