@@ -71,6 +71,7 @@ struct live_driver {
 	CUresult (*cuDevicePrimaryCtxRelease_v2)(CUdevice dev);
 	/* Optional (cubpf's calls and the application's stream capture: shim_live_relax) */
 	CUresult (*cuThreadExchangeStreamCaptureMode)(CUstreamCaptureMode *mode);
+	CUresult (*cuStreamIsCapturing)(CUstream s, CUstreamCaptureStatus *status);
 };
 #undef LIVE_FN
 extern struct live_driver shim_live_cu;

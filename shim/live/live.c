@@ -121,6 +121,8 @@ static int live_driver_load(char *err, size_t errlen)
 	shim_live_cu.cuThreadExchangeStreamCaptureMode =
 		(__typeof__(shim_live_cu.cuThreadExchangeStreamCaptureMode))
 			shim_real("cuThreadExchangeStreamCaptureMode");
+	shim_live_cu.cuStreamIsCapturing =
+		(__typeof__(shim_live_cu.cuStreamIsCapturing))shim_real("cuStreamIsCapturing");
 	return 0;
 }
 #undef LOAD

@@ -1217,6 +1217,14 @@ static void sample(const struct shim_launch_event *ev, const struct shim_kernel_
 	if (!id || id >= CUBPF_ENABLE_WORDS)
 		return;
 	uint32_t word = n % shim_live_session.sample == 0 ? shim_live_control_mask() : 0;
+	/* A launch being captured into a graph is not a launch: a memset before it would become a
+	 * node of the application's graph (its nodes, their order and its replays would change).
+	 * The graph's kernel runs with the word as it is when the graph is replayed. */
+	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+	if (shim_live_cu.cuStreamIsCapturing &&
+	    (shim_live_cu.cuStreamIsCapturing((CUstream)ev->stream, &cs) != CUDA_SUCCESS ||
+	     cs != CU_STREAM_CAPTURE_STATUS_NONE))
+		return;
 	if (__atomic_exchange_n(&c->enable_set[id], word, __ATOMIC_RELAXED) == word)
 		return;
 	size_t len = strlen(ev->api_name);
