@@ -386,22 +386,9 @@ static int mem_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32
 	typedef struct cubpf_mem_ctx M;
 	if (off == offsetof(M, addr) && size == 8)
 		return mem_addr(s, out, dst, err, errlen);
-	uint32_t value;
-	bool known = true;
-	if (off == offsetof(M, size))
-		value = s->acc.size;
-	else if (off == offsetof(M, space))
-		value = (uint32_t)s->acc.space;
-	else if (off == offsetof(M, op))
-		value = s->acc.op;
-	else if (off == offsetof(M, insn_index))
-		value = s->insn_index;
-	else if (off == offsetof(M, kernel_id))
-		value = s->kernel_id;
-	else
-		known = false;
-	if (known && size == 4) {
-		buf_printf(out, "\tmov.b64 %s, %u;\n", dst, value);
+	uint64_t value;
+	if (mem_ctx_const(user, off, size, &value)) { /* the site's constants: one table */
+		buf_printf(out, "\tmov.b64 %s, %u;\n", dst, (uint32_t)value);
 		return 0;
 	}
 	static const uint32_t sr_off[6] = {offsetof(M, tid_x), offsetof(M, tid_y), offsetof(M, tid_z),
