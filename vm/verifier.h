@@ -107,6 +107,9 @@ int vm_cfg_check(struct verifier *v, uint8_t *prune);
 int vm_liveness(struct verifier *v);
 /* The registers an instruction reads (calls: r1-r5, exit: r0). */
 uint16_t vm_insn_uses(const struct bpf_insn *in);
+/* The instructions that may run after the one at pc (none after exit; a call's is the next,
+ * its callee apart; a conditional jump's two, fall-through first).  Returns how many. */
+uint32_t vm_insn_successors(const struct bpf_insn *in, uint32_t pc, uint32_t next[2]);
 /* The registers whose value the code generator needs at pc (verifier.c): copies, exits and
  * bpf-to-bpf calls pass values on; a helper reads as many as its prototype takes. */
 uint16_t vm_value_reads(const struct verifier *v, uint32_t pc);

@@ -345,7 +345,7 @@ uint16_t vm_insn_uses(const struct bpf_insn *in)
 	return use;
 }
 
-static uint32_t successors(const struct bpf_insn *in, uint32_t pc, uint32_t *next)
+uint32_t vm_insn_successors(const struct bpf_insn *in, uint32_t pc, uint32_t next[2])
 {
 	uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
 	if (cls == BPF_LD)
@@ -377,7 +377,7 @@ int vm_liveness(struct verifier *v)
 			if (i > 0 && p->insns[i - 1].code == (BPF_LD | BPF_IMM | BPF_DW) &&
 			    (i < 2 || p->insns[i - 2].code != (BPF_LD | BPF_IMM | BPF_DW)))
 				continue; /* second half of an lddw */
-			uint32_t next[2], nn = successors(in, i, next);
+			uint32_t next[2], nn = vm_insn_successors(in, i, next);
 			uint16_t out = 0, use, def;
 			for (uint32_t k = 0; k < nn; k++)
 				if (next[k] < n)

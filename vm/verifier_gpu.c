@@ -151,18 +151,10 @@ static uint32_t g_succ(const struct bpf_insn *in, const struct gstate *s, uint32
 	uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
 	const struct greg *a = &s->r[in->dst_reg], *b = &s->r[in->src_reg];
 	bool k = BPF_SRC(in->code) == BPF_K;
-	if (cls == BPF_LD)
-		return next[0] = pc + 2, 1;
-	if (cls != BPF_JMP && cls != BPF_JMP32)
-		return next[0] = pc + 1, 1;
-	if (op == BPF_EXIT)
-		return 0;
-	if (op == BPF_CALL)
-		return next[0] = pc + 1, 1;
-	if (op == BPF_JA)
-		return next[0] = (uint32_t)((int64_t)pc + 1 + (cls == BPF_JMP ? in->off : in->imm)), 1;
-	next[0] = pc + 1;
-	next[1] = (uint32_t)((int64_t)pc + 1 + in->off);
+	uint32_t n = vm_insn_successors(in, pc, next);
+	if (n != 2)
+		return n;
+	/* a conditional jump: the generator folds one whose operands it knows */
 	if (op > BPF_JSLE || a->tag != G_CONST || (!k && b->tag != G_CONST))
 		return 2;
 	uint64_t y = k ? (cls == BPF_JMP ? (uint64_t)(int64_t)in->imm : (uint32_t)in->imm)
