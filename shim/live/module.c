@@ -1217,6 +1217,8 @@ static void sample(const struct shim_launch_event *ev, const struct shim_kernel_
 	if (!id || id >= CUBPF_ENABLE_WORDS)
 		return;
 	uint32_t word = n % shim_live_session.sample == 0 ? shim_live_control_mask() : 0;
+	if (__atomic_load_n(&c->enable_set[id], __ATOMIC_RELAXED) == word)
+		return; /* most launches: no change, no driver call */
 	/* A launch being captured into a graph is not a launch: a memset before it would become a
 	 * node of the application's graph (its nodes, their order and its replays would change).
 	 * The graph's kernel runs with the word as it is when the graph is replayed. */
