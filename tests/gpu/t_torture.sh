@@ -12,7 +12,9 @@
 # `capture` (issue 28): three threads capture graphs at once in global, thread-local and relaxed
 # mode while kernels of another stream run and end, a library kernel's first launch inside a
 # capture: cubpf's own driver calls must never invalidate a capture (output identical).
-# TORTURE_MODES="repro graph" runs a subset.  TORTURE_LONG_LABELS="shim tool:kcount ... prog" with
+# TORTURE_MODES="repro graph" runs a subset.  The label `all` loads every tool's probe object and
+# the user probe into one process (every tool at once, one process on the GPU): ten processes of
+# 1000 context cycles each do not fit one device call, since context creation is serialised.  TORTURE_LONG_LABELS="shim tool:kcount ... prog" with
 # TORTURE_LONG_PARALLEL=1 runs the long loop under each of them at once (one process each on the
 # one GPU), so that 1000 cycles under every tool fit one device call; device memory is then read
 # while the others run, so its figure is the device's, and checked against the native growth.
@@ -32,6 +34,8 @@ MODES=${TORTURE_MODES:-repro ctxloop ctxlong threads primary modules library att
 W=$OUT/torture; mkdir -p "$W"
 failed=0; runs=0
 if [ ! -x "$APP" ] || [ ! -x "$CUBPF" ] || [ ! -e "$PROBE" ]; then echo "FAIL missing $APP, $CUBPF or $PROBE"; exit 1; fi
+# label `all`: every bundled tool's probe object and the user probe loaded together in one process
+ALL_PROGS=$(for o in "$BUILD"/probes/*.bpf.o; do printf -- '-p %s ' "$o"; done)
 TOOLS=$("$CUBPF" run --list-tools 2>/dev/null | awk '/^  [a-z]/ {print $1}')
 [ -n "$TOOLS" ] || { echo "FAIL cubpf run --list-tools lists nothing"; exit 1; }
 echo "tools: $(echo $TOOLS)"
@@ -61,6 +65,7 @@ run() {
     shim) LD_LIBRARY_PATH="$SHIM_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CUBPF_LOG=info timeout -s KILL "$T" sh -c "$app" ;;
     tool:*) timeout -s KILL "$T" "$CUBPF" run -t "${label#tool:}" -o "$f.trace" -- sh -c "$app" >"$f.rep" 2>"$f.log" ;;
     prog) timeout -s KILL "$T" "$CUBPF" run -p "$PROBE" -o "$f.trace" -- sh -c "$app" >"$f.rep" 2>"$f.log" ;;
+    all) timeout -s KILL "$T" "$CUBPF" run $ALL_PROGS -p "$PROBE" -o "$f.trace" -- sh -c "$app" >"$f.rep" 2>"$f.log" ;;
   esac
   rc=$?
   ms=$(( ($(date +%s%N) - t0) / 1000000 ))
