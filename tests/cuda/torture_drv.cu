@@ -261,6 +261,8 @@ static int m_ctxloop(int cycles)
 		stotal += run_scale(m.scale, 512, NULL, 0);
 		if (i == 10 || i == cycles - 1)
 			figure("ctxloop", i + 1);
+		else if ((i + 1) % 100 == 0) /* progress, for a run cut short by a time limit */
+			fprintf(stderr, "progress ctxloop cycle=%d\n", i + 1);
 		CK(cuModuleUnload(m.mod));
 		CK(cuCtxDestroy(c));
 	}
