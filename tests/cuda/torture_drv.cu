@@ -103,10 +103,22 @@ static size_t dev_used(void)
 	return tot - fr;
 }
 
+/* FIGURE lines are checked by t_torture; progress lines (the same figures between the checked
+ * cycles) say how far a run cut short by a time limit got. */
+static void figures(const char *tag, const char *mode, int cycle)
+{
+	fprintf(stderr, "%s %s cycle=%d rss_kb=%ld fds=%d threads=%d dev_used_mb=%zu\n", tag, mode,
+		cycle, rss_kb(), fd_count(), thread_count(), dev_used() >> 20);
+}
+
 static void figure(const char *mode, int cycle)
 {
-	fprintf(stderr, "FIGURE %s cycle=%d rss_kb=%ld fds=%d threads=%d dev_used_mb=%zu\n", mode,
-		cycle, rss_kb(), fd_count(), thread_count(), dev_used() >> 20);
+	figures("FIGURE", mode, cycle);
+}
+
+static void progress(const char *mode, int cycle)
+{
+	figures("progress", mode, cycle);
 }
 
 // ---- helpers -------------------------------------------------------------------------------
@@ -262,7 +274,7 @@ static int m_ctxloop(int cycles)
 		if (i == 10 || i == cycles - 1)
 			figure("ctxloop", i + 1);
 		else if ((i + 1) % 100 == 0) /* progress, for a run cut short by a time limit */
-			fprintf(stderr, "progress ctxloop cycle=%d\n", i + 1);
+			progress("ctxloop", i + 1);
 		CK(cuModuleUnload(m.mod));
 		CK(cuCtxDestroy(c));
 	}
