@@ -2482,8 +2482,10 @@ static int child_embedded(void)
 						  : strstr(t, "\nadd.rn.f32") ? "rounded" : "none");
 	/* the last text the JIT was given (with FAKE_PTXAS the module holds a real cubin) */
 	const char *in = ((const char *(*)(void))dlsym(fake, "fake_link_inputs"))(), *last = NULL;
+	unsigned inputs = 0;
 	for (const char *p = in; p && (p = strstr(p, ".version")); p++)
-		last = p;
+		last = p, inputs++;
+	fprintf(stderr, "test: jit inputs %u\n", inputs);
 	if (last && strstr(last, "__cubpf_map_0"))
 		fprintf(stderr, "test: jit input float adds: %s\n", strstr(last, "\nadd.f32") ? "plain"
 			: strstr(last, "\nadd.rn.f32") ? "rounded" : "none");
@@ -2635,6 +2637,29 @@ static void test_embedded_ptx_fmad_reproduced(void **state)
 	assert_int_equal(run_child(&env, child_embedded), 0);
 	want("live: cuModuleLoadData: instrumented 1 of 1 kernels");
 	want("test: jit input float adds: plain");
+}
+
+/* A cache hit of a cubin whose -fmad had to be found by reproducing its machine code pays none
+ * of it again: the second process compiles nothing (issue 31: a cached Triton cubin loaded
+ * several times slower than the original while the verdict ran before the lookup). */
+static void test_embedded_ptx_fmad_cache_hit_compiles_nothing(void **state)
+{
+	(void)state;
+	const char *as = getenv("PTXAS");
+	if (!as || access(as, X_OK))
+		fail_msg("no ptxas (PTXAS=%s): make test sets it", as ? as : "unset");
+	cache_setup();
+	struct child_env env = { { "LIVE_EMBEDDED", "CUBPF_PROGRAMS", "FAKE_PTXAS", "CUBPF_CACHE" },
+				 { "notk_mul.cubin", kcount_probe, as, cache_db } };
+	assert_int_equal(run_child(&env, child_embedded), 0);
+	want("live: cache miss for ");
+	want("test: jit input float adds: rounded");
+	want_not("test: jit inputs 0\n");
+	assert_int_equal(run_child(&env, child_embedded), 0);
+	want("live: cache hit for nofma_k (1 kernel, ");
+	want_not("cache miss");
+	want("test: jit inputs 0\n");
+	cache_teardown();
 }
 
 /* A cubin without line info says how to get it. */
@@ -2988,8 +3013,9 @@ int main(void)
 		cmocka_unit_test(test_sampling_compiles_the_enable_check_in),
 		cmocka_unit_test(test_embedded_ptx_is_instrumented),
 		cmocka_unit_test(test_embedded_ptx_refused_with_reasons),
-	cmocka_unit_test(test_embedded_ptx_without_options),
-	cmocka_unit_test(test_embedded_ptx_fmad_reproduced),
+		cmocka_unit_test(test_embedded_ptx_without_options),
+		cmocka_unit_test(test_embedded_ptx_fmad_reproduced),
+		cmocka_unit_test(test_embedded_ptx_fmad_cache_hit_compiles_nothing),
 		cmocka_unit_test(test_embedded_ptx_cache_hit),
 		cmocka_unit_test(test_embedded_ptx_of_linked_inputs),
 		cmocka_unit_test(test_embedded_ptx_without_fma),
