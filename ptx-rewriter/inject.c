@@ -62,6 +62,13 @@ static const char *kind_name(enum vm_prog_kind k)
 	}
 }
 
+/* Whether the module can say .relaxed/.acquire/.release at .gpu scope (sm_70, PTX 6.0). */
+static bool ordered_ops(const struct ptx_module *m)
+{
+	const char *sm = strstr(m->target, "sm_");
+	return sm && atoi(sm + 3) >= 70 && atof(m->version) >= 6.0;
+}
+
 /* ---- kernel selection ---- */
 
 uint32_t ptx_kernel_id(const char *mangled)
@@ -445,7 +452,9 @@ static int block_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint
 		return 0;
 	}
 	if (size == 8 && off == offsetof(B, begin_ns)) { /* thread (0,0,0) kept it at begin */
-		buf_printf(out, "\tld.shared.u64 %s, [__cubpf_blk_t0];\n", dst);
+		buf_printf(out, "\tld.%s.global.u64 %s, [%%__cb_bk3+%u];\n",
+			   ordered_ops(s->m) ? "relaxed.gpu" : "volatile", dst,
+			   (unsigned)offsetof(struct cubpf_block_slot, begin_ns));
 		return 0;
 	}
 	ptx_seterr(err, errlen, "block context has no %u-byte field at offset %u", size, off);
@@ -520,7 +529,7 @@ static int sync_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint3
 
 /* declarations beyond the code generator's: block counts, a sync site's saved guard, its
  * saved time */
-enum { DECL_BLOCKS = 1, DECL_SYNC = 2, DECL_SYNC_TIME = 4 };
+enum { DECL_BLOCKS = 1, DECL_SYNC = 2, DECL_SYNC_TIME = 4, DECL_BLOCK_TABLE = 8 };
 
 struct inj {
 	const struct ptx_inject_opts *o;
@@ -530,6 +539,7 @@ struct inj {
 	struct cg_result need;        /* union of the needs of all sites in this module */
 	uint32_t site;
 	bool enable_used;             /* some site reads __cubpf_enable */
+	bool blocks_used;             /* some block end reads __cubpf_blocks */
 	char *err;
 	size_t errlen;
 	struct ptx_inject_report *rep;
@@ -619,12 +629,87 @@ static bool any_kind(const struct inj *j, const bool *sel, enum vm_prog_kind kin
 	return false;
 }
 
+/* The block's key, its start slot and the table (layout.h, "thread block table"), into
+ * %__cb_bk0, %__cb_bk1 and %__cb_bk2 (%__cb_b3 and %__cb_bk3 are scratch). */
+static void block_key(struct ptx_buf *b)
+{
+	ptx_buf_puts(b, "\tmov.u64 %__cb_bk0, %gridid;\n"
+		     "\tshl.b64 %__cb_bk1, %__cb_bk0, 32;\n\tshr.u64 %__cb_bk0, %__cb_bk0, 32;\n"
+		     "\tor.b64 %__cb_bk0, %__cb_bk0, %__cb_bk1;\n"
+		     "\tmov.u32 %__cb_b3, %ctaid.z;\n\tcvt.u64.u32 %__cb_bk1, %__cb_b3;\n"
+		     "\tmov.u32 %__cb_b3, %nctaid.y;\n\tcvt.u64.u32 %__cb_bk3, %__cb_b3;\n"
+		     "\tmul.lo.u64 %__cb_bk1, %__cb_bk1, %__cb_bk3;\n"
+		     "\tmov.u32 %__cb_b3, %ctaid.y;\n\tcvt.u64.u32 %__cb_bk3, %__cb_b3;\n"
+		     "\tadd.s64 %__cb_bk1, %__cb_bk1, %__cb_bk3;\n"
+		     "\tmov.u32 %__cb_b3, %nctaid.x;\n\tcvt.u64.u32 %__cb_bk3, %__cb_b3;\n"
+		     "\tmul.lo.u64 %__cb_bk1, %__cb_bk1, %__cb_bk3;\n"
+		     "\tmov.u32 %__cb_b3, %ctaid.x;\n\tcvt.u64.u32 %__cb_bk3, %__cb_b3;\n"
+		     "\tadd.s64 %__cb_bk1, %__cb_bk1, %__cb_bk3;\n"
+		     "\txor.b64 %__cb_bk0, %__cb_bk0, %__cb_bk1;\n"
+		     "\tshl.b64 %__cb_bk0, %__cb_bk0, 1;\n\tor.b64 %__cb_bk0, %__cb_bk0, 1;\n");
+	buf_printf(b, "\tmul.lo.u64 %%__cb_bk1, %%__cb_bk0, %llu;\n\tshr.u64 %%__cb_bk1, %%__cb_bk1, %u;\n",
+		   (unsigned long long)CUBPF_BLOCK_HASH_MUL, 64 - CUBPF_BLOCK_SLOT_BITS);
+	ptx_buf_puts(b, "\tld.const.u64 %__cb_bk2, [" CUBPF_BLOCKS_SYMBOL "];\n"
+		     "\tmov.u32 %__cb_b2, 0;\n");
+}
+
+/* One step of a scan from label `top`: %__cb_bk3 = the slot's address (top), and after `next`
+ * the following slot, back to top while fewer than CUBPF_BLOCK_PROBES were tried. */
+static void block_slot(struct ptx_buf *b, uint32_t lbl)
+{
+	buf_printf(b, "$__cb%u_bslot:\n\tshl.b64 %%__cb_bk3, %%__cb_bk1, 5;\n"
+		   "\tadd.s64 %%__cb_bk3, %%__cb_bk2, %%__cb_bk3;\n", lbl);
+}
+
+static void block_next(struct ptx_buf *b, uint32_t lbl)
+{
+	buf_printf(b, "$__cb%u_bnext:\n\tadd.s64 %%__cb_bk1, %%__cb_bk1, 1;\n"
+		   "\tand.b64 %%__cb_bk1, %%__cb_bk1, %u;\n\tadd.u32 %%__cb_b2, %%__cb_b2, 1;\n"
+		   "\tsetp.lt.u32 %%__cb_bp1, %%__cb_b2, %u;\n\t@%%__cb_bp1 bra $__cb%u_bslot;\n",
+		   lbl, CUBPF_BLOCK_SLOTS - 1, CUBPF_BLOCK_PROBES, lbl);
+}
+
+/* Thread (0,0,0) claims a slot for its block: an EMPTY or TOMB one, by a CAS from what it read
+ * (acquire: the stores that follow come after the previous owner's release), then stores the
+ * begin time and the thread count; a block that finds none is counted, not tracked.  Relaxed
+ * .gpu stores: the entry barrier that follows makes them visible to the block's threads
+ * (bar.sync orders the memory accesses of the threads that take part in it), before any of
+ * them looks the key up. */
+static void block_insert(struct inj *j, struct ptx_buf *b)
+{
+	uint32_t lbl = j->site++;
+	bool ord = ordered_ops(j->m);
+	const char *ld = ord ? "ld.relaxed.gpu.global" : "ld.volatile.global";
+	const char *st = ord ? "st.relaxed.gpu.global" : "st.volatile.global";
+	block_key(b);
+	block_slot(b, lbl);
+	buf_printf(b, "\t%s.u64 %%__cb_bk4, [%%__cb_bk3];\n"
+		   "\tsetp.eq.u64 %%__cb_bp1, %%__cb_bk4, %llu;\n"
+		   "\tsetp.eq.or.u64 %%__cb_bp1, %%__cb_bk4, %llu, %%__cb_bp1;\n"
+		   "\t@!%%__cb_bp1 bra $__cb%u_bnext;\n"
+		   "\tatom%s.global.cas.b64 %%__cb_bk5, [%%__cb_bk3], %%__cb_bk4, %%__cb_bk0;\n"
+		   "\tsetp.eq.u64 %%__cb_bp1, %%__cb_bk5, %%__cb_bk4;\n"
+		   "\t@%%__cb_bp1 bra $__cb%u_bclaim;\n", ld, CUBPF_BLOCK_EMPTY, CUBPF_BLOCK_TOMB,
+		   lbl, ord ? ".acquire.gpu" : "", lbl);
+	block_next(b, lbl);
+	buf_printf(b, "\tred.global.add.u64 [%%__cb_bk2+%llu], 1;\n\tbra $__cb%u_bin;\n"
+		   "$__cb%u_bclaim:\n%s", (unsigned long long)CUBPF_BLOCK_UNTRACKED_OFFSET, lbl, lbl,
+		   ord ? "" : "\tmembar.gl;\n");
+	buf_printf(b, "\tmov.u64 %%__cb_bk4, %%globaltimer;\n\t%s.u64 [%%__cb_bk3+%u], %%__cb_bk4;\n"
+		   "\tmov.u32 %%__cb_b1, %%ntid.x;\n\tmov.u32 %%__cb_b2, %%ntid.y;\n"
+		   "\tmul.lo.u32 %%__cb_b1, %%__cb_b1, %%__cb_b2;\n\tmov.u32 %%__cb_b2, %%ntid.z;\n"
+		   "\tmul.lo.u32 %%__cb_b1, %%__cb_b1, %%__cb_b2;\n\t%s.u32 [%%__cb_bk3+%u], %%__cb_b1;\n"
+		   "$__cb%u_bin:\n", st, (unsigned)offsetof(struct cubpf_block_slot, begin_ns), st,
+		   (unsigned)offsetof(struct cubpf_block_slot, left), lbl);
+	j->blocks_used = true;
+}
+
 /* Thread block begin, at the kernel's entry.  Thread (0,0,0) runs the blockprobes; with
- * blockretprobes it also sets the block's count of threads still running (a .shared word: a
- * block's shared memory starts undefined) and its begin time (ctx->begin_ns at the end), and
- * every thread waits for them at a barrier, so that
- * no thread can leave before the count is there.  The barrier is the kernel's first
- * instruction for every thread of the block, so it cannot meet one of the kernel's own. */
+ * blockretprobes it also enters the block in the context's block table (block_insert: the
+ * count of its threads still running and its begin time, ctx->begin_ns at the end), and every
+ * thread waits for that at a barrier, so that no thread can look its block up before it is
+ * there.  The barrier is the kernel's first instruction for every thread of the block, so it
+ * cannot meet one of the kernel's own. */
 static int block_begin(struct inj *j, const bool *sel, struct site *s, struct ptx_buf *b,
 		       struct cg_result *fneed, bool end)
 {
@@ -634,14 +719,9 @@ static int block_begin(struct inj *j, const bool *sel, struct site *s, struct pt
 		     "\tor.b32 %__cb_b0, %__cb_b0, %__cb_b1;\n\tmov.u32 %__cb_b1, %tid.z;\n"
 		     "\tor.b32 %__cb_b0, %__cb_b0, %__cb_b1;\n"
 		     "\tsetp.ne.u32 %__cb_bp0, %__cb_b0, 0;\n");
-	if (end)
-		ptx_buf_puts(b, "\tmov.u32 %__cb_b1, %ntid.x;\n\tmov.u32 %__cb_b2, %ntid.y;\n"
-			     "\tmul.lo.u32 %__cb_b1, %__cb_b1, %__cb_b2;\n\tmov.u32 %__cb_b2, %ntid.z;\n"
-			     "\tmul.lo.u32 %__cb_b1, %__cb_b1, %__cb_b2;\n"
-			     "\t@!%__cb_bp0 st.shared.u32 [__cubpf_blk_left], %__cb_b1;\n"
-			     "\tmov.u64 %__cb_bt, %globaltimer;\n"
-			     "\t@!%__cb_bp0 st.shared.u64 [__cubpf_blk_t0], %__cb_bt;\n");
 	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bskip;\n", skip);
+	if (end)
+		block_insert(j, b);
 	s->block_end = false;
 	int n = emit_kind(j, sel, VM_PROG_BLOCKPROBE, s, b, fneed);
 	if (n < 0)
@@ -654,26 +734,40 @@ static int block_begin(struct inj *j, const bool *sel, struct site *s, struct pt
 }
 
 /* Thread block end, in the exit block: the lowest lane of each group of lanes leaving together
- * takes the group off the count; the group that brings it to zero is the last to leave, and its
- * lowest lane runs the blockretprobes. */
+ * finds its block's slot and takes the group off the count; the group that brings it to zero
+ * is the last to leave: its lowest lane runs the blockretprobes, then frees the slot (release:
+ * after the probes' reads of it). */
 static int block_end(struct inj *j, const bool *sel, struct site *s, struct ptx_buf *b,
 		     struct cg_result *fneed)
 {
-	uint32_t done = j->site++;
+	uint32_t done = j->site++, lbl = j->site++;
+	bool ord = ordered_ops(j->m);
 	ptx_buf_puts(b, "\t// cubpf: thread block end (the last group of lanes to leave)\n"
 		     "\tactivemask.b32 %__cb_b0;\n\tpopc.b32 %__cb_b1, %__cb_b0;\n"
 		     "\tmov.u32 %__cb_b2, %lanemask_lt;\n\tand.b32 %__cb_b2, %__cb_b2, %__cb_b0;\n"
 		     "\tsetp.ne.u32 %__cb_bp0, %__cb_b2, 0;\n");
 	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bdone;\n", done);
-	ptx_buf_puts(b, "\tneg.s32 %__cb_b2, %__cb_b1;\n"
-		     "\tatom.shared.add.u32 %__cb_b3, [__cubpf_blk_left], %__cb_b2;\n"
-		     "\tsetp.ne.u32 %__cb_bp0, %__cb_b3, %__cb_b1;\n");
-	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bdone;\n", done);
+	block_key(b);
+	block_slot(b, lbl);
+	buf_printf(b, "\t%s.u64 %%__cb_bk4, [%%__cb_bk3];\n"
+		   "\tsetp.eq.u64 %%__cb_bp1, %%__cb_bk4, %%__cb_bk0;\n"
+		   "\t@%%__cb_bp1 bra $__cb%u_bfound;\n",
+		   ord ? "ld.relaxed.gpu.global" : "ld.volatile.global", lbl);
+	block_next(b, lbl);
+	buf_printf(b, "\tbra $__cb%u_bdone;\n$__cb%u_bfound:\n", done, lbl);
+	buf_printf(b, "\tneg.s32 %%__cb_b2, %%__cb_b1;\n"
+		   "\tatom.global.add.u32 %%__cb_b3, [%%__cb_bk3+%u], %%__cb_b2;\n"
+		   "\tsetp.ne.u32 %%__cb_bp0, %%__cb_b3, %%__cb_b1;\n"
+		   "\t@%%__cb_bp0 bra $__cb%u_bdone;\n",
+		   (unsigned)offsetof(struct cubpf_block_slot, left), done);
 	s->block_end = true;
 	int n = emit_kind(j, sel, VM_PROG_BLOCKRETPROBE, s, b, fneed);
 	if (n < 0)
 		return -1;
-	buf_printf(b, "$__cb%u_bdone:\n", done);
+	buf_printf(b, "%s\t%s.u64 [%%__cb_bk3], %llu;\n$__cb%u_bdone:\n",
+		   ord ? "" : "\tmembar.gl;\n", ord ? "st.release.gpu.global" : "st.volatile.global",
+		   CUBPF_BLOCK_TOMB, done);
+	j->blocks_used = true;
 	j->rep->block_sites += n > 0;
 	return 0;
 }
@@ -873,9 +967,9 @@ static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_re
 	if (extra & DECL_SYNC_TIME)
 		ptx_buf_puts(&b, "\t.reg .b64 %__cb_sb;\n");
 	if (extra & DECL_BLOCKS)
-		ptx_buf_puts(&b, "\t.reg .b32 %__cb_b<4>;\n\t.reg .pred %__cb_bp<1>;\n"
-			     "\t.reg .b64 %__cb_bt;\n\t.shared .align 8 .u64 __cubpf_blk_t0;\n"
-			     "\t.shared .align 4 .u32 __cubpf_blk_left;\n");
+		ptx_buf_puts(&b, "\t.reg .b32 %__cb_b<4>;\n\t.reg .pred %__cb_bp<2>;\n");
+	if (extra & DECL_BLOCK_TABLE)
+		ptx_buf_puts(&b, "\t.reg .b64 %__cb_bk<6>;\n");
 	if (edit_add(&j->ed, f->body_open + 1, 0, &b))
 		return -1;
 	need_merge(&j->need, fneed);
@@ -899,7 +993,9 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 	if (rc || !touched)
 		return rc;
 	j->rep->instrumented++;
-	return add_decls(j, f, &fneed, extra | (blocks ? DECL_BLOCKS : 0));
+	if (blocks)
+		extra |= DECL_BLOCKS | (any_kind(j, sel, VM_PROG_BLOCKRETPROBE) ? DECL_BLOCK_TABLE : 0);
+	return add_decls(j, f, &fneed, extra);
 }
 
 /* ---- device functions: memory probes in .funcs the selected kernels call ---- */
@@ -1031,6 +1127,8 @@ static int module_decls(struct inj *j)
 			buf_printf(&b, ".visible .const .align 8 .u64 " PTX_MAP_SYMBOL_FMT ";\n", i);
 	if (j->enable_used)
 		ptx_buf_puts(&b, ".visible .const .align 8 .u64 " CUBPF_ENABLE_SYMBOL ";\n");
+	if (j->blocks_used)
+		ptx_buf_puts(&b, ".visible .const .align 8 .u64 " CUBPF_BLOCKS_SYMBOL ";\n");
 	if (j->need.vprintf && !has_vprintf_decl(j->m))
 		ptx_gen_module_decls(0, true, &b);
 	ptx_buf_puts(&b, "\n");

@@ -6,7 +6,9 @@
  * Guarantees
  *  - Instrumentation never changes what a kernel computes: probe code only reads the kernel's
  *    registers, uses registers and a .local stack of its own (names starting with "%__cb_" and
- *    "__cubpf_"), and every kernel that is not selected comes out byte for byte as it came in.
+ *    "__cubpf_") and device memory the host gives it, never shared memory (a kernel's static
+ *    shared size stays what it was), and every kernel that is not selected comes out byte for
+ *    byte as it came in.
  *  - Everything not edited is copied byte for byte (comments, .loc lines, inline asm).
  *
  * Device-side maps (the contract with whoever loads the instrumented module, i.e. the shim):
@@ -32,15 +34,21 @@
  *    when the cached copy says the lane is full.
  *  - Enable words (ptx_inject_opts.enable_words): the module also declares
  *    `.visible .const .align 8 .u64 __cubpf_enable;` (layout.h, "enable words").
+ *  - Blockretprobes: the module declares `.visible .const .align 8 .u64 __cubpf_blocks;`; the
+ *    host stores there the address of its context's block table (layout.h, "thread block
+ *    table"; one per context, zeroed).
  *
  * Probe placement:
  *  - kprobe: after the kernel's declarations, before its first instruction;
  *  - kretprobe: every `ret`/`exit` of a selected .entry (predicated ones included) becomes a
  *    branch to one exit block that runs the probes then returns;
  *  - blockprobe: at the kernel's entry, run by thread (0,0,0) only; blockretprobe: in the exit
- *    block, run by one lane of the last group of threads of the block to leave (a .shared
- *    count of the block's threads still running, __cubpf_blk_left, set by thread (0,0,0)
- *    before a `bar.sync 0` at entry and decremented once per group of lanes leaving together);
+ *    block, run by one lane of the last group of threads of the block to leave: thread (0,0,0)
+ *    enters the block (key: %gridid and the linear %ctaid) in the context's block table, a
+ *    count of its threads still running and its begin time, before a `bar.sync 0` at entry;
+ *    the count is decremented once per group of lanes leaving together (layout.h, "thread
+ *    block table": device memory, declared `__cubpf_blocks` and filled by the host as a map
+ *    pointer is; never shared memory, which belongs to the application);
  *  - syncprobe: just before and just after every barrier (bar/barrier .sync/.arrive/.red,
  *    bar.warp.sync, barrier.cluster.*, mbarrier.try_wait/test_wait) and fence (fence.*,
  *    membar.*), under the instruction's own predicate, in the kernels and the .funcs they call;

@@ -807,6 +807,53 @@ static void test_sampling_flips_enable_words(void **state)
 	assert_int_equal(run_child(&env, child_sample), 0);
 }
 
+/* Blockretprobes count a block's threads in one table per context, in device memory (never the
+ * blocks' shared memory, which is the application's): every module that declares
+ * __cubpf_blocks gets the same table, zeroed; with no blockretprobe there is none. */
+static const char blocks_ptx[] =
+	".version 8.0\n.target sm_90\n.address_size 64\n"
+	".visible .entry live_k(\n\t.param .u64 live_k_param_0\n)\n{\n\tret;\n}\n";
+static const char blocks_ptx2[] =
+	".version 8.0\n.target sm_90\n.address_size 64\n"
+	".visible .entry live_k2(\n\t.param .u64 live_k2_param_0\n)\n{\n\tret;\n}\n";
+
+static int child_blocks(void)
+{
+	void *a = NULL, *b = NULL;
+	if (open_both() || load(&a, blocks_ptx) != 0 || load(&b, blocks_ptx2) != 0)
+		return child_fail("set-up");
+	const char *t = module_text(a);
+	bool want = getenv("WANT_BLOCKS") != NULL;
+	if (!t || (strstr(t, ".u64 __cubpf_blocks;") != NULL) != want || strstr(t, ".shared"))
+		return child_fail("the module %s the block table: %.80s", want ? "lacks" : "declares",
+				  t ? t : "");
+	if (!want)
+		return 0;
+	const uint8_t *ta = (const uint8_t *)(uintptr_t)global(a, "__cubpf_blocks");
+	const uint8_t *tb = (const uint8_t *)(uintptr_t)global(b, "__cubpf_blocks");
+	if (!ta || ta != tb)
+		return child_fail("block table %p and %p: not one per context", (void *)ta, (void *)tb);
+	for (uint64_t i = 0; i < CUBPF_BLOCK_TABLE_BYTES; i++)
+		if (ta[i])
+			return child_fail("the block table is not zeroed at byte %llu",
+					  (unsigned long long)i);
+	return 0;
+}
+
+static void test_block_table_per_context(void **state)
+{
+	(void)state;
+	char blocklat[4200];
+	snprintf(blocklat, sizeof(blocklat), "%s/probes/blocklat.bpf.o", LIVE_TEST_BUILD);
+	struct child_env env = { { "CUBPF_PROGRAMS", "WANT_BLOCKS", "CUBPF_CACHE" },
+				 { blocklat, "1", "off" } };
+	assert_int_equal(run_child(&env, child_blocks), 0);
+	/* the log's device bytes count the table */
+	assert_non_null(strstr(child_err, "live: maps on device"));
+	struct child_env none = { { "CUBPF_CACHE" }, { "off" } }; /* count.bpf.o: kprobes only */
+	assert_int_equal(run_child(&none, child_blocks), 0);
+}
+
 /* Launches being captured into a graph are not sampled: the enable word's memset would become a
  * node of the application's graph (found on an H100: torture_drv graph under memdelay, whose
  * --sample 2 put a memset node first, and the program's node handling failed).  The word stays
@@ -2940,6 +2987,7 @@ int main(void)
 		cmocka_unit_test(test_host_probes_run_on_driver_calls),
 		cmocka_unit_test(test_host_and_gpu_programs_share_a_map),
 		cmocka_unit_test(test_sampling_flips_enable_words),
+		cmocka_unit_test(test_block_table_per_context),
 		cmocka_unit_test(test_sampling_leaves_captured_launches_alone),
 		cmocka_unit_test(test_control_file_switches_programs),
 		cmocka_unit_test(test_ring_buffers_are_drained_into_the_trace),

@@ -90,8 +90,8 @@ struct cubpf_block_ctx {
 	__u32 sm_id;                        /* %smid: the SM the block runs on */
 	__u32 end;                          /* 0 in blockprobe, 1 in blockretprobe */
 	__u64 time_ns;                      /* %globaltimer at the probe, ns (32 ns ticks on sm_90) */
-	__u64 begin_ns;                     /* %globaltimer when the block began (kept in shared
-					     * memory by cubpf): end - begin is the block's time */
+	__u64 begin_ns;                     /* %globaltimer when the block began (kept by cubpf in
+					     * its block table): end - begin is the block's time */
 };
 
 /* What a syncprobe sits on. */
