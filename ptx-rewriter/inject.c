@@ -58,6 +58,8 @@ static const char *kind_name(enum vm_prog_kind k)
 	case VM_PROG_BLOCKPROBE: return "blockprobe";
 	case VM_PROG_BLOCKRETPROBE: return "blockretprobe";
 	case VM_PROG_SYNCPROBE: return "syncprobe";
+	case VM_PROG_FENTRY: return "fentry";
+	case VM_PROG_FEXIT: return "fexit";
 	default: return "probe";
 	}
 }
@@ -226,6 +228,7 @@ struct site {
 	struct ptx_sync sync;          /* syncprobe only */
 	bool sync_after;
 	bool sync_reads_before;        /* an after-probe read before_ns: the before side saves it */
+	bool func_exit;                /* fentry/fexit: ctx->exit */
 };
 
 static const char *const sreg_names[12] = {
@@ -525,6 +528,77 @@ static int sync_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint3
 	return -1;
 }
 
+/* fentry/fexit: the thread's special registers, the .func's parameters, four constants. */
+static bool func_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *val)
+{
+	const struct site *s = user;
+	typedef struct cubpf_func_ctx F;
+	if (size != 4)
+		return false;
+	if (off == offsetof(F, kernel_id))
+		*val = s->kernel_id;
+	else if (off == offsetof(F, nparams))
+		*val = s->f->param_cnt;
+	else if (off == offsetof(F, func_id))
+		*val = ptx_kernel_id(s->f->name);
+	else if (off == offsetof(F, exit))
+		*val = s->func_exit;
+	else
+		return false;
+	return true;
+}
+
+/* A .func parameter as ctx->params[i]: .param ones as a kernel's, .reg ones (PTX without the
+ * ABI) from the register. */
+static int func_param(struct ptx_buf *out, const char *dst, const struct ptx_param *p, char *err,
+		      size_t errlen)
+{
+	if (!p->is_reg)
+		load_param(out, dst, p);
+	else if (!strcmp(p->type, "pred"))
+		buf_printf(out, "\tselp.u64 %s, 1, 0, %s;\n", dst, p->name);
+	else if (p->size == 8)
+		buf_printf(out, "\tmov.b64 %s, %s;\n", dst, p->name);
+	else if (p->size == 4)
+		buf_printf(out, "\tmov.b32 %%__cb_w5, %s;\n\tcvt.u64.u32 %s, %%__cb_w5;\n", p->name,
+			   dst);
+	else {
+		ptx_seterr(err, errlen, "a .reg parameter of %u bytes is not readable (%s)", p->size,
+			   p->name);
+		return -1;
+	}
+	return 0;
+}
+
+static int func_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_t off,
+			 uint32_t size, char *err, size_t errlen)
+{
+	const struct site *s = user;
+	typedef struct cubpf_func_ctx F;
+	uint64_t v;
+	if (func_ctx_const(user, off, size, &v)) {
+		buf_printf(out, "\tmov.b64 %s, %llu;\n", dst, (unsigned long long)v);
+		return 0;
+	}
+	if (off < offsetof(F, kernel_id) && size == 4 && off % 4 == 0) {
+		load_sreg(out, dst, sreg_names[off / 4]); /* tid, ntid, ctaid, nctaid: same order */
+		return 0;
+	}
+	uint32_t p0 = offsetof(F, params);
+	if (off >= p0 && off < sizeof(F) && (off - p0) % 8 == 0 && (size == 8 || size == 4)) {
+		uint32_t i = (off - p0) / 8;
+		if (i >= s->f->param_cnt)
+			buf_printf(out, "\tmov.b64 %s, 0;\n", dst);
+		else if (func_param(out, dst, &s->f->params[i], err, errlen))
+			return -1;
+		if (size == 4)
+			buf_printf(out, "\tand.b64 %s, %s, 0xFFFFFFFF;\n", dst, dst);
+		return 0;
+	}
+	ptx_seterr(err, errlen, "function context has no %u-byte field at offset %u", size, off);
+	return -1;
+}
+
 /* ---- per kernel ---- */
 
 /* declarations beyond the code generator's: block counts, a sync site's saved guard, its
@@ -595,6 +669,8 @@ static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, str
 			src.load = block_ctx_load, src.constant = block_ctx_const;
 		else if (kind == VM_PROG_SYNCPROBE)
 			src.load = sync_ctx_load, src.constant = sync_ctx_const;
+		else if (kind == VM_PROG_FENTRY || kind == VM_PROG_FEXIT)
+			src.load = func_ctx_load, src.constant = func_ctx_const;
 		struct cg_result res = {0};
 		if (ptx_cg_emit(j->cp[p], &src, lbl, out, &res, j->err, j->errlen))
 			return -1;
@@ -1040,6 +1116,115 @@ static void reach(const struct inj *j, uint32_t from, uint32_t kernel, const boo
 	}
 }
 
+/* ---- device functions: fentry/fexit ---- */
+
+/* The fentry/fexit programs of sel whose glob matches the .func's name, into fs. */
+static bool fprobe_select(const struct inj *j, const struct ptx_func *f, const bool *sel, bool *fs)
+{
+	bool any = false;
+	for (uint32_t p = 0; p < j->o->prog_cnt; p++) {
+		enum vm_prog_kind k = j->o->progs[p].kind;
+		const char *g = j->o->progs[p].attach;
+		fs[p] = sel[p] && (k == VM_PROG_FENTRY || k == VM_PROG_FEXIT) &&
+			ptx_kernel_matches(g && *g ? g : "*", f->name);
+		any |= fs[p];
+	}
+	return any;
+}
+
+/* fexit before one ret of the .func, under the ret's own predicate. */
+static int fexit_site(struct inj *j, const struct ptx_insn *in, const bool *fs, struct site *s,
+		      struct cg_result *fneed)
+{
+	struct ptx_buf b = {0};
+	uint32_t skip = j->site++;
+	if (in->pred)
+		buf_printf(&b, "\t@%s%s bra $__cb%u_fskip;\n", in->pred_neg ? "" : "!", in->pred,
+			   skip);
+	s->func_exit = true;
+	if (emit_kind(j, fs, VM_PROG_FEXIT, s, &b, fneed) < 0) {
+		ptx_buf_free(&b);
+		return -1;
+	}
+	if (in->pred)
+		buf_printf(&b, "$__cb%u_fskip:\n", skip);
+	bool ls;
+	size_t at = insert_at(j->m->text, in->off, &ls);
+	if (!ls)
+		ptx_buf_puts(&b, "\t");
+	if (edit_add(&j->ed, at, 0, &b)) {
+		ptx_buf_free(&b);
+		ptx_seterr(j->err, j->errlen, "out of memory");
+		return -1;
+	}
+	j->rep->fexit_sites++;
+	return 0;
+}
+
+/* fentry before the .func's first instruction, fexit before each of its returns (`exit` ends
+ * the thread, not the call: no fexit there). */
+static int do_fprobes(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
+		      struct cg_result *fneed, bool *touched)
+{
+	bool *fs = calloc(j->o->prog_cnt + 1, sizeof(*fs));
+	if (!fs) {
+		ptx_seterr(j->err, j->errlen, "out of memory");
+		return -1;
+	}
+	int rc = 0;
+	if (fprobe_select(j, f, sel, fs) && any_kind(j, fs, VM_PROG_FENTRY)) {
+		struct ptx_buf b = {0};
+		bool ls;
+		size_t at = insert_at(j->m->text, f->first_insn_line, &ls);
+		s->func_exit = false;
+		rc = emit_kind(j, fs, VM_PROG_FENTRY, s, &b, fneed) < 0 ? -1 : 0;
+		if (!rc && !ls)
+			ptx_buf_puts(&b, "\t");
+		if (!rc && edit_add(&j->ed, at, 0, &b)) {
+			ptx_seterr(j->err, j->errlen, "out of memory");
+			rc = -1;
+		}
+		ptx_buf_free(&b);
+		j->rep->fentry_sites += !rc;
+		*touched |= !rc;
+	}
+	for (uint32_t i = 0; !rc && any_kind(j, fs, VM_PROG_FEXIT) && i < f->insn_cnt; i++) {
+		const struct ptx_insn *in = &f->insns[i];
+		if (strcmp(in->opcode, "ret") && strcmp(in->opcode, "ret.uni"))
+			continue;
+		rc = fexit_site(j, in, fs, s, fneed);
+		*touched |= !rc;
+	}
+	free(fs);
+	return rc;
+}
+
+/* The fentry/fexit programs a kernel passes on to the .funcs it calls: all of them when the
+ * kernel is selected (-k), whatever their globs, which name functions, not kernels. */
+static void fprobe_kernel_sel(const struct inj *j, const struct ptx_func *k, bool *ksel)
+{
+	for (uint32_t p = 0; p < j->o->prog_cnt; p++)
+		if (j->o->progs[p].kind == VM_PROG_FENTRY || j->o->progs[p].kind == VM_PROG_FEXIT)
+			ksel[p] = j->cp[p] && kernel_selected(j->o, k);
+}
+
+/* .funcs no kernel of the module calls directly (called through pointers, or from other
+ * modules): without -k, fentry/fexit still apply to them, as shared by several kernels. */
+static void fprobe_orphans(const struct inj *j, bool *fsel, uint32_t *reached_by)
+{
+	if (j->o->kernel_glob)
+		return;
+	for (uint32_t i = 0; i < j->m->func_cnt; i++) {
+		const struct ptx_func *f = &j->m->funcs[i];
+		if (f->is_entry || !f->has_body || reached_by[i] != UINT32_MAX)
+			continue;
+		for (uint32_t p = 0; p < j->o->prog_cnt; p++)
+			if (j->o->progs[p].kind == VM_PROG_FENTRY || j->o->progs[p].kind == VM_PROG_FEXIT)
+				fsel[(size_t)i * j->o->prog_cnt + p] = j->cp[p] != NULL;
+		reached_by[i] = UINT32_MAX - 1;
+	}
+}
+
 static int do_funcs(struct inj *j, const bool *fsel, const uint32_t *reached_by)
 {
 	for (uint32_t i = 0; i < j->m->func_cnt; i++) {
@@ -1058,7 +1243,8 @@ static int do_funcs(struct inj *j, const bool *fsel, const uint32_t *reached_by)
 		bool touched = false;
 		unsigned extra = 0;
 		const bool *sel = fsel + (size_t)i * j->o->prog_cnt;
-		if (do_mem(j, f, sel, &s, &fneed, &touched) ||
+		if (do_fprobes(j, f, sel, &s, &fneed, &touched) ||
+		    do_mem(j, f, sel, &s, &fneed, &touched) ||
 		    do_sync(j, f, sel, &s, &fneed, &touched, &extra))
 			return -1;
 		if (touched) {
@@ -1097,8 +1283,11 @@ static int do_module(struct inj *j)
 		for (uint32_t p = 0; p < j->o->prog_cnt; p++)
 			ksel[p] &= j->o->progs[p].kind == VM_PROG_MEMPROBE ||
 				   j->o->progs[p].kind == VM_PROG_SYNCPROBE;
+		fprobe_kernel_sel(j, f, ksel);
 		reach(j, i, i, ksel, fsel, reached_by, visited);
 	}
+	if (!rc && reached_by)
+		fprobe_orphans(j, fsel, reached_by);
 	if (!rc)
 		rc = do_funcs(j, fsel, reached_by);
 	free(ksel);

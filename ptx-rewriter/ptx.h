@@ -56,7 +56,14 @@
  *    spaces, scalar and vector, under the access's own predicate: in the selected kernels' bodies
  *    and in the .funcs they call directly or transitively (direct calls; an indirect call's
  *    target is not known).  In a .func, ctx->kernel_id is the calling kernel's id when one
- *    selected kernel calls it, CUBPF_KERNEL_ID_SHARED when several do.
+ *    selected kernel calls it, CUBPF_KERNEL_ID_SHARED when several do;
+ *  - fentry/fexit: in each .func whose name the program's glob matches (mangled, demangled, or
+ *    demangled before '('), among those the selected kernels call (directly or transitively)
+ *    and, without a kernel filter, those no kernel calls directly: fentry before its first
+ *    instruction, fexit just before each ret (under a predicated ret's own predicate).
+ *    ctx->params are the .func's own parameters (.param ones loaded as a kernel's, .reg ones
+ *    read from the register), kernel_id as for memprobes in .funcs (CUBPF_KERNEL_ID_SHARED for
+ *    a function no kernel calls directly), func_id = ptx_kernel_id(the .func's name).
  */
 
 /* Code generation (see codegen.c and helpers.c):
@@ -121,6 +128,7 @@ struct ptx_param {
 	uint32_t size;         /* total bytes (element size times array count) */
 	uint32_t align;
 	bool is_ptr_attr;      /* had a .ptr attribute */
+	bool is_reg;           /* declared .reg (a .func without the ABI): a register, not .param */
 };
 
 /* One instruction (a statement ending in ';' that is not a declaration or directive). */
@@ -279,10 +287,11 @@ struct ptx_inject_opts {
 struct ptx_inject_report {
 	uint32_t kernels;              /* .entry functions in the module */
 	uint32_t instrumented;         /* kernels that received at least one probe */
-	uint32_t funcs;                /* .funcs that received memory probes */
+	uint32_t funcs;                /* .funcs that received probes (memory, sync, fentry/fexit) */
 	uint32_t entry_sites, exit_sites, mem_sites;
 	uint32_t block_sites;          /* thread block begins and ends that run probes */
 	uint32_t sync_sites;           /* barriers and fences probed (before and after: one site) */
+	uint32_t fentry_sites, fexit_sites; /* device function entries and returns probed */
 	char label[96];                /* the first .entry's name, with ", ..." when there are
 					* more ("" when none): what logs call the module, read
 					* from the parse the rewrite used */

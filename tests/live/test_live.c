@@ -854,6 +854,40 @@ static void test_block_table_per_context(void **state)
 	assert_int_equal(run_child(&none, child_blocks), 0);
 }
 
+/* fentry/fexit only (tests/ptx/probes/func.bpf.o): a module whose kernels get no probe but whose
+ * device function does is instrumented, not left as it was. */
+static const char func_ptx[] =
+	".version 8.0\n.target sm_90\n.address_size 64\n"
+	".func (.param .b32 func_retval0) live_f(.param .b32 live_f_param_0)\n{\n"
+	"\t.reg .b32 %r<3>;\n\tld.param.u32 %r1, [live_f_param_0];\n\tadd.s32 %r2, %r1, 1;\n"
+	"\tst.param.b32 [func_retval0+0], %r2;\n\tret;\n}\n"
+	".visible .entry live_k(\n\t.param .u64 live_k_param_0\n)\n{\n\t.reg .b32 %r<3>;\n"
+	"\tmov.u32 %r1, %tid.x;\n\t{\n\t.param .b32 p0;\n\tst.param.b32 [p0+0], %r1;\n"
+	"\t.param .b32 rv;\n\tcall.uni (rv), live_f, (p0);\n\tld.param.b32 %r2, [rv+0];\n\t}\n"
+	"\tret;\n}\n";
+
+static int child_func_only(void)
+{
+	void *mod = NULL;
+	if (open_both() || load(&mod, func_ptx) != 0)
+		return child_fail("set-up");
+	const char *t = module_text(mod);
+	if (!t || !strstr(t, "// cubpf: fentry on_func_entry") || !strstr(t, "// cubpf: fexit"))
+		return child_fail("the device function is not probed: %.200s", t ? t : "");
+	if (!global(mod, "__cubpf_map_0"))
+		return child_fail("the map pointer is not stored");
+	return 0;
+}
+
+static void test_func_probes_only(void **state)
+{
+	(void)state;
+	char probe[4200];
+	snprintf(probe, sizeof(probe), "%s/ptx-probes/func.bpf.o", LIVE_TEST_BUILD);
+	struct child_env env = { { "CUBPF_PROGRAMS", "CUBPF_CACHE" }, { probe, "off" } };
+	assert_int_equal(run_child(&env, child_func_only), 0);
+}
+
 /* Launches being captured into a graph are not sampled: the enable word's memset would become a
  * node of the application's graph (found on an H100: torture_drv graph under memdelay, whose
  * --sample 2 put a memset node first, and the program's node handling failed).  The word stays
@@ -2988,6 +3022,7 @@ int main(void)
 		cmocka_unit_test(test_host_and_gpu_programs_share_a_map),
 		cmocka_unit_test(test_sampling_flips_enable_words),
 		cmocka_unit_test(test_block_table_per_context),
+		cmocka_unit_test(test_func_probes_only),
 		cmocka_unit_test(test_sampling_leaves_captured_launches_alone),
 		cmocka_unit_test(test_control_file_switches_programs),
 		cmocka_unit_test(test_ring_buffers_are_drained_into_the_trace),
