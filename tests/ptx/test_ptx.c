@@ -727,6 +727,55 @@ static void test_block_probe_untouched(void **state)
 	vm_object_free(p.obj);
 }
 
+/* The index of the map called name in an object (-1 when none). */
+static int map_index(const struct vm_object *o, const char *name)
+{
+	for (uint32_t i = 0; i < o->map_cnt; i++)
+		if (!strcmp(o->maps[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+/* The block end's protocol over the block table, run on tests/ptx/ptxsim_blocks.py (a model of
+ * the threads one after the other, each block's thread (0,0,0) first): begins = every block,
+ * ends = every block that found a slot, each at its last thread's exit with its own begin time,
+ * colliding grids probing past each other, tombstones reused, a block that finds the table full
+ * counted and left without an end; pred_ret's early, predicated and `exit` returns all counted. */
+static void test_block_protocol_sim(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("block.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture(hand_fixtures[0], &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	char tmp[] = "/tmp/cubpf-ptxsim-blocks-XXXXXX", cmd[512], line[512], last[512] = "";
+	int fd = mkstemp(tmp);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, out, olen), (ssize_t)olen);
+	close(fd);
+	int c = map_index(p.obj, "counts"), tm = map_index(p.obj, "times");
+	int b = map_index(p.obj, "begins");
+	assert_true(c >= 0 && tm >= 0 && b >= 0);
+	snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_blocks.py %s pred_ret %d %d %d 2>&1",
+		 tmp, c, tm, b);
+	FILE *f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "ok", 2))
+			print_message("%s", line);
+		snprintf(last, sizeof(last), "%s", line);
+	}
+	int st = pclose(f);
+	unlink(tmp);
+	if (st != 0 || !strstr(last, " passed, 0 failed"))
+		fail_msg("ptxsim_blocks (needs python3): %s", last[0] ? last : "no output");
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
 /* ---- device functions: fentry/fexit (issue 32) ---- */
 
 /* The .funcs with a body and the rets in them. */
@@ -1302,6 +1351,7 @@ int main(void)
 		cmocka_unit_test(test_block_probes),
 		cmocka_unit_test(test_block_probe_placement),
 		cmocka_unit_test(test_block_probe_untouched),
+		cmocka_unit_test(test_block_protocol_sim),
 		cmocka_unit_test(test_func_probes),
 		cmocka_unit_test(test_func_probe_placement),
 		cmocka_unit_test(test_func_probe_shared),
