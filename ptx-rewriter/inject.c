@@ -723,7 +723,8 @@ static void block_key(struct ptx_buf *b)
 		     "\tadd.s64 %__cb_bk1, %__cb_bk1, %__cb_bk3;\n"
 		     "\txor.b64 %__cb_bk0, %__cb_bk0, %__cb_bk1;\n"
 		     "\tshl.b64 %__cb_bk0, %__cb_bk0, 1;\n\tor.b64 %__cb_bk0, %__cb_bk0, 1;\n");
-	buf_printf(b, "\tmul.lo.u64 %%__cb_bk1, %%__cb_bk0, %llu;\n\tshr.u64 %%__cb_bk1, %%__cb_bk1, %u;\n",
+	buf_printf(b, "\tmul.lo.u64 %%__cb_bk1, %%__cb_bk0, %llu;\n"
+		   "\tshr.u64 %%__cb_bk1, %%__cb_bk1, %u;\n",
 		   (unsigned long long)CUBPF_BLOCK_HASH_MUL, 64 - CUBPF_BLOCK_SLOT_BITS);
 	ptx_buf_puts(b, "\tld.const.u64 %__cb_bk2, [" CUBPF_BLOCKS_SYMBOL "];\n"
 		     "\tmov.u32 %__cb_b2, 0;\n");
@@ -1070,7 +1071,8 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 		return rc;
 	j->rep->instrumented++;
 	if (blocks)
-		extra |= DECL_BLOCKS | (any_kind(j, sel, VM_PROG_BLOCKRETPROBE) ? DECL_BLOCK_TABLE : 0);
+		extra |= DECL_BLOCKS |
+			 (any_kind(j, sel, VM_PROG_BLOCKRETPROBE) ? DECL_BLOCK_TABLE : 0);
 	return add_decls(j, f, &fneed, extra);
 }
 
@@ -1118,14 +1120,18 @@ static void reach(const struct inj *j, uint32_t from, uint32_t kernel, const boo
 
 /* ---- device functions: fentry/fexit ---- */
 
+static bool is_fprobe(enum vm_prog_kind k)
+{
+	return k == VM_PROG_FENTRY || k == VM_PROG_FEXIT;
+}
+
 /* The fentry/fexit programs of sel whose glob matches the .func's name, into fs. */
 static bool fprobe_select(const struct inj *j, const struct ptx_func *f, const bool *sel, bool *fs)
 {
 	bool any = false;
 	for (uint32_t p = 0; p < j->o->prog_cnt; p++) {
-		enum vm_prog_kind k = j->o->progs[p].kind;
 		const char *g = j->o->progs[p].attach;
-		fs[p] = sel[p] && (k == VM_PROG_FENTRY || k == VM_PROG_FEXIT) &&
+		fs[p] = sel[p] && is_fprobe(j->o->progs[p].kind) &&
 			ptx_kernel_matches(g && *g ? g : "*", f->name);
 		any |= fs[p];
 	}
@@ -1204,7 +1210,7 @@ static int do_fprobes(struct inj *j, const struct ptx_func *f, const bool *sel, 
 static void fprobe_kernel_sel(const struct inj *j, const struct ptx_func *k, bool *ksel)
 {
 	for (uint32_t p = 0; p < j->o->prog_cnt; p++)
-		if (j->o->progs[p].kind == VM_PROG_FENTRY || j->o->progs[p].kind == VM_PROG_FEXIT)
+		if (is_fprobe(j->o->progs[p].kind))
 			ksel[p] = j->cp[p] && kernel_selected(j->o, k);
 }
 
@@ -1219,7 +1225,7 @@ static void fprobe_orphans(const struct inj *j, bool *fsel, uint32_t *reached_by
 		if (f->is_entry || !f->has_body || reached_by[i] != UINT32_MAX)
 			continue;
 		for (uint32_t p = 0; p < j->o->prog_cnt; p++)
-			if (j->o->progs[p].kind == VM_PROG_FENTRY || j->o->progs[p].kind == VM_PROG_FEXIT)
+			if (is_fprobe(j->o->progs[p].kind))
 				fsel[(size_t)i * j->o->prog_cnt + p] = j->cp[p] != NULL;
 		reached_by[i] = UINT32_MAX - 1;
 	}

@@ -611,7 +611,8 @@ static void snapshot(struct live_ctx *c, bool sync)
 	}
 	uint64_t untracked = 0; /* blocks the block table had no slot for */
 	if (r == CUDA_SUCCESS && c->blocks)
-		r = shim_live_cu.cuMemcpyDtoHAsync_v2(&untracked, c->blocks + CUBPF_BLOCK_UNTRACKED_OFFSET,
+		r = shim_live_cu.cuMemcpyDtoHAsync_v2(&untracked,
+						 c->blocks + CUBPF_BLOCK_UNTRACKED_OFFSET,
 						 sizeof(untracked), c->stream);
 	if (r == CUDA_SUCCESS)
 		r = shim_live_cu.cuStreamSynchronize(c->stream);

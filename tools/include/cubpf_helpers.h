@@ -7,8 +7,8 @@
  * BTF-defined structs in SEC(".maps") built with __uint/__type, globals live in .rodata/.data/
  * .bss.  Helpers are called through the usual `static ret (*name)(args) = (void *)ID` pointers.
  * GPU helpers may only be called from GPU programs (kprobe, kretprobe, memprobe, blockprobe,
- * blockretprobe, syncprobe, fentry, fexit), host helpers (ktime, pid/tgid, cpu) only from uprobe/uretprobe programs: the
- * verifier checks it.
+ * blockretprobe, syncprobe, fentry, fexit), host helpers (ktime, pid/tgid, cpu) only from
+ * uprobe/uretprobe programs: the verifier checks it.
  */
 #ifndef CUBPF_HELPERS_H
 #define CUBPF_HELPERS_H
