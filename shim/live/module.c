@@ -710,8 +710,9 @@ static uint32_t record_id(void *user, const char *mangled)
 	return id;
 }
 
-/* Instruments the image's PTX.  Returns 1 when kernels were instrumented (w->out), 0 when there
- * is nothing to do, -1 on failure (w->err). */
+/* Instruments the image's PTX.  Returns 1 when kernels or device functions (fentry/fexit, a
+ * .func's memory probes) were instrumented (w->out), 0 when there is nothing to do, -1 on
+ * failure (w->err). */
 int shim_live_instrument(const char *ptx, size_t len, uint32_t (*kernel_id)(void *, const char *),
 		    void *user, char **out, size_t *out_len, struct ptx_inject_report *rep,
 		    char *err, size_t errlen)
@@ -727,7 +728,7 @@ int shim_live_instrument(const char *ptx, size_t len, uint32_t (*kernel_id)(void
 	int rc = defs ? ptx_instrument(ptx, strnlen(ptx, len), &o, out, out_len, rep, err, errlen)
 		      : -1;
 	free(defs);
-	if (rc == 0 && rep->instrumented == 0) {
+	if (rc == 0 && rep->instrumented == 0 && rep->funcs == 0) {
 		atomic_fetch_add(&shim_live_session.n.modules_untouched, 1);
 		free(*out);
 		*out = NULL;
@@ -759,12 +760,12 @@ static int instrument_parts(struct work *w)
 		w->rep.instrumented += rep.instrumented, w->rep.kernels += rep.kernels;
 		w->rep.entry_sites += rep.entry_sites, w->rep.exit_sites += rep.exit_sites;
 		w->rep.mem_sites += rep.mem_sites, w->rep.block_sites += rep.block_sites;
-		w->rep.sync_sites += rep.sync_sites;
+		w->rep.sync_sites += rep.sync_sites, w->rep.funcs += rep.funcs;
 		total += p->out_len + 32;
 		if (rc > 0 && !w->label[0]) /* (the rewriter's parse named it: no lexing again) */
 			snprintf(w->label, sizeof(w->label), "%s", rep.label[0] ? rep.label : "module");
 	}
-	if (!w->rep.instrumented)
+	if (!w->rep.instrumented && !w->rep.funcs)
 		return 0;
 	if (!(w->out = malloc(total + 1)))
 		return snprintf(w->err, sizeof(w->err), "out of memory"), -1;
