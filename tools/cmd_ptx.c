@@ -53,7 +53,7 @@ static char *read_all(const char *path, size_t *len, char *err, size_t errlen)
 }
 
 /* Verifies the GPU programs and lists them for the rewriter. */
-static int gpu_progs(const struct vm_object *obj, struct ptx_prog *progs, uint32_t *cnt)
+static int gpu_progs(struct vm_object *obj, struct ptx_prog *progs, uint32_t *cnt)
 {
 	*cnt = 0;
 	for (uint32_t i = 0; i < obj->prog_cnt; i++) {
@@ -61,7 +61,7 @@ static int gpu_progs(const struct vm_object *obj, struct ptx_prog *progs, uint32
 		if (!vm_kind_is_gpu(p->kind))
 			continue;
 		char log[2048];
-		if (vm_verify(obj, i, NULL, NULL, log, sizeof(log))) {
+		if (vm_verify_sanitize(obj, i, NULL, NULL, log, sizeof(log))) {
 			tool_warn("cubpf ptx: program %s (%s) rejected by the verifier:", p->name,
 				  p->section);
 			tool_text_put(stderr, log, 1);

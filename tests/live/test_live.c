@@ -892,6 +892,33 @@ static void test_func_probes_only(void **state)
 	assert_int_equal(run_child(&env, child_func_only), 0);
 }
 
+/* A probe with code on no feasible path (const volatile knobs: tests/ptx/probes/knob.bpf.c) is
+ * accepted with that code dropped, in the forked checker and in the process alike: the checker
+ * sends its marks back, and the module is instrumented without the switched-off printk. */
+static int child_knob(void)
+{
+	void *mod = NULL;
+	if (open_both() || load(&mod, live_ptx) != 0 || instrumented(mod, "FAKECUBIN"))
+		return child_fail("set-up");
+	const char *t = module_text(mod);
+	if (!t || !strstr(t, "// cubpf: kprobe on_entry") || strstr(t, "vprintf"))
+		return child_fail("not probed as expected: %.300s", t ? t : "");
+	return 0;
+}
+
+static void test_dead_code_dropped_behind_the_boundary(void **state)
+{
+	(void)state;
+	char probe[4200];
+	snprintf(probe, sizeof(probe), "%s/ptx-probes/knob.bpf.o", LIVE_TEST_BUILD);
+	for (int fork_it = 0; fork_it < 2; fork_it++) {
+		struct child_env env = { { "CUBPF_PROGRAMS", "CUBPF_CACHE", "CUBPF_VERIFY_FORK" },
+					 { probe, "off", fork_it ? "1" : "0" } };
+		assert_int_equal(run_child(&env, child_knob), 0);
+		assert_non_null(strstr(child_err, "instrumented 1 of 1 kernels"));
+	}
+}
+
 /* Launches being captured into a graph are not sampled: the enable word's memset would become a
  * node of the application's graph (found on an H100: torture_drv graph under memdelay, whose
  * --sample 2 put a memset node first, and the program's node handling failed).  The word stays
@@ -3052,6 +3079,7 @@ int main(void)
 		cmocka_unit_test(test_sampling_flips_enable_words),
 		cmocka_unit_test(test_block_table_per_context),
 		cmocka_unit_test(test_func_probes_only),
+		cmocka_unit_test(test_dead_code_dropped_behind_the_boundary),
 		cmocka_unit_test(test_sampling_leaves_captured_launches_alone),
 		cmocka_unit_test(test_control_file_switches_programs),
 		cmocka_unit_test(test_ring_buffers_are_drained_into_the_trace),

@@ -110,7 +110,7 @@ static void load_probes(const char *name, struct probes *p)
 	for (uint32_t i = 0; i < p->obj->prog_cnt && p->cnt < 16; i++) {
 		const struct vm_prog *g = &p->obj->progs[i];
 		char log[1024];
-		if (vm_verify(p->obj, i, NULL, NULL, log, sizeof(log)))
+		if (vm_verify_sanitize(p->obj, i, NULL, NULL, log, sizeof(log)))
 			fail_msg("%s: %s rejected: %s", name, g->name, log);
 		p->progs[p->cnt++] = (struct ptx_prog){g->name, g->kind, g->attach, g->insns,
 						       g->insn_cnt};
@@ -455,6 +455,53 @@ static void test_instrument_assembles(void **state)
 		}
 		vm_object_free(p.obj);
 	}
+}
+
+/* const volatile knobs (tests/ptx/probes/knob.bpf.c): the verifier alone refuses the code behind
+ * the branches it proves one-way; dropped (vm_verify_sanitize), the program compiles, and what
+ * was dropped became exits and hard-wired jumps. */
+static void test_dead_code_dropped(void **state)
+{
+	(void)state;
+	char path[1024], err[256], log[4096];
+	struct vm_object *o;
+	snprintf(path, sizeof(path), "%s/ptx-probes/knob.bpf.o", env("CUBPF_BUILD"));
+	if (vm_object_load_file(path, &o, err, sizeof(err)))
+		fail_msg("%s: %s", path, err);
+	assert_int_equal(vm_verify(o, 0, NULL, NULL, log, sizeof(log)), -1);
+	assert_non_null(strstr(log, "no path the verifier walks reaches this instruction"));
+	struct vm_prog *g = &o->progs[0];
+	uint8_t *dead = calloc(g->insn_cnt + 1, 1);
+	struct vm_verify_opts vo = {.dead = dead};
+	assert_int_equal(vm_verify(o, 0, &vo, NULL, log, sizeof(log)), 0);
+	struct bpf_insn *before = malloc(g->insn_cnt * sizeof(*before));
+	memcpy(before, g->insns, g->insn_cnt * sizeof(*before));
+	uint32_t n = vm_prog_drop_dead(g, dead), insns = 0, jumps = 0;
+	for (uint32_t pc = 0; pc < g->insn_cnt; pc++) {
+		if (dead[pc] == 1) /* an exit in its place */
+			insns++, assert_int_equal(g->insns[pc].code, BPF_JMP | BPF_EXIT);
+		else if (dead[pc]) /* a conditional jump become `goto` (+0 when never taken) */
+			jumps++, assert_int_equal(g->insns[pc].code, BPF_JMP | BPF_JA),
+				assert_int_equal(g->insns[pc].off, dead[pc] == 2 ? 0 : before[pc].off);
+		else
+			assert_memory_equal(&g->insns[pc], &before[pc], sizeof(*before));
+	}
+	assert_int_equal(n, insns + jumps);
+	assert_true(insns >= 2 && jumps >= 2); /* the clamp and the printk, their two branches */
+	free(before), free(dead);
+	vm_object_free(o);
+	struct probes p;
+	load_probes("knob.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture(hand_fixtures[0], &len), *out, e2[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, e2), 0);
+	assert_int_equal(rep.entry_sites, 1);
+	assert_null(strstr(out, "vprintf")); /* the switched-off printk is not compiled */
+	assert_assembles(out, olen, "knob.bpf.o in pred_ret.ptx");
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
 }
 
 static void test_sites_counted(void **state)
@@ -1347,6 +1394,7 @@ int main(void)
 		cmocka_unit_test(test_mutations),
 		cmocka_unit_test(test_instrument_assembles),
 		cmocka_unit_test(test_sites_counted),
+		cmocka_unit_test(test_dead_code_dropped),
 		cmocka_unit_test(test_untouched_identical),
 		cmocka_unit_test(test_block_probes),
 		cmocka_unit_test(test_block_probe_placement),
