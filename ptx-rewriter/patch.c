@@ -225,7 +225,9 @@ static void signature(struct ptx_buf *out, enum ptx_patch_site site, const char 
 
 static void load_args(struct ptx_buf *out, enum ptx_patch_site site)
 {
-	ptx_buf_puts(out, "\tld.param.u64 %__cb_rec, [__cb_ud];\n");
+	/* no record (a launch the host did not set up): return at once */
+	ptx_buf_puts(out, "\tld.param.u64 %__cb_rec, [__cb_ud];\n"
+			  "\tsetp.eq.u64 %__cb_pp, %__cb_rec, 0;\n\t@%__cb_pp bra $__cb_done;\n");
 	ptx_buf_puts(out, "\tmov.b64 %__cb_pa, 0;\n\tmov.u32 %__cb_sz, 0;\n\tmov.u32 %__cb_fl, 1;\n");
 	if (site_kind(site) != VM_PROG_MEMPROBE)
 		return;
@@ -300,7 +302,7 @@ int ptx_gen_patch_func(const struct ptx_prog *progs, uint32_t prog_cnt,
 		ptx_buf_puts(out, PATCH_DECLS);
 		load_args(out, site);
 		buf_put(out, body.data, body.len);
-		ptx_buf_puts(out, "\tst.param.b32 [__cb_ret], 0;\n\tret;\n}\n");
+		ptx_buf_puts(out, "$__cb_done:\n\tst.param.b32 [__cb_ret], 0;\n\tret;\n}\n");
 		if (vprintf)
 			*vprintf |= need.vprintf;
 		if (out->oom || body.oom) {

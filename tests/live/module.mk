@@ -72,3 +72,15 @@ $(BUILD)/gpu/sources_rdc: tests/cuda/sources_rdc.cu tests/cuda/sources_rdc_lib.c
 BINS += $(SOURCES_GPU)
 endif
 endif
+
+# The Sanitizer backend's plumbing (shim/live/sanitizer.c): a fake Compute Sanitizer library
+# that logs what cubpf asks of it and fires launch callbacks from the fake driver's launches.
+$(BUILD)/tests/libsanitizer-fake.so: tests/live/fake_sanitizer.c shim/live/sanitizer.h
+	@mkdir -p $(@D)
+	$(CC) $(filter-out -MMD -MP,$(CFLAGS)) $(LDFLAGS) -shared -o $@ $< -ldl
+$(BUILD)/tests/test_live_san: $(call objs,tests/live/test_san.c) \
+		| $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so $(BUILD)/tests/libsanitizer-fake.so \
+		  $(PROBE_OBJS) $(LIVE_PROBES) $(FIXTURES)/shim/app.cubin
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/live/test_san.c) -lcmocka -ldl
+TEST_BINS += $(BUILD)/tests/test_live_san
