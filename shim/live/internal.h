@@ -424,6 +424,7 @@ bool shim_live_san_setup(void);
 void shim_live_san_driver_initialized(int result, void *user);
 /* The launch hook's part: the kernel's decision, the context's preparation, the parameters. */
 void shim_live_san_launching(const struct shim_launch_event *ev);
+void shim_live_san_launched(void);
 /* Exit: per kernel, the backend and its launches; temporary files removed. */
 void shim_live_san_report(void);
 

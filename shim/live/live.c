@@ -910,6 +910,7 @@ static void launching(struct shim_launch_event *ev, void *user)
 static void launched(const struct shim_launch_event *ev, void *user)
 {
 	(void)user;
+	shim_live_san_launched();
 	shim_live_host_launch(ev, true);
 	shim_live_trace_launch(ev);
 }

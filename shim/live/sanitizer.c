@@ -568,11 +568,25 @@ static struct san_kernel *kernel_get(const char *name, const struct shim_launch_
 
 /* ---- contexts ---- */
 
+/* The context's entry; one whose maps are gone (the context was torn down, and its handle may
+ * now name a new context) is forgotten: the driver freed its records and patches with it. */
 static struct san_ctx *ctx_find(void *ctx)
 {
-	for (struct san_ctx *c = san.ctxs; c; c = c->next)
-		if (c->ctx == ctx)
+	for (struct san_ctx **pc = &san.ctxs; *pc; pc = &(*pc)->next) {
+		struct san_ctx *c = *pc;
+		if (c->ctx != ctx)
+			continue;
+		if (shim_live_ctx_find(ctx) == c->lc)
 			return c;
+		*pc = c->next;
+		for (struct san_module *m = c->mods, *n; m; m = n) {
+			n = m->next;
+			free(m);
+		}
+		free(c->rec_host);
+		free(c);
+		return NULL;
+	}
 	return NULL;
 }
 
@@ -643,6 +657,12 @@ void shim_live_san_launching(const struct shim_launch_event *ev)
 		pending.k = k;
 	}
 	san_leave();
+}
+
+/* After the real launch: a launch that failed before its callback leaves nothing behind. */
+void shim_live_san_launched(void)
+{
+	pending.k = NULL;
 }
 
 /* ---- the callback (inside the real launch) ---- */
@@ -740,7 +760,11 @@ static void on_launch(const struct shim_san_launch_data *ld)
 	if (san_holding)
 		return;
 	san_enter();
-	struct san_kernel *k = ld->functionName ? kernel_find(ld->functionName) : NULL;
+	/* this thread's launch hook decided the kernel (the callback's name need not be spelt as
+	 * the application's); graph launches have no launch hook: their kernel by name */
+	struct san_kernel *k = pending.k;
+	if (!k && ld->functionName)
+		k = kernel_find(ld->functionName);
 	struct san_ctx *c = ctx_find(ld->context);
 	if (k && k->selected) {
 		if (c && patch_module(c, ld, k) == 0) {
