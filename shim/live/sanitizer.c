@@ -62,6 +62,7 @@ struct san_kernel {
 	uint32_t nparams;
 	uint8_t psize[CUBPF_MAX_KERNEL_PARAMS];
 	uint64_t launches, unpatched;
+	uint64_t threads;           /* grid x block summed over the patched launches */
 	struct san_kernel *next;
 };
 
@@ -770,6 +771,8 @@ static void on_launch(const struct shim_san_launch_data *ld)
 		if (c && patch_module(c, ld, k) == 0) {
 			set_record(c, ld, k);
 			k->launches++;
+			k->threads += (uint64_t)ld->gridDim_x * ld->gridDim_y * ld->gridDim_z *
+				      ld->blockDim_x * ld->blockDim_y * ld->blockDim_z;
 			atomic_fetch_add(&san.launches, 1);
 		} else {
 			k->unpatched++;
@@ -802,8 +805,9 @@ void shim_live_san_report(void)
 		for (struct san_kernel *k = san.kernels[h]; k; k = k->next)
 			if (k->selected)
 				shim_log(SHIM_LOG_INFO, "live: backend sanitizer: kernel id %u = %s: %llu "
-					 "launches patched, %llu unpatched", k->id, k->name,
-					 (unsigned long long)k->launches,
+					 "launches patched (%llu threads), %llu unpatched", k->id,
+					 k->name, (unsigned long long)k->launches,
+					 (unsigned long long)k->threads,
 					 (unsigned long long)k->unpatched);
 	shim_log(SHIM_LOG_INFO, "live: sanitizer: %u modules patched, %u failed; %u launches "
 		 "patched, %u ran without probes", atomic_load(&san.modules_patched),

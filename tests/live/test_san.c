@@ -266,7 +266,7 @@ static void t_lazy(void **s)
 	assert_true(first_mix && first_patch && first_mix < first_patch);
 	assert_non_null(strstr(log_text, "record kernel_id 1 nparams 2 progs 3 p0 ok p1 6 maps0 set"));
 	assert_non_null(strstr(child_err, "backend sanitizer: kernel id 1 = _Z9incrementPji: 2 "
-					  "launches patched, 0 unpatched"));
+					  "launches patched (64 threads), 0 unpatched"));
 	assert_non_null(strstr(child_err, "1 modules patched, 0 failed; 2 launches patched, 0 "
 					  "ran without probes"));
 }
