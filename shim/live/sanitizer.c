@@ -278,14 +278,40 @@ static void find_ptxas(char *out, size_t n)
 
 /* ---- programs ---- */
 
+static void session_defs(struct vm_map_def *defs)
+{
+	for (uint32_t i = 0; i < shim_live_session.nmaps && i < PTX_PATCH_MAX_MAPS; i++)
+		defs[i] = shim_live_session.maps[i].def;
+}
+
+/* Whether a program compiles to patch functions (what the backend refuses that the PTX path
+ * takes: ctx->insn_index of a memprobe, see ptx-rewriter/ptx.h); else why in `why`. */
+static bool patchable(const struct ptx_prog *prog, char *why, size_t n)
+{
+	struct vm_map_def defs[PTX_PATCH_MAX_MAPS];
+	session_defs(defs);
+	struct ptx_patch_module pm;
+	if (ptx_gen_patch_module(prog, 1, defs, shim_live_session.nmaps, 90, &pm, why, n))
+		return false;
+	ptx_buf_free(&pm.ptx);
+	return true;
+}
+
 /* The session's GPU programs this backend can patch; false when there is none. */
 static bool pick_programs(void)
 {
 	san.nprogs = 0;
 	for (uint32_t p = 0; p < shim_live_session.nprogs; p++) {
 		enum ptx_patch_site s[PTX_PATCH_MAX_SITES];
+		char why[PTX_ERRLEN];
 		if (!ptx_patch_sites(shim_live_session.progs[p].kind, s, PTX_PATCH_MAX_SITES))
 			continue;
+		if (!patchable(&shim_live_session.progs[p], why, sizeof(why))) {
+			shim_log(SHIM_LOG_WARN, "live: sanitizer: program %s is not patched into "
+				 "SASS-only kernels: %s (it runs where the PTX path instruments)",
+				 shim_live_session.progs[p].name, why);
+			continue;
+		}
 		if (san.nprogs == PTX_PATCH_MAX_PROGS) {
 			shim_log(SHIM_LOG_WARN, "live: sanitizer: more than %u programs to patch; "
 				 "%s and later ones run on the PTX path only", PTX_PATCH_MAX_PROGS,
@@ -464,8 +490,7 @@ static void make_cubin(struct san_cubin *cb)
 		}
 	}
 	struct vm_map_def defs[PTX_PATCH_MAX_MAPS];
-	for (uint32_t i = 0; i < shim_live_session.nmaps; i++)
-		defs[i] = shim_live_session.maps[i].def;
+	session_defs(defs);
 	struct ptx_patch_module pm;
 	if (ptx_gen_patch_module(san.progs, san.nprogs, defs, shim_live_session.nmaps,
 				 (int)cb->sm, &pm, cb->why, sizeof(cb->why)))

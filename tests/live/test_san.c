@@ -23,7 +23,7 @@
 #include "ptx-rewriter/layout.h"
 
 static char shim_path[4096], fake_path[4096], fake_san[4096], kcount[4096], host_probe[4096];
-static char cubin_path[4096], san_log[128];
+static char cubin_path[4096], san_log[128], mixed[4096];
 static char child_err[1 << 16];
 static char log_text[1 << 16];
 
@@ -286,6 +286,21 @@ static void t_patch_error(void **s)
 					  "without probes"));
 }
 
+/* What the backend refuses that the PTX path takes (a memprobe reading ctx->insn_index): that
+ * program is left out with one warning saying why, the object's other programs are patched. */
+static void t_refused_program(void **s)
+{
+	(void)s;
+	struct child_env e = {{"CUBPF_SANITIZER", "CUBPF_KERNELS"}, {fake_san, "increment"}};
+	assert_int_equal(run_child(mixed, &e, child_app), 0);
+	assert_int_equal(count(child_err, "program san_by_insn is not patched into SASS-only "
+					  "kernels: ctx->insn_index"), 1);
+	assert_int_equal(count(log_text, "patchinsn 1 "), 1);
+	assert_int_equal(count(log_text, "patchinsn 3 "), 0);
+	assert_int_equal(count(log_text, "patchmodule"), 1);
+	assert_non_null(strstr(log_text, "progs 1 "));
+}
+
 int main(void)
 {
 	const char *b = env("CUBPF_BUILD");
@@ -294,6 +309,7 @@ int main(void)
 	snprintf(fake_san, sizeof(fake_san), "%s/tests/libsanitizer-fake.so", b);
 	snprintf(kcount, sizeof(kcount), "%s/probes/kcount.bpf.o", b);
 	snprintf(host_probe, sizeof(host_probe), "%s/live-probes/host.bpf.o", b);
+	snprintf(mixed, sizeof(mixed), "%s/live-probes/san_mixed.bpf.o", b);
 	snprintf(cubin_path, sizeof(cubin_path), "%s/shim/app.cubin", env("CUBPF_FIXTURES"));
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_off),
@@ -301,6 +317,7 @@ int main(void)
 		cmocka_unit_test(t_missing),
 		cmocka_unit_test(t_lazy),
 		cmocka_unit_test(t_patch_error),
+		cmocka_unit_test(t_refused_program),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
