@@ -75,7 +75,7 @@ struct san_module {
 struct san_ctx {
 	void *ctx;
 	struct live_ctx *lc;
-	int patches;                /* 0 not added yet, 1 added, -1 failed */
+	int patches;                /* 1: the patch functions are in the context */
 	CUdeviceptr rec_dev;
 	struct ptx_patch_record *rec_host;
 	uint32_t next_rec;
@@ -616,39 +616,77 @@ static struct san_ctx *ctx_find(void *ctx)
 	return NULL;
 }
 
-/* The context's maps, records and patch cubin, made on the application's thread before the
- * launch (never inside the callback, which makes only Sanitizer API calls).  Lock held. */
-static struct san_ctx *ctx_prepare(CUcontext ctx, char *err, size_t n)
+/* Contexts that could not be prepared: warned once, never tried again. */
+#define SAN_FAILED_CTX 16
+static void *failed_ctx[SAN_FAILED_CTX];
+static uint32_t nfailed_ctx;
+
+static bool ctx_failed(void *ctx)
 {
-	struct san_ctx *c = ctx_find(ctx);
-	if (c)
-		return c;
-	struct live_ctx *lc = shim_live_ctx_get(ctx, err, n);
-	if (!lc)
-		return NULL;
-	struct san_cubin *cb = cubin_for(lc->sm);
-	if (!cb || !cb->path) {
-		snprintf(err, n, "no patch functions for sm_%u", lc->sm);
-		return NULL;
-	}
+	for (uint32_t i = 0; i < nfailed_ctx && i < SAN_FAILED_CTX; i++)
+		if (failed_ctx[i] == ctx)
+			return true;
+	return false;
+}
+
+/* Records for the context's launches (slot 0 stays zero), in device memory. */
+static int ctx_records(struct san_ctx *c, char *err, size_t n)
+{
 	size_t bytes = (size_t)SAN_RECORDS * PTX_PATCH_REC_SIZE;
-	c = calloc(1, sizeof(*c));
 	CUdeviceptr dev = 0;
-	if (!c || !(c->rec_host = calloc(SAN_RECORDS, PTX_PATCH_REC_SIZE)) ||
+	if (!(c->rec_host = calloc(SAN_RECORDS, PTX_PATCH_REC_SIZE)) ||
 	    shim_live_cu.cuMemAlloc_v2(&dev, bytes) != CUDA_SUCCESS ||
-	    shim_live_cu.cuMemsetD8Async(dev, 0, bytes, lc->stream) != CUDA_SUCCESS ||
-	    shim_live_cu.cuStreamSynchronize(lc->stream) != CUDA_SUCCESS) {
+	    shim_live_cu.cuMemsetD8Async(dev, 0, bytes, c->lc->stream) != CUDA_SUCCESS ||
+	    shim_live_cu.cuStreamSynchronize(c->lc->stream) != CUDA_SUCCESS) {
 		if (dev)
 			shim_live_cu.cuMemFree_v2(dev);
-		if (c)
-			free(c->rec_host);
-		free(c);
+		free(c->rec_host);
 		snprintf(err, n, "no memory for %u launch records", SAN_RECORDS);
+		return -1;
+	}
+	c->rec_dev = dev;
+	return 0;
+}
+
+/* The context's maps, patch functions and launch records, made on the application's thread
+ * before the launch, outside the callback (which makes only the patch and launch-data calls):
+ * the maps (as the PTX path's), the patch cubin for its SM (ptxas, once per SM), the patches
+ * added to the context (sanitizerAddPatchesFromFile), the records.  NULL when it cannot be had
+ * (one warning per context).  Lock held. */
+static struct san_ctx *ctx_prepare(CUcontext ctx, const char *kernel)
+{
+	struct san_ctx *c = ctx_find(ctx);
+	if (c || ctx_failed(ctx))
+		return c;
+	char err[LIVE_ERRLEN] = "";
+	struct live_ctx *lc = shim_live_ctx_get(ctx, err, sizeof(err));
+	if (!lc && !err[0])
+		snprintf(err, sizeof(err), "the context's maps cannot be had");
+	struct san_cubin *cb = lc ? cubin_for(lc->sm) : NULL;
+	if (lc && (!cb || !cb->path))
+		snprintf(err, sizeof(err), "no patch functions for sm_%u", lc->sm);
+	if (!err[0] && !(c = calloc(1, sizeof(*c))))
+		snprintf(err, sizeof(err), "out of memory");
+	if (!err[0]) {
+		c->ctx = ctx;
+		c->lc = lc;
+		shim_san_result r = san.api.sanitizerAddPatchesFromFile(cb->path, ctx);
+		if (r != SHIM_SAN_SUCCESS)
+			snprintf(err, sizeof(err), "sanitizerAddPatchesFromFile: %s (did the library "
+				 "subscribe after the context was made?)", san_error(r));
+		else
+			(void)ctx_records(c, err, sizeof(err));
+	}
+	if (err[0]) {
+		free(c);
+		if (nfailed_ctx < SAN_FAILED_CTX)
+			failed_ctx[nfailed_ctx++] = ctx;
+		shim_live_note(SHIM_LOG_WARN, STORE_NOINST_OTHER, NULL, kernel, 1, lc ? lc->sm : 0,
+			       "live: sanitizer: context %p: %s; its SASS-only kernels (%s first) run "
+			       "without probes", (void *)ctx, err, kernel);
 		return NULL;
 	}
-	c->ctx = ctx;
-	c->lc = lc;
-	c->rec_dev = dev;
+	c->patches = 1;
 	c->next = san.ctxs;
 	san.ctxs = c;
 	return c;
@@ -666,13 +704,10 @@ void shim_live_san_launching(const struct shim_launch_event *ev)
 	san_enter();
 	struct san_kernel *k = kernel_get(ev->kernel->name, ev);
 	CUcontext ctx = NULL;
-	char err[LIVE_ERRLEN] = "";
 	if (k && k->selected && shim_live_cu.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx &&
 	    !ctx_find(ctx)) {
 		CUstreamCaptureMode m = shim_live_relax();
-		if (!ctx_prepare(ctx, err, sizeof(err)))
-			shim_log(SHIM_LOG_WARN, "live: sanitizer: %s: %s; it runs without probes",
-				 k->name, err);
+		(void)ctx_prepare(ctx, k->name);
 		shim_live_unrelax(m);
 	}
 	if (k && k->selected) {
@@ -701,8 +736,8 @@ static struct san_module *module_find(struct san_ctx *c, void *module)
 	return NULL;
 }
 
-/* Patches the launch's module (once): the patch functions into the context first (once), then
- * every site the programs need, then the module.  0, or -1 (warned once). */
+/* Patches the launch's module (once): every site the programs need, then the module.  0, or -1
+ * (warned once). */
 static int patch_module(struct san_ctx *c, const struct shim_san_launch_data *ld,
 			struct san_kernel *k)
 {
@@ -716,16 +751,6 @@ static int patch_module(struct san_ctx *c, const struct shim_san_launch_data *ld
 	c->mods = m;
 	char why[LIVE_ERRLEN] = "";
 	shim_san_result r = SHIM_SAN_SUCCESS;
-	struct san_cubin *cb = cubin_for(c->lc->sm);
-	if (c->patches == 0) {
-		r = san.api.sanitizerAddPatchesFromFile(cb->path, c->ctx);
-		c->patches = r == SHIM_SAN_SUCCESS ? 1 : -1;
-		if (r != SHIM_SAN_SUCCESS)
-			snprintf(why, sizeof(why), "sanitizerAddPatchesFromFile: %s (was the library "
-				 "subscribed after the context was made?)", san_error(r));
-	} else if (c->patches < 0) {
-		snprintf(why, sizeof(why), "the patch functions could not be added to the context");
-	}
 	for (uint32_t i = 0; !why[0] && i < san.sites.site_cnt; i++) {
 		char fn[64];
 		ptx_patch_func_name(san.sites.sites[i], fn, sizeof(fn));

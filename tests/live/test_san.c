@@ -286,6 +286,22 @@ static void t_patch_error(void **s)
 					  "without probes"));
 }
 
+/* The patch functions refused by the context: one warning for the context, not one per launch;
+ * nothing patched, both launches counted as run without probes. */
+static void t_addpatches_error(void **s)
+{
+	(void)s;
+	struct child_env e = {{"CUBPF_SANITIZER", "CUBPF_KERNELS", "FAKE_SAN_FAIL"},
+			      {fake_san, "increment", "addpatches"}};
+	assert_int_equal(run_child(kcount, &e, child_app), 0);
+	assert_int_equal(count(log_text, "addpatches"), 1);
+	assert_int_equal(count(log_text, "patchmodule"), 0);
+	assert_int_equal(count(log_text, "setlaunch"), 0);
+	assert_int_equal(count(child_err, "sanitizerAddPatchesFromFile: SANITIZER_ERROR_FAKE"), 1);
+	assert_non_null(strstr(child_err, "0 modules patched, 0 failed; 0 launches patched, 2 ran "
+					  "without probes"));
+}
+
 /* What the backend refuses that the PTX path takes (a memprobe reading ctx->insn_index): that
  * program is left out with one warning saying why, the object's other programs are patched. */
 static void t_refused_program(void **s)
@@ -318,6 +334,7 @@ int main(void)
 		cmocka_unit_test(t_lazy),
 		cmocka_unit_test(t_patch_error),
 		cmocka_unit_test(t_refused_program),
+		cmocka_unit_test(t_addpatches_error),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
