@@ -168,7 +168,9 @@ static int child_app(void)
 	void *image = read_file(cubin_path), *mod = NULL, *inc = NULL, *mix = NULL;
 	if (!image)
 		return child_fail("cannot read %s", cubin_path);
-	if (((int (*)(void **, const void *))dlsym(shim, "cuModuleLoadData"))(&mod, image))
+	int lr = ((int (*)(void **, const void *))dlsym(shim, "cuModuleLoadData"))(&mod, image);
+	free(image); /* the driver copies the image it loads */
+	if (lr)
 		return child_fail("cuModuleLoadData failed");
 	int (*get)(void **, void *, const char *) =
 		(int (*)(void **, void *, const char *))dlsym(shim, "cuModuleGetFunction");
