@@ -62,7 +62,7 @@ static void load_tool(const char *name, struct tool *t)
 		if (!ptx_patch_sites(g->kind, s, PTX_PATCH_MAX_SITES))
 			continue;
 		char log[1024];
-		if (vm_verify(t->obj, i, NULL, NULL, log, sizeof(log)))
+		if (vm_verify_sanitize(t->obj, i, NULL, NULL, log, sizeof(log)))
 			fail_msg("%s: %s rejected: %s", name, g->name, log);
 		t->progs[t->cnt++] = (struct ptx_prog){g->name, g->kind, g->attach, g->insns,
 						       g->insn_cnt};
