@@ -36,6 +36,8 @@ static int edit_cmp(const void *a, const void *b)
 	const struct edit *x = a, *y = b;
 	if (x->off != y->off)
 		return x->off < y->off ? -1 : 1;
+	if ((x->del == 0) != (y->del == 0)) /* code inserted before a statement, then its edit */
+		return x->del == 0 ? -1 : 1;
 	return x->seq < y->seq ? -1 : 1;
 }
 
@@ -58,6 +60,7 @@ static const char *kind_name(enum vm_prog_kind k)
 	case VM_PROG_BLOCKPROBE: return "blockprobe";
 	case VM_PROG_BLOCKRETPROBE: return "blockretprobe";
 	case VM_PROG_SYNCPROBE: return "syncprobe";
+	case VM_PROG_BBPROBE: return "bbprobe";
 	default: return "probe";
 	}
 }
@@ -219,6 +222,8 @@ struct site {
 	struct ptx_sync sync;          /* syncprobe only */
 	bool sync_after;
 	bool sync_reads_before;        /* an after-probe read before_ns: the before side saves it */
+	const struct ptx_bblock *bb;   /* bbprobe only: the block */
+	uint32_t bb_id;                /* its ctx->block_id */
 };
 
 static const char *const sreg_names[12] = {
@@ -516,6 +521,58 @@ static int sync_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint3
 	return -1;
 }
 
+/* Basic block probes: everything but the thread's special registers and %smid is a constant
+ * of the site. */
+static bool bb_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *val)
+{
+	const struct site *s = user;
+	typedef struct cubpf_bb_ctx C;
+	if (size != 4 || off % 4)
+		return false;
+	if (off == offsetof(C, block_id))
+		*val = s->bb_id;
+	else if (off == offsetof(C, insn_count))
+		*val = s->bb->count;
+	else if (off == offsetof(C, kernel_id))
+		*val = s->kernel_id;
+	else if (off == offsetof(C, ptx_line))
+		*val = s->bb->line;
+	else if (off == offsetof(C, src_file))
+		*val = s->bb->src_file;
+	else if (off == offsetof(C, src_line))
+		*val = s->bb->src_line;
+	else if (off >= offsetof(C, op_class) && off < offsetof(C, tid_x))
+		*val = s->bb->classes[(off - offsetof(C, op_class)) / 4];
+	else
+		return false;
+	return true;
+}
+
+static int bb_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_t off,
+		       uint32_t size, char *err, size_t errlen)
+{
+	typedef struct cubpf_bb_ctx C;
+	uint64_t v;
+	if (bb_ctx_const(user, off, size, &v)) {
+		buf_printf(out, "\tmov.b64 %s, %llu;\n", dst, (unsigned long long)v);
+		return 0;
+	}
+	static const uint32_t sr_off[6] = {offsetof(C, tid_x), offsetof(C, tid_y), offsetof(C, tid_z),
+					   offsetof(C, ctaid_x), offsetof(C, ctaid_y),
+					   offsetof(C, ctaid_z)};
+	for (int i = 0; i < 6 && size == 4; i++)
+		if (off == sr_off[i]) {
+			load_sreg(out, dst, sreg_names[i < 3 ? i : i + 3]);
+			return 0;
+		}
+	if (size == 4 && off == offsetof(C, sm_id)) {
+		load_sreg(out, dst, "%smid");
+		return 0;
+	}
+	ptx_seterr(err, errlen, "basic block context has no %u-byte field at offset %u", size, off);
+	return -1;
+}
+
 /* ---- per kernel ---- */
 
 /* declarations beyond the code generator's: block counts, a sync site's saved guard, its
@@ -585,6 +642,8 @@ static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, str
 			src.load = block_ctx_load, src.constant = block_ctx_const;
 		else if (kind == VM_PROG_SYNCPROBE)
 			src.load = sync_ctx_load, src.constant = sync_ctx_const;
+		else if (kind == VM_PROG_BBPROBE)
+			src.load = bb_ctx_load, src.constant = bb_ctx_const;
 		struct cg_result res = {0};
 		if (ptx_cg_emit(j->cp[p], &src, lbl, out, &res, j->err, j->errlen))
 			return -1;
@@ -849,6 +908,42 @@ fail:
 	return 0;
 }
 
+/* Basic block entries: the bbprobes at each block's first instruction, unpredicated.  `ord`
+ * is 0 in a kernel, 1 + the function's index in a .func (ctx->block_id's upper half). */
+static int do_bb(struct inj *j, const struct ptx_func *f, uint32_t ord, const bool *sel,
+		 struct site *s, struct cg_result *fneed, bool *touched)
+{
+	if (!any_kind(j, sel, VM_PROG_BBPROBE))
+		return 0;
+	struct ptx_bblock *bbs;
+	uint32_t n;
+	if (ptx_basic_blocks(j->m, f, &bbs, &n)) {
+		ptx_seterr(j->err, j->errlen, "out of memory");
+		return -1;
+	}
+	int rc = 0;
+	for (uint32_t i = 0; i < n && !rc; i++) {
+		struct ptx_buf b = {0};
+		s->bb = &bbs[i];
+		s->bb_id = ord << 16 | i;
+		bool ls;
+		size_t at = insert_at(j->m->text, f->insns[bbs[i].first].off, &ls);
+		rc = emit_kind(j, sel, VM_PROG_BBPROBE, s, &b, fneed) < 0 ? -1 : 0;
+		if (!rc && !ls)
+			ptx_buf_puts(&b, "\t");
+		if (!rc && edit_add(&j->ed, at, 0, &b)) {
+			ptx_seterr(j->err, j->errlen, "out of memory");
+			rc = -1;
+		}
+		ptx_buf_free(&b);
+		j->rep->bb_sites += !rc;
+	}
+	s->bb = NULL;
+	*touched |= n > 0 && !rc;
+	free(bbs);
+	return rc;
+}
+
 static bool kernel_selected(const struct ptx_inject_opts *o, const struct ptx_func *f)
 {
 	return !o->kernel_glob || ptx_kernel_matches(o->kernel_glob, f->name);
@@ -890,6 +985,8 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 	bool touched = false, blocks = false;
 	unsigned extra = 0;
 	int rc = do_entry(j, f, sel, &s, &fneed, &touched, &blocks);
+	if (!rc)
+		rc = do_bb(j, f, 0, sel, &s, &fneed, &touched);
 	if (!rc)
 		rc = do_exit(j, f, sel, &s, &fneed, &touched);
 	if (!rc)
@@ -962,7 +1059,8 @@ static int do_funcs(struct inj *j, const bool *fsel, const uint32_t *reached_by)
 		bool touched = false;
 		unsigned extra = 0;
 		const bool *sel = fsel + (size_t)i * j->o->prog_cnt;
-		if (do_mem(j, f, sel, &s, &fneed, &touched) ||
+		if (do_bb(j, f, i + 1, sel, &s, &fneed, &touched) ||
+		    do_mem(j, f, sel, &s, &fneed, &touched) ||
 		    do_sync(j, f, sel, &s, &fneed, &touched, &extra))
 			return -1;
 		if (touched) {
@@ -1000,7 +1098,8 @@ static int do_module(struct inj *j)
 		memset(visited, 0, m->func_cnt * sizeof(*visited));
 		for (uint32_t p = 0; p < j->o->prog_cnt; p++)
 			ksel[p] &= j->o->progs[p].kind == VM_PROG_MEMPROBE ||
-				   j->o->progs[p].kind == VM_PROG_SYNCPROBE;
+				   j->o->progs[p].kind == VM_PROG_SYNCPROBE ||
+				   j->o->progs[p].kind == VM_PROG_BBPROBE;
 		reach(j, i, i, ksel, fsel, reached_by, visited);
 	}
 	if (!rc)

@@ -44,6 +44,8 @@
  *  - syncprobe: just before and just after every barrier (bar/barrier .sync/.arrive/.red,
  *    bar.warp.sync, barrier.cluster.*, mbarrier.try_wait/test_wait) and fence (fence.*,
  *    membar.*), under the instruction's own predicate, in the kernels and the .funcs they call;
+ *  - bbprobe: at the first instruction of every basic block (ptx_basic_blocks), before it and
+ *    unpredicated, in the kernels and the .funcs they call;
  *  - memprobe: just before every ld/st/atom/red (and ldu) of the global, shared, local and generic
  *    spaces, scalar and vector, under the access's own predicate: in the selected kernels' bodies
  *    and in the .funcs they call directly or transitively (direct calls; an indirect call's
@@ -188,6 +190,23 @@ struct ptx_sync {
 };
 bool ptx_insn_sync(const struct ptx_insn *insn, struct ptx_sync *sync);
 
+/* A basic block of a function (bbprobe sites, ptx-rewriter/blocks.c): it starts at the body's
+ * first instruction, at an instruction a label precedes, or after a branch, return or exit. */
+struct ptx_bblock {
+	uint32_t first;        /* index of its first instruction in the function's insns */
+	uint32_t count;        /* its instructions */
+	uint32_t line;         /* line of its first instruction in the module text (from 1) */
+	uint32_t src_file;     /* the .loc in force at its first instruction (0, 0: none) */
+	uint32_t src_line;
+	uint32_t classes[CUBPF_OP_CLASSES]; /* its instructions of each enum cubpf_op_class */
+};
+/* The blocks of f in PTX order (their index is ctx->block_id): 0 and a malloc'ed array, or -1
+ * when out of memory. */
+int ptx_basic_blocks(const struct ptx_module *m, const struct ptx_func *f,
+		     struct ptx_bblock **out, uint32_t *count);
+/* enum cubpf_op_class of an instruction. */
+uint32_t ptx_insn_class(const struct ptx_insn *insn);
+
 /* Demangles an Itanium C++ name as nvcc emits kernel names ("_Z6vecaddPfS_S_i" ->
  * "vecadd(float*, float*, float*, int)"): nested names, namespaces, templates with type and
  * integer arguments, builtin, pointer, reference, const/volatile and substitutions.  Not
@@ -278,6 +297,7 @@ struct ptx_inject_report {
 	char label[96];                /* the first .entry's name, with ", ..." when there are
 					* more ("" when none): what logs call the module, read
 					* from the parse the rewrite used */
+	uint32_t bb_sites;             /* basic blocks that run bbprobes */
 };
 
 /* FNV-1a of the mangled name: the default kernel id. */

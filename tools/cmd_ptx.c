@@ -18,8 +18,8 @@ static void ptx_usage(FILE *out)
 		"usage: cubpf ptx -p PROG.bpf.o [-k KERNEL_GLOB] [-e] [-o OUT.ptx] IN.ptx\n"
 		"\n"
 		"Injects the GPU programs (kprobe/, kretprobe/, memprobe/, blockprobe/, blockretprobe/,\n"
-		"syncprobe/) of PROG.bpf.o into the kernels of IN.ptx and writes the result to OUT.ptx\n"
-		"(standard output when -o is absent or '-').\n"
+		"syncprobe/, bbprobe/) of PROG.bpf.o into the kernels of IN.ptx and writes the result\n"
+		"to OUT.ptx (standard output when -o is absent or '-').\n"
 		"Each program applies to the kernels its section's glob matches (mangled or demangled\n"
 		"name); -k narrows the kernels further.  Programs are verified first.  Kernels no\n"
 		"program applies to are copied byte for byte.  A summary goes to standard error.\n"
@@ -121,10 +121,10 @@ static int instrument(const char *prog_path, const char *in_path, const char *ou
 			rc = write_out(out_path, out, out_len) ? 1 : 0;
 			fprintf(stderr,
 				"cubpf ptx: %u of %u kernels instrumented (+%u device functions): %u entry, "
-				"%u exit, %u memory, %u thread block, %u barrier/fence probe sites (%u "
-				"programs, %u maps)\n",
+				"%u exit, %u memory, %u thread block, %u barrier/fence, %u basic block "
+				"probe sites (%u programs, %u maps)\n",
 				rep.instrumented, rep.kernels, rep.funcs, rep.entry_sites, rep.exit_sites,
-				rep.mem_sites, rep.block_sites, rep.sync_sites, cnt, obj->map_cnt);
+				rep.mem_sites, rep.block_sites, rep.sync_sites, rep.bb_sites, cnt, obj->map_cnt);
 			free(out);
 		}
 	}

@@ -138,6 +138,14 @@ static bool sync_field_ok(uint32_t off, uint32_t size)
 	return fields_ok(runs, 2, off, size);
 }
 
+static bool bb_field_ok(uint32_t off, uint32_t size)
+{
+	static const struct field_run runs[] = {
+		{0, sizeof(struct cubpf_bb_ctx) / 4, 4},
+	};
+	return fields_ok(runs, 1, off, size);
+}
+
 static bool api_field_ok(uint32_t off, uint32_t size)
 {
 	static const struct field_run runs[] = {
@@ -154,6 +162,7 @@ const struct vm_ctx_layout *vm_ctx_layout(enum vm_prog_kind kind)
 	static const struct vm_ctx_layout api = {sizeof(struct cubpf_api_ctx), api_field_ok};
 	static const struct vm_ctx_layout block = {sizeof(struct cubpf_block_ctx), block_field_ok};
 	static const struct vm_ctx_layout sync = {sizeof(struct cubpf_sync_ctx), sync_field_ok};
+	static const struct vm_ctx_layout bb = {sizeof(struct cubpf_bb_ctx), bb_field_ok};
 	switch (kind) {
 	case VM_PROG_KPROBE:
 	case VM_PROG_KRETPROBE:
@@ -165,6 +174,8 @@ const struct vm_ctx_layout *vm_ctx_layout(enum vm_prog_kind kind)
 		return &block;
 	case VM_PROG_SYNCPROBE:
 		return &sync;
+	case VM_PROG_BBPROBE:
+		return &bb;
 	case VM_PROG_UPROBE:
 	case VM_PROG_URETPROBE:
 		return &api;

@@ -837,6 +837,155 @@ static void test_sync_probe_placement(void **state)
 	vm_object_free(p.obj);
 }
 
+/* Basic blocks of a hand-written kernel (tests/ptx/kernels/blocks.ptx): ids, instruction
+ * counts, PTX lines, .loc lines and opcode classes exactly. */
+static uint32_t line_of(const char *t, const char *needle)
+{
+	const char *at = strstr(t, needle);
+	assert_non_null(at);
+	uint32_t n = 1;
+	for (const char *c = t; c < at; c++)
+		n += *c == '\n';
+	return n;
+}
+
+static void test_bb_blocks(void **state)
+{
+	(void)state;
+	size_t len;
+	char *t = fixture("tests/ptx/kernels/blocks.ptx", &len), err[PTX_ERRLEN];
+	struct ptx_module *m;
+	assert_int_equal(ptx_parse(t, len, &m, err, sizeof(err)), 0);
+	static const struct {
+		uint32_t count, src_line;
+		const char *first;
+		uint32_t classes[CUBPF_OP_CLASSES];
+	} want[] = {
+		{6, 10, "ld.param.u64 %rd1", {[CUBPF_OP_PARAM] = 2, [CUBPF_OP_MOV] = 3, [CUBPF_OP_CMP] = 1}},
+		{4, 12, "add.f32", {[CUBPF_OP_FP32] = 1, [CUBPF_OP_INT] = 1, [CUBPF_OP_CMP] = 1,
+				    [CUBPF_OP_CONTROL] = 1}},
+		{1, 12, "st.global.f32", {[CUBPF_OP_ST_GLOBAL] = 1}},
+		{3, 15, "st.param.b32 [a]", {[CUBPF_OP_PARAM] = 1, [CUBPF_OP_CONTROL] = 2}},
+		{1, 15, "exit;", {[CUBPF_OP_CONTROL] = 1}},
+	};
+	const struct ptx_func *k = ptx_find_func(m, "blocks");
+	assert_non_null(k);
+	struct ptx_bblock *b;
+	uint32_t n;
+	assert_int_equal(ptx_basic_blocks(m, k, &b, &n), 0);
+	assert_int_equal(n, sizeof(want) / sizeof(want[0]));
+	uint32_t first = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		assert_int_equal(b[i].first, first);
+		assert_int_equal(b[i].count, want[i].count);
+		assert_int_equal(b[i].line, line_of(t, want[i].first));
+		assert_int_equal(b[i].src_file, 1);
+		assert_int_equal(b[i].src_line, want[i].src_line);
+		assert_memory_equal(b[i].classes, want[i].classes, sizeof(want[i].classes));
+		first += b[i].count;
+	}
+	assert_int_equal(first, k->insn_cnt);
+	free(b);
+	const struct ptx_func *f = ptx_find_func(m, "twice");
+	assert_int_equal(ptx_basic_blocks(m, f, &b, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(b[0].count, 3);
+	assert_int_equal(b[1].count, 1);
+	assert_int_equal(b[2].count, 2);
+	assert_int_equal(b[2].line, line_of(t, "st.param.b32 [r]"));
+	assert_int_equal(b[0].src_line, 0);
+	free(b);
+	ptx_module_free(m);
+	free(t);
+}
+
+/* bbprobes on blocks.ptx: one site per block of the kernel and of the .func it calls, each
+ * with the block's constants folded in (ids and counts as ptx_basic_blocks says), the kernel's
+ * first site after the label-free start, the loop's inside its label; assembled. */
+static void test_bb_probe_placement(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("bb.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("tests/ptx/kernels/blocks.ptx", &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+		fail_msg("blocks.ptx with bb.bpf.o: %s", err);
+	assert_int_equal(rep.bb_sites, 5 + 3);
+	assert_int_equal(rep.instrumented, 1);
+	assert_int_equal(rep.funcs, 1);
+	assert_int_equal(count_of(out, "// cubpf: bbprobe on_block"), 8);
+	/* the probe of block 1 sits after LOOP: and before its first instruction */
+	const char *loop = strstr(out, "LOOP:");
+	const char *probe = strstr(loop, "// cubpf: bbprobe on_block");
+	const char *add = strstr(loop, "add.f32 %f1");
+	assert_true(loop < probe && probe < add);
+	/* and the one of DONE after both labels, before the asm scope's instructions */
+	const char *done = strstr(out, "DONE:\n");
+	probe = strstr(done, "// cubpf: bbprobe on_block");
+	assert_true(probe < strstr(done, "st.param.b32 [a]"));
+	assert_true(probe > strstr(done, ".param .b32 rv;"));
+	assert_assembles(out, olen, "blocks.ptx with bb probes");
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
+/* bbprobes in every fixture kernel: a site per basic block of the kernels and of the .funcs
+ * they call, assembled for sm_90 and sm_80 (sync90.ptx: sm_90); a glob that matches no kernel
+ * leaves the module byte for byte. */
+static void test_bb_probes(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("bb.bpf.o", &p);
+	const char *const extra[] = {"tests/ptx/kernels/sync90.ptx", "tests/ptx/kernels/blocks.ptx"};
+	const size_t nfix = sizeof(cu_fixtures) / sizeof(cu_fixtures[0]);
+	for (size_t fi = 0; fi < nfix + NHAND + 2; fi++) {
+		const char *name = fi < nfix ? cu_fixtures[fi]
+				   : fi < nfix + NHAND ? hand_fixtures[fi - nfix] : extra[fi - nfix - NHAND];
+		size_t len, olen;
+		char *t = fixture(name, &len), *out, err[PTX_ERRLEN], what[256];
+		struct ptx_inject_report rep;
+		if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+			fail_msg("%s with bb.bpf.o: %s", name, err);
+		struct ptx_module *m;
+		assert_int_equal(ptx_parse(t, len, &m, err, sizeof(err)), 0);
+		uint32_t kernel_blocks = 0, kernels = 0;
+		for (uint32_t f = 0; f < m->func_cnt; f++) {
+			struct ptx_bblock *b;
+			uint32_t n;
+			if (!m->funcs[f].is_entry || !m->funcs[f].has_body)
+				continue;
+			assert_int_equal(ptx_basic_blocks(m, &m->funcs[f], &b, &n), 0);
+			assert_true(n >= 1);
+			kernel_blocks += n, kernels++;
+			free(b);
+		}
+		ptx_module_free(m);
+		assert_int_equal(rep.instrumented, kernels);
+		/* .funcs' blocks come on top of the kernels' */
+		assert_true(rep.bb_sites >= kernel_blocks);
+		assert_int_equal(count_of(out, "// cubpf: bbprobe on_block"), rep.bb_sites);
+		if (strstr(t, ".target sm_90\n")) {
+			char log[4096];
+			if (ptxas(out, olen, "sm_90", log, sizeof(log)))
+				fail_msg("%s with bb probes does not assemble for sm_90:\n%s", name, log);
+		} else {
+			snprintf(what, sizeof(what), "%s with bb probes", name);
+			assert_assembles(out, olen, what);
+		}
+		free(out);
+		assert_int_equal(instrument(t, len, &p, "no_such_kernel", &out, &olen, &rep, err), 0);
+		assert_int_equal(olen, len);
+		assert_memory_equal(out, t, len);
+		free(out);
+		free(t);
+	}
+	vm_object_free(p.obj);
+}
+
 /* bpf_gpu_delay_ns in a memory probe: a spin on %globaltimer before each global load of every
  * fixture kernel (none before stores), assembled for sm_90 and sm_80. */
 static void test_delay_probe(void **state)
@@ -1089,6 +1238,9 @@ int main(void)
 		cmocka_unit_test(test_insn_sync),
 		cmocka_unit_test(test_sync_probes),
 		cmocka_unit_test(test_sync_probe_placement),
+		cmocka_unit_test(test_bb_blocks),
+		cmocka_unit_test(test_bb_probe_placement),
+		cmocka_unit_test(test_bb_probes),
 		cmocka_unit_test(test_delay_probe),
 		cmocka_unit_test(test_codegen_errors),
 		cmocka_unit_test(test_stack_promoted),

@@ -173,6 +173,8 @@ static const struct refusal refusals[] = {
 	      VM_PROG_BLOCKPROBE, true, LDX(BPF_W, 0, 1, 200), EXIT),
 	SHAPE("sync context has no %u-byte field at offset %u", "invalid bpf_context access",
 	      VM_PROG_SYNCPROBE, false, LDX(BPF_W, 0, 1, 200), EXIT), /* generated per site */
+	SHAPE("basic block context has no %u-byte field at offset %u", "invalid bpf_context access",
+	      VM_PROG_BBPROBE, false, LDX(BPF_DW, 0, 1, 0), EXIT), /* generated per site */
 	NOT_A_PROGRAM("address operand too long", "a memory instruction of the module"),
 	NOT_A_PROGRAM("address register %s has no known width", "a memory instruction of the module"),
 	NOT_A_PROGRAM("the module is already instrumented by cubpf", "the module's text"),

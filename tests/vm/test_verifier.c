@@ -33,6 +33,7 @@ struct vcase {
 #define BP VM_PROG_BLOCKPROBE
 #define BRP VM_PROG_BLOCKRETPROBE
 #define SP VM_PROG_SYNCPROBE
+#define BBP VM_PROG_BBPROBE
 
 /* r2 = &key (4 zero bytes at fp-4), r1 = map, call lookup: 6 slots */
 #define LOOKUP(m) ST(BPF_W, 10, -4, 0), MOV64_REG(2, 10), ALU64_IMM(BPF_ADD, 2, -4), LD_MAP(1, m), \
@@ -146,6 +147,17 @@ static const struct vcase cases[] = {
 	REJECT("ctx_sync_before_narrow", SP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 56),
 	       EXIT()),
 	REJECT("ctx_sync_byte", SP, "invalid bpf_context access", LDX(BPF_B, 0, 1, 1), EXIT()),
+	/* basic block probes: 33 u32 fields, all read-only */
+	REJECT("ctx_bb_write", BBP, "cannot write into ctx", ST(BPF_W, 1, 4, 1), RET0),
+	REJECT("ctx_bb_store_reg", BBP, "cannot write into ctx", STX(BPF_W, 1, 1, 0), RET0),
+	REJECT("ctx_bb_wide", BBP, "invalid bpf_context access", LDX(BPF_DW, 0, 1, 0), EXIT()),
+	REJECT("ctx_bb_past_end", BBP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 132),
+	       EXIT()),
+	REJECT("ctx_bb_half", BBP, "invalid bpf_context access", LDX(BPF_H, 0, 1, 4), EXIT()),
+	REJECT("ctx_bb_unaligned", BBP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 2),
+	       EXIT()),
+	REJECT("ctx_bb_host_helper", BBP, "not available in bbprobe programs",
+	       CALL(CUBPF_FN_get_current_pid_tgid), EXIT()),
 	REJECT("ctx_block_to_helper", BRP, "cannot be passed to helpers", MOV64_REG(2, 1),
 	       LD_MAP(1, M_ARRAY), CALL(CUBPF_FN_map_lookup_elem), RET0),
 	/* ---- maps ---- */
@@ -312,6 +324,9 @@ static const struct vcase cases[] = {
 	     LDX(BPF_W, 4, 1, 44), LDX(BPF_DW, 5, 1, 48), ALU64_REG(BPF_ADD, 0, 2),
 	     ALU64_REG(BPF_ADD, 0, 3), ALU64_REG(BPF_ADD, 0, 4), ALU64_REG(BPF_ADD, 0, 5),
 	     LDX(BPF_DW, 5, 1, 56), ALU64_REG(BPF_ADD, 0, 5), EXIT()),
+	PASS("ctx_bb_fields", BBP, LDX(BPF_W, 0, 1, 0), LDX(BPF_W, 2, 1, 4), LDX(BPF_W, 3, 1, 24),
+	     LDX(BPF_W, 4, 1, 100), LDX(BPF_W, 5, 1, 128), ALU64_REG(BPF_ADD, 0, 2),
+	     ALU64_REG(BPF_ADD, 0, 3), ALU64_REG(BPF_ADD, 0, 4), ALU64_REG(BPF_ADD, 0, 5), EXIT()),
 	PASS("ctx_block_end_gpu_helper", BRP, LDX(BPF_W, 6, 1, 44), CALL(CUBPF_FN_get_sm_id),
 	     ALU64_REG(BPF_ADD, 0, 6), EXIT()),
 	PASS("lookup_checked_increment", KP, LOOKUP(M_HASH), JMP_IMM(BPF_JEQ, 0, 0, 3),

@@ -26,6 +26,7 @@
  *   SEC("blockprobe/GLOB")  thread block begin, once per block          ctx: cubpf_block_ctx
  *   SEC("blockretprobe/GLOB") thread block end, once its last thread left ctx: cubpf_block_ctx
  *   SEC("syncprobe/GLOB")   before and after every barrier and fence    ctx: cubpf_sync_ctx
+ *   SEC("bbprobe/GLOB")     entry of every PTX basic block              ctx: cubpf_bb_ctx
  * GLOB matches the kernel's mangled or demangled name (fnmatch syntax; "*" = every kernel).
  */
 
@@ -127,6 +128,53 @@ struct cubpf_sync_ctx {
 	__u64 before_ns;                    /* after: %globaltimer just before the instruction (kept
 					     * in a register by cubpf: time_ns - before_ns is the
 					     * time spent in it); before: as time_ns */
+};
+
+/* Opcode classes of PTX instructions (cubpf_bb_ctx.op_class): what each basic block holds. */
+enum cubpf_op_class {
+	CUBPF_OP_OTHER = 0,     /* anything not below (nanosleep, prefetch, ...) */
+	CUBPF_OP_INT = 1,       /* integer arithmetic: add, sub, mul, mad, div, rem, min, max, ... */
+	CUBPF_OP_FP32 = 2,      /* .f32 arithmetic (fma, add, mul, ...) */
+	CUBPF_OP_FP64 = 3,      /* .f64 arithmetic */
+	CUBPF_OP_FP16 = 4,      /* .f16, .bf16 and their x2 forms */
+	CUBPF_OP_SFU = 5,       /* sin, cos, ex2, lg2, rcp, sqrt, rsqrt, tanh (any type) */
+	CUBPF_OP_LOGIC = 6,     /* and, or, xor, not, cnot, shl, shr, lop3, bfe, bfi, prmt, popc, ... */
+	CUBPF_OP_CMP = 7,       /* setp, set, selp, slct */
+	CUBPF_OP_MOV = 8,       /* mov, cvt, cvta, isspacep */
+	CUBPF_OP_LD_GLOBAL = 9, /* ld/ldu of the global or generic space */
+	CUBPF_OP_ST_GLOBAL = 10,/* st of the global or generic space */
+	CUBPF_OP_SHARED = 11,   /* ld/st .shared */
+	CUBPF_OP_LOCAL = 12,    /* ld/st .local */
+	CUBPF_OP_PARAM = 13,    /* ld/st .param and .const */
+	CUBPF_OP_ATOMIC = 14,   /* atom, red */
+	CUBPF_OP_CONTROL = 15,  /* bra, brx, call, ret, exit, trap */
+	CUBPF_OP_SYNC = 16,     /* bar, barrier, membar, fence, mbarrier */
+	CUBPF_OP_WARP = 17,     /* shfl, vote, match, redux, activemask */
+	CUBPF_OP_TENSOR = 18,   /* mma, wmma, wgmma, ldmatrix, stmatrix */
+	CUBPF_OP_ASYNC = 19,    /* cp.async, cp.async.bulk, tex, suld, sust, tld4 */
+	CUBPF_OP_CLASSES = 20,
+};
+
+/* Context of bbprobe programs: run by every thread that enters a PTX basic block of a selected
+ * kernel or of a .func it calls, at the block's first instruction, before it (unpredicated).
+ * Blocks start at the body's first instruction, at labels and after branches, returns and
+ * exits; each ends before the next start.  A block's instructions are the PTX instructions in
+ * it (labels, directives, declarations and cubpf's own code are not); every thread that
+ * enters a block issues all of them (predicated-off ones included).  Read-only; every field up
+ * to op_class is a constant where the probe sits, so a counter of ctx->insn_count folds to an
+ * add of a constant (warp-aggregated on sm_70+: one atomic per warp). */
+struct cubpf_bb_ctx {
+	__u32 block_id;     /* index of the block in its function, in PTX order; in a .func,
+			     * (1 + the .func's index among the module's functions) << 16 | index */
+	__u32 insn_count;   /* PTX instructions in the block */
+	__u32 kernel_id;    /* CUBPF_KERNEL_ID_SHARED in a .func that several probed kernels call */
+	__u32 ptx_line;     /* line of the block's first instruction in the module's PTX (from 1) */
+	__u32 src_file;     /* the .loc in force at the block's first instruction: file number */
+	__u32 src_line;     /* and line; both 0 when the PTX has no .loc there */
+	__u32 op_class[CUBPF_OP_CLASSES]; /* instructions of the block of each enum cubpf_op_class */
+	__u32 tid_x, tid_y, tid_z;
+	__u32 ctaid_x, ctaid_y, ctaid_z;
+	__u32 sm_id;        /* %smid */
 };
 
 /* Context of uprobe/uretprobe programs on the host. */
