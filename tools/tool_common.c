@@ -22,6 +22,11 @@ void tool_report_syncwait(const struct tool_data *d, const struct tool_opts *o, 
 void tool_report_memdelay(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 extern const struct tool_kernel_key tool_keys_blocklat[], tool_keys_syncwait[],
 	tool_keys_memdelay[];
+void tool_report_instrcount(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+void tool_report_opcodehist(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+void tool_report_hotblocks(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+extern const struct tool_kernel_key tool_keys_instrcount[], tool_keys_opcodehist[],
+	tool_keys_hotblocks[];
 
 static const struct tool tools[] = {
 	{"kcount", "kcount.bpf.o", "per-kernel launches, threads and GPU time",
@@ -72,6 +77,24 @@ static const struct tool tools[] = {
 	 "with and without the delay and their ratio (memory-latency sensitivity), and the loads\n"
 	 "delayed.  A kernel needs two timed launches for a ratio; graph launches have no spans.\n",
 	 tool_report_memdelay, tool_keys_memdelay},
+	{"instrcount", "instrcount.bpf.o", "dynamic PTX instructions per kernel, by threads and warps",
+	 "At the entry of every basic block of the probed kernels and the device functions they\n"
+	 "call (bbprobe), the block's PTX instructions, added once per warp for its lanes.  Per\n"
+	 "kernel: instructions issued counted per thread and per warp-level execution, per thread\n"
+	 "launched, and the SIMT occupancy.  Kernel ids from 256 on are not counted.\n",
+	 tool_report_instrcount, tool_keys_instrcount},
+	{"opcodehist", "opcodehist.bpf.o", "dynamic PTX instructions per kernel and opcode class",
+	 "As instrcount, split by opcode class (integer, fp32, fp64, fp16, special functions,\n"
+	 "logic, compare, move, global loads and stores, shared, local, param/const, atomics,\n"
+	 "control, barriers, warp-level, tensor, async/texture), per thread and per warp.  Each\n"
+	 "block's classes are constants of its probe.  Kernel ids from 256 on are not counted.\n",
+	 tool_report_opcodehist, tool_keys_opcodehist},
+	{"hotblocks", "hotblocks.bpf.o", "the hottest basic blocks of each kernel, PTX and source lines",
+	 "Entries of every basic block of the probed kernels by threads and by warps (once per warp\n"
+	 "for its lanes), times its PTX instructions: each kernel's blocks with the most\n"
+	 "instructions first, with the PTX line of the block and its .loc source line.  Kernel ids\n"
+	 "from 16 on are not counted; blocks from 255 on share one row.\n",
+	 tool_report_hotblocks, tool_keys_hotblocks},
 };
 
 const struct tool *tool_list(size_t *n)
