@@ -2,7 +2,7 @@
 # threadhist also maps filled by its probe on vm/'s interpreter) and cubpf run's option errors
 # (on the built binary); the GPU programs of tests/gpu/t_tools.sh and tests/bench/b_tools.sh.
 TOOLS_TEST_OBJS := $(call objs,tests/tools/test_tools.c tools/tool_data.c tools/tool_common.c \
-  tools/tool_reports.c tools/tool_blocks.c tools/tool_patch.c)
+  tools/tool_reports.c tools/tool_blocks.c tools/tool_bb.c tools/tool_patch.c)
 $(call objs,tests/tools/test_tools.c): CFLAGS += -DTOOLS_TEST_BUILD='"$(abspath $(BUILD))"' \
   -DTOOLS_TEST_SRC='"$(abspath .)"'
 $(BUILD)/tests/test_tools: $(TOOLS_TEST_OBJS) $(STORE_LIB) $(VM_LIB) $(CUBIN_LIB) $(ZSTD_PIC_LIB) \
