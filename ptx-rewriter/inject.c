@@ -224,6 +224,8 @@ struct site {
 	bool sync_reads_before;        /* an after-probe read before_ns: the before side saves it */
 	const struct ptx_bblock *bb;   /* bbprobe only: the block */
 	uint32_t bb_id;                /* its ctx->block_id */
+	bool kexit;                    /* kretprobe: ctx->insns and warp_insns are the counts */
+	bool reads_insns, reads_warp_insns; /* a kretprobe read them: count (do_icount) */
 };
 
 static const char *const sreg_names[12] = {
@@ -256,10 +258,31 @@ static void load_param(struct ptx_buf *out, const char *dst, const struct ptx_pa
 	}
 }
 
+/* ctx->insns and warp_insns: the registers do_icount keeps, at kernel exit; 0 at entry. */
+static bool icount_load(struct site *s, struct ptx_buf *out, const char *dst, uint32_t off,
+			uint32_t size)
+{
+	typedef struct cubpf_kernel_ctx K;
+	if (size != 8 || (off != offsetof(K, insns) && off != offsetof(K, warp_insns)))
+		return false;
+	bool warp = off == offsetof(K, warp_insns);
+	if (!s->kexit)
+		buf_printf(out, "\tmov.b64 %s, 0;\n", dst);
+	else
+		buf_printf(out, "\tmov.b64 %s, %s;\n", dst, warp ? "%__cb_iw" : "%__cb_ic");
+	if (s->kexit && warp)
+		s->reads_warp_insns = true;
+	else if (s->kexit)
+		s->reads_insns = true;
+	return true;
+}
+
 static int kernel_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_t off,
 			   uint32_t size, char *err, size_t errlen)
 {
 	const struct site *s = user;
+	if (icount_load(user, out, dst, off, size))
+		return 0;
 	if (off < offsetof(struct cubpf_kernel_ctx, kernel_id) && size == 4 && off % 4 == 0) {
 		load_sreg(out, dst, sreg_names[off / 4]);
 		return 0;
@@ -361,6 +384,18 @@ static bool kernel_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *
 	else
 		return false;
 	return true;
+}
+
+/* ctx->insns and warp_insns are 0 at kernel entry: a program shared with kretprobes folds. */
+static bool kernel_ctx_const64(void *user, uint32_t off, uint32_t size, uint64_t *val)
+{
+	const struct site *s = user;
+	typedef struct cubpf_kernel_ctx K;
+	if (size == 8 && !s->kexit && (off == offsetof(K, insns) || off == offsetof(K, warp_insns))) {
+		*val = 0;
+		return true;
+	}
+	return kernel_ctx_const(user, off, size, val);
 }
 
 static bool mem_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *val)
@@ -577,7 +612,7 @@ static int bb_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_
 
 /* declarations beyond the code generator's: block counts, a sync site's saved guard, its
  * saved time */
-enum { DECL_BLOCKS = 1, DECL_SYNC = 2, DECL_SYNC_TIME = 4 };
+enum { DECL_BLOCKS = 1, DECL_SYNC = 2, DECL_SYNC_TIME = 4, DECL_ICOUNT = 8, DECL_IWARP = 16 };
 
 struct inj {
 	const struct ptx_inject_opts *o;
@@ -590,6 +625,7 @@ struct inj {
 	char *err;
 	size_t errlen;
 	struct ptx_inject_report *rep;
+	bool elect;                   /* elect.sync is there (sm_90, PTX 8.0 and later) */
 };
 
 static void need_merge(struct cg_result *a, const struct cg_result *b)
@@ -634,7 +670,7 @@ static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, str
 			   j->o->progs[p].name ? j->o->progs[p].name : "");
 		if (j->o->enable_words)
 			enable_check(j, s, p, cnt == 0, lbl, out);
-		struct cg_ctxsrc src = {.load = kernel_ctx_load, .constant = kernel_ctx_const,
+		struct cg_ctxsrc src = {.load = kernel_ctx_load, .constant = kernel_ctx_const64,
 					.user = s};
 		if (kind == VM_PROG_MEMPROBE)
 			src.load = mem_ctx_load, src.constant = mem_ctx_const;
@@ -774,7 +810,9 @@ static int do_exit(struct inj *j, const struct ptx_func *f, const bool *sel, str
 	struct ptx_buf b = {0};
 	bool end = any_kind(j, sel, VM_PROG_BLOCKRETPROBE);
 	ptx_buf_puts(&b, "$__cubpf_exit:\n");
+	s->kexit = true;
 	int n = emit_kind(j, sel, VM_PROG_KRETPROBE, s, &b, fneed);
+	s->kexit = false;
 	if (n < 0 || (end && block_end(j, sel, s, &b, fneed)))
 		goto fail;
 	if (n == 0 && !end) {
@@ -944,6 +982,67 @@ static int do_bb(struct inj *j, const struct ptx_func *f, uint32_t ord, const bo
 	return rc;
 }
 
+/* Instruction counts for ctx->insns and warp_insns (read by a kretprobe of this kernel): two
+ * registers set to 0 where the body starts and, at the entry of each basic block, the block's
+ * count added to the thread's (one add) and to the elected lane's of the lanes entering
+ * together (elect.sync on sm_90, the lowest lane before). */
+static void icount_block(const struct inj *j, const struct site *s, uint32_t count,
+			 struct ptx_buf *b)
+{
+	if (s->reads_insns)
+		buf_printf(b, "\tadd.u64 %%__cb_ic, %%__cb_ic, %u;\n", count);
+	if (!s->reads_warp_insns)
+		return;
+	ptx_buf_puts(b, "\tactivemask.b32 %__cb_im0;\n");
+	if (j->elect) {
+		ptx_buf_puts(b, "\telect.sync %__cb_im1|%__cb_ip, %__cb_im0;\n");
+	} else {
+		ptx_buf_puts(b, "\tmov.u32 %__cb_im1, %lanemask_lt;\n"
+			     "\tand.b32 %__cb_im1, %__cb_im1, %__cb_im0;\n"
+			     "\tsetp.eq.u32 %__cb_ip, %__cb_im1, 0;\n");
+	}
+	buf_printf(b, "\t@%%__cb_ip add.u64 %%__cb_iw, %%__cb_iw, %u;\n", count);
+}
+
+static int do_icount(struct inj *j, const struct ptx_func *f, const struct site *s,
+		     unsigned *extra)
+{
+	if (!s->reads_insns && !s->reads_warp_insns)
+		return 0;
+	struct ptx_bblock *bbs = NULL;
+	uint32_t n;
+	struct ptx_buf b = {0};
+	if (ptx_basic_blocks(j->m, f, &bbs, &n))
+		goto fail;
+	bool ls;
+	size_t at = insert_at(j->m->text, f->first_insn_line, &ls);
+	ptx_buf_puts(&b, "\t// cubpf: instruction counts\n");
+	if (s->reads_insns)
+		ptx_buf_puts(&b, "\tmov.u64 %__cb_ic, 0;\n");
+	if (s->reads_warp_insns)
+		ptx_buf_puts(&b, "\tmov.u64 %__cb_iw, 0;\n");
+	if (!ls)
+		ptx_buf_puts(&b, "\t");
+	if (edit_add(&j->ed, at, 0, &b))
+		goto fail;
+	for (uint32_t i = 0; i < n; i++) {
+		at = insert_at(j->m->text, f->insns[bbs[i].first].off, &ls);
+		icount_block(j, s, bbs[i].count, &b);
+		if (!ls)
+			ptx_buf_puts(&b, "\t");
+		if (edit_add(&j->ed, at, 0, &b))
+			goto fail;
+	}
+	free(bbs);
+	*extra |= (s->reads_insns ? DECL_ICOUNT : 0) | (s->reads_warp_insns ? DECL_IWARP : 0);
+	return 0;
+fail:
+	free(bbs);
+	ptx_buf_free(&b);
+	ptx_seterr(j->err, j->errlen, "out of memory");
+	return -1;
+}
+
 static bool kernel_selected(const struct ptx_inject_opts *o, const struct ptx_func *f)
 {
 	return !o->kernel_glob || ptx_kernel_matches(o->kernel_glob, f->name);
@@ -967,6 +1066,11 @@ static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_re
 		ptx_buf_puts(&b, "\t.reg .pred %__cb_sg;\n");
 	if (extra & DECL_SYNC_TIME)
 		ptx_buf_puts(&b, "\t.reg .b64 %__cb_sb;\n");
+	if (extra & DECL_ICOUNT)
+		ptx_buf_puts(&b, "\t.reg .b64 %__cb_ic;\n");
+	if (extra & DECL_IWARP)
+		ptx_buf_puts(&b, "\t.reg .b64 %__cb_iw;\n\t.reg .b32 %__cb_im<2>;\n"
+			     "\t.reg .pred %__cb_ip;\n");
 	if (extra & DECL_BLOCKS)
 		ptx_buf_puts(&b, "\t.reg .b32 %__cb_b<4>;\n\t.reg .pred %__cb_bp<1>;\n"
 			     "\t.reg .b64 %__cb_bt;\n\t.shared .align 8 .u64 __cubpf_blk_t0;\n"
@@ -989,6 +1093,8 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 		rc = do_bb(j, f, 0, sel, &s, &fneed, &touched);
 	if (!rc)
 		rc = do_exit(j, f, sel, &s, &fneed, &touched);
+	if (!rc)
+		rc = do_icount(j, f, &s, &extra);
 	if (!rc)
 		rc = do_mem(j, f, sel, &s, &fneed, &touched);
 	if (!rc)
@@ -1204,6 +1310,8 @@ static int prepare(struct inj *j)
 		j->cp[p]->l2_keep = target_sm(j->m->target) >= 80 && atof(j->m->version) >= 7.4 &&
 				    updates_arrays(&j->o->progs[p], j->o->maps, j->o->map_cnt);
 		j->cp[p]->fold = true;
+		j->cp[p]->redux = target_sm(j->m->target) >= 80 && atof(j->m->version) >= 7.0;
+		j->elect = target_sm(j->m->target) >= 90 && atof(j->m->version) >= 8.0;
 	}
 	return 0;
 }

@@ -46,6 +46,10 @@
  *    membar.*), under the instruction's own predicate, in the kernels and the .funcs they call;
  *  - bbprobe: at the first instruction of every basic block (ptx_basic_blocks), before it and
  *    unpredicated, in the kernels and the .funcs they call;
+ *  - instruction counts (cubpf_kernel_ctx.insns, warp_insns, when a kretprobe of the kernel
+ *    reads them): two registers set to 0 where the body starts and, at each basic block's
+ *    first instruction, the block's count added (warp_insns: by the lane elect.sync elects on
+ *    sm_90, the lowest active lane before); the kernel's own body only;
  *  - memprobe: just before every ld/st/atom/red (and ldu) of the global, shared, local and generic
  *    spaces, scalar and vector, under the access's own predicate: in the selected kernels' bodies
  *    and in the .funcs they call directly or transitively (direct calls; an indirect call's
@@ -70,7 +74,8 @@
  *    get_smp_processor_id and get_sm_id (%smid), get_warp_id, get_lane_id, get_block_idx,
  *    get_block_dim, get_thread_idx, get_grid_dim, gpu_membar (membar.gl), get_active_mask,
  *    get_active_count (popc of activemask), is_warp_leader (lowest active lane),
- *    warp_count_unique (match.any.sync + vote.ballot: sm_70 and later),
+ *    warp_count_unique (match.any.sync + vote.ballot: sm_70 and later), warp_sum
+ *    (redux.sync on sm_80 and later, shuffles on sm_70),
  *    probe_read(_user) (byte copy), trace_printk and gpu_puts (vprintf; with a constant format
  *    the arguments are packed as C varargs, else 8 bytes each);
  *  - counters (atomic add of a constant without fetch) are warp-aggregated on sm_70+.

@@ -68,6 +68,7 @@ static const struct vm_helper_proto protos[] = {
 	{CUBPF_FN_gpu_delay_ns, "bpf_gpu_delay_ns", VM_RET_INTEGER, A(VM_ARG_DELAY_NS), VM_KINDS_GPU},
 	{CUBPF_FN_warp_count_unique, "bpf_warp_count_unique", VM_RET_INTEGER, A(VM_ARG_ANYTHING),
 	 VM_KINDS_GPU},
+	{CUBPF_FN_warp_sum, "bpf_warp_sum", VM_RET_INTEGER, A(VM_ARG_ANYTHING), VM_KINDS_GPU},
 };
 #undef A
 
@@ -107,8 +108,9 @@ static bool kernel_field_ok(uint32_t off, uint32_t size)
 	static const struct field_run runs[] = {
 		{0, offsetof(struct cubpf_kernel_ctx, params) / 4, 4},
 		{offsetof(struct cubpf_kernel_ctx, params), CUBPF_MAX_KERNEL_PARAMS, 8},
+		{offsetof(struct cubpf_kernel_ctx, insns), 2, 8},
 	};
-	return fields_ok(runs, 2, off, size);
+	return fields_ok(runs, 3, off, size);
 }
 
 static bool mem_field_ok(uint32_t off, uint32_t size)
@@ -374,6 +376,12 @@ HELPER(h_active_mask)
 	return 1; /* one host thread: lane 0 only */
 }
 
+HELPER(h_warp_sum)
+{
+	UNUSED_ARGS;
+	return r1; /* a warp of one lane: its own value */
+}
+
 HELPER(h_puts)
 {
 	UNUSED_ARGS;
@@ -416,6 +424,7 @@ vm_helper_fn vm_host_helper(uint32_t id)
 	case CUBPF_FN_get_active_count:
 	case CUBPF_FN_is_warp_leader:
 	case CUBPF_FN_warp_count_unique: return h_active_mask;
+	case CUBPF_FN_warp_sum: return h_warp_sum;
 	case CUBPF_FN_get_clock: return h_clock;
 	case CUBPF_FN_gpu_delay_ns: return h_delay;
 	default: return NULL;

@@ -986,6 +986,119 @@ static void test_bb_probes(void **state)
 	vm_object_free(p.obj);
 }
 
+/* Instruction counts for ctx->insns and warp_insns (issue 32) on blocks.ptx: the registers set
+ * to 0 at the body's start and each block's count added at its entry (6, 4, 1, 3, 1), the
+ * elected lane's with the lowest-lane test on sm_80 and elect.sync on sm_90; the kprobe's reads
+ * fold to 0 (no count read there); assembled for both. */
+static void test_icount(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("icount.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("tests/ptx/kernels/blocks.ptx", &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+		fail_msg("blocks.ptx with icount.bpf.o: %s", err);
+	const char *init = strstr(out, "\tmov.u64 %__cb_ic, 0;\n\tmov.u64 %__cb_iw, 0;\n");
+	assert_non_null(init);
+	const uint32_t want[] = {6, 4, 1, 3, 1};
+	const char *at = init;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		char add[96];
+		snprintf(add, sizeof(add), "\tadd.u64 %%__cb_ic, %%__cb_ic, %u;\n", want[i]);
+		at = strstr(at, add);
+		if (!at)
+			fail_msg("block %zu: no '%s' in order:\n%s", i, add, out);
+		snprintf(add, sizeof(add), "\t@%%__cb_ip add.u64 %%__cb_iw, %%__cb_iw, %u;\n", want[i]);
+		assert_non_null(strstr(at, add));
+	}
+	assert_int_equal(count_of(out, "add.u64 %__cb_ic, %__cb_ic,"), 5); /* not in the .func */
+	assert_int_equal(count_of(out, "%lanemask_lt;\n\tand.b32 %__cb_im1"), 5);
+	assert_true(strstr(out, "elect.sync") == NULL);
+	/* the loop's add sits after its label; the kprobe reads no register */
+	assert_true(strstr(out, "LOOP:") < strstr(out, "add.u64 %__cb_ic, %__cb_ic, 4;"));
+	const char *kp = strstr(out, "// cubpf: kprobe at_entry");
+	assert_non_null(kp);
+	assert_true(strstr(kp, "%__cb_ic") > strstr(kp, "// cubpf: instruction counts"));
+	assert_assembles(out, olen, "blocks.ptx with instruction counts");
+	free(out);
+	/* sm_90: elect.sync */
+	char *t90 = malloc(len + 1);
+	assert_non_null(t90);
+	memcpy(t90, t, len + 1);
+	char *tg = strstr(t90, ".target sm_80");
+	assert_non_null(tg);
+	tg[11] = '9';
+	assert_int_equal(instrument(t90, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_int_equal(count_of(out, "\telect.sync %__cb_im1|%__cb_ip, %__cb_im0;\n"), 5);
+	assert_int_equal(count_of(out, "redux.sync.add.u32"), 6); /* two bpf_warp_sum */
+	char log[4096];
+	if (ptxas(out, olen, "sm_90", log, sizeof(log)))
+		fail_msg("blocks.ptx for sm_90 with instruction counts does not assemble:\n%s", log);
+	free(out);
+	/* sm_70: no redux.sync; bpf_warp_sum takes each active lane's value in turn */
+	memcpy(t90, t, len + 1);
+	tg = strstr(t90, ".target sm_80");
+	tg[11] = '7';
+	assert_int_equal(instrument(t90, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_int_equal(count_of(out, "redux.sync"), 0);
+	assert_int_equal(count_of(out, "shfl.sync.idx.b32 %__cb_w5, %__cb_w1, %__cb_w4, 31"), 2);
+	assert_assembles(out, olen, "blocks.ptx for sm_70 with instruction counts");
+	free(out);
+	free(t90);
+	free(t);
+	vm_object_free(p.obj);
+}
+
+/* The bundled instrcount, opcodehist and hotblocks on every fixture kernel (kernel ids 1 to
+ * N, so that nothing folds away), assembled for sm_90 and sm_80. */
+static uint32_t small_id(void *user, const char *mangled)
+{
+	(void)mangled;
+	return ++*(uint32_t *)user;
+}
+
+static void test_bb_tools_assemble(void **state)
+{
+	(void)state;
+	static const char *const tools[] = {"instrcount", "opcodehist", "hotblocks"};
+	const size_t nfix = sizeof(cu_fixtures) / sizeof(cu_fixtures[0]);
+	for (size_t ti = 0; ti < 3; ti++) {
+		char path[1024], err[PTX_ERRLEN];
+		snprintf(path, sizeof(path), "%s/probes/%s.bpf.o", env("CUBPF_BUILD"), tools[ti]);
+		struct probes p;
+		if (vm_object_load_file(path, &p.obj, err, sizeof(err)))
+			fail_msg("%s: %s", path, err);
+		p.cnt = ptx_progs_from_object(p.obj, p.progs, 16);
+		for (uint32_t i = 0; i < p.obj->prog_cnt; i++) {
+			char log[1024];
+			if (vm_verify(p.obj, i, NULL, NULL, log, sizeof(log)))
+				fail_msg("%s rejected: %s", tools[ti], log);
+		}
+		for (size_t fi = 0; fi < nfix + NHAND + 1; fi++) {
+			const char *name = fi < nfix ? cu_fixtures[fi]
+					   : fi < nfix + NHAND ? hand_fixtures[fi - nfix]
+							      : "tests/ptx/kernels/blocks.ptx";
+			size_t len, olen;
+			char *t = fixture(name, &len), *out, what[256];
+			uint32_t ids = 0;
+			struct ptx_inject_opts o = {.progs = p.progs, .prog_cnt = p.cnt,
+						    .maps = p.obj->maps, .map_cnt = p.obj->map_cnt,
+						    .kernel_id = small_id, .user = &ids};
+			struct ptx_inject_report rep;
+			if (ptx_instrument(t, len, &o, &out, &olen, &rep, err, sizeof(err)))
+				fail_msg("%s with %s: %s", name, tools[ti], err);
+			assert_true(rep.instrumented >= 1);
+			snprintf(what, sizeof(what), "%s with %s", name, tools[ti]);
+			assert_assembles(out, olen, what);
+			free(out);
+			free(t);
+		}
+		vm_object_free(p.obj);
+	}
+}
+
 /* bpf_gpu_delay_ns in a memory probe: a spin on %globaltimer before each global load of every
  * fixture kernel (none before stores), assembled for sm_90 and sm_80. */
 static void test_delay_probe(void **state)
@@ -1241,6 +1354,8 @@ int main(void)
 		cmocka_unit_test(test_bb_blocks),
 		cmocka_unit_test(test_bb_probe_placement),
 		cmocka_unit_test(test_bb_probes),
+		cmocka_unit_test(test_icount),
+		cmocka_unit_test(test_bb_tools_assemble),
 		cmocka_unit_test(test_delay_probe),
 		cmocka_unit_test(test_codegen_errors),
 		cmocka_unit_test(test_stack_promoted),

@@ -1159,8 +1159,8 @@ static void test_syncwait_probe(void **state)
 	probe_vm_close(&v);
 }
 
-/* The bbprobe tools' probes on the interpreter (a warp of one lane): instrcount adds the
- * block's count by threads and by warps; opcodehist each class present; hotblocks the entries
+/* The instruction tools' probes on the interpreter (a warp of one lane): instrcount adds the
+ * thread's counts at exit; opcodehist each class present in the block; hotblocks the entries
  * and, in thread block (0,0,0), the block's facts; kernels past their tables count nothing. */
 static uint64_t array_word_sum(struct probe_vm *v, const char *map, uint32_t key0,
 			       uint32_t stride, uint32_t n, uint32_t word)
@@ -1184,18 +1184,19 @@ static void test_bb_tool_probes(void **state)
 	struct cubpf_bb_ctx c = {.block_id = 5, .insn_count = 7, .kernel_id = 3, .ptx_line = 77,
 				 .src_file = 1, .src_line = 12};
 	c.op_class[CUBPF_OP_FP32] = 4, c.op_class[CUBPF_OP_INT] = 3;
+	/* instrcount: at kernel exit, the thread's counts (a warp of one lane sums its own) */
+	struct cubpf_kernel_ctx k = {.kernel_id = 3, .insns = 700, .warp_insns = 25};
 	probe_vm_open(&v, TOOLS_TEST_BUILD "/probes/instrcount.bpf.o");
-	probe_vm_run(&v, &c, sizeof(c));
-	probe_vm_run(&v, &c, sizeof(c));
+	probe_vm_run(&v, &k, sizeof(k));
+	probe_vm_run(&v, &k, sizeof(k));
 	uint64_t t = 0, wp = 0;
 	for (uint32_t l = 0; l < 4; l++)
 		t += probe_vm_word(&v, "icstats", 3 * 4 + l, 0), wp += probe_vm_word(&v, "icstats", 3 * 4 + l, 1);
-	assert_int_equal(t, 14);
-	assert_int_equal(wp, 14);
-	c.kernel_id = 256;
-	probe_vm_run(&v, &c, sizeof(c));
+	assert_int_equal(t, 1400);
+	assert_int_equal(wp, 50);
+	k.kernel_id = 256;
+	probe_vm_run(&v, &k, sizeof(k));
 	probe_vm_close(&v);
-	c.kernel_id = 3;
 	probe_vm_open(&v, TOOLS_TEST_BUILD "/probes/opcodehist.bpf.o");
 	probe_vm_run(&v, &c, sizeof(c));
 	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_FP32), 4);

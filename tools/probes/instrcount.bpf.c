@@ -1,16 +1,18 @@
 /* instrcount: dynamic PTX instructions per kernel, by threads and by warps (issue 32; what
- * NVBit's instr_count counts, at PTX level).  At the entry of every basic block (bbprobe) the
- * lowest lane of the lanes entering together adds, for all of them, the block's instruction
- * count (a constant where the probe sits) times their number to `threads`, and the count once
- * to `warps`: two fire-and-forget reductions per warp and block, nothing for the other lanes
- * but the leader test.  Instructions are PTX instructions (cubpf's own are not counted); a
- * predicated-off one counts, as the warp issues it.
+ * NVBit's instr_count counts, at PTX level).  A kretprobe reads ctx->insns and warp_insns,
+ * which cubpf keeps in two registers of each thread of the kernels whose kretprobes read them:
+ * at the entry of each basic block, an add of the block's instruction count (a constant there)
+ * to the thread's count, and to the count of the one lane elected among the lanes entering
+ * together.  At exit, the lanes leaving together sum theirs (bpf_warp_sum: redux.sync) and
+ * their lowest lane adds the sums to its SM's record: two reductions per warp and kernel, no
+ * memory touched while the kernel runs.  Instructions are PTX instructions (cubpf's own are not
+ * counted, nor those of the non-inlined .funcs a kernel calls); a predicated-off one counts,
+ * as the warp issues it.
  *
- * Cost: the records are per SM (a per-SM map, each copy a 128-byte line of its own, as
- * kcount's), and each kernel has IC_LANES of them, picked by the warp's slot on the SM, so that
- * the warps of one SM spread their updates over IC_LANES lines (the L2 serialises updates to
- * one line, ~2 ns each on an H100).  The reader sums the lanes and the SM copies.  Kernel ids
- * from IC_KERNELS on are not counted (256 x 4 lanes x 256 SM slots x 128 B = 32 MiB). */
+ * Per SM (a per-SM map, each copy a 128-byte line of its own, as kcount's), IC_LANES records
+ * per kernel picked by the warp's slot on its SM, so that an SM's warps leaving together spread
+ * over IC_LANES lines.  The reader sums the lanes and the SM copies.  Kernel ids from
+ * IC_KERNELS on are not counted (256 x 4 lanes x 256 SM slots x 128 B = 32 MiB). */
 #include "cubpf_helpers.h"
 
 #define IC_KERNELS 256
@@ -29,10 +31,10 @@ struct {
 	__type(value, struct icstat);
 } icstats SEC(".maps");
 
-SEC("bbprobe/*")
-int instrcount(struct cubpf_bb_ctx *ctx)
+SEC("kretprobe/*")
+int instrcount(struct cubpf_kernel_ctx *ctx)
 {
-	__u64 n = bpf_get_active_count();
+	__u64 t = bpf_warp_sum(ctx->insns), w = bpf_warp_sum(ctx->warp_insns);
 	if (!bpf_is_warp_leader())
 		return 0;
 	__u32 id = ctx->kernel_id;
@@ -42,11 +44,8 @@ int instrcount(struct cubpf_bb_ctx *ctx)
 	struct icstat *s = bpf_map_lookup_elem(&icstats, &k);
 	if (!s)
 		return 0;
-	__u64 c = ctx->insn_count;
-	__sync_fetch_and_add(&s->threads, c * n);
-	/* c * (n != 0): the leader's count, a run-time value, so that the code generator adds it
-	 * as it is rather than warp-aggregating a constant (the leader is alone here) */
-	__sync_fetch_and_add(&s->warps, c * (n != 0));
+	__sync_fetch_and_add(&s->threads, t);
+	__sync_fetch_and_add(&s->warps, w);
 	return 0;
 }
 

@@ -46,6 +46,17 @@ struct cubpf_kernel_ctx {
 	/* Kernel parameters in declaration order: the first 8 bytes of each, zero-extended when
 	 * smaller; 0 past nparams. */
 	__u64 params[CUBPF_MAX_KERNEL_PARAMS];
+	/* Issue 32 (instruction counts): in kretprobe, the PTX instructions this thread issued in
+	 * the kernel's body (a predicated-off one counts; cubpf's own and those of the .funcs it
+	 * calls do not).  cubpf counts them only for kernels whose kretprobes read the field: an
+	 * add of the block's count to a register at the entry of each basic block (bbprobe's
+	 * blocks).  0 in kprobe. */
+	__u64 insns;
+	/* The same counted once per warp-level execution: the counts of the blocks this thread
+	 * entered as the one lane elected among the lanes entering together (a few more
+	 * instructions per block when read); bpf_warp_sum over the lanes leaving together gives
+	 * their warp-level count.  0 in kprobe. */
+	__u64 warp_insns;
 };
 
 /* Memory spaces of a memprobe access. */
@@ -230,6 +241,8 @@ enum cubpf_helper_id {
 	 * the access it sits on that much slower (memory-latency sensitivity).  ns must be
 	 * proven <= CUBPF_MAX_DELAY_NS by the verifier (a constant, or a bounded register). */
 	CUBPF_FN_gpu_delay_ns = 526,
+	CUBPF_FN_warp_sum = 527,             /* (u64 v) -> the sum of v over the active lanes
+					      * (redux.sync on sm_80 and later, shuffles before) */
 };
 
 /* ---- map types ---------------------------------------------------------------------------
