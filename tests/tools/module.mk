@@ -27,6 +27,12 @@ $(BUILD)/gpu/tools_%: tests/cuda/tools_%.cu tests/cuda/check.h
 	@mkdir -p $(@D)
 	$(NVCC) -O2 -arch=sm_90 -cudart static -o $@ $<
 BINS += $(TOOLS_GPU)
+# the PTX of tools_instr (the same compilation as its fatbin's): tests/gpu/t_instr.sh computes
+# the expected instruction counts from it
+$(BUILD)/gpu/tools_instr.ptx: tests/cuda/tools_instr.cu tests/cuda/check.h
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -arch=sm_90 -ptx -o $@ $<
+BINS += $(BUILD)/gpu/tools_instr.ptx
 endif
 endif
 
