@@ -6,7 +6,9 @@
  * every instruction of it, so a label nothing jumps to (or a call prototype's name) costing
  * one more block is harmless, while a missed label would count instructions that a jump
  * skips.  So any ':' between two instructions outside comments and strings counts as a
- * label.  The .loc in force at a block's first instruction names its source line. */
+ * label.  The .loc in force at a block's first instruction names its source line.  A block on
+ * a cycle of the control flow graph (branches to labels, fall-through) is `in_loop`: the only
+ * kind a thread may enter more than once. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,10 +105,50 @@ uint32_t ptx_insn_class(const struct ptx_insn *in)
 	return mem_class(in);
 }
 
-/* Reads the text between two instructions: whether a label is there, and the last .loc. */
-static bool gap_scan(const char *s, size_t b, size_t e, uint32_t *file, uint32_t *line)
+/* Labels seen between instructions: name (in the module text) -> the block they start. */
+struct labels {
+	struct lab {
+		const char *name;
+		size_t len;
+		uint32_t block;
+	} *v;
+	size_t n, cap;
+};
+
+static bool ident_char(char c)
 {
-	bool label = false;
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '$' || c == '%' || c == '.';
+}
+
+/* The identifier before the ':' at s[i] (a label's name), recorded for block `block`. */
+static int label_add(struct labels *l, const char *s, size_t b, size_t i, uint32_t block)
+{
+	size_t e = i;
+	while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t'))
+		e--;
+	size_t st = e;
+	while (st > b && ident_char(s[st - 1]))
+		st--;
+	if (st == e || !l)
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 16;
+		struct lab *nv = realloc(l->v, cap * sizeof(*nv));
+		if (!nv)
+			return -1;
+		l->v = nv, l->cap = cap;
+	}
+	l->v[l->n++] = (struct lab){s + st, e - st, block};
+	return 0;
+}
+
+/* Reads the text between two instructions: whether a label is there (each one's name goes to
+ * l for block `block`), and the last .loc. */
+static int gap_scan(const char *s, size_t b, size_t e, uint32_t *file, uint32_t *line,
+		    struct labels *l, uint32_t block)
+{
+	int label = 0;
 	for (size_t i = b; i < e; i++) {
 		if (s[i] == '/' && i + 1 < e && s[i + 1] == '/') {
 			while (i < e && s[i] != '\n')
@@ -119,7 +161,9 @@ static bool gap_scan(const char *s, size_t b, size_t e, uint32_t *file, uint32_t
 			for (i++; i < e && s[i] != '"'; i++)
 				;
 		} else if (s[i] == ':') {
-			label = true;
+			label = 1;
+			if (label_add(l, s, b, i, block))
+				return -1;
 		} else if (s[i] == '.' && e - i > 5 && !strncmp(s + i, ".loc", 4) &&
 			   (s[i + 4] == ' ' || s[i + 4] == '\t')) {
 			char *end;
@@ -140,22 +184,96 @@ static uint32_t count_lines(const char *s, size_t from, size_t to)
 	return n;
 }
 
+/* ---- loops: which blocks a thread may enter more than once ---- */
+
+static bool uncond_end(const struct ptx_insn *in)
+{
+	return !in->pred && ends_block(in) && strncmp(in->opcode, "brx", 3);
+}
+
+static int block_of_label(const struct labels *l, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].len == n && !strncmp(l->v[i].name, name, n))
+			return (int)l->v[i].block;
+	return -1;
+}
+
+/* Successors of block b: the next block unless it ends in an unconditional jump, return or
+ * exit; a branch's target (every labelled block for brx.idx, whose targets are a table). */
+static uint32_t succs(const struct ptx_func *f, const struct ptx_bblock *v, uint32_t n,
+		      const struct labels *l, uint32_t b, uint32_t *out)
+{
+	const struct ptx_insn *last = &f->insns[v[b].first + v[b].count - 1];
+	uint32_t k = 0;
+	if (!uncond_end(last) && b + 1 < n)
+		out[k++] = b + 1;
+	if (!strncmp(last->opcode, "brx", 3)) {
+		for (size_t i = 0; i < l->n; i++)
+			out[k++] = l->v[i].block;
+	} else if (!strncmp(last->opcode, "bra", 3) && last->op_cnt >= 1) {
+		int t = block_of_label(l, last->ops[last->op_cnt - 1]);
+		if (t >= 0)
+			out[k++] = (uint32_t)t;
+	}
+	return k;
+}
+
+/* in_loop: the block reaches itself (a depth-first walk from its successors per block). */
+static int mark_loops(const struct ptx_func *f, struct ptx_bblock *v, uint32_t n,
+		      const struct labels *l)
+{
+	uint32_t *stack = malloc(((size_t)n * (l->n + 2) + 1) * sizeof(*stack));
+	uint32_t *sc = malloc((l->n + 2) * sizeof(*sc));
+	bool *seen = malloc(n + 1);
+	if (!stack || !sc || !seen) {
+		free(stack), free(sc), free(seen);
+		return -1;
+	}
+	for (uint32_t b = 0; b < n; b++) {
+		memset(seen, 0, n);
+		size_t top = 0;
+		uint32_t k = succs(f, v, n, l, b, sc);
+		for (uint32_t i = 0; i < k; i++)
+			stack[top++] = sc[i];
+		while (top && !v[b].in_loop) {
+			uint32_t x = stack[--top];
+			if (x == b)
+				v[b].in_loop = true;
+			if (seen[x])
+				continue;
+			seen[x] = true;
+			k = succs(f, v, n, l, x, sc);
+			for (uint32_t i = 0; i < k; i++)
+				if (!seen[sc[i]] || sc[i] == b)
+					stack[top++] = sc[i];
+		}
+	}
+	free(stack), free(sc), free(seen);
+	return 0;
+}
+
 int ptx_basic_blocks(const struct ptx_module *m, const struct ptx_func *f,
 		     struct ptx_bblock **out, uint32_t *count)
 {
 	*out = NULL, *count = 0;
 	struct ptx_bblock *v = calloc(f->insn_cnt + 1, sizeof(*v));
+	struct labels l = {0};
 	if (!v)
 		return -1;
 	uint32_t n = 0, file = 0, line = 0;
 	uint32_t pline = 1 + count_lines(m->text, 0, f->body_open);
 	size_t prev = f->body_open + 1, lpos = f->body_open;
 	/* .loc before the body (rare) still names its first block */
-	gap_scan(m->text, f->start, f->body_open, &file, &line);
+	gap_scan(m->text, f->start, f->body_open, &file, &line, NULL, 0);
 	for (uint32_t i = 0; i < f->insn_cnt; i++) {
 		const struct ptx_insn *in = &f->insns[i];
-		bool label = gap_scan(m->text, prev, in->off, &file, &line);
-		if (i == 0 || label || ends_block(&f->insns[i - 1])) {
+		bool brk = i == 0 || ends_block(&f->insns[i - 1]);
+		int label = gap_scan(m->text, prev, in->off, &file, &line, &l, n); /* starts block n */
+		if (label < 0)
+			goto fail;
+		if (brk || label) {
 			pline += count_lines(m->text, lpos, in->off);
 			lpos = in->off;
 			v[n++] = (struct ptx_bblock){.first = i, .line = pline, .src_file = file,
@@ -165,6 +283,13 @@ int ptx_basic_blocks(const struct ptx_module *m, const struct ptx_func *f,
 		v[n - 1].classes[ptx_insn_class(in)]++;
 		prev = in->off + in->len;
 	}
+	if (n && mark_loops(f, v, n, &l))
+		goto fail;
+	free(l.v);
 	*out = v, *count = n;
 	return 0;
+fail:
+	free(l.v);
+	free(v);
+	return -1;
 }

@@ -61,6 +61,7 @@ static const char *kind_name(enum vm_prog_kind k)
 	case VM_PROG_BLOCKRETPROBE: return "blockretprobe";
 	case VM_PROG_SYNCPROBE: return "syncprobe";
 	case VM_PROG_BBPROBE: return "bbprobe";
+	case VM_PROG_BBRETPROBE: return "bbretprobe";
 	default: return "probe";
 	}
 }
@@ -224,6 +225,9 @@ struct site {
 	bool sync_reads_before;        /* an after-probe read before_ns: the before side saves it */
 	const struct ptx_bblock *bb;   /* bbprobe only: the block */
 	uint32_t bb_id;                /* its ctx->block_id */
+	bool bbexit;                   /* bbretprobe: ctx->entries is the block's count */
+	struct ptx_bblock *bbx;        /* bbretprobe: the kernel's blocks (do_exit to do_bbcount) */
+	uint32_t nbbx;
 	bool kexit;                    /* kretprobe: ctx->insns and warp_insns are the counts */
 	bool reads_insns, reads_warp_insns; /* a kretprobe read them: count (do_icount) */
 };
@@ -578,9 +582,31 @@ static bool bb_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *val)
 		*val = s->bb->src_line;
 	else if (off >= offsetof(C, op_class) && off < offsetof(C, tid_x))
 		*val = s->bb->classes[(off - offsetof(C, op_class)) / 4];
+	else if (off == offsetof(C, entries) && !s->bbexit)
+		*val = 1; /* bbprobe: this entry */
 	else
 		return false;
 	return true;
+}
+
+/* Where do_bbcount keeps the entries of block i: a counter register (%__cb_bc<k>, blocks on a
+ * loop) or bit k % 32 of a mask (%__cb_bm<k / 32>, the others: entered at most once). */
+static uint32_t bb_slot(const struct ptx_bblock *v, uint32_t i)
+{
+	uint32_t k = 0;
+	for (uint32_t j = 0; j < i; j++)
+		k += v[j].in_loop == v[i].in_loop;
+	return k;
+}
+
+static void bb_entries_load(const struct site *s, struct ptx_buf *out, const char *dst)
+{
+	uint32_t i = (uint32_t)(s->bb - s->bbx), k = bb_slot(s->bbx, i);
+	if (s->bb->in_loop)
+		buf_printf(out, "\tcvt.u64.u32 %s, %%__cb_bc%u;\n", dst, k);
+	else
+		buf_printf(out, "\tbfe.u32 %%__cb_w5, %%__cb_bm%u, %u, 1;\n\tcvt.u64.u32 %s, %%__cb_w5;\n",
+			   k / 32, k % 32, dst);
 }
 
 static int bb_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_t off,
@@ -602,6 +628,10 @@ static int bb_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_
 		}
 	if (size == 4 && off == offsetof(C, sm_id)) {
 		load_sreg(out, dst, "%smid");
+		return 0;
+	}
+	if (size == 4 && off == offsetof(C, entries)) { /* bbretprobe (bbprobe's is constant) */
+		bb_entries_load(user, out, dst);
 		return 0;
 	}
 	ptx_seterr(err, errlen, "basic block context has no %u-byte field at offset %u", size, off);
@@ -678,7 +708,7 @@ static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, str
 			src.load = block_ctx_load, src.constant = block_ctx_const;
 		else if (kind == VM_PROG_SYNCPROBE)
 			src.load = sync_ctx_load, src.constant = sync_ctx_const;
-		else if (kind == VM_PROG_BBPROBE)
+		else if (kind == VM_PROG_BBPROBE || kind == VM_PROG_BBRETPROBE)
 			src.load = bb_ctx_load, src.constant = bb_ctx_const;
 		struct cg_result res = {0};
 		if (ptx_cg_emit(j->cp[p], &src, lbl, out, &res, j->err, j->errlen))
@@ -802,6 +832,77 @@ fail:
 	return -1;
 }
 
+/* bbretprobes, in the exit block: the programs once per basic block of the kernel, each with
+ * its block's constants and ctx->entries from where do_bbcount counts them.  Returns how many
+ * blocks ran programs (the blocks stay in s->bbx for do_bbcount), or -1. */
+static int bb_exit(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
+		   struct ptx_buf *b, struct cg_result *fneed)
+{
+	if (!any_kind(j, sel, VM_PROG_BBRETPROBE))
+		return 0;
+	if (ptx_basic_blocks(j->m, f, &s->bbx, &s->nbbx)) {
+		ptx_seterr(j->err, j->errlen, "out of memory");
+		return -1;
+	}
+	s->bbexit = true;
+	for (uint32_t i = 0; i < s->nbbx; i++) {
+		s->bb = &s->bbx[i];
+		s->bb_id = i;
+		if (emit_kind(j, sel, VM_PROG_BBRETPROBE, s, b, fneed) < 0)
+			return -1;
+	}
+	s->bbexit = false;
+	s->bb = NULL;
+	j->rep->bb_sites += s->nbbx;
+	return (int)s->nbbx;
+}
+
+/* The entry counts bbretprobes read: registers set to 0 where the body starts, then at each
+ * block's first instruction an add to its counter (blocks on a loop) or an or of its bit. */
+static int do_bbcount(struct inj *j, const struct ptx_func *f, struct site *s)
+{
+	if (!s->bbx)
+		return 0;
+	struct ptx_buf b = {0}, d = {0};
+	uint32_t nc = 0, nm = 0;
+	for (uint32_t i = 0; i < s->nbbx; i++)
+		s->bbx[i].in_loop ? nc++ : nm++;
+	nm = (nm + 31) / 32;
+	ptx_buf_puts(&d, "\n\t// cubpf: basic block entries\n");
+	if (nc)
+		buf_printf(&d, "\t.reg .b32 %%__cb_bc<%u>;\n", nc);
+	if (nm)
+		buf_printf(&d, "\t.reg .b32 %%__cb_bm<%u>;\n", nm);
+	bool ls;
+	size_t at = insert_at(j->m->text, f->first_insn_line, &ls);
+	for (uint32_t k = 0; k < nc; k++)
+		buf_printf(&b, "\tmov.u32 %%__cb_bc%u, 0;\n", k);
+	for (uint32_t k = 0; k < nm; k++)
+		buf_printf(&b, "\tmov.u32 %%__cb_bm%u, 0;\n", k);
+	if (!ls)
+		ptx_buf_puts(&b, "\t");
+	int rc = edit_add(&j->ed, f->body_open + 1, 0, &d) || edit_add(&j->ed, at, 0, &b);
+	for (uint32_t i = 0; i < s->nbbx && !rc; i++) {
+		uint32_t k = bb_slot(s->bbx, i);
+		at = insert_at(j->m->text, f->insns[s->bbx[i].first].off, &ls);
+		if (s->bbx[i].in_loop)
+			buf_printf(&b, "\tadd.u32 %%__cb_bc%u, %%__cb_bc%u, 1;\n", k, k);
+		else
+			buf_printf(&b, "\tor.b32 %%__cb_bm%u, %%__cb_bm%u, %u;\n", k / 32, k / 32,
+				   1u << (k % 32));
+		if (!ls)
+			ptx_buf_puts(&b, "\t");
+		rc = edit_add(&j->ed, at, 0, &b);
+	}
+	ptx_buf_free(&b);
+	ptx_buf_free(&d);
+	free(s->bbx);
+	s->bbx = NULL;
+	if (rc)
+		ptx_seterr(j->err, j->errlen, "out of memory");
+	return rc ? -1 : 0;
+}
+
 /* kretprobes and block ends: every ret/exit becomes a branch to one exit block that runs them
  * and returns (code that falls off the body's end reaches it too). */
 static int do_exit(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
@@ -813,9 +914,10 @@ static int do_exit(struct inj *j, const struct ptx_func *f, const bool *sel, str
 	s->kexit = true;
 	int n = emit_kind(j, sel, VM_PROG_KRETPROBE, s, &b, fneed);
 	s->kexit = false;
-	if (n < 0 || (end && block_end(j, sel, s, &b, fneed)))
+	int nb = n < 0 ? -1 : bb_exit(j, f, sel, s, &b, fneed);
+	if (n < 0 || nb < 0 || (end && block_end(j, sel, s, &b, fneed)))
 		goto fail;
-	if (n == 0 && !end) {
+	if (n == 0 && nb == 0 && !end) {
 		ptx_buf_free(&b);
 		return 0;
 	}
@@ -1095,6 +1197,9 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 		rc = do_exit(j, f, sel, &s, &fneed, &touched);
 	if (!rc)
 		rc = do_icount(j, f, &s, &extra);
+	if (!rc)
+		rc = do_bbcount(j, f, &s);
+	free(s.bbx); /* when an error came first */
 	if (!rc)
 		rc = do_mem(j, f, sel, &s, &fneed, &touched);
 	if (!rc)

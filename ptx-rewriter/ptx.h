@@ -204,6 +204,7 @@ struct ptx_bblock {
 	uint32_t src_file;     /* the .loc in force at its first instruction (0, 0: none) */
 	uint32_t src_line;
 	uint32_t classes[CUBPF_OP_CLASSES]; /* its instructions of each enum cubpf_op_class */
+	bool in_loop;          /* on a cycle of the flow graph: a thread may enter it again */
 };
 /* The blocks of f in PTX order (their index is ctx->block_id): 0 and a malloc'ed array, or -1
  * when out of memory. */

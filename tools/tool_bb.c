@@ -1,7 +1,7 @@
 /* tools/tool_bb.c: the formatters of the tools built on bbprobe (issue 32, basic block entries):
  * instrcount (dynamic PTX instructions per kernel, by threads and by warps), opcodehist (the
- * same per opcode class) and hotblocks (the blocks where each kernel's instructions go, with
- * their PTX and source lines).  They read the maps of the trace's latest snapshots only, as the
+ * same per opcode class) and hotblocks (the blocks where each kernel's threads' instructions
+ * go, with their PTX and source lines).  They read the maps of the trace's latest snapshots only, as the
  * other tools do (tools/tools.h); the layouts are those of tools/probes/{instrcount,opcodehist,
  * hotblocks}.bpf.c. */
 #define _GNU_SOURCE
@@ -112,7 +112,7 @@ void tool_report_instrcount(const struct tool_data *d, const struct tool_opts *o
 }
 
 /* ---- opcodehist ----------------------------------------------------------------------------- */
-/* ohstats: key = kernel id, per SM: instructions of each class by threads, then by warps. */
+/* ohstats: key = kernel id, per SM: instructions of each class by threads. */
 
 static const char *const op_class_names[CUBPF_OP_CLASSES] = {
 	"other", "int", "fp32", "fp64", "fp16", "sfu", "logic", "compare", "move", "ld.global",
@@ -122,7 +122,7 @@ static const char *const op_class_names[CUBPF_OP_CLASSES] = {
 
 struct oh_row {
 	const struct tool_kernel *k;
-	uint64_t threads[CUBPF_OP_CLASSES], warps[CUBPF_OP_CLASSES], total;
+	uint64_t threads[CUBPF_OP_CLASSES], total;
 };
 
 static int oh_cmp(const void *a, const void *b)
@@ -142,7 +142,6 @@ static struct oh_row *oh_rows(const struct tool_data *d, size_t *n)
 		struct oh_row row = {.k = &d->kernels[i]};
 		for (uint32_t c = 0; row.k->id && c < CUBPF_OP_CLASSES; c++) {
 			row.threads[c] = tool_map_u64(m, row.k->id, c);
-			row.warps[c] = tool_map_u64(m, row.k->id, CUBPF_OP_CLASSES + c);
 			row.total += row.threads[c];
 		}
 		if (row.total)
@@ -162,10 +161,10 @@ static void oh_json(const struct oh_row *r, size_t n, FILE *f)
 		fprintf(f, ",\"thread_insns\":%" PRIu64 ",\"classes\":{", r[i].total);
 		bool first = true;
 		for (uint32_t c = 0; c < CUBPF_OP_CLASSES; c++) {
-			if (!r[i].threads[c] && !r[i].warps[c])
+			if (!r[i].threads[c])
 				continue;
-			fprintf(f, "%s\"%s\":{\"threads\":%" PRIu64 ",\"warps\":%" PRIu64 "}",
-				first ? "" : ",", op_class_names[c], r[i].threads[c], r[i].warps[c]);
+			fprintf(f, "%s\"%s\":{\"threads\":%" PRIu64 "}", first ? "" : ",",
+				op_class_names[c], r[i].threads[c]);
 			first = false;
 		}
 		fputs("}}", f);
@@ -189,12 +188,11 @@ void tool_report_opcodehist(const struct tool_data *d, const struct tool_opts *o
 		char sn[48];
 		fprintf(f, "%s%s: %" PRIu64 " instructions by threads\n", i ? "\n" : "",
 			tool_short_name(r[i].k->name, sn, sizeof(sn)), r[i].total);
-		fprintf(f, "  %-12s %16s %6s %16s\n", "CLASS", "THREAD_INSNS", "SHARE", "WARP_INSNS");
+		fprintf(f, "  %-12s %16s %6s\n", "CLASS", "THREAD_INSNS", "SHARE");
 		for (uint32_t c = 0; c < CUBPF_OP_CLASSES; c++)
-			if (r[i].threads[c] || r[i].warps[c])
-				fprintf(f, "  %-12s %16" PRIu64 " %5.1f%% %16" PRIu64 "\n", op_class_names[c],
-					r[i].threads[c], 100.0 * ratio(r[i].threads[c], r[i].total),
-					r[i].warps[c]);
+			if (r[i].threads[c])
+				fprintf(f, "  %-12s %16" PRIu64 " %5.1f%%\n", op_class_names[c],
+					r[i].threads[c], 100.0 * ratio(r[i].threads[c], r[i].total));
 	}
 	if (top < n)
 		fprintf(f, "(%zu more kernels)\n", n - top);
@@ -203,13 +201,13 @@ void tool_report_opcodehist(const struct tool_data *d, const struct tool_opts *o
 
 /* ---- hotblocks ------------------------------------------------------------------------------ */
 /* hbstats: key = (kernel id * 64 + shard) * 256 + block (blocks from 255 on share 255), one
- * 128-byte record each: entries by threads, by warps, instructions << 32 | PTX line, .loc file
- * << 32 | line (struct hbstat). */
+ * 128-byte record each: entries by threads, instructions << 32 | PTX line, .loc file << 32 |
+ * line (struct hbstat). */
 
 struct hb_row {
 	const struct tool_kernel *k;
 	uint32_t block, insns, line, file, src_line;
-	uint64_t threads, warps, thread_insns, kernel_insns;
+	uint64_t threads, thread_insns, kernel_insns;
 };
 
 static int hb_cmp(const void *a, const void *b)
@@ -230,7 +228,7 @@ static void hb_gather(const struct tool_map *m, const struct tool_data *d, struc
 {
 	uint32_t copies = tool_map_copies(m), vs = m->value_size / copies;
 	size_t pair = (size_t)m->key_size + m->value_size;
-	for (size_t i = 0; vs >= 32 && m->key_size == 4 && i < m->count; i++) {
+	for (size_t i = 0; vs >= 24 && m->key_size == 4 && i < m->count; i++) {
 		uint32_t key;
 		memcpy(&key, m->kv + i * pair, 4);
 		uint32_t id = key / (HB_SHARDS * HB_BLOCKS), b = key % HB_BLOCKS;
@@ -239,14 +237,14 @@ static void hb_gather(const struct tool_map *m, const struct tool_data *d, struc
 			continue;
 		struct hb_row *r = &rows[(size_t)(k - d->kernels) * HB_BLOCKS + b];
 		for (uint32_t c = 0; c < copies; c++) {
-			uint64_t v[4];
+			uint64_t v[3];
 			memcpy(v, m->kv + i * pair + 4 + (size_t)c * vs, sizeof(v));
 			r->k = k, r->block = b;
-			r->threads += v[0], r->warps += v[1];
+			r->threads += v[0];
+			if (v[1])
+				r->insns = (uint32_t)(v[1] >> 32), r->line = (uint32_t)v[1];
 			if (v[2])
-				r->insns = (uint32_t)(v[2] >> 32), r->line = (uint32_t)v[2];
-			if (v[3])
-				r->file = (uint32_t)(v[3] >> 32), r->src_line = (uint32_t)v[3];
+				r->file = (uint32_t)(v[2] >> 32), r->src_line = (uint32_t)v[2];
 		}
 	}
 }
@@ -262,7 +260,7 @@ static struct hb_row *hb_rows(const struct tool_data *d, size_t *n)
 		return NULL;
 	hb_gather(m, d, rows);
 	for (size_t i = 0; i < d->nkernels * HB_BLOCKS; i++)
-		if (rows[i].threads || rows[i].warps) {
+		if (rows[i].threads) {
 			rows[i].thread_insns = rows[i].threads * rows[i].insns;
 			rows[(*n)++] = rows[i];
 		}
@@ -286,11 +284,10 @@ static void hb_json(const struct hb_row *r, size_t n, FILE *f)
 		tool_json_string(f, r[i].k->name);
 		fprintf(f, ",\"block\":%u,\"shared_slot\":%s,\"insns\":%u,\"ptx_line\":%u,"
 			"\"src_file\":%u,\"src_line\":%u,\"thread_entries\":%" PRIu64
-			",\"warp_entries\":%" PRIu64 ",\"thread_insns\":%" PRIu64 ",\"warp_insns\":%"
-			PRIu64 ",\"kernel_thread_insns\":%" PRIu64 "}",
+			",\"thread_insns\":%" PRIu64 ",\"kernel_thread_insns\":%" PRIu64 "}",
 			r[i].block, r[i].block == HB_BLOCKS - 1 ? "true" : "false", r[i].insns,
-			r[i].line, r[i].file, r[i].src_line, r[i].threads, r[i].warps,
-			r[i].thread_insns, r[i].warps * r[i].insns, r[i].kernel_insns);
+			r[i].line, r[i].file, r[i].src_line, r[i].threads, r[i].thread_insns,
+			r[i].kernel_insns);
 	}
 	fputs("],", f);
 }
@@ -305,9 +302,9 @@ static void hb_row_print(const struct hb_row *r, FILE *f)
 		snprintf(src, sizeof(src), "%u:%u", r->file, r->src_line);
 	if (r->insns)
 		snprintf(insns, sizeof(insns), "%u", r->insns);
-	fprintf(f, "%-28s %6s %8s %10s %6s %14" PRIu64 " %12" PRIu64 " %16" PRIu64 " %5.1f%%\n",
+	fprintf(f, "%-28s %6s %8s %10s %6s %14" PRIu64 " %16" PRIu64 " %5.1f%%\n",
 		tool_short_name(r->k->name, sn, sizeof(sn)), block, line, src, insns, r->threads,
-		r->warps, r->thread_insns, 100.0 * ratio(r->thread_insns, r->kernel_insns));
+		r->thread_insns, 100.0 * ratio(r->thread_insns, r->kernel_insns));
 }
 
 void tool_report_hotblocks(const struct tool_data *d, const struct tool_opts *o, FILE *f)
@@ -324,8 +321,8 @@ void tool_report_hotblocks(const struct tool_data *d, const struct tool_opts *o,
 		free(r);
 		return;
 	}
-	fprintf(f, "%-28s %6s %8s %10s %6s %14s %12s %16s %6s\n", "KERNEL", "BLOCK", "PTX_LINE",
-		"SOURCE", "INSNS", "THREAD_ENTRIES", "WARP_ENTRIES", "THREAD_INSNS", "SHARE");
+	fprintf(f, "%-28s %6s %8s %10s %6s %14s %16s %6s\n", "KERNEL", "BLOCK", "PTX_LINE",
+		"SOURCE", "INSNS", "THREAD_ENTRIES", "THREAD_INSNS", "SHARE");
 	size_t more = 0;
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i; j < n && r[j].k == r[i].k; j++)
@@ -337,7 +334,7 @@ void tool_report_hotblocks(const struct tool_data *d, const struct tool_opts *o,
 	if (more)
 		fprintf(f, "(%zu more blocks)\n", more);
 	fputs("\nBLOCK: the basic block's index in its kernel, in PTX order (255+: blocks from 255\n"
-	      "on and those of device functions); PTX_LINE: its first instruction's line in the\n"
+	      "on; device functions' blocks are not counted); PTX_LINE: its first instruction's line in the\n"
 	      "module's PTX; SOURCE: .loc file:line there; INSNS: its PTX instructions;\n"
 	      "THREAD_INSNS = THREAD_ENTRIES x INSNS; SHARE: of the kernel's.  '?': the block ran\n"
 	      "too seldom for its facts to be recorded.\n", f);

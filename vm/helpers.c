@@ -177,6 +177,7 @@ const struct vm_ctx_layout *vm_ctx_layout(enum vm_prog_kind kind)
 	case VM_PROG_SYNCPROBE:
 		return &sync;
 	case VM_PROG_BBPROBE:
+	case VM_PROG_BBRETPROBE:
 		return &bb;
 	case VM_PROG_UPROBE:
 	case VM_PROG_URETPROBE:

@@ -838,7 +838,7 @@ static void test_sync_probe_placement(void **state)
 }
 
 /* Basic blocks of a hand-written kernel (tests/ptx/kernels/blocks.ptx): ids, instruction
- * counts, PTX lines, .loc lines and opcode classes exactly. */
+ * counts, PTX lines, .loc lines, opcode classes and which are on a loop exactly. */
 static uint32_t line_of(const char *t, const char *needle)
 {
 	const char *at = strstr(t, needle);
@@ -882,6 +882,7 @@ static void test_bb_blocks(void **state)
 		assert_int_equal(b[i].src_file, 1);
 		assert_int_equal(b[i].src_line, want[i].src_line);
 		assert_memory_equal(b[i].classes, want[i].classes, sizeof(want[i].classes));
+		assert_int_equal(b[i].in_loop, i == 1); /* LOOP: branches back to itself */
 		first += b[i].count;
 	}
 	assert_int_equal(first, k->insn_cnt);
@@ -894,6 +895,7 @@ static void test_bb_blocks(void **state)
 	assert_int_equal(b[2].count, 2);
 	assert_int_equal(b[2].line, line_of(t, "st.param.b32 [r]"));
 	assert_int_equal(b[0].src_line, 0);
+	assert_false(b[0].in_loop || b[1].in_loop || b[2].in_loop);
 	free(b);
 	ptx_module_free(m);
 	free(t);
@@ -1097,6 +1099,48 @@ static void test_bb_tools_assemble(void **state)
 		}
 		vm_object_free(p.obj);
 	}
+}
+
+/* bbretprobe on blocks.ptx: the loop's entries in a counter register, the other blocks' as bits
+ * of a mask (or-ed at their entry), all zeroed where the body starts; the exit block runs the
+ * program once per block of the kernel (none for the .func), each reading its own; assembled. */
+static void test_bbret_probes(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("bbret.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("tests/ptx/kernels/blocks.ptx", &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+		fail_msg("blocks.ptx with bbret.bpf.o: %s", err);
+	assert_int_equal(rep.bb_sites, 5);
+	assert_int_equal(rep.funcs, 0);
+	assert_non_null(strstr(out, "\t.reg .b32 %__cb_bc<1>;\n\t.reg .b32 %__cb_bm<1>;\n"));
+	const char *z = strstr(out, "\tmov.u32 %__cb_bc0, 0;\n\tmov.u32 %__cb_bm0, 0;\n");
+	assert_non_null(z);
+	static const char *const at[] = {
+		"\tor.b32 %__cb_bm0, %__cb_bm0, 1;\n", "LOOP:", "\tadd.u32 %__cb_bc0, %__cb_bc0, 1;\n",
+		"add.f32 %f1", "\tor.b32 %__cb_bm0, %__cb_bm0, 2;\n", "st.global.f32",
+		"DONE:", "\tor.b32 %__cb_bm0, %__cb_bm0, 4;\n", "st.param.b32 [a]",
+		"\tor.b32 %__cb_bm0, %__cb_bm0, 8;\n", "exit;", "$__cubpf_exit:",
+		"bfe.u32 %__cb_w5, %__cb_bm0, 0, 1;", "cvt.u64.u32 %__cb_r1, %__cb_bc0;",
+		"bfe.u32 %__cb_w5, %__cb_bm0, 1, 1;", "bfe.u32 %__cb_w5, %__cb_bm0, 2, 1;",
+		"bfe.u32 %__cb_w5, %__cb_bm0, 3, 1;",
+	};
+	const char *c = z;
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		const char *n = strstr(c, at[i]);
+		if (!n)
+			fail_msg("'%s' missing or out of order in:\n%s", at[i], out);
+		c = n;
+	}
+	assert_int_equal(count_of(out, "// cubpf: bbretprobe at_exit"), 5);
+	assert_int_equal(count_of(out, "%__cb_bm0, %__cb_bm0"), 4);
+	assert_assembles(out, olen, "blocks.ptx with bbretprobes");
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
 }
 
 /* bpf_gpu_delay_ns in a memory probe: a spin on %globaltimer before each global load of every
@@ -1355,6 +1399,7 @@ int main(void)
 		cmocka_unit_test(test_bb_probe_placement),
 		cmocka_unit_test(test_bb_probes),
 		cmocka_unit_test(test_icount),
+		cmocka_unit_test(test_bbret_probes),
 		cmocka_unit_test(test_bb_tools_assemble),
 		cmocka_unit_test(test_delay_probe),
 		cmocka_unit_test(test_codegen_errors),

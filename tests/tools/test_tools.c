@@ -298,33 +298,32 @@ static void test_instrcount(void **state)
 	tool_data_free(&d);
 }
 
-/* opcodehist (issue 32): each class's SM copies add up, by threads and by warps, with their
- * share of the kernel's instructions. */
+/* opcodehist (issue 32): each class's SM copies add up, with their share of the kernel's
+ * instructions. */
 static void test_opcodehist(void **state)
 {
 	(void)state;
 	struct store_trace_writer *w = create();
 	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
 	uint32_t keys[] = {1};
-	static uint64_t vals[256 * 40]; /* threads[20], warps[20] */
+	static uint64_t vals[256 * 20]; /* threads[20] */
 	vals[CUBPF_OP_INT] = 100, vals[CUBPF_OP_FP32] = 300;
-	vals[20 + CUBPF_OP_INT] = 4, vals[20 + CUBPF_OP_FP32] = 10;
-	vals[3 * 40 + CUBPF_OP_FP32] = 100; /* SM 3 */
-	map_percpu(w, "ohstats", 10, keys, vals, 1, 40);
+	vals[3 * 20 + CUBPF_OP_FP32] = 100; /* SM 3 */
+	map_percpu(w, "ohstats", 10, keys, vals, 1, 20);
 	meta_a(w);
 	struct tool_data d;
 	finish(w, &d);
 	char *out = report("opcodehist", &d, 0);
 	assert_contains(out, "vecadd: 500 instructions by threads\n");
-	assert_contains(out, "  int                       100  20.0%                4\n");
-	assert_contains(out, "  fp32                      400  80.0%               10\n");
+	assert_contains(out, "  int                       100  20.0%\n");
+	assert_contains(out, "  fp32                      400  80.0%\n");
 	assert_true(strstr(out, "fp64") == NULL);
 	free(out);
 	out = report("opcodehist", &d, 1);
 	assert_json(out);
 	assert_contains(out, "\"tool\":\"opcodehist\",\"kernels\":[{\"name\":\"_Z6vecaddPfS_i\","
-			     "\"thread_insns\":500,\"classes\":{\"int\":{\"threads\":100,\"warps\":4},"
-			     "\"fp32\":{\"threads\":400,\"warps\":10}}}]");
+			     "\"thread_insns\":500,\"classes\":{\"int\":{\"threads\":100},"
+			     "\"fp32\":{\"threads\":400}}}]");
 	free(out);
 	tool_data_free(&d);
 }
@@ -338,11 +337,11 @@ static void test_hotblocks(void **state)
 	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
 #define HBK(shard, block) (((1 * 64) + (shard)) * 256 + (block))
 	uint32_t keys[] = {HBK(0, 0), HBK(3, 1), HBK(5, 1), HBK(0, 2)};
-	static uint64_t vals[4 * 16]; /* threads, warps, insns << 32 | line, file << 32 | line */
-	const uint64_t b0[] = {1024, 32, 9ull << 32 | 30, 1ull << 32 | 10};
-	const uint64_t b1[] = {1000, 31, 12ull << 32 | 41, 1ull << 32 | 12};
-	const uint64_t b1b[] = {24, 1, 0, 0}; /* a shard whose leaders wrote no facts */
-	const uint64_t b2[] = {1024, 32, 1ull << 32 | 55, 0};
+	static uint64_t vals[4 * 16]; /* threads, insns << 32 | line, file << 32 | line */
+	const uint64_t b0[] = {1024, 9ull << 32 | 30, 1ull << 32 | 10};
+	const uint64_t b1[] = {1000, 12ull << 32 | 41, 1ull << 32 | 12};
+	const uint64_t b1b[] = {24, 0, 0}; /* a shard whose leaders wrote no facts */
+	const uint64_t b2[] = {1024, 1ull << 32 | 55, 0};
 	memcpy(vals, b0, sizeof(b0));
 	memcpy(vals + 16, b1, sizeof(b1));
 	memcpy(vals + 32, b1b, sizeof(b1b));
@@ -353,11 +352,11 @@ static void test_hotblocks(void **state)
 	finish(w, &d);
 	char *out = report("hotblocks", &d, 0);
 	const char *r1 = strstr(out, "vecadd                            1       41       1:12     12"
-				     "           1024           32            12288  54.5%\n");
+				     "           1024            12288  54.5%\n");
 	const char *r0 = strstr(out, "vecadd                            0       30       1:10      9"
-				     "           1024           32             9216  40.9%\n");
+				     "           1024             9216  40.9%\n");
 	const char *r2 = strstr(out, "vecadd                            2       55          -      1"
-				     "           1024           32             1024   4.5%\n");
+				     "           1024             1024   4.5%\n");
 	if (!r1 || !r0 || !r2 || r0 < r1 || r2 < r0)
 		fail_msg("hotblocks rows missing or out of order:\n%s", out);
 	free(out);
@@ -365,8 +364,8 @@ static void test_hotblocks(void **state)
 	assert_json(out);
 	assert_contains(out, "\"tool\":\"hotblocks\",\"blocks\":[{\"kernel\":\"_Z6vecaddPfS_i\","
 			     "\"block\":1,\"shared_slot\":false,\"insns\":12,\"ptx_line\":41,"
-			     "\"src_file\":1,\"src_line\":12,\"thread_entries\":1024,\"warp_entries\":32,"
-			     "\"thread_insns\":12288,\"warp_insns\":384,\"kernel_thread_insns\":22528}");
+			     "\"src_file\":1,\"src_line\":12,\"thread_entries\":1024,"
+			     "\"thread_insns\":12288,\"kernel_thread_insns\":22528}");
 	free(out);
 	tool_data_free(&d);
 #undef HBK
@@ -1160,8 +1159,9 @@ static void test_syncwait_probe(void **state)
 }
 
 /* The instruction tools' probes on the interpreter (a warp of one lane): instrcount adds the
- * thread's counts at exit; opcodehist each class present in the block; hotblocks the entries
- * and, in thread block (0,0,0), the block's facts; kernels past their tables count nothing. */
+ * thread's counts at exit; opcodehist each class present in the block; hotblocks, at exit, the
+ * block's entries and, in thread block (0,0,0), its facts; kernels past their tables count
+ * nothing. */
 static uint64_t array_word_sum(struct probe_vm *v, const char *map, uint32_t key0,
 			       uint32_t stride, uint32_t n, uint32_t word)
 {
@@ -1198,25 +1198,28 @@ static void test_bb_tool_probes(void **state)
 	probe_vm_run(&v, &k, sizeof(k));
 	probe_vm_close(&v);
 	probe_vm_open(&v, TOOLS_TEST_BUILD "/probes/opcodehist.bpf.o");
+	c.entries = 10; /* at exit: entered 10 times */
 	probe_vm_run(&v, &c, sizeof(c));
-	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_FP32), 4);
-	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_INT), 3);
+	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_FP32), 40);
+	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_INT), 30);
 	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_FP64), 0);
-	assert_int_equal(probe_vm_word(&v, "ohstats", 3, 20 + CUBPF_OP_FP32), 4);
 	probe_vm_close(&v);
 	probe_vm_open(&v, TOOLS_TEST_BUILD "/probes/hotblocks.bpf.o");
+	c.entries = 40; /* at exit: the thread entered the block 40 times */
 	probe_vm_run(&v, &c, sizeof(c));
 	c.ctaid_x = 1; /* elsewhere the facts are written only now and then: entries still count */
+	c.entries = 2;
 	probe_vm_run(&v, &c, sizeof(c));
-	assert_int_equal(array_word_sum(&v, "hbstats", 3 * 64 * 256 + 5, 256, 64, 0), 2);
-	assert_int_equal(array_word_sum(&v, "hbstats", 3 * 64 * 256 + 5, 256, 64, 1), 2);
-	assert_int_equal(array_word_sum(&v, "hbstats", 3 * 64 * 256 + 5, 256, 64, 2),
+	c.entries = 0; /* a block the thread never entered adds nothing */
+	probe_vm_run(&v, &c, sizeof(c));
+	assert_int_equal(array_word_sum(&v, "hbstats", 3 * 64 * 256 + 5, 256, 64, 0), 42);
+	assert_int_equal(array_word_sum(&v, "hbstats", 3 * 64 * 256 + 5, 256, 64, 1),
 			 7ull << 32 | 77);
-	assert_int_equal(array_word_sum(&v, "hbstats", 3 * 64 * 256 + 5, 256, 64, 3), 1ull << 32 | 12);
-	c.block_id = 1000; /* shares the last slot, writes no facts */
+	assert_int_equal(array_word_sum(&v, "hbstats", 3 * 64 * 256 + 5, 256, 64, 2), 1ull << 32 | 12);
+	c.block_id = 1000, c.entries = 1; /* shares the last slot, writes no facts */
 	probe_vm_run(&v, &c, sizeof(c));
 	assert_int_equal(array_word_sum(&v, "hbstats", 3 * 64 * 256 + 255, 256, 64, 0), 1);
-	assert_int_equal(array_word_sum(&v, "hbstats", 3 * 64 * 256 + 255, 256, 64, 2), 0);
+	assert_int_equal(array_word_sum(&v, "hbstats", 3 * 64 * 256 + 255, 256, 64, 1), 0);
 	probe_vm_close(&v);
 }
 

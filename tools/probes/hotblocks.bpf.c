@@ -1,16 +1,18 @@
 /* hotblocks: the basic blocks where each kernel's threads spend their instructions (issue 32).
- * At the entry of every basic block (bbprobe), the lowest lane of the lanes entering together
- * adds their number to the block's `threads` and 1 to its `warps`; the block's static facts
- * (instruction count, PTX line, .loc file and line: constants where the probe sits) go into
- * its record now and then, by the leaders of thread block (0,0,0) and about one leader in 256
- * elsewhere (by %clock), so that every block that runs often is named and the common path
- * stores nothing.  The report multiplies entries by instruction counts.
+ * A bbretprobe: at kernel exit, once per basic block of the kernel, ctx->entries is how many
+ * times the thread entered the block, which cubpf counts in a register (a counter for a block on
+ * a loop, a bit for the others: one instruction per block entry, no memory).  The lanes leaving
+ * together sum their entries (bpf_warp_sum) and their lowest lane adds the sum to the block's
+ * record, with the block's static facts (instruction count, PTX line, .loc file and line:
+ * constants there) written by the leaders of thread block (0,0,0) and about one leader in 256
+ * elsewhere (by %clock), so that the common exit stores nothing more.  The report multiplies
+ * entries by instruction counts.
  *
  * Records: per kernel, HB_SHARDS copies of each of its first HB_BLOCKS blocks (a shard per SM
- * pair: %smid % HB_SHARDS), each a 128-byte line of its own: a hot block's updates spread over
+ * pair: %smid % HB_SHARDS), each a 128-byte line of its own: a block's updates spread over
  * HB_SHARDS lines (the L2 serialises updates to one line, ~2 ns each on an H100).  Blocks from
- * HB_BLOCKS - 1 on (and those of .funcs, whose ids are >= 65536) share the last record; kernel
- * ids from HB_KERNELS on are not counted.  16 x 64 x 256 x 128 B = 32 MiB. */
+ * HB_BLOCKS - 1 on share the last record; kernel ids from HB_KERNELS on are not counted.
+ * 16 x 64 x 256 x 128 B = 32 MiB. */
 #include "cubpf_helpers.h"
 
 #define HB_KERNELS 16
@@ -19,10 +21,9 @@
 
 struct hbstat {
 	__u64 threads;   /* entries by threads */
-	__u64 warps;     /* entries by warps (groups of lanes entering together) */
 	__u64 site;      /* instructions << 32 | PTX line (0: not written yet) */
 	__u64 src;       /* .loc file << 32 | line */
-	__u64 pad[12];   /* 128 bytes */
+	__u64 pad[13];   /* 128 bytes */
 };
 
 struct {
@@ -32,11 +33,11 @@ struct {
 	__type(value, struct hbstat);
 } hbstats SEC(".maps");
 
-SEC("bbprobe/*")
+SEC("bbretprobe/*")
 int hotblocks(struct cubpf_bb_ctx *ctx)
 {
-	__u64 n = bpf_get_active_count();
-	if (!bpf_is_warp_leader())
+	__u64 n = bpf_warp_sum(ctx->entries);
+	if (!n || !bpf_is_warp_leader()) /* n: the same in every lane */
 		return 0;
 	__u32 id = ctx->kernel_id, b = ctx->block_id;
 	if (id >= HB_KERNELS)
@@ -48,7 +49,6 @@ int hotblocks(struct cubpf_bb_ctx *ctx)
 	if (!s)
 		return 0;
 	__sync_fetch_and_add(&s->threads, n);
-	__sync_fetch_and_add(&s->warps, n != 0); /* a run-time 1: see instrcount.bpf.c */
 	if (ctx->block_id < HB_BLOCKS - 1 &&
 	    (!(ctx->ctaid_x | ctx->ctaid_y | ctx->ctaid_z) || !(bpf_get_clock() & 255))) {
 		s->site = (__u64)ctx->insn_count << 32 | ctx->ptx_line;

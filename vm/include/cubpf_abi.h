@@ -27,6 +27,8 @@
  *   SEC("blockretprobe/GLOB") thread block end, once its last thread left ctx: cubpf_block_ctx
  *   SEC("syncprobe/GLOB")   before and after every barrier and fence    ctx: cubpf_sync_ctx
  *   SEC("bbprobe/GLOB")     entry of every PTX basic block              ctx: cubpf_bb_ctx
+ *   SEC("bbretprobe/GLOB")  kernel exit, once per basic block, with the thread's entries of it
+ *                                                                       ctx: cubpf_bb_ctx
  * GLOB matches the kernel's mangled or demangled name (fnmatch syntax; "*" = every kernel).
  */
 
@@ -166,14 +168,19 @@ enum cubpf_op_class {
 	CUBPF_OP_CLASSES = 20,
 };
 
-/* Context of bbprobe programs: run by every thread that enters a PTX basic block of a selected
+/* Context of bbprobe and bbretprobe programs.  bbprobe: run by every thread that enters a PTX
+ * basic block of a selected
  * kernel or of a .func it calls, at the block's first instruction, before it (unpredicated).
  * Blocks start at the body's first instruction, at labels and after branches, returns and
  * exits; each ends before the next start.  A block's instructions are the PTX instructions in
  * it (labels, directives, declarations and cubpf's own code are not); every thread that
  * enters a block issues all of them (predicated-off ones included).  Read-only; every field up
  * to op_class is a constant where the probe sits, so a counter of ctx->insn_count folds to an
- * add of a constant (warp-aggregated on sm_70+: one atomic per warp). */
+ * add of a constant (warp-aggregated on sm_70+: one atomic per warp).  bbretprobe: run at the
+ * kernel's exit (every ret/exit, as kretprobe) by each thread leaving, once for each basic
+ * block of the kernel's body (not of the .funcs it calls), in block order, with that block's
+ * constants and ctx->entries: per-block counts at the cost of one instruction per block entry
+ * and the program's own at exit. */
 struct cubpf_bb_ctx {
 	__u32 block_id;     /* index of the block in its function, in PTX order; in a .func,
 			     * (1 + the .func's index among the module's functions) << 16 | index */
@@ -186,6 +193,11 @@ struct cubpf_bb_ctx {
 	__u32 tid_x, tid_y, tid_z;
 	__u32 ctaid_x, ctaid_y, ctaid_z;
 	__u32 sm_id;        /* %smid */
+	/* How many times this thread entered the block: 1 in bbprobe (this entry); in bbretprobe,
+	 * the count cubpf kept (a register per block on a loop, a bit for the others, one add or
+	 * or at each entry: nothing touches memory while the kernel runs), so that a program
+	 * written for both counts the same. */
+	__u32 entries;
 };
 
 /* Context of uprobe/uretprobe programs on the host. */
