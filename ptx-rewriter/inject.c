@@ -229,7 +229,8 @@ struct site {
 	struct ptx_bblock *bbx;        /* bbretprobe: the kernel's blocks (do_exit to do_bbcount) */
 	uint32_t nbbx;
 	bool kexit;                    /* kretprobe: ctx->insns and warp_insns are the counts */
-	bool reads_insns, reads_warp_insns; /* a kretprobe read them: count (do_icount) */
+	bool count_entries;            /* do_bbcount counts each block's entries per thread */
+	bool count_elected;            /* and the entries of the lane elected among those entering */
 };
 
 static const char *const sreg_names[12] = {
@@ -262,31 +263,49 @@ static void load_param(struct ptx_buf *out, const char *dst, const struct ptx_pa
 	}
 }
 
-/* ctx->insns and warp_insns: the registers do_icount keeps, at kernel exit; 0 at entry. */
-static bool icount_load(struct site *s, struct ptx_buf *out, const char *dst, uint32_t off,
-			uint32_t size)
+static uint32_t bb_slot(const struct ptx_bblock *v, uint32_t i);
+
+/* ctx->insns and warp_insns at kernel exit: each block's instruction count times its entries
+ * (do_bbcount's counters: a register per block on a loop, a bit for the others; for warp_insns
+ * those of the elected lane), summed; 0 at entry. */
+static int icount_load(struct site *s, struct ptx_buf *out, const char *dst, uint32_t off,
+		       uint32_t size)
 {
 	typedef struct cubpf_kernel_ctx K;
 	if (size != 8 || (off != offsetof(K, insns) && off != offsetof(K, warp_insns)))
-		return false;
-	bool warp = off == offsetof(K, warp_insns);
+		return 0;
+	buf_printf(out, "\tmov.b64 %s, 0;\n", dst);
 	if (!s->kexit)
-		buf_printf(out, "\tmov.b64 %s, 0;\n", dst);
-	else
-		buf_printf(out, "\tmov.b64 %s, %s;\n", dst, warp ? "%__cb_iw" : "%__cb_ic");
-	if (s->kexit && warp)
-		s->reads_warp_insns = true;
-	else if (s->kexit)
-		s->reads_insns = true;
-	return true;
+		return 1;
+	bool warp = off == offsetof(K, warp_insns);
+	if (!s->bbx && ptx_basic_blocks(s->m, s->f, &s->bbx, &s->nbbx))
+		return -1;
+	s->count_entries |= !warp;
+	s->count_elected |= warp;
+	for (uint32_t i = 0; i < s->nbbx; i++) {
+		uint32_t k = bb_slot(s->bbx, i), c = s->bbx[i].count;
+		if (s->bbx[i].in_loop) {
+			buf_printf(out, "\tmad.wide.u32 %s, %s%u, %u, %s;\n", dst,
+				   warp ? "%__cb_wc" : "%__cb_bc", k, c, dst);
+			continue;
+		}
+		buf_printf(out, "\tbfe.u32 %%__cb_w5, %s%u, %u, 1;\n", warp ? "%__cb_wm" : "%__cb_bm",
+			   k / 32, k % 32);
+		buf_printf(out, "\tmad.wide.u32 %s, %%__cb_w5, %u, %s;\n", dst, c, dst);
+	}
+	return 1;
 }
 
 static int kernel_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_t off,
 			   uint32_t size, char *err, size_t errlen)
 {
 	const struct site *s = user;
-	if (icount_load(user, out, dst, off, size))
-		return 0;
+	int ic = icount_load(user, out, dst, off, size);
+	if (ic) {
+		if (ic < 0)
+			ptx_seterr(err, errlen, "out of memory");
+		return ic < 0 ? -1 : 0;
+	}
 	if (off < offsetof(struct cubpf_kernel_ctx, kernel_id) && size == 4 && off % 4 == 0) {
 		load_sreg(out, dst, sreg_names[off / 4]);
 		return 0;
@@ -642,7 +661,7 @@ static int bb_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_
 
 /* declarations beyond the code generator's: block counts, a sync site's saved guard, its
  * saved time */
-enum { DECL_BLOCKS = 1, DECL_SYNC = 2, DECL_SYNC_TIME = 4, DECL_ICOUNT = 8, DECL_IWARP = 16 };
+enum { DECL_BLOCKS = 1, DECL_SYNC = 2, DECL_SYNC_TIME = 4 };
 
 struct inj {
 	const struct ptx_inject_opts *o;
@@ -840,11 +859,12 @@ static int bb_exit(struct inj *j, const struct ptx_func *f, const bool *sel, str
 {
 	if (!any_kind(j, sel, VM_PROG_BBRETPROBE))
 		return 0;
-	if (ptx_basic_blocks(j->m, f, &s->bbx, &s->nbbx)) {
+	if (!s->bbx && ptx_basic_blocks(j->m, f, &s->bbx, &s->nbbx)) {
 		ptx_seterr(j->err, j->errlen, "out of memory");
 		return -1;
 	}
 	s->bbexit = true;
+	s->count_entries = true;
 	for (uint32_t i = 0; i < s->nbbx; i++) {
 		s->bb = &s->bbx[i];
 		s->bb_id = i;
@@ -857,47 +877,82 @@ static int bb_exit(struct inj *j, const struct ptx_func *f, const bool *sel, str
 	return (int)s->nbbx;
 }
 
-/* The entry counts bbretprobes read: registers set to 0 where the body starts, then at each
- * block's first instruction an add to its counter (blocks on a loop) or an or of its bit. */
-static int do_bbcount(struct inj *j, const struct ptx_func *f, struct site *s)
+/* Per block entry: the thread's count (an add to its counter, blocks on a loop, or an or of
+ * its bit, the others) and, for warp_insns, the elected lane's (elect.sync on sm_90, the lowest
+ * active lane before). */
+static void bbcount_block(const struct inj *j, const struct site *s, uint32_t i,
+			  struct ptx_buf *b)
 {
-	if (!s->bbx)
-		return 0;
-	struct ptx_buf b = {0}, d = {0};
+	uint32_t k = bb_slot(s->bbx, i);
+	bool loop = s->bbx[i].in_loop;
+	if (s->count_entries && loop)
+		buf_printf(b, "\tadd.u32 %%__cb_bc%u, %%__cb_bc%u, 1;\n", k, k);
+	else if (s->count_entries)
+		buf_printf(b, "\tor.b32 %%__cb_bm%u, %%__cb_bm%u, %u;\n", k / 32, k / 32,
+			   1u << (k % 32));
+	if (!s->count_elected)
+		return;
+	ptx_buf_puts(b, "\tactivemask.b32 %__cb_im0;\n");
+	if (j->elect)
+		ptx_buf_puts(b, "\telect.sync %__cb_im1|%__cb_ip, %__cb_im0;\n");
+	else
+		ptx_buf_puts(b, "\tmov.u32 %__cb_im1, %lanemask_lt;\n"
+			     "\tand.b32 %__cb_im1, %__cb_im1, %__cb_im0;\n"
+			     "\tsetp.eq.u32 %__cb_ip, %__cb_im1, 0;\n");
+	if (loop)
+		buf_printf(b, "\t@%%__cb_ip add.u32 %%__cb_wc%u, %%__cb_wc%u, 1;\n", k, k);
+	else
+		buf_printf(b, "\t@%%__cb_ip or.b32 %%__cb_wm%u, %%__cb_wm%u, %u;\n", k / 32, k / 32,
+			   1u << (k % 32));
+}
+
+/* The registers of the counts above, declared and set to 0 where the body starts. */
+static void bbcount_regs(const struct site *s, struct ptx_buf *d, struct ptx_buf *z)
+{
 	uint32_t nc = 0, nm = 0;
 	for (uint32_t i = 0; i < s->nbbx; i++)
 		s->bbx[i].in_loop ? nc++ : nm++;
 	nm = (nm + 31) / 32;
-	ptx_buf_puts(&d, "\n\t// cubpf: basic block entries\n");
-	if (nc)
-		buf_printf(&d, "\t.reg .b32 %%__cb_bc<%u>;\n", nc);
-	if (nm)
-		buf_printf(&d, "\t.reg .b32 %%__cb_bm<%u>;\n", nm);
+	ptx_buf_puts(d, "\n\t// cubpf: basic block entries\n");
+	ptx_buf_puts(z, "\t// cubpf: basic block entries\n");
+	for (int w = 0; w < 2; w++) {
+		if (!(w ? s->count_elected : s->count_entries))
+			continue;
+		const char *c = w ? "wc" : "bc", *m = w ? "wm" : "bm";
+		if (nc)
+			buf_printf(d, "\t.reg .b32 %%__cb_%s<%u>;\n", c, nc);
+		if (nm)
+			buf_printf(d, "\t.reg .b32 %%__cb_%s<%u>;\n", m, nm);
+		for (uint32_t k = 0; k < nc; k++)
+			buf_printf(z, "\tmov.u32 %%__cb_%s%u, 0;\n", c, k);
+		for (uint32_t k = 0; k < nm; k++)
+			buf_printf(z, "\tmov.u32 %%__cb_%s%u, 0;\n", m, k);
+	}
+	if (s->count_elected)
+		ptx_buf_puts(d, "\t.reg .b32 %__cb_im<2>;\n\t.reg .pred %__cb_ip;\n");
+}
+
+/* The entry counts that bbretprobes and ctx->insns / warp_insns read (do_exit decided which). */
+static int do_bbcount(struct inj *j, const struct ptx_func *f, struct site *s)
+{
+	if (!s->bbx || (!s->count_entries && !s->count_elected))
+		return 0;
+	struct ptx_buf b = {0}, d = {0};
 	bool ls;
 	size_t at = insert_at(j->m->text, f->first_insn_line, &ls);
-	for (uint32_t k = 0; k < nc; k++)
-		buf_printf(&b, "\tmov.u32 %%__cb_bc%u, 0;\n", k);
-	for (uint32_t k = 0; k < nm; k++)
-		buf_printf(&b, "\tmov.u32 %%__cb_bm%u, 0;\n", k);
+	bbcount_regs(s, &d, &b);
 	if (!ls)
 		ptx_buf_puts(&b, "\t");
 	int rc = edit_add(&j->ed, f->body_open + 1, 0, &d) || edit_add(&j->ed, at, 0, &b);
 	for (uint32_t i = 0; i < s->nbbx && !rc; i++) {
-		uint32_t k = bb_slot(s->bbx, i);
 		at = insert_at(j->m->text, f->insns[s->bbx[i].first].off, &ls);
-		if (s->bbx[i].in_loop)
-			buf_printf(&b, "\tadd.u32 %%__cb_bc%u, %%__cb_bc%u, 1;\n", k, k);
-		else
-			buf_printf(&b, "\tor.b32 %%__cb_bm%u, %%__cb_bm%u, %u;\n", k / 32, k / 32,
-				   1u << (k % 32));
+		bbcount_block(j, s, i, &b);
 		if (!ls)
 			ptx_buf_puts(&b, "\t");
 		rc = edit_add(&j->ed, at, 0, &b);
 	}
 	ptx_buf_free(&b);
 	ptx_buf_free(&d);
-	free(s->bbx);
-	s->bbx = NULL;
 	if (rc)
 		ptx_seterr(j->err, j->errlen, "out of memory");
 	return rc ? -1 : 0;
@@ -1084,67 +1139,6 @@ static int do_bb(struct inj *j, const struct ptx_func *f, uint32_t ord, const bo
 	return rc;
 }
 
-/* Instruction counts for ctx->insns and warp_insns (read by a kretprobe of this kernel): two
- * registers set to 0 where the body starts and, at the entry of each basic block, the block's
- * count added to the thread's (one add) and to the elected lane's of the lanes entering
- * together (elect.sync on sm_90, the lowest lane before). */
-static void icount_block(const struct inj *j, const struct site *s, uint32_t count,
-			 struct ptx_buf *b)
-{
-	if (s->reads_insns)
-		buf_printf(b, "\tadd.u64 %%__cb_ic, %%__cb_ic, %u;\n", count);
-	if (!s->reads_warp_insns)
-		return;
-	ptx_buf_puts(b, "\tactivemask.b32 %__cb_im0;\n");
-	if (j->elect) {
-		ptx_buf_puts(b, "\telect.sync %__cb_im1|%__cb_ip, %__cb_im0;\n");
-	} else {
-		ptx_buf_puts(b, "\tmov.u32 %__cb_im1, %lanemask_lt;\n"
-			     "\tand.b32 %__cb_im1, %__cb_im1, %__cb_im0;\n"
-			     "\tsetp.eq.u32 %__cb_ip, %__cb_im1, 0;\n");
-	}
-	buf_printf(b, "\t@%%__cb_ip add.u64 %%__cb_iw, %%__cb_iw, %u;\n", count);
-}
-
-static int do_icount(struct inj *j, const struct ptx_func *f, const struct site *s,
-		     unsigned *extra)
-{
-	if (!s->reads_insns && !s->reads_warp_insns)
-		return 0;
-	struct ptx_bblock *bbs = NULL;
-	uint32_t n;
-	struct ptx_buf b = {0};
-	if (ptx_basic_blocks(j->m, f, &bbs, &n))
-		goto fail;
-	bool ls;
-	size_t at = insert_at(j->m->text, f->first_insn_line, &ls);
-	ptx_buf_puts(&b, "\t// cubpf: instruction counts\n");
-	if (s->reads_insns)
-		ptx_buf_puts(&b, "\tmov.u64 %__cb_ic, 0;\n");
-	if (s->reads_warp_insns)
-		ptx_buf_puts(&b, "\tmov.u64 %__cb_iw, 0;\n");
-	if (!ls)
-		ptx_buf_puts(&b, "\t");
-	if (edit_add(&j->ed, at, 0, &b))
-		goto fail;
-	for (uint32_t i = 0; i < n; i++) {
-		at = insert_at(j->m->text, f->insns[bbs[i].first].off, &ls);
-		icount_block(j, s, bbs[i].count, &b);
-		if (!ls)
-			ptx_buf_puts(&b, "\t");
-		if (edit_add(&j->ed, at, 0, &b))
-			goto fail;
-	}
-	free(bbs);
-	*extra |= (s->reads_insns ? DECL_ICOUNT : 0) | (s->reads_warp_insns ? DECL_IWARP : 0);
-	return 0;
-fail:
-	free(bbs);
-	ptx_buf_free(&b);
-	ptx_seterr(j->err, j->errlen, "out of memory");
-	return -1;
-}
-
 static bool kernel_selected(const struct ptx_inject_opts *o, const struct ptx_func *f)
 {
 	return !o->kernel_glob || ptx_kernel_matches(o->kernel_glob, f->name);
@@ -1168,11 +1162,6 @@ static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_re
 		ptx_buf_puts(&b, "\t.reg .pred %__cb_sg;\n");
 	if (extra & DECL_SYNC_TIME)
 		ptx_buf_puts(&b, "\t.reg .b64 %__cb_sb;\n");
-	if (extra & DECL_ICOUNT)
-		ptx_buf_puts(&b, "\t.reg .b64 %__cb_ic;\n");
-	if (extra & DECL_IWARP)
-		ptx_buf_puts(&b, "\t.reg .b64 %__cb_iw;\n\t.reg .b32 %__cb_im<2>;\n"
-			     "\t.reg .pred %__cb_ip;\n");
 	if (extra & DECL_BLOCKS)
 		ptx_buf_puts(&b, "\t.reg .b32 %__cb_b<4>;\n\t.reg .pred %__cb_bp<1>;\n"
 			     "\t.reg .b64 %__cb_bt;\n\t.shared .align 8 .u64 __cubpf_blk_t0;\n"
@@ -1195,8 +1184,6 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 		rc = do_bb(j, f, 0, sel, &s, &fneed, &touched);
 	if (!rc)
 		rc = do_exit(j, f, sel, &s, &fneed, &touched);
-	if (!rc)
-		rc = do_icount(j, f, &s, &extra);
 	if (!rc)
 		rc = do_bbcount(j, f, &s);
 	free(s.bbx); /* when an error came first */

@@ -46,10 +46,12 @@
  *    membar.*), under the instruction's own predicate, in the kernels and the .funcs they call;
  *  - bbprobe: at the first instruction of every basic block (ptx_basic_blocks), before it and
  *    unpredicated, in the kernels and the .funcs they call;
- *  - instruction counts (cubpf_kernel_ctx.insns, warp_insns, when a kretprobe of the kernel
- *    reads them): two registers set to 0 where the body starts and, at each basic block's
- *    first instruction, the block's count added (warp_insns: by the lane elect.sync elects on
- *    sm_90, the lowest active lane before); the kernel's own body only;
+ *  - bbretprobe: in the exit block (as kretprobe), once per basic block of the kernel's body;
+ *    each block's entries (ctx->entries), and for cubpf_kernel_ctx.insns / warp_insns read by
+ *    a kretprobe also those of the elected lane (elect.sync on sm_90, the lowest active lane
+ *    before), are counted at the block's first instruction in registers set to 0 where the
+ *    body starts: a 32-bit counter per block on a loop (ptx_bblock.in_loop), a bit of a mask
+ *    for the others (entered at most once); the kernel's own body only;
  *  - memprobe: just before every ld/st/atom/red (and ldu) of the global, shared, local and generic
  *    spaces, scalar and vector, under the access's own predicate: in the selected kernels' bodies
  *    and in the .funcs they call directly or transitively (direct calls; an indirect call's

@@ -988,10 +988,11 @@ static void test_bb_probes(void **state)
 	vm_object_free(p.obj);
 }
 
-/* Instruction counts for ctx->insns and warp_insns (issue 32) on blocks.ptx: the registers set
- * to 0 at the body's start and each block's count added at its entry (6, 4, 1, 3, 1), the
- * elected lane's with the lowest-lane test on sm_80 and elect.sync on sm_90; the kprobe's reads
- * fold to 0 (no count read there); assembled for both. */
+/* Instruction counts for ctx->insns and warp_insns (issue 32) on blocks.ptx: each block's
+ * entries counted where it starts (the loop's in a counter, the others as bits of a mask; for
+ * warp_insns those of the lane elected, with the lowest-lane test on sm_80 and elect.sync on
+ * sm_90), all set to 0 where the body starts; at exit the sums of entries x instructions
+ * (6, 4, 1, 3, 1); the kprobe's reads are 0; assembled for sm_70, sm_80 and sm_90. */
 static void test_icount(void **state)
 {
 	(void)state;
@@ -1002,27 +1003,32 @@ static void test_icount(void **state)
 	struct ptx_inject_report rep;
 	if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
 		fail_msg("blocks.ptx with icount.bpf.o: %s", err);
-	const char *init = strstr(out, "\tmov.u64 %__cb_ic, 0;\n\tmov.u64 %__cb_iw, 0;\n");
-	assert_non_null(init);
-	const uint32_t want[] = {6, 4, 1, 3, 1};
-	const char *at = init;
-	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		char add[96];
-		snprintf(add, sizeof(add), "\tadd.u64 %%__cb_ic, %%__cb_ic, %u;\n", want[i]);
-		at = strstr(at, add);
-		if (!at)
-			fail_msg("block %zu: no '%s' in order:\n%s", i, add, out);
-		snprintf(add, sizeof(add), "\t@%%__cb_ip add.u64 %%__cb_iw, %%__cb_iw, %u;\n", want[i]);
-		assert_non_null(strstr(at, add));
+	static const char *const at[] = {
+		"\tmov.u32 %__cb_bc0, 0;\n\tmov.u32 %__cb_bm0, 0;\n\tmov.u32 %__cb_wc0, 0;\n"
+		"\tmov.u32 %__cb_wm0, 0;\n",
+		"\tor.b32 %__cb_bm0, %__cb_bm0, 1;\n", "@%__cb_ip or.b32 %__cb_wm0, %__cb_wm0, 1;\n",
+		"LOOP:", "\tadd.u32 %__cb_bc0, %__cb_bc0, 1;\n",
+		"@%__cb_ip add.u32 %__cb_wc0, %__cb_wc0, 1;\n", "add.f32 %f1",
+		"\tor.b32 %__cb_bm0, %__cb_bm0, 2;\n", "st.global.f32", "DONE:",
+		"\tor.b32 %__cb_bm0, %__cb_bm0, 4;\n", "\tor.b32 %__cb_bm0, %__cb_bm0, 8;\n", "exit;",
+		"// cubpf: kretprobe at_exit", "bfe.u32 %__cb_w5, %__cb_bm0, 0, 1;",
+		", %__cb_w5, 6, %__cb_r", ", %__cb_bc0, 4, %__cb_r", ", %__cb_w5, 1, %__cb_r",
+		", %__cb_w5, 3, %__cb_r", ", %__cb_w5, 1, %__cb_r", "bfe.u32 %__cb_w5, %__cb_wm0, 0, 1;",
+		", %__cb_wc0, 4, %__cb_r",
+	};
+	const char *c = out;
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		const char *n = strstr(c, at[i]);
+		if (!n)
+			fail_msg("'%s' missing or out of order in:\n%s", at[i], out);
+		c = n;
 	}
-	assert_int_equal(count_of(out, "add.u64 %__cb_ic, %__cb_ic,"), 5); /* not in the .func */
 	assert_int_equal(count_of(out, "%lanemask_lt;\n\tand.b32 %__cb_im1"), 5);
+	assert_int_equal(count_of(out, "add.u32 %__cb_bc0, %__cb_bc0, 1;"), 1); /* not in the .func */
 	assert_true(strstr(out, "elect.sync") == NULL);
-	/* the loop's add sits after its label; the kprobe reads no register */
-	assert_true(strstr(out, "LOOP:") < strstr(out, "add.u64 %__cb_ic, %__cb_ic, 4;"));
-	const char *kp = strstr(out, "// cubpf: kprobe at_entry");
+	const char *kp = strstr(out, "// cubpf: kprobe at_entry"); /* reads nothing: 0 */
 	assert_non_null(kp);
-	assert_true(strstr(kp, "%__cb_ic") > strstr(kp, "// cubpf: instruction counts"));
+	assert_true(strstr(kp, "%__cb_bc0") > strstr(kp, "end:\n")); /* the kprobe's own end */
 	assert_assembles(out, olen, "blocks.ptx with instruction counts");
 	free(out);
 	/* sm_90: elect.sync */

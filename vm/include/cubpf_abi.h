@@ -50,14 +50,16 @@ struct cubpf_kernel_ctx {
 	__u64 params[CUBPF_MAX_KERNEL_PARAMS];
 	/* Issue 32 (instruction counts): in kretprobe, the PTX instructions this thread issued in
 	 * the kernel's body (a predicated-off one counts; cubpf's own and those of the .funcs it
-	 * calls do not).  cubpf counts them only for kernels whose kretprobes read the field: an
-	 * add of the block's count to a register at the entry of each basic block (bbprobe's
-	 * blocks).  0 in kprobe. */
+	 * calls do not).  cubpf counts them only for kernels whose kretprobes read the field: at
+	 * the entry of each basic block (bbprobe's blocks) one instruction counts the entry (an
+	 * add to a register of the block if it is on a loop, an or of its bit otherwise), and the
+	 * read sums entries x instructions over the blocks.  0 in kprobe. */
 	__u64 insns;
-	/* The same counted once per warp-level execution: the counts of the blocks this thread
-	 * entered as the one lane elected among the lanes entering together (a few more
-	 * instructions per block when read); bpf_warp_sum over the lanes leaving together gives
-	 * their warp-level count.  0 in kprobe. */
+	/* The same counted once per warp-level execution: the instructions of the blocks this
+	 * thread entered as the one lane elected among the lanes entering together (elect.sync
+	 * on sm_90, the lowest lane before: a few more instructions per block entry when read);
+	 * bpf_warp_sum over the lanes leaving together gives their warp-level count.  0 in
+	 * kprobe. */
 	__u64 warp_insns;
 };
 
