@@ -97,10 +97,13 @@ void tool_report_instrcount(const struct tool_data *d, const struct tool_opts *o
 	size_t top = o->top > 0 && (size_t)o->top < n ? (size_t)o->top : n;
 	for (size_t i = 0; i < top; i++) {
 		char sn[48];
-		fprintf(f, "%-28s %8" PRIu64 " %12" PRIu64 " %16" PRIu64 " %16" PRIu64 " %10.1f %5.1f%%\n",
+		char simt[16] = "-";
+		if (r[i].warps)
+			snprintf(simt, sizeof(simt), "%.1f%%", 100.0 * ratio(r[i].threads, 32 * r[i].warps));
+		fprintf(f, "%-28s %8" PRIu64 " %12" PRIu64 " %16" PRIu64 " %16" PRIu64 " %10.1f %6s\n",
 			tool_short_name(r[i].k->name, sn, sizeof(sn)), r[i].k->launches,
 			r[i].k->threads, r[i].threads, r[i].warps, ratio(r[i].threads, r[i].k->threads),
-			100.0 * ratio(r[i].threads, 32 * r[i].warps));
+			simt);
 	}
 	if (top < n)
 		fprintf(f, "(%zu more kernels)\n", n - top);

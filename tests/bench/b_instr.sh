@@ -5,7 +5,9 @@
 # REPS (20) timed launches each after a warm-up launch, natively and under each tool,
 # interleaved, ROUNDS (5) rounds; each mode's figure is the median of its rounds.  Ratios against
 # native.  Targets (issue 32): instrcount and hotblocks <= 1.10x on vecadd and <= 1.30x on the
-# compute kernel; opcodehist is shown without a target.  The checksum must not change.
+# compute kernel; instrcount_threads (instrcount without the warp-level count: one instruction
+# per block entry, `cubpf run -p`) the same; opcodehist is shown without a target.  The checksum
+# must not change.
 set -u
 BUILD=${BUILD:-build}
 OUT=${OUT:-$BUILD/bench-out}
@@ -15,7 +17,8 @@ CUBPF=$BUILD/bin/cubpf
 if [ ! -x "$BIN" ] || [ ! -x "$CUBPF" ] || [ ! -e "$BUILD/probes/instrcount.bpf.o" ]; then
   echo "b_instr: missing $BIN, $CUBPF or $BUILD/probes"; exit 1; fi
 echo "b_instr: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
-MODES="native instrcount hotblocks opcodehist"
+MODES="native instrcount instrcount_threads hotblocks opcodehist"
+PROBES=$(cd "$BUILD/probes" && pwd)
 REPS=${REPS:-20}
 ROUNDS=${ROUNDS:-5}
 failed=0
@@ -30,6 +33,8 @@ median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]
 run() {
   local mode=$1 round=$2 f=$OUT/instr_bench.$1.$2 reps=$REPS
   if [ "$mode" = native ]; then "$BIN" "$reps" >"$f.out" 2>"$f.err"
+  elif [ "$mode" = instrcount_threads ]; then
+    "$CUBPF" run -p "$PROBES/instrcount_threads.bpf.o" -- sh -c "exec '$BIN' $reps > '$f.out'" >"$f.report" 2>"$f.err"
   else "$CUBPF" run -t "$mode" -- sh -c "exec '$BIN' $reps > '$f.out'" >"$f.report" 2>"$f.err"; fi
   local rc=$? v c s
   v=$(awk '/^vecadd_ms/ {print $2}' "$f.out"); c=$(awk '/^compute_ms/ {print $2}' "$f.out")
@@ -51,8 +56,8 @@ done
 sed -n '1,8p' "$OUT/instr_bench.instrcount.$ROUNDS.report" 2>/dev/null
 sed -n '1,8p' "$OUT/instr_bench.hotblocks.$ROUNDS.report" 2>/dev/null
 # vecadd, compute
-declare -A tv=([instrcount]=1.10 [hotblocks]=1.10 [opcodehist]=0)
-declare -A tc=([instrcount]=1.30 [hotblocks]=1.30 [opcodehist]=0)
+declare -A tv=([instrcount]=1.10 [instrcount_threads]=1.10 [hotblocks]=1.10 [opcodehist]=0)
+declare -A tc=([instrcount]=1.30 [instrcount_threads]=1.30 [hotblocks]=1.30 [opcodehist]=0)
 for mode in $MODES; do
   [ "$mode" = native ] && continue
   [ -n "${bv[$mode]:-}" ] && [ -n "${bv[native]:-}" ] || continue

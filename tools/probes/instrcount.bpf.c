@@ -1,13 +1,17 @@
 /* instrcount: dynamic PTX instructions per kernel, by threads and by warps (issue 32; what
  * NVBit's instr_count counts, at PTX level).  A kretprobe reads ctx->insns and warp_insns,
- * which cubpf keeps in two registers of each thread of the kernels whose kretprobes read them:
- * at the entry of each basic block, an add of the block's instruction count (a constant there)
- * to the thread's count, and to the count of the one lane elected among the lanes entering
- * together.  At exit, the lanes leaving together sum theirs (bpf_warp_sum: redux.sync) and
- * their lowest lane adds the sums to its SM's record: two reductions per warp and kernel, no
- * memory touched while the kernel runs.  Instructions are PTX instructions (cubpf's own are not
- * counted, nor those of the non-inlined .funcs a kernel calls); a predicated-off one counts,
- * as the warp issues it.
+ * which cubpf counts in registers of each thread of the kernels whose kretprobes read them: at
+ * the entry of each basic block one instruction counts the thread's entry, and, for
+ * warp_insns, three more count the entry of the one lane elected among the lanes entering
+ * together; the read sums entries x instructions over the blocks.  At exit, the lanes leaving
+ * together sum theirs (bpf_warp_sum: redux.sync) and their lowest lane adds the sums to its
+ * SM's record: two reductions per warp and kernel, no memory touched while the kernel runs.
+ * Instructions are PTX instructions (cubpf's own are not counted, nor those of the non-inlined
+ * .funcs a kernel calls); a predicated-off one counts, as the warp issues it.
+ *
+ * IC_WARPS 0 (instrcount_threads.bpf.c) leaves the warp-level count out, and with it the
+ * elected lane's test at each block entry: the cheapest exact count of a tight loop (one
+ * instruction per iteration), for `cubpf run -p` and tests/bench/b_instr.sh.
  *
  * Per SM (a per-SM map, each copy a 128-byte line of its own, as kcount's), IC_LANES records
  * per kernel picked by the warp's slot on its SM, so that an SM's warps leaving together spread
@@ -15,6 +19,9 @@
  * IC_KERNELS on are not counted (256 x 4 lanes x 256 SM slots x 128 B = 32 MiB). */
 #include "cubpf_helpers.h"
 
+#ifndef IC_WARPS
+#define IC_WARPS 1
+#endif
 #define IC_KERNELS 256
 #define IC_LANES 4
 
@@ -34,7 +41,7 @@ struct {
 SEC("kretprobe/*")
 int instrcount(struct cubpf_kernel_ctx *ctx)
 {
-	__u64 t = bpf_warp_sum(ctx->insns), w = bpf_warp_sum(ctx->warp_insns);
+	__u64 t = bpf_warp_sum(ctx->insns), w = IC_WARPS ? bpf_warp_sum(ctx->warp_insns) : 0;
 	if (!bpf_is_warp_leader())
 		return 0;
 	__u32 id = ctx->kernel_id;
@@ -45,7 +52,8 @@ int instrcount(struct cubpf_kernel_ctx *ctx)
 	if (!s)
 		return 0;
 	__sync_fetch_and_add(&s->threads, t);
-	__sync_fetch_and_add(&s->warps, w);
+	if (IC_WARPS)
+		__sync_fetch_and_add(&s->warps, w);
 	return 0;
 }
 
