@@ -6,7 +6,9 @@
 #   instr_straight  every thread issues every instruction once;
 #   instr_loop      a do-while run ITERS (100) times by every thread;
 #   instr_diverge   a branch 8 lanes of each warp take.
-# Checks: instrcount's per-thread counts equal the expected ones exactly, and its per-warp counts
+# Checks: the attach points' own counts under the shim (bbprobe, bbretprobe, ctx->insns and
+# warp_insns with the probes of tests/ptx/probes) equal the sums over the three kernels;
+# instrcount's per-thread counts equal the expected ones exactly, and its per-warp counts
 # too (instr_diverge: between every instruction once per warp and the join's block once more);
 # opcodehist's classes add up to instrcount's counts, global loads and stores = their count in
 # the PTX x threads; hotblocks' hottest block of instr_loop is the loop (ITERS x threads entries,
@@ -50,6 +52,39 @@ d = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith('{')][-1]
 print(eval(sys.argv[2], {'d': d}))
 PY
 }
+
+# The attach points themselves, under the shim with the test probes of tests/ptx/probes (their
+# maps dumped at exit): bb.bpf.o (bbprobe: counts[0] the threads' instructions, a warp-aggregated
+# add of ctx->insn_count at each block entry; counts[1] the warps', by the lowest lane),
+# bbret.bpf.o (bbretprobe: counts[16] = entries x instructions), icount.bpf.o (kretprobe:
+# counts[0] ctx->insns, counts[1] ctx->warp_insns summed per warp, counts[3] what the kprobe saw:
+# 0).  Totals over the three kernels.
+SHIM_DIR=$(cd "$BUILD/lib" && pwd)
+PROBES=$(cd "$BUILD/ptx-probes" 2>/dev/null && pwd)
+read -r T WMIN WMAX < <(awk '{ t += $2; a += $3; b += $4 } END { print t, a, b }' "$OUT/instr.expect")
+probe_run() { # NAME
+  env LD_LIBRARY_PATH="$SHIM_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CUBPF_LOG=info \
+    CUBPF_PROGRAMS="$PROBES/$1.bpf.o" CUBPF_DUMP_MAPS=1 "$APP" "$ITERS" >"$OUT/instr_$1.app" 2>"$OUT/instr_$1.err"
+  local rc=$? same=no
+  cmp -s "$OUT/instr.native" "$OUT/instr_$1.app" && same=yes
+  echo "RESULT instr probe $1: rc=$rc identical_stdout=$same"
+  { [ "$rc" -eq 0 ] && [ "$same" = yes ]; } || { fail "$1: rc=$rc or the program's output changed"; tail -20 "$OUT/instr_$1.err"; }
+}
+count() { local v; v=$(sed -n "s/^cubpf: map counts\[$2\] = \([0-9]*\) .*/\1/p" "$OUT/instr_$1.err" | head -1); echo "${v:-0}"; }
+between() { [ -n "$1" ] && [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
+probe_run bb
+echo "RESULT instr bbprobe: threads=$(count bb 0) warps=$(count bb 1) expected threads=$T warps=$WMIN..$WMAX"
+[ "$(count bb 0)" = "$T" ] && ok "bbprobe: $T thread instructions" || fail "bbprobe threads $(count bb 0) != $T"
+between "$(count bb 1)" "$WMIN" "$WMAX" && ok "bbprobe: warp instructions" || fail "bbprobe warps $(count bb 1) not in $WMIN..$WMAX"
+probe_run bbret
+echo "RESULT instr bbretprobe: threads=$(count bbret 16) expected $T"
+[ "$(count bbret 16)" = "$T" ] && ok "bbretprobe: $T thread instructions" || fail "bbretprobe $(count bbret 16) != $T"
+probe_run icount
+echo "RESULT instr ctx->insns: threads=$(count icount 0) warps=$(count icount 1) kprobe=$(count icount 3) exits=$(count icount 2)"
+[ "$(count icount 0)" = "$T" ] && ok "ctx->insns: $T" || fail "ctx->insns $(count icount 0) != $T"
+between "$(count icount 1)" "$WMIN" "$WMAX" && ok "ctx->warp_insns" || fail "ctx->warp_insns $(count icount 1) not in $WMIN..$WMAX"
+[ "$(count icount 3)" = 0 ] && [ "$(count icount 2)" = $((3 * THREADS)) ] && ok "kprobe sees 0; every thread left once" \
+  || fail "kprobe saw counts $(count icount 3) times, $(count icount 2) exits (expected 0, $((3 * THREADS)))"
 
 run instrcount
 while read -r name thr wmin wmax loopn loopline ldg stg; do

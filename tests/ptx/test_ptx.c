@@ -901,6 +901,40 @@ static void test_bb_blocks(void **state)
 	free(t);
 }
 
+/* Which blocks lie on a loop: nested loops, a forward skip and an unconditional branch. */
+static void test_bb_loops(void **state)
+{
+	(void)state;
+	static const char text[] =
+		".version 8.0\n.target sm_80\n.address_size 64\n"
+		".visible .entry cfg(.param .u32 n)\n{\n\t.reg .pred %p<4>;\n\t.reg .b32 %r<4>;\n"
+		"\tld.param.u32 %r1, [n];\n\tmov.u32 %r2, 0;\n"                  /* 0 */
+		"OUTER:\n\tmov.u32 %r3, 0;\n"                                     /* 1 */
+		"INNER:\n\tadd.u32 %r3, %r3, 1;\n\tsetp.lt.u32 %p1, %r3, %r1;\n"
+		"\t@%p1 bra INNER;\n"                                              /* 2 */
+		"\tadd.u32 %r2, %r2, 1;\n\tsetp.lt.u32 %p2, %r2, %r1;\n"
+		"\t@%p2 bra OUTER;\n"                                              /* 3 */
+		"\tsetp.eq.u32 %p3, %r1, 7;\n\t@%p3 bra SKIP;\n"                   /* 4 */
+		"\tadd.u32 %r2, %r2, 2;\n\tbra.uni DONE;\n"                        /* 5 */
+		"SKIP:\n\tadd.u32 %r2, %r2, 3;\n"                                  /* 6 */
+		"DONE:\n\tret;\n}\n";                                             /* 7 */
+	static const uint32_t count[] = {2, 1, 3, 3, 2, 2, 1, 1};
+	static const bool loop[] = {false, true, true, true, false, false, false, false};
+	char err[PTX_ERRLEN];
+	struct ptx_module *m;
+	assert_int_equal(ptx_parse(text, sizeof(text) - 1, &m, err, sizeof(err)), 0);
+	struct ptx_bblock *b;
+	uint32_t n;
+	assert_int_equal(ptx_basic_blocks(m, &m->funcs[0], &b, &n), 0);
+	assert_int_equal(n, 8);
+	for (uint32_t i = 0; i < n; i++) {
+		if (b[i].count != count[i] || b[i].in_loop != loop[i])
+			fail_msg("block %u: %u instructions, in_loop %d", i, b[i].count, b[i].in_loop);
+	}
+	free(b);
+	ptx_module_free(m);
+}
+
 /* bbprobes on blocks.ptx: one site per block of the kernel and of the .func it calls, each
  * with the block's constants folded in (ids and counts as ptx_basic_blocks says), the kernel's
  * first site after the label-free start, the loop's inside its label; assembled. */
@@ -1100,6 +1134,11 @@ static void test_bb_tools_assemble(void **state)
 			assert_true(rep.instrumented >= 1);
 			snprintf(what, sizeof(what), "%s with %s", name, tools[ti]);
 			assert_assembles(out, olen, what);
+			free(out);
+			o.kernel_glob = "no_such_kernel"; /* nothing selected: byte for byte */
+			assert_int_equal(ptx_instrument(t, len, &o, &out, &olen, &rep, err, sizeof(err)), 0);
+			assert_int_equal(olen, len);
+			assert_memory_equal(out, t, len);
 			free(out);
 			free(t);
 		}
@@ -1402,6 +1441,7 @@ int main(void)
 		cmocka_unit_test(test_sync_probes),
 		cmocka_unit_test(test_sync_probe_placement),
 		cmocka_unit_test(test_bb_blocks),
+		cmocka_unit_test(test_bb_loops),
 		cmocka_unit_test(test_bb_probe_placement),
 		cmocka_unit_test(test_bb_probes),
 		cmocka_unit_test(test_icount),
