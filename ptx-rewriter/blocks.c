@@ -191,17 +191,10 @@ static bool uncond_end(const struct ptx_insn *in)
 	return !in->pred && ends_block(in) && strncmp(in->opcode, "brx", 3);
 }
 
-static int block_of_label(const struct labels *l, const char *name)
-{
-	size_t n = strlen(name);
-	for (size_t i = 0; i < l->n; i++)
-		if (l->v[i].len == n && !strncmp(l->v[i].name, name, n))
-			return (int)l->v[i].block;
-	return -1;
-}
-
 /* Successors of block b: the next block unless it ends in an unconditional jump, return or
- * exit; a branch's target (every labelled block for brx.idx, whose targets are a table). */
+ * exit; a branch's target: every block a label of that name starts (inline asm scopes may
+ * reuse a name: all of them, to be safe), every labelled block for brx.idx (its targets are a
+ * table).  At most l->n + 1. */
 static uint32_t succs(const struct ptx_func *f, const struct ptx_bblock *v, uint32_t n,
 		      const struct labels *l, uint32_t b, uint32_t *out)
 {
@@ -209,22 +202,23 @@ static uint32_t succs(const struct ptx_func *f, const struct ptx_bblock *v, uint
 	uint32_t k = 0;
 	if (!uncond_end(last) && b + 1 < n)
 		out[k++] = b + 1;
-	if (!strncmp(last->opcode, "brx", 3)) {
-		for (size_t i = 0; i < l->n; i++)
+	bool brx = !strncmp(last->opcode, "brx", 3);
+	if (!brx && (strncmp(last->opcode, "bra", 3) || last->op_cnt < 1))
+		return k;
+	const char *name = last->ops[last->op_cnt - 1];
+	size_t len = strlen(name);
+	for (size_t i = 0; i < l->n; i++)
+		if (brx || (l->v[i].len == len && !strncmp(l->v[i].name, name, len)))
 			out[k++] = l->v[i].block;
-	} else if (!strncmp(last->opcode, "bra", 3) && last->op_cnt >= 1) {
-		int t = block_of_label(l, last->ops[last->op_cnt - 1]);
-		if (t >= 0)
-			out[k++] = (uint32_t)t;
-	}
 	return k;
 }
 
-/* in_loop: the block reaches itself (a depth-first walk from its successors per block). */
+/* in_loop: the block reaches itself (a walk from its successors per block, each block pushed
+ * once: O(blocks x edges) in all). */
 static int mark_loops(const struct ptx_func *f, struct ptx_bblock *v, uint32_t n,
 		      const struct labels *l)
 {
-	uint32_t *stack = malloc(((size_t)n * (l->n + 2) + 1) * sizeof(*stack));
+	uint32_t *stack = malloc(((size_t)n + 1) * sizeof(*stack));
 	uint32_t *sc = malloc((l->n + 2) * sizeof(*sc));
 	bool *seen = malloc(n + 1);
 	if (!stack || !sc || !seen) {
@@ -234,20 +228,15 @@ static int mark_loops(const struct ptx_func *f, struct ptx_bblock *v, uint32_t n
 	for (uint32_t b = 0; b < n; b++) {
 		memset(seen, 0, n);
 		size_t top = 0;
-		uint32_t k = succs(f, v, n, l, b, sc);
-		for (uint32_t i = 0; i < k; i++)
-			stack[top++] = sc[i];
+		stack[top++] = b; /* its successors first; b itself is not seen until reached again */
 		while (top && !v[b].in_loop) {
-			uint32_t x = stack[--top];
-			if (x == b)
-				v[b].in_loop = true;
-			if (seen[x])
-				continue;
-			seen[x] = true;
-			k = succs(f, v, n, l, x, sc);
-			for (uint32_t i = 0; i < k; i++)
-				if (!seen[sc[i]] || sc[i] == b)
-					stack[top++] = sc[i];
+			uint32_t x = stack[--top], k = succs(f, v, n, l, x, sc);
+			for (uint32_t i = 0; i < k && !v[b].in_loop; i++) {
+				if (sc[i] == b)
+					v[b].in_loop = true;
+				else if (!seen[sc[i]])
+					seen[sc[i]] = true, stack[top++] = sc[i];
+			}
 		}
 	}
 	free(stack), free(sc), free(seen);
