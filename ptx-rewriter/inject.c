@@ -60,10 +60,19 @@ static const char *kind_name(enum vm_prog_kind k)
 	case VM_PROG_BLOCKPROBE: return "blockprobe";
 	case VM_PROG_BLOCKRETPROBE: return "blockretprobe";
 	case VM_PROG_SYNCPROBE: return "syncprobe";
+	case VM_PROG_FENTRY: return "fentry";
+	case VM_PROG_FEXIT: return "fexit";
 	case VM_PROG_BBPROBE: return "bbprobe";
 	case VM_PROG_BBRETPROBE: return "bbretprobe";
 	default: return "probe";
 	}
+}
+
+/* Whether the module can say .relaxed/.acquire/.release at .gpu scope (sm_70, PTX 6.0). */
+static bool ordered_ops(const struct ptx_module *m)
+{
+	const char *sm = strstr(m->target, "sm_");
+	return sm && atoi(sm + 3) >= 70 && atof(m->version) >= 6.0;
 }
 
 /* ---- kernel selection ---- */
@@ -223,6 +232,7 @@ struct site {
 	struct ptx_sync sync;          /* syncprobe only */
 	bool sync_after;
 	bool sync_reads_before;        /* an after-probe read before_ns: the before side saves it */
+	bool func_exit;                /* fentry/fexit: ctx->exit */
 	const struct ptx_bblock *bb;   /* bbprobe only: the block */
 	uint32_t bb_id;                /* its ctx->block_id */
 	bool bbexit;                   /* bbretprobe: ctx->entries is the block's count */
@@ -508,7 +518,9 @@ static int block_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint
 		return 0;
 	}
 	if (size == 8 && off == offsetof(B, begin_ns)) { /* thread (0,0,0) kept it at begin */
-		buf_printf(out, "\tld.shared.u64 %s, [__cubpf_blk_t0];\n", dst);
+		buf_printf(out, "\tld.%s.global.u64 %s, [%%__cb_bk3+%u];\n",
+			   ordered_ops(s->m) ? "relaxed.gpu" : "volatile", dst,
+			   (unsigned)offsetof(struct cubpf_block_slot, begin_ns));
 		return 0;
 	}
 	ptx_seterr(err, errlen, "block context has no %u-byte field at offset %u", size, off);
@@ -579,6 +591,26 @@ static int sync_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint3
 	return -1;
 }
 
+/* fentry/fexit: the thread's special registers, the .func's parameters, four constants. */
+static bool func_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *val)
+{
+	const struct site *s = user;
+	typedef struct cubpf_func_ctx F;
+	if (size != 4)
+		return false;
+	if (off == offsetof(F, kernel_id))
+		*val = s->kernel_id;
+	else if (off == offsetof(F, nparams))
+		*val = s->f->param_cnt;
+	else if (off == offsetof(F, func_id))
+		*val = ptx_kernel_id(s->f->name);
+	else if (off == offsetof(F, exit))
+		*val = s->func_exit;
+	else
+		return false;
+	return true;
+}
+
 /* Basic block probes: everything but the thread's special registers and %smid is a constant
  * of the site. */
 static bool bb_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *val)
@@ -606,6 +638,57 @@ static bool bb_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *val)
 	else
 		return false;
 	return true;
+}
+
+/* A .func parameter as ctx->params[i]: .param ones as a kernel's, .reg ones (PTX without the
+ * ABI) from the register. */
+static int func_param(struct ptx_buf *out, const char *dst, const struct ptx_param *p, char *err,
+		      size_t errlen)
+{
+	if (!p->is_reg)
+		load_param(out, dst, p);
+	else if (!strcmp(p->type, "pred"))
+		buf_printf(out, "\tselp.u64 %s, 1, 0, %s;\n", dst, p->name);
+	else if (p->size == 8)
+		buf_printf(out, "\tmov.b64 %s, %s;\n", dst, p->name);
+	else if (p->size == 4)
+		buf_printf(out, "\tmov.b32 %%__cb_w5, %s;\n\tcvt.u64.u32 %s, %%__cb_w5;\n", p->name,
+			   dst);
+	else {
+		ptx_seterr(err, errlen, "a .reg parameter of %u bytes is not readable (%s)", p->size,
+			   p->name);
+		return -1;
+	}
+	return 0;
+}
+
+static int func_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_t off,
+			 uint32_t size, char *err, size_t errlen)
+{
+	const struct site *s = user;
+	typedef struct cubpf_func_ctx F;
+	uint64_t v;
+	if (func_ctx_const(user, off, size, &v)) {
+		buf_printf(out, "\tmov.b64 %s, %llu;\n", dst, (unsigned long long)v);
+		return 0;
+	}
+	if (off < offsetof(F, kernel_id) && size == 4 && off % 4 == 0) {
+		load_sreg(out, dst, sreg_names[off / 4]); /* tid, ntid, ctaid, nctaid: same order */
+		return 0;
+	}
+	uint32_t p0 = offsetof(F, params);
+	if (off >= p0 && off < sizeof(F) && (off - p0) % 8 == 0 && (size == 8 || size == 4)) {
+		uint32_t i = (off - p0) / 8;
+		if (i >= s->f->param_cnt)
+			buf_printf(out, "\tmov.b64 %s, 0;\n", dst);
+		else if (func_param(out, dst, &s->f->params[i], err, errlen))
+			return -1;
+		if (size == 4)
+			buf_printf(out, "\tand.b64 %s, %s, 0xFFFFFFFF;\n", dst, dst);
+		return 0;
+	}
+	ptx_seterr(err, errlen, "function context has no %u-byte field at offset %u", size, off);
+	return -1;
 }
 
 /* Where do_bbcount keeps the entries of block i: a counter register (%__cb_bc<k>, blocks on a
@@ -661,7 +744,7 @@ static int bb_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_
 
 /* declarations beyond the code generator's: block counts, a sync site's saved guard, its
  * saved time */
-enum { DECL_BLOCKS = 1, DECL_SYNC = 2, DECL_SYNC_TIME = 4 };
+enum { DECL_BLOCKS = 1, DECL_SYNC = 2, DECL_SYNC_TIME = 4, DECL_BLOCK_TABLE = 8 };
 
 struct inj {
 	const struct ptx_inject_opts *o;
@@ -671,6 +754,7 @@ struct inj {
 	struct cg_result need;        /* union of the needs of all sites in this module */
 	uint32_t site;
 	bool enable_used;             /* some site reads __cubpf_enable */
+	bool blocks_used;             /* some block end reads __cubpf_blocks */
 	char *err;
 	size_t errlen;
 	struct ptx_inject_report *rep;
@@ -727,6 +811,8 @@ static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, str
 			src.load = block_ctx_load, src.constant = block_ctx_const;
 		else if (kind == VM_PROG_SYNCPROBE)
 			src.load = sync_ctx_load, src.constant = sync_ctx_const;
+		else if (kind == VM_PROG_FENTRY || kind == VM_PROG_FEXIT)
+			src.load = func_ctx_load, src.constant = func_ctx_const;
 		else if (kind == VM_PROG_BBPROBE || kind == VM_PROG_BBRETPROBE)
 			src.load = bb_ctx_load, src.constant = bb_ctx_const;
 		struct cg_result res = {0};
@@ -763,12 +849,88 @@ static bool any_kind(const struct inj *j, const bool *sel, enum vm_prog_kind kin
 	return false;
 }
 
+/* The block's key, its start slot and the table (layout.h, "thread block table"), into
+ * %__cb_bk0, %__cb_bk1 and %__cb_bk2 (%__cb_b3 and %__cb_bk3 are scratch). */
+static void block_key(struct ptx_buf *b)
+{
+	ptx_buf_puts(b, "\tmov.u64 %__cb_bk0, %gridid;\n"
+		     "\tshl.b64 %__cb_bk1, %__cb_bk0, 32;\n\tshr.u64 %__cb_bk0, %__cb_bk0, 32;\n"
+		     "\tor.b64 %__cb_bk0, %__cb_bk0, %__cb_bk1;\n"
+		     "\tmov.u32 %__cb_b3, %ctaid.z;\n\tcvt.u64.u32 %__cb_bk1, %__cb_b3;\n"
+		     "\tmov.u32 %__cb_b3, %nctaid.y;\n\tcvt.u64.u32 %__cb_bk3, %__cb_b3;\n"
+		     "\tmul.lo.u64 %__cb_bk1, %__cb_bk1, %__cb_bk3;\n"
+		     "\tmov.u32 %__cb_b3, %ctaid.y;\n\tcvt.u64.u32 %__cb_bk3, %__cb_b3;\n"
+		     "\tadd.s64 %__cb_bk1, %__cb_bk1, %__cb_bk3;\n"
+		     "\tmov.u32 %__cb_b3, %nctaid.x;\n\tcvt.u64.u32 %__cb_bk3, %__cb_b3;\n"
+		     "\tmul.lo.u64 %__cb_bk1, %__cb_bk1, %__cb_bk3;\n"
+		     "\tmov.u32 %__cb_b3, %ctaid.x;\n\tcvt.u64.u32 %__cb_bk3, %__cb_b3;\n"
+		     "\tadd.s64 %__cb_bk1, %__cb_bk1, %__cb_bk3;\n"
+		     "\txor.b64 %__cb_bk0, %__cb_bk0, %__cb_bk1;\n"
+		     "\tshl.b64 %__cb_bk0, %__cb_bk0, 1;\n\tor.b64 %__cb_bk0, %__cb_bk0, 1;\n");
+	buf_printf(b, "\tmul.lo.u64 %%__cb_bk1, %%__cb_bk0, %llu;\n"
+		   "\tshr.u64 %%__cb_bk1, %%__cb_bk1, %u;\n",
+		   (unsigned long long)CUBPF_BLOCK_HASH_MUL, 64 - CUBPF_BLOCK_SLOT_BITS);
+	ptx_buf_puts(b, "\tld.const.u64 %__cb_bk2, [" CUBPF_BLOCKS_SYMBOL "];\n"
+		     "\tmov.u32 %__cb_b2, 0;\n");
+}
+
+/* One step of a scan from label `top`: %__cb_bk3 = the slot's address (top), and after `next`
+ * the following slot, back to top while fewer than CUBPF_BLOCK_PROBES were tried. */
+static void block_slot(struct ptx_buf *b, uint32_t lbl)
+{
+	buf_printf(b, "$__cb%u_bslot:\n\tshl.b64 %%__cb_bk3, %%__cb_bk1, 5;\n"
+		   "\tadd.s64 %%__cb_bk3, %%__cb_bk2, %%__cb_bk3;\n", lbl);
+}
+
+static void block_next(struct ptx_buf *b, uint32_t lbl)
+{
+	buf_printf(b, "$__cb%u_bnext:\n\tadd.s64 %%__cb_bk1, %%__cb_bk1, 1;\n"
+		   "\tand.b64 %%__cb_bk1, %%__cb_bk1, %u;\n\tadd.u32 %%__cb_b2, %%__cb_b2, 1;\n"
+		   "\tsetp.lt.u32 %%__cb_bp1, %%__cb_b2, %u;\n\t@%%__cb_bp1 bra $__cb%u_bslot;\n",
+		   lbl, CUBPF_BLOCK_SLOTS - 1, CUBPF_BLOCK_PROBES, lbl);
+}
+
+/* Thread (0,0,0) claims a slot for its block: an EMPTY or TOMB one, by a CAS from what it read
+ * (acquire: the stores that follow come after the previous owner's release), then stores the
+ * begin time and the thread count; a block that finds none is counted, not tracked.  Relaxed
+ * .gpu stores: the entry barrier that follows makes them visible to the block's threads
+ * (bar.sync orders the memory accesses of the threads that take part in it), before any of
+ * them looks the key up. */
+static void block_insert(struct inj *j, struct ptx_buf *b)
+{
+	uint32_t lbl = j->site++;
+	bool ord = ordered_ops(j->m);
+	const char *ld = ord ? "ld.relaxed.gpu.global" : "ld.volatile.global";
+	const char *st = ord ? "st.relaxed.gpu.global" : "st.volatile.global";
+	block_key(b);
+	block_slot(b, lbl);
+	buf_printf(b, "\t%s.u64 %%__cb_bk4, [%%__cb_bk3];\n"
+		   "\tsetp.eq.u64 %%__cb_bp1, %%__cb_bk4, %llu;\n"
+		   "\tsetp.eq.or.u64 %%__cb_bp1, %%__cb_bk4, %llu, %%__cb_bp1;\n"
+		   "\t@!%%__cb_bp1 bra $__cb%u_bnext;\n"
+		   "\tatom%s.global.cas.b64 %%__cb_bk5, [%%__cb_bk3], %%__cb_bk4, %%__cb_bk0;\n"
+		   "\tsetp.eq.u64 %%__cb_bp1, %%__cb_bk5, %%__cb_bk4;\n"
+		   "\t@%%__cb_bp1 bra $__cb%u_bclaim;\n", ld, CUBPF_BLOCK_EMPTY, CUBPF_BLOCK_TOMB,
+		   lbl, ord ? ".acquire.gpu" : "", lbl);
+	block_next(b, lbl);
+	buf_printf(b, "\tred.global.add.u64 [%%__cb_bk2+%llu], 1;\n\tbra $__cb%u_bin;\n"
+		   "$__cb%u_bclaim:\n%s", (unsigned long long)CUBPF_BLOCK_UNTRACKED_OFFSET, lbl, lbl,
+		   ord ? "" : "\tmembar.gl;\n");
+	buf_printf(b, "\tmov.u64 %%__cb_bk4, %%globaltimer;\n\t%s.u64 [%%__cb_bk3+%u], %%__cb_bk4;\n"
+		   "\tmov.u32 %%__cb_b1, %%ntid.x;\n\tmov.u32 %%__cb_b2, %%ntid.y;\n"
+		   "\tmul.lo.u32 %%__cb_b1, %%__cb_b1, %%__cb_b2;\n\tmov.u32 %%__cb_b2, %%ntid.z;\n"
+		   "\tmul.lo.u32 %%__cb_b1, %%__cb_b1, %%__cb_b2;\n\t%s.u32 [%%__cb_bk3+%u], %%__cb_b1;\n"
+		   "$__cb%u_bin:\n", st, (unsigned)offsetof(struct cubpf_block_slot, begin_ns), st,
+		   (unsigned)offsetof(struct cubpf_block_slot, left), lbl);
+	j->blocks_used = true;
+}
+
 /* Thread block begin, at the kernel's entry.  Thread (0,0,0) runs the blockprobes; with
- * blockretprobes it also sets the block's count of threads still running (a .shared word: a
- * block's shared memory starts undefined) and its begin time (ctx->begin_ns at the end), and
- * every thread waits for them at a barrier, so that
- * no thread can leave before the count is there.  The barrier is the kernel's first
- * instruction for every thread of the block, so it cannot meet one of the kernel's own. */
+ * blockretprobes it also enters the block in the context's block table (block_insert: the
+ * count of its threads still running and its begin time, ctx->begin_ns at the end), and every
+ * thread waits for that at a barrier, so that no thread can look its block up before it is
+ * there.  The barrier is the kernel's first instruction for every thread of the block, so it
+ * cannot meet one of the kernel's own. */
 static int block_begin(struct inj *j, const bool *sel, struct site *s, struct ptx_buf *b,
 		       struct cg_result *fneed, bool end)
 {
@@ -778,14 +940,9 @@ static int block_begin(struct inj *j, const bool *sel, struct site *s, struct pt
 		     "\tor.b32 %__cb_b0, %__cb_b0, %__cb_b1;\n\tmov.u32 %__cb_b1, %tid.z;\n"
 		     "\tor.b32 %__cb_b0, %__cb_b0, %__cb_b1;\n"
 		     "\tsetp.ne.u32 %__cb_bp0, %__cb_b0, 0;\n");
-	if (end)
-		ptx_buf_puts(b, "\tmov.u32 %__cb_b1, %ntid.x;\n\tmov.u32 %__cb_b2, %ntid.y;\n"
-			     "\tmul.lo.u32 %__cb_b1, %__cb_b1, %__cb_b2;\n\tmov.u32 %__cb_b2, %ntid.z;\n"
-			     "\tmul.lo.u32 %__cb_b1, %__cb_b1, %__cb_b2;\n"
-			     "\t@!%__cb_bp0 st.shared.u32 [__cubpf_blk_left], %__cb_b1;\n"
-			     "\tmov.u64 %__cb_bt, %globaltimer;\n"
-			     "\t@!%__cb_bp0 st.shared.u64 [__cubpf_blk_t0], %__cb_bt;\n");
 	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bskip;\n", skip);
+	if (end)
+		block_insert(j, b);
 	s->block_end = false;
 	int n = emit_kind(j, sel, VM_PROG_BLOCKPROBE, s, b, fneed);
 	if (n < 0)
@@ -798,26 +955,40 @@ static int block_begin(struct inj *j, const bool *sel, struct site *s, struct pt
 }
 
 /* Thread block end, in the exit block: the lowest lane of each group of lanes leaving together
- * takes the group off the count; the group that brings it to zero is the last to leave, and its
- * lowest lane runs the blockretprobes. */
+ * finds its block's slot and takes the group off the count; the group that brings it to zero
+ * is the last to leave: its lowest lane runs the blockretprobes, then frees the slot (release:
+ * after the probes' reads of it). */
 static int block_end(struct inj *j, const bool *sel, struct site *s, struct ptx_buf *b,
 		     struct cg_result *fneed)
 {
-	uint32_t done = j->site++;
+	uint32_t done = j->site++, lbl = j->site++;
+	bool ord = ordered_ops(j->m);
 	ptx_buf_puts(b, "\t// cubpf: thread block end (the last group of lanes to leave)\n"
 		     "\tactivemask.b32 %__cb_b0;\n\tpopc.b32 %__cb_b1, %__cb_b0;\n"
 		     "\tmov.u32 %__cb_b2, %lanemask_lt;\n\tand.b32 %__cb_b2, %__cb_b2, %__cb_b0;\n"
 		     "\tsetp.ne.u32 %__cb_bp0, %__cb_b2, 0;\n");
 	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bdone;\n", done);
-	ptx_buf_puts(b, "\tneg.s32 %__cb_b2, %__cb_b1;\n"
-		     "\tatom.shared.add.u32 %__cb_b3, [__cubpf_blk_left], %__cb_b2;\n"
-		     "\tsetp.ne.u32 %__cb_bp0, %__cb_b3, %__cb_b1;\n");
-	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bdone;\n", done);
+	block_key(b);
+	block_slot(b, lbl);
+	buf_printf(b, "\t%s.u64 %%__cb_bk4, [%%__cb_bk3];\n"
+		   "\tsetp.eq.u64 %%__cb_bp1, %%__cb_bk4, %%__cb_bk0;\n"
+		   "\t@%%__cb_bp1 bra $__cb%u_bfound;\n",
+		   ord ? "ld.relaxed.gpu.global" : "ld.volatile.global", lbl);
+	block_next(b, lbl);
+	buf_printf(b, "\tbra $__cb%u_bdone;\n$__cb%u_bfound:\n", done, lbl);
+	buf_printf(b, "\tneg.s32 %%__cb_b2, %%__cb_b1;\n"
+		   "\tatom.global.add.u32 %%__cb_b3, [%%__cb_bk3+%u], %%__cb_b2;\n"
+		   "\tsetp.ne.u32 %%__cb_bp0, %%__cb_b3, %%__cb_b1;\n"
+		   "\t@%%__cb_bp0 bra $__cb%u_bdone;\n",
+		   (unsigned)offsetof(struct cubpf_block_slot, left), done);
 	s->block_end = true;
 	int n = emit_kind(j, sel, VM_PROG_BLOCKRETPROBE, s, b, fneed);
 	if (n < 0)
 		return -1;
-	buf_printf(b, "$__cb%u_bdone:\n", done);
+	buf_printf(b, "%s\t%s.u64 [%%__cb_bk3], %llu;\n$__cb%u_bdone:\n",
+		   ord ? "" : "\tmembar.gl;\n", ord ? "st.release.gpu.global" : "st.volatile.global",
+		   CUBPF_BLOCK_TOMB, done);
+	j->blocks_used = true;
 	j->rep->block_sites += n > 0;
 	return 0;
 }
@@ -1163,9 +1334,9 @@ static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_re
 	if (extra & DECL_SYNC_TIME)
 		ptx_buf_puts(&b, "\t.reg .b64 %__cb_sb;\n");
 	if (extra & DECL_BLOCKS)
-		ptx_buf_puts(&b, "\t.reg .b32 %__cb_b<4>;\n\t.reg .pred %__cb_bp<1>;\n"
-			     "\t.reg .b64 %__cb_bt;\n\t.shared .align 8 .u64 __cubpf_blk_t0;\n"
-			     "\t.shared .align 4 .u32 __cubpf_blk_left;\n");
+		ptx_buf_puts(&b, "\t.reg .b32 %__cb_b<4>;\n\t.reg .pred %__cb_bp<2>;\n");
+	if (extra & DECL_BLOCK_TABLE)
+		ptx_buf_puts(&b, "\t.reg .b64 %__cb_bk<6>;\n");
 	if (edit_add(&j->ed, f->body_open + 1, 0, &b))
 		return -1;
 	need_merge(&j->need, fneed);
@@ -1194,7 +1365,10 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 	if (rc || !touched)
 		return rc;
 	j->rep->instrumented++;
-	return add_decls(j, f, &fneed, extra | (blocks ? DECL_BLOCKS : 0));
+	if (blocks)
+		extra |= DECL_BLOCKS |
+			 (any_kind(j, sel, VM_PROG_BLOCKRETPROBE) ? DECL_BLOCK_TABLE : 0);
+	return add_decls(j, f, &fneed, extra);
 }
 
 /* ---- device functions: memory probes in .funcs the selected kernels call ---- */
@@ -1239,6 +1413,119 @@ static void reach(const struct inj *j, uint32_t from, uint32_t kernel, const boo
 	}
 }
 
+/* ---- device functions: fentry/fexit ---- */
+
+static bool is_fprobe(enum vm_prog_kind k)
+{
+	return k == VM_PROG_FENTRY || k == VM_PROG_FEXIT;
+}
+
+/* The fentry/fexit programs of sel whose glob matches the .func's name, into fs. */
+static bool fprobe_select(const struct inj *j, const struct ptx_func *f, const bool *sel, bool *fs)
+{
+	bool any = false;
+	for (uint32_t p = 0; p < j->o->prog_cnt; p++) {
+		const char *g = j->o->progs[p].attach;
+		fs[p] = sel[p] && is_fprobe(j->o->progs[p].kind) &&
+			ptx_kernel_matches(g && *g ? g : "*", f->name);
+		any |= fs[p];
+	}
+	return any;
+}
+
+/* fexit before one ret of the .func, under the ret's own predicate. */
+static int fexit_site(struct inj *j, const struct ptx_insn *in, const bool *fs, struct site *s,
+		      struct cg_result *fneed)
+{
+	struct ptx_buf b = {0};
+	uint32_t skip = j->site++;
+	if (in->pred)
+		buf_printf(&b, "\t@%s%s bra $__cb%u_fskip;\n", in->pred_neg ? "" : "!", in->pred,
+			   skip);
+	s->func_exit = true;
+	if (emit_kind(j, fs, VM_PROG_FEXIT, s, &b, fneed) < 0) {
+		ptx_buf_free(&b);
+		return -1;
+	}
+	if (in->pred)
+		buf_printf(&b, "$__cb%u_fskip:\n", skip);
+	bool ls;
+	size_t at = insert_at(j->m->text, in->off, &ls);
+	if (!ls)
+		ptx_buf_puts(&b, "\t");
+	if (edit_add(&j->ed, at, 0, &b)) {
+		ptx_buf_free(&b);
+		ptx_seterr(j->err, j->errlen, "out of memory");
+		return -1;
+	}
+	j->rep->fexit_sites++;
+	return 0;
+}
+
+/* fentry before the .func's first instruction, fexit before each of its returns (`exit` ends
+ * the thread, not the call: no fexit there). */
+static int do_fprobes(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
+		      struct cg_result *fneed, bool *touched)
+{
+	bool *fs = calloc(j->o->prog_cnt + 1, sizeof(*fs));
+	if (!fs) {
+		ptx_seterr(j->err, j->errlen, "out of memory");
+		return -1;
+	}
+	int rc = 0;
+	if (fprobe_select(j, f, sel, fs) && any_kind(j, fs, VM_PROG_FENTRY)) {
+		struct ptx_buf b = {0};
+		bool ls;
+		size_t at = insert_at(j->m->text, f->first_insn_line, &ls);
+		s->func_exit = false;
+		rc = emit_kind(j, fs, VM_PROG_FENTRY, s, &b, fneed) < 0 ? -1 : 0;
+		if (!rc && !ls)
+			ptx_buf_puts(&b, "\t");
+		if (!rc && edit_add(&j->ed, at, 0, &b)) {
+			ptx_seterr(j->err, j->errlen, "out of memory");
+			rc = -1;
+		}
+		ptx_buf_free(&b);
+		j->rep->fentry_sites += !rc;
+		*touched |= !rc;
+	}
+	for (uint32_t i = 0; !rc && any_kind(j, fs, VM_PROG_FEXIT) && i < f->insn_cnt; i++) {
+		const struct ptx_insn *in = &f->insns[i];
+		if (strcmp(in->opcode, "ret") && strcmp(in->opcode, "ret.uni"))
+			continue;
+		rc = fexit_site(j, in, fs, s, fneed);
+		*touched |= !rc;
+	}
+	free(fs);
+	return rc;
+}
+
+/* The fentry/fexit programs a kernel passes on to the .funcs it calls: all of them when the
+ * kernel is selected (-k), whatever their globs, which name functions, not kernels. */
+static void fprobe_kernel_sel(const struct inj *j, const struct ptx_func *k, bool *ksel)
+{
+	for (uint32_t p = 0; p < j->o->prog_cnt; p++)
+		if (is_fprobe(j->o->progs[p].kind))
+			ksel[p] = j->cp[p] && kernel_selected(j->o, k);
+}
+
+/* .funcs no kernel of the module calls directly (called through pointers, or from other
+ * modules): without -k, fentry/fexit still apply to them, as shared by several kernels. */
+static void fprobe_orphans(const struct inj *j, bool *fsel, uint32_t *reached_by)
+{
+	if (j->o->kernel_glob)
+		return;
+	for (uint32_t i = 0; i < j->m->func_cnt; i++) {
+		const struct ptx_func *f = &j->m->funcs[i];
+		if (f->is_entry || !f->has_body || reached_by[i] != UINT32_MAX)
+			continue;
+		for (uint32_t p = 0; p < j->o->prog_cnt; p++)
+			if (is_fprobe(j->o->progs[p].kind))
+				fsel[(size_t)i * j->o->prog_cnt + p] = j->cp[p] != NULL;
+		reached_by[i] = UINT32_MAX - 1;
+	}
+}
+
 static int do_funcs(struct inj *j, const bool *fsel, const uint32_t *reached_by)
 {
 	for (uint32_t i = 0; i < j->m->func_cnt; i++) {
@@ -1257,7 +1544,8 @@ static int do_funcs(struct inj *j, const bool *fsel, const uint32_t *reached_by)
 		bool touched = false;
 		unsigned extra = 0;
 		const bool *sel = fsel + (size_t)i * j->o->prog_cnt;
-		if (do_bb(j, f, i + 1, sel, &s, &fneed, &touched) ||
+		if (do_fprobes(j, f, sel, &s, &fneed, &touched) ||
+		    do_bb(j, f, i + 1, sel, &s, &fneed, &touched) ||
 		    do_mem(j, f, sel, &s, &fneed, &touched) ||
 		    do_sync(j, f, sel, &s, &fneed, &touched, &extra))
 			return -1;
@@ -1298,8 +1586,11 @@ static int do_module(struct inj *j)
 			ksel[p] &= j->o->progs[p].kind == VM_PROG_MEMPROBE ||
 				   j->o->progs[p].kind == VM_PROG_SYNCPROBE ||
 				   j->o->progs[p].kind == VM_PROG_BBPROBE;
+		fprobe_kernel_sel(j, f, ksel);
 		reach(j, i, i, ksel, fsel, reached_by, visited);
 	}
+	if (!rc && reached_by)
+		fprobe_orphans(j, fsel, reached_by);
 	if (!rc)
 		rc = do_funcs(j, fsel, reached_by);
 	free(ksel);
@@ -1328,6 +1619,8 @@ static int module_decls(struct inj *j)
 			buf_printf(&b, ".visible .const .align 8 .u64 " PTX_MAP_SYMBOL_FMT ";\n", i);
 	if (j->enable_used)
 		ptx_buf_puts(&b, ".visible .const .align 8 .u64 " CUBPF_ENABLE_SYMBOL ";\n");
+	if (j->blocks_used)
+		ptx_buf_puts(&b, ".visible .const .align 8 .u64 " CUBPF_BLOCKS_SYMBOL ";\n");
 	if (j->need.vprintf && !has_vprintf_decl(j->m))
 		ptx_gen_module_decls(0, true, &b);
 	ptx_buf_puts(&b, "\n");

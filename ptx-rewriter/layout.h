@@ -121,6 +121,56 @@ struct cubpf_rb_state {
 #define CUBPF_ENABLE_SYMBOL "__cubpf_enable"
 #define CUBPF_ENABLE_WORDS 4096u
 
+/* ---- thread block table: which thread of a block leaves last (blockretprobe) --------------
+ * A module with blockretprobes declares
+ *     .visible .const .align 8 .u64 __cubpf_blocks;
+ * and the host stores there the device address of one table per context (never per module:
+ * PyTorch loads ~1800 modules), CUBPF_BLOCK_TABLE_BYTES, zeroed before the first launch.  No
+ * shared memory: a kernel's static shared size, and so the dynamic size it may opt in to, is
+ * what it was without cubpf.
+ * Slots: open addressing with linear probing over CUBPF_BLOCK_SLOTS slots of
+ * struct cubpf_block_slot, at most CUBPF_BLOCK_PROBES tried from the start slot.  Every block
+ * that can be resident at once on the largest GPUs (148 SMs x 32 blocks = 4736) fills under
+ * 15% of them.  A live block's key:
+ *     key = ((rot32(%gridid) ^ linear %ctaid) << 1) | 1        (rot32: rotate by 32 bits)
+ * with linear %ctaid = (ctaid.z * nctaid.y + ctaid.y) * nctaid.x + ctaid.x in 64 bits.  Keys are
+ * odd: never EMPTY (0) nor TOMB (2).  %gridid numbers a context's launches (64 bits), so two
+ * blocks live at once share a key only if their grids' ids differ exactly as their linear
+ * block indexes do with halves swapped: for launch numbers under 2^32, a grid of more than
+ * 2^32 blocks, or two grids 2^31 launches apart both still running (the top bit is dropped).
+ * The start slot is the top 15 bits of key * CUBPF_BLOCK_HASH_MUL.
+ *   begin, thread (0,0,0) only (the only thread that inserts: a key is never inserted twice):
+ *     from the start slot, a slot whose key reads EMPTY or TOMB is claimed by a CAS from that
+ *     value to the key (acquire); then it stores begin_ns (%globaltimer) and left (the block's
+ *     thread count); when CUBPF_BLOCK_PROBES slots are tried in vain, the block is not tracked
+ *     (its end runs no probe) and the u64 at CUBPF_BLOCK_UNTRACKED_OFFSET counts it.  Then
+ *     every thread of the block waits at a `bar.sync 0`: no thread looks its block up before
+ *     the insert;
+ *   end, the lowest lane of each group of lanes leaving together: finds the key from the start
+ *     slot (it is there, so the scan ends; at most CUBPF_BLOCK_PROBES slots, for an untracked
+ *     block), then adds -popc(activemask) to left; the group that brings it to zero is the
+ *     block's last, runs the blockretprobes (ctx->begin_ns is the slot's begin_ns), then
+ *     stores TOMB as the key (release), so the slot can serve another block.
+ * Loads and stores of the table are at .gpu scope (relaxed; .volatile before sm_70/PTX 6.0,
+ * where membar.gl stands for acquire and release). */
+#define CUBPF_BLOCKS_SYMBOL "__cubpf_blocks"
+#define CUBPF_BLOCK_SLOTS 32768u      /* a power of two */
+#define CUBPF_BLOCK_SLOT_BITS 15u     /* log2(CUBPF_BLOCK_SLOTS) */
+#define CUBPF_BLOCK_PROBES 128u
+#define CUBPF_BLOCK_EMPTY 0ull
+#define CUBPF_BLOCK_TOMB 2ull
+#define CUBPF_BLOCK_HASH_MUL 0x9E3779B97F4A7C15ull
+struct cubpf_block_slot {
+	__u64 key;          /* EMPTY, TOMB, or a live block's key */
+	__u64 begin_ns;     /* %globaltimer when the block began */
+	__u32 left;         /* threads of the block still running */
+	__u32 pad;
+	__u64 reserved;     /* 32 bytes in all */
+};
+#define CUBPF_BLOCK_SLOT_BYTES 32u
+#define CUBPF_BLOCK_UNTRACKED_OFFSET ((__u64)CUBPF_BLOCK_SLOTS * CUBPF_BLOCK_SLOT_BYTES)
+#define CUBPF_BLOCK_TABLE_BYTES (CUBPF_BLOCK_UNTRACKED_OFFSET + 128)
+
 /* ---- GPU map layouts: device memory shared by the PTX code generator and the shim ----------
  * Every map used by GPU programs is one device allocation whose address the host stores in the
  * module's __cubpf_map_<i> (see ptx-rewriter/ptx.h); the host zeroes it before the first launch.

@@ -191,6 +191,8 @@ static int parse_param(char *txt, struct ptx_param *p)
 	char *save = NULL, *tok;
 	uint32_t count = 1;
 	for (tok = strtok_r(txt, " \t\r\n", &save); tok; tok = strtok_r(NULL, " \t\r\n", &save)) {
+		if (!strcmp(tok, ".reg"))
+			p->is_reg = true;
 		if (!strcmp(tok, ".param") || !strcmp(tok, ".reg") || !strcmp(tok, ".global") ||
 		    !strcmp(tok, ".const") || !strcmp(tok, ".shared") || !strcmp(tok, ".local"))
 			continue;

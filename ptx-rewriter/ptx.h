@@ -6,7 +6,9 @@
  * Guarantees
  *  - Instrumentation never changes what a kernel computes: probe code only reads the kernel's
  *    registers, uses registers and a .local stack of its own (names starting with "%__cb_" and
- *    "__cubpf_"), and every kernel that is not selected comes out byte for byte as it came in.
+ *    "__cubpf_") and device memory the host gives it, never shared memory (a kernel's static
+ *    shared size stays what it was), and every kernel that is not selected comes out byte for
+ *    byte as it came in.
  *  - Everything not edited is copied byte for byte (comments, .loc lines, inline asm).
  *
  * Device-side maps (the contract with whoever loads the instrumented module, i.e. the shim):
@@ -32,15 +34,21 @@
  *    when the cached copy says the lane is full.
  *  - Enable words (ptx_inject_opts.enable_words): the module also declares
  *    `.visible .const .align 8 .u64 __cubpf_enable;` (layout.h, "enable words").
+ *  - Blockretprobes: the module declares `.visible .const .align 8 .u64 __cubpf_blocks;`; the
+ *    host stores there the address of its context's block table (layout.h, "thread block
+ *    table"; one per context, zeroed).
  *
  * Probe placement:
  *  - kprobe: after the kernel's declarations, before its first instruction;
  *  - kretprobe: every `ret`/`exit` of a selected .entry (predicated ones included) becomes a
  *    branch to one exit block that runs the probes then returns;
  *  - blockprobe: at the kernel's entry, run by thread (0,0,0) only; blockretprobe: in the exit
- *    block, run by one lane of the last group of threads of the block to leave (a .shared
- *    count of the block's threads still running, __cubpf_blk_left, set by thread (0,0,0)
- *    before a `bar.sync 0` at entry and decremented once per group of lanes leaving together);
+ *    block, run by one lane of the last group of threads of the block to leave: thread (0,0,0)
+ *    enters the block (key: %gridid and the linear %ctaid) in the context's block table, a
+ *    count of its threads still running and its begin time, before a `bar.sync 0` at entry;
+ *    the count is decremented once per group of lanes leaving together (layout.h, "thread
+ *    block table": device memory, declared `__cubpf_blocks` and filled by the host as a map
+ *    pointer is; never shared memory, which belongs to the application);
  *  - syncprobe: just before and just after every barrier (bar/barrier .sync/.arrive/.red,
  *    bar.warp.sync, barrier.cluster.*, mbarrier.try_wait/test_wait) and fence (fence.*,
  *    membar.*), under the instruction's own predicate, in the kernels and the .funcs they call;
@@ -56,7 +64,14 @@
  *    spaces, scalar and vector, under the access's own predicate: in the selected kernels' bodies
  *    and in the .funcs they call directly or transitively (direct calls; an indirect call's
  *    target is not known).  In a .func, ctx->kernel_id is the calling kernel's id when one
- *    selected kernel calls it, CUBPF_KERNEL_ID_SHARED when several do.
+ *    selected kernel calls it, CUBPF_KERNEL_ID_SHARED when several do;
+ *  - fentry/fexit: in each .func whose name the program's glob matches (mangled, demangled, or
+ *    demangled before '('), among those the selected kernels call (directly or transitively)
+ *    and, without a kernel filter, those no kernel calls directly: fentry before its first
+ *    instruction, fexit just before each ret (under a predicated ret's own predicate).
+ *    ctx->params are the .func's own parameters (.param ones loaded as a kernel's, .reg ones
+ *    read from the register), kernel_id as for memprobes in .funcs (CUBPF_KERNEL_ID_SHARED for
+ *    a function no kernel calls directly), func_id = ptx_kernel_id(the .func's name).
  */
 
 /* Code generation (see codegen.c and helpers.c):
@@ -122,6 +137,7 @@ struct ptx_param {
 	uint32_t size;         /* total bytes (element size times array count) */
 	uint32_t align;
 	bool is_ptr_attr;      /* had a .ptr attribute */
+	bool is_reg;           /* declared .reg (a .func without the ABI): a register, not .param */
 };
 
 /* One instruction (a statement ending in ';' that is not a declaration or directive). */
@@ -298,10 +314,11 @@ struct ptx_inject_opts {
 struct ptx_inject_report {
 	uint32_t kernels;              /* .entry functions in the module */
 	uint32_t instrumented;         /* kernels that received at least one probe */
-	uint32_t funcs;                /* .funcs that received memory probes */
+	uint32_t funcs;                /* .funcs that received probes (memory, sync, fentry/fexit) */
 	uint32_t entry_sites, exit_sites, mem_sites;
 	uint32_t block_sites;          /* thread block begins and ends that run probes */
 	uint32_t sync_sites;           /* barriers and fences probed (before and after: one site) */
+	uint32_t fentry_sites, fexit_sites; /* device function entries and returns probed */
 	char label[96];                /* the first .entry's name, with ", ..." when there are
 					* more ("" when none): what logs call the module, read
 					* from the parse the rewrite used */

@@ -18,8 +18,9 @@ static void ptx_usage(FILE *out)
 		"usage: cubpf ptx -p PROG.bpf.o [-k KERNEL_GLOB] [-e] [-o OUT.ptx] IN.ptx\n"
 		"\n"
 		"Injects the GPU programs (kprobe/, kretprobe/, memprobe/, blockprobe/, blockretprobe/,\n"
-		"syncprobe/, bbprobe/) of PROG.bpf.o into the kernels of IN.ptx and writes the result\n"
-		"to OUT.ptx (standard output when -o is absent or '-').\n"
+		"syncprobe/, fentry/, fexit/, bbprobe/, bbretprobe/) of PROG.bpf.o into the kernels and\n"
+		"device functions of IN.ptx and writes the result to OUT.ptx\n"
+		"(standard output when -o is absent or '-').\n"
 		"Each program applies to the kernels its section's glob matches (mangled or demangled\n"
 		"name); -k narrows the kernels further.  Programs are verified first.  Kernels no\n"
 		"program applies to are copied byte for byte.  A summary goes to standard error.\n"
@@ -52,7 +53,7 @@ static char *read_all(const char *path, size_t *len, char *err, size_t errlen)
 }
 
 /* Verifies the GPU programs and lists them for the rewriter. */
-static int gpu_progs(const struct vm_object *obj, struct ptx_prog *progs, uint32_t *cnt)
+static int gpu_progs(struct vm_object *obj, struct ptx_prog *progs, uint32_t *cnt)
 {
 	*cnt = 0;
 	for (uint32_t i = 0; i < obj->prog_cnt; i++) {
@@ -60,7 +61,7 @@ static int gpu_progs(const struct vm_object *obj, struct ptx_prog *progs, uint32
 		if (!vm_kind_is_gpu(p->kind))
 			continue;
 		char log[2048];
-		if (vm_verify(obj, i, NULL, NULL, log, sizeof(log))) {
+		if (vm_verify_sanitize(obj, i, NULL, NULL, log, sizeof(log))) {
 			tool_warn("cubpf ptx: program %s (%s) rejected by the verifier:", p->name,
 				  p->section);
 			tool_text_put(stderr, log, 1);
@@ -121,10 +122,11 @@ static int instrument(const char *prog_path, const char *in_path, const char *ou
 			rc = write_out(out_path, out, out_len) ? 1 : 0;
 			fprintf(stderr,
 				"cubpf ptx: %u of %u kernels instrumented (+%u device functions): %u entry, "
-				"%u exit, %u memory, %u thread block, %u barrier/fence, %u basic block "
-				"probe sites (%u programs, %u maps)\n",
+				"%u exit, %u memory, %u thread block, %u barrier/fence, %u function entry, "
+				"%u function return, %u basic block probe sites (%u programs, %u maps)\n",
 				rep.instrumented, rep.kernels, rep.funcs, rep.entry_sites, rep.exit_sites,
-				rep.mem_sites, rep.block_sites, rep.sync_sites, rep.bb_sites, cnt, obj->map_cnt);
+				rep.mem_sites, rep.block_sites, rep.sync_sites, rep.fentry_sites,
+				rep.fexit_sites, rep.bb_sites, cnt, obj->map_cnt);
 			free(out);
 		}
 	}

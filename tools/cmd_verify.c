@@ -36,14 +36,22 @@ static void prog_head(const struct vm_object *obj, const struct vm_prog *p)
 static int verify_prog(const struct vm_object *obj, uint32_t i, int verbose, char *log)
 {
 	const struct vm_prog *p = &obj->progs[i];
-	struct vm_verify_opts opts = {.log_level = verbose};
+	/* GPU kinds: code on no feasible path is dropped, as the shim drops it */
+	uint8_t *dead = vm_kind_is_gpu(p->kind) ? calloc(p->insn_cnt + 1, 1) : NULL;
+	struct vm_verify_opts opts = {.log_level = verbose, .dead = dead};
 	struct vm_verify_info info;
 	int rc = vm_verify(obj, i, &opts, &info, log, VERIFY_LOG_SIZE);
+	uint32_t dropped = 0;
+	for (uint32_t k = 0; rc == 0 && dead && k < p->insn_cnt; k++)
+		dropped += dead[k];
+	free(dead);
 	if (verbose >= 2)
 		tool_text_put(stdout, log, 1);
 	prog_head(obj, p);
 	if (rc == 0) {
 		printf("OK, %u instructions", p->insn_cnt);
+		if (dropped)
+			printf(" (%u on no feasible path, dropped)", dropped);
 		if (verbose)
 			printf(", %u processed, %u states, stack %u bytes, %u frame%s",
 			       info.insns_processed, info.states, info.max_stack, info.max_call_depth,

@@ -131,6 +131,15 @@ static bool block_field_ok(uint32_t off, uint32_t size)
 	return fields_ok(runs, 2, off, size);
 }
 
+static bool func_field_ok(uint32_t off, uint32_t size)
+{
+	static const struct field_run runs[] = {
+		{0, offsetof(struct cubpf_func_ctx, params) / 4, 4},
+		{offsetof(struct cubpf_func_ctx, params), CUBPF_MAX_KERNEL_PARAMS, 8},
+	};
+	return fields_ok(runs, 2, off, size);
+}
+
 static bool sync_field_ok(uint32_t off, uint32_t size)
 {
 	static const struct field_run runs[] = {
@@ -164,6 +173,7 @@ const struct vm_ctx_layout *vm_ctx_layout(enum vm_prog_kind kind)
 	static const struct vm_ctx_layout api = {sizeof(struct cubpf_api_ctx), api_field_ok};
 	static const struct vm_ctx_layout block = {sizeof(struct cubpf_block_ctx), block_field_ok};
 	static const struct vm_ctx_layout sync = {sizeof(struct cubpf_sync_ctx), sync_field_ok};
+	static const struct vm_ctx_layout func = {sizeof(struct cubpf_func_ctx), func_field_ok};
 	static const struct vm_ctx_layout bb = {sizeof(struct cubpf_bb_ctx), bb_field_ok};
 	switch (kind) {
 	case VM_PROG_KPROBE:
@@ -176,6 +186,9 @@ const struct vm_ctx_layout *vm_ctx_layout(enum vm_prog_kind kind)
 		return &block;
 	case VM_PROG_SYNCPROBE:
 		return &sync;
+	case VM_PROG_FENTRY:
+	case VM_PROG_FEXIT:
+		return &func;
 	case VM_PROG_BBPROBE:
 	case VM_PROG_BBRETPROBE:
 		return &bb;

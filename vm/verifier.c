@@ -484,6 +484,21 @@ static int check_ctx_uses(struct verifier *v)
 	return 0;
 }
 
+/* GPU kinds: which way a conditional jump at `at` went on the walk (to `a`, and to `b` when
+ * both), so that an edge no path takes can be hard-wired away (vm_prog_drop_dead). */
+static void note_edges(struct verifier *v, uint32_t at, uint32_t a, uint32_t b)
+{
+	const struct bpf_insn *in = &v->prog->insns[at];
+	uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+	if ((cls != BPF_JMP && cls != BPF_JMP32) || op == BPF_JA || op == BPF_CALL ||
+	    op == BPF_EXIT)
+		return;
+	v->edges[at] |= (a == at + 1 ? VM_EDGE_FALL : VM_EDGE_TAKEN) |
+			(b == at + 1 ? VM_EDGE_FALL : VM_EDGE_TAKEN);
+	if (in->off == 0) /* both edges are the next instruction */
+		v->edges[at] |= VM_EDGE_FALL | VM_EDGE_TAKEN;
+}
+
 /* Walks one path to its end.  Returns 0 when it ended safely, -1 when rejected. */
 static int walk(struct explorer *e, struct path *p)
 {
@@ -510,8 +525,10 @@ static int walk(struct explorer *e, struct path *p)
 		if (v->ctxuse)
 			record_ctx_uses(v, p);
 		struct vstate other;
-		uint32_t other_pc = 0;
+		uint32_t other_pc = 0, at = p->pc;
 		int rc = vm_verifier_step(v, &p->st, &p->pc, &other, &other_pc);
+		if (v->edges && rc != STEP_ERROR && rc != STEP_EXIT)
+			note_edges(v, at, p->pc, rc == STEP_BRANCH ? other_pc : p->pc);
 		if (rc == STEP_BRANCH && v->log_level >= 2)
 			vm_log(v, "  branch: insn %u queued\n", other_pc);
 		if (rc == STEP_ERROR) {
@@ -598,6 +615,37 @@ static void log_result(struct verifier *v, int rc, const struct vm_verify_opts *
 		      v->max_frames == 1 ? "" : "s");
 }
 
+uint32_t vm_prog_drop_dead(struct vm_prog *p, const uint8_t *dead)
+{
+	uint32_t n = 0;
+	for (uint32_t pc = 0; dead && pc < p->insn_cnt; pc++) {
+		struct bpf_insn *in = &p->insns[pc];
+		if (dead[pc] == VM_DEAD_INSN)
+			*in = (struct bpf_insn){.code = BPF_JMP | BPF_EXIT};
+		else if (dead[pc] == VM_DEAD_TAKEN)
+			*in = (struct bpf_insn){.code = BPF_JMP | BPF_JA};
+		else if (dead[pc] == VM_DEAD_FALL)
+			*in = (struct bpf_insn){.code = BPF_JMP | BPF_JA, .off = in->off};
+		n += dead[pc] != VM_DEAD_NO;
+	}
+	return n;
+}
+
+int vm_verify_sanitize(struct vm_object *obj, uint32_t prog, const struct vm_verify_opts *opts,
+		       struct vm_verify_info *info, char *log, size_t log_size)
+{
+	struct vm_verify_opts o = opts ? *opts : (struct vm_verify_opts){0};
+	struct vm_prog *p = obj && prog < obj->prog_cnt ? &obj->progs[prog] : NULL;
+	uint8_t *dead = p && vm_kind_is_gpu(p->kind) && !o.dead ? calloc(p->insn_cnt + 1, 1) : NULL;
+	if (dead)
+		o.dead = dead;
+	int rc = vm_verify(obj, prog, &o, info, log, log_size);
+	if (rc == 0 && p && o.dead)
+		vm_prog_drop_dead(p, o.dead);
+	free(dead);
+	return rc;
+}
+
 int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify_opts *opts,
 	      struct vm_verify_info *info, char *log, size_t log_size)
 {
@@ -612,9 +660,12 @@ int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify
 		return -1;
 	}
 	v.prog = &obj->progs[prog];
+	if (v.dead) /* (set where the walk leaves code behind, for GPU kinds) */
+		memset(v.dead, 0, v.prog->insn_cnt);
 	v.ctx = vm_ctx_layout(v.prog->kind);
 	v.max_insns = o.max_insns ? o.max_insns : VM_MAX_INSNS;
 	v.log_level = o.log_level;
+	v.dead = o.dead;
 	e.max_processed = o.max_processed ? o.max_processed : 1000000;
 	uint32_t n = v.prog->insn_cnt;
 	e.prune = calloc(n + 1, 1);
@@ -625,7 +676,8 @@ int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify
 	if (!e.prune || !e.at || !e.nat || initial_state(&v, &init) < 0)
 		vm_reject(&v, 0, "out of memory");
 	else if (vm_kind_is_gpu(v.prog->kind) && (!(v.ctxuse = calloc(n + 1, sizeof(*v.ctxuse))) ||
-						  !(v.walked = calloc(n + 1, 1)))) {
+						  !(v.walked = calloc(n + 1, 1)) ||
+						  !(v.edges = calloc(n + 1, 1)))) {
 		vm_reject(&v, 0, "out of memory");
 		vm_state_free(&init);
 	} else if (vm_cfg_check(&v, e.prune) == 0 && vm_liveness(&v) == 0) {
@@ -651,6 +703,7 @@ int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify
 	vm_state_free(&v.fail_state);
 	free(v.ctxuse);
 	free(v.walked);
+	free(v.edges);
 	free(v.live);
 	explorer_free(&e);
 	return rc;

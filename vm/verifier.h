@@ -87,8 +87,16 @@ struct verifier {
 	struct vstate fail_state;                /* the state at the rejected instruction */
 	struct ctxuse (*ctxuse)[10];             /* GPU kinds: per instruction, r0-r9 */
 	uint8_t *walked;                         /* GPU kinds: per instruction, 1 once walked */
+	uint8_t *dead;                           /* opts.dead: where dropped code is marked */
+	uint8_t *edges;                          /* GPU kinds: per conditional jump, the edges
+						  * walked (VM_EDGE_FALL, VM_EDGE_TAKEN) */
 	void *walking;                           /* verifier.c: the path being walked (liveness) */
 };
+
+/* vm_verify_opts.dead: what vm_prog_drop_dead makes of an instruction. */
+enum { VM_DEAD_NO = 0, VM_DEAD_INSN = 1, VM_DEAD_TAKEN = 2 /* a jump never taken: falls
+	through */, VM_DEAD_FALL = 3 /* a jump always taken */ };
+enum { VM_EDGE_FALL = 1, VM_EDGE_TAKEN = 2 };
 
 /* Stack slot liveness (verifier.c).  The instruction being walked reads or writes bytes
  * [lo, hi) (offsets from r10) of frame `frameno`; a call starts frame `frameno` afresh.  States

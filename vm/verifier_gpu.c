@@ -6,9 +6,12 @@
  * neither, and the generator refuses to read it.  The verifier's walk sees only feasible paths
  * (verifier.c's check_ctx_uses); this pass follows every edge, as the generator does, so that a
  * program `cubpf verify` accepts is one `cubpf ptx` compiles.  Code on no walked path (behind a
- * branch the walk proved never taken) is refused too: the generator compiles it, and none of
- * the walk's rules (stack bounds, record sizes, the context's uses) were applied to it. */
+ * branch the walk proved never taken) had none of the walk's rules (stack bounds, record
+ * sizes, the context's uses) applied to it: it is marked for vm_prog_drop_dead, which makes
+ * each such instruction an `exit`, so this pass takes it as leading nowhere; a caller that
+ * cannot drop it (no opts.dead) gets it refused. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "vm/verifier.h"
 
@@ -164,6 +167,26 @@ static uint32_t g_succ(const struct bpf_insn *in, const struct gstate *s, uint32
 	return 1;
 }
 
+/* Every instruction no walked path reaches, both slots of a 64-bit immediate load (the second
+ * slot of a walked one is not an instruction of its own), and every conditional jump the walk
+ * saw go one way only. */
+static void g_mark_dead(struct verifier *v)
+{
+	const struct bpf_insn *in = v->prog->insns;
+	uint32_t n = v->prog->insn_cnt;
+	memset(v->dead, 0, n);
+	for (uint32_t pc = 0; pc < n; pc++) {
+		bool wide = in[pc].code == (BPF_LD | BPF_IMM | BPF_DW) && pc + 1 < n;
+		if (!v->walked[pc])
+			v->dead[pc] = VM_DEAD_INSN, v->dead[pc + wide] = VM_DEAD_INSN;
+		else if (v->edges[pc] == VM_EDGE_FALL)
+			v->dead[pc] = VM_DEAD_TAKEN;
+		else if (v->edges[pc] == VM_EDGE_TAKEN)
+			v->dead[pc] = VM_DEAD_FALL;
+		pc += wide;
+	}
+}
+
 /* Walks every edge to a fixed point, then checks every reached read.  Call after the walk
  * accepted the program (the structure is sound: jumps and calls land inside it). */
 int vm_gpu_joins(struct verifier *v)
@@ -186,6 +209,8 @@ int vm_gpu_joins(struct verifier *v)
 	while (top) {
 		uint32_t pc = work[--top], next[3];
 		queued[pc] = false;
+		if (!v->walked[pc] && v->dead)
+			continue; /* dropped: an exit */
 		const struct bpf_insn *in = &v->prog->insns[pc];
 		struct gstate out = st[pc], callee;
 		uint32_t k = g_succ(in, &out, pc, next);
@@ -197,12 +222,20 @@ int vm_gpu_joins(struct verifier *v)
 				work[top++] = t, queued[t] = true;
 		}
 		g_step(in, &out);
+		if (v->dead && k == 2 && v->edges[pc] == VM_EDGE_FALL) /* hard-wired: one way */
+			k = 1;
+		else if (v->dead && k == 2 && v->edges[pc] == VM_EDGE_TAKEN)
+			next[0] = next[1], k = 1;
 		for (uint32_t i = 0; i < k; i++)
 			if (next[i] < n && g_merge(st, next[i], &out) && !queued[next[i]])
 				work[top++] = next[i], queued[next[i]] = true;
 	}
+	if (v->dead)
+		g_mark_dead(v);
 	for (uint32_t pc = 0; pc < n && !rc; pc++)
-		if (st[pc].reached && !v->walked[pc]) {
+		if (st[pc].reached && !v->walked[pc] && v->dead)
+			continue;
+		else if (st[pc].reached && !v->walked[pc]) {
 			vm_reject(v, pc, "no path the verifier walks reaches this instruction (a branch "
 				  "it proved never taken leads here), but the code generator compiles "
 				  "it: %s programs may hold no such dead code",

@@ -945,7 +945,7 @@ static int check_helper(struct verifier *v, uint32_t pc, const struct bpf_insn *
 									    : "";
 		return REJ("helper %s#%d is not available in %s programs (%s)%s", h->name, in->imm,
 			   vm_prog_kind_name(v->prog->kind),
-			   (h->kinds & VM_KINDS_GPU) ? "GPU-only: kprobe/kretprobe/memprobe"
+			   (h->kinds & VM_KINDS_GPU) ? "GPU-only: kprobe, memprobe, block, sync, fentry/fexit"
 						     : "host-only: uprobe/uretprobe", hint);
 	}
 	struct call_ctx cc = {0};

@@ -51,6 +51,8 @@ enum vm_prog_kind {
 	VM_PROG_BLOCKPROBE,    /* SEC("blockprobe/GLOB"):    thread block begin, ctx cubpf_block_ctx */
 	VM_PROG_BLOCKRETPROBE, /* SEC("blockretprobe/GLOB"): thread block end, ctx cubpf_block_ctx */
 	VM_PROG_SYNCPROBE,     /* SEC("syncprobe/GLOB"): before/after barriers, ctx cubpf_sync_ctx */
+	VM_PROG_FENTRY,        /* SEC("fentry/GLOB"): device function entry, ctx cubpf_func_ctx */
+	VM_PROG_FEXIT,         /* SEC("fexit/GLOB"):  device function return, ctx cubpf_func_ctx */
 	VM_PROG_BBPROBE,       /* SEC("bbprobe/GLOB"): basic block entry, ctx cubpf_bb_ctx */
 	VM_PROG_BBRETPROBE,    /* SEC("bbretprobe/GLOB"): per block at kernel exit, cubpf_bb_ctx */
 	VM_PROG_KIND_COUNT
@@ -61,6 +63,7 @@ enum vm_prog_kind {
 #define VM_KINDS_GPU (VM_KIND_BIT(VM_PROG_KPROBE) | VM_KIND_BIT(VM_PROG_KRETPROBE) | \
 		      VM_KIND_BIT(VM_PROG_MEMPROBE) | VM_KIND_BIT(VM_PROG_BLOCKPROBE) | \
 		      VM_KIND_BIT(VM_PROG_BLOCKRETPROBE) | VM_KIND_BIT(VM_PROG_SYNCPROBE) | \
+		      VM_KIND_BIT(VM_PROG_FENTRY) | VM_KIND_BIT(VM_PROG_FEXIT) | \
 		      VM_KIND_BIT(VM_PROG_BBPROBE) | VM_KIND_BIT(VM_PROG_BBRETPROBE))
 #define VM_KINDS_HOST (VM_KIND_BIT(VM_PROG_UPROBE) | VM_KIND_BIT(VM_PROG_URETPROBE))
 #define VM_KINDS_ALL ((1u << VM_PROG_KIND_COUNT) - 1)
@@ -209,6 +212,11 @@ struct vm_verify_opts {
 	uint32_t max_insns;        /* program size limit; 0 = 1,000,000 (Linux's) */
 	uint32_t max_processed;    /* instructions the verifier may walk; 0 = 1,000,000 */
 	int log_level;             /* 0: only the rejection, 1: + summary, 2: + every state */
+	uint8_t *dead;             /* GPU kinds, optional: insn_cnt bytes, set to 1 at each
+				    * instruction no feasible path reaches (code behind a branch
+				    * the walk proved never taken), for vm_prog_drop_dead.  Without
+				    * it such code is rejected, since the code generator would
+				    * compile instructions none of the walk's checks covered */
 };
 
 struct vm_verify_info {
@@ -225,6 +233,17 @@ struct vm_verify_info {
  * NUL-terminated and truncated to log_size.  opts and info may be NULL. */
 int vm_verify(const struct vm_object *obj, uint32_t prog, const struct vm_verify_opts *opts,
 	      struct vm_verify_info *info, char *log, size_t log_size);
+
+/* Replaces every instruction `dead` marks (vm_verify_opts.dead of this program) with `exit`,
+ * as Linux sanitizes dead code: what no feasible path reaches is never compiled as it was, and
+ * a path into it (a branch the walk proved never taken) leads nowhere.  Lets GPU programs keep
+ * code that `const volatile` settings switch off.  Returns the instructions replaced. */
+uint32_t vm_prog_drop_dead(struct vm_prog *p, const uint8_t *dead);
+
+/* vm_verify, then vm_prog_drop_dead for GPU kinds: for callers that compile the program.
+ * Same returns as vm_verify. */
+int vm_verify_sanitize(struct vm_object *obj, uint32_t prog, const struct vm_verify_opts *opts,
+		       struct vm_verify_info *info, char *log, size_t log_size);
 
 /* ---- disassembler ----------------------------------------------------------------------------- */
 

@@ -35,6 +35,7 @@ struct guard_head {
 	uint32_t magic;
 	int32_t status;       /* 0: loaded (verdicts follow), -1: refused (a message follows) */
 	uint32_t prog_cnt;
+	uint32_t dead_bytes;  /* after the verdicts: each program's dead code marks (insn_cnt) */
 };
 
 static void errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -47,31 +48,58 @@ static void errf(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Loads and verifies here.  Returns 0 with *out and *verdicts, or -1 with err. */
+/* Loads and verifies here, and drops each verified GPU program's dead code (vm_prog_drop_dead).
+ * Returns 0 with *out, *verdicts and *dead (every program's marks, one after the other: what a
+ * checker child sends so that the parent drops the same), or -1 with err. */
 static int load_here(const void *data, size_t size, const char *name, uint32_t max_processed,
-		     struct vm_object **out, struct live_verdict **verdicts, char *err, size_t errlen)
+		     struct vm_object **out, struct live_verdict **verdicts, uint8_t **dead,
+		     size_t *dead_bytes, char *err, size_t errlen)
 {
 	*out = NULL;
 	*verdicts = NULL;
+	*dead = NULL;
 	if (vm_object_load(data, size, name, out, err, errlen) != 0)
 		return -1;
 	struct vm_object *o = *out;
+	size_t total = 0;
+	for (uint32_t i = 0; i < o->prog_cnt; i++)
+		total += o->progs[i].insn_cnt;
 	struct live_verdict *v = calloc(o->prog_cnt ? o->prog_cnt : 1, sizeof(*v));
-	if (!v) {
+	uint8_t *d = calloc(total + 1, 1);
+	if (!v || !d) {
+		free(v), free(d);
 		vm_object_free(o);
 		*out = NULL;
 		errf(err, errlen, "out of memory");
 		return -1;
 	}
 	struct vm_verify_opts vo = {.max_processed = max_processed};
-	for (uint32_t i = 0; i < o->prog_cnt; i++) {
+	for (uint32_t i = 0, at = 0; i < o->prog_cnt; at += o->progs[i++].insn_cnt) {
 		struct vm_verify_info info;
+		vo.dead = d + at;
 		v[i].ok = vm_verify(o, i, &vo, &info, NULL, 0) == 0;
-		if (!v[i].ok)
+		if (v[i].ok)
+			vm_prog_drop_dead(&o->progs[i], vo.dead);
+		else
 			snprintf(v[i].reason, sizeof(v[i].reason), "%s", info.reason);
 	}
 	*verdicts = v;
+	*dead = d;
+	*dead_bytes = total;
 	return 0;
+}
+
+static int load_in_process(const void *data, size_t size, const char *name,
+			   uint32_t max_processed, struct vm_object **out,
+			   struct live_verdict **verdicts, char *err, size_t errlen)
+{
+	uint8_t *dead;
+	size_t bytes;
+	int rc = load_here(data, size, name, max_processed, out, verdicts, &dead, &bytes, err,
+			   errlen);
+	if (rc == 0)
+		free(dead);
+	return rc;
 }
 
 static int write_all(int fd, const void *buf, size_t n)
@@ -103,13 +131,16 @@ static void child(int fd, const void *data, size_t size, const char *name, uint3
 			pause();
 	struct vm_object *o;
 	struct live_verdict *v;
+	uint8_t *dead;
+	size_t dead_bytes = 0;
 	char err[VM_ERRLEN] = "";
-	int rc = load_here(data, size, name, max_processed, &o, &v, err, sizeof(err));
-	struct guard_head h = {GUARD_MAGIC, rc, rc == 0 ? o->prog_cnt : 0};
+	int rc = load_here(data, size, name, max_processed, &o, &v, &dead, &dead_bytes, err,
+			   sizeof(err));
+	struct guard_head h = {GUARD_MAGIC, rc, rc == 0 ? o->prog_cnt : 0, (uint32_t)dead_bytes};
 	uint32_t end = GUARD_END;
 	int bad = write_all(fd, &h, sizeof(h));
 	if (rc == 0)
-		bad |= write_all(fd, v, sizeof(*v) * o->prog_cnt);
+		bad |= write_all(fd, v, sizeof(*v) * o->prog_cnt) | write_all(fd, dead, dead_bytes);
 	else
 		bad |= write_all(fd, err, sizeof(err));
 	bad |= write_all(fd, &end, sizeof(end));
@@ -191,7 +222,8 @@ static int parse_report(const uint8_t *buf, ssize_t n, int status, uint32_t time
 		goto early;
 	memcpy(h, buf, sizeof(*h));
 	memcpy(&end, buf + n - sizeof(end), sizeof(end));
-	size_t want = h->status == 0 ? sizeof(struct live_verdict) * h->prog_cnt : VM_ERRLEN;
+	size_t want = h->status == 0 ? sizeof(struct live_verdict) * h->prog_cnt + h->dead_bytes
+				     : VM_ERRLEN;
 	if (h->magic != GUARD_MAGIC || end != GUARD_END || (size_t)n != sizeof(*h) + want + sizeof(end))
 		goto early;
 	*body = buf + sizeof(*h);
@@ -205,6 +237,24 @@ early:
 	return -1;
 }
 
+/* The checker's dead code marks, dropped here as the checker dropped them. */
+static int drop_dead(struct vm_object *o, const struct live_verdict *v, const uint8_t *dead,
+		     size_t bytes, char *err, size_t errlen)
+{
+	size_t total = 0;
+	for (uint32_t i = 0; i < o->prog_cnt; i++)
+		total += o->progs[i].insn_cnt;
+	if (total != bytes) {
+		errf(err, errlen, "the object loaded differently in the checker (%zu instructions, "
+		     "here %zu)", bytes, total);
+		return -1;
+	}
+	for (uint32_t i = 0; i < o->prog_cnt; dead += o->progs[i++].insn_cnt)
+		if (v[i].ok)
+			vm_prog_drop_dead(&o->progs[i], dead);
+	return 0;
+}
+
 static int load_forked(const void *data, size_t size, const char *name,
 		       const struct live_guard_opts *opts, struct vm_object **out,
 		       struct live_verdict **verdicts, char *err, size_t errlen)
@@ -212,12 +262,14 @@ static int load_forked(const void *data, size_t size, const char *name,
 	int fds[2];
 	uint32_t timeout = opts->timeout_ms ? opts->timeout_ms : 10000;
 	if (pipe2(fds, O_CLOEXEC) != 0)
-		return load_here(data, size, name, opts->max_processed, out, verdicts, err, errlen);
+		return load_in_process(data, size, name, opts->max_processed, out, verdicts, err,
+				       errlen);
 	pid_t pid = fork();
 	if (pid < 0) {
 		close(fds[0]);
 		close(fds[1]);
-		return load_here(data, size, name, opts->max_processed, out, verdicts, err, errlen);
+		return load_in_process(data, size, name, opts->max_processed, out, verdicts, err,
+				       errlen);
 	}
 	if (pid == 0) {
 		close(fds[0]);
@@ -248,8 +300,15 @@ static int load_forked(const void *data, size_t size, const char *name,
 		errf(err, errlen, "out of memory");
 		rc = -1;
 	}
-	if (rc == 0)
+	if (rc == 0) {
 		memcpy(*verdicts, body, sizeof(**verdicts) * h.prog_cnt);
+		rc = drop_dead(*out, *verdicts, body + sizeof(**verdicts) * h.prog_cnt,
+			       h.dead_bytes, err, errlen);
+	}
+	if (rc != 0 && *out) {
+		vm_object_free(*out), free(*verdicts);
+		*out = NULL, *verdicts = NULL;
+	}
 	free(buf);
 	return rc;
 }
@@ -264,6 +323,7 @@ int shim_live_guard_load(const void *data, size_t size, const char *name,
 	if (!opts)
 		opts = &plain;
 	if (!opts->fork)
-		return load_here(data, size, name, opts->max_processed, out, verdicts, err, errlen);
+		return load_in_process(data, size, name, opts->max_processed, out, verdicts, err,
+				       errlen);
 	return load_forked(data, size, name, opts, out, verdicts, err, errlen);
 }

@@ -142,6 +142,8 @@ struct live_session {
 };
 extern struct live_session shim_live_session;
 
+/* maps.c: whether some GPU program is a blockretprobe (each context then has a block table). */
+bool shim_live_block_table(void);
 /* live.c: device bytes of a map in its ptx-rewriter/layout.h layout (0: none on the device). */
 uint64_t shim_live_map_bytes(const struct vm_map_def *d);
 /* "NAME (kind, how its size comes about = N bytes)", for messages that refuse maps. */
@@ -190,6 +192,8 @@ struct live_ctx {
 	uint8_t **snap;             /* per map: the last copy read back (NULL before) */
 	uint64_t snap_ns;           /* when it was read (CLOCK_REALTIME), 0 = never */
 	CUdeviceptr enable;         /* CUBPF_ENABLE_WORDS enable words (ptx-rewriter/layout.h) */
+	CUdeviceptr blocks;         /* the thread block table of blockretprobes (layout.h), or 0 */
+	uint64_t blocks_untracked;  /* its count of blocks it had no slot for, as last read */
 	uint32_t *enable_set;       /* the value each word was last set to, host copy */
 	CUmodule clock_mod;         /* cubpf's %globaltimer kernel (clock.c), or NULL */
 	CUfunction clock_fn;

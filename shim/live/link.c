@@ -3,11 +3,12 @@
  * cuLinkAddData / cuLinkAddFile with PTX: the input is instrumented and handed to the linker in
  * place of the original (the driver compiles a PTX input when it is added: an instrumented input
  * it refuses is replaced by the original right away, see wrap_module.c).  Every instrumented
- * module defines the maps it uses (`__cubpf_map_<i>`, `__cubpf_enable`, .visible .const), and two
- * definitions would make cuLinkComplete fail, when the original inputs can no longer be given:
- * in a link, the instrumented inputs declare them .extern, and one more input of cubpf's own,
- * added before the first instrumented one, defines them all.  The linker's options (the
- * application's cuLinkCreate) apply to the instrumented inputs as they would to the originals.
+ * module defines the maps it uses (`__cubpf_map_<i>`, `__cubpf_enable`, `__cubpf_blocks`,
+ * .visible .const), and two definitions would make cuLinkComplete fail, when the original
+ * inputs can no longer be given: in a link, the instrumented inputs declare them .extern, and
+ * one more input of cubpf's own, added before the first instrumented one, defines them all.
+ * The linker's options (the application's cuLinkCreate) apply to the instrumented inputs as
+ * they would to the originals.
  *
  * cuLinkComplete: the linked cubin of a link with an instrumented input is remembered (its
  * address, size and a hash of its bytes, since programs often copy it before loading it), and
@@ -57,7 +58,8 @@ static uint32_t link_kernel_id(void *user, const char *mangled)
 	return shim_live_kernel_id(NULL, mangled);
 }
 
-/* The maps' declarations the rewriter writes: "<DECL>__cubpf_map_<i>;" or "<DECL>__cubpf_enable;". */
+/* The maps' declarations the rewriter writes: "<DECL>__cubpf_map_<i>;", "<DECL>__cubpf_enable;"
+ * or "<DECL>__cubpf_blocks;". */
 #define DECL ".visible .const .align 8 .u64 "
 #define EXTERN ".extern  .const .align 8 .u64 " /* the same length: edited in place */
 
@@ -80,6 +82,8 @@ int shim_live_link_definitions(void *state, char *err, size_t errlen)
 		len += (size_t)snprintf(ptx + len, cap - len, DECL PTX_MAP_SYMBOL_FMT ";\n", i);
 	if (shim_live_session.enable_words)
 		len += (size_t)snprintf(ptx + len, cap - len, DECL CUBPF_ENABLE_SYMBOL ";\n");
+	if (shim_live_block_table())
+		len += (size_t)snprintf(ptx + len, cap - len, DECL CUBPF_BLOCKS_SYMBOL ";\n");
 	CUresult r = shim_live_cu.cuLinkAddData_v2((CUlinkState)state, CU_JIT_INPUT_PTX, ptx, len + 1,
 					      "cubpf_maps.ptx", 0, NULL, NULL);
 	free(ptx);

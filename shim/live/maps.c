@@ -60,6 +60,8 @@ static void ctx_free(struct live_ctx *c)
 	}
 	if (c->enable)
 		shim_live_cu.cuMemFree_v2(c->enable);
+	if (c->blocks)
+		shim_live_cu.cuMemFree_v2(c->blocks);
 	free(c->enable_set);
 	free(c->base);
 	free(c->host);
@@ -324,6 +326,27 @@ static void unshare_maps(struct live_ctx *c)
 	}
 }
 
+bool shim_live_block_table(void)
+{
+	for (uint32_t i = 0; i < shim_live_session.nprogs; i++)
+		if (shim_live_session.progs[i].kind == VM_PROG_BLOCKRETPROBE)
+			return true;
+	return false;
+}
+
+/* The context's thread block table (layout.h), zeroed, when some program is a blockretprobe:
+ * one per context, whatever the number of modules, in device memory rather than the blocks'
+ * shared memory (which belongs to the application). */
+static CUresult block_table_alloc(struct live_ctx *c)
+{
+	if (!shim_live_block_table())
+		return CUDA_SUCCESS;
+	CUresult r = shim_live_cu.cuMemAlloc_v2(&c->blocks, CUBPF_BLOCK_TABLE_BYTES);
+	if (r == CUDA_SUCCESS)
+		r = shim_live_cu.cuMemsetD8Async(c->blocks, 0, CUBPF_BLOCK_TABLE_BYTES, c->stream);
+	return r;
+}
+
 /* Allocates every map of the current context `c->ctx`.  The caller holds the lock. */
 static int ctx_alloc(struct live_ctx *c, char *err, size_t errlen)
 {
@@ -342,6 +365,10 @@ static int ctx_alloc(struct live_ctx *c, char *err, size_t errlen)
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	if (r == CUDA_SUCCESS)
 		memset(c->enable_set, 0xff, CUBPF_ENABLE_WORDS * sizeof(uint32_t));
+	if (r == CUDA_SUCCESS)
+		r = block_table_alloc(c);
+	if (r == CUDA_SUCCESS && c->blocks)
+		total += CUBPF_BLOCK_TABLE_BYTES;
 	for (uint32_t i = 0; r == CUDA_SUCCESS && i < shim_live_session.nmaps; i++) {
 		if (!shim_live_session.maps[i].bytes || (shim_live_session.maps[i].shared && share_map(c, i)))
 			continue;
@@ -464,6 +491,23 @@ struct live_ctx *shim_live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 	return c;
 }
 
+/* Stores *value (a field of c: it outlives the copy) in the module's global `name` when the
+ * module declares it; CUDA_ERROR_NOT_FOUND when it does not, CUDA_ERROR_INVALID_VALUE when it
+ * does but *value is 0 (nothing to point it at). */
+static CUresult fill_one(struct live_ctx *c, CUmodule mod, CUlibrary lib, const char *name,
+			 const CUdeviceptr *value)
+{
+	CUdeviceptr sym = 0;
+	size_t size = 0;
+	CUresult r = mod ? shim_live_cu.cuModuleGetGlobal_v2(&sym, &size, mod, name)
+			 : shim_live_cu.cuLibraryGetGlobal(&sym, &size, lib, name);
+	if (r != CUDA_SUCCESS || size != sizeof(*value))
+		return r == CUDA_SUCCESS ? CUDA_ERROR_NOT_FOUND : r;
+	if (!*value)
+		return CUDA_ERROR_INVALID_VALUE;
+	return shim_live_cu.cuMemcpyHtoDAsync_v2(sym, value, sizeof(*value), c->stream);
+}
+
 int shim_live_fill(struct live_ctx *c, CUmodule mod, CUlibrary lib, char *err, size_t errlen)
 {
 	CUresult r = CUDA_SUCCESS;
@@ -490,14 +534,12 @@ int shim_live_fill(struct live_ctx *c, CUmodule mod, CUlibrary lib, char *err, s
 			break;
 		filled++;
 	}
-	if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_FOUND) {
-		CUdeviceptr sym = 0;
-		size_t size = 0;
-		r = mod ? shim_live_cu.cuModuleGetGlobal_v2(&sym, &size, mod, CUBPF_ENABLE_SYMBOL)
-			: shim_live_cu.cuLibraryGetGlobal(&sym, &size, lib, CUBPF_ENABLE_SYMBOL);
-		if (r == CUDA_SUCCESS && size == sizeof(c->enable))
-			r = shim_live_cu.cuMemcpyHtoDAsync_v2(sym, &c->enable, sizeof(c->enable),
-							 c->stream);
+	if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_FOUND)
+		r = fill_one(c, mod, lib, CUBPF_ENABLE_SYMBOL, &c->enable);
+	if ((r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_FOUND) &&
+	    (r = fill_one(c, mod, lib, CUBPF_BLOCKS_SYMBOL, &c->blocks)) == CUDA_ERROR_INVALID_VALUE) {
+		snprintf(err, errlen, CUBPF_BLOCKS_SYMBOL ": the context has no block table");
+		return -1;
 	}
 	if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_FOUND)
 		r = shim_live_cu.cuStreamSynchronize(c->stream);
@@ -531,6 +573,18 @@ static CUresult rb_tails_copy(struct live_ctx *c, uint32_t i)
 					    (size_t)lanes * sizeof(uint64_t), c->stream);
 }
 
+/* Blocks whose end ran no blockretprobe because the block table was full (layout.h): said
+ * once per new count, so that a report missing blocks says why. */
+static void block_table_note(struct live_ctx *c, uint64_t untracked)
+{
+	if (untracked <= c->blocks_untracked)
+		return;
+	c->blocks_untracked = untracked;
+	shim_log(SHIM_LOG_WARN, "live: context %p: %" PRIu64 " thread blocks found the block table "
+		 "full (%u slots): their blockretprobes did not run", (void *)c->ctx, untracked,
+		 CUBPF_BLOCK_SLOTS);
+}
+
 static void snapshot(struct live_ctx *c, bool sync)
 {
 	CUcontext popped;
@@ -555,9 +609,16 @@ static void snapshot(struct live_ctx *c, bool sync)
 							  c->stream)
 			   : CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	uint64_t untracked = 0; /* blocks the block table had no slot for */
+	if (r == CUDA_SUCCESS && c->blocks)
+		r = shim_live_cu.cuMemcpyDtoHAsync_v2(&untracked,
+						 c->blocks + CUBPF_BLOCK_UNTRACKED_OFFSET,
+						 sizeof(untracked), c->stream);
 	if (r == CUDA_SUCCESS)
 		r = shim_live_cu.cuStreamSynchronize(c->stream);
 	shim_live_cu.cuCtxPopCurrent_v2(&popped);
+	if (r == CUDA_SUCCESS)
+		block_table_note(c, untracked);
 	for (uint32_t i = 0; tmp && i < shim_live_session.nmaps; i++) {
 		if (r == CUDA_SUCCESS) {
 			free(c->snap[i]);
@@ -679,6 +740,7 @@ static void ctx_forget(struct live_ctx *c)
 	c->base = NULL;
 	c->host = NULL;
 	c->enable = 0;
+	c->blocks = 0;
 	ctx_free(c);
 }
 

@@ -214,6 +214,8 @@ struct work {
 	size_t nowned;
 	char origin_buf[320];
 	bool cached;                /* key is valid: look up, and put what is made */
+	bool keyed;                 /* key taken and looked up already (early_lookup) */
+	uint64_t t0;                /* when the load began */
 	store_key key;
 	struct live_manifest manifest; /* the kernel ids the rewriter asked for */
 	char *out;                  /* instrumented PTX */
@@ -380,8 +382,25 @@ static int reproduce_fmad(struct work *w, const uint8_t *data, size_t size, char
 	       0;
 }
 
+static bool image_key(struct work *w);
+static int cache_lookup(struct work *w, uint64_t t0);
+
+/* The cache, asked before the embedded PTX is judged: the verdict parses the PTX and may compile
+ * it twice to find ptxas's -fmad (reproduce_fmad), which a cache hit must not pay again, or a
+ * cached Triton cubin loads several times slower than the original.  What the verdict decides
+ * depends only on the image's bytes, the driver and this build, all in the key, so the key's
+ * origin is the path's name alone.  Returns 1 when the cache settled the load. */
+static int early_lookup(struct work *w)
+{
+	w->origin = "embedded PTX";
+	w->keyed = true;
+	w->cached = w->ctx && image_key(w);
+	return w->cached && cache_lookup(w, w->t0);
+}
+
 /* The embedded PTX of cubin entry `elf`, if cubpf can compile it as ptxas did.  Returns 1 (it
- * is w->ptx), 0 with why (not usable), -1 on an unreadable entry (w->err). */
+ * is w->ptx), 0 with why (not usable), 2 when the cache settled the load before the PTX was
+ * judged (early_lookup), -1 on an unreadable entry (w->err). */
 static int embedded_source(struct work *w, long elf, char *why, size_t n)
 {
 	const uint8_t *data;
@@ -398,6 +417,8 @@ static int embedded_source(struct work *w, long elf, char *why, size_t n)
 			w->no_lineinfo = true;
 		return 0;
 	}
+	if (early_lookup(w))
+		return 2;
 	if (!e->text)
 		return embedded_parts(w, why, n);
 	int rc = ptx_embedded_verdict(data, size, e, why, n);
@@ -647,10 +668,10 @@ static int open_image(struct work *w)
 	why[0] = 0;
 	if (w->img->wrapper_version == 2)
 		rc = rdc_source(w, why, sizeof(why));
-	else if (elf >= 0 && (rc = embedded_source(w, elf, why, sizeof(why))) > 0 && w->ptx)
+	else if (elf >= 0 && (rc = embedded_source(w, elf, why, sizeof(why))) == 1 && w->ptx)
 		jit_check(w, elf);
 	if (rc != 0)
-		return rc;
+		return rc; /* (2: a cache hit settled the load) */
 	if (!why[0])
 		no_entry_reason(w->img, w->sm, w->no_lineinfo, why, sizeof(why));
 	note_no_ptx(ev, w->sm, why);
@@ -689,8 +710,9 @@ static uint32_t record_id(void *user, const char *mangled)
 	return id;
 }
 
-/* Instruments the image's PTX.  Returns 1 when kernels were instrumented (w->out), 0 when there
- * is nothing to do, -1 on failure (w->err). */
+/* Instruments the image's PTX.  Returns 1 when kernels or device functions (fentry/fexit, a
+ * .func's memory probes) were instrumented (w->out), 0 when there is nothing to do, -1 on
+ * failure (w->err). */
 int shim_live_instrument(const char *ptx, size_t len, uint32_t (*kernel_id)(void *, const char *),
 		    void *user, char **out, size_t *out_len, struct ptx_inject_report *rep,
 		    char *err, size_t errlen)
@@ -706,7 +728,7 @@ int shim_live_instrument(const char *ptx, size_t len, uint32_t (*kernel_id)(void
 	int rc = defs ? ptx_instrument(ptx, strnlen(ptx, len), &o, out, out_len, rep, err, errlen)
 		      : -1;
 	free(defs);
-	if (rc == 0 && rep->instrumented == 0) {
+	if (rc == 0 && rep->instrumented == 0 && rep->funcs == 0) {
 		atomic_fetch_add(&shim_live_session.n.modules_untouched, 1);
 		free(*out);
 		*out = NULL;
@@ -738,12 +760,12 @@ static int instrument_parts(struct work *w)
 		w->rep.instrumented += rep.instrumented, w->rep.kernels += rep.kernels;
 		w->rep.entry_sites += rep.entry_sites, w->rep.exit_sites += rep.exit_sites;
 		w->rep.mem_sites += rep.mem_sites, w->rep.block_sites += rep.block_sites;
-		w->rep.sync_sites += rep.sync_sites;
+		w->rep.sync_sites += rep.sync_sites, w->rep.funcs += rep.funcs;
 		total += p->out_len + 32;
 		if (rc > 0 && !w->label[0]) /* (the rewriter's parse named it: no lexing again) */
 			snprintf(w->label, sizeof(w->label), "%s", rep.label[0] ? rep.label : "module");
 	}
-	if (!w->rep.instrumented)
+	if (!w->rep.instrumented && !w->rep.funcs)
 		return 0;
 	if (!(w->out = malloc(total + 1)))
 		return snprintf(w->err, sizeof(w->err), "out of memory"), -1;
@@ -1000,7 +1022,7 @@ static void module_loading(struct shim_module_event *ev)
 		return;
 	}
 	uint64_t t0 = now_ns();
-	struct work w = { .ev = ev };
+	struct work w = { .ev = ev, .t0 = t0 };
 	if (shim_live_cu.cuCtxGetCurrent(&w.ctx) != CUDA_SUCCESS)
 		w.ctx = NULL;
 	w.sm = shim_live_ctx_sm(w.ctx);
@@ -1009,17 +1031,18 @@ static void module_loading(struct shim_module_event *ev)
 		snprintf(w.err, sizeof(w.err), "the device's compute capability is unknown");
 	else if ((rc = open_image(&w)) > 0) {
 		/* The cache holds cubins: only with a context (without one the PTX is substituted). */
-		w.cached = w.ctx && image_key(&w);
-		if (w.cached && cache_lookup(&w, t0)) {
+		if (!w.keyed)
+			w.cached = w.ctx && image_key(&w);
+		if (rc == 2 || (!w.keyed && w.cached && cache_lookup(&w, t0))) {
 			cubin_embedded_ptx_free(&w.embedded);
 			free_parts(&w);
 			release_image(&w);
 			return;
 		}
 		rc = instrument(&w);
+		if (rc == 0 && w.cached) /* nothing to instrument in PTX cubpf could use */
+			put_untouched(&w);
 	}
-	if (rc == 0 && w.cached && (w.ptx || w.nparts))
-		put_untouched(&w);
 	if (rc <= 0) {
 		cubin_embedded_ptx_free(&w.embedded);
 		free_parts(&w);

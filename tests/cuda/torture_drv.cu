@@ -103,10 +103,22 @@ static size_t dev_used(void)
 	return tot - fr;
 }
 
+/* FIGURE lines are checked by t_torture; progress lines (the same figures between the checked
+ * cycles) say how far a run cut short by a time limit got. */
+static void figures(const char *tag, const char *mode, int cycle)
+{
+	fprintf(stderr, "%s %s cycle=%d rss_kb=%ld fds=%d threads=%d dev_used_mb=%zu\n", tag, mode,
+		cycle, rss_kb(), fd_count(), thread_count(), dev_used() >> 20);
+}
+
 static void figure(const char *mode, int cycle)
 {
-	fprintf(stderr, "FIGURE %s cycle=%d rss_kb=%ld fds=%d threads=%d dev_used_mb=%zu\n", mode,
-		cycle, rss_kb(), fd_count(), thread_count(), dev_used() >> 20);
+	figures("FIGURE", mode, cycle);
+}
+
+static void progress(const char *mode, int cycle)
+{
+	figures("progress", mode, cycle);
 }
 
 // ---- helpers -------------------------------------------------------------------------------
@@ -261,6 +273,8 @@ static int m_ctxloop(int cycles)
 		stotal += run_scale(m.scale, 512, NULL, 0);
 		if (i == 10 || i == cycles - 1)
 			figure("ctxloop", i + 1);
+		else if ((i + 1) % 100 == 0) /* progress, for a run cut short by a time limit */
+			progress("ctxloop", i + 1);
 		CK(cuModuleUnload(m.mod));
 		CK(cuCtxDestroy(c));
 	}
@@ -446,6 +460,19 @@ static int m_attrs(int)
 	std::vector<float> h(n);
 	CK(cuMemcpyDtoH(h.data(), dout, n * sizeof(float)));
 	printf("big smem launch out[5] %.0f\n", h[5]);
+	// Opting in to all the shared memory a block may have (flash-attention style: the device's
+	// opt-in maximum less the kernel's static size), then a launch that uses all of it: cubpf
+	// must add no shared memory of its own, or the setting fails.
+	int optin = 0, stat = 0;
+	CK(cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev0));
+	CK(cuFuncGetAttribute(&stat, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, m.scale));
+	printf("scale static smem %d\n", stat);
+	CK(cuFuncSetAttribute(m.scale, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - stat));
+	CK(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, m.scale));
+	printf("scale max dynamic smem all = opt-in - static: %d\n", v == optin - stat);
+	CK(cuLaunchKernel(m.scale, n / 128, 1, 1, 128, 1, 1, optin - stat, NULL, params, NULL));
+	CK(cuMemcpyDtoH(h.data(), dout, n * sizeof(float)));
+	printf("all smem launch out[5] %.0f\n", h[5]);
 	// Occupancy answers describe the kernel that runs (under probes it may hold more
 	// registers than the original: README): they are figures, and what must hold is that
 	// launches sized by them work, a cooperative grid of every SM full included.

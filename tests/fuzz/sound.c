@@ -505,7 +505,7 @@ static int check_one(const struct opts *op, struct figures *f, const struct soun
 	struct vm_verify_opts vo = {.max_processed = 200000};
 	struct vm_verify_info info;
 	int rc = 0;
-	if (vm_verify(o, 0, &vo, &info, log, sizeof(log)) != 0) {
+	if (vm_verify_sanitize(o, 0, &vo, &info, log, sizeof(log)) != 0) {
 		snprintf(reason, reasonlen, "rejected: %s", info.reason);
 	} else {
 		rc = 1;

@@ -6,7 +6,7 @@
 #   counts[0] blocks begun = counts[1] blocks ended = the blocks launched (the app's expect line);
 #   counts[2] = counts[3] = the sum of n(n+1)/2 over launches (every block once, by its index);
 #   counts[4] = 0 blocks whose end came before their begin; counts[5] = 0 (ctx->end at begin);
-#   counts[6] = 0 ends whose ctx->begin_ns (kept by cubpf in shared memory) is not a time before
+#   counts[6] = 0 ends whose ctx->begin_ns (kept by cubpf in its block table) is not a time before
 #   their own.
 # The program's stdout must be identical to a native run.
 set -u
@@ -44,6 +44,7 @@ for part in early tail all; do
   if [ -n "$want_s" ] && [ "$s2" = "$want_s" ] && [ "$s3" = "$want_s" ]; then ok "$part: each block by its own index"
   else fail "$part: index sums $s2 / $s3, expected ${want_s:-?}"; fi
   [ "$bad" = 0 ] && [ "$endflag" = 0 ] && [ "$badbegin" = 0 ] || fail "$part: $bad ends before their begin, $endflag begins with ctx->end set, $badbegin bad begin_ns"
+  ! grep -q 'found the block table full' "$OUT/blocks_$part.err" || fail "$part: $(grep -m1 'found the block table full' "$OUT/blocks_$part.err")"
 done
 # blocklat on the tail part: 264 blocks of blk_tail, block 263 doing about 5x the most work of
 # any other (40 units against at most 8): the slowest block, and at least 5x the mean.

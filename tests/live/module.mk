@@ -12,6 +12,7 @@ $(call objs,tests/live/test_live.c): CFLAGS += -DLIVE_TEST_BUILD='"$(abspath $(B
   -DLIVE_TEST_FIXTURES='"$(abspath $(FIXTURES))"'
 $(BUILD)/tests/test_live: $(call objs,tests/live/test_live.c shim/live/rb.c) $(STORE_LIB) $(CUBIN_LIB) \
 		| $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so $(LIVE_PROBES) $(PROBE_OBJS) \
+		  $(BUILD)/ptx-probes/func.bpf.o \
 		  $(FIXTURES)/shim/app.cubin $(FIXTURES)/shim/app.fatbin $(addprefix $(FIXTURES)/cubin/,lineinfo.cubin \
 		  ptxas_o2.cubin ptxas_loc.cubin nvrtc_arch.cubin nvjitlink2.cubin rdc_app \
 		  notk_int.cubin notk_float.cubin notk_fadd.cubin notk_mul.cubin notk_fused.cubin)

@@ -807,6 +807,118 @@ static void test_sampling_flips_enable_words(void **state)
 	assert_int_equal(run_child(&env, child_sample), 0);
 }
 
+/* Blockretprobes count a block's threads in one table per context, in device memory (never the
+ * blocks' shared memory, which is the application's): every module that declares
+ * __cubpf_blocks gets the same table, zeroed; with no blockretprobe there is none. */
+static const char blocks_ptx[] =
+	".version 8.0\n.target sm_90\n.address_size 64\n"
+	".visible .entry live_k(\n\t.param .u64 live_k_param_0\n)\n{\n\tret;\n}\n";
+static const char blocks_ptx2[] =
+	".version 8.0\n.target sm_90\n.address_size 64\n"
+	".visible .entry live_k2(\n\t.param .u64 live_k2_param_0\n)\n{\n\tret;\n}\n";
+
+static int child_blocks(void)
+{
+	void *a = NULL, *b = NULL;
+	if (open_both() || load(&a, blocks_ptx) != 0 || load(&b, blocks_ptx2) != 0)
+		return child_fail("set-up");
+	const char *t = module_text(a);
+	bool want = getenv("WANT_BLOCKS") != NULL;
+	if (!t || (strstr(t, ".u64 __cubpf_blocks;") != NULL) != want || strstr(t, ".shared"))
+		return child_fail("the module %s the block table: %.80s", want ? "lacks" : "declares",
+				  t ? t : "");
+	if (!want)
+		return 0;
+	const uint8_t *ta = (const uint8_t *)(uintptr_t)global(a, "__cubpf_blocks");
+	const uint8_t *tb = (const uint8_t *)(uintptr_t)global(b, "__cubpf_blocks");
+	if (!ta || ta != tb)
+		return child_fail("block table %p and %p: not one per context", (void *)ta, (void *)tb);
+	for (uint64_t i = 0; i < CUBPF_BLOCK_TABLE_BYTES; i++)
+		if (ta[i])
+			return child_fail("the block table is not zeroed at byte %llu",
+					  (unsigned long long)i);
+	return 0;
+}
+
+static void test_block_table_per_context(void **state)
+{
+	(void)state;
+	char blocklat[4200];
+	snprintf(blocklat, sizeof(blocklat), "%s/probes/blocklat.bpf.o", LIVE_TEST_BUILD);
+	struct child_env env = { { "CUBPF_PROGRAMS", "WANT_BLOCKS", "CUBPF_CACHE", "CUBPF_DUMP_MAPS" },
+				 { blocklat, "1", "off", "1" } };
+	assert_int_equal(run_child(&env, child_blocks), 0);
+	/* the log's device bytes count the table (1 MiB and 128 bytes more than blocklat's two
+	 * maps), which is no map: neither counted among them nor dumped */
+	assert_non_null(strstr(child_err, "live: maps on device"));
+	assert_non_null(strstr(child_err, " pinned bytes, 2 maps"));
+	assert_non_null(strstr(child_err, "cubpf: map blstats"));
+	assert_null(strstr(child_err, "map __cubpf"));
+	struct child_env none = { { "CUBPF_CACHE" }, { "off" } }; /* count.bpf.o: kprobes only */
+	assert_int_equal(run_child(&none, child_blocks), 0);
+}
+
+/* fentry/fexit only (tests/ptx/probes/func.bpf.o): a module whose kernels get no probe but whose
+ * device function does is instrumented, not left as it was. */
+static const char func_ptx[] =
+	".version 8.0\n.target sm_90\n.address_size 64\n"
+	".func (.param .b32 func_retval0) live_f(.param .b32 live_f_param_0)\n{\n"
+	"\t.reg .b32 %r<3>;\n\tld.param.u32 %r1, [live_f_param_0];\n\tadd.s32 %r2, %r1, 1;\n"
+	"\tst.param.b32 [func_retval0+0], %r2;\n\tret;\n}\n"
+	".visible .entry live_k(\n\t.param .u64 live_k_param_0\n)\n{\n\t.reg .b32 %r<3>;\n"
+	"\tmov.u32 %r1, %tid.x;\n\t{\n\t.param .b32 p0;\n\tst.param.b32 [p0+0], %r1;\n"
+	"\t.param .b32 rv;\n\tcall.uni (rv), live_f, (p0);\n\tld.param.b32 %r2, [rv+0];\n\t}\n"
+	"\tret;\n}\n";
+
+static int child_func_only(void)
+{
+	void *mod = NULL;
+	if (open_both() || load(&mod, func_ptx) != 0)
+		return child_fail("set-up");
+	const char *t = module_text(mod);
+	if (!t || !strstr(t, "// cubpf: fentry on_func_entry") || !strstr(t, "// cubpf: fexit"))
+		return child_fail("the device function is not probed: %.200s", t ? t : "");
+	if (!global(mod, "__cubpf_map_0"))
+		return child_fail("the map pointer is not stored");
+	return 0;
+}
+
+static void test_func_probes_only(void **state)
+{
+	(void)state;
+	char probe[4200];
+	snprintf(probe, sizeof(probe), "%s/ptx-probes/func.bpf.o", LIVE_TEST_BUILD);
+	struct child_env env = { { "CUBPF_PROGRAMS", "CUBPF_CACHE" }, { probe, "off" } };
+	assert_int_equal(run_child(&env, child_func_only), 0);
+}
+
+/* A probe with code on no feasible path (const volatile knobs: tests/ptx/probes/knob.bpf.c) is
+ * accepted with that code dropped, in the forked checker and in the process alike: the checker
+ * sends its marks back, and the module is instrumented without the switched-off printk. */
+static int child_knob(void)
+{
+	void *mod = NULL;
+	if (open_both() || load(&mod, live_ptx) != 0 || instrumented(mod, "FAKECUBIN"))
+		return child_fail("set-up");
+	const char *t = module_text(mod);
+	if (!t || !strstr(t, "// cubpf: kprobe on_entry") || strstr(t, "vprintf"))
+		return child_fail("not probed as expected: %.300s", t ? t : "");
+	return 0;
+}
+
+static void test_dead_code_dropped_behind_the_boundary(void **state)
+{
+	(void)state;
+	char probe[4200];
+	snprintf(probe, sizeof(probe), "%s/ptx-probes/knob.bpf.o", LIVE_TEST_BUILD);
+	for (int fork_it = 0; fork_it < 2; fork_it++) {
+		struct child_env env = { { "CUBPF_PROGRAMS", "CUBPF_CACHE", "CUBPF_VERIFY_FORK" },
+					 { probe, "off", fork_it ? "1" : "0" } };
+		assert_int_equal(run_child(&env, child_knob), 0);
+		assert_non_null(strstr(child_err, "instrumented 1 of 1 kernels"));
+	}
+}
+
 /* Launches being captured into a graph are not sampled: the enable word's memset would become a
  * node of the application's graph (found on an H100: torture_drv graph under memdelay, whose
  * --sample 2 put a memset node first, and the program's node handling failed).  The word stays
@@ -2482,8 +2594,10 @@ static int child_embedded(void)
 						  : strstr(t, "\nadd.rn.f32") ? "rounded" : "none");
 	/* the last text the JIT was given (with FAKE_PTXAS the module holds a real cubin) */
 	const char *in = ((const char *(*)(void))dlsym(fake, "fake_link_inputs"))(), *last = NULL;
+	unsigned inputs = 0;
 	for (const char *p = in; p && (p = strstr(p, ".version")); p++)
-		last = p;
+		last = p, inputs++;
+	fprintf(stderr, "test: jit inputs %u\n", inputs);
 	if (last && strstr(last, "__cubpf_map_0"))
 		fprintf(stderr, "test: jit input float adds: %s\n", strstr(last, "\nadd.f32") ? "plain"
 			: strstr(last, "\nadd.rn.f32") ? "rounded" : "none");
@@ -2635,6 +2749,29 @@ static void test_embedded_ptx_fmad_reproduced(void **state)
 	assert_int_equal(run_child(&env, child_embedded), 0);
 	want("live: cuModuleLoadData: instrumented 1 of 1 kernels");
 	want("test: jit input float adds: plain");
+}
+
+/* A cache hit of a cubin whose -fmad had to be found by reproducing its machine code pays none
+ * of it again: the second process compiles nothing (issue 31: a cached Triton cubin loaded
+ * several times slower than the original while the verdict ran before the lookup). */
+static void test_embedded_ptx_fmad_cache_hit_compiles_nothing(void **state)
+{
+	(void)state;
+	const char *as = getenv("PTXAS");
+	if (!as || access(as, X_OK))
+		fail_msg("no ptxas (PTXAS=%s): make test sets it", as ? as : "unset");
+	cache_setup();
+	struct child_env env = { { "LIVE_EMBEDDED", "CUBPF_PROGRAMS", "FAKE_PTXAS", "CUBPF_CACHE" },
+				 { "notk_mul.cubin", kcount_probe, as, cache_db } };
+	assert_int_equal(run_child(&env, child_embedded), 0);
+	want("live: cache miss for ");
+	want("test: jit input float adds: rounded");
+	want_not("test: jit inputs 0\n");
+	assert_int_equal(run_child(&env, child_embedded), 0);
+	want("live: cache hit for nofma_k (1 kernel, ");
+	want_not("cache miss");
+	want("test: jit inputs 0\n");
+	cache_teardown();
 }
 
 /* A cubin without line info says how to get it. */
@@ -2940,6 +3077,9 @@ int main(void)
 		cmocka_unit_test(test_host_probes_run_on_driver_calls),
 		cmocka_unit_test(test_host_and_gpu_programs_share_a_map),
 		cmocka_unit_test(test_sampling_flips_enable_words),
+		cmocka_unit_test(test_block_table_per_context),
+		cmocka_unit_test(test_func_probes_only),
+		cmocka_unit_test(test_dead_code_dropped_behind_the_boundary),
 		cmocka_unit_test(test_sampling_leaves_captured_launches_alone),
 		cmocka_unit_test(test_control_file_switches_programs),
 		cmocka_unit_test(test_ring_buffers_are_drained_into_the_trace),
@@ -2988,8 +3128,9 @@ int main(void)
 		cmocka_unit_test(test_sampling_compiles_the_enable_check_in),
 		cmocka_unit_test(test_embedded_ptx_is_instrumented),
 		cmocka_unit_test(test_embedded_ptx_refused_with_reasons),
-	cmocka_unit_test(test_embedded_ptx_without_options),
-	cmocka_unit_test(test_embedded_ptx_fmad_reproduced),
+		cmocka_unit_test(test_embedded_ptx_without_options),
+		cmocka_unit_test(test_embedded_ptx_fmad_reproduced),
+		cmocka_unit_test(test_embedded_ptx_fmad_cache_hit_compiles_nothing),
 		cmocka_unit_test(test_embedded_ptx_cache_hit),
 		cmocka_unit_test(test_embedded_ptx_of_linked_inputs),
 		cmocka_unit_test(test_embedded_ptx_without_fma),

@@ -40,6 +40,14 @@ static const struct bpf_insn block_sync_prog[] = {
 	I(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
 };
 
+/* fentry/fexit (issue 32): kernel_id (u32 at 48) and params[0] (u64 at 64) of the .func */
+static const struct bpf_insn func_prog[] = {
+	I(BPF_LDX | BPF_MEM | BPF_W, 0, 1, 48, 0),
+	I(BPF_LDX | BPF_MEM | BPF_DW, 3, 1, 64, 0),
+	I(BPF_ALU64 | BPF_ADD | BPF_X, 0, 3, 0, 0),
+	I(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+};
+
 static const char head[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
 			   ".visible .entry k(.param .u64 p0, .param .u32 p1)\n{\n"
 			   "\t.reg .b64 %rd<8>;\n\t.reg .b32 %r<8>;\n\t.reg .pred %p<4>;\n";
@@ -55,6 +63,8 @@ static void instrument(const char *text, size_t len)
 		{"b", VM_PROG_BLOCKPROBE, "*", block_sync_prog, 4},
 		{"be", VM_PROG_BLOCKRETPROBE, "k*", block_sync_prog, 4},
 		{"s", VM_PROG_SYNCPROBE, "*", block_sync_prog, 4},
+		{"fe", VM_PROG_FENTRY, "*", func_prog, 4},
+		{"fx", VM_PROG_FEXIT, "f*", func_prog, 4},
 		/* bbprobe: the memory program's u32 at 8 is the block context's kernel_id */
 		{"bb", VM_PROG_BBPROBE, "*", mem_prog, sizeof(mem_prog) / sizeof(mem_prog[0])},
 		{"bx", VM_PROG_BBRETPROBE, "k*", mem_prog, sizeof(mem_prog) / sizeof(mem_prog[0])},

@@ -26,7 +26,7 @@ static int one(const char *path, const struct ptxdiff_opts *o, const char *dir)
 	for (uint32_t i = 0; i < obj->prog_cnt; i++) {
 		const char *name = obj->progs[i].name;
 		struct vm_verify_info info;
-		if (vm_verify(obj, i, NULL, &info, NULL, 0)) {
+		if (vm_verify_sanitize(obj, i, NULL, &info, NULL, 0)) {
 			printf("skip %s:%s: rejected by the verifier: %s\n", base, name, info.reason);
 			continue;
 		}

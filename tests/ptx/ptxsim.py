@@ -22,6 +22,8 @@ class Mem:
     def wr(self, a, n, v):
         for i, b in enumerate(mask(v, 8 * n).to_bytes(n, 'little')): self.m[a + i] = b
 
+ATOM_OPS = ('add', 'and', 'or', 'xor', 'exch', 'max', 'min', 'cas')
+
 def tybits(t):
     m = re.search(r'(\d+)$', t)
     return int(m.group(1)) if m else 64
@@ -145,7 +147,9 @@ class VM:
                     else: self.mem.wr(a, n, v)
                 continue
             if root in ('atom', 'red'):
-                ty = parts[-1]; bits = tybits(ty); n = bits // 8; op = parts[-2]
+                # the operation among the qualifiers (.acquire.gpu.global.cas, .add.L2::cache_hint)
+                ty = parts[-1]; bits = tybits(ty); n = bits // 8
+                op = [q for q in parts[1:-1] if q in ATOM_OPS][0]
                 i = 1 if root == 'atom' else 0
                 a = self.addr(ops[i]); self.aligned(a, n, ins)
                 old = self.mem.rd(a, n); b = self.val(ops[i + 1])
@@ -158,17 +162,25 @@ class VM:
                 if root == 'atom': self.reg[ops[0]] = mask(old, bits)
                 continue
             if root == 'setp':
-                cmp, ty = parts[1], parts[2]; bits = tybits(ty)
+                cmp, ty = parts[1], parts[-1]; bits = tybits(ty)
                 a, b = self.val(ops[1]), self.val(ops[2])
                 if ty[0] == 's': a, b = sx(a, bits), sx(b, bits)
                 else: a, b = mask(a, bits), mask(b, bits)
-                self.reg[ops[0]] = {'eq': a == b, 'ne': a != b, 'gt': a > b, 'ge': a >= b, 'lt': a < b, 'le': a <= b}[cmp]
+                r = {'eq': a == b, 'ne': a != b, 'gt': a > b, 'ge': a >= b, 'lt': a < b, 'le': a <= b}[cmp]
+                if len(parts) == 4:  # setp.CMP.BOOLOP.type d, a, b, c
+                    c = self.reg.get(ops[3], 0)
+                    r = {'and': r and c, 'or': r or c, 'xor': bool(r) != bool(c)}[parts[2]]
+                self.reg[ops[0]] = r
                 continue
             if root == 'or' and parts[1] == 'pred':
                 self.reg[ops[0]] = self.reg.get(ops[1], 0) or self.reg.get(ops[2], 0); continue
             if root == 'and' and parts[1] == 'pred':
                 self.reg[ops[0]] = self.reg.get(ops[1], 0) and self.reg.get(ops[2], 0); continue
-            if root == 'membar': continue
+            if root in ('membar', 'fence'): continue
+            if root == 'createpolicy': self.reg[ops[0]] = 0; continue
+            # one-lane warps: every vote is the lane's own predicate, every match the lane itself
+            if root == 'vote': self.reg[ops[0]] = self.reg.get(ops[1].lstrip('!'), 0) != ops[1].startswith('!'); continue
+            if root == 'match': self.reg[ops[0]] = 1; continue
             if root == 'bar': continue  # bar.warp.sync: a warp of one lane
             # one simulated thread is a warp whose only active lane is lane 0
             if root == 'activemask': self.reg[ops[0]] = 1; continue

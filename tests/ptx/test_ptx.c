@@ -110,7 +110,7 @@ static void load_probes(const char *name, struct probes *p)
 	for (uint32_t i = 0; i < p->obj->prog_cnt && p->cnt < 16; i++) {
 		const struct vm_prog *g = &p->obj->progs[i];
 		char log[1024];
-		if (vm_verify(p->obj, i, NULL, NULL, log, sizeof(log)))
+		if (vm_verify_sanitize(p->obj, i, NULL, NULL, log, sizeof(log)))
 			fail_msg("%s: %s rejected: %s", name, g->name, log);
 		p->progs[p->cnt++] = (struct ptx_prog){g->name, g->kind, g->attach, g->insns,
 						       g->insn_cnt};
@@ -157,6 +157,31 @@ static int ptxas_registers(const char *text, size_t len, const char *kernel)
 	pclose(p);
 	unlink(in);
 	return regs;
+}
+
+/* Bytes of static shared memory of all the functions in ptxas -v's report of text for sm_90
+ * (sm_90a for modules written for it). */
+static long ptxas_smem(const char *text, size_t len)
+{
+	const char *arch = strstr(text, ".target sm_90a") ? "sm_90a" : "sm_90";
+	char in[] = "/tmp/cubpf-ptx-XXXXXX";
+	int fd = mkstemp(in);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	char cmd[2048], line[1024];
+	snprintf(cmd, sizeof(cmd), "%s -arch=%s -v %s -o /dev/null 2>&1", env("PTXAS"), arch, in);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	long total = 0, n;
+	int end;
+	while (fgets(line, sizeof(line), p))
+		for (const char *c = strchr(line, ','); c; c = strchr(c + 1, ','))
+			if (end = 0, sscanf(c, ", %ld bytes smem%n", &n, &end) == 1 && end)
+				total += n;
+	assert_int_equal(pclose(p), 0);
+	unlink(in);
+	return total;
 }
 
 /* A kernel that keeps 64 loaded values live: many registers unless limited. */
@@ -432,6 +457,53 @@ static void test_instrument_assembles(void **state)
 	}
 }
 
+/* const volatile knobs (tests/ptx/probes/knob.bpf.c): the verifier alone refuses the code behind
+ * the branches it proves one-way; dropped (vm_verify_sanitize), the program compiles, and what
+ * was dropped became exits and hard-wired jumps. */
+static void test_dead_code_dropped(void **state)
+{
+	(void)state;
+	char path[1024], err[256], log[4096];
+	struct vm_object *o;
+	snprintf(path, sizeof(path), "%s/ptx-probes/knob.bpf.o", env("CUBPF_BUILD"));
+	if (vm_object_load_file(path, &o, err, sizeof(err)))
+		fail_msg("%s: %s", path, err);
+	assert_int_equal(vm_verify(o, 0, NULL, NULL, log, sizeof(log)), -1);
+	assert_non_null(strstr(log, "no path the verifier walks reaches this instruction"));
+	struct vm_prog *g = &o->progs[0];
+	uint8_t *dead = calloc(g->insn_cnt + 1, 1);
+	struct vm_verify_opts vo = {.dead = dead};
+	assert_int_equal(vm_verify(o, 0, &vo, NULL, log, sizeof(log)), 0);
+	struct bpf_insn *before = malloc(g->insn_cnt * sizeof(*before));
+	memcpy(before, g->insns, g->insn_cnt * sizeof(*before));
+	uint32_t n = vm_prog_drop_dead(g, dead), insns = 0, jumps = 0;
+	for (uint32_t pc = 0; pc < g->insn_cnt; pc++) {
+		if (dead[pc] == 1) /* an exit in its place */
+			insns++, assert_int_equal(g->insns[pc].code, BPF_JMP | BPF_EXIT);
+		else if (dead[pc]) /* a conditional jump become `goto` (+0 when never taken) */
+			jumps++, assert_int_equal(g->insns[pc].code, BPF_JMP | BPF_JA),
+				assert_int_equal(g->insns[pc].off, dead[pc] == 2 ? 0 : before[pc].off);
+		else
+			assert_memory_equal(&g->insns[pc], &before[pc], sizeof(*before));
+	}
+	assert_int_equal(n, insns + jumps);
+	assert_true(insns >= 2 && jumps >= 2); /* the clamp and the printk, their two branches */
+	free(before), free(dead);
+	vm_object_free(o);
+	struct probes p;
+	load_probes("knob.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture(hand_fixtures[0], &len), *out, e2[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, e2), 0);
+	assert_int_equal(rep.entry_sites, 1);
+	assert_null(strstr(out, "vprintf")); /* the switched-off printk is not compiled */
+	assert_assembles(out, olen, "knob.bpf.o in pred_ret.ptx");
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
 static void test_sites_counted(void **state)
 {
 	(void)state;
@@ -564,7 +636,9 @@ static size_t count_of(const char *hay, const char *needle)
 
 /* Begin and end of every block, in every fixture kernel: assembles for sm_90 and sm_80; one
  * begin (thread 0,0,0, then the entry barrier) and one end per kernel; every exit goes through
- * the block-end code, whose count of threads still running is the block's own .shared word. */
+ * the block-end code, whose count of threads still running is in the context's block table
+ * (device memory, __cubpf_blocks): no shared memory of cubpf's, ptxas counts the same static
+ * shared bytes as for the original (a kernel may opt in to all the rest). */
 static void test_block_probes(void **state)
 {
 	(void)state;
@@ -583,15 +657,24 @@ static void test_block_probes(void **state)
 		assert_int_equal(rep.block_sites, 2 * rep.kernels);
 		assert_int_equal(rep.entry_sites, 0);
 		assert_true(rep.exit_sites >= rep.kernels);
-		assert_int_equal(count_of(out, ".shared .align 4 .u32 __cubpf_blk_left;"), rep.kernels);
+		assert_int_equal(count_of(out, ".shared"), count_of(t, ".shared"));
+		assert_int_equal(count_of(out, ".visible .const .align 8 .u64 __cubpf_blocks;\n"), 1);
+		assert_int_equal(ptxas_smem(out, olen), ptxas_smem(t, len));
+		/* thread (0,0,0) claims a slot (CAS) and stores the thread count and begin time */
+		assert_int_equal(count_of(out, ".global.cas.b64 %__cb_bk5, [%__cb_bk3], %__cb_bk4, "
+					  "%__cb_bk0;"), rep.kernels);
+		assert_int_equal(count_of(out, ".global.u32 [%__cb_bk3+16], %__cb_b1;"), rep.kernels);
+		assert_int_equal(count_of(out, ".global.u64 [%__cb_bk3+8], %__cb_bk4;"), rep.kernels);
 		/* the end probe's begin_ns: kept by thread (0,0,0), read back at the end */
-		assert_int_equal(count_of(out, "@!%__cb_bp0 st.shared.u64 [__cubpf_blk_t0], %__cb_bt;"),
+		assert_true(count_of(out, ".global.u64 %__cb_r") >= rep.kernels);
+		assert_true(count_of(out, ", [%__cb_bk3+8];") >= rep.kernels);
+		/* the slot is freed (tombstone) after the end probes */
+		assert_int_equal(count_of(out, "st.release.gpu.global.u64 [%__cb_bk3], 2;"),
 				 rep.kernels);
-		assert_true(count_of(out, "ld.shared.u64 %__cb_r") >= rep.kernels);
 		/* one barrier added per kernel: the entry's */
 		assert_int_equal(count_of(out, "\tbar.sync 0;"), count_of(t, "\tbar.sync 0;") +
 				 rep.kernels);
-		assert_int_equal(count_of(out, "atom.shared.add.u32 %__cb_b3, [__cubpf_blk_left]"),
+		assert_int_equal(count_of(out, "atom.global.add.u32 %__cb_b3, [%__cb_bk3+16]"),
 				 rep.kernels);
 		/* the only ret left in each kernel is the exit block's */
 		assert_int_equal(count_of(out, "$__cubpf_exit:\n"), rep.kernels);
@@ -640,7 +723,7 @@ static void test_block_probe_placement(void **state)
 	assert_true(begin < probe && probe < bar && bar < exitb && exitb < endp);
 	/* thread (0,0,0) sets the count before the barrier, under the same predicate that skips
 	 * the begin probe for every other thread */
-	const char *set = strstr(out, "@!%__cb_bp0 st.shared.u32 [__cubpf_blk_left], %__cb_b1;");
+	const char *set = strstr(out, "st.relaxed.gpu.global.u32 [%__cb_bk3+16], %__cb_b1;");
 	assert_non_null(set);
 	assert_true(begin < set && set < probe);
 	/* nothing but a branch to the exit block is left of the kernel's own returns */
@@ -686,6 +769,235 @@ static void test_block_probe_untouched(void **state)
 	assert_null(strstr(out, "%__cb_r1, %globaltimer"));
 	ptx_module_free(a);
 	ptx_module_free(b);
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
+/* The index of the map called name in an object (-1 when none). */
+static int map_index(const struct vm_object *o, const char *name)
+{
+	for (uint32_t i = 0; i < o->map_cnt; i++)
+		if (!strcmp(o->maps[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+/* The block end's protocol over the block table, run on tests/ptx/ptxsim_blocks.py (a model of
+ * the threads one after the other, each block's thread (0,0,0) first): begins = every block,
+ * ends = every block that found a slot, each at its last thread's exit with its own begin time,
+ * colliding grids probing past each other, tombstones reused, a block that finds the table full
+ * counted and left without an end; pred_ret's early, predicated and `exit` returns all counted. */
+static void test_block_protocol_sim(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("block.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture(hand_fixtures[0], &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	char tmp[] = "/tmp/cubpf-ptxsim-blocks-XXXXXX", cmd[512], line[512], last[512] = "";
+	int fd = mkstemp(tmp);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, out, olen), (ssize_t)olen);
+	close(fd);
+	int c = map_index(p.obj, "counts"), tm = map_index(p.obj, "times");
+	int b = map_index(p.obj, "begins");
+	assert_true(c >= 0 && tm >= 0 && b >= 0);
+	snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_blocks.py %s pred_ret %d %d %d 2>&1",
+		 tmp, c, tm, b);
+	FILE *f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "ok", 2))
+			print_message("%s", line);
+		snprintf(last, sizeof(last), "%s", line);
+	}
+	int st = pclose(f);
+	unlink(tmp);
+	if (st != 0 || !strstr(last, " passed, 0 failed"))
+		fail_msg("ptxsim_blocks (needs python3): %s", last[0] ? last : "no output");
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
+/* ---- device functions: fentry/fexit (issue 32) ---- */
+
+/* The .funcs with a body and the rets in them. */
+static void count_funcs(const char *t, size_t len, uint32_t *funcs, uint32_t *rets)
+{
+	struct ptx_module *m;
+	char err[PTX_ERRLEN];
+	assert_int_equal(ptx_parse(t, len, &m, err, sizeof(err)), 0);
+	*funcs = *rets = 0;
+	for (uint32_t i = 0; i < m->func_cnt; i++) {
+		const struct ptx_func *f = &m->funcs[i];
+		if (f->is_entry || !f->has_body)
+			continue;
+		++*funcs;
+		for (uint32_t k = 0; k < f->insn_cnt; k++)
+			*rets += !strcmp(f->insns[k].opcode, "ret") || !strcmp(f->insns[k].opcode, "ret.uni");
+	}
+	ptx_module_free(m);
+}
+
+/* A function's text (declaration to closing brace) in a module. */
+static char *func_text(const char *t, size_t len, const char *name)
+{
+	struct ptx_module *m;
+	char err[PTX_ERRLEN];
+	assert_int_equal(ptx_parse(t, len, &m, err, sizeof(err)), 0);
+	const struct ptx_func *f = ptx_find_func(m, name);
+	assert_non_null(f);
+	char *r = strndup(m->text + f->start, f->body_close + 1 - f->start);
+	ptx_module_free(m);
+	return r;
+}
+
+/* In every fixture: an fentry site per .func with a body (called or not), an fexit site per
+ * ret; kernels untouched, modules without .funcs byte for byte; assembles for sm_90 and
+ * sm_80. */
+static void test_func_probes(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("func.bpf.o", &p);
+	const size_t nfix = sizeof(cu_fixtures) / sizeof(cu_fixtures[0]);
+	for (size_t fi = 0; fi < nfix + NHAND + 1; fi++) {
+		const char *name = fi < nfix ? cu_fixtures[fi] : fi < nfix + NHAND ? hand_fixtures[fi - nfix]
+								     : "tests/ptx/kernels/funcs.ptx";
+		size_t len, olen;
+		char *t = fixture(name, &len), *out, err[PTX_ERRLEN], what[256];
+		struct ptx_inject_report rep;
+		uint32_t funcs, rets;
+		count_funcs(t, len, &funcs, &rets);
+		if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+			fail_msg("%s with func.bpf.o: %s", name, err);
+		assert_int_equal(rep.instrumented, 0);
+		assert_int_equal(rep.entry_sites + rep.exit_sites + rep.block_sites, 0);
+		assert_int_equal(rep.funcs, funcs);
+		assert_int_equal(rep.fentry_sites, funcs);
+		assert_int_equal(rep.fexit_sites, rets);
+		assert_int_equal(count_of(out, "// cubpf: fentry on_func_entry"), funcs);
+		assert_int_equal(count_of(out, "// cubpf: fexit on_func_exit"), rets);
+		if (!funcs) {
+			assert_int_equal(olen, len);
+			assert_memory_equal(out, t, len);
+		} else {
+			snprintf(what, sizeof(what), "%s with fentry/fexit", name);
+			assert_assembles(out, olen, what);
+		}
+		free(out);
+		free(t);
+	}
+	vm_object_free(p.obj);
+}
+
+/* calls.ptx: probes at the first instruction and before the ret of each .func, the kernel's
+ * text as it was; ctx->kernel_id is the one caller's id, ctx->func_id the function's, params its
+ * own .param arguments; globs name functions; -k keeps the functions of the kernels it leaves
+ * out untouched. */
+static void test_func_probe_placement(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("func.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("calls.ptx", &len), *out, err[PTX_ERRLEN], num[32];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	char *k0 = func_text(t, len, "calls"), *k1 = func_text(out, olen, "calls");
+	assert_string_equal(k0, k1);
+	free(k0);
+	free(k1);
+	char *f = func_text(out, olen, "_Z5scaleff");
+	const char *entry = strstr(f, "// cubpf: fentry on_func_entry");
+	const char *first = strstr(f, "ld.param.f32 \t%f1, [_Z5scaleff_param_0];");
+	const char *exitp = strstr(f, "// cubpf: fexit on_func_exit");
+	const char *ret = strstr(f, "\tret;");
+	assert_non_null(entry);
+	assert_non_null(first);
+	assert_non_null(exitp);
+	assert_non_null(ret);
+	assert_true(entry < first && first < exitp && exitp < ret);
+	assert_non_null(strstr(f, "ld.param.u32 %__cb_r7, [_Z5scaleff_param_0];"));
+	snprintf(num, sizeof(num), " %u;", ptx_kernel_id("calls"));
+	assert_non_null(strstr(f, num));
+	snprintf(num, sizeof(num), " %u;", ptx_kernel_id("_Z5scaleff"));
+	assert_non_null(strstr(f, num));
+	/* not CUBPF_KERNEL_ID_SHARED: the probe's count of those (fcounts[5], byte 40) folds away */
+	assert_null(strstr(f, "%__cb_t0, 40;"));
+	free(f);
+	f = func_text(out, olen, "_Z10store_pairPfff");
+	assert_non_null(strstr(f, "ld.param.u64 %__cb_r7, [_Z10store_pairPfff_param_0];"));
+	free(f);
+	free(out);
+	/* globs match the function's mangled name, or its demangled one before '(' */
+	static const char *const globs[] = {"_Z5scale*", "store_pair"};
+	for (int g = 0; g < 2; g++) {
+		struct probes q = p;
+		for (uint32_t i = 0; i < q.cnt; i++)
+			q.progs[i].attach = globs[g];
+		assert_int_equal(instrument(t, len, &q, NULL, &out, &olen, &rep, err), 0);
+		assert_int_equal(rep.fentry_sites, 1);
+		assert_int_equal(rep.fexit_sites, 1);
+		char *yes = func_text(out, olen, g ? "_Z10store_pairPfff" : "_Z5scaleff");
+		char *no = func_text(out, olen, g ? "_Z5scaleff" : "_Z10store_pairPfff");
+		assert_non_null(strstr(yes, "// cubpf: fentry"));
+		assert_null(strstr(no, "// cubpf:"));
+		free(yes);
+		free(no);
+		free(out);
+	}
+	/* -k: only the functions of selected kernels */
+	assert_int_equal(instrument(t, len, &p, "no_such_kernel", &out, &olen, &rep, err), 0);
+	assert_int_equal(olen, len);
+	assert_memory_equal(out, t, len);
+	free(out);
+	assert_int_equal(instrument(t, len, &p, "calls", &out, &olen, &rep, err), 0);
+	assert_int_equal(rep.fentry_sites, 2);
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
+/* funcs.ptx: .reg parameters read from their registers, the predicated ret's fexit under its
+ * predicate, a function two kernels call (and one no kernel calls) with
+ * CUBPF_KERNEL_ID_SHARED; -k leaves the uncalled one alone. */
+static void test_func_probe_shared(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("func.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("tests/ptx/kernels/funcs.ptx", &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_int_equal(rep.fentry_sites, 2);
+	assert_int_equal(rep.fexit_sites, 3);
+	char *f = func_text(out, olen, "twice");
+	assert_non_null(strstr(f, "mov.b32 %__cb_w5, a;"));
+	assert_non_null(strstr(f, "mov.b64 %__cb_r7, b;"));
+	assert_non_null(strstr(f, "%__cb_t0, 40;")); /* fcounts[5]: kernel_id is SHARED */
+	const char *skip = strstr(f, "@!%p1 bra $__cb");
+	const char *pret = strstr(f, "@%p1 ret;");
+	assert_non_null(skip);
+	assert_non_null(pret);
+	assert_true(skip < pret);
+	free(f);
+	f = func_text(out, olen, "orphan");
+	assert_non_null(strstr(f, "%__cb_t0, 40;"));
+	free(f);
+	free(out);
+	assert_int_equal(instrument(t, len, &p, "k1", &out, &olen, &rep, err), 0);
+	assert_int_equal(rep.fentry_sites, 1);
+	char *o0 = func_text(t, len, "orphan"), *o1 = func_text(out, olen, "orphan");
+	assert_string_equal(o0, o1);
+	free(o0);
+	free(o1);
+	assert_assembles(out, olen, "funcs.ptx with fentry/fexit, -k k1");
 	free(out);
 	free(t);
 	vm_object_free(p.obj);
@@ -1433,10 +1745,15 @@ int main(void)
 		cmocka_unit_test(test_mutations),
 		cmocka_unit_test(test_instrument_assembles),
 		cmocka_unit_test(test_sites_counted),
+		cmocka_unit_test(test_dead_code_dropped),
 		cmocka_unit_test(test_untouched_identical),
 		cmocka_unit_test(test_block_probes),
 		cmocka_unit_test(test_block_probe_placement),
 		cmocka_unit_test(test_block_probe_untouched),
+		cmocka_unit_test(test_block_protocol_sim),
+		cmocka_unit_test(test_func_probes),
+		cmocka_unit_test(test_func_probe_placement),
+		cmocka_unit_test(test_func_probe_shared),
 		cmocka_unit_test(test_insn_sync),
 		cmocka_unit_test(test_sync_probes),
 		cmocka_unit_test(test_sync_probe_placement),

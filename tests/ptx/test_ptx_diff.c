@@ -39,7 +39,7 @@ static void check_all(bool fold)
 	assert_true(o->prog_cnt >= 7);
 	for (uint32_t i = 0; i < o->prog_cnt; i++) {
 		struct vm_verify_info info;
-		if (vm_verify(o, i, NULL, &info, NULL, 0))
+		if (vm_verify_sanitize(o, i, NULL, &info, NULL, 0))
 			fail_msg("%s is rejected: %s", o->progs[i].name, info.reason);
 		struct ptxdiff_opts opt = {.runs = 24, .seed = 7 + i, .fold = fold};
 		char err[1024];
@@ -211,7 +211,7 @@ static void test_fold_wraps(void **state)
 						   VM_PROG_KPROBE, err, sizeof(err));
 	assert_non_null(o);
 	struct vm_verify_info info;
-	if (vm_verify(o, 0, NULL, &info, NULL, 0))
+	if (vm_verify_sanitize(o, 0, NULL, &info, NULL, 0))
 		fail_msg("rejected: %s", info.reason);
 	for (int fold = 0; fold < 2; fold++) {
 		struct ptxdiff_opts opt = {.runs = 2, .seed = 3, .fold = fold};

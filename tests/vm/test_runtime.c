@@ -391,6 +391,12 @@ static void test_helper_table(void **state)
 	assert_string_equal(attach, "vec*");
 	assert_int_equal(vm_prog_kind_from_section("kprobe/", &attach), -1);
 	assert_int_equal(vm_prog_kind_from_section("xdp", &attach), -1);
+	assert_int_equal(vm_prog_kind_from_section("fentry/_Z3addii", &attach), VM_PROG_FENTRY);
+	assert_string_equal(attach, "_Z3addii");
+	assert_int_equal(vm_prog_kind_from_section("fexit/add*", &attach), VM_PROG_FEXIT);
+	assert_string_equal(vm_prog_kind_name(VM_PROG_FEXIT), "fexit");
+	assert_true(vm_kind_is_gpu(VM_PROG_FENTRY) && vm_kind_is_gpu(VM_PROG_FEXIT));
+	assert_true(vm_helper_proto(CUBPF_FN_get_globaltimer)->kinds & VM_KIND_BIT(VM_PROG_FEXIT));
 }
 
 /* The printk grammar (vm/printk.c): what each format converts, how the host prints it, and the

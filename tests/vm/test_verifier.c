@@ -33,6 +33,8 @@ struct vcase {
 #define BP VM_PROG_BLOCKPROBE
 #define BRP VM_PROG_BLOCKRETPROBE
 #define SP VM_PROG_SYNCPROBE
+#define FE VM_PROG_FENTRY
+#define FX VM_PROG_FEXIT
 #define BBP VM_PROG_BBPROBE
 
 /* r2 = &key (4 zero bytes at fp-4), r1 = map, call lookup: 6 slots */
@@ -156,6 +158,19 @@ static const struct vcase cases[] = {
 	REJECT("ctx_sync_before_narrow", SP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 56),
 	       EXIT()),
 	REJECT("ctx_sync_byte", SP, "invalid bpf_context access", LDX(BPF_B, 0, 1, 1), EXIT()),
+	/* device function probes: sixteen u32 fields, then params (u64s from 64 to 320) */
+	REJECT("ctx_func_write", FE, "cannot write into ctx", ST(BPF_W, 1, 48, 1), RET0),
+	REJECT("ctx_func_param_write", FX, "cannot write into ctx", STX(BPF_DW, 1, 1, 64), RET0),
+	REJECT("ctx_func_param_narrow", FE, "invalid bpf_context access", LDX(BPF_W, 0, 1, 64),
+	       EXIT()),
+	REJECT("ctx_func_id_wide", FX, "invalid bpf_context access", LDX(BPF_DW, 0, 1, 56), EXIT()),
+	REJECT("ctx_func_past_end", FE, "invalid bpf_context access", LDX(BPF_DW, 0, 1, 320),
+	       EXIT()),
+	REJECT("ctx_func_half", FX, "invalid bpf_context access", LDX(BPF_H, 0, 1, 48), EXIT()),
+	REJECT("ctx_func_host_helper", FE, "not available in fentry programs",
+	       CALL(CUBPF_FN_get_current_pid_tgid), EXIT()),
+	REJECT("ctx_func_to_helper", FX, "cannot be passed to helpers", MOV64_REG(2, 1),
+	       LD_MAP(1, M_ARRAY), CALL(CUBPF_FN_map_lookup_elem), RET0),
 	/* basic block probes: 34 u32 fields (entries last, at 132), all read-only */
 	REJECT("ctx_bb_write", BBP, "cannot write into ctx", ST(BPF_W, 1, 4, 1), RET0),
 	REJECT("ctx_bb_store_reg", BBP, "cannot write into ctx", STX(BPF_W, 1, 1, 0), RET0),
@@ -339,6 +354,13 @@ static const struct vcase cases[] = {
 	     LDX(BPF_W, 4, 1, 44), LDX(BPF_DW, 5, 1, 48), ALU64_REG(BPF_ADD, 0, 2),
 	     ALU64_REG(BPF_ADD, 0, 3), ALU64_REG(BPF_ADD, 0, 4), ALU64_REG(BPF_ADD, 0, 5),
 	     LDX(BPF_DW, 5, 1, 56), ALU64_REG(BPF_ADD, 0, 5), EXIT()),
+	PASS("ctx_func_fields", FE, LDX(BPF_W, 0, 1, 0), LDX(BPF_W, 2, 1, 48), LDX(BPF_W, 3, 1, 52),
+	     LDX(BPF_W, 4, 1, 56), LDX(BPF_W, 5, 1, 60), ALU64_REG(BPF_ADD, 0, 2),
+	     ALU64_REG(BPF_ADD, 0, 3), ALU64_REG(BPF_ADD, 0, 4), ALU64_REG(BPF_ADD, 0, 5),
+	     LDX(BPF_DW, 2, 1, 64), ALU64_REG(BPF_ADD, 0, 2), LDX(BPF_DW, 2, 1, 312),
+	     ALU64_REG(BPF_ADD, 0, 2), EXIT()),
+	PASS("ctx_func_exit_gpu_helper", FX, LDX(BPF_W, 6, 1, 60), CALL(CUBPF_FN_get_sm_id),
+	     ALU64_REG(BPF_ADD, 0, 6), EXIT()),
 	PASS("ctx_insns_warp_sum", VM_PROG_KRETPROBE, LDX(BPF_DW, 1, 1, 312), CALL(CUBPF_FN_warp_sum),
 	     EXIT()),
 	PASS("ctx_warp_insns", KP, LDX(BPF_DW, 0, 1, 320), EXIT()),

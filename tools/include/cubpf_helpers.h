@@ -7,8 +7,8 @@
  * BTF-defined structs in SEC(".maps") built with __uint/__type, globals live in .rodata/.data/
  * .bss.  Helpers are called through the usual `static ret (*name)(args) = (void *)ID` pointers.
  * GPU helpers may only be called from GPU programs (kprobe, kretprobe, memprobe, blockprobe,
- * blockretprobe), host helpers (ktime, pid/tgid, cpu) only from uprobe/uretprobe programs: the
- * verifier checks it.
+ * blockretprobe, syncprobe, fentry, fexit), host helpers (ktime, pid/tgid, cpu) only from
+ * uprobe/uretprobe programs: the verifier checks it.
  */
 #ifndef CUBPF_HELPERS_H
 #define CUBPF_HELPERS_H
@@ -65,7 +65,7 @@ static __u64 (*bpf_ktime_get_ns)(void) = (void *)CUBPF_FN_ktime_get_ns;
 static __u32 (*bpf_get_smp_processor_id)(void) = (void *)CUBPF_FN_get_smp_processor_id;
 static __u64 (*bpf_get_current_pid_tgid)(void) = (void *)CUBPF_FN_get_current_pid_tgid;
 
-/* ---- GPU helpers (kprobe, kretprobe, memprobe, blockprobe, blockretprobe) ------------------ */
+/* ---- GPU helpers (every GPU kind: kprobe ... syncprobe, fentry, fexit) ---------------------- */
 static long (*bpf_gpu_puts)(const char *str) = (void *)CUBPF_FN_gpu_puts;
 static __u64 (*bpf_get_globaltimer)(void) = (void *)CUBPF_FN_get_globaltimer;
 static long (*bpf_get_block_idx)(__u64 *x, __u64 *y, __u64 *z) = (void *)CUBPF_FN_get_block_idx;

@@ -1,10 +1,10 @@
 /* blocklat: how long thread blocks take, per kernel and per SM (issue 32).  At each block's end
  * (blockretprobe: the last group of its threads to leave), duration = time_ns - begin_ns (cubpf
- * keeps the begin in the block's shared memory).  Per kernel id and per SM (a per-SM map, each
+ * keeps the begin in its block table, device memory).  Per kernel id and per SM (a per-SM map, each
  * copy a 128-byte line of its own, as kcount's): blocks, the sum, least and largest duration,
  * the SM's first begin and last end, and its slowest block; per kernel a log2 histogram of the
  * durations.  One probe run per block: nothing runs per thread but cubpf's count of the
- * threads still running (one shared atomic per group of lanes leaving).  Kernel ids from 1024
+ * threads still running (one atomic per group of lanes leaving).  Kernel ids from 1024
  * on are not counted. */
 #include "cubpf_helpers.h"
 

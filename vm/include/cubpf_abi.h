@@ -26,10 +26,13 @@
  *   SEC("blockprobe/GLOB")  thread block begin, once per block          ctx: cubpf_block_ctx
  *   SEC("blockretprobe/GLOB") thread block end, once its last thread left ctx: cubpf_block_ctx
  *   SEC("syncprobe/GLOB")   before and after every barrier and fence    ctx: cubpf_sync_ctx
+ *   SEC("fentry/GLOB")      device function (.func) entry, every thread ctx: cubpf_func_ctx
+ *   SEC("fexit/GLOB")       device function return, every ret           ctx: cubpf_func_ctx
  *   SEC("bbprobe/GLOB")     entry of every PTX basic block              ctx: cubpf_bb_ctx
  *   SEC("bbretprobe/GLOB")  kernel exit, once per basic block, with the thread's entries of it
  *                                                                       ctx: cubpf_bb_ctx
- * GLOB matches the kernel's mangled or demangled name (fnmatch syntax; "*" = every kernel).
+ * GLOB matches the kernel's mangled or demangled name (fnmatch syntax; "*" = every kernel);
+ * for fentry/fexit, the device function's.
  */
 
 #define CUBPF_MAX_KERNEL_PARAMS 32
@@ -106,8 +109,8 @@ struct cubpf_block_ctx {
 	__u32 sm_id;                        /* %smid: the SM the block runs on */
 	__u32 end;                          /* 0 in blockprobe, 1 in blockretprobe */
 	__u64 time_ns;                      /* %globaltimer at the probe, ns (32 ns ticks on sm_90) */
-	__u64 begin_ns;                     /* %globaltimer when the block began (kept in shared
-					     * memory by cubpf): end - begin is the block's time */
+	__u64 begin_ns;                     /* %globaltimer when the block began (kept by cubpf in
+					     * its block table): end - begin is the block's time */
 };
 
 /* What a syncprobe sits on. */
@@ -145,6 +148,29 @@ struct cubpf_sync_ctx {
 					     * time spent in it); before: as time_ns */
 };
 
+/* Context of fentry/fexit programs: run by each thread that calls a device function (a .func
+ * the PTX keeps: __noinline__ functions, not those the compiler inlined), at its entry (fentry)
+ * and at each of its returns (fexit).  Read-only.  The first fields are those of
+ * cubpf_kernel_ctx, at the same offsets; params are the function's own parameters.  kernel_id,
+ * nparams, func_id and exit are constants where the probe sits. */
+struct cubpf_func_ctx {
+	__u32 tid_x, tid_y, tid_z;          /* %tid */
+	__u32 ntid_x, ntid_y, ntid_z;       /* %ntid */
+	__u32 ctaid_x, ctaid_y, ctaid_z;    /* %ctaid */
+	__u32 nctaid_x, nctaid_y, nctaid_z; /* %nctaid */
+	__u32 kernel_id;                    /* the calling kernel's id; CUBPF_KERNEL_ID_SHARED
+					     * (0xffffffff) when several probed kernels call it or
+					     * none does directly */
+	__u32 nparams;                      /* number of the function's parameters */
+	__u32 func_id;                      /* the function's id: FNV-1a (32 bits) of its mangled
+					     * name, as cubpf's default kernel id */
+	__u32 exit;                         /* 0 in fentry, 1 in fexit */
+	/* The function's parameters in declaration order: the first 8 bytes of each,
+	 * zero-extended when smaller; 0 past nparams.  In fexit, the values they had at entry
+	 * unless the function wrote its own parameters (PTX lets it, nvcc does not). */
+	__u64 params[CUBPF_MAX_KERNEL_PARAMS];
+};
+
 /* Opcode classes of PTX instructions (cubpf_bb_ctx.op_class): what each basic block holds. */
 enum cubpf_op_class {
 	CUBPF_OP_OTHER = 0,     /* anything not below (nanosleep, prefetch, ...) */
@@ -171,8 +197,8 @@ enum cubpf_op_class {
 };
 
 /* Context of bbprobe and bbretprobe programs.  bbprobe: run by every thread that enters a PTX
- * basic block of a selected
- * kernel or of a .func it calls, at the block's first instruction, before it (unpredicated).
+ * basic block of a selected kernel or of a .func it calls, at the block's first instruction,
+ * before it (unpredicated).
  * Blocks start at the body's first instruction, at labels and after branches, returns and
  * exits; each ends before the next start.  A block's instructions are the PTX instructions in
  * it (labels, directives, declarations and cubpf's own code are not); every thread that

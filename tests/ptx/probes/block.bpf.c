@@ -4,7 +4,8 @@
  * counts[4] blocks whose end came before their begin (0), counts[5] begin reads of ctx->end
  * (0: it is the constant 0 there), counts[6] ends whose ctx->begin_ns is 0 or after their
  * time_ns, or more than 1 s before it (0).  Per block, begin and end times in times[2*b], times[2*b+1]
- * (the first 4096 blocks). */
+ * (the first 4096 blocks), and the end's ctx->begin_ns in begins[b] (tests/ptx/ptxsim_blocks.py
+ * checks it is the time the block began). */
 #include "probe.h"
 
 struct {
@@ -20,6 +21,13 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } times SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} begins SEC(".maps");
 
 static __attribute__((always_inline)) void add(__u32 k, __u64 v)
 {
@@ -65,6 +73,8 @@ int on_block_end(struct cubpf_block_ctx *ctx)
 		k++;
 		__u64 t = ctx->time_ns;
 		bpf_map_update_elem(&times, &k, &t, 0);
+		__u64 b0 = ctx->begin_ns;
+		bpf_map_update_elem(&begins, &b, &b0, 0);
 	}
 	return 0;
 }
