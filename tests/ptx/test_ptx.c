@@ -823,6 +823,53 @@ static void test_block_protocol_sim(void **state)
 	vm_object_free(p.obj);
 }
 
+/* Instruction counts run on tests/ptx/ptxsim_instr.py (a model of the threads one after the
+ * other, each a warp of one lane) against the model's own count of the instructions each thread
+ * of tests/ptx/kernels/counted.ptx fetches natively (a loop of a per-thread trip count, a skipped
+ * loop, a predicated early ret, a branch half the threads take): bbprobe (a warp-aggregated add
+ * of ctx->insn_count per block entry), bbretprobe (entries x instructions at exit) and a
+ * kretprobe's ctx->insns and warp_insns must each give the same sum. */
+static void test_icount_sim(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *probe;
+		int threads, warps;
+	} runs[] = {{"bb.bpf.o", 0, 1}, {"bbret.bpf.o", 16, -1}, {"icount.bpf.o", 0, 1}};
+	const char *native = "tests/ptx/kernels/counted.ptx";
+	for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
+		struct probes p;
+		load_probes(runs[r].probe, &p);
+		size_t len, olen;
+		char *t = fixture(native, &len), *out, err[PTX_ERRLEN];
+		struct ptx_inject_report rep;
+		if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+			fail_msg("counted.ptx with %s: %s", runs[r].probe, err);
+		char tmp[] = "/tmp/cubpf-ptxsim-instr-XXXXXX", cmd[768], line[512], last[512] = "";
+		int fd = mkstemp(tmp);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, out, olen), (ssize_t)olen);
+		close(fd);
+		snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_instr.py %s %s counted %d %d %d 2>&1",
+			 native, tmp, map_index(p.obj, "counts"), runs[r].threads, runs[r].warps);
+		FILE *f = popen(cmd, "r");
+		assert_non_null(f);
+		while (fgets(line, sizeof(line), f)) {
+			if (strncmp(line, "ok", 2))
+				print_message("%s: %s", runs[r].probe, line);
+			snprintf(last, sizeof(last), "%s", line);
+		}
+		int st = pclose(f);
+		unlink(tmp);
+		if (st != 0 || !strstr(last, " passed, 0 failed"))
+			fail_msg("ptxsim_instr with %s (needs python3): %s", runs[r].probe,
+				 last[0] ? last : "no output");
+		free(out);
+		free(t);
+		vm_object_free(p.obj);
+	}
+}
+
 /* ---- device functions: fentry/fexit (issue 32) ---- */
 
 /* The .funcs with a body and the rets in them. */
@@ -1288,9 +1335,10 @@ static void test_bb_probes(void **state)
 	(void)state;
 	struct probes p;
 	load_probes("bb.bpf.o", &p);
-	const char *const extra[] = {"tests/ptx/kernels/sync90.ptx", "tests/ptx/kernels/blocks.ptx"};
+	const char *const extra[] = {"tests/ptx/kernels/sync90.ptx", "tests/ptx/kernels/blocks.ptx",
+				     "tests/ptx/kernels/counted.ptx"};
 	const size_t nfix = sizeof(cu_fixtures) / sizeof(cu_fixtures[0]);
-	for (size_t fi = 0; fi < nfix + NHAND + 2; fi++) {
+	for (size_t fi = 0; fi < nfix + NHAND + 3; fi++) {
 		const char *name = fi < nfix ? cu_fixtures[fi]
 				   : fi < nfix + NHAND ? hand_fixtures[fi - nfix] : extra[fi - nfix - NHAND];
 		size_t len, olen;
@@ -1762,6 +1810,7 @@ int main(void)
 		cmocka_unit_test(test_bb_probe_placement),
 		cmocka_unit_test(test_bb_probes),
 		cmocka_unit_test(test_icount),
+		cmocka_unit_test(test_icount_sim),
 		cmocka_unit_test(test_bbret_probes),
 		cmocka_unit_test(test_bb_tools_assemble),
 		cmocka_unit_test(test_delay_probe),
