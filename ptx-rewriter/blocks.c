@@ -184,6 +184,28 @@ static uint32_t count_lines(const char *s, size_t from, size_t to)
 	return n;
 }
 
+void ptx_loc_at(const struct ptx_module *m, const struct ptx_func *f, size_t off,
+		struct ptx_loc_cursor *c)
+{
+	if (c->f != f) {
+		size_t from = 0;
+		uint32_t line = 1;
+		if (c->f && c->off <= f->body_open) /* a later function: from where the walk is */
+			from = c->off, line = c->line;
+		line += count_lines(m->text, from, f->body_open);
+		*c = (struct ptx_loc_cursor){.f = f, .off = f->body_open, .body = f->body_open,
+					     .line = line, .body_line = line};
+		gap_scan(m->text, f->start, f->body_open, &c->file, &c->src, NULL, 0);
+	}
+	if (off < c->off) {
+		c->off = c->body, c->line = c->body_line, c->file = c->src = 0;
+		gap_scan(m->text, f->start, f->body_open, &c->file, &c->src, NULL, 0);
+	}
+	c->line += count_lines(m->text, c->off, off);
+	gap_scan(m->text, c->off, off, &c->file, &c->src, NULL, 0);
+	c->off = off;
+}
+
 /* ---- loops: which blocks a thread may enter more than once ---- */
 
 static bool uncond_end(const struct ptx_insn *in)

@@ -241,6 +241,7 @@ struct site {
 	bool kexit;                    /* kretprobe: ctx->insns and warp_insns are the counts */
 	bool count_entries;            /* do_bbcount counts each block's entries per thread */
 	bool count_elected;            /* and the entries of the lane elected among those entering */
+	struct ptx_loc_cursor loc;     /* memprobe, syncprobe: the instruction's line and .loc */
 };
 
 static const char *const sreg_names[12] = {
@@ -447,6 +448,12 @@ static bool mem_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *val
 		*val = s->insn_index;
 	else if (off == offsetof(M, kernel_id))
 		*val = s->kernel_id;
+	else if (off == offsetof(M, ptx_line))
+		*val = s->loc.line;
+	else if (off == offsetof(M, src_file))
+		*val = s->loc.file;
+	else if (off == offsetof(M, src_line))
+		*val = s->loc.src;
 	else
 		return false;
 	return true;
@@ -545,6 +552,12 @@ static bool sync_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *va
 		*val = s->insn_index;
 	else if (off == offsetof(S, kernel_id))
 		*val = s->kernel_id;
+	else if (off == offsetof(S, ptx_line))
+		*val = s->loc.line;
+	else if (off == offsetof(S, src_file))
+		*val = s->loc.file;
+	else if (off == offsetof(S, src_line))
+		*val = s->loc.src;
 	else
 		return false;
 	return true;
@@ -1191,6 +1204,7 @@ static int do_mem(struct inj *j, const struct ptx_func *f, const bool *sel, stru
 			continue;
 		s->insn = in;
 		s->insn_index = i;
+		ptx_loc_at(j->m, f, in->off, &s->loc);
 		struct ptx_buf b = {0};
 		uint32_t skip = j->site;
 		if (in->pred)
@@ -1246,6 +1260,7 @@ static int do_sync(struct inj *j, const struct ptx_func *f, const bool *sel, str
 		if (!ptx_insn_sync(in, &s->sync))
 			continue;
 		s->insn_index = i;
+		ptx_loc_at(j->m, f, in->off, &s->loc);
 		struct ptx_buf b = {0}, a = {0};
 		bool ls;
 		size_t at = insert_at(j->m->text, in->off, &ls);

@@ -80,7 +80,8 @@
  *    a constant offset (the usual case) its slots become registers: no local memory at all;
  *  - context fields compile to what they name: %tid/%ntid/%ctaid/%nctaid, the kernel's .param
  *    (first 8 bytes, zero-extended), or a constant (kernel_id, nparams, and for memprobes size,
- *    space, op, insn_index); ctx->addr is the access's own address expression;
+ *    space, op, insn_index, and the site's PTX line and .loc); ctx->addr is the access's own
+ *    address expression;
  *  - memory accesses whose alignment is not proven (pointer provenance and constant offsets:
  *    map values are 8-aligned, the stack 16-aligned, other pointers unknown) are split into
  *    naturally aligned pieces, since the GPU faults where eBPF allows any alignment; atomics

@@ -117,7 +117,7 @@ static bool mem_field_ok(uint32_t off, uint32_t size)
 {
 	static const struct field_run runs[] = {
 		{0, 1, 8},
-		{8, (offsetof(struct cubpf_mem_ctx, ctaid_z) + 4 - 8) / 4, 4}, /* not the tail padding */
+		{8, (offsetof(struct cubpf_mem_ctx, src_line) + 4 - 8) / 4, 4}, /* not the tail padding */
 	};
 	return fields_ok(runs, 2, off, size);
 }
@@ -145,8 +145,9 @@ static bool sync_field_ok(uint32_t off, uint32_t size)
 	static const struct field_run runs[] = {
 		{0, offsetof(struct cubpf_sync_ctx, time_ns) / 4, 4},
 		{offsetof(struct cubpf_sync_ctx, time_ns), 2, 8},
+		{offsetof(struct cubpf_sync_ctx, ptx_line), 3, 4},
 	};
-	return fields_ok(runs, 2, off, size);
+	return fields_ok(runs, 3, off, size);
 }
 
 static bool bb_field_ok(uint32_t off, uint32_t size)

@@ -1453,6 +1453,35 @@ static void test_icount(void **state)
 	vm_object_free(p.obj);
 }
 
+/* A memprobe and a syncprobe know their own site: the instruction's PTX line and the .loc in
+ * force there are constants (blocks.ptx's global store: its line, file 1 line 12; sync90.ptx's
+ * barriers: their lines, no .loc). */
+static void test_probe_site(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("site.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("tests/ptx/kernels/blocks.ptx", &len), *out, err[PTX_ERRLEN], want[64];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_int_equal(rep.mem_sites, 1);
+	snprintf(want, sizeof(want), ", %llu;", (unsigned long long)line_of(t, "st.global.f32") << 32 | 12);
+	if (!strstr(out, want))
+		fail_msg("no '%s' (line %u, .loc line 12) in:\n%s", want, line_of(t, "st.global.f32"),
+			 out);
+	free(out);
+	free(t);
+	t = fixture("tests/ptx/kernels/sync90.ptx", &len);
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	snprintf(want, sizeof(want), ", %llu;", (unsigned long long)line_of(t, "bar.cta.sync \t%r4") << 32);
+	if (!strstr(out, want))
+		fail_msg("no '%s' (the barrier's line) in:\n%s", want, out);
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
 /* The bundled instrcount, opcodehist and hotblocks on every fixture kernel (kernel ids 1 to
  * N, so that nothing folds away), assembled for sm_90 and sm_80. */
 static uint32_t small_id(void *user, const char *mangled)
@@ -1811,6 +1840,7 @@ int main(void)
 		cmocka_unit_test(test_bb_probes),
 		cmocka_unit_test(test_icount),
 		cmocka_unit_test(test_icount_sim),
+		cmocka_unit_test(test_probe_site),
 		cmocka_unit_test(test_bbret_probes),
 		cmocka_unit_test(test_bb_tools_assemble),
 		cmocka_unit_test(test_delay_probe),

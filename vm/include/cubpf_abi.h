@@ -94,6 +94,11 @@ struct cubpf_mem_ctx {
 	__u32 kernel_id;
 	__u32 tid_x, tid_y, tid_z;
 	__u32 ctaid_x, ctaid_y, ctaid_z;
+	/* Issue 32, the probe's own site (constants): the instruction's line in the module's PTX
+	 * (from 1), and the .loc in force there (file number and line, 0 without line info). */
+	__u32 ptx_line;
+	__u32 src_file;
+	__u32 src_line;
 };
 
 /* Context of blockprobe/blockretprobe programs: run once per thread block, at its begin by
@@ -146,6 +151,9 @@ struct cubpf_sync_ctx {
 	__u64 before_ns;                    /* after: %globaltimer just before the instruction (kept
 					     * in a register by cubpf: time_ns - before_ns is the
 					     * time spent in it); before: as time_ns */
+	__u32 ptx_line;                     /* the instruction's line in the module's PTX, and */
+	__u32 src_file;                     /* the .loc in force there (0, 0 without line info): */
+	__u32 src_line;                     /* constants where the probe sits (issue 32) */
 };
 
 /* Context of fentry/fexit programs: run by each thread that calls a device function (a .func
