@@ -36,6 +36,8 @@ struct cg_prog {
 	bool promoted;          /* stack slots live in registers %__cb_k<i> */
 	struct cg_slot slots[CG_MAX_SLOTS];
 	uint32_t nslots;
+	bool patch;             /* a patch function (patch.c): map pointers come from the launch's
+				 * record (%__cb_rec), not from the module's __cubpf_map_<i> */
 };
 
 /* A static stack location: a promoted register or a .local address. */
@@ -59,6 +61,9 @@ struct cg {
 };
 
 int ptx_cg_analyze(struct cg_prog *p, char *err, size_t errlen);
+/* dst (a .b64 register) = the device address of map `map`'s storage: the module's
+ * __cubpf_map_<map>, or in a patch function the launch record's maps[map]. */
+void ptx_cg_map_ptr(struct cg *g, const char *dst, uint32_t map);
 /* Constant evaluation with the interpreter's semantics (analysis and emission agree). */
 bool ptx_cg_alu_eval(const struct bpf_insn *in, uint64_t d, uint64_t s, uint64_t *out);
 bool ptx_cg_jmp_eval(const struct bpf_insn *in, uint64_t a, uint64_t b);

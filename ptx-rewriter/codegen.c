@@ -732,7 +732,9 @@ static int emit_lddw(struct cg *g, uint32_t pc, const struct bpf_insn *in)
 	}
 	if (in->src_reg != BPF_PSEUDO_MAP_VALUE)
 		return fail(g, pc, "lddw pseudo source not supported on the GPU");
-	OUT("ld.const.u64 %%__cb_r%u, [" PTX_MAP_SYMBOL_FMT "];\n", in->dst_reg, map);
+	char dst[24];
+	snprintf(dst, sizeof(dst), "%%__cb_r%u", in->dst_reg);
+	ptx_cg_map_ptr(g, dst, map);
 	if (in[1].imm)
 		OUT("add.s64 %%__cb_r%u, %%__cb_r%u, %d;\n", in->dst_reg, in->dst_reg, in[1].imm);
 	return 0;
@@ -905,6 +907,15 @@ static int emit_func(struct cg *g, uint32_t start, uint32_t depth, const char *i
 	}
 	OUT("bra %s;\n", ret);
 	return 0;
+}
+
+void ptx_cg_map_ptr(struct cg *g, const char *dst, uint32_t map)
+{
+	if (g->p->patch) /* the record is written before the launch and never during it */
+		OUT("ld.global.u64 %s, [%%__cb_rec+%u];\n", dst,
+		    (unsigned)PTX_PATCH_REC_MAPS + 8 * map);
+	else
+		OUT("ld.const.u64 %s, [" PTX_MAP_SYMBOL_FMT "];\n", dst, map);
 }
 
 int ptx_cg_emit(struct cg_prog *p, const struct cg_ctxsrc *ctx, const char *lbl, struct ptx_buf *out,

@@ -92,7 +92,7 @@ static int slot_address(struct cg *g, uint32_t pc, uint32_t depth, uint32_t idx,
 	else
 		ptx_cg_ld(g, "", "%__cb_w0", 32, A, 0, 4, al, false);
 	OUT("setp.lt.u32 %%__cb_p0, %%__cb_w0, %u;\n", d->max_entries);
-	OUT("ld.const.u64 %%__cb_t0, [" PTX_MAP_SYMBOL_FMT "];\n", idx);
+	ptx_cg_map_ptr(g, "%__cb_t0", idx);
 	OUT("mad.wide.u32 %%__cb_t0, %%__cb_w0, %u, %%__cb_t0;\n", ptx_map_value_stride(d));
 	return 0;
 }
@@ -108,7 +108,7 @@ static int h_lookup(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
 	uint64_t off;
 	if (ptx_cg_lookup_fold(g->p, pc, &idx, &off)) { /* constant key in range: never NULL */
 		g->res->maps_used |= 1ull << idx;
-		OUT("ld.const.u64 %%__cb_t0, [" PTX_MAP_SYMBOL_FMT "];\n", idx);
+		ptx_cg_map_ptr(g, "%__cb_t0", idx);
 		OUT("add.s64 %%__cb_r0, %%__cb_t0, %llu;\n", (unsigned long long)off);
 		return 0;
 	}
@@ -351,7 +351,7 @@ static int readable(struct cg *g, uint32_t depth)
 		if (d->type != CUBPF_MAP_ARRAY && d->type != CUBPF_MAP_GPU_ARRAY)
 			continue;
 		g->res->maps_used |= 1ull << i;
-		OUT("ld.const.u64 %%__cb_v2, [" PTX_MAP_SYMBOL_FMT "];\n", i);
+		ptx_cg_map_ptr(g, "%__cb_v2", i);
 		region(g, "%__cb_v2", (uint64_t)ptx_map_value_stride(d) * d->max_entries);
 	}
 	uint64_t size, space;

@@ -255,4 +255,34 @@ static inline __u64 cubpf_hash_key(const __u64 *words, __u32 nwords)
 #define CUBPF_HASH_MAP_BYTES(max_entries, key_size, value_size) \
 	((__u64)cubpf_hash_capacity(max_entries) * CUBPF_HASH_SLOT_BYTES(key_size, value_size))
 
+/* ---- Patch functions' launch record (the Sanitizer backend, ptx-rewriter/patch.c) ------------
+ * A patch function runs in a kernel that cubpf never saw as PTX (SASS only), through NVIDIA's
+ * Compute Sanitizer patching API.  It cannot read the kernel's parameters nor any module
+ * global of cubpf's: its one link to the host is the `userdata` pointer the host sets for each
+ * launch (sanitizerSetLaunchCallbackData).  That pointer is the device address of this record,
+ * written by the host before the launch (stream-ordered) and read-only while the kernel runs:
+ *   kernel_id   ctx->kernel_id of the launched kernel;
+ *   nparams     its parameter count (0 when unknown), params[] the first 8 bytes of each,
+ *               zero-extended, 0 past nparams (ctx->params[i], as on the PTX path);
+ *   progs       bit p: program p of the patch module runs in this launch (its glob selects
+ *               the kernel); 0 makes every patch function return at once;
+ *   maps[i]     the device address of map i's storage: what __cubpf_map_<i> holds on the PTX
+ *               path (the same allocations: maps are shared by both backends). */
+#define PTX_PATCH_MAX_PROGS 32
+#define PTX_PATCH_MAX_MAPS 64
+#define PTX_PATCH_REC_KERNEL_ID 0
+#define PTX_PATCH_REC_NPARAMS 4
+#define PTX_PATCH_REC_PROGS 8
+#define PTX_PATCH_REC_PARAMS 16
+#define PTX_PATCH_REC_MAPS (PTX_PATCH_REC_PARAMS + 8 * CUBPF_MAX_KERNEL_PARAMS)
+#define PTX_PATCH_REC_SIZE (PTX_PATCH_REC_MAPS + 8 * PTX_PATCH_MAX_MAPS)
+struct ptx_patch_record {
+	__u32 kernel_id;
+	__u32 nparams;
+	__u32 progs;
+	__u32 reserved;                        /* 0 */
+	__u64 params[CUBPF_MAX_KERNEL_PARAMS];
+	__u64 maps[PTX_PATCH_MAX_MAPS];
+};
+
 #endif /* CUBPF_PTX_LAYOUT_H */

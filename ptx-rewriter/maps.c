@@ -66,7 +66,7 @@ static int array_key(struct cg *g, uint32_t pc, uint32_t depth, uint32_t idx,
 		return -1;
 	OUT("cvt.u32.u64 %%__cb_x0, %%__cb_m1;\n");
 	OUT("setp.lt.u32 %%__cb_q0, %%__cb_x0, %u;\n", d->max_entries);
-	OUT("ld.const.u64 %%__cb_m0, [" PTX_MAP_SYMBOL_FMT "];\n", idx);
+	ptx_cg_map_ptr(g, "%__cb_m0", idx);
 	return 0;
 }
 
@@ -179,7 +179,7 @@ static int hash_start(struct cg *g, uint32_t pc, uint32_t depth, uint32_t idx,
 	OUT("cvt.u32.u64 %%__cb_x1, %%__cb_m2;\n");
 	OUT("and.b32 %%__cb_x1, %%__cb_x1, %u;\n", cap - 1);
 	OUT("mov.u32 %%__cb_x2, 0;\n");
-	OUT("ld.const.u64 %%__cb_m1, [" PTX_MAP_SYMBOL_FMT "];\n", idx);
+	ptx_cg_map_ptr(g, "%__cb_m1", idx);
 	return 0;
 }
 
@@ -312,7 +312,7 @@ static void rb_lane_word(struct cg *g, const char *reg, size_t field)
  * header before launching: cacheable loads, from device memory. */
 static void rb_lane(struct cg *g, uint32_t map)
 {
-	OUT("ld.const.u64 %%__cb_m2, [" PTX_MAP_SYMBOL_FMT "];\n", map);
+	ptx_cg_map_ptr(g, "%__cb_m2", map);
 	OUT("ld.global.nc.v2.u32 {%%__cb_x0, %%__cb_x1}, [%%__cb_m2];\n"); /* lanes, warps */
 	OUT("ld.global.nc.u64 %%__cb_m1, [%%__cb_m2+%u];\n",
 	    (unsigned)offsetof(struct cubpf_rb_state, lane_bytes));

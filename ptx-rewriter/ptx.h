@@ -377,4 +377,51 @@ struct cubin_embedded_ptx;
 int ptx_embedded_verdict(const void *cubin, size_t size, const struct cubin_embedded_ptx *e,
 			 char *why, size_t n);
 
+/* ---- patch functions (the Sanitizer backend, patch.c) -----------------------------------------
+ * Kernels shipped as SASS only cannot be rewritten; NVIDIA's Compute Sanitizer patching API can
+ * call a device function at chosen instructions of them.  These functions compile GPU programs
+ * into such functions: PTX to be assembled in tools-patch mode
+ * (`ptxas --compile-as-tools-patch -arch=sm_XX`), one per site kind, named
+ * ptx_patch_func_name(site).  What a program sees there:
+ *  - kprobe at block entry and kretprobe at block exit, run by every thread (as on the PTX
+ *    path): %tid/%ntid/%ctaid/%nctaid, kernel_id, nparams and params[] from the launch record;
+ *  - memprobe at global, shared and local accesses and at cp.async (the global source):
+ *    addr (the address the Sanitizer reports), size, space (constant per site), op (from the
+ *    access's flags; LOAD for cp.async), kernel_id, tid and ctaid; ctx->insn_index is refused
+ *    (it numbers PTX instructions);
+ *  - blockprobe, blockretprobe and syncprobe are not patched (yet): their programs are left out;
+ *  - maps are the same device allocations as on the PTX path, reached through the record.
+ * The launch record's layout is layout.h's ("Patch functions' launch record"). */
+enum ptx_patch_site {             /* values: the Sanitizer's instruction ids */
+	PTX_PATCH_BLOCK_ENTER = 1,
+	PTX_PATCH_BLOCK_EXIT = 2,
+	PTX_PATCH_GLOBAL_ACCESS = 3,
+	PTX_PATCH_SHARED_ACCESS = 4,
+	PTX_PATCH_LOCAL_ACCESS = 5,
+	PTX_PATCH_MEMCPY_ASYNC = 14,
+};
+#define PTX_PATCH_MAX_SITES 6
+const char *ptx_patch_site_name(enum ptx_patch_site site);
+/* The sites a program of `kind` is patched at (at most max written); 0: not patchable. */
+uint32_t ptx_patch_sites(enum vm_prog_kind kind, enum ptx_patch_site *out, uint32_t max);
+void ptx_patch_func_name(enum ptx_patch_site site, char *out, size_t n);
+/* Appends the patch function for `site` running every program of progs[] of the site's kind
+ * (program p under bit p of the record's `progs`) to out, named fname; *vprintf |= whether it
+ * calls vprintf (the module then declares it).  sm: the target's SM number (70 and later use
+ * warp aggregation).  0, or -1 with a message (a refused context field, a program the code
+ * generator refuses). */
+int ptx_gen_patch_func(const struct ptx_prog *progs, uint32_t prog_cnt,
+		       const struct vm_map_def *maps, uint32_t map_cnt, enum ptx_patch_site site,
+		       int sm, const char *fname, struct ptx_buf *out, bool *vprintf, char *err,
+		       size_t errlen);
+/* A whole patch module for target sm_<sm>: a function per site that some program needs. */
+struct ptx_patch_module {
+	struct ptx_buf ptx;                       /* the PTX text (free with ptx_buf_free) */
+	enum ptx_patch_site sites[PTX_PATCH_MAX_SITES];
+	uint32_t site_cnt;
+};
+int ptx_gen_patch_module(const struct ptx_prog *progs, uint32_t prog_cnt,
+			 const struct vm_map_def *maps, uint32_t map_cnt, int sm,
+			 struct ptx_patch_module *pm, char *err, size_t errlen);
+
 #endif /* CUBPF_PTX_H */

@@ -83,5 +83,8 @@ SHIM_API_EXPORT CUresult cuInit(unsigned int flags)
 	CUresult r = SHIM_REAL(cuInit)(flags);
 	if (r != CUDA_SUCCESS && shim_state.have_driver)
 		shim_log(SHIM_LOG_DEBUG, "cuInit(%u) = %d from %s", flags, r, shim_state.real_path);
+	const struct shim_hooks *h = shim_hooks_get();
+	if (h && h->driver_initialized)
+		h->driver_initialized((int)r, h->user);
 	return r;
 }

@@ -211,6 +211,11 @@ struct shim_hooks {
 	 * left), nothing may touch its handle, streams or memory again. */
 	void (*context_ended)(const struct shim_context_event *ev, void *user);
 	void *user;
+	/* After every cuInit (result: its CUresult), on the caller's thread: a context can exist
+	 * only after the first successful one, so this is the place for work that must come
+	 * before any context does (subscribing a tools library: shim/live/sanitizer.c).  The
+	 * hook may call the driver (cuInit again included: it must guard against re-entry). */
+	void (*driver_initialized)(int result, void *user);
 };
 
 /* A plug-in: work compiled into the library that the shim starts once, on the application's

@@ -40,6 +40,7 @@ struct run_opts {
 	const char *cache;
 	const char *ringbuf_mb, *map_max_mb, *sample; /* validated numbers, passed on as text */
 	const char *control;
+	const char *sanitizer;       /* --sanitizer[=PATH]: "auto" or the library's path */
 	const char *metrics;         /* --metrics [ADDR:]PORT */
 	int disable;
 	int preload; /* --preload: the shim through LD_PRELOAD, LD_LIBRARY_PATH left alone */
@@ -86,6 +87,11 @@ static void run_usage(FILE *out)
 		"                          (CUBPF_SAMPLE)\n"
 		"      --control FILE      switch GPU probes while CMD runs: lines 'off', 'on',\n"
 		"                          'off PROGRAM', 'on PROGRAM' (CUBPF_CONTROL)\n"
+		"      --sanitizer[=PATH]  experimental: probe kernels shipped without PTX (SASS\n"
+		"                          only: cuBLAS, cuDNN...) through NVIDIA's Compute\n"
+		"                          Sanitizer library, found in the CUDA toolkit or the\n"
+		"                          nvidia-cuda-sanitizer-api wheel, or at PATH\n"
+		"                          (CUBPF_SANITIZER); not yet verified on a GPU\n"
 		"      --metrics [ADDR:]PORT  serve the run's metrics while CMD runs, in Prometheus's\n"
 		"                          text format at http://ADDR:PORT/metrics (ADDR defaults to\n"
 		"                          127.0.0.1): the tool's maps per process, device and kernel,\n"
@@ -186,7 +192,7 @@ static const char *parse_count(enum shim_setting_id id, const char *v)
 static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 {
 	enum { OPT_REAL = 256, OPT_CACHE, OPT_DISABLE, OPT_JSON, OPT_LIST, OPT_RINGBUF, OPT_MAPMAX,
-	       OPT_SAMPLE, OPT_CONTROL, OPT_PRELOAD, OPT_METRICS };
+	       OPT_SAMPLE, OPT_CONTROL, OPT_PRELOAD, OPT_METRICS, OPT_SANITIZER };
 	static const struct option longopts[] = {
 		{"tool", required_argument, 0, 't'},     {"prog", required_argument, 0, 'p'},
 		{"kernel", required_argument, 0, 'k'},   {"output", required_argument, 0, 'o'},
@@ -200,6 +206,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 		{"control", required_argument, 0, OPT_CONTROL},
 		{"preload", no_argument, 0, OPT_PRELOAD},
 		{"metrics", required_argument, 0, OPT_METRICS},
+		{"sanitizer", optional_argument, 0, OPT_SANITIZER},
 		{"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
 	};
 	int c;
@@ -231,6 +238,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 			break;
 		case OPT_CONTROL: o->control = optarg; break;
 		case OPT_METRICS: o->metrics = optarg; break;
+		case OPT_SANITIZER: o->sanitizer = optarg && *optarg ? optarg : "auto"; break;
 		case OPT_SAMPLE:
 			if (!(o->sample = parse_count(SHIM_SET_SAMPLE, optarg)))
 				return -1;
@@ -495,6 +503,8 @@ static int set_environment(const struct run_opts *o, const char *shim_dir)
 		rc |= setenv("CUBPF_SAMPLE", o->sample, 1);
 	if (o->control)
 		rc |= setenv("CUBPF_CONTROL", o->control, 1);
+	if (o->sanitizer)
+		rc |= setenv("CUBPF_SANITIZER", o->sanitizer, 1);
 	return rc;
 }
 

@@ -417,4 +417,19 @@ void shim_live_spans_teardown(CUcontext ctx, CUdevice dev, int primary);
 void shim_live_spans_fork_child(bool fresh);
 void shim_live_trace_api(const struct shim_api_event *ev);
 
+/* ---- the Sanitizer backend (sanitizer.c, experimental, off by default) --------------------
+ * SASS-only kernels probed through NVIDIA's Compute Sanitizer patching API. */
+/* live.c: the id of a kernel name, or 0 when none was given (no side effect). */
+uint32_t shim_live_kernel_find(const char *mangled);
+/* Reads CUBPF_SANITIZER at start: true when the backend is wanted and some program can be
+ * patched (then live.c installs the driver_initialized hook); nothing is loaded yet. */
+bool shim_live_san_setup(void);
+/* The driver_initialized hook: finds and loads the library, subscribes (once). */
+void shim_live_san_driver_initialized(int result, void *user);
+/* The launch hook's part: the kernel's decision, the context's preparation, the parameters. */
+void shim_live_san_launching(const struct shim_launch_event *ev);
+void shim_live_san_launched(void);
+/* Exit: per kernel, the backend and its launches; temporary files removed. */
+void shim_live_san_report(void);
+
 #endif

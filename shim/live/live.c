@@ -234,6 +234,15 @@ uint32_t shim_live_kernel_id(void *user, const char *mangled)
 	return id ? id : ptx_kernel_id(mangled);
 }
 
+uint32_t shim_live_kernel_find(const char *mangled)
+{
+	pthread_mutex_lock(&kid_lock);
+	struct kid *k = kid_find(mangled);
+	uint32_t id = k ? k->id : 0;
+	pthread_mutex_unlock(&kid_lock);
+	return id;
+}
+
 uint32_t shim_live_kernel_next_id(void)
 {
 	pthread_mutex_lock(&kid_lock);
@@ -757,6 +766,7 @@ static void live_exit(void)
 	shim_live_snapshot_all(true);
 	shim_live_ringbuf_finish();
 	report_kernel_ids();
+	shim_live_san_report();
 	shim_live_maps_report(shim_live_session.dump_maps || shim_log_enabled(SHIM_LOG_DEBUG));
 	shim_live_host_report();
 	report_counters();
@@ -893,12 +903,14 @@ static void launching(struct shim_launch_event *ev, void *user)
 {
 	child_check();
 	shim_live_launching(ev, user);
+	shim_live_san_launching(ev); /* does nothing unless the Sanitizer backend is on */
 	shim_live_spans_launching(ev); /* last: nothing of cubpf's between the event and the launch */
 }
 
 static void launched(const struct shim_launch_event *ev, void *user)
 {
 	(void)user;
+	shim_live_san_launched();
 	shim_live_host_launch(ev, true);
 	shim_live_trace_launch(ev);
 }
@@ -983,6 +995,8 @@ static const struct shim_hooks *live_start(void)
 	shim_live_metrics_start();
 	if (shim_live_spans_init())
 		live_hooks.event_call = shim_live_spans_event;
+	if (shim_live_san_setup()) /* CUBPF_SANITIZER: subscribes after the first cuInit */
+		live_hooks.driver_initialized = shim_live_san_driver_initialized;
 	shim_log(SHIM_LOG_INFO, "live: %u probe objects, %u GPU programs, %s host programs, %u "
 		 "maps%s%s%s", shim_live_session.nobjs, shim_live_session.nprogs, shim_live_host_any() ? "some" : "no", shim_live_session.nmaps,
 		 shim_live_session.kernel_glob ? ", kernels " : "", shim_live_session.kernel_glob ? shim_live_session.kernel_glob : "",

@@ -73,3 +73,37 @@ $(BUILD)/gpu/sources_rdc: tests/cuda/sources_rdc.cu tests/cuda/sources_rdc_lib.c
 BINS += $(SOURCES_GPU)
 endif
 endif
+
+# The Sanitizer backend's plumbing (shim/live/sanitizer.c): a fake Compute Sanitizer library
+# that logs what cubpf asks of it and fires launch callbacks from the fake driver's launches.
+$(BUILD)/tests/libsanitizer-fake.so: tests/live/fake_sanitizer.c shim/live/sanitizer.h
+	@mkdir -p $(@D)
+	$(CC) $(filter-out -MMD -MP,$(CFLAGS)) $(LDFLAGS) -shared -o $@ $< -ldl
+$(BUILD)/tests/test_live_san: $(call objs,tests/live/test_san.c) \
+		| $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so $(BUILD)/tests/libsanitizer-fake.so \
+		  $(PROBE_OBJS) $(LIVE_PROBES) $(FIXTURES)/shim/app.cubin
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/live/test_san.c) -lcmocka -ldl
+TEST_BINS += $(BUILD)/tests/test_live_san
+
+# The Sanitizer backend on the GPU (tests/gpu/t_sass.sh, tests/bench/b_sass.sh): the same
+# programs built SASS only (no PTX: cubpf can reach them only by patching), and a cuBLAS GEMM.
+ifneq ($(SAN),1)
+ifneq ($(wildcard $(NVCC)),)
+SASS_GPU := $(addprefix $(BUILD)/gpu/,sass_count sass_bench sass_tools_known sass_gemm)
+$(BUILD)/gpu/sass_count: tests/cuda/live_count.cu tests/cuda/check.h
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -gencode arch=compute_90,code=sm_90 -cudart static -o $@ $<
+$(BUILD)/gpu/sass_bench: tests/cuda/live_bench.cu
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -gencode arch=compute_90,code=sm_90 -cudart static -o $@ $<
+$(BUILD)/gpu/sass_tools_known: tests/cuda/tools_known.cu
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -gencode arch=compute_90,code=sm_90 -cudart static -o $@ $<
+$(BUILD)/gpu/sass_gemm: tests/cuda/sass_gemm.cu tests/cuda/check.h
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -arch=sm_90 -o $@ $< -lcublas
+BINS += $(SASS_GPU)
+BENCH_BINS += $(BUILD)/gpu/sass_bench $(BUILD)/gpu/sass_gemm
+endif
+endif

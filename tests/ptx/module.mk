@@ -155,3 +155,11 @@ $(FUZZ_BUILD)/fuzz_ptx: tests/ptx/fuzz_ptx.c $(PTX_SRCS) $(CUBIN_SRCS) vm/printk
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) -o $@ $^ $(DEP_LIBS)
 FUZZ_BINS += $(FUZZ_BUILD)/fuzz_ptx
+
+# Patch functions of the Sanitizer backend: the bundled tools' programs in tools-patch mode.
+$(BUILD)/tests/test_ptx_patch: $(call objs,tests/ptx/test_ptx_patch.c) $(PTX_LIB) $(VM_LIB) \
+		$(CUBIN_LIB) | $(PROBE_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(call objs,tests/ptx/test_ptx_patch.c) $(PTX_LIB) $(VM_LIB) \
+		$(CUBIN_LIB) $(DEP_LIBS) -lcmocka $(LDLIBS)
+TEST_BINS += $(BUILD)/tests/test_ptx_patch

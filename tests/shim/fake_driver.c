@@ -196,12 +196,74 @@ static void *handle_for(const void *container, const char *name, uintptr_t tag)
 	return (void *)(((h << 4) & 0xffffffffff0ull) | 0x100000000000ull);
 }
 
+/* Functions handed out by cuModuleGetFunction, for the launch observer (a fake Compute
+ * Sanitizer library, tests/live/fake_sanitizer.c, which needs each launch's module and name). */
+#define FAKE_FUNCS 64
+static void *fake_ctx_now(void);
+static struct { void *f, *module; char name[64]; } funcs[FAKE_FUNCS];
+static void (*launch_observer)(void *ctx, void *module, void *f, const char *name, void *stream);
+
+FAKE_EXPORT void fake_set_launch_observer(void (*fn)(void *, void *, void *, const char *, void *))
+{
+	launch_observer = fn;
+}
+
+static void observe_launch(void *f, void *stream)
+{
+	for (int i = 0; launch_observer && i < FAKE_FUNCS; i++)
+		if (funcs[i].f == f) {
+			launch_observer(fake_ctx_now(), funcs[i].module, f, funcs[i].name, stream);
+			return;
+		}
+}
+
+/* cuInit answers what every unwritten function does (FAKE_BASE + its index), or success with
+ * FAKE_INIT_OK=1 (the Sanitizer backend's tests: it subscribes after a successful cuInit). */
+FAKE_EXPORT int cuInit(unsigned flags)
+{
+	(void)flags;
+	FAKE_HIT(cuInit);
+	const char *e = getenv("FAKE_INIT_OK");
+	return e && *e == '1' ? 0 : FAKE_BASE + FAKE_IDX_cuInit;
+}
+
+/* Parameter sizes for every function: FAKE_PARAM_SIZES="8,4" (unset: the generic answer). */
+FAKE_EXPORT int cuFuncGetParamInfo(void *f, size_t index, size_t *offset, size_t *size)
+{
+	FAKE_HIT(cuFuncGetParamInfo);
+	const char *e = getenv("FAKE_PARAM_SIZES");
+	if (!e || !*e) /* as every unwritten function */
+		return FAKE_BASE + FAKE_IDX_cuFuncGetParamInfo;
+	size_t off = 0;
+	for (size_t i = 0; f && e && *e; i++) {
+		size_t n = strtoul(e, (char **)&e, 10);
+		if (!n)
+			break;
+		off = (off + n - 1) / n * n;
+		if (i == index) {
+			*offset = off, *size = n;
+			return 0;
+		}
+		off += n;
+		if (*e == ',')
+			e++;
+	}
+	return 1; /* CUDA_ERROR_INVALID_VALUE: past the last */
+}
+
 FAKE_EXPORT int cuModuleGetFunction(void **f, void *module, const char *name)
 {
 	FAKE_HIT(cuModuleGetFunction);
 	if (!f || !module || !name)
 		return 1;
 	*f = handle_for(module, name, 1);
+	for (int i = 0; i < FAKE_FUNCS; i++)
+		if (!funcs[i].f || funcs[i].f == *f) {
+			funcs[i].f = *f;
+			funcs[i].module = module;
+			snprintf(funcs[i].name, sizeof(funcs[i].name), "%s", name);
+			break;
+		}
 	return 0;
 }
 
@@ -230,6 +292,7 @@ FAKE_EXPORT int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
 	(void)p, (void)e;
 	last_launch = f;
 	FAKE_HIT(cuLaunchKernel);
+	observe_launch(f, s);
 	return 0;
 }
 
@@ -480,6 +543,11 @@ FAKE_EXPORT int cuCtxDestroy_v2(void *ctx)
 	pthread_mutex_unlock(&ctx_lock);
 	c->magic = 0;
 	return 0;
+}
+
+static void *fake_ctx_now(void)
+{
+	return ctx_depth ? ctx_stack[ctx_depth - 1] : fake_ctx;
 }
 
 FAKE_EXPORT int cuCtxGetCurrent(void **ctx)

@@ -1674,6 +1674,16 @@ static void test_run_options(void **state)
 				   "'echo rb=$CUBPF_RINGBUF_MB mm=$CUBPF_MAP_MAX_MB s=$CUBPF_SAMPLE'",
 				   out, sizeof(out)), 0);
 	assert_contains(out, "rb=16 mm=512 s=3");
+	/* the Sanitizer backend: off unless asked for; --sanitizer is "auto", =PATH a path */
+	assert_int_equal(run_cubpf("-- sh -c 'echo san=${CUBPF_SANITIZER-unset}'", out, sizeof(out)),
+			 0);
+	assert_contains(out, "san=unset");
+	assert_int_equal(run_cubpf("--sanitizer -- sh -c 'echo san=$CUBPF_SANITIZER'", out,
+				   sizeof(out)), 0);
+	assert_contains(out, "san=auto");
+	assert_int_equal(run_cubpf("--sanitizer=/opt/x/libsanitizer-public.so -- sh -c "
+				   "'echo san=$CUBPF_SANITIZER'", out, sizeof(out)), 0);
+	assert_contains(out, "san=/opt/x/libsanitizer-public.so");
 	/* memdelay: -n in range, its own; it samples every other launch with spans on, and its
 	 * probe object is a patched copy, gone after the run */
 	assert_int_equal(run_cubpf("-t memdelay -n 0 -- true", out, sizeof(out)), 2);
