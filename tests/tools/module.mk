@@ -50,7 +50,7 @@ TEST_BINS += $(BUILD)/tests/test_export
 # test_metrics: `cubpf run --metrics` scraped by a real Prometheus server (issue 33), and the
 # exposition of tools/tool_metrics.c on traces written by the test.
 METRICS_TEST_OBJS := $(call objs,tests/tools/test_metrics.c tools/tool_metrics.c tools/tool_data.c \
-  tools/tool_common.c tools/tool_reports.c tools/tool_blocks.c)
+  tools/tool_common.c tools/tool_reports.c tools/tool_blocks.c tools/tool_bb.c)
 $(call objs,tests/tools/test_metrics.c): CFLAGS += -DTOOLS_TEST_BUILD='"$(abspath $(BUILD))"'
 $(BUILD)/tests/test_metrics: $(METRICS_TEST_OBJS) $(STORE_LIB) $(VM_LIB) $(CUBIN_LIB) $(ZSTD_PIC_LIB) \
   | $(BUILD)/bin/cubpf $(BUILD)/tests/tools_fake_app $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so \
