@@ -27,6 +27,7 @@ struct cg_prog {
 	bool has_calls;         /* bpf-to-bpf calls */
 	bool warp_aggregate;    /* counters may use match.any.sync (probes on sm_70 and later) */
 	bool l2_keep;           /* atomics ask the L2 to keep map lines (sm_80, PTX 7.4 and later) */
+	bool redux;             /* redux.sync is there (sm_80, PTX 7.0 and later) */
 	bool fold;              /* fold constants, branches and lookups (probes; not raw programs) */
 	bool track_slots;       /* (during analysis) follow constants through stack slots */
 	const struct cg_ctxsrc *ctx; /* (during analysis) constant context fields */

@@ -436,6 +436,42 @@ static void warp_count_unique(struct cg *g, const char *ip)
 	buf_printf(g->out, "%s:\n", done);
 }
 
+/* bpf_warp_sum(v): the 64-bit sum of v over the active lanes, the same in each.  With
+ * redux.sync (32-bit sums): the high words summed (mod 2^32, all that shows past bit 32), the
+ * low words in two 16-bit halves (32 of them cannot carry out of 32 bits), put together.
+ * Before sm_80: each active lane's value in turn, broadcast with shuffles (sm_70's .sync). */
+static void warp_sum(struct cg *g, const char *ip)
+{
+	OUT("activemask.b32 %%__cb_w0;\n");
+	OUT("mov.b64 {%%__cb_w1, %%__cb_w2}, %%__cb_r1;\n");
+	if (g->p->redux) {
+		OUT("redux.sync.add.u32 %%__cb_w2, %%__cb_w2, %%__cb_w0;\n");
+		OUT("shr.u32 %%__cb_w3, %%__cb_w1, 16;\n");
+		OUT("and.b32 %%__cb_w1, %%__cb_w1, 65535;\n");
+		OUT("redux.sync.add.u32 %%__cb_w3, %%__cb_w3, %%__cb_w0;\n");
+		OUT("redux.sync.add.u32 %%__cb_w1, %%__cb_w1, %%__cb_w0;\n");
+		OUT("mov.b64 %%__cb_r0, {%%__cb_w1, %%__cb_w2};\n");
+		OUT("cvt.u64.u32 %%__cb_t1, %%__cb_w3;\n");
+		OUT("shl.b64 %%__cb_t1, %%__cb_t1, 16;\n");
+		OUT("add.s64 %%__cb_r0, %%__cb_r0, %%__cb_t1;\n");
+		return;
+	}
+	uint32_t inst = g->next_inst++;
+	OUT("mov.b64 %%__cb_r0, 0;\n");
+	OUT("mov.b32 %%__cb_w3, %%__cb_w0;\n");
+	buf_printf(g->out, "%sws%u:\n", ip, inst);
+	OUT("brev.b32 %%__cb_w4, %%__cb_w3;\n");
+	OUT("clz.b32 %%__cb_w4, %%__cb_w4;\n"); /* the lowest lane left */
+	OUT("shfl.sync.idx.b32 %%__cb_w5, %%__cb_w1, %%__cb_w4, 31, %%__cb_w0;\n");
+	OUT("shfl.sync.idx.b32 %%__cb_w4, %%__cb_w2, %%__cb_w4, 31, %%__cb_w0;\n");
+	OUT("mov.b64 %%__cb_t1, {%%__cb_w5, %%__cb_w4};\n");
+	OUT("add.s64 %%__cb_r0, %%__cb_r0, %%__cb_t1;\n");
+	OUT("add.u32 %%__cb_w4, %%__cb_w3, -1;\n");
+	OUT("and.b32 %%__cb_w3, %%__cb_w3, %%__cb_w4;\n");
+	OUT("setp.ne.u32 %%__cb_p1, %%__cb_w3, 0;\n");
+	OUT("@%%__cb_p1 bra %sws%u;\n", ip, inst);
+}
+
 /* bpf_gpu_delay_ns(ns): spins until %globaltimer has moved ns past its first reading (the
  * verifier bounds ns to CUBPF_MAX_DELAY_NS).  %globaltimer rather than %clock64: nanoseconds
  * whatever the SM's clock does. */
@@ -527,6 +563,9 @@ int ptx_cg_helper(struct cg *g, uint32_t pc, uint32_t id, uint32_t depth, const 
 		return 0;
 	case CUBPF_FN_gpu_delay_ns:
 		gpu_delay(g, ip);
+		return 0;
+	case CUBPF_FN_warp_sum:
+		warp_sum(g, ip);
 		return 0;
 	}
 	return hfail(g, pc, id, "not available on the GPU");

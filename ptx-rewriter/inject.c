@@ -36,6 +36,8 @@ static int edit_cmp(const void *a, const void *b)
 	const struct edit *x = a, *y = b;
 	if (x->off != y->off)
 		return x->off < y->off ? -1 : 1;
+	if ((x->del == 0) != (y->del == 0)) /* code inserted before a statement, then its edit */
+		return x->del == 0 ? -1 : 1;
 	return x->seq < y->seq ? -1 : 1;
 }
 
@@ -60,6 +62,8 @@ static const char *kind_name(enum vm_prog_kind k)
 	case VM_PROG_SYNCPROBE: return "syncprobe";
 	case VM_PROG_FENTRY: return "fentry";
 	case VM_PROG_FEXIT: return "fexit";
+	case VM_PROG_BBPROBE: return "bbprobe";
+	case VM_PROG_BBRETPROBE: return "bbretprobe";
 	default: return "probe";
 	}
 }
@@ -229,6 +233,15 @@ struct site {
 	bool sync_after;
 	bool sync_reads_before;        /* an after-probe read before_ns: the before side saves it */
 	bool func_exit;                /* fentry/fexit: ctx->exit */
+	const struct ptx_bblock *bb;   /* bbprobe only: the block */
+	uint32_t bb_id;                /* its ctx->block_id */
+	bool bbexit;                   /* bbretprobe: ctx->entries is the block's count */
+	struct ptx_bblock *bbx;        /* bbretprobe: the kernel's blocks (do_exit to do_bbcount) */
+	uint32_t nbbx;
+	bool kexit;                    /* kretprobe: ctx->insns and warp_insns are the counts */
+	bool count_entries;            /* do_bbcount counts each block's entries per thread */
+	bool count_elected;            /* and the entries of the lane elected among those entering */
+	struct ptx_loc_cursor loc;     /* memprobe, syncprobe: the instruction's line and .loc */
 };
 
 static const char *const sreg_names[12] = {
@@ -261,10 +274,49 @@ static void load_param(struct ptx_buf *out, const char *dst, const struct ptx_pa
 	}
 }
 
+static uint32_t bb_slot(const struct ptx_bblock *v, uint32_t i);
+
+/* ctx->insns and warp_insns at kernel exit: each block's instruction count times its entries
+ * (do_bbcount's counters: a register per block on a loop, a bit for the others; for warp_insns
+ * those of the elected lane), summed; 0 at entry. */
+static int icount_load(struct site *s, struct ptx_buf *out, const char *dst, uint32_t off,
+		       uint32_t size)
+{
+	typedef struct cubpf_kernel_ctx K;
+	if (size != 8 || (off != offsetof(K, insns) && off != offsetof(K, warp_insns)))
+		return 0;
+	buf_printf(out, "\tmov.b64 %s, 0;\n", dst);
+	if (!s->kexit)
+		return 1;
+	bool warp = off == offsetof(K, warp_insns);
+	if (!s->bbx && ptx_basic_blocks(s->m, s->f, &s->bbx, &s->nbbx))
+		return -1;
+	s->count_entries |= !warp;
+	s->count_elected |= warp;
+	for (uint32_t i = 0; i < s->nbbx; i++) {
+		uint32_t k = bb_slot(s->bbx, i), c = s->bbx[i].count;
+		if (s->bbx[i].in_loop) {
+			buf_printf(out, "\tmad.wide.u32 %s, %s%u, %u, %s;\n", dst,
+				   warp ? "%__cb_wc" : "%__cb_bc", k, c, dst);
+			continue;
+		}
+		buf_printf(out, "\tbfe.u32 %%__cb_w5, %s%u, %u, 1;\n", warp ? "%__cb_wm" : "%__cb_bm",
+			   k / 32, k % 32);
+		buf_printf(out, "\tmad.wide.u32 %s, %%__cb_w5, %u, %s;\n", dst, c, dst);
+	}
+	return 1;
+}
+
 static int kernel_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_t off,
 			   uint32_t size, char *err, size_t errlen)
 {
 	const struct site *s = user;
+	int ic = icount_load(user, out, dst, off, size);
+	if (ic) {
+		if (ic < 0)
+			ptx_seterr(err, errlen, "out of memory");
+		return ic < 0 ? -1 : 0;
+	}
 	if (off < offsetof(struct cubpf_kernel_ctx, kernel_id) && size == 4 && off % 4 == 0) {
 		load_sreg(out, dst, sreg_names[off / 4]);
 		return 0;
@@ -368,6 +420,18 @@ static bool kernel_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *
 	return true;
 }
 
+/* ctx->insns and warp_insns are 0 at kernel entry: a program shared with kretprobes folds. */
+static bool kernel_ctx_const64(void *user, uint32_t off, uint32_t size, uint64_t *val)
+{
+	const struct site *s = user;
+	typedef struct cubpf_kernel_ctx K;
+	if (size == 8 && !s->kexit && (off == offsetof(K, insns) || off == offsetof(K, warp_insns))) {
+		*val = 0;
+		return true;
+	}
+	return kernel_ctx_const(user, off, size, val);
+}
+
 static bool mem_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *val)
 {
 	const struct site *s = user;
@@ -384,6 +448,12 @@ static bool mem_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *val
 		*val = s->insn_index;
 	else if (off == offsetof(M, kernel_id))
 		*val = s->kernel_id;
+	else if (off == offsetof(M, ptx_line))
+		*val = s->loc.line;
+	else if (off == offsetof(M, src_file))
+		*val = s->loc.file;
+	else if (off == offsetof(M, src_line))
+		*val = s->loc.src;
 	else
 		return false;
 	return true;
@@ -482,6 +552,12 @@ static bool sync_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *va
 		*val = s->insn_index;
 	else if (off == offsetof(S, kernel_id))
 		*val = s->kernel_id;
+	else if (off == offsetof(S, ptx_line))
+		*val = s->loc.line;
+	else if (off == offsetof(S, src_file))
+		*val = s->loc.file;
+	else if (off == offsetof(S, src_line))
+		*val = s->loc.src;
 	else
 		return false;
 	return true;
@@ -548,6 +624,35 @@ static bool func_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *va
 	return true;
 }
 
+/* Basic block probes: everything but the thread's special registers and %smid is a constant
+ * of the site. */
+static bool bb_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *val)
+{
+	const struct site *s = user;
+	typedef struct cubpf_bb_ctx C;
+	if (size != 4 || off % 4)
+		return false;
+	if (off == offsetof(C, block_id))
+		*val = s->bb_id;
+	else if (off == offsetof(C, insn_count))
+		*val = s->bb->count;
+	else if (off == offsetof(C, kernel_id))
+		*val = s->kernel_id;
+	else if (off == offsetof(C, ptx_line))
+		*val = s->bb->line;
+	else if (off == offsetof(C, src_file))
+		*val = s->bb->src_file;
+	else if (off == offsetof(C, src_line))
+		*val = s->bb->src_line;
+	else if (off >= offsetof(C, op_class) && off < offsetof(C, tid_x))
+		*val = s->bb->classes[(off - offsetof(C, op_class)) / 4];
+	else if (off == offsetof(C, entries) && !s->bbexit)
+		*val = 1; /* bbprobe: this entry */
+	else
+		return false;
+	return true;
+}
+
 /* A .func parameter as ctx->params[i]: .param ones as a kernel's, .reg ones (PTX without the
  * ABI) from the register. */
 static int func_param(struct ptx_buf *out, const char *dst, const struct ptx_param *p, char *err,
@@ -599,6 +704,55 @@ static int func_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint3
 	return -1;
 }
 
+/* Where do_bbcount keeps the entries of block i: a counter register (%__cb_bc<k>, blocks on a
+ * loop) or bit k % 32 of a mask (%__cb_bm<k / 32>, the others: entered at most once). */
+static uint32_t bb_slot(const struct ptx_bblock *v, uint32_t i)
+{
+	uint32_t k = 0;
+	for (uint32_t j = 0; j < i; j++)
+		k += v[j].in_loop == v[i].in_loop;
+	return k;
+}
+
+static void bb_entries_load(const struct site *s, struct ptx_buf *out, const char *dst)
+{
+	uint32_t i = (uint32_t)(s->bb - s->bbx), k = bb_slot(s->bbx, i);
+	if (s->bb->in_loop)
+		buf_printf(out, "\tcvt.u64.u32 %s, %%__cb_bc%u;\n", dst, k);
+	else
+		buf_printf(out, "\tbfe.u32 %%__cb_w5, %%__cb_bm%u, %u, 1;\n\tcvt.u64.u32 %s, %%__cb_w5;\n",
+			   k / 32, k % 32, dst);
+}
+
+static int bb_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_t off,
+		       uint32_t size, char *err, size_t errlen)
+{
+	typedef struct cubpf_bb_ctx C;
+	uint64_t v;
+	if (bb_ctx_const(user, off, size, &v)) {
+		buf_printf(out, "\tmov.b64 %s, %llu;\n", dst, (unsigned long long)v);
+		return 0;
+	}
+	static const uint32_t sr_off[6] = {offsetof(C, tid_x), offsetof(C, tid_y), offsetof(C, tid_z),
+					   offsetof(C, ctaid_x), offsetof(C, ctaid_y),
+					   offsetof(C, ctaid_z)};
+	for (int i = 0; i < 6 && size == 4; i++)
+		if (off == sr_off[i]) {
+			load_sreg(out, dst, sreg_names[i < 3 ? i : i + 3]);
+			return 0;
+		}
+	if (size == 4 && off == offsetof(C, sm_id)) {
+		load_sreg(out, dst, "%smid");
+		return 0;
+	}
+	if (size == 4 && off == offsetof(C, entries)) { /* bbretprobe (bbprobe's is constant) */
+		bb_entries_load(user, out, dst);
+		return 0;
+	}
+	ptx_seterr(err, errlen, "basic block context has no %u-byte field at offset %u", size, off);
+	return -1;
+}
+
 /* ---- per kernel ---- */
 
 /* declarations beyond the code generator's: block counts, a sync site's saved guard, its
@@ -617,6 +771,7 @@ struct inj {
 	char *err;
 	size_t errlen;
 	struct ptx_inject_report *rep;
+	bool elect;                   /* elect.sync is there (sm_90, PTX 8.0 and later) */
 };
 
 static void need_merge(struct cg_result *a, const struct cg_result *b)
@@ -661,7 +816,7 @@ static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, str
 			   j->o->progs[p].name ? j->o->progs[p].name : "");
 		if (j->o->enable_words)
 			enable_check(j, s, p, cnt == 0, lbl, out);
-		struct cg_ctxsrc src = {.load = kernel_ctx_load, .constant = kernel_ctx_const,
+		struct cg_ctxsrc src = {.load = kernel_ctx_load, .constant = kernel_ctx_const64,
 					.user = s};
 		if (kind == VM_PROG_MEMPROBE)
 			src.load = mem_ctx_load, src.constant = mem_ctx_const;
@@ -671,6 +826,8 @@ static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, str
 			src.load = sync_ctx_load, src.constant = sync_ctx_const;
 		else if (kind == VM_PROG_FENTRY || kind == VM_PROG_FEXIT)
 			src.load = func_ctx_load, src.constant = func_ctx_const;
+		else if (kind == VM_PROG_BBPROBE || kind == VM_PROG_BBRETPROBE)
+			src.load = bb_ctx_load, src.constant = bb_ctx_const;
 		struct cg_result res = {0};
 		if (ptx_cg_emit(j->cp[p], &src, lbl, out, &res, j->err, j->errlen))
 			return -1;
@@ -878,6 +1035,113 @@ fail:
 	return -1;
 }
 
+/* bbretprobes, in the exit block: the programs once per basic block of the kernel, each with
+ * its block's constants and ctx->entries from where do_bbcount counts them.  Returns how many
+ * blocks ran programs (the blocks stay in s->bbx for do_bbcount), or -1. */
+static int bb_exit(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
+		   struct ptx_buf *b, struct cg_result *fneed)
+{
+	if (!any_kind(j, sel, VM_PROG_BBRETPROBE))
+		return 0;
+	if (!s->bbx && ptx_basic_blocks(j->m, f, &s->bbx, &s->nbbx)) {
+		ptx_seterr(j->err, j->errlen, "out of memory");
+		return -1;
+	}
+	s->bbexit = true;
+	s->count_entries = true;
+	for (uint32_t i = 0; i < s->nbbx; i++) {
+		s->bb = &s->bbx[i];
+		s->bb_id = i;
+		if (emit_kind(j, sel, VM_PROG_BBRETPROBE, s, b, fneed) < 0)
+			return -1;
+	}
+	s->bbexit = false;
+	s->bb = NULL;
+	j->rep->bb_sites += s->nbbx;
+	return (int)s->nbbx;
+}
+
+/* Per block entry: the thread's count (an add to its counter, blocks on a loop, or an or of
+ * its bit, the others) and, for warp_insns, the elected lane's (elect.sync on sm_90, the lowest
+ * active lane before). */
+static void bbcount_block(const struct inj *j, const struct site *s, uint32_t i,
+			  struct ptx_buf *b)
+{
+	uint32_t k = bb_slot(s->bbx, i);
+	bool loop = s->bbx[i].in_loop;
+	if (s->count_entries && loop)
+		buf_printf(b, "\tadd.u32 %%__cb_bc%u, %%__cb_bc%u, 1;\n", k, k);
+	else if (s->count_entries)
+		buf_printf(b, "\tor.b32 %%__cb_bm%u, %%__cb_bm%u, %u;\n", k / 32, k / 32,
+			   1u << (k % 32));
+	if (!s->count_elected)
+		return;
+	ptx_buf_puts(b, "\tactivemask.b32 %__cb_im0;\n");
+	if (j->elect)
+		ptx_buf_puts(b, "\telect.sync %__cb_im1|%__cb_ip, %__cb_im0;\n");
+	else
+		ptx_buf_puts(b, "\tmov.u32 %__cb_im1, %lanemask_lt;\n"
+			     "\tand.b32 %__cb_im1, %__cb_im1, %__cb_im0;\n"
+			     "\tsetp.eq.u32 %__cb_ip, %__cb_im1, 0;\n");
+	if (loop)
+		buf_printf(b, "\t@%%__cb_ip add.u32 %%__cb_wc%u, %%__cb_wc%u, 1;\n", k, k);
+	else
+		buf_printf(b, "\t@%%__cb_ip or.b32 %%__cb_wm%u, %%__cb_wm%u, %u;\n", k / 32, k / 32,
+			   1u << (k % 32));
+}
+
+/* The registers of the counts above, declared and set to 0 where the body starts. */
+static void bbcount_regs(const struct site *s, struct ptx_buf *d, struct ptx_buf *z)
+{
+	uint32_t nc = 0, nm = 0;
+	for (uint32_t i = 0; i < s->nbbx; i++)
+		s->bbx[i].in_loop ? nc++ : nm++;
+	nm = (nm + 31) / 32;
+	ptx_buf_puts(d, "\n\t// cubpf: basic block entries\n");
+	ptx_buf_puts(z, "\t// cubpf: basic block entries\n");
+	for (int w = 0; w < 2; w++) {
+		if (!(w ? s->count_elected : s->count_entries))
+			continue;
+		const char *c = w ? "wc" : "bc", *m = w ? "wm" : "bm";
+		if (nc)
+			buf_printf(d, "\t.reg .b32 %%__cb_%s<%u>;\n", c, nc);
+		if (nm)
+			buf_printf(d, "\t.reg .b32 %%__cb_%s<%u>;\n", m, nm);
+		for (uint32_t k = 0; k < nc; k++)
+			buf_printf(z, "\tmov.u32 %%__cb_%s%u, 0;\n", c, k);
+		for (uint32_t k = 0; k < nm; k++)
+			buf_printf(z, "\tmov.u32 %%__cb_%s%u, 0;\n", m, k);
+	}
+	if (s->count_elected)
+		ptx_buf_puts(d, "\t.reg .b32 %__cb_im<2>;\n\t.reg .pred %__cb_ip;\n");
+}
+
+/* The entry counts that bbretprobes and ctx->insns / warp_insns read (do_exit decided which). */
+static int do_bbcount(struct inj *j, const struct ptx_func *f, struct site *s)
+{
+	if (!s->bbx || (!s->count_entries && !s->count_elected))
+		return 0;
+	struct ptx_buf b = {0}, d = {0};
+	bool ls;
+	size_t at = insert_at(j->m->text, f->first_insn_line, &ls);
+	bbcount_regs(s, &d, &b);
+	if (!ls)
+		ptx_buf_puts(&b, "\t");
+	int rc = edit_add(&j->ed, f->body_open + 1, 0, &d) || edit_add(&j->ed, at, 0, &b);
+	for (uint32_t i = 0; i < s->nbbx && !rc; i++) {
+		at = insert_at(j->m->text, f->insns[s->bbx[i].first].off, &ls);
+		bbcount_block(j, s, i, &b);
+		if (!ls)
+			ptx_buf_puts(&b, "\t");
+		rc = edit_add(&j->ed, at, 0, &b);
+	}
+	ptx_buf_free(&b);
+	ptx_buf_free(&d);
+	if (rc)
+		ptx_seterr(j->err, j->errlen, "out of memory");
+	return rc ? -1 : 0;
+}
+
 /* kretprobes and block ends: every ret/exit becomes a branch to one exit block that runs them
  * and returns (code that falls off the body's end reaches it too). */
 static int do_exit(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
@@ -886,10 +1150,13 @@ static int do_exit(struct inj *j, const struct ptx_func *f, const bool *sel, str
 	struct ptx_buf b = {0};
 	bool end = any_kind(j, sel, VM_PROG_BLOCKRETPROBE);
 	ptx_buf_puts(&b, "$__cubpf_exit:\n");
+	s->kexit = true;
 	int n = emit_kind(j, sel, VM_PROG_KRETPROBE, s, &b, fneed);
-	if (n < 0 || (end && block_end(j, sel, s, &b, fneed)))
+	s->kexit = false;
+	int nb = n < 0 ? -1 : bb_exit(j, f, sel, s, &b, fneed);
+	if (n < 0 || nb < 0 || (end && block_end(j, sel, s, &b, fneed)))
 		goto fail;
-	if (n == 0 && !end) {
+	if (n == 0 && nb == 0 && !end) {
 		ptx_buf_free(&b);
 		return 0;
 	}
@@ -937,6 +1204,7 @@ static int do_mem(struct inj *j, const struct ptx_func *f, const bool *sel, stru
 			continue;
 		s->insn = in;
 		s->insn_index = i;
+		ptx_loc_at(j->m, f, in->off, &s->loc);
 		struct ptx_buf b = {0};
 		uint32_t skip = j->site;
 		if (in->pred)
@@ -992,6 +1260,7 @@ static int do_sync(struct inj *j, const struct ptx_func *f, const bool *sel, str
 		if (!ptx_insn_sync(in, &s->sync))
 			continue;
 		s->insn_index = i;
+		ptx_loc_at(j->m, f, in->off, &s->loc);
 		struct ptx_buf b = {0}, a = {0};
 		bool ls;
 		size_t at = insert_at(j->m->text, in->off, &ls);
@@ -1018,6 +1287,42 @@ fail:
 		return -1;
 	}
 	return 0;
+}
+
+/* Basic block entries: the bbprobes at each block's first instruction, unpredicated.  `ord`
+ * is 0 in a kernel, 1 + the function's index in a .func (ctx->block_id's upper half). */
+static int do_bb(struct inj *j, const struct ptx_func *f, uint32_t ord, const bool *sel,
+		 struct site *s, struct cg_result *fneed, bool *touched)
+{
+	if (!any_kind(j, sel, VM_PROG_BBPROBE))
+		return 0;
+	struct ptx_bblock *bbs;
+	uint32_t n;
+	if (ptx_basic_blocks(j->m, f, &bbs, &n)) {
+		ptx_seterr(j->err, j->errlen, "out of memory");
+		return -1;
+	}
+	int rc = 0;
+	for (uint32_t i = 0; i < n && !rc; i++) {
+		struct ptx_buf b = {0};
+		s->bb = &bbs[i];
+		s->bb_id = ord << 16 | i;
+		bool ls;
+		size_t at = insert_at(j->m->text, f->insns[bbs[i].first].off, &ls);
+		rc = emit_kind(j, sel, VM_PROG_BBPROBE, s, &b, fneed) < 0 ? -1 : 0;
+		if (!rc && !ls)
+			ptx_buf_puts(&b, "\t");
+		if (!rc && edit_add(&j->ed, at, 0, &b)) {
+			ptx_seterr(j->err, j->errlen, "out of memory");
+			rc = -1;
+		}
+		ptx_buf_free(&b);
+		j->rep->bb_sites += !rc;
+	}
+	s->bb = NULL;
+	*touched |= n > 0 && !rc;
+	free(bbs);
+	return rc;
 }
 
 static bool kernel_selected(const struct ptx_inject_opts *o, const struct ptx_func *f)
@@ -1062,7 +1367,12 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 	unsigned extra = 0;
 	int rc = do_entry(j, f, sel, &s, &fneed, &touched, &blocks);
 	if (!rc)
+		rc = do_bb(j, f, 0, sel, &s, &fneed, &touched);
+	if (!rc)
 		rc = do_exit(j, f, sel, &s, &fneed, &touched);
+	if (!rc)
+		rc = do_bbcount(j, f, &s);
+	free(s.bbx); /* when an error came first */
 	if (!rc)
 		rc = do_mem(j, f, sel, &s, &fneed, &touched);
 	if (!rc)
@@ -1250,6 +1560,7 @@ static int do_funcs(struct inj *j, const bool *fsel, const uint32_t *reached_by)
 		unsigned extra = 0;
 		const bool *sel = fsel + (size_t)i * j->o->prog_cnt;
 		if (do_fprobes(j, f, sel, &s, &fneed, &touched) ||
+		    do_bb(j, f, i + 1, sel, &s, &fneed, &touched) ||
 		    do_mem(j, f, sel, &s, &fneed, &touched) ||
 		    do_sync(j, f, sel, &s, &fneed, &touched, &extra))
 			return -1;
@@ -1288,7 +1599,8 @@ static int do_module(struct inj *j)
 		memset(visited, 0, m->func_cnt * sizeof(*visited));
 		for (uint32_t p = 0; p < j->o->prog_cnt; p++)
 			ksel[p] &= j->o->progs[p].kind == VM_PROG_MEMPROBE ||
-				   j->o->progs[p].kind == VM_PROG_SYNCPROBE;
+				   j->o->progs[p].kind == VM_PROG_SYNCPROBE ||
+				   j->o->progs[p].kind == VM_PROG_BBPROBE;
 		fprobe_kernel_sel(j, f, ksel);
 		reach(j, i, i, ksel, fsel, reached_by, visited);
 	}
@@ -1398,6 +1710,8 @@ static int prepare(struct inj *j)
 		j->cp[p]->l2_keep = target_sm(j->m->target) >= 80 && atof(j->m->version) >= 7.4 &&
 				    updates_arrays(&j->o->progs[p], j->o->maps, j->o->map_cnt);
 		j->cp[p]->fold = true;
+		j->cp[p]->redux = target_sm(j->m->target) >= 80 && atof(j->m->version) >= 7.0;
+		j->elect = target_sm(j->m->target) >= 90 && atof(j->m->version) >= 8.0;
 	}
 	return 0;
 }

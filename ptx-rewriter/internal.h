@@ -14,6 +14,18 @@ void ptx_buf_puts(struct ptx_buf *b, const char *s);
 void ptx_seterr(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* ---- where an instruction sits (blocks.c) ---- */
+/* A walk over a function's text: the line (from 1) at `off` and the .loc in force there.
+ * Zeroed, it starts anywhere; it moves forward cheaply (sites in order) and goes back to the
+ * function's start when asked for an earlier place or another function. */
+struct ptx_loc_cursor {
+	const struct ptx_func *f;
+	size_t off, body;
+	uint32_t line, file, src, body_line;
+};
+void ptx_loc_at(const struct ptx_module *m, const struct ptx_func *f, size_t off,
+		struct ptx_loc_cursor *c);
+
 /* ---- eBPF analysis: what each register holds at each instruction ---- */
 enum av_kind {
 	AV_UNKNOWN = 0, /* a runtime value (the generated code always computes it) */

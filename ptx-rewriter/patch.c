@@ -114,12 +114,17 @@ static int kernel_load(void *user, struct ptx_buf *out, const char *dst, uint32_
 		return 0;
 	}
 	uint32_t p0 = offsetof(K, params);
-	if (off >= p0 && off < sizeof(K) && (off - p0) % 8 == 0 && (size == 8 || size == 4)) {
+	if (off >= p0 && off < offsetof(K, insns) && (off - p0) % 8 == 0 && (size == 8 || size == 4)) {
 		buf_printf(out, "\tld.global.u64 %s, [%%__cb_rec+%u];\n", dst,
 			   (unsigned)PTX_PATCH_REC_PARAMS + (off - p0));
 		if (size == 4)
 			buf_printf(out, "\tand.b64 %s, %s, 0xFFFFFFFF;\n", dst, dst);
 		return 0;
+	}
+	if (off == offsetof(K, insns) || off == offsetof(K, warp_insns)) {
+		ptx_seterr(err, errlen, "ctx->insns and warp_insns (PTX instruction counts) have no "
+					"meaning in a kernel patched through the Sanitizer (SASS only)");
+		return -1;
 	}
 	ptx_seterr(err, errlen, "kernel context has no %u-byte field at offset %u", size, off);
 	return -1;
@@ -192,9 +197,10 @@ static int mem_load(void *user, struct ptx_buf *out, const char *dst, uint32_t o
 			sreg(out, dst, psreg[i < 3 ? i : i + 3]);
 			return 0;
 		}
-	if (off == offsetof(M, insn_index)) {
-		ptx_seterr(err, errlen, "ctx->insn_index (a PTX instruction's index) has no meaning "
-					"in a kernel patched through the Sanitizer (SASS only)");
+	if (off == offsetof(M, insn_index) || off >= offsetof(M, ptx_line)) {
+		ptx_seterr(err, errlen, "ctx->insn_index, ptx_line, src_file, src_line (a PTX "
+					"instruction's) have no meaning in a kernel patched through the "
+					"Sanitizer (SASS only)");
 		return -1;
 	}
 	ptx_seterr(err, errlen, "memory context has no %u-byte field at offset %u", size, off);

@@ -52,6 +52,14 @@
  *  - syncprobe: just before and just after every barrier (bar/barrier .sync/.arrive/.red,
  *    bar.warp.sync, barrier.cluster.*, mbarrier.try_wait/test_wait) and fence (fence.*,
  *    membar.*), under the instruction's own predicate, in the kernels and the .funcs they call;
+ *  - bbprobe: at the first instruction of every basic block (ptx_basic_blocks), before it and
+ *    unpredicated, in the kernels and the .funcs they call;
+ *  - bbretprobe: in the exit block (as kretprobe), once per basic block of the kernel's body;
+ *    each block's entries (ctx->entries), and for cubpf_kernel_ctx.insns / warp_insns read by
+ *    a kretprobe also those of the elected lane (elect.sync on sm_90, the lowest active lane
+ *    before), are counted at the block's first instruction in registers set to 0 where the
+ *    body starts: a 32-bit counter per block on a loop (ptx_bblock.in_loop), a bit of a mask
+ *    for the others (entered at most once); the kernel's own body only;
  *  - memprobe: just before every ld/st/atom/red (and ldu) of the global, shared, local and generic
  *    spaces, scalar and vector, under the access's own predicate: in the selected kernels' bodies
  *    and in the .funcs they call directly or transitively (direct calls; an indirect call's
@@ -72,7 +80,8 @@
  *    a constant offset (the usual case) its slots become registers: no local memory at all;
  *  - context fields compile to what they name: %tid/%ntid/%ctaid/%nctaid, the kernel's .param
  *    (first 8 bytes, zero-extended), or a constant (kernel_id, nparams, and for memprobes size,
- *    space, op, insn_index); ctx->addr is the access's own address expression;
+ *    space, op, insn_index, and the site's PTX line and .loc); ctx->addr is the access's own
+ *    address expression;
  *  - memory accesses whose alignment is not proven (pointer provenance and constant offsets:
  *    map values are 8-aligned, the stack 16-aligned, other pointers unknown) are split into
  *    naturally aligned pieces, since the GPU faults where eBPF allows any alignment; atomics
@@ -83,7 +92,8 @@
  *    get_smp_processor_id and get_sm_id (%smid), get_warp_id, get_lane_id, get_block_idx,
  *    get_block_dim, get_thread_idx, get_grid_dim, gpu_membar (membar.gl), get_active_mask,
  *    get_active_count (popc of activemask), is_warp_leader (lowest active lane),
- *    warp_count_unique (match.any.sync + vote.ballot: sm_70 and later),
+ *    warp_count_unique (match.any.sync + vote.ballot: sm_70 and later), warp_sum
+ *    (redux.sync on sm_80 and later, shuffles on sm_70),
  *    probe_read(_user) (byte copy), trace_printk and gpu_puts (vprintf; with a constant format
  *    the arguments are packed as C varargs, else 8 bytes each);
  *  - counters (atomic add of a constant without fetch) are warp-aggregated on sm_70+.
@@ -204,6 +214,24 @@ struct ptx_sync {
 };
 bool ptx_insn_sync(const struct ptx_insn *insn, struct ptx_sync *sync);
 
+/* A basic block of a function (bbprobe sites, ptx-rewriter/blocks.c): it starts at the body's
+ * first instruction, at an instruction a label precedes, or after a branch, return or exit. */
+struct ptx_bblock {
+	uint32_t first;        /* index of its first instruction in the function's insns */
+	uint32_t count;        /* its instructions */
+	uint32_t line;         /* line of its first instruction in the module text (from 1) */
+	uint32_t src_file;     /* the .loc in force at its first instruction (0, 0: none) */
+	uint32_t src_line;
+	uint32_t classes[CUBPF_OP_CLASSES]; /* its instructions of each enum cubpf_op_class */
+	bool in_loop;          /* on a cycle of the flow graph: a thread may enter it again */
+};
+/* The blocks of f in PTX order (their index is ctx->block_id): 0 and a malloc'ed array, or -1
+ * when out of memory. */
+int ptx_basic_blocks(const struct ptx_module *m, const struct ptx_func *f,
+		     struct ptx_bblock **out, uint32_t *count);
+/* enum cubpf_op_class of an instruction. */
+uint32_t ptx_insn_class(const struct ptx_insn *insn);
+
 /* Demangles an Itanium C++ name as nvcc emits kernel names ("_Z6vecaddPfS_S_i" ->
  * "vecadd(float*, float*, float*, int)"): nested names, namespaces, templates with type and
  * integer arguments, builtin, pointer, reference, const/volatile and substitutions.  Not
@@ -295,6 +323,7 @@ struct ptx_inject_report {
 	char label[96];                /* the first .entry's name, with ", ..." when there are
 					* more ("" when none): what logs call the module, read
 					* from the parse the rewrite used */
+	uint32_t bb_sites;             /* basic blocks that run bbprobes */
 };
 
 /* FNV-1a of the mangled name: the default kernel id. */

@@ -18,8 +18,8 @@ static void ptx_usage(FILE *out)
 		"usage: cubpf ptx -p PROG.bpf.o [-k KERNEL_GLOB] [-e] [-o OUT.ptx] IN.ptx\n"
 		"\n"
 		"Injects the GPU programs (kprobe/, kretprobe/, memprobe/, blockprobe/, blockretprobe/,\n"
-		"syncprobe/, fentry/, fexit/) of PROG.bpf.o into the kernels and device functions of\n"
-		"IN.ptx and writes the result to OUT.ptx\n"
+		"syncprobe/, fentry/, fexit/, bbprobe/, bbretprobe/) of PROG.bpf.o into the kernels and\n"
+		"device functions of IN.ptx and writes the result to OUT.ptx\n"
 		"(standard output when -o is absent or '-').\n"
 		"Each program applies to the kernels its section's glob matches (mangled or demangled\n"
 		"name); -k narrows the kernels further.  Programs are verified first.  Kernels no\n"
@@ -123,10 +123,10 @@ static int instrument(const char *prog_path, const char *in_path, const char *ou
 			fprintf(stderr,
 				"cubpf ptx: %u of %u kernels instrumented (+%u device functions): %u entry, "
 				"%u exit, %u memory, %u thread block, %u barrier/fence, %u function entry, "
-				"%u function return probe sites (%u programs, %u maps)\n",
+				"%u function return, %u basic block probe sites (%u programs, %u maps)\n",
 				rep.instrumented, rep.kernels, rep.funcs, rep.entry_sites, rep.exit_sites,
 				rep.mem_sites, rep.block_sites, rep.sync_sites, rep.fentry_sites,
-				rep.fexit_sites, cnt, obj->map_cnt);
+				rep.fexit_sites, rep.bb_sites, cnt, obj->map_cnt);
 			free(out);
 		}
 	}

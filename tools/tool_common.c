@@ -22,6 +22,11 @@ void tool_report_syncwait(const struct tool_data *d, const struct tool_opts *o, 
 void tool_report_memdelay(const struct tool_data *d, const struct tool_opts *o, FILE *f);
 extern const struct tool_kernel_key tool_keys_blocklat[], tool_keys_syncwait[],
 	tool_keys_memdelay[];
+void tool_report_instrcount(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+void tool_report_opcodehist(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+void tool_report_hotblocks(const struct tool_data *d, const struct tool_opts *o, FILE *f);
+extern const struct tool_kernel_key tool_keys_instrcount[], tool_keys_opcodehist[],
+	tool_keys_hotblocks[];
 
 static const struct tool tools[] = {
 	{"kcount", "kcount.bpf.o", "per-kernel launches, threads and GPU time",
@@ -73,6 +78,29 @@ static const struct tool tools[] = {
 	 "with and without the delay and their ratio (memory-latency sensitivity), and the loads\n"
 	 "delayed.  A kernel needs two timed launches for a ratio; graph launches have no spans.\n",
 	 tool_report_memdelay, tool_keys_memdelay},
+	{"instrcount", "instrcount.bpf.o", "dynamic PTX instructions per kernel, by threads and warps",
+	 "PTX instructions each thread of the probed kernels issued (cubpf counts them in two\n"
+	 "registers: an add at each basic block's entry, and for the warp-level count a test of\n"
+	 "which lane was elected), summed per warp at kernel exit.  Per kernel: instructions\n"
+	 "counted per thread and per warp-level execution, per thread launched, and the SIMT\n"
+	 "occupancy.  Device functions' instructions are not counted; kernel ids from 256 on\n"
+	 "are not counted.\n",
+	 tool_report_instrcount, tool_keys_instrcount},
+	{"opcodehist", "opcodehist.bpf.o", "dynamic PTX instructions per kernel and opcode class",
+	 "Instructions issued by threads as instrcount counts them, split by opcode class\n"
+	 "(integer, fp32, fp64, fp16, special functions, logic, compare, move, global loads and\n"
+	 "stores, shared, local, param/const, atomics, control, barriers, warp-level, tensor,\n"
+	 "async/texture): each basic block's entries (counted in registers, summed per warp at\n"
+	 "kernel exit) times its instructions of each class.  Kernel ids from 256 on are not\n"
+	 "counted.\n",
+	 tool_report_opcodehist, tool_keys_opcodehist},
+	{"hotblocks", "hotblocks.bpf.o", "the hottest basic blocks of each kernel, PTX and source lines",
+	 "Entries of every basic block of the probed kernels by threads (counted in registers, one\n"
+	 "instruction per block entry; summed per warp at kernel exit: bbretprobe), times its PTX\n"
+	 "instructions: each kernel's blocks with the most instructions first, with the PTX line of\n"
+	 "the block and its .loc source line.  Kernel ids from 16 on are not counted; blocks from\n"
+	 "255 on share one row.\n",
+	 tool_report_hotblocks, tool_keys_hotblocks},
 };
 
 const struct tool *tool_list(size_t *n)

@@ -24,6 +24,7 @@ static const struct {
 	{"blockprobe/", VM_PROG_BLOCKPROBE}, {"blockretprobe/", VM_PROG_BLOCKRETPROBE},
 	{"syncprobe/", VM_PROG_SYNCPROBE},
 	{"fentry/", VM_PROG_FENTRY},     {"fexit/", VM_PROG_FEXIT},
+	{"bbprobe/", VM_PROG_BBPROBE},   {"bbretprobe/", VM_PROG_BBRETPROBE},
 };
 
 int vm_prog_kind_from_section(const char *section, const char **attach)
@@ -43,7 +44,7 @@ const char *vm_prog_kind_name(enum vm_prog_kind kind)
 {
 	static const char *const names[] = {"kprobe", "kretprobe", "memprobe", "uprobe",
 					    "uretprobe", "raw", "blockprobe", "blockretprobe",
-					    "syncprobe", "fentry", "fexit"};
+					    "syncprobe", "fentry", "fexit", "bbprobe", "bbretprobe"};
 	_Static_assert(sizeof(names) / sizeof(names[0]) == VM_PROG_KIND_COUNT, "a kind without a name");
 	return (unsigned)kind < VM_PROG_KIND_COUNT ? names[kind] : "unknown";
 }

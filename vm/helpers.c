@@ -68,6 +68,7 @@ static const struct vm_helper_proto protos[] = {
 	{CUBPF_FN_gpu_delay_ns, "bpf_gpu_delay_ns", VM_RET_INTEGER, A(VM_ARG_DELAY_NS), VM_KINDS_GPU},
 	{CUBPF_FN_warp_count_unique, "bpf_warp_count_unique", VM_RET_INTEGER, A(VM_ARG_ANYTHING),
 	 VM_KINDS_GPU},
+	{CUBPF_FN_warp_sum, "bpf_warp_sum", VM_RET_INTEGER, A(VM_ARG_ANYTHING), VM_KINDS_GPU},
 };
 #undef A
 
@@ -107,15 +108,16 @@ static bool kernel_field_ok(uint32_t off, uint32_t size)
 	static const struct field_run runs[] = {
 		{0, offsetof(struct cubpf_kernel_ctx, params) / 4, 4},
 		{offsetof(struct cubpf_kernel_ctx, params), CUBPF_MAX_KERNEL_PARAMS, 8},
+		{offsetof(struct cubpf_kernel_ctx, insns), 2, 8},
 	};
-	return fields_ok(runs, 2, off, size);
+	return fields_ok(runs, 3, off, size);
 }
 
 static bool mem_field_ok(uint32_t off, uint32_t size)
 {
 	static const struct field_run runs[] = {
 		{0, 1, 8},
-		{8, (offsetof(struct cubpf_mem_ctx, ctaid_z) + 4 - 8) / 4, 4}, /* not the tail padding */
+		{8, (offsetof(struct cubpf_mem_ctx, src_line) + 4 - 8) / 4, 4}, /* not the tail padding */
 	};
 	return fields_ok(runs, 2, off, size);
 }
@@ -143,8 +145,17 @@ static bool sync_field_ok(uint32_t off, uint32_t size)
 	static const struct field_run runs[] = {
 		{0, offsetof(struct cubpf_sync_ctx, time_ns) / 4, 4},
 		{offsetof(struct cubpf_sync_ctx, time_ns), 2, 8},
+		{offsetof(struct cubpf_sync_ctx, ptx_line), 3, 4},
 	};
-	return fields_ok(runs, 2, off, size);
+	return fields_ok(runs, 3, off, size);
+}
+
+static bool bb_field_ok(uint32_t off, uint32_t size)
+{
+	static const struct field_run runs[] = {
+		{0, sizeof(struct cubpf_bb_ctx) / 4, 4},
+	};
+	return fields_ok(runs, 1, off, size);
 }
 
 static bool api_field_ok(uint32_t off, uint32_t size)
@@ -164,6 +175,7 @@ const struct vm_ctx_layout *vm_ctx_layout(enum vm_prog_kind kind)
 	static const struct vm_ctx_layout block = {sizeof(struct cubpf_block_ctx), block_field_ok};
 	static const struct vm_ctx_layout sync = {sizeof(struct cubpf_sync_ctx), sync_field_ok};
 	static const struct vm_ctx_layout func = {sizeof(struct cubpf_func_ctx), func_field_ok};
+	static const struct vm_ctx_layout bb = {sizeof(struct cubpf_bb_ctx), bb_field_ok};
 	switch (kind) {
 	case VM_PROG_KPROBE:
 	case VM_PROG_KRETPROBE:
@@ -178,6 +190,9 @@ const struct vm_ctx_layout *vm_ctx_layout(enum vm_prog_kind kind)
 	case VM_PROG_FENTRY:
 	case VM_PROG_FEXIT:
 		return &func;
+	case VM_PROG_BBPROBE:
+	case VM_PROG_BBRETPROBE:
+		return &bb;
 	case VM_PROG_UPROBE:
 	case VM_PROG_URETPROBE:
 		return &api;
@@ -376,6 +391,12 @@ HELPER(h_active_mask)
 	return 1; /* one host thread: lane 0 only */
 }
 
+HELPER(h_warp_sum)
+{
+	UNUSED_ARGS;
+	return r1; /* a warp of one lane: its own value */
+}
+
 HELPER(h_puts)
 {
 	UNUSED_ARGS;
@@ -418,6 +439,7 @@ vm_helper_fn vm_host_helper(uint32_t id)
 	case CUBPF_FN_get_active_count:
 	case CUBPF_FN_is_warp_leader:
 	case CUBPF_FN_warp_count_unique: return h_active_mask;
+	case CUBPF_FN_warp_sum: return h_warp_sum;
 	case CUBPF_FN_get_clock: return h_clock;
 	case CUBPF_FN_gpu_delay_ns: return h_delay;
 	default: return NULL;

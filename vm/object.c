@@ -418,7 +418,7 @@ static int section_progs(struct loader *ld, const struct cubin_elf_section *sec)
 	if (vm_prog_kind_from_section(sec->name, NULL) < 0)
 		return FAIL(ld, "section '%s' is not a program kind cubpf knows (kprobe/, "
 			    "kretprobe/, memprobe/, blockprobe/, blockretprobe/, syncprobe/, "
-			    "fentry/, fexit/, uprobe/, uretprobe/ followed by a name)",
+			    "fentry/, fexit/, bbprobe/, bbretprobe/, uprobe/, uretprobe/ followed by a name)",
 			    sec->name);
 	if (sec->size % 8 || !sec->data)
 		return FAIL(ld, "section '%s' size %llu is not a multiple of 8", sec->name,

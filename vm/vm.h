@@ -53,6 +53,8 @@ enum vm_prog_kind {
 	VM_PROG_SYNCPROBE,     /* SEC("syncprobe/GLOB"): before/after barriers, ctx cubpf_sync_ctx */
 	VM_PROG_FENTRY,        /* SEC("fentry/GLOB"): device function entry, ctx cubpf_func_ctx */
 	VM_PROG_FEXIT,         /* SEC("fexit/GLOB"):  device function return, ctx cubpf_func_ctx */
+	VM_PROG_BBPROBE,       /* SEC("bbprobe/GLOB"): basic block entry, ctx cubpf_bb_ctx */
+	VM_PROG_BBRETPROBE,    /* SEC("bbretprobe/GLOB"): per block at kernel exit, cubpf_bb_ctx */
 	VM_PROG_KIND_COUNT
 };
 
@@ -61,7 +63,8 @@ enum vm_prog_kind {
 #define VM_KINDS_GPU (VM_KIND_BIT(VM_PROG_KPROBE) | VM_KIND_BIT(VM_PROG_KRETPROBE) | \
 		      VM_KIND_BIT(VM_PROG_MEMPROBE) | VM_KIND_BIT(VM_PROG_BLOCKPROBE) | \
 		      VM_KIND_BIT(VM_PROG_BLOCKRETPROBE) | VM_KIND_BIT(VM_PROG_SYNCPROBE) | \
-		      VM_KIND_BIT(VM_PROG_FENTRY) | VM_KIND_BIT(VM_PROG_FEXIT))
+		      VM_KIND_BIT(VM_PROG_FENTRY) | VM_KIND_BIT(VM_PROG_FEXIT) | \
+		      VM_KIND_BIT(VM_PROG_BBPROBE) | VM_KIND_BIT(VM_PROG_BBRETPROBE))
 #define VM_KINDS_HOST (VM_KIND_BIT(VM_PROG_UPROBE) | VM_KIND_BIT(VM_PROG_URETPROBE))
 #define VM_KINDS_ALL ((1u << VM_PROG_KIND_COUNT) - 1)
 

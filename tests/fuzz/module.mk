@@ -21,6 +21,7 @@ $(eval $(call fuzz_rule,fuzz_shim_load,shim/live/guard.c $(VM_SRCS) $(CUBIN_SRCS
 # replay's host programs are tests/store/replay.bpf.c, built beside the binary.
 # (export --format sqlite brings the SQLite export and the demangler with it).
 FUZZ_TRACE_CMD_SRCS := tools/cmd_trace.c tools/cmd_export_sqlite.c tools/cmd_inspect.c tools/tool_blocks.c \
+  tools/tool_bb.c \
   tools/tool_common.c tools/tool_data.c tools/tool_reports.c store/trace_read.c store/ids.c \
   store/file.c $(VM_SRCS) $(CUBIN_SRCS) $(PTX_SRCS) $(SQLITE_OBJ)
 $(eval $(call fuzz_rule,fuzz_trace_cmd,$(FUZZ_TRACE_CMD_SRCS),-I$(SQLITE_DIR)))

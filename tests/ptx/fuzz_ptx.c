@@ -65,6 +65,9 @@ static void instrument(const char *text, size_t len)
 		{"s", VM_PROG_SYNCPROBE, "*", block_sync_prog, 4},
 		{"fe", VM_PROG_FENTRY, "*", func_prog, 4},
 		{"fx", VM_PROG_FEXIT, "f*", func_prog, 4},
+		/* bbprobe: the memory program's u32 at 8 is the block context's kernel_id */
+		{"bb", VM_PROG_BBPROBE, "*", mem_prog, sizeof(mem_prog) / sizeof(mem_prog[0])},
+		{"bx", VM_PROG_BBRETPROBE, "k*", mem_prog, sizeof(mem_prog) / sizeof(mem_prog[0])},
 	};
 	struct ptx_inject_opts o = {.progs = progs, .prog_cnt = 8, .maps = maps, .map_cnt = 1,
 				    .enable_words = len % 2};

@@ -49,7 +49,7 @@ TEST_BINS += $(BUILD)/tests/test_ptx_diff
 
 TEST_PTX_SRCS := tests/ptx/test_ptx.c tests/ptx/conf.c
 $(BUILD)/tests/test_ptx: $(call objs,$(TEST_PTX_SRCS)) $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB) \
-		| $(PTX_FIXES) $(PTX_PROBES)
+		| $(PTX_FIXES) $(PTX_PROBES) $(PROBE_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(call objs,$(TEST_PTX_SRCS)) $(PTX_LIB) $(VM_LIB) $(CUBIN_LIB) \
 		$(DEP_LIBS) -lcmocka $(LDLIBS)

@@ -85,6 +85,8 @@ static uint32_t ctx_bytes(const struct vm_prog *p, const struct ptxdiff_opts *o)
 		return sizeof(struct cubpf_sync_ctx);
 	if (p->kind == VM_PROG_FENTRY || p->kind == VM_PROG_FEXIT)
 		return sizeof(struct cubpf_func_ctx);
+	if (p->kind == VM_PROG_BBPROBE || p->kind == VM_PROG_BBRETPROBE)
+		return sizeof(struct cubpf_bb_ctx);
 	return o->ctx_size ? o->ctx_size : 64;
 }
 

@@ -823,6 +823,53 @@ static void test_block_protocol_sim(void **state)
 	vm_object_free(p.obj);
 }
 
+/* Instruction counts run on tests/ptx/ptxsim_instr.py (a model of the threads one after the
+ * other, each a warp of one lane) against the model's own count of the instructions each thread
+ * of tests/ptx/kernels/counted.ptx fetches natively (a loop of a per-thread trip count, a skipped
+ * loop, a predicated early ret, a branch half the threads take): bbprobe (a warp-aggregated add
+ * of ctx->insn_count per block entry), bbretprobe (entries x instructions at exit) and a
+ * kretprobe's ctx->insns and warp_insns must each give the same sum. */
+static void test_icount_sim(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *probe;
+		int threads, warps;
+	} runs[] = {{"bb.bpf.o", 0, 1}, {"bbret.bpf.o", 16, -1}, {"icount.bpf.o", 0, 1}};
+	const char *native = "tests/ptx/kernels/counted.ptx";
+	for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
+		struct probes p;
+		load_probes(runs[r].probe, &p);
+		size_t len, olen;
+		char *t = fixture(native, &len), *out, err[PTX_ERRLEN];
+		struct ptx_inject_report rep;
+		if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+			fail_msg("counted.ptx with %s: %s", runs[r].probe, err);
+		char tmp[] = "/tmp/cubpf-ptxsim-instr-XXXXXX", cmd[768], line[512], last[512] = "";
+		int fd = mkstemp(tmp);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, out, olen), (ssize_t)olen);
+		close(fd);
+		snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_instr.py %s %s counted %d %d %d 2>&1",
+			 native, tmp, map_index(p.obj, "counts"), runs[r].threads, runs[r].warps);
+		FILE *f = popen(cmd, "r");
+		assert_non_null(f);
+		while (fgets(line, sizeof(line), f)) {
+			if (strncmp(line, "ok", 2))
+				print_message("%s: %s", runs[r].probe, line);
+			snprintf(last, sizeof(last), "%s", line);
+		}
+		int st = pclose(f);
+		unlink(tmp);
+		if (st != 0 || !strstr(last, " passed, 0 failed"))
+			fail_msg("ptxsim_instr with %s (needs python3): %s", runs[r].probe,
+				 last[0] ? last : "no output");
+		free(out);
+		free(t);
+		vm_object_free(p.obj);
+	}
+}
+
 /* ---- device functions: fentry/fexit (issue 32) ---- */
 
 /* The .funcs with a body and the rets in them. */
@@ -1149,6 +1196,387 @@ static void test_sync_probe_placement(void **state)
 	vm_object_free(p.obj);
 }
 
+/* Basic blocks of a hand-written kernel (tests/ptx/kernels/blocks.ptx): ids, instruction
+ * counts, PTX lines, .loc lines, opcode classes and which are on a loop exactly. */
+static uint32_t line_of(const char *t, const char *needle)
+{
+	const char *at = strstr(t, needle);
+	assert_non_null(at);
+	uint32_t n = 1;
+	for (const char *c = t; c < at; c++)
+		n += *c == '\n';
+	return n;
+}
+
+static void test_bb_blocks(void **state)
+{
+	(void)state;
+	size_t len;
+	char *t = fixture("tests/ptx/kernels/blocks.ptx", &len), err[PTX_ERRLEN];
+	struct ptx_module *m;
+	assert_int_equal(ptx_parse(t, len, &m, err, sizeof(err)), 0);
+	static const struct {
+		uint32_t count, src_line;
+		const char *first;
+		uint32_t classes[CUBPF_OP_CLASSES];
+	} want[] = {
+		{6, 10, "ld.param.u64 %rd1", {[CUBPF_OP_PARAM] = 2, [CUBPF_OP_MOV] = 3, [CUBPF_OP_CMP] = 1}},
+		{4, 12, "add.f32", {[CUBPF_OP_FP32] = 1, [CUBPF_OP_INT] = 1, [CUBPF_OP_CMP] = 1,
+				    [CUBPF_OP_CONTROL] = 1}},
+		{1, 12, "st.global.f32", {[CUBPF_OP_ST_GLOBAL] = 1}},
+		{3, 15, "st.param.b32 [a]", {[CUBPF_OP_PARAM] = 1, [CUBPF_OP_CONTROL] = 2}},
+		{1, 15, "exit;", {[CUBPF_OP_CONTROL] = 1}},
+	};
+	const struct ptx_func *k = ptx_find_func(m, "blocks");
+	assert_non_null(k);
+	struct ptx_bblock *b;
+	uint32_t n;
+	assert_int_equal(ptx_basic_blocks(m, k, &b, &n), 0);
+	assert_int_equal(n, sizeof(want) / sizeof(want[0]));
+	uint32_t first = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		assert_int_equal(b[i].first, first);
+		assert_int_equal(b[i].count, want[i].count);
+		assert_int_equal(b[i].line, line_of(t, want[i].first));
+		assert_int_equal(b[i].src_file, 1);
+		assert_int_equal(b[i].src_line, want[i].src_line);
+		assert_memory_equal(b[i].classes, want[i].classes, sizeof(want[i].classes));
+		assert_int_equal(b[i].in_loop, i == 1); /* LOOP: branches back to itself */
+		first += b[i].count;
+	}
+	assert_int_equal(first, k->insn_cnt);
+	free(b);
+	const struct ptx_func *f = ptx_find_func(m, "twice");
+	assert_int_equal(ptx_basic_blocks(m, f, &b, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(b[0].count, 3);
+	assert_int_equal(b[1].count, 1);
+	assert_int_equal(b[2].count, 2);
+	assert_int_equal(b[2].line, line_of(t, "st.param.b32 [r]"));
+	assert_int_equal(b[0].src_line, 0);
+	assert_false(b[0].in_loop || b[1].in_loop || b[2].in_loop);
+	free(b);
+	ptx_module_free(m);
+	free(t);
+}
+
+/* Which blocks lie on a loop: nested loops, a forward skip and an unconditional branch. */
+static void test_bb_loops(void **state)
+{
+	(void)state;
+	static const char text[] =
+		".version 8.0\n.target sm_80\n.address_size 64\n"
+		".visible .entry cfg(.param .u32 n)\n{\n\t.reg .pred %p<4>;\n\t.reg .b32 %r<4>;\n"
+		"\tld.param.u32 %r1, [n];\n\tmov.u32 %r2, 0;\n"                  /* 0 */
+		"OUTER:\n\tmov.u32 %r3, 0;\n"                                     /* 1 */
+		"INNER:\n\tadd.u32 %r3, %r3, 1;\n\tsetp.lt.u32 %p1, %r3, %r1;\n"
+		"\t@%p1 bra INNER;\n"                                              /* 2 */
+		"\tadd.u32 %r2, %r2, 1;\n\tsetp.lt.u32 %p2, %r2, %r1;\n"
+		"\t@%p2 bra OUTER;\n"                                              /* 3 */
+		"\tsetp.eq.u32 %p3, %r1, 7;\n\t@%p3 bra SKIP;\n"                   /* 4 */
+		"\tadd.u32 %r2, %r2, 2;\n\tbra.uni DONE;\n"                        /* 5 */
+		"SKIP:\n\tadd.u32 %r2, %r2, 3;\n"                                  /* 6 */
+		"DONE:\n\tret;\n}\n";                                             /* 7 */
+	static const uint32_t count[] = {2, 1, 3, 3, 2, 2, 1, 1};
+	static const bool loop[] = {false, true, true, true, false, false, false, false};
+	char err[PTX_ERRLEN];
+	struct ptx_module *m;
+	assert_int_equal(ptx_parse(text, sizeof(text) - 1, &m, err, sizeof(err)), 0);
+	struct ptx_bblock *b;
+	uint32_t n;
+	assert_int_equal(ptx_basic_blocks(m, &m->funcs[0], &b, &n), 0);
+	assert_int_equal(n, 8);
+	for (uint32_t i = 0; i < n; i++) {
+		if (b[i].count != count[i] || b[i].in_loop != loop[i])
+			fail_msg("block %u: %u instructions, in_loop %d", i, b[i].count, b[i].in_loop);
+	}
+	free(b);
+	ptx_module_free(m);
+}
+
+/* bbprobes on blocks.ptx: one site per block of the kernel and of the .func it calls, each
+ * with the block's constants folded in (ids and counts as ptx_basic_blocks says), the kernel's
+ * first site after the label-free start, the loop's inside its label; assembled. */
+static void test_bb_probe_placement(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("bb.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("tests/ptx/kernels/blocks.ptx", &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+		fail_msg("blocks.ptx with bb.bpf.o: %s", err);
+	assert_int_equal(rep.bb_sites, 5 + 3);
+	assert_int_equal(rep.instrumented, 1);
+	assert_int_equal(rep.funcs, 1);
+	assert_int_equal(count_of(out, "// cubpf: bbprobe on_block"), 8);
+	/* the probe of block 1 sits after LOOP: and before its first instruction */
+	const char *loop = strstr(out, "LOOP:");
+	const char *probe = strstr(loop, "// cubpf: bbprobe on_block");
+	const char *add = strstr(loop, "add.f32 %f1");
+	assert_true(loop < probe && probe < add);
+	/* and the one of DONE after both labels, before the asm scope's instructions */
+	const char *done = strstr(out, "DONE:\n");
+	probe = strstr(done, "// cubpf: bbprobe on_block");
+	assert_true(probe < strstr(done, "st.param.b32 [a]"));
+	assert_true(probe > strstr(done, ".param .b32 rv;"));
+	assert_assembles(out, olen, "blocks.ptx with bb probes");
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
+/* bbprobes in every fixture kernel: a site per basic block of the kernels and of the .funcs
+ * they call, assembled for sm_90 and sm_80 (sync90.ptx: sm_90); a glob that matches no kernel
+ * leaves the module byte for byte. */
+static void test_bb_probes(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("bb.bpf.o", &p);
+	const char *const extra[] = {"tests/ptx/kernels/sync90.ptx", "tests/ptx/kernels/blocks.ptx",
+				     "tests/ptx/kernels/counted.ptx"};
+	const size_t nfix = sizeof(cu_fixtures) / sizeof(cu_fixtures[0]);
+	for (size_t fi = 0; fi < nfix + NHAND + 3; fi++) {
+		const char *name = fi < nfix ? cu_fixtures[fi]
+				   : fi < nfix + NHAND ? hand_fixtures[fi - nfix] : extra[fi - nfix - NHAND];
+		size_t len, olen;
+		char *t = fixture(name, &len), *out, err[PTX_ERRLEN], what[256];
+		struct ptx_inject_report rep;
+		if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+			fail_msg("%s with bb.bpf.o: %s", name, err);
+		struct ptx_module *m;
+		assert_int_equal(ptx_parse(t, len, &m, err, sizeof(err)), 0);
+		uint32_t kernel_blocks = 0, kernels = 0;
+		for (uint32_t f = 0; f < m->func_cnt; f++) {
+			struct ptx_bblock *b;
+			uint32_t n;
+			if (!m->funcs[f].is_entry || !m->funcs[f].has_body)
+				continue;
+			assert_int_equal(ptx_basic_blocks(m, &m->funcs[f], &b, &n), 0);
+			assert_true(n >= 1);
+			kernel_blocks += n, kernels++;
+			free(b);
+		}
+		ptx_module_free(m);
+		assert_int_equal(rep.instrumented, kernels);
+		/* .funcs' blocks come on top of the kernels' */
+		assert_true(rep.bb_sites >= kernel_blocks);
+		assert_int_equal(count_of(out, "// cubpf: bbprobe on_block"), rep.bb_sites);
+		if (strstr(t, ".target sm_90\n")) {
+			char log[4096];
+			if (ptxas(out, olen, "sm_90", log, sizeof(log)))
+				fail_msg("%s with bb probes does not assemble for sm_90:\n%s", name, log);
+		} else {
+			snprintf(what, sizeof(what), "%s with bb probes", name);
+			assert_assembles(out, olen, what);
+		}
+		free(out);
+		assert_int_equal(instrument(t, len, &p, "no_such_kernel", &out, &olen, &rep, err), 0);
+		assert_int_equal(olen, len);
+		assert_memory_equal(out, t, len);
+		free(out);
+		free(t);
+	}
+	vm_object_free(p.obj);
+}
+
+/* Instruction counts for ctx->insns and warp_insns (issue 32) on blocks.ptx: each block's
+ * entries counted where it starts (the loop's in a counter, the others as bits of a mask; for
+ * warp_insns those of the lane elected, with the lowest-lane test on sm_80 and elect.sync on
+ * sm_90), all set to 0 where the body starts; at exit the sums of entries x instructions
+ * (6, 4, 1, 3, 1); the kprobe's reads are 0; assembled for sm_70, sm_80 and sm_90. */
+static void test_icount(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("icount.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("tests/ptx/kernels/blocks.ptx", &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+		fail_msg("blocks.ptx with icount.bpf.o: %s", err);
+	static const char *const at[] = {
+		"\tmov.u32 %__cb_bc0, 0;\n\tmov.u32 %__cb_bm0, 0;\n\tmov.u32 %__cb_wc0, 0;\n"
+		"\tmov.u32 %__cb_wm0, 0;\n",
+		"\tor.b32 %__cb_bm0, %__cb_bm0, 1;\n", "@%__cb_ip or.b32 %__cb_wm0, %__cb_wm0, 1;\n",
+		"LOOP:", "\tadd.u32 %__cb_bc0, %__cb_bc0, 1;\n",
+		"@%__cb_ip add.u32 %__cb_wc0, %__cb_wc0, 1;\n", "add.f32 %f1",
+		"\tor.b32 %__cb_bm0, %__cb_bm0, 2;\n", "st.global.f32", "DONE:",
+		"\tor.b32 %__cb_bm0, %__cb_bm0, 4;\n", "\tor.b32 %__cb_bm0, %__cb_bm0, 8;\n", "exit;",
+		"// cubpf: kretprobe at_exit", "bfe.u32 %__cb_w5, %__cb_bm0, 0, 1;",
+		", %__cb_w5, 6, %__cb_r", ", %__cb_bc0, 4, %__cb_r", ", %__cb_w5, 1, %__cb_r",
+		", %__cb_w5, 3, %__cb_r", ", %__cb_w5, 1, %__cb_r", "bfe.u32 %__cb_w5, %__cb_wm0, 0, 1;",
+		", %__cb_wc0, 4, %__cb_r",
+	};
+	const char *c = out;
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		const char *n = strstr(c, at[i]);
+		if (!n)
+			fail_msg("'%s' missing or out of order in:\n%s", at[i], out);
+		c = n;
+	}
+	assert_int_equal(count_of(out, "%lanemask_lt;\n\tand.b32 %__cb_im1"), 5);
+	assert_int_equal(count_of(out, "add.u32 %__cb_bc0, %__cb_bc0, 1;"), 1); /* not in the .func */
+	assert_true(strstr(out, "elect.sync") == NULL);
+	const char *kp = strstr(out, "// cubpf: kprobe at_entry"); /* reads nothing: 0 */
+	assert_non_null(kp);
+	assert_true(strstr(kp, "%__cb_bc0") > strstr(kp, "end:\n")); /* the kprobe's own end */
+	assert_assembles(out, olen, "blocks.ptx with instruction counts");
+	free(out);
+	/* sm_90: elect.sync */
+	char *t90 = malloc(len + 1);
+	assert_non_null(t90);
+	memcpy(t90, t, len + 1);
+	char *tg = strstr(t90, ".target sm_80");
+	assert_non_null(tg);
+	tg[11] = '9';
+	assert_int_equal(instrument(t90, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_int_equal(count_of(out, "\telect.sync %__cb_im1|%__cb_ip, %__cb_im0;\n"), 5);
+	assert_int_equal(count_of(out, "redux.sync.add.u32"), 6); /* two bpf_warp_sum */
+	char log[4096];
+	if (ptxas(out, olen, "sm_90", log, sizeof(log)))
+		fail_msg("blocks.ptx for sm_90 with instruction counts does not assemble:\n%s", log);
+	free(out);
+	/* sm_70: no redux.sync; bpf_warp_sum takes each active lane's value in turn */
+	memcpy(t90, t, len + 1);
+	tg = strstr(t90, ".target sm_80");
+	tg[11] = '7';
+	assert_int_equal(instrument(t90, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_int_equal(count_of(out, "redux.sync"), 0);
+	assert_int_equal(count_of(out, "shfl.sync.idx.b32 %__cb_w5, %__cb_w1, %__cb_w4, 31"), 2);
+	assert_assembles(out, olen, "blocks.ptx for sm_70 with instruction counts");
+	free(out);
+	free(t90);
+	free(t);
+	vm_object_free(p.obj);
+}
+
+/* A memprobe and a syncprobe know their own site: the instruction's PTX line and the .loc in
+ * force there are constants (blocks.ptx's global store: its line, file 1 line 12; sync90.ptx's
+ * barriers: their lines, no .loc). */
+static void test_probe_site(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("site.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("tests/ptx/kernels/blocks.ptx", &len), *out, err[PTX_ERRLEN], want[64];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_int_equal(rep.mem_sites, 1);
+	snprintf(want, sizeof(want), ", %llu;", (unsigned long long)line_of(t, "st.global.f32") << 32 | 12);
+	if (!strstr(out, want))
+		fail_msg("no '%s' (line %u, .loc line 12) in:\n%s", want, line_of(t, "st.global.f32"),
+			 out);
+	free(out);
+	free(t);
+	t = fixture("tests/ptx/kernels/sync90.ptx", &len);
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	snprintf(want, sizeof(want), ", %llu;", (unsigned long long)line_of(t, "bar.cta.sync \t%r4") << 32);
+	if (!strstr(out, want))
+		fail_msg("no '%s' (the barrier's line) in:\n%s", want, out);
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
+/* The bundled instrcount, opcodehist and hotblocks on every fixture kernel (kernel ids 1 to
+ * N, so that nothing folds away), assembled for sm_90 and sm_80. */
+static uint32_t small_id(void *user, const char *mangled)
+{
+	(void)mangled;
+	return ++*(uint32_t *)user;
+}
+
+static void test_bb_tools_assemble(void **state)
+{
+	(void)state;
+	static const char *const tools[] = {"instrcount", "opcodehist", "hotblocks"};
+	const size_t nfix = sizeof(cu_fixtures) / sizeof(cu_fixtures[0]);
+	for (size_t ti = 0; ti < 3; ti++) {
+		char path[1024], err[PTX_ERRLEN];
+		snprintf(path, sizeof(path), "%s/probes/%s.bpf.o", env("CUBPF_BUILD"), tools[ti]);
+		struct probes p;
+		if (vm_object_load_file(path, &p.obj, err, sizeof(err)))
+			fail_msg("%s: %s", path, err);
+		p.cnt = ptx_progs_from_object(p.obj, p.progs, 16);
+		for (uint32_t i = 0; i < p.obj->prog_cnt; i++) {
+			char log[1024];
+			if (vm_verify(p.obj, i, NULL, NULL, log, sizeof(log)))
+				fail_msg("%s rejected: %s", tools[ti], log);
+		}
+		for (size_t fi = 0; fi < nfix + NHAND + 1; fi++) {
+			const char *name = fi < nfix ? cu_fixtures[fi]
+					   : fi < nfix + NHAND ? hand_fixtures[fi - nfix]
+							      : "tests/ptx/kernels/blocks.ptx";
+			size_t len, olen;
+			char *t = fixture(name, &len), *out, what[256];
+			uint32_t ids = 0;
+			struct ptx_inject_opts o = {.progs = p.progs, .prog_cnt = p.cnt,
+						    .maps = p.obj->maps, .map_cnt = p.obj->map_cnt,
+						    .kernel_id = small_id, .user = &ids};
+			struct ptx_inject_report rep;
+			if (ptx_instrument(t, len, &o, &out, &olen, &rep, err, sizeof(err)))
+				fail_msg("%s with %s: %s", name, tools[ti], err);
+			assert_true(rep.instrumented >= 1);
+			snprintf(what, sizeof(what), "%s with %s", name, tools[ti]);
+			assert_assembles(out, olen, what);
+			free(out);
+			o.kernel_glob = "no_such_kernel"; /* nothing selected: byte for byte */
+			assert_int_equal(ptx_instrument(t, len, &o, &out, &olen, &rep, err, sizeof(err)), 0);
+			assert_int_equal(olen, len);
+			assert_memory_equal(out, t, len);
+			free(out);
+			free(t);
+		}
+		vm_object_free(p.obj);
+	}
+}
+
+/* bbretprobe on blocks.ptx: the loop's entries in a counter register, the other blocks' as bits
+ * of a mask (or-ed at their entry), all zeroed where the body starts; the exit block runs the
+ * program once per block of the kernel (none for the .func), each reading its own; assembled. */
+static void test_bbret_probes(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("bbret.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("tests/ptx/kernels/blocks.ptx", &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+		fail_msg("blocks.ptx with bbret.bpf.o: %s", err);
+	assert_int_equal(rep.bb_sites, 5);
+	assert_int_equal(rep.funcs, 0);
+	assert_non_null(strstr(out, "\t.reg .b32 %__cb_bc<1>;\n\t.reg .b32 %__cb_bm<1>;\n"));
+	const char *z = strstr(out, "\tmov.u32 %__cb_bc0, 0;\n\tmov.u32 %__cb_bm0, 0;\n");
+	assert_non_null(z);
+	static const char *const at[] = {
+		"\tor.b32 %__cb_bm0, %__cb_bm0, 1;\n", "LOOP:", "\tadd.u32 %__cb_bc0, %__cb_bc0, 1;\n",
+		"add.f32 %f1", "\tor.b32 %__cb_bm0, %__cb_bm0, 2;\n", "st.global.f32",
+		"DONE:", "\tor.b32 %__cb_bm0, %__cb_bm0, 4;\n", "st.param.b32 [a]",
+		"\tor.b32 %__cb_bm0, %__cb_bm0, 8;\n", "exit;", "$__cubpf_exit:",
+		"bfe.u32 %__cb_w5, %__cb_bm0, 0, 1;", "cvt.u64.u32 %__cb_r1, %__cb_bc0;",
+		"bfe.u32 %__cb_w5, %__cb_bm0, 1, 1;", "bfe.u32 %__cb_w5, %__cb_bm0, 2, 1;",
+		"bfe.u32 %__cb_w5, %__cb_bm0, 3, 1;",
+	};
+	const char *c = z;
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		const char *n = strstr(c, at[i]);
+		if (!n)
+			fail_msg("'%s' missing or out of order in:\n%s", at[i], out);
+		c = n;
+	}
+	assert_int_equal(count_of(out, "// cubpf: bbretprobe at_exit"), 5);
+	assert_int_equal(count_of(out, "%__cb_bm0, %__cb_bm0"), 4);
+	assert_assembles(out, olen, "blocks.ptx with bbretprobes");
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
 /* bpf_gpu_delay_ns in a memory probe: a spin on %globaltimer before each global load of every
  * fixture kernel (none before stores), assembled for sm_90 and sm_80. */
 static void test_delay_probe(void **state)
@@ -1406,6 +1834,15 @@ int main(void)
 		cmocka_unit_test(test_insn_sync),
 		cmocka_unit_test(test_sync_probes),
 		cmocka_unit_test(test_sync_probe_placement),
+		cmocka_unit_test(test_bb_blocks),
+		cmocka_unit_test(test_bb_loops),
+		cmocka_unit_test(test_bb_probe_placement),
+		cmocka_unit_test(test_bb_probes),
+		cmocka_unit_test(test_icount),
+		cmocka_unit_test(test_icount_sim),
+		cmocka_unit_test(test_probe_site),
+		cmocka_unit_test(test_bbret_probes),
+		cmocka_unit_test(test_bb_tools_assemble),
 		cmocka_unit_test(test_delay_probe),
 		cmocka_unit_test(test_codegen_errors),
 		cmocka_unit_test(test_stack_promoted),

@@ -180,6 +180,15 @@ static void t_refusals(void **s)
 	assert_int_equal(ptx_gen_patch_module(&prog, 1, NULL, 0, 90, &pm, err, sizeof(err)), 0);
 	assert_non_null(strstr(pm.ptx.data, "cvt.u64.u32 %__cb_r0, %__cb_sz;"));
 	ptx_buf_free(&pm.ptx);
+	/* a PTX site's line and a kretprobe's instruction counts mean nothing in SASS (issue 32) */
+	p[0].off = offsetof(struct cubpf_mem_ctx, ptx_line);
+	assert_int_equal(ptx_gen_patch_module(&prog, 1, NULL, 0, 90, &pm, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "ptx_line"));
+	p[0].code = BPF_LDX | BPF_MEM | BPF_DW;
+	p[0].off = offsetof(struct cubpf_kernel_ctx, insns);
+	prog.kind = VM_PROG_KRETPROBE;
+	assert_int_equal(ptx_gen_patch_module(&prog, 1, NULL, 0, 90, &pm, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "ctx->insns"));
 	/* kinds the backend does not patch: nothing to generate */
 	prog.kind = VM_PROG_BLOCKPROBE;
 	assert_int_equal(ptx_gen_patch_module(&prog, 1, NULL, 0, 90, &pm, err, sizeof(err)), -1);

@@ -168,6 +168,8 @@ static const struct refusal refusals[] = {
 	      VM_PROG_FENTRY, false, LDX(BPF_W, 0, 1, 400), EXIT), /* generated per site */
 	NOT_A_PROGRAM("a .reg parameter of %u bytes is not readable (%s)",
 		      "a device function's parameter declaration in the module"),
+	SHAPE("basic block context has no %u-byte field at offset %u", "invalid bpf_context access",
+	      VM_PROG_BBPROBE, false, LDX(BPF_DW, 0, 1, 0), EXIT), /* generated per site */
 	NOT_A_PROGRAM("address operand too long", "a memory instruction of the module"),
 	NOT_A_PROGRAM("address register %s has no known width", "a memory instruction of the module"),
 	NOT_A_PROGRAM("the module is already instrumented by cubpf", "the module's text"),

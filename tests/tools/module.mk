@@ -2,7 +2,7 @@
 # threadhist also maps filled by its probe on vm/'s interpreter) and cubpf run's option errors
 # (on the built binary); the GPU programs of tests/gpu/t_tools.sh and tests/bench/b_tools.sh.
 TOOLS_TEST_OBJS := $(call objs,tests/tools/test_tools.c tools/tool_data.c tools/tool_common.c \
-  tools/tool_reports.c tools/tool_blocks.c tools/tool_patch.c)
+  tools/tool_reports.c tools/tool_blocks.c tools/tool_bb.c tools/tool_patch.c)
 $(call objs,tests/tools/test_tools.c): CFLAGS += -DTOOLS_TEST_BUILD='"$(abspath $(BUILD))"' \
   -DTOOLS_TEST_SRC='"$(abspath .)"'
 $(BUILD)/tests/test_tools: $(TOOLS_TEST_OBJS) $(STORE_LIB) $(VM_LIB) $(CUBIN_LIB) $(ZSTD_PIC_LIB) \
@@ -27,6 +27,12 @@ $(BUILD)/gpu/tools_%: tests/cuda/tools_%.cu tests/cuda/check.h
 	@mkdir -p $(@D)
 	$(NVCC) -O2 -arch=sm_90 -cudart static -o $@ $<
 BINS += $(TOOLS_GPU)
+# the PTX of tools_instr (the same compilation as its fatbin's): tests/gpu/t_instr.sh computes
+# the expected instruction counts from it
+$(BUILD)/gpu/tools_instr.ptx: tests/cuda/tools_instr.cu tests/cuda/check.h
+	@mkdir -p $(@D)
+	$(NVCC) -O2 -arch=sm_90 -ptx -o $@ $<
+BINS += $(BUILD)/gpu/tools_instr.ptx
 endif
 endif
 
@@ -44,7 +50,7 @@ TEST_BINS += $(BUILD)/tests/test_export
 # test_metrics: `cubpf run --metrics` scraped by a real Prometheus server (issue 33), and the
 # exposition of tools/tool_metrics.c on traces written by the test.
 METRICS_TEST_OBJS := $(call objs,tests/tools/test_metrics.c tools/tool_metrics.c tools/tool_data.c \
-  tools/tool_common.c tools/tool_reports.c tools/tool_blocks.c)
+  tools/tool_common.c tools/tool_reports.c tools/tool_blocks.c tools/tool_bb.c)
 $(call objs,tests/tools/test_metrics.c): CFLAGS += -DTOOLS_TEST_BUILD='"$(abspath $(BUILD))"'
 $(BUILD)/tests/test_metrics: $(METRICS_TEST_OBJS) $(STORE_LIB) $(VM_LIB) $(CUBIN_LIB) $(ZSTD_PIC_LIB) \
   | $(BUILD)/bin/cubpf $(BUILD)/tests/tools_fake_app $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so \

@@ -262,6 +262,115 @@ static void test_blocklat(void **state)
 	tool_data_free(&d);
 }
 
+/* instrcount (issue 32): the lanes and SM copies of a kernel's records add up; instructions per
+ * thread launched and the SIMT occupancy come from them; --json says the same. */
+static void test_instrcount(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
+	uint32_t keys[] = {1 * 4 + 0, 1 * 4 + 2};
+	static uint64_t vals[2 * 256 * 16]; /* 128-byte values: threads, warps, padding */
+	vals[0] = 10240, vals[1] = 320;                      /* lane 0, SM 0 */
+	vals[5 * 16] = 5120, vals[5 * 16 + 1] = 200;         /* lane 0, SM 5 */
+	vals[(256 + 1) * 16] = 4096, vals[(256 + 1) * 16 + 1] = 128; /* lane 2, SM 1 */
+	map_percpu(w, "icstats", 10, keys, vals, 2, 16);
+	meta_a(w);
+	struct tool_data d;
+	finish(w, &d);
+	char *out = report("instrcount", &d, 0);
+	/* 19456 instructions by threads, 648 by warps: 19.0 per thread, 19456 / (32 x 648) */
+	assert_contains(out, "vecadd                              1         1024            19456"
+			     "              648       19.0  93.8%\n");
+	free(out);
+	out = report("instrcount", &d, 1);
+	assert_json(out);
+	assert_contains(out, "\"tool\":\"instrcount\",\"kernels\":[{\"name\":\"_Z6vecaddPfS_i\","
+			     "\"launches\":1,\"threads\":1024,\"thread_insns\":19456,\"warp_insns\":648}]");
+	free(out);
+	tool_data_free(&d);
+	w = create();
+	meta_a(w);
+	finish(w, &d);
+	out = report("instrcount", &d, 0);
+	assert_contains(out, "(no probed kernel ran a basic block)");
+	free(out);
+	tool_data_free(&d);
+}
+
+/* opcodehist (issue 32): each class's SM copies add up, with their share of the kernel's
+ * instructions. */
+static void test_opcodehist(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
+	uint32_t keys[] = {1};
+	static uint64_t vals[256 * 20]; /* threads[20] */
+	vals[CUBPF_OP_INT] = 100, vals[CUBPF_OP_FP32] = 300;
+	vals[3 * 20 + CUBPF_OP_FP32] = 100; /* SM 3 */
+	map_percpu(w, "ohstats", 10, keys, vals, 1, 20);
+	meta_a(w);
+	struct tool_data d;
+	finish(w, &d);
+	char *out = report("opcodehist", &d, 0);
+	assert_contains(out, "vecadd: 500 instructions by threads\n");
+	assert_contains(out, "  int                       100  20.0%\n");
+	assert_contains(out, "  fp32                      400  80.0%\n");
+	assert_true(strstr(out, "fp64") == NULL);
+	free(out);
+	out = report("opcodehist", &d, 1);
+	assert_json(out);
+	assert_contains(out, "\"tool\":\"opcodehist\",\"kernels\":[{\"name\":\"_Z6vecaddPfS_i\","
+			     "\"thread_insns\":500,\"classes\":{\"int\":{\"threads\":100},"
+			     "\"fp32\":{\"threads\":400}}}]");
+	free(out);
+	tool_data_free(&d);
+}
+
+/* hotblocks (issue 32): a block's shards add up, its facts come from whichever shard has them,
+ * blocks are ordered by instructions (entries x instructions) with their share. */
+static void test_hotblocks(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
+#define HBK(shard, block) (((1 * 64) + (shard)) * 256 + (block))
+	uint32_t keys[] = {HBK(0, 0), HBK(3, 1), HBK(5, 1), HBK(0, 2)};
+	static uint64_t vals[4 * 16]; /* threads, insns << 32 | line, file << 32 | line */
+	const uint64_t b0[] = {1024, 9ull << 32 | 30, 1ull << 32 | 10};
+	const uint64_t b1[] = {1000, 12ull << 32 | 41, 1ull << 32 | 12};
+	const uint64_t b1b[] = {24, 0, 0}; /* a shard whose leaders wrote no facts */
+	const uint64_t b2[] = {1024, 1ull << 32 | 55, 0};
+	memcpy(vals, b0, sizeof(b0));
+	memcpy(vals + 16, b1, sizeof(b1));
+	memcpy(vals + 32, b1b, sizeof(b1b));
+	memcpy(vals + 48, b2, sizeof(b2));
+	map_u64(w, "hbstats", 10, keys, vals, 4, 16);
+	meta_a(w);
+	struct tool_data d;
+	finish(w, &d);
+	char *out = report("hotblocks", &d, 0);
+	const char *r1 = strstr(out, "vecadd                            1       41       1:12     12"
+				     "           1024            12288  54.5%\n");
+	const char *r0 = strstr(out, "vecadd                            0       30       1:10      9"
+				     "           1024             9216  40.9%\n");
+	const char *r2 = strstr(out, "vecadd                            2       55          -      1"
+				     "           1024             1024   4.5%\n");
+	if (!r1 || !r0 || !r2 || r0 < r1 || r2 < r0)
+		fail_msg("hotblocks rows missing or out of order:\n%s", out);
+	free(out);
+	out = report("hotblocks", &d, 1);
+	assert_json(out);
+	assert_contains(out, "\"tool\":\"hotblocks\",\"blocks\":[{\"kernel\":\"_Z6vecaddPfS_i\","
+			     "\"block\":1,\"shared_slot\":false,\"insns\":12,\"ptx_line\":41,"
+			     "\"src_file\":1,\"src_line\":12,\"thread_entries\":1024,"
+			     "\"thread_insns\":12288,\"kernel_thread_insns\":22528}");
+	free(out);
+	tool_data_free(&d);
+#undef HBK
+}
+
 /* syncwait (issue 32): a site's SM copies add up, sites come most time first with their kind,
  * id and share of the kernel's barrier time; --json says the same. */
 static void test_syncwait(void **state)
@@ -1046,6 +1155,71 @@ static void test_syncwait_probe(void **state)
 	c.site = 200; /* sites from 63 on share 63 */
 	probe_vm_run(&v, &c, sizeof(c));
 	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 63, 0), 1);
+	probe_vm_close(&v);
+}
+
+/* The instruction tools' probes on the interpreter (a warp of one lane): instrcount adds the
+ * thread's counts at exit; opcodehist each class present in the block; hotblocks, at exit, the
+ * block's entries and, in thread block (0,0,0), its facts; kernels past their tables count
+ * nothing. */
+static uint64_t array_word_sum(struct probe_vm *v, const char *map, uint32_t key0,
+			       uint32_t stride, uint32_t n, uint32_t word)
+{
+	uint32_t m = 0;
+	while (strcmp(v->obj->maps[m].name, map))
+		m++;
+	uint64_t sum = 0, val[16];
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t k = key0 + i * stride;
+		assert_int_equal(vm_map_lookup(v->rt, m, &k, val), 0);
+		sum += val[word];
+	}
+	return sum;
+}
+
+static void test_bb_tool_probes(void **state)
+{
+	(void)state;
+	struct probe_vm v;
+	struct cubpf_bb_ctx c = {.block_id = 5, .insn_count = 7, .kernel_id = 3, .ptx_line = 77,
+				 .src_file = 1, .src_line = 12};
+	c.op_class[CUBPF_OP_FP32] = 4, c.op_class[CUBPF_OP_INT] = 3;
+	/* instrcount: at kernel exit, the thread's counts (a warp of one lane sums its own) */
+	struct cubpf_kernel_ctx k = {.kernel_id = 3, .insns = 700, .warp_insns = 25};
+	probe_vm_open(&v, TOOLS_TEST_BUILD "/probes/instrcount.bpf.o");
+	probe_vm_run(&v, &k, sizeof(k));
+	probe_vm_run(&v, &k, sizeof(k));
+	uint64_t t = 0, wp = 0;
+	for (uint32_t l = 0; l < 4; l++)
+		t += probe_vm_word(&v, "icstats", 3 * 4 + l, 0), wp += probe_vm_word(&v, "icstats", 3 * 4 + l, 1);
+	assert_int_equal(t, 1400);
+	assert_int_equal(wp, 50);
+	k.kernel_id = 256;
+	probe_vm_run(&v, &k, sizeof(k));
+	probe_vm_close(&v);
+	probe_vm_open(&v, TOOLS_TEST_BUILD "/probes/opcodehist.bpf.o");
+	c.entries = 10; /* at exit: entered 10 times */
+	probe_vm_run(&v, &c, sizeof(c));
+	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_FP32), 40);
+	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_INT), 30);
+	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_FP64), 0);
+	probe_vm_close(&v);
+	probe_vm_open(&v, TOOLS_TEST_BUILD "/probes/hotblocks.bpf.o");
+	c.entries = 40; /* at exit: the thread entered the block 40 times */
+	probe_vm_run(&v, &c, sizeof(c));
+	c.ctaid_x = 1; /* elsewhere the facts are written only now and then: entries still count */
+	c.entries = 2;
+	probe_vm_run(&v, &c, sizeof(c));
+	c.entries = 0; /* a block the thread never entered adds nothing */
+	probe_vm_run(&v, &c, sizeof(c));
+	assert_int_equal(array_word_sum(&v, "hbstats", 3 * 64 * 256 + 5, 256, 64, 0), 42);
+	assert_int_equal(array_word_sum(&v, "hbstats", 3 * 64 * 256 + 5, 256, 64, 1),
+			 7ull << 32 | 77);
+	assert_int_equal(array_word_sum(&v, "hbstats", 3 * 64 * 256 + 5, 256, 64, 2), 1ull << 32 | 12);
+	c.block_id = 1000, c.entries = 1; /* shares the last slot, writes no facts */
+	probe_vm_run(&v, &c, sizeof(c));
+	assert_int_equal(array_word_sum(&v, "hbstats", 3 * 64 * 256 + 255, 256, 64, 0), 1);
+	assert_int_equal(array_word_sum(&v, "hbstats", 3 * 64 * 256 + 255, 256, 64, 1), 0);
 	probe_vm_close(&v);
 }
 
@@ -2081,6 +2255,10 @@ int main(void)
 		cmocka_unit_test(test_blocklat_probe),
 		cmocka_unit_test(test_syncwait_probe),
 		cmocka_unit_test(test_memdelay_probe),
+		cmocka_unit_test(test_instrcount),
+		cmocka_unit_test(test_opcodehist),
+		cmocka_unit_test(test_hotblocks),
+		cmocka_unit_test(test_bb_tool_probes),
 		cmocka_unit_test(test_coverage),
 		cmocka_unit_test(test_ringbuf_bookkeeping_in_the_memory_line),
 		cmocka_unit_test(test_report_from_trace_alone),

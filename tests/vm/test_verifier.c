@@ -35,6 +35,7 @@ struct vcase {
 #define SP VM_PROG_SYNCPROBE
 #define FE VM_PROG_FENTRY
 #define FX VM_PROG_FEXIT
+#define BBP VM_PROG_BBPROBE
 
 /* r2 = &key (4 zero bytes at fp-4), r1 = map, call lookup: 6 slots */
 #define LOOKUP(m) ST(BPF_W, 10, -4, 0), MOV64_REG(2, 10), ALU64_IMM(BPF_ADD, 2, -4), LD_MAP(1, m), \
@@ -109,6 +110,15 @@ static const struct vcase cases[] = {
 	REJECT("ctx_misaligned", KP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 2), EXIT()),
 	REJECT("ctx_past_end", KP, "invalid bpf_context access", LDX(BPF_DW, 0, 1, 400), EXIT()),
 	REJECT("ctx_param_narrow", KP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 56), EXIT()),
+	/* instruction counts: two u64 after the parameters (312, 320), read-only */
+	REJECT("ctx_insns_narrow", VM_PROG_KRETPROBE, "invalid bpf_context access",
+	       LDX(BPF_W, 0, 1, 312), EXIT()),
+	REJECT("ctx_insns_write", VM_PROG_KRETPROBE, "cannot write into ctx", ST(BPF_DW, 1, 312, 0),
+	       RET0),
+	REJECT("ctx_insns_past_end", VM_PROG_KRETPROBE, "invalid bpf_context access",
+	       LDX(BPF_DW, 0, 1, 328), EXIT()),
+	REJECT("warp_sum_on_host", UP, "not available in uprobe programs", MOV64_IMM(1, 1),
+	       CALL(CUBPF_FN_warp_sum), EXIT()),
 	REJECT("ctx_api_wrong_size", UP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 8), EXIT()),
 	REJECT("ctx_mem_wrong_size", MP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 0), EXIT()),
 	REJECT("ctx_variable_offset", KP, "variable ctx access", LDX(BPF_W, 2, 1, 0),
@@ -161,6 +171,31 @@ static const struct vcase cases[] = {
 	       CALL(CUBPF_FN_get_current_pid_tgid), EXIT()),
 	REJECT("ctx_func_to_helper", FX, "cannot be passed to helpers", MOV64_REG(2, 1),
 	       LD_MAP(1, M_ARRAY), CALL(CUBPF_FN_map_lookup_elem), RET0),
+	/* basic block probes: 34 u32 fields (entries last, at 132), all read-only */
+	REJECT("ctx_bb_write", BBP, "cannot write into ctx", ST(BPF_W, 1, 4, 1), RET0),
+	REJECT("ctx_bb_store_reg", BBP, "cannot write into ctx", STX(BPF_W, 1, 1, 0), RET0),
+	REJECT("ctx_bb_wide", BBP, "invalid bpf_context access", LDX(BPF_DW, 0, 1, 0), EXIT()),
+	REJECT("ctx_bb_past_end", BBP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 136),
+	       EXIT()),
+	REJECT("ctx_bb_half", BBP, "invalid bpf_context access", LDX(BPF_H, 0, 1, 4), EXIT()),
+	REJECT("ctx_bb_unaligned", BBP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 2),
+	       EXIT()),
+	/* the probe's own site: three u32 at the end of the memory (52) and sync (64) contexts */
+	REJECT("ctx_mem_site_past_end", MP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 64),
+	       EXIT()),
+	REJECT("ctx_mem_site_wide", MP, "invalid bpf_context access", LDX(BPF_DW, 0, 1, 56),
+	       EXIT()),
+	REJECT("ctx_sync_site_past_end", SP, "invalid bpf_context access", LDX(BPF_W, 0, 1, 76),
+	       EXIT()),
+	REJECT("ctx_sync_site_write", SP, "cannot write into ctx", ST(BPF_W, 1, 64, 0), RET0),
+	REJECT("ctx_bbret_write", VM_PROG_BBRETPROBE, "cannot write into ctx",
+	       ST(BPF_W, 1, 132, 0), RET0),
+	REJECT("ctx_bbret_past_end", VM_PROG_BBRETPROBE, "invalid bpf_context access",
+	       LDX(BPF_W, 0, 1, 136), EXIT()),
+	REJECT("ctx_bbret_entries_wide", VM_PROG_BBRETPROBE, "invalid bpf_context access",
+	       LDX(BPF_DW, 0, 1, 128), EXIT()),
+	REJECT("ctx_bb_host_helper", BBP, "not available in bbprobe programs",
+	       CALL(CUBPF_FN_get_current_pid_tgid), EXIT()),
 	REJECT("ctx_block_to_helper", BRP, "cannot be passed to helpers", MOV64_REG(2, 1),
 	       LD_MAP(1, M_ARRAY), CALL(CUBPF_FN_map_lookup_elem), RET0),
 	/* ---- maps ---- */
@@ -334,6 +369,18 @@ static const struct vcase cases[] = {
 	     ALU64_REG(BPF_ADD, 0, 2), EXIT()),
 	PASS("ctx_func_exit_gpu_helper", FX, LDX(BPF_W, 6, 1, 60), CALL(CUBPF_FN_get_sm_id),
 	     ALU64_REG(BPF_ADD, 0, 6), EXIT()),
+	PASS("ctx_insns_warp_sum", VM_PROG_KRETPROBE, LDX(BPF_DW, 1, 1, 312), CALL(CUBPF_FN_warp_sum),
+	     EXIT()),
+	PASS("ctx_warp_insns", KP, LDX(BPF_DW, 0, 1, 320), EXIT()),
+	PASS("ctx_mem_site", MP, LDX(BPF_W, 0, 1, 52), LDX(BPF_W, 2, 1, 60), ALU64_REG(BPF_ADD, 0, 2),
+	     EXIT()),
+	PASS("ctx_sync_site", SP, LDX(BPF_W, 0, 1, 64), LDX(BPF_W, 2, 1, 72),
+	     ALU64_REG(BPF_ADD, 0, 2), EXIT()),
+	PASS("ctx_bbret_entries", VM_PROG_BBRETPROBE, LDX(BPF_W, 1, 1, 132),
+	     CALL(CUBPF_FN_warp_sum), EXIT()),
+	PASS("ctx_bb_fields", BBP, LDX(BPF_W, 0, 1, 0), LDX(BPF_W, 2, 1, 4), LDX(BPF_W, 3, 1, 24),
+	     LDX(BPF_W, 4, 1, 100), LDX(BPF_W, 5, 1, 128), ALU64_REG(BPF_ADD, 0, 2),
+	     ALU64_REG(BPF_ADD, 0, 3), ALU64_REG(BPF_ADD, 0, 4), ALU64_REG(BPF_ADD, 0, 5), EXIT()),
 	PASS("ctx_block_end_gpu_helper", BRP, LDX(BPF_W, 6, 1, 44), CALL(CUBPF_FN_get_sm_id),
 	     ALU64_REG(BPF_ADD, 0, 6), EXIT()),
 	PASS("lookup_checked_increment", KP, LOOKUP(M_HASH), JMP_IMM(BPF_JEQ, 0, 0, 3),

@@ -86,6 +86,8 @@ static __u64 (*bpf_get_clock)(void) = (void *)CUBPF_FN_get_clock;
 static __u64 (*bpf_get_active_count)(void) = (void *)CUBPF_FN_get_active_count;
 static __u64 (*bpf_is_warp_leader)(void) = (void *)CUBPF_FN_is_warp_leader;
 static __u64 (*bpf_warp_count_unique)(__u64 v) = (void *)CUBPF_FN_warp_count_unique;
+/* The sum of v over the lanes calling together (a warp of one lane on the host). */
+static __u64 (*bpf_warp_sum)(__u64 v) = (void *)CUBPF_FN_warp_sum;
 /* Spins ns nanoseconds on %globaltimer (32 ns ticks on sm_90) and returns 0.  The verifier
  * wants ns proven <= CUBPF_MAX_DELAY_NS (1 ms): a constant, or `if (ns > CONST) ns = CONST;`. */
 static long (*bpf_gpu_delay_ns)(__u64 ns) = (void *)CUBPF_FN_gpu_delay_ns;

@@ -28,6 +28,9 @@
  *   SEC("syncprobe/GLOB")   before and after every barrier and fence    ctx: cubpf_sync_ctx
  *   SEC("fentry/GLOB")      device function (.func) entry, every thread ctx: cubpf_func_ctx
  *   SEC("fexit/GLOB")       device function return, every ret           ctx: cubpf_func_ctx
+ *   SEC("bbprobe/GLOB")     entry of every PTX basic block              ctx: cubpf_bb_ctx
+ *   SEC("bbretprobe/GLOB")  kernel exit, once per basic block, with the thread's entries of it
+ *                                                                       ctx: cubpf_bb_ctx
  * GLOB matches the kernel's mangled or demangled name (fnmatch syntax; "*" = every kernel);
  * for fentry/fexit, the device function's.
  */
@@ -48,6 +51,19 @@ struct cubpf_kernel_ctx {
 	/* Kernel parameters in declaration order: the first 8 bytes of each, zero-extended when
 	 * smaller; 0 past nparams. */
 	__u64 params[CUBPF_MAX_KERNEL_PARAMS];
+	/* Issue 32 (instruction counts): in kretprobe, the PTX instructions this thread issued in
+	 * the kernel's body (a predicated-off one counts; cubpf's own and those of the .funcs it
+	 * calls do not).  cubpf counts them only for kernels whose kretprobes read the field: at
+	 * the entry of each basic block (bbprobe's blocks) one instruction counts the entry (an
+	 * add to a register of the block if it is on a loop, an or of its bit otherwise), and the
+	 * read sums entries x instructions over the blocks.  0 in kprobe. */
+	__u64 insns;
+	/* The same counted once per warp-level execution: the instructions of the blocks this
+	 * thread entered as the one lane elected among the lanes entering together (elect.sync
+	 * on sm_90, the lowest lane before: a few more instructions per block entry when read);
+	 * bpf_warp_sum over the lanes leaving together gives their warp-level count.  0 in
+	 * kprobe. */
+	__u64 warp_insns;
 };
 
 /* Memory spaces of a memprobe access. */
@@ -78,6 +94,11 @@ struct cubpf_mem_ctx {
 	__u32 kernel_id;
 	__u32 tid_x, tid_y, tid_z;
 	__u32 ctaid_x, ctaid_y, ctaid_z;
+	/* Issue 32, the probe's own site (constants): the instruction's line in the module's PTX
+	 * (from 1), and the .loc in force there (file number and line, 0 without line info). */
+	__u32 ptx_line;
+	__u32 src_file;
+	__u32 src_line;
 };
 
 /* Context of blockprobe/blockretprobe programs: run once per thread block, at its begin by
@@ -130,6 +151,9 @@ struct cubpf_sync_ctx {
 	__u64 before_ns;                    /* after: %globaltimer just before the instruction (kept
 					     * in a register by cubpf: time_ns - before_ns is the
 					     * time spent in it); before: as time_ns */
+	__u32 ptx_line;                     /* the instruction's line in the module's PTX, and */
+	__u32 src_file;                     /* the .loc in force there (0, 0 without line info): */
+	__u32 src_line;                     /* constants where the probe sits (issue 32) */
 };
 
 /* Context of fentry/fexit programs: run by each thread that calls a device function (a .func
@@ -153,6 +177,63 @@ struct cubpf_func_ctx {
 	 * zero-extended when smaller; 0 past nparams.  In fexit, the values they had at entry
 	 * unless the function wrote its own parameters (PTX lets it, nvcc does not). */
 	__u64 params[CUBPF_MAX_KERNEL_PARAMS];
+};
+
+/* Opcode classes of PTX instructions (cubpf_bb_ctx.op_class): what each basic block holds. */
+enum cubpf_op_class {
+	CUBPF_OP_OTHER = 0,     /* anything not below (nanosleep, prefetch, ...) */
+	CUBPF_OP_INT = 1,       /* integer arithmetic: add, sub, mul, mad, div, rem, min, max, ... */
+	CUBPF_OP_FP32 = 2,      /* .f32 arithmetic (fma, add, mul, ...) */
+	CUBPF_OP_FP64 = 3,      /* .f64 arithmetic */
+	CUBPF_OP_FP16 = 4,      /* .f16, .bf16 and their x2 forms */
+	CUBPF_OP_SFU = 5,       /* sin, cos, ex2, lg2, rcp, sqrt, rsqrt, tanh (any type) */
+	CUBPF_OP_LOGIC = 6,     /* and, or, xor, not, cnot, shl, shr, lop3, bfe, bfi, prmt, popc, ... */
+	CUBPF_OP_CMP = 7,       /* setp, set, selp, slct */
+	CUBPF_OP_MOV = 8,       /* mov, cvt, cvta, isspacep */
+	CUBPF_OP_LD_GLOBAL = 9, /* ld/ldu of the global or generic space */
+	CUBPF_OP_ST_GLOBAL = 10,/* st of the global or generic space */
+	CUBPF_OP_SHARED = 11,   /* ld/st .shared */
+	CUBPF_OP_LOCAL = 12,    /* ld/st .local */
+	CUBPF_OP_PARAM = 13,    /* ld/st .param and .const */
+	CUBPF_OP_ATOMIC = 14,   /* atom, red */
+	CUBPF_OP_CONTROL = 15,  /* bra, brx, call, ret, exit, trap */
+	CUBPF_OP_SYNC = 16,     /* bar, barrier, membar, fence, mbarrier */
+	CUBPF_OP_WARP = 17,     /* shfl, vote, match, redux, activemask */
+	CUBPF_OP_TENSOR = 18,   /* mma, wmma, wgmma, ldmatrix, stmatrix */
+	CUBPF_OP_ASYNC = 19,    /* cp.async, cp.async.bulk, tex, suld, sust, tld4 */
+	CUBPF_OP_CLASSES = 20,
+};
+
+/* Context of bbprobe and bbretprobe programs.  bbprobe: run by every thread that enters a PTX
+ * basic block of a selected kernel or of a .func it calls, at the block's first instruction,
+ * before it (unpredicated).
+ * Blocks start at the body's first instruction, at labels and after branches, returns and
+ * exits; each ends before the next start.  A block's instructions are the PTX instructions in
+ * it (labels, directives, declarations and cubpf's own code are not); every thread that
+ * enters a block issues all of them (predicated-off ones included).  Read-only; every field up
+ * to op_class is a constant where the probe sits, so a counter of ctx->insn_count folds to an
+ * add of a constant (warp-aggregated on sm_70+: one atomic per warp).  bbretprobe: run at the
+ * kernel's exit (every ret/exit, as kretprobe) by each thread leaving, once for each basic
+ * block of the kernel's body (not of the .funcs it calls), in block order, with that block's
+ * constants and ctx->entries: per-block counts at the cost of one instruction per block entry
+ * and the program's own at exit. */
+struct cubpf_bb_ctx {
+	__u32 block_id;     /* index of the block in its function, in PTX order; in a .func,
+			     * (1 + the .func's index among the module's functions) << 16 | index */
+	__u32 insn_count;   /* PTX instructions in the block */
+	__u32 kernel_id;    /* CUBPF_KERNEL_ID_SHARED in a .func that several probed kernels call */
+	__u32 ptx_line;     /* line of the block's first instruction in the module's PTX (from 1) */
+	__u32 src_file;     /* the .loc in force at the block's first instruction: file number */
+	__u32 src_line;     /* and line; both 0 when the PTX has no .loc there */
+	__u32 op_class[CUBPF_OP_CLASSES]; /* instructions of the block of each enum cubpf_op_class */
+	__u32 tid_x, tid_y, tid_z;
+	__u32 ctaid_x, ctaid_y, ctaid_z;
+	__u32 sm_id;        /* %smid */
+	/* How many times this thread entered the block: 1 in bbprobe (this entry); in bbretprobe,
+	 * the count cubpf kept (a register per block on a loop, a bit for the others, one add or
+	 * or at each entry: nothing touches memory while the kernel runs), so that a program
+	 * written for both counts the same. */
+	__u32 entries;
 };
 
 /* Context of uprobe/uretprobe programs on the host. */
@@ -208,6 +289,8 @@ enum cubpf_helper_id {
 	 * the access it sits on that much slower (memory-latency sensitivity).  ns must be
 	 * proven <= CUBPF_MAX_DELAY_NS by the verifier (a constant, or a bounded register). */
 	CUBPF_FN_gpu_delay_ns = 526,
+	CUBPF_FN_warp_sum = 527,             /* (u64 v) -> the sum of v over the active lanes
+					      * (redux.sync on sm_80 and later, shuffles before) */
 };
 
 /* ---- map types ---------------------------------------------------------------------------
