@@ -848,6 +848,36 @@ static size_t insert_at(const char *text, size_t off, bool *line_start)
 	return *line_start ? i : off;
 }
 
+/* Inserts b, the probes of one site, before the statement at `off` (at the start of its line,
+ * indented as a statement).  Takes b, freed on failure too.  0, or -1 with the error set. */
+static int insert_site(struct inj *j, size_t off, struct ptx_buf *b)
+{
+	bool ls;
+	size_t at = insert_at(j->m->text, off, &ls);
+	if (!ls)
+		ptx_buf_puts(b, "\t");
+	if (edit_add(&j->ed, at, 0, b) == 0)
+		return 0;
+	ptx_buf_free(b);
+	ptx_seterr(j->err, j->errlen, "out of memory");
+	return -1;
+}
+
+/* A site under its instruction's predicate: the probes run only when it holds, so a branch over
+ * them (to $__cb<skip>_<tag>) when it does not. */
+static void guard_open(struct ptx_buf *b, const struct ptx_insn *in, uint32_t skip, const char *tag)
+{
+	if (in->pred)
+		buf_printf(b, "\t@%s%s bra $__cb%u_%s;\n", in->pred_neg ? "" : "!", in->pred, skip,
+			   tag);
+}
+
+static void guard_close(struct ptx_buf *b, const struct ptx_insn *in, uint32_t skip, const char *tag)
+{
+	if (in->pred)
+		buf_printf(b, "$__cb%u_%s:\n", skip, tag);
+}
+
 static bool is_exit(const struct ptx_insn *in)
 {
 	return !strcmp(in->opcode, "ret") || !strcmp(in->opcode, "ret.uni") ||
@@ -1207,24 +1237,14 @@ static int do_mem(struct inj *j, const struct ptx_func *f, const bool *sel, stru
 		ptx_loc_at(j->m, f, in->off, &s->loc);
 		struct ptx_buf b = {0};
 		uint32_t skip = j->site;
-		if (in->pred)
-			buf_printf(&b, "\t@%s%s bra $__cb%u_skip;\n", in->pred_neg ? "" : "!", in->pred,
-				   skip);
+		guard_open(&b, in, skip, "skip");
 		if (emit_kind(j, sel, VM_PROG_MEMPROBE, s, &b, fneed) < 0) {
 			ptx_buf_free(&b);
 			return -1;
 		}
-		if (in->pred)
-			buf_printf(&b, "$__cb%u_skip:\n", skip);
-		bool ls;
-		size_t at = insert_at(j->m->text, in->off, &ls);
-		if (!ls)
-			ptx_buf_puts(&b, "\t");
-		if (edit_add(&j->ed, at, 0, &b)) {
-			ptx_buf_free(&b);
-			ptx_seterr(j->err, j->errlen, "out of memory");
+		guard_close(&b, in, skip, "skip");
+		if (insert_site(j, in->off, &b))
 			return -1;
-		}
 		j->rep->mem_sites++;
 		*touched = true;
 	}
@@ -1307,16 +1327,11 @@ static int do_bb(struct inj *j, const struct ptx_func *f, uint32_t ord, const bo
 		struct ptx_buf b = {0};
 		s->bb = &bbs[i];
 		s->bb_id = ord << 16 | i;
-		bool ls;
-		size_t at = insert_at(j->m->text, f->insns[bbs[i].first].off, &ls);
 		rc = emit_kind(j, sel, VM_PROG_BBPROBE, s, &b, fneed) < 0 ? -1 : 0;
-		if (!rc && !ls)
-			ptx_buf_puts(&b, "\t");
-		if (!rc && edit_add(&j->ed, at, 0, &b)) {
-			ptx_seterr(j->err, j->errlen, "out of memory");
-			rc = -1;
-		}
-		ptx_buf_free(&b);
+		if (rc)
+			ptx_buf_free(&b);
+		else
+			rc = insert_site(j, f->insns[bbs[i].first].off, &b);
 		j->rep->bb_sites += !rc;
 	}
 	s->bb = NULL;
@@ -1454,25 +1469,15 @@ static int fexit_site(struct inj *j, const struct ptx_insn *in, const bool *fs, 
 {
 	struct ptx_buf b = {0};
 	uint32_t skip = j->site++;
-	if (in->pred)
-		buf_printf(&b, "\t@%s%s bra $__cb%u_fskip;\n", in->pred_neg ? "" : "!", in->pred,
-			   skip);
+	guard_open(&b, in, skip, "fskip");
 	s->func_exit = true;
 	if (emit_kind(j, fs, VM_PROG_FEXIT, s, &b, fneed) < 0) {
 		ptx_buf_free(&b);
 		return -1;
 	}
-	if (in->pred)
-		buf_printf(&b, "$__cb%u_fskip:\n", skip);
-	bool ls;
-	size_t at = insert_at(j->m->text, in->off, &ls);
-	if (!ls)
-		ptx_buf_puts(&b, "\t");
-	if (edit_add(&j->ed, at, 0, &b)) {
-		ptx_buf_free(&b);
-		ptx_seterr(j->err, j->errlen, "out of memory");
+	guard_close(&b, in, skip, "fskip");
+	if (insert_site(j, in->off, &b))
 		return -1;
-	}
 	j->rep->fexit_sites++;
 	return 0;
 }
@@ -1490,17 +1495,12 @@ static int do_fprobes(struct inj *j, const struct ptx_func *f, const bool *sel, 
 	int rc = 0;
 	if (fprobe_select(j, f, sel, fs) && any_kind(j, fs, VM_PROG_FENTRY)) {
 		struct ptx_buf b = {0};
-		bool ls;
-		size_t at = insert_at(j->m->text, f->first_insn_line, &ls);
 		s->func_exit = false;
 		rc = emit_kind(j, fs, VM_PROG_FENTRY, s, &b, fneed) < 0 ? -1 : 0;
-		if (!rc && !ls)
-			ptx_buf_puts(&b, "\t");
-		if (!rc && edit_add(&j->ed, at, 0, &b)) {
-			ptx_seterr(j->err, j->errlen, "out of memory");
-			rc = -1;
-		}
-		ptx_buf_free(&b);
+		if (rc)
+			ptx_buf_free(&b);
+		else
+			rc = insert_site(j, f->first_insn_line, &b);
 		j->rep->fentry_sites += !rc;
 		*touched |= !rc;
 	}
