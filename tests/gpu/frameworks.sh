@@ -54,7 +54,8 @@ one() {
   local rc=$?
   echo "--- $name native: rc=$rc"; cat "$base.native"
   if [ "$rc" -ne 0 ]; then fail "$name: the native run failed"; tail -15 "$base.native.err"; return; fi
-  for t in kcount memtrace threadhist; do
+  # FW_EXTRA_TOOLS="launchlate ...": more tools, whose runs must leave the output identical too
+  for t in kcount memtrace threadhist ${FW_EXTRA_TOOLS:-}; do
     local s; s=$(date +%s%N)
     # shellcheck disable=SC2046
     env $(caches "$WORK/$name/$t") CUBPF_CACHE="$WORK/$name/cubpf-$t.db" \
