@@ -20,6 +20,9 @@ BUILD=${BUILD:-build}
 OUT=${OUT:-$BUILD/gpu-out}
 mkdir -p "$OUT"
 CUBPF=$BUILD/bin/cubpf
+# each run may take SASS_TIMEOUT seconds (40): a hang (seen on a two-stream program, 2026-11-28)
+# fails that run, not the whole device call
+TO="timeout -s KILL ${SASS_TIMEOUT:-40}"
 G=$(cd "$BUILD/gpu" 2>/dev/null && pwd)
 SHIM_DIR=$(cd "$BUILD/lib" && pwd)
 PROBE=$(cd "$BUILD/live-probes" 2>/dev/null && pwd)/count.bpf.o
@@ -35,7 +38,7 @@ echo "RESULT sass library: ${lib:-none}"
 
 # 1. count.bpf.o through the shim directly
 "$G/sass_count" >"$OUT/sass_native.out" 2>&1
-env LD_LIBRARY_PATH="$SHIM_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CUBPF_LOG=info \
+$TO env LD_LIBRARY_PATH="$SHIM_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CUBPF_LOG=info \
   CUBPF_PROGRAMS="$PROBE" CUBPF_DUMP_MAPS=1 CUBPF_SANITIZER=auto \
   "$G/sass_count" >"$OUT/sass_count.out" 2>"$OUT/sass_count.err"; rc=$?
 same=no; cmp -s "$OUT/sass_native.out" "$OUT/sass_count.out" && same=yes
@@ -55,7 +58,7 @@ done
 # tool NAME APP ARGS -- cubpf options: the app under the tool with --sanitizer; stdout compared.
 tool() {
   local name=$1 app=$2 args=$3; shift 3
-  "$CUBPF" run --sanitizer -l info "$@" -- sh -c "exec '$app' $args > '$OUT/sass_$name.app'" \
+  $TO "$CUBPF" run --sanitizer -l info "$@" -- sh -c "exec '$app' $args > '$OUT/sass_$name.app'" \
     >"$OUT/sass_$name.out" 2>"$OUT/sass_$name.err"
   local rc=$?
   "$app" $args >"$OUT/sass_$name.native" 2>/dev/null
@@ -107,7 +110,7 @@ echo "RESULT sass gemm memtrace global store bytes=${st:-none} expected=$((4 * 1
 [ "${st:-}" = $((4 * 1024 * 1024)) ] || fail "gemm memtrace: global stores ${st:-none}, expected 4 N^2"
 
 # 4. off by default
-"$CUBPF" run -l info -t kcount -- sh -c "exec '$G/sass_count' > '$OUT/sass_off.app'" \
+$TO "$CUBPF" run -l info -t kcount -- sh -c "exec '$G/sass_count' > '$OUT/sass_off.app'" \
   >"$OUT/sass_off.out" 2>"$OUT/sass_off.err"
 if grep -qi 'sanitizer' "$OUT/sass_off.out" "$OUT/sass_off.err"; then fail "off: the log mentions the sanitizer"
 else ok "off: no sanitizer without --sanitizer"; fi
