@@ -437,8 +437,16 @@ static int emit_ldx(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_
 		if (!g->ctx || mode == BPF_MEMSX)
 			return fail(g, pc, "context load not supported here");
 		int64_t off = a->v + in->off;
+		uint64_t v;
 		if (off < 0 || off > 0xffff)
 			return fail(g, pc, "context load out of range");
+		/* a field constant at this site (what the analysis folded): the value itself, so
+		 * that no context source has to emit its constants again */
+		if (g->ctx->constant && g->ctx->constant(g->ctx->user, (uint32_t)off,
+							 width_bytes(size), &v)) {
+			OUT("mov.b64 %s, %llu;\n", D, (unsigned long long)v);
+			return 0;
+		}
 		return g->ctx->load(g->ctx->user, g->out, D, (uint32_t)off, width_bytes(size), g->err,
 				    g->errlen);
 	}

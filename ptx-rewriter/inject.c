@@ -321,14 +321,6 @@ static int kernel_ctx_load(void *user, struct ptx_buf *out, const char *dst, uin
 		load_sreg(out, dst, sreg_names[off / 4]);
 		return 0;
 	}
-	if (off == offsetof(struct cubpf_kernel_ctx, kernel_id) && size == 4) {
-		buf_printf(out, "\tmov.b64 %s, %u;\n", dst, s->kernel_id);
-		return 0;
-	}
-	if (off == offsetof(struct cubpf_kernel_ctx, nparams) && size == 4) {
-		buf_printf(out, "\tmov.b64 %s, %u;\n", dst, s->f->param_cnt);
-		return 0;
-	}
 	uint32_t p0 = offsetof(struct cubpf_kernel_ctx, params);
 	if (off >= p0 && off < sizeof(struct cubpf_kernel_ctx) && (off - p0) % 8 == 0 &&
 	    (size == 8 || size == 4)) {
@@ -466,11 +458,6 @@ static int mem_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32
 	typedef struct cubpf_mem_ctx M;
 	if (off == offsetof(M, addr) && size == 8)
 		return mem_addr(s, out, dst, err, errlen);
-	uint64_t value;
-	if (mem_ctx_const(user, off, size, &value)) { /* the site's constants: one table */
-		buf_printf(out, "\tmov.b64 %s, %u;\n", dst, (uint32_t)value);
-		return 0;
-	}
 	static const uint32_t sr_off[6] = {offsetof(M, tid_x), offsetof(M, tid_y), offsetof(M, tid_z),
 					   offsetof(M, ctaid_x), offsetof(M, ctaid_y),
 					   offsetof(M, ctaid_z)};
@@ -506,11 +493,6 @@ static int block_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint
 	typedef struct cubpf_block_ctx B;
 	/* ctaid, nctaid, ntid in the context; sreg_names holds tid, ntid, ctaid, nctaid */
 	static const uint8_t sreg_of[9] = {6, 7, 8, 9, 10, 11, 3, 4, 5};
-	uint64_t v;
-	if (block_ctx_const(user, off, size, &v)) {
-		buf_printf(out, "\tmov.b64 %s, %llu;\n", dst, (unsigned long long)v);
-		return 0;
-	}
 	if (size == 4 && off % 4 == 0 && off / 4 < 9) {
 		load_sreg(out, dst, sreg_names[sreg_of[off / 4]]);
 		return 0;
@@ -568,11 +550,6 @@ static int sync_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint3
 {
 	const struct site *s = user;
 	typedef struct cubpf_sync_ctx S;
-	uint64_t v;
-	if (sync_ctx_const(user, off, size, &v)) {
-		buf_printf(out, "\tmov.b64 %s, %llu;\n", dst, (unsigned long long)v);
-		return 0;
-	}
 	if (size == 4 && off == offsetof(S, id)) { /* PTX's barrier operand is a .u32 (a register
 						      * of an asm block's own scope, too) */
 		buf_printf(out, "\tcvt.u64.u32 %s, %s;\n", dst, s->sync.id_reg);
@@ -680,11 +657,6 @@ static int func_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint3
 {
 	const struct site *s = user;
 	typedef struct cubpf_func_ctx F;
-	uint64_t v;
-	if (func_ctx_const(user, off, size, &v)) {
-		buf_printf(out, "\tmov.b64 %s, %llu;\n", dst, (unsigned long long)v);
-		return 0;
-	}
 	if (off < offsetof(F, kernel_id) && size == 4 && off % 4 == 0) {
 		load_sreg(out, dst, sreg_names[off / 4]); /* tid, ntid, ctaid, nctaid: same order */
 		return 0;
@@ -728,11 +700,6 @@ static int bb_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_
 		       uint32_t size, char *err, size_t errlen)
 {
 	typedef struct cubpf_bb_ctx C;
-	uint64_t v;
-	if (bb_ctx_const(user, off, size, &v)) {
-		buf_printf(out, "\tmov.b64 %s, %llu;\n", dst, (unsigned long long)v);
-		return 0;
-	}
 	static const uint32_t sr_off[6] = {offsetof(C, tid_x), offsetof(C, tid_y), offsetof(C, tid_z),
 					   offsetof(C, ctaid_x), offsetof(C, ctaid_y),
 					   offsetof(C, ctaid_z)};

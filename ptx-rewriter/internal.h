@@ -76,7 +76,8 @@ struct av_state {
 /* Source of context fields for one probe site. */
 struct cg_ctxsrc {
 	/* Emits code that loads the field at (off, size) of the context into the 64-bit register
-	 * `dst`.  Returns 0, or -1 with a message. */
+	 * `dst`: only fields `constant` does not give (the generator moves those itself).
+	 * Returns 0, or -1 with a message. */
 	int (*load)(void *user, struct ptx_buf *out, const char *dst, uint32_t off, uint32_t size,
 		    char *err, size_t errlen);
 	/* True (and *val) when the field is a constant at this site: lets the generator fold the

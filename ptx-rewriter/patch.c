@@ -167,12 +167,8 @@ static void mem_op(struct ptx_buf *out, const char *dst)
 static int mem_load(void *user, struct ptx_buf *out, const char *dst, uint32_t off, uint32_t size,
 		    char *err, size_t errlen)
 {
+	(void)user; /* (its constants, space and a copy's op, are the generator's: mem_const) */
 	typedef struct cubpf_mem_ctx M;
-	uint64_t v;
-	if (mem_const(user, off, size, &v)) {
-		buf_printf(out, "\tmov.b64 %s, %llu;\n", dst, (unsigned long long)v);
-		return 0;
-	}
 	if (off == offsetof(M, addr) && size == 8) {
 		buf_printf(out, "\tmov.b64 %s, %%__cb_pa;\n", dst);
 		return 0;
