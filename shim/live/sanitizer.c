@@ -723,7 +723,8 @@ void shim_live_san_launching(const struct shim_launch_event *ev)
 /* After the real launch: a launch that failed before its callback leaves nothing behind. */
 void shim_live_san_launched(void)
 {
-	pending.k = NULL;
+	if (atomic_load_explicit(&san.active, memory_order_relaxed)) /* (every launch comes here) */
+		pending.k = NULL;
 }
 
 /* ---- the callback (inside the real launch) ---- */
