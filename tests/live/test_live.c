@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/live/child.h"
 #include "cubin/cubin.h"
 #include "shim/live/rb.h"
 #include "ptx-rewriter/layout.h"
@@ -64,43 +65,30 @@ static void remove_db(const char *path)
 	unlink(p);
 }
 
+/* The child's environment: the fake driver, the probe, a fresh cache, and env's settings. */
+static void child_setup(const void *arg)
+{
+	const struct child_env *env = arg;
+	setenv("CUBPF_REAL_LIBCUDA", fake_path, 1);
+	setenv("CUBPF_PROGRAMS", probe_path, 1);
+	setenv("CUBPF_LOG", "info", 1);
+	unsetenv("CUBPF_DISABLE");
+	unsetenv("CUBPF_TRACE");
+	setenv("CUBPF_CACHE", fresh_cache, 1);
+	for (int i = 0; env && i < 6 && env->names[i]; i++)
+		setenv(env->names[i], env->values[i], 1);
+}
+
 static int run_child(const struct child_env *env, int (*fn)(void))
 {
-	char tmpl[] = "/tmp/cubpf-live-test-XXXXXX";
 	snprintf(fresh_cache, sizeof(fresh_cache), "/tmp/cubpf-live-test-%d.db", (int)getpid());
 	remove_db(fresh_cache);
-	int fd = mkstemp(tmpl);
-	assert_true(fd >= 0);
-	unlink(tmpl);
-	fflush(NULL);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		signal(SIGSEGV, SIG_DFL);
-		signal(SIGABRT, SIG_DFL);
-		dup2(fd, 2);
-		setenv("CUBPF_REAL_LIBCUDA", fake_path, 1);
-		setenv("CUBPF_PROGRAMS", probe_path, 1);
-		setenv("CUBPF_LOG", "info", 1);
-		unsetenv("CUBPF_DISABLE");
-		unsetenv("CUBPF_TRACE");
-		setenv("CUBPF_CACHE", fresh_cache, 1);
-		for (int i = 0; env && i < 6 && env->names[i]; i++)
-			setenv(env->names[i], env->values[i], 1);
-		int rc = fn();
-		fflush(NULL);
-		exit(rc); /* runs the shim's exit report */
-	}
-	int status;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	ssize_t n = pread(fd, child_err, sizeof(child_err) - 1, 0);
-	child_err[n > 0 ? n : 0] = 0;
-	close(fd);
+	int status = live_child_run(child_setup, env, fn, child_err, sizeof(child_err));
+	assert_true(status != -1);
 	remove_db(fresh_cache);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		printf("child failed; its stderr:\n%s\n", child_err);
-	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+	return live_child_code(status);
 }
 
 /* The records of one type in a trace, or -1 when it cannot be opened. */

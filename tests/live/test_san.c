@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/live/child.h"
 #include "ptx-rewriter/layout.h"
 
 static char shim_path[4096], fake_path[4096], fake_san[4096], kcount[4096], host_probe[4096];
@@ -57,50 +58,43 @@ static int count(const char *text, const char *what)
 	return n;
 }
 
+struct child_args {
+	const char *programs;
+	const struct child_env *e;
+};
+
+/* The child's environment: the fake driver and library, the programs, no cache, e's settings. */
+static void child_setup(const void *arg)
+{
+	const struct child_args *a = arg;
+	setenv("CUBPF_REAL_LIBCUDA", fake_path, 1);
+	setenv("CUBPF_PROGRAMS", a->programs, 1);
+	setenv("CUBPF_LOG", "info", 1);
+	setenv("CUBPF_CACHE", "off", 1);
+	setenv("FAKE_SAN_LOG", san_log, 1);
+	setenv("CUBPF_PTXAS", env("PTXAS"), 1);
+	setenv("FAKE_PARAM_SIZES", "8,4", 1);
+	setenv("FAKE_INIT_OK", "1", 1);
+	unsetenv("CUBPF_DISABLE");
+	unsetenv("CUBPF_TRACE");
+	unsetenv("CUBPF_SANITIZER");
+	for (int i = 0; a->e && i < 8 && a->e->names[i]; i++)
+		setenv(a->e->names[i], a->e->values[i], 1);
+}
+
 static int run_child(const char *programs, const struct child_env *e, int (*fn)(void))
 {
-	char tmpl[] = "/tmp/cubpf-san-test-XXXXXX";
 	snprintf(san_log, sizeof(san_log), "/tmp/cubpf-san-log-%d", (int)getpid());
 	unlink(san_log);
-	int fd = mkstemp(tmpl);
-	assert_true(fd >= 0);
-	unlink(tmpl);
-	fflush(NULL);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		signal(SIGSEGV, SIG_DFL);
-		signal(SIGABRT, SIG_DFL);
-		dup2(fd, 2);
-		setenv("CUBPF_REAL_LIBCUDA", fake_path, 1);
-		setenv("CUBPF_PROGRAMS", programs, 1);
-		setenv("CUBPF_LOG", "info", 1);
-		setenv("CUBPF_CACHE", "off", 1);
-		setenv("FAKE_SAN_LOG", san_log, 1);
-		setenv("CUBPF_PTXAS", env("PTXAS"), 1);
-		setenv("FAKE_PARAM_SIZES", "8,4", 1);
-		setenv("FAKE_INIT_OK", "1", 1);
-		unsetenv("CUBPF_DISABLE");
-		unsetenv("CUBPF_TRACE");
-		unsetenv("CUBPF_SANITIZER");
-		for (int i = 0; e && i < 8 && e->names[i]; i++)
-			setenv(e->names[i], e->values[i], 1);
-		int rc = fn();
-		fflush(NULL);
-		exit(rc);
-	}
-	int status;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	ssize_t n = pread(fd, child_err, sizeof(child_err) - 1, 0);
-	child_err[n > 0 ? n : 0] = 0;
-	close(fd);
+	struct child_args a = {programs, e};
+	int status = live_child_run(child_setup, &a, fn, child_err, sizeof(child_err));
+	assert_true(status != -1);
 	read_log();
 	unlink(san_log);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		printf("child failed; its stderr:\n%s\nthe fake library's log:\n%s\n", child_err,
 		       log_text);
-	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+	return live_child_code(status);
 }
 
 /* ---- the child ---- */

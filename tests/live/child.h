@@ -1,0 +1,50 @@
+/* tests/live/child.h: runs a test case's child in a forked process with its stderr captured, for
+ * the live-probe test programs (test_live.c, test_san.c).  The child sets its environment
+ * (`setup`), runs `fn` and exits through exit(), so that the shim's exit report runs and lands
+ * in the captured stderr. */
+#ifndef CUBPF_TESTS_LIVE_CHILD_H
+#define CUBPF_TESTS_LIVE_CHILD_H
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Runs setup(arg) then fn() in a child; its stderr goes to err (NUL-terminated, cut to
+ * errlen - 1).  Returns its wait status, or -1 when the child could not be made. */
+static inline int live_child_run(void (*setup)(const void *), const void *arg, int (*fn)(void),
+				 char *err, size_t errlen)
+{
+	char tmpl[] = "/tmp/cubpf-live-child-XXXXXX";
+	int fd = mkstemp(tmpl), status = -1;
+	if (fd < 0)
+		return -1;
+	unlink(tmpl);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		signal(SIGSEGV, SIG_DFL);
+		signal(SIGABRT, SIG_DFL);
+		dup2(fd, 2);
+		setup(arg);
+		int rc = fn();
+		fflush(NULL);
+		exit(rc); /* runs the shim's exit report */
+	}
+	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	ssize_t n = pread(fd, err, errlen - 1, 0);
+	err[n > 0 ? n : 0] = 0;
+	close(fd);
+	return pid > 0 ? status : -1;
+}
+
+/* The child's exit code as a shell gives it (128 + signal when killed). */
+static inline int live_child_code(int status)
+{
+	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+#endif
