@@ -18,40 +18,17 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/shell.h"
 #include "store/store.h"
 
 #define BIN TOOLS_TEST_BUILD "/bin/cubpf"
 #define CHECK "python3 " TOOLS_TEST_SRC "/tests/tools/export_check.py " BIN
 
-/* A shell command's status, its output (stdout and stderr) in *out (caller frees). */
-static int sh(char **out, const char *fmt, ...)
-{
-	char cmd[16384], *full;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	assert_true(asprintf(&full, "( %s ) 2>&1", cmd) > 0);
-	FILE *p = popen(full, "r");
-	free(full);
-	assert_non_null(p);
-	size_t n = 0, cap = 4096;
-	char *buf = malloc(cap);
-	assert_non_null(buf);
-	for (size_t r; (r = fread(buf + n, 1, cap - n - 1, p)) > 0;)
-		if ((n += r) == cap - 1)
-			assert_non_null(buf = realloc(buf, cap *= 2));
-	buf[n] = '\0';
-	int st = pclose(p);
-	*out = buf;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* The sqlite3 tool's answer to one query, trimmed (caller frees). */
 static char *query(const char *db, const char *sql)
 {
 	char *out;
-	if (sh(&out, "sqlite3 -batch %s \"%s\"", db, sql) != 0)
+	if (sh_alloc(&out, "sqlite3 -batch %s \"%s\"", db, sql) != 0)
 		fail_msg("sqlite3 %s: %s", sql, out);
 	size_t n = strlen(out);
 	while (n && (out[n - 1] == '\n' || out[n - 1] == ' '))
@@ -79,7 +56,7 @@ static void rm_dir(char *d)
 {
 	char *out;
 	if (strstr(d, "/cubpf-test-export-"))
-		assert_int_equal(sh(&out, "rm -rf %s", d), 0), free(out);
+		assert_int_equal(sh_alloc(&out, "rm -rf %s", d), 0), free(out);
 	free(d);
 }
 
@@ -103,7 +80,7 @@ static void test_export_corpus(void **state)
 	char *dir = temp_dir(), *out;
 	/* a trace `cubpf trace info` reads whole is exported and checked; a damaged one (the
 	 * corpus has some: joined files) is refused with no database left behind */
-	int rc = sh(&out, "n=0; d=0; for t in %s/tests/fuzz/corpus/fuzz_trace_cmd/*.cubpf "
+	int rc = sh_alloc(&out, "n=0; d=0; for t in %s/tests/fuzz/corpus/fuzz_trace_cmd/*.cubpf "
 			  "%s/tests/fuzz/corpus/fuzz_store_trace/*.cubpf; do rm -f %s/db.sqlite; "
 			  "if %s trace info $t >/dev/null 2>&1; then "
 			  "%s trace export --format sqlite -o %s/db.sqlite $t && %s %s/db.sqlite $t "
@@ -123,7 +100,7 @@ static void test_export_corpus(void **state)
 	/* replay-spans: three launches timed by spans; kcount's kstats of process 7 */
 	char db[512];
 	snprintf(db, sizeof(db), "%s/rs.sqlite", dir);
-	assert_int_equal(sh(&out, "%s trace export --format sqlite -o %s "
+	assert_int_equal(sh_alloc(&out, "%s trace export --format sqlite -o %s "
 				  "%s/tests/fuzz/corpus/fuzz_trace_cmd/replay-spans.cubpf", BIN, db,
 			    TOOLS_TEST_SRC), 0);
 	free(out);
@@ -223,7 +200,7 @@ static void test_export_run_of_two(void **state)
 	snprintf(path, sizeof(path), "%s/run.trace.701", dir);
 	write_process(path, &b);
 	snprintf(db, sizeof(db), "%s/run.sqlite", dir);
-	if (sh(&out, "%s trace export --format sqlite -o %s %s && %s %s %s", BIN, db, dir, CHECK, db,
+	if (sh_alloc(&out, "%s trace export --format sqlite -o %s %s && %s %s %s", BIN, db, dir, CHECK, db,
 	       dir) != 0 || !strstr(out, "export ok: 2 processes"))
 		fail_msg("%s", out);
 	free(out);
@@ -244,7 +221,7 @@ static void test_export_run_of_two(void **state)
 	char sql[4096];
 	FILE *f;
 	/* the README's queries, from the README itself, answers known */
-	assert_int_equal(sh(&out, "python3 -c \"import re; q=re.findall(r'\\x60\\x60\\x60sql\\n(.*?)"
+	assert_int_equal(sh_alloc(&out, "python3 -c \"import re; q=re.findall(r'\\x60\\x60\\x60sql\\n(.*?)"
 				  "\\x60\\x60\\x60', open('%s/README.md').read(), re.S); "
 				  "[open('%s/q%%d.sql' %% i, 'w').write(x) for i, x in enumerate(q)]\"",
 			    TOOLS_TEST_SRC, dir), 0);
@@ -263,7 +240,7 @@ static void test_export_run_of_two(void **state)
 		size_t n = fread(sql, 1, sizeof(sql) - 1, f);
 		sql[n] = '\0';
 		fclose(f);
-		if (sh(&out, "sqlite3 -batch %s < %s", db, path) != 0)
+		if (sh_alloc(&out, "sqlite3 -batch %s < %s", db, path) != 0)
 			fail_msg("README query %d: %s", i, out);
 		size_t len = strlen(out);
 		while (len && out[len - 1] == '\n')
@@ -274,7 +251,7 @@ static void test_export_run_of_two(void **state)
 	}
 	const char *keep = getenv("CUBPF_EXPORT_KEEP"); /* the README's sample output comes from it */
 	if (keep)
-		assert_int_equal(sh(&out, "cp %s %s", db, keep), 0), free(out);
+		assert_int_equal(sh_alloc(&out, "cp %s %s", db, keep), 0), free(out);
 	rm_dir(dir);
 }
 
@@ -285,11 +262,11 @@ static void test_export_fake_run(void **state)
 	(void)state;
 	char *dir = temp_dir(), *out, db[512];
 	snprintf(db, sizeof(db), "%s.sqlite", dir);
-	if (sh(&out, "%s run -t kcount -o %s --real-libcuda %s/tests/libcuda-fake.so -- "
+	if (sh_alloc(&out, "%s run -t kcount -o %s --real-libcuda %s/tests/libcuda-fake.so -- "
 		     "%s/tests/tools_fake_app 0 exec", BIN, dir, TOOLS_TEST_BUILD, TOOLS_TEST_BUILD))
 		fail_msg("cubpf run: %s", out);
 	free(out);
-	if (sh(&out, "%s trace export --format sqlite -o %s %s && %s %s %s", BIN, db, dir, CHECK, db,
+	if (sh_alloc(&out, "%s trace export --format sqlite -o %s %s && %s %s %s", BIN, db, dir, CHECK, db,
 	       dir) != 0 || !strstr(out, "export ok: 2 processes"))
 		fail_msg("%s", out);
 	free(out);
@@ -325,24 +302,24 @@ static void test_export_damaged(void **state)
 	fputc(c ^ 0x5a, f);
 	fclose(f);
 	snprintf(db, sizeof(db), "%s/out.sqlite", dir);
-	assert_int_equal(sh(&out, "%s trace export --format sqlite -o %s %s", BIN, db, path), 1);
+	assert_int_equal(sh_alloc(&out, "%s trace export --format sqlite -o %s %s", BIN, db, path), 1);
 	if (!strstr(out, "damaged trace") || !strstr(out, "no database written") ||
 	    strchr(out, '\n') != out + strlen(out) - 1)
 		fail_msg("want one line naming the damage: %s", out);
 	free(out);
-	assert_int_equal(sh(&out, "ls -A %s", dir), 0);
+	assert_int_equal(sh_alloc(&out, "ls -A %s", dir), 0);
 	assert_string_equal(out, "bad.trace\n"); /* neither the database nor its temporary file */
 	free(out);
 	/* an earlier database at OUT stays as it was */
-	assert_int_equal(sh(&out, "echo keep > %s", db), 0);
+	assert_int_equal(sh_alloc(&out, "echo keep > %s", db), 0);
 	free(out);
-	assert_int_equal(sh(&out, "%s trace export --format sqlite -o %s %s", BIN, db, path), 1);
+	assert_int_equal(sh_alloc(&out, "%s trace export --format sqlite -o %s %s", BIN, db, path), 1);
 	free(out);
-	assert_int_equal(sh(&out, "cat %s", db), 0);
+	assert_int_equal(sh_alloc(&out, "cat %s", db), 0);
 	assert_string_equal(out, "keep\n");
 	free(out);
 	/* no -o: said before anything is read */
-	assert_int_equal(sh(&out, "%s trace export --format sqlite %s", BIN, path), 2);
+	assert_int_equal(sh_alloc(&out, "%s trace export --format sqlite %s", BIN, path), 2);
 	assert_non_null(strstr(out, "-o FILE is required"));
 	free(out);
 	rm_dir(dir);

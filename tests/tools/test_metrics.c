@@ -23,34 +23,13 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/shell.h"
 #include "store/store.h"
 #include "tools/tools.h"
 
 #define BUILD TOOLS_TEST_BUILD
 #define BIN BUILD "/bin/cubpf"
 
-static int sh(char **out, const char *fmt, ...)
-{
-	char cmd[16384], *full;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	assert_true(asprintf(&full, "( %s ) 2>&1", cmd) > 0);
-	FILE *p = popen(full, "r");
-	free(full);
-	assert_non_null(p);
-	size_t n = 0, cap = 4096;
-	char *buf = malloc(cap);
-	assert_non_null(buf);
-	for (size_t r; (r = fread(buf + n, 1, cap - n - 1, p)) > 0;)
-		if ((n += r) == cap - 1)
-			assert_non_null(buf = realloc(buf, cap *= 2));
-	buf[n] = '\0';
-	int st = pclose(p);
-	*out = buf;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static void assert_contains(const char *hay, const char *needle)
 {
@@ -62,7 +41,7 @@ static void assert_contains(const char *hay, const char *needle)
 static int free_port(void)
 {
 	char *out;
-	assert_int_equal(sh(&out, "python3 -c 'import socket; s=socket.socket(); "
+	assert_int_equal(sh_alloc(&out, "python3 -c 'import socket; s=socket.socket(); "
 				  "s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1])'"), 0);
 	int port = atoi(out);
 	free(out);
@@ -104,7 +83,7 @@ static const char query_py[] =
 static char *prom_query(const char *dir, int pport, const char *q)
 {
 	char *out;
-	if (sh(&out, "python3 %s/query.py %d '%s'", dir, pport, q) != 0)
+	if (sh_alloc(&out, "python3 %s/query.py %d '%s'", dir, pport, q) != 0)
 		fail_msg("query %s: %s", q, out);
 	out[strcspn(out, "\n")] = '\0';
 	return out;
@@ -158,12 +137,12 @@ static void test_metrics_prometheus(void **state)
 			 "      - targets: ['127.0.0.1:%d']\n", port);
 	/* the program: two processes with CUDA, then 8 s without, so that scrapes follow the
 	 * last snapshot; cubpf run in the background, its report in run.out */
-	assert_int_equal(sh(&out, "cd %s && (%s run -t kcount --metrics 127.0.0.1:%d --real-libcuda "
+	assert_int_equal(sh_alloc(&out, "cd %s && (%s run -t kcount --metrics 127.0.0.1:%d --real-libcuda "
 				  "%s/tests/libcuda-fake.so -- sh -c '%s/tests/tools_fake_app 0 exec; "
 				  "sleep 8' > run.out 2>&1; echo $? > run.rc) >/dev/null 2>&1 &",
 			    dir, BIN, port, BUILD, BUILD), 0);
 	free(out);
-	assert_int_equal(sh(&out, "cd %s && (timeout 60 prometheus --config.file=prometheus.yml "
+	assert_int_equal(sh_alloc(&out, "cd %s && (timeout 60 prometheus --config.file=prometheus.yml "
 				  "--storage.tsdb.path=data --web.listen-address=127.0.0.1:%d "
 				  "> prom.log 2>&1 & echo $! > prom.pid)", dir, pport), 0);
 	free(out);
@@ -174,7 +153,7 @@ static void test_metrics_prometheus(void **state)
 	char *runs = prom_query(dir, pport, "sum(cubpf_kcount_gpu_runs_total)");
 	/* scrapes succeeded (one may time out on a loaded machine: its up is 0 for that one) */
 	char *up = prom_query(dir, pport, "max_over_time(up{job=\"cubpf\"}[1m])");
-	assert_int_equal(sh(&out, "cd %s && kill $(cat prom.pid); for i in $(seq 100); do "
+	assert_int_equal(sh_alloc(&out, "cd %s && kill $(cat prom.pid); for i in $(seq 100); do "
 				  "[ -f run.rc ] && break; sleep 0.2; done; cat run.out; cat run.rc",
 			    dir), 0);
 	unsigned long launches, nthreads;
@@ -190,7 +169,7 @@ static void test_metrics_prometheus(void **state)
 	assert_string_equal(up, "1");
 	assert_contains(out, "metrics at http://127.0.0.1:");
 	free(out), free(v), free(threads), free(procs), free(runs), free(up);
-	assert_int_equal(sh(&out, "rm -rf %s", dir), 0);
+	assert_int_equal(sh_alloc(&out, "rm -rf %s", dir), 0);
 	free(out);
 }
 
@@ -210,14 +189,14 @@ static void test_metrics_shim_endpoint_prometheus(void **state)
 	write_file(path, "global:\n  scrape_interval: 500ms\n  scrape_timeout: 500ms\n"
 			 "scrape_configs:\n  - job_name: app\n    static_configs:\n"
 			 "      - targets: ['127.0.0.1:%d']\n", port);
-	assert_int_equal(sh(&out, "cd %s && (LD_LIBRARY_PATH=%s/lib CUBPF_REAL_LIBCUDA=%s/tests/"
+	assert_int_equal(sh_alloc(&out, "cd %s && (LD_LIBRARY_PATH=%s/lib CUBPF_REAL_LIBCUDA=%s/tests/"
 				  "libcuda-fake.so CUBPF_PROGRAMS=%s/probes/kcount.bpf.o CUBPF_LOG=info "
 				  "CUBPF_METRICS=127.0.0.1:%d CUBPF_INTERVAL_MS=200 FAKE_APP_LINGER_S=15 "
 				  "%s/tests/tools_fake_app 0 > app.out 2>&1 & echo $! > app.pid; wait; "
 				  "echo $? > app.rc) >/dev/null 2>&1 &", dir, BUILD, BUILD, BUILD, port,
 			    BUILD), 0);
 	free(out);
-	assert_int_equal(sh(&out, "cd %s && (timeout 60 prometheus --config.file=prometheus.yml "
+	assert_int_equal(sh_alloc(&out, "cd %s && (timeout 60 prometheus --config.file=prometheus.yml "
 				  "--storage.tsdb.path=data --web.listen-address=127.0.0.1:%d "
 				  "> prom.log 2>&1 & echo $! > prom.pid)", dir, pport), 0);
 	free(out);
@@ -225,7 +204,7 @@ static void test_metrics_shim_endpoint_prometheus(void **state)
 	char *mods = prom_query(dir, pport, "cubpf_modules_total{outcome=\"instrumented\"}");
 	char *kernels = prom_query(dir, pport, "cubpf_kernels_instrumented");
 	/* the pid label is the process's own */
-	assert_int_equal(sh(&out, "cat %s/app.pid", dir), 0);
+	assert_int_equal(sh_alloc(&out, "cat %s/app.pid", dir), 0);
 	out[strcspn(out, "\n")] = '\0';
 	char q[128];
 	snprintf(q, sizeof(q), "cubpf_kernels_instrumented{pid=\"%s\"}", out);
@@ -233,14 +212,14 @@ static void test_metrics_shim_endpoint_prometheus(void **state)
 	char *pid = prom_query(dir, pport, q);
 	char *up = prom_query(dir, pport, "max_over_time(up{job=\"app\"}[1m])");
 	/* promtool on the endpoint's text while the process still runs */
-	int rc = sh(&out, "python3 -c 'import urllib.request,sys; sys.stdout.write(urllib.request."
+	int rc = sh_alloc(&out, "python3 -c 'import urllib.request,sys; sys.stdout.write(urllib.request."
 			  "urlopen(\"http://127.0.0.1:%d/metrics\").read().decode())' > %s/m.txt && "
 			  "promtool check metrics < %s/m.txt && cat %s/m.txt", port, dir, dir, dir);
 	if (rc != 0)
 		fail_msg("promtool (Prometheus said kernel_info %s): %s", v, out);
 	assert_contains(out, "# TYPE cubpf_kernel_info gauge\n");
 	free(out);
-	assert_int_equal(sh(&out, "cd %s && kill $(cat prom.pid); for i in $(seq 100); do "
+	assert_int_equal(sh_alloc(&out, "cd %s && kill $(cat prom.pid); for i in $(seq 100); do "
 				  "[ -f app.rc ] && break; sleep 0.2; done; cat app.out; cat app.rc",
 			    dir), 0);
 	/* the report at exit: what Prometheus stored */
@@ -254,7 +233,7 @@ static void test_metrics_shim_endpoint_prometheus(void **state)
 	assert_string_equal(pid, "1");
 	assert_string_equal(up, "1");
 	free(out), free(v), free(mods), free(kernels), free(pid), free(up);
-	assert_int_equal(sh(&out, "rm -rf %s", dir), 0);
+	assert_int_equal(sh_alloc(&out, "rm -rf %s", dir), 0);
 	free(out);
 }
 
@@ -266,13 +245,13 @@ static void test_metrics_promtool_and_port_in_use(void **state)
 	char dir[] = "/tmp/cubpf-test-metrics-XXXXXX", *out;
 	assert_non_null(mkdtemp(dir));
 	int port = free_port();
-	assert_int_equal(sh(&out, "cd %s && (%s run -t kcount --metrics %d --real-libcuda "
+	assert_int_equal(sh_alloc(&out, "cd %s && (%s run -t kcount --metrics %d --real-libcuda "
 				  "%s/tests/libcuda-fake.so -- sh -c '%s/tests/tools_fake_app 0 exec; "
 				  "sleep 4' > run.out 2>&1 &) >/dev/null 2>&1", dir, BIN, port, BUILD,
 			    BUILD), 0);
 	free(out);
 	/* scraped with python (no curl needed) once both processes' launches are in */
-	int rc = sh(&out, "for i in $(seq 50); do python3 -c 'import urllib.request,sys; "
+	int rc = sh_alloc(&out, "for i in $(seq 50); do python3 -c 'import urllib.request,sys; "
 			  "sys.stdout.write(urllib.request.urlopen(\"http://127.0.0.1:%d/metrics\")"
 			  ".read().decode())' > %s/m.txt 2>/dev/null && grep -q 'cubpf_processes 2' "
 			  "%s/m.txt && break; sleep 0.2; done; promtool check metrics < %s/m.txt && "
@@ -285,18 +264,18 @@ static void test_metrics_promtool_and_port_in_use(void **state)
 	assert_contains(out, "# TYPE cubpf_map_value gauge\n");
 	free(out);
 	/* the same port again: one line, status 2, the command not run */
-	rc = sh(&out, "%s run -t kcount --metrics 127.0.0.1:%d -- touch %s/ran", BIN, port, dir);
+	rc = sh_alloc(&out, "%s run -t kcount --metrics 127.0.0.1:%d -- touch %s/ran", BIN, port, dir);
 	assert_int_equal(rc, 2);
 	assert_contains(out, "--metrics 127.0.0.1:");
 	assert_contains(out, "Address already in use");
 	assert_true(strchr(out, '\n') == out + strlen(out) - 1);
 	free(out);
-	assert_int_equal(sh(&out, "test ! -e %s/ran", dir), 0);
+	assert_int_equal(sh_alloc(&out, "test ! -e %s/ran", dir), 0);
 	free(out);
-	assert_int_equal(sh(&out, "%s run --metrics 'no:port' -- true", BIN), 2);
+	assert_int_equal(sh_alloc(&out, "%s run --metrics 'no:port' -- true", BIN), 2);
 	assert_contains(out, "is not [ADDR:]PORT");
 	free(out);
-	assert_int_equal(sh(&out, "sleep 4; rm -rf %s", dir), 0);
+	assert_int_equal(sh_alloc(&out, "sleep 4; rm -rf %s", dir), 0);
 	free(out);
 }
 
