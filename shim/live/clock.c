@@ -42,7 +42,7 @@ static int round_trip(struct live_ctx *c, uint64_t *t0, uint64_t *gpu, uint64_t 
 	void *args[] = { &c->clock_buf };
 	*gpu = 0;
 	*t0 = shim_now_ns();
-	CUresult r = shim_live_cu.cuLaunchKernel(c->clock_fn, 1, 1, 1, 1, 1, 1, 0, c->stream, args, NULL);
+	CUresult r = shim_live_launch_own(c->clock_fn, c->stream, args);
 	if (r == CUDA_SUCCESS)
 		r = shim_live_cu.cuStreamSynchronize(c->stream);
 	*t1 = shim_now_ns();

@@ -91,6 +91,13 @@ const char *shim_live_cu_error(CUresult r);
 CUstreamCaptureMode shim_live_relax(void);
 void shim_live_unrelax(CUstreamCaptureMode previous);
 void shim_live_thread_relax(void);
+/* cubpf's own kernel launches (the clock kernel) go through shim_live_launch_own, which marks
+ * the launching thread meanwhile: launch callbacks that come back from inside the driver (the
+ * Sanitizer backend's) see shim_live_launching_own() and leave such a launch alone without
+ * taking a lock of theirs, since the launching thread may hold the maps' lock (the snapshot
+ * thread refreshing a clock) while an application thread holds theirs and waits for it. */
+CUresult shim_live_launch_own(CUfunction f, CUstream s, void **args);
+bool shim_live_launching_own(void);
 
 /* One map as every module sees it: the maps of all loaded objects, concatenated (programs'
  * map references are renumbered to this table, see live.c). */

@@ -111,8 +111,7 @@ static struct {
 } san;
 
 static pthread_mutex_t san_lock = PTHREAD_MUTEX_INITIALIZER;
-/* Set while this thread holds san_lock: cubpf's own launches made meanwhile (the clock
- * kernel of a context's first maps) come back through the callback and are left alone. */
+/* Set while this thread holds san_lock (the lock is not recursive). */
 static __thread bool san_holding;
 
 static void san_enter(void)
@@ -809,7 +808,11 @@ static void set_record(struct san_ctx *c, const struct shim_san_launch_data *ld,
 
 static void on_launch(const struct shim_san_launch_data *ld)
 {
-	if (san_holding)
+	/* cubpf's own launches, left alone before the lock: one made while this thread holds it
+	 * (a context's first clock), and one from a thread that may hold the maps' lock, which a
+	 * holder of san_lock preparing a context waits for (the two-stream hang of 2026-11-28:
+	 * the snapshot thread refreshing a clock under a trace) */
+	if (san_holding || shim_live_launching_own())
 		return;
 	san_enter();
 	/* this thread's launch hook decided the kernel (the callback's name need not be spelt as

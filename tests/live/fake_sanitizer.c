@@ -5,7 +5,11 @@
  * PATH", "patchinsn ID NAME", "patchmodule M", "setlaunch F UD", "memcpy N"), and fires
  * SANITIZER_CBID_LAUNCH_BEGIN at every launch of the fake driver (tests/shim/fake_driver.c,
  * through its launch observer).  Its "device memory" is host memory, as the fake driver's.
- * FAKE_SAN_FAIL=patchmodule|addpatches|subscribe makes that call fail (error 7). */
+ * FAKE_SAN_FAIL=patchmodule|addpatches|subscribe makes that call fail (error 7).
+ * FAKE_SAN_SLOW_OWN_MS=N: a launch of cubpf's clock kernel from a thread other than the main
+ * one logs "own launch elsewhere" and waits N ms before its callback, so that a test can make
+ * the application prepare a context meanwhile (the lock-order case of test_san's t_own_launch). */
+#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -62,6 +66,11 @@ static void fire(void *ctx, void *module, void *f, const char *name, void *strea
 		.gridId = ++grid, .hLaunch = (shim_san_launch)(0x1a000 + grid),
 	};
 	logf_("launch_begin %s", name);
+	const char *slow = getenv("FAKE_SAN_SLOW_OWN_MS");
+	if (slow && !strcmp(name, "cubpf_clock") && gettid() != getpid()) {
+		logf_("own launch elsewhere");
+		usleep((useconds_t)atoi(slow) * 1000);
+	}
 	callback(callback_user, SHIM_SAN_DOMAIN_LAUNCH, SHIM_SAN_CBID_LAUNCH_BEGIN, &ld);
 }
 

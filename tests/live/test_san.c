@@ -41,13 +41,18 @@ static const char *env(const char *name)
 	return v;
 }
 
-static void read_log(void)
+static void read_log_from(const char *path)
 {
-	FILE *f = fopen(san_log, "r");
+	FILE *f = fopen(path, "r");
 	size_t n = f ? fread(log_text, 1, sizeof(log_text) - 1, f) : 0;
 	log_text[n] = 0;
 	if (f)
 		fclose(f);
+}
+
+static void read_log(void)
+{
+	read_log_from(san_log);
 }
 
 static int count(const char *text, const char *what)
@@ -202,6 +207,46 @@ static int child_app(void)
 	return 0;
 }
 
+/* The lock-order case: a second context is prepared while the snapshot thread (a trace is
+ * written) holds the maps' lock and launches cubpf's clock kernel, whose callback the fake
+ * library delays (FAKE_SAN_SLOW_OWN_MS).  Before the fix the callback waited for the backend's
+ * lock, held by this thread, which waited for the maps' lock: the process hung (SIGALRM here). */
+static int wait_log(const char *what, int ms)
+{
+	for (int t = 0; t < ms; t += 10) {
+		read_log_from(getenv("FAKE_SAN_LOG"));
+		if (strstr(log_text, what))
+			return 0;
+		usleep(10 * 1000);
+	}
+	return -1;
+}
+
+static int child_two_contexts(void)
+{
+	alarm(40);
+	shim = dlopen(shim_path, RTLD_NOW | RTLD_LOCAL);
+	if (!shim || ((int (*)(unsigned))dlsym(shim, "cuInit"))(0) != 0)
+		return child_fail("no shim or cuInit failed");
+	void *image = read_file(cubin_path), *mod = NULL, *inc = NULL, *ctx = NULL;
+	int (*load)(void **, const void *) =
+		(int (*)(void **, const void *))dlsym(shim, "cuModuleLoadData");
+	int (*get)(void **, void *, const char *) =
+		(int (*)(void **, void *, const char *))dlsym(shim, "cuModuleGetFunction");
+	if (!image || load(&mod, image) || get(&inc, mod, "_Z9incrementPji") || launch(inc, 1))
+		return child_fail("first context: load or launch failed");
+	if (wait_log("own launch elsewhere", 20000))
+		return child_fail("the snapshot thread never refreshed a clock");
+	int (*create)(void **, void *, unsigned, int) =
+		(int (*)(void **, void *, unsigned, int))dlsym(shim, "cuCtxCreate_v4");
+	if (create(&ctx, NULL, 0, 0) || load(&mod, image) || get(&inc, mod, "_Z9incrementPji") ||
+	    launch(inc, 2))
+		return child_fail("second context: load or launch failed");
+	free(image);
+	note("second context launched");
+	return 0;
+}
+
 /* ---- cases ---- */
 
 /* Off (no CUBPF_SANITIZER): the library is never opened, nothing subscribes. */
@@ -313,6 +358,24 @@ static void t_refused_program(void **s)
 	assert_non_null(strstr(log_text, "progs 1 "));
 }
 
+/* The snapshot thread's clock launch never waits for the backend's lock (see
+ * child_two_contexts): both contexts' launches patched, the program ends. */
+static void t_own_launch(void **s)
+{
+	(void)s;
+	char trace[64];
+	snprintf(trace, sizeof(trace), "/tmp/cubpf-san-trace-%d", (int)getpid());
+	struct child_env e = {{"CUBPF_SANITIZER", "CUBPF_KERNELS", "CUBPF_TRACE", "CUBPF_INTERVAL_MS",
+			       "FAKE_SAN_SLOW_OWN_MS"},
+			      {fake_san, "increment", trace, "500", "300"}};
+	assert_int_equal(run_child(kcount, &e, child_two_contexts), 0);
+	unlink(trace);
+	assert_non_null(strstr(log_text, "own launch elsewhere"));
+	assert_non_null(strstr(log_text, "app: second context launched"));
+	assert_int_equal(count(log_text, "addpatches elf "), 2); /* one per context */
+	assert_non_null(strstr(child_err, "2 launches patched, 0 ran without probes"));
+}
+
 int main(void)
 {
 	const char *b = env("CUBPF_BUILD");
@@ -331,6 +394,7 @@ int main(void)
 		cmocka_unit_test(t_patch_error),
 		cmocka_unit_test(t_refused_program),
 		cmocka_unit_test(t_addpatches_error),
+		cmocka_unit_test(t_own_launch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
