@@ -358,8 +358,11 @@ struct store_rec_kernel_id {
 	uint32_t id;
 	uint32_t name;              /* string id of the kernel name (mangled) */
 	uint32_t module;            /* string id of the module's label (a file load's path), 0 = none */
-	uint32_t flags;             /* 0 for now */
+	uint32_t flags;             /* STORE_KERNEL_ID_*; older writers: 0 (PTX rewriting) */
 } __attribute__((packed));
+
+/* store_rec_kernel_id.flags: how the kernel gets its probes (0: its PTX is rewritten) */
+#define STORE_KERNEL_ID_SANITIZER 1u /* patched through the Sanitizer backend (SASS only) */
 
 enum store_noinst_reason {
 	STORE_NOINST_NO_PTX = 1,      /* the image has no PTX for the device (SASS only) */

@@ -473,15 +473,16 @@ static void dump_kernel_id(const struct store_trace_reader *r, const struct stor
 	char b1[32], b2[32], t1[TOOL_TEXT_MAX], t2[TOOL_TEXT_MAX];
 	const char *name = str_or(r, k->name, b1, sizeof(b1));
 	const char *mod = k->module ? str_or(r, k->module, b2, sizeof(b2)) : "";
+	const char *backend = k->flags & STORE_KERNEL_ID_SANITIZER ? "sanitizer" : "ptx";
 	if (json) {
 		fprintf(f, "{\"type\":\"kernel_id\",\"id\":%u,\"name\":", k->id);
 		tool_json_string(f, name);
 		fputs(",\"module\":", f);
 		tool_json_string(f, mod);
-		fputs("}\n", f);
+		fprintf(f, ",\"backend\":\"%s\"}\n", backend);
 	} else {
-		fprintf(f, "kid     %u %s%s%s\n", k->id, tool_text(name, t1, sizeof(t1)),
-			*mod ? " module=" : "", tool_text(mod, t2, sizeof(t2)));
+		fprintf(f, "kid     %u %s%s%s backend=%s\n", k->id, tool_text(name, t1, sizeof(t1)),
+			*mod ? " module=" : "", tool_text(mod, t2, sizeof(t2)), backend);
 	}
 }
 

@@ -342,6 +342,29 @@ static size_t not_instrumented(const struct tool_data *d, FILE *f, int json)
 	return n;
 }
 
+/* Kernels that got their probes through the Sanitizer backend (SASS patching); the others with
+ * an id were rewritten as PTX. */
+static size_t patched_kernels(const struct tool_data *d, FILE *f, int json)
+{
+	size_t n = 0;
+	char t[TOOL_TEXT_MAX];
+	for (size_t i = 0; i < d->nkernels; i++) {
+		const struct tool_kernel *k = &d->kernels[i];
+		if (!k->id || !(k->id_flags & STORE_KERNEL_ID_SANITIZER))
+			continue;
+		if (json) {
+			fputs(n ? "," : "", f);
+			tool_json_string(f, k->name);
+		} else if (n < 20) {
+			fprintf(f, "  %s\n", tool_text(k->name, t, sizeof(t)));
+		} else if (n == 20) {
+			fprintf(f, "  ... (all of them in --json)\n");
+		}
+		n++;
+	}
+	return n;
+}
+
 /* The processes of a run of several (each wrote its own trace), one line each. */
 static void processes_text(const struct tool_data *d, FILE *f)
 {
@@ -452,6 +475,9 @@ static void common_json(const struct tool_data *d, FILE *f)
 		fputs(i ? "," : "", f);
 		tool_json_string(f, d->notes[i]);
 	}
+	fputs("],\"sanitizer_kernels\":[", f);
+	if (d->have_meta)
+		patched_kernels(d, f, 1);
 	fputs("]}", f);
 }
 
@@ -491,12 +517,20 @@ void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FI
 		fprintf(f, "maps and buffers: %" PRIu64 " device bytes, %" PRIu64 " pinned host bytes\n",
 			d->device_bytes, d->pinned_bytes);
 	if (d->have_meta) {
-		size_t instrumented = 0, missing = 0;
+		size_t instrumented = 0, missing = 0, patched = 0;
 		for (size_t i = 0; i < d->nkernels; i++) {
 			instrumented += d->kernels[i].id != 0;
+			patched += d->kernels[i].id && (d->kernels[i].id_flags & STORE_KERNEL_ID_SANITIZER);
 			missing += !d->kernels[i].id && d->kernels[i].launches;
 		}
-		fprintf(f, "kernels instrumented: %zu\n", instrumented);
+		if (patched) {
+			fprintf(f, "kernels instrumented: %zu (PTX rewriting %zu, Sanitizer patching %zu)\n",
+				instrumented, instrumented - patched, patched);
+			fprintf(f, "kernels patched through the Sanitizer backend (SASS only):\n");
+			patched_kernels(d, f, 0);
+		} else {
+			fprintf(f, "kernels instrumented: %zu\n", instrumented);
+		}
 		fprintf(f, "kernels launched but not instrumented: %zu\n", missing);
 		not_instrumented(d, f, 0);
 		if (d->nnotes)

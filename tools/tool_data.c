@@ -642,6 +642,7 @@ static int on_run_meta(struct tool_data *d, const struct load *ld,
 		struct tool_kernel *t = kernel_get(d, name);
 		if (!t)
 			return -1;
+		t->id_flags |= k.flags;
 		if (ld->renumber)
 			return renumber_kernel(d, t, k.id);
 		t->id = k.id;

@@ -24,6 +24,7 @@ struct tool_exit_event {
 struct tool_kernel {
 	char *name;                 /* mangled, as the trace and the shim name it */
 	uint32_t id;                /* cubpf's kernel id (KERNEL_ID record); 0 = not instrumented */
+	uint32_t id_flags;          /* the KERNEL_ID record's STORE_KERNEL_ID_* (the backend) */
 	uint32_t device;
 	uint64_t launches, threads; /* from KERNEL records */
 	uint64_t gpu_ns, spans;     /* device time of its timed launches (KSPAN, or KERNEL's own) */

@@ -157,6 +157,9 @@ uint64_t shim_live_map_bytes(const struct vm_map_def *d);
 void shim_live_map_describe(const struct vm_map_def *d, char *out, size_t len);
 /* live.c: cubpf's id of a kernel (small, sequential from 1, the same for the same name). */
 uint32_t shim_live_kernel_id(void *user, const char *mangled);
+/* The same, for a name the Sanitizer backend patches: flags (STORE_KERNEL_ID_*) go into the
+ * trace's KERNEL_ID record when the name gets its id here (tools name the backend from it). */
+uint32_t shim_live_kernel_id_flagged(const char *mangled, uint32_t flags);
 /* The module whose kernels get ids on this thread now (a file load's path; NULL = none): it
  * goes into the trace's KERNEL_ID records. */
 void shim_live_kernel_module(const char *label);

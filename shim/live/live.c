@@ -214,8 +214,9 @@ static struct kid *kid_find(const char *mangled)
 	return NULL;
 }
 
-/* Lock held.  Gives `mangled` the next id; NULL when out of memory. */
-static struct kid *kid_add(const char *mangled)
+/* Lock held.  Gives `mangled` the next id; NULL when out of memory.  flags: STORE_KERNEL_ID_*,
+ * for the trace's record. */
+static struct kid *kid_add(const char *mangled, uint32_t flags)
 {
 	struct kid *k = malloc(sizeof(*k));
 	if (!k || !(k->name = strdup(mangled))) {
@@ -233,6 +234,7 @@ static struct kid *kid_add(const char *mangled)
 		struct store_rec_kernel_id r = {
 			.id = k->id, .name = store_trace_intern(shim_live_session.trace, mangled),
 			.module = kid_module ? store_trace_intern(shim_live_session.trace, kid_module) : 0,
+			.flags = flags,
 		};
 		store_trace_kernel_id(shim_live_session.trace, &r);
 	}
@@ -242,10 +244,15 @@ static struct kid *kid_add(const char *mangled)
 uint32_t shim_live_kernel_id(void *user, const char *mangled)
 {
 	(void)user;
+	return shim_live_kernel_id_flagged(mangled, 0);
+}
+
+uint32_t shim_live_kernel_id_flagged(const char *mangled, uint32_t flags)
+{
 	pthread_mutex_lock(&kid_lock);
 	struct kid *k = kid_find(mangled);
 	if (!k)
-		k = kid_add(mangled);
+		k = kid_add(mangled, flags);
 	uint32_t id = k ? k->id : 0;
 	pthread_mutex_unlock(&kid_lock);
 	return id ? id : ptx_kernel_id(mangled);
@@ -278,7 +285,7 @@ int shim_live_kernel_ids_claim(const char *const *names, const uint32_t *ids, ui
 		ok = k ? k->id == ids[i] : ids[i] == next++;
 	}
 	for (uint32_t i = 0; ok && i < n; i++)
-		if (!kid_find(names[i]) && !kid_add(names[i]))
+		if (!kid_find(names[i]) && !kid_add(names[i], 0))
 			ok = -1;
 	pthread_mutex_unlock(&kid_lock);
 	return ok;

@@ -582,7 +582,7 @@ static struct san_kernel *kernel_get(const char *name, const struct shim_launch_
 	}
 	k->selected = k->progs != 0;
 	if (k->selected) {
-		k->id = shim_live_kernel_id(NULL, name);
+		k->id = shim_live_kernel_id_flagged(name, STORE_KERNEL_ID_SANITIZER);
 		param_sizes(k, ev);
 	}
 	uint32_t h = name_hash(name);

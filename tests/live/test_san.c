@@ -369,7 +369,17 @@ static void t_own_launch(void **s)
 			       "FAKE_SAN_SLOW_OWN_MS"},
 			      {fake_san, "increment", trace, "500", "300"}};
 	assert_int_equal(run_child(kcount, &e, child_two_contexts), 0);
+	/* the trace names the backend of the kernel's id */
+	char cmd[8300], out[4096] = "";
+	snprintf(cmd, sizeof(cmd), "%s/bin/cubpf trace dump %s 2>&1 | grep '^kid '",
+		 env("CUBPF_BUILD"), trace);
+	FILE *p = popen(cmd, "r");
+	size_t n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
+	out[n] = 0;
+	if (p)
+		pclose(p);
 	unlink(trace);
+	assert_non_null(strstr(out, "kid     1 _Z9incrementPji backend=sanitizer\n"));
 	assert_non_null(strstr(log_text, "own launch elsewhere"));
 	assert_non_null(strstr(log_text, "app: second context launched"));
 	assert_int_equal(count(log_text, "addpatches elf "), 2); /* one per context */

@@ -709,7 +709,7 @@ static void test_trace_run_metadata(void **state)
 
 	snprintf(cmd, sizeof(cmd), "%s trace dump %s", bin, trace);
 	assert_int_equal(run(cmd, &out), 0);
-	assert_non_null(strstr(out, "kid     1 _Z4spinm\n"));
+	assert_non_null(strstr(out, "kid     1 _Z4spinm backend=ptx\n"));
 	assert_non_null(strstr(out, "noinst  2 reason=JIT kernels=1 sm_90 dev=1 cuModuleLoadData _Z3badv: "));
 	assert_non_null(strstr(out, "mapmem  1 ctx=1 context=0x55 dev=1 8192 device bytes, 4096 pinned"));
 	free(out);
@@ -955,7 +955,7 @@ static void test_names_escaped(void **state)
 		{"info", "device  0 sm_90 0 bytes GPU\\e[5m\n"},
 		{"info", "program 0 prog\\e[1m /tmp/\\e[2J.bpf.o\n"},
 		{"info", "  [JIT] refused \\e[8mhidden\n"},
-		{"dump", "kid     1 _Z4evil\\e]0;owned\\x07\\e[2J\\u009b31m module=api\\x9b\\xff,\"x\"\\nnext\n"},
+		{"dump", "kid     1 _Z4evil\\e]0;owned\\x07\\e[2J\\u009b31m module=api\\x9b\\xff,\"x\"\\nnext backend=ptx\n"},
 		{"dump", "api     100 +100ns api\\x9b\\xff,\"x\"\\nnext tid=0"},
 		{"dump", "cmd=./app \\e]2;title\\x07\n"},
 		{"stats", "  _Z4evil\\e]0;owned\\x07\\e[2J\\u009b31m\n"},

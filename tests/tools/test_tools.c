@@ -546,6 +546,32 @@ static void kcount_trace(struct tool_data *d, int meta)
 	finish(w, d);
 }
 
+/* A kernel patched through the Sanitizer backend (KERNEL_ID flags) is named as such, in the text
+ * report and in --json; the kernel rewritten as PTX is not. */
+static void test_report_names_the_backend(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	meta_a(w);
+	struct store_rec_kernel_id k = {.id = 2, .name = store_trace_intern(w, "sass_only_kernel"),
+					.flags = STORE_KERNEL_ID_SANITIZER};
+	assert_int_equal(store_trace_kernel_id(w, &k), 0);
+	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
+	kernel(w, "sass_only_kernel", 300, 1, 32);
+	struct tool_data d;
+	finish(w, &d);
+	char *out = report("kcount", &d, 0);
+	assert_contains(out, "kernels instrumented: 2 (PTX rewriting 1, Sanitizer patching 1)\n"
+			     "kernels patched through the Sanitizer backend (SASS only):\n"
+			     "  sass_only_kernel\nkernels launched but not instrumented: 0\n");
+	free(out);
+	out = report("kcount", &d, 1);
+	assert_json(out);
+	assert_contains(out, "\"sanitizer_kernels\":[\"sass_only_kernel\"]");
+	free(out);
+	tool_data_free(&d);
+}
+
 static void test_report_from_trace_alone(void **state)
 {
 	(void)state;
@@ -2262,6 +2288,7 @@ int main(void)
 		cmocka_unit_test(test_coverage),
 		cmocka_unit_test(test_ringbuf_bookkeeping_in_the_memory_line),
 		cmocka_unit_test(test_report_from_trace_alone),
+		cmocka_unit_test(test_report_names_the_backend),
 		cmocka_unit_test(test_run_metadata_of_format_1_5),
 		cmocka_unit_test(test_maps_of_two_gpus_are_combined),
 		cmocka_unit_test(test_maps_too_sparse_to_combine),
