@@ -10,7 +10,8 @@
 #   - threadhist: thread exits = kcount's thread entries;
 #   - the caches written under cubpf hold no cubpf code, and a native run reusing them (cache
 #     hits) prints exactly what the first native run printed.
-# NAME: triton inductor jax cupy nvrtc jitlink culink rdc triton_fmad.
+# NAME: triton inductor jax cupy nvrtc jitlink culink rdc triton_fmad torch_sass.  torch_sass
+# runs under `cubpf run --sanitizer` (the Sanitizer backend: its kernels ship SASS only).
 set -u
 BUILD=${BUILD:-build}
 OUT=${OUT:-$BUILD/gpu-out}
@@ -26,7 +27,7 @@ fail() { echo "FAIL $*"; failed=$((failed + 1)); }
 
 command_of() {
   case $1 in
-    triton|inductor|jax|triton_fmad) echo "$PY tests/gpu/apps/${1}_app.py" ;;
+    triton|inductor|jax|triton_fmad|torch_sass) echo "$PY tests/gpu/apps/${1}_app.py" ;;
     cupy) echo "$PY tests/gpu/apps/cupy_kernels_app.py" ;;
     nvrtc|jitlink|culink) echo "$BUILD/gpu/rtc_app $1" ;;
     rdc) echo "$BUILD/gpu/rdc_app" ;;
@@ -48,6 +49,7 @@ same_output() { # NAME WHAT FILE: FILE must equal the native stdout
 
 one() {
   local name=$1 cmd; cmd=$(command_of "$1")
+  local backend=""; [ "$name" = torch_sass ] && backend=--sanitizer
   local base=$OUT/fw_$name
   # shellcheck disable=SC2046
   env $(caches "$WORK/$name/native") $cmd >"$base.native" 2>"$base.native.err"
@@ -59,7 +61,7 @@ one() {
     local s; s=$(date +%s%N)
     # shellcheck disable=SC2046
     env $(caches "$WORK/$name/$t") CUBPF_CACHE="$WORK/$name/cubpf-$t.db" \
-      "$CUBPF" run -t "$t" --json -- sh -c "exec $cmd > '$base.$t.app'" >"$base.$t.json" 2>"$base.$t.err"
+      "$CUBPF" run $backend -t "$t" --json -- sh -c "exec $cmd > '$base.$t.app'" >"$base.$t.json" 2>"$base.$t.err"
     rc=$?
     echo "RESULT frameworks $name $t: rc=$rc ms=$(( ($(date +%s%N) - s) / 1000000 ))"
     [ "$rc" -eq 0 ] || { fail "$name under $t: rc=$rc"; tail -20 "$base.$t.err"; }

@@ -1,0 +1,40 @@
+# PyTorch's own kernels, cuBLAS, cuDNN and NCCL: every one shipped as SASS only, so cubpf reaches
+# them only through the Sanitizer backend (issue 29; tests/gpu/t_sass_torch.sh).  Fixed inputs and
+# deterministic algorithms; the digests of the results' bytes must be identical under cubpf.
+import hashlib
+import os
+import tempfile
+
+import torch
+import torch.distributed as dist
+
+torch.use_deterministic_algorithms(True)
+torch.backends.cudnn.benchmark = False
+torch.manual_seed(0)
+dev = torch.device("cuda")
+
+
+def digest(t):
+    return hashlib.sha256(t.detach().cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
+
+
+a = torch.randn(256, 256).to(dev)
+b = torch.randn(256, 256).to(dev)
+print("matmul (cuBLAS)", digest(a @ b))
+x = torch.randn(4, 3, 32, 32).to(dev)
+w = torch.randn(8, 3, 3, 3).to(dev)
+print("conv2d (cuDNN)", digest(torch.nn.functional.conv2d(x, w, padding=1)))
+print("softmax (ATen)", digest(torch.softmax(a, dim=1)))
+print("layer_norm (ATen)", digest(torch.nn.functional.layer_norm(a, (256,))))
+
+# NCCL: a one-rank communicator (one GPU is enough to run its all-reduce)
+store = tempfile.NamedTemporaryFile(delete=False)
+store.close()
+os.unlink(store.name)
+dist.init_process_group("nccl", init_method="file://" + store.name, rank=0, world_size=1)
+t = torch.arange(4096, dtype=torch.float32, device=dev)
+dist.all_reduce(t)
+print("all_reduce (NCCL)", digest(t))
+dist.destroy_process_group()
+torch.cuda.synchronize()
+print("torch_sass_app: done")
