@@ -62,6 +62,7 @@ struct san_kernel {
 	uint32_t nparams;
 	uint8_t psize[CUBPF_MAX_KERNEL_PARAMS];
 	uint64_t launches, unpatched;
+	bool no_module;             /* its module could not be found (warned once) */
 	uint64_t threads;           /* grid x block summed over the patched launches */
 	struct san_kernel *next;
 };
@@ -693,6 +694,80 @@ static struct san_ctx *ctx_prepare(CUcontext ctx, const char *kernel)
 
 /* ---- the launch hook (before the real launch) ---- */
 
+static struct san_module *module_find(struct san_ctx *c, void *module)
+{
+	for (struct san_module *m = c->mods; m; m = m->next)
+		if (m->module == module)
+			return m;
+	return NULL;
+}
+
+/* Patches the module (once): every site the programs need, then the module.  0, or -1 (warned
+ * once).  Called before the real launch, never from its callback (launch_module says why). */
+static int patch_module(struct san_ctx *c, void *module, struct san_kernel *k)
+{
+	struct san_module *m = module_find(c, module);
+	if (m)
+		return m->state > 0 ? 0 : -1;
+	if (!(m = calloc(1, sizeof(*m))))
+		return -1;
+	m->module = module;
+	m->next = c->mods;
+	c->mods = m;
+	char why[LIVE_ERRLEN] = "";
+	shim_san_result r = SHIM_SAN_SUCCESS;
+	for (uint32_t i = 0; !why[0] && i < san.sites.site_cnt; i++) {
+		char fn[64];
+		ptx_patch_func_name(san.sites.sites[i], fn, sizeof(fn));
+		r = san.api.sanitizerPatchInstructions((int)san.sites.sites[i], module, fn);
+		if (r != SHIM_SAN_SUCCESS)
+			snprintf(why, sizeof(why), "sanitizerPatchInstructions(%s): %s",
+				 ptx_patch_site_name(san.sites.sites[i]), san_error(r));
+	}
+	if (!why[0] && (r = san.api.sanitizerPatchModule(module)) != SHIM_SAN_SUCCESS)
+		snprintf(why, sizeof(why), "sanitizerPatchModule: %s", san_error(r));
+	m->state = why[0] ? -1 : 1;
+	if (why[0]) {
+		atomic_fetch_add(&san.modules_failed, 1);
+		shim_live_note(SHIM_LOG_WARN, STORE_NOINST_OTHER, NULL, k->name, 1, c->lc->sm,
+			       "live: sanitizer: the module of %s is not patched (%s); its kernels "
+			       "run without probes", k->name, why);
+		return -1;
+	}
+	atomic_fetch_add(&san.modules_patched, 1);
+	shim_log(SHIM_LOG_INFO, "live: sanitizer: patched the module of %s (%u sites)", k->name,
+		 san.sites.site_cnt);
+	return 0;
+}
+
+/* The module of the launch's function, in the launching thread's context.  Modules are patched
+ * here, before the real launch: sanitizerPatchModule called from inside the launch's callback
+ * deadlocks the driver when the launch goes to a created stream (H100, driver 580.159.04,
+ * 2026-11-28: the callback's patch waits for a lock the launch holds; on the legacy stream it
+ * does not).  A CUkernel (the runtime's launches of library kernels) is first resolved to its
+ * function in the current context, which loads the module if lazy loading has not yet. */
+static void *launch_module(const struct shim_launch_event *ev)
+{
+	typedef CUresult (*get_module_fn)(void **, void *);
+	typedef CUresult (*kernel_fn)(void **, void *);
+	static get_module_fn get_module;
+	static kernel_fn kernel_function;
+	static bool looked;
+	if (!looked) {
+		get_module = (get_module_fn)shim_real("cuFuncGetModule");
+		kernel_function = (kernel_fn)shim_real("cuKernelGetFunction");
+		looked = true;
+	}
+	void *f = (void *)ev->func, *module = NULL;
+	if (ev->kernel && ev->kernel->library && kernel_function &&
+	    kernel_function(&f, (void *)ev->func) != CUDA_SUCCESS)
+		f = (void *)ev->func;
+	if (!get_module || get_module(&module, f) != CUDA_SUCCESS)
+		return NULL;
+	return module;
+}
+
+
 void shim_live_san_launching(const struct shim_launch_event *ev)
 {
 	if (!atomic_load_explicit(&san.active, memory_order_relaxed))
@@ -703,10 +778,18 @@ void shim_live_san_launching(const struct shim_launch_event *ev)
 	san_enter();
 	struct san_kernel *k = kernel_get(ev->kernel->name, ev);
 	CUcontext ctx = NULL;
-	if (k && k->selected && shim_live_cu.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx &&
-	    !ctx_find(ctx)) {
+	if (k && k->selected && shim_live_cu.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx) {
 		CUstreamCaptureMode m = shim_live_relax();
-		(void)ctx_prepare(ctx, k->name);
+		struct san_ctx *c = ctx_prepare(ctx, k->name);
+		void *module = c ? launch_module(ev) : NULL;
+		if (module)
+			(void)patch_module(c, module, k);
+		else if (c && !k->no_module) {
+			k->no_module = true;
+			shim_live_note(SHIM_LOG_WARN, STORE_NOINST_OTHER, NULL, k->name, 1, c->lc->sm,
+				       "live: sanitizer: the module of %s cannot be found "
+				       "(cuFuncGetModule): it runs without probes", k->name);
+		}
 		shim_live_unrelax(m);
 	}
 	if (k && k->selected) {
@@ -727,53 +810,6 @@ void shim_live_san_launched(void)
 }
 
 /* ---- the callback (inside the real launch) ---- */
-
-static struct san_module *module_find(struct san_ctx *c, void *module)
-{
-	for (struct san_module *m = c->mods; m; m = m->next)
-		if (m->module == module)
-			return m;
-	return NULL;
-}
-
-/* Patches the launch's module (once): every site the programs need, then the module.  0, or -1
- * (warned once). */
-static int patch_module(struct san_ctx *c, const struct shim_san_launch_data *ld,
-			struct san_kernel *k)
-{
-	struct san_module *m = module_find(c, ld->module);
-	if (m)
-		return m->state > 0 ? 0 : -1;
-	if (!(m = calloc(1, sizeof(*m))))
-		return -1;
-	m->module = ld->module;
-	m->next = c->mods;
-	c->mods = m;
-	char why[LIVE_ERRLEN] = "";
-	shim_san_result r = SHIM_SAN_SUCCESS;
-	for (uint32_t i = 0; !why[0] && i < san.sites.site_cnt; i++) {
-		char fn[64];
-		ptx_patch_func_name(san.sites.sites[i], fn, sizeof(fn));
-		r = san.api.sanitizerPatchInstructions((int)san.sites.sites[i], ld->module, fn);
-		if (r != SHIM_SAN_SUCCESS)
-			snprintf(why, sizeof(why), "sanitizerPatchInstructions(%s): %s",
-				 ptx_patch_site_name(san.sites.sites[i]), san_error(r));
-	}
-	if (!why[0] && (r = san.api.sanitizerPatchModule(ld->module)) != SHIM_SAN_SUCCESS)
-		snprintf(why, sizeof(why), "sanitizerPatchModule: %s", san_error(r));
-	m->state = why[0] ? -1 : 1;
-	if (why[0]) {
-		atomic_fetch_add(&san.modules_failed, 1);
-		shim_live_note(SHIM_LOG_WARN, STORE_NOINST_OTHER, NULL, k->name, 1, c->lc->sm,
-			       "live: sanitizer: the module of %s is not patched (%s); its kernels "
-			       "run without probes", k->name, why);
-		return -1;
-	}
-	atomic_fetch_add(&san.modules_patched, 1);
-	shim_log(SHIM_LOG_INFO, "live: sanitizer: patched the module of %s (%u sites)", k->name,
-		 san.sites.site_cnt);
-	return 0;
-}
 
 /* The record of this launch on the device, handed to the patches.  Slot 0 is all zero: a
  * launch of an unselected kernel in a patched module runs the patches, which return at once. */
@@ -821,8 +857,11 @@ static void on_launch(const struct shim_san_launch_data *ld)
 	if (!k && ld->functionName)
 		k = kernel_find(ld->functionName);
 	struct san_ctx *c = ctx_find(ld->context);
+	struct san_module *m = c ? module_find(c, ld->module) : NULL;
 	if (k && k->selected) {
-		if (c && patch_module(c, ld, k) == 0) {
+		/* patched by the launch hook (a graph's launch has none: its module is patched
+		 * only if a launch of one of its kernels came first) */
+		if (m && m->state > 0) {
 			set_record(c, ld, k);
 			k->launches++;
 			k->threads += (uint64_t)ld->gridDim_x * ld->gridDim_y * ld->gridDim_z *
@@ -832,10 +871,8 @@ static void on_launch(const struct shim_san_launch_data *ld)
 			k->unpatched++;
 			atomic_fetch_add(&san.launches_unpatched, 1);
 		}
-	} else if (c) {
-		struct san_module *m = module_find(c, ld->module);
-		if (m && m->state > 0)
-			set_record(c, ld, NULL);
+	} else if (m && m->state > 0) {
+		set_record(c, ld, NULL);
 	}
 	pending.k = NULL;
 	san_leave();

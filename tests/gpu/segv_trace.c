@@ -1,7 +1,9 @@
 /* tests/gpu/segv_trace.c: an LD_PRELOAD'able crash reporter for the GPU machine (no gdb there):
  * on SIGSEGV/SIGBUS/SIGABRT it writes the thread's backtrace (addresses with the objects they
  * lie in; resolve them on the build machine with addr2line on the same binary) and the loaded
- * objects' base addresses to stderr, then lets the signal kill the process as it would have. */
+ * objects' base addresses to stderr, then lets the signal kill the process as it would have.
+ * SIGUSR2 (sent to one thread with tgkill) writes that thread's backtrace and lets it go on: a
+ * hung process's threads, one by one (tests/gpu/stacks.sh). */
 #define _GNU_SOURCE
 #include <execinfo.h>
 #include <link.h>
@@ -37,8 +39,24 @@ static void handler(int sig, siginfo_t *si, void *uc)
 	raise(sig);
 }
 
+static void stack_of_thread(int sig)
+{
+	static volatile int objects_listed;
+	void *frames[64];
+	char line[128];
+	int n = snprintf(line, sizeof(line), "segv_trace: stack of thread %d (signal %d)\n",
+			 (int)gettid(), sig);
+	if (write(2, line, (size_t)n) < 0)
+		return;
+	int k = backtrace(frames, 64);
+	backtrace_symbols_fd(frames, k, 2);
+	if (!__atomic_exchange_n(&objects_listed, 1, __ATOMIC_SEQ_CST))
+		dl_iterate_phdr(phdr, NULL);
+}
+
 __attribute__((constructor)) static void install(void)
 {
+	signal(SIGUSR2, stack_of_thread);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = handler;

@@ -6,6 +6,8 @@
  * SANITIZER_CBID_LAUNCH_BEGIN at every launch of the fake driver (tests/shim/fake_driver.c,
  * through its launch observer).  Its "device memory" is host memory, as the fake driver's.
  * FAKE_SAN_FAIL=patchmodule|addpatches|subscribe makes that call fail (error 7).
+ * sanitizerPatchModule called from inside a launch's callback logs "patchmodule inside a launch"
+ * and fails (error 8): the real library deadlocks there on a launch to a created stream.
  * FAKE_SAN_SLOW_OWN_MS=N: a launch of cubpf's clock kernel from a thread other than the main
  * one logs "own launch elsewhere" and waits N ms before its callback, so that a test can make
  * the application prepare a context meanwhile (the lock-order case of test_san's t_own_launch). */
@@ -25,6 +27,7 @@
 static shim_san_callback callback;
 static void *callback_user;
 static int launches_enabled;
+static __thread int in_launch;
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...)
@@ -71,7 +74,9 @@ static void fire(void *ctx, void *module, void *f, const char *name, void *strea
 		logf_("own launch elsewhere");
 		usleep((useconds_t)atoi(slow) * 1000);
 	}
+	in_launch = 1;
 	callback(callback_user, SHIM_SAN_DOMAIN_LAUNCH, SHIM_SAN_CBID_LAUNCH_BEGIN, &ld);
+	in_launch = 0;
 }
 
 EXPORT shim_san_result sanitizerSubscribe(shim_san_subscriber *sub, shim_san_callback cb,
@@ -129,6 +134,10 @@ EXPORT shim_san_result sanitizerPatchInstructions(int id, void *module, const ch
 
 EXPORT shim_san_result sanitizerPatchModule(void *module)
 {
+	if (in_launch) {
+		logf_("patchmodule inside a launch");
+		return 8;
+	}
 	logf_("patchmodule %p", module);
 	return fails("patchmodule") ? 7 : 0;
 }

@@ -297,6 +297,12 @@ static void t_lazy(void **s)
 	assert_int_equal(count(log_text, "patchinsn 1 "), 1);   /* kprobe: block enter */
 	assert_int_equal(count(log_text, "patchinsn 2 "), 1);   /* kretprobe: block exit */
 	assert_int_equal(count(log_text, "patchmodule"), 1);
+	/* patched before the launch, by the launch hook, never from inside the launch's callback
+	 * (the real library deadlocks there on a launch to a created stream) */
+	assert_int_equal(count(log_text, "patchmodule inside a launch"), 0);
+	const char *patched = strstr(log_text, "patchmodule 0x");
+	const char *first_inc = strstr(log_text, "launch_begin _Z9incrementPji");
+	assert_true(patched && first_inc && patched < first_inc);
 	/* the application's 4 launches (cubpf's own clock kernel comes through too, and is left
 	 * alone: it is launched while the backend prepares the context) */
 	assert_int_equal(count(log_text, "launch_begin _Z"), 4);

@@ -267,6 +267,17 @@ FAKE_EXPORT int cuModuleGetFunction(void **f, void *module, const char *name)
 	return 0;
 }
 
+FAKE_EXPORT int cuFuncGetModule(void **module, void *f)
+{
+	FAKE_HIT(cuFuncGetModule);
+	for (int i = 0; module && f && i < FAKE_FUNCS; i++)
+		if (funcs[i].f == f) {
+			*module = funcs[i].module;
+			return 0;
+		}
+	return 1;
+}
+
 FAKE_EXPORT int cuLibraryGetKernel(void **k, void *library, const char *name)
 {
 	FAKE_HIT(cuLibraryGetKernel);
