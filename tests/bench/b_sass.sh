@@ -9,10 +9,14 @@
 #                    subscribing alone: 3.5% in the study)
 #     san_empty      an empty kprobe (block enter patch: the floor, 1.09x in the study)
 #     san_count      count.bpf.o (entries and exits per kernel)
-#     san_mem_empty  an empty memprobe (per-access floor: ~28x in the study)
+#     san_kcount, san_threadhist: the bundled entry/exit tools' probe objects (the target's tools)
+#     san_mem_empty  the per-access floor: a memprobe that reads the address and returns (a probe
+#                    that only returned would be folded away, nothing patched; ~28x in the study)
 #     san_memtrace   memtrace's program (within 10% of the floor is the target)
-#     ptx_empty, ptx_count, ptx_mem_empty, ptx_memtrace: the same programs on live_bench
-#   cublasSgemm 4096 (tests/cuda/sass_gemm.cu, 20 timed GEMMs): native, san_count, san_memtrace.
+#     ptx_empty, ptx_count, ptx_kcount, ptx_threadhist, ptx_mem_empty, ptx_memtrace: the same
+#                    programs on live_bench
+#   cublasSgemm 4096 (tests/cuda/sass_gemm.cu, 20 timed GEMMs): native, san_count, san_kcount,
+#   san_memtrace.
 # Targets (issue 29): entry/exit tools <= 1.2x on vec_add, <= 1.01x on the GEMM; memtrace within
 # 10% of the empty-patch floor.  The result's checksum must be the same in every run.
 # Written without GPU access (2026-11-28).
@@ -35,6 +39,7 @@ declare -A best sum
 # probe_of MODE: the probe object of a mode
 probe_of() {
   case $1 in *_empty) echo "$LP/san_empty_entry.bpf.o" ;; *_count) echo "$LP/count.bpf.o" ;;
+    *_kcount) echo "$TP/kcount.bpf.o" ;; *_threadhist) echo "$TP/threadhist.bpf.o" ;;
     *_mem_empty) echo "$LP/san_empty_mem.bpf.o" ;; *_memtrace) echo "$TP/memtrace.bpf.o" ;; esac
 }
 
@@ -62,8 +67,8 @@ run() {
   best[$mode]=$(awk -v a="${best[$mode]:-1e9}" -v b="$t" 'BEGIN { print (b < a) ? b : a }')
 }
 
-VEC="native subscribed san_empty san_count san_mem_empty san_memtrace ptx_empty ptx_count ptx_mem_empty ptx_memtrace"
-GEMM="gemm_native gemm_san_count gemm_san_memtrace"
+VEC="native subscribed san_empty san_count san_kcount san_threadhist san_mem_empty san_memtrace ptx_empty ptx_count ptx_kcount ptx_threadhist ptx_mem_empty ptx_memtrace"
+GEMM="gemm_native gemm_san_count gemm_san_kcount gemm_san_memtrace"
 for round in 1 2 3; do
   for m in $VEC; do run vec 200 "$m" "$round"; done
   for m in $GEMM; do run gemm "4096 20" "$m" "$round"; done
@@ -73,7 +78,7 @@ for m in $VEC; do
   [ "$m" = native ] && continue
   echo "RESULT b_sass vec_add2^26 $m: ${best[$m]:-none} ms vs native ${best[native]:-none} ms = $(ratio native "$m")x checksum_same=$([ "${sum[$m]:-}" = "${sum[native]:-}" ] && echo yes || echo no)"
 done
-for m in gemm_san_count gemm_san_memtrace; do
+for m in gemm_san_count gemm_san_kcount gemm_san_memtrace; do
   echo "RESULT b_sass sgemm4096 $m: ${best[$m]:-none} ms vs native ${best[gemm_native]:-none} ms = $(ratio gemm_native "$m")x checksum_same=$([ "${sum[$m]:-}" = "${sum[gemm_native]:-}" ] && echo yes || echo no)"
 done
 echo "RESULT b_sass memtrace over its floor: sanitizer $(ratio san_mem_empty san_memtrace)x (target <= 1.10)"
