@@ -8,6 +8,7 @@
 #     subscribed     sass_bench, CUBPF_SANITIZER=auto, no kernel selected (the cost of
 #                    subscribing alone: 3.5% in the study)
 #     san_empty      an empty kprobe (block enter patch: the floor, 1.09x in the study)
+#     san_empty_exit an empty kretprobe (the BLOCK_EXIT site alone)
 #     san_count      count.bpf.o (entries and exits per kernel)
 #     san_kcount, san_threadhist: the bundled entry/exit tools' probe objects (the target's tools)
 #     san_mem_empty  the per-access floor: a memprobe that reads the address and returns (a probe
@@ -38,7 +39,7 @@ declare -A best sum
 
 # probe_of MODE: the probe object of a mode
 probe_of() {
-  case $1 in *_empty) echo "$LP/san_empty_entry.bpf.o" ;; *_count) echo "$LP/count.bpf.o" ;;
+  case $1 in *_empty_exit) echo "$LP/san_empty_exit.bpf.o" ;; *_empty) echo "$LP/san_empty_entry.bpf.o" ;; *_count) echo "$LP/count.bpf.o" ;;
     *_kcount) echo "$TP/kcount.bpf.o" ;; *_threadhist) echo "$TP/threadhist.bpf.o" ;;
     *_mem_empty) echo "$LP/san_empty_mem.bpf.o" ;; *_memtrace) echo "$TP/memtrace.bpf.o" ;; esac
 }
@@ -67,7 +68,7 @@ run() {
   best[$mode]=$(awk -v a="${best[$mode]:-1e9}" -v b="$t" 'BEGIN { print (b < a) ? b : a }')
 }
 
-VEC="native subscribed san_empty san_count san_kcount san_threadhist san_mem_empty san_memtrace ptx_empty ptx_count ptx_kcount ptx_threadhist ptx_mem_empty ptx_memtrace"
+VEC="native subscribed san_empty san_empty_exit san_count san_kcount san_threadhist san_mem_empty san_memtrace ptx_empty ptx_count ptx_kcount ptx_threadhist ptx_mem_empty ptx_memtrace"
 GEMM="gemm_native gemm_san_count gemm_san_kcount gemm_san_memtrace"
 for round in 1 2 3; do
   for m in $VEC; do run vec 200 "$m" "$round"; done
