@@ -32,9 +32,11 @@ store = tempfile.NamedTemporaryFile(delete=False)
 store.close()
 os.unlink(store.name)
 dist.init_process_group("nccl", init_method="file://" + store.name, rank=0, world_size=1)
+# with one rank NCCL turns a sum into a copy (or nothing, in place); an average still runs its
+# one-rank reduction kernel
 t = torch.arange(4096, dtype=torch.float32, device=dev)
-dist.all_reduce(t)
-print("all_reduce (NCCL)", digest(t))
+dist.all_reduce(t, op=dist.ReduceOp.AVG)
+print("all_reduce avg (NCCL)", digest(t))
 dist.destroy_process_group()
 torch.cuda.synchronize()
 print("torch_sass_app: done")

@@ -1,0 +1,30 @@
+# CUPTI in the same process as cubpf (issue 29): PyTorch's profiler (Kineto, on CUPTI's activity
+# API) records the GPU kernels of a matmul, a convolution and a softmax (SASS-only library
+# kernels) while cubpf's Sanitizer backend patches them.  Prints the results' digests and how
+# many kernel activities the profiler saw (both must be the same with and without cubpf).
+import hashlib
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+torch.use_deterministic_algorithms(True)
+torch.backends.cudnn.benchmark = False
+torch.manual_seed(0)
+dev = torch.device("cuda")
+
+
+def digest(t):
+    return hashlib.sha256(t.detach().cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
+
+
+a = torch.randn(256, 256).to(dev)
+x = torch.randn(4, 3, 32, 32).to(dev)
+w = torch.randn(8, 3, 3, 3).to(dev)
+with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    c = a @ a
+    y = torch.nn.functional.conv2d(x, w, padding=1)
+    s = torch.softmax(c, dim=1)
+    torch.cuda.synchronize()
+print("matmul", digest(c), "conv2d", digest(y), "softmax", digest(s))
+kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+print("profiler kernel activities:", len(kernels))
