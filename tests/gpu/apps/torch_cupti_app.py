@@ -2,20 +2,12 @@
 # API) records the GPU kernels of a matmul, a convolution and a softmax (SASS-only library
 # kernels) while cubpf's Sanitizer backend patches them.  Prints the results' digests and how
 # many kernel activities the profiler saw (both must be the same with and without cubpf).
-import hashlib
-
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-torch.use_deterministic_algorithms(True)
-torch.backends.cudnn.benchmark = False
-torch.manual_seed(0)
-dev = torch.device("cuda")
+from sass_common import digest, setup
 
-
-def digest(t):
-    return hashlib.sha256(t.detach().cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
-
+dev = setup()
 
 a = torch.randn(256, 256).to(dev)
 x = torch.randn(4, 3, 32, 32).to(dev)

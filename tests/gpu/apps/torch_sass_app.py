@@ -1,22 +1,15 @@
 # PyTorch's own kernels, cuBLAS, cuDNN and NCCL: every one shipped as SASS only, so cubpf reaches
 # them only through the Sanitizer backend (issue 29; tests/gpu/t_sass_torch.sh).  Fixed inputs and
 # deterministic algorithms; the digests of the results' bytes must be identical under cubpf.
-import hashlib
 import os
 import tempfile
 
 import torch
 import torch.distributed as dist
 
-torch.use_deterministic_algorithms(True)
-torch.backends.cudnn.benchmark = False
-torch.manual_seed(0)
-dev = torch.device("cuda")
+from sass_common import digest, setup
 
-
-def digest(t):
-    return hashlib.sha256(t.detach().cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
-
+dev = setup()
 
 a = torch.randn(256, 256).to(dev)
 b = torch.randn(256, 256).to(dev)
