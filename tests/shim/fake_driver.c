@@ -24,7 +24,8 @@ FAKE_EXPORT int fake_result(const char *name)
 {
 	if (!strncmp(name, "cuGetProcAddress", 16) || !strcmp(name, "cuModuleLoadData") ||
 	    !strcmp(name, "cuModuleGetFunction") || !strcmp(name, "cuLibraryLoadData") ||
-	    !strcmp(name, "cuLibraryGetKernel") || !strcmp(name, "cuKernelGetFunction"))
+	    !strcmp(name, "cuLibraryGetKernel") || !strcmp(name, "cuKernelGetFunction") ||
+	    !strcmp(name, "cuFuncGetModule"))
 		return 1; /* CUDA_ERROR_INVALID_VALUE */
 	if (!strcmp(name, "cuLaunchKernel") || !strcmp(name, "cuLaunchKernel_ptsz"))
 		return 0;
