@@ -900,32 +900,41 @@ static void block_next(struct ptx_buf *b, uint32_t lbl)
 		   lbl, CUBPF_BLOCK_SLOTS - 1, CUBPF_BLOCK_PROBES, lbl);
 }
 
-/* Thread (0,0,0) claims a slot for its block: an EMPTY or TOMB one, by a CAS from what it read
- * (acquire: the stores that follow come after the previous owner's release), then stores the
- * begin time and the thread count; a block that finds none is counted, not tracked.  Relaxed
- * .gpu stores: the entry barrier that follows makes them visible to the block's threads
- * (bar.sync orders the memory accesses of the threads that take part in it), before any of
- * them looks the key up. */
+/* Thread (0,0,0) claims a slot for its block: a free one (EMPTY, or TOMB from modules of older
+ * cubpf sharing the context's table) by a CAS straight from EMPTY, with no load first: the CAS
+ * returns what the slot holds, so a free slot costs one L2 round trip, not two (a load, then
+ * the CAS), and every thread of the block waits for it at the entry barrier (issue 32).  A CAS
+ * that finds the slot free under the other value tries it again from that value; one that
+ * finds a key moves on; each try counts against CUBPF_BLOCK_PROBES.  Acquire: the stores that
+ * follow come after the previous owner's release.  Then it stores the begin time and the
+ * thread count; a block that finds none is counted, not tracked.  Relaxed .gpu stores: the
+ * entry barrier that follows makes them visible to the block's threads (bar.sync orders the
+ * memory accesses of the threads that take part in it), before any of them looks the key up. */
 static void block_insert(struct inj *j, struct ptx_buf *b)
 {
 	uint32_t lbl = j->site++;
 	bool ord = ordered_ops(j->m);
-	const char *ld = ord ? "ld.relaxed.gpu.global" : "ld.volatile.global";
 	const char *st = ord ? "st.relaxed.gpu.global" : "st.volatile.global";
 	block_key(b);
+	buf_printf(b, "\tmov.u64 %%__cb_bk4, %llu;\n", CUBPF_BLOCK_EMPTY);
 	block_slot(b, lbl);
-	buf_printf(b, "\t%s.u64 %%__cb_bk4, [%%__cb_bk3];\n"
-		   "\tsetp.eq.u64 %%__cb_bp1, %%__cb_bk4, %llu;\n"
-		   "\tsetp.eq.or.u64 %%__cb_bp1, %%__cb_bk4, %llu, %%__cb_bp1;\n"
-		   "\t@!%%__cb_bp1 bra $__cb%u_bnext;\n"
-		   "\tatom%s.global.cas.b64 %%__cb_bk5, [%%__cb_bk3], %%__cb_bk4, %%__cb_bk0;\n"
+	buf_printf(b, "\tatom%s.global.cas.b64 %%__cb_bk5, [%%__cb_bk3], %%__cb_bk4, %%__cb_bk0;\n"
 		   "\tsetp.eq.u64 %%__cb_bp1, %%__cb_bk5, %%__cb_bk4;\n"
-		   "\t@%%__cb_bp1 bra $__cb%u_bclaim;\n", ld, CUBPF_BLOCK_EMPTY, CUBPF_BLOCK_TOMB,
-		   lbl, ord ? ".acquire.gpu" : "", lbl);
-	block_next(b, lbl);
+		   "\t@%%__cb_bp1 bra $__cb%u_bclaim;\n"
+		   "\tsetp.eq.u64 %%__cb_bp1, %%__cb_bk5, %llu;\n"
+		   "\tsetp.eq.or.u64 %%__cb_bp1, %%__cb_bk5, %llu, %%__cb_bp1;\n"
+		   "\tselp.u64 %%__cb_bk4, %%__cb_bk5, %llu, %%__cb_bp1;\n"
+		   "\t@!%%__cb_bp1 add.s64 %%__cb_bk1, %%__cb_bk1, 1;\n"
+		   "\tand.b64 %%__cb_bk1, %%__cb_bk1, %u;\n\tadd.u32 %%__cb_b2, %%__cb_b2, 1;\n"
+		   "\tsetp.lt.u32 %%__cb_bp1, %%__cb_b2, %u;\n\t@%%__cb_bp1 bra $__cb%u_bslot;\n",
+		   ord ? ".acquire.gpu" : "", lbl, CUBPF_BLOCK_EMPTY, CUBPF_BLOCK_TOMB,
+		   CUBPF_BLOCK_EMPTY, CUBPF_BLOCK_SLOTS - 1, CUBPF_BLOCK_PROBES, lbl);
 	buf_printf(b, "\tred.global.add.u64 [%%__cb_bk2+%llu], 1;\n\tbra $__cb%u_bin;\n"
 		   "$__cb%u_bclaim:\n%s", (unsigned long long)CUBPF_BLOCK_UNTRACKED_OFFSET, lbl, lbl,
 		   ord ? "" : "\tmembar.gl;\n");
+	buf_printf(b, "\tmul.lo.u64 %%__cb_bk5, %%__cb_bk0, %llu;\n\tshr.u64 %%__cb_bk5, %%__cb_bk5, %u;\n"
+		   "\tsetp.eq.u64 %%__cb_bq, %%__cb_bk5, %%__cb_bk1;\n",
+		   (unsigned long long)CUBPF_BLOCK_HASH_MUL, 64 - CUBPF_BLOCK_SLOT_BITS);
 	buf_printf(b, "\tmov.u64 %%__cb_bk4, %%globaltimer;\n\t%s.u64 [%%__cb_bk3+%u], %%__cb_bk4;\n"
 		   "\tmov.u32 %%__cb_b1, %%ntid.x;\n\tmov.u32 %%__cb_b2, %%ntid.y;\n"
 		   "\tmul.lo.u32 %%__cb_b1, %%__cb_b1, %%__cb_b2;\n\tmov.u32 %%__cb_b2, %%ntid.z;\n"
@@ -940,7 +949,10 @@ static void block_insert(struct inj *j, struct ptx_buf *b)
  * count of its threads still running and its begin time, ctx->begin_ns at the end), and every
  * thread waits for that at a barrier, so that no thread can look its block up before it is
  * there.  The barrier is the kernel's first instruction for every thread of the block, so it
- * cannot meet one of the kernel's own. */
+ * cannot meet one of the kernel's own.  It is a bar.red.or: it also tells every thread whether
+ * thread (0,0,0) took the block's start slot (%__cb_bq, the common case: the table is at most
+ * 15% full), so that at the end the lanes leaving together go straight to the slot, with no
+ * load of its key first (one L2 round trip per warp instead of two). */
 static int block_begin(struct inj *j, const bool *sel, struct site *s, struct ptx_buf *b,
 		       struct cg_result *fneed, bool end)
 {
@@ -950,6 +962,8 @@ static int block_begin(struct inj *j, const bool *sel, struct site *s, struct pt
 		     "\tor.b32 %__cb_b0, %__cb_b0, %__cb_b1;\n\tmov.u32 %__cb_b1, %tid.z;\n"
 		     "\tor.b32 %__cb_b0, %__cb_b0, %__cb_b1;\n"
 		     "\tsetp.ne.u32 %__cb_bp0, %__cb_b0, 0;\n");
+	if (end) /* false unless thread (0,0,0) takes the start slot */
+		ptx_buf_puts(b, "\tsetp.ne.u32 %__cb_bq, 0, 0;\n");
 	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bskip;\n", skip);
 	if (end)
 		block_insert(j, b);
@@ -959,15 +973,18 @@ static int block_begin(struct inj *j, const bool *sel, struct site *s, struct pt
 		return -1;
 	buf_printf(b, "$__cb%u_bskip:\n", skip);
 	if (end)
-		ptx_buf_puts(b, "\tbar.sync 0;\n");
+		ptx_buf_puts(b, "\tbar.red.or.pred %__cb_bq, 0, %__cb_bq;\n");
 	j->rep->block_sites += n > 0;
 	return 0;
 }
 
 /* Thread block end, in the exit block: the lowest lane of each group of lanes leaving together
- * finds its block's slot and takes the group off the count; the group that brings it to zero
- * is the last to leave: its lowest lane runs the blockretprobes, then frees the slot (release:
- * after the probes' reads of it). */
+ * finds its block's slot (the start slot without a look when the entry barrier said thread
+ * (0,0,0) took it: the key stays there until the block's last group frees it) and takes the
+ * group off the count; the group that brings it to zero
+ * is the last to leave: its lowest lane runs the blockretprobes, then frees the slot (EMPTY,
+ * release: after the probes' reads of it; the scan for a key never stops at a free slot, so no
+ * tombstone is needed, and the next insert's CAS from EMPTY takes the slot at its first try). */
 static int block_end(struct inj *j, const bool *sel, struct site *s, struct ptx_buf *b,
 		     struct cg_result *fneed)
 {
@@ -980,6 +997,7 @@ static int block_end(struct inj *j, const bool *sel, struct site *s, struct ptx_
 	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bdone;\n", done);
 	block_key(b);
 	block_slot(b, lbl);
+	buf_printf(b, "\t@%%__cb_bq bra $__cb%u_bfound;\n", lbl); /* the start slot: it is ours */
 	buf_printf(b, "\t%s.u64 %%__cb_bk4, [%%__cb_bk3];\n"
 		   "\tsetp.eq.u64 %%__cb_bp1, %%__cb_bk4, %%__cb_bk0;\n"
 		   "\t@%%__cb_bp1 bra $__cb%u_bfound;\n",
@@ -997,7 +1015,7 @@ static int block_end(struct inj *j, const bool *sel, struct site *s, struct ptx_
 		return -1;
 	buf_printf(b, "%s\t%s.u64 [%%__cb_bk3], %llu;\n$__cb%u_bdone:\n",
 		   ord ? "" : "\tmembar.gl;\n", ord ? "st.release.gpu.global" : "st.volatile.global",
-		   CUBPF_BLOCK_TOMB, done);
+		   CUBPF_BLOCK_EMPTY, done);
 	j->blocks_used = true;
 	j->rep->block_sites += n > 0;
 	return 0;
@@ -1333,7 +1351,7 @@ static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_re
 	if (extra & DECL_BLOCKS)
 		ptx_buf_puts(&b, "\t.reg .b32 %__cb_b<4>;\n\t.reg .pred %__cb_bp<2>;\n");
 	if (extra & DECL_BLOCK_TABLE)
-		ptx_buf_puts(&b, "\t.reg .b64 %__cb_bk<6>;\n");
+		ptx_buf_puts(&b, "\t.reg .b64 %__cb_bk<6>;\n\t.reg .pred %__cb_bq;\n");
 	if (edit_add(&j->ed, f->body_open + 1, 0, &b))
 		return -1;
 	need_merge(&j->need, fneed);

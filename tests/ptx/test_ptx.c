@@ -668,12 +668,17 @@ static void test_block_probes(void **state)
 		/* the end probe's begin_ns: kept by thread (0,0,0), read back at the end */
 		assert_true(count_of(out, ".global.u64 %__cb_r") >= rep.kernels);
 		assert_true(count_of(out, ", [%__cb_bk3+8];") >= rep.kernels);
-		/* the slot is freed (tombstone) after the end probes */
-		assert_int_equal(count_of(out, "st.release.gpu.global.u64 [%__cb_bk3], 2;"),
+		/* the slot is freed (EMPTY: no tombstone) after the end probes */
+		assert_int_equal(count_of(out, "st.release.gpu.global.u64 [%__cb_bk3], 0;"),
 				 rep.kernels);
-		/* one barrier added per kernel: the entry's */
-		assert_int_equal(count_of(out, "\tbar.sync 0;"), count_of(t, "\tbar.sync 0;") +
+		/* one barrier added per kernel: the entry's, which tells every thread whether
+		 * thread (0,0,0) took the start slot; the end goes straight there when it did */
+		assert_int_equal(count_of(out, "\tbar.sync 0;"), count_of(t, "\tbar.sync 0;"));
+		assert_int_equal(count_of(out, "\tbar.red.or.pred %__cb_bq, 0, %__cb_bq;"),
 				 rep.kernels);
+		assert_int_equal(count_of(out, "setp.eq.u64 %__cb_bq, %__cb_bk5, %__cb_bk1;"),
+				 rep.kernels);
+		assert_int_equal(count_of(out, "\t@%__cb_bq bra $__cb"), rep.kernels);
 		assert_int_equal(count_of(out, "atom.global.add.u32 %__cb_b3, [%__cb_bk3+16]"),
 				 rep.kernels);
 		/* the only ret left in each kernel is the exit block's */
@@ -712,7 +717,7 @@ static void test_block_probe_placement(void **state)
 	assert_int_equal(rep.exit_sites, 5); /* @%p1 ret, @!%p2 ret, @%p3 exit, ret.uni, ret */
 	const char *begin = strstr(out, "// cubpf: thread block begin");
 	const char *probe = strstr(out, "// cubpf: blockprobe on_block_begin");
-	const char *bar = strstr(out, "\tbar.sync 0;");
+	const char *bar = strstr(out, "\tbar.red.or.pred %__cb_bq, 0, %__cb_bq;");
 	const char *exitb = strstr(out, "$__cubpf_exit:");
 	const char *endp = strstr(out, "// cubpf: blockretprobe on_block_end");
 	assert_non_null(begin);
