@@ -175,7 +175,8 @@ void tool_report_blocklat(const struct tool_data *d, const struct tool_opts *o, 
 
 /* ---- syncwait ------------------------------------------------------------------------------- */
 /* swsites: key = kernel id * 64 + site (the barrier's instruction index, 63 for the rest), per
- * SM: threads, wait_ns, max_ns, kind << 32 | id (struct swstat, tools/probes/syncwait.bpf.c). */
+ * SM: threads, wait_ns, max_ns, kind << 32 | id (struct swstat, tools/probes/syncwait.bpf.c;
+ * max_ns and what only on copies some sampled warp wrote: what 0 there). */
 #define SW_SITES 64
 const struct tool_kernel_key tool_keys_syncwait[] = {{"swsites", SW_SITES, 0}, {NULL, 0, 0}};
 
@@ -206,6 +207,8 @@ static bool sw_site(const struct tool_map *m, uint32_t key, struct sw_row *r)
 		r->threads += t;
 		r->wait += copy_u64(m, key, c, 1);
 		r->max = mx > r->max ? mx : r->max;
+		if (!what) /* this copy's warps did not write it (syncwait.bpf.c writes it rarely) */
+			continue;
 		r->kind = (uint32_t)(what >> 32);
 		r->id = (uint32_t)what;
 	}

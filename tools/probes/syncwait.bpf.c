@@ -1,11 +1,23 @@
 /* syncwait: time threads spend at barriers, per kernel and per barrier site (issue 32).  After
  * each barrier, fence and mbarrier wait attempt (syncprobe), the time spent in it is
- * time_ns - before_ns (cubpf keeps before_ns in a register: no memory at the before side).
- * Lanes leave a barrier together, so the lowest lane of the lanes leaving together adds their
- * number and its own wait times that number: one update per warp and site, to its SM's copy
- * (a per-SM map) of the site's record.  Sites are the barrier's instruction index in its
- * function (indexes from 63 on share the last record); kernel ids from 64 on are not counted.
- * Device memory: 64 kernels x 64 sites x 256 SM slots x 32 bytes = 32 MiB. */
+ * time_ns - before_ns (cubpf keeps before_ns in a register: the before side is one
+ * %globaltimer read into it, no memory).  Lanes leave a barrier together, so the lowest lane of
+ * the lanes leaving together adds their number and its own wait times that number: one update
+ * per warp and site, to its SM's copy (a per-SM map) of the site's record.  Sites are the
+ * barrier's instruction index in its function (indexes from 63 on share the last record);
+ * kernel ids from 64 on are not counted.  Device memory: 64 kernels x 64 sites x 256 SM slots
+ * x 32 bytes = 32 MiB.
+ *
+ * Cost per warp and site after the barrier (issue 32): activemask, popc, the leader test, the
+ * record's address (ALU and one constant load), one %globaltimer read and two red.global.add
+ * (fire and forget: the warp does not wait for them).  Before 2026-11-28 the leader also
+ * loaded max_ns to compare (an L2 round trip that every warp of the block then waited for at
+ * its next barrier: ~27x on a reduction with a barrier every few instructions) and stored
+ * `what` each time, four or five memory operations on the same line as every other warp of
+ * the SM.  Now max_ns and `what` are written only by the warps of thread block (0,0,0) and by
+ * about one warp in 16 elsewhere (%clock): `what` is a constant of the site (or the barrier
+ * register's value), and max_ns is the longest wait of the warps that looked, a near maximum
+ * (it lost races before too). */
 #include "cubpf_helpers.h"
 
 #define SW_KERNELS 64
@@ -14,8 +26,9 @@
 struct swstat {
 	__u64 threads;  /* threads that passed the site */
 	__u64 wait_ns;  /* their time in it, summed */
-	__u64 max_ns;   /* the longest one warp waited */
-	__u64 what;     /* kind << 32 | barrier id (CUBPF_SYNC_ID_NONE when it names none) */
+	__u64 max_ns;   /* the longest one warp waited, of the warps that looked (see above) */
+	__u64 what;     /* kind << 32 | barrier id (CUBPF_SYNC_ID_NONE when it names none); 0:
+			 * not written on this SM copy */
 };
 
 struct {
@@ -45,6 +58,8 @@ int syncwait(struct cubpf_sync_ctx *ctx)
 	__u64 w = ctx->time_ns - ctx->before_ns;
 	__sync_fetch_and_add(&s->threads, n);
 	__sync_fetch_and_add(&s->wait_ns, w * n);
+	if ((ctx->ctaid_x | ctx->ctaid_y | ctx->ctaid_z) && (bpf_get_clock() & 15))
+		return 0; /* the common case: no load, no store */
 	if (w > s->max_ns)
 		s->max_ns = w; /* a plain store: a lost race loses a near maximum */
 	s->what = (__u64)ctx->kind << 32 | ctx->id;
