@@ -298,18 +298,19 @@ static void test_instrcount(void **state)
 	tool_data_free(&d);
 }
 
-/* opcodehist (issue 32): each class's SM copies add up, with their share of the kernel's
- * instructions. */
+/* opcodehist (issue 32): each class's lanes and SM copies add up, with their share of the
+ * kernel's instructions. */
 static void test_opcodehist(void **state)
 {
 	(void)state;
 	struct store_trace_writer *w = create();
 	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
-	uint32_t keys[] = {1};
-	static uint64_t vals[256 * 20]; /* threads[20] */
-	vals[CUBPF_OP_INT] = 100, vals[CUBPF_OP_FP32] = 300;
-	vals[3 * 20 + CUBPF_OP_FP32] = 100; /* SM 3 */
-	map_percpu(w, "ohstats", 10, keys, vals, 1, 20);
+	uint32_t keys[] = {1 * 4 + 0, 1 * 4 + 3};
+	static uint64_t vals[2 * 256 * 20]; /* threads[20] */
+	vals[CUBPF_OP_INT] = 100, vals[CUBPF_OP_FP32] = 250;
+	vals[3 * 20 + CUBPF_OP_FP32] = 100;          /* lane 0, SM 3 */
+	vals[(256 + 7) * 20 + CUBPF_OP_FP32] = 50;   /* lane 3, SM 7 */
+	map_percpu(w, "ohstats", 10, keys, vals, 2, 20);
 	meta_a(w);
 	struct tool_data d;
 	finish(w, &d);
@@ -387,6 +388,8 @@ static void test_syncwait(void **state)
 	memcpy(vals, fence0, sizeof(fence0));
 	memcpy(vals + 256 * 4, bar0, sizeof(bar0));
 	memcpy(vals + 256 * 4 + 2 * 4, bar2, sizeof(bar2));
+	/* SM 2's warps wrote no kind (syncwait.bpf.c writes it now and then): SM 0's names it */
+	vals[256 * 4 + 2 * 4 + 3] = 0;
 	map_percpu(w, "swsites", 10, keys, vals, 2, 4);
 	meta_a(w);
 	struct tool_data d;
@@ -1152,6 +1155,12 @@ static void test_syncwait_probe(void **state)
 	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 7, 1), 3000);
 	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 7, 2), 2900);
 	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 7, 3), 1ull << 32 | 1);
+	c.ctaid_x = 1; /* outside block (0,0,0) max and kind are written now and then; the counts
+			* always */
+	c.time_ns = 20000, c.before_ns = 10000;
+	probe_vm_run(&v, &c, sizeof(c));
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 7, 0), 3);
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 7, 1), 13000);
 	c.site = 200; /* sites from 63 on share 63 */
 	probe_vm_run(&v, &c, sizeof(c));
 	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 63, 0), 1);
@@ -1200,9 +1209,11 @@ static void test_bb_tool_probes(void **state)
 	probe_vm_open(&v, TOOLS_TEST_BUILD "/probes/opcodehist.bpf.o");
 	c.entries = 10; /* at exit: entered 10 times */
 	probe_vm_run(&v, &c, sizeof(c));
-	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_FP32), 40);
-	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_INT), 30);
-	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_FP64), 0);
+	/* key: kernel 3's lane 0 (the interpreter's warp slot is 0) */
+	assert_int_equal(probe_vm_word(&v, "ohstats", 3 * 4, CUBPF_OP_FP32), 40);
+	assert_int_equal(probe_vm_word(&v, "ohstats", 3 * 4, CUBPF_OP_INT), 30);
+	assert_int_equal(probe_vm_word(&v, "ohstats", 3 * 4, CUBPF_OP_FP64), 0);
+	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_FP32), 0);
 	probe_vm_close(&v);
 	probe_vm_open(&v, TOOLS_TEST_BUILD "/probes/hotblocks.bpf.o");
 	c.entries = 40; /* at exit: the thread entered the block 40 times */
