@@ -221,6 +221,11 @@ bool ptx_insn_sync(const struct ptx_insn *in, struct ptx_sync *out)
 
 /* ---- context sources ---- */
 
+/* Registers a kernel may keep adds in (cg_ctxsrc.defer_slot): a slot per add instruction of a
+ * program (not per site: the sites of one program share its slots), the first 8 of a kernel;
+ * the others add at once. */
+#define INJ_DEFER_SLOTS 8u
+
 struct site {
 	const struct ptx_module *m;
 	const struct ptx_func *f;
@@ -242,6 +247,13 @@ struct site {
 	bool count_entries;            /* do_bbcount counts each block's entries per thread */
 	bool count_elected;            /* and the entries of the lane elected among those entering */
 	struct ptx_loc_cursor loc;     /* memprobe, syncprobe: the instruction's line and .loc */
+	bool defer_ok;                 /* a kernel whose adds may stay in registers (do_kernel) */
+	bool exit_open;                /* do_exit began the exit block: do_kernel ends it */
+	uint32_t prog;                 /* the program being emitted (emit_kind) */
+	struct {
+		uint32_t prog, pc;
+	} defer[INJ_DEFER_SLOTS];      /* the kernel's defer slots: which add each one serves */
+	uint32_t ndefer;
 };
 
 static const char *const sreg_names[12] = {
@@ -720,6 +732,22 @@ static int bb_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_
 	return -1;
 }
 
+/* The slot of program s->prog's add at pc, allocated at its first site (defer_ok: sync, memory
+ * and basic block probes of a kernel, whose exit block adds what the slots hold). */
+static int site_defer_slot(void *user, uint32_t pc)
+{
+	struct site *s = user;
+	if (!s->defer_ok)
+		return -1;
+	for (uint32_t i = 0; i < s->ndefer; i++)
+		if (s->defer[i].prog == s->prog && s->defer[i].pc == pc)
+			return (int)i;
+	if (s->ndefer == INJ_DEFER_SLOTS)
+		return -1;
+	s->defer[s->ndefer].prog = s->prog, s->defer[s->ndefer].pc = pc;
+	return (int)s->ndefer++;
+}
+
 /* ---- per kernel ---- */
 
 /* declarations beyond the code generator's: block counts, a sync site's saved guard, its
@@ -769,6 +797,23 @@ static void enable_check(struct inj *j, const struct site *s, uint32_t p, bool f
 	j->enable_used = true;
 }
 
+/* Kinds whose adds may stay in registers until the kernel's exit block: those that run at
+ * many places while the kernel runs (not the exit block's own, nor the entry's, which run once). */
+static bool defer_kind(enum vm_prog_kind kind)
+{
+	return kind == VM_PROG_SYNCPROBE || kind == VM_PROG_MEMPROBE || kind == VM_PROG_BBPROBE;
+}
+
+/* Whether a program of the kernel may keep adds in registers: the kernel then zeroes
+ * INJ_DEFER_SLOTS slots where it starts and flushes them in its exit block. */
+static bool kernel_defers(const struct inj *j, const bool *sel)
+{
+	for (uint32_t p = 0; p < j->o->prog_cnt; p++)
+		if (sel[p] && j->cp[p] && defer_kind(j->o->progs[p].kind) && ptx_cg_may_defer(j->cp[p]))
+			return true;
+	return false;
+}
+
 /* Emits every program of `kind` that applies to this kernel; returns how many did. */
 static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, struct site *s,
 		     struct ptx_buf *out, struct cg_result *fneed)
@@ -795,6 +840,9 @@ static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, str
 			src.load = func_ctx_load, src.constant = func_ctx_const;
 		else if (kind == VM_PROG_BBPROBE || kind == VM_PROG_BBRETPROBE)
 			src.load = bb_ctx_load, src.constant = bb_ctx_const;
+		if (defer_kind(kind))
+			src.defer_slot = site_defer_slot;
+		s->prog = p;
 		struct cg_result res = {0};
 		if (ptx_cg_emit(j->cp[p], &src, lbl, out, &res, j->err, j->errlen))
 			return -1;
@@ -1157,8 +1205,8 @@ static int do_bbcount(struct inj *j, const struct ptx_func *f, struct site *s)
 	return rc ? -1 : 0;
 }
 
-/* kretprobes and block ends: every ret/exit becomes a branch to one exit block that runs them
- * and returns (code that falls off the body's end reaches it too). */
+/* kretprobes, block ends and adds kept in registers: every ret/exit becomes a branch to one
+ * exit block that runs them and returns (code that falls off the body's end reaches it too). */
 static int do_exit(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
 		   struct cg_result *fneed, bool *touched)
 {
@@ -1171,11 +1219,11 @@ static int do_exit(struct inj *j, const struct ptx_func *f, const bool *sel, str
 	int nb = n < 0 ? -1 : bb_exit(j, f, sel, s, &b, fneed);
 	if (n < 0 || nb < 0 || (end && block_end(j, sel, s, &b, fneed)))
 		goto fail;
-	if (n == 0 && nb == 0 && !end) {
+	if (n == 0 && nb == 0 && !end && !s->ndefer) {
 		ptx_buf_free(&b);
 		return 0;
 	}
-	ptx_buf_puts(&b, "\tret;\n");
+	s->exit_open = true; /* do_exit_close ends it, after the adds kept in registers */
 	if (edit_add(&j->ed, f->body_close, 0, &b))
 		goto fail;
 	*touched = true;
@@ -1358,32 +1406,67 @@ static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_re
 	return 0;
 }
 
+/* The slots of adds kept in registers, declared and zeroed where the body opens, after the
+ * other declarations of cubpf's and before anything else (PTX takes instructions before the
+ * kernel's own declarations): before every site, the first instruction's too, ... */
+static int defer_open(struct inj *j, const struct ptx_func *f, const struct site *s)
+{
+	struct ptx_buf d = {0};
+	if (!s->ndefer)
+		return 0;
+	ptx_cg_emit_defer_decls(s->ndefer, &d, &d);
+	return edit_add(&j->ed, f->body_open + 1, 0, &d);
+}
+
+/* ... and added to memory at the end of the exit block, before its return. */
+static int do_exit_close(struct inj *j, const struct ptx_func *f, const struct site *s)
+{
+	struct ptx_buf b = {0};
+	if (!s->exit_open)
+		return 0;
+	if (s->defer_ok)
+		ptx_cg_emit_defer_flush(s->ndefer, &b);
+	ptx_buf_puts(&b, "\tret;\n");
+	if (edit_add(&j->ed, f->body_close, 0, &b)) {
+		ptx_seterr(j->err, j->errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
 static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 {
-	struct site s = {.m = j->m, .f = f};
+	struct site s = {.m = j->m, .f = f, .defer_ok = kernel_defers(j, sel)};
 	s.kernel_id = j->o->kernel_id ? j->o->kernel_id(j->o->user, f->name) : ptx_kernel_id(f->name);
 	struct cg_result fneed = {0};
 	bool touched = false, blocks = false;
 	unsigned extra = 0;
+	/* sites first: which of them keep adds in registers decides the exit block */
 	int rc = do_entry(j, f, sel, &s, &fneed, &touched, &blocks);
 	if (!rc)
 		rc = do_bb(j, f, 0, sel, &s, &fneed, &touched);
+	if (!rc)
+		rc = do_mem(j, f, sel, &s, &fneed, &touched);
+	if (!rc)
+		rc = do_sync(j, f, sel, &s, &fneed, &touched, &extra);
 	if (!rc)
 		rc = do_exit(j, f, sel, &s, &fneed, &touched);
 	if (!rc)
 		rc = do_bbcount(j, f, &s);
 	free(s.bbx); /* when an error came first */
 	if (!rc)
-		rc = do_mem(j, f, sel, &s, &fneed, &touched);
-	if (!rc)
-		rc = do_sync(j, f, sel, &s, &fneed, &touched, &extra);
+		rc = do_exit_close(j, f, &s);
 	if (rc || !touched)
 		return rc;
 	j->rep->instrumented++;
 	if (blocks)
 		extra |= DECL_BLOCKS |
 			 (any_kind(j, sel, VM_PROG_BLOCKRETPROBE) ? DECL_BLOCK_TABLE : 0);
-	return add_decls(j, f, &fneed, extra);
+	if (add_decls(j, f, &fneed, extra) || defer_open(j, f, &s)) {
+		ptx_seterr(j->err, j->errlen, "out of memory");
+		return -1;
+	}
+	return 0;
 }
 
 /* ---- device functions: memory probes in .funcs the selected kernels call ---- */

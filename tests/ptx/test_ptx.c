@@ -833,14 +833,15 @@ static void test_block_protocol_sim(void **state)
  * of tests/ptx/kernels/counted.ptx fetches natively (a loop of a per-thread trip count, a skipped
  * loop, a predicated early ret, a branch half the threads take): bbprobe (a warp-aggregated add
  * of ctx->insn_count per block entry), bbretprobe (entries x instructions at exit) and a
- * kretprobe's ctx->insns and warp_insns must each give the same sum. */
+ * kretprobe's ctx->insns and warp_insns must each give the same sum; so must bbdefer's adds
+ * kept in registers (CUBPF_F_DEFER_ADD), to one record all along and to two in turn. */
 static void test_icount_sim(void **state)
 {
 	(void)state;
 	static const struct {
-		const char *probe;
-		int threads, warps;
-	} runs[] = {{"bb.bpf.o", 0, 1}, {"bbret.bpf.o", 16, -1}, {"icount.bpf.o", 0, 1}};
+		const char *probe, *threads, *warps;
+	} runs[] = {{"bb.bpf.o", "0", "1"}, {"bbret.bpf.o", "16", "-1"}, {"icount.bpf.o", "0", "1"},
+		    {"bbdefer.bpf.o", "0", "1+2"}};
 	const char *native = "tests/ptx/kernels/counted.ptx";
 	for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
 		struct probes p;
@@ -855,7 +856,7 @@ static void test_icount_sim(void **state)
 		assert_true(fd >= 0);
 		assert_int_equal(write(fd, out, olen), (ssize_t)olen);
 		close(fd);
-		snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_instr.py %s %s counted %d %d %d 2>&1",
+		snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_instr.py %s %s counted %d %s %s 2>&1",
 			 native, tmp, map_index(p.obj, "counts"), runs[r].threads, runs[r].warps);
 		FILE *f = popen(cmd, "r");
 		assert_non_null(f);

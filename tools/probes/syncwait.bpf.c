@@ -9,15 +9,18 @@
  * x 32 bytes = 32 MiB.
  *
  * Cost per warp and site after the barrier (issue 32): activemask, popc, the leader test, the
- * record's address (ALU and one constant load), one %globaltimer read and two red.global.add
- * (fire and forget: the warp does not wait for them).  Before 2026-11-28 the leader also
- * loaded max_ns to compare (an L2 round trip that every warp of the block then waited for at
- * its next barrier: ~27x on a reduction with a barrier every few instructions) and stored
- * `what` each time, four or five memory operations on the same line as every other warp of
- * the SM.  Now max_ns and `what` are written only by the warps of thread block (0,0,0) and by
- * about one warp in 16 elsewhere (%clock): `what` is a constant of the site (or the barrier
- * register's value), and max_ns is the longest wait of the warps that looked, a near maximum
- * (it lost races before too). */
+ * record's address (ALU and one constant load), one %globaltimer read, and the two adds kept
+ * in registers (the map is CUBPF_F_DEFER_ADD: ~7 instructions each, no memory while the
+ * thread's sites keep to one record; when it moves to another record, one red.global.add
+ * each, which the warp does not wait for; the rest at kernel exit).  Before 2026-11-28 the
+ * leader made two red.global.add, loaded max_ns to compare (an L2 round trip that every warp
+ * of the block then waited for at its next barrier) and stored `what`: four or five memory
+ * operations per warp and barrier on the same line as every other warp of the SM (27.6x on a
+ * reduction with a barrier every few instructions).  Now max_ns and `what` are written only
+ * by the warps of thread block (0,0,0) and by about one warp in 16 elsewhere (%clock):
+ * `what` is a constant of the site (or the barrier register's value), and max_ns is the
+ * longest wait of the warps that looked, a near maximum (it lost races before too).  Sums
+ * reach the map when the threads leave the kernel. */
 #include "cubpf_helpers.h"
 
 #define SW_KERNELS 64
@@ -33,6 +36,7 @@ struct swstat {
 
 struct {
 	__uint(type, CUBPF_MAP_PERCPU_ARRAY);
+	__uint(map_flags, CUBPF_F_DEFER_ADD);
 	__uint(max_entries, SW_KERNELS * SW_SITES);
 	__type(key, __u32);
 	__type(value, struct swstat);

@@ -305,6 +305,17 @@ enum cubpf_map_type {
 	CUBPF_MAP_GPU_RINGBUF = 1527,     /* bpftime's GPU_RINGBUF_MAP */
 };
 
+/* map_flags of cubpf's own (issue 32), above Linux's BPF_F_* bits.
+ * CUBPF_F_DEFER_ADD: on the GPU, an atomic add to one of the map's values whose result the
+ * program does not use (__sync_fetch_and_add as a statement) may be kept in a register of the
+ * thread and added to memory when the thread moves on to another address or leaves the
+ * kernel: a program that adds to the same record at every barrier or access of a kernel then
+ * touches memory once per thread, not once per event.  Sums stay exact; they show in the map
+ * when the thread leaves (or a thread that traps never adds them), and the thread's own reads
+ * of the value do not see them: for counters that only the host reads.  Sites of kernels only
+ * (device functions add at once); ignored on the host. */
+#define CUBPF_F_DEFER_ADD (1u << 28)
+
 /* ---- limits of GPU programs, enforced by the verifier (and again by the code generator) ----- */
 #define CUBPF_RB_MAX_RECORD 4096u /* payload bytes of one record (bpf_ringbuf_output size) */
 #define CUBPF_HASH_MAX_KEY 64u    /* key bytes of a hash map used by GPU programs */
