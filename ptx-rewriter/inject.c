@@ -235,6 +235,7 @@ struct site {
 	uint32_t insn_index;
 	bool block_end;                /* block probes: ctx->end */
 	struct ptx_sync sync;          /* syncprobe only */
+	uint32_t sync_index;           /* its place among the function's sync sites */
 	bool sync_after;
 	bool sync_reads_before;        /* an after-probe read before_ns: the before side saves it */
 	bool func_exit;                /* fentry/fexit: ctx->exit */
@@ -552,6 +553,8 @@ static bool sync_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *va
 		*val = s->loc.file;
 	else if (off == offsetof(S, src_line))
 		*val = s->loc.src;
+	else if (off == offsetof(S, sync_index))
+		*val = s->sync_index;
 	else
 		return false;
 	return true;
@@ -1308,6 +1311,7 @@ static int do_sync(struct inj *j, const struct ptx_func *f, const bool *sel, str
 {
 	if (!any_kind(j, sel, VM_PROG_SYNCPROBE))
 		return 0;
+	s->sync_index = 0;
 	for (uint32_t i = 0; i < f->insn_cnt; i++) {
 		const struct ptx_insn *in = &f->insns[i];
 		if (!ptx_insn_sync(in, &s->sync))
@@ -1329,6 +1333,7 @@ static int do_sync(struct inj *j, const struct ptx_func *f, const bool *sel, str
 		if (edit_add(&j->ed, at, 0, &b) || edit_add(&j->ed, in->off + in->len, 0, &a))
 			goto fail;
 		j->rep->sync_sites++;
+		s->sync_index++;
 		*touched = true;
 		*extra |= (in->pred ? DECL_SYNC : 0) | (s->sync_reads_before ? DECL_SYNC_TIME : 0);
 		continue;

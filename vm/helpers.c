@@ -145,7 +145,7 @@ static bool sync_field_ok(uint32_t off, uint32_t size)
 	static const struct field_run runs[] = {
 		{0, offsetof(struct cubpf_sync_ctx, time_ns) / 4, 4},
 		{offsetof(struct cubpf_sync_ctx, time_ns), 2, 8},
-		{offsetof(struct cubpf_sync_ctx, ptx_line), 3, 4},
+		{offsetof(struct cubpf_sync_ctx, ptx_line), 4, 4},
 	};
 	return fields_ok(runs, 3, off, size);
 }

@@ -154,6 +154,8 @@ struct cubpf_sync_ctx {
 	__u32 ptx_line;                     /* the instruction's line in the module's PTX, and */
 	__u32 src_file;                     /* the .loc in force there (0, 0 without line info): */
 	__u32 src_line;                     /* constants where the probe sits (issue 32) */
+	__u32 sync_index;                   /* the site's place among its function's barrier,
+					     * fence and mbarrier sites: 0, 1, ... (a constant) */
 };
 
 /* Context of fentry/fexit programs: run by each thread that calls a device function (a .func
