@@ -7,7 +7,8 @@ a warp-level count equals the thread's) and the probe's map must hold the sum.
 usage: ptxsim_instr.py NATIVE.ptx INSTRUMENTED.ptx KERNEL MAP THREAD_SLOT WARP_SLOT
   (MAP: the i of __cubpf_map_<i> of the probe's `counts`; *_SLOT: the word of counts that holds
   the threads' and the warps' instructions, or words joined by '+' whose sum does, -1: none)
-  prints "N passed, M failed"."""
+  A 7th argument `wide` makes every bpf_warp_sum take its path for values of 2^27 and more
+  (the threshold of its one-reduction path set to 0).   prints "N passed, M failed"."""
 import os, re, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ptxsim import VM, Mem
@@ -58,6 +59,10 @@ def run_threads(text, name, mem, syms):
 
 def main():
     native, inst, name = open(sys.argv[1]).read(), open(sys.argv[2]).read(), sys.argv[3]
+    if sys.argv[7:] == ['wide']:
+        inst, n = re.subn(r'(setp\.lt\.u64 %__cb_p1, %__cb_r1, )134217728;', r'\g<1>0;', inst)
+        assert n, 'no bpf_warp_sum to widen'
+
     cm = int(sys.argv[4])
     ts, ws = ([int(w) for w in a.split('+')] for a in sys.argv[5:7])
     results = []

@@ -833,15 +833,17 @@ static void test_block_protocol_sim(void **state)
  * of tests/ptx/kernels/counted.ptx fetches natively (a loop of a per-thread trip count, a skipped
  * loop, a predicated early ret, a branch half the threads take): bbprobe (a warp-aggregated add
  * of ctx->insn_count per block entry), bbretprobe (entries x instructions at exit) and a
- * kretprobe's ctx->insns and warp_insns must each give the same sum; so must bbdefer's adds
+ * kretprobe's ctx->insns and warp_insns must each give the same sum (bpf_warp_sum's one-reduction
+ * path and, `wide`, its three-reduction one); so must bbdefer's adds
  * kept in registers (CUBPF_F_DEFER_ADD), to one record all along and to two in turn. */
 static void test_icount_sim(void **state)
 {
 	(void)state;
 	static const struct {
-		const char *probe, *threads, *warps;
-	} runs[] = {{"bb.bpf.o", "0", "1"}, {"bbret.bpf.o", "16", "-1"}, {"icount.bpf.o", "0", "1"},
-		    {"bbdefer.bpf.o", "0", "1+2"}};
+		const char *probe, *threads, *warps, *more;
+	} runs[] = {{"bb.bpf.o", "0", "1", ""}, {"bbret.bpf.o", "16", "-1", ""},
+		    {"icount.bpf.o", "0", "1", ""}, {"icount.bpf.o", "0", "1", "wide"},
+		    {"bbdefer.bpf.o", "0", "1+2", ""}};
 	const char *native = "tests/ptx/kernels/counted.ptx";
 	for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
 		struct probes p;
@@ -856,8 +858,9 @@ static void test_icount_sim(void **state)
 		assert_true(fd >= 0);
 		assert_int_equal(write(fd, out, olen), (ssize_t)olen);
 		close(fd);
-		snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_instr.py %s %s counted %d %s %s 2>&1",
-			 native, tmp, map_index(p.obj, "counts"), runs[r].threads, runs[r].warps);
+		snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_instr.py %s %s counted %d %s %s %s 2>&1",
+			 native, tmp, map_index(p.obj, "counts"), runs[r].threads, runs[r].warps,
+			 runs[r].more);
 		FILE *f = popen(cmd, "r");
 		assert_non_null(f);
 		while (fgets(line, sizeof(line), f)) {
@@ -1440,7 +1443,9 @@ static void test_icount(void **state)
 	tg[11] = '9';
 	assert_int_equal(instrument(t90, len, &p, NULL, &out, &olen, &rep, err), 0);
 	assert_int_equal(count_of(out, "\telect.sync %__cb_im1|%__cb_ip, %__cb_im0;\n"), 5);
-	assert_int_equal(count_of(out, "redux.sync.add.u32"), 6); /* two bpf_warp_sum */
+	/* two bpf_warp_sum: one reduction when every lane's value is below 2^27, else three */
+	assert_int_equal(count_of(out, "setp.lt.u64 %__cb_p1, %__cb_r1, 134217728;"), 2);
+	assert_int_equal(count_of(out, "redux.sync.add.u32"), 8);
 	char log[4096];
 	if (ptxas(out, olen, "sm_90", log, sizeof(log)))
 		fail_msg("blocks.ptx for sm_90 with instruction counts does not assemble:\n%s", log);
