@@ -239,6 +239,8 @@ struct site {
 	bool sync_after;
 	bool sync_reads_before;        /* an after-probe read before_ns: the before side saves it */
 	bool func_exit;                /* fentry/fexit: ctx->exit */
+	bool reads_retval;             /* an fexit read ctx->retval from a .param return: do_fprobes
+					* keeps the returned value in %__cb_rv (retval_keep) */
 	const struct ptx_bblock *bb;   /* bbprobe only: the block */
 	uint32_t bb_id;                /* its ctx->block_id */
 	bool bbexit;                   /* bbretprobe: ctx->entries is the block's count */
@@ -601,10 +603,16 @@ static bool func_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *va
 {
 	const struct site *s = user;
 	typedef struct cubpf_func_ctx F;
+	if (size == 8 && off == offsetof(F, retval) && (!s->func_exit || !s->f->ret_cnt)) {
+		*val = 0;
+		return true;
+	}
 	if (size != 4)
 		return false;
 	if (off == offsetof(F, kernel_id))
 		*val = s->kernel_id;
+	else if (off == offsetof(F, has_retval))
+		*val = s->func_exit && s->f->ret_cnt;
 	else if (off == offsetof(F, nparams))
 		*val = s->f->param_cnt;
 	else if (off == offsetof(F, func_id))
@@ -667,17 +675,36 @@ static int func_param(struct ptx_buf *out, const char *dst, const struct ptx_par
 	return 0;
 }
 
+/* ctx->retval at an fexit: a .reg return is the register itself; a .param return cannot be
+ * read back by the function (ptxas refuses), so what it stored there is kept in %__cb_rv as it
+ * goes (retval_keep). */
+static int func_retval(struct site *s, struct ptx_buf *out, const char *dst, char *err,
+		       size_t errlen)
+{
+	if (!s->func_exit || !s->f->ret_cnt) {
+		buf_printf(out, "\tmov.b64 %s, 0;\n", dst);
+		return 0;
+	}
+	if (s->f->rets[0].is_reg)
+		return func_param(out, dst, &s->f->rets[0], err, errlen);
+	s->reads_retval = true;
+	buf_printf(out, "\tmov.b64 %s, %%__cb_rv;\n", dst);
+	return 0;
+}
+
 static int func_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_t off,
 			 uint32_t size, char *err, size_t errlen)
 {
 	const struct site *s = user;
 	typedef struct cubpf_func_ctx F;
+	if (off == offsetof(F, retval) && size == 8)
+		return func_retval(user, out, dst, err, errlen);
 	if (off < offsetof(F, kernel_id) && size == 4 && off % 4 == 0) {
 		load_sreg(out, dst, sreg_names[off / 4]); /* tid, ntid, ctaid, nctaid: same order */
 		return 0;
 	}
-	uint32_t p0 = offsetof(F, params);
-	if (off >= p0 && off < sizeof(F) && (off - p0) % 8 == 0 && (size == 8 || size == 4)) {
+	uint32_t p0 = offsetof(F, params), pend = offsetof(F, retval);
+	if (off >= p0 && off < pend && (off - p0) % 8 == 0 && (size == 8 || size == 4)) {
 		uint32_t i = (off - p0) / 8;
 		if (i >= s->f->param_cnt)
 			buf_printf(out, "\tmov.b64 %s, 0;\n", dst);
@@ -1555,6 +1582,92 @@ static int fexit_site(struct inj *j, const struct ptx_insn *in, const bool *fs, 
 	return 0;
 }
 
+/* The byte offset k of "[NAME]" or "[NAME+k]" when the operand names return parameter NAME;
+ * -1 otherwise. */
+static long retval_offset(const char *op, const char *name)
+{
+	size_t n = strlen(name);
+	if (op[0] != '[' || strncmp(op + 1, name, n))
+		return -1;
+	if (op[n + 1] == ']')
+		return 0;
+	if (op[n + 1] != '+')
+		return -1;
+	char *end;
+	long k = strtol(op + n + 2, &end, 10);
+	return *end == ']' && k >= 0 ? k : -1;
+}
+
+/* %__cb_rv's bytes [off, off + bits / 8) (those below 8) = the value `src` (a register or an
+ * immediate of the store's type). */
+static void retval_merge(struct ptx_buf *b, const char *src, uint32_t bits, long off)
+{
+	if (off >= 8)
+		return;
+	uint64_t m = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+	if (bits == 64)
+		buf_printf(b, "\tmov.b64 %%__cb_rt, %s;\n", src);
+	else if (bits == 32)
+		buf_printf(b, "\tmov.b32 %%__cb_rw, %s;\n\tcvt.u64.u32 %%__cb_rt, %%__cb_rw;\n", src);
+	else /* 8 and 16 bits: PTX keeps both in 16-bit registers */
+		buf_printf(b, "\tmov.b16 %%__cb_rh, %s;\n\tcvt.u64.u16 %%__cb_rt, %%__cb_rh;\n"
+			   "\tand.b64 %%__cb_rt, %%__cb_rt, %llu;\n", src, (unsigned long long)m);
+	buf_printf(b, "\tshl.b64 %%__cb_rt, %%__cb_rt, %ld;\n"
+		   "\tand.b64 %%__cb_rv, %%__cb_rv, %llu;\n\tor.b64 %%__cb_rv, %%__cb_rv, %%__cb_rt;\n",
+		   8 * off, (unsigned long long)~(m << (8 * off)));
+}
+
+/* After each st.param to the .func's first return parameter, the bytes of it below 8 go to
+ * %__cb_rv too (under the store's own predicate), which starts at 0: what an fexit reads as
+ * ctx->retval, the function's value being write-only to the function itself. */
+static int retval_keep(struct inj *j, const struct ptx_func *f)
+{
+	const char *name = f->rets[0].name;
+	struct ptx_buf d = {0};
+	ptx_buf_puts(&d, "\n\t// cubpf: the value returned (ctx->retval)\n"
+		     "\t.reg .b64 %__cb_rv;\n\t.reg .b64 %__cb_rt;\n\t.reg .b32 %__cb_rw;\n"
+		     "\t.reg .b16 %__cb_rh;\n\tmov.u64 %__cb_rv, 0;\n");
+	if (edit_add(&j->ed, f->body_open + 1, 0, &d))
+		return -1;
+	for (uint32_t i = 0; i < f->insn_cnt; i++) {
+		const struct ptx_insn *in = &f->insns[i];
+		long off;
+		if (strncmp(in->opcode, "st.param.", 9) || in->op_cnt != 2 ||
+		    (off = retval_offset(in->ops[0], name)) < 0)
+			continue;
+		const char *ty = strrchr(in->opcode, '.') + 1;
+		uint32_t bits = type_bits_of(ty), lanes = strstr(in->opcode, ".v4") ? 4
+							 : strstr(in->opcode, ".v2") ? 2 : 1;
+		if ((bits != 8 && bits != 16 && bits != 32 && bits != 64) || off >= 8)
+			continue; /* .b128 and the like, or past the first 8 bytes: not kept */
+		struct ptx_buf b = {0};
+		uint32_t skip = j->site++;
+		ptx_buf_puts(&b, "\n");
+		guard_open(&b, in, skip, "rv");
+		if (lanes == 1) {
+			retval_merge(&b, in->ops[1], bits, off);
+		} else { /* {a, b, ...}: element e at off + e * bytes */
+			char *els = strdup(in->ops[1] + 1), *save = NULL;
+			if (!els) {
+				ptx_buf_free(&b);
+				return -1;
+			}
+			uint32_t e = 0;
+			for (char *t = strtok_r(els, ",}", &save); t; t = strtok_r(NULL, ",}", &save), e++) {
+				while (*t == ' ' || *t == '\t')
+					t++;
+				if (*t && strcmp(t, "_"))
+					retval_merge(&b, t, bits, off + (long)(e * bits / 8));
+			}
+			free(els);
+		}
+		guard_close(&b, in, skip, "rv");
+		if (edit_add(&j->ed, in->off + in->len, 0, &b))
+			return -1;
+	}
+	return 0;
+}
+
 /* fentry before the .func's first instruction, fexit before each of its returns (`exit` ends
  * the thread, not the call: no fexit there). */
 static int do_fprobes(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
@@ -1583,6 +1696,10 @@ static int do_fprobes(struct inj *j, const struct ptx_func *f, const bool *sel, 
 			continue;
 		rc = fexit_site(j, in, fs, s, fneed);
 		*touched |= !rc;
+	}
+	if (!rc && s->reads_retval && retval_keep(j, f)) {
+		ptx_seterr(j->err, j->errlen, "out of memory");
+		rc = -1;
 	}
 	free(fs);
 	return rc;

@@ -985,9 +985,26 @@ static void test_func_probe_placement(void **state)
 	assert_non_null(strstr(f, num));
 	/* not CUBPF_KERNEL_ID_SHARED: the probe's count of those (fcounts[5], byte 40) folds away */
 	assert_null(strstr(f, "%__cb_t0, 40;"));
+	/* ctx->retval: what the function stores in its return parameter, kept in %__cb_rv as it
+	 * stores it (ptxas refuses a read of it back), which starts at 0, read at the fexit */
+	const char *zero = strstr(f, "mov.u64 %__cb_rv, 0;");
+	const char *st = strstr(f, "st.param.f32 \t[func_retval0+0], %f3;\n");
+	const char *keep = strstr(f, "\tmov.b32 %__cb_rw, %f3;\n\tcvt.u64.u32 %__cb_rt, %__cb_rw;\n"
+				     "\tshl.b64 %__cb_rt, %__cb_rt, 0;\n"
+				     "\tand.b64 %__cb_rv, %__cb_rv, 18446744069414584320;\n"
+				     "\tor.b64 %__cb_rv, %__cb_rv, %__cb_rt;\n");
+	const char *read = strstr(f, ", %__cb_rv;\n");
+	assert_non_null(zero);
+	assert_non_null(st);
+	assert_non_null(keep);
+	assert_non_null(read);
+	assert_true(zero < first && st < keep && keep < exitp && exitp < read && read < ret);
+	assert_int_equal(count_of(f, "or.b64 %__cb_rv, %__cb_rv, %__cb_rt;"), 1);
 	free(f);
+	/* a function that returns nothing: has_retval is the constant 0, its sums fold away */
 	f = func_text(out, olen, "_Z10store_pairPfff");
 	assert_non_null(strstr(f, "ld.param.u64 %__cb_r7, [_Z10store_pairPfff_param_0];"));
+	assert_null(strstr(f, "__cb_rv"));
 	free(f);
 	free(out);
 	/* globs match the function's mangled name, or its demangled one before '(' */

@@ -179,6 +179,12 @@ struct cubpf_func_ctx {
 	 * zero-extended when smaller; 0 past nparams.  In fexit, the values they had at entry
 	 * unless the function wrote its own parameters (PTX lets it, nvcc does not). */
 	__u64 params[CUBPF_MAX_KERNEL_PARAMS];
+	/* fexit (issue 32): the value the function returns, the first 8 bytes of its first return
+	 * parameter, zero-extended when smaller (0 in fentry, and in a function that returns
+	 * nothing); has_retval: whether it returns one (a constant where the probe sits). */
+	__u64 retval;
+	__u32 has_retval;
+	__u32 pad;
 };
 
 /* Opcode classes of PTX instructions (cubpf_bb_ctx.op_class): what each basic block holds. */
