@@ -319,9 +319,10 @@ enum cubpf_map_type {
  * thread and added to memory when the thread moves on to another address or leaves the
  * kernel: a program that adds to the same record at every barrier or access of a kernel then
  * touches memory once per thread, not once per event.  Sums stay exact; they show in the map
- * when the thread leaves (or a thread that traps never adds them), and the thread's own reads
- * of the value do not see them: for counters that only the host reads.  Sites of kernels only
- * (device functions add at once); ignored on the host. */
+ * when the thread leaves through the kernel's own returns (a thread that traps, or ends with
+ * `exit` inside a device function, never adds them), and the thread's own reads of the value
+ * do not see them: for counters that only the host reads.  Sites of kernels only (device
+ * functions add at once); ignored on the host. */
 #define CUBPF_F_DEFER_ADD (1u << 28)
 
 /* ---- limits of GPU programs, enforced by the verifier (and again by the code generator) ----- */
