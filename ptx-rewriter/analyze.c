@@ -155,7 +155,7 @@ uint32_t ptx_av_align(const struct av *a, int64_t off)
 static bool av_eq(const struct av *a, const struct av *b)
 {
 	return a->kind == b->kind && a->map == b->map && a->v == b->v && a->al == b->al &&
-	       a->global == b->global && a->stk == b->stk;
+	       a->global == b->global && a->stk == b->stk && a->defer == b->defer;
 }
 
 bool ptx_av_global(const struct av *a)
@@ -178,15 +178,18 @@ static struct av av_join(struct av a, struct av b)
 	uint32_t aa = ptx_av_align(&a, 0), ba = ptx_av_align(&b, 0);
 	uint8_t al = (uint8_t)(aa < ba ? aa : ba), global = ptx_av_global(&a) && ptx_av_global(&b);
 	uint8_t stk = may_stack(&a) || may_stack(&b);
+	uint8_t defer = global && a.defer && b.defer;
 	if (a.kind == b.kind && a.map == b.map && a.v == b.v) {
 		a.al = a.kind == AV_UNKNOWN ? al : 0;
 		a.global = a.kind == AV_UNKNOWN && global;
 		a.stk = a.kind == AV_UNKNOWN && stk;
+		a.defer = a.kind == AV_UNKNOWN && defer;
 		return a;
 	}
 	if (a.kind == AV_CTX || b.kind == AV_CTX || a.kind == AV_CONFLICT || b.kind == AV_CONFLICT)
 		return (struct av){.kind = AV_CONFLICT};
-	return (struct av){.kind = AV_UNKNOWN, .al = al, .global = global, .stk = stk};
+	return (struct av){.kind = AV_UNKNOWN, .al = al, .global = global, .stk = stk,
+			   .defer = defer};
 }
 
 /* Merges `in` into state `pc`; true when it changed. */
@@ -263,11 +266,13 @@ static void alu_effect(const struct bpf_insn *in, struct av_state *s)
 		      ((ptx_av_global(d) && src->kind == AV_UNKNOWN && !src->global) ||
 		       (ptx_av_global(src) && d->kind == AV_UNKNOWN && !d->global));
 	bool stk = is64 && (may_stack(d) || (!k && may_stack(src)));
+	bool defer = global && (ptx_av_global(d) ? d->defer : src->defer);
 	if (d->kind == AV_CTX || d->kind == AV_CONFLICT)
 		*d = av_of(AV_CONFLICT, 0, 0); /* arithmetic on ctx: refused if ever read */
 	else
 		*d = av_of(AV_UNKNOWN, 0, 0);
 	d->global = global;
+	d->defer = defer;
 	d->stk = d->kind == AV_UNKNOWN && stk;
 }
 
@@ -389,12 +394,16 @@ static void step_helper(struct cg_prog *p, const struct bpf_insn *in, struct av_
 			if (out->r[r].kind == AV_STACK)
 				slot_kill(out, out->r[r].v, 8);
 	}
+	const struct av r1 = out->r[1];
 	clobber_call(out);
-	if (folded)
+	if (folded) {
 		out->r[0] = av_of(AV_MAPVAL, map, (int64_t)off);
-	else if (BPF_SRC(in->code) == BPF_K && in->imm == CUBPF_FN_map_lookup_elem)
+	} else if (BPF_SRC(in->code) == BPF_K && in->imm == CUBPF_FN_map_lookup_elem) {
 		out->r[0].al = 8, out->r[0].global = 1; /* a map value (or NULL): 8-aligned in
 							  * every GPU map layout, in global memory */
+		out->r[0].defer = r1.kind == AV_MAP && r1.map < p->map_cnt &&
+				  (p->maps[r1.map].flags & CUBPF_F_DEFER_ADD);
+	}
 }
 
 static int step(struct cg_prog *p, uint32_t pc, struct av_state *out, uint32_t succ[2],

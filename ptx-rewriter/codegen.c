@@ -686,6 +686,65 @@ static void emit_red_aggregated(struct cg *g, const char *sp, const struct bpf_i
 	}
 }
 
+/* The slot where this add may keep its sum (cg_ctxsrc.defer_slot), or -1: a 64-bit add whose
+ * result is not used, to a map value of a CUBPF_F_DEFER_ADD map. */
+static int defer_slot(const struct cg *g, uint32_t pc, const struct av *a, int bits, bool fetch,
+		      const char *op)
+{
+	if (!g->ctx || !g->ctx->defer_slot || bits != 64 || fetch || strcmp(op, "add"))
+		return -1;
+	bool defer = a->kind == AV_MAPVAL ? a->map < g->p->map_cnt &&
+						    (g->p->maps[a->map].flags & CUBPF_F_DEFER_ADD)
+					  : a->kind == AV_UNKNOWN && a->global && a->defer;
+	return defer ? g->ctx->defer_slot(g->ctx->user, pc) : -1;
+}
+
+/* An add kept in registers (issue 32): slot n holds an address (%__cb_da<n>, 0: none) and the
+ * sum not yet added there (%__cb_dv<n>).  The same address adds to the sum: no memory; another
+ * one first adds the sum to the old address (a red, which the warp does not wait for) and
+ * starts over.  ptx_cg_emit_defer_flush adds what is left where the kernel ends.  Seven
+ * instructions, none touching memory while a thread keeps adding to one record. */
+static void emit_red_deferred(struct cg *g, const struct bpf_insn *in, int n)
+{
+	const char *H = l2_hint(g), *P = l2_policy(g);
+	OUT("add.s64 %%__cb_t2, %%__cb_r%u, %d;\n", in->dst_reg, in->off);
+	OUT("setp.ne.u64 %%__cb_g1, %%__cb_da%d, %%__cb_t2;\n", n);
+	OUT("setp.ne.and.u64 %%__cb_g0, %%__cb_da%d, 0, %%__cb_g1;\n", n);
+	OUT("@%%__cb_g0 red.global.add%s.u64 [%%__cb_da%d], %%__cb_dv%d%s;\n", H, n, n, P);
+	OUT("@%%__cb_g1 mov.u64 %%__cb_dv%d, 0;\n", n);
+	OUT("@%%__cb_g1 mov.u64 %%__cb_da%d, %%__cb_t2;\n", n);
+	OUT("add.u64 %%__cb_dv%d, %%__cb_dv%d, %%__cb_r%u;\n", n, n, in->src_reg);
+}
+
+bool ptx_cg_may_defer(const struct cg_prog *p)
+{
+	for (uint32_t m = 0; m < p->map_cnt; m++)
+		if (p->maps[m].flags & CUBPF_F_DEFER_ADD)
+			return true;
+	return false;
+}
+
+void ptx_cg_emit_defer_decls(uint32_t n, struct ptx_buf *decl, struct ptx_buf *zero)
+{
+	if (!n)
+		return;
+	buf_printf(decl, "\t.reg .b64 %%__cb_da<%u>;\n\t.reg .b64 %%__cb_dv<%u>;\n", n, n);
+	ptx_buf_puts(zero, "\t// cubpf: adds kept in registers\n");
+	for (uint32_t i = 0; i < n; i++)
+		buf_printf(zero, "\tmov.u64 %%__cb_da%u, 0;\n\tmov.u64 %%__cb_dv%u, 0;\n", i, i);
+}
+
+/* Where the kernel ends, each slot's sum goes to its address: one red per thread and slot
+ * that added (a thread whose sum is 0 skips it). */
+void ptx_cg_emit_defer_flush(uint32_t n, struct ptx_buf *out)
+{
+	if (n)
+		ptx_buf_puts(out, "\t// cubpf: adds kept in registers, to memory\n");
+	for (uint32_t i = 0; i < n; i++)
+		buf_printf(out, "\tsetp.ne.u64 %%__cb_g0, %%__cb_dv%u, 0;\n"
+			   "\t@%%__cb_g0 red.global.add.u64 [%%__cb_da%u], %%__cb_dv%u;\n", i, i, i);
+}
+
 static int emit_atomic(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_insn *in)
 {
 	uint8_t size = BPF_SIZE(in->code);
@@ -710,7 +769,10 @@ static int emit_atomic(struct cg *g, uint32_t pc, uint32_t depth, const struct b
 	int bits = size == BPF_DW ? 64 : 32;
 	const char *sp = space(g, pc, in->dst_reg);
 	const struct av *a = &g->p->st[pc].r[in->dst_reg];
-	if (st)
+	int n = st ? -1 : defer_slot(g, pc, a, bits, fetch, op);
+	if (n >= 0)
+		emit_red_deferred(g, in, n);
+	else if (st)
 		emit_atomic_stack(g, &l, bits, op, fetch, in->src_reg);
 	else if (!ptx_av_global(a) && (a->stk || g->p->escape))
 		emit_atomic_maybe_local(g, in, bits, op, fetch, A);

@@ -437,14 +437,26 @@ static void warp_count_unique(struct cg *g, const char *ip)
 }
 
 /* bpf_warp_sum(v): the 64-bit sum of v over the active lanes, the same in each.  With
- * redux.sync (32-bit sums): the high words summed (mod 2^32, all that shows past bit 32), the
- * low words in two 16-bit halves (32 of them cannot carry out of 32 bits), put together.
+ * redux.sync (32-bit sums): when every lane's value is below 2^27 (the common case: counts of
+ * one warp's threads), one redux of the low words (32 of them cannot carry out of 32 bits);
+ * else the high words summed (mod 2^32, all that shows past bit 32), the low words in two
+ * 16-bit halves, put together: three reductions, each a round through the warp's
+ * convergence unit, where the test costs a compare and a vote (issue 32: kretprobes and
+ * bbretprobes sum at every warp's exit, once per basic block for the latter).
  * Before sm_80: each active lane's value in turn, broadcast with shuffles (sm_70's .sync). */
 static void warp_sum(struct cg *g, const char *ip)
 {
 	OUT("activemask.b32 %%__cb_w0;\n");
 	OUT("mov.b64 {%%__cb_w1, %%__cb_w2}, %%__cb_r1;\n");
 	if (g->p->redux) {
+		uint32_t inst = g->next_inst++;
+		OUT("setp.lt.u64 %%__cb_p1, %%__cb_r1, %u;\n", 1u << 27);
+		OUT("vote.sync.all.pred %%__cb_p1, %%__cb_p1, %%__cb_w0;\n");
+		OUT("@!%%__cb_p1 bra %sws%u;\n", ip, inst);
+		OUT("redux.sync.add.u32 %%__cb_w1, %%__cb_w1, %%__cb_w0;\n");
+		OUT("cvt.u64.u32 %%__cb_r0, %%__cb_w1;\n");
+		OUT("bra %swd%u;\n", ip, inst);
+		buf_printf(g->out, "%sws%u:\n", ip, inst);
 		OUT("redux.sync.add.u32 %%__cb_w2, %%__cb_w2, %%__cb_w0;\n");
 		OUT("shr.u32 %%__cb_w3, %%__cb_w1, 16;\n");
 		OUT("and.b32 %%__cb_w1, %%__cb_w1, 65535;\n");
@@ -454,6 +466,7 @@ static void warp_sum(struct cg *g, const char *ip)
 		OUT("cvt.u64.u32 %%__cb_t1, %%__cb_w3;\n");
 		OUT("shl.b64 %%__cb_t1, %%__cb_t1, 16;\n");
 		OUT("add.s64 %%__cb_r0, %%__cb_r0, %%__cb_t1;\n");
+		buf_printf(g->out, "%swd%u:\n", ip, inst);
 		return;
 	}
 	uint32_t inst = g->next_inst++;

@@ -221,6 +221,11 @@ bool ptx_insn_sync(const struct ptx_insn *in, struct ptx_sync *out)
 
 /* ---- context sources ---- */
 
+/* Registers a kernel may keep adds in (cg_ctxsrc.defer_slot): a slot per add instruction of a
+ * program (not per site: the sites of one program share its slots), the first 8 of a kernel;
+ * the others add at once. */
+#define INJ_DEFER_SLOTS 8u
+
 struct site {
 	const struct ptx_module *m;
 	const struct ptx_func *f;
@@ -230,9 +235,12 @@ struct site {
 	uint32_t insn_index;
 	bool block_end;                /* block probes: ctx->end */
 	struct ptx_sync sync;          /* syncprobe only */
+	uint32_t sync_index;           /* its place among the function's sync sites */
 	bool sync_after;
 	bool sync_reads_before;        /* an after-probe read before_ns: the before side saves it */
 	bool func_exit;                /* fentry/fexit: ctx->exit */
+	bool reads_retval;             /* an fexit read ctx->retval from a .param return: do_fprobes
+					* keeps the returned value in %__cb_rv (retval_keep) */
 	const struct ptx_bblock *bb;   /* bbprobe only: the block */
 	uint32_t bb_id;                /* its ctx->block_id */
 	bool bbexit;                   /* bbretprobe: ctx->entries is the block's count */
@@ -242,6 +250,13 @@ struct site {
 	bool count_entries;            /* do_bbcount counts each block's entries per thread */
 	bool count_elected;            /* and the entries of the lane elected among those entering */
 	struct ptx_loc_cursor loc;     /* memprobe, syncprobe: the instruction's line and .loc */
+	bool defer_ok;                 /* a kernel whose adds may stay in registers (do_kernel) */
+	bool exit_open;                /* do_exit began the exit block: do_kernel ends it */
+	uint32_t prog;                 /* the program being emitted (emit_kind) */
+	struct {
+		uint32_t prog, pc;
+	} defer[INJ_DEFER_SLOTS];      /* the kernel's defer slots: which add each one serves */
+	uint32_t ndefer;
 };
 
 static const char *const sreg_names[12] = {
@@ -540,6 +555,8 @@ static bool sync_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *va
 		*val = s->loc.file;
 	else if (off == offsetof(S, src_line))
 		*val = s->loc.src;
+	else if (off == offsetof(S, sync_index))
+		*val = s->sync_index;
 	else
 		return false;
 	return true;
@@ -586,10 +603,16 @@ static bool func_ctx_const(void *user, uint32_t off, uint32_t size, uint64_t *va
 {
 	const struct site *s = user;
 	typedef struct cubpf_func_ctx F;
+	if (size == 8 && off == offsetof(F, retval) && (!s->func_exit || !s->f->ret_cnt)) {
+		*val = 0;
+		return true;
+	}
 	if (size != 4)
 		return false;
 	if (off == offsetof(F, kernel_id))
 		*val = s->kernel_id;
+	else if (off == offsetof(F, has_retval))
+		*val = s->func_exit && s->f->ret_cnt;
 	else if (off == offsetof(F, nparams))
 		*val = s->f->param_cnt;
 	else if (off == offsetof(F, func_id))
@@ -652,17 +675,36 @@ static int func_param(struct ptx_buf *out, const char *dst, const struct ptx_par
 	return 0;
 }
 
+/* ctx->retval at an fexit: a .reg return is the register itself; a .param return cannot be
+ * read back by the function (ptxas refuses), so what it stored there is kept in %__cb_rv as it
+ * goes (retval_keep). */
+static int func_retval(struct site *s, struct ptx_buf *out, const char *dst, char *err,
+		       size_t errlen)
+{
+	if (!s->func_exit || !s->f->ret_cnt) {
+		buf_printf(out, "\tmov.b64 %s, 0;\n", dst);
+		return 0;
+	}
+	if (s->f->rets[0].is_reg)
+		return func_param(out, dst, &s->f->rets[0], err, errlen);
+	s->reads_retval = true;
+	buf_printf(out, "\tmov.b64 %s, %%__cb_rv;\n", dst);
+	return 0;
+}
+
 static int func_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_t off,
 			 uint32_t size, char *err, size_t errlen)
 {
 	const struct site *s = user;
 	typedef struct cubpf_func_ctx F;
+	if (off == offsetof(F, retval) && size == 8)
+		return func_retval(user, out, dst, err, errlen);
 	if (off < offsetof(F, kernel_id) && size == 4 && off % 4 == 0) {
 		load_sreg(out, dst, sreg_names[off / 4]); /* tid, ntid, ctaid, nctaid: same order */
 		return 0;
 	}
-	uint32_t p0 = offsetof(F, params);
-	if (off >= p0 && off < sizeof(F) && (off - p0) % 8 == 0 && (size == 8 || size == 4)) {
+	uint32_t p0 = offsetof(F, params), pend = offsetof(F, retval);
+	if (off >= p0 && off < pend && (off - p0) % 8 == 0 && (size == 8 || size == 4)) {
 		uint32_t i = (off - p0) / 8;
 		if (i >= s->f->param_cnt)
 			buf_printf(out, "\tmov.b64 %s, 0;\n", dst);
@@ -720,6 +762,22 @@ static int bb_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint32_
 	return -1;
 }
 
+/* The slot of program s->prog's add at pc, allocated at its first site (defer_ok: sync, memory
+ * and basic block probes of a kernel, whose exit block adds what the slots hold). */
+static int site_defer_slot(void *user, uint32_t pc)
+{
+	struct site *s = user;
+	if (!s->defer_ok)
+		return -1;
+	for (uint32_t i = 0; i < s->ndefer; i++)
+		if (s->defer[i].prog == s->prog && s->defer[i].pc == pc)
+			return (int)i;
+	if (s->ndefer == INJ_DEFER_SLOTS)
+		return -1;
+	s->defer[s->ndefer].prog = s->prog, s->defer[s->ndefer].pc = pc;
+	return (int)s->ndefer++;
+}
+
 /* ---- per kernel ---- */
 
 /* declarations beyond the code generator's: block counts, a sync site's saved guard, its
@@ -769,6 +827,23 @@ static void enable_check(struct inj *j, const struct site *s, uint32_t p, bool f
 	j->enable_used = true;
 }
 
+/* Kinds whose adds may stay in registers until the kernel's exit block: those that run at
+ * many places while the kernel runs (not the exit block's own, nor the entry's, which run once). */
+static bool defer_kind(enum vm_prog_kind kind)
+{
+	return kind == VM_PROG_SYNCPROBE || kind == VM_PROG_MEMPROBE || kind == VM_PROG_BBPROBE;
+}
+
+/* Whether a program of the kernel may keep adds in registers: the kernel then zeroes
+ * INJ_DEFER_SLOTS slots where it starts and flushes them in its exit block. */
+static bool kernel_defers(const struct inj *j, const bool *sel)
+{
+	for (uint32_t p = 0; p < j->o->prog_cnt; p++)
+		if (sel[p] && j->cp[p] && defer_kind(j->o->progs[p].kind) && ptx_cg_may_defer(j->cp[p]))
+			return true;
+	return false;
+}
+
 /* Emits every program of `kind` that applies to this kernel; returns how many did. */
 static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, struct site *s,
 		     struct ptx_buf *out, struct cg_result *fneed)
@@ -795,6 +870,9 @@ static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, str
 			src.load = func_ctx_load, src.constant = func_ctx_const;
 		else if (kind == VM_PROG_BBPROBE || kind == VM_PROG_BBRETPROBE)
 			src.load = bb_ctx_load, src.constant = bb_ctx_const;
+		if (defer_kind(kind))
+			src.defer_slot = site_defer_slot;
+		s->prog = p;
 		struct cg_result res = {0};
 		if (ptx_cg_emit(j->cp[p], &src, lbl, out, &res, j->err, j->errlen))
 			return -1;
@@ -900,32 +978,41 @@ static void block_next(struct ptx_buf *b, uint32_t lbl)
 		   lbl, CUBPF_BLOCK_SLOTS - 1, CUBPF_BLOCK_PROBES, lbl);
 }
 
-/* Thread (0,0,0) claims a slot for its block: an EMPTY or TOMB one, by a CAS from what it read
- * (acquire: the stores that follow come after the previous owner's release), then stores the
- * begin time and the thread count; a block that finds none is counted, not tracked.  Relaxed
- * .gpu stores: the entry barrier that follows makes them visible to the block's threads
- * (bar.sync orders the memory accesses of the threads that take part in it), before any of
- * them looks the key up. */
+/* Thread (0,0,0) claims a slot for its block: a free one (EMPTY, or TOMB from modules of older
+ * cubpf sharing the context's table) by a CAS straight from EMPTY, with no load first: the CAS
+ * returns what the slot holds, so a free slot costs one L2 round trip, not two (a load, then
+ * the CAS), and every thread of the block waits for it at the entry barrier (issue 32).  A CAS
+ * that finds the slot free under the other value tries it again from that value; one that
+ * finds a key moves on; each try counts against CUBPF_BLOCK_PROBES.  Acquire: the stores that
+ * follow come after the previous owner's release.  Then it stores the begin time and the
+ * thread count; a block that finds none is counted, not tracked.  Relaxed .gpu stores: the
+ * entry barrier that follows makes them visible to the block's threads (bar.sync orders the
+ * memory accesses of the threads that take part in it), before any of them looks the key up. */
 static void block_insert(struct inj *j, struct ptx_buf *b)
 {
 	uint32_t lbl = j->site++;
 	bool ord = ordered_ops(j->m);
-	const char *ld = ord ? "ld.relaxed.gpu.global" : "ld.volatile.global";
 	const char *st = ord ? "st.relaxed.gpu.global" : "st.volatile.global";
 	block_key(b);
+	buf_printf(b, "\tmov.u64 %%__cb_bk4, %llu;\n", CUBPF_BLOCK_EMPTY);
 	block_slot(b, lbl);
-	buf_printf(b, "\t%s.u64 %%__cb_bk4, [%%__cb_bk3];\n"
-		   "\tsetp.eq.u64 %%__cb_bp1, %%__cb_bk4, %llu;\n"
-		   "\tsetp.eq.or.u64 %%__cb_bp1, %%__cb_bk4, %llu, %%__cb_bp1;\n"
-		   "\t@!%%__cb_bp1 bra $__cb%u_bnext;\n"
-		   "\tatom%s.global.cas.b64 %%__cb_bk5, [%%__cb_bk3], %%__cb_bk4, %%__cb_bk0;\n"
+	buf_printf(b, "\tatom%s.global.cas.b64 %%__cb_bk5, [%%__cb_bk3], %%__cb_bk4, %%__cb_bk0;\n"
 		   "\tsetp.eq.u64 %%__cb_bp1, %%__cb_bk5, %%__cb_bk4;\n"
-		   "\t@%%__cb_bp1 bra $__cb%u_bclaim;\n", ld, CUBPF_BLOCK_EMPTY, CUBPF_BLOCK_TOMB,
-		   lbl, ord ? ".acquire.gpu" : "", lbl);
-	block_next(b, lbl);
+		   "\t@%%__cb_bp1 bra $__cb%u_bclaim;\n"
+		   "\tsetp.eq.u64 %%__cb_bp1, %%__cb_bk5, %llu;\n"
+		   "\tsetp.eq.or.u64 %%__cb_bp1, %%__cb_bk5, %llu, %%__cb_bp1;\n"
+		   "\tselp.u64 %%__cb_bk4, %%__cb_bk5, %llu, %%__cb_bp1;\n"
+		   "\t@!%%__cb_bp1 add.s64 %%__cb_bk1, %%__cb_bk1, 1;\n"
+		   "\tand.b64 %%__cb_bk1, %%__cb_bk1, %u;\n\tadd.u32 %%__cb_b2, %%__cb_b2, 1;\n"
+		   "\tsetp.lt.u32 %%__cb_bp1, %%__cb_b2, %u;\n\t@%%__cb_bp1 bra $__cb%u_bslot;\n",
+		   ord ? ".acquire.gpu" : "", lbl, CUBPF_BLOCK_EMPTY, CUBPF_BLOCK_TOMB,
+		   CUBPF_BLOCK_EMPTY, CUBPF_BLOCK_SLOTS - 1, CUBPF_BLOCK_PROBES, lbl);
 	buf_printf(b, "\tred.global.add.u64 [%%__cb_bk2+%llu], 1;\n\tbra $__cb%u_bin;\n"
 		   "$__cb%u_bclaim:\n%s", (unsigned long long)CUBPF_BLOCK_UNTRACKED_OFFSET, lbl, lbl,
 		   ord ? "" : "\tmembar.gl;\n");
+	buf_printf(b, "\tmul.lo.u64 %%__cb_bk5, %%__cb_bk0, %llu;\n\tshr.u64 %%__cb_bk5, %%__cb_bk5, %u;\n"
+		   "\tsetp.eq.u64 %%__cb_bq, %%__cb_bk5, %%__cb_bk1;\n",
+		   (unsigned long long)CUBPF_BLOCK_HASH_MUL, 64 - CUBPF_BLOCK_SLOT_BITS);
 	buf_printf(b, "\tmov.u64 %%__cb_bk4, %%globaltimer;\n\t%s.u64 [%%__cb_bk3+%u], %%__cb_bk4;\n"
 		   "\tmov.u32 %%__cb_b1, %%ntid.x;\n\tmov.u32 %%__cb_b2, %%ntid.y;\n"
 		   "\tmul.lo.u32 %%__cb_b1, %%__cb_b1, %%__cb_b2;\n\tmov.u32 %%__cb_b2, %%ntid.z;\n"
@@ -940,7 +1027,10 @@ static void block_insert(struct inj *j, struct ptx_buf *b)
  * count of its threads still running and its begin time, ctx->begin_ns at the end), and every
  * thread waits for that at a barrier, so that no thread can look its block up before it is
  * there.  The barrier is the kernel's first instruction for every thread of the block, so it
- * cannot meet one of the kernel's own. */
+ * cannot meet one of the kernel's own.  It is a bar.red.or: it also tells every thread whether
+ * thread (0,0,0) took the block's start slot (%__cb_bq, the common case: the table is at most
+ * 15% full), so that at the end the lanes leaving together go straight to the slot, with no
+ * load of its key first (one L2 round trip per warp instead of two). */
 static int block_begin(struct inj *j, const bool *sel, struct site *s, struct ptx_buf *b,
 		       struct cg_result *fneed, bool end)
 {
@@ -950,6 +1040,8 @@ static int block_begin(struct inj *j, const bool *sel, struct site *s, struct pt
 		     "\tor.b32 %__cb_b0, %__cb_b0, %__cb_b1;\n\tmov.u32 %__cb_b1, %tid.z;\n"
 		     "\tor.b32 %__cb_b0, %__cb_b0, %__cb_b1;\n"
 		     "\tsetp.ne.u32 %__cb_bp0, %__cb_b0, 0;\n");
+	if (end) /* false unless thread (0,0,0) takes the start slot */
+		ptx_buf_puts(b, "\tsetp.ne.u32 %__cb_bq, 0, 0;\n");
 	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bskip;\n", skip);
 	if (end)
 		block_insert(j, b);
@@ -959,15 +1051,18 @@ static int block_begin(struct inj *j, const bool *sel, struct site *s, struct pt
 		return -1;
 	buf_printf(b, "$__cb%u_bskip:\n", skip);
 	if (end)
-		ptx_buf_puts(b, "\tbar.sync 0;\n");
+		ptx_buf_puts(b, "\tbar.red.or.pred %__cb_bq, 0, %__cb_bq;\n");
 	j->rep->block_sites += n > 0;
 	return 0;
 }
 
 /* Thread block end, in the exit block: the lowest lane of each group of lanes leaving together
- * finds its block's slot and takes the group off the count; the group that brings it to zero
- * is the last to leave: its lowest lane runs the blockretprobes, then frees the slot (release:
- * after the probes' reads of it). */
+ * finds its block's slot (the start slot without a look when the entry barrier said thread
+ * (0,0,0) took it: the key stays there until the block's last group frees it) and takes the
+ * group off the count; the group that brings it to zero
+ * is the last to leave: its lowest lane runs the blockretprobes, then frees the slot (EMPTY,
+ * release: after the probes' reads of it; the scan for a key never stops at a free slot, so no
+ * tombstone is needed, and the next insert's CAS from EMPTY takes the slot at its first try). */
 static int block_end(struct inj *j, const bool *sel, struct site *s, struct ptx_buf *b,
 		     struct cg_result *fneed)
 {
@@ -980,6 +1075,7 @@ static int block_end(struct inj *j, const bool *sel, struct site *s, struct ptx_
 	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bdone;\n", done);
 	block_key(b);
 	block_slot(b, lbl);
+	buf_printf(b, "\t@%%__cb_bq bra $__cb%u_bfound;\n", lbl); /* the start slot: it is ours */
 	buf_printf(b, "\t%s.u64 %%__cb_bk4, [%%__cb_bk3];\n"
 		   "\tsetp.eq.u64 %%__cb_bp1, %%__cb_bk4, %%__cb_bk0;\n"
 		   "\t@%%__cb_bp1 bra $__cb%u_bfound;\n",
@@ -997,7 +1093,7 @@ static int block_end(struct inj *j, const bool *sel, struct site *s, struct ptx_
 		return -1;
 	buf_printf(b, "%s\t%s.u64 [%%__cb_bk3], %llu;\n$__cb%u_bdone:\n",
 		   ord ? "" : "\tmembar.gl;\n", ord ? "st.release.gpu.global" : "st.volatile.global",
-		   CUBPF_BLOCK_TOMB, done);
+		   CUBPF_BLOCK_EMPTY, done);
 	j->blocks_used = true;
 	j->rep->block_sites += n > 0;
 	return 0;
@@ -1139,8 +1235,8 @@ static int do_bbcount(struct inj *j, const struct ptx_func *f, struct site *s)
 	return rc ? -1 : 0;
 }
 
-/* kretprobes and block ends: every ret/exit becomes a branch to one exit block that runs them
- * and returns (code that falls off the body's end reaches it too). */
+/* kretprobes, block ends and adds kept in registers: every ret/exit becomes a branch to one
+ * exit block that runs them and returns (code that falls off the body's end reaches it too). */
 static int do_exit(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
 		   struct cg_result *fneed, bool *touched)
 {
@@ -1153,11 +1249,11 @@ static int do_exit(struct inj *j, const struct ptx_func *f, const bool *sel, str
 	int nb = n < 0 ? -1 : bb_exit(j, f, sel, s, &b, fneed);
 	if (n < 0 || nb < 0 || (end && block_end(j, sel, s, &b, fneed)))
 		goto fail;
-	if (n == 0 && nb == 0 && !end) {
+	if (n == 0 && nb == 0 && !end && !s->ndefer) {
 		ptx_buf_free(&b);
 		return 0;
 	}
-	ptx_buf_puts(&b, "\tret;\n");
+	s->exit_open = true; /* do_exit_close ends it, after the adds kept in registers */
 	if (edit_add(&j->ed, f->body_close, 0, &b))
 		goto fail;
 	*touched = true;
@@ -1242,6 +1338,7 @@ static int do_sync(struct inj *j, const struct ptx_func *f, const bool *sel, str
 {
 	if (!any_kind(j, sel, VM_PROG_SYNCPROBE))
 		return 0;
+	s->sync_index = 0;
 	for (uint32_t i = 0; i < f->insn_cnt; i++) {
 		const struct ptx_insn *in = &f->insns[i];
 		if (!ptx_insn_sync(in, &s->sync))
@@ -1263,6 +1360,7 @@ static int do_sync(struct inj *j, const struct ptx_func *f, const bool *sel, str
 		if (edit_add(&j->ed, at, 0, &b) || edit_add(&j->ed, in->off + in->len, 0, &a))
 			goto fail;
 		j->rep->sync_sites++;
+		s->sync_index++;
 		*touched = true;
 		*extra |= (in->pred ? DECL_SYNC : 0) | (s->sync_reads_before ? DECL_SYNC_TIME : 0);
 		continue;
@@ -1333,39 +1431,74 @@ static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_re
 	if (extra & DECL_BLOCKS)
 		ptx_buf_puts(&b, "\t.reg .b32 %__cb_b<4>;\n\t.reg .pred %__cb_bp<2>;\n");
 	if (extra & DECL_BLOCK_TABLE)
-		ptx_buf_puts(&b, "\t.reg .b64 %__cb_bk<6>;\n");
+		ptx_buf_puts(&b, "\t.reg .b64 %__cb_bk<6>;\n\t.reg .pred %__cb_bq;\n");
 	if (edit_add(&j->ed, f->body_open + 1, 0, &b))
 		return -1;
 	need_merge(&j->need, fneed);
 	return 0;
 }
 
+/* The slots of adds kept in registers, declared and zeroed where the body opens, after the
+ * other declarations of cubpf's and before anything else (PTX takes instructions before the
+ * kernel's own declarations): before every site, the first instruction's too, ... */
+static int defer_open(struct inj *j, const struct ptx_func *f, const struct site *s)
+{
+	struct ptx_buf d = {0};
+	if (!s->ndefer)
+		return 0;
+	ptx_cg_emit_defer_decls(s->ndefer, &d, &d);
+	return edit_add(&j->ed, f->body_open + 1, 0, &d);
+}
+
+/* ... and added to memory at the end of the exit block, before its return. */
+static int do_exit_close(struct inj *j, const struct ptx_func *f, const struct site *s)
+{
+	struct ptx_buf b = {0};
+	if (!s->exit_open)
+		return 0;
+	if (s->defer_ok)
+		ptx_cg_emit_defer_flush(s->ndefer, &b);
+	ptx_buf_puts(&b, "\tret;\n");
+	if (edit_add(&j->ed, f->body_close, 0, &b)) {
+		ptx_seterr(j->err, j->errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
 static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 {
-	struct site s = {.m = j->m, .f = f};
+	struct site s = {.m = j->m, .f = f, .defer_ok = kernel_defers(j, sel)};
 	s.kernel_id = j->o->kernel_id ? j->o->kernel_id(j->o->user, f->name) : ptx_kernel_id(f->name);
 	struct cg_result fneed = {0};
 	bool touched = false, blocks = false;
 	unsigned extra = 0;
+	/* sites first: which of them keep adds in registers decides the exit block */
 	int rc = do_entry(j, f, sel, &s, &fneed, &touched, &blocks);
 	if (!rc)
 		rc = do_bb(j, f, 0, sel, &s, &fneed, &touched);
+	if (!rc)
+		rc = do_mem(j, f, sel, &s, &fneed, &touched);
+	if (!rc)
+		rc = do_sync(j, f, sel, &s, &fneed, &touched, &extra);
 	if (!rc)
 		rc = do_exit(j, f, sel, &s, &fneed, &touched);
 	if (!rc)
 		rc = do_bbcount(j, f, &s);
 	free(s.bbx); /* when an error came first */
 	if (!rc)
-		rc = do_mem(j, f, sel, &s, &fneed, &touched);
-	if (!rc)
-		rc = do_sync(j, f, sel, &s, &fneed, &touched, &extra);
+		rc = do_exit_close(j, f, &s);
 	if (rc || !touched)
 		return rc;
 	j->rep->instrumented++;
 	if (blocks)
 		extra |= DECL_BLOCKS |
 			 (any_kind(j, sel, VM_PROG_BLOCKRETPROBE) ? DECL_BLOCK_TABLE : 0);
-	return add_decls(j, f, &fneed, extra);
+	if (add_decls(j, f, &fneed, extra) || defer_open(j, f, &s)) {
+		ptx_seterr(j->err, j->errlen, "out of memory");
+		return -1;
+	}
+	return 0;
 }
 
 /* ---- device functions: memory probes in .funcs the selected kernels call ---- */
@@ -1449,6 +1582,92 @@ static int fexit_site(struct inj *j, const struct ptx_insn *in, const bool *fs, 
 	return 0;
 }
 
+/* The byte offset k of "[NAME]" or "[NAME+k]" when the operand names return parameter NAME;
+ * -1 otherwise. */
+static long retval_offset(const char *op, const char *name)
+{
+	size_t n = strlen(name);
+	if (op[0] != '[' || strncmp(op + 1, name, n))
+		return -1;
+	if (op[n + 1] == ']')
+		return 0;
+	if (op[n + 1] != '+')
+		return -1;
+	char *end;
+	long k = strtol(op + n + 2, &end, 10);
+	return *end == ']' && k >= 0 ? k : -1;
+}
+
+/* %__cb_rv's bytes [off, off + bits / 8) (those below 8) = the value `src` (a register or an
+ * immediate of the store's type). */
+static void retval_merge(struct ptx_buf *b, const char *src, uint32_t bits, long off)
+{
+	if (off >= 8)
+		return;
+	uint64_t m = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+	if (bits == 64)
+		buf_printf(b, "\tmov.b64 %%__cb_rt, %s;\n", src);
+	else if (bits == 32)
+		buf_printf(b, "\tmov.b32 %%__cb_rw, %s;\n\tcvt.u64.u32 %%__cb_rt, %%__cb_rw;\n", src);
+	else /* 8 and 16 bits: PTX keeps both in 16-bit registers */
+		buf_printf(b, "\tmov.b16 %%__cb_rh, %s;\n\tcvt.u64.u16 %%__cb_rt, %%__cb_rh;\n"
+			   "\tand.b64 %%__cb_rt, %%__cb_rt, %llu;\n", src, (unsigned long long)m);
+	buf_printf(b, "\tshl.b64 %%__cb_rt, %%__cb_rt, %ld;\n"
+		   "\tand.b64 %%__cb_rv, %%__cb_rv, %llu;\n\tor.b64 %%__cb_rv, %%__cb_rv, %%__cb_rt;\n",
+		   8 * off, (unsigned long long)~(m << (8 * off)));
+}
+
+/* After each st.param to the .func's first return parameter, the bytes of it below 8 go to
+ * %__cb_rv too (under the store's own predicate), which starts at 0: what an fexit reads as
+ * ctx->retval, the function's value being write-only to the function itself. */
+static int retval_keep(struct inj *j, const struct ptx_func *f)
+{
+	const char *name = f->rets[0].name;
+	struct ptx_buf d = {0};
+	ptx_buf_puts(&d, "\n\t// cubpf: the value returned (ctx->retval)\n"
+		     "\t.reg .b64 %__cb_rv;\n\t.reg .b64 %__cb_rt;\n\t.reg .b32 %__cb_rw;\n"
+		     "\t.reg .b16 %__cb_rh;\n\tmov.u64 %__cb_rv, 0;\n");
+	if (edit_add(&j->ed, f->body_open + 1, 0, &d))
+		return -1;
+	for (uint32_t i = 0; i < f->insn_cnt; i++) {
+		const struct ptx_insn *in = &f->insns[i];
+		long off;
+		if (strncmp(in->opcode, "st.param.", 9) || in->op_cnt != 2 ||
+		    (off = retval_offset(in->ops[0], name)) < 0)
+			continue;
+		const char *ty = strrchr(in->opcode, '.') + 1;
+		uint32_t bits = type_bits_of(ty), lanes = strstr(in->opcode, ".v4") ? 4
+							 : strstr(in->opcode, ".v2") ? 2 : 1;
+		if ((bits != 8 && bits != 16 && bits != 32 && bits != 64) || off >= 8)
+			continue; /* .b128 and the like, or past the first 8 bytes: not kept */
+		struct ptx_buf b = {0};
+		uint32_t skip = j->site++;
+		ptx_buf_puts(&b, "\n");
+		guard_open(&b, in, skip, "rv");
+		if (lanes == 1) {
+			retval_merge(&b, in->ops[1], bits, off);
+		} else { /* {a, b, ...}: element e at off + e * bytes */
+			char *els = strdup(in->ops[1] + 1), *save = NULL;
+			if (!els) {
+				ptx_buf_free(&b);
+				return -1;
+			}
+			uint32_t e = 0;
+			for (char *t = strtok_r(els, ",}", &save); t; t = strtok_r(NULL, ",}", &save), e++) {
+				while (*t == ' ' || *t == '\t')
+					t++;
+				if (*t && strcmp(t, "_"))
+					retval_merge(&b, t, bits, off + (long)(e * bits / 8));
+			}
+			free(els);
+		}
+		guard_close(&b, in, skip, "rv");
+		if (edit_add(&j->ed, in->off + in->len, 0, &b))
+			return -1;
+	}
+	return 0;
+}
+
 /* fentry before the .func's first instruction, fexit before each of its returns (`exit` ends
  * the thread, not the call: no fexit there). */
 static int do_fprobes(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
@@ -1477,6 +1696,10 @@ static int do_fprobes(struct inj *j, const struct ptx_func *f, const bool *sel, 
 			continue;
 		rc = fexit_site(j, in, fs, s, fneed);
 		*touched |= !rc;
+	}
+	if (!rc && s->reads_retval && retval_keep(j, f)) {
+		ptx_seterr(j->err, j->errlen, "out of memory");
+		rc = -1;
 	}
 	free(fs);
 	return rc;

@@ -43,6 +43,7 @@ struct av {
 	uint8_t global; /* AV_UNKNOWN: a pointer into a map value (global memory), or NULL */
 	uint8_t stk;    /* AV_UNKNOWN: may hold a stack address (provenance kept through joins and
 			 * moves: such a value needs the stack addressable at run time) */
+	uint8_t defer;  /* AV_UNKNOWN and global: the map's flags have CUBPF_F_DEFER_ADD */
 	uint32_t map;
 	int64_t v;
 };
@@ -83,6 +84,11 @@ struct cg_ctxsrc {
 	/* True (and *val) when the field is a constant at this site: lets the generator fold the
 	 * program's computations and branches on it. */
 	bool (*constant)(void *user, uint32_t off, uint32_t size, uint64_t *val);
+	/* Optional: the register slot where the add of instruction pc (to a CUBPF_F_DEFER_ADD
+	 * map) keeps its sum at this site (%__cb_da<n> the address, %__cb_dv<n> the sum, which
+	 * the caller declares, zeroes where the kernel starts and adds to memory where it
+	 * leaves: ptx_cg_emit_defer_flush), or -1 to add at once. */
+	int (*defer_slot)(void *user, uint32_t pc);
 	void *user;
 };
 
@@ -106,6 +112,13 @@ int ptx_cg_emit(struct cg_prog *p, const struct cg_ctxsrc *ctx, const char *lbl,
 	    struct cg_result *res, char *err, size_t errlen);
 /* The declarations for code from ptx_cg_emit (registers, stack, print buffer). */
 void ptx_cg_emit_decls(const struct cg_result *res, struct ptx_buf *out);
+/* Whether the program may keep adds in registers (cg_ctxsrc.defer_slot): it updates a map
+ * whose flags have CUBPF_F_DEFER_ADD. */
+bool ptx_cg_may_defer(const struct cg_prog *p);
+/* Declarations, zeroing (where the kernel starts) and flush (where it leaves) of defer slots
+ * 0 .. n - 1. */
+void ptx_cg_emit_defer_decls(uint32_t n, struct ptx_buf *decl, struct ptx_buf *zero);
+void ptx_cg_emit_defer_flush(uint32_t n, struct ptx_buf *out);
 
 #define CG_REG "%%__cb_r"
 #endif

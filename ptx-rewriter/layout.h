@@ -140,8 +140,10 @@ struct cubpf_rb_state {
  * 2^32 blocks, or two grids 2^31 launches apart both still running (the top bit is dropped).
  * The start slot is the top 15 bits of key * CUBPF_BLOCK_HASH_MUL.
  *   begin, thread (0,0,0) only (the only thread that inserts: a key is never inserted twice):
- *     from the start slot, a slot whose key reads EMPTY or TOMB is claimed by a CAS from that
- *     value to the key (acquire); then it stores begin_ns (%globaltimer) and left (the block's
+ *     from the start slot, a free slot (EMPTY, or TOMB: what cubpf before 2026-11-28 freed
+ *     slots with) is claimed by a CAS to the key (acquire), tried first from EMPTY with no
+ *     load before it (a CAS that returns the other free value is tried again from it; each
+ *     try counts as a probe); then it stores begin_ns (%globaltimer) and left (the block's
  *     thread count); when CUBPF_BLOCK_PROBES slots are tried in vain, the block is not tracked
  *     (its end runs no probe) and the u64 at CUBPF_BLOCK_UNTRACKED_OFFSET counts it.  Then
  *     every thread of the block waits at a `bar.sync 0`: no thread looks its block up before
@@ -150,7 +152,8 @@ struct cubpf_rb_state {
  *     slot (it is there, so the scan ends; at most CUBPF_BLOCK_PROBES slots, for an untracked
  *     block), then adds -popc(activemask) to left; the group that brings it to zero is the
  *     block's last, runs the blockretprobes (ctx->begin_ns is the slot's begin_ns), then
- *     stores TOMB as the key (release), so the slot can serve another block.
+ *     stores EMPTY as the key (release), so the slot can serve another block.  The scan for a
+ *     key never stops at a free slot, so a freed slot needs no tombstone.
  * Loads and stores of the table are at .gpu scope (relaxed; .volatile before sm_70/PTX 6.0,
  * where membar.gl stands for acquire and release). */
 #define CUBPF_BLOCKS_SYMBOL "__cubpf_blocks"
@@ -158,7 +161,7 @@ struct cubpf_rb_state {
 #define CUBPF_BLOCK_SLOT_BITS 15u     /* log2(CUBPF_BLOCK_SLOTS) */
 #define CUBPF_BLOCK_PROBES 128u
 #define CUBPF_BLOCK_EMPTY 0ull
-#define CUBPF_BLOCK_TOMB 2ull
+#define CUBPF_BLOCK_TOMB 2ull       /* free, as older cubpf left slots (still accepted) */
 #define CUBPF_BLOCK_HASH_MUL 0x9E3779B97F4A7C15ull
 struct cubpf_block_slot {
 	__u64 key;          /* EMPTY, TOMB, or a live block's key */

@@ -277,10 +277,16 @@ static int parse_header(struct rd *r, size_t start, size_t end, const char *kw, 
 	size_t i = (size_t)(kw - s) + (f->is_entry ? 6 : 5);
 	while (i < end && isspace((unsigned char)s[i]))
 		i++;
-	if (i < end && s[i] == '(') {
+	if (i < end && s[i] == '(') { /* a .func's return parameters */
+		size_t open = i;
 		i = match_paren(s, end, i);
 		if (!i)
 			return rd_fail(r, start, "unbalanced parentheses in a function header");
+		struct ptx_func rf = {0};
+		int rc = parse_params(s + open + 1, i - open - 2, &rf);
+		f->rets = rf.params, f->ret_cnt = rf.param_cnt; /* free_func frees them */
+		if (rc)
+			return rd_fail(r, open, "cannot read the return parameters");
 		while (i < end && isspace((unsigned char)s[i]))
 			i++;
 	}
@@ -534,6 +540,9 @@ static void free_func(struct ptx_func *f)
 	for (uint32_t i = 0; i < f->param_cnt; i++)
 		free(f->params[i].name);
 	free(f->params);
+	for (uint32_t i = 0; i < f->ret_cnt; i++)
+		free(f->rets[i].name);
+	free(f->rets);
 	for (uint32_t i = 0; i < f->insn_cnt; i++) {
 		free(f->insns[i].pred);
 		free(f->insns[i].opcode);

@@ -170,6 +170,8 @@ struct ptx_func {
 	size_t first_insn_line;/* where instructions start (after leading declarations) */
 	struct ptx_param *params;
 	uint32_t param_cnt;
+	struct ptx_param *rets;  /* a .func's return parameters: "(.param .b32 r)" */
+	uint32_t ret_cnt;
 	struct ptx_insn *insns;
 	uint32_t insn_cnt;
 	struct ptx_regdecl *regs;

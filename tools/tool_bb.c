@@ -20,11 +20,12 @@ extern const struct tool_kernel_key tool_keys_instrcount[], tool_keys_opcodehist
 	tool_keys_hotblocks[];
 
 #define IC_LANES 4
+#define OH_LANES 4
 #define HB_SHARDS 64
 #define HB_BLOCKS 256
 
 const struct tool_kernel_key tool_keys_instrcount[] = {{"icstats", IC_LANES, 0}, {NULL, 0, 0}};
-const struct tool_kernel_key tool_keys_opcodehist[] = {{"ohstats", 1, 0}, {NULL, 0, 0}};
+const struct tool_kernel_key tool_keys_opcodehist[] = {{"ohstats", OH_LANES, 0}, {NULL, 0, 0}};
 const struct tool_kernel_key tool_keys_hotblocks[] = {{"hbstats", HB_SHARDS * HB_BLOCKS, 0},
 						      {NULL, 0, 0}};
 
@@ -115,7 +116,8 @@ void tool_report_instrcount(const struct tool_data *d, const struct tool_opts *o
 }
 
 /* ---- opcodehist ----------------------------------------------------------------------------- */
-/* ohstats: key = kernel id, per SM: instructions of each class by threads. */
+/* ohstats: key = kernel id * 4 + lane (the warp's slot on its SM % 4), per SM: instructions of
+ * each class by threads. */
 
 static const char *const op_class_names[CUBPF_OP_CLASSES] = {
 	"other", "int", "fp32", "fp64", "fp16", "sfu", "logic", "compare", "move", "ld.global",
@@ -144,7 +146,8 @@ static struct oh_row *oh_rows(const struct tool_data *d, size_t *n)
 	for (size_t i = 0; r && i < d->nkernels; i++) {
 		struct oh_row row = {.k = &d->kernels[i]};
 		for (uint32_t c = 0; row.k->id && c < CUBPF_OP_CLASSES; c++) {
-			row.threads[c] = tool_map_u64(m, row.k->id, c);
+			for (uint32_t l = 0; l < OH_LANES; l++)
+				row.threads[c] += tool_map_u64(m, row.k->id * OH_LANES + l, c);
 			row.total += row.threads[c];
 		}
 		if (row.total)

@@ -174,14 +174,17 @@ void tool_report_blocklat(const struct tool_data *d, const struct tool_opts *o, 
 }
 
 /* ---- syncwait ------------------------------------------------------------------------------- */
-/* swsites: key = kernel id * 64 + site (the barrier's instruction index, 63 for the rest), per
- * SM: threads, wait_ns, max_ns, kind << 32 | id (struct swstat, tools/probes/syncwait.bpf.c). */
-#define SW_SITES 64
+/* swsites: key = kernel id * 16 + site (the barrier's place among its function's sync sites,
+ * 15 for the rest), per SM, 128 bytes: threads, wait_ns, max_ns, kind << 32 | id, instruction
+ * index + 1 (struct swstat, tools/probes/syncwait.bpf.c; max_ns, what and the index only on
+ * copies some sampled warp wrote: 0 there). */
+#define SW_SITES 16
 const struct tool_kernel_key tool_keys_syncwait[] = {{"swsites", SW_SITES, 0}, {NULL, 0, 0}};
 
 struct sw_row {
 	const struct tool_kernel *k;
-	uint32_t site, kind, id;
+	uint32_t site, kind, id; /* site: the instruction index (or the place, when unknown) */
+	bool shared;             /* the last record: every site from SW_SITES - 1 on */
 	uint64_t threads, wait, max, kernel_wait;
 };
 
@@ -193,10 +196,15 @@ static const char *sync_kind_name(uint32_t kind)
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }
 
+/* Traces of cubpf before 2026-11-28: 64 sites by instruction index, 32-byte records. */
+#define SW_OLD_SITES 64
+#define SW_OLD_BYTES 32
+
 /* The site's record over every SM copy; false when no thread passed it. */
 static bool sw_site(const struct tool_map *m, uint32_t key, struct sw_row *r)
 {
 	uint32_t n = tool_map_copies(m);
+	bool old = m->value_size / n < 40;
 	r->threads = r->wait = r->max = 0;
 	for (uint32_t c = 0; c < n; c++) {
 		uint64_t t = copy_u64(m, key, c, 0);
@@ -206,6 +214,11 @@ static bool sw_site(const struct tool_map *m, uint32_t key, struct sw_row *r)
 		r->threads += t;
 		r->wait += copy_u64(m, key, c, 1);
 		r->max = mx > r->max ? mx : r->max;
+		uint64_t insn = old ? 0 : copy_u64(m, key, c, 4);
+		if (insn)
+			r->site = (uint32_t)(insn - 1);
+		if (!what) /* this copy's warps did not write it (syncwait.bpf.c writes it rarely) */
+			continue;
 		r->kind = (uint32_t)(what >> 32);
 		r->id = (uint32_t)what;
 	}
@@ -225,15 +238,16 @@ static struct sw_row *sw_rows(const struct tool_data *d, size_t *n)
 	struct sw_row *rows = NULL;
 	size_t cap = 0;
 	*n = 0;
-	if (!m || m->key_size != 4 || m->value_size / tool_map_copies(m) < 32)
+	if (!m || m->key_size != 4 || m->value_size / tool_map_copies(m) < SW_OLD_BYTES)
 		return NULL;
+	uint32_t sites = m->value_size / tool_map_copies(m) < 40 ? SW_OLD_SITES : SW_SITES;
 	for (size_t i = 0; i < d->nkernels; i++) {
 		const struct tool_kernel *k = &d->kernels[i];
 		uint64_t total = 0;
 		size_t first = *n;
-		for (uint32_t s = 0; k->id && s < SW_SITES; s++) {
-			struct sw_row r = {.k = k, .site = s};
-			if (!sw_site(m, k->id * SW_SITES + s, &r))
+		for (uint32_t s = 0; k->id && s < sites; s++) {
+			struct sw_row r = {.k = k, .site = s, .shared = s == sites - 1};
+			if (!sw_site(m, k->id * sites + s, &r))
 				continue;
 			if (*n == cap) {
 				struct sw_row *g = realloc(rows, (cap = cap ? 2 * cap : 16) * sizeof(*g));
@@ -285,18 +299,20 @@ void tool_report_syncwait(const struct tool_data *d, const struct tool_opts *o, 
 		"THREADS", "WAIT_us", "MEAN_ns", "MAX_us", "SHARE");
 	size_t top = o->top > 0 && (size_t)o->top < n ? (size_t)o->top : n;
 	for (size_t i = 0; i < top; i++) {
-		char sn[48], id[16] = "-";
+		char sn[48], id[16] = "-", site[16];
 		if (r[i].id != CUBPF_SYNC_ID_NONE)
 			snprintf(id, sizeof(id), "%u", r[i].id);
-		fprintf(f, "%-28s %5u %-15s %4s %10" PRIu64 " %12.1f %10.0f %10.1f %5.1f%%\n",
-			tool_short_name(r[i].k->name, sn, sizeof(sn)), r[i].site,
+		snprintf(site, sizeof(site), "%u%s", r[i].site, r[i].shared ? "+" : "");
+		fprintf(f, "%-28s %5s %-15s %4s %10" PRIu64 " %12.1f %10.0f %10.1f %5.1f%%\n",
+			tool_short_name(r[i].k->name, sn, sizeof(sn)), site,
 			sync_kind_name(r[i].kind), id, r[i].threads, (double)r[i].wait / 1e3,
 			(double)r[i].wait / (double)r[i].threads, (double)r[i].max / 1e3,
 			r[i].kernel_wait ? 100.0 * (double)r[i].wait / (double)r[i].kernel_wait : 0.0);
 	}
 	if (top < n)
 		fprintf(f, "(%zu more sites)\n", n - top);
-	fputs("\nSITE: the barrier's instruction index in its function (sites from 63 on share 63);\n"
+	fputs("\nSITE: the barrier's instruction index in its function (+: this and every barrier\n"
+	      "after the 15th of the function, counted together);\n"
 	      "WAIT: the threads' time in it, summed (each warp's time counted for each of its\n"
 	      "lanes); MAX: the longest a warp spent there; SHARE: of the kernel's time at barriers.\n",
 	      f);

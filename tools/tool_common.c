@@ -69,7 +69,8 @@ static const struct tool tools[] = {
 	 "the thread spent in it (syncprobe's before_ns), counted once per warp for its lanes.\n"
 	 "Prints the sites with the most time first: kernel, site (instruction index), kind and\n"
 	 "barrier id, threads, time summed, mean, longest, share of the kernel's barrier time.\n"
-	 "Kernel ids from 64 on are not counted; sites from 63 on share one row.\n",
+	 "Kernel ids from 64 on are not counted; a function's sites from the 16th on share one\n"
+	 "row (SITE marked +).\n",
 	 tool_report_syncwait, tool_keys_syncwait},
 	{"memdelay", "memdelay.bpf.o", "slowdown of kernels when every global load waits -n NS longer",
 	 "Every global load of the probed kernels waits NS nanoseconds more (-n NS, 1 to 1000000,\n"

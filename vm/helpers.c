@@ -136,8 +136,10 @@ static bool func_field_ok(uint32_t off, uint32_t size)
 	static const struct field_run runs[] = {
 		{0, offsetof(struct cubpf_func_ctx, params) / 4, 4},
 		{offsetof(struct cubpf_func_ctx, params), CUBPF_MAX_KERNEL_PARAMS, 8},
+		{offsetof(struct cubpf_func_ctx, retval), 1, 8},
+		{offsetof(struct cubpf_func_ctx, has_retval), 1, 4},
 	};
-	return fields_ok(runs, 2, off, size);
+	return fields_ok(runs, 4, off, size);
 }
 
 static bool sync_field_ok(uint32_t off, uint32_t size)
@@ -145,7 +147,7 @@ static bool sync_field_ok(uint32_t off, uint32_t size)
 	static const struct field_run runs[] = {
 		{0, offsetof(struct cubpf_sync_ctx, time_ns) / 4, 4},
 		{offsetof(struct cubpf_sync_ctx, time_ns), 2, 8},
-		{offsetof(struct cubpf_sync_ctx, ptx_line), 3, 4},
+		{offsetof(struct cubpf_sync_ctx, ptx_line), 4, 4},
 	};
 	return fields_ok(runs, 3, off, size);
 }

@@ -43,7 +43,14 @@ int main()
 	unsigned long long s0 = (unsigned long long)C * ((unsigned long long)T * (T - 1) / 2);
 	unsigned long long s1 = (unsigned long long)T * ((unsigned long long)C * (C - 1) / 2 +
 							  (unsigned long long)C * (1ull << 33));
-	printf("expect calls=%llu sum0=%llu sum1=%llu\n", (unsigned long long)T * C, s0, s1);
+	unsigned long long sr = 0; /* fe_mix's results, summed as fexit's ctx->retval */
+	for (unsigned i = 0; i < T; i++)
+		for (unsigned c = 0; c < C; c++) {
+			unsigned long long b = c + (1ull << 33);
+			sr += i % 7 == 3 ? i ^ (unsigned)b : i * 2654435761u + (unsigned)(b >> 3);
+		}
+	printf("expect calls=%llu sum0=%llu sum1=%llu sumret=%llu\n", (unsigned long long)T * C, s0,
+	       s1, sr);
 	CHECK(cudaFree(d));
 	return 0;
 }

@@ -7,7 +7,9 @@
 #   [2] = [4] = the sum of params[0] (at entry, at return) = sum0; [3] = the sum of params[1]
 #   (a 64-bit argument, values above 2^32) = sum1;
 #   [5] = 0 probes that saw CUBPF_KERNEL_ID_SHARED (one kernel calls fe_mix);
-#   [6] = 0 probes whose ctx->exit was wrong; [7] = ctx->func_id = FNV-1a of "_Z6fe_mixjy".
+#   [6] = 0 probes whose ctx->exit was wrong; [7] = ctx->func_id = FNV-1a of "_Z6fe_mixjy";
+#   [8] = the sum of fexit's ctx->retval = the sum of fe_mix's results (sumret), [9] = returns
+#   with ctx->has_retval = calls, [10] = 0 entries with has_retval or retval set.
 # The program's stdout must be identical to a native run.
 set -u
 BUILD=${BUILD:-build}
@@ -35,6 +37,7 @@ count() { local v; v=$(sed -n "s/^cubpf: map fcounts\[$1\] = \([0-9]*\) .*/\1/p"
 want_n=$(sed -n 's/^expect calls=\([0-9]*\) .*/\1/p' "$OUT/fentry.native")
 want_s0=$(sed -n 's/^expect .* sum0=\([0-9]*\).*/\1/p' "$OUT/fentry.native")
 want_s1=$(sed -n 's/^expect .* sum1=\([0-9]*\).*/\1/p' "$OUT/fentry.native")
+want_sr=$(sed -n 's/^expect .* sumret=\([0-9]*\).*/\1/p' "$OUT/fentry.native")
 want_id=$(python3 -c 'h=2166136261
 for c in b"_Z6fe_mixjy": h=((h^c)*16777619)&0xffffffff
 print(h)')
@@ -46,5 +49,9 @@ else fail "entries $n0, returns $n1, calls ${want_n:-?}"; fi
 if [ -n "$want_s0" ] && [ "$s0" = "$want_s0" ] && [ "$s0x" = "$want_s0" ] && [ "$s1" = "$want_s1" ]; then ok "arguments read exactly (32- and 64-bit, at entry and return)"
 else fail "argument sums $s0 / $s0x / $s1, expected ${want_s0:-?} / ${want_s0:-?} / ${want_s1:-?}"; fi
 [ "$shared" = 0 ] && [ "$badexit" = 0 ] && [ "$fid" = "$want_id" ] || fail "kernel id shared $shared times, ctx->exit wrong $badexit times, func_id $fid (want $want_id)"
+sr=$(count 8); nr=$(count 9); entret=$(count 10)
+echo "RESULT fentry retval: sum=$sr expected=${want_sr:-none} returns_with_value=$nr entries_with_value=$entret"
+if [ -n "$want_sr" ] && [ "$sr" = "$want_sr" ] && [ "$nr" = "$want_n" ] && [ "$entret" = 0 ]; then ok "fexit's ctx->retval: every return's value, summed exactly"
+else fail "retval sum $sr (want ${want_sr:-?}), $nr returns with a value (want ${want_n:-?}), $entret entries with one (want 0)"; fi
 echo "RESULT fentry: $failed failed"
 [ "$failed" -eq 0 ]

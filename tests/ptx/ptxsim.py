@@ -90,6 +90,11 @@ class VM:
 
     def set(self, r, v, bits=64): self.reg[r] = mask(v, 64)
 
+    # bar.red.{or,and}.pred d, a, {!}c: a block of this one thread (ptxsim_blocks.py models more)
+    def bar_red(self, parts, ops):
+        c = ops[-1]
+        self.reg[ops[0]] = bool(self.reg.get(c.lstrip('!'), 0)) != c.startswith('!')
+
     def run(self):
         pc, steps = 0, 0
         while pc < len(self.code):
@@ -181,6 +186,7 @@ class VM:
             # one-lane warps: every vote is the lane's own predicate, every match the lane itself
             if root == 'vote': self.reg[ops[0]] = self.reg.get(ops[1].lstrip('!'), 0) != ops[1].startswith('!'); continue
             if root == 'match': self.reg[ops[0]] = 1; continue
+            if root == 'bar' and parts[1] == 'red': self.bar_red(parts, ops); continue
             if root == 'bar': continue  # bar.warp.sync: a warp of one lane
             # one simulated thread is a warp whose only active lane is lane 0
             if root == 'activemask': self.reg[ops[0]] = 1; continue

@@ -7,7 +7,7 @@ key, start slot and slot layout are re-derived here independently of the C macro
     before any thread of it looks the block up), the other threads after, shuffled across all
     blocks of all grids, so that many blocks are live at once;
   - grid B's %gridid is chosen so that its blocks start at the slots of grid A's: they probe
-    past them; grid C runs after A and B are done and starts on their tombstones;
+    past them; grid C runs after A and B are done and starts on the slots they freed;
   - grid D (one block) finds its CUBPF_BLOCK_PROBES slots taken: it is not tracked, its end
     runs no probe, the table counts it.
 Expected: counts[0] (begins) = every block, counts[1] (ends) = every tracked block, each by its
@@ -17,7 +17,8 @@ Threads are one-lane warps: each leaves alone.  Concurrency is not modelled (the
 tests/gpu/t_blocks.sh, is the reference for it).
 Also: each block's end probe runs when its last thread leaves, never before; its ctx->begin_ns
 (block.bpf.c's begins[b]) is the time the block began (the clock ticks 32 per read here); every
-slot a block took is TOMB after it.
+slot a block took is EMPTY again after it (a freed slot needs no tombstone: the scan for a
+key never stops at a free slot); a slot an older cubpf left TOMB is taken too.
 usage: ptxsim_blocks.py MODULE.ptx KERNEL C T B   (C, T, B: the i of the __cubpf_map_<i> of
 block.bpf.c's maps counts, times, begins)      prints "N passed, M failed"."""
 import os, random, re, sys
@@ -40,7 +41,19 @@ def start(k):
     return ((k * MUL) & M64) >> (64 - 15)
 
 clock = [1000]
+votes = {}  # (gridid, block) -> the OR of the votes of the block's threads at its bar.red
 class BVM(VM):
+    # bar.red.or.pred: every thread of the block gets the OR of all votes.  Thread (0,0,0)
+    # runs first (see above) and the others vote false (inject.c's block_begin): the OR is
+    # what thread (0,0,0) voted, which the model hands to the threads that run after it.
+    def bar_red(self, parts, ops):
+        assert parts[2:] == ['or', 'pred'], parts
+        k = (self.sregs['%gridid'], self.sregs['%ctaid.x'])
+        c = ops[-1]
+        own = bool(self.reg.get(c.lstrip('!'), 0)) != c.startswith('!')
+        votes[k] = votes.get(k, False) or own
+        self.reg[ops[0]] = votes[k]
+
     def val(self, op, bits=64):
         if op.strip() == '%globaltimer':
             clock[0] += 32
@@ -132,7 +145,14 @@ def main():
     rng.shuffle(rest)
     for g, b, t in rest:
         run(g, b, t)
-    # C after A and B: on their tombstones; D: not tracked
+    ab = {s for gb, s in slots.items() if gb[0] in 'AB'}
+    check(None not in ab and all(mem.rd(TABLE + s * SLOT_BYTES, 8) == EMPTY for s in ab),
+          'A and B done: every slot they took is EMPTY again (%d slots)' % len(ab))
+    # C after A and B: on the slots they freed, as an older cubpf would have left them (TOMB);
+    # D: not tracked
+    tombs = set(ab) - {None}
+    for s in tombs:
+        mem.wr(TABLE + s * SLOT_BYTES, 8, TOMB)
     for g in 'CD':
         for b in range(grids[g][1]):
             run(g, b, 0)
@@ -155,10 +175,14 @@ def main():
             and not 0xF00D0000 <= mem.rd(TABLE + s * SLOT_BYTES, 8) < 0xF00D0000 + 2 * PROBES]
     check(not left, 'every block left its slot: %d live keys remain' % len(left))
     taken = {s for gb, s in slots.items() if gb[0] != 'D'}
-    check(None not in taken and all(mem.rd(TABLE + s * SLOT_BYTES, 8) == TOMB for s in taken),
-          'every slot a block took is TOMB (%d slots)' % len(taken))
+    c_slots = {s for gb, s in slots.items() if gb[0] == 'C'}
+    tomb_taken = c_slots & tombs
+    check(None not in taken and all(mem.rd(TABLE + s * SLOT_BYTES, 8) ==
+                                    (TOMB if s in tombs - c_slots else EMPTY) for s in taken),
+          'every slot a block took is EMPTY again, but TOMBs C did not take (%d slots)' % len(taken))
     reused = {s for gb, s in slots.items() if gb[0] == 'C'} & {s for gb, s in slots.items() if gb[0] in 'AB'}
-    check(len(reused) > 0, 'C reused tombstones of A and B (%d slots)' % len(reused))
+    check(len(reused) > 0, 'C reused the slots A and B freed (%d slots)' % len(reused))
+    check(len(tomb_taken) > 0, 'C took slots an older cubpf left TOMB (%d)' % len(tomb_taken))
     check(slots[('D', 0)] is None, 'D took no slot')
     check(not early, 'each end probe ran as its block\'s last thread left, with its begin time: %s'
           % early[:4])

@@ -6,7 +6,9 @@ counted; then the instrumented module runs the same threads (each a warp of one 
 a warp-level count equals the thread's) and the probe's map must hold the sum.
 usage: ptxsim_instr.py NATIVE.ptx INSTRUMENTED.ptx KERNEL MAP THREAD_SLOT WARP_SLOT
   (MAP: the i of __cubpf_map_<i> of the probe's `counts`; *_SLOT: the word of counts that holds
-  the threads' and the warps' instructions, -1: none)   prints "N passed, M failed"."""
+  the threads' and the warps' instructions, or words joined by '+' whose sum does, -1: none)
+  A 7th argument `wide` makes every bpf_warp_sum take its path for values of 2^27 and more
+  (the threshold of its one-reduction path set to 0).   prints "N passed, M failed"."""
 import os, re, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ptxsim import VM, Mem
@@ -57,7 +59,12 @@ def run_threads(text, name, mem, syms):
 
 def main():
     native, inst, name = open(sys.argv[1]).read(), open(sys.argv[2]).read(), sys.argv[3]
-    cm, ts, ws = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+    if sys.argv[7:] == ['wide']:
+        inst, n = re.subn(r'(setp\.lt\.u64 %__cb_p1, %__cb_r1, )134217728;', r'\g<1>0;', inst)
+        assert n, 'no bpf_warp_sum to widen'
+
+    cm = int(sys.argv[4])
+    ts, ws = ([int(w) for w in a.split('+')] for a in sys.argv[5:7])
     results = []
 
     def check(cond, what):
@@ -73,11 +80,11 @@ def main():
         syms['__cubpf_map_%d' % i] = SYMS + 8 * i
         mem.wr(SYMS + 8 * i, 8, MAPS + i * 0x100000)
     run_threads(inst, name, mem, syms)
-    cnt = lambda k: mem.rd(MAPS + cm * 0x100000 + 8 * k, 8)
+    cnt = lambda ks: sum(mem.rd(MAPS + cm * 0x100000 + 8 * k, 8) for k in ks)
     print('native: %d instructions by %d threads (%s)' % (want, len(per), sorted(set(per))))
-    if ts >= 0:
+    if ts[0] >= 0:
         check(cnt(ts) == want, 'threads: %d, expected %d' % (cnt(ts), want))
-    if ws >= 0:
+    if ws[0] >= 0:
         check(cnt(ws) == want, 'warps of one lane: %d, expected %d' % (cnt(ws), want))
     same = all(mem.rd(OUT + 4 * i, 4) == mem0.rd(OUT + 4 * i, 4) for i in range(NVALID))
     check(same, "the kernel's own results")

@@ -668,12 +668,17 @@ static void test_block_probes(void **state)
 		/* the end probe's begin_ns: kept by thread (0,0,0), read back at the end */
 		assert_true(count_of(out, ".global.u64 %__cb_r") >= rep.kernels);
 		assert_true(count_of(out, ", [%__cb_bk3+8];") >= rep.kernels);
-		/* the slot is freed (tombstone) after the end probes */
-		assert_int_equal(count_of(out, "st.release.gpu.global.u64 [%__cb_bk3], 2;"),
+		/* the slot is freed (EMPTY: no tombstone) after the end probes */
+		assert_int_equal(count_of(out, "st.release.gpu.global.u64 [%__cb_bk3], 0;"),
 				 rep.kernels);
-		/* one barrier added per kernel: the entry's */
-		assert_int_equal(count_of(out, "\tbar.sync 0;"), count_of(t, "\tbar.sync 0;") +
+		/* one barrier added per kernel: the entry's, which tells every thread whether
+		 * thread (0,0,0) took the start slot; the end goes straight there when it did */
+		assert_int_equal(count_of(out, "\tbar.sync 0;"), count_of(t, "\tbar.sync 0;"));
+		assert_int_equal(count_of(out, "\tbar.red.or.pred %__cb_bq, 0, %__cb_bq;"),
 				 rep.kernels);
+		assert_int_equal(count_of(out, "setp.eq.u64 %__cb_bq, %__cb_bk5, %__cb_bk1;"),
+				 rep.kernels);
+		assert_int_equal(count_of(out, "\t@%__cb_bq bra $__cb"), rep.kernels);
 		assert_int_equal(count_of(out, "atom.global.add.u32 %__cb_b3, [%__cb_bk3+16]"),
 				 rep.kernels);
 		/* the only ret left in each kernel is the exit block's */
@@ -712,7 +717,7 @@ static void test_block_probe_placement(void **state)
 	assert_int_equal(rep.exit_sites, 5); /* @%p1 ret, @!%p2 ret, @%p3 exit, ret.uni, ret */
 	const char *begin = strstr(out, "// cubpf: thread block begin");
 	const char *probe = strstr(out, "// cubpf: blockprobe on_block_begin");
-	const char *bar = strstr(out, "\tbar.sync 0;");
+	const char *bar = strstr(out, "\tbar.red.or.pred %__cb_bq, 0, %__cb_bq;");
 	const char *exitb = strstr(out, "$__cubpf_exit:");
 	const char *endp = strstr(out, "// cubpf: blockretprobe on_block_end");
 	assert_non_null(begin);
@@ -828,14 +833,17 @@ static void test_block_protocol_sim(void **state)
  * of tests/ptx/kernels/counted.ptx fetches natively (a loop of a per-thread trip count, a skipped
  * loop, a predicated early ret, a branch half the threads take): bbprobe (a warp-aggregated add
  * of ctx->insn_count per block entry), bbretprobe (entries x instructions at exit) and a
- * kretprobe's ctx->insns and warp_insns must each give the same sum. */
+ * kretprobe's ctx->insns and warp_insns must each give the same sum (bpf_warp_sum's one-reduction
+ * path and, `wide`, its three-reduction one); so must bbdefer's adds
+ * kept in registers (CUBPF_F_DEFER_ADD), to one record all along and to two in turn. */
 static void test_icount_sim(void **state)
 {
 	(void)state;
 	static const struct {
-		const char *probe;
-		int threads, warps;
-	} runs[] = {{"bb.bpf.o", 0, 1}, {"bbret.bpf.o", 16, -1}, {"icount.bpf.o", 0, 1}};
+		const char *probe, *threads, *warps, *more;
+	} runs[] = {{"bb.bpf.o", "0", "1", ""}, {"bbret.bpf.o", "16", "-1", ""},
+		    {"icount.bpf.o", "0", "1", ""}, {"icount.bpf.o", "0", "1", "wide"},
+		    {"bbdefer.bpf.o", "0", "1+2", ""}};
 	const char *native = "tests/ptx/kernels/counted.ptx";
 	for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
 		struct probes p;
@@ -850,8 +858,9 @@ static void test_icount_sim(void **state)
 		assert_true(fd >= 0);
 		assert_int_equal(write(fd, out, olen), (ssize_t)olen);
 		close(fd);
-		snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_instr.py %s %s counted %d %d %d 2>&1",
-			 native, tmp, map_index(p.obj, "counts"), runs[r].threads, runs[r].warps);
+		snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_instr.py %s %s counted %d %s %s %s 2>&1",
+			 native, tmp, map_index(p.obj, "counts"), runs[r].threads, runs[r].warps,
+			 runs[r].more);
 		FILE *f = popen(cmd, "r");
 		assert_non_null(f);
 		while (fgets(line, sizeof(line), f)) {
@@ -976,9 +985,26 @@ static void test_func_probe_placement(void **state)
 	assert_non_null(strstr(f, num));
 	/* not CUBPF_KERNEL_ID_SHARED: the probe's count of those (fcounts[5], byte 40) folds away */
 	assert_null(strstr(f, "%__cb_t0, 40;"));
+	/* ctx->retval: what the function stores in its return parameter, kept in %__cb_rv as it
+	 * stores it (ptxas refuses a read of it back), which starts at 0, read at the fexit */
+	const char *zero = strstr(f, "mov.u64 %__cb_rv, 0;");
+	const char *st = strstr(f, "st.param.f32 \t[func_retval0+0], %f3;\n");
+	const char *keep = strstr(f, "\tmov.b32 %__cb_rw, %f3;\n\tcvt.u64.u32 %__cb_rt, %__cb_rw;\n"
+				     "\tshl.b64 %__cb_rt, %__cb_rt, 0;\n"
+				     "\tand.b64 %__cb_rv, %__cb_rv, 18446744069414584320;\n"
+				     "\tor.b64 %__cb_rv, %__cb_rv, %__cb_rt;\n");
+	const char *read = strstr(f, ", %__cb_rv;\n");
+	assert_non_null(zero);
+	assert_non_null(st);
+	assert_non_null(keep);
+	assert_non_null(read);
+	assert_true(zero < first && st < keep && keep < exitp && exitp < read && read < ret);
+	assert_int_equal(count_of(f, "or.b64 %__cb_rv, %__cb_rv, %__cb_rt;"), 1);
 	free(f);
+	/* a function that returns nothing: has_retval is the constant 0, its sums fold away */
 	f = func_text(out, olen, "_Z10store_pairPfff");
 	assert_non_null(strstr(f, "ld.param.u64 %__cb_r7, [_Z10store_pairPfff_param_0];"));
+	assert_null(strstr(f, "__cb_rv"));
 	free(f);
 	free(out);
 	/* globs match the function's mangled name, or its demangled one before '(' */
@@ -1434,7 +1460,9 @@ static void test_icount(void **state)
 	tg[11] = '9';
 	assert_int_equal(instrument(t90, len, &p, NULL, &out, &olen, &rep, err), 0);
 	assert_int_equal(count_of(out, "\telect.sync %__cb_im1|%__cb_ip, %__cb_im0;\n"), 5);
-	assert_int_equal(count_of(out, "redux.sync.add.u32"), 6); /* two bpf_warp_sum */
+	/* two bpf_warp_sum: one reduction when every lane's value is below 2^27, else three */
+	assert_int_equal(count_of(out, "setp.lt.u64 %__cb_p1, %__cb_r1, 134217728;"), 2);
+	assert_int_equal(count_of(out, "redux.sync.add.u32"), 8);
 	char log[4096];
 	if (ptxas(out, olen, "sm_90", log, sizeof(log)))
 		fail_msg("blocks.ptx for sm_90 with instruction counts does not assemble:\n%s", log);

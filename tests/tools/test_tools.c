@@ -298,18 +298,19 @@ static void test_instrcount(void **state)
 	tool_data_free(&d);
 }
 
-/* opcodehist (issue 32): each class's SM copies add up, with their share of the kernel's
- * instructions. */
+/* opcodehist (issue 32): each class's lanes and SM copies add up, with their share of the
+ * kernel's instructions. */
 static void test_opcodehist(void **state)
 {
 	(void)state;
 	struct store_trace_writer *w = create();
 	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
-	uint32_t keys[] = {1};
-	static uint64_t vals[256 * 20]; /* threads[20] */
-	vals[CUBPF_OP_INT] = 100, vals[CUBPF_OP_FP32] = 300;
-	vals[3 * 20 + CUBPF_OP_FP32] = 100; /* SM 3 */
-	map_percpu(w, "ohstats", 10, keys, vals, 1, 20);
+	uint32_t keys[] = {1 * 4 + 0, 1 * 4 + 3};
+	static uint64_t vals[2 * 256 * 20]; /* threads[20] */
+	vals[CUBPF_OP_INT] = 100, vals[CUBPF_OP_FP32] = 250;
+	vals[3 * 20 + CUBPF_OP_FP32] = 100;          /* lane 0, SM 3 */
+	vals[(256 + 7) * 20 + CUBPF_OP_FP32] = 50;   /* lane 3, SM 7 */
+	map_percpu(w, "ohstats", 10, keys, vals, 2, 20);
 	meta_a(w);
 	struct tool_data d;
 	finish(w, &d);
@@ -371,8 +372,41 @@ static void test_hotblocks(void **state)
 #undef HBK
 }
 
+/* syncwait's records since 2026-11-28 (128 bytes, 16 sites by place): the instruction index
+ * comes from the copies that wrote it, the last record (every site from the 16th on) is
+ * marked '+'. */
+static void test_syncwait_sites(void **state)
+{
+	(void)state;
+	struct store_trace_writer *w = create();
+	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
+	uint32_t keys[] = {16 + 2, 16 + 15};
+	static uint64_t vals[2 * 256 * 16];
+	/* threads, wait_ns, max_ns, kind << 32 | id, instruction + 1 */
+	const uint64_t a0[] = {64, 6400, 300, 1ull << 32 | 0, 41 + 1};
+	const uint64_t a3[] = {32, 3200, 200, 0, 0};     /* SM 3 wrote no facts */
+	const uint64_t b0[] = {32, 96000, 5000, 1ull << 32 | 1, 377 + 1};
+	memcpy(vals, a0, sizeof(a0));
+	memcpy(vals + 3 * 16, a3, sizeof(a3));
+	memcpy(vals + 256 * 16, b0, sizeof(b0));
+	map_percpu(w, "swsites", 10, keys, vals, 2, 16);
+	meta_a(w);
+	struct tool_data d;
+	finish(w, &d);
+	char *out = report("syncwait", &d, 0);
+	const char *b = strstr(out, "vecadd                        377+ bar.sync           1         "
+				    "32         96.0       3000        5.0  90.9%\n");
+	const char *a = strstr(out, "vecadd                          41 bar.sync           0         "
+				    "96          9.6        100        0.3   9.1%\n");
+	if (!a || !b || a < b)
+		fail_msg("syncwait rows missing or out of order:\n%s", out);
+	free(out);
+	tool_data_free(&d);
+}
+
 /* syncwait (issue 32): a site's SM copies add up, sites come most time first with their kind,
- * id and share of the kernel's barrier time; --json says the same. */
+ * id and share of the kernel's barrier time; --json says the same.  Records of cubpf before
+ * 2026-11-28 (32 bytes, 64 sites by instruction index). */
 static void test_syncwait(void **state)
 {
 	(void)state;
@@ -387,6 +421,8 @@ static void test_syncwait(void **state)
 	memcpy(vals, fence0, sizeof(fence0));
 	memcpy(vals + 256 * 4, bar0, sizeof(bar0));
 	memcpy(vals + 256 * 4 + 2 * 4, bar2, sizeof(bar2));
+	/* SM 2's warps wrote no kind (syncwait.bpf.c writes it now and then): SM 0's names it */
+	vals[256 * 4 + 2 * 4 + 3] = 0;
 	map_percpu(w, "swsites", 10, keys, vals, 2, 4);
 	meta_a(w);
 	struct tool_data d;
@@ -1166,21 +1202,30 @@ static void test_syncwait_probe(void **state)
 	(void)state;
 	struct probe_vm v;
 	probe_vm_open(&v, TOOLS_TEST_BUILD "/probes/syncwait.bpf.o");
+	/* the 4th sync site of its function (record 2 * 16 + 3), instruction 7 */
 	struct cubpf_sync_ctx c = {.kind = CUBPF_SYNC_BAR, .id = 1, .after = 0, .site = 7,
-				   .kernel_id = 2, .time_ns = 5000, .before_ns = 5000};
+				   .sync_index = 3, .kernel_id = 2, .time_ns = 5000,
+				   .before_ns = 5000};
 	probe_vm_run(&v, &c, sizeof(c));
-	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 7, 0), 0);
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 16 + 3, 0), 0);
 	c.after = 1, c.time_ns = 8000, c.before_ns = 5100;
 	probe_vm_run(&v, &c, sizeof(c));
 	c.time_ns = 9000, c.before_ns = 8900;
 	probe_vm_run(&v, &c, sizeof(c));
-	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 7, 0), 2);
-	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 7, 1), 3000);
-	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 7, 2), 2900);
-	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 7, 3), 1ull << 32 | 1);
-	c.site = 200; /* sites from 63 on share 63 */
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 16 + 3, 0), 2);
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 16 + 3, 1), 3000);
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 16 + 3, 2), 2900);
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 16 + 3, 3), 1ull << 32 | 1);
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 16 + 3, 4), 7 + 1);
+	c.ctaid_x = 1; /* outside block (0,0,0) max and kind are written now and then; the counts
+			* always */
+	c.time_ns = 20000, c.before_ns = 10000;
 	probe_vm_run(&v, &c, sizeof(c));
-	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 64 + 63, 0), 1);
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 16 + 3, 0), 3);
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 16 + 3, 1), 13000);
+	c.sync_index = 40; /* sites from 15 on share 15 */
+	probe_vm_run(&v, &c, sizeof(c));
+	assert_int_equal(probe_vm_word(&v, "swsites", 2 * 16 + 15, 0), 1);
 	probe_vm_close(&v);
 }
 
@@ -1226,9 +1271,11 @@ static void test_bb_tool_probes(void **state)
 	probe_vm_open(&v, TOOLS_TEST_BUILD "/probes/opcodehist.bpf.o");
 	c.entries = 10; /* at exit: entered 10 times */
 	probe_vm_run(&v, &c, sizeof(c));
-	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_FP32), 40);
-	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_INT), 30);
-	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_FP64), 0);
+	/* key: kernel 3's lane 0 (the interpreter's warp slot is 0) */
+	assert_int_equal(probe_vm_word(&v, "ohstats", 3 * 4, CUBPF_OP_FP32), 40);
+	assert_int_equal(probe_vm_word(&v, "ohstats", 3 * 4, CUBPF_OP_INT), 30);
+	assert_int_equal(probe_vm_word(&v, "ohstats", 3 * 4, CUBPF_OP_FP64), 0);
+	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_FP32), 0);
 	probe_vm_close(&v);
 	probe_vm_open(&v, TOOLS_TEST_BUILD "/probes/hotblocks.bpf.o");
 	c.entries = 40; /* at exit: the thread entered the block 40 times */
@@ -2276,6 +2323,7 @@ int main(void)
 		cmocka_unit_test(test_kcount),
 		cmocka_unit_test(test_blocklat),
 		cmocka_unit_test(test_syncwait),
+		cmocka_unit_test(test_syncwait_sites),
 		cmocka_unit_test(test_memdelay),
 		cmocka_unit_test(test_patch_rodata),
 		cmocka_unit_test(test_blocklat_probe),

@@ -5,7 +5,22 @@
  * the SM's first begin and last end, and its slowest block; per kernel a log2 histogram of the
  * durations.  One probe run per block: nothing runs per thread but cubpf's count of the
  * threads still running (one atomic per group of lanes leaving).  Kernel ids from 1024
- * on are not counted. */
+ * on are not counted.
+ *
+ * Cost per thread block (issue 32; L2 round trips, RT, the block waits for; vec_add's blocks
+ * of 256 threads live a few microseconds, an RT under load is ~0.5 us):
+ *   begin, thread (0,0,0), every thread waiting at the entry barrier: before 2026-11-28 a load
+ *     of the table slot's key then a CAS (2 RT); now a CAS from EMPTY (1 RT), and the barrier
+ *     (bar.red.or) tells every thread whether the block has its start slot;
+ *   end, the lowest lane of each group of lanes leaving together: before, a load of the
+ *     slot's key then an atomic add to the count of threads running (2 RT per warp); now the
+ *     add alone, at the start slot (1 RT; the scan remains for the ~15% of blocks elsewhere);
+ *   the last group, this program: before, the loads of max, min and first begin one after
+ *     the other, each behind the last one's branch (3 RT, plus the release of the slot); now
+ *     the three loads together (1 RT, plus the release).  The rest is fire-and-forget:
+ *     two red.add and the histogram's, a plain store of last_end; CAS only when the
+ *     largest, least or first changes.
+ * Nothing runs per thread, no shared memory (layout.h, "thread block table", says why). */
 #include "cubpf_helpers.h"
 
 #define BL_KERNELS 1024
@@ -37,6 +52,11 @@ struct {
 	__type(value, __u64);
 } blhist SEC(".maps");
 
+/* The stats' fields that need a compare first are read together, before any branch (volatile:
+ * the compiler keeps them there): the loads go out back to back and the warp waits one L2
+ * round trip for the three, not one each; each compare-and-swap round goes on from the value
+ * the last one returned, not from a fresh load.  The block's thread slot on its SM stays taken
+ * until this warp leaves, so its round trips are the block's. */
 SEC("blockretprobe/*")
 int blocklat_end(struct cubpf_block_ctx *ctx)
 {
@@ -47,33 +67,32 @@ int blocklat_end(struct cubpf_block_ctx *ctx)
 	if (!s)
 		return 0;
 	__u64 end = ctx->time_ns, begin = ctx->begin_ns;
+	__u64 mx = *(volatile __u64 *)&s->max_ns, mn = *(volatile __u64 *)&s->min_ns;
+	__u64 fb = *(volatile __u64 *)&s->first_begin;
 	__u64 d = end > begin ? end - begin : 0;
 	__sync_fetch_and_add(&s->blocks, 1);
 	__sync_fetch_and_add(&s->sum_ns, d);
 	/* the largest and least: a few compare-and-swap rounds (one block at a time per SM) */
-	for (int i = 0; i < 4; i++) {
-		__u64 old = s->max_ns;
-		if (old >= d)
-			break;
-		if (__sync_val_compare_and_swap(&s->max_ns, old, d) == old) {
+	for (int i = 0; i < 4 && mx < d; i++) {
+		__u64 old = __sync_val_compare_and_swap(&s->max_ns, mx, d);
+		if (old == mx) {
 			s->slowest = ctx->ctaid_x +
 				     ctx->nctaid_x * (ctx->ctaid_y + ctx->nctaid_y * (__u64)ctx->ctaid_z) + 1;
 			break;
 		}
+		mx = old;
 	}
-	for (int i = 0; i < 4; i++) {
-		__u64 old = s->min_ns;
-		if (old != 0 && old <= d + 1)
+	for (int i = 0; i < 4 && (mn == 0 || mn > d + 1); i++) {
+		__u64 old = __sync_val_compare_and_swap(&s->min_ns, mn, d + 1);
+		if (old == mn)
 			break;
-		if (__sync_val_compare_and_swap(&s->min_ns, old, d + 1) == old)
-			break;
+		mn = old;
 	}
-	for (int i = 0; i < 4; i++) {
-		__u64 old = s->first_begin;
-		if (old != 0 && old <= begin)
+	for (int i = 0; i < 4 && (fb == 0 || fb > begin); i++) {
+		__u64 old = __sync_val_compare_and_swap(&s->first_begin, fb, begin);
+		if (old == fb)
 			break;
-		if (__sync_val_compare_and_swap(&s->first_begin, old, begin) == old)
-			break;
+		fb = old;
 	}
 	s->last_end = end;
 	__u32 k = id * BL_SLOTS + (d ? cubpf_log2(d) : 0);

@@ -12,7 +12,13 @@
  * pair: %smid % HB_SHARDS), each a 128-byte line of its own: a block's updates spread over
  * HB_SHARDS lines (the L2 serialises updates to one line, ~2 ns each on an H100).  Blocks from
  * HB_BLOCKS - 1 on share the last record; kernel ids from HB_KERNELS on are not counted.
- * 16 x 64 x 256 x 128 B = 32 MiB. */
+ * 16 x 64 x 256 x 128 B = 32 MiB.
+ *
+ * Cost (issue 32): 1 instruction per basic block entry, no memory; at exit, per warp and
+ * block entered, a warp sum (one redux.sync since 2026-11-28 when the lanes' counts are below
+ * 2^27, three before), the leader test and one red.global.add to the block's line of the SM
+ * pair's shard (vec_add: 3 blocks, 3 reds per warp over 64 x 3 lines: the L2's queue on those
+ * lines is what costs, 1.66x; more lines need more memory or fewer blocks per kernel). */
 #include "cubpf_helpers.h"
 
 #define HB_KERNELS 16

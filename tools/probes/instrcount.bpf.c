@@ -16,7 +16,14 @@
  * Per SM (a per-SM map, each copy a 128-byte line of its own, as kcount's), IC_LANES records
  * per kernel picked by the warp's slot on its SM, so that an SM's warps leaving together spread
  * over IC_LANES lines.  The reader sums the lanes and the SM copies.  Kernel ids from
- * IC_KERNELS on are not counted (256 x 4 lanes x 256 SM slots x 128 B = 32 MiB). */
+ * IC_KERNELS on are not counted (256 x 4 lanes x 256 SM slots x 128 B = 32 MiB).
+ *
+ * Cost (issue 32): per basic block entry, 1 instruction per thread (threads) + 3 (activemask,
+ * elect.sync, a predicated add: warps), no memory; per warp at exit, ALU to sum the blocks,
+ * two warp sums and two red.global.add to one line of IC_LANES per SM.  Each warp sum was
+ * three redux.sync (64-bit); since 2026-11-28 one, when every lane's count is below 2^27 (the
+ * generator checks with a vote).  On an issue-bound loop the 4 instructions per block entry
+ * are the cost (b_instr.sh's compute loop has 7 of its own: 1.44x; instrcount_threads 1.07x). */
 #include "cubpf_helpers.h"
 
 #ifndef IC_WARPS

@@ -154,6 +154,8 @@ struct cubpf_sync_ctx {
 	__u32 ptx_line;                     /* the instruction's line in the module's PTX, and */
 	__u32 src_file;                     /* the .loc in force there (0, 0 without line info): */
 	__u32 src_line;                     /* constants where the probe sits (issue 32) */
+	__u32 sync_index;                   /* the site's place among its function's barrier,
+					     * fence and mbarrier sites: 0, 1, ... (a constant) */
 };
 
 /* Context of fentry/fexit programs: run by each thread that calls a device function (a .func
@@ -177,6 +179,12 @@ struct cubpf_func_ctx {
 	 * zero-extended when smaller; 0 past nparams.  In fexit, the values they had at entry
 	 * unless the function wrote its own parameters (PTX lets it, nvcc does not). */
 	__u64 params[CUBPF_MAX_KERNEL_PARAMS];
+	/* fexit (issue 32): the value the function returns, the first 8 bytes of its first return
+	 * parameter, zero-extended when smaller (0 in fentry, and in a function that returns
+	 * nothing); has_retval: whether it returns one (a constant where the probe sits). */
+	__u64 retval;
+	__u32 has_retval;
+	__u32 pad;
 };
 
 /* Opcode classes of PTX instructions (cubpf_bb_ctx.op_class): what each basic block holds. */
@@ -304,6 +312,18 @@ enum cubpf_map_type {
 	CUBPF_MAP_GPU_ARRAY = 1503,       /* bpftime's GPU_ARRAY_MAP: one copy in device memory */
 	CUBPF_MAP_GPU_RINGBUF = 1527,     /* bpftime's GPU_RINGBUF_MAP */
 };
+
+/* map_flags of cubpf's own (issue 32), above Linux's BPF_F_* bits.
+ * CUBPF_F_DEFER_ADD: on the GPU, an atomic add to one of the map's values whose result the
+ * program does not use (__sync_fetch_and_add as a statement) may be kept in a register of the
+ * thread and added to memory when the thread moves on to another address or leaves the
+ * kernel: a program that adds to the same record at every barrier or access of a kernel then
+ * touches memory once per thread, not once per event.  Sums stay exact; they show in the map
+ * when the thread leaves through the kernel's own returns (a thread that traps, or ends with
+ * `exit` inside a device function, never adds them), and the thread's own reads of the value
+ * do not see them: for counters that only the host reads.  Sites of kernels only (device
+ * functions add at once); ignored on the host. */
+#define CUBPF_F_DEFER_ADD (1u << 28)
 
 /* ---- limits of GPU programs, enforced by the verifier (and again by the code generator) ----- */
 #define CUBPF_RB_MAX_RECORD 4096u /* payload bytes of one record (bpf_ringbuf_output size) */

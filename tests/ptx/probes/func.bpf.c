@@ -7,12 +7,14 @@
  *   fcounts[5] entries and returns whose ctx->kernel_id is CUBPF_KERNEL_ID_SHARED (0 when one
  *              kernel calls the function);
  *   fcounts[6] entries with ctx->exit set, returns without it (0: both are constants);
- *   fcounts[7] the last ctx->func_id seen (the FNV-1a of the function's mangled name). */
+ *   fcounts[7] the last ctx->func_id seen (the FNV-1a of the function's mangled name);
+ *   fcounts[8] the sum of ctx->retval at return, fcounts[9] returns with ctx->has_retval, and
+ *   fcounts[10] entries with has_retval or a retval (0: both are 0 at entry). */
 #include "probe.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 8);
+	__uint(max_entries, 16);
 	__type(key, __u32);
 	__type(value, __u64);
 } fcounts SEC(".maps");
@@ -34,6 +36,8 @@ int on_func_entry(struct cubpf_func_ctx *ctx)
 		add(5, 1);
 	if (ctx->exit)
 		add(6, 1);
+	if (ctx->has_retval || ctx->retval)
+		add(10, 1);
 	__u32 k = 7;
 	__u64 id = ctx->func_id;
 	bpf_map_update_elem(&fcounts, &k, &id, 0);
@@ -49,5 +53,9 @@ int on_func_exit(struct cubpf_func_ctx *ctx)
 		add(5, 1);
 	if (!ctx->exit)
 		add(6, 1);
+	if (ctx->has_retval) {
+		add(8, ctx->retval);
+		add(9, 1);
+	}
 	return 0;
 }
