@@ -171,6 +171,15 @@ uint32_t shim_live_kernel_launch(const char *mangled, uint64_t *launch);
 
 /* ---- device maps (maps.c) ----------------------------------------------------------- */
 
+/* One map of one context as last read back: its non-zero entries as the trace's MAP records
+ * carry them (maps.c map_entries), not its bytes: a context keeps what its kernels wrote, not
+ * copies of maps that are mostly zeros (every bundled tool at once: 349 MB a context). */
+struct live_snap {
+	uint32_t key_size, value_size, count;
+	uint64_t threads;           /* per-thread arrays: the thread copies their header gave */
+	uint8_t *kv;                /* count (key, value) pairs */
+};
+
 /* The maps of one context: one allocation per map, shared by every module of the context. */
 struct live_ctx {
 	CUcontext ctx;
@@ -189,7 +198,7 @@ struct live_ctx {
 	uint64_t rb_sync_ns;        /* when the last copies went (CLOCK_MONOTONIC) */
 	uint64_t rb_syncs, rb_sync_busy; /* tails copies made; times the last were still running */
 	bool rb_sync_warned;
-	uint8_t **snap;             /* per map: the last copy read back (NULL before) */
+	struct live_snap **snap;    /* per map: what the last read back found (NULL before) */
 	uint64_t snap_ns;           /* when it was read (CLOCK_REALTIME), 0 = never */
 	CUdeviceptr enable;         /* CUBPF_ENABLE_WORDS enable words (ptx-rewriter/layout.h) */
 	CUdeviceptr blocks;         /* the thread block table of blockretprobes (layout.h), or 0 */

@@ -50,6 +50,13 @@ uint32_t shim_live_ctx_sm(CUcontext ctx)
 	return (uint32_t)(major * 10 + minor);
 }
 
+static void snap_free(struct live_snap *s)
+{
+	if (s)
+		free(s->kv);
+	free(s);
+}
+
 static void ctx_free(struct live_ctx *c)
 {
 	for (uint32_t i = 0; c->base && i < shim_live_session.nmaps; i++) {
@@ -68,6 +75,8 @@ static void ctx_free(struct live_ctx *c)
 	free(c->drops_seen);
 	free(c->rb_moved);
 	free(c->rb_synced);
+	for (uint32_t i = 0; c->snap && i < shim_live_session.nmaps; i++)
+		snap_free(c->snap[i]);
 	free(c->snap);
 	free(c);
 }
@@ -585,6 +594,39 @@ static void block_table_note(struct live_ctx *c, uint64_t untracked)
 		 CUBPF_BLOCK_SLOTS);
 }
 
+/* Where maps are read back, one after the other: the largest map's bytes, kept for the process
+ * (reused, so that a read costs the copy and one scan, not fresh pages: with every bundled
+ * tool, 349 MB a context, the kernel zeroing new pages took most of a teardown).  `lock`. */
+static uint8_t *staging;
+static uint64_t staging_bytes;
+
+static int map_entries(uint32_t i, const uint8_t *raw, struct live_snap *e);
+
+/* Map i of context c (current) read back and reduced to its non-zero entries (*out). */
+static CUresult read_map(struct live_ctx *c, uint32_t i, struct live_snap **out)
+{
+	uint64_t n = shim_live_session.maps[i].bytes;
+	if (n > staging_bytes) {
+		free(staging);
+		staging_bytes = 0;
+		if (!(staging = malloc(n)))
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		staging_bytes = n;
+	}
+	CUresult r = shim_live_cu.cuMemcpyDtoHAsync_v2(staging, c->base[i], n, c->stream);
+	if (r == CUDA_SUCCESS)
+		r = shim_live_cu.cuStreamSynchronize(c->stream);
+	if (r != CUDA_SUCCESS)
+		return r;
+	struct live_snap *e = calloc(1, sizeof(*e));
+	if (!e || map_entries(i, staging, e) != 0) {
+		snap_free(e);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*out = e;
+	return CUDA_SUCCESS;
+}
+
 static void snapshot(struct live_ctx *c, bool sync)
 {
 	CUcontext popped;
@@ -596,24 +638,21 @@ static void snapshot(struct live_ctx *c, bool sync)
 		return;
 	}
 	CUresult r = sync ? shim_live_cu.cuCtxSynchronize() : CUDA_SUCCESS;
-	uint8_t **tmp = calloc(shim_live_session.nmaps + 1, sizeof(*tmp));
-	for (uint32_t i = 0; tmp && r == CUDA_SUCCESS && i < shim_live_session.nmaps; i++) {
-		if (c->host[i]) { /* a ring buffer is drained, not copied: only its drop counts */
-			r = rb_drops_copy(c, i);
-			continue;
-		}
-		if (!c->base[i] || !shim_live_session.maps[i].bytes)
-			continue;
-		tmp[i] = malloc(shim_live_session.maps[i].bytes);
-		r = tmp[i] ? shim_live_cu.cuMemcpyDtoHAsync_v2(tmp[i], c->base[i], shim_live_session.maps[i].bytes,
-							  c->stream)
-			   : CUDA_ERROR_OUT_OF_MEMORY;
-	}
+	struct live_snap **tmp = calloc(shim_live_session.nmaps + 1, sizeof(*tmp));
+	if (!tmp)
+		r = CUDA_ERROR_OUT_OF_MEMORY;
 	uint64_t untracked = 0; /* blocks the block table had no slot for */
+	/* a ring buffer is drained, not copied: only its drop counts (synchronised below) */
+	for (uint32_t i = 0; r == CUDA_SUCCESS && i < shim_live_session.nmaps; i++)
+		if (c->host[i])
+			r = rb_drops_copy(c, i);
 	if (r == CUDA_SUCCESS && c->blocks)
 		r = shim_live_cu.cuMemcpyDtoHAsync_v2(&untracked,
 						 c->blocks + CUBPF_BLOCK_UNTRACKED_OFFSET,
 						 sizeof(untracked), c->stream);
+	for (uint32_t i = 0; r == CUDA_SUCCESS && i < shim_live_session.nmaps; i++)
+		if (!c->host[i] && c->base[i] && shim_live_session.maps[i].bytes)
+			r = read_map(c, i, &tmp[i]);
 	if (r == CUDA_SUCCESS)
 		r = shim_live_cu.cuStreamSynchronize(c->stream);
 	shim_live_cu.cuCtxPopCurrent_v2(&popped);
@@ -621,10 +660,10 @@ static void snapshot(struct live_ctx *c, bool sync)
 		block_table_note(c, untracked);
 	for (uint32_t i = 0; tmp && i < shim_live_session.nmaps; i++) {
 		if (r == CUDA_SUCCESS) {
-			free(c->snap[i]);
+			snap_free(c->snap[i]);
 			c->snap[i] = tmp[i];
 		} else {
-			free(tmp[i]);
+			snap_free(tmp[i]);
 		}
 	}
 	free(tmp);
@@ -732,8 +771,6 @@ static void ctx_forget(struct live_ctx *c)
 	gone_device_bytes += c->device_bytes;
 	gone_pinned_bytes += c->pinned_bytes;
 	gone_contexts++;
-	for (uint32_t i = 0; i < shim_live_session.nmaps; i++)
-		free(c->snap[i]);
 	/* ctx_free without the driver's part: the driver freed those with the context */
 	free(c->base);
 	free(c->host);
@@ -1197,34 +1234,42 @@ void shim_live_ringbuf_finish(void)
 
 /* ---- report -------------------------------------------------------------------------------- */
 
+/* memcmp against the buffer shifted by one byte: every byte equals the first, which is 0 (the
+ * C library's memcmp runs at memory speed; a byte loop took most of a context's teardown with
+ * every bundled tool's maps, 349 MB, read back). */
 static bool all_zero(const uint8_t *v, uint64_t n)
 {
-	for (uint64_t i = 0; i < n; i++)
-		if (v[i])
-			return false;
-	return true;
+	return n == 0 || (v[0] == 0 && (n == 1 || memcmp(v, v + 1, n - 1) == 0));
 }
 
-/* A map's non-zero entries as the trace's MAP records carry them (key, value pairs):
+#define ZERO_BLOCK 4096u
+
+/* How many bytes from v on are zero, counted in whole blocks (at most n): the entries those
+ * cover are skipped without looking at each (maps are mostly zeros). */
+static uint64_t zero_prefix(const uint8_t *v, uint64_t n)
+{
+	uint64_t o = 0;
+	while (n - o >= ZERO_BLOCK && all_zero(v + o, ZERO_BLOCK))
+		o += ZERO_BLOCK;
+	return o;
+}
+
+/* A map's non-zero entries as the trace's MAP records carry them (key, value pairs), taken
+ * from `raw`, the map's bytes as read back:
  *   arrays, globals: u32 key, the value;
  *   per-SM arrays: u32 key, the CUBPF_PERCPU_SLOTS copies of the value, slot s at s * value
  *     size (as Linux's lookup of a per-CPU map returns one value per CPU); readers sum (or take
  *     the min/max of) the copies;
  *   per-thread arrays: {u32 key, u32 thread}, the thread's copy (non-zero copies only);
  *   hash maps: the key (key_size bytes), the value, for every FULL slot. */
-struct entries {
-	uint32_t key_size, value_size, count;
-	uint8_t *kv;
-};
-
-static uint64_t perthread_threads(const uint8_t *snap)
+static uint64_t perthread_threads(const uint8_t *raw)
 {
 	uint64_t t;
-	memcpy(&t, snap, sizeof(t));
+	memcpy(&t, raw, sizeof(t));
 	return t < shim_live_session.perthread_threads ? t : shim_live_session.perthread_threads;
 }
 
-static int entries_add(struct entries *e, uint64_t *cap, const void *key, const void *value)
+static int entries_add(struct live_snap *e, uint64_t *cap, const void *key, const void *value)
 {
 	size_t pair = (size_t)e->key_size + e->value_size;
 	if (e->count == *cap) {
@@ -1241,60 +1286,82 @@ static int entries_add(struct entries *e, uint64_t *cap, const void *key, const 
 	return 0;
 }
 
-static int map_entries(const struct live_ctx *c, uint32_t i, struct entries *e)
+static int percpu_entries(const struct vm_map_def *d, const uint8_t *raw, struct live_snap *e,
+			  uint64_t *cap)
+{
+	uint64_t stride = ptx_map_value_stride(d);
+	uint8_t *v = malloc((size_t)CUBPF_PERCPU_SLOTS * d->value_size + 1);
+	if (!v)
+		return -1;
+	e->value_size = CUBPF_PERCPU_SLOTS * d->value_size;
+	for (uint32_t k = 0; k < d->max_entries; k++) {
+		const uint8_t *base = raw + CUBPF_PERCPU_OFFSET(k, 0, d->value_size);
+		if (all_zero(base, CUBPF_PERCPU_SLOTS * stride))
+			continue;
+		for (uint32_t sl = 0; sl < CUBPF_PERCPU_SLOTS; sl++)
+			memcpy(v + (size_t)sl * d->value_size, base + sl * stride, d->value_size);
+		if (entries_add(e, cap, &k, v) != 0) {
+			free(v);
+			return -1;
+		}
+	}
+	free(v);
+	return 0;
+}
+
+/* Values of `stride` bytes from `first` on, `n` of them: the non-zero ones added with key
+ * {k, i} (per-thread arrays, key_size 8) or k + i (arrays, key_size 4). */
+static int run_entries(struct live_snap *e, uint64_t *cap, const uint8_t *first, uint64_t n,
+		       uint64_t stride, uint32_t k)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		const uint8_t *v = first + i * stride;
+		uint32_t key[2] = { e->key_size == 8 ? k : k + (uint32_t)i, (uint32_t)i };
+		if (!all_zero(v, e->value_size)) {
+			if (entries_add(e, cap, key, v) != 0)
+				return -1;
+			continue;
+		}
+		uint64_t z = zero_prefix(v, (n - i) * stride);
+		if (z >= stride) /* values i .. i + z / stride - 1 are zero */
+			i += z / stride - 1;
+	}
+	return 0;
+}
+
+static int map_entries(uint32_t i, const uint8_t *raw, struct live_snap *e)
 {
 	const struct vm_map_def *d = &shim_live_session.maps[i].def;
-	const uint8_t *snap = c->snap[i];
 	uint64_t stride = ptx_map_value_stride(d), cap = 0;
 	uint32_t type = d->origin == VM_MAP_USER ? d->type : CUBPF_MAP_ARRAY;
-	*e = (struct entries){ .key_size = 4, .value_size = d->value_size };
-	if (type == CUBPF_MAP_PERCPU_ARRAY) {
-		uint8_t *v = malloc((size_t)CUBPF_PERCPU_SLOTS * d->value_size + 1);
-		if (!v)
-			return -1;
-		e->value_size = CUBPF_PERCPU_SLOTS * d->value_size;
-		for (uint32_t k = 0; k < d->max_entries; k++) {
-			const uint8_t *base = snap + CUBPF_PERCPU_OFFSET(k, 0, d->value_size);
-			if (all_zero(base, CUBPF_PERCPU_SLOTS * stride))
-				continue;
-			for (uint32_t sl = 0; sl < CUBPF_PERCPU_SLOTS; sl++)
-				memcpy(v + (size_t)sl * d->value_size, base + sl * stride, d->value_size);
-			if (entries_add(e, &cap, &k, v) != 0) {
-				free(v);
-				return -1;
-			}
-		}
-		free(v);
-	} else if (type == CUBPF_MAP_PERTHREAD_ARRAY) {
-		uint64_t threads = perthread_threads(snap);
+	*e = (struct live_snap){ .key_size = 4, .value_size = d->value_size };
+	if (type == CUBPF_MAP_PERCPU_ARRAY)
+		return percpu_entries(d, raw, e, &cap);
+	if (type == CUBPF_MAP_PERTHREAD_ARRAY) {
+		e->threads = perthread_threads(raw);
 		e->key_size = 8;
+		uint64_t threads = e->threads < UINT32_MAX ? e->threads : (uint64_t)UINT32_MAX + 1;
 		for (uint32_t k = 0; k < d->max_entries; k++)
-			for (uint64_t t = 0; t < threads && t <= UINT32_MAX; t++) {
-				const uint8_t *v = snap + CUBPF_PERTHREAD_OFFSET(k, t, threads,
-										 d->value_size);
-				uint32_t key[2] = { k, (uint32_t)t };
-				if (!all_zero(v, d->value_size) && entries_add(e, &cap, key, v) != 0)
-					return -1;
-			}
-	} else if (type == CUBPF_MAP_HASH) {
+			if (run_entries(e, &cap, raw + CUBPF_PERTHREAD_OFFSET(k, 0, e->threads,
+									    d->value_size),
+					threads, stride, k) != 0)
+				return -1;
+		return 0;
+	}
+	if (type == CUBPF_MAP_HASH) {
 		uint64_t slot = CUBPF_HASH_SLOT_BYTES(d->key_size, d->value_size);
 		uint64_t voff = 8 + 8ull * CUBPF_HASH_KEY_WORDS(d->key_size);
 		e->key_size = d->key_size;
 		for (uint32_t k = 0; k < cubpf_hash_capacity(d->max_entries); k++) {
-			const uint8_t *p = snap + k * slot;
+			const uint8_t *p = raw + k * slot;
 			uint32_t state;
 			memcpy(&state, p, 4);
 			if (state == CUBPF_HASH_FULL && entries_add(e, &cap, p + 8, p + voff) != 0)
 				return -1;
 		}
-	} else {
-		for (uint32_t k = 0; k < d->max_entries; k++) {
-			const uint8_t *v = snap + (uint64_t)k * stride;
-			if (!all_zero(v, d->value_size) && entries_add(e, &cap, &k, v) != 0)
-				return -1;
-		}
+		return 0;
 	}
-	return 0;
+	return run_entries(e, &cap, raw, d->max_entries, stride, 0);
 }
 
 /* Copies of one value in an entry: CUBPF_PERCPU_SLOTS for per-SM arrays, else 1. */
@@ -1344,7 +1411,7 @@ static void format_value(const struct vm_map_def *d, const uint8_t *v, char *out
 	snprintf(out + o, len - o, "}");
 }
 
-static void format_key(const struct entries *e, const uint8_t *k, char *out, size_t len)
+static void format_key(const struct live_snap *e, const uint8_t *k, char *out, size_t len)
 {
 	if (e->key_size == 4 || e->key_size == 8) {
 		uint64_t x = 0;
@@ -1360,7 +1427,7 @@ static void format_key(const struct entries *e, const uint8_t *k, char *out, siz
 /* Entries shown at info level without CUBPF_DUMP_MAPS: enough to see that counts arrived. */
 #define REPORT_FIRST 8
 
-static void report_line(const struct live_ctx *c, uint32_t i, const struct entries *e,
+static void report_line(const struct live_ctx *c, uint32_t i, const struct live_snap *e,
 			uint64_t sum, uint32_t sms)
 {
 	const struct vm_map_def *d = &shim_live_session.maps[i].def;
@@ -1373,7 +1440,7 @@ static void report_line(const struct live_ctx *c, uint32_t i, const struct entri
 			 d->max_entries, CUBPF_PERCPU_SLOTS, e->count, sms);
 	else if (type == CUBPF_MAP_PERTHREAD_ARRAY)
 		snprintf(shape, sizeof(shape), "%u entries x %" PRIu64 " threads, %u non-zero "
-			 "copies", d->max_entries, perthread_threads(c->snap[i]), e->count);
+			 "copies", d->max_entries, e->threads, e->count);
 	else if (type == CUBPF_MAP_HASH)
 		snprintf(shape, sizeof(shape), "%u entries (%u slots), %u in use", d->max_entries,
 			 cubpf_hash_capacity(d->max_entries), e->count);
@@ -1389,12 +1456,7 @@ static void report_line(const struct live_ctx *c, uint32_t i, const struct entri
 static void report_map(bool print, const struct live_ctx *c, uint32_t i)
 {
 	const struct vm_map_def *d = &shim_live_session.maps[i].def;
-	struct entries e;
-	if (map_entries(c, i, &e) != 0) {
-		free(e.kv);
-		shim_log_print("map %s: out of memory reading it back", d->name);
-		return;
-	}
+	const struct live_snap e = *c->snap[i];
 	size_t pair = (size_t)e.key_size + e.value_size;
 	uint64_t sum = 0;
 	uint32_t sms = 0, n = copies(d);
@@ -1444,18 +1506,13 @@ static void report_map(bool print, const struct live_ctx *c, uint32_t i)
 	if (!print && shown < e.count && shim_log_enabled(SHIM_LOG_INFO))
 		shim_log_print("map %s: %u more non-zero entries (CUBPF_DUMP_MAPS=1 shows them)",
 			       d->name, e.count - shown);
-	free(e.kv);
 }
 
 /* One MAP record per map and context: the non-zero entries (map_entries). */
 static void trace_map(const struct live_ctx *c, uint32_t i)
 {
 	const struct live_map *m = &shim_live_session.maps[i];
-	struct entries e;
-	if (map_entries(c, i, &e) != 0) {
-		free(e.kv);
-		return;
-	}
+	const struct live_snap e = *c->snap[i];
 	struct store_rec_map rec = {
 		.ts_ns = c->snap_ns, .prog = m->obj, .map = m->index,
 		.name = store_trace_intern(shim_live_session.trace, m->def.name), .map_type = m->def.type,
@@ -1463,7 +1520,6 @@ static void trace_map(const struct live_ctx *c, uint32_t i)
 		.ctx = c->num,
 	};
 	store_trace_map(shim_live_session.trace, &rec, e.kv, (size_t)e.count * (e.key_size + e.value_size));
-	free(e.kv);
 }
 
 void shim_live_maps_trace(void)
@@ -1493,17 +1549,19 @@ void shim_live_maps_report(bool print)
 static int pub_map(const struct live_ctx *c, uint32_t i, struct live_pub_map *out)
 {
 	const struct vm_map_def *d = &shim_live_session.maps[i].def;
-	struct entries e;
-	if (map_entries(c, i, &e) != 0) {
-		free(e.kv);
+	const struct live_snap e = *c->snap[i];
+	size_t bytes = (size_t)e.count * (e.key_size + e.value_size);
+	uint8_t *kv = malloc(bytes + 1);
+	if (!kv)
 		return -1;
-	}
+	if (bytes)
+		memcpy(kv, e.kv, bytes);
 	snprintf(out->name, sizeof(out->name), "%s", d->name);
 	out->device = (int)c->dev;
 	out->copies = copies(d);
 	out->key_size = e.key_size;
 	out->value_size = e.value_size / out->copies;
-	out->kv = e.kv;
+	out->kv = kv;
 	out->count = e.count;
 	return 0;
 }
