@@ -27,9 +27,11 @@ static int clock_load(struct live_ctx *c)
 {
 	if (c->clock_fn)
 		return 0;
+	/* (the word is in the context's one allocation, maps.c, when that was made) */
 	if (shim_live_cu.cuModuleLoadData(&c->clock_mod, clock_ptx) != CUDA_SUCCESS ||
 	    shim_live_cu.cuModuleGetFunction(&c->clock_fn, c->clock_mod, "cubpf_clock") != CUDA_SUCCESS ||
-	    shim_live_cu.cuMemAlloc_v2(&c->clock_buf, sizeof(uint64_t)) != CUDA_SUCCESS) {
+	    (!c->clock_buf &&
+	     shim_live_cu.cuMemAlloc_v2(&c->clock_buf, sizeof(uint64_t)) != CUDA_SUCCESS)) {
 		c->clock_fn = NULL;
 		return -1;
 	}

@@ -188,6 +188,9 @@ struct live_ctx {
 	uint32_t sm;                /* compute capability, 90 for sm_90 */
 	CUstream stream;            /* cubpf's own non-blocking stream */
 	CUdeviceptr *base;          /* per map; 0 when the map has no device storage */
+	CUdeviceptr pool;           /* one allocation for the maps, the enable words, the block
+				     * table, the rings' producers' parts, the clock (maps.c) */
+	uint64_t pool_bytes;
 	uint64_t device_bytes;
 	uint64_t pinned_bytes;
 	uint64_t rb_state_bytes;    /* device bytes of ring buffers' producer bookkeeping */

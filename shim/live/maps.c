@@ -57,18 +57,22 @@ static void snap_free(struct live_snap *s)
 	free(s);
 }
 
+/* Whether a device address lies in the context's one allocation (maps_alloc). */
+static bool in_pool(const struct live_ctx *c, CUdeviceptr d)
+{
+	return c->pool && d >= c->pool && d < c->pool + c->pool_bytes;
+}
+
 static void ctx_free(struct live_ctx *c)
 {
 	for (uint32_t i = 0; c->base && i < shim_live_session.nmaps; i++) {
-		if (c->host && c->host[i]) /* a ring buffer: the ring, and the producers' part */
+		if (c->host && c->host[i]) /* a ring buffer's ring (its producers' part is pooled) */
 			shim_live_cu.cuMemFreeHost(c->host[i]);
-		if (c->base[i])
+		if (c->base[i] && !in_pool(c, c->base[i])) /* a map shared with host programs */
 			shim_live_cu.cuMemFree_v2(c->base[i]);
 	}
-	if (c->enable)
-		shim_live_cu.cuMemFree_v2(c->enable);
-	if (c->blocks)
-		shim_live_cu.cuMemFree_v2(c->blocks);
+	if (c->pool)
+		shim_live_cu.cuMemFree_v2(c->pool);
 	free(c->enable_set);
 	free(c->base);
 	free(c->host);
@@ -103,28 +107,19 @@ static uint64_t rb_lane_size(uint64_t want, uint32_t lanes, uint64_t budget)
 	return lane < RB_LANE_MIN ? RB_LANE_MIN : lane;
 }
 
-/* The producers' part: zeroed, with its header (the ring's device addresses). */
+/* The producers' part (zeroed already, in the context's one allocation at c->base[i]): its
+ * header, the ring's device addresses, copied from hdr (the caller's, kept until its
+ * synchronisation). */
 static CUresult ringbuf_state(struct live_ctx *c, uint32_t i, uint32_t lanes, uint32_t warps,
-			      uint64_t lane, CUdeviceptr ring)
+			      uint64_t lane, CUdeviceptr ring, struct cubpf_rb_state *hdr)
 {
-	uint64_t bytes = shim_live_rb_state_bytes(lanes);
-	CUresult r = shim_live_cu.cuMemAlloc_v2(&c->base[i], bytes);
-	struct cubpf_rb_state h = shim_live_rb_state_header(lanes, warps, lane, c->base[i], ring);
-	if (r == CUDA_SUCCESS)
-		r = shim_live_cu.cuMemsetD8Async(c->base[i], 0, bytes, c->stream);
-	if (r == CUDA_SUCCESS)
-		r = shim_live_cu.cuMemcpyHtoDAsync_v2(c->base[i], &h, sizeof(h), c->stream);
-	if (r == CUDA_SUCCESS) /* h is on this stack */
-		r = shim_live_cu.cuStreamSynchronize(c->stream);
-	if (r == CUDA_SUCCESS) {
-		c->device_bytes += bytes;
-		c->rb_state_bytes += bytes;
-	}
-	return r;
+	*hdr = shim_live_rb_state_header(lanes, warps, lane, c->base[i], ring);
+	return shim_live_cu.cuMemcpyHtoDAsync_v2(c->base[i], hdr, sizeof(*hdr), c->stream);
 }
 
 static int ringbuf_alloc(struct live_ctx *c, uint32_t i, uint32_t sms, uint32_t warps,
-			 uint64_t want, uint64_t budget, char *err, size_t errlen)
+			 uint64_t want, uint64_t budget, struct cubpf_rb_state *hdr, char *err,
+			 size_t errlen)
 {
 	const struct live_map *m = &shim_live_session.maps[i];
 	uint32_t lanes = sms * warps;
@@ -141,7 +136,7 @@ static int ringbuf_alloc(struct live_ctx *c, uint32_t i, uint32_t sms, uint32_t 
 	if (r == CUDA_SUCCESS)
 		r = shim_live_cu.cuMemHostGetDevicePointer_v2(&ring, c->host[i], 0);
 	if (r == CUDA_SUCCESS)
-		r = ringbuf_state(c, i, lanes, warps, lane, ring);
+		r = ringbuf_state(c, i, lanes, warps, lane, ring, hdr);
 	if (r != CUDA_SUCCESS) {
 		snprintf(err, errlen, "ring buffer %s: %" PRIu64 " bytes of pinned memory and %"
 			 PRIu64 " of device memory: %s", m->def.name, bytes,
@@ -150,6 +145,7 @@ static int ringbuf_alloc(struct live_ctx *c, uint32_t i, uint32_t sms, uint32_t 
 	}
 	shim_live_rb_init(c->host[i], lanes, warps, lane, c->base[i]);
 	c->pinned_bytes += bytes;
+	c->rb_state_bytes += shim_live_rb_state_bytes(lanes);
 	return 0;
 }
 
@@ -166,10 +162,13 @@ static void ringbuf_geometry(const struct live_ctx *c, uint32_t *sms, uint32_t *
 	*sms = (uint32_t)n, *warps = (uint32_t)t / 32;
 }
 
-static int ringbufs_alloc(struct live_ctx *c, char *err, size_t errlen)
+/* The rings, in pinned memory; their producers' parts are in the context's one allocation
+ * (c->base[i], zeroed), their headers copied on c->stream from hdr (synchronised by the
+ * caller). */
+static int ringbufs_alloc(struct live_ctx *c, uint32_t sms, uint32_t warps,
+			  struct cubpf_rb_state *hdr, char *err, size_t errlen)
 {
-	uint32_t sms, warps, left = 0;
-	ringbuf_geometry(c, &sms, &warps);
+	uint32_t left = 0;
 	for (uint32_t i = 0; i < shim_live_session.nmaps; i++)
 		left += shim_live_session.maps[i].ringbuf;
 	for (uint32_t i = 0; i < shim_live_session.nmaps; i++) {
@@ -177,20 +176,20 @@ static int ringbufs_alloc(struct live_ctx *c, char *err, size_t errlen)
 			continue;
 		uint64_t budget = shim_live_session.ringbuf_bytes - c->pinned_bytes, share = budget / left--;
 		uint64_t want = shim_live_session.maps[i].def.max_entries;
-		if (ringbuf_alloc(c, i, sms, warps, want > share ? want : share, budget, err,
+		if (ringbuf_alloc(c, i, sms, warps, want > share ? want : share, budget, &hdr[i], err,
 				  errlen) != 0)
 			return -1;
 	}
 	return 0;
 }
 
-/* Zeroes a map, then copies a global's initial value (.data/.rodata) into it, or a per-thread
+/* Copies a global's initial value (.data/.rodata) into a map (zeroed already), or a per-thread
  * array's thread capacity into its header (ptx-rewriter/layout.h). */
 static CUresult map_init(struct live_ctx *c, uint32_t i)
 {
 	const struct live_map *m = &shim_live_session.maps[i];
-	CUresult r = shim_live_cu.cuMemsetD8Async(c->base[i], 0, m->bytes, c->stream);
-	if (r == CUDA_SUCCESS && m->def.init && m->def.value_size)
+	CUresult r = CUDA_SUCCESS;
+	if (m->def.init && m->def.value_size)
 		r = shim_live_cu.cuMemcpyHtoDAsync_v2(c->base[i], m->def.init, m->def.value_size,
 						 c->stream);
 	if (r == CUDA_SUCCESS && m->def.origin == VM_MAP_USER &&
@@ -343,57 +342,115 @@ bool shim_live_block_table(void)
 	return false;
 }
 
-/* The context's thread block table (layout.h), zeroed, when some program is a blockretprobe:
- * one per context, whatever the number of modules, in device memory rather than the blocks'
- * shared memory (which belongs to the application). */
-static CUresult block_table_alloc(struct live_ctx *c)
+/* Device memory is laid out in one allocation per context, zeroed by one memset: the enable
+ * words, the thread block table, every map that has device storage, the ring buffers'
+ * producers' parts and the clock kernel's word, each at a multiple of POOL_ALIGN (what
+ * cuMemAlloc guarantees).  One allocation per map cost a cuMemAlloc, a memset and a cuMemFree
+ * each, in every context: 24 of each with every bundled tool. */
+#define POOL_ALIGN 256u
+
+static uint64_t pool_take(uint64_t *off, uint64_t bytes)
 {
-	if (!shim_live_block_table())
-		return CUDA_SUCCESS;
-	CUresult r = shim_live_cu.cuMemAlloc_v2(&c->blocks, CUBPF_BLOCK_TABLE_BYTES);
-	if (r == CUDA_SUCCESS)
-		r = shim_live_cu.cuMemsetD8Async(c->blocks, 0, CUBPF_BLOCK_TABLE_BYTES, c->stream);
-	return r;
+	uint64_t at = *off;
+	*off += (bytes + POOL_ALIGN - 1) & ~(uint64_t)(POOL_ALIGN - 1);
+	return at;
+}
+
+/* Where each part goes: at[i] for map i (POOL_NONE: no device storage, or a map shared with
+ * host programs, which has storage of its own: share_map), then the enable words, the block
+ * table and the clock's word at at[nmaps ... nmaps + 2].  Returns the allocation's size. */
+#define POOL_NONE UINT64_MAX
+
+static uint64_t pool_layout(struct live_ctx *c, uint32_t lanes, uint64_t *at)
+{
+	uint32_t n = shim_live_session.nmaps;
+	uint64_t off = 0;
+	at[n] = pool_take(&off, CUBPF_ENABLE_WORDS * sizeof(uint32_t));
+	/* the thread block table (layout.h), when some program is a blockretprobe: one per
+	 * context, whatever the number of modules, in device memory rather than the blocks'
+	 * shared memory (which belongs to the application) */
+	at[n + 1] = shim_live_block_table() ? pool_take(&off, CUBPF_BLOCK_TABLE_BYTES) : POOL_NONE;
+	at[n + 2] = pool_take(&off, sizeof(uint64_t));
+	for (uint32_t i = 0; i < n; i++) {
+		const struct live_map *m = &shim_live_session.maps[i];
+		at[i] = POOL_NONE;
+		if (m->ringbuf)
+			at[i] = pool_take(&off, shim_live_rb_state_bytes(lanes));
+		else if (m->bytes && !(m->shared && share_map(c, i)))
+			at[i] = pool_take(&off, m->bytes);
+	}
+	return off;
+}
+
+/* Makes the allocation and hands its parts out. */
+static CUresult pool_alloc(struct live_ctx *c, const uint64_t *at, uint64_t bytes)
+{
+	uint32_t n = shim_live_session.nmaps;
+	CUresult r = shim_live_cu.cuMemAlloc_v2(&c->pool, bytes);
+	if (r != CUDA_SUCCESS) {
+		c->pool = 0;
+		return r;
+	}
+	c->pool_bytes = bytes;
+	c->enable = c->pool + at[n];
+	c->blocks = at[n + 1] != POOL_NONE ? c->pool + at[n + 1] : 0;
+	c->clock_buf = c->pool + at[n + 2];
+	for (uint32_t i = 0; i < n; i++)
+		if (at[i] != POOL_NONE)
+			c->base[i] = c->pool + at[i];
+	return CUDA_SUCCESS;
 }
 
 /* Allocates every map of the current context `c->ctx`.  The caller holds the lock. */
 static int ctx_alloc(struct live_ctx *c, char *err, size_t errlen)
 {
 	uint64_t total = 0;
+	uint32_t sms, warps;
 	for (uint32_t i = 0; i < shim_live_session.nmaps; i++)
 		total += shim_live_session.maps[i].bytes;
 	if (check_size(total, err, errlen) != 0)
 		return -1;
-	CUresult r = shim_live_cu.cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING);
-	/* Enable words: every program on in every kernel until sampling says otherwise. */
+	ringbuf_geometry(c, &sms, &warps);
+	struct cubpf_rb_state *hdr = calloc(shim_live_session.nmaps + 1, sizeof(*hdr));
+	uint64_t *at = calloc(shim_live_session.nmaps + 3, sizeof(*at)), bytes = 0;
+	CUresult r = hdr && at ? shim_live_cu.cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING)
+			       : CUDA_ERROR_OUT_OF_MEMORY;
 	if (r == CUDA_SUCCESS)
-		r = shim_live_cu.cuMemAlloc_v2(&c->enable, CUBPF_ENABLE_WORDS * sizeof(uint32_t));
+		bytes = pool_layout(c, sms * warps, at);
+	if (r == CUDA_SUCCESS)
+		r = pool_alloc(c, at, bytes);
+	if (r == CUDA_SUCCESS)
+		r = shim_live_cu.cuMemsetD8Async(c->pool, 0, bytes, c->stream);
+	/* Enable words: every program on in every kernel until sampling says otherwise. */
 	if (r == CUDA_SUCCESS)
 		r = shim_live_cu.cuMemsetD32Async(c->enable, ~0u, CUBPF_ENABLE_WORDS, c->stream);
 	if (r == CUDA_SUCCESS && !(c->enable_set = malloc(CUBPF_ENABLE_WORDS * sizeof(uint32_t))))
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	if (r == CUDA_SUCCESS)
 		memset(c->enable_set, 0xff, CUBPF_ENABLE_WORDS * sizeof(uint32_t));
-	if (r == CUDA_SUCCESS)
-		r = block_table_alloc(c);
 	if (r == CUDA_SUCCESS && c->blocks)
 		total += CUBPF_BLOCK_TABLE_BYTES;
-	for (uint32_t i = 0; r == CUDA_SUCCESS && i < shim_live_session.nmaps; i++) {
-		if (!shim_live_session.maps[i].bytes || (shim_live_session.maps[i].shared && share_map(c, i)))
-			continue;
-		r = shim_live_cu.cuMemAlloc_v2(&c->base[i], shim_live_session.maps[i].bytes);
-		if (r == CUDA_SUCCESS)
+	for (uint32_t i = 0; r == CUDA_SUCCESS && i < shim_live_session.nmaps; i++)
+		if (at[i] != POOL_NONE && !shim_live_session.maps[i].ringbuf)
 			r = map_init(c, i);
-	}
-	if (r == CUDA_SUCCESS)
-		r = shim_live_cu.cuStreamSynchronize(c->stream);
+	free(at);
 	if (r != CUDA_SUCCESS) {
 		snprintf(err, errlen, "allocating %" PRIu64 " bytes of maps: %s", total,
 			 shim_live_cu_error(r));
+		free(hdr);
 		return -1;
 	}
 	c->device_bytes = total;
-	return ringbufs_alloc(c, err, errlen);
+	int rc = ringbufs_alloc(c, sms, warps, hdr, err, errlen);
+	r = shim_live_cu.cuStreamSynchronize(c->stream); /* (hdr is read by the copies) */
+	free(hdr);
+	if (rc == 0 && r != CUDA_SUCCESS) {
+		snprintf(err, errlen, "initialising %" PRIu64 " bytes of maps: %s", total,
+			 shim_live_cu_error(r));
+		rc = -1;
+	}
+	c->device_bytes += c->rb_state_bytes;
+	return rc;
 }
 
 /* A DEVICE record, once per device, so that readers can name the device of maps, clocks and
@@ -473,6 +530,7 @@ struct live_ctx *shim_live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 	if (shim_live_cu.cuCtxGetDevice(&c->dev) != CUDA_SUCCESS || ctx_alloc(c, err, errlen) != 0) {
 		if (!*err)
 			snprintf(err, errlen, "no device for the current context");
+		unshare_maps(c); /* host probes keep their maps when this storage goes */
 		ctx_free(c);
 		pthread_mutex_unlock(&lock);
 		return NULL;
@@ -776,8 +834,7 @@ static void ctx_forget(struct live_ctx *c)
 	free(c->host);
 	c->base = NULL;
 	c->host = NULL;
-	c->enable = 0;
-	c->blocks = 0;
+	c->pool = 0;
 	ctx_free(c);
 }
 
