@@ -8,6 +8,9 @@
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "shim/live/internal.h"
 
@@ -21,14 +24,69 @@ static const char clock_ptx[] =
 	"\tst.global.u64 [%rd1], %rd2;\n"
 	"\tret;\n}\n";
 
+/* Round trips: the best of 7 goes into the trace's CLOCK record; without a trace the offset is
+ * only logged, and 3 do. */
 #define ROUNDS 7
+#define ROUNDS_UNTRACED 3
+
+/* The kernel compiled once per process and compute capability, so that a context loads a cubin
+ * instead of JIT-compiling the PTX (an application that makes and destroys contexts in a loop
+ * paid a JIT in each).  Not counted as a JIT of instrumented code. */
+#define CLOCK_CUBINS 8
+static struct {
+	uint32_t sm;
+	void *cubin;
+} cubins[CLOCK_CUBINS];
+static pthread_mutex_t cubins_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The driver's JIT of clock_ptx for the current context's device: a malloc'ed cubin, or NULL. */
+static void *clock_jit(void)
+{
+	CUlinkState st;
+	void *out = NULL, *copy = NULL;
+	size_t size = 0;
+	if (shim_live_cu.cuLinkCreate_v2(0, NULL, NULL, &st) != CUDA_SUCCESS)
+		return NULL;
+	if (shim_live_cu.cuLinkAddData_v2(st, CU_JIT_INPUT_PTX, (void *)clock_ptx, sizeof(clock_ptx),
+				     "cubpf_clock.ptx", 0, NULL, NULL) == CUDA_SUCCESS &&
+	    shim_live_cu.cuLinkComplete(st, &out, &size) == CUDA_SUCCESS && size &&
+	    (copy = malloc(size)))
+		memcpy(copy, out, size);
+	shim_live_cu.cuLinkDestroy(st);
+	return copy;
+}
+
+/* The cubin for compute capability sm (made at its first use), or the PTX when it cannot be
+ * had (the driver JIT-compiles it at the load, as it always did). */
+static const void *clock_image(uint32_t sm)
+{
+	const void *image = clock_ptx;
+	pthread_mutex_lock(&cubins_lock);
+	for (int i = 0; sm && i < CLOCK_CUBINS; i++) {
+		if (cubins[i].sm == sm) {
+			image = cubins[i].cubin;
+			break;
+		}
+		if (!cubins[i].sm) {
+			void *cubin = clock_jit();
+			if (cubin) {
+				cubins[i].sm = sm;
+				cubins[i].cubin = cubin;
+				image = cubin;
+			}
+			break;
+		}
+	}
+	pthread_mutex_unlock(&cubins_lock);
+	return image;
+}
 
 static int clock_load(struct live_ctx *c)
 {
 	if (c->clock_fn)
 		return 0;
 	/* (the word is in the context's one allocation, maps.c, when that was made) */
-	if (shim_live_cu.cuModuleLoadData(&c->clock_mod, clock_ptx) != CUDA_SUCCESS ||
+	if (shim_live_cu.cuModuleLoadData(&c->clock_mod, clock_image(c->sm)) != CUDA_SUCCESS ||
 	    shim_live_cu.cuModuleGetFunction(&c->clock_fn, c->clock_mod, "cubpf_clock") != CUDA_SUCCESS ||
 	    (!c->clock_buf &&
 	     shim_live_cu.cuMemAlloc_v2(&c->clock_buf, sizeof(uint64_t)) != CUDA_SUCCESS)) {
@@ -60,7 +118,7 @@ int shim_live_clock_calibrate(struct live_ctx *c)
 	uint64_t best = UINT64_MAX, host = 0, gpu_best = 0;
 	if (clock_load(c) != 0)
 		return -1;
-	for (int i = 0; i < ROUNDS; i++) {
+	for (int i = 0; i < (shim_live_session.trace ? ROUNDS : ROUNDS_UNTRACED); i++) {
 		uint64_t t0, gpu, t1;
 		if (round_trip(c, &t0, &gpu, &t1) != 0)
 			return -1;
