@@ -207,9 +207,14 @@ struct live_ctx {
 	CUdeviceptr blocks;         /* the thread block table of blockretprobes (layout.h), or 0 */
 	uint64_t blocks_untracked;  /* its count of blocks it had no slot for, as last read */
 	uint32_t *enable_set;       /* the value each word was last set to, host copy */
-	CUmodule clock_mod;         /* cubpf's %globaltimer kernel (clock.c), or NULL */
-	CUfunction clock_fn;
+	CUmodule clock_mod;         /* cubpf's own kernels (clock.c), or NULL */
+	CUfunction clock_fn;        /* its %globaltimer kernel */
+	CUfunction scan_fn;         /* its zero scan of the pool (maps.c read-back) */
 	CUdeviceptr clock_buf;
+	CUdeviceptr scan_flags;     /* the scan's flags, a byte per SHIM_LIVE_SCAN_BLOCK of the pool,
+				     * then its u64 sequence word; 0 = no scan */
+	uint64_t scan_blocks;       /* blocks scanned: the pool up to the flags */
+	uint64_t scan_seq;
 	uint32_t retiring;          /* being torn down by this thread id: cubpf leaves it alone */
 	struct live_ctx *next;
 };
@@ -299,6 +304,16 @@ int shim_live_kernel_names(struct live_pub *p, uint32_t n);
  * of a few round trips on cubpf's stream; writes a CLOCK record and logs the offset.  Returns
  * 0, or -1 (the calibration kernel cannot run: the trace simply has no CLOCK record). */
 int shim_live_clock_calibrate(struct live_ctx *c);
+/* Loads cubpf's own kernels in context c (current): c->clock_fn and c->scan_fn (once per
+ * context; the module compiled once per process and compute capability).  0, or -1. */
+int shim_live_own_kernels(struct live_ctx *c);
+/* Launches one of them (grid x block threads, one-dimensional) on stream s; while it does,
+ * shim_live_own_launching() is true on this thread (the Sanitizer backend's callback then
+ * leaves the launch alone). */
+CUresult shim_live_own_launch(CUfunction f, unsigned grid, unsigned block, CUstream s, void **args);
+bool shim_live_own_launching(void);
+/* The zero scan's granularity (cubpf_nonzero: 256 threads x 16 bytes). */
+#define SHIM_LIVE_SCAN_BLOCK 4096u
 
 /* ---- module substitution (module.c) --------------------------------------------------- */
 /* Instruments PTX text with the loaded GPU programs; kernel_id(user, name) gives each kernel's

@@ -344,10 +344,16 @@ bool shim_live_block_table(void)
 
 /* Device memory is laid out in one allocation per context, zeroed by one memset: the enable
  * words, the thread block table, every map that has device storage, the ring buffers'
- * producers' parts and the clock kernel's word, each at a multiple of POOL_ALIGN (what
- * cuMemAlloc guarantees).  One allocation per map cost a cuMemAlloc, a memset and a cuMemFree
+ * producers' parts and the clock kernel's word, each at a multiple of POOL_ALIGN, then the zero
+ * scan's flags (one byte per POOL_ALIGN bytes before them, and the scan's sequence word).  One allocation per map cost a cuMemAlloc, a memset and a cuMemFree
  * each, in every context: 24 of each with every bundled tool. */
-#define POOL_ALIGN 256u
+#define POOL_ALIGN SHIM_LIVE_SCAN_BLOCK /* each map starts a scan block (read-back below) */
+
+/* The scan's flags for `blocks` blocks and its sequence word after them. */
+static uint64_t scan_flag_bytes(uint64_t blocks)
+{
+	return ((blocks + 7) & ~(uint64_t)7) + sizeof(uint64_t);
+}
 
 static uint64_t pool_take(uint64_t *off, uint64_t bytes)
 {
@@ -358,7 +364,8 @@ static uint64_t pool_take(uint64_t *off, uint64_t bytes)
 
 /* Where each part goes: at[i] for map i (POOL_NONE: no device storage, or a map shared with
  * host programs, which has storage of its own: share_map), then the enable words, the block
- * table and the clock's word at at[nmaps ... nmaps + 2].  Returns the allocation's size. */
+ * table, the clock's word and the scan's flags at at[nmaps ... nmaps + 3].  Returns the
+ * allocation's size. */
 #define POOL_NONE UINT64_MAX
 
 static uint64_t pool_layout(struct live_ctx *c, uint32_t lanes, uint64_t *at)
@@ -379,6 +386,7 @@ static uint64_t pool_layout(struct live_ctx *c, uint32_t lanes, uint64_t *at)
 		else if (m->bytes && !(m->shared && share_map(c, i)))
 			at[i] = pool_take(&off, m->bytes);
 	}
+	at[n + 3] = pool_take(&off, scan_flag_bytes(off / SHIM_LIVE_SCAN_BLOCK));
 	return off;
 }
 
@@ -395,6 +403,8 @@ static CUresult pool_alloc(struct live_ctx *c, const uint64_t *at, uint64_t byte
 	c->enable = c->pool + at[n];
 	c->blocks = at[n + 1] != POOL_NONE ? c->pool + at[n + 1] : 0;
 	c->clock_buf = c->pool + at[n + 2];
+	c->scan_flags = c->pool + at[n + 3];
+	c->scan_blocks = at[n + 3] / SHIM_LIVE_SCAN_BLOCK;
 	for (uint32_t i = 0; i < n; i++)
 		if (at[i] != POOL_NONE)
 			c->base[i] = c->pool + at[i];
@@ -412,7 +422,7 @@ static int ctx_alloc(struct live_ctx *c, char *err, size_t errlen)
 		return -1;
 	ringbuf_geometry(c, &sms, &warps);
 	struct cubpf_rb_state *hdr = calloc(shim_live_session.nmaps + 1, sizeof(*hdr));
-	uint64_t *at = calloc(shim_live_session.nmaps + 3, sizeof(*at)), bytes = 0;
+	uint64_t *at = calloc(shim_live_session.nmaps + 4, sizeof(*at)), bytes = 0;
 	CUresult r = hdr && at ? shim_live_cu.cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING)
 			       : CUDA_ERROR_OUT_OF_MEMORY;
 	if (r == CUDA_SUCCESS)
@@ -536,6 +546,8 @@ struct live_ctx *shim_live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 		return NULL;
 	}
 	c->sm = shim_live_ctx_sm(ctx);
+	/* before the context joins the list: the snapshot thread's reads use the zero scan */
+	shim_live_own_kernels(c);
 	static uint32_t nctx;
 	c->num = ++nctx;
 	shim_live_trace_device(c->dev, c->sm);
@@ -652,37 +664,175 @@ static void block_table_note(struct live_ctx *c, uint64_t untracked)
 		 CUBPF_BLOCK_SLOTS);
 }
 
-/* Where maps are read back, one after the other: the largest map's bytes, kept for the process
- * (reused, so that a read costs the copy and one scan, not fresh pages: with every bundled
- * tool, 349 MB a context, the kernel zeroing new pages took most of a teardown).  `lock`. */
+/* ---- reading maps back ------------------------------------------------------------------
+ * A map is read into `staging` (the largest map's bytes, reused: fresh pages cost the kernel
+ * zeroing them, most of a teardown with every bundled tool's 349 MB of maps) and reduced to its
+ * non-zero entries at once.  Maps are mostly zeros, and reading all their bytes back cost a
+ * context its maps' size in copies: cubpf's zero scan (clock.c's cubpf_nonzero, one launch over
+ * the context's whole allocation) flags the blocks that hold anything, and only those are
+ * copied, into a staging buffer that is kept zeroed elsewhere.  The scan is checked once per
+ * process against whole copies (the first read at a teardown or at exit that finds data, when
+ * the application's work is done and the bytes stand still); until then, and after a
+ * disagreement (said once), or with CUBPF_MAP_SCAN=0, maps are read whole.  `lock` guards all
+ * of it. */
 static uint8_t *staging;
-static uint64_t staging_bytes;
+static uint64_t staging_bytes, staging_dirty; /* dirty: bytes a whole read left there */
+static uint8_t *flags_host;
+static uint64_t flags_cap;
+static int scan_state = 2;   /* 2 not decided, 0 not checked yet, 1 checked, -1 off */
+static bool scan_checking;   /* this read checks the scan */
+static bool scan_saw_data;   /* it copied non-zero blocks */
+static bool scan_mismatch;   /* and a whole copy disagreed */
 
-static int map_entries(uint32_t i, const uint8_t *raw, struct live_snap *e);
+static int map_entries(uint32_t i, const uint8_t *raw, const uint8_t *nz, struct live_snap *e);
 
-/* Map i of context c (current) read back and reduced to its non-zero entries (*out). */
-static CUresult read_map(struct live_ctx *c, uint32_t i, struct live_snap **out)
+static int staging_reserve(uint64_t n)
 {
-	uint64_t n = shim_live_session.maps[i].bytes;
-	if (n > staging_bytes) {
-		free(staging);
-		staging_bytes = 0;
-		if (!(staging = malloc(n)))
-			return CUDA_ERROR_OUT_OF_MEMORY;
-		staging_bytes = n;
+	if (n <= staging_bytes)
+		return 0;
+	free(staging);
+	staging_bytes = staging_dirty = 0;
+	if (!(staging = calloc(1, n)))
+		return -1;
+	staging_bytes = n;
+	return 0;
+}
+
+/* Runs the zero scan over c's allocation: the host's flags (a byte per block), or NULL when
+ * maps are read whole (no scan, or it did not run). */
+static const uint8_t *scan_pool(struct live_ctx *c, bool sync)
+{
+	if (scan_state == 2) {
+		const char *e = getenv("CUBPF_MAP_SCAN");
+		scan_state = e && !strcmp(e, "0") ? -1 : 0;
 	}
-	CUresult r = shim_live_cu.cuMemcpyDtoHAsync_v2(staging, c->base[i], n, c->stream);
+	uint64_t n = c->scan_blocks, bytes = scan_flag_bytes(n), seq = ++c->scan_seq, got = 0;
+	if (scan_state < 0 || (scan_state == 0 && !sync) || !c->scan_flags || !n || n > INT32_MAX ||
+	    shim_live_own_kernels(c) != 0)
+		return NULL;
+	if (bytes > flags_cap) {
+		free(flags_host);
+		flags_cap = 0;
+		if (!(flags_host = malloc(bytes)))
+			return NULL;
+		flags_cap = bytes;
+	}
+	void *args[] = { &c->pool, &c->scan_flags, &n, &seq };
+	CUresult r = shim_live_own_launch(c->scan_fn, (unsigned)n, SHIM_LIVE_SCAN_BLOCK / 16,
+					  c->stream, args);
+	if (r == CUDA_SUCCESS)
+		r = shim_live_cu.cuMemcpyDtoHAsync_v2(flags_host, c->scan_flags, bytes, c->stream);
 	if (r == CUDA_SUCCESS)
 		r = shim_live_cu.cuStreamSynchronize(c->stream);
-	if (r != CUDA_SUCCESS)
-		return r;
-	struct live_snap *e = calloc(1, sizeof(*e));
-	if (!e || map_entries(i, staging, e) != 0) {
-		snap_free(e);
+	if (r == CUDA_SUCCESS)
+		memcpy(&got, flags_host + bytes - sizeof(got), sizeof(got));
+	if (got != seq) { /* (a failed copy stays in the stream's error, which the reads see) */
+		shim_log(SHIM_LOG_DEBUG, "live: the zero scan of context %p did not run (%s): its "
+			 "maps are read whole", (void *)c->ctx, shim_live_cu_error(r));
+		return NULL;
+	}
+	scan_checking = scan_state == 0;
+	return flags_host;
+}
+
+/* The runs of flagged blocks of a map of `n` bytes (nz: its blocks' flags): copied from the
+ * device into staging at the same offsets (copy), or zeroed there again (!copy). */
+static CUresult map_runs(struct live_ctx *c, uint32_t i, const uint8_t *nz, uint64_t n, bool copy)
+{
+	uint64_t nb = (n + SHIM_LIVE_SCAN_BLOCK - 1) / SHIM_LIVE_SCAN_BLOCK;
+	CUresult r = CUDA_SUCCESS;
+	for (uint64_t j = 0; r == CUDA_SUCCESS && j < nb;) {
+		uint64_t k = j;
+		while (k < nb && nz[k])
+			k++;
+		if (k == j) {
+			j++;
+			continue;
+		}
+		uint64_t lo = j * SHIM_LIVE_SCAN_BLOCK, hi = k * SHIM_LIVE_SCAN_BLOCK;
+		hi = hi < n ? hi : n;
+		if (copy)
+			r = shim_live_cu.cuMemcpyDtoHAsync_v2(staging + lo, c->base[i] + lo, hi - lo,
+							 c->stream);
+		else
+			memset(staging + lo, 0, hi - lo);
+		scan_saw_data |= copy;
+		j = k;
+	}
+	return r;
+}
+
+/* The check of the scan: the whole map, compared with what the flagged blocks gave.  Returns
+ * the whole copy (malloc'ed) when they differ, else NULL. */
+static uint8_t *scan_check(struct live_ctx *c, uint32_t i, uint64_t n, CUresult *r)
+{
+	uint8_t *whole = malloc(n);
+	if (!whole) {
+		*r = CUDA_ERROR_OUT_OF_MEMORY;
+		return NULL;
+	}
+	*r = shim_live_cu.cuMemcpyDtoHAsync_v2(whole, c->base[i], n, c->stream);
+	if (*r == CUDA_SUCCESS)
+		*r = shim_live_cu.cuStreamSynchronize(c->stream);
+	if (*r != CUDA_SUCCESS || !memcmp(whole, staging, n)) {
+		free(whole);
+		return NULL;
+	}
+	if (!scan_mismatch)
+		shim_log(SHIM_LOG_WARN, "live: the device's zero scan of the maps disagreed with a "
+			 "whole copy of map %s; maps are read back whole from now on",
+			 shim_live_session.maps[i].def.name);
+	scan_mismatch = true;
+	return whole;
+}
+
+/* Map i of context c (current) read back and reduced to its non-zero entries (*out); flags:
+ * the scan's (NULL: read whole). */
+static CUresult read_map(struct live_ctx *c, uint32_t i, const uint8_t *flags,
+			 struct live_snap **out)
+{
+	uint64_t n = shim_live_session.maps[i].bytes;
+	const uint8_t *nz = flags ? flags + (c->base[i] - c->pool) / SHIM_LIVE_SCAN_BLOCK : NULL;
+	uint8_t *whole = NULL;
+	if (staging_reserve(n) != 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (nz && staging_dirty) {
+		memset(staging, 0, staging_dirty);
+		staging_dirty = 0;
+	}
+	CUresult r = nz ? map_runs(c, i, nz, n, true)
+			: shim_live_cu.cuMemcpyDtoHAsync_v2(staging, c->base[i], n, c->stream);
+	if (r == CUDA_SUCCESS)
+		r = shim_live_cu.cuStreamSynchronize(c->stream);
+	if (r == CUDA_SUCCESS && nz && scan_checking)
+		whole = scan_check(c, i, n, &r);
+	struct live_snap *e = r == CUDA_SUCCESS ? calloc(1, sizeof(*e)) : NULL;
+	if (r == CUDA_SUCCESS && (!e || map_entries(i, whole ? whole : staging, whole ? NULL : nz,
+						    e) != 0))
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (nz)
+		map_runs(c, i, nz, n, false); /* staging is zero again */
+	else
+		staging_dirty = n > staging_dirty ? n : staging_dirty;
+	free(whole);
+	if (r != CUDA_SUCCESS) {
+		snap_free(e);
+		return r;
 	}
 	*out = e;
 	return CUDA_SUCCESS;
+}
+
+/* After a read that checked the scan: it is trusted once it agreed on data, dropped when not. */
+static void scan_settle(void)
+{
+	if (!scan_checking)
+		return;
+	if (scan_mismatch)
+		scan_state = -1;
+	else if (scan_saw_data)
+		scan_state = 1;
+	scan_checking = scan_saw_data = false;
 }
 
 static void snapshot(struct live_ctx *c, bool sync)
@@ -708,9 +858,13 @@ static void snapshot(struct live_ctx *c, bool sync)
 		r = shim_live_cu.cuMemcpyDtoHAsync_v2(&untracked,
 						 c->blocks + CUBPF_BLOCK_UNTRACKED_OFFSET,
 						 sizeof(untracked), c->stream);
+	const uint8_t *flags = r == CUDA_SUCCESS ? scan_pool(c, sync) : NULL;
 	for (uint32_t i = 0; r == CUDA_SUCCESS && i < shim_live_session.nmaps; i++)
-		if (!c->host[i] && c->base[i] && shim_live_session.maps[i].bytes)
-			r = read_map(c, i, &tmp[i]);
+		if (!c->host[i] && in_pool(c, c->base[i]) && shim_live_session.maps[i].bytes)
+			r = read_map(c, i, flags, &tmp[i]);
+		else if (!c->host[i] && c->base[i] && shim_live_session.maps[i].bytes)
+			r = read_map(c, i, NULL, &tmp[i]); /* shared with host programs: not pooled */
+	scan_settle();
 	if (r == CUDA_SUCCESS)
 		r = shim_live_cu.cuStreamSynchronize(c->stream);
 	shim_live_cu.cuCtxPopCurrent_v2(&popped);
@@ -1299,15 +1453,35 @@ static bool all_zero(const uint8_t *v, uint64_t n)
 	return n == 0 || (v[0] == 0 && (n == 1 || memcmp(v, v + 1, n - 1) == 0));
 }
 
-#define ZERO_BLOCK 4096u
+/* A map as read back: its bytes, and its blocks' scan flags (NULL: none, every block looked at). */
+struct raw_map {
+	const uint8_t *p;
+	const uint8_t *nz;
+};
 
-/* How many bytes from v on are zero, counted in whole blocks (at most n): the entries those
+/* Whether n bytes at offset off are zero: blocks the scan did not flag are, without a look. */
+static bool raw_zero(const struct raw_map *m, uint64_t off, uint64_t n)
+{
+	if (!m->nz || !n)
+		return all_zero(m->p + off, n);
+	for (uint64_t b = off / SHIM_LIVE_SCAN_BLOCK; b <= (off + n - 1) / SHIM_LIVE_SCAN_BLOCK; b++)
+		if (m->nz[b])
+			return all_zero(m->p + off, n);
+	return true;
+}
+
+/* How many bytes from offset off on are zero (at most n), block by block: the values those
  * cover are skipped without looking at each (maps are mostly zeros). */
-static uint64_t zero_prefix(const uint8_t *v, uint64_t n)
+static uint64_t zero_prefix(const struct raw_map *m, uint64_t off, uint64_t n)
 {
 	uint64_t o = 0;
-	while (n - o >= ZERO_BLOCK && all_zero(v + o, ZERO_BLOCK))
-		o += ZERO_BLOCK;
+	while (o < n) {
+		uint64_t at = off + o, end = (at / SHIM_LIVE_SCAN_BLOCK + 1) * SHIM_LIVE_SCAN_BLOCK - off;
+		end = end < n ? end : n;
+		if (!raw_zero(m, at, end - o))
+			break;
+		o = end;
+	}
 	return o;
 }
 
@@ -1343,8 +1517,8 @@ static int entries_add(struct live_snap *e, uint64_t *cap, const void *key, cons
 	return 0;
 }
 
-static int percpu_entries(const struct vm_map_def *d, const uint8_t *raw, struct live_snap *e,
-			  uint64_t *cap)
+static int percpu_entries(const struct vm_map_def *d, const struct raw_map *raw,
+			  struct live_snap *e, uint64_t *cap)
 {
 	uint64_t stride = ptx_map_value_stride(d);
 	uint8_t *v = malloc((size_t)CUBPF_PERCPU_SLOTS * d->value_size + 1);
@@ -1352,11 +1526,11 @@ static int percpu_entries(const struct vm_map_def *d, const uint8_t *raw, struct
 		return -1;
 	e->value_size = CUBPF_PERCPU_SLOTS * d->value_size;
 	for (uint32_t k = 0; k < d->max_entries; k++) {
-		const uint8_t *base = raw + CUBPF_PERCPU_OFFSET(k, 0, d->value_size);
-		if (all_zero(base, CUBPF_PERCPU_SLOTS * stride))
+		uint64_t off = CUBPF_PERCPU_OFFSET(k, 0, d->value_size);
+		if (raw_zero(raw, off, CUBPF_PERCPU_SLOTS * stride))
 			continue;
 		for (uint32_t sl = 0; sl < CUBPF_PERCPU_SLOTS; sl++)
-			memcpy(v + (size_t)sl * d->value_size, base + sl * stride, d->value_size);
+			memcpy(v + (size_t)sl * d->value_size, raw->p + off + sl * stride, d->value_size);
 		if (entries_add(e, cap, &k, v) != 0) {
 			free(v);
 			return -1;
@@ -1366,41 +1540,42 @@ static int percpu_entries(const struct vm_map_def *d, const uint8_t *raw, struct
 	return 0;
 }
 
-/* Values of `stride` bytes from `first` on, `n` of them: the non-zero ones added with key
+/* Values of `stride` bytes from offset `first` on, `n` of them: the non-zero ones added with key
  * {k, i} (per-thread arrays, key_size 8) or k + i (arrays, key_size 4). */
-static int run_entries(struct live_snap *e, uint64_t *cap, const uint8_t *first, uint64_t n,
-		       uint64_t stride, uint32_t k)
+static int run_entries(struct live_snap *e, uint64_t *cap, const struct raw_map *raw,
+		       uint64_t first, uint64_t n, uint64_t stride, uint32_t k)
 {
 	for (uint64_t i = 0; i < n; i++) {
-		const uint8_t *v = first + i * stride;
+		uint64_t off = first + i * stride;
 		uint32_t key[2] = { e->key_size == 8 ? k : k + (uint32_t)i, (uint32_t)i };
-		if (!all_zero(v, e->value_size)) {
-			if (entries_add(e, cap, key, v) != 0)
+		if (!raw_zero(raw, off, e->value_size)) {
+			if (entries_add(e, cap, key, raw->p + off) != 0)
 				return -1;
 			continue;
 		}
-		uint64_t z = zero_prefix(v, (n - i) * stride);
+		uint64_t z = zero_prefix(raw, off, (n - i) * stride);
 		if (z >= stride) /* values i .. i + z / stride - 1 are zero */
 			i += z / stride - 1;
 	}
 	return 0;
 }
 
-static int map_entries(uint32_t i, const uint8_t *raw, struct live_snap *e)
+static int map_entries(uint32_t i, const uint8_t *bytes, const uint8_t *nz, struct live_snap *e)
 {
 	const struct vm_map_def *d = &shim_live_session.maps[i].def;
+	const struct raw_map raw = { bytes, nz };
 	uint64_t stride = ptx_map_value_stride(d), cap = 0;
 	uint32_t type = d->origin == VM_MAP_USER ? d->type : CUBPF_MAP_ARRAY;
 	*e = (struct live_snap){ .key_size = 4, .value_size = d->value_size };
 	if (type == CUBPF_MAP_PERCPU_ARRAY)
-		return percpu_entries(d, raw, e, &cap);
+		return percpu_entries(d, &raw, e, &cap);
 	if (type == CUBPF_MAP_PERTHREAD_ARRAY) {
-		e->threads = perthread_threads(raw);
+		e->threads = perthread_threads(bytes);
 		e->key_size = 8;
 		uint64_t threads = e->threads < UINT32_MAX ? e->threads : (uint64_t)UINT32_MAX + 1;
 		for (uint32_t k = 0; k < d->max_entries; k++)
-			if (run_entries(e, &cap, raw + CUBPF_PERTHREAD_OFFSET(k, 0, e->threads,
-									    d->value_size),
+			if (run_entries(e, &cap, &raw, CUBPF_PERTHREAD_OFFSET(k, 0, e->threads,
+									     d->value_size),
 					threads, stride, k) != 0)
 				return -1;
 		return 0;
@@ -1410,7 +1585,7 @@ static int map_entries(uint32_t i, const uint8_t *raw, struct live_snap *e)
 		uint64_t voff = 8 + 8ull * CUBPF_HASH_KEY_WORDS(d->key_size);
 		e->key_size = d->key_size;
 		for (uint32_t k = 0; k < cubpf_hash_capacity(d->max_entries); k++) {
-			const uint8_t *p = raw + k * slot;
+			const uint8_t *p = bytes + k * slot;
 			uint32_t state;
 			memcpy(&state, p, 4);
 			if (state == CUBPF_HASH_FULL && entries_add(e, &cap, p + 8, p + voff) != 0)
@@ -1418,7 +1593,7 @@ static int map_entries(uint32_t i, const uint8_t *raw, struct live_snap *e)
 		}
 		return 0;
 	}
-	return run_entries(e, &cap, raw, d->max_entries, stride, 0);
+	return run_entries(e, &cap, &raw, 0, d->max_entries, stride, 0);
 }
 
 /* Copies of one value in an entry: CUBPF_PERCPU_SLOTS for per-SM arrays, else 1. */

@@ -809,7 +809,7 @@ static void set_record(struct san_ctx *c, const struct shim_san_launch_data *ld,
 
 static void on_launch(const struct shim_san_launch_data *ld)
 {
-	if (san_holding)
+	if (san_holding || shim_live_own_launching()) /* cubpf's own kernels (clock.c) */
 		return;
 	san_enter();
 	/* this thread's launch hook decided the kernel (the callback's name need not be spelt as
