@@ -348,10 +348,15 @@ void shim_live_module_unloaded(shim_module_t module, shim_library_t library, int
 void shim_live_launching(struct shim_launch_event *ev, void *user);
 
 /* ---- module cache (cache.c) ------------------------------------------------------------ */
-/* The key of a load (opening the database at the first call); false when the cache is off.
- * origin: where the PTX came from and how it is compiled (NULL for a fatbin's PTX entry). */
+/* The key of a load (opening the database at the first call), and *alt, the same without the
+ * kernel id base; false when the cache is off.  origin: where the PTX came from and how it is
+ * compiled (NULL for a fatbin's PTX entry). */
 bool shim_live_cache_key(const void *image, size_t size, uint32_t sm, const char *origin,
-		    store_key *key);
+		    store_key *key, store_key *alt);
+/* alt (the key without the kernel id base) -> the key of the entry last made or hit for that
+ * module in this process; found: true with *key. */
+void shim_live_cache_alias_note(const store_key *alt, const store_key *key);
+bool shim_live_cache_alias_find(const store_key *alt, store_key *key);
 /* 1 = hit (e filled, without the PTX), 0 = miss, -1 = the cache failed (now off, one warning). */
 int shim_live_cache_get(const store_key *key, struct store_cache_entry *e);
 void shim_live_cache_put(const store_key *key, const struct store_cache_entry *e);
