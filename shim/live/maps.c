@@ -736,8 +736,10 @@ static const uint8_t *scan_pool(struct live_ctx *c, bool sync)
 }
 
 /* The runs of flagged blocks of a map of `n` bytes (nz: its blocks' flags): copied from the
- * device into staging at the same offsets (copy), or zeroed there again (!copy). */
-static CUresult map_runs(struct live_ctx *c, uint32_t i, const uint8_t *nz, uint64_t n, bool copy)
+ * device into staging at the same offsets (copy), or zeroed there again (!copy).  *runs: how
+ * many. */
+static CUresult map_runs(struct live_ctx *c, uint32_t i, const uint8_t *nz, uint64_t n, bool copy,
+			 uint64_t *runs)
 {
 	uint64_t nb = (n + SHIM_LIVE_SCAN_BLOCK - 1) / SHIM_LIVE_SCAN_BLOCK;
 	CUresult r = CUDA_SUCCESS;
@@ -757,6 +759,7 @@ static CUresult map_runs(struct live_ctx *c, uint32_t i, const uint8_t *nz, uint
 		else
 			memset(staging + lo, 0, hi - lo);
 		scan_saw_data |= copy;
+		++*runs;
 		j = k;
 	}
 	return r;
@@ -800,9 +803,10 @@ static CUresult read_map(struct live_ctx *c, uint32_t i, const uint8_t *flags,
 		memset(staging, 0, staging_dirty);
 		staging_dirty = 0;
 	}
-	CUresult r = nz ? map_runs(c, i, nz, n, true)
+	uint64_t runs = 0;
+	CUresult r = nz ? map_runs(c, i, nz, n, true, &runs)
 			: shim_live_cu.cuMemcpyDtoHAsync_v2(staging, c->base[i], n, c->stream);
-	if (r == CUDA_SUCCESS)
+	if (r == CUDA_SUCCESS && (!nz || runs)) /* (nothing flagged: nothing to wait for) */
 		r = shim_live_cu.cuStreamSynchronize(c->stream);
 	if (r == CUDA_SUCCESS && nz && scan_checking)
 		whole = scan_check(c, i, n, &r);
@@ -810,8 +814,8 @@ static CUresult read_map(struct live_ctx *c, uint32_t i, const uint8_t *flags,
 	if (r == CUDA_SUCCESS && (!e || map_entries(i, whole ? whole : staging, whole ? NULL : nz,
 						    e) != 0))
 		r = CUDA_ERROR_OUT_OF_MEMORY;
-	if (nz)
-		map_runs(c, i, nz, n, false); /* staging is zero again */
+	if (nz && runs)
+		map_runs(c, i, nz, n, false, &runs); /* staging is zero again */
 	else
 		staging_dirty = n > staging_dirty ? n : staging_dirty;
 	free(whole);
