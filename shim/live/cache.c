@@ -201,7 +201,7 @@ static bool ready(void)
 /* ---- key, lookup, put ------------------------------------------------------------------------- */
 
 bool shim_live_cache_key(const void *image, size_t size, uint32_t sm, const char *origin,
-		    store_key *key)
+		    store_key *key, store_key *alt)
 {
 	if (!ready())
 		return false;
@@ -212,7 +212,50 @@ bool shim_live_cache_key(const void *image, size_t size, uint32_t sm, const char
 		.kernel_id_base = shim_live_kernel_next_id(), .origin = origin,
 	};
 	store_key_compute(&in, key);
+	in.kernel_id_base = 0; /* (ids start at 1: no load's key) */
+	store_key_compute(&in, alt);
 	return true;
+}
+
+/* ---- the same module under another id base, in this process ------------------------------
+ * A module loaded again (in another context: an application that makes contexts in a loop, a
+ * process with several GPUs) comes with another kernel id base, so another key: it was rewritten
+ * and JIT-compiled again.  Its kernels have their ids by then, so the entry made or found for it
+ * earlier in this process fits (its manifest says so: a hit claims the ids): the key without the
+ * base (alt) remembers the key of that entry.  The most recent ALIASES modules. */
+#define ALIASES 256
+static struct {
+	store_key alt, key;
+	bool used;
+} aliases[ALIASES];
+static unsigned alias_next;
+static pthread_mutex_t alias_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void shim_live_cache_alias_note(const store_key *alt, const store_key *key)
+{
+	pthread_mutex_lock(&alias_lock);
+	unsigned i = 0;
+	while (i < ALIASES && !(aliases[i].used && !memcmp(&aliases[i].alt, alt, sizeof(*alt))))
+		i++;
+	if (i == ALIASES)
+		i = alias_next++ % ALIASES;
+	aliases[i].alt = *alt;
+	aliases[i].key = *key;
+	aliases[i].used = true;
+	pthread_mutex_unlock(&alias_lock);
+}
+
+bool shim_live_cache_alias_find(const store_key *alt, store_key *key)
+{
+	bool found = false;
+	pthread_mutex_lock(&alias_lock);
+	for (unsigned i = 0; i < ALIASES && !found; i++)
+		if (aliases[i].used && !memcmp(&aliases[i].alt, alt, sizeof(*alt))) {
+			*key = aliases[i].key;
+			found = true;
+		}
+	pthread_mutex_unlock(&alias_lock);
+	return found;
 }
 
 int shim_live_cache_get(const store_key *key, struct store_cache_entry *e)
@@ -404,4 +447,5 @@ void shim_live_cache_fork_child(void)
 	 * load then waited forever). */
 	pthread_rwlock_init(&cache_rw, NULL);
 	pthread_mutex_unlock(&open_lock);
+	pthread_mutex_init(&alias_lock, NULL);
 }

@@ -91,13 +91,6 @@ const char *shim_live_cu_error(CUresult r);
 CUstreamCaptureMode shim_live_relax(void);
 void shim_live_unrelax(CUstreamCaptureMode previous);
 void shim_live_thread_relax(void);
-/* cubpf's own kernel launches (the clock kernel) go through shim_live_launch_own, which marks
- * the launching thread meanwhile: launch callbacks that come back from inside the driver (the
- * Sanitizer backend's) see shim_live_launching_own() and leave such a launch alone without
- * taking a lock of theirs, since the launching thread may hold the maps' lock (the snapshot
- * thread refreshing a clock) while an application thread holds theirs and waits for it. */
-CUresult shim_live_launch_own(CUfunction f, CUstream s, void **args);
-bool shim_live_launching_own(void);
 
 /* One map as every module sees it: the maps of all loaded objects, concatenated (programs'
  * map references are renumbered to this table, see live.c). */
@@ -181,6 +174,15 @@ uint32_t shim_live_kernel_launch(const char *mangled, uint64_t *launch);
 
 /* ---- device maps (maps.c) ----------------------------------------------------------- */
 
+/* One map of one context as last read back: its non-zero entries as the trace's MAP records
+ * carry them (maps.c map_entries), not its bytes: a context keeps what its kernels wrote, not
+ * copies of maps that are mostly zeros (every bundled tool at once: 349 MB a context). */
+struct live_snap {
+	uint32_t key_size, value_size, count;
+	uint64_t threads;           /* per-thread arrays: the thread copies their header gave */
+	uint8_t *kv;                /* count (key, value) pairs */
+};
+
 /* The maps of one context: one allocation per map, shared by every module of the context. */
 struct live_ctx {
 	CUcontext ctx;
@@ -189,6 +191,9 @@ struct live_ctx {
 	uint32_t sm;                /* compute capability, 90 for sm_90 */
 	CUstream stream;            /* cubpf's own non-blocking stream */
 	CUdeviceptr *base;          /* per map; 0 when the map has no device storage */
+	CUdeviceptr pool;           /* one allocation for the maps, the enable words, the block
+				     * table, the rings' producers' parts, the clock (maps.c) */
+	uint64_t pool_bytes;
 	uint64_t device_bytes;
 	uint64_t pinned_bytes;
 	uint64_t rb_state_bytes;    /* device bytes of ring buffers' producer bookkeeping */
@@ -199,15 +204,20 @@ struct live_ctx {
 	uint64_t rb_sync_ns;        /* when the last copies went (CLOCK_MONOTONIC) */
 	uint64_t rb_syncs, rb_sync_busy; /* tails copies made; times the last were still running */
 	bool rb_sync_warned;
-	uint8_t **snap;             /* per map: the last copy read back (NULL before) */
+	struct live_snap **snap;    /* per map: what the last read back found (NULL before) */
 	uint64_t snap_ns;           /* when it was read (CLOCK_REALTIME), 0 = never */
 	CUdeviceptr enable;         /* CUBPF_ENABLE_WORDS enable words (ptx-rewriter/layout.h) */
 	CUdeviceptr blocks;         /* the thread block table of blockretprobes (layout.h), or 0 */
 	uint64_t blocks_untracked;  /* its count of blocks it had no slot for, as last read */
 	uint32_t *enable_set;       /* the value each word was last set to, host copy */
-	CUmodule clock_mod;         /* cubpf's %globaltimer kernel (clock.c), or NULL */
-	CUfunction clock_fn;
+	CUmodule clock_mod;         /* cubpf's own kernels (clock.c), or NULL */
+	CUfunction clock_fn;        /* its %globaltimer kernel */
+	CUfunction scan_fn;         /* its zero scan of the pool (maps.c read-back) */
 	CUdeviceptr clock_buf;
+	CUdeviceptr scan_flags;     /* the scan's flags, a byte per SHIM_LIVE_SCAN_BLOCK of the pool,
+				     * then its u64 sequence word; 0 = no scan */
+	uint64_t scan_blocks;       /* blocks scanned: the pool up to the flags */
+	uint64_t scan_seq;
 	uint32_t retiring;          /* being torn down by this thread id: cubpf leaves it alone */
 	struct live_ctx *next;
 };
@@ -297,6 +307,16 @@ int shim_live_kernel_names(struct live_pub *p, uint32_t n);
  * of a few round trips on cubpf's stream; writes a CLOCK record and logs the offset.  Returns
  * 0, or -1 (the calibration kernel cannot run: the trace simply has no CLOCK record). */
 int shim_live_clock_calibrate(struct live_ctx *c);
+/* Loads cubpf's own kernels in context c (current): c->clock_fn and c->scan_fn (once per
+ * context; the module compiled once per process and compute capability).  0, or -1. */
+int shim_live_own_kernels(struct live_ctx *c);
+/* Launches one of them (grid x block threads, one-dimensional) on stream s; while it does,
+ * shim_live_own_launching() is true on this thread (the Sanitizer backend's callback then
+ * leaves the launch alone). */
+CUresult shim_live_own_launch(CUfunction f, unsigned grid, unsigned block, CUstream s, void **args);
+bool shim_live_own_launching(void);
+/* The zero scan's granularity (cubpf_nonzero: 256 threads x 16 bytes). */
+#define SHIM_LIVE_SCAN_BLOCK 4096u
 
 /* ---- module substitution (module.c) --------------------------------------------------- */
 /* Instruments PTX text with the loaded GPU programs; kernel_id(user, name) gives each kernel's
@@ -331,10 +351,15 @@ void shim_live_module_unloaded(shim_module_t module, shim_library_t library, int
 void shim_live_launching(struct shim_launch_event *ev, void *user);
 
 /* ---- module cache (cache.c) ------------------------------------------------------------ */
-/* The key of a load (opening the database at the first call); false when the cache is off.
- * origin: where the PTX came from and how it is compiled (NULL for a fatbin's PTX entry). */
+/* The key of a load (opening the database at the first call), and *alt, the same without the
+ * kernel id base; false when the cache is off.  origin: where the PTX came from and how it is
+ * compiled (NULL for a fatbin's PTX entry). */
 bool shim_live_cache_key(const void *image, size_t size, uint32_t sm, const char *origin,
-		    store_key *key);
+		    store_key *key, store_key *alt);
+/* alt (the key without the kernel id base) -> the key of the entry last made or hit for that
+ * module in this process; found: true with *key. */
+void shim_live_cache_alias_note(const store_key *alt, const store_key *key);
+bool shim_live_cache_alias_find(const store_key *alt, store_key *key);
 /* 1 = hit (e filled, without the PTX), 0 = miss, -1 = the cache failed (now off, one warning). */
 int shim_live_cache_get(const store_key *key, struct store_cache_entry *e);
 void shim_live_cache_put(const store_key *key, const struct store_cache_entry *e);

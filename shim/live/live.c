@@ -157,23 +157,6 @@ void shim_live_thread_relax(void)
 	(void)shim_live_relax();
 }
 
-/* ---- cubpf's own launches (internal.h says why) --------------------------------------------- */
-
-static __thread bool launching_own;
-
-CUresult shim_live_launch_own(CUfunction f, CUstream s, void **args)
-{
-	launching_own = true;
-	CUresult r = shim_live_cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL);
-	launching_own = false;
-	return r;
-}
-
-bool shim_live_launching_own(void)
-{
-	return launching_own;
-}
-
 /* ---- kernel ids ------------------------------------------------------------------------------
  * Programs index maps by ctx->kernel_id (kcount: 4096 entries), so ids are small and sequential
  * rather than the rewriter's default hash; the same name keeps its id in every module. */

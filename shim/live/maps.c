@@ -50,24 +50,37 @@ uint32_t shim_live_ctx_sm(CUcontext ctx)
 	return (uint32_t)(major * 10 + minor);
 }
 
+static void snap_free(struct live_snap *s)
+{
+	if (s)
+		free(s->kv);
+	free(s);
+}
+
+/* Whether a device address lies in the context's one allocation (maps_alloc). */
+static bool in_pool(const struct live_ctx *c, CUdeviceptr d)
+{
+	return c->pool && d >= c->pool && d < c->pool + c->pool_bytes;
+}
+
 static void ctx_free(struct live_ctx *c)
 {
 	for (uint32_t i = 0; c->base && i < shim_live_session.nmaps; i++) {
-		if (c->host && c->host[i]) /* a ring buffer: the ring, and the producers' part */
+		if (c->host && c->host[i]) /* a ring buffer's ring (its producers' part is pooled) */
 			shim_live_cu.cuMemFreeHost(c->host[i]);
-		if (c->base[i])
+		if (c->base[i] && !in_pool(c, c->base[i])) /* a map shared with host programs */
 			shim_live_cu.cuMemFree_v2(c->base[i]);
 	}
-	if (c->enable)
-		shim_live_cu.cuMemFree_v2(c->enable);
-	if (c->blocks)
-		shim_live_cu.cuMemFree_v2(c->blocks);
+	if (c->pool)
+		shim_live_cu.cuMemFree_v2(c->pool);
 	free(c->enable_set);
 	free(c->base);
 	free(c->host);
 	free(c->drops_seen);
 	free(c->rb_moved);
 	free(c->rb_synced);
+	for (uint32_t i = 0; c->snap && i < shim_live_session.nmaps; i++)
+		snap_free(c->snap[i]);
 	free(c->snap);
 	free(c);
 }
@@ -94,28 +107,19 @@ static uint64_t rb_lane_size(uint64_t want, uint32_t lanes, uint64_t budget)
 	return lane < RB_LANE_MIN ? RB_LANE_MIN : lane;
 }
 
-/* The producers' part: zeroed, with its header (the ring's device addresses). */
+/* The producers' part (zeroed already, in the context's one allocation at c->base[i]): its
+ * header, the ring's device addresses, copied from hdr (the caller's, kept until its
+ * synchronisation). */
 static CUresult ringbuf_state(struct live_ctx *c, uint32_t i, uint32_t lanes, uint32_t warps,
-			      uint64_t lane, CUdeviceptr ring)
+			      uint64_t lane, CUdeviceptr ring, struct cubpf_rb_state *hdr)
 {
-	uint64_t bytes = shim_live_rb_state_bytes(lanes);
-	CUresult r = shim_live_cu.cuMemAlloc_v2(&c->base[i], bytes);
-	struct cubpf_rb_state h = shim_live_rb_state_header(lanes, warps, lane, c->base[i], ring);
-	if (r == CUDA_SUCCESS)
-		r = shim_live_cu.cuMemsetD8Async(c->base[i], 0, bytes, c->stream);
-	if (r == CUDA_SUCCESS)
-		r = shim_live_cu.cuMemcpyHtoDAsync_v2(c->base[i], &h, sizeof(h), c->stream);
-	if (r == CUDA_SUCCESS) /* h is on this stack */
-		r = shim_live_cu.cuStreamSynchronize(c->stream);
-	if (r == CUDA_SUCCESS) {
-		c->device_bytes += bytes;
-		c->rb_state_bytes += bytes;
-	}
-	return r;
+	*hdr = shim_live_rb_state_header(lanes, warps, lane, c->base[i], ring);
+	return shim_live_cu.cuMemcpyHtoDAsync_v2(c->base[i], hdr, sizeof(*hdr), c->stream);
 }
 
 static int ringbuf_alloc(struct live_ctx *c, uint32_t i, uint32_t sms, uint32_t warps,
-			 uint64_t want, uint64_t budget, char *err, size_t errlen)
+			 uint64_t want, uint64_t budget, struct cubpf_rb_state *hdr, char *err,
+			 size_t errlen)
 {
 	const struct live_map *m = &shim_live_session.maps[i];
 	uint32_t lanes = sms * warps;
@@ -132,7 +136,7 @@ static int ringbuf_alloc(struct live_ctx *c, uint32_t i, uint32_t sms, uint32_t 
 	if (r == CUDA_SUCCESS)
 		r = shim_live_cu.cuMemHostGetDevicePointer_v2(&ring, c->host[i], 0);
 	if (r == CUDA_SUCCESS)
-		r = ringbuf_state(c, i, lanes, warps, lane, ring);
+		r = ringbuf_state(c, i, lanes, warps, lane, ring, hdr);
 	if (r != CUDA_SUCCESS) {
 		snprintf(err, errlen, "ring buffer %s: %" PRIu64 " bytes of pinned memory and %"
 			 PRIu64 " of device memory: %s", m->def.name, bytes,
@@ -141,6 +145,7 @@ static int ringbuf_alloc(struct live_ctx *c, uint32_t i, uint32_t sms, uint32_t 
 	}
 	shim_live_rb_init(c->host[i], lanes, warps, lane, c->base[i]);
 	c->pinned_bytes += bytes;
+	c->rb_state_bytes += shim_live_rb_state_bytes(lanes);
 	return 0;
 }
 
@@ -157,10 +162,13 @@ static void ringbuf_geometry(const struct live_ctx *c, uint32_t *sms, uint32_t *
 	*sms = (uint32_t)n, *warps = (uint32_t)t / 32;
 }
 
-static int ringbufs_alloc(struct live_ctx *c, char *err, size_t errlen)
+/* The rings, in pinned memory; their producers' parts are in the context's one allocation
+ * (c->base[i], zeroed), their headers copied on c->stream from hdr (synchronised by the
+ * caller). */
+static int ringbufs_alloc(struct live_ctx *c, uint32_t sms, uint32_t warps,
+			  struct cubpf_rb_state *hdr, char *err, size_t errlen)
 {
-	uint32_t sms, warps, left = 0;
-	ringbuf_geometry(c, &sms, &warps);
+	uint32_t left = 0;
 	for (uint32_t i = 0; i < shim_live_session.nmaps; i++)
 		left += shim_live_session.maps[i].ringbuf;
 	for (uint32_t i = 0; i < shim_live_session.nmaps; i++) {
@@ -168,20 +176,20 @@ static int ringbufs_alloc(struct live_ctx *c, char *err, size_t errlen)
 			continue;
 		uint64_t budget = shim_live_session.ringbuf_bytes - c->pinned_bytes, share = budget / left--;
 		uint64_t want = shim_live_session.maps[i].def.max_entries;
-		if (ringbuf_alloc(c, i, sms, warps, want > share ? want : share, budget, err,
+		if (ringbuf_alloc(c, i, sms, warps, want > share ? want : share, budget, &hdr[i], err,
 				  errlen) != 0)
 			return -1;
 	}
 	return 0;
 }
 
-/* Zeroes a map, then copies a global's initial value (.data/.rodata) into it, or a per-thread
+/* Copies a global's initial value (.data/.rodata) into a map (zeroed already), or a per-thread
  * array's thread capacity into its header (ptx-rewriter/layout.h). */
 static CUresult map_init(struct live_ctx *c, uint32_t i)
 {
 	const struct live_map *m = &shim_live_session.maps[i];
-	CUresult r = shim_live_cu.cuMemsetD8Async(c->base[i], 0, m->bytes, c->stream);
-	if (r == CUDA_SUCCESS && m->def.init && m->def.value_size)
+	CUresult r = CUDA_SUCCESS;
+	if (m->def.init && m->def.value_size)
 		r = shim_live_cu.cuMemcpyHtoDAsync_v2(c->base[i], m->def.init, m->def.value_size,
 						 c->stream);
 	if (r == CUDA_SUCCESS && m->def.origin == VM_MAP_USER &&
@@ -334,57 +342,125 @@ bool shim_live_block_table(void)
 	return false;
 }
 
-/* The context's thread block table (layout.h), zeroed, when some program is a blockretprobe:
- * one per context, whatever the number of modules, in device memory rather than the blocks'
- * shared memory (which belongs to the application). */
-static CUresult block_table_alloc(struct live_ctx *c)
+/* Device memory is laid out in one allocation per context, zeroed by one memset: the enable
+ * words, the thread block table, every map that has device storage, the ring buffers'
+ * producers' parts and the clock kernel's word, each at a multiple of POOL_ALIGN, then the zero
+ * scan's flags (one byte per POOL_ALIGN bytes before them, and the scan's sequence word).  One allocation per map cost a cuMemAlloc, a memset and a cuMemFree
+ * each, in every context: 24 of each with every bundled tool. */
+#define POOL_ALIGN SHIM_LIVE_SCAN_BLOCK /* each map starts a scan block (read-back below) */
+
+/* The scan's flags for `blocks` blocks and its sequence word after them. */
+static uint64_t scan_flag_bytes(uint64_t blocks)
 {
-	if (!shim_live_block_table())
-		return CUDA_SUCCESS;
-	CUresult r = shim_live_cu.cuMemAlloc_v2(&c->blocks, CUBPF_BLOCK_TABLE_BYTES);
-	if (r == CUDA_SUCCESS)
-		r = shim_live_cu.cuMemsetD8Async(c->blocks, 0, CUBPF_BLOCK_TABLE_BYTES, c->stream);
-	return r;
+	return ((blocks + 7) & ~(uint64_t)7) + sizeof(uint64_t);
+}
+
+static uint64_t pool_take(uint64_t *off, uint64_t bytes)
+{
+	uint64_t at = *off;
+	*off += (bytes + POOL_ALIGN - 1) & ~(uint64_t)(POOL_ALIGN - 1);
+	return at;
+}
+
+/* Where each part goes: at[i] for map i (POOL_NONE: no device storage, or a map shared with
+ * host programs, which has storage of its own: share_map), then the enable words, the block
+ * table, the clock's word and the scan's flags at at[nmaps ... nmaps + 3].  Returns the
+ * allocation's size. */
+#define POOL_NONE UINT64_MAX
+
+static uint64_t pool_layout(struct live_ctx *c, uint32_t lanes, uint64_t *at)
+{
+	uint32_t n = shim_live_session.nmaps;
+	uint64_t off = 0;
+	at[n] = pool_take(&off, CUBPF_ENABLE_WORDS * sizeof(uint32_t));
+	/* the thread block table (layout.h), when some program is a blockretprobe: one per
+	 * context, whatever the number of modules, in device memory rather than the blocks'
+	 * shared memory (which belongs to the application) */
+	at[n + 1] = shim_live_block_table() ? pool_take(&off, CUBPF_BLOCK_TABLE_BYTES) : POOL_NONE;
+	at[n + 2] = pool_take(&off, sizeof(uint64_t));
+	for (uint32_t i = 0; i < n; i++) {
+		const struct live_map *m = &shim_live_session.maps[i];
+		at[i] = POOL_NONE;
+		if (m->ringbuf)
+			at[i] = pool_take(&off, shim_live_rb_state_bytes(lanes));
+		else if (m->bytes && !(m->shared && share_map(c, i)))
+			at[i] = pool_take(&off, m->bytes);
+	}
+	at[n + 3] = pool_take(&off, scan_flag_bytes(off / SHIM_LIVE_SCAN_BLOCK));
+	return off;
+}
+
+/* Makes the allocation and hands its parts out. */
+static CUresult pool_alloc(struct live_ctx *c, const uint64_t *at, uint64_t bytes)
+{
+	uint32_t n = shim_live_session.nmaps;
+	CUresult r = shim_live_cu.cuMemAlloc_v2(&c->pool, bytes);
+	if (r != CUDA_SUCCESS) {
+		c->pool = 0;
+		return r;
+	}
+	c->pool_bytes = bytes;
+	c->enable = c->pool + at[n];
+	c->blocks = at[n + 1] != POOL_NONE ? c->pool + at[n + 1] : 0;
+	c->clock_buf = c->pool + at[n + 2];
+	c->scan_flags = c->pool + at[n + 3];
+	c->scan_blocks = at[n + 3] / SHIM_LIVE_SCAN_BLOCK;
+	for (uint32_t i = 0; i < n; i++)
+		if (at[i] != POOL_NONE)
+			c->base[i] = c->pool + at[i];
+	return CUDA_SUCCESS;
 }
 
 /* Allocates every map of the current context `c->ctx`.  The caller holds the lock. */
 static int ctx_alloc(struct live_ctx *c, char *err, size_t errlen)
 {
 	uint64_t total = 0;
+	uint32_t sms, warps;
 	for (uint32_t i = 0; i < shim_live_session.nmaps; i++)
 		total += shim_live_session.maps[i].bytes;
 	if (check_size(total, err, errlen) != 0)
 		return -1;
-	CUresult r = shim_live_cu.cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING);
-	/* Enable words: every program on in every kernel until sampling says otherwise. */
+	ringbuf_geometry(c, &sms, &warps);
+	struct cubpf_rb_state *hdr = calloc(shim_live_session.nmaps + 1, sizeof(*hdr));
+	uint64_t *at = calloc(shim_live_session.nmaps + 4, sizeof(*at)), bytes = 0;
+	CUresult r = hdr && at ? shim_live_cu.cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING)
+			       : CUDA_ERROR_OUT_OF_MEMORY;
 	if (r == CUDA_SUCCESS)
-		r = shim_live_cu.cuMemAlloc_v2(&c->enable, CUBPF_ENABLE_WORDS * sizeof(uint32_t));
+		bytes = pool_layout(c, sms * warps, at);
+	if (r == CUDA_SUCCESS)
+		r = pool_alloc(c, at, bytes);
+	if (r == CUDA_SUCCESS)
+		r = shim_live_cu.cuMemsetD8Async(c->pool, 0, bytes, c->stream);
+	/* Enable words: every program on in every kernel until sampling says otherwise. */
 	if (r == CUDA_SUCCESS)
 		r = shim_live_cu.cuMemsetD32Async(c->enable, ~0u, CUBPF_ENABLE_WORDS, c->stream);
 	if (r == CUDA_SUCCESS && !(c->enable_set = malloc(CUBPF_ENABLE_WORDS * sizeof(uint32_t))))
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	if (r == CUDA_SUCCESS)
 		memset(c->enable_set, 0xff, CUBPF_ENABLE_WORDS * sizeof(uint32_t));
-	if (r == CUDA_SUCCESS)
-		r = block_table_alloc(c);
 	if (r == CUDA_SUCCESS && c->blocks)
 		total += CUBPF_BLOCK_TABLE_BYTES;
-	for (uint32_t i = 0; r == CUDA_SUCCESS && i < shim_live_session.nmaps; i++) {
-		if (!shim_live_session.maps[i].bytes || (shim_live_session.maps[i].shared && share_map(c, i)))
-			continue;
-		r = shim_live_cu.cuMemAlloc_v2(&c->base[i], shim_live_session.maps[i].bytes);
-		if (r == CUDA_SUCCESS)
+	for (uint32_t i = 0; r == CUDA_SUCCESS && i < shim_live_session.nmaps; i++)
+		if (at[i] != POOL_NONE && !shim_live_session.maps[i].ringbuf)
 			r = map_init(c, i);
-	}
-	if (r == CUDA_SUCCESS)
-		r = shim_live_cu.cuStreamSynchronize(c->stream);
+	free(at);
 	if (r != CUDA_SUCCESS) {
 		snprintf(err, errlen, "allocating %" PRIu64 " bytes of maps: %s", total,
 			 shim_live_cu_error(r));
+		free(hdr);
 		return -1;
 	}
 	c->device_bytes = total;
-	return ringbufs_alloc(c, err, errlen);
+	int rc = ringbufs_alloc(c, sms, warps, hdr, err, errlen);
+	r = shim_live_cu.cuStreamSynchronize(c->stream); /* (hdr is read by the copies) */
+	free(hdr);
+	if (rc == 0 && r != CUDA_SUCCESS) {
+		snprintf(err, errlen, "initialising %" PRIu64 " bytes of maps: %s", total,
+			 shim_live_cu_error(r));
+		rc = -1;
+	}
+	c->device_bytes += c->rb_state_bytes;
+	return rc;
 }
 
 /* A DEVICE record, once per device, so that readers can name the device of maps, clocks and
@@ -464,11 +540,14 @@ struct live_ctx *shim_live_ctx_get(CUcontext ctx, char *err, size_t errlen)
 	if (shim_live_cu.cuCtxGetDevice(&c->dev) != CUDA_SUCCESS || ctx_alloc(c, err, errlen) != 0) {
 		if (!*err)
 			snprintf(err, errlen, "no device for the current context");
+		unshare_maps(c); /* host probes keep their maps when this storage goes */
 		ctx_free(c);
 		pthread_mutex_unlock(&lock);
 		return NULL;
 	}
 	c->sm = shim_live_ctx_sm(ctx);
+	/* before the context joins the list: the snapshot thread's reads use the zero scan */
+	shim_live_own_kernels(c);
 	static uint32_t nctx;
 	c->num = ++nctx;
 	shim_live_trace_device(c->dev, c->sm);
@@ -585,6 +664,181 @@ static void block_table_note(struct live_ctx *c, uint64_t untracked)
 		 CUBPF_BLOCK_SLOTS);
 }
 
+/* ---- reading maps back ------------------------------------------------------------------
+ * A map is read into `staging` (the largest map's bytes, reused: fresh pages cost the kernel
+ * zeroing them, most of a teardown with every bundled tool's 349 MB of maps) and reduced to its
+ * non-zero entries at once.  Maps are mostly zeros, and reading all their bytes back cost a
+ * context its maps' size in copies: cubpf's zero scan (clock.c's cubpf_nonzero, one launch over
+ * the context's whole allocation) flags the blocks that hold anything, and only those are
+ * copied, into a staging buffer that is kept zeroed elsewhere.  The scan is checked once per
+ * process against whole copies (the first read at a teardown or at exit that finds data, when
+ * the application's work is done and the bytes stand still); until then, and after a
+ * disagreement (said once), or with CUBPF_MAP_SCAN=0, maps are read whole.  `lock` guards all
+ * of it. */
+static uint8_t *staging;
+static uint64_t staging_bytes, staging_dirty; /* dirty: bytes a whole read left there */
+static uint8_t *flags_host;
+static uint64_t flags_cap;
+static int scan_state = 2;   /* 2 not decided, 0 not checked yet, 1 checked, -1 off */
+static bool scan_checking;   /* this read checks the scan */
+static bool scan_saw_data;   /* it copied non-zero blocks */
+static bool scan_mismatch;   /* and a whole copy disagreed */
+
+static int map_entries(uint32_t i, const uint8_t *raw, const uint8_t *nz, struct live_snap *e);
+
+static int staging_reserve(uint64_t n)
+{
+	if (n <= staging_bytes)
+		return 0;
+	free(staging);
+	staging_bytes = staging_dirty = 0;
+	if (!(staging = calloc(1, n)))
+		return -1;
+	staging_bytes = n;
+	return 0;
+}
+
+/* Runs the zero scan over c's allocation: the host's flags (a byte per block), or NULL when
+ * maps are read whole (no scan, or it did not run). */
+static const uint8_t *scan_pool(struct live_ctx *c, bool sync)
+{
+	if (scan_state == 2) {
+		const char *e = getenv("CUBPF_MAP_SCAN");
+		scan_state = e && !strcmp(e, "0") ? -1 : 0;
+	}
+	uint64_t n = c->scan_blocks, bytes = scan_flag_bytes(n), seq = ++c->scan_seq, got = 0;
+	if (scan_state < 0 || (scan_state == 0 && !sync) || !c->scan_flags || !n || n > INT32_MAX ||
+	    shim_live_own_kernels(c) != 0)
+		return NULL;
+	if (bytes > flags_cap) {
+		free(flags_host);
+		flags_cap = 0;
+		if (!(flags_host = malloc(bytes)))
+			return NULL;
+		flags_cap = bytes;
+	}
+	void *args[] = { &c->pool, &c->scan_flags, &n, &seq };
+	CUresult r = shim_live_own_launch(c->scan_fn, (unsigned)n, SHIM_LIVE_SCAN_BLOCK / 16,
+					  c->stream, args);
+	if (r == CUDA_SUCCESS)
+		r = shim_live_cu.cuMemcpyDtoHAsync_v2(flags_host, c->scan_flags, bytes, c->stream);
+	if (r == CUDA_SUCCESS)
+		r = shim_live_cu.cuStreamSynchronize(c->stream);
+	if (r == CUDA_SUCCESS)
+		memcpy(&got, flags_host + bytes - sizeof(got), sizeof(got));
+	if (got != seq) { /* (a failed copy stays in the stream's error, which the reads see) */
+		shim_log(SHIM_LOG_DEBUG, "live: the zero scan of context %p did not run (%s): its "
+			 "maps are read whole", (void *)c->ctx, shim_live_cu_error(r));
+		return NULL;
+	}
+	scan_checking = scan_state == 0;
+	return flags_host;
+}
+
+/* The runs of flagged blocks of a map of `n` bytes (nz: its blocks' flags): copied from the
+ * device into staging at the same offsets (copy), or zeroed there again (!copy).  *runs: how
+ * many. */
+static CUresult map_runs(struct live_ctx *c, uint32_t i, const uint8_t *nz, uint64_t n, bool copy,
+			 uint64_t *runs)
+{
+	uint64_t nb = (n + SHIM_LIVE_SCAN_BLOCK - 1) / SHIM_LIVE_SCAN_BLOCK;
+	CUresult r = CUDA_SUCCESS;
+	for (uint64_t j = 0; r == CUDA_SUCCESS && j < nb;) {
+		uint64_t k = j;
+		while (k < nb && nz[k])
+			k++;
+		if (k == j) {
+			j++;
+			continue;
+		}
+		uint64_t lo = j * SHIM_LIVE_SCAN_BLOCK, hi = k * SHIM_LIVE_SCAN_BLOCK;
+		hi = hi < n ? hi : n;
+		if (copy)
+			r = shim_live_cu.cuMemcpyDtoHAsync_v2(staging + lo, c->base[i] + lo, hi - lo,
+							 c->stream);
+		else
+			memset(staging + lo, 0, hi - lo);
+		scan_saw_data |= copy;
+		++*runs;
+		j = k;
+	}
+	return r;
+}
+
+/* The check of the scan: the whole map, compared with what the flagged blocks gave.  Returns
+ * the whole copy (malloc'ed) when they differ, else NULL. */
+static uint8_t *scan_check(struct live_ctx *c, uint32_t i, uint64_t n, CUresult *r)
+{
+	uint8_t *whole = malloc(n);
+	if (!whole) {
+		*r = CUDA_ERROR_OUT_OF_MEMORY;
+		return NULL;
+	}
+	*r = shim_live_cu.cuMemcpyDtoHAsync_v2(whole, c->base[i], n, c->stream);
+	if (*r == CUDA_SUCCESS)
+		*r = shim_live_cu.cuStreamSynchronize(c->stream);
+	if (*r != CUDA_SUCCESS || !memcmp(whole, staging, n)) {
+		free(whole);
+		return NULL;
+	}
+	if (!scan_mismatch)
+		shim_log(SHIM_LOG_WARN, "live: the device's zero scan of the maps disagreed with a "
+			 "whole copy of map %s; maps are read back whole from now on",
+			 shim_live_session.maps[i].def.name);
+	scan_mismatch = true;
+	return whole;
+}
+
+/* Map i of context c (current) read back and reduced to its non-zero entries (*out); flags:
+ * the scan's (NULL: read whole). */
+static CUresult read_map(struct live_ctx *c, uint32_t i, const uint8_t *flags,
+			 struct live_snap **out)
+{
+	uint64_t n = shim_live_session.maps[i].bytes;
+	const uint8_t *nz = flags ? flags + (c->base[i] - c->pool) / SHIM_LIVE_SCAN_BLOCK : NULL;
+	uint8_t *whole = NULL;
+	if (staging_reserve(n) != 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (nz && staging_dirty) {
+		memset(staging, 0, staging_dirty);
+		staging_dirty = 0;
+	}
+	uint64_t runs = 0;
+	CUresult r = nz ? map_runs(c, i, nz, n, true, &runs)
+			: shim_live_cu.cuMemcpyDtoHAsync_v2(staging, c->base[i], n, c->stream);
+	if (r == CUDA_SUCCESS && (!nz || runs)) /* (nothing flagged: nothing to wait for) */
+		r = shim_live_cu.cuStreamSynchronize(c->stream);
+	if (r == CUDA_SUCCESS && nz && scan_checking)
+		whole = scan_check(c, i, n, &r);
+	struct live_snap *e = r == CUDA_SUCCESS ? calloc(1, sizeof(*e)) : NULL;
+	if (r == CUDA_SUCCESS && (!e || map_entries(i, whole ? whole : staging, whole ? NULL : nz,
+						    e) != 0))
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (nz && runs)
+		map_runs(c, i, nz, n, false, &runs); /* staging is zero again */
+	else
+		staging_dirty = n > staging_dirty ? n : staging_dirty;
+	free(whole);
+	if (r != CUDA_SUCCESS) {
+		snap_free(e);
+		return r;
+	}
+	*out = e;
+	return CUDA_SUCCESS;
+}
+
+/* After a read that checked the scan: it is trusted once it agreed on data, dropped when not. */
+static void scan_settle(void)
+{
+	if (!scan_checking)
+		return;
+	if (scan_mismatch)
+		scan_state = -1;
+	else if (scan_saw_data)
+		scan_state = 1;
+	scan_checking = scan_saw_data = false;
+}
+
 static void snapshot(struct live_ctx *c, bool sync)
 {
 	CUcontext popped;
@@ -596,24 +850,25 @@ static void snapshot(struct live_ctx *c, bool sync)
 		return;
 	}
 	CUresult r = sync ? shim_live_cu.cuCtxSynchronize() : CUDA_SUCCESS;
-	uint8_t **tmp = calloc(shim_live_session.nmaps + 1, sizeof(*tmp));
-	for (uint32_t i = 0; tmp && r == CUDA_SUCCESS && i < shim_live_session.nmaps; i++) {
-		if (c->host[i]) { /* a ring buffer is drained, not copied: only its drop counts */
-			r = rb_drops_copy(c, i);
-			continue;
-		}
-		if (!c->base[i] || !shim_live_session.maps[i].bytes)
-			continue;
-		tmp[i] = malloc(shim_live_session.maps[i].bytes);
-		r = tmp[i] ? shim_live_cu.cuMemcpyDtoHAsync_v2(tmp[i], c->base[i], shim_live_session.maps[i].bytes,
-							  c->stream)
-			   : CUDA_ERROR_OUT_OF_MEMORY;
-	}
+	struct live_snap **tmp = calloc(shim_live_session.nmaps + 1, sizeof(*tmp));
+	if (!tmp)
+		r = CUDA_ERROR_OUT_OF_MEMORY;
 	uint64_t untracked = 0; /* blocks the block table had no slot for */
+	/* a ring buffer is drained, not copied: only its drop counts (synchronised below) */
+	for (uint32_t i = 0; r == CUDA_SUCCESS && i < shim_live_session.nmaps; i++)
+		if (c->host[i])
+			r = rb_drops_copy(c, i);
 	if (r == CUDA_SUCCESS && c->blocks)
 		r = shim_live_cu.cuMemcpyDtoHAsync_v2(&untracked,
 						 c->blocks + CUBPF_BLOCK_UNTRACKED_OFFSET,
 						 sizeof(untracked), c->stream);
+	const uint8_t *flags = r == CUDA_SUCCESS ? scan_pool(c, sync) : NULL;
+	for (uint32_t i = 0; r == CUDA_SUCCESS && i < shim_live_session.nmaps; i++)
+		if (!c->host[i] && in_pool(c, c->base[i]) && shim_live_session.maps[i].bytes)
+			r = read_map(c, i, flags, &tmp[i]);
+		else if (!c->host[i] && c->base[i] && shim_live_session.maps[i].bytes)
+			r = read_map(c, i, NULL, &tmp[i]); /* shared with host programs: not pooled */
+	scan_settle();
 	if (r == CUDA_SUCCESS)
 		r = shim_live_cu.cuStreamSynchronize(c->stream);
 	shim_live_cu.cuCtxPopCurrent_v2(&popped);
@@ -621,10 +876,10 @@ static void snapshot(struct live_ctx *c, bool sync)
 		block_table_note(c, untracked);
 	for (uint32_t i = 0; tmp && i < shim_live_session.nmaps; i++) {
 		if (r == CUDA_SUCCESS) {
-			free(c->snap[i]);
+			snap_free(c->snap[i]);
 			c->snap[i] = tmp[i];
 		} else {
-			free(tmp[i]);
+			snap_free(tmp[i]);
 		}
 	}
 	free(tmp);
@@ -732,15 +987,12 @@ static void ctx_forget(struct live_ctx *c)
 	gone_device_bytes += c->device_bytes;
 	gone_pinned_bytes += c->pinned_bytes;
 	gone_contexts++;
-	for (uint32_t i = 0; i < shim_live_session.nmaps; i++)
-		free(c->snap[i]);
 	/* ctx_free without the driver's part: the driver freed those with the context */
 	free(c->base);
 	free(c->host);
 	c->base = NULL;
 	c->host = NULL;
-	c->enable = 0;
-	c->blocks = 0;
+	c->pool = 0;
 	ctx_free(c);
 }
 
@@ -1197,34 +1449,62 @@ void shim_live_ringbuf_finish(void)
 
 /* ---- report -------------------------------------------------------------------------------- */
 
+/* memcmp against the buffer shifted by one byte: every byte equals the first, which is 0 (the
+ * C library's memcmp runs at memory speed; a byte loop took most of a context's teardown with
+ * every bundled tool's maps, 349 MB, read back). */
 static bool all_zero(const uint8_t *v, uint64_t n)
 {
-	for (uint64_t i = 0; i < n; i++)
-		if (v[i])
-			return false;
+	return n == 0 || (v[0] == 0 && (n == 1 || memcmp(v, v + 1, n - 1) == 0));
+}
+
+/* A map as read back: its bytes, and its blocks' scan flags (NULL: none, every block looked at). */
+struct raw_map {
+	const uint8_t *p;
+	const uint8_t *nz;
+};
+
+/* Whether n bytes at offset off are zero: blocks the scan did not flag are, without a look. */
+static bool raw_zero(const struct raw_map *m, uint64_t off, uint64_t n)
+{
+	if (!m->nz || !n)
+		return all_zero(m->p + off, n);
+	for (uint64_t b = off / SHIM_LIVE_SCAN_BLOCK; b <= (off + n - 1) / SHIM_LIVE_SCAN_BLOCK; b++)
+		if (m->nz[b])
+			return all_zero(m->p + off, n);
 	return true;
 }
 
-/* A map's non-zero entries as the trace's MAP records carry them (key, value pairs):
+/* How many bytes from offset off on are zero (at most n), block by block: the values those
+ * cover are skipped without looking at each (maps are mostly zeros). */
+static uint64_t zero_prefix(const struct raw_map *m, uint64_t off, uint64_t n)
+{
+	uint64_t o = 0;
+	while (o < n) {
+		uint64_t at = off + o, end = (at / SHIM_LIVE_SCAN_BLOCK + 1) * SHIM_LIVE_SCAN_BLOCK - off;
+		end = end < n ? end : n;
+		if (!raw_zero(m, at, end - o))
+			break;
+		o = end;
+	}
+	return o;
+}
+
+/* A map's non-zero entries as the trace's MAP records carry them (key, value pairs), taken
+ * from `raw`, the map's bytes as read back:
  *   arrays, globals: u32 key, the value;
  *   per-SM arrays: u32 key, the CUBPF_PERCPU_SLOTS copies of the value, slot s at s * value
  *     size (as Linux's lookup of a per-CPU map returns one value per CPU); readers sum (or take
  *     the min/max of) the copies;
  *   per-thread arrays: {u32 key, u32 thread}, the thread's copy (non-zero copies only);
  *   hash maps: the key (key_size bytes), the value, for every FULL slot. */
-struct entries {
-	uint32_t key_size, value_size, count;
-	uint8_t *kv;
-};
-
-static uint64_t perthread_threads(const uint8_t *snap)
+static uint64_t perthread_threads(const uint8_t *raw)
 {
 	uint64_t t;
-	memcpy(&t, snap, sizeof(t));
+	memcpy(&t, raw, sizeof(t));
 	return t < shim_live_session.perthread_threads ? t : shim_live_session.perthread_threads;
 }
 
-static int entries_add(struct entries *e, uint64_t *cap, const void *key, const void *value)
+static int entries_add(struct live_snap *e, uint64_t *cap, const void *key, const void *value)
 {
 	size_t pair = (size_t)e->key_size + e->value_size;
 	if (e->count == *cap) {
@@ -1241,60 +1521,83 @@ static int entries_add(struct entries *e, uint64_t *cap, const void *key, const 
 	return 0;
 }
 
-static int map_entries(const struct live_ctx *c, uint32_t i, struct entries *e)
+static int percpu_entries(const struct vm_map_def *d, const struct raw_map *raw,
+			  struct live_snap *e, uint64_t *cap)
+{
+	uint64_t stride = ptx_map_value_stride(d);
+	uint8_t *v = malloc((size_t)CUBPF_PERCPU_SLOTS * d->value_size + 1);
+	if (!v)
+		return -1;
+	e->value_size = CUBPF_PERCPU_SLOTS * d->value_size;
+	for (uint32_t k = 0; k < d->max_entries; k++) {
+		uint64_t off = CUBPF_PERCPU_OFFSET(k, 0, d->value_size);
+		if (raw_zero(raw, off, CUBPF_PERCPU_SLOTS * stride))
+			continue;
+		for (uint32_t sl = 0; sl < CUBPF_PERCPU_SLOTS; sl++)
+			memcpy(v + (size_t)sl * d->value_size, raw->p + off + sl * stride, d->value_size);
+		if (entries_add(e, cap, &k, v) != 0) {
+			free(v);
+			return -1;
+		}
+	}
+	free(v);
+	return 0;
+}
+
+/* Values of `stride` bytes from offset `first` on, `n` of them: the non-zero ones added with key
+ * {k, i} (per-thread arrays, key_size 8) or k + i (arrays, key_size 4). */
+static int run_entries(struct live_snap *e, uint64_t *cap, const struct raw_map *raw,
+		       uint64_t first, uint64_t n, uint64_t stride, uint32_t k)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t off = first + i * stride;
+		uint32_t key[2] = { e->key_size == 8 ? k : k + (uint32_t)i, (uint32_t)i };
+		if (!raw_zero(raw, off, e->value_size)) {
+			if (entries_add(e, cap, key, raw->p + off) != 0)
+				return -1;
+			continue;
+		}
+		uint64_t z = zero_prefix(raw, off, (n - i) * stride);
+		if (z >= stride) /* values i .. i + z / stride - 1 are zero */
+			i += z / stride - 1;
+	}
+	return 0;
+}
+
+static int map_entries(uint32_t i, const uint8_t *bytes, const uint8_t *nz, struct live_snap *e)
 {
 	const struct vm_map_def *d = &shim_live_session.maps[i].def;
-	const uint8_t *snap = c->snap[i];
+	const struct raw_map raw = { bytes, nz };
 	uint64_t stride = ptx_map_value_stride(d), cap = 0;
 	uint32_t type = d->origin == VM_MAP_USER ? d->type : CUBPF_MAP_ARRAY;
-	*e = (struct entries){ .key_size = 4, .value_size = d->value_size };
-	if (type == CUBPF_MAP_PERCPU_ARRAY) {
-		uint8_t *v = malloc((size_t)CUBPF_PERCPU_SLOTS * d->value_size + 1);
-		if (!v)
-			return -1;
-		e->value_size = CUBPF_PERCPU_SLOTS * d->value_size;
-		for (uint32_t k = 0; k < d->max_entries; k++) {
-			const uint8_t *base = snap + CUBPF_PERCPU_OFFSET(k, 0, d->value_size);
-			if (all_zero(base, CUBPF_PERCPU_SLOTS * stride))
-				continue;
-			for (uint32_t sl = 0; sl < CUBPF_PERCPU_SLOTS; sl++)
-				memcpy(v + (size_t)sl * d->value_size, base + sl * stride, d->value_size);
-			if (entries_add(e, &cap, &k, v) != 0) {
-				free(v);
-				return -1;
-			}
-		}
-		free(v);
-	} else if (type == CUBPF_MAP_PERTHREAD_ARRAY) {
-		uint64_t threads = perthread_threads(snap);
+	*e = (struct live_snap){ .key_size = 4, .value_size = d->value_size };
+	if (type == CUBPF_MAP_PERCPU_ARRAY)
+		return percpu_entries(d, &raw, e, &cap);
+	if (type == CUBPF_MAP_PERTHREAD_ARRAY) {
+		e->threads = perthread_threads(bytes);
 		e->key_size = 8;
+		uint64_t threads = e->threads < UINT32_MAX ? e->threads : (uint64_t)UINT32_MAX + 1;
 		for (uint32_t k = 0; k < d->max_entries; k++)
-			for (uint64_t t = 0; t < threads && t <= UINT32_MAX; t++) {
-				const uint8_t *v = snap + CUBPF_PERTHREAD_OFFSET(k, t, threads,
-										 d->value_size);
-				uint32_t key[2] = { k, (uint32_t)t };
-				if (!all_zero(v, d->value_size) && entries_add(e, &cap, key, v) != 0)
-					return -1;
-			}
-	} else if (type == CUBPF_MAP_HASH) {
+			if (run_entries(e, &cap, &raw, CUBPF_PERTHREAD_OFFSET(k, 0, e->threads,
+									     d->value_size),
+					threads, stride, k) != 0)
+				return -1;
+		return 0;
+	}
+	if (type == CUBPF_MAP_HASH) {
 		uint64_t slot = CUBPF_HASH_SLOT_BYTES(d->key_size, d->value_size);
 		uint64_t voff = 8 + 8ull * CUBPF_HASH_KEY_WORDS(d->key_size);
 		e->key_size = d->key_size;
 		for (uint32_t k = 0; k < cubpf_hash_capacity(d->max_entries); k++) {
-			const uint8_t *p = snap + k * slot;
+			const uint8_t *p = bytes + k * slot;
 			uint32_t state;
 			memcpy(&state, p, 4);
 			if (state == CUBPF_HASH_FULL && entries_add(e, &cap, p + 8, p + voff) != 0)
 				return -1;
 		}
-	} else {
-		for (uint32_t k = 0; k < d->max_entries; k++) {
-			const uint8_t *v = snap + (uint64_t)k * stride;
-			if (!all_zero(v, d->value_size) && entries_add(e, &cap, &k, v) != 0)
-				return -1;
-		}
+		return 0;
 	}
-	return 0;
+	return run_entries(e, &cap, &raw, 0, d->max_entries, stride, 0);
 }
 
 /* Copies of one value in an entry: CUBPF_PERCPU_SLOTS for per-SM arrays, else 1. */
@@ -1344,7 +1647,7 @@ static void format_value(const struct vm_map_def *d, const uint8_t *v, char *out
 	snprintf(out + o, len - o, "}");
 }
 
-static void format_key(const struct entries *e, const uint8_t *k, char *out, size_t len)
+static void format_key(const struct live_snap *e, const uint8_t *k, char *out, size_t len)
 {
 	if (e->key_size == 4 || e->key_size == 8) {
 		uint64_t x = 0;
@@ -1360,7 +1663,7 @@ static void format_key(const struct entries *e, const uint8_t *k, char *out, siz
 /* Entries shown at info level without CUBPF_DUMP_MAPS: enough to see that counts arrived. */
 #define REPORT_FIRST 8
 
-static void report_line(const struct live_ctx *c, uint32_t i, const struct entries *e,
+static void report_line(const struct live_ctx *c, uint32_t i, const struct live_snap *e,
 			uint64_t sum, uint32_t sms)
 {
 	const struct vm_map_def *d = &shim_live_session.maps[i].def;
@@ -1373,7 +1676,7 @@ static void report_line(const struct live_ctx *c, uint32_t i, const struct entri
 			 d->max_entries, CUBPF_PERCPU_SLOTS, e->count, sms);
 	else if (type == CUBPF_MAP_PERTHREAD_ARRAY)
 		snprintf(shape, sizeof(shape), "%u entries x %" PRIu64 " threads, %u non-zero "
-			 "copies", d->max_entries, perthread_threads(c->snap[i]), e->count);
+			 "copies", d->max_entries, e->threads, e->count);
 	else if (type == CUBPF_MAP_HASH)
 		snprintf(shape, sizeof(shape), "%u entries (%u slots), %u in use", d->max_entries,
 			 cubpf_hash_capacity(d->max_entries), e->count);
@@ -1389,12 +1692,7 @@ static void report_line(const struct live_ctx *c, uint32_t i, const struct entri
 static void report_map(bool print, const struct live_ctx *c, uint32_t i)
 {
 	const struct vm_map_def *d = &shim_live_session.maps[i].def;
-	struct entries e;
-	if (map_entries(c, i, &e) != 0) {
-		free(e.kv);
-		shim_log_print("map %s: out of memory reading it back", d->name);
-		return;
-	}
+	const struct live_snap e = *c->snap[i];
 	size_t pair = (size_t)e.key_size + e.value_size;
 	uint64_t sum = 0;
 	uint32_t sms = 0, n = copies(d);
@@ -1444,18 +1742,13 @@ static void report_map(bool print, const struct live_ctx *c, uint32_t i)
 	if (!print && shown < e.count && shim_log_enabled(SHIM_LOG_INFO))
 		shim_log_print("map %s: %u more non-zero entries (CUBPF_DUMP_MAPS=1 shows them)",
 			       d->name, e.count - shown);
-	free(e.kv);
 }
 
 /* One MAP record per map and context: the non-zero entries (map_entries). */
 static void trace_map(const struct live_ctx *c, uint32_t i)
 {
 	const struct live_map *m = &shim_live_session.maps[i];
-	struct entries e;
-	if (map_entries(c, i, &e) != 0) {
-		free(e.kv);
-		return;
-	}
+	const struct live_snap e = *c->snap[i];
 	struct store_rec_map rec = {
 		.ts_ns = c->snap_ns, .prog = m->obj, .map = m->index,
 		.name = store_trace_intern(shim_live_session.trace, m->def.name), .map_type = m->def.type,
@@ -1463,7 +1756,6 @@ static void trace_map(const struct live_ctx *c, uint32_t i)
 		.ctx = c->num,
 	};
 	store_trace_map(shim_live_session.trace, &rec, e.kv, (size_t)e.count * (e.key_size + e.value_size));
-	free(e.kv);
 }
 
 void shim_live_maps_trace(void)
@@ -1493,17 +1785,19 @@ void shim_live_maps_report(bool print)
 static int pub_map(const struct live_ctx *c, uint32_t i, struct live_pub_map *out)
 {
 	const struct vm_map_def *d = &shim_live_session.maps[i].def;
-	struct entries e;
-	if (map_entries(c, i, &e) != 0) {
-		free(e.kv);
+	const struct live_snap e = *c->snap[i];
+	size_t bytes = (size_t)e.count * (e.key_size + e.value_size);
+	uint8_t *kv = malloc(bytes + 1);
+	if (!kv)
 		return -1;
-	}
+	if (bytes)
+		memcpy(kv, e.kv, bytes);
 	snprintf(out->name, sizeof(out->name), "%s", d->name);
 	out->device = (int)c->dev;
 	out->copies = copies(d);
 	out->key_size = e.key_size;
 	out->value_size = e.value_size / out->copies;
-	out->kv = e.kv;
+	out->kv = kv;
 	out->count = e.count;
 	return 0;
 }

@@ -49,7 +49,7 @@ struct sub {
 	bool from_cache;            /* image came from the cache: dropped there if refused */
 	bool borrowed;              /* image is the application's (a linked cubin): not freed */
 	bool put;                   /* put into the cache once the driver accepted it */
-	store_key key;
+	store_key key, alt;
 	char *ptx;                  /* for the put: the instrumented PTX, */
 	size_t ptx_len;
 	char *manifest;             /* the kernel ids, */
@@ -216,7 +216,7 @@ struct work {
 	bool cached;                /* key is valid: look up, and put what is made */
 	bool keyed;                 /* key taken and looked up already (early_lookup) */
 	uint64_t t0;                /* when the load began */
-	store_key key;
+	store_key key, alt;         /* alt: the key without the kernel id base (cache.c) */
 	struct live_manifest manifest; /* the kernel ids the rewriter asked for */
 	char *out;                  /* instrumented PTX */
 	size_t out_len;
@@ -686,7 +686,7 @@ static bool image_key(struct work *w)
 	const struct cubin_image *img = w->img;
 	if (img->kind != CUBIN_IMAGE_WRAPPER)
 		return img->size && img->size != CUBIN_SIZE_UNKNOWN &&
-		       shim_live_cache_key(img->data, img->size, w->sm, w->origin, &w->key);
+		       shim_live_cache_key(img->data, img->size, w->sm, w->origin, &w->key, &w->alt);
 	size_t n = img->fatbin_count;
 	XXH128_canonical_t *d = calloc(n + 1, sizeof(*d));
 	if (!d || !n) {
@@ -695,7 +695,7 @@ static bool image_key(struct work *w)
 	}
 	for (size_t i = 0; i < n; i++)
 		XXH128_canonicalFromHash(&d[i], XXH3_128bits(img->fatbins[i].data, img->fatbins[i].size));
-	bool ok = shim_live_cache_key(d, n * sizeof(*d), w->sm, w->origin, &w->key);
+	bool ok = shim_live_cache_key(d, n * sizeof(*d), w->sm, w->origin, &w->key, &w->alt);
 	free(d);
 	return ok;
 }
@@ -886,8 +886,13 @@ static void substitute(struct shim_module_event *ev, struct sub *s, bool cubin)
 static int cache_lookup(struct work *w, uint64_t t0)
 {
 	struct store_cache_entry e;
+	store_key found = w->key; /* the entry's key: the load's, or its alias's */
 	uint64_t t1 = now_ns();
 	int rc = shim_live_cache_get(&w->key, &e);
+	if (rc == 0 && shim_live_cache_alias_find(&w->alt, &found) &&
+	    memcmp(&found, &w->key, sizeof(found)) && (rc = shim_live_cache_get(&found, &e)) == 1)
+		shim_log(SHIM_LOG_DEBUG, "live: cache: %s, loaded before in this process (another "
+			 "kernel id base)", e.name);
 	uint64_t t2 = now_ns();
 	if (rc <= 0) {
 		if (rc == 0)
@@ -899,7 +904,7 @@ static int cache_lookup(struct work *w, uint64_t t0)
 	rc = shim_live_manifest_claim(e.manifest, e.manifest_size, &n, NULL, 0);
 	if (rc != 0) { /* made with other kernel ids than this process would give: a miss */
 		if (rc < 0)
-			shim_live_cache_drop(&w->key);
+			shim_live_cache_drop(&found);
 		shim_log(SHIM_LOG_DEBUG, "live: cache entry for %s %s; instrumenting again", e.name,
 			 rc < 0 ? "unreadable" : "made with other kernel ids");
 		store_cache_entry_free(&e);
@@ -907,6 +912,7 @@ static int cache_lookup(struct work *w, uint64_t t0)
 		return 0;
 	}
 	atomic_fetch_add(&shim_live_session.n.cache_hits, 1);
+	shim_live_cache_alias_note(&w->alt, &found);
 	shim_log(SHIM_LOG_DEBUG, "live: cache hit: image and key %llu us, read %llu us, kernel ids "
 		 "%llu us", (unsigned long long)(t1 - t0) / 1000, (unsigned long long)(t2 - t1) / 1000,
 		 (unsigned long long)(now_ns() - t2) / 1000);
@@ -932,7 +938,7 @@ static int cache_lookup(struct work *w, uint64_t t0)
 	s->image = e.cubin;
 	s->size = e.cubin_size;
 	s->from_cache = true;
-	s->key = w->key;
+	s->key = found;
 	e.cubin = NULL;
 	store_cache_entry_free(&e);
 	substitute((struct shim_module_event *)w->ev, s, true);
@@ -950,8 +956,10 @@ static void put_untouched(struct work *w)
 	char *m = shim_live_manifest_finish(&w->manifest, &msize);
 	struct store_cache_entry e = { .manifest = m, .manifest_size = msize, .name = "module",
 				       .sm = w->sm, .rewrite_ns = w->rewrite_ns };
-	if (m)
+	if (m) {
 		shim_live_cache_put(&w->key, &e);
+		shim_live_cache_alias_note(&w->alt, &w->key);
+	}
 	free(m);
 }
 
@@ -963,6 +971,7 @@ static void keep_for_put(struct work *w, struct sub *s)
 		return;
 	s->put = true;
 	s->key = w->key;
+	s->alt = w->alt;
 	s->ptx = w->out;
 	s->ptx_len = w->out_len;
 	w->out = NULL;
@@ -1151,6 +1160,7 @@ void shim_live_module_loaded(const struct shim_module_event *ev, void *user)
 			.rewrite_ns = s->rewrite_ns, .jit_ns = s->jit_ns,
 		};
 		shim_live_cache_put(&s->key, &e);
+		shim_live_cache_alias_note(&s->alt, &s->key);
 		free(s->ptx);
 		free(s->manifest);
 		s->ptx = s->manifest = NULL;

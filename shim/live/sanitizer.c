@@ -844,11 +844,11 @@ static void set_record(struct san_ctx *c, const struct shim_san_launch_data *ld,
 
 static void on_launch(const struct shim_san_launch_data *ld)
 {
-	/* cubpf's own launches, left alone before the lock: one made while this thread holds it
-	 * (a context's first clock), and one from a thread that may hold the maps' lock, which a
-	 * holder of san_lock preparing a context waits for (the two-stream hang of 2026-11-28:
-	 * the snapshot thread refreshing a clock under a trace) */
-	if (san_holding || shim_live_launching_own())
+	/* cubpf's own launches (clock.c), left alone before the lock: one made while this thread
+	 * holds it (a context's first clock), and one from a thread that may hold the maps' lock,
+	 * which a holder of san_lock preparing a context waits for (the snapshot thread refreshing
+	 * a clock under a trace; test_san's t_own_launch) */
+	if (san_holding || shim_live_own_launching())
 		return;
 	san_enter();
 	/* this thread's launch hook decided the kernel (the callback's name need not be spelt as

@@ -252,12 +252,44 @@ FAKE_EXPORT int cuFuncGetParamInfo(void *f, size_t index, size_t *offset, size_t
 	return 1; /* CUDA_ERROR_INVALID_VALUE: past the last */
 }
 
+/* cubpf's zero scan of its maps (shim/live/clock.c, cubpf_nonzero) runs here when launched:
+ * device memory is host memory.  FAKE_SCAN=off: its launches do nothing (a kernel that did not
+ * run); FAKE_SCAN=blind: it says it ran but flags nothing (a wrong scan). */
+static void *scan_funcs[16];
+static unsigned nscan_funcs;
+
+static bool owned_range(uint64_t d, size_t n);
+
+static void fake_scan(void *f, unsigned gx, void **p)
+{
+	const char *mode = getenv("FAKE_SCAN");
+	bool known = false;
+	for (unsigned i = 0; i < 16; i++)
+		known |= f && scan_funcs[i] == f;
+	if (!known || !p || (mode && !strcmp(mode, "off")))
+		return;
+	uint64_t src = *(uint64_t *)p[0], flags = *(uint64_t *)p[1];
+	uint64_t blocks = *(uint64_t *)p[2], seq = *(uint64_t *)p[3];
+	if (!owned_range(src, (size_t)gx * 4096) || !owned_range(flags, ((blocks + 7) & ~7ull) + 8))
+		return;
+	for (unsigned b = 0; b < gx; b++) {
+		const uint8_t *q = (const uint8_t *)(uintptr_t)(src + (uint64_t)b * 4096);
+		uint8_t any = 0;
+		for (unsigned i = 0; i < 4096 && !any; i++)
+			any = q[i] != 0;
+		((uint8_t *)(uintptr_t)flags)[b] = mode && !strcmp(mode, "blind") ? 0 : any;
+	}
+	memcpy((void *)(uintptr_t)(flags + ((blocks + 7) & ~7ull)), &seq, sizeof(seq));
+}
+
 FAKE_EXPORT int cuModuleGetFunction(void **f, void *module, const char *name)
 {
 	FAKE_HIT(cuModuleGetFunction);
 	if (!f || !module || !name)
 		return 1;
 	*f = handle_for(module, name, 1);
+	if (!strcmp(name, "cubpf_nonzero"))
+		scan_funcs[nscan_funcs++ % 16] = *f;
 	for (int i = 0; i < FAKE_FUNCS; i++)
 		if (!funcs[i].f || funcs[i].f == *f) {
 			funcs[i].f = *f;
@@ -305,6 +337,7 @@ FAKE_EXPORT int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
 	last_launch = f;
 	FAKE_HIT(cuLaunchKernel);
 	observe_launch(f, s);
+	fake_scan(f, gx, p);
 	return 0;
 }
 
@@ -362,6 +395,16 @@ FAKE_EXPORT int cuFuncGetName(const char **name, void *f)
 
 static void *fake_ctx = (void *)0xC7C000;
 
+/* Bytes asked of the memory functions (allocations, memsets, copies), per function, so that a
+ * test can hold cubpf to what a context costs: fake_bytes("cuMemcpyDtoHAsync_v2"). */
+static uint64_t bytes_of[FAKE_N];
+#define FAKE_BYTES(name, n) __atomic_fetch_add(&bytes_of[FAKE_IDX_##name], (uint64_t)(n), __ATOMIC_RELAXED)
+FAKE_EXPORT uint64_t fake_bytes(const char *name)
+{
+	int i = fake_index_of(name);
+	return i < 0 ? 0 : __atomic_load_n(&bytes_of[i], __ATOMIC_RELAXED);
+}
+
 /* Memory the fake handed out: copies and memsets touch only these (other tests pass made-up
  * addresses, which get the generic answer). */
 static struct { uintptr_t p; size_t n; } owned_mem[1024];
@@ -389,6 +432,10 @@ static int owned(uint64_t d, size_t n)
 		if (owned_mem[i].p && d >= owned_mem[i].p && d + n <= owned_mem[i].p + owned_mem[i].n)
 			return 1;
 	return 0;
+}
+static bool owned_range(uint64_t d, size_t n)
+{
+	return owned(d, n);
 }
 FAKE_EXPORT void fake_set_ctx(void *ctx) { fake_ctx = ctx; }
 
@@ -668,6 +715,7 @@ FAKE_EXPORT int cuDeviceGetAttribute(int *v, int attr, int dev)
 FAKE_EXPORT int cuMemAlloc_v2(uint64_t *p, size_t n)
 {
 	FAKE_HIT(cuMemAlloc_v2);
+	FAKE_BYTES(cuMemAlloc_v2, n);
 	if (fake_unsafe("cuMemAlloc_v2"))
 		return 900;
 	if (!p || !n)
@@ -725,6 +773,7 @@ FAKE_EXPORT int cuMemsetD8Async(uint64_t d, unsigned char v, size_t n, void *s)
 {
 	(void)s;
 	FAKE_HIT(cuMemsetD8Async);
+	FAKE_BYTES(cuMemsetD8Async, n);
 	if (!d)
 		return 1;
 	if (!owned(d, n))
@@ -737,6 +786,7 @@ FAKE_EXPORT int cuMemcpyHtoDAsync_v2(uint64_t d, const void *src, size_t n, void
 {
 	(void)s;
 	FAKE_HIT(cuMemcpyHtoDAsync_v2);
+	FAKE_BYTES(cuMemcpyHtoDAsync_v2, n);
 	if (!d || !src)
 		return 1;
 	if (!owned(d, n))
@@ -749,6 +799,7 @@ FAKE_EXPORT int cuMemcpyDtoHAsync_v2(void *dst, uint64_t d, size_t n, void *s)
 {
 	(void)s;
 	FAKE_HIT(cuMemcpyDtoHAsync_v2);
+	FAKE_BYTES(cuMemcpyDtoHAsync_v2, n);
 	if (!d || !dst)
 		return 1;
 	if (!owned(d, n))
@@ -984,6 +1035,7 @@ FAKE_EXPORT int cuMemHostAlloc(void **p, size_t n, unsigned flags)
 {
 	(void)flags;
 	FAKE_HIT(cuMemHostAlloc);
+	FAKE_BYTES(cuMemHostAlloc, n);
 	if (fake_unsafe("cuMemHostAlloc"))
 		return 900;
 	if (!p || !n)
@@ -1042,6 +1094,7 @@ FAKE_EXPORT int cuMemsetD32Async(uint64_t d, unsigned v, size_t n, void *s)
 {
 	(void)s;
 	FAKE_HIT(cuMemsetD32Async);
+	FAKE_BYTES(cuMemsetD32Async, n * 4);
 	return memset32(d, v, n, FAKE_IDX_cuMemsetD32Async);
 }
 
