@@ -242,6 +242,7 @@ struct site {
 	bool count_entries;            /* do_bbcount counts each block's entries per thread */
 	bool count_elected;            /* and the entries of the lane elected among those entering */
 	struct ptx_loc_cursor loc;     /* memprobe, syncprobe: the instruction's line and .loc */
+	struct cg_accs *accs;          /* the kernel's deferred counters (NULL: none at this site) */
 };
 
 static const char *const sreg_names[12] = {
@@ -739,6 +740,8 @@ struct inj {
 	size_t errlen;
 	struct ptx_inject_report *rep;
 	bool elect;                   /* elect.sync is there (sm_90, PTX 8.0 and later) */
+	bool redux;                   /* redux.sync is there (sm_80, PTX 7.0 and later) */
+	uint64_t defer_maps;          /* maps whose adds kernels may defer (struct cg_accs) */
 };
 
 static void need_merge(struct cg_result *a, const struct cg_result *b)
@@ -795,6 +798,7 @@ static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, str
 			src.load = func_ctx_load, src.constant = func_ctx_const;
 		else if (kind == VM_PROG_BBPROBE || kind == VM_PROG_BBRETPROBE)
 			src.load = bb_ctx_load, src.constant = bb_ctx_const;
+		src.accs = s->accs;
 		struct cg_result res = {0};
 		if (ptx_cg_emit(j->cp[p], &src, lbl, out, &res, j->err, j->errlen))
 			return -1;
@@ -1146,14 +1150,18 @@ static int do_exit(struct inj *j, const struct ptx_func *f, const bool *sel, str
 {
 	struct ptx_buf b = {0};
 	bool end = any_kind(j, sel, VM_PROG_BLOCKRETPROBE);
+	uint32_t accs = s->accs ? s->accs->n : 0;
 	ptx_buf_puts(&b, "$__cubpf_exit:\n");
+	if (accs) /* first: the exit probes may read the maps */
+		ptx_cg_accs_flush(s->accs, j->redux, &b);
+	s->accs = NULL;
 	s->kexit = true;
 	int n = emit_kind(j, sel, VM_PROG_KRETPROBE, s, &b, fneed);
 	s->kexit = false;
 	int nb = n < 0 ? -1 : bb_exit(j, f, sel, s, &b, fneed);
 	if (n < 0 || nb < 0 || (end && block_end(j, sel, s, &b, fneed)))
 		goto fail;
-	if (n == 0 && nb == 0 && !end) {
+	if (n == 0 && nb == 0 && !end && !accs) {
 		ptx_buf_free(&b);
 		return 0;
 	}
@@ -1321,11 +1329,12 @@ static void select_progs(const struct inj *j, const struct ptx_func *f, bool *se
 }
 
 static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_result *fneed,
-		     unsigned extra)
+		     unsigned extra, const struct cg_accs *accs)
 {
 	struct ptx_buf b = {0};
 	ptx_buf_puts(&b, "\n\t// cubpf: probe registers and stack\n");
 	ptx_cg_emit_decls(fneed, &b);
+	ptx_cg_accs_decls(accs, &b); /* before every site: the kernel's first statements */
 	if (extra & DECL_SYNC)
 		ptx_buf_puts(&b, "\t.reg .pred %__cb_sg;\n");
 	if (extra & DECL_SYNC_TIME)
@@ -1340,9 +1349,12 @@ static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_re
 	return 0;
 }
 
+/* The sites in the kernel's body first, which may defer counters (struct cg_accs), then its
+ * exit, which flushes them. */
 static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 {
-	struct site s = {.m = j->m, .f = f};
+	struct cg_accs accs = {.maps = j->defer_maps};
+	struct site s = {.m = j->m, .f = f, .accs = &accs};
 	s.kernel_id = j->o->kernel_id ? j->o->kernel_id(j->o->user, f->name) : ptx_kernel_id(f->name);
 	struct cg_result fneed = {0};
 	bool touched = false, blocks = false;
@@ -1351,21 +1363,21 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 	if (!rc)
 		rc = do_bb(j, f, 0, sel, &s, &fneed, &touched);
 	if (!rc)
+		rc = do_mem(j, f, sel, &s, &fneed, &touched);
+	if (!rc)
+		rc = do_sync(j, f, sel, &s, &fneed, &touched, &extra);
+	if (!rc)
 		rc = do_exit(j, f, sel, &s, &fneed, &touched);
 	if (!rc)
 		rc = do_bbcount(j, f, &s);
 	free(s.bbx); /* when an error came first */
-	if (!rc)
-		rc = do_mem(j, f, sel, &s, &fneed, &touched);
-	if (!rc)
-		rc = do_sync(j, f, sel, &s, &fneed, &touched, &extra);
 	if (rc || !touched)
 		return rc;
 	j->rep->instrumented++;
 	if (blocks)
 		extra |= DECL_BLOCKS |
 			 (any_kind(j, sel, VM_PROG_BLOCKRETPROBE) ? DECL_BLOCK_TABLE : 0);
-	return add_decls(j, f, &fneed, extra);
+	return add_decls(j, f, &fneed, extra, &accs);
 }
 
 /* ---- device functions: memory probes in .funcs the selected kernels call ---- */
@@ -1533,7 +1545,7 @@ static int do_funcs(struct inj *j, const bool *fsel, const uint32_t *reached_by)
 			return -1;
 		if (touched) {
 			j->rep->funcs++;
-			if (add_decls(j, f, &fneed, extra))
+			if (add_decls(j, f, &fneed, extra, &(struct cg_accs){0}))
 				return -1;
 		}
 	}
@@ -1662,6 +1674,30 @@ static bool updates_arrays(const struct ptx_prog *p, const struct vm_map_def *ma
 	return false;
 }
 
+/* Whether a .func of the module ends threads (`exit`): a kernel that calls it would lose the
+ * counters it defers. */
+static bool funcs_exit(const struct ptx_module *m)
+{
+	for (uint32_t i = 0; i < m->func_cnt; i++)
+		for (uint32_t k = 0; !m->funcs[i].is_entry && k < m->funcs[i].insn_cnt; k++)
+			if (!strcmp(m->funcs[i].insns[k].opcode, "exit"))
+				return true;
+	return false;
+}
+
+/* The maps whose adds kernels may defer (struct cg_accs): those no program of the module reads
+ * or writes otherwise.  The warp-wide flush needs activemask (sm_70's .sync forms, PTX 6.2). */
+static uint64_t defer_maps(const struct inj *j)
+{
+	uint64_t taint = 0;
+	if (target_sm(j->m->target) < 70 || atof(j->m->version) < 6.2 || funcs_exit(j->m))
+		return 0;
+	for (uint32_t p = 0; p < j->o->prog_cnt; p++)
+		if (j->cp[p])
+			taint |= j->cp[p]->taint;
+	return ~taint;
+}
+
 static int prepare(struct inj *j)
 {
 	j->cp = calloc(j->o->prog_cnt + 1, sizeof(*j->cp));
@@ -1680,6 +1716,8 @@ static int prepare(struct inj *j)
 		j->cp[p]->redux = target_sm(j->m->target) >= 80 && atof(j->m->version) >= 7.0;
 		j->elect = target_sm(j->m->target) >= 90 && atof(j->m->version) >= 8.0;
 	}
+	j->redux = target_sm(j->m->target) >= 80 && atof(j->m->version) >= 7.0;
+	j->defer_maps = defer_maps(j);
 	return 0;
 }
 

@@ -43,6 +43,8 @@ struct av {
 	uint8_t global; /* AV_UNKNOWN: a pointer into a map value (global memory), or NULL */
 	uint8_t stk;    /* AV_UNKNOWN: may hold a stack address (provenance kept through joins and
 			 * moves: such a value needs the stack addressable at run time) */
+	uint8_t sm;     /* AV_MAPVAL of a per-SM array: + the running SM's copy (its slot times
+			 * the value stride: CUBPF_PERCPU_OFFSET) */
 	uint32_t map;
 	int64_t v;
 };
@@ -84,7 +86,35 @@ struct cg_ctxsrc {
 	 * program's computations and branches on it. */
 	bool (*constant)(void *user, uint32_t off, uint32_t size, uint64_t *val);
 	void *user;
+	struct cg_accs *accs;   /* the kernel's deferred counters (NULL: none here) */
 };
+
+/* Deferred counters.  A probe at every memory access or basic block that adds to a counter
+ * makes one reduction per warp and site, and the L2 performs reductions to one line one after
+ * the other (layout.h, per-SM arrays): on a memory-bound kernel that queue is the cost.  An
+ * atomic add without fetch to a fixed place of a map (a constant key and offset) that no
+ * program of the module reads, or writes otherwise (struct cg_prog's taint), instead adds to
+ * a register of the kernel, %__cb_a<i>, zeroed at its start; each warp's threads leaving
+ * together add their registers up and one reduction per counter goes to the map at exit
+ * (ptx_cg_accs_flush).  The sums are the same, made at the threads' exits; only a reader
+ * during the kernel (none of the module's programs, by the condition) could tell. */
+#define CG_MAX_ACCS 8
+struct cg_acc {
+	uint32_t map;
+	uint32_t stride;        /* a per-SM array's value stride (its running SM's copy); 0: one copy */
+	uint64_t off;           /* byte offset in the map's storage (per-SM: in slot 0's copy) */
+	bool wide;              /* 64-bit add (else 32-bit, of the low half) */
+};
+struct cg_accs {
+	uint64_t maps;          /* maps whose adds may be deferred (bit i: map i) */
+	struct cg_acc a[CG_MAX_ACCS];
+	uint32_t n;
+};
+/* Declares and zeroes the registers of the counters (none when t->n is 0). */
+void ptx_cg_accs_decls(const struct cg_accs *t, struct ptx_buf *out);
+/* At a thread's exit: each counter summed over the lanes leaving together, added to its map by
+ * the lowest of them when not zero.  redux: redux.sync is there (sm_80, PTX 7.0). */
+void ptx_cg_accs_flush(const struct cg_accs *t, bool redux, struct ptx_buf *out);
 
 /* The result of compiling one program at one site. */
 struct cg_result {
