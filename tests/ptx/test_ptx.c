@@ -870,6 +870,87 @@ static void test_icount_sim(void **state)
 	}
 }
 
+/* Deferred counters (ptx-rewriter/accs.c): memtrace on vec_add adds to kernel registers at its
+ * sites, and reduces only at the exit; run on tests/ptx/ptxsim_defer.py (threads one after the
+ * other, one-lane warps on SM 0), its map must hold the known answer: per valid thread two 4-byte
+ * global loads and a store, each one 32-byte sector (28 bytes beyond the 4 accessed). */
+static void test_defer_sim(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("../probes/memtrace.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("vecadd.ptx", &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	const char *exit1 = strstr(out, "$__cubpf_exit:"), *red = strstr(out, "red.global");
+	assert_non_null(exit1);
+	assert_non_null(red);
+	assert_true(red > exit1); /* no reduction at the sites */
+	assert_non_null(strstr(out, "add.s64 %__cb_a0, %__cb_a0, "));
+	assert_non_null(strstr(out, "mov.b64 %__cb_a0, 0;"));
+	assert_null(strstr(out, "%smid;\n\tand.b32 %__cb_x1")); /* per-SM lookups fold */
+	char tmp[] = "/tmp/cubpf-ptxsim-defer-XXXXXX", cmd[768], line[512];
+	int fd = mkstemp(tmp);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, out, olen), (ssize_t)olen);
+	close(fd);
+	const int threads = 20, valid = 13;
+	snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_defer.py %s _Z7vec_addPKfS0_Pfi %d %d %d "
+		 "2>&1", tmp, map_index(p.obj, "counts"), threads, valid);
+	FILE *f = popen(cmd, "r");
+	assert_non_null(f);
+	uint64_t key = (ptx_kernel_id("_Z7vec_addPKfS0_Pfi") & 63) * 8 + CUBPF_SPACE_GLOBAL;
+	uint64_t at = key * 256 * 256; /* slot 0's copy, 256-byte values */
+	uint64_t want[4][2] = {{at + 16, 2 * valid}, {at + 64, valid}, {at + 192, 56 * valid},
+			       {at + 200, 28 * valid}}; /* loads, stores (4 bytes), their waste */
+	int words = 0, found = 0, done = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long o, v;
+		if (sscanf(line, "word %llu %llu", &o, &v) == 2) {
+			words++;
+			for (int i = 0; i < 4; i++)
+				found += o == want[i][0] && v == want[i][1];
+		} else if (!strncmp(line, "threads ", 8)) {
+			done = 1;
+		} else {
+			print_message("ptxsim_defer: %s", line);
+		}
+	}
+	int st = pclose(f);
+	unlink(tmp);
+	if (st != 0 || !done)
+		fail_msg("ptxsim_defer (needs python3) failed: status %d", st);
+	assert_int_equal(words, 4);
+	assert_int_equal(found, 4);
+	free(out);
+	vm_object_free(p.obj);
+	/* a program that reads the map it adds to keeps its reductions at the site */
+	load_probes("defer_read.bpf.o", &p);
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_null(strstr(out, "%__cb_a"));
+	red = strstr(out, "red.global");
+	assert_non_null(red);
+	assert_null(strstr(out, "$__cubpf_exit:"));
+	free(out);
+	/* a .func that ends the thread (exit) would lose a kernel's deferred counts: none */
+	vm_object_free(p.obj);
+	free(t);
+	load_probes("count.bpf.o", &p);
+	t = fixture("calls.ptx", &len);
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_non_null(strstr(out, "%__cb_a0"));
+	free(out);
+	char *ret = strstr(strstr(t, ".func"), "ret;");
+	assert_non_null(ret);
+	memcpy(ret, "exit", 4);
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_null(strstr(out, "%__cb_a0"));
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
 /* ---- device functions: fentry/fexit (issue 32) ---- */
 
 /* The .funcs with a body and the rets in them. */
@@ -1851,6 +1932,7 @@ int main(void)
 		cmocka_unit_test(test_conformance_folded),
 		cmocka_unit_test(test_demangle),
 		cmocka_unit_test(test_limit_registers),
+		cmocka_unit_test(test_defer_sim),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
