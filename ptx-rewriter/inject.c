@@ -1179,7 +1179,7 @@ static int do_exit(struct inj *j, const struct ptx_func *f, const bool *sel, str
 			ptx_buf_puts(&b, "bra $__cubpf_exit;");
 		if (edit_add(&j->ed, in->off, in->len, &b))
 			goto fail;
-		j->rep->exit_sites++;
+		j->rep->exit_sites += n > 0 || nb > 0 || end; /* probes there, not a flush alone */
 	}
 	return 0;
 fail:
