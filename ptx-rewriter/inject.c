@@ -1349,6 +1349,51 @@ static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_re
 	return 0;
 }
 
+/* The bytes of one .shared declaration at `line` (after its linkage directive), or UINT64_MAX
+ * when it is not understood: [.align N] .type name[N]... */
+static uint64_t shared_decl(const char *line)
+{
+	char ty[16], rest[256];
+	line += strlen(".shared");
+	line += strspn(line, " \t");
+	if (!strncmp(line, ".align", 6))
+		line += 6 + strspn(line + 6, " \t0123456789");
+	if (sscanf(line, ".%15[a-z0-9]%255[^;\n]", ty, rest) != 2 || strlen(ty) < 2)
+		return UINT64_MAX;
+	uint64_t n = strtoull(ty + 1, NULL, 10) / 8;
+	if (!n || (ty[0] != 'b' && ty[0] != 'u' && ty[0] != 's' && ty[0] != 'f'))
+		return UINT64_MAX;
+	for (const char *d = strchr(rest, '['); d; d = strchr(d + 1, '[')) {
+		if (d[1] < '0' || d[1] > '9')
+			return UINT64_MAX;
+		n *= strtoull(d + 1, NULL, 10);
+	}
+	return n;
+}
+
+/* Whether the module's kernels can take `bytes` more of static shared memory: its .shared
+ * declarations (all of them: an upper bound for one kernel) stay within 32 KB, and none is
+ * dynamic (.extern: a kernel sized to the device's limit at launch would no longer fit). */
+static bool shared_room(const struct ptx_module *m, uint64_t bytes)
+{
+	uint64_t total = bytes;
+	for (const char *l = m->text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		l += strspn(l, " \t");
+		const char *d = l;
+		if (!strncmp(d, ".extern", 7) && strstr(d, ".shared") &&
+		    strstr(d, ".shared") < strchr(d, '\n'))
+			return false;
+		if (!strncmp(d, ".visible ", 9) || !strncmp(d, ".weak ", 6) || !strncmp(d, ".common ", 8))
+			d = strchr(d, ' ') + 1;
+		if (strncmp(d, ".shared", 7) || (d[7] != ' ' && d[7] != '\t'))
+			continue;
+		uint64_t b = shared_decl(d);
+		if (b == UINT64_MAX || (total += b) > 32768)
+			return false;
+	}
+	return true;
+}
+
 /* The sites in the kernel's body first, which may defer counters (struct cg_accs), then its
  * exit, which flushes them. */
 static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
@@ -1366,6 +1411,7 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 		rc = do_mem(j, f, sel, &s, &fneed, &touched);
 	if (!rc)
 		rc = do_sync(j, f, sel, &s, &fneed, &touched, &extra);
+	accs.block = accs.n && shared_room(j->m, 8 * (accs.n + 1));
 	if (!rc)
 		rc = do_exit(j, f, sel, &s, &fneed, &touched);
 	if (!rc)

@@ -109,11 +109,15 @@ struct cg_accs {
 	uint64_t maps;          /* maps whose adds may be deferred (bit i: map i) */
 	struct cg_acc a[CG_MAX_ACCS];
 	uint32_t n;
+	bool block;             /* summed per thread block first (the kernel can take the shared
+				 * memory: ptx_cg_accs_flush) */
 };
-/* Declares and zeroes the registers of the counters (none when t->n is 0). */
+/* Declares and zeroes the registers of the counters (none when t->n is 0); with t->block, also
+ * the block's sums in shared memory, zeroed by thread (0,0,0) before a barrier of all. */
 void ptx_cg_accs_decls(const struct cg_accs *t, struct ptx_buf *out);
 /* At a thread's exit: each counter summed over the lanes leaving together, added to its map by
- * the lowest of them when not zero.  redux: redux.sync is there (sm_80, PTX 7.0). */
+ * the lowest of them when not zero (with t->block: to the block's sums, which the last lanes of
+ * the block to leave add to the maps).  redux: redux.sync is there (sm_80, PTX 7.0). */
 void ptx_cg_accs_flush(const struct cg_accs *t, bool redux, struct ptx_buf *out);
 
 /* The result of compiling one program at one site. */

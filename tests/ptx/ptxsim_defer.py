@@ -3,6 +3,7 @@
 other (each a warp of one lane, on SM 0), and prints the map's non-zero 64-bit words, so that
 a test can check what the probes' deferred counters (ptx-rewriter/accs.c: register adds at the
 sites, a flush at each thread's exit) left there against the answer it knows.
+Blocks of 8 threads; a block's sums (shared memory) reach the map when its last thread leaves.
 usage: ptxsim_defer.py INSTRUMENTED.ptx KERNEL MAP THREADS VALID
   (the kernel's first params are pointers, each to memory of its own; its last is the count,
   given VALID)   prints "word OFFSET VALUE" lines, then "threads N"."""
@@ -25,6 +26,8 @@ def kernel(text, name):
 def main():
     text, name, mi = open(sys.argv[1]).read(), sys.argv[2], int(sys.argv[3])
     threads, valid = int(sys.argv[4]), int(sys.argv[5])
+    if threads % NTID:
+        raise SystemExit('THREADS must be whole blocks of %d' % NTID)
     params, body = kernel(text, name)
     mem, syms = Mem(), {}
     for i in sorted(set(int(x) for x in re.findall(r'__cubpf_map_(\d+)', text))):

@@ -870,47 +870,30 @@ static void test_icount_sim(void **state)
 	}
 }
 
-/* Deferred counters (ptx-rewriter/accs.c): memtrace on vec_add adds to kernel registers at its
- * sites, and reduces only at the exit; run on tests/ptx/ptxsim_defer.py (threads one after the
- * other, one-lane warps on SM 0), its map must hold the known answer: per valid thread two 4-byte
- * global loads and a store, each one 32-byte sector (28 bytes beyond the 4 accessed). */
-static void test_defer_sim(void **state)
+/* Runs `kernel` of the instrumented module on tests/ptx/ptxsim_defer.py (threads one after the
+ * other, one-lane warps on SM 0, blocks of 8) and checks that map `map` holds exactly the n
+ * words of want (offset, value) and nothing else. */
+static void defer_run(const char *out, size_t olen, const char *kernel, int map, int threads,
+		      int valid, const uint64_t (*want)[2], int n)
 {
-	(void)state;
-	struct probes p;
-	load_probes("../probes/memtrace.bpf.o", &p);
-	size_t len, olen;
-	char *t = fixture("vecadd.ptx", &len), *out, err[PTX_ERRLEN];
-	struct ptx_inject_report rep;
-	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
-	const char *exit1 = strstr(out, "$__cubpf_exit:"), *red = strstr(out, "red.global");
-	assert_non_null(exit1);
-	assert_non_null(red);
-	assert_true(red > exit1); /* no reduction at the sites */
-	assert_non_null(strstr(out, "add.s64 %__cb_a0, %__cb_a0, "));
-	assert_non_null(strstr(out, "mov.b64 %__cb_a0, 0;"));
-	assert_null(strstr(out, "%smid;\n\tand.b32 %__cb_x1")); /* per-SM lookups fold */
 	char tmp[] = "/tmp/cubpf-ptxsim-defer-XXXXXX", cmd[768], line[512];
 	int fd = mkstemp(tmp);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, out, olen), (ssize_t)olen);
 	close(fd);
-	const int threads = 20, valid = 13;
-	snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_defer.py %s _Z7vec_addPKfS0_Pfi %d %d %d "
-		 "2>&1", tmp, map_index(p.obj, "counts"), threads, valid);
+	snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_defer.py %s %s %d %d %d 2>&1", tmp,
+		 kernel, map, threads, valid);
 	FILE *f = popen(cmd, "r");
 	assert_non_null(f);
-	uint64_t key = (ptx_kernel_id("_Z7vec_addPKfS0_Pfi") & 63) * 8 + CUBPF_SPACE_GLOBAL;
-	uint64_t at = key * 256 * 256; /* slot 0's copy, 256-byte values */
-	uint64_t want[4][2] = {{at + 16, 2 * valid}, {at + 64, valid}, {at + 192, 56 * valid},
-			       {at + 200, 28 * valid}}; /* loads, stores (4 bytes), their waste */
 	int words = 0, found = 0, done = 0;
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long o, v;
 		if (sscanf(line, "word %llu %llu", &o, &v) == 2) {
 			words++;
-			for (int i = 0; i < 4; i++)
+			for (int i = 0; i < n; i++)
 				found += o == want[i][0] && v == want[i][1];
+			if (words > n)
+				print_message("ptxsim_defer: unexpected %s", line);
 		} else if (!strncmp(line, "threads ", 8)) {
 			done = 1;
 		} else {
@@ -921,21 +904,69 @@ static void test_defer_sim(void **state)
 	unlink(tmp);
 	if (st != 0 || !done)
 		fail_msg("ptxsim_defer (needs python3) failed: status %d", st);
-	assert_int_equal(words, 4);
-	assert_int_equal(found, 4);
+	assert_int_equal(words, n);
+	assert_int_equal(found, n);
+}
+
+/* Deferred counters (ptx-rewriter/accs.c): memtrace on vec_add adds to kernel registers at its
+ * sites and reduces only at the exit, through the block's sums in shared memory, or per warp
+ * when the module has dynamic shared memory.  On the model, the map must hold the known answer
+ * either way: per valid thread two 4-byte global loads and a store, each one 32-byte sector (28
+ * bytes beyond the 4 accessed); 24 threads in 3 blocks, the second one partly valid, the third
+ * not at all. */
+static void test_defer_sim(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("../probes/memtrace.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("vecadd.ptx", &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	const char *kernel = "_Z7vec_addPKfS0_Pfi";
+	const int threads = 24, valid = 13;
+	uint64_t key = (ptx_kernel_id(kernel) & 63) * 8 + CUBPF_SPACE_GLOBAL;
+	uint64_t at = key * 256 * 256; /* slot 0's copy, 256-byte values */
+	const uint64_t want[4][2] = {{at + 16, 2 * valid}, {at + 64, valid},
+				     {at + 192, 56 * valid}, {at + 200, 28 * valid}};
+	int map = map_index(p.obj, "counts");
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	const char *exit1 = strstr(out, "$__cubpf_exit:"), *red = strstr(out, "red.global");
+	assert_non_null(exit1);
+	assert_non_null(red);
+	assert_true(red > exit1); /* no reduction at the sites */
+	assert_non_null(strstr(out, "add.s64 %__cb_a0, %__cb_a0, "));
+	assert_non_null(strstr(out, "mov.b64 %__cb_a0, 0;"));
+	assert_null(strstr(out, "and.b32 %__cb_x1, %__cb_x1, 255;")); /* per-SM lookups fold */
+	assert_non_null(strstr(out, ".shared .align 8 .b8 __cubpf_accs[40];")); /* 4 counters */
+	assert_non_null(strstr(out, "bar.sync 0;"));
+	defer_run(out, olen, kernel, map, threads, valid, want, 4);
 	free(out);
+	/* dynamic shared memory in the module: no shared sums, one reduction per warp */
+	size_t dlen = len + 64;
+	char *dyn = malloc(dlen + 1);
+	assert_non_null(dyn);
+	const char *v = strstr(t, ".visible .entry");
+	assert_non_null(v);
+	int head = (int)(v - t);
+	dlen = (size_t)snprintf(dyn, dlen + 1, "%.*s.extern .shared .align 16 .b8 dyn[];\n%s", head, t,
+				v);
+	assert_int_equal(instrument(dyn, dlen, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_null(strstr(out, "__cubpf_accs"));
+	assert_non_null(strstr(out, "add.s64 %__cb_a0, %__cb_a0, "));
+	defer_run(out, olen, kernel, map, threads, valid, want, 4);
+	free(out);
+	free(dyn);
 	vm_object_free(p.obj);
 	/* a program that reads the map it adds to keeps its reductions at the site */
 	load_probes("defer_read.bpf.o", &p);
 	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
 	assert_null(strstr(out, "%__cb_a"));
-	red = strstr(out, "red.global");
-	assert_non_null(red);
+	assert_non_null(strstr(out, "red.global"));
 	assert_null(strstr(out, "$__cubpf_exit:"));
 	free(out);
-	/* a .func that ends the thread (exit) would lose a kernel's deferred counts: none */
 	vm_object_free(p.obj);
 	free(t);
+	/* a .func that ends the thread (exit) would lose a kernel's deferred counts: none */
 	load_probes("count.bpf.o", &p);
 	t = fixture("calls.ptx", &len);
 	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
