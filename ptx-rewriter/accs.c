@@ -105,13 +105,16 @@ static void acc_group(const struct cg_accs *t, bool redux, struct ptx_buf *out)
 	}
 }
 
-/* Block mode, after the group's sums: its lowest lane counts the group's threads out (after a
- * fence: the sums before the count); the one that brings the count to the block's size reads
- * the block's sums (after a fence: every group's sums before) and adds them to the maps. */
+/* Block mode, after the group's sums: its lowest lane counts the group's threads out, after
+ * bar.warp.sync (which orders the memory accesses of the lanes taking part: a sum may come from
+ * another lane) and a fence (the sums before the count); the one that brings the count to the
+ * block's size reads the block's sums (after a fence: every group's sums before) and adds them
+ * to the maps. */
 static void acc_block_last(const struct cg_accs *t, struct ptx_buf *out)
 {
-	ptx_buf_puts(out, "\tmembar.cta;\n"
-			  "\tactivemask.b32 %__cb_w0;\n"
+	ptx_buf_puts(out, "\tactivemask.b32 %__cb_w0;\n"
+			  "\tbar.warp.sync %__cb_w0;\n"
+			  "\tmembar.cta;\n"
 			  "\tpopc.b32 %__cb_w2, %__cb_w0;\n");
 	buf_printf(out, "\t@%%__cb_g0 atom.shared.add.u32 %%__cb_w3, [" SH "+%u], %%__cb_w2;\n",
 		   8 * t->n);
