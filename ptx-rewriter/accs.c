@@ -83,6 +83,14 @@ static void acc_add(const struct cg_acc *a, uint32_t i, bool block, const char *
 	}
 }
 
+/* pred = this lane is the lowest of those in %__cb_w0 (an activemask). */
+static void leader(struct ptx_buf *out, const char *pred)
+{
+	ptx_buf_puts(out, "\tmov.u32 %__cb_w1, %lanemask_lt;\n"
+			  "\tand.b32 %__cb_w1, %__cb_w1, %__cb_w0;\n");
+	buf_printf(out, "\tsetp.eq.u32 %s, %%__cb_w1, 0;\n", pred);
+}
+
 /* The lanes leaving together share their SM, so each counter has one address for all of them.
  * The common cases first: the counter is zero in every lane (nothing to add), or not zero in
  * one lane (a warp leader's count), which adds it; else the lanes' sum, added by the lowest. */
@@ -100,6 +108,7 @@ static void acc_group(const struct cg_accs *t, bool redux, struct ptx_buf *out)
 		buf_printf(out, "\tbra %s;\n%s:\n", skip, sum);
 		buf_printf(out, "\tmov.b64 %%__cb_r1, %s;\n", A);
 		ptx_cg_warp_sum(out, redux, loop);
+		leader(out, "%__cb_g0"); /* of the lanes the sum is over (%__cb_w0) */
 		acc_add(a, i, t->block, "%__cb_g0", "%__cb_r0", out);
 		buf_printf(out, "%s:\n", skip);
 	}
@@ -116,6 +125,7 @@ static void acc_block_last(const struct cg_accs *t, struct ptx_buf *out)
 			  "\tbar.warp.sync %__cb_w0;\n"
 			  "\tmembar.cta;\n"
 			  "\tpopc.b32 %__cb_w2, %__cb_w0;\n");
+	leader(out, "%__cb_g0"); /* of the lanes counted */
 	buf_printf(out, "\t@%%__cb_g0 atom.shared.add.u32 %%__cb_w3, [" SH "+%u], %%__cb_w2;\n",
 		   8 * t->n);
 	ptx_buf_puts(out, "\tadd.u32 %__cb_w3, %__cb_w3, %__cb_w2;\n"
@@ -138,11 +148,7 @@ void ptx_cg_accs_flush(const struct cg_accs *t, bool redux, struct ptx_buf *out)
 {
 	if (!t->n)
 		return;
-	ptx_buf_puts(out, "\t// cubpf: deferred counters\n"
-			  "\tactivemask.b32 %__cb_w0;\n"
-			  "\tmov.u32 %__cb_w1, %lanemask_lt;\n"
-			  "\tand.b32 %__cb_w1, %__cb_w1, %__cb_w0;\n"
-			  "\tsetp.eq.u32 %__cb_g0, %__cb_w1, 0;\n");
+	ptx_buf_puts(out, "\t// cubpf: deferred counters\n");
 	acc_group(t, redux, out);
 	if (t->block)
 		acc_block_last(t, out);
