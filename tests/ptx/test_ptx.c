@@ -982,6 +982,41 @@ static void test_defer_sim(void **state)
 	vm_object_free(p.obj);
 }
 
+/* bpf_warp_count_unique's lowering on tests/ptx/ptxsim_warp.py (32 lanes in step): coalesced,
+ * misaligned, wrapping and carrying sequences take the fast path (shuffles and votes); strided,
+ * falling, alternating, scattered and partial warps take match.any; every lane returns the
+ * number of distinct values among the active lanes in each case. */
+static void test_warp_unique_sim(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("unique.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("vecadd.ptx", &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	char tmp[] = "/tmp/cubpf-ptxsim-warp-XXXXXX", cmd[512], line[512], last[512] = "";
+	int fd = mkstemp(tmp);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, out, olen), (ssize_t)olen);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_warp.py %s 2>&1", tmp);
+	FILE *f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "ok", 2))
+			print_message("ptxsim_warp: %s", line);
+		snprintf(last, sizeof(last), "%s", line);
+	}
+	int st = pclose(f);
+	unlink(tmp);
+	if (st != 0 || !strstr(last, "22 passed, 0 failed"))
+		fail_msg("ptxsim_warp (needs python3): %s", last[0] ? last : "no output");
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
 /* ---- device functions: fentry/fexit (issue 32) ---- */
 
 /* The .funcs with a body and the rets in them. */
@@ -1964,6 +1999,7 @@ int main(void)
 		cmocka_unit_test(test_demangle),
 		cmocka_unit_test(test_limit_registers),
 		cmocka_unit_test(test_defer_sim),
+		cmocka_unit_test(test_warp_unique_sim),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
