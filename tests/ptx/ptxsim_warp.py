@@ -26,50 +26,95 @@ def site(text):
 
 
 class Warp:
-    def __init__(self, lines, addr_reg, values, active):
+    """One warp's lanes in step over `lines`.  mem: a dict address -> byte shared by the warps
+    of a test; syms: symbol -> address; sregs: per-lane special registers (callable(lane, name)
+    or missing).  A divergent branch runs the lanes that take it, then the others, each to the
+    end (the code this models never reconverges before its end)."""
+
+    def __init__(self, lines, regs, active, mem=None, syms=None, sreg=None):
         self.code, self.labels = [], {}
         for ln in lines:
             if ln.endswith(':'):
                 self.labels[ln[:-1]] = len(self.code)
-            else:
+            elif not ln.startswith('.'):
                 self.code.append(ln.rstrip(';'))
         self.active = active
-        self.lanes = [i for i in range(32) if active >> i & 1]
-        self.reg = [{addr_reg: values[i] & M64} for i in range(32)]
+        self.reg = regs
+        self.mem = {} if mem is None else mem
+        self.syms = syms or {}
+        self.sreg = sreg or (lambda lane, name: 0)
         self.matched = False
+
+    def rd(self, a, n):
+        return int.from_bytes(bytes(self.mem.get(a + i, 0) for i in range(n)), 'little')
+
+    def wr(self, a, n, v):
+        for i, b in enumerate((v & ((1 << 8 * n) - 1)).to_bytes(n, 'little')):
+            self.mem[a + i] = b
 
     def val(self, lane, op):
         op = op.strip()
         if op == '%lanemask_lt':
             return (1 << lane) - 1
-        if op.startswith('%'):
-            return self.reg[lane][op]
+        if op in ('%smid', '%laneid') or op.startswith('%tid') or op.startswith('%ntid'):
+            return lane if op == '%laneid' else self.sreg(lane, op)
+        if op.startswith('%'):  # a register no statement wrote yet holds garbage: 0 here
+            return self.reg[lane].get(op, 0)
         return int(op, 0) & M64
+
+    def addr(self, lane, op):
+        m = re.match(r'^\[([%\w]+)(?:\+(-?\d+))?\]$', op.strip())
+        base = self.syms[m.group(1)] if m.group(1) in self.syms else self.val(lane, m.group(1))
+        return (base + int(m.group(2) or 0)) & M64
 
     def pred(self, lane, g):
         neg = g.startswith('!')
         v = bool(self.reg[lane][g.lstrip('!')])
         return v != neg
 
-    def step(self, ins):
-        """Executes one statement on every active lane; returns a branch target or None."""
-        m = re.match(r'^@(!?%\w+)\s+(.*)$', ins)
-        guard, ins = (m.group(1), m.group(2)) if m else (None, ins)
+    def lanes(self, mask):
+        return [i for i in range(32) if mask >> i & 1]
+
+    def run(self, pc=0, active=None):
+        active = self.active if active is None else active
+        steps = 0
+        while pc < len(self.code):
+            steps += 1
+            if steps > 10000:
+                raise Exception('too many steps')
+            ins = self.code[pc]
+            m = re.match(r'^@(!?%\w+)\s+(.*)$', ins)
+            guard, body = (m.group(1), m.group(2)) if m else (None, ins)
+            on = sum(1 << l for l in self.lanes(active) if not guard or self.pred(l, guard))
+            if body.startswith('bra'):
+                target = self.labels[body.split()[1]]
+                if on and on != active:  # divergent: the taken side first, then the other
+                    self.run(target, on)
+                    active &= ~on
+                    pc += 1
+                    continue
+                pc = target if on else pc + 1
+                continue
+            if body.startswith('ret'):
+                return
+            if on:
+                self.step(body, on, active)
+            pc += 1
+
+    def step(self, ins, on, active):
         opc, _, rest = ins.partition(' ')
         ops = [o.strip() for o in re.split(r',\s*(?![^{]*\})', rest)] if rest else []
-        if opc == 'bra':
-            take = {self.pred(ln, guard) if guard else True for ln in self.lanes}
-            if len(take) != 1:
-                raise Exception('divergent branch: ' + ins)
-            return ops[0] if take.pop() else None
-        if guard:
-            raise Exception('predicated statement not modelled: ' + ins)
         parts = opc.split('.')
         root, R = parts[0], self.reg
-        for ln in self.lanes:
+        bits = 32 if parts[-1].endswith('32') else 64
+        full = (1 << bits) - 1
+        if root in ('membar', 'bar'):
+            return
+        snap = {l: dict(R[l]) for l in self.lanes(active)}  # warp-wide reads see the old values
+        for ln in self.lanes(on):
             v = lambda o: self.val(ln, o)
             if opc == 'activemask.b32':
-                R[ln][ops[0]] = self.active
+                R[ln][ops[0]] = active
             elif root == 'mov' and ops[0].startswith('{'):
                 lo, hi = [x.strip() for x in ops[0].strip('{}').split(',')]
                 R[ln][lo], R[ln][hi] = v(ops[1]) & FULL, v(ops[1]) >> 32
@@ -78,49 +123,67 @@ class Warp:
                 R[ln][ops[0]] = (v(hi) << 32 | v(lo)) & M64
             elif root == 'mov' or opc == 'cvt.u64.u32':
                 R[ln][ops[0]] = v(ops[1]) & (FULL if parts[-1].endswith('32') else M64)
-            elif root in ('add', 'sub', 'and'):
-                bits = 32 if parts[-1].endswith('32') else 64
+            elif opc == 'cvt.u32.u64':
+                R[ln][ops[0]] = v(ops[1]) & FULL
+            elif root in ('add', 'sub', 'and', 'or', 'shl', 'shr', 'mul'):
                 a, b = v(ops[1]), v(ops[2])
-                r = a + b if root == 'add' else a - b if root == 'sub' else a & b
-                R[ln][ops[0]] = r & ((1 << bits) - 1)
+                if root == 'and' and parts[1] == 'pred':
+                    r = self.pred(ln, ops[1]) and self.pred(ln, ops[2])
+                else:
+                    r = {'add': lambda: a + b, 'sub': lambda: a - b, 'and': lambda: a & b,
+                         'or': lambda: a | b, 'shl': lambda: a << min(b, bits),
+                         'shr': lambda: (a & full) >> min(b, bits),  # clamped, as PTX's
+                         'mul': lambda: a * b}[root]()
+                R[ln][ops[0]] = r & full if not isinstance(r, bool) else r
+            elif opc.startswith('mad.wide.u32'):
+                R[ln][ops[0]] = ((v(ops[1]) & FULL) * (v(ops[2]) & FULL) + v(ops[3])) & M64
             elif root == 'popc':
                 R[ln][ops[0]] = bin(v(ops[1]) & FULL).count('1')
+            elif root == 'brev':
+                R[ln][ops[0]] = int('{:032b}'.format(v(ops[1]) & FULL)[::-1], 2)
+            elif root == 'clz':
+                R[ln][ops[0]] = 32 - (v(ops[1]) & FULL).bit_length()
             elif root == 'setp':
-                bits = 32 if parts[-1].endswith('32') else 64
-                a, b = v(ops[1]) & ((1 << bits) - 1), v(ops[2]) & ((1 << bits) - 1)
+                a, b = v(ops[1]) & full, v(ops[2]) & full
                 R[ln][ops[0]] = {'eq': a == b, 'ne': a != b, 'le': a <= b, 'lt': a < b,
                                  'ge': a >= b, 'gt': a > b}[parts[1]]
-            elif opc == 'shfl.sync.up.b32':
-                if v(ops[4]) & self.active != self.active:
+            elif opc == 'shfl.sync.up.b32' or opc == 'shfl.sync.idx.b32':
+                if v(ops[4]) & active != active:
                     raise Exception('shfl member mask misses active lanes: ' + ins)
-                src = ln - v(ops[2])
-                if src >= 0 and not self.active >> src & 1:
+                src = ln - v(ops[2]) if parts[2] == 'up' else v(ops[2]) & 31
+                if src >= 0 and not active >> src & 1:
                     raise Exception('shuffle from an inactive lane: ' + ins)
-                R[ln][ops[0]] = self.reg[src if src >= 0 else ln][ops[1]] & FULL
+                R[ln][ops[0]] = snap[src if src >= 0 else ln][ops[1]] & FULL
             elif root == 'vote':
-                mask = v(ops[2]) & self.active
-                ps = {l: self.pred(l, ops[1]) for l in self.lanes if mask >> l & 1}
+                mask = v(ops[2]) & active
+                ps = {l: (bool(snap[l][ops[1].lstrip('!')]) != ops[1].startswith('!'))
+                      for l in self.lanes(mask)}
                 R[ln][ops[0]] = (all(ps.values()) if parts[2] == 'all'
                                  else sum(1 << l for l, p in ps.items() if p))
+            elif opc == 'redux.sync.add.u32':
+                mask = v(ops[2]) & active
+                R[ln][ops[0]] = sum(snap[l][ops[1]] for l in self.lanes(mask)) & FULL
             elif opc == 'match.any.sync.b64':
                 self.matched = True
-                mask = v(ops[2]) & self.active
+                mask = v(ops[2]) & active
                 me = v(ops[1])
-                R[ln][ops[0]] = sum(1 << l for l in self.lanes
-                                    if mask >> l & 1 and self.reg[l][ops[1]] == me)
+                R[ln][ops[0]] = sum(1 << l for l in self.lanes(mask) if snap[l][ops[1]] == me)
+            elif root == 'ld':
+                n = int(parts[-1][1:]) // 8
+                R[ln][ops[0]] = self.rd(self.addr(ln, ops[1]), n)
+            elif root == 'st':
+                n = int(parts[-1][1:]) // 8
+                self.wr(self.addr(ln, ops[0]), n, v(ops[1]))
+            elif root in ('red', 'atom'):
+                n = int(parts[-1][1:]) // 8
+                i = 1 if root == 'atom' else 0
+                a = self.addr(ln, ops[i])
+                old = self.rd(a, n)
+                self.wr(a, n, old + v(ops[i + 1]))
+                if root == 'atom':
+                    R[ln][ops[0]] = old
             else:
                 raise Exception('statement not modelled: ' + ins)
-        return None
-
-    def run(self):
-        pc, steps = 0, 0
-        while pc < len(self.code):
-            steps += 1
-            if steps > 10000:
-                raise Exception('too many steps')
-            t = self.step(self.code[pc])
-            pc = self.labels[t] if t is not None else pc + 1
-        return {ln: self.reg[ln]['%__cb_r0'] for ln in self.lanes}
 
 
 def patterns():
@@ -155,9 +218,11 @@ def main():
     lines, addr = site(open(sys.argv[1]).read())
     ok = fail = 0
     for name, values, active, fast in patterns():
-        w = Warp(lines, addr, values, active)
+        regs = [{addr: values[i] & M64} for i in range(32)]
+        w = Warp(lines, regs, active)
         try:
-            got = w.run()
+            w.run()
+            got = {ln: regs[ln]['%__cb_r0'] for ln in range(32) if active >> ln & 1}
         except Exception as e:
             print('FAIL  %s: %s' % (name, e))
             fail += 1

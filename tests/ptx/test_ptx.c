@@ -982,6 +982,63 @@ static void test_defer_sim(void **state)
 	vm_object_free(p.obj);
 }
 
+/* The flush of memtrace's deferred counters on vec_add, on tests/ptx/ptxsim_flush.py (32-lane
+ * warps leaving in groups, on SM 5): with the block's sums (sm_80: redux.sync), per warp (a
+ * module with dynamic shared memory), and before sm_80 (the sums' shuffle loop), each counter's
+ * copy for SM 5 must end as the sum of its lanes' values, nothing else written. */
+static void test_defer_flush_sim(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("../probes/memtrace.bpf.o", &p);
+	size_t len;
+	char *t = fixture("vecadd.ptx", &len), err[PTX_ERRLEN];
+	const char *kernel = "_Z7vec_addPKfS0_Pfi";
+	uint64_t at = ((ptx_kernel_id(kernel) & 63) * 8 + CUBPF_SPACE_GLOBAL) * 256 * 256;
+	const char *v = strstr(t, ".visible .entry");
+	assert_non_null(v);
+	for (int variant = 0; variant < 3; variant++) {
+		char *src = malloc(len + 64), *out, *sm;
+		assert_non_null(src);
+		snprintf(src, len + 64, "%.*s%s%s", (int)(v - t), t,
+			 variant ? ".extern .shared .align 16 .b8 dyn[];\n" : "", v);
+		if (variant == 2) {
+			assert_non_null(sm = strstr(src, ".target sm_80"));
+			memcpy(sm, ".target sm_75", 13);
+		}
+		size_t olen;
+		struct ptx_inject_report rep;
+		assert_int_equal(instrument(src, strlen(src), &p, NULL, &out, &olen, &rep, err), 0);
+		assert_true((strstr(out, "__cubpf_accs[") != NULL) == (variant == 0));
+		char tmp[] = "/tmp/cubpf-ptxsim-flush-XXXXXX", cmd[768], line[512], last[512] = "";
+		int fd = mkstemp(tmp);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, out, olen), (ssize_t)olen);
+		close(fd);
+		/* counters in order of first use: the load's accesses and waste, the store's */
+		snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_flush.py %s %s 256 "
+			 "%llu,%llu,%llu,%llu 2>&1", tmp, kernel, (unsigned long long)at + 16,
+			 (unsigned long long)at + 192, (unsigned long long)at + 64,
+			 (unsigned long long)at + 200);
+		FILE *f = popen(cmd, "r");
+		assert_non_null(f);
+		while (fgets(line, sizeof(line), f)) {
+			if (strncmp(line, "ok", 2))
+				print_message("ptxsim_flush (variant %d): %s", variant, line);
+			snprintf(last, sizeof(last), "%s", line);
+		}
+		int st = pclose(f);
+		unlink(tmp);
+		if (st != 0 || !strstr(last, "3 passed, 0 failed"))
+			fail_msg("ptxsim_flush (needs python3), variant %d: %s", variant,
+				 last[0] ? last : "no output");
+		free(out);
+		free(src);
+	}
+	free(t);
+	vm_object_free(p.obj);
+}
+
 /* bpf_warp_count_unique's lowering on tests/ptx/ptxsim_warp.py (32 lanes in step): coalesced,
  * misaligned, wrapping and carrying sequences take the fast path (shuffles and votes); strided,
  * falling, alternating, scattered and partial warps take match.any; every lane returns the
@@ -2000,6 +2057,7 @@ int main(void)
 		cmocka_unit_test(test_limit_registers),
 		cmocka_unit_test(test_defer_sim),
 		cmocka_unit_test(test_warp_unique_sim),
+		cmocka_unit_test(test_defer_flush_sim),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
