@@ -1720,14 +1720,23 @@ static bool updates_arrays(const struct ptx_prog *p, const struct vm_map_def *ma
 	return false;
 }
 
-/* Whether a .func of the module ends threads (`exit`): a kernel that calls it would lose the
- * counters it defers. */
+/* Whether a .func the module's kernels may call can end threads: one of its own that has
+ * `exit`, or one defined elsewhere (relocatable device code) other than the CUDA system calls;
+ * a kernel that calls it would lose the counters it defers. */
 static bool funcs_exit(const struct ptx_module *m)
 {
-	for (uint32_t i = 0; i < m->func_cnt; i++)
-		for (uint32_t k = 0; !m->funcs[i].is_entry && k < m->funcs[i].insn_cnt; k++)
-			if (!strcmp(m->funcs[i].insns[k].opcode, "exit"))
+	static const char *const sys[] = {"vprintf", "malloc", "free", "__assertfail"};
+	for (uint32_t i = 0; i < m->func_cnt; i++) {
+		const struct ptx_func *f = &m->funcs[i];
+		bool known = false;
+		for (size_t k = 0; k < sizeof(sys) / sizeof(sys[0]); k++)
+			known |= !strcmp(f->name, sys[k]);
+		if (!f->is_entry && !f->has_body && !known)
+			return true;
+		for (uint32_t k = 0; !f->is_entry && k < f->insn_cnt; k++)
+			if (!strcmp(f->insns[k].opcode, "exit"))
 				return true;
+	}
 	return false;
 }
 

@@ -944,6 +944,7 @@ static void test_defer_sim(void **state)
 	/* dynamic shared memory in the module: no shared sums, one reduction per warp */
 	size_t dlen = len + 64;
 	char *dyn = malloc(dlen + 1);
+	/* (room for the declarations the variants below insert) */
 	assert_non_null(dyn);
 	const char *v = strstr(t, ".visible .entry");
 	assert_non_null(v);
@@ -955,6 +956,16 @@ static void test_defer_sim(void **state)
 	assert_non_null(strstr(out, "add.s64 %__cb_a0, %__cb_a0, "));
 	defer_run(out, olen, kernel, map, threads, valid, want, 4);
 	free(out);
+	/* a function defined in another module (relocatable device code) might end the thread:
+	 * no deferred counters; a CUDA system call (vprintf) does not */
+	static const char *const ext[] = {"ext_fn", "vprintf"};
+	for (int e = 0; e < 2; e++) {
+		dlen = (size_t)snprintf(dyn, len + 64, "%.*s.extern .func (.param .b32 r) %s\n(\n"
+					"\t.param .b32 a\n)\n;\n%s", head, t, ext[e], v);
+		assert_int_equal(instrument(dyn, dlen, &p, NULL, &out, &olen, &rep, err), 0);
+		assert_true((strstr(out, "%__cb_a0") != NULL) == (e == 1));
+		free(out);
+	}
 	free(dyn);
 	vm_object_free(p.obj);
 	/* a program that reads the map it adds to keeps its reductions at the site */
