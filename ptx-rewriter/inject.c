@@ -1411,7 +1411,7 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 		rc = do_mem(j, f, sel, &s, &fneed, &touched);
 	if (!rc)
 		rc = do_sync(j, f, sel, &s, &fneed, &touched, &extra);
-	accs.block = accs.n && shared_room(j->m, 8 * (accs.n + 1));
+	accs.block = !j->o->no_shared && accs.n && shared_room(j->m, 8 * (accs.n + 1));
 	if (!rc)
 		rc = do_exit(j, f, sel, &s, &fneed, &touched);
 	if (!rc)

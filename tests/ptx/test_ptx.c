@@ -941,6 +941,15 @@ static void test_defer_sim(void **state)
 	assert_non_null(strstr(out, "bar.sync 0;"));
 	defer_run(out, olen, kernel, map, threads, valid, want, 4);
 	free(out);
+	/* no_shared (CUBPF_SHARED_SUMS=0): no shared memory, one reduction per warp */
+	struct ptx_inject_opts o = {.progs = p.progs, .prog_cnt = p.cnt, .maps = p.obj->maps,
+				    .map_cnt = p.obj->map_cnt, .no_shared = true};
+	assert_int_equal(ptx_instrument(t, len, &o, &out, &olen, &rep, err, PTX_ERRLEN), 0);
+	assert_null(strstr(out, ".shared"));
+	assert_null(strstr(out, "bar.sync"));
+	assert_non_null(strstr(out, "add.s64 %__cb_a0, %__cb_a0, "));
+	defer_run(out, olen, kernel, map, threads, valid, want, 4);
+	free(out);
 	/* dynamic shared memory in the module: no shared sums, one reduction per warp */
 	size_t dlen = len + 64;
 	char *dyn = malloc(dlen + 1);
