@@ -1740,16 +1740,31 @@ static bool funcs_exit(const struct ptx_module *m)
 	return false;
 }
 
-/* The maps whose adds kernels may defer (struct cg_accs): those no program of the module reads
- * or writes otherwise.  The warp-wide flush needs activemask (sm_70's .sync forms, PTX 6.2). */
+/* The maps a program names (lddw of a map or of a map value), bit i for map i. */
+static uint64_t maps_named(const struct ptx_prog *p)
+{
+	uint64_t m = 0;
+	for (uint32_t pc = 0; pc + 1 < p->insn_cnt; pc++) {
+		const struct bpf_insn *in = &p->insns[pc];
+		if (in->code != (BPF_LD | BPF_IMM | BPF_DW))
+			continue;
+		if (in->src_reg == BPF_PSEUDO_MAP_FD || in->src_reg == BPF_PSEUDO_MAP_VALUE)
+			m |= (uint32_t)in->imm < 64 ? 1ull << in->imm : ~0ull;
+		pc++; /* the second slot of lddw */
+	}
+	return m;
+}
+
+/* The maps whose adds kernels may defer (struct cg_accs): those no GPU program of the module
+ * reads or writes otherwise, and no host program names (it may read them while kernels run).
+ * The warp-wide flush needs activemask (sm_70's .sync forms, PTX 6.2). */
 static uint64_t defer_maps(const struct inj *j)
 {
 	uint64_t taint = 0;
 	if (target_sm(j->m->target) < 70 || atof(j->m->version) < 6.2 || funcs_exit(j->m))
 		return 0;
 	for (uint32_t p = 0; p < j->o->prog_cnt; p++)
-		if (j->cp[p])
-			taint |= j->cp[p]->taint;
+		taint |= j->cp[p] ? j->cp[p]->taint : maps_named(&j->o->progs[p]);
 	return ~taint;
 }
 

@@ -977,6 +977,14 @@ static void test_defer_sim(void **state)
 	}
 	free(dyn);
 	vm_object_free(p.obj);
+	/* a host program naming the map (tests/live's shared.bpf.o: a uprobe reads what a kprobe
+	 * adds) may read it while kernels run: the adds stay at the site */
+	load_probes("../live-probes/shared.bpf.o", &p);
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_null(strstr(out, "%__cb_a"));
+	assert_non_null(strstr(out, "red.global"));
+	free(out);
+	vm_object_free(p.obj);
 	/* a program that reads the map it adds to keeps its reductions at the site */
 	load_probes("defer_read.bpf.o", &p);
 	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
