@@ -155,7 +155,7 @@ uint32_t ptx_av_align(const struct av *a, int64_t off)
 static bool av_eq(const struct av *a, const struct av *b)
 {
 	return a->kind == b->kind && a->map == b->map && a->v == b->v && a->al == b->al &&
-	       a->global == b->global && a->stk == b->stk && a->defer == b->defer;
+	       a->global == b->global && a->stk == b->stk && a->defer == b->defer && a->sm == b->sm;
 }
 
 bool ptx_av_global(const struct av *a)
@@ -179,7 +179,7 @@ static struct av av_join(struct av a, struct av b)
 	uint8_t al = (uint8_t)(aa < ba ? aa : ba), global = ptx_av_global(&a) && ptx_av_global(&b);
 	uint8_t stk = may_stack(&a) || may_stack(&b);
 	uint8_t defer = global && a.defer && b.defer;
-	if (a.kind == b.kind && a.map == b.map && a.v == b.v) {
+	if (a.kind == b.kind && a.map == b.map && a.v == b.v && a.sm == b.sm) {
 		a.al = a.kind == AV_UNKNOWN ? al : 0;
 		a.global = a.kind == AV_UNKNOWN && global;
 		a.stk = a.kind == AV_UNKNOWN && stk;
@@ -303,8 +303,10 @@ int ptx_cg_cond_known(const struct cg_prog *p, uint32_t pc)
 	return -1;
 }
 
+/* A lookup with a constant key in range: never NULL, a known place in the map (a per-SM array's
+ * is in the running SM's copy: *sm). */
 static bool lookup_fold_state(const struct cg_prog *p, const struct av_state *s, uint32_t *map,
-			      uint64_t *off)
+			      uint64_t *off, bool *sm)
 {
 	const struct av *m = &s->r[1], *k = &s->r[2];
 	if (!p->fold || !p->track_slots || m->kind != AV_MAP || m->map >= p->map_cnt ||
@@ -312,19 +314,22 @@ static bool lookup_fold_state(const struct cg_prog *p, const struct av_state *s,
 		return false;
 	const struct vm_map_def *d = &p->maps[m->map];
 	const struct av_slot *key = slot_get(s, k->v, 4);
-	if ((d->type != CUBPF_MAP_ARRAY && d->type != CUBPF_MAP_GPU_ARRAY) || d->key_size != 4 ||
-	    !key || key->val >= d->max_entries)
+	*sm = d->type == CUBPF_MAP_PERCPU_ARRAY;
+	if ((d->type != CUBPF_MAP_ARRAY && d->type != CUBPF_MAP_GPU_ARRAY && !*sm) ||
+	    d->key_size != 4 || !key || key->val >= d->max_entries)
 		return false;
 	*map = m->map;
-	*off = key->val * ((d->value_size + 7) & ~7u);
+	*off = *sm ? CUBPF_PERCPU_OFFSET(key->val, 0, d->value_size)
+		   : key->val * ((d->value_size + 7) & ~7u);
 	return true;
 }
 
-bool ptx_cg_lookup_fold(const struct cg_prog *p, uint32_t pc, uint32_t *map, uint64_t *off)
+bool ptx_cg_lookup_fold(const struct cg_prog *p, uint32_t pc, uint32_t *map, uint64_t *off,
+			bool *sm)
 {
 	const struct bpf_insn *in = &p->prog.insns[pc];
 	return in->code == (BPF_JMP | BPF_CALL) && in->src_reg == 0 &&
-	       in->imm == CUBPF_FN_map_lookup_elem && lookup_fold_state(p, &p->st[pc], map, off);
+	       in->imm == CUBPF_FN_map_lookup_elem && lookup_fold_state(p, &p->st[pc], map, off, sm);
 }
 
 /* The constant an ALU instruction at pc produces, when its inputs are known. */
@@ -384,8 +389,9 @@ static void step_helper(struct cg_prog *p, const struct bpf_insn *in, struct av_
 {
 	uint32_t map;
 	uint64_t off;
+	bool sm;
 	bool folded = BPF_SRC(in->code) == BPF_K && in->imm == CUBPF_FN_map_lookup_elem &&
-		      lookup_fold_state(p, out, &map, &off);
+		      lookup_fold_state(p, out, &map, &off, &sm);
 	if (p->track_slots) {
 		if (in->imm == CUBPF_FN_probe_read || in->imm == CUBPF_FN_probe_read_user ||
 		    BPF_SRC(in->code) == BPF_X)
@@ -398,6 +404,7 @@ static void step_helper(struct cg_prog *p, const struct bpf_insn *in, struct av_
 	clobber_call(out);
 	if (folded) {
 		out->r[0] = av_of(AV_MAPVAL, map, (int64_t)off);
+		out->r[0].sm = sm;
 	} else if (BPF_SRC(in->code) == BPF_K && in->imm == CUBPF_FN_map_lookup_elem) {
 		out->r[0].al = 8, out->r[0].global = 1; /* a map value (or NULL): 8-aligned in
 							  * every GPU map layout, in global memory */
@@ -868,4 +875,72 @@ int ptx_cg_analyze(struct cg_prog *p, char *err, size_t errlen)
 	}
 	p->frame = p->escape ? VM_STACK_SIZE : (uint32_t)((-lowest + 15) & ~15);
 	return 0;
+}
+
+/* ---- maps only added to (deferred counters, struct cg_accs) ---- */
+
+/* Helpers that neither read nor write map values: a deferred add cannot show through them. */
+static bool helper_blind(int32_t id)
+{
+	switch (id) {
+	case CUBPF_FN_map_lookup_elem: /* an address, not the value */
+	case CUBPF_FN_ktime_get_ns:
+	case CUBPF_FN_get_globaltimer:
+	case CUBPF_FN_get_clock:
+	case CUBPF_FN_get_smp_processor_id:
+	case CUBPF_FN_get_sm_id:
+	case CUBPF_FN_get_warp_id:
+	case CUBPF_FN_get_lane_id:
+	case CUBPF_FN_gpu_membar:
+	case CUBPF_FN_get_active_mask:
+	case CUBPF_FN_get_active_count:
+	case CUBPF_FN_is_warp_leader:
+	case CUBPF_FN_warp_count_unique:
+	case CUBPF_FN_gpu_delay_ns:
+	case CUBPF_FN_warp_sum:
+		return true;
+	}
+	return false;
+}
+
+/* The maps an access through `a` may touch: none for the context and the stack, its map for a
+ * map value, any for a pointer of unknown origin. */
+static uint64_t touches(const struct av *a)
+{
+	if (a->kind == AV_CTX || a->kind == AV_STACK)
+		return 0;
+	if (a->kind == AV_MAPVAL && a->map < 64)
+		return 1ull << a->map;
+	return ~0ull;
+}
+
+static uint64_t insn_taint(const struct cg_prog *p, uint32_t pc)
+{
+	const struct bpf_insn *in = &p->prog.insns[pc];
+	const struct av_state *s = &p->st[pc];
+	switch (BPF_CLASS(in->code)) {
+	case BPF_LDX:
+		return touches(&s->r[in->src_reg]);
+	case BPF_ST:
+		return touches(&s->r[in->dst_reg]);
+	case BPF_STX: /* an add without fetch commutes with a deferred one */
+		if (BPF_MODE(in->code) == BPF_ATOMIC && in->imm == BPF_ADD)
+			return 0;
+		return touches(&s->r[in->dst_reg]);
+	case BPF_JMP:
+		if (BPF_OP(in->code) != BPF_CALL || in->src_reg == BPF_PSEUDO_CALL)
+			return 0;
+		return BPF_SRC(in->code) == BPF_K && in->src_reg == 0 && helper_blind(in->imm)
+			       ? 0 : ~0ull;
+	}
+	return 0;
+}
+
+uint64_t ptx_cg_map_taint(const struct cg_prog *p)
+{
+	uint64_t t = 0;
+	for (uint32_t pc = 0; pc < p->prog.insn_cnt; pc += cg_slots(&p->prog.insns[pc]))
+		if (p->st[pc].reached)
+			t |= insn_taint(p, pc);
+	return t;
 }

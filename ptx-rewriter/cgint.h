@@ -38,6 +38,8 @@ struct cg_prog {
 	uint32_t nslots;
 	bool patch;             /* a patch function (patch.c): map pointers come from the launch's
 				 * record (%__cb_rec), not from the module's __cubpf_map_<i> */
+	uint64_t taint;         /* maps the program may read, or write other than by atomic adds
+				 * (bit i: map i; all bits for a pointer of unknown origin) */
 };
 
 /* A static stack location: a promoted register or a .local address. */
@@ -61,14 +63,24 @@ struct cg {
 };
 
 int ptx_cg_analyze(struct cg_prog *p, char *err, size_t errlen);
+/* The program's taint (above), from its analysis without site constants (every path). */
+uint64_t ptx_cg_map_taint(const struct cg_prog *p);
 /* dst (a .b64 register) = the device address of map `map`'s storage: the module's
  * __cubpf_map_<map>, or in a patch function the launch record's maps[map]. */
 void ptx_cg_map_ptr(struct cg *g, const char *dst, uint32_t map);
 /* Constant evaluation with the interpreter's semantics (analysis and emission agree). */
 bool ptx_cg_alu_eval(const struct bpf_insn *in, uint64_t d, uint64_t s, uint64_t *out);
 bool ptx_cg_jmp_eval(const struct bpf_insn *in, uint64_t a, uint64_t b);
-/* The known value of a constant-key array lookup at pc: map index and byte offset. */
-bool ptx_cg_lookup_fold(const struct cg_prog *p, uint32_t pc, uint32_t *map, uint64_t *off);
+/* The known value of a constant-key array lookup at pc: map index and byte offset (for a per-SM
+ * array, *sm: plus the running SM's copy, ptx_cg_sm_copy). */
+bool ptx_cg_lookup_fold(const struct cg_prog *p, uint32_t pc, uint32_t *map, uint64_t *off,
+			bool *sm);
+/* dst (.b64) += the offset of the running SM's copy in a per-SM array of values `stride` bytes
+ * apart (CUBPF_VALUE_STRIDE).  Clobbers %__cb_w0. */
+void ptx_cg_sm_copy(struct ptx_buf *out, const char *dst, uint32_t stride);
+/* %__cb_r0 = the 64-bit sum of %__cb_r1 over the active lanes (bpf_warp_sum); clobbers
+ * %__cb_w0..5, %__cb_t1, %__cb_p1; `loop` labels the loop of the form without redux.sync. */
+void ptx_cg_warp_sum(struct ptx_buf *out, bool redux, const char *loop);
 int ptx_cg_cond_known(const struct cg_prog *p, uint32_t pc);
 bool ptx_cg_alu_known(const struct cg_prog *p, uint32_t pc, uint64_t *v);
 bool ptx_cg_is_gpu_kind(enum vm_prog_kind k);

@@ -745,6 +745,29 @@ void ptx_cg_emit_defer_flush(uint32_t n, struct ptx_buf *out)
 			   "\t@%%__cb_g0 red.global.add.u64 [%%__cb_da%u], %%__cb_dv%u;\n", i, i, i);
 }
 
+/* The deferred counter (struct cg_accs) an atomic at pc adds to, or -1 when it must be made
+ * now: an add without fetch through a pointer to a known place of a map that may be deferred,
+ * at a site that keeps counters, while registers are left. */
+static int defer_acc(struct cg *g, uint32_t pc, const struct bpf_insn *in, int bits)
+{
+	struct cg_accs *t = g->ctx ? g->ctx->accs : NULL;
+	const struct av *a = &g->p->st[pc].r[in->dst_reg];
+	if (!t || g->p->patch || in->imm != BPF_ADD || a->kind != AV_MAPVAL || a->map >= 64 ||
+	    a->map >= g->p->map_cnt || !(t->maps >> a->map & 1) || a->v + in->off < 0)
+		return -1;
+	struct cg_acc want = {.map = a->map, .off = (uint64_t)(a->v + in->off), .wide = bits == 64};
+	if (a->sm)
+		want.stride = (uint32_t)CUBPF_VALUE_STRIDE(g->p->maps[a->map].value_size);
+	for (uint32_t i = 0; i < t->n; i++)
+		if (t->a[i].map == want.map && t->a[i].stride == want.stride &&
+		    t->a[i].off == want.off && t->a[i].wide == want.wide)
+			return (int)i;
+	if (t->n == CG_MAX_ACCS)
+		return -1;
+	t->a[t->n] = want;
+	return (int)t->n++;
+}
+
 static int emit_atomic(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_insn *in)
 {
 	uint8_t size = BPF_SIZE(in->code);
@@ -770,8 +793,11 @@ static int emit_atomic(struct cg *g, uint32_t pc, uint32_t depth, const struct b
 	const char *sp = space(g, pc, in->dst_reg);
 	const struct av *a = &g->p->st[pc].r[in->dst_reg];
 	int n = st ? -1 : defer_slot(g, pc, a, bits, fetch, op);
+	int acc = st || n >= 0 ? -1 : defer_acc(g, pc, in, bits);
 	if (n >= 0)
 		emit_red_deferred(g, in, n);
+	else if (acc >= 0) /* the 32-bit add's low half: the flush adds the sum's */
+		OUT("add.s64 %%__cb_a%d, %%__cb_a%d, %%__cb_r%u;\n", acc, acc, in->src_reg);
 	else if (st)
 		emit_atomic_stack(g, &l, bits, op, fetch, in->src_reg);
 	else if (!ptx_av_global(a) && (a->stk || g->p->escape))
@@ -1057,6 +1083,7 @@ struct cg_prog *ptx_cg_prepare(const struct ptx_prog *prog, const struct vm_map_
 		ptx_cg_prog_free(p);
 		return NULL;
 	}
+	p->taint = ptx_cg_map_taint(p);
 	return p;
 }
 

@@ -106,9 +106,13 @@ static int h_lookup(struct cg *g, uint32_t pc, uint32_t depth, const char *ip)
 {
 	uint32_t idx;
 	uint64_t off;
-	if (ptx_cg_lookup_fold(g->p, pc, &idx, &off)) { /* constant key in range: never NULL */
+	bool sm;
+	if (ptx_cg_lookup_fold(g->p, pc, &idx, &off, &sm)) { /* constant key in range: never NULL */
 		g->res->maps_used |= 1ull << idx;
 		ptx_cg_map_ptr(g, "%__cb_t0", idx);
+		if (sm)
+			ptx_cg_sm_copy(g->out, "%__cb_t0",
+				       (uint32_t)CUBPF_VALUE_STRIDE(g->p->maps[idx].value_size));
 		OUT("add.s64 %%__cb_r0, %%__cb_t0, %llu;\n", (unsigned long long)off);
 		return 0;
 	}
@@ -443,46 +447,50 @@ static void warp_count_unique(struct cg *g, const char *ip)
  * 16-bit halves, put together: three reductions, each a round through the warp's
  * convergence unit, where the test costs a compare and a vote (issue 32: kretprobes and
  * bbretprobes sum at every warp's exit, once per basic block for the latter).
- * Before sm_80: each active lane's value in turn, broadcast with shuffles (sm_70's .sync). */
-static void warp_sum(struct cg *g, const char *ip)
+ * Before sm_80: each active lane's value in turn, broadcast with shuffles (sm_70's .sync), in a
+ * loop at label `loop` (with redux: `loop`s and `loop`d label the paths). */
+void ptx_cg_warp_sum(struct ptx_buf *out, bool redux, const char *loop)
 {
-	OUT("activemask.b32 %%__cb_w0;\n");
-	OUT("mov.b64 {%%__cb_w1, %%__cb_w2}, %%__cb_r1;\n");
-	if (g->p->redux) {
-		uint32_t inst = g->next_inst++;
-		OUT("setp.lt.u64 %%__cb_p1, %%__cb_r1, %u;\n", 1u << 27);
-		OUT("vote.sync.all.pred %%__cb_p1, %%__cb_p1, %%__cb_w0;\n");
-		OUT("@!%%__cb_p1 bra %sws%u;\n", ip, inst);
-		OUT("redux.sync.add.u32 %%__cb_w1, %%__cb_w1, %%__cb_w0;\n");
-		OUT("cvt.u64.u32 %%__cb_r0, %%__cb_w1;\n");
-		OUT("bra %swd%u;\n", ip, inst);
-		buf_printf(g->out, "%sws%u:\n", ip, inst);
-		OUT("redux.sync.add.u32 %%__cb_w2, %%__cb_w2, %%__cb_w0;\n");
-		OUT("shr.u32 %%__cb_w3, %%__cb_w1, 16;\n");
-		OUT("and.b32 %%__cb_w1, %%__cb_w1, 65535;\n");
-		OUT("redux.sync.add.u32 %%__cb_w3, %%__cb_w3, %%__cb_w0;\n");
-		OUT("redux.sync.add.u32 %%__cb_w1, %%__cb_w1, %%__cb_w0;\n");
-		OUT("mov.b64 %%__cb_r0, {%%__cb_w1, %%__cb_w2};\n");
-		OUT("cvt.u64.u32 %%__cb_t1, %%__cb_w3;\n");
-		OUT("shl.b64 %%__cb_t1, %%__cb_t1, 16;\n");
-		OUT("add.s64 %%__cb_r0, %%__cb_r0, %%__cb_t1;\n");
-		buf_printf(g->out, "%swd%u:\n", ip, inst);
+	buf_printf(out, "\tactivemask.b32 %%__cb_w0;\n");
+	buf_printf(out, "\tmov.b64 {%%__cb_w1, %%__cb_w2}, %%__cb_r1;\n");
+	if (redux) {
+		buf_printf(out, "\tsetp.lt.u64 %%__cb_p1, %%__cb_r1, %u;\n", 1u << 27);
+		ptx_buf_puts(out, "\tvote.sync.all.pred %__cb_p1, %__cb_p1, %__cb_w0;\n");
+		buf_printf(out, "\t@!%%__cb_p1 bra %ss;\n", loop);
+		ptx_buf_puts(out, "\tredux.sync.add.u32 %__cb_w1, %__cb_w1, %__cb_w0;\n"
+				  "\tcvt.u64.u32 %__cb_r0, %__cb_w1;\n");
+		buf_printf(out, "\tbra %sd;\n%ss:\n", loop, loop);
+		ptx_buf_puts(out, "\tredux.sync.add.u32 %__cb_w2, %__cb_w2, %__cb_w0;\n"
+				  "\tshr.u32 %__cb_w3, %__cb_w1, 16;\n"
+				  "\tand.b32 %__cb_w1, %__cb_w1, 65535;\n"
+				  "\tredux.sync.add.u32 %__cb_w3, %__cb_w3, %__cb_w0;\n"
+				  "\tredux.sync.add.u32 %__cb_w1, %__cb_w1, %__cb_w0;\n"
+				  "\tmov.b64 %__cb_r0, {%__cb_w1, %__cb_w2};\n"
+				  "\tcvt.u64.u32 %__cb_t1, %__cb_w3;\n"
+				  "\tshl.b64 %__cb_t1, %__cb_t1, 16;\n"
+				  "\tadd.s64 %__cb_r0, %__cb_r0, %__cb_t1;\n");
+		buf_printf(out, "%sd:\n", loop);
 		return;
 	}
-	uint32_t inst = g->next_inst++;
-	OUT("mov.b64 %%__cb_r0, 0;\n");
-	OUT("mov.b32 %%__cb_w3, %%__cb_w0;\n");
-	buf_printf(g->out, "%sws%u:\n", ip, inst);
-	OUT("brev.b32 %%__cb_w4, %%__cb_w3;\n");
-	OUT("clz.b32 %%__cb_w4, %%__cb_w4;\n"); /* the lowest lane left */
-	OUT("shfl.sync.idx.b32 %%__cb_w5, %%__cb_w1, %%__cb_w4, 31, %%__cb_w0;\n");
-	OUT("shfl.sync.idx.b32 %%__cb_w4, %%__cb_w2, %%__cb_w4, 31, %%__cb_w0;\n");
-	OUT("mov.b64 %%__cb_t1, {%%__cb_w5, %%__cb_w4};\n");
-	OUT("add.s64 %%__cb_r0, %%__cb_r0, %%__cb_t1;\n");
-	OUT("add.u32 %%__cb_w4, %%__cb_w3, -1;\n");
-	OUT("and.b32 %%__cb_w3, %%__cb_w3, %%__cb_w4;\n");
-	OUT("setp.ne.u32 %%__cb_p1, %%__cb_w3, 0;\n");
-	OUT("@%%__cb_p1 bra %sws%u;\n", ip, inst);
+	ptx_buf_puts(out, "\tmov.b64 %__cb_r0, 0;\n\tmov.b32 %__cb_w3, %__cb_w0;\n");
+	buf_printf(out, "%s:\n", loop);
+	ptx_buf_puts(out, "\tbrev.b32 %__cb_w4, %__cb_w3;\n"
+			  "\tclz.b32 %__cb_w4, %__cb_w4;\n" /* the lowest lane left */
+			  "\tshfl.sync.idx.b32 %__cb_w5, %__cb_w1, %__cb_w4, 31, %__cb_w0;\n"
+			  "\tshfl.sync.idx.b32 %__cb_w4, %__cb_w2, %__cb_w4, 31, %__cb_w0;\n"
+			  "\tmov.b64 %__cb_t1, {%__cb_w5, %__cb_w4};\n"
+			  "\tadd.s64 %__cb_r0, %__cb_r0, %__cb_t1;\n"
+			  "\tadd.u32 %__cb_w4, %__cb_w3, -1;\n"
+			  "\tand.b32 %__cb_w3, %__cb_w3, %__cb_w4;\n"
+			  "\tsetp.ne.u32 %__cb_p1, %__cb_w3, 0;\n");
+	buf_printf(out, "\t@%%__cb_p1 bra %s;\n", loop);
+}
+
+static void warp_sum(struct cg *g, const char *ip)
+{
+	char loop[96];
+	snprintf(loop, sizeof(loop), "%sws%u", ip, g->next_inst++);
+	ptx_cg_warp_sum(g->out, g->p->redux, loop);
 }
 
 /* bpf_gpu_delay_ns(ns): spins until %globaltimer has moved ns past its first reading (the

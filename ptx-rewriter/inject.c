@@ -257,6 +257,7 @@ struct site {
 		uint32_t prog, pc;
 	} defer[INJ_DEFER_SLOTS];      /* the kernel's defer slots: which add each one serves */
 	uint32_t ndefer;
+	struct cg_accs *accs;          /* the kernel's deferred counters (NULL: none at this site) */
 };
 
 static const char *const sreg_names[12] = {
@@ -797,6 +798,8 @@ struct inj {
 	size_t errlen;
 	struct ptx_inject_report *rep;
 	bool elect;                   /* elect.sync is there (sm_90, PTX 8.0 and later) */
+	bool redux;                   /* redux.sync is there (sm_80, PTX 7.0 and later) */
+	uint64_t defer_maps;          /* maps whose adds kernels may defer (struct cg_accs) */
 };
 
 static void need_merge(struct cg_result *a, const struct cg_result *b)
@@ -873,6 +876,7 @@ static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, str
 		if (defer_kind(kind))
 			src.defer_slot = site_defer_slot;
 		s->prog = p;
+		src.accs = s->accs;
 		struct cg_result res = {0};
 		if (ptx_cg_emit(j->cp[p], &src, lbl, out, &res, j->err, j->errlen))
 			return -1;
@@ -1242,14 +1246,18 @@ static int do_exit(struct inj *j, const struct ptx_func *f, const bool *sel, str
 {
 	struct ptx_buf b = {0};
 	bool end = any_kind(j, sel, VM_PROG_BLOCKRETPROBE);
+	uint32_t accs = s->accs ? s->accs->n : 0;
 	ptx_buf_puts(&b, "$__cubpf_exit:\n");
+	if (accs) /* first: the exit probes may read the maps */
+		ptx_cg_accs_flush(s->accs, j->redux, &b);
+	s->accs = NULL;
 	s->kexit = true;
 	int n = emit_kind(j, sel, VM_PROG_KRETPROBE, s, &b, fneed);
 	s->kexit = false;
 	int nb = n < 0 ? -1 : bb_exit(j, f, sel, s, &b, fneed);
 	if (n < 0 || nb < 0 || (end && block_end(j, sel, s, &b, fneed)))
 		goto fail;
-	if (n == 0 && nb == 0 && !end && !s->ndefer) {
+	if (n == 0 && nb == 0 && !end && !s->ndefer && !accs) {
 		ptx_buf_free(&b);
 		return 0;
 	}
@@ -1267,7 +1275,7 @@ static int do_exit(struct inj *j, const struct ptx_func *f, const bool *sel, str
 			ptx_buf_puts(&b, "bra $__cubpf_exit;");
 		if (edit_add(&j->ed, in->off, in->len, &b))
 			goto fail;
-		j->rep->exit_sites++;
+		j->rep->exit_sites += n > 0 || nb > 0 || end; /* probes there, not a flush alone */
 	}
 	return 0;
 fail:
@@ -1419,11 +1427,12 @@ static void select_progs(const struct inj *j, const struct ptx_func *f, bool *se
 }
 
 static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_result *fneed,
-		     unsigned extra)
+		     unsigned extra, const struct cg_accs *accs)
 {
 	struct ptx_buf b = {0};
 	ptx_buf_puts(&b, "\n\t// cubpf: probe registers and stack\n");
 	ptx_cg_emit_decls(fneed, &b);
+	ptx_cg_accs_decls(accs, &b); /* before every site: the kernel's first statements */
 	if (extra & DECL_SYNC)
 		ptx_buf_puts(&b, "\t.reg .pred %__cb_sg;\n");
 	if (extra & DECL_SYNC_TIME)
@@ -1466,9 +1475,57 @@ static int do_exit_close(struct inj *j, const struct ptx_func *f, const struct s
 	return 0;
 }
 
+/* The bytes of one .shared declaration at `line` (after its linkage directive), or UINT64_MAX
+ * when it is not understood: [.align N] .type name[N]... */
+static uint64_t shared_decl(const char *line)
+{
+	char ty[16], rest[256];
+	line += strlen(".shared");
+	line += strspn(line, " \t");
+	if (!strncmp(line, ".align", 6))
+		line += 6 + strspn(line + 6, " \t0123456789");
+	if (sscanf(line, ".%15[a-z0-9]%255[^;\n]", ty, rest) != 2 || strlen(ty) < 2)
+		return UINT64_MAX;
+	uint64_t n = strtoull(ty + 1, NULL, 10) / 8;
+	if (!n || (ty[0] != 'b' && ty[0] != 'u' && ty[0] != 's' && ty[0] != 'f'))
+		return UINT64_MAX;
+	for (const char *d = strchr(rest, '['); d; d = strchr(d + 1, '[')) {
+		if (d[1] < '0' || d[1] > '9')
+			return UINT64_MAX;
+		n *= strtoull(d + 1, NULL, 10);
+	}
+	return n;
+}
+
+/* Whether the module's kernels can take `bytes` more of static shared memory: its .shared
+ * declarations (all of them: an upper bound for one kernel) stay within 32 KB, and none is
+ * dynamic (.extern: a kernel sized to the device's limit at launch would no longer fit). */
+static bool shared_room(const struct ptx_module *m, uint64_t bytes)
+{
+	uint64_t total = bytes;
+	for (const char *l = m->text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		l += strspn(l, " \t");
+		const char *d = l;
+		if (!strncmp(d, ".extern", 7) && strstr(d, ".shared") &&
+		    strstr(d, ".shared") < strchr(d, '\n'))
+			return false;
+		if (!strncmp(d, ".visible ", 9) || !strncmp(d, ".weak ", 6) || !strncmp(d, ".common ", 8))
+			d = strchr(d, ' ') + 1;
+		if (strncmp(d, ".shared", 7) || (d[7] != ' ' && d[7] != '\t'))
+			continue;
+		uint64_t b = shared_decl(d);
+		if (b == UINT64_MAX || (total += b) > 32768)
+			return false;
+	}
+	return true;
+}
+
+/* The sites in the kernel's body first, which may defer counters (struct cg_accs), then its
+ * exit, which flushes them. */
 static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 {
-	struct site s = {.m = j->m, .f = f, .defer_ok = kernel_defers(j, sel)};
+	struct cg_accs accs = {.maps = j->defer_maps};
+	struct site s = {.m = j->m, .f = f, .defer_ok = kernel_defers(j, sel), .accs = &accs};
 	s.kernel_id = j->o->kernel_id ? j->o->kernel_id(j->o->user, f->name) : ptx_kernel_id(f->name);
 	struct cg_result fneed = {0};
 	bool touched = false, blocks = false;
@@ -1481,6 +1538,7 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 		rc = do_mem(j, f, sel, &s, &fneed, &touched);
 	if (!rc)
 		rc = do_sync(j, f, sel, &s, &fneed, &touched, &extra);
+	accs.block = !j->o->no_shared && accs.n && shared_room(j->m, 8 * (accs.n + 1));
 	if (!rc)
 		rc = do_exit(j, f, sel, &s, &fneed, &touched);
 	if (!rc)
@@ -1494,8 +1552,9 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 	if (blocks)
 		extra |= DECL_BLOCKS |
 			 (any_kind(j, sel, VM_PROG_BLOCKRETPROBE) ? DECL_BLOCK_TABLE : 0);
-	if (add_decls(j, f, &fneed, extra) || defer_open(j, f, &s)) {
-		ptx_seterr(j->err, j->errlen, "out of memory");
+	if (add_decls(j, f, &fneed, extra, &accs) || defer_open(j, f, &s)) {
+		if (!j->err[0])
+			ptx_seterr(j->err, j->errlen, "out of memory");
 		return -1;
 	}
 	return 0;
@@ -1756,7 +1815,7 @@ static int do_funcs(struct inj *j, const bool *fsel, const uint32_t *reached_by)
 			return -1;
 		if (touched) {
 			j->rep->funcs++;
-			if (add_decls(j, f, &fneed, extra))
+			if (add_decls(j, f, &fneed, extra, &(struct cg_accs){0}))
 				return -1;
 		}
 	}
@@ -1885,6 +1944,54 @@ static bool updates_arrays(const struct ptx_prog *p, const struct vm_map_def *ma
 	return false;
 }
 
+/* Whether a .func the module's kernels may call can end threads: one of its own that has
+ * `exit`, or one defined elsewhere (relocatable device code) other than the CUDA system calls;
+ * a kernel that calls it would lose the counters it defers. */
+static bool funcs_exit(const struct ptx_module *m)
+{
+	static const char *const sys[] = {"vprintf", "malloc", "free", "__assertfail"};
+	for (uint32_t i = 0; i < m->func_cnt; i++) {
+		const struct ptx_func *f = &m->funcs[i];
+		bool known = false;
+		for (size_t k = 0; k < sizeof(sys) / sizeof(sys[0]); k++)
+			known |= !strcmp(f->name, sys[k]);
+		if (!f->is_entry && !f->has_body && !known)
+			return true;
+		for (uint32_t k = 0; !f->is_entry && k < f->insn_cnt; k++)
+			if (!strcmp(f->insns[k].opcode, "exit"))
+				return true;
+	}
+	return false;
+}
+
+/* The maps a program names (lddw of a map or of a map value), bit i for map i. */
+static uint64_t maps_named(const struct ptx_prog *p)
+{
+	uint64_t m = 0;
+	for (uint32_t pc = 0; pc + 1 < p->insn_cnt; pc++) {
+		const struct bpf_insn *in = &p->insns[pc];
+		if (in->code != (BPF_LD | BPF_IMM | BPF_DW))
+			continue;
+		if (in->src_reg == BPF_PSEUDO_MAP_FD || in->src_reg == BPF_PSEUDO_MAP_VALUE)
+			m |= (uint32_t)in->imm < 64 ? 1ull << in->imm : ~0ull;
+		pc++; /* the second slot of lddw */
+	}
+	return m;
+}
+
+/* The maps whose adds kernels may defer (struct cg_accs): those no GPU program of the module
+ * reads or writes otherwise, and no host program names (it may read them while kernels run).
+ * The warp-wide flush needs activemask (sm_70's .sync forms, PTX 6.2). */
+static uint64_t defer_maps(const struct inj *j)
+{
+	uint64_t taint = 0;
+	if (target_sm(j->m->target) < 70 || atof(j->m->version) < 6.2 || funcs_exit(j->m))
+		return 0;
+	for (uint32_t p = 0; p < j->o->prog_cnt; p++)
+		taint |= j->cp[p] ? j->cp[p]->taint : maps_named(&j->o->progs[p]);
+	return ~taint;
+}
+
 static int prepare(struct inj *j)
 {
 	j->cp = calloc(j->o->prog_cnt + 1, sizeof(*j->cp));
@@ -1903,6 +2010,8 @@ static int prepare(struct inj *j)
 		j->cp[p]->redux = target_sm(j->m->target) >= 80 && atof(j->m->version) >= 7.0;
 		j->elect = target_sm(j->m->target) >= 90 && atof(j->m->version) >= 8.0;
 	}
+	j->redux = target_sm(j->m->target) >= 80 && atof(j->m->version) >= 7.0;
+	j->defer_maps = defer_maps(j);
 	return 0;
 }
 

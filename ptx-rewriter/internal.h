@@ -44,6 +44,8 @@ struct av {
 	uint8_t stk;    /* AV_UNKNOWN: may hold a stack address (provenance kept through joins and
 			 * moves: such a value needs the stack addressable at run time) */
 	uint8_t defer;  /* AV_UNKNOWN and global: the map's flags have CUBPF_F_DEFER_ADD */
+	uint8_t sm;     /* AV_MAPVAL of a per-SM array: + the running SM's copy (its slot times
+			 * the value stride: CUBPF_PERCPU_OFFSET) */
 	uint32_t map;
 	int64_t v;
 };
@@ -90,7 +92,39 @@ struct cg_ctxsrc {
 	 * leaves: ptx_cg_emit_defer_flush), or -1 to add at once. */
 	int (*defer_slot)(void *user, uint32_t pc);
 	void *user;
+	struct cg_accs *accs;   /* the kernel's deferred counters (NULL: none here) */
 };
+
+/* Deferred counters.  A probe at every memory access or basic block that adds to a counter
+ * makes one reduction per warp and site, and the L2 performs reductions to one line one after
+ * the other (layout.h, per-SM arrays): on a memory-bound kernel that queue is the cost.  An
+ * atomic add without fetch to a fixed place of a map (a constant key and offset) that no
+ * program of the module reads, or writes otherwise (struct cg_prog's taint), instead adds to
+ * a register of the kernel, %__cb_a<i>, zeroed at its start; each warp's threads leaving
+ * together add their registers up and one reduction per counter goes to the map at exit
+ * (ptx_cg_accs_flush).  The sums are the same, made at the threads' exits; only a reader
+ * during the kernel (none of the module's programs, by the condition) could tell. */
+#define CG_MAX_ACCS 8
+struct cg_acc {
+	uint32_t map;
+	uint32_t stride;        /* a per-SM array's value stride (its running SM's copy); 0: one copy */
+	uint64_t off;           /* byte offset in the map's storage (per-SM: in slot 0's copy) */
+	bool wide;              /* 64-bit add (else 32-bit, of the low half) */
+};
+struct cg_accs {
+	uint64_t maps;          /* maps whose adds may be deferred (bit i: map i) */
+	struct cg_acc a[CG_MAX_ACCS];
+	uint32_t n;
+	bool block;             /* summed per thread block first (the kernel can take the shared
+				 * memory: ptx_cg_accs_flush) */
+};
+/* Declares and zeroes the registers of the counters (none when t->n is 0); with t->block, also
+ * the block's sums in shared memory, zeroed by thread (0,0,0) before a barrier of all. */
+void ptx_cg_accs_decls(const struct cg_accs *t, struct ptx_buf *out);
+/* At a thread's exit: each counter summed over the lanes leaving together, added to its map by
+ * the lowest of them when not zero (with t->block: to the block's sums, which the last lanes of
+ * the block to leave add to the maps).  redux: redux.sync is there (sm_80, PTX 7.0). */
+void ptx_cg_accs_flush(const struct cg_accs *t, bool redux, struct ptx_buf *out);
 
 /* The result of compiling one program at one site. */
 struct cg_result {

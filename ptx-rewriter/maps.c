@@ -70,6 +70,13 @@ static int array_key(struct cg *g, uint32_t pc, uint32_t depth, uint32_t idx,
 	return 0;
 }
 
+void ptx_cg_sm_copy(struct ptx_buf *out, const char *dst, uint32_t stride)
+{
+	buf_printf(out, "\tmov.u32 %%__cb_w0, %%smid;\n");
+	buf_printf(out, "\tand.b32 %%__cb_w0, %%__cb_w0, %u;\n", CUBPF_PERCPU_SLOTS - 1);
+	buf_printf(out, "\tmad.wide.u32 %s, %%__cb_w0, %u, %s;\n", dst, stride, dst);
+}
+
 /* %__cb_m0 = this SM's copy of key %__cb_x0 (CUBPF_PERCPU_OFFSET). */
 static void percpu_address(struct cg *g, const struct vm_map_def *d)
 {

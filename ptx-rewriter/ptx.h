@@ -312,6 +312,9 @@ struct ptx_inject_opts {
 	 * load the kernel's word once and skip program p (its index in progs) when its bit is 0.
 	 * The host must then store the words' address in __cubpf_enable before any launch. */
 	bool enable_words;
+	/* Add no shared memory to kernels: deferred counters (ptx-rewriter/accs.c) then reduce to
+	 * the maps once per warp instead of once per thread block (CUBPF_SHARED_SUMS=0). */
+	bool no_shared;
 };
 
 struct ptx_inject_report {

@@ -31,6 +31,7 @@ static const struct setting settings[SHIM_SET_COUNT] = {
 	[SHIM_SET_VERIFY_TIMEOUT_MS] = {"CUBPF_VERIFY_TIMEOUT_MS", NULL, 1, 3600000},
 	[SHIM_SET_CACHE_WAIT_MS] = {"CUBPF_CACHE_WAIT_MS", NULL, 1, 60000},
 	[SHIM_SET_ENABLE_WORDS] = {"CUBPF_ENABLE_WORDS", NULL, 0, 1},
+	[SHIM_SET_SHARED_SUMS] = {"CUBPF_SHARED_SUMS", NULL, 0, 1},
 };
 
 const char *shim_setting_name(enum shim_setting_id id)

@@ -282,6 +282,7 @@ enum shim_setting_id {
 	SHIM_SET_VERIFY_TIMEOUT_MS, /* CUBPF_VERIFY_TIMEOUT_MS: the forked checker's limit */
 	SHIM_SET_CACHE_WAIT_MS,     /* CUBPF_CACHE_WAIT_MS: a put's wait for another's write */
 	SHIM_SET_ENABLE_WORDS,      /* CUBPF_ENABLE_WORDS: 0 or 1 */
+	SHIM_SET_SHARED_SUMS,       /* CUBPF_SHARED_SUMS: 0 or 1 (ptx_inject_opts.no_shared) */
 	SHIM_SET_COUNT
 };
 /* The variable's name (CUBPF_SAMPLE). */

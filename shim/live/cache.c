@@ -36,11 +36,17 @@ static uint32_t driver_version;
 
 /* The JIT options of module.c's jit() (an error-log buffer only) and the rewriter options
  * that are not in other key fields (the enable-word check is compiled in or not: sampling and
- * CUBPF_CONTROL need it).  Change them when either changes. */
+ * CUBPF_CONTROL need it; deferred counters' sums in shared memory or not).  Change them when
+ * either changes. */
 static const char *jit_options(void)
 {
-	return shim_live_session.enable_words ? "cuLinkAddData PTX; no JIT options; enable_words=1"
-				 : "cuLinkAddData PTX; no JIT options; enable_words=0";
+	static const char *const v[4] = {
+		"cuLinkAddData PTX; no JIT options; enable_words=0; shared_sums=0",
+		"cuLinkAddData PTX; no JIT options; enable_words=1; shared_sums=0",
+		"cuLinkAddData PTX; no JIT options; enable_words=0",
+		"cuLinkAddData PTX; no JIT options; enable_words=1",
+	};
+	return v[shim_live_session.enable_words + 2 * shim_live_session.shared_sums];
 }
 
 bool shim_live_cache_off(void)

@@ -135,6 +135,7 @@ struct live_session {
 	uint32_t sample;           /* CUBPF_SAMPLE=N: probes run on every Nth launch of a kernel */
 	const char *control_path;  /* CUBPF_CONTROL: the file that switches programs (control.c) */
 	bool enable_words;         /* modules honour the enable words (sampling on) */
+	bool shared_sums;          /* deferred counters may sum per block in shared memory */
 	uint64_t perthread_threads; /* thread copies of per-thread arrays (CUBPF_PERTHREAD_THREADS) */
 	struct store_trace_writer *trace; /* CUBPF_TRACE, or NULL */
 	bool forked;               /* this is a fork()ed child: its parent's GPU state is not its own */

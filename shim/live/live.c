@@ -993,6 +993,7 @@ static const struct shim_hooks *live_start(void)
 	shim_live_session.control_path = control && *control ? control : NULL;
 	shim_live_session.enable_words = shim_live_session.sample > 1 || shim_live_session.control_path ||
 			    shim_setting_env(SHIM_SET_ENABLE_WORDS, 0) != 0;
+	shim_live_session.shared_sums = shim_setting_env(SHIM_SET_SHARED_SUMS, 1) != 0;
 	shim_live_session.interval_ms = shim_setting_env(SHIM_SET_INTERVAL_MS, 1000);
 	const char *dump = getenv("CUBPF_DUMP_MAPS");
 	shim_live_session.dump_maps = dump && *dump && strcmp(dump, "0") != 0;

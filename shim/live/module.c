@@ -720,6 +720,7 @@ int shim_live_instrument(const char *ptx, size_t len, uint32_t (*kernel_id)(void
 	struct ptx_inject_opts o = {
 		.progs = shim_live_session.progs, .prog_cnt = shim_live_session.nprogs, .kernel_glob = shim_live_session.kernel_glob,
 		.kernel_id = kernel_id, .user = user, .enable_words = shim_live_session.enable_words,
+		.no_shared = !shim_live_session.shared_sums,
 	};
 	struct vm_map_def *defs = calloc(shim_live_session.nmaps + 1, sizeof(*defs));
 	for (uint32_t i = 0; defs && i < shim_live_session.nmaps; i++)

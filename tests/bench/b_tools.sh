@@ -6,7 +6,9 @@
 # under each tool, interleaved, ROUNDS (5) rounds; each mode's figure is the median of its
 # rounds.  kernelretsnoop (a ring-buffer record per thread exit: GBs per launch of this grid)
 # runs once with 2 launches, for its record count only.  About a minute in all.  Ratios against native;
-# targets: kcount, threadhist <= 1.05x, launchlate <= 1.02x, memtrace <= 2x on vecadd and compute;
+# targets: kcount, threadhist <= 1.05x, launchlate <= 1.02x, memtrace <= 1.30x on vecadd and
+# <= 1.03x on compute (issue 31; CUBPF_SHARED_SUMS=0 in the environment measures it without the
+# deferred counters' block sums);
 # blocklat <= 1.02x on vecadd and compute, syncwait <= 1.10x on the reduction (issue 32); the
 # other kernels' ratios are shown (kernelretsnoop streams one record per thread: shown, no
 # target).  BTOOLS_MODES="native blocklat" runs a subset.  The checksum must not change.
@@ -61,7 +63,7 @@ done
 grep -m2 -E 'instrumented|kernel' "$OUT/tools_bench.kcount.$ROUNDS.report" 2>/dev/null
 # targets per kernel: vecadd compute reduce ("-": shown, no target)
 declare -A target=([kcount]="1.05 1.05 -" [threadhist]="1.05 1.05 -" [launchlate]="1.02 1.02 -"
-  [memtrace]="2.0 2.0 -" [blocklat]="1.02 1.02 -" [syncwait]="- - 1.10")
+  [memtrace]="1.30 1.03 -" [blocklat]="1.02 1.02 -" [syncwait]="- - 1.10")
 for mode in $MODES; do
   [ "$mode" = native ] && continue
   [ -n "${bv[$mode]:-}" ] && [ -n "${bv[native]:-}" ] || continue

@@ -995,8 +995,11 @@ static void test_block_table_per_context(void **state)
 	(void)state;
 	char blocklat[4200];
 	snprintf(blocklat, sizeof(blocklat), "%s/probes/blocklat.bpf.o", LIVE_TEST_BUILD);
-	struct child_env env = { { "CUBPF_PROGRAMS", "WANT_BLOCKS", "CUBPF_CACHE", "CUBPF_DUMP_MAPS" },
-				 { blocklat, "1", "off", "1" } };
+	/* CUBPF_SHARED_SUMS=0: no deferred counters' sums in shared memory either (count.bpf.o's
+	 * would have them), so that any .shared would be the block table's */
+	struct child_env env = { { "CUBPF_PROGRAMS", "WANT_BLOCKS", "CUBPF_CACHE", "CUBPF_DUMP_MAPS",
+				   "CUBPF_SHARED_SUMS" },
+				 { blocklat, "1", "off", "1", "0" } };
 	assert_int_equal(run_child(&env, child_blocks), 0);
 	/* the log's device bytes count the table (1 MiB and 128 bytes more than blocklat's two
 	 * maps), which is no map: neither counted among them nor dumped */
@@ -1004,7 +1007,8 @@ static void test_block_table_per_context(void **state)
 	assert_non_null(strstr(child_err, " pinned bytes, 2 maps"));
 	assert_non_null(strstr(child_err, "cubpf: map blstats"));
 	assert_null(strstr(child_err, "map __cubpf"));
-	struct child_env none = { { "CUBPF_CACHE" }, { "off" } }; /* count.bpf.o: kprobes only */
+	struct child_env none = { { "CUBPF_CACHE", "CUBPF_SHARED_SUMS" }, { "off", "0" } };
+	/* (count.bpf.o: kprobes only) */
 	assert_int_equal(run_child(&none, child_blocks), 0);
 }
 

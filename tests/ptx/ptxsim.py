@@ -45,6 +45,7 @@ def split_ops(s):
     return ops
 
 class VM:
+    SHARED = {}  # (gridid, ctaid, name) -> address of a .shared array
     # syms: module-scope symbols (map pointers) -> their address in mem; sregs: special
     # registers of the simulated thread ('%tid.x', '%smid', ...).
     def __init__(self, body, mem, r1, r2, syms=None, sregs=None):
@@ -59,6 +60,12 @@ class VM:
             m = re.match(r'\.local \.align \d+ \.b8 (\w+)\[(\d+)\];', line)
             if m:
                 self.local[m.group(1)] = 0x70000000 + 0x10000 * len(self.local); continue
+            m = re.match(r'\.shared \.align \d+ \.b8 (\w+)\[(\d+)\];', line)
+            if m:  # one copy per thread block (of its grid): threads of a block share it
+                key = tuple(self.sregs.get(r, 0) for r in
+                            ('%gridid', '%ctaid.x', '%ctaid.y', '%ctaid.z')) + (m.group(1),)
+                self.local[m.group(1)] = VM.SHARED.setdefault(key, 0x60000000 + 0x10000 * len(VM.SHARED))
+                continue
             assert line.endswith(';'), line
             self.code.append(line[:-1])
 

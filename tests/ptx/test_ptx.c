@@ -879,6 +879,238 @@ static void test_icount_sim(void **state)
 	}
 }
 
+/* Runs `kernel` of the instrumented module on tests/ptx/ptxsim_defer.py (threads one after the
+ * other, one-lane warps on SM 0, blocks of 8) and checks that map `map` holds exactly the n
+ * words of want (offset, value) and nothing else. */
+static void defer_run(const char *out, size_t olen, const char *kernel, int map, int threads,
+		      int valid, const uint64_t (*want)[2], int n)
+{
+	char tmp[] = "/tmp/cubpf-ptxsim-defer-XXXXXX", cmd[768], line[512];
+	int fd = mkstemp(tmp);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, out, olen), (ssize_t)olen);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_defer.py %s %s %d %d %d 2>&1", tmp,
+		 kernel, map, threads, valid);
+	FILE *f = popen(cmd, "r");
+	assert_non_null(f);
+	int words = 0, found = 0, done = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long o, v;
+		if (sscanf(line, "word %llu %llu", &o, &v) == 2) {
+			words++;
+			for (int i = 0; i < n; i++)
+				found += o == want[i][0] && v == want[i][1];
+			if (words > n)
+				print_message("ptxsim_defer: unexpected %s", line);
+		} else if (!strncmp(line, "threads ", 8)) {
+			done = 1;
+		} else {
+			print_message("ptxsim_defer: %s", line);
+		}
+	}
+	int st = pclose(f);
+	unlink(tmp);
+	if (st != 0 || !done)
+		fail_msg("ptxsim_defer (needs python3) failed: status %d", st);
+	assert_int_equal(words, n);
+	assert_int_equal(found, n);
+}
+
+/* Deferred counters (ptx-rewriter/accs.c): memtrace on vec_add adds to kernel registers at its
+ * sites and reduces only at the exit, through the block's sums in shared memory, or per warp
+ * when the module has dynamic shared memory.  On the model, the map must hold the known answer
+ * either way: per valid thread two 4-byte global loads and a store, each one 32-byte sector (28
+ * bytes beyond the 4 accessed); 24 threads in 3 blocks, the second one partly valid, the third
+ * not at all. */
+static void test_defer_sim(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("../probes/memtrace.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("vecadd.ptx", &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	const char *kernel = "_Z7vec_addPKfS0_Pfi";
+	const int threads = 24, valid = 13;
+	uint64_t key = (ptx_kernel_id(kernel) & 63) * 8 + CUBPF_SPACE_GLOBAL;
+	uint64_t at = key * 256 * 256; /* slot 0's copy, 256-byte values */
+	const uint64_t want[4][2] = {{at + 16, 2 * valid}, {at + 64, valid},
+				     {at + 192, 56 * valid}, {at + 200, 28 * valid}};
+	int map = map_index(p.obj, "counts");
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	const char *exit1 = strstr(out, "$__cubpf_exit:"), *red = strstr(out, "red.global");
+	assert_non_null(exit1);
+	assert_non_null(red);
+	assert_true(red > exit1); /* no reduction at the sites */
+	assert_non_null(strstr(out, "add.s64 %__cb_a0, %__cb_a0, "));
+	assert_non_null(strstr(out, "mov.b64 %__cb_a0, 0;"));
+	assert_null(strstr(out, "and.b32 %__cb_x1, %__cb_x1, 255;")); /* per-SM lookups fold */
+	assert_non_null(strstr(out, ".shared .align 8 .b8 __cubpf_accs[40];")); /* 4 counters */
+	assert_non_null(strstr(out, "bar.sync 0;"));
+	defer_run(out, olen, kernel, map, threads, valid, want, 4);
+	free(out);
+	/* no_shared (CUBPF_SHARED_SUMS=0): no shared memory, one reduction per warp */
+	struct ptx_inject_opts o = {.progs = p.progs, .prog_cnt = p.cnt, .maps = p.obj->maps,
+				    .map_cnt = p.obj->map_cnt, .no_shared = true};
+	assert_int_equal(ptx_instrument(t, len, &o, &out, &olen, &rep, err, PTX_ERRLEN), 0);
+	assert_null(strstr(out, ".shared"));
+	assert_null(strstr(out, "bar.sync"));
+	assert_non_null(strstr(out, "add.s64 %__cb_a0, %__cb_a0, "));
+	defer_run(out, olen, kernel, map, threads, valid, want, 4);
+	free(out);
+	/* dynamic shared memory in the module: no shared sums, one reduction per warp */
+	size_t dlen = len + 64;
+	char *dyn = malloc(dlen + 1);
+	/* (room for the declarations the variants below insert) */
+	assert_non_null(dyn);
+	const char *v = strstr(t, ".visible .entry");
+	assert_non_null(v);
+	int head = (int)(v - t);
+	dlen = (size_t)snprintf(dyn, dlen + 1, "%.*s.extern .shared .align 16 .b8 dyn[];\n%s", head, t,
+				v);
+	assert_int_equal(instrument(dyn, dlen, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_null(strstr(out, "__cubpf_accs"));
+	assert_non_null(strstr(out, "add.s64 %__cb_a0, %__cb_a0, "));
+	defer_run(out, olen, kernel, map, threads, valid, want, 4);
+	free(out);
+	/* a function defined in another module (relocatable device code) might end the thread:
+	 * no deferred counters; a CUDA system call (vprintf) does not */
+	static const char *const ext[] = {"ext_fn", "vprintf"};
+	for (int e = 0; e < 2; e++) {
+		dlen = (size_t)snprintf(dyn, len + 64, "%.*s.extern .func (.param .b32 r) %s\n(\n"
+					"\t.param .b32 a\n)\n;\n%s", head, t, ext[e], v);
+		assert_int_equal(instrument(dyn, dlen, &p, NULL, &out, &olen, &rep, err), 0);
+		assert_true((strstr(out, "%__cb_a0") != NULL) == (e == 1));
+		free(out);
+	}
+	free(dyn);
+	vm_object_free(p.obj);
+	/* a host program naming the map (tests/live's shared.bpf.o: a uprobe reads what a kprobe
+	 * adds) may read it while kernels run: the adds stay at the site */
+	load_probes("../live-probes/shared.bpf.o", &p);
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_null(strstr(out, "%__cb_a"));
+	assert_non_null(strstr(out, "red.global"));
+	free(out);
+	vm_object_free(p.obj);
+	/* a program that reads the map it adds to keeps its reductions at the site */
+	load_probes("defer_read.bpf.o", &p);
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_null(strstr(out, "%__cb_a"));
+	assert_non_null(strstr(out, "red.global"));
+	assert_null(strstr(out, "$__cubpf_exit:"));
+	free(out);
+	vm_object_free(p.obj);
+	free(t);
+	/* a .func that ends the thread (exit) would lose a kernel's deferred counts: none */
+	load_probes("count.bpf.o", &p);
+	t = fixture("calls.ptx", &len);
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_non_null(strstr(out, "%__cb_a0"));
+	free(out);
+	char *ret = strstr(strstr(t, ".func"), "ret;");
+	assert_non_null(ret);
+	memcpy(ret, "exit", 4);
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_null(strstr(out, "%__cb_a0"));
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
+/* The flush of memtrace's deferred counters on vec_add, on tests/ptx/ptxsim_flush.py (32-lane
+ * warps leaving in groups, on SM 5): with the block's sums (sm_80: redux.sync), per warp (a
+ * module with dynamic shared memory), and before sm_80 (the sums' shuffle loop), each counter's
+ * copy for SM 5 must end as the sum of its lanes' values, nothing else written. */
+static void test_defer_flush_sim(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("../probes/memtrace.bpf.o", &p);
+	size_t len;
+	char *t = fixture("vecadd.ptx", &len), err[PTX_ERRLEN];
+	const char *kernel = "_Z7vec_addPKfS0_Pfi";
+	uint64_t at = ((ptx_kernel_id(kernel) & 63) * 8 + CUBPF_SPACE_GLOBAL) * 256 * 256;
+	const char *v = strstr(t, ".visible .entry");
+	assert_non_null(v);
+	for (int variant = 0; variant < 3; variant++) {
+		char *src = malloc(len + 64), *out, *sm;
+		assert_non_null(src);
+		snprintf(src, len + 64, "%.*s%s%s", (int)(v - t), t,
+			 variant ? ".extern .shared .align 16 .b8 dyn[];\n" : "", v);
+		if (variant == 2) {
+			assert_non_null(sm = strstr(src, ".target sm_80"));
+			memcpy(sm, ".target sm_75", 13);
+		}
+		size_t olen;
+		struct ptx_inject_report rep;
+		assert_int_equal(instrument(src, strlen(src), &p, NULL, &out, &olen, &rep, err), 0);
+		assert_true((strstr(out, "__cubpf_accs[") != NULL) == (variant == 0));
+		char tmp[] = "/tmp/cubpf-ptxsim-flush-XXXXXX", cmd[768], line[512], last[512] = "";
+		int fd = mkstemp(tmp);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, out, olen), (ssize_t)olen);
+		close(fd);
+		/* counters in order of first use: the load's accesses and waste, the store's */
+		snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_flush.py %s %s 256 "
+			 "%llu,%llu,%llu,%llu 2>&1", tmp, kernel, (unsigned long long)at + 16,
+			 (unsigned long long)at + 192, (unsigned long long)at + 64,
+			 (unsigned long long)at + 200);
+		FILE *f = popen(cmd, "r");
+		assert_non_null(f);
+		while (fgets(line, sizeof(line), f)) {
+			if (strncmp(line, "ok", 2))
+				print_message("ptxsim_flush (variant %d): %s", variant, line);
+			snprintf(last, sizeof(last), "%s", line);
+		}
+		int st = pclose(f);
+		unlink(tmp);
+		if (st != 0 || !strstr(last, "3 passed, 0 failed"))
+			fail_msg("ptxsim_flush (needs python3), variant %d: %s", variant,
+				 last[0] ? last : "no output");
+		free(out);
+		free(src);
+	}
+	free(t);
+	vm_object_free(p.obj);
+}
+
+/* bpf_warp_count_unique's lowering on tests/ptx/ptxsim_warp.py (32 lanes in step): coalesced,
+ * misaligned, wrapping and carrying sequences take the fast path (shuffles and votes); strided,
+ * falling, alternating, scattered and partial warps take match.any; every lane returns the
+ * number of distinct values among the active lanes in each case. */
+static void test_warp_unique_sim(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("unique.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("vecadd.ptx", &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	char tmp[] = "/tmp/cubpf-ptxsim-warp-XXXXXX", cmd[512], line[512], last[512] = "";
+	int fd = mkstemp(tmp);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, out, olen), (ssize_t)olen);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_warp.py %s 2>&1", tmp);
+	FILE *f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "ok", 2))
+			print_message("ptxsim_warp: %s", line);
+		snprintf(last, sizeof(last), "%s", line);
+	}
+	int st = pclose(f);
+	unlink(tmp);
+	if (st != 0 || !strstr(last, "22 passed, 0 failed"))
+		fail_msg("ptxsim_warp (needs python3): %s", last[0] ? last : "no output");
+	free(out);
+	free(t);
+	vm_object_free(p.obj);
+}
+
 /* ---- device functions: fentry/fexit (issue 32) ---- */
 
 /* The .funcs with a body and the rets in them. */
@@ -1879,6 +2111,9 @@ int main(void)
 		cmocka_unit_test(test_conformance_folded),
 		cmocka_unit_test(test_demangle),
 		cmocka_unit_test(test_limit_registers),
+		cmocka_unit_test(test_defer_sim),
+		cmocka_unit_test(test_warp_unique_sim),
+		cmocka_unit_test(test_defer_flush_sim),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1848,6 +1848,7 @@ static void test_settings_refused_alike(void **state)
 		{"CUBPF_CACHE_WAIT_MS", NULL, "60000"},
 		{"CUBPF_INTERVAL_MS", NULL, "10000000000"},
 		{"CUBPF_ENABLE_WORDS", NULL, "1"},
+		{"CUBPF_SHARED_SUMS", NULL, "1"},
 	};
 	static const char *const absurd[] = {"0", "-1", "4294967296", "18446744073709551616",
 					     "99999999999999999999999", "12abc", "abc", " 5", "+5",
@@ -1857,7 +1858,8 @@ static void test_settings_refused_alike(void **state)
 	int refusals = 0;
 	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++)
 		for (size_t j = 0; j < sizeof(absurd) / sizeof(absurd[0]); j++) {
-			if (!strcmp(set[i].env, "CUBPF_ENABLE_WORDS") && !strcmp(absurd[j], "0"))
+			if ((!strcmp(set[i].env, "CUBPF_ENABLE_WORDS") ||
+			     !strcmp(set[i].env, "CUBPF_SHARED_SUMS")) && !strcmp(absurd[j], "0"))
 				continue; /* 0 is one of its two values */
 			if (!strcmp(set[i].env, "CUBPF_INTERVAL_MS") && !strcmp(absurd[j], "4294967296"))
 				continue; /* 49 days between snapshots: allowed (-i takes 10^7 s) */

@@ -6,10 +6,12 @@
  * Cost: the lanes that make an access together (one warp, one instruction) are counted once:
  * their lowest lane adds the number of lanes to its SM's copy of the counters (a per-SM map).
  * For global/generic accesses the lanes also count the distinct 32-byte sectors among their
- * addresses (match.any) and the leader adds the bytes those sectors hold beyond the bytes
- * accessed (`waste`, signed) only when it is not zero: a coalesced warp access (32 lanes x 4,
- * 8 or 16 bytes, aligned) makes one reduction, any other at most two.  The host's sectors
- * touched = (bytes + waste) / 32, exactly.  A key's counters fill one
+ * addresses (bpf_warp_count_unique: shuffles and votes when they rise by 0 or 1 from lane to
+ * lane, match.any otherwise) and the leader adds the bytes those sectors hold beyond the bytes
+ * accessed (`waste`, signed) only when it is not zero.  The host's sectors touched = (bytes +
+ * waste) / 32, exactly.  The program never reads `counts` and its keys and offsets are
+ * constants of each site, so the code generator defers the adds (ptx-rewriter/accs.c): they
+ * go to registers, and reach the map once per thread block at exit.  A key's counters fill one
  * 256-byte value, so each SM's copy has cache lines of its own (the per-SM layout is key-major:
  * smaller values would put several SMs' copies in one line, and the L2 would serialise their
  * updates as if they shared an address).  Space, operation and size are constants of each
