@@ -2,7 +2,7 @@
 # prebuilt inputs of the GPU scripts tests/gpu/t_ptx_*.sh and tests/bench/b_ptx.sh.
 
 PTX_FIXDIR  := $(FIXTURES)/ptx
-PTX_FIX_CU  := vecadd reduce early_ret calls asmvec
+PTX_FIX_CU  := vecadd vecadd_loop reduce early_ret calls asmvec
 PTX_FIXES   := $(patsubst %,$(PTX_FIXDIR)/%.ptx,$(PTX_FIX_CU)) $(PTX_FIXDIR)/vecadd_g.ptx \
 	$(PTX_FIXDIR)/sync.ptx
 PTX_PROBEDIR := $(BUILD)/ptx-probes

@@ -917,8 +917,8 @@ static void defer_run(const char *out, size_t olen, const char *kernel, int map,
 	assert_int_equal(found, n);
 }
 
-/* Deferred counters (ptx-rewriter/accs.c): memtrace on vec_add adds to kernel registers at its
- * sites and reduces only at the exit, through the block's sums in shared memory, or per warp
+/* Deferred counters (ptx-rewriter/accs.c): memtrace on a grid-stride vec_add (its accesses in a
+ * loop: only there are counters deferred) adds to kernel registers at its sites and reduces only at the exit, through the block's sums in shared memory, or per warp
  * when the module has dynamic shared memory.  On the model, the map must hold the known answer
  * either way: per valid thread two 4-byte global loads and a store, each one 32-byte sector (28
  * bytes beyond the 4 accessed); 24 threads in 3 blocks, the second one partly valid, the third
@@ -929,9 +929,9 @@ static void test_defer_sim(void **state)
 	struct probes p;
 	load_probes("../probes/memtrace.bpf.o", &p);
 	size_t len, olen;
-	char *t = fixture("vecadd.ptx", &len), *out, err[PTX_ERRLEN];
+	char *t = fixture("vecadd_loop.ptx", &len), *out, err[PTX_ERRLEN];
 	struct ptx_inject_report rep;
-	const char *kernel = "_Z7vec_addPKfS0_Pfi";
+	const char *kernel = "_Z12vec_add_loopPKfS0_Pfi";
 	const int threads = 24, valid = 13;
 	uint64_t key = (ptx_kernel_id(kernel) & 63) * 8 + CUBPF_SPACE_GLOBAL;
 	uint64_t at = key * 256 * 256; /* slot 0's copy, 256-byte values */
@@ -1003,17 +1003,30 @@ static void test_defer_sim(void **state)
 	free(out);
 	vm_object_free(p.obj);
 	free(t);
-	/* a .func that ends the thread (exit) would lose a kernel's deferred counts: none */
+	/* a .func that ends the thread (exit) would lose a kernel's deferred counts: none in its
+	 * module (the grid-stride vec_add, whose accesses are in a loop, and such a .func beside) */
 	load_probes("count.bpf.o", &p);
-	t = fixture("calls.ptx", &len);
+	t = fixture("vecadd_loop.ptx", &len);
 	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
 	assert_non_null(strstr(out, "%__cb_a0"));
 	free(out);
-	char *ret = strstr(strstr(t, ".func"), "ret;");
-	assert_non_null(ret);
-	memcpy(ret, "exit", 4);
+	static const char quit[] = "\n.visible .func cubpf_test_quit()\n{\n\texit;\n}\n";
+	char *t2 = malloc(len + sizeof(quit));
+	assert_non_null(t2);
+	memcpy(t2, t, len);
+	memcpy(t2 + len, quit, sizeof(quit));
+	assert_int_equal(instrument(t2, len + sizeof(quit) - 1, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_null(strstr(out, "%__cb_a0"));
+	free(out);
+	free(t2);
+	free(t);
+	vm_object_free(p.obj);
+	/* a site a thread passes once (vec_add without a loop) keeps its reduction there */
+	load_probes("../probes/memtrace.bpf.o", &p);
+	t = fixture("vecadd.ptx", &len);
 	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
 	assert_null(strstr(out, "%__cb_a0"));
+	assert_null(strstr(out, "__cubpf_accs"));
 	free(out);
 	free(t);
 	vm_object_free(p.obj);
@@ -1029,8 +1042,8 @@ static void test_defer_flush_sim(void **state)
 	struct probes p;
 	load_probes("../probes/memtrace.bpf.o", &p);
 	size_t len;
-	char *t = fixture("vecadd.ptx", &len), err[PTX_ERRLEN];
-	const char *kernel = "_Z7vec_addPKfS0_Pfi";
+	char *t = fixture("vecadd_loop.ptx", &len), err[PTX_ERRLEN];
+	const char *kernel = "_Z12vec_add_loopPKfS0_Pfi";
 	uint64_t at = ((ptx_kernel_id(kernel) & 63) * 8 + CUBPF_SPACE_GLOBAL) * 256 * 256;
 	const char *v = strstr(t, ".visible .entry");
 	assert_non_null(v);
