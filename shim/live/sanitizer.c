@@ -887,6 +887,30 @@ static void on_callback(void *user, int domain, uint32_t cbid, const void *data)
 
 /* ---- report and exit ---- */
 
+static int cupti_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	const char *slash = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+	const char *base = slash ? slash + 1 : info->dlpi_name;
+	if (base && !strncmp(base, "libcupti", 8))
+		*(const char **)data = info->dlpi_name;
+	return *(const char **)data != NULL;
+}
+
+/* CUPTI loaded beside the subscribed backend (a profiler: PyTorch's, Nsight's injection): on
+ * the H100 with driver 580 PyTorch's profiler then recorded no kernel at all (0 of 6;
+ * tests/gpu/t_sass_coexist.sh), so the user hears why its profile is empty. */
+static void warn_cupti(void)
+{
+	const char *cupti = NULL;
+	dl_iterate_phdr(cupti_cb, &cupti);
+	if (cupti)
+		shim_log(SHIM_LOG_WARN, "live: sanitizer: %s is loaded in this process: with the "
+			 "Sanitizer backend subscribed, CUPTI's activity records (profilers such as "
+			 "PyTorch's or Nsight's) may miss kernels; run the profiler without "
+			 "--sanitizer", cupti);
+}
+
 void shim_live_san_report(void)
 {
 	if (!atomic_load(&san.active))
@@ -904,6 +928,7 @@ void shim_live_san_report(void)
 		 "patched, %u ran without probes", atomic_load(&san.modules_patched),
 		 atomic_load(&san.modules_failed), atomic_load(&san.launches),
 		 atomic_load(&san.launches_unpatched));
+	warn_cupti();
 	static const char *const files[] = {"ptx", "cubin", "cubin.log"};
 	for (struct san_cubin *c = san.cubins; c && san.tmpdir[0]; c = c->next)
 		for (int i = 0; i < 3; i++) {

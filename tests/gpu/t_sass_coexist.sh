@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The Sanitizer backend beside other users of NVIDIA's tool interfaces in the same process
 # (issue 29, Deliver 4), each stated by what it prints:
-#   1. CUPTI: PyTorch's profiler (Kineto on CUPTI's activity API) records kernels while cubpf
-#      patches them (tests/gpu/apps/torch_cupti_app.py under `cubpf run --sanitizer -t kcount`):
-#      the program's output (digests and the profiler's kernel count) must be identical to the
-#      native run's; the log says whether kernels went through the backend.
+#   1. CUPTI: PyTorch's profiler (Kineto on CUPTI's activity API) in the program
+#      (tests/gpu/apps/torch_cupti_app.py): natively, under `cubpf run -t kcount` and under
+#      `cubpf run --sanitizer -t kcount`.  The results' digests must be identical in all three;
+#      the profiler's kernel count must be the native one without --sanitizer (cubpf's default
+#      leaves CUPTI alone); with --sanitizer the count is reported (H100, driver 580: 0 of 6, the
+#      Sanitizer's subscription takes the profiler's kernels away) and, when it differs, cubpf
+#      must have warned that CUPTI was loaded beside the backend.
 #   2. compute-sanitizer (memcheck) running the shim with the backend on: NVIDIA's tool holds
-#      the Sanitizer API, so cubpf's subscription fails or is refused; the program's output must
-#      be identical to native and cubpf must say why SASS-only kernels run without probes.
+#      the Sanitizer API, so cubpf's subscription is refused; the program's output must be
+#      identical to native and cubpf must say that SASS-only kernels run without probes.
 #   3. Nsight Systems (nsys) when installed: the same run under `nsys profile --trace cuda`.
 set -u
 BUILD=${BUILD:-build}
@@ -22,14 +25,23 @@ failed=0
 fail() { echo "FAIL $*"; failed=$((failed + 1)); }
 
 # 1. CUPTI (PyTorch's profiler)
-python3 tests/gpu/apps/torch_cupti_app.py >"$OUT/coexist_cupti.native" 2>"$OUT/coexist_cupti.native.err"
-$TO "$CUBPF" run --sanitizer -l info -t kcount -- sh -c "exec python3 tests/gpu/apps/torch_cupti_app.py > '$OUT/coexist_cupti.app'" \
-  >"$OUT/coexist_cupti.out" 2>"$OUT/coexist_cupti.err"; rc=$?
-same=no; cmp -s "$OUT/coexist_cupti.native" "$OUT/coexist_cupti.app" && same=yes
-n=$(grep -c 'backend sanitizer: kernel id' "$OUT/coexist_cupti.err")
-echo "RESULT sass coexist cupti: rc=$rc identical_stdout=$same kernels_patched=$n ($(grep 'profiler kernel' "$OUT/coexist_cupti.native"))"
-grep -h 'sanitizer' "$OUT/coexist_cupti.err" | grep -v 'kernel id' | head -5
-[ "$rc" -eq 0 ] && [ "$same" = yes ] || { fail "cupti: rc=$rc or output changed"; diff "$OUT/coexist_cupti.native" "$OUT/coexist_cupti.app" | head; tail -15 "$OUT/coexist_cupti.err"; }
+APPC="python3 tests/gpu/apps/torch_cupti_app.py"
+$APPC >"$OUT/coexist_cupti.native" 2>"$OUT/coexist_cupti.native.err"
+for v in ptx sanitizer; do
+  flag=""; [ $v = sanitizer ] && flag=--sanitizer
+  $TO "$CUBPF" run $flag -l info -t kcount -- sh -c "exec $APPC > '$OUT/coexist_cupti.$v.app'" \
+    >"$OUT/coexist_cupti.$v.out" 2>"$OUT/coexist_cupti.$v.err"; rc=$?
+  same=no; [ "$(head -1 "$OUT/coexist_cupti.native")" = "$(head -1 "$OUT/coexist_cupti.$v.app")" ] && same=yes
+  nat=$(sed -n 's/^profiler kernel activities: //p' "$OUT/coexist_cupti.native")
+  got=$(sed -n 's/^profiler kernel activities: //p' "$OUT/coexist_cupti.$v.app")
+  n=$(grep -c 'backend sanitizer: kernel id' "$OUT/coexist_cupti.$v.err")
+  warned=no; grep -q 'libcupti.*is loaded in this process' "$OUT/coexist_cupti.$v.err" && warned=yes
+  echo "RESULT sass coexist cupti $v: rc=$rc identical_digests=$same profiler_kernels=${got:-?} native=${nat:-?} kernels_patched=$n cupti_warning=$warned"
+  [ "$rc" -eq 0 ] && [ "$same" = yes ] || { fail "cupti $v: rc=$rc or the results changed"; tail -15 "$OUT/coexist_cupti.$v.err"; }
+  if [ $v = ptx ] && [ "${got:-x}" != "${nat:-y}" ]; then fail "cupti: cubpf without --sanitizer changed the profiler's kernel count"; fi
+  if [ $v = sanitizer ] && [ "${got:-x}" != "${nat:-y}" ] && [ $warned = no ]; then
+    fail "cupti: the profiler lost kernels under --sanitizer and cubpf did not say why"; fi
+done
 
 # 2. compute-sanitizer
 CS=""
@@ -47,6 +59,9 @@ else
   echo "RESULT sass coexist compute-sanitizer: rc=$rc identical_stdout=$same memcheck_errors=${errs:-?}"
   grep -h 'sanitizer' "$OUT/coexist_cs.err" | head -5
   [ "$rc" -eq 0 ] && [ "$same" = yes ] || { fail "compute-sanitizer: rc=$rc or output changed"; diff "$OUT/coexist_cs.native" "$OUT/coexist_cs.app" | head; tail -15 "$OUT/coexist_cs.err"; }
+  grep -q 'sanitizerSubscribe: .*SASS-only kernels run without probes' "$OUT/coexist_cs.err" ||
+    grep -q 'backend sanitizer: kernel id' "$OUT/coexist_cs.err" ||
+    fail "compute-sanitizer: cubpf neither patched a kernel nor said why it could not"
 fi
 
 # 3. Nsight Systems
