@@ -6,7 +6,9 @@ import hashlib
 import os
 import time
 
-import torch
+# deterministic cuBLAS (PyTorch refuses deterministic algorithms without it)
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+import torch  # noqa: E402
 
 torch.manual_seed(0)
 torch.use_deterministic_algorithms(True)
