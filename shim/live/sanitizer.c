@@ -11,9 +11,11 @@
  * measured on an H200 (shared/studies/sass-patching-2026-11-27.md):
  *  - the library must subscribe before the first context exists (after cuInit is fine): it
  *    subscribes in the driver_initialized hook, after the first successful cuInit;
- *  - a module can be patched at its first launch (SANITIZER_CBID_LAUNCH_BEGIN) and that launch
- *    is instrumented; patching every module would cost seconds, so only the modules of
- *    selected kernels are patched, at their first launch;
+ *  - a module can be patched just before its first launch and that launch is instrumented;
+ *    patching every module would cost seconds, so only the modules of selected kernels are
+ *    patched, by the launch hook before the real launch (the study patched from the
+ *    SANITIZER_CBID_LAUNCH_BEGIN callback, which deadlocks the driver on a launch to a created
+ *    stream: launch_module);
  *  - patch functions cannot read the kernel's parameters: the launch hook copies them (the
  *    first 8 bytes of each, sizes from cuFuncGetParamInfo) into the launch record
  *    (ptx-rewriter/layout.h), which the callback copies to the device on the launch's stream
