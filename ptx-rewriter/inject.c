@@ -802,6 +802,7 @@ struct inj {
 	bool elect;                   /* elect.sync is there (sm_90, PTX 8.0 and later) */
 	bool redux;                   /* redux.sync is there (sm_80, PTX 7.0 and later) */
 	uint64_t defer_maps;          /* maps whose adds kernels may defer (struct cg_accs) */
+	bool funcs_exit;              /* a .func may end the thread (funcs_exit): nothing deferred */
 };
 
 static void need_merge(struct cg_result *a, const struct cg_result *b)
@@ -843,13 +844,14 @@ static bool defer_kind(enum vm_prog_kind kind)
  * INJ_DEFER_SLOTS slots where it starts and flushes them in its exit block. */
 static bool kernel_defers(const struct inj *j, const bool *sel)
 {
+	if (j->funcs_exit) /* a thread ending inside a .func would take its sums with it */
+		return false;
 	for (uint32_t p = 0; p < j->o->prog_cnt; p++)
 		if (sel[p] && j->cp[p] && defer_kind(j->o->progs[p].kind) && ptx_cg_may_defer(j->cp[p]))
 			return true;
 	return false;
 }
 
-/* Emits every program of `kind` that applies to this kernel; returns how many did. */
 /* Whether a counter at this site may be deferred (struct cg_accs): only where a thread may pass
  * again, on a cycle of the kernel's flow graph.  A counter a thread adds to once gains nothing
  * from waiting for its exit and pays the flush there (and the block sums' entry barrier): on
@@ -886,6 +888,7 @@ static bool *loop_map(const struct inj *j, const struct ptx_func *f)
 	return looped;
 }
 
+/* Emits every program of `kind` that applies to this kernel; returns how many did. */
 static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, struct site *s,
 		     struct ptx_buf *out, struct cg_result *fneed)
 {
@@ -2053,6 +2056,7 @@ static int prepare(struct inj *j)
 		j->elect = target_sm(j->m->target) >= 90 && atof(j->m->version) >= 8.0;
 	}
 	j->redux = target_sm(j->m->target) >= 80 && atof(j->m->version) >= 7.0;
+	j->funcs_exit = funcs_exit(j->m);
 	j->defer_maps = defer_maps(j);
 	return 0;
 }

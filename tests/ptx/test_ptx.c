@@ -879,6 +879,33 @@ static void test_icount_sim(void **state)
 	}
 }
 
+/* Adds kept in registers (CUBPF_F_DEFER_ADD) are flushed where the kernel ends: a module where
+ * a .func may end the thread (exit) keeps none (the thread would take its sums with it). */
+static void test_defer_add_not_with_exiting_func(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("bbdefer.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("tests/ptx/kernels/counted.ptx", &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_non_null(strstr(out, "%__cb_da0"));
+	free(out);
+	static const char quit[] = "\n.visible .func cubpf_test_quit()\n{\n\texit;\n}\n";
+	char *t2 = malloc(len + sizeof(quit));
+	assert_non_null(t2);
+	memcpy(t2, t, len);
+	memcpy(t2 + len, quit, sizeof(quit));
+	assert_int_equal(instrument(t2, len + sizeof(quit) - 1, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_null(strstr(out, "%__cb_da"));
+	assert_non_null(strstr(out, "red.global"));
+	free(out);
+	free(t2);
+	free(t);
+	vm_object_free(p.obj);
+}
+
 /* Runs `kernel` of the instrumented module on tests/ptx/ptxsim_defer.py (threads one after the
  * other, one-lane warps on SM 0, blocks of 8) and checks that map `map` holds exactly the n
  * words of want (offset, value) and nothing else. */
@@ -2113,6 +2140,7 @@ int main(void)
 		cmocka_unit_test(test_bb_probes),
 		cmocka_unit_test(test_icount),
 		cmocka_unit_test(test_icount_sim),
+		cmocka_unit_test(test_defer_add_not_with_exiting_func),
 		cmocka_unit_test(test_probe_site),
 		cmocka_unit_test(test_bbret_probes),
 		cmocka_unit_test(test_bb_tools_assemble),
