@@ -227,7 +227,8 @@ static uint32_t succs(const struct ptx_func *f, const struct ptx_bblock *v, uint
 	bool brx = !strncmp(last->opcode, "brx", 3);
 	if (!brx && (strncmp(last->opcode, "bra", 3) || last->op_cnt < 1))
 		return k;
-	const char *name = last->ops[last->op_cnt - 1];
+	/* brx's targets are every label; a malformed one may have no operand at all */
+	const char *name = brx ? "" : last->ops[last->op_cnt - 1];
 	size_t len = strlen(name);
 	for (size_t i = 0; i < l->n; i++)
 		if (brx || (l->v[i].len == len && !strncmp(l->v[i].name, name, len)))
