@@ -870,12 +870,16 @@ static bool site_loops(const struct site *s, enum vm_prog_kind kind)
 }
 
 /* The per-instruction map of loops of site_loops, from the kernel's basic blocks: NULL when
- * nothing may be deferred or out of memory (then nothing is). */
+ * nothing may be deferred, out of memory, or the kernel is larger than LOOP_MAP_MAX_INSNS
+ * (finding loops costs blocks x edges; deferral is only a saving, so a huge kernel goes
+ * without rather than making its module's load slow). */
+#define LOOP_MAP_MAX_INSNS 20000u
 static bool *loop_map(const struct inj *j, const struct ptx_func *f)
 {
 	struct ptx_bblock *bbs;
 	uint32_t n;
-	bool *looped = j->defer_maps ? calloc(f->insn_cnt + 1, 1) : NULL;
+	bool *looped = j->defer_maps && f->insn_cnt <= LOOP_MAP_MAX_INSNS ?
+			       calloc(f->insn_cnt + 1, 1) : NULL;
 	if (!looped || ptx_basic_blocks(j->m, f, &bbs, &n)) {
 		free(looped);
 		return NULL;
@@ -1566,7 +1570,9 @@ static bool shared_room(const struct ptx_module *m, uint64_t bytes)
 static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 {
 	struct cg_accs accs = {.maps = j->defer_maps};
-	bool *looped = loop_map(j, f);
+	/* loops matter only where counters may be deferred: memory, barrier and block sites */
+	bool *looped = any_kind(j, sel, VM_PROG_MEMPROBE) || any_kind(j, sel, VM_PROG_SYNCPROBE) ||
+			       any_kind(j, sel, VM_PROG_BBPROBE) ? loop_map(j, f) : NULL;
 	struct site s = {.m = j->m, .f = f, .defer_ok = kernel_defers(j, sel), .accs = &accs,
 			 .looped = looped};
 	s.kernel_id = j->o->kernel_id ? j->o->kernel_id(j->o->user, f->name) : ptx_kernel_id(f->name);
