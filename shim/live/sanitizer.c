@@ -65,6 +65,8 @@ struct san_kernel {
 	uint8_t psize[CUBPF_MAX_KERNEL_PARAMS];
 	uint64_t launches, unpatched;
 	bool no_module;             /* its module could not be found (warned once) */
+	uint64_t patched_gen;       /* the context (san_ctx.gen) and handle whose module the launch */
+	const void *patched_func;   /* hook last found patched: their next launch skips the look-up */
 	uint64_t threads;           /* grid x block summed over the patched launches */
 	struct san_kernel *next;
 };
@@ -77,6 +79,7 @@ struct san_module {
 
 struct san_ctx {
 	void *ctx;
+	uint64_t gen;               /* unique per entry (a handle and an address may come back) */
 	struct live_ctx *lc;
 	int patches;                /* 1: the patch functions are in the context */
 	CUdeviceptr rec_dev;
@@ -114,6 +117,7 @@ static struct {
 } san;
 
 static pthread_mutex_t san_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t san_ctx_gen;    /* the last san_ctx.gen given (lock held) */
 /* Set while this thread holds san_lock (the lock is not recursive). */
 static __thread bool san_holding;
 
@@ -689,6 +693,7 @@ static struct san_ctx *ctx_prepare(CUcontext ctx, const char *kernel)
 		return NULL;
 	}
 	c->patches = 1;
+	c->gen = ++san_ctx_gen;
 	c->next = san.ctxs;
 	san.ctxs = c;
 	return c;
@@ -780,13 +785,16 @@ void shim_live_san_launching(const struct shim_launch_event *ev)
 	san_enter();
 	struct san_kernel *k = kernel_get(ev->kernel->name, ev);
 	CUcontext ctx = NULL;
-	if (k && k->selected && shim_live_cu.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx) {
+	struct san_ctx *known = NULL;
+	if (k && k->selected && shim_live_cu.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx &&
+	    !((known = ctx_find(ctx)) && known->gen == k->patched_gen &&
+	      k->patched_func == ev->func)) { /* else: patched already, nothing to look up */
 		CUstreamCaptureMode m = shim_live_relax();
 		struct san_ctx *c = ctx_prepare(ctx, k->name);
 		void *module = c ? launch_module(ev) : NULL;
-		if (module)
-			(void)patch_module(c, module, k);
-		else if (c && !k->no_module) {
+		if (module && patch_module(c, module, k) == 0)
+			k->patched_gen = c->gen, k->patched_func = ev->func;
+		else if (c && !module && !k->no_module) {
 			k->no_module = true;
 			shim_live_note(SHIM_LOG_WARN, STORE_NOINST_OTHER, NULL, k->name, 1, c->lc->sm,
 				       "live: sanitizer: the module of %s cannot be found "
