@@ -788,6 +788,31 @@ static int map_index(const struct vm_object *o, const char *name)
 	return -1;
 }
 
+/* Runs tests/ptx/SCRIPT on instrumented PTX: `out` goes to a temporary file whose path comes
+ * between `pre` and `post` on the command line; lines other than "ok ..." are printed; the test
+ * fails unless the script exits 0 and its last line contains `want` (its "N passed, 0 failed"). */
+static void sim_check(const char *what, const char *script, const char *pre, const char *out,
+		      size_t olen, const char *post, const char *want)
+{
+	char tmp[] = "/tmp/cubpf-ptxsim-XXXXXX", cmd[1024], line[512], last[512] = "";
+	int fd = mkstemp(tmp);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, out, olen), (ssize_t)olen);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "python3 tests/ptx/%s %s %s %s 2>&1", script, pre, tmp, post);
+	FILE *f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "ok", 2))
+			print_message("%s %s: %s", script, what, line);
+		snprintf(last, sizeof(last), "%s", line);
+	}
+	int st = pclose(f);
+	unlink(tmp);
+	if (st != 0 || !strstr(last, want))
+		fail_msg("%s %s (needs python3): %s", script, what, last[0] ? last : "no output");
+}
+
 /* The block end's protocol over the block table, run on tests/ptx/ptxsim_blocks.py (a model of
  * the threads one after the other, each block's thread (0,0,0) first): begins = every block,
  * ends = every block that found a slot, each at its last thread's exit with its own begin time,
@@ -802,27 +827,12 @@ static void test_block_protocol_sim(void **state)
 	char *t = fixture(hand_fixtures[0], &len), *out, err[PTX_ERRLEN];
 	struct ptx_inject_report rep;
 	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
-	char tmp[] = "/tmp/cubpf-ptxsim-blocks-XXXXXX", cmd[512], line[512], last[512] = "";
-	int fd = mkstemp(tmp);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, out, olen), (ssize_t)olen);
-	close(fd);
 	int c = map_index(p.obj, "counts"), tm = map_index(p.obj, "times");
 	int b = map_index(p.obj, "begins");
 	assert_true(c >= 0 && tm >= 0 && b >= 0);
-	snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_blocks.py %s pred_ret %d %d %d 2>&1",
-		 tmp, c, tm, b);
-	FILE *f = popen(cmd, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "ok", 2))
-			print_message("%s", line);
-		snprintf(last, sizeof(last), "%s", line);
-	}
-	int st = pclose(f);
-	unlink(tmp);
-	if (st != 0 || !strstr(last, " passed, 0 failed"))
-		fail_msg("ptxsim_blocks (needs python3): %s", last[0] ? last : "no output");
+	char args[128];
+	snprintf(args, sizeof(args), "pred_ret %d %d %d", c, tm, b);
+	sim_check("block.bpf.o", "ptxsim_blocks.py", "", out, olen, args, " passed, 0 failed");
 	free(out);
 	free(t);
 	vm_object_free(p.obj);
@@ -853,26 +863,11 @@ static void test_icount_sim(void **state)
 		struct ptx_inject_report rep;
 		if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
 			fail_msg("counted.ptx with %s: %s", runs[r].probe, err);
-		char tmp[] = "/tmp/cubpf-ptxsim-instr-XXXXXX", cmd[768], line[512], last[512] = "";
-		int fd = mkstemp(tmp);
-		assert_true(fd >= 0);
-		assert_int_equal(write(fd, out, olen), (ssize_t)olen);
-		close(fd);
-		snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_instr.py %s %s counted %d %s %s %s 2>&1",
-			 native, tmp, map_index(p.obj, "counts"), runs[r].threads, runs[r].warps,
-			 runs[r].more);
-		FILE *f = popen(cmd, "r");
-		assert_non_null(f);
-		while (fgets(line, sizeof(line), f)) {
-			if (strncmp(line, "ok", 2))
-				print_message("%s: %s", runs[r].probe, line);
-			snprintf(last, sizeof(last), "%s", line);
-		}
-		int st = pclose(f);
-		unlink(tmp);
-		if (st != 0 || !strstr(last, " passed, 0 failed"))
-			fail_msg("ptxsim_instr with %s (needs python3): %s", runs[r].probe,
-				 last[0] ? last : "no output");
+		char args[256];
+		snprintf(args, sizeof(args), "counted %d %s %s %s", map_index(p.obj, "counts"),
+			 runs[r].threads, runs[r].warps, runs[r].more);
+		sim_check(runs[r].probe, "ptxsim_instr.py", native, out, olen, args,
+			  " passed, 0 failed");
 		free(out);
 		free(t);
 		vm_object_free(p.obj);
@@ -1087,28 +1082,13 @@ static void test_defer_flush_sim(void **state)
 		struct ptx_inject_report rep;
 		assert_int_equal(instrument(src, strlen(src), &p, NULL, &out, &olen, &rep, err), 0);
 		assert_true((strstr(out, "__cubpf_accs[") != NULL) == (variant == 0));
-		char tmp[] = "/tmp/cubpf-ptxsim-flush-XXXXXX", cmd[768], line[512], last[512] = "";
-		int fd = mkstemp(tmp);
-		assert_true(fd >= 0);
-		assert_int_equal(write(fd, out, olen), (ssize_t)olen);
-		close(fd);
 		/* counters in order of first use: the load's accesses and waste, the store's */
-		snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_flush.py %s %s 256 "
-			 "%llu,%llu,%llu,%llu 2>&1", tmp, kernel, (unsigned long long)at + 16,
-			 (unsigned long long)at + 192, (unsigned long long)at + 64,
-			 (unsigned long long)at + 200);
-		FILE *f = popen(cmd, "r");
-		assert_non_null(f);
-		while (fgets(line, sizeof(line), f)) {
-			if (strncmp(line, "ok", 2))
-				print_message("ptxsim_flush (variant %d): %s", variant, line);
-			snprintf(last, sizeof(last), "%s", line);
-		}
-		int st = pclose(f);
-		unlink(tmp);
-		if (st != 0 || !strstr(last, "3 passed, 0 failed"))
-			fail_msg("ptxsim_flush (needs python3), variant %d: %s", variant,
-				 last[0] ? last : "no output");
+		char args[256], what[32];
+		snprintf(args, sizeof(args), "%s 256 %llu,%llu,%llu,%llu", kernel,
+			 (unsigned long long)at + 16, (unsigned long long)at + 192,
+			 (unsigned long long)at + 64, (unsigned long long)at + 200);
+		snprintf(what, sizeof(what), "variant %d", variant);
+		sim_check(what, "ptxsim_flush.py", "", out, olen, args, "3 passed, 0 failed");
 		free(out);
 		free(src);
 	}
@@ -1129,23 +1109,7 @@ static void test_warp_unique_sim(void **state)
 	char *t = fixture("vecadd.ptx", &len), *out, err[PTX_ERRLEN];
 	struct ptx_inject_report rep;
 	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
-	char tmp[] = "/tmp/cubpf-ptxsim-warp-XXXXXX", cmd[512], line[512], last[512] = "";
-	int fd = mkstemp(tmp);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, out, olen), (ssize_t)olen);
-	close(fd);
-	snprintf(cmd, sizeof(cmd), "python3 tests/ptx/ptxsim_warp.py %s 2>&1", tmp);
-	FILE *f = popen(cmd, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "ok", 2))
-			print_message("ptxsim_warp: %s", line);
-		snprintf(last, sizeof(last), "%s", line);
-	}
-	int st = pclose(f);
-	unlink(tmp);
-	if (st != 0 || !strstr(last, "22 passed, 0 failed"))
-		fail_msg("ptxsim_warp (needs python3): %s", last[0] ? last : "no output");
+	sim_check("unique.bpf.o", "ptxsim_warp.py", "", out, olen, "", "22 passed, 0 failed");
 	free(out);
 	free(t);
 	vm_object_free(p.obj);
