@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -45,6 +46,19 @@ static inline int live_child_run(void (*setup)(const void *), const void *arg, i
 static inline int live_child_code(int status)
 {
 	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+/* A child's failure: "child: MESSAGE" on stdout (which the parent prints), and 1 to return. */
+static inline int live_child_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int live_child_fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	printf("child: ");
+	vprintf(fmt, ap);
+	printf("\n");
+	va_end(ap);
+	return 1;
 }
 
 #endif

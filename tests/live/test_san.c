@@ -108,17 +108,6 @@ static void *shim;
 typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 			 unsigned, void *, void **, void **);
 
-static int child_fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	printf("child: ");
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	return 1;
-}
-
 static void note(const char *what)
 {
 	FILE *f = fopen(getenv("FAKE_SAN_LOG"), "a");
@@ -160,24 +149,24 @@ static int child_app(void)
 {
 	shim = dlopen(shim_path, RTLD_NOW | RTLD_LOCAL);
 	if (!shim)
-		return child_fail("dlopen %s: %s", shim_path, dlerror());
+		return live_child_fail("dlopen %s: %s", shim_path, dlerror());
 	if (((int (*)(unsigned))dlsym(shim, "cuInit"))(0) != 0)
-		return child_fail("cuInit failed");
+		return live_child_fail("cuInit failed");
 	note("after cuInit");
 	void *image = read_file(cubin_path), *mod = NULL, *inc = NULL, *mix = NULL;
 	if (!image)
-		return child_fail("cannot read %s", cubin_path);
+		return live_child_fail("cannot read %s", cubin_path);
 	int lr = ((int (*)(void **, const void *))dlsym(shim, "cuModuleLoadData"))(&mod, image);
 	free(image); /* the driver copies the image it loads */
 	if (lr)
-		return child_fail("cuModuleLoadData failed");
+		return live_child_fail("cuModuleLoadData failed");
 	int (*get)(void **, void *, const char *) =
 		(int (*)(void **, void *, const char *))dlsym(shim, "cuModuleGetFunction");
 	if (get(&inc, mod, "_Z9incrementPji") || get(&mix, mod, "_Z3mixPKjPjji"))
-		return child_fail("cuModuleGetFunction failed");
+		return live_child_fail("cuModuleGetFunction failed");
 	note("module in");
 	if (launch(mix, 1) || launch(inc, 5) || launch(inc, 6) || launch(mix, 2))
-		return child_fail("a launch failed");
+		return live_child_fail("a launch failed");
 	/* the record of increment's last launch (the fake's device memory is host memory) */
 	char *last = NULL, *p = NULL;
 	FILE *f = fopen(getenv("FAKE_SAN_LOG"), "r");
@@ -227,21 +216,21 @@ static int child_two_contexts(void)
 	alarm(40);
 	shim = dlopen(shim_path, RTLD_NOW | RTLD_LOCAL);
 	if (!shim || ((int (*)(unsigned))dlsym(shim, "cuInit"))(0) != 0)
-		return child_fail("no shim or cuInit failed");
+		return live_child_fail("no shim or cuInit failed");
 	void *image = read_file(cubin_path), *mod = NULL, *inc = NULL, *ctx = NULL;
 	int (*load)(void **, const void *) =
 		(int (*)(void **, const void *))dlsym(shim, "cuModuleLoadData");
 	int (*get)(void **, void *, const char *) =
 		(int (*)(void **, void *, const char *))dlsym(shim, "cuModuleGetFunction");
 	if (!image || load(&mod, image) || get(&inc, mod, "_Z9incrementPji") || launch(inc, 1))
-		return child_fail("first context: load or launch failed");
+		return live_child_fail("first context: load or launch failed");
 	if (wait_log("own launch elsewhere", 20000))
-		return child_fail("the snapshot thread never refreshed a clock");
+		return live_child_fail("the snapshot thread never refreshed a clock");
 	int (*create)(void **, void *, unsigned, int) =
 		(int (*)(void **, void *, unsigned, int))dlsym(shim, "cuCtxCreate_v4");
 	if (create(&ctx, NULL, 0, 0) || load(&mod, image) || get(&inc, mod, "_Z9incrementPji") ||
 	    launch(inc, 2))
-		return child_fail("second context: load or launch failed");
+		return live_child_fail("second context: load or launch failed");
 	free(image);
 	note("second context launched");
 	return 0;
