@@ -321,41 +321,35 @@ void tool_log2_hist(FILE *f, const char *unit, const uint64_t *slots, int nslots
 }
 
 /* Kernels that launched but have no cubpf kernel id: the shim did not instrument them. */
-static size_t not_instrumented(const struct tool_data *d, FILE *f, int json)
+static bool not_instrumented(const struct tool_kernel *k)
 {
-	size_t n = 0;
-	char t[TOOL_TEXT_MAX];
-	for (size_t i = 0; i < d->nkernels; i++) {
-		const struct tool_kernel *k = &d->kernels[i];
-		if (k->id || !k->launches)
-			continue;
-		if (json) {
-			fputs(n ? "," : "", f);
-			tool_json_string(f, k->name);
-		} else if (n < 20) {
-			fprintf(f, "  %s (%" PRIu64 " launches)\n", tool_text(k->name, t, sizeof(t)),
-				k->launches);
-		} else if (n == 20) {
-			fprintf(f, "  ... (all of them in --json)\n");
-		}
-		n++;
-	}
-	return n;
+	return !k->id && k->launches;
 }
 
 /* Kernels that got their probes through the Sanitizer backend (SASS patching); the others with
  * an id were rewritten as PTX. */
-static size_t patched_kernels(const struct tool_data *d, FILE *f, int json)
+static bool sanitizer_patched(const struct tool_kernel *k)
+{
+	return k->id && (k->id_flags & STORE_KERNEL_ID_SANITIZER);
+}
+
+/* The kernels `pick` takes, listed: --json, every name; else the first 20 a line each (with
+ * launches: their launch counts too), then a line saying how to see the rest.  How many. */
+static size_t kernel_list(const struct tool_data *d, FILE *f, int json,
+			  bool (*pick)(const struct tool_kernel *), bool launches)
 {
 	size_t n = 0;
 	char t[TOOL_TEXT_MAX];
 	for (size_t i = 0; i < d->nkernels; i++) {
 		const struct tool_kernel *k = &d->kernels[i];
-		if (!k->id || !(k->id_flags & STORE_KERNEL_ID_SANITIZER))
+		if (!pick(k))
 			continue;
 		if (json) {
 			fputs(n ? "," : "", f);
 			tool_json_string(f, k->name);
+		} else if (n < 20 && launches) {
+			fprintf(f, "  %s (%" PRIu64 " launches)\n", tool_text(k->name, t, sizeof(t)),
+				k->launches);
 		} else if (n < 20) {
 			fprintf(f, "  %s\n", tool_text(k->name, t, sizeof(t)));
 		} else if (n == 20) {
@@ -470,7 +464,7 @@ static void common_json(const struct tool_data *d, FILE *f)
 	processes_json(d, f);
 	fputs(",\"not_instrumented\":[", f);
 	if (d->have_meta)
-		not_instrumented(d, f, 1);
+		kernel_list(d, f, 1, not_instrumented, true);
 	fputs("],\"notes\":[", f);
 	for (size_t i = 0; i < d->nnotes; i++) {
 		fputs(i ? "," : "", f);
@@ -478,7 +472,7 @@ static void common_json(const struct tool_data *d, FILE *f)
 	}
 	fputs("],\"sanitizer_kernels\":[", f);
 	if (d->have_meta)
-		patched_kernels(d, f, 1);
+		kernel_list(d, f, 1, sanitizer_patched, false);
 	fputs("]}", f);
 }
 
@@ -521,19 +515,19 @@ void tool_report_common(const struct tool_data *d, const struct tool_opts *o, FI
 		size_t instrumented = 0, missing = 0, patched = 0;
 		for (size_t i = 0; i < d->nkernels; i++) {
 			instrumented += d->kernels[i].id != 0;
-			patched += d->kernels[i].id && (d->kernels[i].id_flags & STORE_KERNEL_ID_SANITIZER);
-			missing += !d->kernels[i].id && d->kernels[i].launches;
+			patched += sanitizer_patched(&d->kernels[i]);
+			missing += not_instrumented(&d->kernels[i]);
 		}
 		if (patched) {
 			fprintf(f, "kernels instrumented: %zu (PTX rewriting %zu, Sanitizer patching %zu)\n",
 				instrumented, instrumented - patched, patched);
 			fprintf(f, "kernels patched through the Sanitizer backend (SASS only):\n");
-			patched_kernels(d, f, 0);
+			kernel_list(d, f, 0, sanitizer_patched, false);
 		} else {
 			fprintf(f, "kernels instrumented: %zu\n", instrumented);
 		}
 		fprintf(f, "kernels launched but not instrumented: %zu\n", missing);
-		not_instrumented(d, f, 0);
+		kernel_list(d, f, 0, not_instrumented, true);
 		if (d->nnotes)
 			fprintf(f, "reasons:\n");
 		size_t shown = d->nnotes < 12 ? d->nnotes : 12;
