@@ -39,9 +39,11 @@ declare -A best sum
 
 # probe_of MODE: the probe object of a mode
 probe_of() {
-  case $1 in *_empty_exit) echo "$LP/san_empty_exit.bpf.o" ;; *_empty) echo "$LP/san_empty_entry.bpf.o" ;; *_count) echo "$LP/count.bpf.o" ;;
+  # (*_mem_empty before *_empty, which would match it too)
+  case $1 in *_empty_exit) echo "$LP/san_empty_exit.bpf.o" ;; *_mem_empty) echo "$LP/san_empty_mem.bpf.o" ;;
+    *_empty) echo "$LP/san_empty_entry.bpf.o" ;; *_count) echo "$LP/count.bpf.o" ;;
     *_kcount) echo "$TP/kcount.bpf.o" ;; *_threadhist) echo "$TP/threadhist.bpf.o" ;;
-    *_mem_empty) echo "$LP/san_empty_mem.bpf.o" ;; *_memtrace) echo "$TP/memtrace.bpf.o" ;; esac
+    *_memtrace) echo "$TP/memtrace.bpf.o" ;; esac
 }
 
 # run BIN ARGS MODE ROUND: one run; keeps the best time (field 2 of the timing line).
