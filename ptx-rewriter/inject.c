@@ -1148,13 +1148,81 @@ static int block_end(struct inj *j, const bool *sel, struct site *s, struct ptx_
 	return 0;
 }
 
+/* Whether text [from, to) holds nothing but blanks, `;`, comments and `.loc` lines: no label,
+ * brace, directive or instruction (nothing a branch could land on or a pragma apply to). */
+static bool only_trivia(const char *t, size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++) {
+		if (strchr(" \t\r\n;", t[i]))
+			continue;
+		if (!strncmp(t + i, "/*", 2)) {
+			const char *e = strstr(t + i + 2, "*/");
+			if (!e || (size_t)(e - t) + 2 > to)
+				return false;
+			i = (size_t)(e - t) + 1;
+			continue;
+		}
+		if (strncmp(t + i, "//", 2) && strncmp(t + i, ".loc", 4))
+			return false;
+		const char *nl = strchr(t + i, '\n');
+		if (!nl || (size_t)(nl - t) >= to)
+			return true;
+		i = (size_t)(nl - t);
+	}
+	return true;
+}
+
+/* An instruction with no effect but on its registers, that cannot fault and reads nothing a
+ * probe writes: a kernel parameter load, or register arithmetic. */
+static bool pure_insn(const struct ptx_insn *in)
+{
+	static const char *const ops[] = {
+		"mov", "cvt", "cvta", "add", "sub", "mul", "mad", "mul24", "mad24", "shl", "shr",
+		"and", "or", "xor", "not", "neg", "setp", "selp", "min", "max", "abs",
+	};
+	size_t n = strcspn(in->opcode, ".");
+	if (n == 2 && !strncmp(in->opcode, "ld", 2))
+		return starts(in->opcode, "ld.param.");
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (strlen(ops[i]) == n && !strncmp(in->opcode, ops[i], n))
+			return true;
+	return false;
+}
+
+/* Where a kernel's entry probes go: after the leading whole lines of pure instructions of its
+ * first block (parameter loads, index arithmetic), before its first memory access, branch,
+ * barrier or label.  Nothing can tell the difference, and the kernel's parameter loads and index
+ * arithmetic no longer wait behind the probes' branch: on a memory-bound kernel of short thread
+ * blocks each warp's loads start sooner (the probes' common path is a test and a branch). */
+static size_t entry_point(const struct ptx_module *m, const struct ptx_func *f)
+{
+	bool ls;
+	size_t at = f->first_insn_line, next = insert_at(m->text, at, &ls);
+	for (uint32_t i = 0; i < f->insn_cnt; i++) {
+		const struct ptx_insn *in = &f->insns[i];
+		if (in->depth || in->line_off < next || !only_trivia(m->text, next, in->line_off))
+			return at;
+		at = in->line_off;
+		if (!pure_insn(in))
+			return at;
+		const char *nl = strchr(m->text + in->off + in->len, '\n');
+		if (!nl || (size_t)(nl - m->text) >= f->body_close)
+			return at;
+		next = (size_t)(nl - m->text) + 1;
+		if (!only_trivia(m->text, in->off + in->len, next))
+			return at;
+		at = next;
+	}
+	return at;
+}
+
 static int do_entry(struct inj *j, const struct ptx_func *f, const bool *sel, struct site *s,
 		    struct cg_result *fneed, bool *touched, bool *blocks)
 {
 	struct ptx_buf b = {0};
 	bool ls, begin = any_kind(j, sel, VM_PROG_BLOCKPROBE);
 	bool end = any_kind(j, sel, VM_PROG_BLOCKRETPROBE);
-	size_t at = insert_at(j->m->text, f->first_insn_line, &ls);
+	size_t at = insert_at(j->m->text, entry_point(j->m, f), &ls);
 	if ((begin || end) && block_begin(j, sel, s, &b, fneed, end))
 		goto fail;
 	*blocks |= begin || end;

@@ -125,8 +125,16 @@ def memtrace(name, report, native):
     print("RESULT frameworks memtrace %s: %s" % (name, " ".join(
         "%s_%s=%d" % (s, o, b) for (s, o), b in sorted(tot.items()))))
     for e in expects(native, "memtrace"):
-        # "SPACE OP BYTES" (all kernels) or "KERNEL SPACE OP BYTES"
-        if len(e) == 4:
+        # "SPACE OP BYTES" (all kernels), "KERNEL SPACE OP BYTES", or "~PART SPACE OP BYTES"
+        # (the kernels whose name holds PART: C++ names have spaces)
+        if len(e) == 4 and e[0].startswith("~"):
+            names = [n for (n, s, o) in per if e[0][1:] in n and (s, o) == (e[1], e[2])]
+            got = sum(per[(n, e[1], e[2])] for n in names) if names else None
+            if not names:
+                print("RESULT frameworks %s memtrace kernels: %s" % (name, sorted(set(
+                    n[:90] for (n, s, o) in per))))
+            e = ["%s %s" % (e[0], e[1])] + e[2:]
+        elif len(e) == 4:
             got = per.get((e[0], e[1], e[2]))
             e = ["%s %s" % (e[0], e[1])] + e[2:]
         else:

@@ -740,6 +740,75 @@ static void test_block_probe_placement(void **state)
 	vm_object_free(p.obj);
 }
 
+
+/* Entry probes go after the kernel's leading whole lines of pure instructions (parameter loads,
+ * index arithmetic, `.loc` between them), before its first memory access, branch or label; a
+ * label, a nested block, an impure first instruction or a line of two instructions keeps them
+ * before it. */
+static void test_entry_probe_placement(void **state)
+{
+	(void)state;
+	static const char *const head = ".version 7.8\n.target sm_80\n.address_size 64\n";
+	static const struct {
+		const char *body, *before; /* the probe comes right before `before` */
+	} cases[] = {
+		{"\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<3>;\n\t.reg .pred %p<2>;\n"
+		 "\tld.param.u64 %rd1, [k_param_0];\n\t.loc 1 3 2\n\tmov.u32 %r1, %tid.x;\n"
+		 "\tmad.lo.s32 %r2, %r1, 4, 0; // index\n\tsetp.ge.s32 %p1, %r1, 7;\n"
+		 "\t@%p1 bra $L_done;\n\tcvta.to.global.u64 %rd2, %rd1;\n\tst.global.u32 [%rd2], %r2;\n"
+		 "$L_done:\n\tret;\n",
+		 "\t@%p1 bra $L_done;"},
+		{"\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<3>;\n"
+		 "\tld.param.u64 %rd1, [k_param_0];\n\tld.global.u32 %r1, [%rd1];\n"
+		 "\tadd.s32 %r2, %r1, 1;\n\tst.global.u32 [%rd1], %r2;\n\tret;\n",
+		 "\tld.global.u32 %r1, [%rd1];"},
+		{"\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<3>;\n\t.reg .pred %p<2>;\n"
+		 "$L_top:\n\tmov.u32 %r1, %tid.x;\n\tsetp.eq.s32 %p1, %r1, 5;\n\t@%p1 bra $L_top;\n\tret;\n",
+		 "$L_top:"},
+		{"\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<3>;\n"
+		 "\tmov.u32 %r1, %tid.x;\n\t{\n\t.reg .b32 t;\n\tmov.u32 t, %r1;\n\t}\n\tret;\n",
+		 "\t{\n"},
+		{"\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<3>;\n"
+		 "\tmov.u32 %r1, %tid.x; mov.u32 %r2, %ctaid.x;\n\tld.param.u64 %rd1, [k_param_0];\n"
+		 "\tst.global.u32 [%rd1], %r2;\n\tret;\n",
+		 "\tmov.u32 %r1, %tid.x; mov.u32 %r2"}, /* two on a line: not moved past */
+	};
+	struct probes p;
+	load_probes("count.bpf.o", &p);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		char text[2048], err[PTX_ERRLEN], *out, want[256];
+		snprintf(text, sizeof(text), "%s\n.visible .entry k(.param .u64 k_param_0)\n{\n%s}\n",
+			 head, cases[c].body);
+		size_t olen;
+		struct ptx_inject_report rep;
+		assert_int_equal(instrument(text, strlen(text), &p, NULL, &out, &olen, &rep, err), 0);
+		const char *probe = strstr(out, "// cubpf: kprobe");
+		const char *before = strstr(out, cases[c].before);
+		assert_non_null(probe);
+		assert_non_null(before);
+		/* the probe's code, then (nothing of the kernel's between) the instruction */
+		const char *next_kernel = strstr(probe, cases[c].before);
+		assert_ptr_equal(next_kernel, before);
+		snprintf(want, sizeof(want), "%s", cases[c].before);
+		assert_true(probe < before);
+		/* the kernel's instructions before `before` come, unchanged, right before the probe */
+		const char *body = cases[c].body, *insns = body;
+		for (const char *r; (r = strstr(insns, "\t.reg ")) && r < strstr(body, cases[c].before);)
+			insns = strchr(r, '\n') + 1;
+		size_t n = (size_t)(strstr(body, cases[c].before) - insns);
+		if (n) {
+			char *lead = strndup(insns, n);
+			const char *at = strstr(out, lead);
+			free(lead);
+			assert_non_null(at);
+			assert_true(at + n <= probe && strspn(at + n, "\t") == (size_t)(probe - at - n));
+		}
+		assert_assembles(out, olen, want);
+		free(out);
+	}
+	vm_object_free(p.obj);
+}
+
 /* Programs for vec_add only: vec_scale comes out byte for byte; with -k matching nothing, the
  * whole module does. */
 static void test_block_probe_untouched(void **state)
@@ -2090,6 +2159,7 @@ int main(void)
 		cmocka_unit_test(test_untouched_identical),
 		cmocka_unit_test(test_block_probes),
 		cmocka_unit_test(test_block_probe_placement),
+		cmocka_unit_test(test_entry_probe_placement),
 		cmocka_unit_test(test_block_probe_untouched),
 		cmocka_unit_test(test_block_protocol_sim),
 		cmocka_unit_test(test_func_probes),

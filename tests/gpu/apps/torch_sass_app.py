@@ -19,6 +19,13 @@ w = torch.randn(8, 3, 3, 3).to(dev)
 print("conv2d (cuDNN)", digest(torch.nn.functional.conv2d(x, w, padding=1)))
 print("softmax (ATen)", digest(torch.softmax(a, dim=1)))
 print("layer_norm (ATen)", digest(torch.nn.functional.layer_norm(a, (256,))))
+# a copy kernel's bytes are known: a dtype conversion (not a cudaMemcpy) reads n floats and
+# writes n doubles
+n = 1 << 20
+c = torch.arange(n, dtype=torch.float32, device=dev)
+print("float to double (ATen copy)", digest(c.to(torch.float64)))
+print("expect memtrace ~direct_copy_kernel global load %d" % (4 * n))
+print("expect memtrace ~direct_copy_kernel global store %d" % (8 * n))
 
 # NCCL: a one-rank communicator (one GPU is enough to run its all-reduce)
 store = tempfile.NamedTemporaryFile(delete=False)
