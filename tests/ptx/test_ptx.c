@@ -741,10 +741,11 @@ static void test_block_probe_placement(void **state)
 }
 
 
-/* Entry probes go after the kernel's leading whole lines of pure instructions (parameter loads,
- * index arithmetic, `.loc` between them), before its first memory access, branch or label; a
- * label, a nested block, an impure first instruction or a line of two instructions keeps them
- * before it. */
+/* Entry probes that test first (first.bpf.o) go after the kernel's leading whole lines of
+ * pure instructions (parameter loads, index arithmetic, `.loc` between them), before its first
+ * memory access, branch or label; a label, a nested block, an impure first instruction or a
+ * line of two instructions keeps them before it.  Probes that work on every thread first
+ * (count.bpf.o) stay at the top. */
 static void test_entry_probe_placement(void **state)
 {
 	(void)state;
@@ -773,8 +774,9 @@ static void test_entry_probe_placement(void **state)
 		 "\tst.global.u32 [%rd1], %r2;\n\tret;\n",
 		 "\tmov.u32 %r1, %tid.x; mov.u32 %r2"}, /* two on a line: not moved past */
 	};
-	struct probes p;
-	load_probes("count.bpf.o", &p);
+	struct probes p, all;
+	load_probes("first.bpf.o", &p);
+	load_probes("count.bpf.o", &all);
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		char text[2048], err[PTX_ERRLEN], *out, want[256];
 		snprintf(text, sizeof(text), "%s\n.visible .entry k(.param .u64 k_param_0)\n{\n%s}\n",
@@ -801,12 +803,22 @@ static void test_entry_probe_placement(void **state)
 			const char *at = strstr(out, lead);
 			free(lead);
 			assert_non_null(at);
-			assert_true(at + n <= probe && strspn(at + n, "\t") == (size_t)(probe - at - n));
+			if (!(at + n <= probe && strspn(at + n, "\t") == (size_t)(probe - at - n)))
+				fail_msg("case %zu:\n%s", c, out);
 		}
 		assert_assembles(out, olen, want);
 		free(out);
+		/* a probe that works on every thread first (count.bpf.o) stays at the top */
+		assert_int_equal(instrument(text, strlen(text), &all, NULL, &out, &olen, &rep, err), 0);
+		probe = strstr(out, "// cubpf: kprobe");
+		assert_non_null(probe);
+		char *first = strndup(insns, strcspn(insns, "\n"));
+		assert_true(probe < strstr(out, first));
+		free(first);
+		free(out);
 	}
 	vm_object_free(p.obj);
+	vm_object_free(all.obj);
 }
 
 /* Programs for vec_add only: vec_scale comes out byte for byte; with -k matching nothing, the
