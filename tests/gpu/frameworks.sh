@@ -7,7 +7,7 @@
 #   - kcount: every instrumented kernel ran on the GPU as launched (GPU runs = launches, thread
 #     entries = grid x block), the program's "expect" lines hold; coverage table as RESULT lines;
 #   - memtrace: bytes per space and op = the program's "expect" lines;
-#   - threadhist: thread exits = kcount's thread entries;
+#   - threadhist: thread runs (its entries) = kcount's threads;
 #   - the caches written under cubpf hold no cubpf code, and a native run reusing them (cache
 #     hits) prints exactly what the first native run printed.
 # NAME: triton inductor jax cupy nvrtc jitlink culink rdc triton_fmad torch_sass.  torch_sass

@@ -2,7 +2,7 @@
 # TOOL --json` (the last line is the final report) and on the frameworks' cache folders.
 #   fw_check.py kcount NAME REPORT NATIVE_STDOUT       coverage table, exact counts
 #   fw_check.py memtrace NAME REPORT NATIVE_STDOUT     bytes per space and op
-#   fw_check.py threadhist NAME REPORT KCOUNT_REPORT   thread exits = kcount's thread entries
+#   fw_check.py threadhist NAME REPORT KCOUNT_REPORT   thread runs = kcount's thread entries
 #   fw_check.py multi NAME REPORT...                   two GPUs named; processes merged (issue 20)
 #   fw_check.py scan NAME DIR...                       no cubpf code in any cache file
 # "expect" lines of the program's native stdout give exact figures ("expect kcount KERNEL
@@ -147,19 +147,19 @@ def memtrace(name, report, native):
 
 
 def threadhist(name, report, kreport):
-    """Thread exits = the threads the same run launched of instrumented kernels (a framework
+    """Thread runs (threadhist counts each thread's entry) = the threads the same run launched of instrumented kernels (a framework
     that autotunes, as Inductor and XLA do, launches other configurations in each run, so the
     kcount run's entries are shown beside, not compared)."""
     d = final_report(report)
-    exits = sum(r["executions"] * r["threads"] for r in d.get("distribution", []))
+    runs = sum(r["executions"] * r["threads"] for r in d.get("distribution", []))
     launched = d.get("launched_threads")
     k = final_report(kreport)
     entries = sum(x.get("gpu_threads", 0) for x in k.get("kernels", []) if x.get("instrumented"))
-    print("RESULT frameworks threadhist %s: thread_exits=%d launched_threads=%s "
-          "kcount_run_thread_entries=%d" % (name, exits, launched, entries))
+    print("RESULT frameworks threadhist %s: thread_runs=%d launched_threads=%s "
+          "kcount_run_thread_entries=%d" % (name, runs, launched, entries))
     want = launched if launched is not None else entries
-    if want and exits != want:
-        fail("%s: %d thread exits (threadhist), %d threads launched" % (name, exits, want))
+    if want and runs != want:
+        fail("%s: %d thread runs (threadhist), %d threads launched" % (name, runs, want))
 
 
 def multi(name, reports):

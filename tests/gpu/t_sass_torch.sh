@@ -4,7 +4,7 @@
 # every one shipped as SASS only, under `cubpf run --sanitizer` with kcount, memtrace and
 # threadhist (tests/gpu/frameworks.sh torch_sass): stdout identical to native (digests of the
 # results' bytes), every launched kernel instrumented by one backend or the other, kcount's
-# GPU-counted runs and threads = the launches and grid x block, threadhist's exits = kcount's
+# GPU-counted runs and threads = the launches and grid x block, threadhist's thread runs = kcount's
 # entries.  Prints which kernels went through the Sanitizer backend.
 set -u
 BUILD=${BUILD:-build}
