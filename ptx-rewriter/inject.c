@@ -1082,6 +1082,8 @@ static void block_insert(struct inj *j, struct ptx_buf *b)
 /* Thread (0,0,0) keeps its block's state in shared memory (layout.h, "thread block state in
  * shared memory"): the begin time and the count of threads still running, the block's size.
  * Two shared stores: the entry barrier that follows waits for no L2 round trip (issue 32). */
+_Static_assert(sizeof(struct cubpf_block_shared) == CUBPF_BLOCK_SHARED_BYTES,
+	       "the block's state is the 16 bytes add_decls declares");
 static void block_keep(struct ptx_buf *b)
 {
 	buf_printf(b, "\tmov.u64 %%__cb_bt, %%globaltimer;\n"

@@ -126,12 +126,13 @@ struct cubpf_rb_state {
  * its own,
  *     .shared .align 8 .b8 __cubpf_block[16];      (struct cubpf_block_shared)
  * where its module can take them: it declares no dynamic shared memory (.extern .shared) and at
- * most 32 KB of static (ptx-rewriter/inject.c, shared_room), and CUBPF_SHARED_SUMS is not 0
+ * most 32 KB of static, these 16 bytes and the deferred counters' sums (ptx-rewriter/accs.c)
+ * counted (ptx-rewriter/inject.c, shared_room), and CUBPF_SHARED_SUMS is not 0
  * (ptx_inject_opts.no_shared).  A kernel that opts in to all the shared memory the device
  * allows must declare dynamic shared memory to use it, so it never gets here: the 16 bytes
- * cannot take room a launch asks for.  Nothing of the block's state is in device memory, and
- * nothing but the programs touches it (issue 32: the block table's L2 round trips cost
- * vec_add 2.6x):
+ * cannot take room a launch asks for.  Nothing of the block's state is in device memory: the
+ * block's begin and end touch no global memory but what the programs do (issue 32: the block
+ * table's L2 round trips cost blocklat 2.6x on vec_add):
  *   begin, thread (0,0,0) only: stores begin_ns (%globaltimer) and left (the block's thread
  *     count), runs the blockprobes, then every thread of the block waits at a `bar.sync 0`
  *     (shared memory starts undefined: no thread may leave before left is set);
