@@ -234,6 +234,8 @@ struct site {
 	struct ptx_mem_access acc;
 	uint32_t insn_index;
 	bool block_end;                /* block probes: ctx->end */
+	bool block_shared;             /* blockretprobes: the block's state in shared memory
+					* (layout.h), not in the context's block table */
 	struct ptx_sync sync;          /* syncprobe only */
 	uint32_t sync_index;           /* its place among the function's sync sites */
 	bool sync_after;
@@ -524,6 +526,11 @@ static int block_ctx_load(void *user, struct ptx_buf *out, const char *dst, uint
 		buf_printf(out, "\tmov.u64 %s, %%globaltimer;\n", dst);
 		return 0;
 	}
+	if (size == 8 && off == offsetof(B, begin_ns) && s->block_shared) {
+		buf_printf(out, "\tld.shared.u64 %s, [" CUBPF_BLOCK_SHARED_SYMBOL "+%u];\n", dst,
+			   (unsigned)offsetof(struct cubpf_block_shared, begin_ns));
+		return 0;
+	}
 	if (size == 8 && off == offsetof(B, begin_ns)) { /* thread (0,0,0) kept it at begin */
 		buf_printf(out, "\tld.%s.global.u64 %s, [%%__cb_bk3+%u];\n",
 			   ordered_ops(s->m) ? "relaxed.gpu" : "volatile", dst,
@@ -785,7 +792,8 @@ static int site_defer_slot(void *user, uint32_t pc)
 
 /* declarations beyond the code generator's: block counts, a sync site's saved guard, its
  * saved time */
-enum { DECL_BLOCKS = 1, DECL_SYNC = 2, DECL_SYNC_TIME = 4, DECL_BLOCK_TABLE = 8 };
+enum { DECL_BLOCKS = 1, DECL_SYNC = 2, DECL_SYNC_TIME = 4, DECL_BLOCK_TABLE = 8,
+       DECL_BLOCK_SHARED = 16 };
 
 struct inj {
 	const struct ptx_inject_opts *o;
@@ -1071,36 +1079,93 @@ static void block_insert(struct inj *j, struct ptx_buf *b)
 	j->blocks_used = true;
 }
 
+/* Thread (0,0,0) keeps its block's state in shared memory (layout.h, "thread block state in
+ * shared memory"): the begin time and the count of threads still running, the block's size.
+ * Two shared stores: the entry barrier that follows waits for no L2 round trip (issue 32). */
+_Static_assert(sizeof(struct cubpf_block_shared) == CUBPF_BLOCK_SHARED_BYTES,
+	       "the block's state is the 16 bytes add_decls declares");
+static void block_keep(struct ptx_buf *b)
+{
+	buf_printf(b, "\tmov.u64 %%__cb_bt, %%globaltimer;\n"
+		   "\tst.shared.u64 [" CUBPF_BLOCK_SHARED_SYMBOL "+%u], %%__cb_bt;\n",
+		   (unsigned)offsetof(struct cubpf_block_shared, begin_ns));
+	buf_printf(b, "\tmov.u32 %%__cb_b1, %%ntid.x;\n\tmov.u32 %%__cb_b2, %%ntid.y;\n"
+		   "\tmul.lo.u32 %%__cb_b1, %%__cb_b1, %%__cb_b2;\n\tmov.u32 %%__cb_b2, %%ntid.z;\n"
+		   "\tmul.lo.u32 %%__cb_b1, %%__cb_b1, %%__cb_b2;\n"
+		   "\tst.shared.u32 [" CUBPF_BLOCK_SHARED_SYMBOL "+%u], %%__cb_b1;\n",
+		   (unsigned)offsetof(struct cubpf_block_shared, left));
+}
+
 /* Thread block begin, at the kernel's entry.  Thread (0,0,0) runs the blockprobes; with
- * blockretprobes it also enters the block in the context's block table (block_insert: the
- * count of its threads still running and its begin time, ctx->begin_ns at the end), and every
- * thread waits for that at a barrier, so that no thread can look its block up before it is
+ * blockretprobes it also keeps the block's state (the count of its threads still running and
+ * its begin time, ctx->begin_ns at the end): in shared memory (block_keep) where the kernel
+ * has room, else in the context's block table (block_insert).  Every thread waits for that at
+ * a barrier, so that no thread can count itself out (or look its block up) before it is
  * there.  The barrier is the kernel's first instruction for every thread of the block, so it
- * cannot meet one of the kernel's own.  It is a bar.red.or: it also tells every thread whether
- * thread (0,0,0) took the block's start slot (%__cb_bq, the common case: the table is at most
- * 15% full), so that at the end the lanes leaving together go straight to the slot, with no
- * load of its key first (one L2 round trip per warp instead of two). */
+ * cannot meet one of the kernel's own.  With the table it is a bar.red.or: it also tells every
+ * thread whether thread (0,0,0) took the block's start slot (%__cb_bq, the common case: the
+ * table is at most 15% full), so that at the end the lanes leaving together go straight to the
+ * slot, with no load of its key first (one L2 round trip per warp instead of two). */
 static int block_begin(struct inj *j, const bool *sel, struct site *s, struct ptx_buf *b,
 		       struct cg_result *fneed, bool end)
 {
 	uint32_t skip = j->site++;
+	bool table = end && !s->block_shared;
 	ptx_buf_puts(b, "\t// cubpf: thread block begin (thread 0,0,0)\n"
 		     "\tmov.u32 %__cb_b0, %tid.x;\n\tmov.u32 %__cb_b1, %tid.y;\n"
 		     "\tor.b32 %__cb_b0, %__cb_b0, %__cb_b1;\n\tmov.u32 %__cb_b1, %tid.z;\n"
 		     "\tor.b32 %__cb_b0, %__cb_b0, %__cb_b1;\n"
 		     "\tsetp.ne.u32 %__cb_bp0, %__cb_b0, 0;\n");
-	if (end) /* false unless thread (0,0,0) takes the start slot */
+	if (table) /* false unless thread (0,0,0) takes the start slot */
 		ptx_buf_puts(b, "\tsetp.ne.u32 %__cb_bq, 0, 0;\n");
 	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bskip;\n", skip);
-	if (end)
+	if (table)
 		block_insert(j, b);
+	else if (end)
+		block_keep(b);
 	s->block_end = false;
 	int n = emit_kind(j, sel, VM_PROG_BLOCKPROBE, s, b, fneed);
 	if (n < 0)
 		return -1;
 	buf_printf(b, "$__cb%u_bskip:\n", skip);
-	if (end)
+	if (table)
 		ptx_buf_puts(b, "\tbar.red.or.pred %__cb_bq, 0, %__cb_bq;\n");
+	else if (end)
+		ptx_buf_puts(b, "\tbar.sync 0;\n");
+	j->rep->block_sites += n > 0;
+	return 0;
+}
+
+/* The lowest lane of the group of lanes leaving together goes on (%__cb_b1: how many they
+ * are), the others branch to `done`. */
+static void block_leader(struct ptx_buf *b, uint32_t done)
+{
+	ptx_buf_puts(b, "\t// cubpf: thread block end (the last group of lanes to leave)\n"
+		     "\tactivemask.b32 %__cb_b0;\n\tpopc.b32 %__cb_b1, %__cb_b0;\n"
+		     "\tmov.u32 %__cb_b2, %lanemask_lt;\n\tand.b32 %__cb_b2, %__cb_b2, %__cb_b0;\n"
+		     "\tsetp.ne.u32 %__cb_bp0, %__cb_b2, 0;\n");
+	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bdone;\n", done);
+}
+
+/* Thread block end with the block's state in shared memory: the lowest lane of each group of
+ * lanes leaving together takes the group off the count (one shared-memory atomic, on the SM);
+ * the group that brings it to zero is the last to leave, and its lowest lane runs the
+ * blockretprobes.  No global memory but the programs' own. */
+static int block_end_shared(struct inj *j, const bool *sel, struct site *s, struct ptx_buf *b,
+			    struct cg_result *fneed)
+{
+	uint32_t done = j->site++;
+	block_leader(b, done);
+	buf_printf(b, "\tneg.s32 %%__cb_b2, %%__cb_b1;\n"
+		   "\tatom.shared.add.u32 %%__cb_b3, [" CUBPF_BLOCK_SHARED_SYMBOL "+%u], %%__cb_b2;\n"
+		   "\tsetp.ne.u32 %%__cb_bp0, %%__cb_b3, %%__cb_b1;\n"
+		   "\t@%%__cb_bp0 bra $__cb%u_bdone;\n",
+		   (unsigned)offsetof(struct cubpf_block_shared, left), done);
+	s->block_end = true;
+	int n = emit_kind(j, sel, VM_PROG_BLOCKRETPROBE, s, b, fneed);
+	if (n < 0)
+		return -1;
+	buf_printf(b, "$__cb%u_bdone:\n", done);
 	j->rep->block_sites += n > 0;
 	return 0;
 }
@@ -1115,13 +1180,11 @@ static int block_begin(struct inj *j, const bool *sel, struct site *s, struct pt
 static int block_end(struct inj *j, const bool *sel, struct site *s, struct ptx_buf *b,
 		     struct cg_result *fneed)
 {
+	if (s->block_shared)
+		return block_end_shared(j, sel, s, b, fneed);
 	uint32_t done = j->site++, lbl = j->site++;
 	bool ord = ordered_ops(j->m);
-	ptx_buf_puts(b, "\t// cubpf: thread block end (the last group of lanes to leave)\n"
-		     "\tactivemask.b32 %__cb_b0;\n\tpopc.b32 %__cb_b1, %__cb_b0;\n"
-		     "\tmov.u32 %__cb_b2, %lanemask_lt;\n\tand.b32 %__cb_b2, %__cb_b2, %__cb_b0;\n"
-		     "\tsetp.ne.u32 %__cb_bp0, %__cb_b2, 0;\n");
-	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bdone;\n", done);
+	block_leader(b, done);
 	block_key(b);
 	block_slot(b, lbl);
 	buf_printf(b, "\t@%%__cb_bq bra $__cb%u_bfound;\n", lbl); /* the start slot: it is ours */
@@ -1584,6 +1647,9 @@ static int add_decls(struct inj *j, const struct ptx_func *f, const struct cg_re
 		ptx_buf_puts(&b, "\t.reg .b32 %__cb_b<4>;\n\t.reg .pred %__cb_bp<2>;\n");
 	if (extra & DECL_BLOCK_TABLE)
 		ptx_buf_puts(&b, "\t.reg .b64 %__cb_bk<6>;\n\t.reg .pred %__cb_bq;\n");
+	if (extra & DECL_BLOCK_SHARED)
+		buf_printf(&b, "\t.shared .align 8 .b8 " CUBPF_BLOCK_SHARED_SYMBOL "[%u];\n"
+			   "\t.reg .b64 %%__cb_bt;\n", CUBPF_BLOCK_SHARED_BYTES);
 	if (edit_add(&j->ed, f->body_open + 1, 0, &b))
 		return -1;
 	need_merge(&j->need, fneed);
@@ -1663,6 +1729,16 @@ static bool shared_room(const struct ptx_module *m, uint64_t bytes)
 	return true;
 }
 
+/* Whether the kernel keeps its blocks' state in shared memory (s->block_shared, layout.h):
+ * it has blockretprobes, and room (the option allows shared memory, and shared_room).
+ * Returns the shared bytes that takes (0 with the table or without block ends). */
+static uint64_t block_room(const struct inj *j, const bool *sel, struct site *s)
+{
+	s->block_shared = !j->o->no_shared && any_kind(j, sel, VM_PROG_BLOCKRETPROBE) &&
+			  shared_room(j->m, CUBPF_BLOCK_SHARED_BYTES);
+	return s->block_shared ? CUBPF_BLOCK_SHARED_BYTES : 0;
+}
+
 /* The sites in the kernel's body first, which may defer counters (struct cg_accs), then its
  * exit, which flushes them. */
 static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
@@ -1677,6 +1753,7 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 	struct cg_result fneed = {0};
 	bool touched = false, blocks = false;
 	unsigned extra = 0;
+	uint64_t room = block_room(j, sel, &s);
 	/* sites first: which of them keep adds in registers decides the exit block */
 	int rc = do_entry(j, f, sel, &s, &fneed, &touched, &blocks);
 	if (!rc)
@@ -1685,7 +1762,7 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 		rc = do_mem(j, f, sel, &s, &fneed, &touched);
 	if (!rc)
 		rc = do_sync(j, f, sel, &s, &fneed, &touched, &extra);
-	accs.block = !j->o->no_shared && accs.n && shared_room(j->m, 8 * (accs.n + 1));
+	accs.block = !j->o->no_shared && accs.n && shared_room(j->m, room + 8 * (accs.n + 1));
 	if (!rc)
 		rc = do_exit(j, f, sel, &s, &fneed, &touched);
 	if (!rc)
@@ -1699,8 +1776,8 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 		return rc;
 	j->rep->instrumented++;
 	if (blocks)
-		extra |= DECL_BLOCKS |
-			 (any_kind(j, sel, VM_PROG_BLOCKRETPROBE) ? DECL_BLOCK_TABLE : 0);
+		extra |= DECL_BLOCKS | (!any_kind(j, sel, VM_PROG_BLOCKRETPROBE) ? 0
+					: s.block_shared ? DECL_BLOCK_SHARED : DECL_BLOCK_TABLE);
 	if (add_decls(j, f, &fneed, extra, &accs) || defer_open(j, f, &s)) {
 		if (!j->err[0])
 			ptx_seterr(j->err, j->errlen, "out of memory");

@@ -121,8 +121,38 @@ struct cubpf_rb_state {
 #define CUBPF_ENABLE_SYMBOL "__cubpf_enable"
 #define CUBPF_ENABLE_WORDS 4096u
 
+/* ---- thread block state in shared memory: which thread of a block leaves last ------------
+ * A kernel with blockretprobes keeps its block's state in 16 bytes of static shared memory of
+ * its own,
+ *     .shared .align 8 .b8 __cubpf_block[16];      (struct cubpf_block_shared)
+ * where its module can take them: it declares no dynamic shared memory (.extern .shared) and at
+ * most 32 KB of static, these 16 bytes and the deferred counters' sums (ptx-rewriter/accs.c)
+ * counted (ptx-rewriter/inject.c, shared_room), and CUBPF_SHARED_SUMS is not 0
+ * (ptx_inject_opts.no_shared).  A kernel that opts in to all the shared memory the device
+ * allows must declare dynamic shared memory to use it, so it never gets here: the 16 bytes
+ * cannot take room a launch asks for.  Nothing of the block's state is in device memory: the
+ * block's begin and end touch no global memory but what the programs do (issue 32: the block
+ * table's L2 round trips cost blocklat 2.6x on vec_add):
+ *   begin, thread (0,0,0) only: stores begin_ns (%globaltimer) and left (the block's thread
+ *     count), runs the blockprobes, then every thread of the block waits at a `bar.sync 0`
+ *     (shared memory starts undefined: no thread may leave before left is set);
+ *   end, the lowest lane of each group of lanes leaving together: atom.shared.add of
+ *     -popc(activemask) to left; the group that brings it to zero is the block's last, and its
+ *     lowest lane runs the blockretprobes (ctx->begin_ns is begin_ns).
+ * A thread that ends inside a .func (exit there) is never counted: its block runs no end probe
+ * (with the table below its slot would stay taken).
+ * Elsewhere, the table: */
+#define CUBPF_BLOCK_SHARED_SYMBOL "__cubpf_block"
+struct cubpf_block_shared {
+	__u64 begin_ns;     /* %globaltimer when the block began */
+	__u32 left;         /* threads of the block still running */
+	__u32 pad;          /* 16 bytes in all */
+};
+#define CUBPF_BLOCK_SHARED_BYTES 16u
+
 /* ---- thread block table: which thread of a block leaves last (blockretprobe) --------------
- * A module with blockretprobes declares
+ * A module with blockretprobes in a kernel that keeps no state in shared memory (above)
+ * declares
  *     .visible .const .align 8 .u64 __cubpf_blocks;
  * and the host stores there the device address of one table per context (never per module:
  * PyTorch loads ~1800 modules), CUBPF_BLOCK_TABLE_BYTES, zeroed before the first launch.  No

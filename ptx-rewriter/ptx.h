@@ -312,8 +312,10 @@ struct ptx_inject_opts {
 	 * load the kernel's word once and skip program p (its index in progs) when its bit is 0.
 	 * The host must then store the words' address in __cubpf_enable before any launch. */
 	bool enable_words;
-	/* Add no shared memory to kernels: deferred counters (ptx-rewriter/accs.c) then reduce to
-	 * the maps once per warp instead of once per thread block (CUBPF_SHARED_SUMS=0). */
+	/* Add no shared memory to kernels (CUBPF_SHARED_SUMS=0): deferred counters
+	 * (ptx-rewriter/accs.c) then reduce to the maps once per warp instead of once per thread
+	 * block, and blockretprobes keep their blocks' state in the context's block table
+	 * (layout.h) instead of shared memory. */
 	bool no_shared;
 };
 

@@ -15,7 +15,7 @@
 static void ptx_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: cubpf ptx -p PROG.bpf.o [-k KERNEL_GLOB] [-e] [-o OUT.ptx] IN.ptx\n"
+		"usage: cubpf ptx -p PROG.bpf.o [-k KERNEL_GLOB] [-e] [-S] [-o OUT.ptx] IN.ptx\n"
 		"\n"
 		"Injects the GPU programs (kprobe/, kretprobe/, memprobe/, blockprobe/, blockretprobe/,\n"
 		"syncprobe/, fentry/, fexit/, bbprobe/, bbretprobe/) of PROG.bpf.o into the kernels and\n"
@@ -29,6 +29,8 @@ static void ptx_usage(FILE *out)
 		"  -k, --kernel GLOB       only kernels matching GLOB (fnmatch; e.g. 'vec_add*')\n"
 		"  -e, --enable-words      probes read their enable word (__cubpf_enable, see\n"
 		"                          ptx-rewriter/layout.h) and skip when their bit is 0\n"
+		"  -S, --no-shared         add no shared memory to kernels, as the shim with\n"
+		"                          CUBPF_SHARED_SUMS=0 (block ends use the block table)\n"
 		"  -o, --output OUT.ptx    output file\n"
 		"  -h, --help              this text\n"
 		"\n"
@@ -90,7 +92,7 @@ static int write_out(const char *path, const char *text, size_t len)
 }
 
 static int instrument(const char *prog_path, const char *in_path, const char *out_path,
-		      const char *glob, bool enable_words)
+		      const char *glob, bool enable_words, bool no_shared)
 {
 	char err[PTX_ERRLEN];
 	struct vm_object *obj;
@@ -112,7 +114,7 @@ static int instrument(const char *prog_path, const char *in_path, const char *ou
 				prog_path);
 		struct ptx_inject_opts o = {.progs = progs, .prog_cnt = cnt, .maps = obj->maps,
 					    .map_cnt = obj->map_cnt, .kernel_glob = glob,
-					    .enable_words = enable_words};
+					    .enable_words = enable_words, .no_shared = no_shared};
 		struct ptx_inject_report rep;
 		char *out;
 		size_t out_len;
@@ -141,19 +143,20 @@ int cmd_ptx(int argc, char **argv)
 	static const struct option opts[] = {
 		{"prog", required_argument, NULL, 'p'}, {"kernel", required_argument, NULL, 'k'},
 		{"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
-		{"enable-words", no_argument, NULL, 'e'},
+		{"enable-words", no_argument, NULL, 'e'}, {"no-shared", no_argument, NULL, 'S'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *prog = NULL, *out = NULL, *glob = NULL;
-	bool enable = false;
+	bool enable = false, no_shared = false;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:k:o:he", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:k:o:heS", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': prog = optarg; break;
 		case 'k': glob = optarg; break;
 		case 'o': out = optarg; break;
 		case 'e': enable = true; break;
+		case 'S': no_shared = true; break;
 		case 'h': ptx_usage(stdout); return 0;
 		default: ptx_usage(stderr); return 2;
 		}
@@ -164,5 +167,5 @@ int cmd_ptx(int argc, char **argv)
 		ptx_usage(stderr);
 		return 2;
 	}
-	return instrument(prog, argv[optind], out, glob, enable);
+	return instrument(prog, argv[optind], out, glob, enable, no_shared);
 }

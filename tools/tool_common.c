@@ -61,8 +61,9 @@ static const struct tool tools[] = {
 	 "out, blockprobe's begin_ns and end), the slowest block and its SM, blocks and busy time\n"
 	 "per SM (least and most), the tail (first SM's last block end to the last SM's), and a\n"
 	 "log2 histogram of the durations.  Runs once per block (a barrier at block entry and one\n"
-	 "atomic per group of lanes leaving, in cubpf's block table in device memory: no shared\n"
-	 "memory); kernel ids from 1024 on are not counted.\n",
+	 "atomic per group of lanes leaving, in 16 bytes of the block's shared memory, or in\n"
+	 "cubpf's block table in device memory where the module declares dynamic shared memory\n"
+	 "or CUBPF_SHARED_SUMS=0); kernel ids from 1024 on are not counted.\n",
 	 tool_report_blocklat, tool_keys_blocklat},
 	{"syncwait", "syncwait.bpf.o", "time threads spend at barriers, per kernel and barrier site",
 	 "After every barrier, fence and mbarrier wait attempt of the probed kernels, the time\n"

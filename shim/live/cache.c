@@ -36,8 +36,8 @@ static uint32_t driver_version;
 
 /* The JIT options of module.c's jit() (an error-log buffer only) and the rewriter options
  * that are not in other key fields (the enable-word check is compiled in or not: sampling and
- * CUBPF_CONTROL need it; deferred counters' sums in shared memory or not).  Change them when
- * either changes. */
+ * CUBPF_CONTROL need it; deferred counters' sums and blockretprobes' block state in shared
+ * memory or not).  Change them when either changes. */
 static const char *jit_options(void)
 {
 	static const char *const v[4] = {

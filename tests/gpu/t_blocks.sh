@@ -6,8 +6,10 @@
 #   counts[0] blocks begun = counts[1] blocks ended = the blocks launched (the app's expect line);
 #   counts[2] = counts[3] = the sum of n(n+1)/2 over launches (every block once, by its index);
 #   counts[4] = 0 blocks whose end came before their begin; counts[5] = 0 (ctx->end at begin);
-#   counts[6] = 0 ends whose ctx->begin_ns (kept by cubpf in its block table) is not a time before
-#   their own.
+#   counts[6] = 0 ends whose ctx->begin_ns (kept by cubpf) is not a time before their own.
+# Twice: with the block's state in the kernel's shared memory (the default: the module declares no
+# dynamic shared memory), then in the context's block table (CUBPF_SHARED_SUMS=0;
+# ptx-rewriter/layout.h has both).
 # The program's stdout must be identical to a native run.
 set -u
 BUILD=${BUILD:-build}
@@ -22,20 +24,22 @@ ok() { echo "ok   $*"; }
 if [ ! -x "$APP" ] || [ ! -e "$PROBE" ]; then
   echo "FAIL missing $APP or $PROBE (build them with make on the build machine)"; exit 1
 fi
-for part in early tail all; do
+for run in early:1 tail:1 all:1 early:0 tail:0 all:0; do
+  part=${run%:*} sums=${run#*:}
   "$APP" "$part" >"$OUT/blocks_$part.native" 2>/dev/null
+  [ "$sums" = 0 ] && part="${part}_table"
   env LD_LIBRARY_PATH="$SHIM_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CUBPF_LOG=info \
-    CUBPF_PROGRAMS="$PROBE" CUBPF_DUMP_MAPS=1 \
-    "$APP" "$part" >"$OUT/blocks_$part.out" 2>"$OUT/blocks_$part.err"; rc=$?
-  same=no; cmp -s "$OUT/blocks_$part.native" "$OUT/blocks_$part.out" && same=yes
+    CUBPF_PROGRAMS="$PROBE" CUBPF_DUMP_MAPS=1 CUBPF_SHARED_SUMS="$sums" \
+    "$APP" "${run%:*}" >"$OUT/blocks_$part.out" 2>"$OUT/blocks_$part.err"; rc=$?
+  same=no; cmp -s "$OUT/blocks_${run%:*}.native" "$OUT/blocks_$part.out" && same=yes
   echo "RESULT blocks $part run: rc=$rc identical_stdout=$same"
   { [ "$rc" -eq 0 ] && [ "$same" = yes ]; } || { fail "$part: the program failed or its output changed"; tail -20 "$OUT/blocks_$part.err"; }
   grep -E 'instrumented|fell back|refused' "$OUT/blocks_$part.err" | head -5
   grep -q 'fell back' "$OUT/blocks_$part.err" && ! grep -q ' 0 fell back' "$OUT/blocks_$part.err" && fail "$part: a module fell back: $(grep -m1 'fell back' "$OUT/blocks_$part.err")"
   # counts[k] from the shim's map dump (an entry not listed is 0)
   count() { local v; v=$(sed -n "s/^cubpf: map counts\[$1\] = \([0-9]*\) .*/\1/p" "$OUT/blocks_$part.err" | head -1); echo "${v:-0}"; }
-  want_b=$(sed -n 's/^expect blocks=\([0-9]*\) .*/\1/p' "$OUT/blocks_$part.native")
-  want_s=$(sed -n 's/^expect .* linear_sum=\([0-9]*\).*/\1/p' "$OUT/blocks_$part.native")
+  want_b=$(sed -n 's/^expect blocks=\([0-9]*\) .*/\1/p' "$OUT/blocks_${run%:*}.native")
+  want_s=$(sed -n 's/^expect .* linear_sum=\([0-9]*\).*/\1/p' "$OUT/blocks_${run%:*}.native")
   b0=$(count 0); b1=$(count 1); s2=$(count 2); s3=$(count 3); bad=$(count 4); endflag=$(count 5)
   badbegin=$(count 6)
   echo "RESULT blocks $part: begun=$b0 ended=$b1 expected=${want_b:-none} begin_sum=$s2 end_sum=$s3 expected_sum=${want_s:-none} end_before_begin=$bad end_flag_at_begin=$endflag bad_begin_ns=$badbegin"

@@ -946,8 +946,9 @@ static void test_sampling_flips_enable_words(void **state)
 	assert_int_equal(run_child(&env, child_sample), 0);
 }
 
-/* Blockretprobes count a block's threads in one table per context, in device memory (never the
- * blocks' shared memory, which is the application's): every module that declares
+/* Blockretprobes count a block's threads in 16 bytes of the kernel's shared memory where the
+ * module has room (ptx-rewriter/layout.h; these modules declare none: all of them), and with
+ * CUBPF_SHARED_SUMS=0 in one table per context, in device memory: every module that declares
  * __cubpf_blocks gets the same table, zeroed; with no blockretprobe there is none. */
 static const char blocks_ptx[] =
 	".version 8.0\n.target sm_90\n.address_size 64\n"
@@ -962,10 +963,13 @@ static int child_blocks(void)
 	if (open_both() || load(&a, blocks_ptx) != 0 || load(&b, blocks_ptx2) != 0)
 		return live_child_fail("set-up");
 	const char *t = module_text(a);
-	bool want = getenv("WANT_BLOCKS") != NULL;
-	if (!t || (strstr(t, ".u64 __cubpf_blocks;") != NULL) != want || strstr(t, ".shared"))
+	bool want = getenv("WANT_BLOCKS") != NULL, sh = getenv("WANT_BLOCK_SHARED") != NULL;
+	if (!t || (strstr(t, ".u64 __cubpf_blocks;") != NULL) != want)
 		return live_child_fail("the module %s the block table: %.80s", want ? "lacks" : "declares",
 				  t ? t : "");
+	if ((strstr(t, ".shared") != NULL) != sh || (sh && !strstr(t, ".b8 __cubpf_block[16];")))
+		return live_child_fail("the module %s the block's state in shared memory: %.80s",
+				       sh ? "lacks" : "has", t);
 	if (!want)
 		return 0;
 	const uint8_t *ta = (const uint8_t *)(uintptr_t)global(a, "__cubpf_blocks");
@@ -999,6 +1003,10 @@ static void test_block_table_per_context(void **state)
 	struct child_env none = { { "CUBPF_CACHE", "CUBPF_SHARED_SUMS" }, { "off", "0" } };
 	/* (count.bpf.o: kprobes only) */
 	assert_int_equal(run_child(&none, child_blocks), 0);
+	/* the default, shared memory allowed: no table in the modules */
+	struct child_env sh = { { "CUBPF_PROGRAMS", "WANT_BLOCK_SHARED", "CUBPF_CACHE" },
+				{ blocklat, "1", "off" } };
+	assert_int_equal(run_child(&sh, child_blocks), 0);
 }
 
 /* fentry/fexit only (tests/ptx/probes/func.bpf.o): a module whose kernels get no probe but whose

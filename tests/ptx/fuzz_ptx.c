@@ -69,8 +69,9 @@ static void instrument(const char *text, size_t len)
 		{"bb", VM_PROG_BBPROBE, "*", mem_prog, sizeof(mem_prog) / sizeof(mem_prog[0])},
 		{"bx", VM_PROG_BBRETPROBE, "k*", mem_prog, sizeof(mem_prog) / sizeof(mem_prog[0])},
 	};
+	/* no_shared: block ends in the block table, else in shared memory where there is room */
 	struct ptx_inject_opts o = {.progs = progs, .prog_cnt = 8, .maps = maps, .map_cnt = 1,
-				    .enable_words = len % 2};
+				    .enable_words = len % 2, .no_shared = len / 2 % 2};
 	char *out = NULL, err[PTX_ERRLEN];
 	size_t olen;
 	if (ptx_instrument(text, len, &o, &out, &olen, NULL, err, sizeof(err)) == 0)

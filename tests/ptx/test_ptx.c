@@ -634,58 +634,126 @@ static size_t count_of(const char *hay, const char *needle)
 	return n;
 }
 
-/* Begin and end of every block, in every fixture kernel: assembles for sm_90 and sm_80; one
- * begin (thread 0,0,0, then the entry barrier) and one end per kernel; every exit goes through
- * the block-end code, whose count of threads still running is in the context's block table
- * (device memory, __cubpf_blocks): no shared memory of cubpf's, ptxas counts the same static
- * shared bytes as for the original (a kernel may opt in to all the rest). */
+/* instrument() with ptx_inject_opts.no_shared (CUBPF_SHARED_SUMS=0): no shared memory added */
+static int instrument_no_shared(const char *text, size_t len, const struct probes *p, char **out,
+				size_t *out_len, struct ptx_inject_report *rep, char *err)
+{
+	struct ptx_inject_opts o = {.progs = p->progs, .prog_cnt = p->cnt, .maps = p->obj->maps,
+				    .map_cnt = p->obj->map_cnt, .no_shared = true};
+	return ptx_instrument(text, len, &o, out, out_len, rep, err, PTX_ERRLEN);
+}
+
+/* The block state in the context's block table (layout.h, "thread block table"): its count of
+ * threads still running in device memory (__cubpf_blocks), no shared memory of cubpf's, ptxas
+ * counts the same static shared bytes as for the original (a kernel may opt in to all the
+ * rest). */
+static void assert_block_table(const char *t, size_t len, const char *out, size_t olen,
+			       const struct ptx_inject_report *rep)
+{
+	assert_int_equal(count_of(out, ".shared"), count_of(t, ".shared"));
+	assert_int_equal(count_of(out, ".visible .const .align 8 .u64 __cubpf_blocks;\n"), 1);
+	assert_int_equal(ptxas_smem(out, olen), ptxas_smem(t, len));
+	/* thread (0,0,0) claims a slot (CAS) and stores the thread count and begin time */
+	assert_int_equal(count_of(out, ".global.cas.b64 %__cb_bk5, [%__cb_bk3], %__cb_bk4, "
+				  "%__cb_bk0;"), rep->kernels);
+	assert_int_equal(count_of(out, ".global.u32 [%__cb_bk3+16], %__cb_b1;"), rep->kernels);
+	assert_int_equal(count_of(out, ".global.u64 [%__cb_bk3+8], %__cb_bk4;"), rep->kernels);
+	/* the end probe's begin_ns: kept by thread (0,0,0), read back at the end */
+	assert_true(count_of(out, ".global.u64 %__cb_r") >= rep->kernels);
+	assert_true(count_of(out, ", [%__cb_bk3+8];") >= rep->kernels);
+	/* the slot is freed (EMPTY: no tombstone) after the end probes */
+	assert_int_equal(count_of(out, "st.release.gpu.global.u64 [%__cb_bk3], 0;"), rep->kernels);
+	/* one barrier added per kernel: the entry's, which tells every thread whether
+	 * thread (0,0,0) took the start slot; the end goes straight there when it did */
+	assert_int_equal(count_of(out, "\tbar.sync 0;"), count_of(t, "\tbar.sync 0;"));
+	assert_int_equal(count_of(out, "\tbar.red.or.pred %__cb_bq, 0, %__cb_bq;"), rep->kernels);
+	assert_int_equal(count_of(out, "setp.eq.u64 %__cb_bq, %__cb_bk5, %__cb_bk1;"),
+			 rep->kernels);
+	assert_int_equal(count_of(out, "\t@%__cb_bq bra $__cb"), rep->kernels);
+	assert_int_equal(count_of(out, "atom.global.add.u32 %__cb_b3, [%__cb_bk3+16]"),
+			 rep->kernels);
+	assert_null(strstr(out, "__cubpf_block["));
+}
+
+/* Whether [from, to) of text holds `what` (to NULL: the end). */
+static bool holds(const char *from, const char *to, const char *what)
+{
+	const char *w = strstr(from, what);
+	return w && (!to || w < to);
+}
+
+/* The block state in 16 bytes of the kernel's shared memory (layout.h, "thread block state in
+ * shared memory"): no block table, and no global memory in cubpf's own code of the block's
+ * begin (before the entry barrier) or end (up to the end probes). */
+static void assert_block_shared(const char *t, size_t len, const char *out, size_t olen,
+				const struct ptx_inject_report *rep)
+{
+	assert_null(strstr(out, "__cubpf_blocks"));
+	assert_null(strstr(out, "%__cb_bk"));
+	assert_int_equal(count_of(out, "bar.red"), count_of(t, "bar.red"));
+	assert_int_equal(count_of(out, "\t.shared .align 8 .b8 __cubpf_block[16];\n"), rep->kernels);
+	assert_int_equal(ptxas_smem(out, olen), ptxas_smem(t, len) + 16 * (long)rep->kernels);
+	/* thread (0,0,0) stores the begin time and the thread count, then the entry barrier */
+	assert_int_equal(count_of(out, "\tst.shared.u64 [__cubpf_block+0], %__cb_bt;"),
+			 rep->kernels);
+	assert_int_equal(count_of(out, "\tst.shared.u32 [__cubpf_block+8], %__cb_b1;"),
+			 rep->kernels);
+	assert_int_equal(count_of(out, "\tbar.sync 0;"), count_of(t, "\tbar.sync 0;") + rep->kernels);
+	/* each group of lanes leaving: one shared atomic; the end probe reads begin_ns there */
+	assert_int_equal(count_of(out, "\tatom.shared.add.u32 %__cb_b3, [__cubpf_block+8], "
+				  "%__cb_b2;"), rep->kernels);
+	for (const char *b = strstr(out, "// cubpf: thread block begin"); b;
+	     b = strstr(b + 1, "// cubpf: thread block begin")) {
+		const char *bar = strstr(b, "\tbar.sync 0;"), *probe = strstr(b, "// cubpf: blockprobe");
+		assert_non_null(bar);
+		if (!probe || probe > bar) /* the begin probes run before the barrier */
+			probe = bar;
+		assert_false(holds(b, probe, ".global"));
+		assert_false(holds(b, probe, "__cubpf_map_"));
+		const char *e = strstr(b, "// cubpf: thread block end");
+		assert_non_null(e);
+		probe = strstr(e, "// cubpf: blockretprobe");
+		assert_non_null(probe);
+		assert_false(holds(e, probe, ".global"));
+	}
+}
+
+/* Begin and end of every block, in every fixture kernel, with the block state in shared memory
+ * where the module can take it (no .extern .shared: all but features.ptx) and in the block
+ * table elsewhere, and with CUBPF_SHARED_SUMS=0: assembles for sm_90 and sm_80; one begin
+ * (thread 0,0,0, then the entry barrier) and one end per kernel; every exit goes through the
+ * block-end code. */
 static void test_block_probes(void **state)
 {
 	(void)state;
 	struct probes p;
 	load_probes("block.bpf.o", &p);
 	const size_t nfix = sizeof(cu_fixtures) / sizeof(cu_fixtures[0]);
-	for (size_t fi = 0; fi < nfix + NHAND; fi++) {
-		const char *name = fi < nfix ? cu_fixtures[fi] : hand_fixtures[fi - nfix];
+	for (size_t fi = 0; fi < 2 * (nfix + NHAND); fi++) {
+		size_t k = fi % (nfix + NHAND);
+		bool no_shared = fi >= nfix + NHAND;
+		const char *name = k < nfix ? cu_fixtures[k] : hand_fixtures[k - nfix];
 		size_t len, olen;
 		char *t = fixture(name, &len), *out, err[PTX_ERRLEN], what[256];
 		struct ptx_inject_report rep;
-		if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+		if (no_shared ? instrument_no_shared(t, len, &p, &out, &olen, &rep, err)
+			      : instrument(t, len, &p, NULL, &out, &olen, &rep, err))
 			fail_msg("%s with block.bpf.o: %s", name, err);
 		assert_true(rep.instrumented >= 1);
 		assert_int_equal(rep.instrumented, rep.kernels);
 		assert_int_equal(rep.block_sites, 2 * rep.kernels);
 		assert_int_equal(rep.entry_sites, 0);
 		assert_true(rep.exit_sites >= rep.kernels);
-		assert_int_equal(count_of(out, ".shared"), count_of(t, ".shared"));
-		assert_int_equal(count_of(out, ".visible .const .align 8 .u64 __cubpf_blocks;\n"), 1);
-		assert_int_equal(ptxas_smem(out, olen), ptxas_smem(t, len));
-		/* thread (0,0,0) claims a slot (CAS) and stores the thread count and begin time */
-		assert_int_equal(count_of(out, ".global.cas.b64 %__cb_bk5, [%__cb_bk3], %__cb_bk4, "
-					  "%__cb_bk0;"), rep.kernels);
-		assert_int_equal(count_of(out, ".global.u32 [%__cb_bk3+16], %__cb_b1;"), rep.kernels);
-		assert_int_equal(count_of(out, ".global.u64 [%__cb_bk3+8], %__cb_bk4;"), rep.kernels);
-		/* the end probe's begin_ns: kept by thread (0,0,0), read back at the end */
-		assert_true(count_of(out, ".global.u64 %__cb_r") >= rep.kernels);
-		assert_true(count_of(out, ", [%__cb_bk3+8];") >= rep.kernels);
-		/* the slot is freed (EMPTY: no tombstone) after the end probes */
-		assert_int_equal(count_of(out, "st.release.gpu.global.u64 [%__cb_bk3], 0;"),
-				 rep.kernels);
-		/* one barrier added per kernel: the entry's, which tells every thread whether
-		 * thread (0,0,0) took the start slot; the end goes straight there when it did */
-		assert_int_equal(count_of(out, "\tbar.sync 0;"), count_of(t, "\tbar.sync 0;"));
-		assert_int_equal(count_of(out, "\tbar.red.or.pred %__cb_bq, 0, %__cb_bq;"),
-				 rep.kernels);
-		assert_int_equal(count_of(out, "setp.eq.u64 %__cb_bq, %__cb_bk5, %__cb_bk1;"),
-				 rep.kernels);
-		assert_int_equal(count_of(out, "\t@%__cb_bq bra $__cb"), rep.kernels);
-		assert_int_equal(count_of(out, "atom.global.add.u32 %__cb_b3, [%__cb_bk3+16]"),
-				 rep.kernels);
+		if (no_shared || strstr(t, ".extern .shared"))
+			assert_block_table(t, len, out, olen, &rep);
+		else
+			assert_block_shared(t, len, out, olen, &rep);
 		/* the only ret left in each kernel is the exit block's */
 		assert_int_equal(count_of(out, "$__cubpf_exit:\n"), rep.kernels);
 		/* ctx->end is a constant: the begin probe's test of it is gone */
 		assert_non_null(strstr(out, "mov.u64 %__cb_r1, %globaltimer;"));
-		snprintf(what, sizeof(what), "%s with thread block probes", name);
+		snprintf(what, sizeof(what), "%s with thread block probes%s", name,
+			 no_shared ? " (no shared memory)" : "");
 		assert_assembles(out, olen, what);
 		free(out);
 		free(t);
@@ -694,17 +762,23 @@ static void test_block_probes(void **state)
 	size_t len, olen;
 	char *t = fixture("tests/ptx/kernels/sync90.ptx", &len), *out, err[PTX_ERRLEN], log[4096];
 	struct ptx_inject_report rep;
-	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
-	assert_int_equal(rep.block_sites, 2);
-	if (ptxas(out, olen, "sm_90", log, sizeof(log)))
-		fail_msg("sync90.ptx with thread block probes does not assemble for sm_90:\n%s", log);
-	free(out);
+	for (int no_shared = 0; no_shared < 2; no_shared++) {
+		assert_int_equal(no_shared ? instrument_no_shared(t, len, &p, &out, &olen, &rep, err)
+					   : instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+		assert_int_equal(rep.block_sites, 2);
+		assert_true((strstr(out, "__cubpf_block[16]") != NULL) == !no_shared);
+		if (ptxas(out, olen, "sm_90", log, sizeof(log)))
+			fail_msg("sync90.ptx with thread block probes does not assemble for sm_90:\n%s",
+				 log);
+		free(out);
+	}
 	free(t);
 	vm_object_free(p.obj);
 }
 
 /* The block begin precedes the kernel's first instruction and the entry barrier follows the
- * begin probe; the early returns of early_ret all reach the block end. */
+ * begin probe; the early returns of early_ret all reach the block end.  With the block state
+ * in shared memory and in the block table. */
 static void test_block_probe_placement(void **state)
 {
 	(void)state;
@@ -713,29 +787,35 @@ static void test_block_probe_placement(void **state)
 	size_t len, olen;
 	char *t = fixture(hand_fixtures[0], &len), *out, err[PTX_ERRLEN];
 	struct ptx_inject_report rep;
-	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
-	assert_int_equal(rep.exit_sites, 5); /* @%p1 ret, @!%p2 ret, @%p3 exit, ret.uni, ret */
-	const char *begin = strstr(out, "// cubpf: thread block begin");
-	const char *probe = strstr(out, "// cubpf: blockprobe on_block_begin");
-	const char *bar = strstr(out, "\tbar.red.or.pred %__cb_bq, 0, %__cb_bq;");
-	const char *exitb = strstr(out, "$__cubpf_exit:");
-	const char *endp = strstr(out, "// cubpf: blockretprobe on_block_end");
-	assert_non_null(begin);
-	assert_non_null(probe);
-	assert_non_null(bar);
-	assert_non_null(exitb);
-	assert_non_null(endp);
-	assert_true(begin < probe && probe < bar && bar < exitb && exitb < endp);
-	/* thread (0,0,0) sets the count before the barrier, under the same predicate that skips
-	 * the begin probe for every other thread */
-	const char *set = strstr(out, "st.relaxed.gpu.global.u32 [%__cb_bk3+16], %__cb_b1;");
-	assert_non_null(set);
-	assert_true(begin < set && set < probe);
-	/* nothing but a branch to the exit block is left of the kernel's own returns */
-	assert_null(strstr(out, "\tret.uni;"));
-	assert_int_equal(count_of(out, "\tret;"), 1);
-	assert_int_equal(count_of(out, "\texit;"), 0);
-	free(out);
+	for (int no_shared = 0; no_shared < 2; no_shared++) {
+		assert_int_equal(no_shared ? instrument_no_shared(t, len, &p, &out, &olen, &rep, err)
+					   : instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+		assert_int_equal(rep.exit_sites, 5); /* @%p1 ret, @!%p2 ret, @%p3 exit, ret.uni, ret */
+		const char *begin = strstr(out, "// cubpf: thread block begin");
+		const char *probe = strstr(out, "// cubpf: blockprobe on_block_begin");
+		const char *bar = strstr(out, no_shared ? "\tbar.red.or.pred %__cb_bq, 0, %__cb_bq;"
+							: "\tbar.sync 0;");
+		const char *exitb = strstr(out, "$__cubpf_exit:");
+		const char *endp = strstr(out, "// cubpf: blockretprobe on_block_end");
+		assert_non_null(begin);
+		assert_non_null(probe);
+		assert_non_null(bar);
+		assert_non_null(exitb);
+		assert_non_null(endp);
+		assert_true(begin < probe && probe < bar && bar < exitb && exitb < endp);
+		/* thread (0,0,0) sets the count before the barrier, under the same predicate that
+		 * skips the begin probe for every other thread */
+		const char *set = strstr(out, no_shared
+					 ? "st.relaxed.gpu.global.u32 [%__cb_bk3+16], %__cb_b1;"
+					 : "st.shared.u32 [__cubpf_block+8], %__cb_b1;");
+		assert_non_null(set);
+		assert_true(begin < set && set < probe);
+		/* nothing but a branch to the exit block is left of the kernel's own returns */
+		assert_null(strstr(out, "\tret.uni;"));
+		assert_int_equal(count_of(out, "\tret;"), 1);
+		assert_int_equal(count_of(out, "\texit;"), 0);
+		free(out);
+	}
 	free(t);
 	vm_object_free(p.obj);
 }
@@ -860,6 +940,120 @@ static void test_block_probe_untouched(void **state)
 	vm_object_free(p.obj);
 }
 
+/* ctx->kernel_id 3 for every kernel: blocklat counts ids under 1024 (the hash of a name is
+ * larger, and its program would fold to nothing). */
+static uint32_t id_three(void *user, const char *mangled)
+{
+	(void)user;
+	(void)mangled;
+	return 3;
+}
+
+/* Statements (lines ending in ';') in [from, to). */
+static size_t statements(const char *from, const char *to)
+{
+	size_t n = 0;
+	for (const char *c = strchr(from, ';'); c && c < to; c = strchr(c + 1, ';'))
+		n++;
+	return n;
+}
+
+/* blocklat (issue 32: 2.6x on vec_add with the block table) on vec_add-like kernels and on
+ * reduce.ptx (1 KB of static shared memory): the block's state in shared memory, nothing of
+ * cubpf's own in global memory at the block's begin nor at its end before the program, 15
+ * statements before the entry barrier (thread 0,0,0's two stores and its branch around
+ * them); assembles for sm_90 and sm_80.  With CUBPF_SHARED_SUMS=0, the block table. */
+static void test_blocklat_shared(void **state)
+{
+	(void)state;
+	static const char *const names[] = {"vecadd.ptx", "vecadd_g.ptx", "vecadd_loop.ptx",
+					    "reduce.ptx", "early_ret.ptx"};
+	struct probes p;
+	load_probes("../probes/blocklat.bpf.o", &p);
+	for (size_t i = 0; i < 2 * sizeof(names) / sizeof(names[0]); i++) {
+		bool no_shared = i % 2;
+		size_t len, olen;
+		char *t = fixture(names[i / 2], &len), *out, err[PTX_ERRLEN], what[256];
+		struct ptx_inject_opts o = {.progs = p.progs, .prog_cnt = p.cnt, .maps = p.obj->maps,
+					    .map_cnt = p.obj->map_cnt, .kernel_id = id_three,
+					    .no_shared = no_shared};
+		struct ptx_inject_report rep;
+		if (ptx_instrument(t, len, &o, &out, &olen, &rep, err, sizeof(err)))
+			fail_msg("%s with blocklat: %s", names[i / 2], err);
+		assert_int_equal(rep.instrumented, rep.kernels);
+		assert_int_equal(rep.block_sites, rep.kernels); /* ends only */
+		assert_int_equal(count_of(out, "// cubpf: blockretprobe blocklat_end"), rep.kernels);
+		assert_non_null(strstr(out, "__cubpf_map_")); /* the program is there, not folded */
+		if (no_shared) {
+			assert_non_null(strstr(out, "\n.visible .const .align 8 .u64 __cubpf_blocks;"));
+			assert_int_equal(count_of(out, "atom.global.add.u32 %__cb_b3, [%__cb_bk3+16]"),
+					 rep.kernels);
+		} else {
+			assert_block_shared(t, len, out, olen, &rep);
+			const char *b = strstr(out, "// cubpf: thread block begin");
+			assert_int_equal(statements(b, strstr(b, "\tbar.sync 0;")), 15);
+		}
+		snprintf(what, sizeof(what), "%s with blocklat%s", names[i / 2],
+			 no_shared ? " (no shared memory)" : "");
+		assert_assembles(out, olen, what);
+		free(out);
+		free(t);
+	}
+	vm_object_free(p.obj);
+}
+
+/* vecadd_loop.ptx with `extra` bytes of static shared memory declared in front of its kernel,
+ * instrumented with block_defer.bpf.o: whether it has the block's state and the counters' sums
+ * in shared memory. */
+static void block_defer_room(const struct probes *p, size_t extra, bool *block, bool *sums)
+{
+	size_t len, olen;
+	char *t = fixture("vecadd_loop.ptx", &len), *out, err[PTX_ERRLEN];
+	const char *v = strstr(t, ".visible .entry");
+	assert_non_null(v);
+	char *src = malloc(len + 64);
+	assert_non_null(src);
+	snprintf(src, len + 64, "%.*s.shared .align 8 .b8 big[%zu];\n%s", (int)(v - t), t, extra, v);
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(src, strlen(src), p, NULL, &out, &olen, &rep, err), 0);
+	*block = strstr(out, "__cubpf_block[16]") != NULL;
+	*sums = strstr(out, "__cubpf_accs[16]") != NULL;
+	assert_true(*block == !strstr(out, "__cubpf_blocks"));
+	free(out);
+	free(src);
+	free(t);
+}
+
+/* A block end and deferred counters in one kernel: both in shared memory (16 bytes each, and
+ * ptxas counts 32), each with its entry barrier; shared_room's 32 KB counts the two together:
+ * with 32 KB - 32 of the module's own both fit, with 8 more the block's state alone, with 16
+ * more neither (the block table, the counters' sums per warp). */
+static void test_block_defer_room(void **state)
+{
+	(void)state;
+	struct probes p;
+	load_probes("block_defer.bpf.o", &p);
+	size_t len, olen;
+	char *t = fixture("vecadd_loop.ptx", &len), *out, err[PTX_ERRLEN];
+	struct ptx_inject_report rep;
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_non_null(strstr(out, "__cubpf_block[16]"));
+	assert_non_null(strstr(out, "__cubpf_accs[16]"));
+	assert_int_equal(ptxas_smem(out, olen), ptxas_smem(t, len) + 32);
+	assert_int_equal(count_of(out, "\tbar.sync 0;"), count_of(t, "\tbar.sync 0;") + 2);
+	assert_assembles(out, olen, "vecadd_loop.ptx with block_defer.bpf.o");
+	free(out);
+	free(t);
+	bool block, sums;
+	block_defer_room(&p, 32768 - 32, &block, &sums);
+	assert_true(block && sums);
+	block_defer_room(&p, 32768 - 24, &block, &sums);
+	assert_true(block && !sums);
+	block_defer_room(&p, 32768 - 8, &block, &sums);
+	assert_true(!block && !sums);
+	vm_object_free(p.obj);
+}
+
 /* The index of the map called name in an object (-1 when none). */
 static int map_index(const struct vm_object *o, const char *name)
 {
@@ -894,11 +1088,14 @@ static void sim_check(const char *what, const char *script, const char *pre, con
 		fail_msg("%s %s (needs python3): %s", script, what, last[0] ? last : "no output");
 }
 
-/* The block end's protocol over the block table, run on tests/ptx/ptxsim_blocks.py (a model of
- * the threads one after the other, each block's thread (0,0,0) first): begins = every block,
- * ends = every block that found a slot, each at its last thread's exit with its own begin time,
- * colliding grids probing past each other, tombstones reused, a block that finds the table full
- * counted and left without an end; pred_ret's early, predicated and `exit` returns all counted. */
+/* The block end's protocol, run on tests/ptx/ptxsim_blocks.py (a model of the threads one after
+ * the other, each block's thread (0,0,0) first, the threads of a block leaving in groups of
+ * lanes, 3-D blocks in a 3-D grid): begins = every block, ends = every block with its state
+ * (in shared memory: all of them), each as its last group of threads leaves, with its own
+ * begin time; pred_ret's early, predicated and `exit` returns all counted.  With the state in
+ * shared memory (and no block table touched), then in the block table (CUBPF_SHARED_SUMS=0):
+ * colliding grids probing past each other, tombstones reused, a block that finds the table
+ * full counted and left without an end. */
 static void test_block_protocol_sim(void **state)
 {
 	(void)state;
@@ -907,13 +1104,20 @@ static void test_block_protocol_sim(void **state)
 	size_t len, olen;
 	char *t = fixture(hand_fixtures[0], &len), *out, err[PTX_ERRLEN];
 	struct ptx_inject_report rep;
-	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
 	int c = map_index(p.obj, "counts"), tm = map_index(p.obj, "times");
 	int b = map_index(p.obj, "begins");
 	assert_true(c >= 0 && tm >= 0 && b >= 0);
 	char args[128];
 	snprintf(args, sizeof(args), "pred_ret %d %d %d", c, tm, b);
-	sim_check("block.bpf.o", "ptxsim_blocks.py", "", out, olen, args, " passed, 0 failed");
+	assert_int_equal(instrument(t, len, &p, NULL, &out, &olen, &rep, err), 0);
+	assert_null(strstr(out, "__cubpf_blocks"));
+	sim_check("block.bpf.o (shared memory)", "ptxsim_blocks.py", "", out, olen, args,
+		  "8 passed, 0 failed");
+	free(out);
+	assert_int_equal(instrument_no_shared(t, len, &p, &out, &olen, &rep, err), 0);
+	assert_non_null(strstr(out, "__cubpf_blocks"));
+	sim_check("block.bpf.o (block table)", "ptxsim_blocks.py", "", out, olen, args,
+		  "15 passed, 0 failed");
 	free(out);
 	free(t);
 	vm_object_free(p.obj);
@@ -2174,6 +2378,8 @@ int main(void)
 		cmocka_unit_test(test_entry_probe_placement),
 		cmocka_unit_test(test_block_probe_untouched),
 		cmocka_unit_test(test_block_protocol_sim),
+		cmocka_unit_test(test_blocklat_shared),
+		cmocka_unit_test(test_block_defer_room),
 		cmocka_unit_test(test_func_probes),
 		cmocka_unit_test(test_func_probe_placement),
 		cmocka_unit_test(test_func_probe_shared),

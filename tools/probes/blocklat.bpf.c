@@ -1,6 +1,7 @@
 /* blocklat: how long thread blocks take, per kernel and per SM (issue 32).  At each block's end
  * (blockretprobe: the last group of its threads to leave), duration = time_ns - begin_ns (cubpf
- * keeps the begin in its block table, device memory).  Per kernel id and per SM (a per-SM map, each
+ * keeps the begin in 16 bytes of the block's shared memory, or in its block table in device
+ * memory in modules with dynamic shared memory: ptx-rewriter/layout.h).  Per kernel id and per SM (a per-SM map, each
  * copy a 128-byte line of its own, as kcount's): blocks, the sum, least and largest duration,
  * the SM's first begin and last end, and its slowest block; per kernel a log2 histogram of the
  * durations.  One probe run per block: nothing runs per thread but cubpf's count of the
@@ -8,7 +9,10 @@
  * on are not counted.
  *
  * Cost per thread block (issue 32; L2 round trips, RT, the block waits for; vec_add's blocks
- * of 256 threads live a few microseconds, an RT under load is ~0.5 us):
+ * of 256 threads live a few microseconds, an RT under load is ~0.5 us).  With the block's
+ * state in shared memory: no RT of cubpf's, at begin (thread (0,0,0) stores the begin time
+ * and the thread count, then the entry barrier) nor at the end (one shared-memory atomic per
+ * group of lanes leaving); this program's RT below remain.  With the block table:
  *   begin, thread (0,0,0), every thread waiting at the entry barrier: before 2026-11-28 a load
  *     of the table slot's key then a CAS (2 RT); now a CAS from EMPTY (1 RT), and the barrier
  *     (bar.red.or) tells every thread whether the block has its start slot;
@@ -20,7 +24,7 @@
  *     the three loads together (1 RT, plus the release).  The rest is fire-and-forget:
  *     two red.add and the histogram's, a plain store of last_end; CAS only when the
  *     largest, least or first changes.
- * Nothing runs per thread, no shared memory (layout.h, "thread block table", says why). */
+ * Nothing runs per thread; no shared memory of this program's own. */
 #include "cubpf_helpers.h"
 
 #define BL_KERNELS 1024
