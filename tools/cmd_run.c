@@ -268,9 +268,11 @@ static void list_tools(FILE *f)
 static void tool_help(const struct tool *t, FILE *f)
 {
 	fprintf(f, "usage: cubpf run -t %s%s [-k GLOB] [-i SECONDS] [-d SECONDS] [--json] [-o TRACE] "
-		"-- CMD [ARGS...]\n\n%s: %s\n\n%s\nprobe program: %s (tools/probes/ in the sources)\n",
+		"-- CMD [ARGS...]\n\n%s: %s\n\n%s\nprobe program: %s%s%s (tools/probes/ in the "
+		"sources)\n",
 		t->name, strcmp(t->name, "memdelay") ? "" : " [-n NS]", t->name, t->summary, t->help,
-		t->probe);
+		t->probe, t->sanitizer_probe ? ", under --sanitizer " : "",
+		t->sanitizer_probe ? t->sanitizer_probe : "");
 }
 
 /* The folder next to the binary holding `sub` (build/bin -> build/SUB, PREFIX/bin ->
@@ -333,7 +335,8 @@ static int add_tool_probe(struct run_opts *o, const struct tool *t)
 				"(../probes or ../lib/cubpf/probes): run 'make'\n", t->name);
 		return -1;
 	}
-	snprintf(path, sizeof(path), "%s/%s", dir, t->probe);
+	snprintf(path, sizeof(path), "%s/%s", dir,
+		 o->sanitizer && t->sanitizer_probe ? t->sanitizer_probe : t->probe);
 	if (!strcmp(t->name, "memdelay"))
 		return memdelay_probe(o, path);
 	if (o->delay_ns) {

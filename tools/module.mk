@@ -37,4 +37,7 @@ $(BUILD)/probes/%.bpf.o: tools/probes/%.bpf.c $(PROBE_HEADER_DEPS) tools/module.
 	@mkdir -p $(@D)
 	$(CLANG) -O2 -g -target bpf -fdebug-prefix-map=$(CURDIR)/= -fdebug-compilation-dir=. \
 	  -I tools/include -I/usr/include/x86_64-linux-gnu -c $< -o $@
+# variants that include another probe's source
+$(BUILD)/probes/instrcount_threads.bpf.o: tools/probes/instrcount.bpf.c
+$(BUILD)/probes/threadhist_entry.bpf.o: tools/probes/threadhist.bpf.c
 BINS += $(PROBE_OBJS)

@@ -29,34 +29,39 @@ extern const struct tool_kernel_key tool_keys_instrcount[], tool_keys_opcodehist
 	tool_keys_hotblocks[];
 
 static const struct tool tools[] = {
-	{"kcount", "kcount.bpf.o", "per-kernel launches, threads and GPU time",
+	{"kcount", "kcount.bpf.o", NULL, "per-kernel launches, threads and GPU time",
 	 "For each kernel: launches and threads (from the launch calls), launches the GPU ran,\n"
 	 "and the GPU span from the first launch's start to the last block's exit.\n",
 	 tool_report_kcount, tool_keys_kcount},
-	{"threadhist", "threadhist.bpf.o", "executions per GPU thread, with an imbalance summary",
+	{"threadhist", "threadhist.bpf.o", "threadhist_entry.bpf.o",
+	 "executions per GPU thread, with an imbalance summary",
 	 "Counts, for every thread of the grid (linear id = block * threads per block + thread),\n"
-	 "how many times it ran the probed kernels (kernel exits).  Prints how many threads ran\n"
-	 "N times, min/max/mean/stddev, and the most and least loaded threads.  A warp whose 32\n"
-	 "lanes leave together is counted once (one update per warp); other exits thread by\n"
-	 "thread.  Thread ids past 2^26 - 1 (past 2^20 - 1 for those) share the last slot.\n",
+	 "how many times it ran the probed kernels (kernel exits; under --sanitizer, kernel\n"
+	 "entries: the patching API's exit site is costly).  Prints how many threads ran N times,\n"
+	 "min/max/mean/stddev, and the most and least loaded threads.  Thread (0,0,0) of each\n"
+	 "block counts for the block (one update per block).  Thread ids past 2^26 - 1 (past\n"
+	 "2^20 - 1 in blocks that are not whole warps) share the last slot.\n",
 	 tool_report_threadhist, NULL},
-	{"launchlate", "launchlate.bpf.o", "launch call to GPU start latency, log2 histogram per kernel",
+	{"launchlate", "launchlate.bpf.o", NULL,
+	 "launch call to GPU start latency, log2 histogram per kernel",
 	 "Host time of each launch call (the trace's KERNEL records) to the GPU start of the same\n"
 	 "launch (thread 0 of block 0, %globaltimer converted with the clock calibration), joined\n"
 	 "by launch order per kernel.  Keeps 1024 launches per kernel (the rest are counted).\n",
 	 tool_report_launchlate, tool_keys_launchlate},
-	{"memtrace", "memtrace.bpf.o", "bytes loaded/stored per kernel and memory space",
+	{"memtrace", "memtrace.bpf.o", NULL, "bytes loaded/stored per kernel and memory space",
 	 "Per kernel: bytes and accesses per memory space and operation, the access-size\n"
 	 "histogram, and a coalescing summary: the 32-byte sectors the warps' global accesses\n"
 	 "touched against the ideal.  Every memory instruction is probed (one counter update\n"
 	 "per warp and instruction, per SM): memory-bound kernels run somewhat slower.\n",
 	 tool_report_memtrace, tool_keys_memtrace},
-	{"kernelretsnoop", "kernelretsnoop.bpf.o", "per-thread exit times, warp spread, slowest lanes",
+	{"kernelretsnoop", "kernelretsnoop.bpf.o", NULL,
+	 "per-thread exit times, warp spread, slowest lanes",
 	 "One ring-buffer record per thread exit (%globaltimer).  Prints the spread between the\n"
 	 "first and last exit of each warp as a log2 histogram, and the lanes that left longest\n"
 	 "after their warp's first lane.  Records that do not fit are dropped and counted.\n",
 	 tool_report_kernelretsnoop, NULL},
-	{"blocklat", "blocklat.bpf.o", "thread block durations, spread per SM, stragglers and tail",
+	{"blocklat", "blocklat.bpf.o", NULL,
+	 "thread block durations, spread per SM, stragglers and tail",
 	 "Per kernel: blocks, mean/least/largest block duration (first thread in to last thread\n"
 	 "out, blockprobe's begin_ns and end), the slowest block and its SM, blocks and busy time\n"
 	 "per SM (least and most), the tail (first SM's last block end to the last SM's), and a\n"
@@ -65,7 +70,8 @@ static const struct tool tools[] = {
 	 "cubpf's block table in device memory where the module declares dynamic shared memory\n"
 	 "or CUBPF_SHARED_SUMS=0); kernel ids from 1024 on are not counted.\n",
 	 tool_report_blocklat, tool_keys_blocklat},
-	{"syncwait", "syncwait.bpf.o", "time threads spend at barriers, per kernel and barrier site",
+	{"syncwait", "syncwait.bpf.o", NULL,
+	 "time threads spend at barriers, per kernel and barrier site",
 	 "After every barrier, fence and mbarrier wait attempt of the probed kernels, the time\n"
 	 "the thread spent in it (syncprobe's before_ns), counted once per warp for its lanes.\n"
 	 "Prints the sites with the most time first: kernel, site (instruction index), kind and\n"
@@ -73,14 +79,16 @@ static const struct tool tools[] = {
 	 "Kernel ids from 64 on are not counted; a function's sites from the 16th on share one\n"
 	 "row (SITE marked +).\n",
 	 tool_report_syncwait, tool_keys_syncwait},
-	{"memdelay", "memdelay.bpf.o", "slowdown of kernels when every global load waits -n NS longer",
+	{"memdelay", "memdelay.bpf.o", NULL,
+	 "slowdown of kernels when every global load waits -n NS longer",
 	 "Every global load of the probed kernels waits NS nanoseconds more (-n NS, 1 to 1000000,\n"
 	 "default 1000: bpf_gpu_delay_ns spins on %globaltimer), on every other launch of each\n"
 	 "kernel (--sample 2, kernel spans on).  Per kernel: the mean device time of the launches\n"
 	 "with and without the delay and their ratio (memory-latency sensitivity), and the loads\n"
 	 "delayed.  A kernel needs two timed launches for a ratio; graph launches have no spans.\n",
 	 tool_report_memdelay, tool_keys_memdelay},
-	{"instrcount", "instrcount.bpf.o", "dynamic PTX instructions per kernel, by threads and warps",
+	{"instrcount", "instrcount.bpf.o", NULL,
+	 "dynamic PTX instructions per kernel, by threads and warps",
 	 "PTX instructions each thread of the probed kernels issued (cubpf counts them in two\n"
 	 "registers: an add at each basic block's entry, and for the warp-level count a test of\n"
 	 "which lane was elected), summed per warp at kernel exit.  Per kernel: instructions\n"
@@ -88,7 +96,8 @@ static const struct tool tools[] = {
 	 "occupancy.  Device functions' instructions are not counted; kernel ids from 256 on\n"
 	 "are not counted.\n",
 	 tool_report_instrcount, tool_keys_instrcount},
-	{"opcodehist", "opcodehist.bpf.o", "dynamic PTX instructions per kernel and opcode class",
+	{"opcodehist", "opcodehist.bpf.o", NULL,
+	 "dynamic PTX instructions per kernel and opcode class",
 	 "Instructions issued by threads as instrcount counts them, split by opcode class\n"
 	 "(integer, fp32, fp64, fp16, special functions, logic, compare, move, global loads and\n"
 	 "stores, shared, local, param/const, atomics, control, barriers, warp-level, tensor,\n"
@@ -96,7 +105,8 @@ static const struct tool tools[] = {
 	 "kernel exit) times its instructions of each class.  Kernel ids from 256 on are not\n"
 	 "counted.\n",
 	 tool_report_opcodehist, tool_keys_opcodehist},
-	{"hotblocks", "hotblocks.bpf.o", "the hottest basic blocks of each kernel, PTX and source lines",
+	{"hotblocks", "hotblocks.bpf.o", NULL,
+	 "the hottest basic blocks of each kernel, PTX and source lines",
 	 "Entries of every basic block of the probed kernels by threads (counted in registers, one\n"
 	 "instruction per block entry; summed per warp at kernel exit: bbretprobe), times its PTX\n"
 	 "instructions: each kernel's blocks with the most instructions first, with the PTX line of\n"

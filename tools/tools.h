@@ -200,6 +200,9 @@ struct tool_opts {
 struct tool {
 	const char *name;
 	const char *probe;          /* probe object file name; NULL = user programs (-p) */
+	/* under --sanitizer, when not NULL: the same tool counting where NVIDIA's patching API is
+	 * cheap (BLOCK_ENTER; its BLOCK_EXIT costs ~19x on a memory-bound kernel) */
+	const char *sanitizer_probe;
 	const char *summary;
 	const char *help;           /* what it prints, for `cubpf run -t NAME --help` */
 	void (*report)(const struct tool_data *d, const struct tool_opts *o, FILE *f);

@@ -10,7 +10,8 @@
 #     san_empty      an empty kprobe (block enter patch: the floor, 1.09x in the study)
 #     san_empty_exit an empty kretprobe (the BLOCK_EXIT site alone)
 #     san_count      count.bpf.o (entries and exits per kernel)
-#     san_kcount, san_threadhist: the bundled entry/exit tools' probe objects (the target's tools)
+#     san_kcount, san_threadhist: the bundled entry/exit tools' probe objects (the target's
+#                    tools; threadhist as `cubpf run --sanitizer` loads it, counting at entry)
 #     san_mem_empty  the per-access floor: a memprobe that reads the address and returns (a probe
 #                    that only returned would be folded away, nothing patched; ~28x in the study)
 #     san_memtrace   memtrace's program (within 10% of the floor is the target)
@@ -42,7 +43,9 @@ probe_of() {
   # (*_mem_empty before *_empty, which would match it too)
   case $1 in *_empty_exit) echo "$LP/san_empty_exit.bpf.o" ;; *_mem_empty) echo "$LP/san_empty_mem.bpf.o" ;;
     *_empty) echo "$LP/san_empty_entry.bpf.o" ;; *_count) echo "$LP/count.bpf.o" ;;
-    *_kcount) echo "$TP/kcount.bpf.o" ;; *_threadhist) echo "$TP/threadhist.bpf.o" ;;
+    *_kcount) echo "$TP/kcount.bpf.o" ;;
+    san_threadhist) echo "$TP/threadhist_entry.bpf.o" ;; # what `cubpf run --sanitizer` loads
+    *_threadhist) echo "$TP/threadhist.bpf.o" ;;
     *_memtrace) echo "$TP/memtrace.bpf.o" ;; esac
 }
 

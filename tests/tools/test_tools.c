@@ -1757,6 +1757,13 @@ static void test_run_options(void **state)
 	assert_int_equal(run_cubpf("--sanitizer=/opt/x/libsanitizer-public.so -- sh -c "
 				   "'echo san=$CUBPF_SANITIZER'", out, sizeof(out)), 0);
 	assert_contains(out, "san=/opt/x/libsanitizer-public.so");
+	/* threadhist counts at the kernels' entry under --sanitizer, at their exit otherwise */
+	assert_int_equal(run_cubpf("--sanitizer -t threadhist -- sh -c 'echo p=$CUBPF_PROGRAMS'",
+				   out, sizeof(out)), 0);
+	assert_contains(out, "/threadhist_entry.bpf.o");
+	assert_int_equal(run_cubpf("-t threadhist -- sh -c 'echo p=$CUBPF_PROGRAMS'", out,
+				   sizeof(out)), 0);
+	assert_contains(out, "/threadhist.bpf.o");
 	/* memdelay: -n in range, its own; it samples every other launch with spans on, and its
 	 * probe object is a patched copy, gone after the run */
 	assert_int_equal(run_cubpf("-t memdelay -n 0 -- true", out, sizeof(out)), 2);

@@ -1,12 +1,14 @@
-/* threadhist: how many times each GPU thread ran the probed kernels (kernel entries per thread).
+/* threadhist: how many times each GPU thread ran the probed kernels (kernel exits per thread).
  * A thread's id is its linear id in the grid: block_linear * threads_per_block + thread_linear.
  *
- * Cost: every thread of a block runs from its entry (a block starts whole), so the entry of
- * thread (0,0,0) stands for all of the block's threads, and every other thread only tests its
- * tid.  At the entry rather than the exit (before 2026-11-28): a probe that tests first goes
- * after the kernel's index arithmetic, so the test costs next to nothing (H200, vec_add 2^26:
- * 1.048x at the exit), and the Sanitizer backend patches only BLOCK_ENTER, whose trampoline is
- * cheap (1.13x empty), not BLOCK_EXIT (19x empty on the same kernel).  Blocks of 2^c warps (32, 64, ...
+ * Cost: every thread of a block that runs leaves it exactly once (a thread has no other way to
+ * end; a trap ends the whole launch), so the exit of thread (0,0,0) stands for all of the
+ * block's threads, and every other thread only tests its tid.  TH_AT_ENTRY
+ * (threadhist_entry.bpf.c, what `cubpf run --sanitizer -t threadhist` loads) counts at the
+ * entry instead, as every thread of a block starts: the Sanitizer backend then patches only
+ * BLOCK_ENTER, whose trampoline is cheap (an empty patch 1.13x on vec_add 2^26, H200), not
+ * BLOCK_EXIT (19.4x empty): 1.35x there against 18.9x.  On the PTX path the exit is cheaper
+ * (1.048x against 1.081x at the entry, same card and kernel).  Blocks of 2^c warps (32, 64, ...
  * 1024 threads: nearly every launch) add 1 to one counter in `blocks`, in the region of their
  * size, where consecutive blocks have consecutive counters (block b of w warps covers the groups
  * of 32 thread ids b * w .. (b + 1) * w - 1).  Other whole-warp blocks mark their range in
@@ -109,7 +111,11 @@ static __always_inline void count_warps(__u64 b, __u64 warps)
 	diff_range(&edges, b * warps, (b + 1) * warps, TH_GROUPS);
 }
 
+#ifdef TH_AT_ENTRY
 SEC("kprobe/*")
+#else
+SEC("kretprobe/*")
+#endif
 int threadhist(struct cubpf_kernel_ctx *ctx)
 {
 	if (ctx->tid_x | ctx->tid_y | ctx->tid_z) /* all but one thread per block stop here */
