@@ -19,7 +19,7 @@ void tool_report_hotblocks(const struct tool_data *d, const struct tool_opts *o,
 extern const struct tool_kernel_key tool_keys_instrcount[], tool_keys_opcodehist[],
 	tool_keys_hotblocks[];
 
-#define IC_LANES 4
+#define IC_LANES 1 /* tools/probes/instrcount.bpf.c: one record per kernel (4 lanes before) */
 #define OH_LANES 4
 #define HB_SHARDS 64
 #define HB_BLOCKS 256
@@ -35,8 +35,7 @@ static double ratio(uint64_t a, uint64_t b)
 }
 
 /* ---- instrcount ----------------------------------------------------------------------------- */
-/* icstats: key = kernel id * 4 + lane (the warp's slot on its SM % 4), per SM: instructions by
- * threads, by warps (struct icstat). */
+/* icstats: key = kernel id, per SM: instructions by threads, by warps (struct icstat). */
 
 struct ic_row {
 	const struct tool_kernel *k;
