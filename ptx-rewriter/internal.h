@@ -46,6 +46,9 @@ struct av {
 	uint8_t defer;  /* AV_UNKNOWN and global: the map's flags have CUBPF_F_DEFER_ADD */
 	uint8_t sm;     /* AV_MAPVAL of a per-SM array: + the running SM's copy (its slot times
 			 * the value stride: CUBPF_PERCPU_OFFSET) */
+	uint8_t in_map; /* AV_UNKNOWN and global: points into map `map`'s values (a lookup's
+			 * result, moved by offsets the verifier bounded), so that an access
+			 * through it touches that map only (struct cg_prog's taint) */
 	uint32_t map;
 	int64_t v;
 };

@@ -1096,56 +1096,82 @@ static void test_defer_flush_sim(void **state)
 	vm_object_free(p.obj);
 }
 
-/* The bundled instrcount on vec_add (issue 32, kernel id 1): its exit adds (the warp sums of
- * ctx->insns and warp_insns, by their leader, to the kernel's record of a per-SM map) go to the
- * block's sums in shared memory and the block's last group makes the only reductions; it
- * assembles; on tests/ptx/ptxsim_flush.py (3 warps leaving in 6 groups, on SM 5) SM 5's copy
- * of the record ends as the sums of the lanes' counts, nothing reaching it before the last
- * group.  Without shared memory (CUBPF_SHARED_SUMS=0) each warp's leader reduces, as before. */
+/* The bundled instrcount, hotblocks and opcodehist on vec_add (issue 32, kernel ids 1 and 2):
+ * their exit adds (warp sums, by their leader, to the kernel's records of per-SM maps) go to
+ * the block's sums in shared memory and the block's last group makes the only reductions; the
+ * modules assemble.  On tests/ptx/ptxsim_flush.py (3 warps leaving in 6 groups, on SM 5) SM 5's
+ * copy of instrcount's record ends as the sums of the lanes' counts, nothing reaching it before
+ * the last group.  Without shared memory (CUBPF_SHARED_SUMS=0) each warp's leader reduces, as
+ * before. */
 static uint32_t small_id(void *user, const char *mangled);
 
-static void test_instrcount_block_sums(void **state)
+static void exit_sums_check(const char *tool, const char *out, size_t olen, bool shared,
+			    uint32_t adds)
+{
+	char what[96];
+	snprintf(what, sizeof(what), "%s, %s", tool, shared ? "block sums" : "per warp");
+	const char *x = strstr(out, "$__cubpf_exit:");
+	assert_non_null(x);
+	const char *last = strstr(x, "// cubpf: deferred counters, the block's last group");
+	const char *red = strstr(x, "red.global");
+	assert_non_null(red);
+	if (!shared) {
+		assert_null(last);
+		assert_null(strstr(out, "__cubpf_accs"));
+		assert_assembles(out, olen, what);
+		return;
+	}
+	assert_non_null(last);
+	if (red < last) /* no reduction per warp */
+		fail_msg("%s: a reduction before the block's last group", what);
+	for (uint32_t i = 0; i < adds; i++) {
+		char want[64];
+		snprintf(want, sizeof(want), "red.shared.add.u64 [__cubpf_accs+%u], ", 8 * i);
+		const char *a = strstr(x, want);
+		if (!a || a > last)
+			fail_msg("%s: no '%s' in the exit block", what, want);
+	}
+	assert_non_null(strstr(out, "bar.sync 0;"));
+	assert_assembles(out, olen, what);
+}
+
+static void test_exit_block_sums(void **state)
 {
 	(void)state;
-	struct probes p;
-	load_probes("../probes/instrcount.bpf.o", &p);
-	size_t len, olen;
-	char *t = fixture("vecadd.ptx", &len), *out, err[PTX_ERRLEN];
+	/* the counters of vec_add's first kernel: 2 (threads, warps), 3 blocks, 5 opcode classes */
+	static const struct {
+		const char *tool;
+		uint32_t adds;
+	} tools[] = {{"instrcount", 2}, {"hotblocks", 3}, {"opcodehist", 5}};
 	const char *kernel = "_Z7vec_addPKfS0_Pfi";
-	for (int shared = 1; shared >= 0; shared--) {
-		uint32_t ids = 0;
-		struct ptx_inject_opts o = {.progs = p.progs, .prog_cnt = p.cnt, .maps = p.obj->maps,
-					    .map_cnt = p.obj->map_cnt, .kernel_id = small_id,
-					    .user = &ids, .no_shared = !shared};
-		struct ptx_inject_report rep;
-		assert_int_equal(ptx_instrument(t, len, &o, &out, &olen, &rep, err, sizeof(err)), 0);
-		const char *x = strstr(out, "$__cubpf_exit:");
-		assert_non_null(x);
-		const char *last = strstr(x, "// cubpf: deferred counters, the block's last group");
-		const char *red = strstr(x, "red.global");
-		assert_non_null(red);
-		if (shared) {
-			assert_non_null(last);
-			assert_true(red > last); /* no reduction per warp */
-			const char *s0 = strstr(x, "red.shared.add.u64 [__cubpf_accs+0], ");
-			const char *s1 = strstr(x, "red.shared.add.u64 [__cubpf_accs+8], ");
-			assert_true(s0 && s1 && s0 < last && s1 < last);
-			assert_non_null(strstr(out, ".shared .align 8 .b8 __cubpf_accs[24];"));
-			assert_non_null(strstr(out, "bar.sync 0;"));
-		} else {
-			assert_null(last);
-			assert_null(strstr(out, "__cubpf_accs"));
+	for (size_t ti = 0; ti < sizeof(tools) / sizeof(tools[0]); ti++) {
+		struct probes p;
+		char path[64];
+		snprintf(path, sizeof(path), "../probes/%s.bpf.o", tools[ti].tool);
+		load_probes(path, &p);
+		size_t len, olen;
+		char *t = fixture("vecadd.ptx", &len), *out, err[PTX_ERRLEN];
+		for (int shared = 1; shared >= 0; shared--) {
+			uint32_t ids = 0;
+			struct ptx_inject_opts o = {.progs = p.progs, .prog_cnt = p.cnt,
+						    .maps = p.obj->maps, .map_cnt = p.obj->map_cnt,
+						    .kernel_id = small_id, .user = &ids,
+						    .no_shared = !shared};
+			struct ptx_inject_report rep;
+			assert_int_equal(ptx_instrument(t, len, &o, &out, &olen, &rep, err, sizeof(err)),
+					 0);
+			exit_sums_check(tools[ti].tool, out, olen, shared, tools[ti].adds);
+			/* kernel 1's record: key 1 of a per-SM map of 128-byte values (key-major) */
+			char args[256];
+			snprintf(args, sizeof(args), "%s 128 %u,%u bb", kernel, 256 * 128, 256 * 128 + 8);
+			if (ti == 0)
+				sim_check(shared ? "instrcount, block sums" : "instrcount, per warp",
+					  "ptxsim_flush.py", "", out, olen, args, "3 passed, 0 failed");
+			free(out);
 		}
-		assert_assembles(out, olen, shared ? "instrcount, block sums" : "instrcount, per warp");
-		/* kernel 1's record: key 1 of a per-SM map of 128-byte values (key-major) */
-		char args[256];
-		snprintf(args, sizeof(args), "%s 128 %u,%u bb", kernel, 256 * 128, 256 * 128 + 8);
-		sim_check(shared ? "instrcount, block sums" : "instrcount, per warp", "ptxsim_flush.py",
-			  "", out, olen, args, "3 passed, 0 failed");
-		free(out);
+		free(t);
+		vm_object_free(p.obj);
 	}
-	free(t);
-	vm_object_free(p.obj);
 }
 
 /* bpf_warp_count_unique's lowering on tests/ptx/ptxsim_warp.py (32 lanes in step): coalesced,
@@ -2171,7 +2197,7 @@ int main(void)
 		cmocka_unit_test(test_defer_sim),
 		cmocka_unit_test(test_warp_unique_sim),
 		cmocka_unit_test(test_defer_flush_sim),
-		cmocka_unit_test(test_instrcount_block_sums),
+		cmocka_unit_test(test_exit_block_sums),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
