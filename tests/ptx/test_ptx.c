@@ -845,15 +845,27 @@ static void test_block_protocol_sim(void **state)
  * of ctx->insn_count per block entry), bbretprobe (entries x instructions at exit) and a
  * kretprobe's ctx->insns and warp_insns must each give the same sum (bpf_warp_sum's one-reduction
  * path and, `wide`, its three-reduction one); so must bbdefer's adds
- * kept in registers (CUBPF_F_DEFER_ADD), to one record all along and to two in turn. */
+ * kept in registers (CUBPF_F_DEFER_ADD), to one record all along and to two in turn.  The
+ * exit probes' adds (icount, bbret) go through the blocks' sums in shared memory (4 blocks,
+ * the last one's 5 last threads leaving early); so do those of the bundled instrcount and
+ * opcodehist (kernel id 1: key 1 of their per-SM maps, SM 0's copy; opcodehist's classes add
+ * up to the threads' count). */
+static uint32_t small_id(void *user, const char *mangled);
+
 static void test_icount_sim(void **state)
 {
 	(void)state;
 	static const struct {
-		const char *probe, *threads, *warps, *more;
-	} runs[] = {{"bb.bpf.o", "0", "1", ""}, {"bbret.bpf.o", "16", "-1", ""},
-		    {"icount.bpf.o", "0", "1", ""}, {"icount.bpf.o", "0", "1", "wide"},
-		    {"bbdefer.bpf.o", "0", "1+2", ""}};
+		const char *probe, *map, *threads, *warps, *more;
+	} runs[] = {{"bb.bpf.o", "counts", "0", "1", ""}, {"bbret.bpf.o", "counts", "16", "-1", ""},
+		    {"icount.bpf.o", "counts", "0", "1", ""},
+		    {"icount.bpf.o", "counts", "0", "1", "wide"},
+		    {"bbdefer.bpf.o", "counts", "0", "1+2", ""},
+		    {"../probes/instrcount.bpf.o", "icstats", "4096", "4097", ""},
+		    {"../probes/opcodehist.bpf.o", "ohstats",
+		     "5120+5121+5122+5123+5124+5125+5126+5127+5128+5129+5130+5131+5132+5133+5134+"
+		     "5135+5136+5137+5138+5139", "-1", ""}};
+	_Static_assert(CUBPF_OP_CLASSES == 20, "opcodehist's words above");
 	const char *native = "tests/ptx/kernels/counted.ptx";
 	for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
 		struct probes p;
@@ -861,10 +873,17 @@ static void test_icount_sim(void **state)
 		size_t len, olen;
 		char *t = fixture(native, &len), *out, err[PTX_ERRLEN];
 		struct ptx_inject_report rep;
-		if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+		uint32_t ids = 0;
+		struct ptx_inject_opts o = {.progs = p.progs, .prog_cnt = p.cnt, .maps = p.obj->maps,
+					    .map_cnt = p.obj->map_cnt, .kernel_id = small_id,
+					    .user = &ids};
+		if (ptx_instrument(t, len, &o, &out, &olen, &rep, err, sizeof(err)))
 			fail_msg("counted.ptx with %s: %s", runs[r].probe, err);
+		bool exits = strcmp(runs[r].probe, "bb.bpf.o") && strcmp(runs[r].probe, "bbdefer.bpf.o");
+		if (exits && !strstr(out, "red.shared.add.u64 [__cubpf_accs+"))
+			fail_msg("counted.ptx with %s: no block sums", runs[r].probe);
 		char args[256];
-		snprintf(args, sizeof(args), "counted %d %s %s %s", map_index(p.obj, "counts"),
+		snprintf(args, sizeof(args), "counted %d %s %s %s", map_index(p.obj, runs[r].map),
 			 runs[r].threads, runs[r].warps, runs[r].more);
 		sim_check(runs[r].probe, "ptxsim_instr.py", native, out, olen, args,
 			  " passed, 0 failed");
@@ -1103,8 +1122,6 @@ static void test_defer_flush_sim(void **state)
  * copy of instrcount's record ends as the sums of the lanes' counts, nothing reaching it before
  * the last group.  Without shared memory (CUBPF_SHARED_SUMS=0) each warp's leader reduces, as
  * before. */
-static uint32_t small_id(void *user, const char *mangled);
-
 static void exit_sums_check(const char *tool, const char *out, size_t olen, bool shared,
 			    uint32_t adds)
 {

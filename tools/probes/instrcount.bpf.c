@@ -21,7 +21,8 @@
  * warps of an SM leaving together spread over 4 lines; the block's sums need one place for the
  * whole block (a key the generator folds to a constant), and one reduction per block of 8
  * warps (vec_add's) to one line queues half as many per line as one per warp to 4 lines.  The
- * reader sums the SM copies.  Kernel ids from IC_KERNELS on are not counted (256 x 256 SM slots x 128 B = 8 MiB).
+ * reader sums the SM copies.  Kernel ids from IC_KERNELS on are not counted (256 x 256 SM
+ * slots x 128 B = 8 MiB).
  *
  * Cost (issue 32): per basic block entry, 1 instruction per thread (threads) + 3 (activemask,
  * elect.sync, a predicated add: warps), no memory; per warp at exit, ALU to sum the blocks,
