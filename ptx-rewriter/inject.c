@@ -309,10 +309,19 @@ static int icount_load(struct site *s, struct ptx_buf *out, const char *dst, uin
 	bool warp = off == offsetof(K, warp_insns);
 	if (!s->bbx && ptx_basic_blocks(s->m, s->f, &s->bbx, &s->nbbx))
 		return -1;
+	if (warp)
+		ptx_mark_uniform_loops(s->f, s->bbx, s->nbbx);
 	s->count_entries |= !warp;
 	s->count_elected |= warp;
 	for (uint32_t i = 0; i < s->nbbx; i++) {
 		uint32_t k = bb_slot(s->bbx, i), c = s->bbx[i].count;
+		if (warp && s->bbx[i].uniform) { /* the elected lane's entries (bbcount_enter) */
+			s->count_entries = true;
+			buf_printf(out, "\tmin.u32 %%__cb_w5, %%__cb_wc%u, 1;\n"
+				   "\tmul.lo.u32 %%__cb_w5, %%__cb_w5, %%__cb_bc%u;\n"
+				   "\tmad.wide.u32 %s, %%__cb_w5, %u, %s;\n", k, k, dst, c, dst);
+			continue;
+		}
 		if (s->bbx[i].in_loop) {
 			buf_printf(out, "\tmad.wide.u32 %s, %s%u, %u, %s;\n", dst,
 				   warp ? "%__cb_wc" : "%__cb_bc", k, c, dst);
@@ -1213,9 +1222,22 @@ static int bb_exit(struct inj *j, const struct ptx_func *f, const bool *sel, str
 	return (int)s->nbbx;
 }
 
+/* %__cb_ip = this lane is the one elected among the lanes here together (elect.sync on sm_90,
+ * the lowest active lane before). */
+static void bbcount_elect(const struct inj *j, struct ptx_buf *b)
+{
+	ptx_buf_puts(b, "\tactivemask.b32 %__cb_im0;\n");
+	if (j->elect)
+		ptx_buf_puts(b, "\telect.sync %__cb_im1|%__cb_ip, %__cb_im0;\n");
+	else
+		ptx_buf_puts(b, "\tmov.u32 %__cb_im1, %lanemask_lt;\n"
+			     "\tand.b32 %__cb_im1, %__cb_im1, %__cb_im0;\n"
+			     "\tsetp.eq.u32 %__cb_ip, %__cb_im1, 0;\n");
+}
+
 /* Per block entry: the thread's count (an add to its counter, blocks on a loop, or an or of
- * its bit, the others) and, for warp_insns, the elected lane's (elect.sync on sm_90, the lowest
- * active lane before). */
+ * its bit, the others) and, for warp_insns, the elected lane's (but for warp-uniform loops:
+ * bbcount_enter). */
 static void bbcount_block(const struct inj *j, const struct site *s, uint32_t i,
 			  struct ptx_buf *b)
 {
@@ -1226,20 +1248,26 @@ static void bbcount_block(const struct inj *j, const struct site *s, uint32_t i,
 	else if (s->count_entries)
 		buf_printf(b, "\tor.b32 %%__cb_bm%u, %%__cb_bm%u, %u;\n", k / 32, k / 32,
 			   1u << (k % 32));
-	if (!s->count_elected)
+	if (!s->count_elected || s->bbx[i].uniform)
 		return;
-	ptx_buf_puts(b, "\tactivemask.b32 %__cb_im0;\n");
-	if (j->elect)
-		ptx_buf_puts(b, "\telect.sync %__cb_im1|%__cb_ip, %__cb_im0;\n");
-	else
-		ptx_buf_puts(b, "\tmov.u32 %__cb_im1, %lanemask_lt;\n"
-			     "\tand.b32 %__cb_im1, %__cb_im1, %__cb_im0;\n"
-			     "\tsetp.eq.u32 %__cb_ip, %__cb_im1, 0;\n");
+	bbcount_elect(j, b);
 	if (loop)
 		buf_printf(b, "\t@%%__cb_ip add.u32 %%__cb_wc%u, %%__cb_wc%u, 1;\n", k, k);
 	else
 		buf_printf(b, "\t@%%__cb_ip or.b32 %%__cb_wm%u, %%__cb_wm%u, %u;\n", k / 32, k / 32,
 			   1u << (k % 32));
+}
+
+/* A warp-uniform loop of one block (ptx_mark_uniform_loops): the lanes entering it together
+ * run every iteration together, so the lane elected where they fall into it marks its counter
+ * (once, where the loop is entered: each thread enters at most once) and icount_load takes that
+ * lane's thread count of the block as the warp's; nothing per iteration but the thread count.
+ * b then goes before the block's label, where only the fall-through runs it. */
+static void bbcount_enter(const struct inj *j, const struct site *s, uint32_t i,
+			  struct ptx_buf *b)
+{
+	bbcount_elect(j, b);
+	buf_printf(b, "\t@%%__cb_ip mov.u32 %%__cb_wc%u, 1;\n", bb_slot(s->bbx, i));
 }
 
 /* The registers of the counts above, declared and set to 0 where the body starts. */
@@ -1286,6 +1314,10 @@ static int do_bbcount(struct inj *j, const struct ptx_func *f, struct site *s)
 		if (!ls)
 			ptx_buf_puts(&b, "\t");
 		rc = edit_add(&j->ed, at, 0, &b);
+		if (!rc && s->count_elected && s->bbx[i].uniform) {
+			bbcount_enter(j, s, i, &b);
+			rc = edit_add(&j->ed, s->bbx[i].enter_off, 0, &b);
+		}
 	}
 	ptx_buf_free(&b);
 	ptx_buf_free(&d);

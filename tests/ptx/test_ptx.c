@@ -893,6 +893,73 @@ static void test_icount_sim(void **state)
 	}
 }
 
+/* Warp-uniform loops of one block (ptx-rewriter/uniform.c) on tests/ptx/kernels/uniform.ptx:
+ * only the loop over the parameter's trip count counts the warp once where it is entered (no
+ * election per iteration); the loops over a thread's own trip count, a register set in two
+ * places, a loaded bound, and a loop inside another keep the election per entry.  Assembled
+ * for sm_80 (the lowest lane) and sm_90 (elect.sync); on ptxsim_instr.py the counts of the
+ * threads and of one-lane warps stay exact, for the test probe and the bundled instrcount. */
+static void test_uniform_loops(void **state)
+{
+	(void)state;
+	const char *native = "tests/ptx/kernels/uniform.ptx";
+	for (int sm90 = 0; sm90 < 2; sm90++) {
+		struct probes p;
+		load_probes(sm90 ? "../probes/instrcount.bpf.o" : "icount.bpf.o", &p);
+		size_t len, olen;
+		char *t = fixture(native, &len), *out, err[PTX_ERRLEN], *sm;
+		if (sm90) {
+			assert_non_null(sm = strstr(t, ".target sm_80"));
+			memcpy(sm, ".target sm_90", 13);
+		}
+		uint32_t ids = 0;
+		struct ptx_inject_opts o = {.progs = p.progs, .prog_cnt = p.cnt, .maps = p.obj->maps,
+					    .map_cnt = p.obj->map_cnt, .kernel_id = small_id,
+					    .user = &ids};
+		struct ptx_inject_report rep;
+		assert_int_equal(ptx_instrument(t, len, &o, &out, &olen, &rep, err, sizeof(err)), 0);
+		const char *enter = strstr(out, "\t@%__cb_ip mov.u32 %__cb_wc0, 1;\nUNI:\n");
+		const char *uni = strstr(out, "UNI:\n"), *div = strstr(out, "DIV:\n");
+		assert_true(enter && uni && div && enter < uni);
+		const char *back = strstr(uni, "@%p2 bra UNI;"), *el = strstr(uni, "%__cb_im0;");
+		assert_true(back && back < div);
+		if (el && el < back)
+			fail_msg("an election per iteration of the uniform loop");
+		assert_null(strstr(uni, "mov.u32 %__cb_wc")); /* one loop marked */
+		uint32_t per_entry = 0;
+		for (const char *c = out; (c = strstr(c, "@%__cb_ip add.u32 %__cb_wc")); c++)
+			per_entry++;
+		assert_int_equal(per_entry, 6); /* DIV, ONE, MEM, INNER, OUTER and its tail */
+		assert_non_null(strstr(out, sm90 ? "elect.sync %__cb_im1|%__cb_ip" : "%lanemask_lt"));
+		char log[4096];
+		if (ptxas(out, olen, sm90 ? "sm_90" : "sm_80", log, sizeof(log)))
+			fail_msg("uniform.ptx does not assemble:\n%s", log);
+		char args[256];
+		if (sm90) /* kernel 1's record: key 1 of a per-SM map of 128-byte values, SM 0 */
+			snprintf(args, sizeof(args), "uniform %d 4096 4097", map_index(p.obj, "icstats"));
+		else
+			snprintf(args, sizeof(args), "uniform %d 0 1", map_index(p.obj, "counts"));
+		sim_check(sm90 ? "instrcount" : "icount.bpf.o", "ptxsim_instr.py", native, out, olen,
+			  args, "3 passed, 0 failed");
+		free(out);
+		/* the trip count read from a .param that is not the kernel's (a call's result, in
+		 * the scope of an inner block): not uniform */
+		static const char from[] = "ld.param.u32 %r10, [uniform_iters];";
+		static const char to[] = "{ .param .b32 rv; ld.param.u32 %r10, [rv]; }";
+		char *k = strstr(t, from), *t2 = malloc(len + sizeof(to));
+		assert_true(k && t2);
+		int n = snprintf(t2, len + sizeof(to), "%.*s%s%s", (int)(k - t), t, to,
+				 k + strlen(from));
+		assert_int_equal(ptx_instrument(t2, (size_t)n, &o, &out, &olen, &rep, err, sizeof(err)),
+				 0);
+		assert_null(strstr(out, "mov.u32 %__cb_wc0, 1;"));
+		free(out);
+		free(t2);
+		free(t);
+		vm_object_free(p.obj);
+	}
+}
+
 /* Adds kept in registers (CUBPF_F_DEFER_ADD) are flushed where the kernel ends: a module where
  * a .func may end the thread (exit) keeps none (the thread would take its sums with it). */
 static void test_defer_add_not_with_exiting_func(void **state)
@@ -1742,8 +1809,10 @@ static void test_bb_probes(void **state)
 /* Instruction counts for ctx->insns and warp_insns (issue 32) on blocks.ptx: each block's
  * entries counted where it starts (the loop's in a counter, the others as bits of a mask; for
  * warp_insns those of the lane elected, with the lowest-lane test on sm_80 and elect.sync on
- * sm_90), all set to 0 where the body starts; at exit the sums of entries x instructions
- * (6, 4, 1, 3, 1); the kprobe's reads are 0; assembled for sm_70, sm_80 and sm_90. */
+ * sm_90; the loop's trip count is a parameter's, so its warp count is the elected lane's,
+ * marked where the loop is entered), all set to 0 where the body starts; at exit the sums of
+ * entries x instructions (6, 4, 1, 3, 1); the kprobe's reads are 0; assembled for sm_70,
+ * sm_80 and sm_90. */
 static void test_icount(void **state)
 {
 	(void)state;
@@ -1758,14 +1827,15 @@ static void test_icount(void **state)
 		"\tmov.u32 %__cb_bc0, 0;\n\tmov.u32 %__cb_bm0, 0;\n\tmov.u32 %__cb_wc0, 0;\n"
 		"\tmov.u32 %__cb_wm0, 0;\n",
 		"\tor.b32 %__cb_bm0, %__cb_bm0, 1;\n", "@%__cb_ip or.b32 %__cb_wm0, %__cb_wm0, 1;\n",
-		"LOOP:", "\tadd.u32 %__cb_bc0, %__cb_bc0, 1;\n",
-		"@%__cb_ip add.u32 %__cb_wc0, %__cb_wc0, 1;\n", "add.f32 %f1",
+		"@%__cb_ip mov.u32 %__cb_wc0, 1;\n", "LOOP:", "\tadd.u32 %__cb_bc0, %__cb_bc0, 1;\n",
+		"add.f32 %f1",
 		"\tor.b32 %__cb_bm0, %__cb_bm0, 2;\n", "st.global.f32", "DONE:",
 		"\tor.b32 %__cb_bm0, %__cb_bm0, 4;\n", "\tor.b32 %__cb_bm0, %__cb_bm0, 8;\n", "exit;",
 		"// cubpf: kretprobe at_exit", "bfe.u32 %__cb_w5, %__cb_bm0, 0, 1;",
 		", %__cb_w5, 6, %__cb_r", ", %__cb_bc0, 4, %__cb_r", ", %__cb_w5, 1, %__cb_r",
 		", %__cb_w5, 3, %__cb_r", ", %__cb_w5, 1, %__cb_r", "bfe.u32 %__cb_w5, %__cb_wm0, 0, 1;",
-		", %__cb_wc0, 4, %__cb_r",
+		"min.u32 %__cb_w5, %__cb_wc0, 1;", "mul.lo.u32 %__cb_w5, %__cb_w5, %__cb_bc0;",
+		", %__cb_w5, 4, %__cb_r",
 	};
 	const char *c = out;
 	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
@@ -2199,6 +2269,7 @@ int main(void)
 		cmocka_unit_test(test_bb_probes),
 		cmocka_unit_test(test_icount),
 		cmocka_unit_test(test_icount_sim),
+		cmocka_unit_test(test_uniform_loops),
 		cmocka_unit_test(test_defer_add_not_with_exiting_func),
 		cmocka_unit_test(test_probe_site),
 		cmocka_unit_test(test_bbret_probes),
