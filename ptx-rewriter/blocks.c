@@ -364,6 +364,25 @@ static int mark_self_loops(const struct ptx_module *m, const struct ptx_func *f,
 	return 0;
 }
 
+/* succ, nsucc, succ_any (struct ptx_bblock). */
+static int keep_succs(const struct ptx_func *f, struct ptx_bblock *v, uint32_t n,
+		      const struct labels *l)
+{
+	uint32_t *sc = malloc((l->n + 2) * sizeof(*sc));
+	if (!sc)
+		return -1;
+	for (uint32_t b = 0; b < n; b++) {
+		uint32_t k = succs(f, v, n, l, b, sc);
+		const struct ptx_insn *last = &f->insns[v[b].first + v[b].count - 1];
+		v[b].succ_any = k > 2 || !strncmp(last->opcode, "brx", 3);
+		v[b].nsucc = v[b].succ_any ? 0 : (uint8_t)k;
+		for (uint32_t i = 0; i < v[b].nsucc; i++)
+			v[b].succ[i] = sc[i];
+	}
+	free(sc);
+	return 0;
+}
+
 int ptx_basic_blocks(const struct ptx_module *m, const struct ptx_func *f,
 		     struct ptx_bblock **out, uint32_t *count)
 {
@@ -393,7 +412,8 @@ int ptx_basic_blocks(const struct ptx_module *m, const struct ptx_func *f,
 		v[n - 1].classes[ptx_insn_class(in)]++;
 		prev = in->off + in->len;
 	}
-	if (n && (mark_loops(f, v, n, &l) || mark_self_loops(m, f, v, n, &l)))
+	if (n && (mark_loops(f, v, n, &l) || mark_self_loops(m, f, v, n, &l) ||
+		  keep_succs(f, v, n, &l)))
 		goto fail;
 	free(l.v);
 	*out = v, *count = n;

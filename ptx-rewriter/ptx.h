@@ -234,6 +234,9 @@ struct ptx_bblock {
 				* after the previous block's last instruction, before the label) */
 	bool uniform;          /* self_loop whose branch back is the same in every lane entering
 				* it together (ptx_mark_uniform_loops) */
+	uint32_t succ[2];      /* the blocks control may go to next (nsucc of them), unless */
+	uint8_t nsucc;
+	bool succ_any;         /* it may go to any labelled block (brx, a label name reused) */
 };
 /* The blocks of f in PTX order (their index is ctx->block_id): 0 and a malloc'ed array, or -1
  * when out of memory. */
