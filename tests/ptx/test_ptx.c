@@ -898,7 +898,9 @@ static void test_icount_sim(void **state)
  * election per iteration); the loops over a thread's own trip count, a register set in two
  * places, a loaded bound, and a loop inside another keep the election per entry.  Assembled
  * for sm_80 (the lowest lane) and sm_90 (elect.sync); on ptxsim_instr.py the counts of the
- * threads and of one-lane warps stay exact, for the test probe and the bundled instrcount. */
+ * threads and of one-lane warps stay exact, for the test probe and the bundled instrcount, and
+ * on ptxsim_warpk.py (32-lane warps that diverge and leave early, 2 blocks of 2 warps) the
+ * test probe's counts by threads and by warps equal the model's own. */
 static void test_uniform_loops(void **state)
 {
 	(void)state;
@@ -941,6 +943,9 @@ static void test_uniform_loops(void **state)
 			snprintf(args, sizeof(args), "uniform %d 0 1", map_index(p.obj, "counts"));
 		sim_check(sm90 ? "instrcount" : "icount.bpf.o", "ptxsim_instr.py", native, out, olen,
 			  args, "3 passed, 0 failed");
+		if (!sm90) /* 32-lane warps: the warps' count too (ptxsim_warp.py has no elect.sync) */
+			sim_check("icount.bpf.o", "ptxsim_warpk.py", native, out, olen, args,
+				  "3 passed, 0 failed");
 		free(out);
 		/* the trip count read from a .param that is not the kernel's (a call's result, in
 		 * the scope of an inner block): not uniform */
