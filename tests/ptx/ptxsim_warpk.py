@@ -64,6 +64,13 @@ def body(text, name):
     return params, lines
 
 
+def sregs(b, w):
+    """Lane -> special register of warp w of block b (y and z: 0 and 1)."""
+    own = {'%ntid.x': NTID, '%ctaid.x': b, '%nctaid.x': NBLOCKS, '%smid': 0}
+    return lambda lane, r: (32 * w + lane if r == '%tid.x' else own[r] if r in own
+                            else 0 if r.startswith('%tid') or r.startswith('%ctaid') else 1)
+
+
 def run(text, name):
     params, lines = body(text, name)
     mem, syms = {}, {'__cubpf_accs': SHARED}
@@ -77,10 +84,7 @@ def run(text, name):
     CWarp.threads = CWarp.warps = 0
     for b in range(NBLOCKS):
         for w in range(NTID // 32):
-            sreg = (lambda b, w: lambda lane, r: {
-                '%tid.x': 32 * w + lane, '%ntid.x': NTID, '%ctaid.x': b, '%nctaid.x': NBLOCKS,
-                '%smid': 0}.get(r, 0 if r.startswith('%tid') or r.startswith('%ctaid') else 1))(b, w)
-            CWarp(lines, [{} for _ in range(32)], 0xffffffff, mem, syms, sreg).run()
+            CWarp(lines, [{} for _ in range(32)], 0xffffffff, mem, syms, sregs(b, w)).run()
     return mem, CWarp.threads, CWarp.warps
 
 

@@ -32,8 +32,13 @@
  * block's sums (2026-11-28) each warp made the two reductions, to one line of IC_LANES per SM:
  * 1.38x on b_instr.sh's vec_add (2M warps); a kernel with dynamic shared memory still does
  * (CUBPF_SHARED_SUMS=0 too), now to one line per SM.  On an issue-bound loop the 4
- * instructions per block entry are the cost (b_instr.sh's compute loop has 7 of its own:
- * 1.44x; instrcount_threads 1.07x). */
+ * instructions per block entry were the cost (b_instr.sh's compute loop has 7 of its own:
+ * 1.44x; instrcount_threads 1.07x).  Since 2026-11-28 a loop of one block whose trip count
+ * the lanes share (a parameter's, an induction's: ptx-rewriter/uniform.c) costs what
+ * instrcount_threads' does, 1 instruction per iteration: the lanes entering it together run
+ * every iteration together, so the lane elected where they enter marks itself once and its
+ * thread count is the warp's.  nvcc's compute loop is two such loops (unrolled by 4 and the
+ * remainder); other loops keep the 4 instructions per entry. */
 #include "cubpf_helpers.h"
 
 #ifndef IC_WARPS
