@@ -266,6 +266,123 @@ static int mark_loops(const struct ptx_func *f, struct ptx_bblock *v, uint32_t n
 	return 0;
 }
 
+/* Whether block x's last instruction branches to a label that starts block b. */
+static bool branches_to(const struct ptx_func *f, const struct ptx_bblock *v,
+			const struct labels *l, uint32_t x, uint32_t b)
+{
+	const struct ptx_insn *last = &f->insns[v[x].first + v[x].count - 1];
+	if (!strncmp(last->opcode, "brx", 3))
+		return true;
+	if (strncmp(last->opcode, "bra", 3) || last->op_cnt < 1)
+		return false;
+	const char *name = last->ops[last->op_cnt - 1];
+	size_t len = strlen(name);
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].block == b && l->v[i].len == len && !strncmp(l->v[i].name, name, len))
+			return true;
+	return false;
+}
+
+/* Whether every label named by block b's last instruction starts b. */
+static bool only_to_self(const struct ptx_func *f, const struct ptx_bblock *v,
+			 const struct labels *l, uint32_t b)
+{
+	const struct ptx_insn *last = &f->insns[v[b].first + v[b].count - 1];
+	const char *name = last->ops[last->op_cnt - 1];
+	size_t len = strlen(name);
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].len == len && !strncmp(l->v[i].name, name, len) && l->v[i].block != b)
+			return false;
+	return true;
+}
+
+/* Whether block b reaches itself other than by its own branch back (from its fall-through
+ * successor): then it is on a larger cycle. */
+static int on_outer_cycle(const struct ptx_func *f, const struct ptx_bblock *v, uint32_t n,
+			  const struct labels *l, uint32_t b, bool *outer)
+{
+	uint32_t *stack = malloc(((size_t)n + 1) * sizeof(*stack));
+	uint32_t *sc = malloc((l->n + 2) * sizeof(*sc));
+	bool *seen = calloc(n + 1, 1);
+	*outer = false;
+	if (!stack || !sc || !seen) {
+		free(stack), free(sc), free(seen);
+		return -1;
+	}
+	size_t top = 0;
+	uint32_t k = succs(f, v, n, l, b, sc);
+	for (uint32_t i = 0; i < k; i++)
+		if (sc[i] != b && !seen[sc[i]])
+			seen[sc[i]] = true, stack[top++] = sc[i];
+	while (top && !*outer) {
+		k = succs(f, v, n, l, stack[--top], sc);
+		for (uint32_t i = 0; i < k; i++) {
+			*outer |= sc[i] == b;
+			if (!seen[sc[i]])
+				seen[sc[i]] = true, stack[top++] = sc[i];
+		}
+	}
+	free(stack), free(sc), free(seen);
+	return 0;
+}
+
+/* Where code runs on the fall-through into block b only: the start of the line after block
+ * b - 1's last instruction, when b's labels all come after it; 0 when there is no such place. */
+static size_t enter_offset(const struct ptx_module *m, const struct ptx_func *f,
+			   const struct ptx_bblock *v, uint32_t b)
+{
+	const struct ptx_insn *prev = &f->insns[v[b].first - 1];
+	size_t at = prev->off + prev->len, end = f->insns[v[b].first].off;
+	while (at < end && m->text[at] != '\n') {
+		if (m->text[at] == ':' || m->text[at] == '/')
+			return 0; /* a label (or a comment that could hide one) on that line */
+		at++;
+	}
+	return at < end ? at + 1 : 0;
+}
+
+/* self_loop (struct ptx_bblock). */
+static int mark_self_loops(const struct ptx_module *m, const struct ptx_func *f,
+			   struct ptx_bblock *v, uint32_t n, const struct labels *l)
+{
+	for (uint32_t b = 1; b < n; b++) {
+		const struct ptx_insn *last = &f->insns[v[b].first + v[b].count - 1];
+		const struct ptx_insn *before = &f->insns[v[b - 1].first + v[b - 1].count - 1];
+		bool ok = v[b].in_loop && !strncmp(last->opcode, "bra", 3) &&
+			  branches_to(f, v, l, b, b) && only_to_self(f, v, l, b) &&
+			  !uncond_end(before) && !branches_to(f, v, l, b - 1, b);
+		for (uint32_t i = 0; ok && i < v[b].count; i++)
+			ok = strncmp(f->insns[v[b].first + i].opcode, "call", 4) != 0;
+		for (uint32_t x = 0; ok && x < n; x++)
+			ok = x == b || x == b - 1 || !branches_to(f, v, l, x, b);
+		bool outer = true;
+		if (ok && on_outer_cycle(f, v, n, l, b, &outer))
+			return -1;
+		v[b].enter_off = ok && !outer ? enter_offset(m, f, v, b) : 0;
+		v[b].self_loop = v[b].enter_off != 0;
+	}
+	return 0;
+}
+
+/* succ, nsucc, succ_any (struct ptx_bblock). */
+static int keep_succs(const struct ptx_func *f, struct ptx_bblock *v, uint32_t n,
+		      const struct labels *l)
+{
+	uint32_t *sc = malloc((l->n + 2) * sizeof(*sc));
+	if (!sc)
+		return -1;
+	for (uint32_t b = 0; b < n; b++) {
+		uint32_t k = succs(f, v, n, l, b, sc);
+		const struct ptx_insn *last = &f->insns[v[b].first + v[b].count - 1];
+		v[b].succ_any = k > 2 || !strncmp(last->opcode, "brx", 3);
+		v[b].nsucc = v[b].succ_any ? 0 : (uint8_t)k;
+		for (uint32_t i = 0; i < v[b].nsucc; i++)
+			v[b].succ[i] = sc[i];
+	}
+	free(sc);
+	return 0;
+}
+
 int ptx_basic_blocks(const struct ptx_module *m, const struct ptx_func *f,
 		     struct ptx_bblock **out, uint32_t *count)
 {
@@ -295,7 +412,8 @@ int ptx_basic_blocks(const struct ptx_module *m, const struct ptx_func *f,
 		v[n - 1].classes[ptx_insn_class(in)]++;
 		prev = in->off + in->len;
 	}
-	if (n && mark_loops(f, v, n, &l))
+	if (n && (mark_loops(f, v, n, &l) || mark_self_loops(m, f, v, n, &l) ||
+		  keep_succs(f, v, n, &l)))
 		goto fail;
 	free(l.v);
 	*out = v, *count = n;

@@ -311,10 +311,19 @@ static int icount_load(struct site *s, struct ptx_buf *out, const char *dst, uin
 	bool warp = off == offsetof(K, warp_insns);
 	if (!s->bbx && ptx_basic_blocks(s->m, s->f, &s->bbx, &s->nbbx))
 		return -1;
+	if (warp)
+		ptx_mark_uniform_loops(s->f, s->bbx, s->nbbx);
 	s->count_entries |= !warp;
 	s->count_elected |= warp;
 	for (uint32_t i = 0; i < s->nbbx; i++) {
 		uint32_t k = bb_slot(s->bbx, i), c = s->bbx[i].count;
+		if (warp && s->bbx[i].uniform) { /* the elected lane's entries (bbcount_enter) */
+			s->count_entries = true;
+			buf_printf(out, "\tmin.u32 %%__cb_w5, %%__cb_wc%u, 1;\n"
+				   "\tmul.lo.u32 %%__cb_w5, %%__cb_w5, %%__cb_bc%u;\n"
+				   "\tmad.wide.u32 %s, %%__cb_w5, %u, %s;\n", k, k, dst, c, dst);
+			continue;
+		}
 		if (s->bbx[i].in_loop) {
 			buf_printf(out, "\tmad.wide.u32 %s, %s%u, %u, %s;\n", dst,
 				   warp ? "%__cb_wc" : "%__cb_bc", k, c, dst);
@@ -877,6 +886,15 @@ static bool site_loops(const struct site *s, enum vm_prog_kind kind)
 	return s->looped && s->insn_index < s->f->insn_cnt && s->looped[s->insn_index];
 }
 
+/* Whether the exit block's adds at this site go to the block's sums (struct cg_ctxsrc.at_exit):
+ * kretprobes and bbretprobes, which run once per thread where it leaves, when the kernel keeps
+ * its sums per block. */
+static bool exit_sums(const struct site *s, enum vm_prog_kind kind)
+{
+	return s->accs && s->accs->block &&
+	       (kind == VM_PROG_KRETPROBE || (kind == VM_PROG_BBRETPROBE && s->bbexit));
+}
+
 /* The per-instruction map of loops of site_loops, from the kernel's basic blocks: NULL when
  * nothing may be deferred, out of memory, or the kernel is larger than LOOP_MAP_MAX_INSNS
  * (finding loops costs blocks x edges; deferral is only a saving, so a huge kernel goes
@@ -929,7 +947,8 @@ static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, str
 		if (defer_kind(kind))
 			src.defer_slot = site_defer_slot;
 		s->prog = p;
-		src.accs = site_loops(s, kind) ? s->accs : NULL;
+		src.at_exit = exit_sums(s, kind);
+		src.accs = site_loops(s, kind) || src.at_exit ? s->accs : NULL;
 		struct cg_result res = {0};
 		if (ptx_cg_emit(j->cp[p], &src, lbl, out, &res, j->err, j->errlen))
 			return -1;
@@ -1364,9 +1383,22 @@ static int bb_exit(struct inj *j, const struct ptx_func *f, const bool *sel, str
 	return (int)s->nbbx;
 }
 
+/* %__cb_ip = this lane is the one elected among the lanes here together (elect.sync on sm_90,
+ * the lowest active lane before). */
+static void bbcount_elect(const struct inj *j, struct ptx_buf *b)
+{
+	ptx_buf_puts(b, "\tactivemask.b32 %__cb_im0;\n");
+	if (j->elect)
+		ptx_buf_puts(b, "\telect.sync %__cb_im1|%__cb_ip, %__cb_im0;\n");
+	else
+		ptx_buf_puts(b, "\tmov.u32 %__cb_im1, %lanemask_lt;\n"
+			     "\tand.b32 %__cb_im1, %__cb_im1, %__cb_im0;\n"
+			     "\tsetp.eq.u32 %__cb_ip, %__cb_im1, 0;\n");
+}
+
 /* Per block entry: the thread's count (an add to its counter, blocks on a loop, or an or of
- * its bit, the others) and, for warp_insns, the elected lane's (elect.sync on sm_90, the lowest
- * active lane before). */
+ * its bit, the others) and, for warp_insns, the elected lane's (but for warp-uniform loops:
+ * bbcount_enter). */
 static void bbcount_block(const struct inj *j, const struct site *s, uint32_t i,
 			  struct ptx_buf *b)
 {
@@ -1377,20 +1409,26 @@ static void bbcount_block(const struct inj *j, const struct site *s, uint32_t i,
 	else if (s->count_entries)
 		buf_printf(b, "\tor.b32 %%__cb_bm%u, %%__cb_bm%u, %u;\n", k / 32, k / 32,
 			   1u << (k % 32));
-	if (!s->count_elected)
+	if (!s->count_elected || s->bbx[i].uniform)
 		return;
-	ptx_buf_puts(b, "\tactivemask.b32 %__cb_im0;\n");
-	if (j->elect)
-		ptx_buf_puts(b, "\telect.sync %__cb_im1|%__cb_ip, %__cb_im0;\n");
-	else
-		ptx_buf_puts(b, "\tmov.u32 %__cb_im1, %lanemask_lt;\n"
-			     "\tand.b32 %__cb_im1, %__cb_im1, %__cb_im0;\n"
-			     "\tsetp.eq.u32 %__cb_ip, %__cb_im1, 0;\n");
+	bbcount_elect(j, b);
 	if (loop)
 		buf_printf(b, "\t@%%__cb_ip add.u32 %%__cb_wc%u, %%__cb_wc%u, 1;\n", k, k);
 	else
 		buf_printf(b, "\t@%%__cb_ip or.b32 %%__cb_wm%u, %%__cb_wm%u, %u;\n", k / 32, k / 32,
 			   1u << (k % 32));
+}
+
+/* A warp-uniform loop of one block (ptx_mark_uniform_loops): the lanes entering it together
+ * run every iteration together, so the lane elected where they fall into it marks its counter
+ * (once, where the loop is entered: each thread enters at most once) and icount_load takes that
+ * lane's thread count of the block as the warp's; nothing per iteration but the thread count.
+ * b then goes before the block's label, where only the fall-through runs it. */
+static void bbcount_enter(const struct inj *j, const struct site *s, uint32_t i,
+			  struct ptx_buf *b)
+{
+	bbcount_elect(j, b);
+	buf_printf(b, "\t@%%__cb_ip mov.u32 %%__cb_wc%u, 1;\n", bb_slot(s->bbx, i));
 }
 
 /* The registers of the counts above, declared and set to 0 where the body starts. */
@@ -1437,6 +1475,10 @@ static int do_bbcount(struct inj *j, const struct ptx_func *f, struct site *s)
 		if (!ls)
 			ptx_buf_puts(&b, "\t");
 		rc = edit_add(&j->ed, at, 0, &b);
+		if (!rc && s->count_elected && s->bbx[i].uniform) {
+			bbcount_enter(j, s, i, &b);
+			rc = edit_add(&j->ed, s->bbx[i].enter_off, 0, &b);
+		}
 	}
 	ptx_buf_free(&b);
 	ptx_buf_free(&d);
@@ -1456,13 +1498,17 @@ static int do_exit(struct inj *j, const struct ptx_func *f, const bool *sel, str
 	ptx_buf_puts(&b, "$__cubpf_exit:\n");
 	if (accs) /* first: the exit probes may read the maps */
 		ptx_cg_accs_flush(s->accs, j->redux, &b);
-	s->accs = NULL;
 	s->kexit = true;
 	int n = emit_kind(j, sel, VM_PROG_KRETPROBE, s, &b, fneed);
 	s->kexit = false;
 	int nb = n < 0 ? -1 : bb_exit(j, f, sel, s, &b, fneed);
 	if (n < 0 || nb < 0 || (end && block_end(j, sel, s, &b, fneed)))
 		goto fail;
+	if (s->accs) { /* the exit probes' adds to the block's sums came last */
+		ptx_cg_accs_block_end(s->accs, &b);
+		accs = s->accs->n;
+	}
+	s->accs = NULL;
 	if (n == 0 && nb == 0 && !end && !s->ndefer && !accs) {
 		ptx_buf_free(&b);
 		return 0;
@@ -1762,7 +1808,11 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 		rc = do_mem(j, f, sel, &s, &fneed, &touched);
 	if (!rc)
 		rc = do_sync(j, f, sel, &s, &fneed, &touched, &extra);
-	accs.block = !j->o->no_shared && accs.n && shared_room(j->m, room + 8 * (accs.n + 1));
+	/* exit probes may add counters of their own to the block's sums: room for the most */
+	bool exits = accs.maps && (any_kind(j, sel, VM_PROG_KRETPROBE) ||
+				   any_kind(j, sel, VM_PROG_BBRETPROBE));
+	accs.block = !j->o->no_shared && (accs.n || exits) &&
+		     shared_room(j->m, room + 8 * ((exits ? CG_MAX_ACCS : accs.n) + 1));
 	if (!rc)
 		rc = do_exit(j, f, sel, &s, &fneed, &touched);
 	if (!rc)

@@ -226,11 +226,26 @@ struct ptx_bblock {
 	uint32_t src_line;
 	uint32_t classes[CUBPF_OP_CLASSES]; /* its instructions of each enum cubpf_op_class */
 	bool in_loop;          /* on a cycle of the flow graph: a thread may enter it again */
+	bool self_loop;        /* a loop of this block alone that a thread enters at most once,
+				* only by falling into it: its last instruction branches back to
+				* its start, nothing else branches there, it is on no other cycle
+				* and calls nothing */
+	size_t enter_off;      /* self_loop: where code runs once per entry (the start of the line
+				* after the previous block's last instruction, before the label) */
+	bool uniform;          /* self_loop whose branch back is the same in every lane entering
+				* it together (ptx_mark_uniform_loops) */
+	uint32_t succ[2];      /* the blocks control may go to next (nsucc of them), unless */
+	uint8_t nsucc;
+	bool succ_any;         /* it may go to any labelled block (brx, a label name reused) */
 };
 /* The blocks of f in PTX order (their index is ctx->block_id): 0 and a malloc'ed array, or -1
  * when out of memory. */
 int ptx_basic_blocks(const struct ptx_module *m, const struct ptx_func *f,
 		     struct ptx_bblock **out, uint32_t *count);
+/* Marks the self_loop blocks of f whose branch back depends only on values that are the same
+ * in every lane that enters them together (uniform): the lanes then run every iteration
+ * together, and a warp's executions of the block are those of any one of its lanes. */
+void ptx_mark_uniform_loops(const struct ptx_func *f, struct ptx_bblock *v, uint32_t n);
 /* enum cubpf_op_class of an instruction. */
 uint32_t ptx_insn_class(const struct ptx_insn *insn);
 

@@ -197,6 +197,9 @@ class VM:
             if root == 'bar': continue  # bar.warp.sync: a warp of one lane
             # one simulated thread is a warp whose only active lane is lane 0
             if root == 'activemask': self.reg[ops[0]] = 1; continue
+            if root == 'elect':  # elect.sync %r|%p, mask: lane 0, the only one, is elected
+                r, pr = ops[0].split('|')
+                self.reg[r.strip()], self.reg[pr.strip()] = 0, True; continue
             if root == 'shfl':
                 if self.val(ops[2]) != 0: raise Exception('shuffle from an inactive lane: ' + ins)
                 self.reg[ops[0]] = mask(self.val(ops[1]), 32); continue

@@ -15,6 +15,7 @@ from ptxsim import VM, Mem
 
 SYMS, MAPS, OUT = 0x1000, 0x30000000, 0x40000000
 NTID, NBLOCKS, NVALID = 16, 4, 16 * 4 - 5   # the last 5 threads leave at once
+ITERS = 5                                    # any further parameter (a trip count)
 
 
 class Fetches(list):
@@ -51,6 +52,7 @@ def run_threads(text, name, mem, syms):
                      '%smid': 0, '%laneid': 0, '%warpid': 0}
             vm = IVM(body, mem, 0, 0, syms, sregs)
             vm.params = {params[0]: OUT, params[1]: NVALID}
+            vm.params.update({p: ITERS for p in params[2:]})
             Fetches.n = 0
             vm.run()
             per.append(Fetches.n)

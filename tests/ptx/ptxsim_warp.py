@@ -125,16 +125,29 @@ class Warp:
                 R[ln][ops[0]] = v(ops[1]) & (FULL if parts[-1].endswith('32') else M64)
             elif opc == 'cvt.u32.u64':
                 R[ln][ops[0]] = v(ops[1]) & FULL
-            elif root in ('add', 'sub', 'and', 'or', 'shl', 'shr', 'mul'):
+            elif opc.startswith('mul.wide.u32'):
+                R[ln][ops[0]] = (v(ops[1]) & FULL) * (v(ops[2]) & FULL)
+            elif root == 'mad' and parts[1] == 'lo':
+                R[ln][ops[0]] = (v(ops[1]) * v(ops[2]) + v(ops[3])) & full
+            elif root == 'min':
+                R[ln][ops[0]] = min(v(ops[1]) & full, v(ops[2]) & full)
+            elif root == 'createpolicy':
+                R[ln][ops[0]] = 0
+            elif root in ('add', 'sub', 'and', 'or', 'xor', 'shl', 'shr', 'mul'):
                 a, b = v(ops[1]), v(ops[2])
                 if root == 'and' and parts[1] == 'pred':
                     r = self.pred(ln, ops[1]) and self.pred(ln, ops[2])
                 else:
                     r = {'add': lambda: a + b, 'sub': lambda: a - b, 'and': lambda: a & b,
+                     'xor': lambda: a ^ b,
                          'or': lambda: a | b, 'shl': lambda: a << min(b, bits),
                          'shr': lambda: (a & full) >> min(b, bits),  # clamped, as PTX's
                          'mul': lambda: a * b}[root]()
                 R[ln][ops[0]] = r & full if not isinstance(r, bool) else r
+            elif opc == 'bfe.u32':
+                R[ln][ops[0]] = (v(ops[1]) & FULL) >> v(ops[2]) & ((1 << v(ops[3])) - 1)
+            elif root == 'selp':
+                R[ln][ops[0]] = v(ops[1]) if self.pred(ln, ops[3]) else v(ops[2])
             elif opc.startswith('mad.wide.u32'):
                 R[ln][ops[0]] = ((v(ops[1]) & FULL) * (v(ops[2]) & FULL) + v(ops[3])) & M64
             elif root == 'popc':

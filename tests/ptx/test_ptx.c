@@ -1130,15 +1130,27 @@ static void test_block_protocol_sim(void **state)
  * of ctx->insn_count per block entry), bbretprobe (entries x instructions at exit) and a
  * kretprobe's ctx->insns and warp_insns must each give the same sum (bpf_warp_sum's one-reduction
  * path and, `wide`, its three-reduction one); so must bbdefer's adds
- * kept in registers (CUBPF_F_DEFER_ADD), to one record all along and to two in turn. */
+ * kept in registers (CUBPF_F_DEFER_ADD), to one record all along and to two in turn.  The
+ * exit probes' adds (icount, bbret) go through the blocks' sums in shared memory (4 blocks,
+ * the last one's 5 last threads leaving early); so do those of the bundled instrcount and
+ * opcodehist (kernel id 1: key 1 of their per-SM maps, SM 0's copy; opcodehist's classes add
+ * up to the threads' count). */
+static uint32_t small_id(void *user, const char *mangled);
+
 static void test_icount_sim(void **state)
 {
 	(void)state;
 	static const struct {
-		const char *probe, *threads, *warps, *more;
-	} runs[] = {{"bb.bpf.o", "0", "1", ""}, {"bbret.bpf.o", "16", "-1", ""},
-		    {"icount.bpf.o", "0", "1", ""}, {"icount.bpf.o", "0", "1", "wide"},
-		    {"bbdefer.bpf.o", "0", "1+2", ""}};
+		const char *probe, *map, *threads, *warps, *more;
+	} runs[] = {{"bb.bpf.o", "counts", "0", "1", ""}, {"bbret.bpf.o", "counts", "16", "-1", ""},
+		    {"icount.bpf.o", "counts", "0", "1", ""},
+		    {"icount.bpf.o", "counts", "0", "1", "wide"},
+		    {"bbdefer.bpf.o", "counts", "0", "1+2", ""},
+		    {"../probes/instrcount.bpf.o", "icstats", "4096", "4097", ""},
+		    {"../probes/opcodehist.bpf.o", "ohstats",
+		     "5120+5121+5122+5123+5124+5125+5126+5127+5128+5129+5130+5131+5132+5133+5134+"
+		     "5135+5136+5137+5138+5139", "-1", ""}};
+	_Static_assert(CUBPF_OP_CLASSES == 20, "opcodehist's words above");
 	const char *native = "tests/ptx/kernels/counted.ptx";
 	for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
 		struct probes p;
@@ -1146,14 +1158,93 @@ static void test_icount_sim(void **state)
 		size_t len, olen;
 		char *t = fixture(native, &len), *out, err[PTX_ERRLEN];
 		struct ptx_inject_report rep;
-		if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
+		uint32_t ids = 0;
+		struct ptx_inject_opts o = {.progs = p.progs, .prog_cnt = p.cnt, .maps = p.obj->maps,
+					    .map_cnt = p.obj->map_cnt, .kernel_id = small_id,
+					    .user = &ids};
+		if (ptx_instrument(t, len, &o, &out, &olen, &rep, err, sizeof(err)))
 			fail_msg("counted.ptx with %s: %s", runs[r].probe, err);
+		bool exits = strcmp(runs[r].probe, "bb.bpf.o") && strcmp(runs[r].probe, "bbdefer.bpf.o");
+		if (exits && !strstr(out, "red.shared.add.u64 [__cubpf_accs+"))
+			fail_msg("counted.ptx with %s: no block sums", runs[r].probe);
 		char args[256];
-		snprintf(args, sizeof(args), "counted %d %s %s %s", map_index(p.obj, "counts"),
+		snprintf(args, sizeof(args), "counted %d %s %s %s", map_index(p.obj, runs[r].map),
 			 runs[r].threads, runs[r].warps, runs[r].more);
 		sim_check(runs[r].probe, "ptxsim_instr.py", native, out, olen, args,
 			  " passed, 0 failed");
 		free(out);
+		free(t);
+		vm_object_free(p.obj);
+	}
+}
+
+/* Warp-uniform loops of one block (ptx-rewriter/uniform.c) on tests/ptx/kernels/uniform.ptx:
+ * only the loop over the parameter's trip count counts the warp once where it is entered (no
+ * election per iteration); the loops over a thread's own trip count, a register set in two
+ * places, a loaded bound, and a loop inside another keep the election per entry.  Assembled
+ * for sm_80 (the lowest lane) and sm_90 (elect.sync); on ptxsim_instr.py the counts of the
+ * threads and of one-lane warps stay exact, for the test probe and the bundled instrcount, and
+ * on ptxsim_warpk.py (32-lane warps that diverge and leave early, 2 blocks of 2 warps) the
+ * test probe's counts by threads and by warps equal the model's own. */
+static void test_uniform_loops(void **state)
+{
+	(void)state;
+	const char *native = "tests/ptx/kernels/uniform.ptx";
+	for (int sm90 = 0; sm90 < 2; sm90++) {
+		struct probes p;
+		load_probes(sm90 ? "../probes/instrcount.bpf.o" : "icount.bpf.o", &p);
+		size_t len, olen;
+		char *t = fixture(native, &len), *out, err[PTX_ERRLEN], *sm;
+		if (sm90) {
+			assert_non_null(sm = strstr(t, ".target sm_80"));
+			memcpy(sm, ".target sm_90", 13);
+		}
+		uint32_t ids = 0;
+		struct ptx_inject_opts o = {.progs = p.progs, .prog_cnt = p.cnt, .maps = p.obj->maps,
+					    .map_cnt = p.obj->map_cnt, .kernel_id = small_id,
+					    .user = &ids};
+		struct ptx_inject_report rep;
+		assert_int_equal(ptx_instrument(t, len, &o, &out, &olen, &rep, err, sizeof(err)), 0);
+		const char *enter = strstr(out, "\t@%__cb_ip mov.u32 %__cb_wc0, 1;\nUNI:\n");
+		const char *uni = strstr(out, "UNI:\n"), *div = strstr(out, "DIV:\n");
+		assert_true(enter && uni && div && enter < uni);
+		const char *back = strstr(uni, "@%p2 bra UNI;"), *el = strstr(uni, "%__cb_im0;");
+		assert_true(back && back < div);
+		if (el && el < back)
+			fail_msg("an election per iteration of the uniform loop");
+		assert_null(strstr(uni, "mov.u32 %__cb_wc")); /* one loop marked */
+		uint32_t per_entry = 0;
+		for (const char *c = out; (c = strstr(c, "@%__cb_ip add.u32 %__cb_wc")); c++)
+			per_entry++;
+		assert_int_equal(per_entry, 6); /* DIV, ONE, MEM, INNER, OUTER and its tail */
+		assert_non_null(strstr(out, sm90 ? "elect.sync %__cb_im1|%__cb_ip" : "%lanemask_lt"));
+		char log[4096];
+		if (ptxas(out, olen, sm90 ? "sm_90" : "sm_80", log, sizeof(log)))
+			fail_msg("uniform.ptx does not assemble:\n%s", log);
+		char args[256];
+		if (sm90) /* kernel 1's record: key 1 of a per-SM map of 128-byte values, SM 0 */
+			snprintf(args, sizeof(args), "uniform %d 4096 4097", map_index(p.obj, "icstats"));
+		else
+			snprintf(args, sizeof(args), "uniform %d 0 1", map_index(p.obj, "counts"));
+		sim_check(sm90 ? "instrcount" : "icount.bpf.o", "ptxsim_instr.py", native, out, olen,
+			  args, "3 passed, 0 failed");
+		if (!sm90) /* 32-lane warps: the warps' count too (ptxsim_warp.py has no elect.sync) */
+			sim_check("icount.bpf.o", "ptxsim_warpk.py", native, out, olen, args,
+				  "3 passed, 0 failed");
+		free(out);
+		/* the trip count read from a .param that is not the kernel's (a call's result, in
+		 * the scope of an inner block): not uniform */
+		static const char from[] = "ld.param.u32 %r10, [uniform_iters];";
+		static const char to[] = "{ .param .b32 rv; ld.param.u32 %r10, [rv]; }";
+		char *k = strstr(t, from), *t2 = malloc(len + sizeof(to));
+		assert_true(k && t2);
+		int n = snprintf(t2, len + sizeof(to), "%.*s%s%s", (int)(k - t), t, to,
+				 k + strlen(from));
+		assert_int_equal(ptx_instrument(t2, (size_t)n, &o, &out, &olen, &rep, err, sizeof(err)),
+				 0);
+		assert_null(strstr(out, "mov.u32 %__cb_wc0, 1;"));
+		free(out);
+		free(t2);
 		free(t);
 		vm_object_free(p.obj);
 	}
@@ -1379,6 +1470,82 @@ static void test_defer_flush_sim(void **state)
 	}
 	free(t);
 	vm_object_free(p.obj);
+}
+
+/* The bundled instrcount, hotblocks and opcodehist on vec_add (issue 32, kernel ids 1 and 2):
+ * their exit adds (warp sums, by their leader, to the kernel's records of per-SM maps) go to
+ * the block's sums in shared memory and the block's last group makes the only reductions; the
+ * modules assemble.  On tests/ptx/ptxsim_flush.py (3 warps leaving in 6 groups, on SM 5) SM 5's
+ * copy of instrcount's record ends as the sums of the lanes' counts, nothing reaching it before
+ * the last group.  Without shared memory (CUBPF_SHARED_SUMS=0) each warp's leader reduces, as
+ * before. */
+static void exit_sums_check(const char *tool, const char *out, size_t olen, bool shared,
+			    uint32_t adds)
+{
+	char what[96];
+	snprintf(what, sizeof(what), "%s, %s", tool, shared ? "block sums" : "per warp");
+	const char *x = strstr(out, "$__cubpf_exit:");
+	assert_non_null(x);
+	const char *last = strstr(x, "// cubpf: deferred counters, the block's last group");
+	const char *red = strstr(x, "red.global");
+	assert_non_null(red);
+	if (!shared) {
+		assert_null(last);
+		assert_null(strstr(out, "__cubpf_accs"));
+		assert_assembles(out, olen, what);
+		return;
+	}
+	assert_non_null(last);
+	if (red < last) /* no reduction per warp */
+		fail_msg("%s: a reduction before the block's last group", what);
+	for (uint32_t i = 0; i < adds; i++) {
+		char want[64];
+		snprintf(want, sizeof(want), "red.shared.add.u64 [__cubpf_accs+%u], ", 8 * i);
+		const char *a = strstr(x, want);
+		if (!a || a > last)
+			fail_msg("%s: no '%s' in the exit block", what, want);
+	}
+	assert_non_null(strstr(out, "bar.sync 0;"));
+	assert_assembles(out, olen, what);
+}
+
+static void test_exit_block_sums(void **state)
+{
+	(void)state;
+	/* the counters of vec_add's first kernel: 2 (threads, warps), 3 blocks, 5 opcode classes */
+	static const struct {
+		const char *tool;
+		uint32_t adds;
+	} tools[] = {{"instrcount", 2}, {"hotblocks", 3}, {"opcodehist", 5}};
+	const char *kernel = "_Z7vec_addPKfS0_Pfi";
+	for (size_t ti = 0; ti < sizeof(tools) / sizeof(tools[0]); ti++) {
+		struct probes p;
+		char path[64];
+		snprintf(path, sizeof(path), "../probes/%s.bpf.o", tools[ti].tool);
+		load_probes(path, &p);
+		size_t len, olen;
+		char *t = fixture("vecadd.ptx", &len), *out, err[PTX_ERRLEN];
+		for (int shared = 1; shared >= 0; shared--) {
+			uint32_t ids = 0;
+			struct ptx_inject_opts o = {.progs = p.progs, .prog_cnt = p.cnt,
+						    .maps = p.obj->maps, .map_cnt = p.obj->map_cnt,
+						    .kernel_id = small_id, .user = &ids,
+						    .no_shared = !shared};
+			struct ptx_inject_report rep;
+			assert_int_equal(ptx_instrument(t, len, &o, &out, &olen, &rep, err, sizeof(err)),
+					 0);
+			exit_sums_check(tools[ti].tool, out, olen, shared, tools[ti].adds);
+			/* kernel 1's record: key 1 of a per-SM map of 128-byte values (key-major) */
+			char args[256];
+			snprintf(args, sizeof(args), "%s 128 %u,%u bb", kernel, 256 * 128, 256 * 128 + 8);
+			if (ti == 0)
+				sim_check(shared ? "instrcount, block sums" : "instrcount, per warp",
+					  "ptxsim_flush.py", "", out, olen, args, "3 passed, 0 failed");
+			free(out);
+		}
+		free(t);
+		vm_object_free(p.obj);
+	}
 }
 
 /* bpf_warp_count_unique's lowering on tests/ptx/ptxsim_warp.py (32 lanes in step): coalesced,
@@ -1932,8 +2099,10 @@ static void test_bb_probes(void **state)
 /* Instruction counts for ctx->insns and warp_insns (issue 32) on blocks.ptx: each block's
  * entries counted where it starts (the loop's in a counter, the others as bits of a mask; for
  * warp_insns those of the lane elected, with the lowest-lane test on sm_80 and elect.sync on
- * sm_90), all set to 0 where the body starts; at exit the sums of entries x instructions
- * (6, 4, 1, 3, 1); the kprobe's reads are 0; assembled for sm_70, sm_80 and sm_90. */
+ * sm_90; the loop's trip count is a parameter's, so its warp count is the elected lane's,
+ * marked where the loop is entered), all set to 0 where the body starts; at exit the sums of
+ * entries x instructions (6, 4, 1, 3, 1); the kprobe's reads are 0; assembled for sm_70,
+ * sm_80 and sm_90. */
 static void test_icount(void **state)
 {
 	(void)state;
@@ -1948,14 +2117,15 @@ static void test_icount(void **state)
 		"\tmov.u32 %__cb_bc0, 0;\n\tmov.u32 %__cb_bm0, 0;\n\tmov.u32 %__cb_wc0, 0;\n"
 		"\tmov.u32 %__cb_wm0, 0;\n",
 		"\tor.b32 %__cb_bm0, %__cb_bm0, 1;\n", "@%__cb_ip or.b32 %__cb_wm0, %__cb_wm0, 1;\n",
-		"LOOP:", "\tadd.u32 %__cb_bc0, %__cb_bc0, 1;\n",
-		"@%__cb_ip add.u32 %__cb_wc0, %__cb_wc0, 1;\n", "add.f32 %f1",
+		"@%__cb_ip mov.u32 %__cb_wc0, 1;\n", "LOOP:", "\tadd.u32 %__cb_bc0, %__cb_bc0, 1;\n",
+		"add.f32 %f1",
 		"\tor.b32 %__cb_bm0, %__cb_bm0, 2;\n", "st.global.f32", "DONE:",
 		"\tor.b32 %__cb_bm0, %__cb_bm0, 4;\n", "\tor.b32 %__cb_bm0, %__cb_bm0, 8;\n", "exit;",
 		"// cubpf: kretprobe at_exit", "bfe.u32 %__cb_w5, %__cb_bm0, 0, 1;",
 		", %__cb_w5, 6, %__cb_r", ", %__cb_bc0, 4, %__cb_r", ", %__cb_w5, 1, %__cb_r",
 		", %__cb_w5, 3, %__cb_r", ", %__cb_w5, 1, %__cb_r", "bfe.u32 %__cb_w5, %__cb_wm0, 0, 1;",
-		", %__cb_wc0, 4, %__cb_r",
+		"min.u32 %__cb_w5, %__cb_wc0, 1;", "mul.lo.u32 %__cb_w5, %__cb_w5, %__cb_bc0;",
+		", %__cb_w5, 4, %__cb_r",
 	};
 	const char *c = out;
 	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
@@ -2392,6 +2562,7 @@ int main(void)
 		cmocka_unit_test(test_bb_probes),
 		cmocka_unit_test(test_icount),
 		cmocka_unit_test(test_icount_sim),
+		cmocka_unit_test(test_uniform_loops),
 		cmocka_unit_test(test_defer_add_not_with_exiting_func),
 		cmocka_unit_test(test_probe_site),
 		cmocka_unit_test(test_bbret_probes),
@@ -2407,6 +2578,7 @@ int main(void)
 		cmocka_unit_test(test_defer_sim),
 		cmocka_unit_test(test_warp_unique_sim),
 		cmocka_unit_test(test_defer_flush_sim),
+		cmocka_unit_test(test_exit_block_sums),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
