@@ -8,14 +8,12 @@
  * block 1.034x).  So where the kernel can take a few bytes of shared memory, each group of
  * lanes leaving adds its sums to the block's (shared-memory atomics, on the SM) and counts its
  * threads out; the group that makes the count reach the block's size adds the block's sums to
- * the maps: one reduction per counter and block.  The exit block's own adds to such counters
- * (kretprobes, bbretprobes: struct cg_ctxsrc.at_exit) go to the block's sums between the two
- * steps, so that they too make one reduction per block, not one per warp. */
+ * the maps: one reduction per counter and block. */
 #include <stdio.h>
 
 #include "ptx-rewriter/cgint.h"
 
-#define SH CG_ACCS_SHARED
+#define SH "__cubpf_accs" /* the block's sums (u64 each), then the threads that left (u32) */
 
 void ptx_cg_accs_decls(const struct cg_accs *t, struct ptx_buf *out)
 {
@@ -23,8 +21,7 @@ void ptx_cg_accs_decls(const struct cg_accs *t, struct ptx_buf *out)
 		return;
 	buf_printf(out, "\t.reg .b64 %%__cb_a<%u>;\n", t->n);
 	for (uint32_t i = 0; i < t->n; i++)
-		if (t->a[i].reg)
-			buf_printf(out, "\tmov.b64 %%__cb_a%u, 0;\n", i);
+		buf_printf(out, "\tmov.b64 %%__cb_a%u, 0;\n", i);
 	if (!t->block)
 		return;
 	/* shared memory starts undefined: zeroed before any thread of the block can leave */
@@ -106,8 +103,6 @@ static void acc_group(const struct cg_accs *t, bool redux, struct ptx_buf *out)
 		snprintf(sum, sizeof(sum), "$__cubpf_acc%u_s", i);
 		snprintf(skip, sizeof(skip), "$__cubpf_acc%u_d", i);
 		snprintf(A, sizeof(A), "%%__cb_a%u", i);
-		if (!a->reg) /* the exit block adds to it, later */
-			continue;
 		acc_lanes(i, a->wide, sum, skip, out);
 		acc_add(a, i, t->block, "%__cb_g1", A, out);
 		buf_printf(out, "\tbra %s;\n%s:\n", skip, sum);
@@ -119,18 +114,14 @@ static void acc_group(const struct cg_accs *t, bool redux, struct ptx_buf *out)
 	}
 }
 
-/* Block mode, after the group's sums and the exit block's adds to the block's sums: its lowest
- * lane counts the group's threads out, after
+/* Block mode, after the group's sums: its lowest lane counts the group's threads out, after
  * bar.warp.sync (which orders the memory accesses of the lanes taking part: a sum may come from
  * another lane) and a fence (the sums before the count); the one that brings the count to the
  * block's size reads the block's sums (after a fence: every group's sums before) and adds them
  * to the maps. */
-void ptx_cg_accs_block_end(const struct cg_accs *t, struct ptx_buf *out)
+static void acc_block_last(const struct cg_accs *t, struct ptx_buf *out)
 {
-	if (!t->n || !t->block)
-		return;
-	ptx_buf_puts(out, "\t// cubpf: deferred counters, the block's last group\n"
-			  "\tactivemask.b32 %__cb_w0;\n"
+	ptx_buf_puts(out, "\tactivemask.b32 %__cb_w0;\n"
 			  "\tbar.warp.sync %__cb_w0;\n"
 			  "\tmembar.cta;\n"
 			  "\tpopc.b32 %__cb_w2, %__cb_w0;\n");
@@ -159,4 +150,6 @@ void ptx_cg_accs_flush(const struct cg_accs *t, bool redux, struct ptx_buf *out)
 		return;
 	ptx_buf_puts(out, "\t// cubpf: deferred counters\n");
 	acc_group(t, redux, out);
+	if (t->block)
+		acc_block_last(t, out);
 }

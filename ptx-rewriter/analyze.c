@@ -155,21 +155,12 @@ uint32_t ptx_av_align(const struct av *a, int64_t off)
 static bool av_eq(const struct av *a, const struct av *b)
 {
 	return a->kind == b->kind && a->map == b->map && a->v == b->v && a->al == b->al &&
-	       a->global == b->global && a->stk == b->stk && a->defer == b->defer && a->sm == b->sm &&
-	       a->in_map == b->in_map;
+	       a->global == b->global && a->stk == b->stk && a->defer == b->defer && a->sm == b->sm;
 }
 
 bool ptx_av_global(const struct av *a)
 {
 	return a->kind == AV_MAPVAL || (a->kind == AV_UNKNOWN && a->global);
-}
-
-/* Whether `a` points into the values of one known map (*m): a map value, or a runtime pointer
- * derived from one (in_map). */
-static bool av_map_of(const struct av *a, uint32_t *m)
-{
-	*m = a->map;
-	return a->kind == AV_MAPVAL || (a->kind == AV_UNKNOWN && a->global && a->in_map);
 }
 
 /* Whether the runtime value of `a` may be a stack address. */
@@ -188,20 +179,17 @@ static struct av av_join(struct av a, struct av b)
 	uint8_t al = (uint8_t)(aa < ba ? aa : ba), global = ptx_av_global(&a) && ptx_av_global(&b);
 	uint8_t stk = may_stack(&a) || may_stack(&b);
 	uint8_t defer = global && a.defer && b.defer;
-	uint32_t ma, mb;
-	uint8_t in_map = global && av_map_of(&a, &ma) && av_map_of(&b, &mb) && ma == mb;
 	if (a.kind == b.kind && a.map == b.map && a.v == b.v && a.sm == b.sm) {
 		a.al = a.kind == AV_UNKNOWN ? al : 0;
 		a.global = a.kind == AV_UNKNOWN && global;
 		a.stk = a.kind == AV_UNKNOWN && stk;
 		a.defer = a.kind == AV_UNKNOWN && defer;
-		a.in_map = a.kind == AV_UNKNOWN && in_map;
 		return a;
 	}
 	if (a.kind == AV_CTX || b.kind == AV_CTX || a.kind == AV_CONFLICT || b.kind == AV_CONFLICT)
 		return (struct av){.kind = AV_CONFLICT};
 	return (struct av){.kind = AV_UNKNOWN, .al = al, .global = global, .stk = stk,
-			   .defer = defer, .in_map = in_map, .map = in_map ? ma : 0};
+			   .defer = defer};
 }
 
 /* Merges `in` into state `pc`; true when it changed. */
@@ -279,16 +267,12 @@ static void alu_effect(const struct bpf_insn *in, struct av_state *s)
 		       (ptx_av_global(src) && d->kind == AV_UNKNOWN && !d->global));
 	bool stk = is64 && (may_stack(d) || (!k && may_stack(src)));
 	bool defer = global && (ptx_av_global(d) ? d->defer : src->defer);
-	uint32_t m;
-	bool in_map = global && av_map_of(ptx_av_global(d) ? d : src, &m);
 	if (d->kind == AV_CTX || d->kind == AV_CONFLICT)
 		*d = av_of(AV_CONFLICT, 0, 0); /* arithmetic on ctx: refused if ever read */
 	else
 		*d = av_of(AV_UNKNOWN, 0, 0);
 	d->global = global;
 	d->defer = defer;
-	d->in_map = in_map;
-	d->map = in_map ? m : 0;
 	d->stk = d->kind == AV_UNKNOWN && stk;
 }
 
@@ -426,8 +410,6 @@ static void step_helper(struct cg_prog *p, const struct bpf_insn *in, struct av_
 							  * every GPU map layout, in global memory */
 		out->r[0].defer = r1.kind == AV_MAP && r1.map < p->map_cnt &&
 				  (p->maps[r1.map].flags & CUBPF_F_DEFER_ADD);
-		out->r[0].in_map = r1.kind == AV_MAP && r1.map < p->map_cnt;
-		out->r[0].map = out->r[0].in_map ? r1.map : 0;
 	}
 }
 
@@ -922,15 +904,13 @@ static bool helper_blind(int32_t id)
 }
 
 /* The maps an access through `a` may touch: none for the context and the stack, its map for a
- * map value or a pointer derived from one (a lookup with a key known only at run time), any
- * for a pointer of unknown origin. */
+ * map value, any for a pointer of unknown origin. */
 static uint64_t touches(const struct av *a)
 {
-	uint32_t m;
 	if (a->kind == AV_CTX || a->kind == AV_STACK)
 		return 0;
-	if (av_map_of(a, &m) && m < 64)
-		return 1ull << m;
+	if (a->kind == AV_MAPVAL && a->map < 64)
+		return 1ull << a->map;
 	return ~0ull;
 }
 

@@ -747,8 +747,7 @@ void ptx_cg_emit_defer_flush(uint32_t n, struct ptx_buf *out)
 
 /* The deferred counter (struct cg_accs) an atomic at pc adds to, or -1 when it must be made
  * now: an add without fetch through a pointer to a known place of a map that may be deferred,
- * at a site that keeps counters, while registers are left (in the exit block, while the
- * block's sums are there). */
+ * at a site that keeps counters, while registers are left. */
 static int defer_acc(struct cg *g, uint32_t pc, const struct bpf_insn *in, int bits)
 {
 	struct cg_accs *t = g->ctx ? g->ctx->accs : NULL;
@@ -756,52 +755,17 @@ static int defer_acc(struct cg *g, uint32_t pc, const struct bpf_insn *in, int b
 	if (!t || g->p->patch || in->imm != BPF_ADD || a->kind != AV_MAPVAL || a->map >= 64 ||
 	    a->map >= g->p->map_cnt || !(t->maps >> a->map & 1) || a->v + in->off < 0)
 		return -1;
-	if (g->ctx->at_exit && !t->block)
-		return -1; /* after the flush: only the block's sums are still to come */
 	struct cg_acc want = {.map = a->map, .off = (uint64_t)(a->v + in->off), .wide = bits == 64};
 	if (a->sm)
 		want.stride = (uint32_t)CUBPF_VALUE_STRIDE(g->p->maps[a->map].value_size);
-	want.reg = !g->ctx->at_exit;
-	uint32_t regs = 0;
 	for (uint32_t i = 0; i < t->n; i++)
-		regs += t->a[i].reg;
-	bool room = !want.reg || regs < CG_MAX_REG_ACCS;
-	for (uint32_t i = 0; i < t->n; i++) {
-		if (t->a[i].map != want.map || t->a[i].stride != want.stride ||
-		    t->a[i].off != want.off || t->a[i].wide != want.wide)
-			continue;
-		if (want.reg && !t->a[i].reg && !room)
-			return -1;
-		t->a[i].reg |= want.reg;
-		return (int)i;
-	}
-	if (t->n == CG_MAX_ACCS || !room)
+		if (t->a[i].map == want.map && t->a[i].stride == want.stride &&
+		    t->a[i].off == want.off && t->a[i].wide == want.wide)
+			return (int)i;
+	if (t->n == CG_MAX_ACCS)
 		return -1;
 	t->a[t->n] = want;
 	return (int)t->n++;
-}
-
-/* An add of the exit block to counter acc (defer_acc): to the block's sum in shared memory,
- * which the block's last group adds to the map (ptx_cg_accs_block_end).  A constant (a count
- * of threads) is added once for the lanes doing it together, as emit_red_aggregated does, since
- * their address is the same.  A 32-bit add adds the whole register: the sum's low half, which
- * the flush adds, is the sum of the low halves. */
-static void emit_red_block(struct cg *g, uint32_t pc, const struct bpf_insn *in, int acc)
-{
-	const struct av *s = &g->p->st[pc].r[in->src_reg];
-	if (!g->p->warp_aggregate || s->kind != AV_CONST) {
-		OUT("red.shared.add.u64 [" CG_ACCS_SHARED "+%d], %%__cb_r%u;\n", 8 * acc,
-		    in->src_reg);
-		return;
-	}
-	OUT("activemask.b32 %%__cb_w0;\n");
-	OUT("mov.u32 %%__cb_w2, %%lanemask_lt;\n");
-	OUT("and.b32 %%__cb_w2, %%__cb_w2, %%__cb_w0;\n");
-	OUT("setp.eq.u32 %%__cb_p1, %%__cb_w2, 0;\n");
-	OUT("popc.b32 %%__cb_w3, %%__cb_w0;\n");
-	OUT("cvt.u64.u32 %%__cb_t1, %%__cb_w3;\n");
-	OUT("mul.lo.s64 %%__cb_t1, %%__cb_t1, %lld;\n", (long long)s->v);
-	OUT("@%%__cb_p1 red.shared.add.u64 [" CG_ACCS_SHARED "+%d], %%__cb_t1;\n", 8 * acc);
 }
 
 static int emit_atomic(struct cg *g, uint32_t pc, uint32_t depth, const struct bpf_insn *in)
@@ -832,8 +796,6 @@ static int emit_atomic(struct cg *g, uint32_t pc, uint32_t depth, const struct b
 	int acc = st || n >= 0 ? -1 : defer_acc(g, pc, in, bits);
 	if (n >= 0)
 		emit_red_deferred(g, in, n);
-	else if (acc >= 0 && g->ctx->at_exit)
-		emit_red_block(g, pc, in, acc);
 	else if (acc >= 0) /* the 32-bit add's low half: the flush adds the sum's */
 		OUT("add.s64 %%__cb_a%d, %%__cb_a%d, %%__cb_r%u;\n", acc, acc, in->src_reg);
 	else if (st)

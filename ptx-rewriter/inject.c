@@ -886,15 +886,6 @@ static bool site_loops(const struct site *s, enum vm_prog_kind kind)
 	return s->looped && s->insn_index < s->f->insn_cnt && s->looped[s->insn_index];
 }
 
-/* Whether the exit block's adds at this site go to the block's sums (struct cg_ctxsrc.at_exit):
- * kretprobes and bbretprobes, which run once per thread where it leaves, when the kernel keeps
- * its sums per block. */
-static bool exit_sums(const struct site *s, enum vm_prog_kind kind)
-{
-	return s->accs && s->accs->block &&
-	       (kind == VM_PROG_KRETPROBE || (kind == VM_PROG_BBRETPROBE && s->bbexit));
-}
-
 /* The per-instruction map of loops of site_loops, from the kernel's basic blocks: NULL when
  * nothing may be deferred, out of memory, or the kernel is larger than LOOP_MAP_MAX_INSNS
  * (finding loops costs blocks x edges; deferral is only a saving, so a huge kernel goes
@@ -947,8 +938,7 @@ static int emit_kind(struct inj *j, const bool *sel, enum vm_prog_kind kind, str
 		if (defer_kind(kind))
 			src.defer_slot = site_defer_slot;
 		s->prog = p;
-		src.at_exit = exit_sums(s, kind);
-		src.accs = site_loops(s, kind) || src.at_exit ? s->accs : NULL;
+		src.accs = site_loops(s, kind) ? s->accs : NULL;
 		struct cg_result res = {0};
 		if (ptx_cg_emit(j->cp[p], &src, lbl, out, &res, j->err, j->errlen))
 			return -1;
@@ -1498,17 +1488,13 @@ static int do_exit(struct inj *j, const struct ptx_func *f, const bool *sel, str
 	ptx_buf_puts(&b, "$__cubpf_exit:\n");
 	if (accs) /* first: the exit probes may read the maps */
 		ptx_cg_accs_flush(s->accs, j->redux, &b);
+	s->accs = NULL;
 	s->kexit = true;
 	int n = emit_kind(j, sel, VM_PROG_KRETPROBE, s, &b, fneed);
 	s->kexit = false;
 	int nb = n < 0 ? -1 : bb_exit(j, f, sel, s, &b, fneed);
 	if (n < 0 || nb < 0 || (end && block_end(j, sel, s, &b, fneed)))
 		goto fail;
-	if (s->accs) { /* the exit probes' adds to the block's sums came last */
-		ptx_cg_accs_block_end(s->accs, &b);
-		accs = s->accs->n;
-	}
-	s->accs = NULL;
 	if (n == 0 && nb == 0 && !end && !s->ndefer && !accs) {
 		ptx_buf_free(&b);
 		return 0;
@@ -1808,11 +1794,7 @@ static int do_kernel(struct inj *j, const struct ptx_func *f, const bool *sel)
 		rc = do_mem(j, f, sel, &s, &fneed, &touched);
 	if (!rc)
 		rc = do_sync(j, f, sel, &s, &fneed, &touched, &extra);
-	/* exit probes may add counters of their own to the block's sums: room for the most */
-	bool exits = accs.maps && (any_kind(j, sel, VM_PROG_KRETPROBE) ||
-				   any_kind(j, sel, VM_PROG_BBRETPROBE));
-	accs.block = !j->o->no_shared && (accs.n || exits) &&
-		     shared_room(j->m, room + 8 * ((exits ? CG_MAX_ACCS : accs.n) + 1));
+	accs.block = !j->o->no_shared && accs.n && shared_room(j->m, room + 8 * (accs.n + 1));
 	if (!rc)
 		rc = do_exit(j, f, sel, &s, &fneed, &touched);
 	if (!rc)

@@ -46,9 +46,6 @@ struct av {
 	uint8_t defer;  /* AV_UNKNOWN and global: the map's flags have CUBPF_F_DEFER_ADD */
 	uint8_t sm;     /* AV_MAPVAL of a per-SM array: + the running SM's copy (its slot times
 			 * the value stride: CUBPF_PERCPU_OFFSET) */
-	uint8_t in_map; /* AV_UNKNOWN and global: points into map `map`'s values (a lookup's
-			 * result, moved by offsets the verifier bounded), so that an access
-			 * through it touches that map only (struct cg_prog's taint) */
 	uint32_t map;
 	int64_t v;
 };
@@ -96,9 +93,6 @@ struct cg_ctxsrc {
 	int (*defer_slot)(void *user, uint32_t pc);
 	void *user;
 	struct cg_accs *accs;   /* the kernel's deferred counters (NULL: none here) */
-	bool at_exit;           /* a site of the exit block, after the groups' flush and before the
-				 * block's end (accs->block): such an add goes straight to the
-				 * block's sums, not to a register */
 };
 
 /* Deferred counters.  A probe at every memory access or basic block that adds to a counter
@@ -110,21 +104,12 @@ struct cg_ctxsrc {
  * together add their registers up and one reduction per counter goes to the map at exit
  * (ptx_cg_accs_flush).  The sums are the same, made at the threads' exits; only a reader
  * during the kernel (none of the module's programs, by the condition) could tell. */
-/* The same holds for adds in the exit block (kretprobes, bbretprobes: once per thread, by
- * the warp's leader after a warp sum in the bundled tools) when the block's sums are there:
- * such an add goes to the block's sum at once (red.shared), and the block's last group makes
- * one reduction per counter and block instead of one per warp (on vec_add, 2^26 floats: 2M
- * warps, 262144 blocks).  Exit-only counters need no register, so there may be more of them
- * (opcodehist adds one per opcode class). */
-#define CG_MAX_ACCS 32
-#define CG_MAX_REG_ACCS 8       /* of which kept in registers (each a live 64-bit register) */
-#define CG_ACCS_SHARED "__cubpf_accs" /* the block's sums (u64 each), then the threads that left */
+#define CG_MAX_ACCS 8
 struct cg_acc {
 	uint32_t map;
 	uint32_t stride;        /* a per-SM array's value stride (its running SM's copy); 0: one copy */
 	uint64_t off;           /* byte offset in the map's storage (per-SM: in slot 0's copy) */
 	bool wide;              /* 64-bit add (else 32-bit, of the low half) */
-	bool reg;               /* added to in a register %__cb_a<i> (else only in the exit block) */
 };
 struct cg_accs {
 	uint64_t maps;          /* maps whose adds may be deferred (bit i: map i) */
@@ -136,13 +121,10 @@ struct cg_accs {
 /* Declares and zeroes the registers of the counters (none when t->n is 0); with t->block, also
  * the block's sums in shared memory, zeroed by thread (0,0,0) before a barrier of all. */
 void ptx_cg_accs_decls(const struct cg_accs *t, struct ptx_buf *out);
-/* At a thread's exit: each counter kept in registers summed over the lanes leaving together,
- * added to its map by the lowest of them when not zero (with t->block: to the block's sums).
- * redux: redux.sync is there (sm_80, PTX 7.0). */
+/* At a thread's exit: each counter summed over the lanes leaving together, added to its map by
+ * the lowest of them when not zero (with t->block: to the block's sums, which the last lanes of
+ * the block to leave add to the maps).  redux: redux.sync is there (sm_80, PTX 7.0). */
 void ptx_cg_accs_flush(const struct cg_accs *t, bool redux, struct ptx_buf *out);
-/* With t->block, after the flush and the exit block's adds to the block's sums (at_exit): the
- * lanes leaving count themselves out, and the last of the block add its sums to the maps. */
-void ptx_cg_accs_block_end(const struct cg_accs *t, struct ptx_buf *out);
 
 /* The result of compiling one program at one site. */
 struct cg_result {

@@ -19,14 +19,15 @@ void tool_report_hotblocks(const struct tool_data *d, const struct tool_opts *o,
 extern const struct tool_kernel_key tool_keys_instrcount[], tool_keys_opcodehist[],
 	tool_keys_hotblocks[];
 
-#define IC_LANES 1 /* tools/probes/instrcount.bpf.c: one record per kernel (4 lanes before) */
-#define OH_LANES 1 /* tools/probes/opcodehist.bpf.c: one record per kernel (4 lanes before) */
+#define IC_LANES 4
+#define OH_LANES 4
+#define HB_SHARDS 64
 #define HB_BLOCKS 256
 
 const struct tool_kernel_key tool_keys_instrcount[] = {{"icstats", IC_LANES, 0}, {NULL, 0, 0}};
 const struct tool_kernel_key tool_keys_opcodehist[] = {{"ohstats", OH_LANES, 0}, {NULL, 0, 0}};
-const struct tool_kernel_key tool_keys_hotblocks[] = {{"hbstats", HB_BLOCKS, 0},
-						      {"hbsites", HB_BLOCKS, 0}, {NULL, 0, 0}};
+const struct tool_kernel_key tool_keys_hotblocks[] = {{"hbstats", HB_SHARDS * HB_BLOCKS, 0},
+						      {NULL, 0, 0}};
 
 static double ratio(uint64_t a, uint64_t b)
 {
@@ -34,7 +35,8 @@ static double ratio(uint64_t a, uint64_t b)
 }
 
 /* ---- instrcount ----------------------------------------------------------------------------- */
-/* icstats: key = kernel id, per SM: instructions by threads, by warps (struct icstat). */
+/* icstats: key = kernel id * 4 + lane (the warp's slot on its SM % 4), per SM: instructions by
+ * threads, by warps (struct icstat). */
 
 struct ic_row {
 	const struct tool_kernel *k;
@@ -114,7 +116,8 @@ void tool_report_instrcount(const struct tool_data *d, const struct tool_opts *o
 }
 
 /* ---- opcodehist ----------------------------------------------------------------------------- */
-/* ohstats: key = kernel id, per SM: instructions of each class by threads. */
+/* ohstats: key = kernel id * 4 + lane (the warp's slot on its SM % 4), per SM: instructions of
+ * each class by threads. */
 
 static const char *const op_class_names[CUBPF_OP_CLASSES] = {
 	"other", "int", "fp32", "fp64", "fp16", "sfu", "logic", "compare", "move", "ld.global",
@@ -203,9 +206,9 @@ void tool_report_opcodehist(const struct tool_data *d, const struct tool_opts *o
 }
 
 /* ---- hotblocks ------------------------------------------------------------------------------ */
-/* hbstats: key = kernel id * 256 + block (blocks from 255 on share 255), per SM: entries by
- * threads (struct hbstat); hbsites, the same keys, one copy: instructions << 32 | PTX line,
- * .loc file << 32 | line (struct hbsite). */
+/* hbstats: key = (kernel id * 64 + shard) * 256 + block (blocks from 255 on share 255), one
+ * 128-byte record each: entries by threads, instructions << 32 | PTX line, .loc file << 32 |
+ * line (struct hbstat). */
 
 struct hb_row {
 	const struct tool_kernel *k;
@@ -225,47 +228,29 @@ static int hb_cmp(const void *a, const void *b)
 	return x->block < y->block ? -1 : x->block > y->block;
 }
 
-/* The row of a record of map m (its kernel's, NULL when no kernel has its id). */
-static struct hb_row *hb_row_of(const struct tool_map *m, size_t i, const struct tool_data *d,
-				struct hb_row *rows)
-{
-	uint32_t key;
-	memcpy(&key, m->kv + i * ((size_t)m->key_size + m->value_size), 4);
-	const struct tool_kernel *k = tool_kernel_by_id(d, key / HB_BLOCKS);
-	if (!k)
-		return NULL;
-	struct hb_row *r = &rows[(size_t)(k - d->kernels) * HB_BLOCKS + key % HB_BLOCKS];
-	r->k = k, r->block = key % HB_BLOCKS;
-	return r;
-}
-
-/* The copies (SMs, contexts) of each (kernel, block) record of hbstats added up into
- * rows[kernel * HB_BLOCKS + block]; the static facts from any hbsites record that has them. */
-static void hb_gather(const struct tool_map *m, const struct tool_map *sites,
-		      const struct tool_data *d, struct hb_row *rows)
+/* The shards and copies (contexts) of each (kernel, block) record added up into rows[kernel *
+ * HB_BLOCKS + block]; the static facts from any record that has them. */
+static void hb_gather(const struct tool_map *m, const struct tool_data *d, struct hb_row *rows)
 {
 	uint32_t copies = tool_map_copies(m), vs = m->value_size / copies;
-	for (size_t i = 0; vs >= 8 && m->key_size == 4 && i < m->count; i++) {
-		struct hb_row *r = hb_row_of(m, i, d, rows);
-		for (uint32_t c = 0; r && c < copies; c++) {
-			uint64_t v;
-			memcpy(&v, m->kv + i * ((size_t)m->key_size + m->value_size) + 4 +
-					   (size_t)c * vs, sizeof(v));
-			r->threads += v;
-		}
-	}
-	copies = sites ? tool_map_copies(sites) : 0;
-	vs = copies ? sites->value_size / copies : 0;
-	for (size_t i = 0; vs >= 16 && sites->key_size == 4 && i < sites->count; i++) {
-		struct hb_row *r = hb_row_of(sites, i, d, rows);
-		for (uint32_t c = 0; r && c < copies; c++) {
-			uint64_t v[2];
-			memcpy(v, sites->kv + i * ((size_t)sites->key_size + sites->value_size) + 4 +
-					  (size_t)c * vs, sizeof(v));
-			if (v[0])
-				r->insns = (uint32_t)(v[0] >> 32), r->line = (uint32_t)v[0];
+	size_t pair = (size_t)m->key_size + m->value_size;
+	for (size_t i = 0; vs >= 24 && m->key_size == 4 && i < m->count; i++) {
+		uint32_t key;
+		memcpy(&key, m->kv + i * pair, 4);
+		uint32_t id = key / (HB_SHARDS * HB_BLOCKS), b = key % HB_BLOCKS;
+		const struct tool_kernel *k = tool_kernel_by_id(d, id);
+		if (!k)
+			continue;
+		struct hb_row *r = &rows[(size_t)(k - d->kernels) * HB_BLOCKS + b];
+		for (uint32_t c = 0; c < copies; c++) {
+			uint64_t v[3];
+			memcpy(v, m->kv + i * pair + 4 + (size_t)c * vs, sizeof(v));
+			r->k = k, r->block = b;
+			r->threads += v[0];
 			if (v[1])
-				r->file = (uint32_t)(v[1] >> 32), r->src_line = (uint32_t)v[1];
+				r->insns = (uint32_t)(v[1] >> 32), r->line = (uint32_t)v[1];
+			if (v[2])
+				r->file = (uint32_t)(v[2] >> 32), r->src_line = (uint32_t)v[2];
 		}
 	}
 }
@@ -279,7 +264,7 @@ static struct hb_row *hb_rows(const struct tool_data *d, size_t *n)
 	struct hb_row *rows = calloc(d->nkernels * HB_BLOCKS, sizeof(*rows));
 	if (!rows)
 		return NULL;
-	hb_gather(m, tool_map_by_name(d, "hbsites"), d, rows);
+	hb_gather(m, d, rows);
 	for (size_t i = 0; i < d->nkernels * HB_BLOCKS; i++)
 		if (rows[i].threads) {
 			rows[i].thread_insns = rows[i].threads * rows[i].insns;

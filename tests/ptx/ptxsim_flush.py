@@ -5,12 +5,7 @@ whole warp, a warp in two groups, a warp in three), on SM 5, shared memory start
 Every counter's map word must end as the sum of its lanes' values (mod 2^64), at the place the
 caller names; nothing else in the map may change; with the block's sums (shared memory) nothing
 may reach the map before the block's last group leaves.
-With `bb`, the counters are those of an exit probe (tests/ptx's icount.bpf.c, the bundled
-instrcount) that adds, by the leader of the lanes leaving together, their sums of ctx->insns and
-ctx->warp_insns: each lane holds masks of the blocks it entered (%__cb_bm0) and of those it was
-the elected lane of (%__cb_wm0), and counter 0 must end as the sum over the lanes of their
-blocks' instructions (read from the code that sums them), counter 1 as that of the elected ones.
-usage: ptxsim_flush.py MODULE.ptx KERNEL STRIDE OFF0,OFF1,... [bb]
+usage: ptxsim_flush.py MODULE.ptx KERNEL STRIDE OFF0,OFF1,...
   (OFFi: byte offset in the map of counter i's slot-0 copy; STRIDE: the per-SM copy's stride,
   0 for a map of one copy)   prints "N passed, M failed"; exit status 1 on any failure."""
 import os, random, re, sys
@@ -25,18 +20,12 @@ def pieces(text, name):
                      re.S).group(1)
     lines = [ln.strip() for ln in body.split('\n')]
     lines = [ln for ln in lines if ln and not ln.startswith('//')]
-    x = lines.index('$__cubpf_exit:')
-    flush = lines[x:lines.index('ret;', x) + 1]
-    # the counters' zeroing, or with none kept in registers the block's sums (or neither: the
-    # exit probe's adds go to the map at once)
-    a0 = next((i for i, ln in enumerate(lines) if ln == 'mov.b64 %__cb_a0, 0;' or
-               ln.startswith('.shared .align 8 .b8 __cubpf_accs')), None)
-    if a0 is None:
-        return [], flush
+    a0 = lines.index('mov.b64 %__cb_a0, 0;')
     end = lines.index('bar.sync 0;', a0) + 1 if 'bar.sync 0;' in lines else a0
     while lines[end].startswith('mov.b64 %__cb_a'):
         end += 1
-    return lines[a0:end], flush
+    x = lines.index('$__cubpf_exit:')
+    return lines[a0:end], lines[x:lines.index('ret;', x) + 1]
 
 
 def groups():
@@ -60,31 +49,7 @@ def values(kind, n, rnd):
     return v
 
 
-def bb_counts(flush):
-    """The instructions of the blocks counted in mask bits (bit -> count), from the exit code."""
-    got = re.findall(r'bfe\.u32 %__cb_w5, %__cb_bm0, (\d+), 1;\s*'
-                     r'mad\.wide\.u32 %__cb_r1, %__cb_w5, (\d+), %__cb_r1;', '\n'.join(flush))
-    return {int(b): int(c) for b, c in got}
-
-
-def bb_values(kind, counts, rnd):
-    """Per thread masks (entered, elected) and the two sums they must give."""
-    bits = sum(1 << b for b in counts)
-    masks = []
-    for t in range(32 * WARPS):
-        if kind == 'leaders':    # the warp's first lane only (an early exit for the others)
-            m = bits if t % 32 == 0 else 0
-        elif kind == 'all':
-            m = bits
-        else:
-            m = rnd.getrandbits(32) & bits
-        masks.append((m, m & rnd.getrandbits(32) if kind == 'some' else m))
-    sums = [sum(c for t in range(32 * WARPS) for b, c in counts.items() if masks[t][w] >> b & 1)
-            for w in range(2)]
-    return masks, sums
-
-
-def run(text, name, stride, offs, kind, rnd, bb=False):
+def run(text, name, stride, offs, kind, rnd):
     entry, flush = pieces(text, name)
     block = any('__cubpf_accs' in ln for ln in entry)
     n = len(offs)
@@ -96,18 +61,11 @@ def run(text, name, stride, offs, kind, rnd, bb=False):
     regs = [[{} for _ in range(32)] for _ in range(WARPS)]
     for w in range(WARPS):  # the entry, every thread (the barrier: all before any leaves)
         Warp(entry, regs[w], 0xffffffff, mem, syms, sreg(w)).run()
-    if bb:
-        masks, sums = bb_values(kind, bb_counts(flush), rnd)
-        v = [[s] for s in sums]
-        for w in range(WARPS):
-            for lane in range(32):
-                regs[w][lane]['%__cb_bm0'], regs[w][lane]['%__cb_wm0'] = masks[32 * w + lane]
-    else:
-        v = values(kind, n, rnd)
-        for w in range(WARPS):
-            for lane in range(32):
-                for i in range(n):
-                    regs[w][lane]['%%__cb_a%d' % i] = v[i][32 * w + lane]
+    v = values(kind, n, rnd)
+    for w in range(WARPS):
+        for lane in range(32):
+            for i in range(n):
+                regs[w][lane]['%%__cb_a%d' % i] = v[i][32 * w + lane]
     mapmem = lambda: {a: b for a, b in mem.items() if MAP <= a < MAP + (1 << 28) and b}
     early = False
     for k, (w, mask) in enumerate(groups()):
@@ -128,11 +86,10 @@ def run(text, name, stride, offs, kind, rnd, bb=False):
 def main():
     text, name = open(sys.argv[1]).read(), sys.argv[2]
     stride, offs = int(sys.argv[3]), [int(x) for x in sys.argv[4].split(',')]
-    bb = sys.argv[5:] == ['bb']
     rnd, ok, fail = random.Random(5), 0, 0
     for kind in ('leaders', 'all', 'some'):
         try:
-            good, block = run(text, name, stride, offs, kind, rnd, bb)
+            good, block = run(text, name, stride, offs, kind, rnd)
             what = ''
         except Exception as e:
             good, block, what = False, False, ': ' + str(e)

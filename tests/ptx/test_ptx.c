@@ -1130,27 +1130,15 @@ static void test_block_protocol_sim(void **state)
  * of ctx->insn_count per block entry), bbretprobe (entries x instructions at exit) and a
  * kretprobe's ctx->insns and warp_insns must each give the same sum (bpf_warp_sum's one-reduction
  * path and, `wide`, its three-reduction one); so must bbdefer's adds
- * kept in registers (CUBPF_F_DEFER_ADD), to one record all along and to two in turn.  The
- * exit probes' adds (icount, bbret) go through the blocks' sums in shared memory (4 blocks,
- * the last one's 5 last threads leaving early); so do those of the bundled instrcount and
- * opcodehist (kernel id 1: key 1 of their per-SM maps, SM 0's copy; opcodehist's classes add
- * up to the threads' count). */
-static uint32_t small_id(void *user, const char *mangled);
-
+ * kept in registers (CUBPF_F_DEFER_ADD), to one record all along and to two in turn. */
 static void test_icount_sim(void **state)
 {
 	(void)state;
 	static const struct {
-		const char *probe, *map, *threads, *warps, *more;
-	} runs[] = {{"bb.bpf.o", "counts", "0", "1", ""}, {"bbret.bpf.o", "counts", "16", "-1", ""},
-		    {"icount.bpf.o", "counts", "0", "1", ""},
-		    {"icount.bpf.o", "counts", "0", "1", "wide"},
-		    {"bbdefer.bpf.o", "counts", "0", "1+2", ""},
-		    {"../probes/instrcount.bpf.o", "icstats", "4096", "4097", ""},
-		    {"../probes/opcodehist.bpf.o", "ohstats",
-		     "5120+5121+5122+5123+5124+5125+5126+5127+5128+5129+5130+5131+5132+5133+5134+"
-		     "5135+5136+5137+5138+5139", "-1", ""}};
-	_Static_assert(CUBPF_OP_CLASSES == 20, "opcodehist's words above");
+		const char *probe, *threads, *warps, *more;
+	} runs[] = {{"bb.bpf.o", "0", "1", ""}, {"bbret.bpf.o", "16", "-1", ""},
+		    {"icount.bpf.o", "0", "1", ""}, {"icount.bpf.o", "0", "1", "wide"},
+		    {"bbdefer.bpf.o", "0", "1+2", ""}};
 	const char *native = "tests/ptx/kernels/counted.ptx";
 	for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
 		struct probes p;
@@ -1158,17 +1146,10 @@ static void test_icount_sim(void **state)
 		size_t len, olen;
 		char *t = fixture(native, &len), *out, err[PTX_ERRLEN];
 		struct ptx_inject_report rep;
-		uint32_t ids = 0;
-		struct ptx_inject_opts o = {.progs = p.progs, .prog_cnt = p.cnt, .maps = p.obj->maps,
-					    .map_cnt = p.obj->map_cnt, .kernel_id = small_id,
-					    .user = &ids};
-		if (ptx_instrument(t, len, &o, &out, &olen, &rep, err, sizeof(err)))
+		if (instrument(t, len, &p, NULL, &out, &olen, &rep, err))
 			fail_msg("counted.ptx with %s: %s", runs[r].probe, err);
-		bool exits = strcmp(runs[r].probe, "bb.bpf.o") && strcmp(runs[r].probe, "bbdefer.bpf.o");
-		if (exits && !strstr(out, "red.shared.add.u64 [__cubpf_accs+"))
-			fail_msg("counted.ptx with %s: no block sums", runs[r].probe);
 		char args[256];
-		snprintf(args, sizeof(args), "counted %d %s %s %s", map_index(p.obj, runs[r].map),
+		snprintf(args, sizeof(args), "counted %d %s %s %s", map_index(p.obj, "counts"),
 			 runs[r].threads, runs[r].warps, runs[r].more);
 		sim_check(runs[r].probe, "ptxsim_instr.py", native, out, olen, args,
 			  " passed, 0 failed");
@@ -1470,82 +1451,6 @@ static void test_defer_flush_sim(void **state)
 	}
 	free(t);
 	vm_object_free(p.obj);
-}
-
-/* The bundled instrcount, hotblocks and opcodehist on vec_add (issue 32, kernel ids 1 and 2):
- * their exit adds (warp sums, by their leader, to the kernel's records of per-SM maps) go to
- * the block's sums in shared memory and the block's last group makes the only reductions; the
- * modules assemble.  On tests/ptx/ptxsim_flush.py (3 warps leaving in 6 groups, on SM 5) SM 5's
- * copy of instrcount's record ends as the sums of the lanes' counts, nothing reaching it before
- * the last group.  Without shared memory (CUBPF_SHARED_SUMS=0) each warp's leader reduces, as
- * before. */
-static void exit_sums_check(const char *tool, const char *out, size_t olen, bool shared,
-			    uint32_t adds)
-{
-	char what[96];
-	snprintf(what, sizeof(what), "%s, %s", tool, shared ? "block sums" : "per warp");
-	const char *x = strstr(out, "$__cubpf_exit:");
-	assert_non_null(x);
-	const char *last = strstr(x, "// cubpf: deferred counters, the block's last group");
-	const char *red = strstr(x, "red.global");
-	assert_non_null(red);
-	if (!shared) {
-		assert_null(last);
-		assert_null(strstr(out, "__cubpf_accs"));
-		assert_assembles(out, olen, what);
-		return;
-	}
-	assert_non_null(last);
-	if (red < last) /* no reduction per warp */
-		fail_msg("%s: a reduction before the block's last group", what);
-	for (uint32_t i = 0; i < adds; i++) {
-		char want[64];
-		snprintf(want, sizeof(want), "red.shared.add.u64 [__cubpf_accs+%u], ", 8 * i);
-		const char *a = strstr(x, want);
-		if (!a || a > last)
-			fail_msg("%s: no '%s' in the exit block", what, want);
-	}
-	assert_non_null(strstr(out, "bar.sync 0;"));
-	assert_assembles(out, olen, what);
-}
-
-static void test_exit_block_sums(void **state)
-{
-	(void)state;
-	/* the counters of vec_add's first kernel: 2 (threads, warps), 3 blocks, 5 opcode classes */
-	static const struct {
-		const char *tool;
-		uint32_t adds;
-	} tools[] = {{"instrcount", 2}, {"hotblocks", 3}, {"opcodehist", 5}};
-	const char *kernel = "_Z7vec_addPKfS0_Pfi";
-	for (size_t ti = 0; ti < sizeof(tools) / sizeof(tools[0]); ti++) {
-		struct probes p;
-		char path[64];
-		snprintf(path, sizeof(path), "../probes/%s.bpf.o", tools[ti].tool);
-		load_probes(path, &p);
-		size_t len, olen;
-		char *t = fixture("vecadd.ptx", &len), *out, err[PTX_ERRLEN];
-		for (int shared = 1; shared >= 0; shared--) {
-			uint32_t ids = 0;
-			struct ptx_inject_opts o = {.progs = p.progs, .prog_cnt = p.cnt,
-						    .maps = p.obj->maps, .map_cnt = p.obj->map_cnt,
-						    .kernel_id = small_id, .user = &ids,
-						    .no_shared = !shared};
-			struct ptx_inject_report rep;
-			assert_int_equal(ptx_instrument(t, len, &o, &out, &olen, &rep, err, sizeof(err)),
-					 0);
-			exit_sums_check(tools[ti].tool, out, olen, shared, tools[ti].adds);
-			/* kernel 1's record: key 1 of a per-SM map of 128-byte values (key-major) */
-			char args[256];
-			snprintf(args, sizeof(args), "%s 128 %u,%u bb", kernel, 256 * 128, 256 * 128 + 8);
-			if (ti == 0)
-				sim_check(shared ? "instrcount, block sums" : "instrcount, per warp",
-					  "ptxsim_flush.py", "", out, olen, args, "3 passed, 0 failed");
-			free(out);
-		}
-		free(t);
-		vm_object_free(p.obj);
-	}
 }
 
 /* bpf_warp_count_unique's lowering on tests/ptx/ptxsim_warp.py (32 lanes in step): coalesced,
@@ -2578,7 +2483,6 @@ int main(void)
 		cmocka_unit_test(test_defer_sim),
 		cmocka_unit_test(test_warp_unique_sim),
 		cmocka_unit_test(test_defer_flush_sim),
-		cmocka_unit_test(test_exit_block_sums),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

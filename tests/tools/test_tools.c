@@ -262,19 +262,18 @@ static void test_blocklat(void **state)
 	tool_data_free(&d);
 }
 
-/* instrcount (issue 32): the SM copies of a kernel's record add up; instructions per thread
- * launched and the SIMT occupancy come from them; --json says the same. */
+/* instrcount (issue 32): the lanes and SM copies of a kernel's records add up; instructions per
+ * thread launched and the SIMT occupancy come from them; --json says the same. */
 static void test_instrcount(void **state)
 {
 	(void)state;
 	struct store_trace_writer *w = create();
 	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
-	uint32_t keys[] = {1, 2};
+	uint32_t keys[] = {1 * 4 + 0, 1 * 4 + 2};
 	static uint64_t vals[2 * 256 * 16]; /* 128-byte values: threads, warps, padding */
-	vals[0] = 10240, vals[1] = 320;                      /* SM 0 */
-	vals[5 * 16] = 5120, vals[5 * 16 + 1] = 200;         /* SM 5 */
-	vals[1 * 16] = 4096, vals[1 * 16 + 1] = 128;         /* SM 1 */
-	vals[(256 + 1) * 16] = 999;                          /* kernel 2: not this one */
+	vals[0] = 10240, vals[1] = 320;                      /* lane 0, SM 0 */
+	vals[5 * 16] = 5120, vals[5 * 16 + 1] = 200;         /* lane 0, SM 5 */
+	vals[(256 + 1) * 16] = 4096, vals[(256 + 1) * 16 + 1] = 128; /* lane 2, SM 1 */
 	map_percpu(w, "icstats", 10, keys, vals, 2, 16);
 	meta_a(w);
 	struct tool_data d;
@@ -299,19 +298,18 @@ static void test_instrcount(void **state)
 	tool_data_free(&d);
 }
 
-/* opcodehist (issue 32): each class's SM copies add up, with their share of the kernel's
- * instructions. */
+/* opcodehist (issue 32): each class's lanes and SM copies add up, with their share of the
+ * kernel's instructions. */
 static void test_opcodehist(void **state)
 {
 	(void)state;
 	struct store_trace_writer *w = create();
 	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
-	uint32_t keys[] = {1, 2};
+	uint32_t keys[] = {1 * 4 + 0, 1 * 4 + 3};
 	static uint64_t vals[2 * 256 * 20]; /* threads[20] */
 	vals[CUBPF_OP_INT] = 100, vals[CUBPF_OP_FP32] = 250;
-	vals[3 * 20 + CUBPF_OP_FP32] = 100;          /* SM 3 */
-	vals[7 * 20 + CUBPF_OP_FP32] = 50;           /* SM 7 */
-	vals[(256 + 7) * 20 + CUBPF_OP_FP64] = 999;  /* kernel 2: not this one */
+	vals[3 * 20 + CUBPF_OP_FP32] = 100;          /* lane 0, SM 3 */
+	vals[(256 + 7) * 20 + CUBPF_OP_FP32] = 50;   /* lane 3, SM 7 */
 	map_percpu(w, "ohstats", 10, keys, vals, 2, 20);
 	meta_a(w);
 	struct tool_data d;
@@ -331,26 +329,25 @@ static void test_opcodehist(void **state)
 	tool_data_free(&d);
 }
 
-/* hotblocks (issue 32): a block's SM copies add up, its facts come from its hbsites record (a
- * block without facts is still counted), blocks are ordered by instructions (entries x
- * instructions) with their share. */
+/* hotblocks (issue 32): a block's shards add up, its facts come from whichever shard has them,
+ * blocks are ordered by instructions (entries x instructions) with their share. */
 static void test_hotblocks(void **state)
 {
 	(void)state;
 	struct store_trace_writer *w = create();
 	kernel(w, "_Z6vecaddPfS_i", 100, 4, 256);
-	uint32_t keys[] = {1 * 256 + 0, 1 * 256 + 1, 1 * 256 + 2, 1 * 256 + 3};
-	static uint64_t vals[4 * 256 * 4]; /* per SM: threads, padding */
-	vals[0] = 1024;                                /* block 0, SM 0 */
-	vals[(256 + 3) * 4] = 1000;                    /* block 1, SM 3 */
-	vals[(256 + 5) * 4] = 24;                      /* block 1, SM 5 */
-	vals[(2 * 256 + 0) * 4] = 1024;                /* block 2, SM 0 */
-	map_percpu(w, "hbstats", 10, keys, vals, 3, 4);
-	static const uint64_t sites[] = {9ull << 32 | 30, 1ull << 32 | 10,
-					 12ull << 32 | 41, 1ull << 32 | 12,
-					 1ull << 32 | 55, 0,
-					 5ull << 32 | 60, 0}; /* block 3: facts, never entered */
-	map_u64(w, "hbsites", 10, keys, sites, 4, 2);
+#define HBK(shard, block) (((1 * 64) + (shard)) * 256 + (block))
+	uint32_t keys[] = {HBK(0, 0), HBK(3, 1), HBK(5, 1), HBK(0, 2)};
+	static uint64_t vals[4 * 16]; /* threads, insns << 32 | line, file << 32 | line */
+	const uint64_t b0[] = {1024, 9ull << 32 | 30, 1ull << 32 | 10};
+	const uint64_t b1[] = {1000, 12ull << 32 | 41, 1ull << 32 | 12};
+	const uint64_t b1b[] = {24, 0, 0}; /* a shard whose leaders wrote no facts */
+	const uint64_t b2[] = {1024, 1ull << 32 | 55, 0};
+	memcpy(vals, b0, sizeof(b0));
+	memcpy(vals + 16, b1, sizeof(b1));
+	memcpy(vals + 32, b1b, sizeof(b1b));
+	memcpy(vals + 48, b2, sizeof(b2));
+	map_u64(w, "hbstats", 10, keys, vals, 4, 16);
 	meta_a(w);
 	struct tool_data d;
 	finish(w, &d);
@@ -1263,19 +1260,22 @@ static void test_bb_tool_probes(void **state)
 	probe_vm_open(&v, TOOLS_TEST_BUILD "/probes/instrcount.bpf.o");
 	probe_vm_run(&v, &k, sizeof(k));
 	probe_vm_run(&v, &k, sizeof(k));
-	assert_int_equal(probe_vm_word(&v, "icstats", 3, 0), 1400);
-	assert_int_equal(probe_vm_word(&v, "icstats", 3, 1), 50);
+	uint64_t t = 0, wp = 0;
+	for (uint32_t l = 0; l < 4; l++)
+		t += probe_vm_word(&v, "icstats", 3 * 4 + l, 0), wp += probe_vm_word(&v, "icstats", 3 * 4 + l, 1);
+	assert_int_equal(t, 1400);
+	assert_int_equal(wp, 50);
 	k.kernel_id = 256;
 	probe_vm_run(&v, &k, sizeof(k));
 	probe_vm_close(&v);
 	probe_vm_open(&v, TOOLS_TEST_BUILD "/probes/opcodehist.bpf.o");
 	c.entries = 10; /* at exit: entered 10 times */
 	probe_vm_run(&v, &c, sizeof(c));
-	/* key: kernel 3 */
-	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_FP32), 40);
-	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_INT), 30);
-	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_FP64), 0);
-	assert_int_equal(probe_vm_word(&v, "ohstats", 2, CUBPF_OP_FP32), 0);
+	/* key: kernel 3's lane 0 (the interpreter's warp slot is 0) */
+	assert_int_equal(probe_vm_word(&v, "ohstats", 3 * 4, CUBPF_OP_FP32), 40);
+	assert_int_equal(probe_vm_word(&v, "ohstats", 3 * 4, CUBPF_OP_INT), 30);
+	assert_int_equal(probe_vm_word(&v, "ohstats", 3 * 4, CUBPF_OP_FP64), 0);
+	assert_int_equal(probe_vm_word(&v, "ohstats", 3, CUBPF_OP_FP32), 0);
 	probe_vm_close(&v);
 	probe_vm_open(&v, TOOLS_TEST_BUILD "/probes/hotblocks.bpf.o");
 	c.entries = 40; /* at exit: the thread entered the block 40 times */
@@ -1285,13 +1285,14 @@ static void test_bb_tool_probes(void **state)
 	probe_vm_run(&v, &c, sizeof(c));
 	c.entries = 0; /* a block the thread never entered adds nothing */
 	probe_vm_run(&v, &c, sizeof(c));
-	assert_int_equal(probe_vm_word(&v, "hbstats", 3 * 256 + 5, 0), 42);
-	assert_int_equal(array_word_sum(&v, "hbsites", 3 * 256 + 5, 0, 1, 0), 7ull << 32 | 77);
-	assert_int_equal(array_word_sum(&v, "hbsites", 3 * 256 + 5, 0, 1, 1), 1ull << 32 | 12);
+	assert_int_equal(array_word_sum(&v, "hbstats", 3 * 64 * 256 + 5, 256, 64, 0), 42);
+	assert_int_equal(array_word_sum(&v, "hbstats", 3 * 64 * 256 + 5, 256, 64, 1),
+			 7ull << 32 | 77);
+	assert_int_equal(array_word_sum(&v, "hbstats", 3 * 64 * 256 + 5, 256, 64, 2), 1ull << 32 | 12);
 	c.block_id = 1000, c.entries = 1; /* shares the last slot, writes no facts */
 	probe_vm_run(&v, &c, sizeof(c));
-	assert_int_equal(probe_vm_word(&v, "hbstats", 3 * 256 + 255, 0), 1);
-	assert_int_equal(array_word_sum(&v, "hbsites", 3 * 256 + 255, 0, 1, 0), 0);
+	assert_int_equal(array_word_sum(&v, "hbstats", 3 * 64 * 256 + 255, 256, 64, 0), 1);
+	assert_int_equal(array_word_sum(&v, "hbstats", 3 * 64 * 256 + 255, 256, 64, 1), 0);
 	probe_vm_close(&v);
 }
 

@@ -8,26 +8,22 @@
  * sum times the block's count of that class.  Exact, counted per thread; the classes of a kernel
  * add up to instrcount's count by threads.
  *
- * Per SM (a per-SM map, each copy 160 bytes), one record per kernel; the reader sums the SM
- * copies.  Kernel ids from OH_KERNELS on are not counted (256 x 256 SM slots x 160 B =
- * 10 MiB).  The record's place is the same for every thread of a thread block, so where the
- * kernel has room for a few bytes of shared memory cubpf adds the warps' products to the
- * block's sums (one per class) and the block's last warp to leave makes the reductions
- * (ptx-rewriter/accs.c).
+ * Per SM (a per-SM map, each copy 160 bytes), OH_LANES records per kernel picked by the warp's
+ * slot on its SM (as instrcount's IC_LANES); the reader sums the lanes and the SM copies.
+ * Kernel ids from OH_KERNELS on are not counted (256 x 4 lanes x 256 SM slots x 160 B =
+ * 40 MiB).
  *
  * Cost (issue 32): at kernel exit, per warp and basic block the thread entered, a warp sum
- * (redux.sync) and one shared-memory add per opcode class the block holds (a few: 1 to 6 on
- * vec_add's 3 blocks, 11 in all); per thread block, a barrier where it starts and one
- * red.global.add per class its threads ran, by its last warp.  Every warp of an SM used to add
- * to the one record of its kernel on its SM, and the L2 serialises updates to a line (~2 ns
- * each on an H100): on a memory-bound kernel whose warps live a few microseconds, 64 warps x
- * 11 updates queued on one line per SM cost more than the kernel (2.29x on vec_add); OH_LANES
- * = 4 records per kernel picked by the warp's slot on its SM cut the queue by 4 (2.03x).  A
- * kernel with dynamic shared memory (or CUBPF_SHARED_SUMS=0) still reduces per warp, now to
- * one line per SM. */
+ * (redux.sync) and one red.global.add per opcode class the block holds (a few: 1 to 6 on
+ * vec_add's 3 blocks, 11 in all).  Every warp of an SM used to add to the one record of its
+ * kernel on its SM, and the L2 serialises updates to a line (~2 ns each on an H100): on a
+ * memory-bound kernel whose warps live a few microseconds, 64 warps x 11 updates queued on
+ * one line per SM cost more than the kernel (2.29x on vec_add).  The lanes spread an SM's
+ * warps over OH_LANES records: a quarter of the queue per line. */
 #include "cubpf_helpers.h"
 
 #define OH_KERNELS 256
+#define OH_LANES 4
 
 struct ohstat {
 	__u64 threads[CUBPF_OP_CLASSES]; /* instructions of each class, once per thread */
@@ -35,7 +31,7 @@ struct ohstat {
 
 struct {
 	__uint(type, CUBPF_MAP_PERCPU_ARRAY);
-	__uint(max_entries, OH_KERNELS);
+	__uint(max_entries, OH_KERNELS * OH_LANES);
 	__type(key, __u32);
 	__type(value, struct ohstat);
 } ohstats SEC(".maps");
@@ -49,7 +45,8 @@ int opcodehist(struct cubpf_bb_ctx *ctx)
 	__u32 id = ctx->kernel_id;
 	if (id >= OH_KERNELS)
 		return 0;
-	struct ohstat *s = bpf_map_lookup_elem(&ohstats, &id);
+	__u32 k = id * OH_LANES + (__u32)(bpf_get_warp_id() & (OH_LANES - 1));
+	struct ohstat *s = bpf_map_lookup_elem(&ohstats, &k);
 	if (!s)
 		return 0;
 #pragma unroll
