@@ -144,6 +144,10 @@ class Warp:
                          'shr': lambda: (a & full) >> min(b, bits),  # clamped, as PTX's
                          'mul': lambda: a * b}[root]()
                 R[ln][ops[0]] = r & full if not isinstance(r, bool) else r
+            elif opc == 'bfe.u32':
+                R[ln][ops[0]] = (v(ops[1]) & FULL) >> v(ops[2]) & ((1 << v(ops[3])) - 1)
+            elif root == 'selp':
+                R[ln][ops[0]] = v(ops[1]) if self.pred(ln, ops[3]) else v(ops[2])
             elif opc.startswith('mad.wide.u32'):
                 R[ln][ops[0]] = ((v(ops[1]) & FULL) * (v(ops[2]) & FULL) + v(ops[3])) & M64
             elif root == 'popc':

@@ -1159,6 +1159,8 @@ static void test_icount_sim(void **state)
 	}
 }
 
+static uint32_t small_id(void *user, const char *mangled);
+
 /* Warp-uniform loops of one block (ptx-rewriter/uniform.c) on tests/ptx/kernels/uniform.ptx:
  * only the loop over the parameter's trip count counts the warp once where it is entered (no
  * election per iteration); the loops over a thread's own trip count, a register set in two
@@ -1203,8 +1205,11 @@ static void test_uniform_loops(void **state)
 		if (ptxas(out, olen, sm90 ? "sm_90" : "sm_80", log, sizeof(log)))
 			fail_msg("uniform.ptx does not assemble:\n%s", log);
 		char args[256];
-		if (sm90) /* kernel 1's record: key 1 of a per-SM map of 128-byte values, SM 0 */
-			snprintf(args, sizeof(args), "uniform %d 4096 4097", map_index(p.obj, "icstats"));
+		if (sm90) /* kernel 1's records: keys 4..7 (IC_LANES by warp slot) of a per-SM map
+			   * of 128-byte values (256 SM copies of a key, 4096 words), SM 0 */
+			snprintf(args, sizeof(args),
+				 "uniform %d 16384+20480+24576+28672 16385+20481+24577+28673",
+				 map_index(p.obj, "icstats"));
 		else
 			snprintf(args, sizeof(args), "uniform %d 0 1", map_index(p.obj, "counts"));
 		sim_check(sm90 ? "instrcount" : "icount.bpf.o", "ptxsim_instr.py", native, out, olen,
