@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# cubpf's own cost per launch in a launch-bound training step, without a GPU (issue 31): the
+# fake driver of tests/shim stands in for the real one (tests/bench/train_cpubench.c), so each
+# figure is what cubpf adds to the application's thread.  Modes, as b_train.sh runs them:
+#   native          the fake driver alone
+#   pass            cubpf's libcuda.so.1, no probe (what `cubpf run -o TRACE` is today: no
+#                   program, no trace)
+#   kcount_notrace  CUBPF_PROGRAMS=kcount, no trace
+#   kcount          `cubpf run -t kcount`: kcount, its own trace, CUBPF_SPANS=0
+#   kcount_o        `cubpf run -t kcount -o TRACE`: the same with kernel spans
+# TRAIN_CPU_ROUNDS (3) rounds, modes interleaved; each mode's figure is the median of its
+# rounds, and "added" is that minus native's.
+set -u
+BUILD=${BUILD:-build}
+BIN=$BUILD/bench/train_cpubench
+SHIM=$(cd "$BUILD/lib" && pwd)/libcuda.so.1
+FAKE=$(cd "$BUILD/tests" && pwd)/libcuda-fake.so
+PROBE=$(cd "$BUILD/probes" && pwd)/kcount.bpf.o
+if [ ! -x "$BIN" ] || [ ! -e "$SHIM" ] || [ ! -e "$FAKE" ] || [ ! -e "$PROBE" ]; then
+  echo "b_train_cpu: missing $BIN, $SHIM, $FAKE or $PROBE (make bench-build and the shim tests)"; exit 1
+fi
+OUT=${OUT:-$BUILD/bench-out}
+mkdir -p "$OUT"
+ROUNDS=${TRAIN_CPU_ROUNDS:-3}
+STEPS=${TRAIN_CPU_STEPS:-4000}
+MODES="native pass kcount_notrace kcount kcount_o"
+T=$OUT/train_cpu.$$.trace
+one() { # one MODE: prints ns per launch
+  rm -f "$T" "$T".*
+  case $1 in
+    native) "$BIN" "$FAKE" "$STEPS" ;;
+    pass) env CUBPF_REAL_LIBCUDA="$FAKE" "$BIN" "$SHIM" "$STEPS" ;;
+    kcount_notrace) env CUBPF_REAL_LIBCUDA="$FAKE" CUBPF_CACHE=off CUBPF_PROGRAMS="$PROBE" \
+      "$BIN" "$SHIM" "$STEPS" ;;
+    kcount) env CUBPF_REAL_LIBCUDA="$FAKE" CUBPF_CACHE=off CUBPF_PROGRAMS="$PROBE" \
+      CUBPF_TRACE="$T" CUBPF_SPANS=0 "$BIN" "$SHIM" "$STEPS" ;;
+    kcount_o) env CUBPF_REAL_LIBCUDA="$FAKE" CUBPF_CACHE=off CUBPF_PROGRAMS="$PROBE" \
+      CUBPF_TRACE="$T" CUBPF_SPANS=1 "$BIN" "$SHIM" "$STEPS" ;;
+  esac 2>"$OUT/train_cpu.$1.err" | awk '/^ns_per_launch/ {print $2}'
+  rm -f "$T" "$T".*
+}
+declare -A got
+for r in $(seq 1 "$ROUNDS"); do
+  for m in $MODES; do got[$m]="${got[$m]:-} $(one "$m")"; done
+done
+med() { printf '%s\n' $1 | sort -n | awk '{v[NR]=$1} END {print (NR ? v[int((NR+1)/2)] : 0)}'; }
+base=$(med "${got[native]}")
+line="RESULT train_cpu native_ns $base"
+for m in $MODES; do
+  v=$(med "${got[$m]}")
+  echo "$m: ns per launch $v (rounds:${got[$m]}), added $(awk -v a="$v" -v b="$base" 'BEGIN {printf "%.1f", a - b}')"
+  [ "$m" = native ] || line="$line ${m}_added_ns $(awk -v a="$v" -v b="$base" 'BEGIN {printf "%.1f", a - b}')"
+done
+echo "$line"
