@@ -9,7 +9,9 @@
 #   kcount          `cubpf run -t kcount`: kcount, its own trace, CUBPF_SPANS=0
 #   kcount_o        `cubpf run -t kcount -o TRACE`: the same with kernel spans
 # TRAIN_CPU_ROUNDS (3) rounds, modes interleaved; each mode's figure is the median of its
-# rounds, and "added" is that minus native's.
+# rounds, and "added" is that minus native's, for the step's wall time and for the application
+# thread's CPU time (on a machine of few cores cubpf's compressing and polling threads take CPU
+# from the application thread, which a GPU host of 16 cores does not).
 set -u
 BUILD=${BUILD:-build}
 BIN=$BUILD/bench/train_cpubench
@@ -25,7 +27,7 @@ ROUNDS=${TRAIN_CPU_ROUNDS:-3}
 STEPS=${TRAIN_CPU_STEPS:-4000}
 MODES="native pass kcount_notrace kcount kcount_o"
 T=$OUT/train_cpu.$$.trace
-one() { # one MODE: prints ns per launch
+one() { # one MODE: prints "WALL CPU" ns per launch (the step's, its thread's CPU time)
   rm -f "$T" "$T".*
   case $1 in
     native) "$BIN" "$FAKE" "$STEPS" ;;
@@ -36,19 +38,23 @@ one() { # one MODE: prints ns per launch
       CUBPF_TRACE="$T" CUBPF_SPANS=0 "$BIN" "$SHIM" "$STEPS" ;;
     kcount_o) env CUBPF_REAL_LIBCUDA="$FAKE" CUBPF_CACHE=off CUBPF_PROGRAMS="$PROBE" \
       CUBPF_TRACE="$T" CUBPF_SPANS=1 "$BIN" "$SHIM" "$STEPS" ;;
-  esac 2>"$OUT/train_cpu.$1.err" | awk '/^ns_per_launch/ {print $2}'
+  esac 2>"$OUT/train_cpu.$1.err" | awk '/^ns_per_launch/ {print $2, $4}'
   rm -f "$T" "$T".*
 }
-declare -A got
+declare -A wall cpu
 for r in $(seq 1 "$ROUNDS"); do
-  for m in $MODES; do got[$m]="${got[$m]:-} $(one "$m")"; done
+  for m in $MODES; do
+    read -r w c < <(one "$m")
+    wall[$m]="${wall[$m]:-} ${w:-0}" cpu[$m]="${cpu[$m]:-} ${c:-0}"
+  done
 done
 med() { printf '%s\n' $1 | sort -n | awk '{v[NR]=$1} END {print (NR ? v[int((NR+1)/2)] : 0)}'; }
-base=$(med "${got[native]}")
-line="RESULT train_cpu native_ns $base"
+sub() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", a - b}'; }
+bw=$(med "${wall[native]}") bc=$(med "${cpu[native]}")
+line="RESULT train_cpu native_ns $bw"
 for m in $MODES; do
-  v=$(med "${got[$m]}")
-  echo "$m: ns per launch $v (rounds:${got[$m]}), added $(awk -v a="$v" -v b="$base" 'BEGIN {printf "%.1f", a - b}')"
-  [ "$m" = native ] || line="$line ${m}_added_ns $(awk -v a="$v" -v b="$base" 'BEGIN {printf "%.1f", a - b}')"
+  w=$(med "${wall[$m]}") c=$(med "${cpu[$m]}")
+  echo "$m: ns per launch $w wall (rounds:${wall[$m]}), added $(sub "$w" "$bw"); thread CPU $c, added $(sub "$c" "$bc")"
+  [ "$m" = native ] || line="$line ${m}_added_ns $(sub "$w" "$bw") ${m}_added_cpu_ns $(sub "$c" "$bc")"
 done
 echo "$line"
