@@ -522,6 +522,10 @@ int store_trace_api(struct store_trace_writer *w, const struct store_rec_api *e)
 int store_trace_api_args(struct store_trace_writer *w, const struct store_rec_api *e,
 			 uint32_t func_id, const uint64_t *args, uint32_t nargs);
 int store_trace_kernel(struct store_trace_writer *w, const struct store_rec_kernel *e);
+/* A launch's API record and its KERNEL record (k NULL: none) under one lock, one after the
+ * other in the batch: what store_trace_api and store_trace_kernel do, for half the locking. */
+int store_trace_launch(struct store_trace_writer *w, const struct store_rec_api *a,
+		       const struct store_rec_kernel *k);
 int store_trace_copy(struct store_trace_writer *w, const struct store_rec_copy *e);
 int store_trace_kspan(struct store_trace_writer *w, const struct store_rec_kspan *e);
 int store_trace_probe(struct store_trace_writer *w, const struct store_rec_probe *e,

@@ -179,13 +179,38 @@ static uint32_t launch_device(void)
 	return (uint32_t)dev;
 }
 
+/* The trace's string ids of the names a thread's records use, so that a launch does not
+ * intern two names (a hash of a mangled name, often hundreds of bytes, and the writer's lock
+ * each) every time: a training step names the same few dozen strings over and over.  Keyed by
+ * what cannot change its name: an API's name (a static string of the shim's) or a kernel's
+ * record (it lives as long as the process, its name with it), and the writer (a forked child
+ * that makes calls writes a trace of its own).  Direct-mapped; a miss interns as before. */
+#define NAME_SEEN 256
+static __thread struct name_seen {
+	const void *key;
+	const struct store_trace_writer *w;
+	uint32_t id;
+} name_seen[NAME_SEEN];
+
+static uint32_t trace_name(struct store_trace_writer *w, const void *key, const char *name)
+{
+	struct name_seen *e = &name_seen[((uintptr_t)key * 0x9E3779B97F4A7C15ull) >> 56];
+	if (e->key == key && e->w == w)
+		return e->id;
+	uint32_t id = store_trace_intern(w, name);
+	if (id) /* 0: the string was lost (out of memory), asked again next time */
+		*e = (struct name_seen){ key, w, id };
+	return id;
+}
+
 /* Launches get a correlation id (from 1) shared by their API record (the host call, on the
  * thread's track), their KERNEL record and their KSPAN record (GPU begin/end, spans.c). */
 static atomic_uint_fast64_t launch_seq;
 
 void shim_live_trace_launch(const struct shim_launch_event *ev)
 {
-	if (!shim_live_session.trace || ev->api == SHIM_LAUNCH_GRAPH_NODE) {
+	struct store_trace_writer *w = shim_live_session.trace;
+	if (!w || ev->api == SHIM_LAUNCH_GRAPH_NODE) {
 		shim_live_spans_launched(ev, 0, 0);
 		return;
 	}
@@ -193,34 +218,35 @@ void shim_live_trace_launch(const struct shim_launch_event *ev)
 	uint64_t stream = shim_live_spans_stream(ev);
 	struct store_rec_api a = { .begin_ns = ev->ts_begin, .end_ns = ev->ts_end, .stream = stream,
 				   .corr = ev->kernel ? corr : 0,
-				   .name = store_trace_intern(shim_live_session.trace, ev->api_name),
+				   .name = trace_name(w, ev->api_name, ev->api_name),
 				   .tid = ev->tid, .result = ev->result };
-	store_trace_api(shim_live_session.trace, &a);
 	if (!ev->kernel) {
+		store_trace_api(w, &a);
 		shim_live_spans_launched(ev, 0, 0);
 		return;
 	}
 	struct store_rec_kernel k = {
 		.launch_ns = ev->ts_begin, .stream = stream, .corr = corr,
-		.name = store_trace_intern(shim_live_session.trace, ev->kernel->name),
+		.name = trace_name(w, ev->kernel, ev->kernel->name),
 		.device = launch_device(),
 		.grid = { ev->grid[0], ev->grid[1], ev->grid[2] },
 		.block = { ev->block[0], ev->block[1], ev->block[2] },
 		.shared_bytes = ev->shared_bytes, .tid = ev->tid,
 	};
-	store_trace_kernel(shim_live_session.trace, &k);
+	store_trace_launch(w, &a, &k); /* both records, one lock */
 	shim_live_spans_launched(ev, corr, k.name);
 }
 
 void shim_live_trace_api(const struct shim_api_event *ev)
 {
-	if (!shim_live_session.trace)
+	struct store_trace_writer *w = shim_live_session.trace;
+	if (!w)
 		return;
 	struct store_rec_api a = { .begin_ns = ev->ts_begin, .end_ns = ev->ts_end,
 				   .stream = (uintptr_t)ev->stream, .bytes = ev->bytes,
-				   .name = store_trace_intern(shim_live_session.trace, ev->name),
+				   .name = trace_name(w, ev->name, ev->name),
 				   .tid = ev->tid, .result = ev->result };
-	store_trace_api(shim_live_session.trace, &a);
+	store_trace_api(w, &a);
 }
 
 /* ---- report ---------------------------------------------------------------------------------- */
