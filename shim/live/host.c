@@ -162,14 +162,27 @@ void shim_live_host_api(const struct shim_api_event *ev)
 /* The device of a launch: its context's, which is current (the driver launches a function of
  * another context, or a library kernel, in the current one).  Readers join each GPU's probe
  * data with that GPU's launches (launchlate), and name the GPUs a run used.  The device's
- * record is written at its first launch (each thread asks once per device). */
+ * record is written at its first launch (each thread asks once per device).  A thread remembers
+ * the device of the context it launched in last (asked of the driver again when the context
+ * changes, or after any context went: its handle may come back for another device). */
 static uint32_t launch_device(void)
 {
 	static __thread uint64_t announced; /* a bit per device ordinal below 64 */
+	static __thread struct {
+		CUcontext ctx;
+		unsigned gen;
+		CUdevice dev;
+	} last;
+	CUcontext ctx = shim_live_launch_ctx();
+	unsigned gen = shim_live_ctx_generation();
+	if (ctx && ctx == last.ctx && gen == last.gen)
+		return (uint32_t)last.dev;
 	CUdevice dev;
 	int major = 0, minor = 0;
 	if (!shim_live_cu.cuCtxGetDevice || shim_live_cu.cuCtxGetDevice(&dev) != CUDA_SUCCESS || dev < 0)
 		return 0;
+	if (ctx)
+		last.ctx = ctx, last.gen = gen, last.dev = dev;
 	if (dev < 64 && !(announced & (1ull << dev)) && shim_live_cu.cuDeviceGetAttribute) {
 		announced |= 1ull << dev;
 		shim_live_cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);

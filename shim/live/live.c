@@ -906,8 +906,31 @@ static void module_unloaded(shim_module_t module, shim_library_t library, int re
 	own_end(&o);
 }
 
+/* shim_live_launch_ctx: the launch's context, asked for at most once per launch. */
+static __thread struct {
+	CUcontext ctx;
+	bool known;
+} launch_ctx;
+static atomic_uint ctx_gen;
+
+CUcontext shim_live_launch_ctx(void)
+{
+	if (!launch_ctx.known) {
+		launch_ctx.known = true;
+		if (shim_live_cu.cuCtxGetCurrent(&launch_ctx.ctx) != CUDA_SUCCESS)
+			launch_ctx.ctx = NULL;
+	}
+	return launch_ctx.ctx;
+}
+
+unsigned shim_live_ctx_generation(void)
+{
+	return atomic_load_explicit(&ctx_gen, memory_order_acquire);
+}
+
 static void launching(struct shim_launch_event *ev, void *user)
 {
+	launch_ctx.known = false; /* a new launch: launched() below still sees this one's */
 	child_check();
 	shim_live_launching(ev, user);
 	shim_live_san_launching(ev); /* does nothing unless the Sanitizer backend is on */
@@ -946,6 +969,7 @@ static void context_ended(const struct shim_context_event *ev, void *user)
 	struct own_work o;
 	own_begin(&o); /* cubpf's memory of the context freed */
 	shim_live_torn_down(ev->context, ev->device, ev->how, ev->result);
+	atomic_fetch_add_explicit(&ctx_gen, 1, memory_order_release);
 	own_end(&o);
 }
 

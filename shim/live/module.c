@@ -1250,7 +1250,7 @@ static void sample(const struct shim_launch_event *ev, const struct shim_kernel_
 	if (ev->api == SHIM_LAUNCH_GRAPH_NODE || ev->api == SHIM_LAUNCH_LEGACY ||
 	    ev->api == SHIM_LAUNCH_MULTI_DEVICE)
 		return; /* not a launch on a stream we can order against */
-	if (shim_live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx || !(c = shim_live_ctx_find(ctx)))
+	if (!(ctx = shim_live_launch_ctx()) || !(c = shim_live_ctx_find(ctx)))
 		return;
 	uint32_t id = shim_live_kernel_launch(k->name, &n);
 	if (!id || id >= CUBPF_ENABLE_WORDS)
@@ -1315,7 +1315,7 @@ void shim_live_launching(struct shim_launch_event *ev, void *user)
 		sample(ev, k);
 	if (!atomic_load_explicit(&nsubs, memory_order_relaxed) || !k || !k->library)
 		return;
-	if (shim_live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+	if (!(ctx = shim_live_launch_ctx()))
 		return;
 	unsigned g = atomic_load_explicit(&subs_gen, memory_order_acquire);
 	struct lib_seen *seen = lib_seen_slot(k->library);

@@ -607,8 +607,8 @@ void shim_live_spans_launching(const struct shim_launch_event *ev)
 		pre_disarm();
 		return;
 	}
-	CUcontext ctx = NULL;
-	if (shim_live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+	CUcontext ctx = shim_live_launch_ctx();
+	if (!ctx)
 		return;
 	struct span_ctx *sc = sctx_of(ctx);
 	if (!sc)
