@@ -14,8 +14,8 @@
  * Events come from a bounded pool per context (SPAN_SLOTS pairs, created on demand).  When the
  * pool is empty (the GPU is far behind the host) the launch gets no span: it is counted and a
  * DROP record (source SPANS) says how many.  A background thread (one per process, every
- * ~1 ms) polls the pending pairs with cuEventQuery (never waits), and converts completed ones
- * to host time:
+ * 1 to 8 ms: poller_main) polls the pending pairs with cuEventElapsedTime (never waits: it says
+ * NOT_READY for a pair not complete), and converts completed ones to host time:
  *   duration = cuEventElapsedTime(begin, end)                       (0.5 us resolution)
  *   begin    = ref_host_ns + cuEventElapsedTime(ref, begin)
  * where `ref` is an event of cubpf's own stream whose host time was measured (record, wait for
@@ -58,7 +58,8 @@
 #define SPAN_SLOTS 4096       /* event pairs per context: how far the GPU may fall behind */
 #define SPAN_PREMADE 256      /* pairs made with the context's state, off the launch path */
 #define REBASE_MS 1000        /* a fresh reference event this often */
-#define POLL_US 1000
+#define POLL_US 1000          /* the poller's sleep while the GPU is far behind, */
+#define POLL_MAX_US 8000      /* and otherwise at most */
 #define REF_ROUNDS 3
 #define REF_EVENTS (REF_ROUNDS + 2) /* the rounds' events, and the two references kept */
 #define REF_WAIT_NS 100000000ull /* give up a reference measurement after 100 ms */
@@ -687,17 +688,21 @@ static bool host_time(struct span_ctx *sc, const struct slot *s, CUevent e, uint
 	return false;
 }
 
-/* 1 = written (or failed for good), 0 = not complete yet. */
+/* 1 = written (or failed for good), 0 = not complete yet.  The span's duration is asked first
+ * and is the completion check as well (cuEventElapsedTime says NOT_READY while the end event
+ * is pending): a cuEventQuery per span fewer, and the poller's driver calls compete with the
+ * application's launches for the driver. */
 static int collect(struct span_ctx *sc, struct slot *s, bool wait)
 {
-	CUresult r = wait ? ev_cu.sync(s->ev[1]) : ev_cu.query(s->ev[1]);
-	if (r == CUDA_ERROR_NOT_READY)
-		return 0;
 	float ms = 0;
+	CUresult r = wait ? ev_cu.sync(s->ev[1]) : CUDA_SUCCESS;
+	if (r == CUDA_SUCCESS)
+		r = ev_cu.elapsed(&ms, s->ev[0], s->ev[1]);
+	if (r == CUDA_ERROR_NOT_READY && !wait)
+		return 0;
 	uint64_t begin;
 	uint32_t unc;
-	if (r != CUDA_SUCCESS || ev_cu.elapsed(&ms, s->ev[0], s->ev[1]) != CUDA_SUCCESS ||
-	    !host_time(sc, s, s->ev[0], &begin, &unc)) {
+	if (r != CUDA_SUCCESS || !host_time(sc, s, s->ev[0], &begin, &unc)) {
 		__atomic_fetch_add(&sc->failed, 1, __ATOMIC_RELAXED);
 		return 1;
 	}
@@ -714,8 +719,9 @@ static int collect(struct span_ctx *sc, struct slot *s, bool wait)
 #define MAX_BLOCKED 64
 
 /* Takes the newly submitted slots, collects the completed ones (in launch order; once a stream
- * has an incomplete span, its later ones are not asked about this round), frees them. */
-static void poll_ctx(struct span_ctx *sc, bool wait)
+ * has an incomplete span, its later ones are not asked about this round), frees them.  True
+ * when a quarter of the pool is still in flight (the GPU is far behind: poll again soon). */
+static bool poll_ctx(struct span_ctx *sc, bool wait)
 {
 	uint32_t done[SPAN_SLOTS], ndone = 0, keep = 0;
 	uint64_t blocked[MAX_BLOCKED];
@@ -753,30 +759,40 @@ static void poll_ctx(struct span_ctx *sc, bool wait)
 		store_trace_drop(shim_live_session.trace, &d);
 		sc->dropped_written = dropped;
 	}
+	return sc->nwork * 4 > sc->cap;
 }
 
-static void poll_all(bool wait)
+/* Polls every context; true when one of them is far behind. */
+static bool poll_all(bool wait)
 {
+	bool behind = false;
 	pthread_mutex_lock(&list_lock);
 	for (struct span_ctx *sc = sctxs; sc; sc = sc->next) {
 		CUcontext popped;
 		if (shim_live_cu.cuCtxPushCurrent_v2(sc->ctx) != CUDA_SUCCESS)
 			continue;
-		poll_ctx(sc, wait);
+		behind |= poll_ctx(sc, wait);
 		shim_live_cu.cuCtxPopCurrent_v2(&popped);
 	}
 	pthread_mutex_unlock(&list_lock);
+	return behind;
 }
 
+/* The poller sleeps POLL_US while the GPU is far behind (a quarter of a pool in flight), and
+ * twice as long after each round that finds it otherwise, up to POLL_MAX_US: every round costs
+ * a wake-up, a context push and pop, and a look at each stream's oldest pending span, driver
+ * calls that compete with the application's own; a pool of SPAN_SLOTS pairs lasts a launch-bound
+ * loop (20,000 launches a second) 200 ms. */
 static void *poller_main(void *arg)
 {
 	(void)arg;
 	/* Relaxed: this thread's queries are never "unsafe" calls during an application's
 	 * global-mode stream capture (they would fail, or invalidate the capture). */
 	shim_live_thread_relax();
+	long us = POLL_US;
 	while (atomic_load(&poller_state) == 1) {
-		nanosleep(&(struct timespec){ 0, POLL_US * 1000 }, NULL);
-		poll_all(false);
+		nanosleep(&(struct timespec){ 0, us * 1000 }, NULL);
+		us = poll_all(false) ? POLL_US : us * 2 > POLL_MAX_US ? POLL_MAX_US : us * 2;
 	}
 	return NULL;
 }
