@@ -10,7 +10,8 @@
 #   kcount_o        `cubpf run -t kcount -o TRACE`: the same with kernel spans
 # Kernels of two of the step's four libraries are instrumented (CUBPF_KERNELS), the others' are
 # passed through, as cuBLAS's SASS-only ones are under PyTorch.
-# TRAIN_CPU_ROUNDS (3) rounds, modes interleaved; each mode's figure is the median of its
+# Each step starts TRAIN_CPU_PACE_US (1000) after the last began, the thread spinning meanwhile
+# (not counted): the Python work of a real step (train_cpubench.c says why).  TRAIN_CPU_ROUNDS (3) rounds, modes interleaved; each mode's figure is the median of its
 # rounds, and "added" is that minus native's, for the step's wall time and for the application
 # thread's CPU time (on a machine of few cores cubpf's compressing and polling threads take CPU
 # from the application thread, which a GPU host of 16 cores does not).
@@ -26,7 +27,8 @@ fi
 OUT=${OUT:-$BUILD/bench-out}
 mkdir -p "$OUT"
 ROUNDS=${TRAIN_CPU_ROUNDS:-3}
-STEPS=${TRAIN_CPU_STEPS:-4000}
+STEPS=${TRAIN_CPU_STEPS:-400}
+PACE=${TRAIN_CPU_PACE_US:-1000} # a real step's Python work: 24 launches a ms, as a real loop's
 MODES="native pass kcount_notrace kcount kcount_o"
 T=$OUT/train_cpu.$$.trace
 # half the libraries instrumented, half passed through (as cuBLAS's SASS-only kernels are)
@@ -34,14 +36,14 @@ GLOB='*_lib[01]k*'
 one() { # one MODE: prints "WALL CPU" ns per launch (the step's, its thread's CPU time)
   rm -f "$T" "$T".*
   case $1 in
-    native) "$BIN" "$FAKE" "$STEPS" ;;
-    pass) env CUBPF_REAL_LIBCUDA="$FAKE" "$BIN" "$SHIM" "$STEPS" ;;
+    native) "$BIN" "$FAKE" "$STEPS" "$PACE" ;;
+    pass) env CUBPF_REAL_LIBCUDA="$FAKE" "$BIN" "$SHIM" "$STEPS" "$PACE" ;;
     kcount_notrace) env CUBPF_REAL_LIBCUDA="$FAKE" CUBPF_CACHE=off CUBPF_PROGRAMS="$PROBE" CUBPF_KERNELS="$GLOB" \
-      "$BIN" "$SHIM" "$STEPS" ;;
+      "$BIN" "$SHIM" "$STEPS" "$PACE" ;;
     kcount) env CUBPF_REAL_LIBCUDA="$FAKE" CUBPF_CACHE=off CUBPF_PROGRAMS="$PROBE" CUBPF_KERNELS="$GLOB" \
-      CUBPF_TRACE="$T" CUBPF_SPANS=0 "$BIN" "$SHIM" "$STEPS" ;;
+      CUBPF_TRACE="$T" CUBPF_SPANS=0 "$BIN" "$SHIM" "$STEPS" "$PACE" ;;
     kcount_o) env CUBPF_REAL_LIBCUDA="$FAKE" CUBPF_CACHE=off CUBPF_PROGRAMS="$PROBE" CUBPF_KERNELS="$GLOB" \
-      CUBPF_TRACE="$T" CUBPF_SPANS=1 "$BIN" "$SHIM" "$STEPS" ;;
+      CUBPF_TRACE="$T" CUBPF_SPANS=1 "$BIN" "$SHIM" "$STEPS" "$PACE" ;;
   esac 2>"$OUT/train_cpu.$1.err" | awk '/^ns_per_launch/ {print $2, $4}'
   rm -f "$T" "$T".*
 }

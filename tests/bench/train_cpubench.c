@@ -5,11 +5,15 @@
  * fatbin with cuLibraryLoadData and launches CUkernel handles), small grids, launches
  * alternating between libraries, one host-to-device copy and one ordering event per step, and
  * a device-to-host copy with a stream synchronisation every 10 steps (loss.item()).
- *   train_cpubench LIBCUDA [STEPS]
+ *   train_cpubench LIBCUDA [STEPS [PACE_US]]
  * LIBCUDA is the fake driver itself (native) or cubpf's libcuda.so.1 over it (CUBPF_REAL_LIBCUDA,
  * CUBPF_PROGRAMS, CUBPF_TRACE, ... set by the caller, tests/bench/b_train_cpu.sh).  Prints
  * "ns_per_launch N thread_cpu_ns C": a step's wall time and its thread's CPU time over its
- * launches, medians of 5 rounds. */
+ * launches, medians of 5 rounds.  PACE_US (0): each step starts PACE_US after the last began,
+ * the thread spinning meanwhile (not counted): the Python work of a real step, which keeps the
+ * launch rate near a real loop's (about 20,000 a second), so that cubpf's threads (the spans'
+ * poller, the trace's compressors) and its pools see the load they would; without it the
+ * fake's launches come 50 times faster, and the span pool runs dry between two polls. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
@@ -120,6 +124,15 @@ static double clock_s(clockid_t id)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Spins until `until` (CLOCK_MONOTONIC seconds); the thread CPU time it took. */
+static double spin(double until)
+{
+	double c = clock_s(CLOCK_THREAD_CPUTIME_ID);
+	while (clock_s(CLOCK_MONOTONIC) < until)
+		;
+	return clock_s(CLOCK_THREAD_CPUTIME_ID) - c;
+}
+
 static int cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -133,6 +146,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int steps = argc > 2 ? atoi(argv[2]) : 4000;
+	long pace_us = argc > 3 ? atol(argv[3]) : 0;
 	void *cu = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
 	if (!cu || setup(cu)) {
 		fprintf(stderr, "train_cpubench: set-up failed: %s\n", cu ? "a driver call" : dlerror());
@@ -143,14 +157,19 @@ int main(int argc, char **argv)
 			return 1;
 	double ns[ROUNDS], cpu[ROUNDS];
 	for (int r = 0; r < ROUNDS; r++) {
-		double t = clock_s(CLOCK_MONOTONIC), c = clock_s(CLOCK_THREAD_CPUTIME_ID);
-		for (int s = 0; s < steps; s++)
+		double wall = 0, c = clock_s(CLOCK_THREAD_CPUTIME_ID), paused = 0;
+		for (int s = 0; s < steps; s++) {
+			double t = clock_s(CLOCK_MONOTONIC);
 			if (step(s)) {
 				fprintf(stderr, "train_cpubench: a call failed in step %d\n", s);
 				return 1;
 			}
-		ns[r] = (clock_s(CLOCK_MONOTONIC) - t) / ((double)steps * LAUNCHES) * 1e9;
-		cpu[r] = (clock_s(CLOCK_THREAD_CPUTIME_ID) - c) / ((double)steps * LAUNCHES) * 1e9;
+			wall += clock_s(CLOCK_MONOTONIC) - t;
+			if (pace_us) /* spun, not slept: Python keeps its core busy (and warm) */
+				paused += spin(t + pace_us * 1e-6);
+		}
+		ns[r] = wall / ((double)steps * LAUNCHES) * 1e9;
+		cpu[r] = (clock_s(CLOCK_THREAD_CPUTIME_ID) - c - paused) / ((double)steps * LAUNCHES) * 1e9;
 	}
 	qsort(ns, ROUNDS, sizeof(*ns), cmp);
 	qsort(cpu, ROUNDS, sizeof(*cpu), cmp);
