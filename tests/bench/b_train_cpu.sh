@@ -18,7 +18,7 @@
 set -u
 BUILD=${BUILD:-build}
 BIN=$BUILD/bench/train_cpubench
-SHIM=$(cd "$BUILD/lib" && pwd)/libcuda.so.1
+SHIM=${TRAIN_CPU_SHIM:-$(cd "$BUILD/lib" && pwd)/libcuda.so.1} # another build's, to compare
 FAKE=$(cd "$BUILD/tests" && pwd)/libcuda-fake.so
 PROBE=$(cd "$BUILD/probes" && pwd)/kcount.bpf.o
 if [ ! -x "$BIN" ] || [ ! -e "$SHIM" ] || [ ! -e "$FAKE" ] || [ ! -e "$PROBE" ]; then
