@@ -125,6 +125,10 @@ static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER; /* sctxs, the poll
 static atomic_uint gen;         /* bumped when a span_ctx goes: the threads' caches are stale */
 static pthread_t poller;
 static atomic_int poller_state; /* 0 none, 1 running, 2 stopping */
+/* The poller's sleep, which a launch cuts short when a pool is a quarter in flight (poll_kick). */
+static pthread_mutex_t poll_mx = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t poll_cv;
+static atomic_bool poll_kicked;  /* a kick is under way: later launches do not signal again */
 
 /* What launching() hands to launched() on the same thread. */
 static __thread struct {
@@ -321,10 +325,17 @@ static bool ends_with_ptsz(const char *s)
 	return n > 5 && !strcmp(s + n - 5, "_ptsz");
 }
 
-/* A free slot with its events, or UINT32_MAX (for a launch, counted as dropped). */
+static void poll_kick(void);
+
+/* A free slot with its events, or UINT32_MAX (for a launch, counted as dropped).  With a quarter
+ * of the pool in flight the poller is woken (it may be sleeping its longest). */
 static uint32_t slot_take(struct span_ctx *sc, bool launch)
 {
 	uint32_t i = UINT32_MAX;
+	/* (read without the lock: a hint) */
+	if ((__atomic_load_n(&sc->made, __ATOMIC_RELAXED) -
+	     __atomic_load_n(&sc->nfree, __ATOMIC_RELAXED)) * 4 > sc->cap)
+		poll_kick();
 	pthread_mutex_lock(&sc->lock);
 	if (sc->nfree) {
 		i = sc->free_list[--sc->nfree];
@@ -778,11 +789,42 @@ static bool poll_all(bool wait)
 	return behind;
 }
 
+/* Wakes the poller now (once until its next round). */
+static void poll_kick(void)
+{
+	if (atomic_load_explicit(&poll_kicked, memory_order_relaxed) ||
+	    atomic_exchange(&poll_kicked, true))
+		return;
+	pthread_mutex_lock(&poll_mx);
+	pthread_cond_signal(&poll_cv);
+	pthread_mutex_unlock(&poll_mx);
+}
+
+/* Sleeps us: the first POLL_US always (rounds are never closer, as before the sleeps grew), the
+ * rest until a kick. */
+static void poll_sleep(long us)
+{
+	struct timespec t;
+	nanosleep(&(struct timespec){ 0, POLL_US * 1000 }, NULL);
+	if (us <= POLL_US)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	t.tv_nsec += (us - POLL_US) * 1000;
+	t.tv_sec += t.tv_nsec / 1000000000;
+	t.tv_nsec %= 1000000000;
+	pthread_mutex_lock(&poll_mx);
+	if (!atomic_load(&poll_kicked))
+		pthread_cond_timedwait(&poll_cv, &poll_mx, &t);
+	pthread_mutex_unlock(&poll_mx);
+}
+
 /* The poller sleeps POLL_US while the GPU is far behind (a quarter of a pool in flight), and
  * twice as long after each round that finds it otherwise, up to POLL_MAX_US: every round costs
  * a wake-up, a context push and pop, and a look at each stream's oldest pending span, driver
- * calls that compete with the application's own; a pool of SPAN_SLOTS pairs lasts a launch-bound
- * loop (20,000 launches a second) 200 ms. */
+ * calls that compete with the application's own.  A pool of SPAN_SLOTS pairs lasts a
+ * launch-bound loop (20,000 launches a second) 200 ms, and a launch that finds a quarter of it
+ * in flight cuts the poller's sleep to POLL_US (poll_kick): a burst of launches after a quiet
+ * spell does not run the pool dry while the poller sleeps its longest. */
 static void *poller_main(void *arg)
 {
 	(void)arg;
@@ -791,10 +833,20 @@ static void *poller_main(void *arg)
 	shim_live_thread_relax();
 	long us = POLL_US;
 	while (atomic_load(&poller_state) == 1) {
-		nanosleep(&(struct timespec){ 0, us * 1000 }, NULL);
+		poll_sleep(us);
+		atomic_store(&poll_kicked, false);
 		us = poll_all(false) ? POLL_US : us * 2 > POLL_MAX_US ? POLL_MAX_US : us * 2;
 	}
 	return NULL;
+}
+
+static void poll_cv_init(void)
+{
+	pthread_condattr_t a;
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&poll_cv, &a);
+	pthread_condattr_destroy(&a);
 }
 
 static void poller_start(void)
@@ -802,6 +854,8 @@ static void poller_start(void)
 	int expect = 0;
 	if (!atomic_compare_exchange_strong(&poller_state, &expect, 1))
 		return;
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, poll_cv_init);
 	if (shim_thread_start(&poller, poller_main, NULL) != 0) /* small stack, no signals */
 		atomic_store(&poller_state, 0);
 }
@@ -824,8 +878,11 @@ static void report(const struct span_ctx *sc)
 void shim_live_spans_finish(void)
 {
 	int expect = 1;
-	if (atomic_compare_exchange_strong(&poller_state, &expect, 2))
+	if (atomic_compare_exchange_strong(&poller_state, &expect, 2)) {
+		atomic_store(&poll_kicked, false);
+		poll_kick(); /* not a sleep's length at exit */
 		pthread_join(poller, NULL);
+	}
 	if (!spans_on || shim_live_session.forked)
 		return;
 	poll_all(true);
@@ -870,6 +927,9 @@ void shim_live_spans_teardown(CUcontext ctx, CUdevice dev, int primary)
 void shim_live_spans_fork_child(bool fresh)
 {
 	atomic_store(&poller_state, 0);
+	atomic_store(&poll_kicked, false);
+	pthread_mutex_init(&poll_mx, NULL);
+	poll_cv_init(); /* a waiter of the parent's does not exist here */
 	spans_on = spans_on && fresh;
 	pthread_mutex_init(&list_lock, NULL);
 	pthread_mutex_init(&untimed_lock, NULL);
