@@ -840,6 +840,8 @@ static void register_exit_hook(void)
 		set(exit_hook);
 }
 
+static struct shim_hooks live_hooks; /* (defined with the hooks, below) */
+
 static void child_start(void)
 {
 	if (!atomic_exchange(&child_pending, false))
@@ -851,6 +853,8 @@ static void child_start(void)
 	shim_live_session.trace = NULL;
 	if (trace && *trace)
 		trace_open(trace);
+	if (shim_live_session.trace) /* its launches' records carry their times (one thread here) */
+		live_hooks.launch_untimed = false;
 	shim_live_metrics_start();
 	shim_log(SHIM_LOG_INFO, "live: forked child %d makes driver calls: probes on%s%s",
 		 (int)getpid(), shim_live_session.trace ? ", trace " : "", shim_live_session.trace ? trace_file : "");
@@ -1037,9 +1041,12 @@ static const struct shim_hooks *live_start(void)
 	live_pid = getpid();
 	register_exit_hook();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
-	/* Copies and synchronisations are timed only when someone reads them. */
+	/* Copies and synchronisations are timed only when someone reads them, and so are
+	 * launches (host programs and the trace's records: host.c). */
 	if (shim_live_host_any() || shim_live_session.trace)
 		live_hooks.api_call = api_call;
+	else
+		live_hooks.launch_untimed = true;
 	return shim_live_session.nprogs || shim_live_host_any() || shim_live_session.trace ? &live_hooks : NULL;
 }
 
