@@ -332,11 +332,8 @@ static void poll_kick(void);
 static uint32_t slot_take(struct span_ctx *sc, bool launch)
 {
 	uint32_t i = UINT32_MAX;
-	/* (read without the lock: a hint) */
-	if ((__atomic_load_n(&sc->made, __ATOMIC_RELAXED) -
-	     __atomic_load_n(&sc->nfree, __ATOMIC_RELAXED)) * 4 > sc->cap)
-		poll_kick();
 	pthread_mutex_lock(&sc->lock);
+	bool behind = (sc->made - sc->nfree) * 4 > sc->cap;
 	if (sc->nfree) {
 		i = sc->free_list[--sc->nfree];
 	} else if (sc->made < sc->cap) {
@@ -348,6 +345,8 @@ static uint32_t slot_take(struct span_ctx *sc, bool launch)
 		sc->dropped += launch;
 	}
 	pthread_mutex_unlock(&sc->lock);
+	if (behind)
+		poll_kick();
 	return i;
 }
 
