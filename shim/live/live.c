@@ -1,7 +1,8 @@
 /* shim/live/live.c: live probes — set-up from the environment, the programs, kernel ids, the report
  * at exit.
  *
- * Started by shim_init (core.c) when CUBPF_PROGRAMS is set and CUBPF_DISABLE is not: it loads
+ * Started by shim_init (core.c) when CUBPF_PROGRAMS or CUBPF_TRACE is set and CUBPF_DISABLE is
+ * not (a trace alone records API calls, kernels and their spans, without probes): it loads
  * and verifies the probe objects and returns the hooks to install.  It makes no driver call at
  * that point (the application's first driver call is still in progress); device work waits for
  * the first module load.
@@ -990,10 +991,12 @@ static struct shim_hooks live_hooks = {
 /* Reads CUBPF_PROGRAMS and the settings; the hooks, or NULL when there is nothing to do. */
 static const struct shim_hooks *live_start(void)
 {
-	const char *programs = getenv("CUBPF_PROGRAMS");
+	const char *programs = getenv("CUBPF_PROGRAMS"), *trace_env = getenv("CUBPF_TRACE");
 	char err[LIVE_ERRLEN];
-	if (!programs || !*programs)
+	/* a trace alone (`cubpf run -o TRACE` without a tool) records API calls, kernels, spans */
+	if ((!programs || !*programs) && (!trace_env || !*trace_env))
 		return NULL;
+	programs = programs ? programs : "";
 	if (live_driver_load(err, sizeof(err)) != 0) {
 		shim_log(SHIM_LOG_WARN, "live: %s; probes disabled", err);
 		return NULL;

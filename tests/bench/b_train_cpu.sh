@@ -3,8 +3,8 @@
 # fake driver of tests/shim stands in for the real one (tests/bench/train_cpubench.c), so each
 # figure is what cubpf adds to the application's thread.  Modes, as b_train.sh runs them:
 #   native          the fake driver alone
-#   pass            cubpf's libcuda.so.1, no probe (what `cubpf run -o TRACE` is today: no
-#                   program, no trace)
+#   pass            cubpf's libcuda.so.1, nothing to do (CUBPF_REAL_LIBCUDA alone)
+#   run_o           `cubpf run -o TRACE`: no probe, the trace with kernel spans
 #   kcount_notrace  CUBPF_PROGRAMS=kcount, no trace
 #   kcount          `cubpf run -t kcount`: kcount, its own trace, CUBPF_SPANS=0
 #   kcount_o        `cubpf run -t kcount -o TRACE`: the same with kernel spans
@@ -29,7 +29,7 @@ mkdir -p "$OUT"
 ROUNDS=${TRAIN_CPU_ROUNDS:-3}
 STEPS=${TRAIN_CPU_STEPS:-400}
 PACE=${TRAIN_CPU_PACE_US:-1000} # a real step's Python work: 24 launches a ms, as a real loop's
-MODES="native pass kcount_notrace kcount kcount_o"
+MODES="native pass run_o kcount_notrace kcount kcount_o"
 T=$OUT/train_cpu.$$.trace
 # half the libraries instrumented, half passed through (as cuBLAS's SASS-only kernels are)
 GLOB='*_lib[01]k*'
@@ -38,6 +38,8 @@ one() { # one MODE: prints "WALL CPU" ns per launch (the step's, its thread's CP
   case $1 in
     native) "$BIN" "$FAKE" "$STEPS" "$PACE" ;;
     pass) env CUBPF_REAL_LIBCUDA="$FAKE" "$BIN" "$SHIM" "$STEPS" "$PACE" ;;
+    run_o) env CUBPF_REAL_LIBCUDA="$FAKE" CUBPF_CACHE=off CUBPF_TRACE="$T" CUBPF_SPANS=1 \
+      "$BIN" "$SHIM" "$STEPS" "$PACE" ;;
     kcount_notrace) env CUBPF_REAL_LIBCUDA="$FAKE" CUBPF_CACHE=off CUBPF_PROGRAMS="$PROBE" CUBPF_KERNELS="$GLOB" \
       "$BIN" "$SHIM" "$STEPS" "$PACE" ;;
     kcount) env CUBPF_REAL_LIBCUDA="$FAKE" CUBPF_CACHE=off CUBPF_PROGRAMS="$PROBE" CUBPF_KERNELS="$GLOB" \
