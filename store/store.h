@@ -528,6 +528,9 @@ int store_trace_launch(struct store_trace_writer *w, const struct store_rec_api 
 		       const struct store_rec_kernel *k);
 int store_trace_copy(struct store_trace_writer *w, const struct store_rec_copy *e);
 int store_trace_kspan(struct store_trace_writer *w, const struct store_rec_kspan *e);
+/* n KSPAN records under one lock (a poller's round): the application's threads, which append
+ * their launches under the same lock, find it taken once a round rather than once a span. */
+int store_trace_kspans(struct store_trace_writer *w, const struct store_rec_kspan *e, size_t n);
 int store_trace_probe(struct store_trace_writer *w, const struct store_rec_probe *e,
 		      const void *data, uint32_t size);
 /* Many samples of one map at once (a ring buffer drain's run) that share *e (one timestamp),

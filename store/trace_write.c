@@ -476,6 +476,16 @@ int store_trace_kspan(struct store_trace_writer *w, const struct store_rec_kspan
 	return store_trace_append(w, STORE_REC_KSPAN, e, sizeof(*e), NULL, 0);
 }
 
+int store_trace_kspans(struct store_trace_writer *w, const struct store_rec_kspan *e, size_t n)
+{
+	int dropped = 0;
+	pthread_mutex_lock(&w->lock);
+	for (size_t i = 0; i < n; i++)
+		dropped |= append_locked(w, STORE_REC_KSPAN, &e[i], sizeof(e[i]), NULL, 0);
+	pthread_mutex_unlock(&w->lock);
+	return dropped;
+}
+
 int store_trace_probe(struct store_trace_writer *w, const struct store_rec_probe *e,
 		      const void *data, uint32_t size)
 {

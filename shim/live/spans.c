@@ -698,6 +698,21 @@ static bool host_time(struct span_ctx *sc, const struct slot *s, CUevent e, uint
 	return false;
 }
 
+/* The KSPAN records of a round, appended together: the application's launches append under
+ * the writer's lock too, and a launch that finds it held sleeps and is woken by a system call
+ * (a lock a span was a contended lock many times a round).  Every poll_ctx caller holds
+ * list_lock, which guards these. */
+#define KSPAN_BATCH 256
+static struct store_rec_kspan kbatch[KSPAN_BATCH];
+static size_t nkbatch;
+
+static void kspans_flush(void)
+{
+	if (nkbatch && shim_live_session.trace)
+		store_trace_kspans(shim_live_session.trace, kbatch, nkbatch);
+	nkbatch = 0;
+}
+
 /* 1 = written (or failed for good), 0 = not complete yet.  The span's duration is asked first
  * and is the completion check as well (cuEventElapsedTime says NOT_READY while the end event
  * is pending): a cuEventQuery per span fewer, and the poller's driver calls compete with the
@@ -717,11 +732,11 @@ static int collect(struct span_ctx *sc, struct slot *s, bool wait)
 		return 1;
 	}
 	uint64_t dur = ms > 0 ? (uint64_t)((double)ms * 1e6 + 0.5) : 0;
-	struct store_rec_kspan k = { .corr = s->corr, .begin_ns = begin, .end_ns = begin + dur,
-				     .stream = s->stream, .name = s->name, .device = (uint32_t)sc->dev,
-				     .ref_uncertainty_ns = unc };
-	if (shim_live_session.trace)
-		store_trace_kspan(shim_live_session.trace, &k);
+	kbatch[nkbatch++] = (struct store_rec_kspan){
+		.corr = s->corr, .begin_ns = begin, .end_ns = begin + dur, .stream = s->stream,
+		.name = s->name, .device = (uint32_t)sc->dev, .ref_uncertainty_ns = unc };
+	if (nkbatch == KSPAN_BATCH)
+		kspans_flush();
 	sc->written++;
 	return 1;
 }
@@ -759,6 +774,7 @@ static bool poll_ctx(struct span_ctx *sc, bool wait)
 		sc->work[keep++] = i;
 	}
 	sc->nwork = keep;
+	kspans_flush();
 	pthread_mutex_lock(&sc->lock);
 	memcpy(sc->free_list + sc->nfree, done, ndone * sizeof(uint32_t));
 	sc->nfree += ndone;
