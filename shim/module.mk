@@ -72,6 +72,11 @@ $(BUILD)/bench/shim_cpubench: tests/bench/shim_cpubench.c | $(SHIM_LIB) $(BUILD)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -ldl
 BENCH_BINS += $(BUILD)/bench/shim_cpubench
+# The same for a launch-bound training step, per mode of cubpf (tests/bench/b_train_cpu.sh).
+$(BUILD)/bench/train_cpubench: tests/bench/train_cpubench.c | $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -ldl
+BENCH_BINS += $(BUILD)/bench/train_cpubench
 
 # The drop-in libnvrtc.so.13 and libnvJitLink.so.13 (shim/dropin/).
 include shim/dropin/dropin.mk

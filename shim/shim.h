@@ -32,6 +32,7 @@
 #define CUBPF_SHIM_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -133,7 +134,8 @@ struct shim_launch_event {
 	void **extra;
 	const void *config;          /* cuLaunchKernelEx: the CUlaunchConfig; graph nodes: params */
 	int result;                  /* after: the CUresult */
-	uint64_t ts_begin, ts_end;   /* CLOCK_REALTIME ns; 0 unless a hook is installed */
+	uint64_t ts_begin, ts_end;   /* CLOCK_REALTIME ns; 0 unless a hook is installed that
+				      * wants them (shim_hooks.launch_untimed) */
 	uint32_t tid;
 };
 
@@ -216,6 +218,9 @@ struct shim_hooks {
 	 * before any context does (subscribing a tools library: shim/live/sanitizer.c).  The
 	 * hook may call the driver (cuInit again included: it must guard against re-entry). */
 	void (*driver_initialized)(int result, void *user);
+	/* Launch events need no ts_begin/ts_end (left 0): nothing of the plug-in reads them, so a
+	 * launch reads no clock (two clock reads a launch, for a launch-bound program). */
+	bool launch_untimed;
 };
 
 /* A plug-in: work compiled into the library that the shim starts once, on the application's

@@ -56,12 +56,12 @@ static void before(const struct shim_hooks *h, struct shim_launch_event *ev)
 		const struct shim_kernel_info *k = shim_kernel_find(ev->func);
 		ev->kernel = k ? k : ev->kernel;
 	}
-	ev->ts_begin = shim_now_ns();
+	ev->ts_begin = h->launch_untimed ? 0 : shim_now_ns();
 }
 
 static CUresult after(const struct shim_hooks *h, struct shim_launch_event *ev, CUresult r)
 {
-	ev->ts_end = shim_now_ns();
+	ev->ts_end = h->launch_untimed ? 0 : shim_now_ns();
 	ev->result = r;
 	if (h->launched)
 		h->launched(ev, h->user);
@@ -176,7 +176,7 @@ static void launch_report_only(const struct shim_hooks *h, struct shim_kernel_in
 		h->launching(&ev, h->user);
 	ev.func = f;
 	ev.kernel = k;
-	ev.ts_begin = shim_now_ns();
+	ev.ts_begin = h->launch_untimed ? 0 : shim_now_ns();
 }
 
 SHIM_API_EXPORT CUresult cuLaunch(CUfunction f)

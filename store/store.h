@@ -522,8 +522,15 @@ int store_trace_api(struct store_trace_writer *w, const struct store_rec_api *e)
 int store_trace_api_args(struct store_trace_writer *w, const struct store_rec_api *e,
 			 uint32_t func_id, const uint64_t *args, uint32_t nargs);
 int store_trace_kernel(struct store_trace_writer *w, const struct store_rec_kernel *e);
+/* A launch's API record and its KERNEL record (k NULL: none) under one lock, one after the
+ * other in the batch: what store_trace_api and store_trace_kernel do, for half the locking. */
+int store_trace_launch(struct store_trace_writer *w, const struct store_rec_api *a,
+		       const struct store_rec_kernel *k);
 int store_trace_copy(struct store_trace_writer *w, const struct store_rec_copy *e);
 int store_trace_kspan(struct store_trace_writer *w, const struct store_rec_kspan *e);
+/* n KSPAN records under one lock (a poller's round): the application's threads, which append
+ * their launches under the same lock, find it taken once a round rather than once a span. */
+int store_trace_kspans(struct store_trace_writer *w, const struct store_rec_kspan *e, size_t n);
 int store_trace_probe(struct store_trace_writer *w, const struct store_rec_probe *e,
 		      const void *data, uint32_t size);
 /* Many samples of one map at once (a ring buffer drain's run) that share *e (one timestamp),

@@ -397,22 +397,17 @@ static int make_room(struct store_trace_writer *w, size_t need)
 
 /* ---- appending ------------------------------------------------------------------------------ */
 
-int store_trace_append(struct store_trace_writer *w, uint16_t type, const void *a, size_t alen,
-		       const void *b, size_t blen)
+/* One record into the current batch; the lock is held.  Returns what store_trace_append does. */
+static int append_locked(struct store_trace_writer *w, uint16_t type, const void *a, size_t alen,
+			 const void *b, size_t blen)
 {
 	struct store_rec_hdr h = {type, 0, (uint32_t)(alen + blen)};
 	size_t need = sizeof(h) + alen + blen;
-	int dropped;
-
-	if (alen + blen > UINT32_MAX)
-		return -1;
-	pthread_mutex_lock(&w->lock);
-	dropped = w->forked ? -1 : make_room(w, need);
+	int dropped = w->forked ? -1 : make_room(w, need);
 	if (dropped < 0) {
 		w->cnt.dropped_records++;
 		w->pend_drop_records++;
 		w->pend_drop_bytes += need;
-		pthread_mutex_unlock(&w->lock);
 		return 1;
 	}
 	uint8_t *p = w->cur->data + w->cur->len;
@@ -425,6 +420,16 @@ int store_trace_append(struct store_trace_writer *w, uint16_t type, const void *
 	w->cur->records++;
 	w->cnt.records++;
 	w->cnt.bytes += need;
+	return dropped;
+}
+
+int store_trace_append(struct store_trace_writer *w, uint16_t type, const void *a, size_t alen,
+		       const void *b, size_t blen)
+{
+	if (alen + blen > UINT32_MAX)
+		return -1;
+	pthread_mutex_lock(&w->lock);
+	int dropped = append_locked(w, type, a, alen, b, blen);
 	pthread_mutex_unlock(&w->lock);
 	return dropped;
 }
@@ -450,6 +455,17 @@ int store_trace_kernel(struct store_trace_writer *w, const struct store_rec_kern
 	return store_trace_append(w, STORE_REC_KERNEL, e, sizeof(*e), NULL, 0);
 }
 
+int store_trace_launch(struct store_trace_writer *w, const struct store_rec_api *a,
+		       const struct store_rec_kernel *k)
+{
+	pthread_mutex_lock(&w->lock);
+	int dropped = append_locked(w, STORE_REC_API, a, sizeof(*a), NULL, 0);
+	if (k)
+		dropped |= append_locked(w, STORE_REC_KERNEL, k, sizeof(*k), NULL, 0);
+	pthread_mutex_unlock(&w->lock);
+	return dropped;
+}
+
 int store_trace_copy(struct store_trace_writer *w, const struct store_rec_copy *e)
 {
 	return store_trace_append(w, STORE_REC_COPY, e, sizeof(*e), NULL, 0);
@@ -458,6 +474,16 @@ int store_trace_copy(struct store_trace_writer *w, const struct store_rec_copy *
 int store_trace_kspan(struct store_trace_writer *w, const struct store_rec_kspan *e)
 {
 	return store_trace_append(w, STORE_REC_KSPAN, e, sizeof(*e), NULL, 0);
+}
+
+int store_trace_kspans(struct store_trace_writer *w, const struct store_rec_kspan *e, size_t n)
+{
+	int dropped = 0;
+	pthread_mutex_lock(&w->lock);
+	for (size_t i = 0; i < n; i++)
+		dropped |= append_locked(w, STORE_REC_KSPAN, &e[i], sizeof(e[i]), NULL, 0);
+	pthread_mutex_unlock(&w->lock);
+	return dropped;
 }
 
 int store_trace_probe(struct store_trace_writer *w, const struct store_rec_probe *e,

@@ -162,14 +162,27 @@ void shim_live_host_api(const struct shim_api_event *ev)
 /* The device of a launch: its context's, which is current (the driver launches a function of
  * another context, or a library kernel, in the current one).  Readers join each GPU's probe
  * data with that GPU's launches (launchlate), and name the GPUs a run used.  The device's
- * record is written at its first launch (each thread asks once per device). */
+ * record is written at its first launch (each thread asks once per device).  A thread remembers
+ * the device of the context it launched in last (asked of the driver again when the context
+ * changes, or after any context went: its handle may come back for another device). */
 static uint32_t launch_device(void)
 {
 	static __thread uint64_t announced; /* a bit per device ordinal below 64 */
+	static __thread struct {
+		CUcontext ctx;
+		unsigned gen;
+		CUdevice dev;
+	} last;
+	CUcontext ctx = shim_live_launch_ctx();
+	unsigned gen = shim_live_ctx_generation();
+	if (ctx && ctx == last.ctx && gen == last.gen)
+		return (uint32_t)last.dev;
 	CUdevice dev;
 	int major = 0, minor = 0;
 	if (!shim_live_cu.cuCtxGetDevice || shim_live_cu.cuCtxGetDevice(&dev) != CUDA_SUCCESS || dev < 0)
 		return 0;
+	if (ctx)
+		last.ctx = ctx, last.gen = gen, last.dev = dev;
 	if (dev < 64 && !(announced & (1ull << dev)) && shim_live_cu.cuDeviceGetAttribute) {
 		announced |= 1ull << dev;
 		shim_live_cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
@@ -179,13 +192,38 @@ static uint32_t launch_device(void)
 	return (uint32_t)dev;
 }
 
+/* The trace's string ids of the names a thread's records use, so that a launch does not
+ * intern two names (a hash of a mangled name, often hundreds of bytes, and the writer's lock
+ * each) every time: a training step names the same few dozen strings over and over.  Keyed by
+ * what cannot change its name: an API's name (a static string of the shim's) or a kernel's
+ * record (it lives as long as the process, its name with it), and the writer (a forked child
+ * that makes calls writes a trace of its own).  Direct-mapped; a miss interns as before. */
+#define NAME_SEEN 256
+static __thread struct name_seen {
+	const void *key;
+	const struct store_trace_writer *w;
+	uint32_t id;
+} name_seen[NAME_SEEN];
+
+static uint32_t trace_name(struct store_trace_writer *w, const void *key, const char *name)
+{
+	struct name_seen *e = &name_seen[((uintptr_t)key * 0x9E3779B97F4A7C15ull) >> 56];
+	if (e->key == key && e->w == w)
+		return e->id;
+	uint32_t id = store_trace_intern(w, name);
+	if (id) /* 0: the string was lost (out of memory), asked again next time */
+		*e = (struct name_seen){ key, w, id };
+	return id;
+}
+
 /* Launches get a correlation id (from 1) shared by their API record (the host call, on the
  * thread's track), their KERNEL record and their KSPAN record (GPU begin/end, spans.c). */
 static atomic_uint_fast64_t launch_seq;
 
 void shim_live_trace_launch(const struct shim_launch_event *ev)
 {
-	if (!shim_live_session.trace || ev->api == SHIM_LAUNCH_GRAPH_NODE) {
+	struct store_trace_writer *w = shim_live_session.trace;
+	if (!w || ev->api == SHIM_LAUNCH_GRAPH_NODE) {
 		shim_live_spans_launched(ev, 0, 0);
 		return;
 	}
@@ -193,34 +231,35 @@ void shim_live_trace_launch(const struct shim_launch_event *ev)
 	uint64_t stream = shim_live_spans_stream(ev);
 	struct store_rec_api a = { .begin_ns = ev->ts_begin, .end_ns = ev->ts_end, .stream = stream,
 				   .corr = ev->kernel ? corr : 0,
-				   .name = store_trace_intern(shim_live_session.trace, ev->api_name),
+				   .name = trace_name(w, ev->api_name, ev->api_name),
 				   .tid = ev->tid, .result = ev->result };
-	store_trace_api(shim_live_session.trace, &a);
 	if (!ev->kernel) {
+		store_trace_api(w, &a);
 		shim_live_spans_launched(ev, 0, 0);
 		return;
 	}
 	struct store_rec_kernel k = {
 		.launch_ns = ev->ts_begin, .stream = stream, .corr = corr,
-		.name = store_trace_intern(shim_live_session.trace, ev->kernel->name),
+		.name = trace_name(w, ev->kernel, ev->kernel->name),
 		.device = launch_device(),
 		.grid = { ev->grid[0], ev->grid[1], ev->grid[2] },
 		.block = { ev->block[0], ev->block[1], ev->block[2] },
 		.shared_bytes = ev->shared_bytes, .tid = ev->tid,
 	};
-	store_trace_kernel(shim_live_session.trace, &k);
+	store_trace_launch(w, &a, &k); /* both records, one lock */
 	shim_live_spans_launched(ev, corr, k.name);
 }
 
 void shim_live_trace_api(const struct shim_api_event *ev)
 {
-	if (!shim_live_session.trace)
+	struct store_trace_writer *w = shim_live_session.trace;
+	if (!w)
 		return;
 	struct store_rec_api a = { .begin_ns = ev->ts_begin, .end_ns = ev->ts_end,
 				   .stream = (uintptr_t)ev->stream, .bytes = ev->bytes,
-				   .name = store_trace_intern(shim_live_session.trace, ev->name),
+				   .name = trace_name(w, ev->name, ev->name),
 				   .tid = ev->tid, .result = ev->result };
-	store_trace_api(shim_live_session.trace, &a);
+	store_trace_api(w, &a);
 }
 
 /* ---- report ---------------------------------------------------------------------------------- */

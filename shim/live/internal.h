@@ -92,6 +92,14 @@ CUstreamCaptureMode shim_live_relax(void);
 void shim_live_unrelax(CUstreamCaptureMode previous);
 void shim_live_thread_relax(void);
 
+/* The current context of the launch this thread is making, asked of the driver once per launch
+ * (at the first of the launch hook's parts that needs it: the library's map pointers, the span's
+ * events, the KERNEL record's device) rather than once by each; NULL without one. */
+CUcontext shim_live_launch_ctx(void);
+/* Bumped after every context teardown (live.c's context_ended hook): a context's handle may come
+ * back for another context, so what a thread remembers of a handle is stale then. */
+unsigned shim_live_ctx_generation(void);
+
 /* One map as every module sees it: the maps of all loaded objects, concatenated (programs'
  * map references are renumbered to this table, see live.c). */
 struct live_map {

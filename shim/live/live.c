@@ -1,7 +1,8 @@
 /* shim/live/live.c: live probes — set-up from the environment, the programs, kernel ids, the report
  * at exit.
  *
- * Started by shim_init (core.c) when CUBPF_PROGRAMS is set and CUBPF_DISABLE is not: it loads
+ * Started by shim_init (core.c) when CUBPF_PROGRAMS or CUBPF_TRACE is set and CUBPF_DISABLE is
+ * not (a trace alone records API calls, kernels and their spans, without probes): it loads
  * and verifies the probe objects and returns the hooks to install.  It makes no driver call at
  * that point (the application's first driver call is still in progress); device work waits for
  * the first module load.
@@ -840,6 +841,8 @@ static void register_exit_hook(void)
 		set(exit_hook);
 }
 
+static struct shim_hooks live_hooks; /* (defined with the hooks, below) */
+
 static void child_start(void)
 {
 	if (!atomic_exchange(&child_pending, false))
@@ -851,6 +854,8 @@ static void child_start(void)
 	shim_live_session.trace = NULL;
 	if (trace && *trace)
 		trace_open(trace);
+	if (shim_live_session.trace) /* its launches' records carry their times (one thread here) */
+		live_hooks.launch_untimed = false;
 	shim_live_metrics_start();
 	shim_log(SHIM_LOG_INFO, "live: forked child %d makes driver calls: probes on%s%s",
 		 (int)getpid(), shim_live_session.trace ? ", trace " : "", shim_live_session.trace ? trace_file : "");
@@ -906,8 +911,31 @@ static void module_unloaded(shim_module_t module, shim_library_t library, int re
 	own_end(&o);
 }
 
+/* shim_live_launch_ctx: the launch's context, asked for at most once per launch. */
+static __thread struct {
+	CUcontext ctx;
+	bool known;
+} launch_ctx;
+static atomic_uint ctx_gen;
+
+CUcontext shim_live_launch_ctx(void)
+{
+	if (!launch_ctx.known) {
+		launch_ctx.known = true;
+		if (shim_live_cu.cuCtxGetCurrent(&launch_ctx.ctx) != CUDA_SUCCESS)
+			launch_ctx.ctx = NULL;
+	}
+	return launch_ctx.ctx;
+}
+
+unsigned shim_live_ctx_generation(void)
+{
+	return atomic_load_explicit(&ctx_gen, memory_order_acquire);
+}
+
 static void launching(struct shim_launch_event *ev, void *user)
 {
+	launch_ctx.known = false; /* a new launch: launched() below still sees this one's */
 	child_check();
 	shim_live_launching(ev, user);
 	shim_live_san_launching(ev); /* does nothing unless the Sanitizer backend is on */
@@ -946,6 +974,7 @@ static void context_ended(const struct shim_context_event *ev, void *user)
 	struct own_work o;
 	own_begin(&o); /* cubpf's memory of the context freed */
 	shim_live_torn_down(ev->context, ev->device, ev->how, ev->result);
+	atomic_fetch_add_explicit(&ctx_gen, 1, memory_order_release);
 	own_end(&o);
 }
 
@@ -962,10 +991,12 @@ static struct shim_hooks live_hooks = {
 /* Reads CUBPF_PROGRAMS and the settings; the hooks, or NULL when there is nothing to do. */
 static const struct shim_hooks *live_start(void)
 {
-	const char *programs = getenv("CUBPF_PROGRAMS");
+	const char *programs = getenv("CUBPF_PROGRAMS"), *trace_env = getenv("CUBPF_TRACE");
 	char err[LIVE_ERRLEN];
-	if (!programs || !*programs)
+	/* a trace alone (`cubpf run -o TRACE` without a tool) records API calls, kernels, spans */
+	if ((!programs || !*programs) && (!trace_env || !*trace_env))
 		return NULL;
+	programs = programs ? programs : "";
 	if (live_driver_load(err, sizeof(err)) != 0) {
 		shim_log(SHIM_LOG_WARN, "live: %s; probes disabled", err);
 		return NULL;
@@ -1013,9 +1044,12 @@ static const struct shim_hooks *live_start(void)
 	live_pid = getpid();
 	register_exit_hook();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
-	/* Copies and synchronisations are timed only when someone reads them. */
+	/* Copies and synchronisations are timed only when someone reads them, and so are
+	 * launches (host programs and the trace's records: host.c). */
 	if (shim_live_host_any() || shim_live_session.trace)
 		live_hooks.api_call = api_call;
+	else
+		live_hooks.launch_untimed = true;
 	return shim_live_session.nprogs || shim_live_host_any() || shim_live_session.trace ? &live_hooks : NULL;
 }
 

@@ -62,7 +62,8 @@ struct sub {
 static struct sub *subs;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_uint nsubs;          /* launches skip everything while no library is substituted */
-static atomic_uint gone_gen;       /* bumped when a context goes: the launch hook's cache is stale */
+static atomic_uint subs_gen;       /* bumped when a context goes or a library's substitute comes
+				    * or goes: the launch hook's caches (lib_seen) are stale */
 
 /* The substitute being loaded by this thread, between module_loading and module_loaded. */
 static __thread struct sub *pending;
@@ -1175,6 +1176,8 @@ void shim_live_module_loaded(const struct shim_module_event *ev, void *user)
 	s->ctx = ctx;
 	s->next = subs;
 	subs = s;
+	if (s->library) /* a handle the launch caches took for "no substitute" may be this one */
+		atomic_fetch_add(&subs_gen, 1);
 	pthread_mutex_unlock(&lock);
 	atomic_fetch_add(&shim_live_session.n.modules_instrumented, 1);
 	if (s->library)
@@ -1192,8 +1195,10 @@ void shim_live_module_unloaded(shim_module_t module, shim_library_t library, int
 		if ((*p)->handle == h) {
 			struct sub *s = *p;
 			*p = s->next;
-			if (s->library)
+			if (s->library) {
 				atomic_fetch_sub(&nsubs, 1);
+				atomic_fetch_add(&subs_gen, 1);
+			}
 			if (!s->borrowed)
 				free((void *)s->image);
 			free(s);
@@ -1229,7 +1234,7 @@ void shim_live_module_ctx_gone(CUcontext ctx)
 		*p = s->next; /* the module went with its context: its handle may come back */
 		sub_free(s);
 	}
-	atomic_fetch_add(&gone_gen, 1);
+	atomic_fetch_add(&subs_gen, 1);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -1245,7 +1250,7 @@ static void sample(const struct shim_launch_event *ev, const struct shim_kernel_
 	if (ev->api == SHIM_LAUNCH_GRAPH_NODE || ev->api == SHIM_LAUNCH_LEGACY ||
 	    ev->api == SHIM_LAUNCH_MULTI_DEVICE)
 		return; /* not a launch on a stream we can order against */
-	if (shim_live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx || !(c = shim_live_ctx_find(ctx)))
+	if (!(ctx = shim_live_launch_ctx()) || !(c = shim_live_ctx_find(ctx)))
 		return;
 	uint32_t id = shim_live_kernel_launch(k->name, &n);
 	if (!id || id >= CUBPF_ENABLE_WORDS)
@@ -1271,12 +1276,38 @@ static void sample(const struct shim_launch_event *ev, const struct shim_kernel_
 		shim_log(SHIM_LOG_DEBUG, "live: sampling %s: %s", k->name, shim_live_cu_error(r));
 }
 
+/* What each thread knows of the libraries it launched from lately: (library, context) pairs
+ * whose map pointers are stored, or whose library has no substitute (the driver's own, a
+ * SASS-only one), so that a launch finds its answer without the lock or a walk of every
+ * substitute.  A training step alternates between the kernels of several libraries (the runtime
+ * registers every fatbin as one), so one remembered pair was not enough: every launch of a
+ * library other than the last, and every launch of a library without a substitute, took the
+ * lock and walked the list.  Direct-mapped by the handle; valid while subs_gen stands. */
+#define LIB_SEEN 64
+static __thread struct lib_seen {
+	const void *lib;
+	CUcontext ctx;
+	unsigned gen;
+} lib_seen[LIB_SEEN];
+
+static struct lib_seen *lib_seen_slot(const void *lib)
+{
+	return &lib_seen[((uintptr_t)lib * 0x9E3779B97F4A7C15ull) >> 58]; /* 6 bits: LIB_SEEN */
+}
+
+/* The lock held: the library's substitute gets its pointers in ctx if it has none there yet;
+ * false when that failed (asked again at the next launch). */
+static bool library_fill_locked(const void *lib, CUcontext ctx)
+{
+	for (struct sub *s = subs; s; s = s->next)
+		if (s->library && s->handle == lib)
+			return fill_locked(s, ctx) == 0;
+	return true; /* no substitute: nothing to store */
+}
+
 void shim_live_launching(struct shim_launch_event *ev, void *user)
 {
 	(void)user;
-	static __thread const void *last_lib;
-	static __thread CUcontext last_ctx;
-	static __thread unsigned last_gen;
 	const struct shim_kernel_info *k = ev->kernel;
 	CUcontext ctx = NULL;
 	shim_live_host_launch(ev, false);
@@ -1284,18 +1315,15 @@ void shim_live_launching(struct shim_launch_event *ev, void *user)
 		sample(ev, k);
 	if (!atomic_load_explicit(&nsubs, memory_order_relaxed) || !k || !k->library)
 		return;
-	if (shim_live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+	if (!(ctx = shim_live_launch_ctx()))
 		return;
-	unsigned g = atomic_load(&gone_gen);
-	if (k->library == last_lib && ctx == last_ctx && g == last_gen) /* filled it already */
-		return;
+	unsigned g = atomic_load_explicit(&subs_gen, memory_order_acquire);
+	struct lib_seen *seen = lib_seen_slot(k->library);
+	if (seen->lib == (const void *)k->library && seen->ctx == ctx && seen->gen == g)
+		return; /* filled already, or nothing to fill */
 	pthread_mutex_lock(&lock);
-	for (struct sub *s = subs; s; s = s->next)
-		if (s->library && s->handle == (const void *)k->library) {
-			if (fill_locked(s, ctx) == 0)
-				last_lib = k->library, last_ctx = ctx, last_gen = g;
-			break;
-		}
+	if (library_fill_locked(k->library, ctx))
+		*seen = (struct lib_seen){ k->library, ctx, g };
 	pthread_mutex_unlock(&lock);
 }
 

@@ -786,7 +786,7 @@ void shim_live_san_launching(const struct shim_launch_event *ev)
 	struct san_kernel *k = kernel_get(ev->kernel->name, ev);
 	CUcontext ctx = NULL;
 	struct san_ctx *known = NULL;
-	if (k && k->selected && shim_live_cu.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx &&
+	if (k && k->selected && (ctx = shim_live_launch_ctx()) &&
 	    !((known = ctx_find(ctx)) && known->gen == k->patched_gen &&
 	      k->patched_func == ev->func)) { /* else: patched already, nothing to look up */
 		CUstreamCaptureMode m = shim_live_relax();

@@ -14,8 +14,8 @@
  * Events come from a bounded pool per context (SPAN_SLOTS pairs, created on demand).  When the
  * pool is empty (the GPU is far behind the host) the launch gets no span: it is counted and a
  * DROP record (source SPANS) says how many.  A background thread (one per process, every
- * ~1 ms) polls the pending pairs with cuEventQuery (never waits), and converts completed ones
- * to host time:
+ * 1 to 8 ms: poller_main) polls the pending pairs with cuEventElapsedTime (never waits: it says
+ * NOT_READY for a pair not complete), and converts completed ones to host time:
  *   duration = cuEventElapsedTime(begin, end)                       (0.5 us resolution)
  *   begin    = ref_host_ns + cuEventElapsedTime(ref, begin)
  * where `ref` is an event of cubpf's own stream whose host time was measured (record, wait for
@@ -58,7 +58,8 @@
 #define SPAN_SLOTS 4096       /* event pairs per context: how far the GPU may fall behind */
 #define SPAN_PREMADE 256      /* pairs made with the context's state, off the launch path */
 #define REBASE_MS 1000        /* a fresh reference event this often */
-#define POLL_US 1000
+#define POLL_US 1000          /* the poller's sleep while the GPU is far behind, */
+#define POLL_MAX_US 8000      /* and otherwise at most */
 #define REF_ROUNDS 3
 #define REF_EVENTS (REF_ROUNDS + 2) /* the rounds' events, and the two references kept */
 #define REF_WAIT_NS 100000000ull /* give up a reference measurement after 100 ms */
@@ -124,6 +125,10 @@ static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER; /* sctxs, the poll
 static atomic_uint gen;         /* bumped when a span_ctx goes: the threads' caches are stale */
 static pthread_t poller;
 static atomic_int poller_state; /* 0 none, 1 running, 2 stopping */
+/* The poller's sleep, which a launch cuts short when a pool is a quarter in flight (poll_kick). */
+static pthread_mutex_t poll_mx = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t poll_cv;
+static atomic_bool poll_kicked;  /* a kick is under way: later launches do not signal again */
 
 /* What launching() hands to launched() on the same thread. */
 static __thread struct {
@@ -320,11 +325,15 @@ static bool ends_with_ptsz(const char *s)
 	return n > 5 && !strcmp(s + n - 5, "_ptsz");
 }
 
-/* A free slot with its events, or UINT32_MAX (for a launch, counted as dropped). */
+static void poll_kick(void);
+
+/* A free slot with its events, or UINT32_MAX (for a launch, counted as dropped).  With a quarter
+ * of the pool in flight the poller is woken (it may be sleeping its longest). */
 static uint32_t slot_take(struct span_ctx *sc, bool launch)
 {
 	uint32_t i = UINT32_MAX;
 	pthread_mutex_lock(&sc->lock);
+	bool behind = (sc->made - sc->nfree) * 4 > sc->cap;
 	if (sc->nfree) {
 		i = sc->free_list[--sc->nfree];
 	} else if (sc->made < sc->cap) {
@@ -336,6 +345,8 @@ static uint32_t slot_take(struct span_ctx *sc, bool launch)
 		sc->dropped += launch;
 	}
 	pthread_mutex_unlock(&sc->lock);
+	if (behind)
+		poll_kick();
 	return i;
 }
 
@@ -607,8 +618,8 @@ void shim_live_spans_launching(const struct shim_launch_event *ev)
 		pre_disarm();
 		return;
 	}
-	CUcontext ctx = NULL;
-	if (shim_live_cu.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+	CUcontext ctx = shim_live_launch_ctx();
+	if (!ctx)
 		return;
 	struct span_ctx *sc = sctx_of(ctx);
 	if (!sc)
@@ -687,26 +698,45 @@ static bool host_time(struct span_ctx *sc, const struct slot *s, CUevent e, uint
 	return false;
 }
 
-/* 1 = written (or failed for good), 0 = not complete yet. */
+/* The KSPAN records of a round, appended together: the application's launches append under
+ * the writer's lock too, and a launch that finds it held sleeps and is woken by a system call
+ * (a lock a span was a contended lock many times a round).  Every poll_ctx caller holds
+ * list_lock, which guards these. */
+#define KSPAN_BATCH 256
+static struct store_rec_kspan kbatch[KSPAN_BATCH];
+static size_t nkbatch;
+
+static void kspans_flush(void)
+{
+	if (nkbatch && shim_live_session.trace)
+		store_trace_kspans(shim_live_session.trace, kbatch, nkbatch);
+	nkbatch = 0;
+}
+
+/* 1 = written (or failed for good), 0 = not complete yet.  The span's duration is asked first
+ * and is the completion check as well (cuEventElapsedTime says NOT_READY while the end event
+ * is pending): a cuEventQuery per span fewer, and the poller's driver calls compete with the
+ * application's launches for the driver. */
 static int collect(struct span_ctx *sc, struct slot *s, bool wait)
 {
-	CUresult r = wait ? ev_cu.sync(s->ev[1]) : ev_cu.query(s->ev[1]);
-	if (r == CUDA_ERROR_NOT_READY)
-		return 0;
 	float ms = 0;
+	CUresult r = wait ? ev_cu.sync(s->ev[1]) : CUDA_SUCCESS;
+	if (r == CUDA_SUCCESS)
+		r = ev_cu.elapsed(&ms, s->ev[0], s->ev[1]);
+	if (r == CUDA_ERROR_NOT_READY && !wait)
+		return 0;
 	uint64_t begin;
 	uint32_t unc;
-	if (r != CUDA_SUCCESS || ev_cu.elapsed(&ms, s->ev[0], s->ev[1]) != CUDA_SUCCESS ||
-	    !host_time(sc, s, s->ev[0], &begin, &unc)) {
+	if (r != CUDA_SUCCESS || !host_time(sc, s, s->ev[0], &begin, &unc)) {
 		__atomic_fetch_add(&sc->failed, 1, __ATOMIC_RELAXED);
 		return 1;
 	}
 	uint64_t dur = ms > 0 ? (uint64_t)((double)ms * 1e6 + 0.5) : 0;
-	struct store_rec_kspan k = { .corr = s->corr, .begin_ns = begin, .end_ns = begin + dur,
-				     .stream = s->stream, .name = s->name, .device = (uint32_t)sc->dev,
-				     .ref_uncertainty_ns = unc };
-	if (shim_live_session.trace)
-		store_trace_kspan(shim_live_session.trace, &k);
+	kbatch[nkbatch++] = (struct store_rec_kspan){
+		.corr = s->corr, .begin_ns = begin, .end_ns = begin + dur, .stream = s->stream,
+		.name = s->name, .device = (uint32_t)sc->dev, .ref_uncertainty_ns = unc };
+	if (nkbatch == KSPAN_BATCH)
+		kspans_flush();
 	sc->written++;
 	return 1;
 }
@@ -714,8 +744,9 @@ static int collect(struct span_ctx *sc, struct slot *s, bool wait)
 #define MAX_BLOCKED 64
 
 /* Takes the newly submitted slots, collects the completed ones (in launch order; once a stream
- * has an incomplete span, its later ones are not asked about this round), frees them. */
-static void poll_ctx(struct span_ctx *sc, bool wait)
+ * has an incomplete span, its later ones are not asked about this round), frees them.  True
+ * when a quarter of the pool is still in flight (the GPU is far behind: poll again soon). */
+static bool poll_ctx(struct span_ctx *sc, bool wait)
 {
 	uint32_t done[SPAN_SLOTS], ndone = 0, keep = 0;
 	uint64_t blocked[MAX_BLOCKED];
@@ -743,6 +774,7 @@ static void poll_ctx(struct span_ctx *sc, bool wait)
 		sc->work[keep++] = i;
 	}
 	sc->nwork = keep;
+	kspans_flush();
 	pthread_mutex_lock(&sc->lock);
 	memcpy(sc->free_list + sc->nfree, done, ndone * sizeof(uint32_t));
 	sc->nfree += ndone;
@@ -753,32 +785,83 @@ static void poll_ctx(struct span_ctx *sc, bool wait)
 		store_trace_drop(shim_live_session.trace, &d);
 		sc->dropped_written = dropped;
 	}
+	return sc->nwork * 4 > sc->cap;
 }
 
-static void poll_all(bool wait)
+/* Polls every context; true when one of them is far behind. */
+static bool poll_all(bool wait)
 {
+	bool behind = false;
 	pthread_mutex_lock(&list_lock);
 	for (struct span_ctx *sc = sctxs; sc; sc = sc->next) {
 		CUcontext popped;
 		if (shim_live_cu.cuCtxPushCurrent_v2(sc->ctx) != CUDA_SUCCESS)
 			continue;
-		poll_ctx(sc, wait);
+		behind |= poll_ctx(sc, wait);
 		shim_live_cu.cuCtxPopCurrent_v2(&popped);
 	}
 	pthread_mutex_unlock(&list_lock);
+	return behind;
 }
 
+/* Wakes the poller now (once until its next round). */
+static void poll_kick(void)
+{
+	if (atomic_load_explicit(&poll_kicked, memory_order_relaxed) ||
+	    atomic_exchange(&poll_kicked, true))
+		return;
+	pthread_mutex_lock(&poll_mx);
+	pthread_cond_signal(&poll_cv);
+	pthread_mutex_unlock(&poll_mx);
+}
+
+/* Sleeps us: the first POLL_US always (rounds are never closer, as before the sleeps grew), the
+ * rest until a kick. */
+static void poll_sleep(long us)
+{
+	struct timespec t;
+	nanosleep(&(struct timespec){ 0, POLL_US * 1000 }, NULL);
+	if (us <= POLL_US)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	t.tv_nsec += (us - POLL_US) * 1000;
+	t.tv_sec += t.tv_nsec / 1000000000;
+	t.tv_nsec %= 1000000000;
+	pthread_mutex_lock(&poll_mx);
+	if (!atomic_load(&poll_kicked))
+		pthread_cond_timedwait(&poll_cv, &poll_mx, &t);
+	pthread_mutex_unlock(&poll_mx);
+}
+
+/* The poller sleeps POLL_US while the GPU is far behind (a quarter of a pool in flight), and
+ * twice as long after each round that finds it otherwise, up to POLL_MAX_US: every round costs
+ * a wake-up, a context push and pop, and a look at each stream's oldest pending span, driver
+ * calls that compete with the application's own.  A pool of SPAN_SLOTS pairs lasts a
+ * launch-bound loop (20,000 launches a second) 200 ms, and a launch that finds a quarter of it
+ * in flight cuts the poller's sleep to POLL_US (poll_kick): a burst of launches after a quiet
+ * spell does not run the pool dry while the poller sleeps its longest. */
 static void *poller_main(void *arg)
 {
 	(void)arg;
 	/* Relaxed: this thread's queries are never "unsafe" calls during an application's
 	 * global-mode stream capture (they would fail, or invalidate the capture). */
 	shim_live_thread_relax();
+	long us = POLL_US;
 	while (atomic_load(&poller_state) == 1) {
-		nanosleep(&(struct timespec){ 0, POLL_US * 1000 }, NULL);
-		poll_all(false);
+		poll_sleep(us);
+		atomic_store(&poll_kicked, false);
+		us = poll_all(false) ? POLL_US : us * 2 > POLL_MAX_US ? POLL_MAX_US : us * 2;
 	}
 	return NULL;
+}
+
+static void poll_cv_init(void)
+{
+	pthread_condattr_t a;
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&poll_cv, &a);
+	pthread_condattr_destroy(&a);
 }
 
 static void poller_start(void)
@@ -786,6 +869,8 @@ static void poller_start(void)
 	int expect = 0;
 	if (!atomic_compare_exchange_strong(&poller_state, &expect, 1))
 		return;
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, poll_cv_init);
 	if (shim_thread_start(&poller, poller_main, NULL) != 0) /* small stack, no signals */
 		atomic_store(&poller_state, 0);
 }
@@ -808,8 +893,11 @@ static void report(const struct span_ctx *sc)
 void shim_live_spans_finish(void)
 {
 	int expect = 1;
-	if (atomic_compare_exchange_strong(&poller_state, &expect, 2))
+	if (atomic_compare_exchange_strong(&poller_state, &expect, 2)) {
+		atomic_store(&poll_kicked, false);
+		poll_kick(); /* not a sleep's length at exit */
 		pthread_join(poller, NULL);
+	}
 	if (!spans_on || shim_live_session.forked)
 		return;
 	poll_all(true);
@@ -854,6 +942,9 @@ void shim_live_spans_teardown(CUcontext ctx, CUdevice dev, int primary)
 void shim_live_spans_fork_child(bool fresh)
 {
 	atomic_store(&poller_state, 0);
+	atomic_store(&poll_kicked, false);
+	pthread_mutex_init(&poll_mx, NULL);
+	poll_cv_init(); /* a waiter of the parent's does not exist here */
 	spans_on = spans_on && fresh;
 	pthread_mutex_init(&list_lock, NULL);
 	pthread_mutex_init(&untimed_lock, NULL);

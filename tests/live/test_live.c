@@ -2060,6 +2060,96 @@ static void test_kernel_spans_are_collected_at_teardown(void **state)
 	unlink(trace_path);
 }
 
+/* ---- the driver calls a launch costs the application's thread (issue 31) --------------------
+ * A launch-bound program (a training loop) waits on its own thread, so every driver call cubpf
+ * makes there per launch is paid by every step.  In steady state (the libraries' map pointers
+ * stored, the spans' events made) a launch through cubpf calls the driver for the launch, one
+ * cuCtxGetCurrent and, with spans, one cuStreamIsCapturing and two cuEventRecord: nothing more.
+ * Before: a cuCtxGetCurrent in each of the library fill and the spans' parts, and a
+ * cuCtxGetDevice for the KERNEL record, every launch.  Launches alternate between two libraries
+ * and a module, as a training step's do between the runtime's fatbins.  Counted on the fake's
+ * per-thread counters: cubpf's own threads (the spans' poller) are not the application's. */
+#define BUDGET_LAUNCHES 150 /* below the spans' 256 premade event pairs: none made meanwhile */
+
+static int budget_handles(void **h)
+{
+	void *lib[2] = { NULL, NULL }, *mod = NULL;
+	for (int i = 0; i < 2; i++)
+		if (((libload_fn)dlsym(shim, "cuLibraryLoadData"))(&lib[i], live_ptx, NULL, NULL, 0,
+								   NULL, NULL, 0) != 0 ||
+		    ((getkernel_fn)dlsym(shim, "cuLibraryGetKernel"))(&h[i], lib[i], "live_k") != 0)
+			return live_child_fail("library %d", i);
+	if (load(&mod, live_ptx) != 0 ||
+	    ((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&h[2], mod, "live_k") != 0)
+		return live_child_fail("module");
+	return 0;
+}
+
+static int child_launch_budget(void)
+{
+	void *h[3];
+	if (open_both() || budget_handles(h))
+		return 1;
+	launch_fn launch = (launch_fn)dlsym(shim, "cuLaunchKernel");
+	unsigned (*total)(void) = (unsigned (*)(void))dlsym(fake, "fake_thread_total");
+	unsigned (*hits)(const char *) = (unsigned (*)(const char *))dlsym(fake, "fake_thread_hits");
+	if (!total || !hits)
+		return live_child_fail("no fake_thread_total or fake_thread_hits");
+	static const char *const fns[] = { "cuCtxGetCurrent", "cuCtxGetDevice",
+					   "cuStreamIsCapturing", "cuEventRecord", NULL };
+	unsigned before[4], all = 0;
+	for (int i = 0; i < BUDGET_LAUNCHES + 6; i++) {
+		if (i == 6) { /* warm: the first launches store pointers, make the span pool */
+			all = total();
+			for (int k = 0; fns[k]; k++)
+				before[k] = hits(fns[k]);
+		}
+		if (launch(h[i % 3], 1, 1, 1, 32, 1, 1, 0, (void *)0x5500, NULL, NULL) != 0)
+			return live_child_fail("launch %d", i);
+	}
+	fprintf(stderr, "test: %d launches: %u driver calls;", BUDGET_LAUNCHES, total() - all);
+	for (int k = 0; fns[k]; k++)
+		fprintf(stderr, " %s %u", fns[k], hits(fns[k]) - before[k]);
+	fprintf(stderr, "\n");
+	return 0;
+}
+
+/* A count in child_launch_budget's line: fn's, or every call's (fn NULL). */
+static unsigned budget_count(const char *fn)
+{
+	char head[64], want[80];
+	unsigned n = ~0u;
+	snprintf(head, sizeof(head), "test: %d launches:", BUDGET_LAUNCHES);
+	const char *line = strstr(child_err, head), *at = line && fn ? strstr(line, fn) : line;
+	assert_non_null(at);
+	if (fn)
+		snprintf(want, sizeof(want), "%s %%u", fn);
+	else
+		snprintf(want, sizeof(want), "%s %%u driver calls", head);
+	assert_int_equal(sscanf(at, want, &n), 1);
+	return n;
+}
+
+static void test_launch_driver_call_budget(void **state)
+{
+	(void)state;
+	const char *spans[] = { "1", "0" };
+	for (int i = 0; i < 2; i++) {
+		unlink(trace_path);
+		struct child_env env = { { "CUBPF_TRACE", "CUBPF_SPANS", "CUBPF_INTERVAL_MS" },
+					 { trace_path, spans[i], "100000" } };
+		assert_int_equal(run_child(&env, child_launch_budget), 0);
+		unsigned per = i == 0 ? 5 : 2; /* the launch, the context (, capture, two events) */
+		assert_int_equal(budget_count(NULL), per * BUDGET_LAUNCHES);
+		assert_int_equal(budget_count("cuCtxGetCurrent"), BUDGET_LAUNCHES);
+		assert_int_equal(budget_count("cuCtxGetDevice"), 0);
+		assert_int_equal(budget_count("cuStreamIsCapturing"), i == 0 ? BUDGET_LAUNCHES : 0);
+		assert_int_equal(budget_count("cuEventRecord"), i == 0 ? 2 * BUDGET_LAUNCHES : 0);
+		assert_int_equal(trace_records(trace_path, STORE_REC_KERNEL), BUDGET_LAUNCHES + 6);
+		unlink(trace_path);
+	}
+}
+
 /* A programmatic dependent launch (cuLaunchKernelEx with PROGRAMMATIC_STREAM_SERIALIZATION): an
  * event between it and its predecessor would stop them overlapping, so its stream gets no more
  * events; other streams keep theirs.  (Layouts of CUlaunchConfig / CUlaunchAttribute.) */
@@ -3234,6 +3324,7 @@ int main(void)
 		cmocka_unit_test(test_destroyed_contexts_are_forgotten),
 		cmocka_unit_test(test_context_cycle_budget),
 		cmocka_unit_test(test_context_cycle_scan_fallbacks),
+		cmocka_unit_test(test_launch_driver_call_budget),
 		cmocka_unit_test(test_library_without_context_is_filled_at_launch),
 		cmocka_unit_test(test_host_probes_run_on_driver_calls),
 		cmocka_unit_test(test_host_and_gpu_programs_share_a_map),

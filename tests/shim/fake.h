@@ -18,9 +18,13 @@ struct fake_fn {
 };
 extern const struct fake_fn fake_table[FAKE_N];
 extern unsigned fake_hit_counts[FAKE_N];
+/* The same, of the calling thread only (what cubpf's threads call is not counted there). */
+extern __thread unsigned fake_thread_hit_counts[FAKE_N];
 int fake_index_of(const char *name);
 void fake_hit(const char *name);
 /* Counts a call of `name` (an exported name, checked at compile time) without a look-up. */
-#define FAKE_HIT(name) __atomic_fetch_add(&fake_hit_counts[FAKE_IDX_##name], 1, __ATOMIC_RELAXED)
+#define FAKE_HIT(name)                                                                            \
+	(fake_thread_hit_counts[FAKE_IDX_##name]++,                                               \
+	 __atomic_fetch_add(&fake_hit_counts[FAKE_IDX_##name], 1, __ATOMIC_RELAXED))
 
 #endif

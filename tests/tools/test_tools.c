@@ -2050,6 +2050,33 @@ static void test_run_fake(void **state)
 	assert_contains(out, "{\"final\":true,\"maps\":[{\"name\":\"kstats\"");
 }
 
+/* `cubpf run -o TRACE` without a tool records what the README says: API calls, kernels and
+ * their spans (the shim started its live part only with probe objects, so no trace was
+ * written and cubpf run said "no trace written"). */
+static void test_run_trace_without_tool(void **state)
+{
+	(void)state;
+	static char out[1 << 16];
+	char args[1024], trace[64], cmd[1200];
+	snprintf(trace, sizeof(trace), "/tmp/cubpf-tools-notool-%d.trace", (int)getpid());
+	unlink(trace);
+	snprintf(args, sizeof(args), "-o %s --real-libcuda %s/tests/libcuda-fake.so -- "
+		 "%s/tests/tools_fake_app", trace, TOOLS_TEST_BUILD, TOOLS_TEST_BUILD);
+	assert_int_equal(run_cubpf(args, out, sizeof(out)), 0);
+	assert_contains(out, "fake_app: done");
+	assert_null(strstr(out, "no trace written"));
+	snprintf(cmd, sizeof(cmd), "%s/bin/cubpf trace info %s 2>&1", TOOLS_TEST_BUILD, trace);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	size_t n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	assert_int_equal(pclose(p), 0);
+	assert_contains(out, "kernel=3 ");
+	assert_contains(out, "kspan=3");
+	assert_contains(out, "state     complete");
+	unlink(trace);
+}
+
 /* The report after "--- at exit ---" (its time stamp's line left out), copied. */
 static char *at_exit_part(const char *out)
 {
@@ -2364,7 +2391,8 @@ int main(void)
 		cmocka_unit_test(test_settings_refused_alike), cmocka_unit_test(test_fifo_inputs),
 		cmocka_unit_test(test_cache_shared_through_the_shim),
 		cmocka_unit_test(test_text_escaping), cmocka_unit_test(test_report_names_escaped),
-		cmocka_unit_test(test_run_fake),      cmocka_unit_test(test_run_processes),
+		cmocka_unit_test(test_run_fake),      cmocka_unit_test(test_run_trace_without_tool),
+		cmocka_unit_test(test_run_processes),
 		cmocka_unit_test(test_run_report_without_log),
 		cmocka_unit_test(test_run_processes_fork_exit),
 		cmocka_unit_test(test_run_processes_file),
