@@ -1156,6 +1156,19 @@ static void block_leader(struct ptx_buf *b, uint32_t done)
 	buf_printf(b, "\t@%%__cb_bp0 bra $__cb%u_bdone;\n", done);
 }
 
+/* The group's lowest lane takes the group off the block's count of threads still running
+ * (`left`: "SPACE.add.u32 %__cb_b3, [ADDRESS]", the count's atom); the group that brings it to
+ * zero runs the blockretprobes, the others branch to `done`.  How many programs ran, or -1. */
+static int block_last_group(struct inj *j, const bool *sel, struct site *s, struct ptx_buf *b,
+			    struct cg_result *fneed, const char *left, uint32_t done)
+{
+	buf_printf(b, "\tneg.s32 %%__cb_b2, %%__cb_b1;\n\tatom.%s, %%__cb_b2;\n"
+		   "\tsetp.ne.u32 %%__cb_bp0, %%__cb_b3, %%__cb_b1;\n"
+		   "\t@%%__cb_bp0 bra $__cb%u_bdone;\n", left, done);
+	s->block_end = true;
+	return emit_kind(j, sel, VM_PROG_BLOCKRETPROBE, s, b, fneed);
+}
+
 /* Thread block end with the block's state in shared memory: the lowest lane of each group of
  * lanes leaving together takes the group off the count (one shared-memory atomic, on the SM);
  * the group that brings it to zero is the last to leave, and its lowest lane runs the
@@ -1165,13 +1178,10 @@ static int block_end_shared(struct inj *j, const bool *sel, struct site *s, stru
 {
 	uint32_t done = j->site++;
 	block_leader(b, done);
-	buf_printf(b, "\tneg.s32 %%__cb_b2, %%__cb_b1;\n"
-		   "\tatom.shared.add.u32 %%__cb_b3, [" CUBPF_BLOCK_SHARED_SYMBOL "+%u], %%__cb_b2;\n"
-		   "\tsetp.ne.u32 %%__cb_bp0, %%__cb_b3, %%__cb_b1;\n"
-		   "\t@%%__cb_bp0 bra $__cb%u_bdone;\n",
-		   (unsigned)offsetof(struct cubpf_block_shared, left), done);
-	s->block_end = true;
-	int n = emit_kind(j, sel, VM_PROG_BLOCKRETPROBE, s, b, fneed);
+	char left[64];
+	snprintf(left, sizeof(left), "shared.add.u32 %%__cb_b3, [" CUBPF_BLOCK_SHARED_SYMBOL "+%u]",
+		 (unsigned)offsetof(struct cubpf_block_shared, left));
+	int n = block_last_group(j, sel, s, b, fneed, left, done);
 	if (n < 0)
 		return -1;
 	buf_printf(b, "$__cb%u_bdone:\n", done);
@@ -1203,13 +1213,10 @@ static int block_end(struct inj *j, const bool *sel, struct site *s, struct ptx_
 		   ord ? "ld.relaxed.gpu.global" : "ld.volatile.global", lbl);
 	block_next(b, lbl);
 	buf_printf(b, "\tbra $__cb%u_bdone;\n$__cb%u_bfound:\n", done, lbl);
-	buf_printf(b, "\tneg.s32 %%__cb_b2, %%__cb_b1;\n"
-		   "\tatom.global.add.u32 %%__cb_b3, [%%__cb_bk3+%u], %%__cb_b2;\n"
-		   "\tsetp.ne.u32 %%__cb_bp0, %%__cb_b3, %%__cb_b1;\n"
-		   "\t@%%__cb_bp0 bra $__cb%u_bdone;\n",
-		   (unsigned)offsetof(struct cubpf_block_slot, left), done);
-	s->block_end = true;
-	int n = emit_kind(j, sel, VM_PROG_BLOCKRETPROBE, s, b, fneed);
+	char left[64];
+	snprintf(left, sizeof(left), "global.add.u32 %%__cb_b3, [%%__cb_bk3+%u]",
+		 (unsigned)offsetof(struct cubpf_block_slot, left));
+	int n = block_last_group(j, sel, s, b, fneed, left, done);
 	if (n < 0)
 		return -1;
 	buf_printf(b, "%s\t%s.u64 [%%__cb_bk3], %llu;\n$__cb%u_bdone:\n",
