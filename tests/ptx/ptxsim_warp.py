@@ -75,17 +75,27 @@ class Warp:
     def lanes(self, mask):
         return [i for i in range(32) if mask >> i & 1]
 
+    max_steps = 10000
+
+    def issued(self, body, active):
+        """Each statement the lanes in `active` reach (a subclass counts them)."""
+
+    def ret(self, on, active):
+        """The lanes still running after a ret that the lanes in `on` take: here the warp's."""
+        return 0
+
     def run(self, pc=0, active=None):
         active = self.active if active is None else active
         steps = 0
-        while pc < len(self.code):
+        while pc < len(self.code) and active:
             steps += 1
-            if steps > 10000:
+            if steps > self.max_steps:
                 raise Exception('too many steps')
             ins = self.code[pc]
             m = re.match(r'^@(!?%\w+)\s+(.*)$', ins)
             guard, body = (m.group(1), m.group(2)) if m else (None, ins)
             on = sum(1 << l for l in self.lanes(active) if not guard or self.pred(l, guard))
+            self.issued(body, active)
             if body.startswith('bra'):
                 target = self.labels[body.split()[1]]
                 if on and on != active:  # divergent: the taken side first, then the other
@@ -96,7 +106,9 @@ class Warp:
                 pc = target if on else pc + 1
                 continue
             if body.startswith('ret'):
-                return
+                active = self.ret(on, active)
+                pc += 1
+                continue
             if on:
                 self.step(body, on, active)
             pc += 1

@@ -23,32 +23,15 @@ class CWarp(Warp):
     """Counts the instructions each group issues; a guarded ret ends only its lanes."""
     threads = warps = 0
 
-    def run(self, pc=0, active=None):
-        active = self.active if active is None else active
-        while pc < len(self.code) and active:
-            ins = self.code[pc]
-            m = re.match(r'^@(!?%\w+)\s+(.*)$', ins)
-            guard, body = (m.group(1), m.group(2)) if m else (None, ins)
-            on = sum(1 << l for l in self.lanes(active) if not guard or self.pred(l, guard))
-            if not body.startswith('$'):
-                CWarp.warps += 1
-                CWarp.threads += bin(active).count('1')
-            if body.startswith('ret'):
-                active &= ~on
-                pc += 1
-                continue
-            if body.startswith('bra'):
-                target = self.labels[body.split()[1]]
-                if on and on != active:
-                    self.run(target, on)
-                    active &= ~on
-                    pc += 1
-                    continue
-                pc = target if on else pc + 1
-                continue
-            if on:
-                self.step(body, on, active)
-            pc += 1
+    max_steps = 1000000
+
+    def issued(self, body, active):
+        if not body.startswith('$'):
+            CWarp.warps += 1
+            CWarp.threads += bin(active).count('1')
+
+    def ret(self, on, active):
+        return active & ~on
 
 
 def body(text, name):
