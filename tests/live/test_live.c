@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tests/live/child.h"
+#include "tests/child.h"
 #include "cubin/cubin.h"
 #include "shim/live/rb.h"
 #include "ptx-rewriter/layout.h"
@@ -83,12 +83,12 @@ static int run_child(const struct child_env *env, int (*fn)(void))
 {
 	snprintf(fresh_cache, sizeof(fresh_cache), "/tmp/cubpf-live-test-%d.db", (int)getpid());
 	remove_db(fresh_cache);
-	int status = live_child_run(child_setup, env, fn, child_err, sizeof(child_err));
+	int status = child_run(child_setup, env, fn, child_err, sizeof(child_err));
 	assert_true(status != -1);
 	remove_db(fresh_cache);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		printf("child failed; its stderr:\n%s\n", child_err);
-	return live_child_code(status);
+	return child_code(status);
 }
 
 /* The records of one type in a trace, or -1 when it cannot be opened. */
@@ -123,11 +123,11 @@ static int open_both(void)
 	int version = 0;
 	shim = dlopen(shim_path, RTLD_NOW | RTLD_LOCAL);
 	if (!shim)
-		return live_child_fail("dlopen %s: %s", shim_path, dlerror());
+		return child_fail("dlopen %s: %s", shim_path, dlerror());
 	((int (*)(int *))dlsym(shim, "cuDriverGetVersion"))(&version); /* the shim starts */
 	fake = dlopen(fake_path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
 	if (!fake)
-		return live_child_fail("the fake driver was not loaded by the shim");
+		return child_fail("the fake driver was not loaded by the shim");
 	module_text = (const char *(*)(void *))dlsym(fake, "fake_module_text");
 	global = (uint64_t(*)(void *, const char *))dlsym(fake, "fake_global");
 	set_ctx = (void (*)(void *))dlsym(fake, "fake_set_ctx");
@@ -144,9 +144,9 @@ static int instrumented(void *h, const char *prefix)
 {
 	const char *t = module_text(h);
 	if (!t)
-		return live_child_fail("the fake driver has no text for %p", h);
+		return child_fail("the fake driver has no text for %p", h);
 	if (strncmp(t, prefix, strlen(prefix)) || !strstr(t, "__cubpf_map_0"))
-		return live_child_fail("not instrumented as expected (%s...): %.80s", prefix, t);
+		return child_fail("not instrumented as expected (%s...): %.80s", prefix, t);
 	return 0;
 }
 
@@ -154,7 +154,7 @@ static int original(void *h, const char *ptx)
 {
 	const char *t = module_text(h);
 	if (!t || strcmp(t, ptx))
-		return live_child_fail("the module is not the original: %.80s", t ? t : "(none)");
+		return child_fail("the module is not the original: %.80s", t ? t : "(none)");
 	return 0;
 }
 
@@ -170,7 +170,7 @@ static int child_module(void)
 	uint64_t *entries = (uint64_t *)(uintptr_t)global(mod, "__cubpf_map_0");
 	uint64_t *exits = (uint64_t *)(uintptr_t)global(mod, "__cubpf_map_1");
 	if (!entries || !exits || entries == exits)
-		return live_child_fail("map pointers not stored: %p %p", (void *)entries, (void *)exits);
+		return child_fail("map pointers not stored: %p %p", (void *)entries, (void *)exits);
 	entries[1] = 7; /* kernel id 1 (live_k) entered 7 times */
 	exits[1] = 6;
 	return 0;
@@ -200,10 +200,10 @@ static int child_teardown(void)
 		return 1;
 	uint64_t *entries = (uint64_t *)(uintptr_t)global(mod, "__cubpf_map_0");
 	if (!entries)
-		return live_child_fail("no map pointer");
+		return child_fail("no map pointer");
 	entries[1] = 5;
 	if (((int (*)(int))dlsym(shim, "cuDevicePrimaryCtxReset_v2"))(0) != 0)
-		return live_child_fail("reset failed");
+		return child_fail("reset failed");
 	entries[1] = 99; /* after the context is gone: never read */
 	return 0;
 }
@@ -234,29 +234,29 @@ static int child_ctx_cycles(void)
 		void *ctx = NULL, *mod = NULL, *f = NULL;
 		char params[64] = { 0 }; /* a CUctxCreateParams: nothing asked for */
 		if (create(&ctx, params, 0, 0) != 0)
-			return live_child_fail("cuCtxCreate");
+			return child_fail("cuCtxCreate");
 		if (load(&mod, live_ptx) != 0 || instrumented(mod, "FAKECUBIN"))
 			return 1;
 		if (ring) { /* a record in the ring buffer; its lanes go with the context */
 			void *rb = ((void *(*)(void))dlsym(fake, "fake_last_host_alloc"))();
 			uint64_t rec[2] = { 0xabc0 + (uint64_t)i, (uint64_t)i };
 			if (!rb || shim_live_rb_produce(rb, (uint32_t)i, rec, sizeof(rec)) != 0)
-				return live_child_fail("cycle %d: produce", i);
+				return child_fail("cycle %d: produce", i);
 		}
 		uint64_t *entries = (uint64_t *)(uintptr_t)global(mod, "__cubpf_map_0");
 		if (!ring && !entries)
-			return live_child_fail("cycle %d: no map pointer", i);
+			return child_fail("cycle %d: no map pointer", i);
 		if (!ring && entries[1] != 0)
-			return live_child_fail("cycle %d: the module got the maps of a destroyed context "
+			return child_fail("cycle %d: the module got the maps of a destroyed context "
 					  "(%llu)", i, (unsigned long long)entries[1]);
 		if (!ring)
 			entries[1] = 10 + (uint64_t)i;
 		if (((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0 ||
 		    ((launch_fn)dlsym(shim, "cuLaunchKernel"))(f, 1, 1, 1, 32, 1, 1, 256, NULL, NULL,
 							    NULL) != 0)
-			return live_child_fail("cycle %d: launch", i);
+			return child_fail("cycle %d: launch", i);
 		if (destroy(ctx) != 0)
-			return live_child_fail("cuCtxDestroy");
+			return child_fail("cuCtxDestroy");
 		usleep(30 * 1000); /* the snapshot thread (every 10 ms) comes round */
 	}
 	fprintf(stderr, "child: %u context handles came back\n",
@@ -281,17 +281,17 @@ static int child_library_ctx_cycles(void)
 							   NULL, 0) != 0 ||
 	    ((getkernel_fn)dlsym(shim, "cuLibraryGetKernel"))(&kern, lib, "live_k") != 0 ||
 	    launch(kern, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL) != 0)
-		return live_child_fail("first context: load, kernel or launch");
+		return child_fail("first context: load, kernel or launch");
 	uint64_t first = global(lib, "__cubpf_map_0");
 	if (!first || destroy(ctx) != 0 || create(&ctx2, params, 0, 0) != 0)
-		return live_child_fail("first context: no map pointer, or destroy/create failed");
+		return child_fail("first context: no map pointer, or destroy/create failed");
 	if (ctx2 != ctx)
-		return live_child_fail("the fake did not hand the handle out again");
+		return child_fail("the fake did not hand the handle out again");
 	if (launch(kern, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL) != 0)
-		return live_child_fail("launch in the second context");
+		return child_fail("launch in the second context");
 	uint64_t second = global(lib, "__cubpf_map_0");
 	if (!second || second == first)
-		return live_child_fail("the library still points at the destroyed context's maps");
+		return child_fail("the library still points at the destroyed context's maps");
 	return destroy(ctx2);
 }
 
@@ -307,15 +307,15 @@ static int child_primary_cycles(void)
 	for (int i = 0; i < 3; i++) {
 		void *ctx = NULL, *mod = NULL;
 		if (retain(&ctx, 0) != 0 || load(&mod, live_ptx) != 0)
-			return live_child_fail("cycle %d: retain or load", i);
+			return child_fail("cycle %d: retain or load", i);
 		uint64_t *entries = (uint64_t *)(uintptr_t)global(mod, "__cubpf_map_0");
 		if (!entries || entries[1] != 0)
-			return live_child_fail("cycle %d: maps %p of a released context", i, (void *)entries);
+			return child_fail("cycle %d: maps %p of a released context", i, (void *)entries);
 		entries[1] = 20 + (uint64_t)i;
 		/* the first time, the fake's implicit reference is released too: the first release
 		 * leaves the context alive (its maps stay), the second is the last */
 		if (release(0) != 0 || (i == 0 && release(0) != 0))
-			return live_child_fail("cycle %d: release", i);
+			return child_fail("cycle %d: release", i);
 	}
 	return 0;
 }
@@ -385,7 +385,7 @@ static int child_ctx_budget(void)
 	unsigned (*hits)(const char *) = (unsigned (*)(const char *))dlsym(fake, "fake_hits");
 	uint64_t (*bytes)(const char *) = (uint64_t (*)(const char *))dlsym(fake, "fake_bytes");
 	if (!hits || !bytes)
-		return live_child_fail("no fake_hits or fake_bytes");
+		return child_fail("no fake_hits or fake_bytes");
 	for (int i = 0; i < 4; i++) {
 		void *ctx = NULL, *mod = NULL, *f = NULL;
 		char params[64] = { 0 };
@@ -393,17 +393,17 @@ static int child_ctx_budget(void)
 			before[k] = hits(fns[k]), bytes_before[k] = bytes(fns[k]);
 		if (create(&ctx, params, 0, 0) != 0 || load(&mod, live_ptx) != 0 ||
 		    instrumented(mod, "FAKECUBIN"))
-			return live_child_fail("cycle %d: context or module", i);
+			return child_fail("cycle %d: context or module", i);
 		/* count.bpf.o is the first object: its `entries` map is __cubpf_map_0 */
 		uint64_t *entries = (uint64_t *)(uintptr_t)global(mod, "__cubpf_map_0");
 		if (!entries || entries[1] != 0)
-			return live_child_fail("cycle %d: no fresh map", i);
+			return child_fail("cycle %d: no fresh map", i);
 		entries[1] = 100 + (uint64_t)i;
 		if (((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0 ||
 		    ((launch_fn)dlsym(shim, "cuLaunchKernel"))(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL,
 							    NULL) != 0 ||
 		    destroy(ctx) != 0)
-			return live_child_fail("cycle %d: launch or destroy", i);
+			return child_fail("cycle %d: launch or destroy", i);
 		fprintf(stderr, "test: cycle %d:", i);
 		for (int k = 0; fns[k]; k++)
 			fprintf(stderr, " %s %u %llu", fns[k], hits(fns[k]) - before[k],
@@ -533,11 +533,11 @@ static int child_host(void)
 	if (open_both() || load(&mod, live_ptx) != 0)
 		return 1;
 	if (((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0)
-		return live_child_fail("cuModuleGetFunction");
+		return child_fail("cuModuleGetFunction");
 	for (int i = 0; i < 3; i++)
 		if (((launch_fn)dlsym(shim, "cuLaunchKernel"))(f, 5, 1, 1, 32, 1, 1, 0, NULL, NULL,
 								NULL) != 0)
-			return live_child_fail("launch");
+			return child_fail("launch");
 	((int (*)(uint64_t, const void *, size_t))dlsym(shim, "cuMemcpyHtoD_v2"))(1, buf, 100);
 	return 0;
 }
@@ -566,23 +566,23 @@ static int child_shared(void)
 		return 1;
 	uint64_t *both = (uint64_t *)(uintptr_t)global(mod, "__cubpf_map_0");
 	if (!both || ((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0)
-		return live_child_fail("no map pointer or function");
+		return child_fail("no map pointer or function");
 	both[1] = 7; /* seven threads entered */
 	for (int i = 0; i < 2; i++)
 		if (((launch_fn)dlsym(shim, "cuLaunchKernel"))(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL,
 								NULL) != 0)
-			return live_child_fail("launch");
+			return child_fail("launch");
 	bool managed = !getenv("FAKE_NO_MANAGED");
 	if (managed && (both[0] != 2 || both[2] != 107))
-		return live_child_fail("the kernel side sees launches %llu, copy %llu (want 2, 107)",
+		return child_fail("the kernel side sees launches %llu, copy %llu (want 2, 107)",
 				  (unsigned long long)both[0], (unsigned long long)both[2]);
 	if (!managed && (both[0] != 0 || both[2] != 0))
-		return live_child_fail("separate copies, yet the kernel side sees host writes");
+		return child_fail("separate copies, yet the kernel side sees host writes");
 	if (!getenv("SHARED_RESET"))
 		return 0;
 	/* the context goes: the host side moves back to host memory with the values it had */
 	if (((int (*)(int))dlsym(shim, "cuDevicePrimaryCtxReset_v2"))(0) != 0)
-		return live_child_fail("reset failed");
+		return child_fail("reset failed");
 	both[1] = 99; /* the old storage: no longer the host's */
 	return ((launch_fn)dlsym(shim, "cuLaunchKernel"))(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL,
 							  NULL) != 0;
@@ -624,7 +624,7 @@ static int child_ring(void)
 	const struct cubpf_rb_header *h = rb;
 	if (!rb || h->version != CUBPF_RB_VERSION || h->lanes != 256 || h->warps != 64 ||
 	    h->lane_bytes != 16256 || !h->state)
-		return live_child_fail("ring buffer layout: %p %u lanes of %llu", rb, h ? h->lanes : 0,
+		return child_fail("ring buffer layout: %p %u lanes of %llu", rb, h ? h->lanes : 0,
 				  h ? (unsigned long long)h->lane_bytes : 0ull);
 	/* the producers' part: the fake's device memory is host memory */
 	const struct cubpf_rb_state *st = (const void *)(uintptr_t)h->state;
@@ -633,11 +633,11 @@ static int child_ring(void)
 	    st->tails != h->state + CUBPF_RB_STATE_TAILS(256) ||
 	    st->drops != h->state + CUBPF_RB_STATE_DROPS(256) ||
 	    st->data != (uintptr_t)rb + CUBPF_RB_DATA_OFFSET(256))
-		return live_child_fail("ring buffer producers' header");
+		return child_fail("ring buffer producers' header");
 	for (uint64_t i = 0; i < 3; i++) {
 		uint64_t rec[2] = { 0xabc0 + i, i };
 		if (shim_live_rb_produce(rb, (uint32_t)i, rec, sizeof(rec)) != 0)
-			return live_child_fail("produce");
+			return child_fail("produce");
 	}
 	usleep(50 * 1000); /* the drain thread takes them */
 	static uint8_t big[4000];
@@ -645,7 +645,7 @@ static int child_ring(void)
 	for (int i = 0; i < 6; i++) /* 4 batches of 4016 bytes fit a 16256-byte lane */
 		dropped += shim_live_rb_produce(rb, 3, big, sizeof(big)) != 0;
 	if (dropped != 2)
-		return live_child_fail("%d of 6 big records dropped (expected 2)", dropped);
+		return child_fail("%d of 6 big records dropped (expected 2)", dropped);
 	/* the drain frees the lane and copies its tail to the producers' side: room again */
 	for (int tries = 0; tries < 100; tries++) {
 		usleep(10 * 1000);
@@ -653,7 +653,7 @@ static int child_ring(void)
 			return 0;
 		dropped++;
 	}
-	return live_child_fail("lane 3 never had room again after the drain");
+	return child_fail("lane 3 never had room again after the drain");
 }
 
 static void test_ring_buffers_are_drained_into_the_trace(void **state)
@@ -734,7 +734,7 @@ static int child_ring_threads(void)
 	void *rb = ((void *(*)(void))dlsym(fake, "fake_last_host_alloc"))();
 	const struct cubpf_rb_header *h = rb;
 	if (!rb || h->lanes != 132 * 64)
-		return live_child_fail("ring buffer: %u lanes", h ? h->lanes : 0);
+		return child_fail("ring buffer: %u lanes", h ? h->lanes : 0);
 	/* Records without a pause for 300 ms, and on until the helpers are there (threads of this
 	 * process: 3 more), 20 s at most: the drain takes them as fast as it can, over the 1 M a
 	 * second that brings the helpers, though a sanitized build on a loaded machine may need
@@ -825,9 +825,9 @@ static int capture_begin(struct capture_job *j)
 	typedef int (*create_fn)(void **, unsigned);
 	typedef int (*begin_fn)(void *, int);
 	if (((create_fn)dlsym(shim, "cuStreamCreate"))(&j->stream, 1) != 0)
-		return live_child_fail("cuStreamCreate");
+		return child_fail("cuStreamCreate");
 	j->begun = ((begin_fn)dlsym(shim, "cuStreamBeginCapture_v2"))(j->stream, j->mode);
-	return j->begun ? live_child_fail("cuStreamBeginCapture_v2: %d", j->begun) : 0;
+	return j->begun ? child_fail("cuStreamBeginCapture_v2: %d", j->begun) : 0;
 }
 
 static void capture_end(struct capture_job *j)
@@ -859,7 +859,7 @@ static int child_capture(void)
 	unsigned (*violations)(void) = (unsigned (*)(void))dlsym(fake, "fake_capture_violations");
 	const char *(*culprit)(void) = (const char *(*)(void))dlsym(fake, "fake_capture_culprit");
 	if (other ? pthread_create(&t, NULL, capture_thread, &j) != 0 : capture_begin(&j) != 0)
-		return live_child_fail("the capture did not begin");
+		return child_fail("the capture did not begin");
 	while (other && !j.stream && !j.begun)
 		usleep(1000);
 	if (load(&mod, live_ptx) != 0 || instrumented(mod, "FAKECUBIN"))
@@ -867,7 +867,7 @@ static int child_capture(void)
 	if (((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0 ||
 	    ((launch_fn)dlsym(shim, "cuLaunchKernel"))(f, 1, 1, 1, 32, 1, 1, 0, other ? NULL : j.stream,
 						    NULL, NULL) != 0)
-		return live_child_fail("launch");
+		return child_fail("launch");
 	void *rb = ((void *(*)(void))dlsym(fake, "fake_last_host_alloc"))();
 	for (int i = 0; rb && i < 150; i++) { /* records: the drain copies tails and queries */
 		uint64_t rec[2] = { 0xabc0 + (uint64_t)i, (uint64_t)i };
@@ -882,7 +882,7 @@ static int child_capture(void)
 	fprintf(stderr, "child: capture mode %d on %s thread ended with %d; %u unsafe calls (%s)\n",
 		j.mode, other ? "another" : "the loading", j.end_result, violations(), culprit());
 	if (!rb)
-		return live_child_fail("no ring buffer");
+		return child_fail("no ring buffer");
 	return j.end_result != 0 || violations() != 0;
 }
 
@@ -926,15 +926,15 @@ static int child_sample(void)
 		return 1;
 	uint32_t *words = (uint32_t *)(uintptr_t)global(mod, "__cubpf_enable");
 	if (!words || words[1] != ~0u || words[0] != ~0u)
-		return live_child_fail("enable words not stored or not all on");
+		return child_fail("enable words not stored or not all on");
 	if (((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0)
-		return live_child_fail("cuModuleGetFunction");
+		return child_fail("cuModuleGetFunction");
 	for (int i = 0; i < 7; i++) {
 		const char *api = i % 2 ? "cuLaunchKernel_ptsz" : "cuLaunchKernel";
 		if (((launch_fn)dlsym(shim, api))(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL) != 0)
-			return live_child_fail("launch");
+			return child_fail("launch");
 		if (words[1] != want[i])
-			return live_child_fail("launch %d: enable word %x, want %x", i + 1, words[1], want[i]);
+			return child_fail("launch %d: enable word %x, want %x", i + 1, words[1], want[i]);
 	}
 	return 0;
 }
@@ -961,24 +961,24 @@ static int child_blocks(void)
 {
 	void *a = NULL, *b = NULL;
 	if (open_both() || load(&a, blocks_ptx) != 0 || load(&b, blocks_ptx2) != 0)
-		return live_child_fail("set-up");
+		return child_fail("set-up");
 	const char *t = module_text(a);
 	bool want = getenv("WANT_BLOCKS") != NULL, sh = getenv("WANT_BLOCK_SHARED") != NULL;
 	if (!t || (strstr(t, ".u64 __cubpf_blocks;") != NULL) != want)
-		return live_child_fail("the module %s the block table: %.80s", want ? "lacks" : "declares",
+		return child_fail("the module %s the block table: %.80s", want ? "lacks" : "declares",
 				  t ? t : "");
 	if ((strstr(t, ".shared") != NULL) != sh || (sh && !strstr(t, ".b8 __cubpf_block[16];")))
-		return live_child_fail("the module %s the block's state in shared memory: %.80s",
+		return child_fail("the module %s the block's state in shared memory: %.80s",
 				       sh ? "lacks" : "has", t);
 	if (!want)
 		return 0;
 	const uint8_t *ta = (const uint8_t *)(uintptr_t)global(a, "__cubpf_blocks");
 	const uint8_t *tb = (const uint8_t *)(uintptr_t)global(b, "__cubpf_blocks");
 	if (!ta || ta != tb)
-		return live_child_fail("block table %p and %p: not one per context", (void *)ta, (void *)tb);
+		return child_fail("block table %p and %p: not one per context", (void *)ta, (void *)tb);
 	for (uint64_t i = 0; i < CUBPF_BLOCK_TABLE_BYTES; i++)
 		if (ta[i])
-			return live_child_fail("the block table is not zeroed at byte %llu",
+			return child_fail("the block table is not zeroed at byte %llu",
 					  (unsigned long long)i);
 	return 0;
 }
@@ -1025,12 +1025,12 @@ static int child_func_only(void)
 {
 	void *mod = NULL;
 	if (open_both() || load(&mod, func_ptx) != 0)
-		return live_child_fail("set-up");
+		return child_fail("set-up");
 	const char *t = module_text(mod);
 	if (!t || !strstr(t, "// cubpf: fentry on_func_entry") || !strstr(t, "// cubpf: fexit"))
-		return live_child_fail("the device function is not probed: %.200s", t ? t : "");
+		return child_fail("the device function is not probed: %.200s", t ? t : "");
 	if (!global(mod, "__cubpf_map_0"))
-		return live_child_fail("the map pointer is not stored");
+		return child_fail("the map pointer is not stored");
 	return 0;
 }
 
@@ -1050,10 +1050,10 @@ static int child_knob(void)
 {
 	void *mod = NULL;
 	if (open_both() || load(&mod, live_ptx) != 0 || instrumented(mod, "FAKECUBIN"))
-		return live_child_fail("set-up");
+		return child_fail("set-up");
 	const char *t = module_text(mod);
 	if (!t || !strstr(t, "// cubpf: kprobe on_entry") || strstr(t, "vprintf"))
-		return live_child_fail("not probed as expected: %.300s", t ? t : "");
+		return child_fail("not probed as expected: %.300s", t ? t : "");
 	return 0;
 }
 
@@ -1085,15 +1085,15 @@ static int child_sample_capture(void)
 	if (!words || ((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0 ||
 	    ((create_fn)dlsym(shim, "cuStreamCreate"))(&s, 1) != 0 ||
 	    ((begin_fn)dlsym(shim, "cuStreamBeginCapture_v2"))(s, 0) != 0)
-		return live_child_fail("set-up");
+		return child_fail("set-up");
 	for (int i = 0; i < 3; i++)
 		if (((launch_fn)dlsym(shim, "cuLaunchKernel"))(f, 1, 1, 1, 32, 1, 1, 0, s, NULL,
 							   NULL) != 0)
-			return live_child_fail("launch");
+			return child_fail("launch");
 	if (words[1] != ~0u)
-		return live_child_fail("a captured launch flipped the enable word: %x", words[1]);
+		return child_fail("a captured launch flipped the enable word: %x", words[1]);
 	if (((int (*)(void *, void **))dlsym(shim, "cuStreamEndCapture"))(s, &graph) != 0)
-		return live_child_fail("the capture ended badly");
+		return child_fail("the capture ended badly");
 	return 0;
 }
 
@@ -1134,15 +1134,15 @@ static int child_control(void)
 		return 1;
 	uint32_t *words = (uint32_t *)(uintptr_t)global(mod, "__cubpf_enable");
 	if (!words || ((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0)
-		return live_child_fail("no enable words or function");
+		return child_fail("no enable words or function");
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
 		if (write_control(steps[i].text) != 0)
-			return live_child_fail("cannot write %s", control_file);
+			return child_fail("cannot write %s", control_file);
 		if (((launch_fn)dlsym(shim, "cuLaunchKernel"))(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL,
 								NULL) != 0)
-			return live_child_fail("launch");
+			return child_fail("launch");
 		if (words[1] != steps[i].want)
-			return live_child_fail("step %zu: enable word %x, want %x", i, words[1],
+			return child_fail("step %zu: enable word %x, want %x", i, words[1],
 					  steps[i].want);
 	}
 	return 0;
@@ -1171,19 +1171,19 @@ static int child_library_lazy(void)
 	set_ctx(NULL);
 	if (((libload_fn)dlsym(shim, "cuLibraryLoadData"))(&lib, live_ptx, NULL, NULL, 0, NULL,
 							   NULL, 0) != 0)
-		return live_child_fail("cuLibraryLoadData failed");
+		return child_fail("cuLibraryLoadData failed");
 	if (instrumented(lib, ".version"))
 		return 1;
 	if (global(lib, "__cubpf_map_0") != 0)
-		return live_child_fail("pointer stored before any context existed");
+		return child_fail("pointer stored before any context existed");
 	set_ctx((void *)0xC7C000);
 	if (((getkernel_fn)dlsym(shim, "cuLibraryGetKernel"))(&kern, lib, "live_k") != 0)
-		return live_child_fail("cuLibraryGetKernel failed");
+		return child_fail("cuLibraryGetKernel failed");
 	if (((launch_fn)dlsym(shim, "cuLaunchKernel"))(kern, 1, 1, 1, 32, 1, 1, 0, NULL, NULL,
 							NULL) != 0)
-		return live_child_fail("launch failed");
+		return child_fail("launch failed");
 	if (global(lib, "__cubpf_map_0") == 0)
-		return live_child_fail("pointer not stored at the first launch");
+		return child_fail("pointer not stored at the first launch");
 	return 0;
 }
 
@@ -1200,7 +1200,7 @@ static int child_jit_error(void)
 {
 	void *mod = NULL;
 	if (open_both() || load(&mod, jit_error_ptx) != 0)
-		return live_child_fail("load failed");
+		return child_fail("load failed");
 	return original(mod, jit_error_ptx);
 }
 
@@ -1219,7 +1219,7 @@ static int child_refused(void)
 {
 	void *mod = NULL;
 	if (open_both() || load(&mod, live_ptx) != 0)
-		return live_child_fail("the application saw the failure");
+		return child_fail("the application saw the failure");
 	return original(mod, live_ptx);
 }
 
@@ -1377,7 +1377,7 @@ static int child_cubin(void)
 	static char buf[1 << 20];
 	void *mod = NULL;
 	if (!f)
-		return live_child_fail("no fixture %s", cubin_path);
+		return child_fail("no fixture %s", cubin_path);
 	size_t n = fread(buf, 1, sizeof(buf), f);
 	fclose(f);
 	if (!n || open_both() || load(&mod, buf) != 0)
@@ -1404,14 +1404,14 @@ static int child_file(void)
 		(int (*)(void **, const char *))dlsym(shim, "cuModuleLoad");
 	unsigned (*hits)(const char *) = (unsigned (*)(const char *))dlsym(fake, "fake_hits");
 	if (!load_file || !hits || load_file(&mod, ptx_file) != 0)
-		return live_child_fail("cuModuleLoad failed");
+		return child_fail("cuModuleLoad failed");
 	const char *glob = getenv("CUBPF_KERNELS");
 	if (glob) /* nothing matches: the original file, through cuModuleLoad */
 		return original(mod, live_ptx) || hits("cuModuleLoad") != 1;
 	/* (cuModuleLoadData is also how cubpf loads its own clock kernel: not counted here) */
 	if (instrumented(mod, "FAKECUBIN") || hits("cuModuleLoad") != 0)
-		return live_child_fail("the instrumented image did not replace the file");
-	return global(mod, "__cubpf_map_0") ? 0 : live_child_fail("map pointer not stored");
+		return child_fail("the instrumented image did not replace the file");
+	return global(mod, "__cubpf_map_0") ? 0 : child_fail("map pointer not stored");
 }
 
 static int child_file_open(void)
@@ -1580,7 +1580,7 @@ static int metrics_port;
 
 static int expect_in(const char *body, const char *want)
 {
-	return strstr(body, want) ? 0 : live_child_fail("'%s' not in the scrape:\n%s", want, body);
+	return strstr(body, want) ? 0 : child_fail("'%s' not in the scrape:\n%s", want, body);
 }
 
 /* The "kernel" counts; a scrape sees them, then sees them grow (a copy published again while
@@ -1592,11 +1592,11 @@ static int child_metrics(void)
 		return 1;
 	void *mod = NULL;
 	if (load(&mod, live_ptx) != 0)
-		return live_child_fail("second load");
+		return child_fail("second load");
 	uint64_t *entries = (uint64_t *)(uintptr_t)global(mod, "__cubpf_map_0");
 	char *body = http_get(metrics_port, "/metrics");
 	if (!body)
-		return live_child_fail("no answer on port %d", metrics_port);
+		return child_fail("no answer on port %d", metrics_port);
 	snprintf(want, sizeof(want), "cubpf_map_value{pid=\"%d\",map=\"entries\",device=\"0\","
 		 "key=\"1\",word=\"0\"} 7\n", (int)getpid());
 	int rc = expect_in(body, "HTTP/1.1 200 OK\r\n") || expect_in(body, want);
@@ -1614,7 +1614,7 @@ static int child_metrics(void)
 		if (seen)
 			break;
 		if (i == 99)
-			rc = live_child_fail("the new count never showed");
+			rc = child_fail("the new count never showed");
 	}
 	body = http_get(metrics_port, "/other");
 	rc = rc || !body || expect_in(body, "HTTP/1.1 404 Not Found\r\n");
@@ -1936,7 +1936,7 @@ static int child_spans(void)
 		return 1;
 	((void (*)(uint64_t))dlsym(fake, "fake_event_delay"))(span_delay_ns);
 	if (((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0)
-		return live_child_fail("cuModuleGetFunction");
+		return child_fail("cuModuleGetFunction");
 	void *(*last_stream)(void) = (void *(*)(void))dlsym(fake, "fake_event_last_stream");
 	unsigned (*nrec)(void) = (unsigned (*)(void))dlsym(fake, "fake_events_recorded");
 	for (int i = 0; i < span_launches; i++) {
@@ -1944,13 +1944,13 @@ static int child_spans(void)
 		const char *api = i % 2 ? "cuLaunchKernel_ptsz" : "cuLaunchKernel";
 		void *s = i % 2 ? NULL : (void *)0x5500;
 		if (((launch_fn)dlsym(shim, api))(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL) != 0)
-			return live_child_fail("launch");
+			return child_fail("launch");
 		void *want = i % 2 ? (void *)2 : s;
 		if (nrec() != before && last_stream() != want) /* none when the pool is empty */
-			return live_child_fail("launch %d: event recorded on %p, want %p", i, last_stream(), want);
+			return child_fail("launch %d: event recorded on %p, want %p", i, last_stream(), want);
 	}
 	if (getenv("CUBPF_SPANS") && nrec() != 0)
-		return live_child_fail("CUBPF_SPANS=0, yet %u events recorded", nrec());
+		return child_fail("CUBPF_SPANS=0, yet %u events recorded", nrec());
 	return 0;
 }
 
@@ -2040,9 +2040,9 @@ static int child_spans_teardown(void)
 	if (child_spans())
 		return 1;
 	if (((int (*)(int))dlsym(shim, "cuDevicePrimaryCtxReset_v2"))(0) != 0)
-		return live_child_fail("cuDevicePrimaryCtxReset_v2");
+		return child_fail("cuDevicePrimaryCtxReset_v2");
 	unsigned live_events = ((unsigned (*)(void))dlsym(fake, "fake_events_live"))();
-	return live_events ? live_child_fail("%u events left after the teardown", live_events) : 0;
+	return live_events ? child_fail("%u events left after the teardown", live_events) : 0;
 }
 
 static void test_kernel_spans_are_collected_at_teardown(void **state)
@@ -2078,10 +2078,10 @@ static int budget_handles(void **h)
 		if (((libload_fn)dlsym(shim, "cuLibraryLoadData"))(&lib[i], live_ptx, NULL, NULL, 0,
 								   NULL, NULL, 0) != 0 ||
 		    ((getkernel_fn)dlsym(shim, "cuLibraryGetKernel"))(&h[i], lib[i], "live_k") != 0)
-			return live_child_fail("library %d", i);
+			return child_fail("library %d", i);
 	if (load(&mod, live_ptx) != 0 ||
 	    ((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&h[2], mod, "live_k") != 0)
-		return live_child_fail("module");
+		return child_fail("module");
 	return 0;
 }
 
@@ -2094,7 +2094,7 @@ static int child_launch_budget(void)
 	unsigned (*total)(void) = (unsigned (*)(void))dlsym(fake, "fake_thread_total");
 	unsigned (*hits)(const char *) = (unsigned (*)(const char *))dlsym(fake, "fake_thread_hits");
 	if (!total || !hits)
-		return live_child_fail("no fake_thread_total or fake_thread_hits");
+		return child_fail("no fake_thread_total or fake_thread_hits");
 	static const char *const fns[] = { "cuCtxGetCurrent", "cuCtxGetDevice",
 					   "cuStreamIsCapturing", "cuEventRecord", NULL };
 	unsigned before[4], all = 0;
@@ -2105,7 +2105,7 @@ static int child_launch_budget(void)
 				before[k] = hits(fns[k]);
 		}
 		if (launch(h[i % 3], 1, 1, 1, 32, 1, 1, 0, (void *)0x5500, NULL, NULL) != 0)
-			return live_child_fail("launch %d", i);
+			return child_fail("launch %d", i);
 	}
 	fprintf(stderr, "test: %d launches: %u driver calls;", BUDGET_LAUNCHES, total() - all);
 	for (int k = 0; fns[k]; k++)
@@ -2174,19 +2174,19 @@ static int child_spans_pdl(void)
 	if (open_both() || load(&mod, live_ptx) != 0)
 		return 1;
 	if (((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0)
-		return live_child_fail("cuModuleGetFunction");
+		return child_fail("cuModuleGetFunction");
 	struct fake_attr a = { .id = 6 /* PROGRAMMATIC_STREAM_SERIALIZATION */, .value.allowed = 1 };
 	struct fake_config c = { { 1, 1, 1 }, { 32, 1, 1 }, 0, (void *)0x5500, &a, 1 };
 	void *(*last_stream)(void) = (void *(*)(void))dlsym(fake, "fake_event_last_stream");
 	((int (*)(const void *, void *, void **, void **))dlsym(shim, "cuLaunchKernelEx"))(&c, f, NULL,
 											    NULL);
 	if (last_stream() == (void *)0x5500) /* cubpf's own reference events only */
-		return live_child_fail("an event was recorded around a programmatic launch");
+		return child_fail("an event was recorded around a programmatic launch");
 	for (int i = 0; i < 20; i++) {
 		const char *api = i % 2 ? "cuLaunchKernel_ptsz" : "cuLaunchKernel";
 		void *s = i % 2 ? NULL : (void *)0x5500;
 		if (((launch_fn)dlsym(shim, api))(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL) != 0)
-			return live_child_fail("launch");
+			return child_fail("launch");
 	}
 	return 0;
 }
@@ -2236,14 +2236,14 @@ static int expect_log(const char *what, const struct logged *want, unsigned n, v
 	logged_fn logged = (logged_fn)dlsym(fake, "fake_event_logged");
 	unsigned count = ((unsigned (*)(void))dlsym(fake, "fake_event_log_count"))();
 	if (count != n)
-		return live_child_fail("%s: %u records on the program's streams, expected %u", what, count, n);
+		return child_fail("%s: %u records on the program's streams, expected %u", what, count, n);
 	for (unsigned i = 0; i < n; i++) {
 		void *stream, *e = logged(i, &stream);
 		bool is_mine = false;
 		for (unsigned k = 0; k < nmine; k++)
 			is_mine |= e == mine[k];
 		if (stream != want[i].stream || (want[i].event ? e != want[i].event : is_mine))
-			return live_child_fail("%s: record %u is %s event %p on %p, expected %s on %p", what, i,
+			return child_fail("%s: record %u is %s event %p on %p, expected %s on %p", what, i,
 					  is_mine ? "the program's" : "cubpf's", e, stream,
 					  want[i].event ? "the program's" : "cubpf's", want[i].stream);
 	}
@@ -2258,11 +2258,11 @@ static int child_spans_early(void)
 	if (open_both() || load(&mod, live_ptx) != 0)
 		return 1;
 	if (((getkernel_fn)dlsym(shim, "cuModuleGetFunction"))(&f, mod, "live_k") != 0)
-		return live_child_fail("cuModuleGetFunction");
+		return child_fail("cuModuleGetFunction");
 	int (*create)(void **, unsigned) = (int (*)(void **, unsigned))dlsym(shim, "cuEventCreate");
 	if (create(&timed, 0) != 0 || create(&stop, 0) != 0 ||
 	    create(&untimed, 2 /* DISABLE_TIMING */) != 0)
-		return live_child_fail("cuEventCreate");
+		return child_fail("cuEventCreate");
 	void *const mine[] = { timed, stop, untimed };
 	record_fn rec = (record_fn)dlsym(shim, "cuEventRecord");
 	record_fn rec_ptsz = (record_fn)dlsym(shim, "cuEventRecord_ptsz");
@@ -2383,15 +2383,15 @@ static int dump_module(void *mod)
 	unsigned (*hits)(const char *) = (unsigned (*)(const char *))dlsym(fake, "fake_hits");
 	const char *(*inputs)(void) = (const char *(*)(void))dlsym(fake, "fake_link_inputs");
 	if (!t || !hits || !inputs)
-		return live_child_fail("no module text, fake_hits or fake_link_inputs");
+		return child_fail("no module text, fake_hits or fake_link_inputs");
 	unsigned clock = (unsigned)count_of(inputs(), ".entry cubpf_clock");
 	if (clock > 1)
-		return live_child_fail("the clock kernel was compiled %u times", clock);
+		return child_fail("the clock kernel was compiled %u times", clock);
 	fprintf(stderr, "test: cuLinkCreate calls %u\n", hits("cuLinkCreate_v2") - clock);
 	if (path) {
 		FILE *f = fopen(path, "w");
 		if (!f || fputs(t, f) < 0 || fclose(f))
-			return live_child_fail("writing %s", path);
+			return child_fail("writing %s", path);
 	}
 	return 0;
 }
@@ -2402,7 +2402,7 @@ static int child_cache_load(void)
 	if (child_module())
 		return 1;
 	if (load(&mod, live_ptx) != 0) /* loaded again: the same kernel ids, the same entry */
-		return live_child_fail("second load");
+		return child_fail("second load");
 	return dump_module(mod);
 }
 
@@ -2415,7 +2415,7 @@ static int child_cache_other_first(void)
 {
 	void *a = NULL, *b = NULL;
 	if (open_both() || load(&a, other_ptx) != 0 || load(&b, live_ptx) != 0)
-		return live_child_fail("loads");
+		return child_fail("loads");
 	if (instrumented(a, "FAKECUBIN") || instrumented(b, "FAKECUBIN"))
 		return 1;
 	return dump_module(b);
@@ -2604,7 +2604,7 @@ static int child_cache_refused(void)
 {
 	void *mod = NULL;
 	if (open_both() || load(&mod, live_ptx) != 0)
-		return live_child_fail("the application saw the failure");
+		return child_fail("the application saw the failure");
 	return original(mod, live_ptx);
 }
 
@@ -2632,12 +2632,12 @@ static int child_cache_library(void)
 		return 1;
 	if (((libload_fn)dlsym(shim, "cuLibraryLoadData"))(&lib, live_ptx, NULL, NULL, 0, NULL,
 							   NULL, 0) != 0)
-		return live_child_fail("cuLibraryLoadData failed");
+		return child_fail("cuLibraryLoadData failed");
 	if (instrumented(lib, "FAKECUBIN"))
 		return 1;
 	uint64_t *entries = (uint64_t *)(uintptr_t)global(lib, "__cubpf_map_0");
 	if (!entries)
-		return live_child_fail("pointer not stored at load");
+		return child_fail("pointer not stored at load");
 	entries[1] = 3;
 	return dump_module(lib);
 }
@@ -2682,16 +2682,16 @@ static int child_kinds(void)
 		return 1;
 	const char *t = module_text(mod);
 	if (!t || strstr(t, "__cubpf_enable"))
-		return live_child_fail("enable words compiled in without sampling");
+		return child_fail("enable words compiled in without sampling");
 	uint8_t *sm = (uint8_t *)(uintptr_t)global(mod, "__cubpf_map_0");
 	uint8_t *th = (uint8_t *)(uintptr_t)global(mod, "__cubpf_map_1");
 	uint8_t *h = (uint8_t *)(uintptr_t)global(mod, "__cubpf_map_2");
 	if (!sm || !th || !h)
-		return live_child_fail("map pointers not stored: %p %p %p", sm, th, h);
+		return child_fail("map pointers not stored: %p %p %p", sm, th, h);
 	uint64_t v, threads;
 	memcpy(&threads, th, 8);
 	if (threads != 16)
-		return live_child_fail("per-thread header: %llu threads, want 16",
+		return child_fail("per-thread header: %llu threads, want 16",
 				  (unsigned long long)threads);
 	const uint32_t slots[3] = { 0, 3, 131 };
 	for (int i = 0; i < 3; i++) { /* key 1 on SMs 0, 3, 131: 5, 6, 7 */
@@ -2797,10 +2797,10 @@ static int child_sample_enable(void)
 		return 1;
 	const char *t = module_text(mod);
 	if (!t || !strstr(t, ".u64 __cubpf_enable;"))
-		return live_child_fail("no enable-word check in the instrumented module");
+		return child_fail("no enable-word check in the instrumented module");
 	uint32_t *words = (uint32_t *)(uintptr_t)global(mod, "__cubpf_enable");
 	if (!words || words[1] != ~0u)
-		return live_child_fail("enable words not stored");
+		return child_fail("enable words not stored");
 	return 0;
 }
 
@@ -2825,11 +2825,11 @@ static int child_embedded(void)
 	snprintf(path, sizeof(path), "%s/%s", embedded_dir, getenv("LIVE_EMBEDDED"));
 	FILE *f = fopen(path, "rb");
 	if (!f)
-		return live_child_fail("no fixture %s (built by tests/cubin/module.mk)", path);
+		return child_fail("no fixture %s (built by tests/cubin/module.mk)", path);
 	size_t n = fread(buf, 1, sizeof(buf), f);
 	fclose(f);
 	if (!n || open_both() || load(&mod, buf) != 0)
-		return live_child_fail("loading %s", path);
+		return child_fail("loading %s", path);
 	const char *(*jit)(void) = (const char *(*)(void))dlsym(fake, "fake_last_jit_options");
 	const char *t = module_text(mod);
 	fprintf(stderr, "test: jit options <%s>\ntest: module %s\n", jit ? jit() : "?",
@@ -3082,13 +3082,13 @@ static int child_link(void)
 	if (((link_create_fn)dlsym(shim, "cuLinkCreate_v2"))(0, NULL, NULL, &st) != 0 ||
 	    add(st, 1 /* CU_JIT_INPUT_PTX */, (void *)live_ptx, sizeof(live_ptx), "a.ptx", 0, NULL,
 		NULL) != 0)
-		return live_child_fail("link create/add");
+		return child_fail("link create/add");
 	if (getenv("LIVE_LINK_TWO") &&
 	    add(st, 1, (void *)other_ptx, sizeof(other_ptx), "b.ptx", 0, NULL, NULL) != 0)
-		return live_child_fail("second input");
+		return child_fail("second input");
 	if (((link_complete_fn)dlsym(shim, "cuLinkComplete"))(st, &cubin, &size) != 0 ||
 	    load(&mod, cubin) != 0)
-		return live_child_fail("link complete/load");
+		return child_fail("link complete/load");
 	const char *t = module_text(mod);
 	fprintf(stderr, "test: linked module %s, map pointer %s\n",
 		t && strstr(t, "__cubpf_map_0") ? "instrumented" : "original",
@@ -3153,7 +3153,7 @@ static int child_rdc(void)
 	if (f)
 		fclose(f);
 	if (!n || cubin_image_open(&img, buf, n, 0, err, sizeof(err)))
-		return live_child_fail("reading %s", path);
+		return child_fail("reading %s", path);
 	for (size_t i = 0; i < img->fatbin_count && nl < 15; i++) {
 		if (!strcmp(img->fatbins[i].section, ".nv_fatbin"))
 			linked = img->fatbins[i].data;
@@ -3163,7 +3163,7 @@ static int child_rdc(void)
 	uint64_t wrapper[3] = { 0x466243B1u | 2ull << 32, (uintptr_t)linked,
 				getenv("LIVE_RDC_NOLIST") ? 0 : (uintptr_t)list };
 	if (!linked || open_both() || load(&mod, wrapper) != 0)
-		return live_child_fail("loading the -rdc image");
+		return child_fail("loading the -rdc image");
 	const char *in = ((const char *(*)(void))dlsym(fake, "fake_link_inputs"))();
 	unsigned defs = 0, externs = 0;
 	for (const char *p = in; (p = strstr(p, ".const .align 8 .u64 __cubpf_map_0;")); p++) {
@@ -3200,7 +3200,7 @@ static int child_fatbin(void)
 	static char buf[1 << 20];
 	void *mod = NULL;
 	if (!f)
-		return live_child_fail("no fixture %s", fatbin_path);
+		return child_fail("no fixture %s", fatbin_path);
 	size_t n = fread(buf, 1, sizeof(buf), f);
 	fclose(f);
 	if (!n || open_both() || load(&mod, buf) != 0 || instrumented(mod, "FAKECUBIN"))

@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tests/live/child.h"
+#include "tests/child.h"
 #include "ptx-rewriter/layout.h"
 
 static char shim_path[4096], fake_path[4096], fake_san[4096], kcount[4096], host_probe[4096];
@@ -92,14 +92,14 @@ static int run_child(const char *programs, const struct child_env *e, int (*fn)(
 	snprintf(san_log, sizeof(san_log), "/tmp/cubpf-san-log-%d", (int)getpid());
 	unlink(san_log);
 	struct child_args a = {programs, e};
-	int status = live_child_run(child_setup, &a, fn, child_err, sizeof(child_err));
+	int status = child_run(child_setup, &a, fn, child_err, sizeof(child_err));
 	assert_true(status != -1);
 	read_log();
 	unlink(san_log);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		printf("child failed; its stderr:\n%s\nthe fake library's log:\n%s\n", child_err,
 		       log_text);
-	return live_child_code(status);
+	return child_code(status);
 }
 
 /* ---- the child ---- */
@@ -149,24 +149,24 @@ static int child_app(void)
 {
 	shim = dlopen(shim_path, RTLD_NOW | RTLD_LOCAL);
 	if (!shim)
-		return live_child_fail("dlopen %s: %s", shim_path, dlerror());
+		return child_fail("dlopen %s: %s", shim_path, dlerror());
 	if (((int (*)(unsigned))dlsym(shim, "cuInit"))(0) != 0)
-		return live_child_fail("cuInit failed");
+		return child_fail("cuInit failed");
 	note("after cuInit");
 	void *image = read_file(cubin_path), *mod = NULL, *inc = NULL, *mix = NULL;
 	if (!image)
-		return live_child_fail("cannot read %s", cubin_path);
+		return child_fail("cannot read %s", cubin_path);
 	int lr = ((int (*)(void **, const void *))dlsym(shim, "cuModuleLoadData"))(&mod, image);
 	free(image); /* the driver copies the image it loads */
 	if (lr)
-		return live_child_fail("cuModuleLoadData failed");
+		return child_fail("cuModuleLoadData failed");
 	int (*get)(void **, void *, const char *) =
 		(int (*)(void **, void *, const char *))dlsym(shim, "cuModuleGetFunction");
 	if (get(&inc, mod, "_Z9incrementPji") || get(&mix, mod, "_Z3mixPKjPjji"))
-		return live_child_fail("cuModuleGetFunction failed");
+		return child_fail("cuModuleGetFunction failed");
 	note("module in");
 	if (launch(mix, 1) || launch(inc, 5) || launch(inc, 6) || launch(mix, 2))
-		return live_child_fail("a launch failed");
+		return child_fail("a launch failed");
 	/* the record of increment's last launch (the fake's device memory is host memory) */
 	char *last = NULL, *p = NULL;
 	FILE *f = fopen(getenv("FAKE_SAN_LOG"), "r");
@@ -216,21 +216,21 @@ static int child_two_contexts(void)
 	alarm(40);
 	shim = dlopen(shim_path, RTLD_NOW | RTLD_LOCAL);
 	if (!shim || ((int (*)(unsigned))dlsym(shim, "cuInit"))(0) != 0)
-		return live_child_fail("no shim or cuInit failed");
+		return child_fail("no shim or cuInit failed");
 	void *image = read_file(cubin_path), *mod = NULL, *inc = NULL, *ctx = NULL;
 	int (*load)(void **, const void *) =
 		(int (*)(void **, const void *))dlsym(shim, "cuModuleLoadData");
 	int (*get)(void **, void *, const char *) =
 		(int (*)(void **, void *, const char *))dlsym(shim, "cuModuleGetFunction");
 	if (!image || load(&mod, image) || get(&inc, mod, "_Z9incrementPji") || launch(inc, 1))
-		return live_child_fail("first context: load or launch failed");
+		return child_fail("first context: load or launch failed");
 	if (wait_log("own launch elsewhere", 20000))
-		return live_child_fail("the snapshot thread never refreshed a clock");
+		return child_fail("the snapshot thread never refreshed a clock");
 	int (*create)(void **, void *, unsigned, int) =
 		(int (*)(void **, void *, unsigned, int))dlsym(shim, "cuCtxCreate_v4");
 	if (create(&ctx, NULL, 0, 0) || load(&mod, image) || get(&inc, mod, "_Z9incrementPji") ||
 	    launch(inc, 2))
-		return live_child_fail("second context: load or launch failed");
+		return child_fail("second context: load or launch failed");
 	free(image);
 	note("second context launched");
 	return 0;

@@ -24,6 +24,8 @@
 
 #include <cmocka.h>
 
+#include "tests/child.h"
+
 #ifndef SHIM_TEST_BUILD
 #define SHIM_TEST_BUILD "build"
 #endif
@@ -138,55 +140,26 @@ struct child_env {
 
 static char child_err[65536]; /* the last child's stderr */
 
+static void child_setup(const void *arg)
+{
+	const struct child_env *env = arg;
+	env->real ? setenv("CUBPF_REAL_LIBCUDA", env->real, 1) : unsetenv("CUBPF_REAL_LIBCUDA");
+	env->disable ? setenv("CUBPF_DISABLE", env->disable, 1) : unsetenv("CUBPF_DISABLE");
+	env->log ? setenv("CUBPF_LOG", env->log, 1) : unsetenv("CUBPF_LOG");
+	if (env->name)
+		setenv(env->name, env->value, 1);
+}
+
 /* Runs fn in a child with the given environment; returns its exit status (128+signal when it
  * died) and leaves its stderr in child_err. */
 static int run_child(const struct child_env *env, int (*fn)(void))
 {
-	char tmpl[] = "/tmp/cubpf-shim-test-XXXXXX";
-	int fd = mkstemp(tmpl);
-	assert_true(fd >= 0);
-	unlink(tmpl);
-	fflush(NULL);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		/* A crash must end the child, not land in cmocka's handler (which would go on
-		 * running the remaining tests in the child). */
-		static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
-		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-			signal(sigs[i], SIG_DFL);
-		dup2(fd, 2);
-		env->real ? setenv("CUBPF_REAL_LIBCUDA", env->real, 1) : unsetenv("CUBPF_REAL_LIBCUDA");
-		env->disable ? setenv("CUBPF_DISABLE", env->disable, 1) : unsetenv("CUBPF_DISABLE");
-		env->log ? setenv("CUBPF_LOG", env->log, 1) : unsetenv("CUBPF_LOG");
-		if (env->name)
-			setenv(env->name, env->value, 1);
-		int rc = fn();
-		fflush(NULL);
-		exit(rc);
-	}
-	int status;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	ssize_t n = pread(fd, child_err, sizeof(child_err) - 1, 0);
-	child_err[n > 0 ? n : 0] = 0;
-	close(fd);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+	int status = child_run(child_setup, env, fn, child_err, sizeof(child_err));
+	assert_true(status != -1);
+	int code = child_code(status);
+	if (code)
 		printf("child failed; its stderr:\n%s\n", child_err);
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);
-}
-
-static int child_fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	printf("child: ");
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	return 1;
+	return code;
 }
 
 /* Loads the shim without calling it: it initializes on the first driver call. */

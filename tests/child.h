@@ -1,9 +1,9 @@
-/* tests/live/child.h: runs a test case's child in a forked process with its stderr captured, for
- * the live-probe test programs (test_live.c, test_san.c).  The child sets its environment
- * (`setup`), runs `fn` and exits through exit(), so that the shim's exit report runs and lands
- * in the captured stderr. */
-#ifndef CUBPF_TESTS_LIVE_CHILD_H
-#define CUBPF_TESTS_LIVE_CHILD_H
+/* tests/child.h: runs a test case's child in a forked process with its stderr captured, for
+ * the test programs that load the shim in children (tests/shim/test_shim.c, tests/live/).  The
+ * child sets its environment (`setup`), runs `fn` and exits through exit(), so that the shim's
+ * exit report runs and lands in the captured stderr. */
+#ifndef CUBPF_TESTS_CHILD_H
+#define CUBPF_TESTS_CHILD_H
 
 #include <errno.h>
 #include <signal.h>
@@ -15,7 +15,7 @@
 
 /* Runs setup(arg) then fn() in a child; its stderr goes to err (NUL-terminated, cut to
  * errlen - 1).  Returns its wait status, or -1 when the child could not be made. */
-static inline int live_child_run(void (*setup)(const void *), const void *arg, int (*fn)(void),
+static inline int child_run(void (*setup)(const void *), const void *arg, int (*fn)(void),
 				 char *err, size_t errlen)
 {
 	char tmpl[] = "/tmp/cubpf-live-child-XXXXXX";
@@ -26,8 +26,11 @@ static inline int live_child_run(void (*setup)(const void *), const void *arg, i
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) {
-		signal(SIGSEGV, SIG_DFL);
-		signal(SIGABRT, SIG_DFL);
+		/* a crash must end the child, not land in cmocka's handler (which would go on
+		 * running the remaining tests in the child) */
+		static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+			signal(sigs[i], SIG_DFL);
 		dup2(fd, 2);
 		setup(arg);
 		int rc = fn();
@@ -43,14 +46,14 @@ static inline int live_child_run(void (*setup)(const void *), const void *arg, i
 }
 
 /* The child's exit code as a shell gives it (128 + signal when killed). */
-static inline int live_child_code(int status)
+static inline int child_code(int status)
 {
 	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
 /* A child's failure: "child: MESSAGE" on stdout (which the parent prints), and 1 to return. */
-static inline int live_child_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static inline int live_child_fail(const char *fmt, ...)
+static inline int child_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int child_fail(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
