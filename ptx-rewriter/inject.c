@@ -1232,7 +1232,7 @@ static int block_end(struct inj *j, const bool *sel, struct site *s, struct ptx_
 static bool only_trivia(const char *t, size_t from, size_t to)
 {
 	for (size_t i = from; i < to; i++) {
-		if (strchr(" \t\r\n;", t[i]))
+		if (t[i] && strchr(" \t\r\n;", t[i]))
 			continue;
 		if (!strncmp(t + i, "/*", 2)) {
 			const char *e = strstr(t + i + 2, "*/");

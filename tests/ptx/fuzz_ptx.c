@@ -1,6 +1,7 @@
 /* libFuzzer target for ptx-rewriter: the input is (1) the body of a kernel inside a valid
  * module, or the whole module, instrumented with entry, exit and memory probes; and (2) an
  * unverified eBPF program compiled to PTX.  Everything must end in a result or a message. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,16 @@ static const struct bpf_insn entry_prog[] = {
 	I(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
 };
 
+/* the entry tools' shape: a test first, most threads leave (their entry probes go after the
+ * kernel's pure prefix: ptx-rewriter/inject.c, entry_point) */
+static const struct bpf_insn tested_prog[] = {
+	I(BPF_LDX | BPF_MEM | BPF_W, 0, 1, 0, 0),
+	I(BPF_JMP | BPF_JNE | BPF_K, 0, 0, 2, 0),
+	I(BPF_LDX | BPF_MEM | BPF_DW, 3, 1, 56, 0),
+	I(BPF_ALU64 | BPF_ADD | BPF_X, 0, 3, 0, 0),
+	I(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+};
+
 /* blockprobe/blockretprobe and syncprobe (issue 32): a u32 field and the u64 at 56 (begin_ns,
  * before_ns: the values cubpf keeps for the end and after sides) */
 static const struct bpf_insn block_sync_prog[] = {
@@ -56,8 +67,11 @@ static void instrument(const char *text, size_t len)
 {
 	static const struct vm_map_def maps[] = {{.name = "m", .type = CUBPF_MAP_ARRAY,
 						  .key_size = 4, .value_size = 8, .max_entries = 8}};
+	bool tested = len / 4 % 2; /* half the inputs: the entry probe after the pure prefix */
 	const struct ptx_prog progs[] = {
-		{"e", VM_PROG_KPROBE, "*", entry_prog, sizeof(entry_prog) / sizeof(entry_prog[0])},
+		{"e", VM_PROG_KPROBE, "*", tested ? tested_prog : entry_prog,
+		 tested ? sizeof(tested_prog) / sizeof(tested_prog[0])
+			: sizeof(entry_prog) / sizeof(entry_prog[0])},
 		{"x", VM_PROG_KRETPROBE, "k*", entry_prog, sizeof(entry_prog) / sizeof(entry_prog[0])},
 		{"m", VM_PROG_MEMPROBE, "*", mem_prog, sizeof(mem_prog) / sizeof(mem_prog[0])},
 		{"b", VM_PROG_BLOCKPROBE, "*", block_sync_prog, 4},
