@@ -68,12 +68,12 @@ BENCH_BINS += $(BUILD)/gpu/shim_bench
 endif
 
 # CPU benchmark of the shim's own per-call cost, against the fake driver of tests/shim.
-$(BUILD)/bench/shim_cpubench: tests/bench/shim_cpubench.c | $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so
+$(BUILD)/bench/shim_cpubench: tests/bench/shim_cpubench.c tests/bench/median.h | $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -ldl
 BENCH_BINS += $(BUILD)/bench/shim_cpubench
 # The same for a launch-bound training step, per mode of cubpf (tests/bench/b_train_cpu.sh).
-$(BUILD)/bench/train_cpubench: tests/bench/train_cpubench.c | $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so
+$(BUILD)/bench/train_cpubench: tests/bench/train_cpubench.c tests/bench/median.h | $(SHIM_LIB) $(BUILD)/tests/libcuda-fake.so
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -ldl
 BENCH_BINS += $(BUILD)/bench/train_cpubench

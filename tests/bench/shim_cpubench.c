@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "tests/bench/median.h"
+
 typedef int (*ctx_t)(void **);
 typedef int (*launch_t)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 			unsigned, void *, void **, void **);
@@ -50,17 +52,10 @@ static double time_copy(copy_t f)
 	return (now() - t) / N * 1e9;
 }
 
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 #define ROUNDS 5
 static double median(double *v)
 {
-	qsort(v, ROUNDS, sizeof(*v), cmp);
-	return v[ROUNDS / 2];
+	return bench_median(v, ROUNDS);
 }
 
 int main(int argc, char **argv)

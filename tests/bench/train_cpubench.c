@@ -22,6 +22,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "tests/bench/median.h"
+
 #define LIBS 4
 #define PER_LIB 6
 #define LAUNCHES (LIBS * PER_LIB)
@@ -133,12 +135,6 @@ static double spin(double until)
 	return clock_s(CLOCK_THREAD_CPUTIME_ID) - c;
 }
 
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -175,12 +171,10 @@ int main(int argc, char **argv)
 		ns[r] = wall / ((double)steps * LAUNCHES) * 1e9;
 		cpu[r] = (clock_s(CLOCK_THREAD_CPUTIME_ID) - c - paused) / ((double)steps * LAUNCHES) * 1e9;
 	}
-	qsort(ns, ROUNDS, sizeof(*ns), cmp);
-	qsort(cpu, ROUNDS, sizeof(*cpu), cmp);
 	/* wall: what the step takes; thread CPU: the application thread's own work, without the
 	 * time cubpf's threads take from it on a machine with few cores */
 	printf("ns_per_launch %.1f thread_cpu_ns %.1f (a step of %d launches, 1 copy, 1 event; "
-	       "median of %d rounds x %d steps)\n", ns[ROUNDS / 2], cpu[ROUNDS / 2], LAUNCHES,
-	       ROUNDS, steps);
+	       "median of %d rounds x %d steps)\n", bench_median(ns, ROUNDS),
+	       bench_median(cpu, ROUNDS), LAUNCHES, ROUNDS, steps);
 	return 0;
 }
