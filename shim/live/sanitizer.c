@@ -753,18 +753,21 @@ static int patch_module(struct san_ctx *c, void *module, struct san_kernel *k)
  * 2026-11-28: the callback's patch waits for a lock the launch holds; on the legacy stream it
  * does not).  A CUkernel (the runtime's launches of library kernels) is first resolved to its
  * function in the current context, which loads the module if lazy loading has not yet. */
+typedef CUresult (*get_module_fn)(void **, void *);
+typedef CUresult (*kernel_fn)(void **, void *);
+static get_module_fn get_module;
+static kernel_fn kernel_function;
+
+static void look_up_module_fns(void)
+{
+	get_module = (get_module_fn)shim_real("cuFuncGetModule");
+	kernel_function = (kernel_fn)shim_real("cuKernelGetFunction");
+}
+
 static void *launch_module(const struct shim_launch_event *ev)
 {
-	typedef CUresult (*get_module_fn)(void **, void *);
-	typedef CUresult (*kernel_fn)(void **, void *);
-	static get_module_fn get_module;
-	static kernel_fn kernel_function;
-	static bool looked;
-	if (!looked) {
-		get_module = (get_module_fn)shim_real("cuFuncGetModule");
-		kernel_function = (kernel_fn)shim_real("cuKernelGetFunction");
-		looked = true;
-	}
+	static pthread_once_t once = PTHREAD_ONCE_INIT; /* launches come from any thread */
+	pthread_once(&once, look_up_module_fns);
 	void *f = (void *)ev->func, *module = NULL;
 	if (ev->kernel && ev->kernel->library && kernel_function &&
 	    kernel_function(&f, (void *)ev->func) != CUDA_SUCCESS)
